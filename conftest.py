@@ -1,0 +1,48 @@
+"""Shared pytest configuration: hypothesis profiles and the ``--scale`` option.
+
+The default hypothesis profile is deterministic (``derandomize=True``, no example database, no
+deadline), so ``pytest verify/`` gives the same verdict on every run. Select the exploratory profile
+with ``HYPOTHESIS_PROFILE=explore`` or ``--hypothesis-profile=explore`` for long randomised runs.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "deterministic",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    max_examples=25,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "explore",
+    derandomize=False,
+    deadline=None,
+    print_blob=True,
+    max_examples=500,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--scale", action="store", default="quick", choices=("quick", "paper"),
+                     help="size of the rate checks and which committed runs the trained claims read")
+
+
+@pytest.fixture(scope="session")
+def scale(request) -> str:
+    return request.config.getoption("--scale")
+
+
+@pytest.fixture(autouse=True)
+def _strict_numpy():
+    """Floating-point errors inside a check are failures, not warnings (diffrax habit)."""
+    with np.errstate(over="raise", invalid="raise"):
+        yield

@@ -1,0 +1,84 @@
+"""Measurements of the paper's claims, shared by ``verify/`` (which asserts on them) and the
+notebooks (which tabulate the very same numbers).
+
+Each submodule covers one part of the paper and exposes functions ``check_<label>(...)`` that
+return a :class:`ClaimResult` (or a list of them). A function never asserts; it measures and reports
+whether the claim held, so that a report can show a claim that fails.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ClaimResult", "slope_ci"]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """One measured claim.
+
+    Attributes
+    ----------
+    label : str
+        The LaTeX label of the paper result (e.g. ``"supp-thm:KRR"``).
+    statement : str
+        The claim in one line.
+    holds : bool
+        Whether every measured instance satisfied the claim (within the stated tolerance).
+    observed : float
+        The headline measured quantity (e.g. the worst ratio observed/bound, or a fitted slope).
+    bound : float or None
+        The bound or the paper's value the observation is compared with.
+    tolerance : str
+        The tolerance used and why (round-off bound or k Monte-Carlo standard errors).
+    ci : tuple of float or None
+        A confidence interval for ``observed`` where it is statistical.
+    details : dict
+        Further numbers (per-instance values, per-seed slopes, ...), JSON-serialisable.
+    """
+
+    label: str
+    statement: str
+    holds: bool
+    observed: float
+    bound: float | None = None
+    tolerance: str = ""
+    ci: tuple[float, float] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), default=_jsonable)
+
+    def __str__(self) -> str:  # used in assertion messages
+        ci = f" CI={self.ci}" if self.ci is not None else ""
+        return (f"[{self.label}] holds={self.holds} observed={self.observed:.6g} "
+                f"bound={self.bound}{ci} ({self.tolerance}) :: {self.statement}")
+
+
+def _jsonable(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (np.floating, np.integer)):
+        return o.item()
+    if isinstance(o, np.bool_):
+        return bool(o)
+    raise TypeError(f"not JSON serialisable: {type(o)}")
+
+
+def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], float]:
+    """Least-squares slope of ``y`` on ``x`` with a Student-t confidence interval.
+
+    Returns ``(slope, (lo, hi), r_value)`` from :func:`scipy.stats.linregress`.
+    """
+    import scipy.stats
+
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    res = scipy.stats.linregress(x, y)
+    dof = len(x) - 2
+    t = scipy.stats.t.ppf(0.5 + level / 2, dof) if dof > 0 else np.inf
+    return float(res.slope), (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)), float(res.rvalue)
