@@ -1,0 +1,677 @@
+"""The hand-set transformer of thm:TFdoPPD, its normalised variant TF^pr, the explicit MLP head and the
+composed bound of thm:PPD convergence (float64 NumPy).
+
+Implements
+----------
+* thm:TFdoPPD, supp-eqn:weights, eqn:1st attn, eqn:l attn, eqn:std attn: the token layout ``Z^(0)``
+  (``d + 4`` rows), the masks ``M^(0)_{ij} = 1{i > n}`` and ``M_{ij} = 1{i <= n}``, the weights
+  ``K = Q, V^(l), S^(l), W`` and the literal forward pass with dense matrix products.
+* sec:generalization (``Attn^na``, ``TF^pr``, eqn:recursion prec): normalised attention in the solver
+  layers, with the skip term ``S Z`` scaled token-wise by ``1 / s_{x_j}``. The first layer stays
+  unnormalised: it has a single key per query, so normalising it makes every weight 1 and turns the
+  ``k_x`` row into a constant (DESIGN.md, "Known ambiguities").
+* "MLP for natural parameter conversion" (sec. From Moments to PPD) and supp-sec:thrm4.1: an explicit
+  one-hidden-layer ReLU MLP ``psi~`` approximating ``psi(mu, tau) = (mu/tau, -1/(2 tau))`` on a box,
+  built deterministically (fixed ReLU ridge features + least-squares readout), its measured
+  ``delta_MLP`` and a Lipschitz bound ``L_psi~``.
+* supp-sec:thrm4.1 (proof of thm:PPD convergence): the logits ``l1 = Xi psi~(mu_L, tau_L)``,
+  ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)`` and every term of the bound next to the measured
+  ``TV(p_n, q_theta)``.
+
+Index conventions
+-----------------
+The paper numbers token rows from 1; here rows are 0-based, so the paper's row ``d+1`` (labels) is
+``d``, ``d+2`` (``k_x``) is ``d+1``, ``d+3`` (mean recursion ``f``) is ``d+2`` and ``d+4`` (variance
+recursion ``g``) is ``d+3``. Layer 0 (eqn:1st attn) writes ``k_x``; layers ``1..L-1`` (eqn:l attn) are
+Richardson steps, so ``Z^(l)`` (``l >= 1``) holds the ``(l-1)``-th Richardson iterate and a depth-``L``
+transformer returns the ``(L-1)``-th iterate.
+
+Kernels: for ``RBFKernel(alpha, ell)`` (and ``ARDRBFKernel``) the lengthscale is folded into
+``K = Q = diag(1/ell)`` on the ``x`` rows and the attention score is the unit RBF
+``exp(-||a - b||^2 / 2)``; ``alpha^2`` is folded into ``V``. For ``LinearKernel(Sigma)`` the score is
+``a^T b`` and ``K = Q = diag(sqrt(Sigma))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._checks import as_float_array, choice, positive_int, positive_scalar
+from .kernels import ARDRBFKernel, LinearKernel, RBFKernel
+
+__all__ = [
+    "HandsetWeights",
+    "handset_weights",
+    "build_Z0",
+    "attention_scores",
+    "tf_forward",
+    "expected_rows",
+    "ReLUMLP",
+    "fit_psi_mlp",
+    "delta_mlp",
+    "PPDBoundTerms",
+    "ppd_bound_terms",
+    "ROW_Y",
+    "ROW_KX",
+    "ROW_F",
+    "ROW_G",
+]
+
+SCORES = ("rbf", "linear")
+
+
+def ROW_Y(d: int) -> int:
+    """0-based row of the labels (paper row ``d+1``)."""
+    return d
+
+
+def ROW_KX(d: int) -> int:
+    """0-based row of ``k_x`` written by the first layer (paper row ``d+2``)."""
+    return d + 1
+
+
+def ROW_F(d: int) -> int:
+    """0-based row of the mean recursion ``f`` (paper row ``d+3``)."""
+    return d + 2
+
+
+def ROW_G(d: int) -> int:
+    """0-based row of the variance recursion ``g`` (paper row ``d+4``)."""
+    return d + 3
+
+
+# --------------------------------------------------------------------------------------------------
+# supp-eqn:weights
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class HandsetWeights:
+    """The parameters ``vartheta`` of thm:TFdoPPD as given in supp-eqn:weights.
+
+    Attributes
+    ----------
+    d : int
+        Input dimension; tokens have ``d + 4`` rows.
+    L : int
+        Number of attention layers (layer 0 = eqn:1st attn, layers 1..L-1 = eqn:l attn).
+    eta : tuple of float, length L - 1
+        Step sizes ``eta^(1), ..., eta^(L-1)`` of the solver layers.
+    noise_var : float
+        ``sigma^2``.
+    score : {"rbf", "linear"}
+        Attention score ``kappa`` of eqn:std attn (unit RBF or dot product).
+    normalised : bool
+        Whether the solver weights are set for TF^pr (``Attn^na`` + skip scaled by ``1/s_{x_j}``).
+    alpha2 : float
+        Kernel amplitude ``alpha^2`` folded into ``V`` (1 for the linear kernel).
+    K, Q, V, S : ndarray of shape (L, d + 4, d + 4)
+        Per-layer matrices; ``S[0]`` is zero (eqn:1st attn has no skip term).
+    W : ndarray of shape (2, d + 4)
+        Readout of the query column.
+    kernel : object
+        The kernel the weights encode (for reference).
+    """
+
+    d: int
+    L: int
+    eta: tuple[float, ...]
+    noise_var: float
+    score: str
+    normalised: bool
+    alpha2: float
+    K: np.ndarray = field(repr=False)
+    Q: np.ndarray = field(repr=False)
+    V: np.ndarray = field(repr=False)
+    S: np.ndarray = field(repr=False)
+    W: np.ndarray = field(repr=False)
+    kernel: object = None
+
+    @property
+    def d_token(self) -> int:
+        return self.d + 4
+
+    def masks(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``M^(0)_{ij} = 1{i > n}`` and ``M_{ij} = 1{i <= n}`` (1-based; thm:TFdoPPD).
+
+        Returns
+        -------
+        M0, M : ndarray of shape (n + 1, n + 1)
+        """
+        n = positive_int(n, "n")
+        i = np.arange(1, n + 2)[:, None] * np.ones((1, n + 1))
+        return (i > n).astype(float), (i <= n).astype(float)
+
+
+def _kernel_geometry(kernel, d: int) -> tuple[str, np.ndarray, float]:
+    """Score name, diagonal of ``K = Q`` on the x rows, and ``alpha^2``."""
+    if isinstance(kernel, RBFKernel):
+        return "rbf", np.full(d, 1.0 / kernel.lengthscale), kernel.alpha**2
+    if isinstance(kernel, ARDRBFKernel):
+        ls = np.asarray(kernel.lengthscales)
+        if ls.shape != (d,):
+            raise ValueError(f"kernel has {ls.size} lengthscales, expected d={d}")
+        return "rbf", 1.0 / ls, kernel.alpha**2
+    if isinstance(kernel, LinearKernel):
+        if kernel.d != d:
+            raise ValueError(f"kernel has d={kernel.d}, expected d={d}")
+        return "linear", np.sqrt(np.asarray(kernel.sigma_diag)), 1.0
+    raise ValueError(f"kernel must be LinearKernel, RBFKernel or ARDRBFKernel, got {type(kernel).__name__}")
+
+
+def _layer_steps(eta, L: int) -> tuple[float, ...]:
+    e = as_float_array(eta, "eta", ndim=(0, 1))
+    if e.ndim == 0:
+        e = np.full(L - 1, float(e))
+    elif e.shape != (L - 1,):
+        raise ValueError(f"eta must be a scalar or have length L-1={L - 1} (one per solver layer), "
+                         f"got shape {e.shape}")
+    if np.any(e <= 0):
+        raise ValueError(f"eta must be positive, got min {e.min()}")
+    return tuple(float(v) for v in e)
+
+
+def handset_weights(d: int, L: int, eta, noise_var: float, kernel, *,
+                    normalised: bool = False) -> HandsetWeights:
+    """Build the weights of supp-eqn:weights for ``L`` layers.
+
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+    L : int
+        Depth (>= 1). Layer 0 writes ``k_x``; layers 1..L-1 perform Richardson steps.
+    eta : float or sequence of length L - 1
+        Solver step sizes ``eta^(1..L-1)`` (> 0). With ``normalised=True`` this is the step of the
+        preconditioned recursion eqn:recursion prec.
+    noise_var : float
+        ``sigma^2 > 0``.
+    kernel : LinearKernel, RBFKernel or ARDRBFKernel
+        The GP kernel to encode (see the module docstring for how it is folded in).
+    normalised : bool
+        Set the solver weights for TF^pr. The normalised weights ``kappa/s`` are free of ``alpha``, so
+        ``V`` carries ``eta`` and ``S`` carries ``-eta sigma^2 / alpha^2``; then the skip scaled by
+        ``1/s_unit = alpha^2/s_x`` gives the ``-eta sigma^2 / s_x`` of eqn:recursion prec.
+
+    Returns
+    -------
+    HandsetWeights
+    """
+    d = positive_int(d, "d")
+    L = positive_int(L, "L")
+    s2 = positive_scalar(noise_var, "noise_var")
+    steps = _layer_steps(eta, L)
+    score, kq, alpha2 = _kernel_geometry(kernel, d)
+    if normalised and score != "rbf":
+        raise ValueError("normalised=True needs a strictly positive score (RBF kernel); "
+                         "TF^pr is defined for such kernels only (sec:generalization)")
+    dt = d + 4
+    yr, kr, fr, gr = ROW_Y(d), ROW_KX(d), ROW_F(d), ROW_G(d)
+    Kl = np.zeros((dt, dt))
+    Kl[np.arange(d), np.arange(d)] = kq  # supp-eqn:weights: K = Q = diag(1_d, 0_4) (kernel folded in)
+    K = np.repeat(Kl[None], L, axis=0)
+    V = np.zeros((L, dt, dt))
+    S = np.zeros((L, dt, dt))
+    V[0, kr, yr] = alpha2  # supp-eqn:weights: V^(0)_{d+2,d+1} = 1 (times alpha^2)
+    for l in range(1, L):
+        eta_l = steps[l - 1]
+        v = eta_l if normalised else eta_l * alpha2
+        V[l, fr, yr] = V[l, gr, kr] = v  # V^(l)_{d+3,d+1} = V^(l)_{d+4,d+2} = eta^(l)
+        V[l, fr, fr] = V[l, gr, gr] = -v  # V^(l)_{d+3,d+3} = V^(l)_{d+4,d+4} = -eta^(l)
+        sk = -eta_l * s2 / alpha2 if normalised else -eta_l * s2
+        S[l, fr, fr] = S[l, gr, gr] = sk  # S^(l)_{d+3,d+3} = S^(l)_{d+4,d+4} = -eta^(l) sigma^2
+    W = np.zeros((2, dt))
+    W[0, fr] = 1.0  # mu_L = row d+3
+    W[1, yr], W[1, kr], W[1, gr] = s2, 1.0, -1.0  # tau_L = sigma^2 * 1 + kappa(x,x) - g
+    return HandsetWeights(d=d, L=L, eta=steps, noise_var=s2, score=score, normalised=bool(normalised),
+                          alpha2=float(alpha2), K=K, Q=K.copy(), V=V, S=S, W=W, kernel=kernel)
+
+
+# --------------------------------------------------------------------------------------------------
+# forward pass (eqn:1st attn, eqn:l attn)
+# --------------------------------------------------------------------------------------------------
+
+def build_Z0(X, Y, x_query) -> np.ndarray:
+    """Input tokens of thm:TFdoPPD: ``[[X^T, x], [Y^T, 1], [0_{3 x n}, 0_3]]``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (..., n, d)
+    Y : ndarray of shape (..., n)
+    x_query : ndarray of shape (..., d)
+
+    Returns
+    -------
+    Z0 : ndarray of shape (..., d + 4, n + 1)
+    """
+    X = as_float_array(X, "X", min_ndim=2)
+    Y = as_float_array(Y, "Y", min_ndim=1)
+    x_query = as_float_array(x_query, "x_query", min_ndim=1)
+    *batch, n, d = X.shape
+    if n == 0:
+        raise ValueError("X must hold at least one context point (n = 0 given)")
+    if Y.shape != X.shape[:-1]:
+        raise ValueError(f"Y must have shape {X.shape[:-1]} to match X {X.shape}, got {Y.shape}")
+    if x_query.shape != tuple(batch) + (d,):
+        raise ValueError(f"x_query must have shape {tuple(batch) + (d,)}, got {x_query.shape}")
+    Z = np.zeros(tuple(batch) + (d + 4, n + 1))
+    Z[..., :d, :n] = np.swapaxes(X, -1, -2)
+    Z[..., :d, n] = x_query
+    Z[..., d, :n] = Y
+    Z[..., d, n] = 1.0
+    return Z
+
+
+def attention_scores(KZ: np.ndarray, QZ: np.ndarray, score: str) -> np.ndarray:
+    """``[h(KZ, QZ)]_{ij} = kappa(K z_i, Q z_j)`` before masking (eqn:std attn).
+
+    Parameters
+    ----------
+    KZ, QZ : ndarray of shape (..., d', N)
+    score : {"rbf", "linear"}
+        ``exp(-||a - b||^2 / 2)`` or ``a^T b``.
+
+    Returns
+    -------
+    H : ndarray of shape (..., N, N)
+    """
+    choice(score, "score", SCORES)
+    if score == "linear":
+        return np.swapaxes(KZ, -1, -2) @ QZ
+    diff = KZ[..., :, :, None] - QZ[..., :, None, :]  # (..., d', N, N), differences: no cancellation
+    return np.exp(-0.5 * np.sum(diff * diff, axis=-3))
+
+
+def _layer(Z, K, Q, V, S, Mask, score, normalised: bool, scale_skip: bool):
+    H = attention_scores(K @ Z, Q @ Z, score) * Mask  # (..., N, N), [h]_{ij} M_{ij}
+    skip = S @ Z  # (..., d', N)
+    if normalised:
+        s = np.sum(H, axis=-2)  # (..., N): s_j = sum_i kappa(K z_i, Q z_j) M_ij
+        H = H / s[..., None, :]  # Attn^na (sec:generalization)
+        if scale_skip:
+            skip = skip / s[..., None, :]  # token-wise 1/s_{x_j} on the skip term (TF^pr)
+    return Z + V @ Z @ H + skip  # eqn:std attn: V Z h(KZ, QZ) (+ S Z)
+
+
+def tf_forward(weights: HandsetWeights, X, Y, x_query, score: str | None = None,
+               normalised: bool | None = None, return_path: bool = False, *,
+               normalise_first_layer: bool = False, scale_skip: bool = True):
+    """Literal forward pass of ``TF_{vartheta,L}`` (thm:TFdoPPD) or ``TF^pr`` (sec:generalization).
+
+    Parameters
+    ----------
+    weights : HandsetWeights
+    X : ndarray of shape (..., n, d)
+    Y : ndarray of shape (..., n)
+    x_query : ndarray of shape (..., d)
+    score : {"rbf", "linear"}, optional
+        Attention score; defaults to ``weights.score``.
+    normalised : bool, optional
+        Use ``Attn^na`` and the ``1/s_{x_j}``-scaled skip in the solver layers (TF^pr); defaults to
+        ``weights.normalised``.
+    return_path : bool
+        Also return ``Z^(0), ..., Z^(L)``.
+    normalise_first_layer, scale_skip : bool
+        Deliberately wrong variants, for the fault-injection checks only: normalise eqn:1st attn as
+        well, or drop the ``1/s_{x_j}`` on the skip term of TF^pr.
+
+    Returns
+    -------
+    mu_L, tau_L : ndarray of shape (...)
+        ``W [Z^(L)]_{:, n+1}``.
+    path : ndarray of shape (L + 1, ..., d + 4, n + 1), only if ``return_path``
+    """
+    if not isinstance(weights, HandsetWeights):
+        raise ValueError(f"weights must be HandsetWeights, got {type(weights).__name__}")
+    score = weights.score if score is None else choice(score, "score", SCORES)
+    normalised = weights.normalised if normalised is None else bool(normalised)
+    if (normalised or normalise_first_layer) and score != "rbf":
+        raise ValueError("normalised attention needs a strictly positive score ('rbf')")
+    Z = build_Z0(X, Y, x_query)
+    if Z.shape[-2] != weights.d_token:
+        raise ValueError(f"X has d={Z.shape[-2] - 4} features, weights expect d={weights.d}")
+    n = Z.shape[-1] - 1
+    M0, M = weights.masks(n)
+    path = [Z] if return_path else None
+    with np.errstate(over="ignore", invalid="ignore"):  # a divergent step size may overflow: reported as inf/nan
+        for l in range(weights.L):
+            if l == 0:  # eqn:1st attn: mask M^(0), no skip term
+                Z = _layer(Z, weights.K[0], weights.Q[0], weights.V[0], weights.S[0], M0, score,
+                           normalise_first_layer, False)
+            else:  # eqn:l attn: mask M, skip S^(l)
+                Z = _layer(Z, weights.K[l], weights.Q[l], weights.V[l], weights.S[l], M, score,
+                           normalised, scale_skip)
+            if return_path:
+                path.append(Z)
+        out = Z[..., :, n] @ weights.W.T  # TF = W [Z^(L)]_{:, n+1}, (..., 2)
+    mu_L, tau_L = out[..., 0], out[..., 1]
+    if return_path:
+        return mu_L, tau_L, np.stack(path)
+    return mu_L, tau_L
+
+
+def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, normalised: bool = False):
+    """Rows ``d+3`` and ``d+4`` of ``Z^(0..L)`` predicted by the Richardson recursions.
+
+    Row ``d+3`` of ``Z^(l)`` (``l >= 1``) is ``f^(l-1)`` (eqn:recur mean, ``v = Y``) and row ``d+4``
+    is ``g^(l-1)`` (eqn:recur var, ``v = k_x``) at the ``n`` context points and the query; with
+    ``normalised=True`` the preconditioned recursion eqn:recursion prec. Computed with
+    :mod:`pfntheory.richardson` from the kernel's own Gram matrix, independently of the attention code.
+
+    Parameters
+    ----------
+    kernel : kernel of :mod:`pfntheory.kernels`
+    X : ndarray of shape (n, d)
+    Y : ndarray of shape (n,)
+    x_query : ndarray of shape (d,)
+    noise_var : float
+    eta : float or sequence of length L - 1
+    L : int
+
+    Returns
+    -------
+    F, Gv : ndarray of shape (L + 1, n + 1)
+        Expected rows ``d+3`` and ``d+4``; column ``n`` is the query.
+    """
+    from . import richardson as rich
+
+    X = as_float_array(X, "X", ndim=2)
+    Y = as_float_array(Y, "Y", ndim=1)
+    x_query = as_float_array(x_query, "x_query", ndim=1)
+    L = positive_int(L, "L")
+    steps = _layer_steps(eta, L)
+    n = X.shape[0]
+    G = kernel(X)  # (n, n)
+    k_x = kernel(X, x_query[None, :])[:, 0]  # (n,)
+    F = np.zeros((L + 1, n + 1))
+    Gv = np.zeros((L + 1, n + 1))
+    if L == 1:
+        return F, Gv
+    tr, te = ((rich.krr_training_recursion_prec, rich.krr_testing_recursion_prec) if normalised
+              else (rich.krr_training_recursion, rich.krr_testing_recursion))
+    for out, v in ((F, Y), (Gv, k_x)):
+        out[1:, :n] = tr(G, v, noise_var, steps, L - 1)  # (L, n): iterates 0..L-1
+        out[1:, n] = te(G, k_x, v, noise_var, steps, L - 1)  # (L,)
+    return F, Gv
+
+
+# --------------------------------------------------------------------------------------------------
+# MLP for natural parameter conversion
+# --------------------------------------------------------------------------------------------------
+
+def _box(box) -> tuple[tuple[float, float], tuple[float, float]]:
+    b = as_float_array(box, "box")
+    if b.shape != (2, 2):
+        raise ValueError(f"box must be ((mu_lo, mu_hi), (tau_lo, tau_hi)), got shape {b.shape}")
+    if not (b[0, 0] < b[0, 1] and b[1, 0] < b[1, 1]):
+        raise ValueError(f"box must have lo < hi on both axes, got {b.tolist()}")
+    if b[1, 0] <= 0:
+        raise ValueError(f"box must have tau_lo > 0 (psi needs tau > 0), got tau_lo={b[1, 0]}")
+    return (float(b[0, 0]), float(b[0, 1])), (float(b[1, 0]), float(b[1, 1]))
+
+
+def _psi(theta: np.ndarray) -> np.ndarray:
+    from .discretize import psi_gaussian
+
+    out = psi_gaussian(theta[..., 0], theta[..., 1])
+    return np.stack(out, axis=-1) if isinstance(out, tuple) else np.asarray(out)
+
+
+@dataclass(frozen=True, eq=False)
+class ReLUMLP:
+    """``psi~(theta) = W2 relu(W1 theta + h1) + h2`` (one hidden layer of width ``C'``).
+
+    Attributes
+    ----------
+    W1 : ndarray of shape (C', 2)
+    h1 : ndarray of shape (C',)
+    W2 : ndarray of shape (2, C')
+    h2 : ndarray of shape (2,)
+    box : tuple
+        ``((mu_lo, mu_hi), (tau_lo, tau_hi))``, the compact set ``K`` it was fitted on.
+    """
+
+    W1: np.ndarray
+    h1: np.ndarray
+    W2: np.ndarray
+    h2: np.ndarray
+    box: tuple
+
+    @property
+    def width(self) -> int:
+        return int(self.W1.shape[0])
+
+    def __call__(self, theta) -> np.ndarray:
+        """Evaluate at ``theta = (mu, tau)`` of shape (..., 2); returns shape (..., 2)."""
+        theta = as_float_array(theta, "theta", min_ndim=1)
+        if theta.shape[-1] != 2:
+            raise ValueError(f"theta must have last dimension 2 (mu, tau), got {theta.shape}")
+        hidden = np.maximum(theta @ self.W1.T + self.h1, 0.0)  # act(W1 theta + h1), (..., C')
+        return hidden @ self.W2.T + self.h2
+
+    def lipschitz_bound(self) -> float:
+        """``||W2||_2 ||W1||_2 >= L_psi~`` (ReLU is 1-Lipschitz), in the Euclidean norm."""
+        return float(np.linalg.norm(self.W2, 2) * np.linalg.norm(self.W1, 2))
+
+
+def fit_psi_mlp(box, width: int, rng: np.random.Generator | None = None, *,
+                n_fit: int | None = None, ridge: float = 1e-12) -> ReLUMLP:
+    """Explicit one-hidden-layer ReLU MLP for ``psi(mu, tau) = (mu/tau, -1/(2 tau))`` on a box.
+
+    The hidden layer is fixed, not trained: inputs are mapped affinely to ``t in [-1, 1]^2`` and
+    feature ``j`` is the ridge function ``relu(a_j . t + b_j)``. Deterministically (``rng=None``),
+    the directions ``a_j`` take ``m = floor(sqrt(C'))`` angles equally spaced on ``[0, 2 pi)`` and
+    the offsets ``b_j`` take ``k = ceil(C'/m)`` equally spaced levels inside ``(-sqrt 2, sqrt 2)`` (the
+    range of ``a . t`` on the square), a discrete Radon-type grid; with ``rng`` the angles and offsets
+    are uniform draws. The readout ``(W2, h2)`` is the least-squares fit to ``psi`` on an
+    ``n_fit x n_fit`` grid, solved by the normal equations with a relative Tikhonov term ``ridge``
+    (only to keep nearly collinear features solvable). No SGD.
+
+    Parameters
+    ----------
+    box : array_like of shape (2, 2)
+        ``((mu_lo, mu_hi), (tau_lo, tau_hi))`` with ``tau_lo > 0``.
+    width : int
+        Hidden width ``C'`` (>= 1).
+    rng : numpy.random.Generator, optional
+        Draw the features at random; ``None`` gives the deterministic grid of ridge features.
+    n_fit : int, optional
+        Fitting-grid resolution per axis (default ``max(40, 3 sqrt(C'))``: >= 9 points per feature).
+    ridge : float
+        Relative Tikhonov weight (times ``tr(Phi^T Phi)/C'``).
+
+    Returns
+    -------
+    ReLUMLP
+    """
+    (m0, m1), (t0, t1) = _box(box)
+    width = positive_int(width, "width")
+    if n_fit is None:
+        n_fit = max(40, int(np.ceil(3.0 * np.sqrt(width))))
+    n_fit = positive_int(n_fit, "n_fit", minimum=2)
+    ridge = positive_scalar(ridge, "ridge", allow_zero=True)
+    if rng is None:
+        m = max(1, int(np.floor(np.sqrt(width))))
+        k = int(np.ceil(width / m))
+        j = np.arange(width)
+        ang = 2 * np.pi * ((j % m) + 0.5) / m
+        b = np.sqrt(2.0) * (2.0 * ((j // m) + 1) / (k + 1) - 1.0)
+    else:
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        ang = rng.uniform(0.0, 2 * np.pi, size=width)
+        b = rng.uniform(-np.sqrt(2.0), np.sqrt(2.0), size=width)
+    A = np.stack([np.cos(ang), np.sin(ang)], axis=1)  # (C', 2) unit directions
+    c = np.array([(m0 + m1) / 2, (t0 + t1) / 2])
+    half = np.array([(m1 - m0) / 2, (t1 - t0) / 2])
+    W1 = A / half[None, :]  # a . t with t = (theta - c) / half
+    h1 = b - W1 @ c
+    theta = np.stack(np.meshgrid(np.linspace(m0, m1, n_fit), np.linspace(t0, t1, n_fit),
+                                 indexing="ij"), axis=-1).reshape(-1, 2)
+    Phi = np.maximum(theta @ W1.T + h1, 0.0)  # (N, C'), act(W1 theta + h1)
+    Phi1 = np.concatenate([Phi, np.ones((Phi.shape[0], 1))], axis=1)  # readout bias h2
+    target = _psi(theta)  # (N, 2)
+    M = Phi1.T @ Phi1
+    M[np.diag_indices_from(M)] += ridge * np.trace(M) / M.shape[0]
+    coef = np.linalg.solve(M, Phi1.T @ target)  # least-squares readout (W2, h2)
+    return ReLUMLP(W1=W1, h1=h1, W2=coef[:-1].T.copy(), h2=coef[-1].copy(),
+                   box=((m0, m1), (t0, t1)))
+
+
+def delta_mlp(mlp: ReLUMLP, box=None, n_grid: int = 201) -> float:
+    """Measured ``delta_MLP = sup_K ||psi(theta) - psi~(theta)||_2`` on an ``n_grid x n_grid`` grid.
+
+    A grid maximum is a lower estimate of the supremum; with ``n_grid`` larger than the fitting grid
+    and a piecewise-linear ``psi~`` the gap is at most ``(Lip(psi) + Lip(psi~)) h / sqrt(2)`` for
+    grid spacing ``h``.
+    """
+    (m0, m1), (t0, t1) = _box(mlp.box if box is None else box)
+    n_grid = positive_int(n_grid, "n_grid", minimum=2)
+    theta = np.stack(np.meshgrid(np.linspace(m0, m1, n_grid), np.linspace(t0, t1, n_grid),
+                                 indexing="ij"), axis=-1).reshape(-1, 2)
+    return float(np.max(np.linalg.norm(_psi(theta) - mlp(theta), axis=-1)))
+
+
+# --------------------------------------------------------------------------------------------------
+# supp-sec:thrm4.1: the composed bound of thm:PPD convergence
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PPDBoundTerms:
+    """Measured ``TV(p_n, q_theta)`` and every term of the proof of thm:PPD convergence (one context).
+
+    Attributes
+    ----------
+    tv : float
+        ``TV(p_n, q_theta)`` with the untruncated PPD ``p_n = N(mu, tau)`` (tail mass included).
+    tv_truncated : float
+        ``TV(p_(a,b], q_theta)`` (the quantity plotted in fig:exp1).
+    solver_error : float
+        ``||(mu, tau) - (mu_L, tau_L)||_2`` (thm:TFdoPPD).
+    Xi_norm, lipschitz, delta_mlp : float
+        ``||Xi||_2`` (largest singular value), ``L_psi~`` bound, ``delta_MLP``.
+    logit_solver, logit_solver_bound : float
+        ``||l1 - l2||_2`` and its bound ``||Xi||_2 L_psi~ ||(mu,tau) - (mu_L,tau_L)||_2``.
+    logit_mlp, logit_mlp_bound : float
+        ``||l2 - l3||_2`` and its bound ``||Xi||_2 delta_MLP``.
+    Delta, Delta_bound : float
+        ``||l1 - l3||_inf`` and the bound ``logit_solver_bound + logit_mlp_bound``.
+    softmax_tv, softmax_tv_bound : float
+        ``TV(q_theta, q_3) = ||p1 - p3||_1 / 2`` and ``(e^{2 Delta_bound} - 1) / 2``.
+    disc_tv, disc_bound : float
+        ``TV(p_n, q_3)`` and its bound supp-lem:discretization error + supp-lem:smax quad with the
+        Gaussian Lipschitz constant (the ``1/C + eps_tail`` term).
+    eps_tail : float
+        ``P(y not in (a, b])`` under ``p_n``.
+    bound : float
+        ``disc_bound + softmax_tv_bound``, the composed bound on ``tv``.
+    in_box : bool
+        Whether ``(mu, tau)`` lies in the MLP's box ``K`` (hypothesis of the ``delta_MLP`` term).
+    """
+
+    tv: float
+    tv_truncated: float
+    solver_error: float
+    Xi_norm: float
+    lipschitz: float
+    delta_mlp: float
+    logit_solver: float
+    logit_solver_bound: float
+    logit_mlp: float
+    logit_mlp_bound: float
+    Delta: float
+    Delta_bound: float
+    softmax_tv: float
+    softmax_tv_bound: float
+    disc_tv: float
+    disc_bound: float
+    eps_tail: float
+    bound: float
+    in_box: bool
+
+    @property
+    def holds(self) -> bool:
+        """Every measured term below its bound (the tolerance is the caller's business)."""
+        return bool(self.in_box and self.tv <= self.bound and self.Delta <= self.Delta_bound
+                    and self.softmax_tv <= self.softmax_tv_bound and self.disc_tv <= self.disc_bound)
+
+
+def ppd_bound_terms(mu_L: float, tau_L: float, mu: float, tau: float, mlp: ReLUMLP, edges, *,
+                    delta: float | None = None, n_grid: int = 201) -> PPDBoundTerms:
+    """Logits ``l1, l2, l3`` of supp-sec:thrm4.1 and each term of the bound next to the measured TV.
+
+    ``l1 = Xi psi~(mu_L, tau_L)``, ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)``, with ``Xi``
+    rows ``[xi_c, xi_c^2]`` at the bin midpoints plus ``log Delta_c``
+    (:func:`pfntheory.discretize.logits_from_natural`; a constant on an equidistant grid).
+    ``q_theta = sm(l1)`` read as the histogram of eqn:TF piece ppd.
+
+    Parameters
+    ----------
+    mu_L, tau_L : float
+        Transformer output ``TF_{vartheta,L}``.
+    mu, tau : float
+        Exact PPD moments.
+    mlp : ReLUMLP
+    edges : ndarray of shape (C + 1,)
+    delta : float, optional
+        ``delta_MLP``; measured with :func:`delta_mlp` on ``mlp.box`` if not given.
+    n_grid : int
+        Grid for measuring ``delta_MLP``.
+
+    Returns
+    -------
+    PPDBoundTerms
+    """
+    from .discretize import (
+        check_edges,
+        discretization_bound,
+        gaussian_lipschitz,
+        gaussian_tail_mass,
+        logits_from_natural,
+        psi_gaussian,
+        readout_Xi,
+        smax_quad_bound,
+        softmax,
+        softmax_perturbation_bound,
+    )
+    from .metrics import tv_gaussian_histogram, tv_truncnorm_histogram
+
+    mu_L, mu = float(mu_L), float(mu)
+    tau_L = positive_scalar(tau_L, "tau_L")
+    tau = positive_scalar(tau, "tau")
+    if not isinstance(mlp, ReLUMLP):
+        raise ValueError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
+    e = check_edges(edges)
+    delta = delta_mlp(mlp, n_grid=n_grid) if delta is None else positive_scalar(delta, "delta",
+                                                                                allow_zero=True)
+    Xi = readout_Xi(e)  # (C, 2), rows [xi_c, xi_c^2]
+    Xi_norm = float(np.linalg.norm(Xi, 2))
+    lip = mlp.lipschitz_bound()
+    l1 = logits_from_natural(mlp(np.array([mu_L, tau_L])), e)  # Xi psi~(mu_L, tau_L) + log Delta
+    l2 = logits_from_natural(mlp(np.array([mu, tau])), e)  # Xi psi~(mu, tau) + log Delta
+    l3 = logits_from_natural(psi_gaussian(mu, tau), e)  # Xi psi(mu, tau) + log Delta
+    solver_error = float(np.hypot(mu - mu_L, tau - tau_L))
+    b_solver = Xi_norm * lip * solver_error  # ||l1 - l2||_2 <= ||Xi|| L ||(mu,tau) - (mu_L,tau_L)||
+    b_mlp = Xi_norm * delta  # ||l2 - l3||_2 <= ||Xi|| delta_MLP
+    Delta_bound = b_solver + b_mlp
+    p1, p3 = softmax(l1), softmax(l3)
+    eps_tail = float(gaussian_tail_mass(mu, tau, e[0], e[-1]))
+    L_lip = float(gaussian_lipschitz(tau))
+    eps_c = min(eps_tail, 1.0 - 1e-12)
+    disc_bound = discretization_bound(L_lip, e, eps_c) + smax_quad_bound(L_lip, e, eps_c)
+    with np.errstate(over="ignore"):  # e^{2 Delta} overflowing is a vacuous (infinite) bound, not an error
+        soft_bound = 0.5 * float(softmax_perturbation_bound(Delta_bound))
+    (m0, m1), (t0, t1) = mlp.box
+    return PPDBoundTerms(
+        tv=float(tv_gaussian_histogram(mu, tau, e, p1)),
+        tv_truncated=float(tv_truncnorm_histogram(mu, tau, e, p1)),
+        solver_error=solver_error, Xi_norm=Xi_norm, lipschitz=lip, delta_mlp=float(delta),
+        logit_solver=float(np.linalg.norm(l1 - l2)), logit_solver_bound=float(b_solver),
+        logit_mlp=float(np.linalg.norm(l2 - l3)), logit_mlp_bound=float(b_mlp),
+        Delta=float(np.max(np.abs(l1 - l3))), Delta_bound=float(Delta_bound),
+        softmax_tv=0.5 * float(np.sum(np.abs(p1 - p3))), softmax_tv_bound=soft_bound,
+        disc_tv=float(tv_gaussian_histogram(mu, tau, e, p3)), disc_bound=float(disc_bound),
+        eps_tail=eps_tail, bound=float(disc_bound + soft_bound),
+        in_box=bool(m0 <= mu <= m1 and t0 <= tau <= t1),
+    )

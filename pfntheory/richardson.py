@@ -1,0 +1,474 @@
+"""Richardson iteration, plain and Jacobi-preconditioned, and the KRR recursions built on it.
+
+Implements
+----------
+* supp-sec:richardson: ``u^{l+1} = u^l + eta_l D^{-1} (b - A u^l)``; admissible step ``2/lambda_1``,
+  optimal step ``eta* = 2/(lambda_1 + lambda_n)``, convergence factor ``max_i |1 - eta lambda_i|``,
+  optimal factor ``rho* = 1 - 2/(cond + 1)``; all in terms of ``D^{-1/2} A D^{-1/2}`` (similar to
+  ``D^{-1} A``).
+* supp-thm:KRR: the training recursion (supp-eqn:grad train), the testing recursion
+  (supp-eqn:grad test), the closed form of the test error
+  ``e^(l)(x) = -k_x^T (I - eta (G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y`` and the two bounds.
+* eqn:recursion, eqn:richardson (``(G + sigma^2 I) u = G v``), eqn:richardson prec and
+  eqn:recursion prec: the preconditioned recursions with ``D = diag(G 1)`` at the training points and
+  ``s_x = sum_i kappa(x_i, x)`` at a query.
+
+Conventions: ``sigma^2`` is ``noise_var`` (a variance). Paths have shape ``(L + 1, ...)`` with the
+initial iterate ``u^(0) = 0`` first. ``eta`` is a positive scalar or a length-``L`` sequence
+``(eta^(0), ..., eta^(L-1))``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import as_float_array, positive_array, positive_int, positive_scalar
+
+__all__ = [
+    "richardson",
+    "spectrum",
+    "admissible_step",
+    "optimal_step",
+    "convergence_factor",
+    "optimal_convergence_factor",
+    "krr_solution",
+    "krr_training_recursion",
+    "krr_testing_recursion",
+    "krr_test_error_closed_form",
+    "krr_convergence_factor",
+    "krr_training_bound",
+    "krr_testing_bound",
+    "jacobi_preconditioner",
+    "krr_training_recursion_prec",
+    "krr_testing_recursion_prec",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------------
+
+def _spd(A, name: str = "A") -> np.ndarray:
+    A = as_float_array(A, name, ndim=2)
+    n = A.shape[0]
+    if A.shape != (n, n) or n == 0:
+        raise ValueError(f"{name} must be a non-empty square matrix, got shape {A.shape}")
+    scale = max(np.max(np.abs(A)), np.finfo(float).tiny)
+    if not np.allclose(A, A.T, rtol=0.0, atol=1e-12 * scale):
+        raise ValueError(f"{name} must be symmetric")
+    return A
+
+
+def _gram(G) -> np.ndarray:
+    return _spd(G, "G")
+
+
+def _precond(D, n: int) -> np.ndarray | None:
+    """Return the Cholesky factor of ``D`` as a matrix, or the diagonal as a vector, or None."""
+    if D is None:
+        return None
+    D = as_float_array(D, "D", ndim=(1, 2))
+    if D.ndim == 1:
+        if D.shape != (n,):
+            raise ValueError(f"D must have shape ({n},) or ({n}, {n}), got {D.shape}")
+        return positive_array(D, "D")
+    if D.shape != (n, n):
+        raise ValueError(f"D must have shape ({n},) or ({n}, {n}), got {D.shape}")
+    d = np.diag(D)
+    if np.array_equal(D, np.diag(d)):
+        return positive_array(d, "D")
+    try:
+        return np.linalg.cholesky(_spd(D, "D"))
+    except np.linalg.LinAlgError as err:
+        raise ValueError("D must be positive definite") from err
+
+
+def _steps(eta, L: int) -> np.ndarray:
+    """``eta`` as a length-``L`` array of positive step sizes."""
+    e = as_float_array(eta, "eta", ndim=(0, 1))
+    if e.ndim == 0:
+        e = np.full(L, float(e))
+    elif e.shape != (L,):
+        raise ValueError(f"eta must be a scalar or have length L={L}, got shape {e.shape}")
+    if np.any(e <= 0):
+        raise ValueError(f"eta must be positive, got min {e.min()}")
+    return e
+
+
+def _vec(v, name: str, n: int, *, allow_matrix: bool = False) -> np.ndarray:
+    v = as_float_array(v, name, ndim=(1, 2) if allow_matrix else 1)
+    if v.shape[0] != n:
+        raise ValueError(f"{name} must have leading length n={n}, got shape {v.shape}")
+    return v
+
+
+def _query(k_x, n: int) -> np.ndarray:
+    k_x = as_float_array(k_x, "k_x", ndim=(1, 2))
+    if k_x.shape[-1] != n:
+        raise ValueError(f"k_x must have shape (n,) or (m, n) with n={n}, got {k_x.shape}")
+    return k_x
+
+
+# --------------------------------------------------------------------------------------------------
+# supp-sec:richardson
+# --------------------------------------------------------------------------------------------------
+
+def _apply_Dinv(P, r: np.ndarray) -> np.ndarray:
+    if P is None:
+        return r
+    if P.ndim == 1:
+        return r / (P if r.ndim == 1 else P[:, None])
+    import scipy.linalg
+
+    return scipy.linalg.cho_solve((P, True), r)
+
+
+def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
+    """Preconditioned Richardson iteration ``u^{l+1} = u^l + eta_l D^{-1} (b - A u^l)``.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, n)
+        Symmetric positive definite system matrix.
+    b : ndarray of shape (n,) or (n, k)
+        Right-hand side(s).
+    eta : float or sequence of length L
+        Step sizes ``eta^(0), ..., eta^(L-1)`` (all > 0).
+    L : int
+        Number of iterations (>= 1).
+    D : ndarray of shape (n,) or (n, n), optional
+        Preconditioner: a positive diagonal (vector or diagonal matrix) or an SPD matrix.
+        ``None`` is the plain iteration (``D = I``).
+    u0 : ndarray like ``b``, optional
+        Initial iterate (default 0).
+    return_path : bool
+        Also return the iterates ``u^(0), ..., u^(L)``.
+
+    Returns
+    -------
+    u_L : ndarray like ``b``
+    path : ndarray of shape (L + 1,) + b.shape, only if ``return_path``
+    """
+    A = _spd(A)
+    n = A.shape[0]
+    b = _vec(b, "b", n, allow_matrix=True)
+    L = positive_int(L, "L")
+    eta = _steps(eta, L)
+    P = _precond(D, n)
+    u = np.zeros_like(b) if u0 is None else as_float_array(u0, "u0")
+    if u.shape != b.shape:
+        raise ValueError(f"u0 must have the shape of b {b.shape}, got {u.shape}")
+    path = np.empty((L + 1,) + b.shape) if return_path else None
+    if return_path:
+        path[0] = u
+    for l in range(L):
+        u = u + eta[l] * _apply_Dinv(P, b - A @ u)  # supp-sec:richardson, preconditioned update
+        if return_path:
+            path[l + 1] = u
+    return (u, path) if return_path else u
+
+
+def spectrum(A, D=None) -> np.ndarray:
+    """Eigenvalues of ``D^{-1} A`` in decreasing order, from the similar symmetric matrix.
+
+    ``D^{-1} A`` is similar to ``D^{-1/2} A D^{-1/2}`` (supp-sec:richardson, Preconditioning), so the
+    spectrum comes from :func:`numpy.linalg.eigvalsh` of a symmetric matrix.
+
+    Returns
+    -------
+    lam : ndarray of shape (n,)
+        ``lambda_1 >= ... >= lambda_n``.
+    """
+    A = _spd(A)
+    P = _precond(D, A.shape[0])
+    if P is None:
+        B = A
+    elif P.ndim == 1:
+        r = 1.0 / np.sqrt(P)
+        B = r[:, None] * A * r[None, :]  # D^{-1/2} A D^{-1/2}
+    else:
+        import scipy.linalg
+
+        T = scipy.linalg.solve_triangular(P, A, lower=True)  # C^{-1} A, D = C C^T
+        B = scipy.linalg.solve_triangular(P, T.T, lower=True)  # C^{-1} A C^{-T}
+        B = 0.5 * (B + B.T)
+    return np.linalg.eigvalsh(B)[::-1]
+
+
+def _pd_spectrum(A, D=None) -> np.ndarray:
+    lam = spectrum(A, D)
+    if lam[-1] <= 0:
+        raise ValueError(f"A must be positive definite (smallest eigenvalue of D^-1 A is {lam[-1]:.3g})")
+    return lam
+
+
+def admissible_step(A, D=None) -> float:
+    """Supremum of convergent constant steps, ``2 / lambda_1(D^{-1} A)`` (supp-sec:richardson)."""
+    return float(2.0 / _pd_spectrum(A, D)[0])
+
+
+def optimal_step(A, D=None) -> float:
+    """``eta* = 2 / (lambda_1 + lambda_n)`` of ``D^{-1} A`` (supp-sec:richardson, Optimal Step Size)."""
+    lam = _pd_spectrum(A, D)
+    return float(2.0 / (lam[0] + lam[-1]))
+
+
+def convergence_factor(A, eta, D=None) -> float:
+    """``max_i |1 - eta lambda_i(D^{-1} A)|`` (supp-sec:richardson); < 1 iff the iteration converges."""
+    eta = positive_scalar(eta, "eta")
+    lam = spectrum(A, D)
+    return float(np.max(np.abs(1.0 - eta * lam)))
+
+
+def optimal_convergence_factor(A, D=None) -> float:
+    """``rho* = 1 - 2 / (cond(D^{-1} A) + 1)`` (supp-sec:richardson, Optimal Step Size)."""
+    lam = _pd_spectrum(A, D)
+    return float(1.0 - 2.0 / (lam[0] / lam[-1] + 1.0))
+
+
+# --------------------------------------------------------------------------------------------------
+# supp-thm:KRR
+# --------------------------------------------------------------------------------------------------
+
+def krr_solution(G, k_x, Y, noise_var: float) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed points ``u*_X = G (G + sigma^2 I)^{-1} Y`` (supp-eqn:f X ast) and
+    ``u*(x) = k_x^T (G + sigma^2 I)^{-1} Y`` (supp-eqn:f ast).
+
+    Parameters
+    ----------
+    G : ndarray of shape (n, n)
+    k_x : ndarray of shape (n,) or (m, n)
+    Y : ndarray of shape (n,)
+    noise_var : float
+
+    Returns
+    -------
+    u_X : ndarray of shape (n,)
+    u_x : float or ndarray of shape (m,)
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
+    s2 = positive_scalar(noise_var, "noise_var")
+    alpha = np.linalg.solve(G + s2 * np.eye(n), Y)
+    return G @ alpha, k_x @ alpha
+
+
+def krr_training_recursion(G, Y, noise_var: float, eta, L: int) -> np.ndarray:
+    """Training recursion (supp-eqn:grad train), ``u^(0) = 0``.
+
+    ``u_X^{l+1} = (1 - eta_l sigma^2) u_X^l + eta_l G (Y - u_X^l)``.
+
+    Parameters
+    ----------
+    G : ndarray of shape (n, n)
+    Y : ndarray of shape (n,)
+    noise_var : float
+    eta : float or sequence of length L
+    L : int
+
+    Returns
+    -------
+    path : ndarray of shape (L + 1, n)
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    Y = _vec(Y, "Y", n)
+    s2 = positive_scalar(noise_var, "noise_var")
+    L = positive_int(L, "L")
+    eta = _steps(eta, L)
+    path = np.zeros((L + 1, n))
+    for l in range(L):
+        u = path[l]
+        path[l + 1] = (1.0 - eta[l] * s2) * u + eta[l] * (G @ (Y - u))  # supp-eqn:grad train
+    return path
+
+
+def krr_testing_recursion(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarray:
+    """Testing recursion (supp-eqn:grad test) at one or several queries, ``u^(0)(x) = 0``.
+
+    ``u^{l+1}(x) = (1 - eta_l sigma^2) u^l(x) + eta_l k_x^T (Y - u_X^l)`` with ``u_X^l`` from
+    :func:`krr_training_recursion`.
+
+    Parameters
+    ----------
+    G : ndarray of shape (n, n)
+    k_x : ndarray of shape (n,) or (m, n)
+    Y : ndarray of shape (n,)
+    noise_var : float
+    eta : float or sequence of length L
+    L : int
+
+    Returns
+    -------
+    path : ndarray of shape (L + 1,) or (L + 1, m)
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    k_x = _query(k_x, n)
+    train = krr_training_recursion(G, Y, noise_var, eta, L)
+    s2 = float(noise_var)
+    eta = _steps(eta, train.shape[0] - 1)
+    Y = np.asarray(Y, dtype=float)
+    path = np.zeros((train.shape[0],) + k_x.shape[:-1])
+    for l in range(train.shape[0] - 1):
+        path[l + 1] = (1.0 - eta[l] * s2) * path[l] + eta[l] * (k_x @ (Y - train[l]))  # supp-eqn:grad test
+    return path
+
+
+def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
+    """``e^(l)(x) = -k_x^T (I - eta (G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y`` (proof of supp-thm:KRR).
+
+    Parameters
+    ----------
+    G : ndarray of shape (n, n)
+    k_x : ndarray of shape (n,) or (m, n)
+    Y : ndarray of shape (n,)
+    noise_var : float
+    eta : float
+        Constant step size.
+    l : int
+        Iteration index (>= 0).
+
+    Returns
+    -------
+    e : float or ndarray of shape (m,)
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
+    s2 = positive_scalar(noise_var, "noise_var")
+    eta = positive_scalar(eta, "eta")
+    l = positive_int(l, "l", minimum=0)
+    A = G + s2 * np.eye(n)
+    c = np.linalg.solve(A, Y)  # (G + sigma^2 I)^{-1} Y
+    c = np.linalg.matrix_power(np.eye(n) - eta * A, l) @ c
+    return -(k_x @ c)
+
+
+def _extremes(G, s2: float) -> tuple[float, float]:
+    lam = np.linalg.eigvalsh(G)
+    # G is PSD; an eigenvalue below 0 is round-off (|.| <= n eps ||G||), so it is read as 0.
+    return float(lam[-1]), float(max(lam[0], 0.0))
+
+
+def krr_convergence_factor(G, noise_var: float, eta: float) -> float:
+    """The theorem's ``rho = 1 - eta (lambda_n(G) + sigma^2)`` (supp-thm:KRR, thm:TFdoPPD)."""
+    G = _gram(G)
+    s2 = positive_scalar(noise_var, "noise_var")
+    eta = positive_scalar(eta, "eta")
+    _, lam_n = _extremes(G, s2)
+    return 1.0 - eta * (lam_n + s2)
+
+
+def krr_training_bound(G, Y, noise_var: float, eta: float, L):
+    """``exp(-(1 - rho) L) lambda_1 / (lambda_n + sigma^2) ||Y||_2`` (supp-thm:KRR, training points).
+
+    Valid (by the theorem) for constant ``eta in (0, 1/(lambda_1 + sigma^2))``; computed for any
+    ``eta > 0`` so that the hypothesis can be probed.
+
+    Parameters
+    ----------
+    G : ndarray of shape (n, n)
+    Y : ndarray of shape (n,)
+    noise_var, eta : float
+    L : int or ndarray of int
+
+    Returns
+    -------
+    bound : float or ndarray like ``L``
+    """
+    G = _gram(G)
+    Y = _vec(Y, "Y", G.shape[0])
+    s2 = positive_scalar(noise_var, "noise_var")
+    rho = krr_convergence_factor(G, s2, eta)
+    lam_1, lam_n = _extremes(G, s2)
+    L = np.asarray(L, dtype=float)
+    return np.exp(-(1.0 - rho) * L) * lam_1 / (lam_n + s2) * np.linalg.norm(Y)
+
+
+def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
+    """``exp(-(1 - rho) L) ||k_x||_2 / (lambda_n + sigma^2) ||Y||_2`` (supp-thm:KRR, query).
+
+    Parameters
+    ----------
+    G : ndarray of shape (n, n)
+    k_x : ndarray of shape (n,) or (m, n)
+    Y : ndarray of shape (n,)
+    noise_var, eta : float
+    L : int or ndarray of int
+
+    Returns
+    -------
+    bound : ndarray of shape ``np.shape(L) + k_x.shape[:-1]``
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
+    s2 = positive_scalar(noise_var, "noise_var")
+    rho = krr_convergence_factor(G, s2, eta)
+    _, lam_n = _extremes(G, s2)
+    L = np.asarray(L, dtype=float)
+    fac = np.exp(-(1.0 - rho) * L)
+    return np.multiply.outer(fac, np.linalg.norm(k_x, axis=-1) / (lam_n + s2) * np.linalg.norm(Y))
+
+
+# --------------------------------------------------------------------------------------------------
+# eqn:richardson prec, eqn:recursion prec
+# --------------------------------------------------------------------------------------------------
+
+def jacobi_preconditioner(G) -> np.ndarray:
+    """Row sums ``s_{x_j} = (G 1_n)_j``, the diagonal of ``D = diag(G 1_n)`` (eqn:richardson prec).
+
+    Raises ``ValueError`` if a row sum is not positive (the preconditioner needs a positive kernel).
+    """
+    G = _gram(G)
+    return positive_array(G.sum(axis=1), "row sums of G")
+
+
+def krr_training_recursion_prec(G, Y, noise_var: float, eta, L: int) -> np.ndarray:
+    """Jacobi-preconditioned training recursion for eqn:richardson prec, ``u^(0) = 0``.
+
+    ``u_X^{l+1} = (1 - eta_l sigma^2 / s) u_X^l + (eta_l / s) G (Y - u_X^l)`` with ``s = G 1``
+    (eqn:recursion prec at ``x = x_j``), i.e. ``u + eta D^{-1} (G Y - (G + sigma^2 I) u)``.
+
+    Returns
+    -------
+    path : ndarray of shape (L + 1, n)
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    Y = _vec(Y, "Y", n)
+    s2 = positive_scalar(noise_var, "noise_var")
+    L = positive_int(L, "L")
+    eta = _steps(eta, L)
+    s = jacobi_preconditioner(G)
+    path = np.zeros((L + 1, n))
+    for l in range(L):
+        u = path[l]
+        path[l + 1] = (1.0 - eta[l] * s2 / s) * u + (eta[l] / s) * (G @ (Y - u))  # eqn:recursion prec
+    return path
+
+
+def krr_testing_recursion_prec(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarray:
+    """Preconditioned testing recursion (eqn:recursion prec) at queries, ``s_x = sum_i kappa(x_i, x)``.
+
+    ``u^{l+1}(x) = (1 - eta_l sigma^2 / s_x) u^l(x) + (eta_l / s_x) k_x^T (Y - u_X^l)``.
+
+    Returns
+    -------
+    path : ndarray of shape (L + 1,) or (L + 1, m)
+    """
+    G = _gram(G)
+    n = G.shape[0]
+    k_x = _query(k_x, n)
+    s_x = positive_array(k_x.sum(axis=-1), "s_x = sum of k_x")
+    train = krr_training_recursion_prec(G, Y, noise_var, eta, L)
+    s2 = float(noise_var)
+    eta = _steps(eta, train.shape[0] - 1)
+    Y = np.asarray(Y, dtype=float)
+    path = np.zeros((train.shape[0],) + k_x.shape[:-1])
+    for l in range(train.shape[0] - 1):
+        path[l + 1] = ((1.0 - eta[l] * s2 / s_x) * path[l]
+                       + (eta[l] / s_x) * (k_x @ (Y - train[l])))  # eqn:recursion prec
+    return path

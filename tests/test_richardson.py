@@ -1,0 +1,110 @@
+"""Unit tests of pfntheory.richardson: shapes, reference values, bad input."""
+
+import numpy as np
+import pytest
+
+from pfntheory import richardson as rich
+
+
+def _sys(n=5, seed=0):
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(n, n))
+    A = M @ M.T + n * np.eye(n)
+    return A, rng.normal(size=n)
+
+
+def test_richardson_solves_and_path_shape():
+    A, b = _sys()
+    u, path = rich.richardson(A, b, rich.optimal_step(A), 400, return_path=True)
+    assert path.shape == (401, 5) and np.all(path[0] == 0)
+    np.testing.assert_allclose(u, np.linalg.solve(A, b), rtol=1e-10, atol=1e-12)
+
+
+def test_richardson_multiple_rhs_and_matrix_D():
+    A, b = _sys()
+    B = np.stack([b, 2 * b], axis=1)
+    Dm = np.diag(np.diag(A))
+    u1 = rich.richardson(A, B, 0.5, 300, D=np.diag(A))
+    u2 = rich.richardson(A, B, 0.5, 300, D=Dm)
+    np.testing.assert_allclose(u1, u2, rtol=1e-13, atol=1e-14)
+    assert u1.shape == (5, 2)
+
+
+def test_spectrum_of_preconditioned_equals_nonsymmetric_eigs():
+    A, _ = _sys()
+    D = np.arange(1.0, 6.0)
+    lam = rich.spectrum(A, D)
+    ref = np.sort(np.linalg.eigvals(A / D[:, None]).real)[::-1]
+    np.testing.assert_allclose(lam, ref, rtol=1e-10, atol=1e-12)
+    # general SPD D via Cholesky
+    Dfull = np.diag(D) + 0.1
+    ref2 = np.sort(np.linalg.eigvals(np.linalg.solve(Dfull, A)).real)[::-1]
+    np.testing.assert_allclose(rich.spectrum(A, Dfull), ref2, rtol=1e-9, atol=1e-12)
+
+
+def test_step_formulas():
+    A = np.diag([1.0, 4.0])
+    assert rich.admissible_step(A) == pytest.approx(0.5)
+    assert rich.optimal_step(A) == pytest.approx(0.4)
+    assert rich.optimal_convergence_factor(A) == pytest.approx(0.6)
+    assert rich.convergence_factor(A, 0.4) == pytest.approx(0.6)
+
+
+def test_krr_recursion_shapes_and_closed_form():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 2))
+    G = np.exp(-0.5 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    kx = rng.uniform(0.1, 1, size=(3, 6))
+    Y = rng.normal(size=6)
+    p = rich.krr_testing_recursion(G, kx, Y, 0.1, 0.1, 7)
+    assert p.shape == (8, 3)
+    _, ux = rich.krr_solution(G, kx, Y, 0.1)
+    np.testing.assert_allclose(p[7] - ux, rich.krr_test_error_closed_form(G, kx, Y, 0.1, 0.1, 7),
+                               rtol=1e-10, atol=1e-13)
+    assert rich.krr_testing_bound(G, kx, Y, 0.1, 0.1, [1, 2]).shape == (2, 3)
+    assert rich.krr_training_recursion_prec(G, Y, 0.1, 0.5, 4).shape == (5, 6)
+    assert rich.krr_testing_recursion_prec(G, kx[0], Y, 0.1, 0.5, 4).shape == (5,)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"A": np.ones((2, 3))}, "A"),
+    ({"A": np.array([[1.0, 2.0], [0.0, 1.0]])}, "A"),
+    ({"A": np.array([[np.nan, 0.0], [0.0, 1.0]])}, "A"),
+    ({"b": np.ones(3)}, "b"),
+    ({"eta": 0.0}, "eta"),
+    ({"eta": -1.0}, "eta"),
+    ({"eta": [0.1, 0.2]}, "eta"),
+    ({"L": 0}, "L"),
+    ({"L": 2.5}, "L"),
+    ({"D": np.array([1.0, -1.0])}, "D"),
+    ({"u0": np.ones(3)}, "u0"),
+])
+def test_richardson_bad_input(kwargs, name):
+    args = {"A": np.eye(2), "b": np.ones(2), "eta": 0.5, "L": 3}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        rich.richardson(**args)
+
+
+def test_krr_bad_input():
+    G, Y = np.eye(3), np.ones(3)
+    with pytest.raises(ValueError, match="noise_var"):
+        rich.krr_training_recursion(G, Y, 0.0, 0.1, 3)
+    with pytest.raises(ValueError, match="noise_var"):
+        rich.krr_testing_recursion(G, Y, Y, -1.0, 0.1, 3)
+    with pytest.raises(ValueError, match="L"):
+        rich.krr_training_recursion(G, Y, 0.1, 0.1, 0)
+    with pytest.raises(ValueError, match="eta"):
+        rich.krr_training_recursion(G, Y, 0.1, -0.1, 3)
+    with pytest.raises(ValueError, match="Y"):
+        rich.krr_training_recursion(G, np.ones(4), 0.1, 0.1, 3)
+    with pytest.raises(ValueError, match="k_x"):
+        rich.krr_testing_recursion(G, np.ones(2), Y, 0.1, 0.1, 3)
+    with pytest.raises(ValueError, match="Y"):
+        rich.krr_training_recursion(G, np.array([1.0, np.nan, 0.0]), 0.1, 0.1, 3)
+    with pytest.raises(ValueError, match="G"):
+        rich.krr_training_recursion(np.ones((3, 2)), Y, 0.1, 0.1, 3)
+    with pytest.raises(ValueError, match="row sums"):
+        rich.jacobi_preconditioner(np.array([[1.0, -2.0], [-2.0, 1.0]]))
+    with pytest.raises(ValueError, match="positive definite"):
+        rich.optimal_step(np.diag([1.0, 0.0]))

@@ -1,0 +1,92 @@
+"""supp-thm:KRR (Standard KRR).
+
+Statement: with ``0 < eta < 1/(lambda_1(G) + sigma^2)`` constant and ``u^(0) = 0``,
+``|u^L(x_i) - u*(x_i)| <= exp(-(1-rho)L) lambda_1/(lambda_n + sigma^2) ||Y||`` and
+``|u^L(x) - u*(x)| <= exp(-(1-rho)L) ||k_x||/(lambda_n + sigma^2) ||Y||``, ``rho = 1 - eta(lambda_n +
+sigma^2)``; the proof's closed form ``e^(l)(x) = -k_x'(I - eta(G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y``.
+
+Generated cases: n in [3, 25], d in [1, 5], linear / RBF / ARD RBF kernels with random parameters,
+noise variance in [0.01, 1], inputs N(0, I/d), labels and query Gaussian; eta = f/(lambda_1 + sigma^2)
+with f in (0, 1) (the theorem's hypothesis). Tolerances: pfntheory.claims.richardson.roundoff_atol.
+"""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pfntheory import richardson as rich
+from pfntheory.claims.richardson import check_krr, check_krr_preconditioned
+from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel
+
+
+@st.composite
+def krr_cases(draw, kernels=("linear", "rbf", "ard_rbf")):
+    n = draw(st.integers(3, 25))
+    d = draw(st.integers(1, 5))
+    name = draw(st.sampled_from(kernels))
+    s2 = draw(st.floats(0.01, 1.0, allow_nan=False, allow_subnormal=False))
+    frac = draw(st.floats(0.05, 0.99))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    if name == "linear":
+        k = LinearKernel(tuple(np.exp(rng.uniform(-1, 1, d))))
+    elif name == "rbf":
+        k = RBFKernel(float(np.exp(rng.uniform(-0.5, 0.5))), float(np.exp(rng.uniform(-1, 0.5))))
+    else:
+        k = ARDRBFKernel(float(np.exp(rng.uniform(-0.5, 0.5))), tuple(np.exp(rng.uniform(-1, 0.5, d))))
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    x = rng.normal(size=d) / np.sqrt(d)
+    Y = rng.normal(size=n)
+    return k, X, x, Y, s2, frac
+
+
+@given(krr_cases())
+def test_strategy_satisfies_hypotheses(case):
+    """G is PSD (to round-off), sigma^2 > 0 and eta < 1/(lambda_1+sigma^2): the theorem applies."""
+    k, X, x, Y, s2, frac = case
+    G = k(X)
+    lam = np.linalg.eigvalsh(G)
+    assert lam.min() >= -1e-10 * max(1.0, lam.max())
+    assert s2 > 0 and 0 < frac < 1
+
+
+@given(krr_cases())
+def test_both_bounds_and_closed_form(case):
+    """Training bound, query bound (every L in 1..200) and the closed form of e^(l)(x) to round-off.
+    Fails if a recursion, a bound or the closed form were wrong (e.g. a missing sigma^2)."""
+    k, X, x, Y, s2, frac = case
+    G, k_x = k(X), k(X, x[None])[:, 0]
+    for r in check_krr(G, k_x, Y, s2, eta_fraction=frac):
+        assert r.holds, str(r)
+
+
+def test_fixed_point_matches_sklearn_gp():
+    """u*(x) = k_x'(G + s2 I)^{-1} Y equals sklearn's GP posterior mean (optimizer=None), rtol 1e-9 /
+    atol 1e-10 (two Cholesky solves of a matrix with cond < 1e4); and the recursion reaches it."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    rng = np.random.default_rng(3)
+    n, d, s2 = 15, 2, 0.1
+    k = RBFKernel(1.2, 0.7)
+    X = rng.normal(size=(n, d)) / np.sqrt(d)
+    x = rng.normal(size=(1, d)) / np.sqrt(d)
+    Y = rng.normal(size=n)
+    gpr = GaussianProcessRegressor(ConstantKernel(1.44, "fixed") * RBF(0.7, "fixed"), alpha=s2,
+                                   optimizer=None).fit(X, Y)
+    G, k_x = k(X), k(X, x)[:, 0]
+    _, ux = rich.krr_solution(G, k_x, Y, s2)
+    assert np.isclose(ux, gpr.predict(x)[0], rtol=1e-9, atol=1e-10)
+    eta = 0.9 / (np.linalg.eigvalsh(G)[-1] + s2)
+    path = rich.krr_testing_recursion(G, k_x, Y, s2, eta, 3000)
+    assert np.isclose(path[-1], ux, rtol=1e-8, atol=1e-9)
+
+
+@given(krr_cases(kernels=("rbf", "ard_rbf")))
+def test_preconditioned_recursion(case):
+    """eqn:recursion prec with D = diag(G 1), s_x = sum k_x: equals preconditioned Richardson and has
+    the fixed points of eqn:richardson (bound from the D-norm contraction). Fails if 1/s_x or D were
+    misplaced."""
+    k, X, x, Y, s2, frac = case
+    G, k_x = k(X), k(X, x[None])[:, 0]
+    for r in check_krr_preconditioned(G, k_x, Y, s2, eta_fraction=frac, L=1500):
+        assert r.holds, str(r)
