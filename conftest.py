@@ -7,9 +7,17 @@ with ``HYPOTHESIS_PROFILE=explore`` or ``--hypothesis-profile=explore`` for long
 
 import os
 
-import numpy as np
-import pytest
-from hypothesis import HealthCheck, settings
+# Small batched linear algebra dominates the exact side; multithreaded OpenBLAS on a loaded 2-core
+# machine was measured 17x slower than one thread for it (noise-parameterisation check: 21 s vs
+# 1.2 s). Set before NumPy loads its BLAS; threadpoolctl below covers an already-loaded BLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(limits=int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
 
 settings.register_profile(
     "deterministic",

@@ -1,0 +1,30 @@
+"""Real-data case studies of supp-sec:real data: Sacramento home prices and Walker Lake.
+
+Implements fig:sacramento, fig:walker and supp-sec:real data: the data and preprocessing
+(:mod:`.data`), the empirical-Bayes GP baseline and its checks against the paper and scikit-learn
+(:mod:`.baseline`), the PFN pretrained on the fitted prior (:mod:`.pfn`, PyTorch) and the end-to-end
+runner with maps, numbers and the ``pfntheory casestudy`` subcommand (:mod:`.run`).
+
+Only the NumPy side is imported here; :mod:`.pfn` and :mod:`.run` import torch when used.
+"""
+
+from .data import (
+    COORD_DIVISOR,
+    DATASETS,
+    SpatialData,
+    Standardizer,
+    load_dataset,
+    load_sacramento,
+    load_walker,
+    walker_csv_path,
+)
+
+__all__ = ["COORD_DIVISOR", "DATASETS", "SpatialData", "Standardizer", "load_dataset",
+           "load_sacramento", "load_walker", "walker_csv_path", "register"]
+
+
+def register(subparsers) -> None:
+    """Add ``pfntheory casestudy sacramento|walker`` to the ``pfntheory`` CLI (see :mod:`.run`)."""
+    from .run import register as _register
+
+    _register(subparsers)

@@ -1,0 +1,22 @@
+"""Every experiment of the paper, declared once, run at ``quick`` or ``paper`` scale.
+
+Implements the experiment designs of sec:sims, sec:exp1 (fig:exp1), sec:exp2 (fig:exp2-1),
+sec:exp3 (fig:exp2-2, supp-fig:exp2-3 and the d=4, d=8, covariate-shift companions), fig:stepsize,
+and supp-sec:exp additional (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp), with the
+pretraining budgets of supp-tab:pretraining hyperparameters.
+
+* :mod:`.specs` -- frozen run specifications and the run-directory naming (prefix + config hash);
+* :mod:`.definitions` -- one :class:`Experiment` per figure/table, at two scales;
+* :mod:`.published` -- the paper's numbers for the two tables, as data;
+* :mod:`.reference` -- the exact-PPD reference (CRPS/coverage floor) for the tables;
+* :mod:`.runner` -- idempotent, resumable sweeps (local process pool or SLURM via submitit);
+* :mod:`.results` -- loading the committed runs; :mod:`.claims` -- the trained-claim checks.
+"""
+
+from .published import HIERARCHICAL_GP, LENGTHSCALE_CRPS, PUBLISHED, published_rows
+from .specs import EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec
+
+__all__ = [
+    "TaskSpec", "ModelSpec", "EvalSpec", "RunSpec", "StepsizeSpec", "ExactPPDSpec",
+    "LENGTHSCALE_CRPS", "HIERARCHICAL_GP", "PUBLISHED", "published_rows",
+]

@@ -1,0 +1,293 @@
+"""Checks of the paper's trained claims on committed runs (read-only; no training).
+
+Every function takes the runs of one experiment (:func:`~.results.load_experiment`) and returns
+:class:`pfntheory.claims.ClaimResult` objects; ``verify/test_trained_claims.py`` asserts on them.
+
+Statistical margin
+------------------
+Each comparison is between means over evaluation instances, with their standard errors (SE) from the
+eval files. A difference ``D = a - b`` counts as real when ``D > Z_MARGIN * SE_D`` with
+``SE_D = sqrt(SE_a^2 + SE_b^2)``. All runs of one task are evaluated on the *same* instances (the
+instances depend only on the evaluation seed and n'), so the two means are positively correlated and
+this unpaired ``SE_D`` over-states the paired one: the test is conservative. ``Z_MARGIN = 3`` is a
+one-sided normal tail of 0.13% per comparison. A mean over several n' has SE ``sqrt(sum SE^2)/k``
+(independent instances at different n').
+
+Claims (labels)
+---------------
+* fig:exp1 / thm:PPD convergence: E[TV] falls with C (at the largest depth, where the solver error no
+  longer dominates) and falls with depth L (at the largest C).
+* fig:exp2-1: the unnormalised TF's E[TV] rises beyond the pretraining range of n; the normalised
+  TF^pr's relative rise is smaller (its curve is flatter).
+* fig:exp2-2 / supp-fig:exp2-3 / thm:L growth: E[TV] over n' falls with L (each n_max) and with n_max
+  (each L); for fixed (L, n_max) it grows with n' (fitted slope of log E[TV] on n', 95% CI above 0);
+  90% coverage of the deepest, widest-range model near nominal.
+* supp-tab:lengthscale-crps, supp-tab:hierarchical-gp: CRPS falls with L; 90/95% coverage of the
+  deepest model near nominal at every n'; no model beats the exact PPD's CRPS.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..claims import ClaimResult, slope_ci
+from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+
+__all__ = ["Z_MARGIN", "COVERAGE_SLACK", "check_exp1", "check_exp2_1", "check_exp2_2",
+           "check_table", "check_stepsize"]
+
+#: Standard errors a difference must exceed to count (one-sided normal tail 0.13%).
+Z_MARGIN = 3.0
+#: Allowed |coverage - nominal| beyond Z_MARGIN standard errors: the largest deviation that the paper
+#: itself calls "reasonably close to nominal" (.848 at the 90% level, supp-tab:lengthscale-crps, L=8).
+COVERAGE_SLACK = 0.05
+
+
+def _diff(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    """``(a - b, SE)`` of two (mean, SE) pairs (unpaired SE; conservative, see module docstring)."""
+    return a[0] - b[0], float(np.hypot(a[1], b[1]))
+
+
+def _trained(runs):
+    return [r for r in runs if isinstance(r.spec, RunSpec)]
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp1
+# --------------------------------------------------------------------------------------------------
+
+def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
+    """Per panel (task, mode): TV falls with C at the largest L, and with L at the largest C."""
+    panels = defaultdict(dict)
+    for r in _trained(runs):
+        panels[(r.spec.task.kind, r.spec.model.mode)][(r.spec.model.L, r.spec.model.C)] = r.eval
+    out = []
+    for (kind, mode), cells in sorted(panels.items()):
+        Ls = sorted({L for L, _ in cells})
+        Cs = sorted({C for _, C in cells})
+        tv = {k: e.average("tv") for k, e in cells.items()}
+        grid = [[tv[(L, C)][0] for C in Cs] for L in Ls]
+        slope_C = slope_ci(np.log(Cs), np.log([tv[(Ls[-1], C)][0] for C in Cs]))
+        slope_L = slope_ci(np.log(Ls), np.log([tv[(L, Cs[-1])][0] for L in Ls]))
+        details = {"L": Ls, "C": Cs, "tv_mean_grid": grid,
+                   "tv_se_grid": [[tv[(L, C)][1] for C in Cs] for L in Ls]}
+        D, se = _diff(tv[(Ls[-1], Cs[0])], tv[(Ls[-1], Cs[-1])])
+        out.append(ClaimResult(
+            label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with C at L={Ls[-1]} "
+                                        f"(C={Cs[0]} -> {Cs[-1]})",
+            holds=bool(D > z * se), observed=D, bound=z * se,
+            tolerance=f"TV(C_min) - TV(C_max) > {z:g} SE (SE={se:.2g}); log-log slope in C "
+                      f"{slope_C[0]:.3f}",
+            ci=slope_C[1], details={**details, "slope_logC": slope_C[0]}))
+        D, se = _diff(tv[(Ls[0], Cs[-1])], tv[(Ls[-1], Cs[-1])])
+        out.append(ClaimResult(
+            label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with L at C={Cs[-1]} "
+                                        f"(L={Ls[0]} -> {Ls[-1]})",
+            holds=bool(D > z * se), observed=D, bound=z * se,
+            tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE (SE={se:.2g}); log-log slope in L "
+                      f"{slope_L[0]:.3f}",
+            ci=slope_L[1], details={**details, "slope_logL": slope_L[0]}))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp2-1
+# --------------------------------------------------------------------------------------------------
+
+def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
+    """Unnormalised TV rises beyond n_max; the normalised model's relative rise is smaller."""
+    by = {r.spec.model.normalised: r for r in _trained(runs)}
+    tf, pr = by[False], by[True]
+    n_min, n_max = tf.spec.n_min, tf.spec.n_max
+    ns = tf.eval.n_eval
+    inside = (ns >= n_min) & (ns <= n_max)
+    top = ns == ns.max()
+    low = ns == ns.min()
+
+    def parts(r):
+        e = r.eval
+        tin, tout, tlow = e.average("tv", inside), e.average("tv", top), e.average("tv", low)
+        # delta method: SE(log m) = SE(m) / m
+        lr = (np.log(tout[0] / tin[0]), float(np.hypot(tout[1] / tout[0], tin[1] / tin[0])))
+        return tin, tout, tlow, lr, e.mean["tv"].tolist()
+
+    tin, tout, tlow, lr_tf, curve_tf = parts(tf)
+    pin, pout, plow, lr_pr, curve_pr = parts(pr)
+    details = {"n_eval": ns.tolist(), "n_range": [n_min, n_max], "tv_tf": curve_tf, "tv_pr": curve_pr,
+               "tv_tf_se": tf.eval.se["tv"].tolist(), "tv_pr_se": pr.eval.se["tv"].tolist(),
+               "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0],
+               "tv_tf_low_minus_inside": tlow[0] - tin[0], "tv_pr_low_minus_inside": plow[0] - pin[0]}
+    D, se = _diff(tout, tin)
+    r1 = ClaimResult(
+        label="fig:exp2-1", statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
+                                      f"the pretraining range [{n_min},{n_max}]",
+        holds=bool(D > z * se), observed=D, bound=z * se,
+        tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})", details=details)
+    D, se = lr_tf[0] - lr_pr[0], float(np.hypot(lr_tf[1], lr_pr[1]))
+    r2 = ClaimResult(
+        label="fig:exp2-1", statement="normalised TF^pr stays flatter: its log TV rise from the "
+                                      "pretraining range to the largest n' is smaller than TF's",
+        holds=bool(D > z * se), observed=D, bound=z * se,
+        tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
+        details=details)
+    return [r1, r2]
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp2-2, supp-fig:exp2-3 and companions
+# --------------------------------------------------------------------------------------------------
+
+def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> list[ClaimResult]:
+    """Depth and n_max help; the solver error grows with n'; coverage near nominal (deepest, widest)."""
+    cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in _trained(runs)}
+    Ls = sorted({L for L, _ in cells})
+    Nm = sorted({m for _, m in cells})
+    tv = {k: e.average("tv") for k, e in cells.items()}
+    grid = {"L": Ls, "n_max": Nm, "tv_mean": [[tv[(L, m)][0] for m in Nm] for L in Ls],
+            "tv_se": [[tv[(L, m)][1] for m in Nm] for L in Ls], "eval_file": eval_file}
+    out = []
+    # depth, for each n_max
+    comps = {m: _diff(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
+    worst = min(comps, key=lambda m: comps[m][0] / comps[m][1])
+    out.append(ClaimResult(
+        label="fig:exp2-2", statement=f"E[TV] over n' falls from L={Ls[0]} to L={Ls[-1]} for every n_max",
+        holds=all(D > z * se for D, se in comps.values()), observed=comps[worst][0],
+        bound=z * comps[worst][1],
+        tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE at each n_max (worst n_max={worst})",
+        details={**grid, "diff_by_n_max": {str(m): v for m, v in comps.items()}}))
+    # n_max, for each L
+    comps = {L: _diff(tv[(L, Nm[0])], tv[(L, Nm[-1])]) for L in Ls}
+    worst = min(comps, key=lambda L: comps[L][0] / comps[L][1])
+    out.append(ClaimResult(
+        label="fig:exp2-2", statement=f"E[TV] over n' falls from n_max={Nm[0]} to n_max={Nm[-1]} for every L",
+        holds=all(D > z * se for D, se in comps.values()), observed=comps[worst][0],
+        bound=z * comps[worst][1],
+        tolerance=f"TV(n_max small) - TV(n_max large) > {z:g} SE at each L (worst L={worst})",
+        details={**grid, "diff_by_L": {str(L): v for L, v in comps.items()}}))
+    # growth with n', for each (L, n_max)
+    slopes = {}
+    for (L, m), e in cells.items():
+        s, ci, _ = slope_ci(e.n_eval, np.log(e.mean["tv"]))
+        slopes[f"L{L}-nmax{m}"] = (s, ci)
+    worst = min(slopes, key=lambda k: slopes[k][1][0])
+    out.append(ClaimResult(
+        label="supp-fig:exp2-3", statement="for fixed L and n_max, E[TV] grows with n' (every cell)",
+        holds=all(ci[0] > 0 for _, ci in slopes.values()), observed=slopes[worst][0], bound=0.0,
+        tolerance="95% CI of the slope of log E[TV] on n' lies above 0 in every cell "
+                  f"(worst {worst})", ci=slopes[worst][1],
+        details={"slopes": {k: [s, list(ci)] for k, (s, ci) in slopes.items()},
+                 "mse_mean": {f"L{L}-nmax{m}": e.mean["mse_mean"].tolist() for (L, m), e in cells.items()}}))
+    # coverage of the deepest, widest model
+    e = cells[(Ls[-1], Nm[-1])]
+    dev = np.abs(e.mean["coverage_90"] - 0.9) - z * e.se["coverage_90"]
+    i = int(np.argmax(dev))
+    out.append(ClaimResult(
+        label="fig:exp2-2", statement=f"90% coverage near nominal for L={Ls[-1]}, n_max={Nm[-1]} at every n'",
+        holds=bool(np.all(dev <= COVERAGE_SLACK)), observed=float(e.mean["coverage_90"][i]), bound=0.9,
+        tolerance=f"|coverage - 0.9| <= {COVERAGE_SLACK} + {z:g} SE (worst n'={e.n_eval[i]})",
+        details={"n_eval": e.n_eval.tolist(), "coverage_90": e.mean["coverage_90"].tolist(),
+                 "coverage_90_exact": e.mean.get("coverage_90_exact", np.array([])).tolist(),
+                 "width_90": e.mean["width_90"].tolist(),
+                 "width_90_exact": e.mean.get("width_90_exact", np.array([])).tolist(),
+                 "eval_file": eval_file}))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------------------
+
+def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
+    """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal; CRPS floor."""
+    label = ("supp-tab:hierarchical-gp" if any(r.spec.task.kind == "hier_rbf" for r in runs)
+             else "supp-tab:lengthscale-crps")
+    trained = _trained(runs)
+    refs = {r.spec.task: r.result for r in runs if isinstance(r.spec, ExactPPDSpec)}
+    Ls = sorted({r.spec.model.L for r in trained})
+    tasks = sorted({r.spec.task for r in trained}, key=lambda t: t.lengthscale)
+    cell = {(r.spec.task, r.spec.model.L): r.eval for r in trained}
+    rows = []
+    for t in tasks:
+        for j, n in enumerate(cell[(t, Ls[0])].n_eval):
+            row = {"lengthscale": t.lengthscale if t.kind == "rbf" else None, "n_prime": int(n)}
+            for L in Ls:
+                e = cell[(t, L)]
+                row[f"crps_L{L}"] = float(e.mean["crps"][j])
+                row[f"crps_se_L{L}"] = float(e.se["crps"][j])
+                for lv in (50, 90, 95):
+                    row[f"cov{lv}_L{L}"] = float(e.mean[f"coverage_{lv}"][j])
+            if t in refs:
+                k = refs[t]["n_eval"].index(int(n))
+                row["crps_exact_ppd"] = refs[t]["metrics"]["crps"]["mean"][k]
+                row["crps_exact_ppd_se"] = refs[t]["metrics"]["crps"]["se"][k]
+            rows.append(row)
+    out = []
+    # CRPS falls with depth, averaged over all rows
+    k = len(rows)
+    a = (np.mean([r[f"crps_L{Ls[0]}"] for r in rows]),
+         np.sqrt(np.sum([r[f"crps_se_L{Ls[0]}"] ** 2 for r in rows])) / k)
+    b = (np.mean([r[f"crps_L{Ls[-1]}"] for r in rows]),
+         np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k)
+    D, se = _diff(a, b)
+    out.append(ClaimResult(
+        label=label, statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
+        holds=bool(D > z * se), observed=D, bound=z * se,
+        tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE (unpaired, conservative; SE={se:.2g})",
+        details={"rows": rows, "L": Ls}))
+    # coverage near nominal at the deepest L, 90% and 95%
+    worst, devs = None, []
+    for t in tasks:
+        e = cell[(t, Ls[-1])]
+        for lv in (90, 95):
+            dev = np.abs(e.mean[f"coverage_{lv}"] - lv / 100) - z * e.se[f"coverage_{lv}"]
+            for j, n in enumerate(e.n_eval):
+                devs.append((float(dev[j]), t.lengthscale, lv, int(n), float(e.mean[f"coverage_{lv}"][j])))
+    worst = max(devs)
+    out.append(ClaimResult(
+        label=label, statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
+                               f"(including n' > n_max)",
+        holds=bool(worst[0] <= COVERAGE_SLACK), observed=worst[4], bound=worst[2] / 100,
+        tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: lengthscale={worst[1]}, "
+                  f"level={worst[2]}%, n'={worst[3]})",
+        details={"rows": rows}))
+    # no model beats the exact PPD (same instances: crps_exact in the eval file)
+    gaps = []
+    for (t, L), e in cell.items():
+        for j, n in enumerate(e.n_eval):
+            D, se = _diff((e.mean["crps"][j], e.se["crps"][j]),
+                          (e.mean["crps_exact"][j], e.se["crps_exact"][j]))
+            gaps.append((D / se if se > 0 else np.inf, D, se, t.lengthscale, L, int(n)))
+    worst = min(gaps)
+    out.append(ClaimResult(
+        label=label, statement="no trained model's CRPS is below the exact PPD's on the same instances",
+        holds=bool(worst[1] > -z * worst[2]), observed=worst[1], bound=-z * worst[2],
+        tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, L={worst[4]}, "
+                  f"n'={worst[5]})",
+        details={"gaps": [list(g[1:]) for g in gaps]}))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:stepsize
+# --------------------------------------------------------------------------------------------------
+
+def check_stepsize(runs) -> list[ClaimResult]:
+    """The admissible step ``2/(lambda_1 + sigma^2)`` is of order 1/n: the log-log slope is -1.
+
+    ``lambda_1(G) = n lambda_inf + O(sqrt(n))`` (thm:lambda1), so the slope of log step on log n over
+    n in [100, 1000] is -1 up to the O(n^-1/2) relative correction; the band [-1.1, -0.9] holds it.
+    """
+    out = []
+    for r in runs:
+        if not isinstance(r.spec, StepsizeSpec):
+            continue
+        ns = np.asarray(r.result["ns"], float)
+        s, ci, _ = slope_ci(np.log(ns), np.log(r.result["mean"]))
+        out.append(ClaimResult(
+            label="fig:stepsize", statement=f"{r.spec.kernel} d={r.spec.d}: admissible step ~ 1/n",
+            holds=bool(-1.1 <= s <= -0.9), observed=s, bound=-1.0,
+            tolerance="fitted log-log slope in [-1.1, -0.9] (O(n^-1/2) finite-n bias of lambda_1/n)",
+            ci=ci, details={"ns": ns.tolist(), "mean": r.result["mean"], "limit": r.result["limit"]}))
+    return out

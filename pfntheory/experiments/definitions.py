@@ -1,0 +1,329 @@
+"""One declarative definition per figure and table of the paper, at two scales.
+
+Every experiment is a frozen :class:`Experiment` holding, for each scale, a :class:`Design`: the
+tuple of runs (:class:`~.specs.RunSpec` for trained runs, :class:`~.specs.StepsizeSpec` and
+:class:`~.specs.ExactPPDSpec` for the exact side) and a note saying what was shrunk and why.
+
+Scales
+------
+``paper``
+    The sizes of sec:sims and sec:exp1-sec:exp3, the learning rates and step counts of
+    supp-tab:pretraining hyperparameters (batch 128), and 4096 evaluation instances (per n' where the
+    paper evaluates at listed n'; spread over an 8-point grid of the range where it draws
+    n' ~ Unif[n_min, n_max]).
+``quick``
+    The same experiments shrunk to run on a 2-core CPU in well under an hour while still showing each
+    claimed effect. Each definition's ``quick.shrunk`` says what was changed.
+
+Implements the designs of: fig:exp1 (sec:exp1), fig:exp2-1 (sec:exp2), fig:exp2-2 and
+supp-fig:exp2-3 (sec:exp3), supp-fig:exp2 d4-1 ... supp-fig:exp2 d8-2 uni (supp-sec:exp additional),
+fig:stepsize, supp-tab:lengthscale-crps, supp-tab:hierarchical-gp.
+
+Noise: every task uses ``noise_var = DEFAULT_NOISE_VAR = 0.04`` (std 0.2). The paper's text says
+sigma^2 = 0.2, but only std 0.2 is consistent with the CRPS of supp-tab:lengthscale-crps (see the
+README's errata); the hierarchical grid {0.1, 0.2, 0.3} lists noise STDs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import DEFAULT_NOISE_VAR
+from .._checks import choice
+from .specs import EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec
+
+__all__ = ["SCALES", "Design", "Experiment", "EXPERIMENTS", "get_experiment", "experiment_names"]
+
+SCALES = ("quick", "paper")
+PAPER_EVAL_INSTANCES = 4096  # supp-sec:exp details: "evaluated on 4096 evaluation samples"
+
+
+@dataclass(frozen=True)
+class Design:
+    """One scale of one experiment.
+
+    Attributes
+    ----------
+    runs : tuple of RunSpec / StepsizeSpec / ExactPPDSpec
+    shrunk : str
+        What differs from the paper and why ("" at paper scale).
+    """
+
+    runs: tuple
+    shrunk: str = ""
+
+    def __post_init__(self):
+        names = [r.name for r in self.runs]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"two runs of one design share a directory: {dup}")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A figure or table of the paper.
+
+    Attributes
+    ----------
+    name : str
+        Directory name under ``reports/runs/``.
+    labels : tuple of str
+        The paper's LaTeX labels it reproduces.
+    title : str
+    claims : tuple of str
+        The claims (in the paper's words, abridged) that ``verify/test_trained_claims.py`` checks.
+    quick, paper : Design
+    """
+
+    name: str
+    labels: tuple[str, ...]
+    title: str
+    claims: tuple[str, ...]
+    quick: Design
+    paper: Design
+
+    def design(self, scale: str) -> Design:
+        choice(scale, "scale", SCALES)
+        return getattr(self, scale)
+
+    def runs(self, scale: str) -> tuple:
+        return self.design(scale).runs
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+
+def _range_grid(n_min: int, n_max: int, k: int = 8) -> tuple[int, ...]:
+    """``k`` evaluation sizes spread evenly over ``[n_min, n_max]`` (stands in for n' ~ Unif)."""
+    return tuple(sorted({int(round(v)) for v in np.linspace(n_min, n_max, k)}))
+
+
+def _ev(n_eval, per_n: int, covariates: str | None = None) -> EvalSpec:
+    return EvalSpec(n_eval=tuple(int(n) for n in n_eval), n_instances=per_n, covariates=covariates)
+
+
+def _rbf(d: int, **kw) -> TaskSpec:
+    return TaskSpec(kind="rbf", d=d, noise_var=DEFAULT_NOISE_VAR, alpha=1.0,
+                    lengthscale=kw.pop("lengthscale", 0.8), **kw)
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp1 (sec:exp1): TV against depth L and bins C, BLR and RBF, theory and learnable
+# --------------------------------------------------------------------------------------------------
+
+def _exp1(Ls, Cs, settings, per_n: int, k_eval: int) -> tuple:
+    """``settings``: (task, score, mode, n_min, n_max, lr, steps) per panel."""
+    runs = []
+    for task, score, mode, n_min, n_max, lr, steps in settings:
+        ev = _ev(_range_grid(n_min, n_max, k_eval), per_n)
+        for L, C in itertools.product(Ls, Cs):
+            runs.append(RunSpec(task=task, model=ModelSpec(score=score, L=L, C=C, mode=mode),
+                                n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=(ev,)))
+    return tuple(runs)
+
+
+_BLR5 = TaskSpec(kind="blr", d=5, noise_var=DEFAULT_NOISE_VAR)
+_RBF2 = _rbf(2)
+
+FIG_EXP1 = Experiment(
+    name="fig_exp1",
+    labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
+    title="E[TV] against depth L and bin count C (BLR d=5, RBF d=2; theory and learnable TF)",
+    claims=("log TV decreases linearly as log C increases (at large L)",
+            "log TV decreases with depth L",),
+    paper=Design(_exp1(
+        Ls=(2, 4, 8, 16, 32), Cs=(16, 32, 64, 128, 256),
+        # supp-tab:pretraining hyperparameters: (lr, N) per task and mode
+        settings=((_BLR5, "linear", "theory", 128, 512, 2e-4, 10_000),
+                  (_BLR5, "linear", "learnable", 128, 512, 2e-4, 20_000),
+                  (_RBF2, "rbf", "theory", 64, 128, 1e-3, 50_000),
+                  (_RBF2, "rbf", "learnable", 64, 128, 2e-4, 100_000)),
+        per_n=PAPER_EVAL_INSTANCES // 8, k_eval=8)),
+    quick=Design(_exp1(
+        Ls=(2, 8, 32), Cs=(16, 64, 256),
+        settings=((_BLR5, "linear", "theory", 32, 64, 5e-3, 300),
+                  (_BLR5, "linear", "learnable", 32, 64, 5e-3, 300),
+                  (_RBF2, "rbf", "theory", 32, 64, 5e-3, 300),
+                  (_RBF2, "rbf", "learnable", 32, 64, 5e-3, 300)),
+        per_n=128, k_eval=4),
+        shrunk=("3x3 sub-grid L in {2,8,32} x C in {16,64,256} (keeps both ends of both axes); "
+                "n in [32,64] for both tasks (BLR [128,512] and RBF [64,128] in the paper: the cost is "
+                "quadratic in n); 300 Adam steps at lr 5e-3 instead of 1e4-1e5 at 2e-4-1e-3 (a tiny "
+                "model converges in few steps at a larger rate); 4 n' x 128 = 512 evaluation "
+                "instances instead of 4096.")),
+)
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp2-1 (sec:exp2): normalised vs unnormalised attention, RBF d=8
+# --------------------------------------------------------------------------------------------------
+
+def _exp2_1(d, L, C, n_min, n_max, n_eval, steps, lr, per_n) -> tuple:
+    ev = _ev(n_eval, per_n)
+    return tuple(RunSpec(task=_rbf(d), model=ModelSpec(score="rbf", L=L, C=C, normalised=nz),
+                         n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=(ev,))
+                 for nz in (False, True))
+
+
+FIG_EXP2_1 = Experiment(
+    name="fig_exp2_1",
+    labels=("fig:exp2-1", "sec:exp2"),
+    title="Normalised (TF^pr) vs unnormalised (TF) attention: E[TV] against n' (RBF d=8)",
+    claims=("the unnormalised model's TV rises outside the pretraining range of n",
+            "the normalised model's TV stays flat across n'"),
+    paper=Design(_exp2_1(d=8, L=32, C=256, n_min=64, n_max=128, n_eval=range(40, 201, 10),
+                         steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES)),
+    quick=Design(_exp2_1(d=8, L=16, C=64, n_min=64, n_max=128, n_eval=(40, 64, 96, 128, 160, 200),
+                         steps=400, lr=5e-3, per_n=256),
+                 shrunk=("L=16 and C=64 instead of 32 and 256 (half the cost; the claim is about n', "
+                         "not L or C); 400 steps at lr 5e-3 instead of 1e5 at 2e-4; n' in "
+                         "{40,64,96,128,160,200} (both sides of [64,128]) x 256 instances.")),
+)
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp2-2, supp-fig:exp2-3 (sec:exp3) and the d=4, d=8, covariate-shift companions
+# --------------------------------------------------------------------------------------------------
+
+def _exp2_2(d, Ls, n_maxs, n_eval, steps, lr, per_n, C=256, n_min=64, shift=False) -> tuple:
+    evals = (_ev(n_eval, per_n),)
+    if shift:  # supp-sec:exp additional: evaluation inputs Unif[-1/sqrt(d), 1/sqrt(d)]^d
+        evals += (_ev(n_eval, per_n, covariates="uniform"),)
+    return tuple(RunSpec(task=_rbf(d), model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
+                         n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=evals)
+                 for L, n_max in itertools.product(Ls, n_maxs))
+
+
+_EXP2_2_CLAIMS = ("generalisation in n' improves with depth L",
+                  "generalisation in n' improves with the pretraining range n_max",
+                  "for fixed L and n_max the solver error (TV, moment MSEs) grows with n'",
+                  "90% coverage near nominal for the deepest, widest-range model")
+_PAPER_NE = tuple(64 * i for i in range(1, 17))
+_QUICK_EXP2_SHRINK = ("L in {2,8} instead of {4,8,16,32} and n_max in {96,192} instead of "
+                      "{128,256,512}, n_min=32 and n' in {32,64,...,384} (the cost is quadratic in n "
+                      "and linear in L); C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 256 "
+                      "instances per n'.")
+
+
+def _exp2_2_quick(d, shift=False):
+    return _exp2_2(d=d, Ls=(2, 8), n_maxs=(96, 192), n_eval=tuple(32 * i for i in (1, 2, 4, 6, 8, 12)),
+                   steps=400, lr=5e-3, per_n=256, C=64, n_min=32, shift=shift)
+
+
+FIG_EXP2_2 = Experiment(
+    name="fig_exp2_2",
+    labels=("fig:exp2-2", "supp-fig:exp2-3", "sec:exp3", "thm:L growth"),
+    title="Depth L and pretraining range n_max against n' (RBF d=16, TF^pr, C=256)",
+    claims=_EXP2_2_CLAIMS,
+    paper=Design(_exp2_2(d=16, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
+                         steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES)),
+    quick=Design(_exp2_2_quick(d=4), shrunk="d=4 instead of 16 (the d=16 task needs far more "
+                 "steps to learn); " + _QUICK_EXP2_SHRINK),
+)
+
+
+def _companion(d: int) -> Experiment:
+    return Experiment(
+        name=f"supp_exp2_d{d}",
+        labels=(f"supp-fig:exp2 d{d}-1", f"supp-fig:exp2 d{d}-2",
+                f"supp-fig:exp2 d{d}-1 uni", f"supp-fig:exp2 d{d}-2 uni"),
+        title=(f"fig:exp2-2 repeated for d={d}, evaluated on N(0,I/d) inputs (eval.json) and under "
+               f"the covariate shift Unif[-1/sqrt(d),1/sqrt(d)]^d (eval_uniform.json)"),
+        claims=_EXP2_2_CLAIMS + ("under covariate shift, coverage and width comparable to the true "
+                                 "PPD for n_max=512 and L>=16",),
+        paper=Design(_exp2_2(d=d, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
+                             steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES, shift=True)),
+        quick=Design(_exp2_2_quick(d=d, shift=True), shrunk=_QUICK_EXP2_SHRINK),
+    )
+
+
+SUPP_EXP2_D4 = _companion(4)
+SUPP_EXP2_D8 = _companion(8)
+
+# --------------------------------------------------------------------------------------------------
+# fig:stepsize: admissible Richardson step against n (exact, no training)
+# --------------------------------------------------------------------------------------------------
+
+FIG_STEPSIZE = Experiment(
+    name="fig_stepsize",
+    labels=("fig:stepsize", "thm:lambda1", "eqn:convg cond"),
+    title="Admissible Richardson step 2/(lambda_1(G)+sigma^2) against n (d=16)",
+    claims=("the admissible step size decreases like 1/n",),
+    paper=Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
+                                    n_trials=100, noise_var=DEFAULT_NOISE_VAR)
+                       for k in ("rbf", "linear"))),
+    quick=Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
+                                    n_trials=10, noise_var=DEFAULT_NOISE_VAR)
+                       for k in ("rbf", "linear")),
+                 shrunk="10 trials per n instead of 100."),
+)
+
+# --------------------------------------------------------------------------------------------------
+# supp-tab:lengthscale-crps and supp-tab:hierarchical-gp
+# --------------------------------------------------------------------------------------------------
+
+def _table(tasks, Ls, n_max, n_eval, steps, lr, per_n, ref_instances, C=256, n_min=64) -> tuple:
+    ev = _ev(n_eval, per_n)
+    runs = [RunSpec(task=t, model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
+                    n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=(ev,))
+            for t, L in itertools.product(tasks, Ls)]
+    runs += [ExactPPDSpec(task=t, n_eval=tuple(n_eval), n_instances=ref_instances) for t in tasks]
+    return tuple(runs)
+
+
+_TABLE_CLAIMS = ("CRPS improves with depth L",
+                 "90% and 95% coverage reasonably close to nominal, also at n' > n_max, "
+                 "especially for larger depths",
+                 "no model beats the exact PPD's expected CRPS")
+_HIER16 = TaskSpec(kind="hier_rbf", d=16, noise_var=DEFAULT_NOISE_VAR)
+_QUICK_TABLE_SHRINK = ("d=4 instead of 16, n in [32,96] instead of [64,256] and n' in {96,384} "
+                       "(both ends: inside and 4x beyond n_max, like 256 and 1024 vs 256); L in {2,8} "
+                       "instead of {8,16,32}; C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 512 "
+                       "instances per n'; exact-PPD reference on 512 contexts per n'. The CRPS values "
+                       "are therefore not comparable with the published d=16 table; compare each row "
+                       "with its exact-PPD reference instead.")
+
+SUPP_TAB_LENGTHSCALE = Experiment(
+    name="supp_tab_lengthscale",
+    labels=("supp-tab:lengthscale-crps",),
+    title="Sensitivity to the RBF lengthscale: CRPS and 50/90/95% coverage (TF^pr, n_max=256)",
+    claims=_TABLE_CLAIMS,
+    paper=Design(_table(tasks=tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
+                        Ls=(8, 16, 32), n_max=256, n_eval=(256, 1024), steps=100_000, lr=2e-4,
+                        per_n=PAPER_EVAL_INSTANCES, ref_instances=PAPER_EVAL_INSTANCES)),
+    quick=Design(_table(tasks=tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
+                        Ls=(2, 8), n_max=96, n_min=32, n_eval=(96, 384), steps=400, lr=5e-3,
+                        per_n=512, ref_instances=512, C=64),
+                 shrunk=_QUICK_TABLE_SHRINK),
+)
+
+SUPP_TAB_HIER = Experiment(
+    name="supp_tab_hier",
+    labels=("supp-tab:hierarchical-gp",),
+    title=("Hierarchical GP prior, uniform over lengthscale {0.4,0.8,1.2} x noise std {0.1,0.2,0.3}: "
+           "CRPS and 50/90/95% coverage (TF^pr, n_max=256)"),
+    claims=_TABLE_CLAIMS,
+    paper=Design(_table(tasks=(_HIER16,), Ls=(8, 16, 32), n_max=256, n_eval=(256, 512, 1024),
+                        steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES,
+                        ref_instances=PAPER_EVAL_INSTANCES)),
+    quick=Design(_table(tasks=(TaskSpec(kind="hier_rbf", d=4, noise_var=DEFAULT_NOISE_VAR),),
+                        Ls=(2, 8), n_max=96, n_min=32, n_eval=(96, 192, 384), steps=400, lr=5e-3,
+                        per_n=512, ref_instances=512, C=64),
+                 shrunk=_QUICK_TABLE_SHRINK.replace("n' in {96,384}", "n' in {96,192,384}")),
+)
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
+    FIG_EXP1, FIG_EXP2_1, FIG_EXP2_2, SUPP_EXP2_D4, SUPP_EXP2_D8, FIG_STEPSIZE,
+    SUPP_TAB_LENGTHSCALE, SUPP_TAB_HIER)}
+
+
+def experiment_names() -> tuple[str, ...]:
+    return tuple(EXPERIMENTS)
+
+
+def get_experiment(name: str) -> Experiment:
+    """The experiment called ``name`` (see :data:`EXPERIMENTS`); unknown names raise ValueError."""
+    choice(name, "experiment", tuple(EXPERIMENTS))
+    return EXPERIMENTS[name]

@@ -1,0 +1,176 @@
+"""Exact-PPD references for the tables of supp-sec:exp additional (float64 NumPy, no torch).
+
+A trained model cannot beat the true posterior predictive distribution: its expected CRPS is the
+smallest any predictive distribution attains (CRPS is strictly proper), and the central intervals of the
+true PPD cover exactly at their nominal level. :func:`exact_ppd_reference` measures both on contexts
+drawn from the prior of a table, so that every reproduced table (and the published one,
+:mod:`~pfntheory.experiments.published`) can be read against the floor.
+
+Implements
+----------
+* supp-tab:lengthscale-crps: RBF prior, ``x ~ N(0, I/d)``, PPD ``N(mu, tau)`` of eqn:GPreg.
+* supp-tab:hierarchical-gp: uniform prior over ``(ell_h, sigma_h)`` in a grid (``sigma_h`` noise
+  STDs); the PPD is the finite mixture ``sum_h w_h N(mu_h, tau_h)`` with posterior weights
+  ``w_h oc pi_h N(Y; 0, G_h + sigma_h^2 I)``.
+
+Expected CRPS given the context is in closed form: for ``y ~ F``, ``E CRPS(F, y) = E|X - X'| / 2``
+(Gneiting & Raftery 2007, eq. 21, with X, X' iid F), which is ``sqrt(tau / pi)`` for ``N(mu, tau)`` and
+``(1/2) sum_{h,h'} w_h w_h' E|N(mu_h - mu_h', tau_h + tau_h')|`` for a mixture. Coverage is measured
+with ``y`` drawn from the PPD (its expectation is the nominal level). The truncation of the response to
+``(a, b]`` (outside mass 0.002 by construction, sec:sims) is ignored here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+import scipy.special
+
+from .. import metrics
+from .._checks import positive_int
+from ..kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from ..spectral import sample_design
+from .specs import TaskSpec
+
+__all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
+
+
+def components(task: TaskSpec) -> tuple[list, np.ndarray]:
+    """Kernels and noise variances of the prior's components (one for BLR/RBF, a grid for hier_rbf).
+
+    Returns
+    -------
+    kernels : list of kernel, length H
+    noise_vars : ndarray of shape (H,)
+    """
+    if task.kind == "blr":
+        return [LinearKernel(blr_sigma_diag(task.d))], np.array([task.noise_var])
+    if task.kind == "rbf":
+        return [RBFKernel(task.alpha, task.lengthscale)], np.array([task.noise_var])
+    ks, nv = [], []
+    for ell in task.hier_lengthscales:
+        for s in task.hier_noise_stds:  # the grid lists noise STDs (supp-tab:hierarchical-gp)
+            ks.append(RBFKernel(task.alpha, ell))
+            nv.append(s**2)
+    return ks, np.array(nv)
+
+
+def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true: int):
+    """Draw ``Y`` from component ``h_true`` and return the (mixture) PPD at ``xq``.
+
+    Parameters
+    ----------
+    kernels : list of kernel, length H
+    noise_vars : ndarray of shape (H,)
+    X : ndarray of shape (n, d)
+    xq : ndarray of shape (d,)
+    rng : numpy.random.Generator
+    h_true : int
+        Component the context labels are drawn from.
+
+    Returns
+    -------
+    w, mu, tau : ndarray of shape (H,)
+        Posterior weights (uniform prior) and componentwise predictive moments (eqn:GPreg).
+    """
+    n = X.shape[0]
+    H = len(kernels)
+    chol, kx, kxx = [], [], []
+    for k, s2 in zip(kernels, noise_vars, strict=True):
+        chol.append(np.linalg.cholesky(k(X) + s2 * np.eye(n)))  # G_h + sigma_h^2 I = L L^T
+        kx.append(k(X, xq[None, :])[:, 0])                       # k_x, shape (n,)
+        kxx.append(float(k.diag(xq[None, :])[0]))
+    Y = chol[h_true] @ rng.standard_normal(n)                    # Y ~ N(0, G_h + sigma_h^2 I)
+    mu, tau, lml = np.empty(H), np.empty(H), np.empty(H)
+    for h in range(H):
+        a = scipy.linalg.solve_triangular(chol[h], Y, lower=True)
+        v = scipy.linalg.solve_triangular(chol[h], kx[h], lower=True)
+        mu[h] = v @ a                                            # k_x^T (G + s2 I)^{-1} Y
+        tau[h] = kxx[h] + noise_vars[h] - v @ v                  # kappa(x,x) + s2 - k_x^T (.)^{-1} k_x
+        lml[h] = -0.5 * a @ a - np.sum(np.log(np.diag(chol[h]))) - 0.5 * n * np.log(2 * np.pi)
+    w = np.exp(lml - scipy.special.logsumexp(lml))               # uniform prior pi_h = 1/H
+    return w, mu, tau
+
+
+def _abs_normal_mean(m, v):
+    """``E|Z|`` for ``Z ~ N(m, v)``."""
+    s = np.sqrt(v)
+    z = m / s
+    return 2 * s * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) + m * (2 * scipy.special.ndtr(z) - 1)
+
+
+def expected_crps(w, mu, tau) -> np.ndarray:
+    """``E_{y ~ F} CRPS(F, y) = E|X - X'|/2`` for ``F = sum_h w_h N(mu_h, tau_h)``.
+
+    Parameters
+    ----------
+    w, mu, tau : ndarray of shape (..., H)
+
+    Returns
+    -------
+    ndarray of shape (...)
+    """
+    w, mu, tau = (np.asarray(a, dtype=float) for a in (w, mu, tau))
+    dm = mu[..., :, None] - mu[..., None, :]
+    dv = tau[..., :, None] + tau[..., None, :]
+    return 0.5 * np.sum(w[..., :, None] * w[..., None, :] * _abs_normal_mean(dm, dv), axis=(-2, -1))
+
+
+def exact_ppd_reference(task: TaskSpec, n_eval, n_instances: int, rng: np.random.Generator,
+                        levels=(0.5, 0.9, 0.95), covariates: str | None = None) -> dict:
+    """CRPS, coverage and width of the exact PPD on ``n_instances`` contexts per ``n'``.
+
+    Parameters
+    ----------
+    task : TaskSpec
+        The prior (``blr``, ``rbf`` or ``hier_rbf``).
+    n_eval : sequence of int
+        Context sizes n'.
+    n_instances : int
+        Contexts per n'.
+    rng : numpy.random.Generator
+    levels : sequence of float
+        Nominal levels of the central intervals.
+    covariates : str, optional
+        Override of ``task.covariates``.
+
+    Returns
+    -------
+    dict
+        ``{"n_eval": [...], "n_instances": int, "metrics": {name: {"mean": [...], "se": [...]}}}``
+        with names ``crps`` (expected CRPS given the context, the floor for any model),
+        ``crps_realised`` (CRPS at a draw ``y`` from the PPD), ``cov50``/``cov90``/``cov95``
+        (coverage of the PPD's own central intervals at that draw) and ``width50``... (their widths).
+        ``se`` is the standard error of the mean over the instances.
+    """
+    n_instances = positive_int(n_instances, "n_instances")
+    kernels, noise_vars = components(task)
+    H = len(kernels)
+    design = covariates or task.covariates
+    out: dict[str, dict[str, list]] = {}
+
+    def add(name, vals):
+        vals = np.asarray(vals, dtype=float)
+        out.setdefault(name, {"mean": [], "se": []})
+        out[name]["mean"].append(float(vals.mean()))
+        out[name]["se"].append(float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0)
+
+    n_eval = [positive_int(n, "n_eval") for n in n_eval]
+    for n in n_eval:
+        W, MU, TAU, y = (np.empty((n_instances, H)), np.empty((n_instances, H)),
+                         np.empty((n_instances, H)), np.empty(n_instances))
+        for i in range(n_instances):
+            X = sample_design(n, task.d, rng, design)
+            xq = sample_design(1, task.d, rng, design)[0]
+            h = int(rng.integers(H))                                # theta ~ uniform over the grid
+            W[i], MU[i], TAU[i] = ppd_at_query(kernels, noise_vars, X, xq, rng=rng, h_true=h)
+            c = rng.choice(H, p=W[i] / W[i].sum())                  # y ~ sum_h w_h N(mu_h, tau_h)
+            y[i] = MU[i, c] + np.sqrt(TAU[i, c]) * rng.standard_normal()
+        add("crps", expected_crps(W, MU, TAU))
+        add("crps_realised", metrics.mixture_crps(W, MU, TAU, y))
+        for lv in levels:
+            lo, hi = metrics.mixture_interval(W, MU, TAU, lv)
+            tag = f"{round(100 * lv):d}"
+            add(f"cov{tag}", (lo < y) & (y <= hi))
+            add(f"width{tag}", hi - lo)
+    return {"n_eval": n_eval, "n_instances": n_instances, "covariates": design, "metrics": out}

@@ -1,0 +1,316 @@
+"""Frozen specifications of one run of an experiment, and how a run's directory is named.
+
+A trained run is a :class:`RunSpec`: the prior it is pretrained on (:class:`TaskSpec`), the
+transformer (:class:`ModelSpec`), the optimisation budget, and the evaluations to perform once it is
+trained (:class:`EvalSpec`). An exact-side run (fig:stepsize, no training) is a :class:`StepsizeSpec`.
+
+The directory of a run is ``<readable prefix>-<hash>``, where the hash is the first 10 hex digits of
+the SHA-256 of the canonical JSON (sorted keys, no whitespace) of the *training* part of the spec.
+Two different training configurations therefore never share a directory; the evaluations are stored
+beside the weights, each file recording the :class:`EvalSpec` it was computed with, so changing an
+evaluation re-evaluates without retraining.
+
+These specs mirror the fields of ``pfntheory.nn`` (``TaskConfig``, ``ModelConfig``, ``TrainConfig``)
+that an experiment sets, and build those configs lazily (:meth:`RunSpec.train_config`), so this module
+imports without torch. Every field the paper fixes is spelt out here (never left to a default of the
+nn layer), so the hash identifies the experiment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+
+from .._checks import choice, positive_int, positive_scalar
+
+__all__ = [
+    "TaskSpec",
+    "ModelSpec",
+    "EvalSpec",
+    "RunSpec",
+    "StepsizeSpec",
+    "ExactPPDSpec",
+    "canonical_json",
+    "spec_hash",
+    "run_name",
+]
+
+TASK_KINDS = ("blr", "rbf", "hier_rbf")
+COVARIATES = ("gaussian", "uniform")
+
+
+def canonical_json(obj) -> str:
+    """Canonical JSON of a (nested) dataclass: sorted keys, no whitespace, tuples as lists."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def spec_hash(obj, length: int = 10) -> str:
+    """First ``length`` hex digits of the SHA-256 of :func:`canonical_json`."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}".replace(".", "p")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """The pretraining prior (sec:sims, supp-sec:exp details); mirrors ``pfntheory.nn.priors.TaskConfig``.
+
+    Attributes
+    ----------
+    kind : {"blr", "rbf", "hier_rbf"}
+    d : int
+        Input dimension.
+    noise_var : float
+        Noise variance sigma^2 (``DEFAULT_NOISE_VAR = 0.04``, i.e. std 0.2; see the README finding).
+    alpha, lengthscale : float
+        RBF amplitude and lengthscale (sec:sims: 1 and 0.8).
+    hier_lengthscales, hier_noise_stds : tuple of float
+        The grid of the hierarchical prior (supp-tab:hierarchical-gp); the noise values are STDs.
+    covariates : {"gaussian", "uniform"}
+        ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` inputs.
+    """
+
+    kind: str
+    d: int
+    noise_var: float = 0.04
+    alpha: float = 1.0
+    lengthscale: float = 0.8
+    hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
+    hier_noise_stds: tuple[float, ...] = (0.1, 0.2, 0.3)
+    covariates: str = "gaussian"
+
+    def __post_init__(self):
+        choice(self.kind, "kind", TASK_KINDS)
+        positive_int(self.d, "d")
+        positive_scalar(self.noise_var, "noise_var")
+        positive_scalar(self.alpha, "alpha")
+        positive_scalar(self.lengthscale, "lengthscale")
+        choice(self.covariates, "covariates", COVARIATES)
+
+    def slug(self) -> str:
+        s = f"{self.kind}-d{self.d}"
+        if self.kind == "rbf" and self.lengthscale != 0.8:
+            s += f"-ell{_fmt(self.lengthscale)}"
+        if self.covariates != "gaussian":
+            s += f"-{self.covariates}"
+        return s
+
+    def to_nn(self, covariates: str | None = None):
+        """The ``pfntheory.nn.priors.TaskConfig`` of this task (optionally with other covariates)."""
+        from pfntheory.nn.priors import TaskConfig
+
+        kw = dict(kind=self.kind, d=self.d, noise_var=self.noise_var,
+                  covariates=covariates or self.covariates)
+        if self.kind in ("rbf", "hier_rbf"):
+            kw.update(alpha=self.alpha, lengthscale=self.lengthscale)
+        if self.kind == "hier_rbf":
+            kw.update(hier_lengthscales=self.hier_lengthscales, hier_noise_stds=self.hier_noise_stds)
+        return TaskConfig(**kw)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The transformer; mirrors the fields of ``pfntheory.nn.model.ModelConfig`` that experiments set.
+
+    ``score`` is the attention kernel (``linear`` for BLR, ``rbf`` for the RBF tasks), ``L`` counts
+    attention layers including the first, ``C`` bins, ``mode`` theory/learnable, ``normalised`` selects
+    TF^pr (Attn^na in the solver layers), ``head`` the analytic psi head (supp-sec:exp details).
+    """
+
+    score: str
+    L: int
+    C: int
+    mode: str = "learnable"
+    normalised: bool = False
+    head: str = "psi"
+
+    def __post_init__(self):
+        choice(self.score, "score", ("linear", "rbf", "softmax"))
+        positive_int(self.L, "L")
+        positive_int(self.C, "C", minimum=2)
+        choice(self.mode, "mode", ("theory", "learnable"))
+        choice(self.head, "head", ("psi", "mlp"))
+
+    def slug(self) -> str:
+        return f"{'pr' if self.normalised else 'tf'}-{self.mode[:5]}-L{self.L}-C{self.C}"
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """One evaluation of a trained run (:func:`pfntheory.nn.evaluate.evaluate`).
+
+    Written to ``eval.json`` (covariates as trained) or ``eval_<covariates>.json`` (covariate shift)
+    in the run directory; the file records its settings, and per n' the mean and standard error of
+    every metric.
+
+    Attributes
+    ----------
+    n_eval : tuple of int
+        Evaluation context sizes n'.
+    n_instances : int
+        Evaluation instances per n'.
+    seed : int
+        Seed of the evaluation set. The instances depend only on (seed, n'), so every run of one
+        task is scored on the same instances.
+    covariates : str or None
+        Override of the task's covariate law at evaluation (covariate shift); None keeps it.
+    """
+
+    n_eval: tuple[int, ...]
+    n_instances: int
+    seed: int = 12345
+    covariates: str | None = None
+
+    def __post_init__(self):
+        if len(self.n_eval) == 0:
+            raise ValueError("n_eval must be non-empty")
+        for n in self.n_eval:
+            positive_int(n, "n_eval")
+        positive_int(self.n_instances, "n_instances", minimum=2)
+        if self.covariates is not None:
+            choice(self.covariates, "covariates", COVARIATES)
+
+    @property
+    def filename(self) -> str:
+        """``eval.json``, or ``eval_<covariates>.json`` under a covariate override."""
+        return "eval.json" if self.covariates is None else f"eval_{self.covariates}.json"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One trained run: prior, model, pretraining range and budget (supp-tab:pretraining
+    hyperparameters), and its evaluations.
+
+    Only :meth:`training` (everything but ``evals``) enters the directory hash.
+    """
+
+    task: TaskSpec
+    model: ModelSpec
+    n_min: int
+    n_max: int
+    steps: int
+    lr: float
+    batch_size: int = 128
+    seed: int = 0
+    evals: tuple[EvalSpec, ...] = ()
+
+    def __post_init__(self):
+        positive_int(self.n_min, "n_min")
+        positive_int(self.n_max, "n_max")
+        if self.n_min > self.n_max:
+            raise ValueError(f"n_min <= n_max is required, got {self.n_min} > {self.n_max}")
+        positive_int(self.steps, "steps")
+        positive_scalar(self.lr, "lr")
+        positive_int(self.batch_size, "batch_size")
+        names = [e.filename for e in self.evals]
+        if len(set(names)) != len(names):
+            raise ValueError(f"evals must write distinct files, got {names}")
+        if any(e.covariates == self.task.covariates for e in self.evals):
+            raise ValueError("an eval's covariates override must differ from the task's (use None)")
+
+    def training(self) -> dict:
+        """The training part of the spec (the hashed identity of the run directory)."""
+        d = dataclasses.asdict(self)
+        d.pop("evals")
+        return d
+
+    @property
+    def name(self) -> str:
+        """``<task>-<model>-n<n_min>-<n_max>-s<steps>-<hash>`` (see the module docstring)."""
+        return (f"{self.task.slug()}-{self.model.slug()}-n{self.n_min}-{self.n_max}"
+                f"-s{self.steps}-{spec_hash(self.training())}")
+
+    def train_config(self, device: str = "auto", checkpoint_every: int = 200):
+        """The ``pfntheory.nn.train.TrainConfig`` of this run (imports torch)."""
+        from pfntheory.nn.model import ModelConfig
+        from pfntheory.nn.train import TrainConfig
+
+        m = self.model
+        model = ModelConfig(score=m.score, d=self.task.d, L=m.L, C=m.C, mode=m.mode,
+                            normalised=m.normalised, head=m.head,
+                            noise_var_init=self.task.noise_var)
+        return TrainConfig(task=self.task.to_nn(), model=model, n_min=self.n_min, n_max=self.n_max,
+                           steps=self.steps, lr=self.lr, batch_size=self.batch_size, seed=self.seed,
+                           checkpoint_every=checkpoint_every, device=device)
+
+
+@dataclass(frozen=True)
+class StepsizeSpec:
+    """fig:stepsize (exact side, no training): ``2/(lambda_1(G) + sigma^2)`` against ``n``.
+
+    Computed by :func:`pfntheory.spectral.admissible_step_curve`, averaged over ``n_trials`` designs.
+    """
+
+    kernel: str
+    d: int
+    ns: tuple[int, ...]
+    n_trials: int
+    noise_var: float = 0.04
+    alpha: float = 1.0
+    lengthscale: float = 0.8
+    seed: int = 0
+
+    def __post_init__(self):
+        choice(self.kernel, "kernel", ("linear", "rbf"))
+        positive_int(self.d, "d")
+        positive_int(self.n_trials, "n_trials")
+        positive_scalar(self.noise_var, "noise_var")
+        for n in self.ns:
+            positive_int(n, "ns")
+
+    @property
+    def evals(self) -> tuple:
+        return ()
+
+    def training(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def name(self) -> str:
+        return f"stepsize-{self.kernel}-d{self.d}-t{self.n_trials}-{spec_hash(self.training())}"
+
+
+def run_name(spec) -> str:
+    """Directory name of a run (``spec.name``)."""
+    return spec.name
+
+
+@dataclass(frozen=True)
+class ExactPPDSpec:
+    """The exact-PPD reference of a table (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp).
+
+    CRPS and central-interval coverage of the *true* posterior predictive on contexts drawn from
+    ``task``: what a perfectly trained model would score. Computed by
+    :func:`pfntheory.experiments.reference.exact_ppd_reference` (float64 NumPy, no training).
+    """
+
+    task: TaskSpec
+    n_eval: tuple[int, ...]
+    n_instances: int
+    levels: tuple[float, ...] = (0.5, 0.9, 0.95)
+    seed: int = 2024
+
+    def __post_init__(self):
+        for n in self.n_eval:
+            positive_int(n, "n_eval")
+        positive_int(self.n_instances, "n_instances")
+        for lv in self.levels:
+            if not 0 < lv < 1:
+                raise ValueError(f"levels must lie in (0, 1), got {lv}")
+
+    @property
+    def evals(self) -> tuple:
+        return ()
+
+    def training(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def name(self) -> str:
+        return f"exact-ppd-{self.task.slug()}-i{self.n_instances}-{spec_hash(self.training())}"

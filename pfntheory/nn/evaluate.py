@@ -1,0 +1,324 @@
+"""Evaluation of trained runs against the exact PPD, and the trained-versus-constructed comparison.
+
+Implements
+----------
+* sec:sims (Inference): fresh instances at an evaluation size ``n'`` (all other settings as in
+  pretraining unless overridden, e.g. the covariate shift of supp-sec:exp additional), compared with
+  ``p_(a,b]``, the true PPD truncated to ``(a, b]``.
+* sec:exp1, sec:exp2, sec:exp3 metrics: ``E[TV(p_(a,b], q)]``, the moment MSEs ``E(mu - m1)^2`` and
+  ``E(tau + mu^2 - m2)^2``, the point-prediction MSE ``E(y - m1)^2``, coverage and mean width of the
+  central 50/90/95% intervals (beside the true PPD's width), and (supp-sec:exp additional) CRPS beside
+  the exact PPD's CRPS, and NLL.
+* thm:TFdoPPD: the solver error of the readout ``(mu_L, tau_L)`` against the oracle ``(mu, tau)``.
+
+Evaluation labels
+-----------------
+The query label of every evaluation instance is drawn from the *truncated* PPD ``p_(a,b]`` (the
+pretraining law, and the distribution the paper compares ``q`` with: ``TV(p_(a,b], q)``), so that
+coverage, CRPS, NLL and MSE of ``y`` are all taken under the law the model was trained to match and
+the NLL is finite. The "exact" baselines (CRPS, coverage, width) are those of the *untruncated* PPD
+``N(mu, tau)`` (resp. the mixture), which is what a GP user would report; with outside mass 0.002
+the difference is below the Monte-Carlo error of 4096 instances. The moment targets are the
+untruncated ``mu`` and ``tau + mu^2``, as the paper writes them.
+
+The instances depend only on ``(seed, n', chunk)``, never on the run, so every run of one task is
+scored on the same instances.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.special import ndtr
+
+from .. import metrics as M
+from .. import runs
+from .._checks import choice, positive_int
+from ..discretize import bin_edges
+from .priors import COVARIATES, sample_batch
+from .train import load_trained
+
+__all__ = ["LEVELS", "evaluate", "predict", "compare_to_construction"]
+
+#: Central-interval levels of supp-tab:lengthscale-crps (50/90/95%).
+LEVELS = (0.5, 0.9, 0.95)
+
+
+def _eval_generator(seed: int, n: int, chunk: int) -> torch.Generator:
+    s = np.random.SeedSequence([int(seed), int(n), int(chunk), 0xE7A1]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
+
+
+@torch.no_grad()
+def predict(model, batch, device) -> dict:
+    """Model outputs on a batch as float64 NumPy: ``probs (B, C)``, ``mu_L, tau_L (B,)``."""
+    dtype = next(model.parameters()).dtype
+    out = model(batch.X.to(device, dtype), batch.Y.to(device, dtype), batch.xq.to(device, dtype))
+    probs = torch.softmax(out.logits.double(), dim=-1)
+    return {"probs": probs.cpu().numpy(), "mu_L": out.mu.double().cpu().numpy(),
+            "tau_L": out.tau.double().cpu().numpy()}
+
+
+def _mean_se(x) -> tuple[float, float]:
+    x = np.asarray(x, dtype=float)
+    return float(np.mean(x)), float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else 0.0
+
+
+def _tv_mixture(w, mu_h, tau_h, edges, probs, a, b) -> np.ndarray:
+    """Per-instance ``TV(p_(a,b], q)`` for a Gaussian-mixture PPD (no closed form: crossings of the
+    mixture density with each bin level found numerically by :func:`metrics.tv_density_histogram`)."""
+    out = np.empty(len(w))
+    for i in range(len(w)):
+        s = np.sqrt(tau_h[i])
+
+        def pdf(y, i=i, s=s):
+            z = (np.asarray(y)[..., None] - mu_h[i]) / s
+            return np.sum(w[i] * np.exp(-0.5 * z * z) / (s * np.sqrt(2 * np.pi)), -1)
+
+        def cdf(y, i=i, s=s):
+            return np.sum(w[i] * ndtr((np.asarray(y)[..., None] - mu_h[i]) / s), -1)
+
+        mass = float(cdf(b) - cdf(a))
+        out[i] = M.tv_density_histogram(pdf, cdf, edges, probs[i], mass=mass, n_grid=16)
+    return out
+
+
+def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
+    """All metrics of one evaluation size from the collected per-instance arrays."""
+    mu, tau, y, probs = r["mu"], r["tau"], r["y"], r["probs"]
+    a, b = float(edges[0]), float(edges[-1])
+    hier = "weights" in r
+    res: dict = {"n_instances": int(mu.size)}
+
+    def put(name, values):
+        res[name], res[name + "_se"] = _mean_se(values)
+
+    if hier:
+        w, mh, th = r["weights"], r["mu_h"], r["tau_h"]
+        put("tv", _tv_mixture(w, mh, th, edges, probs, a, b))
+    else:
+        put("tv", M.tv_truncnorm_histogram(mu, tau, edges, probs))
+    m1, m2 = M.histogram_moments(edges, probs)
+    put("mse_mean", (mu - m1) ** 2)  # sec:exp3: E(mu - m_1)^2
+    put("mse_second_moment", (tau + mu**2 - m2) ** 2)  # sec:exp3: E(tau + mu^2 - m_2)^2
+    put("mse_y", (y - m1) ** 2)  # sec:exp3: E(y - m_1)^2
+    put("mse_y_exact", (y - mu) ** 2)
+    for lv in levels:
+        key = f"{int(round(100 * lv))}"
+        lo, hi = M.central_interval(edges, probs, lv)
+        res[f"coverage_{key}"] = float(M.coverage(lo, hi, y))
+        res[f"width_{key}"] = float(M.interval_width(lo, hi))
+        if hier:
+            elo, ehi = M.mixture_interval(w, mh, th, lv)
+        else:
+            elo, ehi = M.gaussian_interval(mu, tau, lv)
+        res[f"coverage_{key}_exact"] = float(M.coverage(elo, ehi, y))
+        res[f"width_{key}_exact"] = float(M.interval_width(elo, ehi))
+    put("crps", M.histogram_crps(edges, probs, y))
+    put("crps_exact", M.mixture_crps(w, mh, th, y) if hier else M.gaussian_crps(mu, tau, y))
+    put("nll", M.histogram_nll(edges, probs, y))
+    if hier:
+        s = np.sqrt(th)
+        dens = np.sum(w * np.exp(-0.5 * ((y[:, None] - mh) / s) ** 2) / (s * np.sqrt(2 * np.pi)), -1)
+        Z = np.sum(w * (ndtr((b - mh) / s) - ndtr((a - mh) / s)), -1)
+    else:
+        s = np.sqrt(tau)
+        dens = np.exp(-0.5 * ((y - mu) / s) ** 2) / (s * np.sqrt(2 * np.pi))
+        Z = ndtr((b - mu) / s) - ndtr((a - mu) / s)
+    put("nll_exact", -np.log(dens / Z))  # -log p_(a,b](y)
+    # thm:TFdoPPD: solver error of the readout (for 'hier_rbf': against the mixture moments)
+    put("solver_mse_mu", (r["mu_L"] - mu) ** 2)
+    put("solver_mse_tau", (r["tau_L"] - tau) ** 2)
+    res["solver_max_abs_mu"] = float(np.max(np.abs(r["mu_L"] - mu)))
+    res["solver_max_abs_tau"] = float(np.max(np.abs(r["tau_L"] - tau)))
+    return res
+
+
+def evaluate(run_dir, n_eval, n_instances: int = 4096, seed: int = 12345, *,
+             covariates: str | None = None, batch_size: int = 512, device="cpu",
+             levels=LEVELS, progress: bool = False) -> dict:
+    """Evaluate a finished run at each evaluation size in ``n_eval``; write ``eval*.json``.
+
+    Parameters
+    ----------
+    run_dir : path
+        A finished run directory (see :func:`pfntheory.nn.train.train`).
+    n_eval : list of int
+        Evaluation context sizes ``n'``.
+    n_instances : int
+        Fresh instances per ``n'`` (4096 in the paper).
+    seed : int
+        Seed of the evaluation instances (shared by all runs).
+    covariates : {'gaussian', 'uniform'}, optional
+        Override the covariate law (covariate shift, supp-sec:exp additional); default: as trained.
+        Results go to ``eval.json`` (as trained) or ``eval_<covariates>.json``.
+    batch_size : int
+        Instances per forward pass.
+    device : str or torch.device
+    levels : tuple of float
+        Central-interval levels.
+
+    Returns
+    -------
+    dict
+        The content of the written JSON file: settings and ``results[str(n')]`` -> metrics.
+    """
+    run_dir = Path(run_dir)
+    if isinstance(n_eval, int):
+        n_eval = [n_eval]
+    n_eval = [positive_int(n, "n_eval") for n in n_eval]
+    if not n_eval:
+        raise ValueError("n_eval must hold at least one evaluation size")
+    n_instances = positive_int(n_instances, "n_instances", minimum=2)
+    batch_size = positive_int(batch_size, "batch_size")
+    seed = positive_int(seed, "seed", minimum=0)
+    model, config, train_metrics = load_trained(run_dir, device)
+    task = config.task
+    if covariates is not None:
+        choice(covariates, "covariates", COVARIATES)
+        task = dataclasses.replace(task, covariates=covariates)
+    interval = tuple(train_metrics["interval"])
+    edges = bin_edges(*interval, config.model.C)
+    name = runs.EVAL if task.covariates == config.task.covariates else f"eval_{task.covariates}.json"
+    out_path = run_dir / name
+    settings = {"seed": seed, "n_instances": n_instances, "covariates": task.covariates,
+                "label_law": "truncated PPD p_(a,b]", "interval": list(interval),
+                "levels": list(levels)}
+    doc = {"run_dir": str(run_dir), **settings, "results": {}}
+    if out_path.is_file():
+        old = runs.load_json(out_path)
+        if all(old.get(k) == v for k, v in settings.items()):
+            doc["results"] = old.get("results", {})
+    it = n_eval
+    if progress:
+        from tqdm.auto import tqdm
+        it = tqdm(n_eval, desc=f"evaluate {run_dir.name}")
+    for n in it:
+        cols: dict[str, list] = {}
+        for chunk, start in enumerate(range(0, n_instances, batch_size)):
+            m = min(batch_size, n_instances - start)
+            bt = sample_batch(task, m, n, _eval_generator(seed, n, chunk), dtype=torch.float64,
+                              interval=interval)
+            pred = predict(model, bt, device)
+            part = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy(), **pred}
+            if bt.weights is not None:
+                part.update(weights=bt.weights.numpy(), mu_h=bt.mu_h.numpy(), tau_h=bt.tau_h.numpy())
+            for k, v in part.items():
+                cols.setdefault(k, []).append(v)
+        r = {k: np.concatenate(v) for k, v in cols.items()}
+        doc["results"][str(n)] = _metrics(r, edges, levels)
+        runs.save_json(out_path, doc)
+    return doc
+
+
+def _prescribed_scale(task) -> np.ndarray:
+    """Diagonal of ``K = Q`` in supp-eqn:weights for the task's kernel written as a unit kernel."""
+    if task.kind == "blr":
+        from ..kernels import blr_sigma_diag
+        return np.sqrt(np.asarray(task.sigma_diag or blr_sigma_diag(task.d)))  # sqrt(Sigma_kk)
+    if task.kind == "ard_rbf":
+        return 1.0 / np.asarray(task.lengthscales)
+    return np.full(task.d, 1.0 / task.lengthscale)  # 1 / ell
+
+
+def compare_to_construction(run_dir, n: int | None = None, n_instances: int = 32,
+                            seed: int = 0, eta: float | None = None) -> dict:
+    """Trained weights beside the values the construction of thm:TFdoPPD prescribes.
+
+    Prescribed (supp-eqn:weights, sec:generalization): ``K = Q = diag(scale)`` with
+    ``scale = 1/ell`` (RBF; ARD: ``1/ell_k``) or ``sqrt(Sigma_kk)`` (BLR); ``V^(0)_{k,y} = alpha^2``
+    (1 for BLR); step sizes ``eta`` in ``V`` and ``S``; readout ``W = (1; sigma^2, 1, -1)``. The
+    learned step sizes are read off the coefficients as
+
+    * unnormalised: ``eta_attn = V_fy / alpha^2``, ``eta_drift = -S_ff / sigma^2``;
+    * normalised (TF^pr): ``eta_attn = V_fy``, ``eta_drift = -S_ff alpha^2 / sigma^2``;
+
+    and set beside the optimal Richardson step ``eta* = 2/(lambda_1 + lambda_n)`` of
+    ``A = G + sigma^2 I`` (Jacobi-preconditioned by ``D = diag(G 1)`` for TF^pr) of typical Gram
+    matrices at context size ``n`` (median and range over ``n_instances`` prior draws).
+
+    Also reported: the RMS distance between the trained readout ``(mu_L, tau_L)`` and the exact
+    Richardson solver after the same number of layers with step ``eta*`` (construction's
+    :func:`~pfntheory.construction.expected_rows`), and both their distances to the exact PPD.
+    Written to ``construction.json`` in the run directory.
+
+    Parameters
+    ----------
+    run_dir : path
+    n : int, optional
+        Context size of the comparison (default ``(n_min + n_max) // 2``).
+    n_instances : int
+    seed : int
+    eta : float, optional
+        Step of the reference solver; default: the per-instance optimal step ``eta*``.
+    """
+    from ..construction import expected_rows
+    from ..richardson import jacobi_preconditioner, optimal_step
+    from .priors import exact_kernels
+
+    run_dir = Path(run_dir)
+    model, config, train_metrics = load_trained(run_dir, "cpu")
+    task, mc = config.task, config.model
+    if task.kind == "hier_rbf":
+        raise ValueError("the hierarchical prior has no single construction to compare with")
+    n = (config.n_min + config.n_max) // 2 if n is None else positive_int(n, "n")
+    n_instances = positive_int(n_instances, "n_instances")
+    kernel = exact_kernels(task)[0][0]
+    s2 = task.noise_var
+    amp_true = 1.0 if task.kind == "blr" else task.alpha**2
+    coef = {k: v.detach().double().numpy() for k, v in model.coefficients().items()}
+    V, S = coef["V"], coef["S"]  # (L-1, 4): V_fy V_ff V_gk V_gg; (L-1, 2): S_ff S_gg
+    if mc.normalised:
+        eta_attn, eta_drift = V[:, 0], -S[:, 0] * amp_true / s2
+    else:
+        eta_attn, eta_drift = V[:, 0] / amp_true, -S[:, 0] / s2
+
+    bt = sample_batch(task, n_instances, n, _eval_generator(seed, n, 10**6), dtype=torch.float64,
+                      interval=tuple(train_metrics["interval"]))
+    X, Y, xq = bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()
+    with torch.no_grad():
+        out = model.double()(bt.X, bt.Y, bt.xq)
+    mu_tr, tau_tr = out.mu.numpy(), out.tau.numpy()
+    eta_star, mu_sol, tau_sol = [], [], []
+    for i in range(n_instances):
+        G = kernel(X[i])
+        A = G + s2 * np.eye(n)
+        D = jacobi_preconditioner(G) if mc.normalised else None
+        e_opt = optimal_step(A, D)  # supp-sec:richardson: eta* = 2 / (lambda_1 + lambda_n)
+        eta_star.append(e_opt)
+        e = e_opt if eta is None else eta
+        if mc.L >= 2:
+            F, Gv = expected_rows(kernel, X[i], Y[i], xq[i], s2, e, mc.L, normalised=mc.normalised)
+            f_L, g_L = F[mc.L, n], Gv[mc.L, n]
+        else:
+            f_L = g_L = 0.0
+        mu_sol.append(f_L)
+        tau_sol.append(float(kernel.diag(xq[i][None])[0]) + s2 - g_L)  # W row 2: s2 + k - g
+    eta_star, mu_sol, tau_sol = map(np.asarray, (eta_star, mu_sol, tau_sol))
+    mu, tau = bt.mu.numpy(), bt.tau.numpy()
+
+    def rms(a, b):
+        return float(np.sqrt(np.mean((a - b) ** 2)))
+
+    doc = {
+        "n": n, "n_instances": n_instances, "solver_eta": "optimal" if eta is None else eta,
+        "mode": mc.mode, "normalised": mc.normalised,
+        "scale": {"learned": coef["scale"].tolist(), "prescribed": _prescribed_scale(task).tolist()},
+        "amp": {"learned": float(coef["amp"]), "prescribed": amp_true},
+        "eta": {"learned_attention": eta_attn.tolist(), "learned_drift": eta_drift.tolist(),
+                "V_ff_over_V_fy": (V[:, 1] / V[:, 0]).tolist(),
+                "V_gk_over_V_fy": (V[:, 2] / V[:, 0]).tolist(),
+                "V_gg_over_V_fy": (V[:, 3] / V[:, 0]).tolist(),
+                "optimal_median": float(np.median(eta_star)),
+                "optimal_min": float(eta_star.min()), "optimal_max": float(eta_star.max())},
+        "W": {"learned": coef["W"].tolist(), "prescribed": [1.0, s2, 1.0, -1.0]},
+        "readout_rms": {
+            "trained_vs_solver_mu": rms(mu_tr, mu_sol), "trained_vs_solver_tau": rms(tau_tr, tau_sol),
+            "trained_vs_exact_mu": rms(mu_tr, mu), "trained_vs_exact_tau": rms(tau_tr, tau),
+            "solver_vs_exact_mu": rms(mu_sol, mu), "solver_vs_exact_tau": rms(tau_sol, tau)},
+    }
+    runs.save_json(run_dir / "construction.json", doc)
+    return doc

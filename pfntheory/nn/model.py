@@ -1,0 +1,575 @@
+"""The PFN transformer of the paper: ``TF_{theta,L}`` and ``TF^pr_{theta,L}`` with a psi or MLP head.
+
+Paper results implemented here
+------------------------------
+* eqn:tabPFN attn / thm:TFdoPPD: token matrix ``Z^(0)`` in ``R^{(d+4) x (n+1)}`` (rows ``x``, ``y``
+  (1 at the query), ``k``, ``f``, ``g``), the first layer eqn:1st attn with mask
+  ``M^(0)_ij = 1{i > n}`` (one key: the query) that writes ``k_x`` into row ``d+2``, then ``L-1``
+  solver layers eqn:l attn with mask ``M_ij = 1{i <= n}`` and the skip term ``S^(l) Z^(l)``; readout
+  ``TF = W [Z^(L)]_{:, n+1}`` = ``(mu_L, tau_L)``.
+* supp-eqn:weights: the sparsity pattern of ``V, K = Q, S, W`` (mode ``theory`` constrains the
+  weights to it with learned step sizes; mode ``learnable`` learns every non-zero entry freely).
+* sec:generalization: ``TF^pr`` (``normalised=True``) replaces the *solver* layers' attention by
+  ``Attn^na`` and scales their skip term token-wise by ``1/s_{x_j}``. The first layer stays
+  unnormalised: it has a single key per query, so normalising it would make every weight 1 and turn
+  the ``k_x`` row into a constant (DESIGN.md, "Known ambiguities").
+* Sec. 4 / supp-sec:exp details / eqn:tabPFN mlp: the head, see :mod:`pfntheory.nn.head`.
+
+Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d-1``, ``y = d``,
+``k = d+1``, ``f = d+2``, ``g = d+3``)
+---------------------------------------------------------------------------------------------
+``theory``  ``K^(l) = Q^(l) = diag(scale_l, 0_4)`` learned per layer (``scale_0`` for the first layer);
+            ``V^(l)_{f,y} = V^(l)_{g,k} = eta_l``, ``V^(l)_{f,f} = V^(l)_{g,g} = -eta_l``,
+            ``S^(l)_{f,f} = S^(l)_{g,g} = -eta'_l sigma^2`` with ``eta'_l = eta_l`` (supp-eqn:weights),
+            except for the ``rbf`` score where ``eta'_l`` is a second learned step size
+            (supp-sec:exp details: separate step sizes for the ridge drift and the attention
+            residual; it absorbs the amplitude ``alpha^2`` that the kernel folds into ``V``).
+            ``V^(0)_{k,y} = amp`` (``alpha^2``) is learned for ``rbf`` and fixed at ``amp_init``
+            otherwise; ``sigma^2 = noise_var_init`` and ``W`` (supp-eqn:weights) are fixed; the psi
+            head's ``s1 = s2 = 1`` are fixed.
+``learnable`` every non-zero entry of supp-eqn:weights is a free parameter per layer: ``scale_l``
+            (the diagonal of ``K = Q``), ``V^(0)_{k,y}``, ``V^(l)_{f,y}, V^(l)_{f,f}, V^(l)_{g,k},
+            V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
+            psi head's ``s1, s2`` are learned. Initialised at the ``theory`` values.
+
+The fast forward (:meth:`PFNTransformer.forward`) touches only what a layer changes: the ``x`` rows
+never change, so the kernel needs only ``scale_l * x``; a solver layer writes two channels
+(``f, g``) from two value channels over the ``n`` context keys, so it computes a
+``(B, n+1, n)`` kernel (never for ``linear``: ``a_j^T (A^T V)``) and a width-2 product; the first
+layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True`` the kernel is computed once.
+:meth:`PFNTransformer.forward_dense` is the literal eqn:tabPFN attn over every channel with full
+``(d+4) x (d+4)`` matrices and per-layer gradient checkpointing, the parity reference
+(:class:`DenseTransformer` runs it as ``forward``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .attention import (
+    SCORES,
+    masked_attention_dense,
+    scaled_kernel_attention,
+    score_matrix,
+    score_vector,
+)
+from .head import HEADS, MLPHead, PsiHead, check_edges
+
+__all__ = ["ModelConfig", "PFNOutput", "PFNTransformer", "DenseTransformer", "load_handset",
+           "select_device", "default_eta", "MODES"]
+
+#: Parameterisation modes of sec:sims.
+MODES = ("theory", "learnable")
+
+
+def _finite_positive(x, name: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a real scalar, got {x!r}") from err
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be finite and positive, got {x!r}")
+    return v
+
+
+def _int_at_least(x, name: str, minimum: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {x!r}")
+    if int(x) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {x}")
+    return int(x)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of the PFN transformer (frozen; ``dataclasses.asdict`` goes into checkpoints).
+
+    Parameters
+    ----------
+    score : {'linear', 'rbf', 'softmax'}
+        Attention score ``kappa`` (Sec. 3).
+    d : int
+        Input dimension (>= 1).
+    L : int
+        Number of attention layers including the first (k_x-writing) layer (>= 1).
+    C : int
+        Number of bins (>= 2).
+    mode : {'theory', 'learnable'}
+    normalised : bool
+        False: ``TF`` (eqn:std attn); True: ``TF^pr`` (``Attn^na`` in the solver layers and the
+        ``1/s_x`` skip scaling). With the ``linear`` score ``s_x`` can vanish or change sign (the
+        paper restricts ``TF^pr`` to positive kernels); it is computed as is, not guarded.
+    head : {'psi', 'mlp'}
+    mlp_width : int
+        ``C'`` of the MLP head (>= 1).
+    noise_var_init : float
+        ``sigma^2`` of supp-eqn:weights (the fixed value in theory mode, the init in learnable mode).
+    eta_init : float or None
+        Initial step size ``eta`` of every solver layer. ``None`` gives :func:`default_eta`:
+        ``1 / (1 + noise_var_init)`` for ``normalised`` (the Jacobi-preconditioned spectrum lies in
+        ``[lambda_n, 1 + sigma^2/alpha^2]``, sec:generalization, so this is admissible for every n)
+        and ``0.005`` otherwise (admissible, ``eta < 2/(lambda_1 + sigma^2)``, for
+        ``lambda_1 <= 400``, which covers the paper's tasks up to n = 512: BLR d = 5 has
+        ``lambda_1 ~ 2n/5 * 1.2``, RBF ``lambda_1 ~ n rho`` with ``rho <= 0.4``).
+    scale_init : float
+        Initial diagonal of ``K = Q`` (``1/lengthscale`` for rbf, ``sqrt(Sigma_kk)`` for linear).
+    amp_init : float
+        Initial ``V^(0)_{k,y}`` (``alpha^2`` for rbf). The step size enters ``V`` as
+        ``eta * amp`` (unnormalised) or ``eta`` (normalised) and ``S`` as ``-eta sigma^2``
+        (unnormalised) or ``-eta sigma^2 / amp`` (normalised), so that the layer is the Richardson
+        step eqn:recursion / eqn:recursion prec for the kernel ``amp * kappa``.
+    tau_min : float
+        Threshold of the head's smooth positivity map of ``tau`` (see :mod:`pfntheory.nn.head`).
+        Optional extension of the contract.
+    shared_scale : bool
+        One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward.
+        Optional extension of the contract (the paper learns it per layer).
+    """
+
+    score: str
+    d: int
+    L: int
+    C: int
+    mode: str = "learnable"
+    normalised: bool = False
+    head: str = "psi"
+    mlp_width: int = 64
+    noise_var_init: float = 0.04
+    eta_init: float | None = None
+    scale_init: float = 1.0
+    amp_init: float = 1.0
+    tau_min: float = 1e-3
+    shared_scale: bool = False
+
+    def __post_init__(self):
+        if self.score not in SCORES:
+            raise ValueError(f"unknown score {self.score!r}; expected one of {sorted(SCORES)}")
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; expected one of {sorted(MODES)}")
+        if self.head not in HEADS:
+            raise ValueError(f"unknown head {self.head!r}; expected one of {sorted(HEADS)}")
+        _int_at_least(self.d, "d", 1)
+        _int_at_least(self.L, "L", 1)
+        _int_at_least(self.C, "C", 2)
+        _int_at_least(self.mlp_width, "mlp_width", 1)
+        if not isinstance(self.normalised, (bool, np.bool_)):
+            raise ValueError(f"normalised must be a bool, got {self.normalised!r}")
+        if not isinstance(self.shared_scale, (bool, np.bool_)):
+            raise ValueError(f"shared_scale must be a bool, got {self.shared_scale!r}")
+        _finite_positive(self.noise_var_init, "noise_var_init")
+        _finite_positive(self.scale_init, "scale_init")
+        _finite_positive(self.amp_init, "amp_init")
+        _finite_positive(self.tau_min, "tau_min")
+        if self.eta_init is not None:
+            _finite_positive(self.eta_init, "eta_init")
+
+
+def default_eta(config: ModelConfig) -> float:
+    """The step size used when ``config.eta_init is None`` (documented in :class:`ModelConfig`)."""
+    if config.eta_init is not None:
+        return float(config.eta_init)
+    return 1.0 / (1.0 + config.noise_var_init) if config.normalised else 0.005
+
+
+@dataclass
+class PFNOutput:
+    """Output of :class:`PFNTransformer`.
+
+    Attributes
+    ----------
+    logits : Tensor of shape (B, C)
+    mu : Tensor of shape (B,)
+        Readout row 1, the mean estimate ``mu_L``.
+    tau : Tensor of shape (B,)
+        Readout row 2, the variance estimate ``tau_L`` (raw: may be <= 0 in training).
+    """
+
+    logits: torch.Tensor
+    mu: torch.Tensor
+    tau: torch.Tensor
+
+
+def select_device(spec: str | torch.device = "auto", *, cuda_available: bool | None = None
+                  ) -> torch.device:
+    """Resolve a device spec: ``'auto'`` -> CUDA when available, else CPU.
+
+    Parameters
+    ----------
+    spec : str or torch.device
+        ``'auto'``, ``'cpu'``, ``'cuda'``, ``'cuda:<i>'``.
+    cuda_available : bool, optional
+        Override of ``torch.cuda.is_available()`` (lets the selection logic be tested on a
+        machine without a GPU).
+
+    Raises
+    ------
+    ValueError
+        Naming ``device`` for an unknown spec, or a CUDA spec when CUDA is unavailable.
+    """
+    avail = torch.cuda.is_available() if cuda_available is None else bool(cuda_available)
+    if isinstance(spec, torch.device):
+        spec = str(spec)
+    if not isinstance(spec, str):
+        raise ValueError(f"device must be a string or torch.device, got {spec!r}")
+    if spec == "auto":
+        return torch.device("cuda" if avail else "cpu")
+    try:
+        dev = torch.device(spec)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {spec!r}") from err
+    if dev.type == "cuda" and not avail:
+        raise ValueError(f"device {spec!r} requested but CUDA is not available")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"unsupported device {spec!r}; expected 'auto', 'cpu' or 'cuda[:i]'")
+    return dev
+
+
+class PFNTransformer(nn.Module):
+    """``TF_{theta,L}`` / ``TF^pr_{theta,L}`` (thm:TFdoPPD, sec:generalization) with its head.
+
+    Parameters
+    ----------
+    config : ModelConfig
+    edges : Tensor of shape (C + 1,)
+        Bin edges ``gamma`` (registered buffer ``edges``; kept in the dtype it is given in, so
+        float64 edges stay exact in a float32 model, and cast to the model's dtype in ``forward``).
+    """
+
+    dense: bool = False
+
+    def __init__(self, config: ModelConfig, edges: torch.Tensor):
+        super().__init__()
+        if not isinstance(config, ModelConfig):
+            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+        self.config = cfg = config
+        self.register_buffer("edges", check_edges(edges, cfg.C).clone())
+        d, L = cfg.d, cfg.L
+        dt = torch.get_default_dtype()
+        eta = default_eta(cfg)
+        s2, amp = cfg.noise_var_init, cfg.amp_init
+        eta_a = eta if cfg.normalised else eta * amp                      # step in V (attention)
+        eta_d = eta / amp if cfg.normalised else eta                      # step in S (ridge drift)
+        rbf = cfg.score == "rbf"
+        n_scale = 1 if cfg.shared_scale else L
+        self.scale = nn.Parameter(torch.full((n_scale, d), cfg.scale_init, dtype=dt))  # diag K=Q
+        if cfg.mode == "learnable" or rbf:
+            self.amp = nn.Parameter(torch.tensor(amp, dtype=dt))             # V^(0)_{k,y}
+        else:
+            self.register_buffer("amp", torch.tensor(amp, dtype=dt))
+        if cfg.mode == "theory":
+            if not rbf and not math.isclose(eta_a, eta_d):
+                raise ValueError("amp_init must be 1 in theory mode for the "
+                                 f"{cfg.score} score (one tied step size), got {amp}")
+            self.register_buffer("noise_var", torch.tensor(s2, dtype=dt))    # sigma^2
+            self.eta = nn.Parameter(torch.full((L - 1,), eta_a, dtype=dt))    # eta_l
+            if rbf:
+                self.eta_drift = nn.Parameter(torch.full((L - 1,), eta_d, dtype=dt))  # eta'_l
+            self.register_buffer("W", torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt))
+        else:
+            V = torch.tensor([eta_a, -eta_a, eta_a, -eta_a], dtype=dt)       # V_fy V_ff V_gk V_gg
+            self.V = nn.Parameter(V.repeat(L - 1, 1))                        # (L-1, 4)
+            self.S = nn.Parameter(torch.full((L - 1, 2), -eta_d * s2, dtype=dt))  # S_ff S_gg
+            self.W = nn.Parameter(torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt))   # W_1f W_2y W_2k W_2g
+        if cfg.head == "psi":
+            self.head = PsiHead(learn_scales=cfg.mode == "learnable", tau_min=cfg.tau_min)
+        else:
+            self.head = MLPHead(d + 4, cfg.mlp_width, cfg.C)
+        self.head.to(dt)
+
+    # ------------------------------------------------------------------------------------------
+    # weights
+    # ------------------------------------------------------------------------------------------
+    def coefficients(self) -> dict[str, torch.Tensor]:
+        """Non-zero weights of supp-eqn:weights as tensors.
+
+        Returns
+        -------
+        dict with
+            ``scale`` (L, d) diagonal of ``K^(l) = Q^(l)`` (expanded if shared);
+            ``amp`` () ``V^(0)_{k,y}``;
+            ``V`` (L-1, 4) ``V^(l)_{f,y}, V^(l)_{f,f}, V^(l)_{g,k}, V^(l)_{g,g}``;
+            ``S`` (L-1, 2) ``S^(l)_{f,f}, S^(l)_{g,g}``;
+            ``W`` (4,) ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``.
+        """
+        cfg = self.config
+        scale = self.scale.expand(cfg.L, cfg.d)
+        if cfg.mode == "theory":
+            eta = self.eta
+            eta_d = self.eta_drift if cfg.score == "rbf" else eta
+            V = torch.stack([eta, -eta, eta, -eta], -1)                      # supp-eqn:weights
+            S = (-eta_d * self.noise_var).unsqueeze(-1).expand(-1, 2)        # -eta sigma^2
+            return {"scale": scale, "amp": self.amp, "V": V, "S": S, "W": self.W}
+        return {"scale": scale, "amp": self.amp, "V": self.V, "S": self.S, "W": self.W}
+
+    def dense_weights(self) -> dict[str, torch.Tensor]:
+        """Full matrices of eqn:tabPFN attn: ``K`` (L, d+4, d+4) (``= Q``), ``V`` (L, d+4, d+4),
+        ``S`` (L, d+4, d+4) (``S^(0) = 0``) and ``W`` (2, d+4)."""
+        c = self.coefficients()
+        d, L = self.config.d, self.config.L
+        D = d + 4
+        y, k, f, g = d, d + 1, d + 2, d + 3
+        ref = c["scale"]
+        K = torch.diag_embed(torch.cat([c["scale"], ref.new_zeros(L, 4)], -1))  # diag(scale, 0_4)
+        V = ref.new_zeros(L, D, D)
+        S = ref.new_zeros(L, D, D)
+        V[0, k, y] = c["amp"]                                                    # V^(0)_{d+2,d+1}
+        V[1:, f, y], V[1:, f, f] = c["V"][:, 0], c["V"][:, 1]
+        V[1:, g, k], V[1:, g, g] = c["V"][:, 2], c["V"][:, 3]
+        S[1:, f, f], S[1:, g, g] = c["S"][:, 0], c["S"][:, 1]
+        W = ref.new_zeros(2, D)
+        W[0, f], W[1, y], W[1, k], W[1, g] = c["W"][0], c["W"][1], c["W"][2], c["W"][3]
+        return {"K": K, "V": V, "S": S, "W": W}
+
+    # ------------------------------------------------------------------------------------------
+    # forward
+    # ------------------------------------------------------------------------------------------
+    def _check_inputs(self, X, Y, xq):
+        p = self.scale
+        out = []
+        for name, t, nd in (("X", X, 3), ("Y", Y, 2), ("xq", xq, 2)):
+            if not isinstance(t, torch.Tensor):
+                try:
+                    t = torch.as_tensor(np.asarray(t, dtype=np.float64))
+                except (TypeError, ValueError) as err:
+                    raise ValueError(f"{name} must be a real array, got {type(t).__name__}") from err
+            if t.dim() != nd:
+                raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
+            out.append(t.to(device=p.device, dtype=p.dtype))
+        X, Y, xq = out
+        B, n, d = X.shape
+        if d != self.config.d:
+            raise ValueError(f"X must have d = {self.config.d} features, got shape {tuple(X.shape)}")
+        if n < 1 or B < 1:
+            raise ValueError(f"X must have n >= 1 context points and B >= 1, got shape {tuple(X.shape)}")
+        if Y.shape != (B, n):
+            raise ValueError(f"Y must have shape (B, n) = {(B, n)}, got {tuple(Y.shape)}")
+        if xq.shape != (B, d):
+            raise ValueError(f"xq must have shape (B, d) = {(B, d)}, got {tuple(xq.shape)}")
+        return X, Y, xq
+
+    def forward(self, X, Y, xq) -> PFNOutput:
+        """Run the transformer and the head.
+
+        Parameters
+        ----------
+        X : Tensor of shape (B, n, d)
+            Context inputs (same ``n`` within a batch).
+        Y : Tensor of shape (B, n)
+            Context labels.
+        xq : Tensor of shape (B, d)
+            Query inputs.
+
+        Returns
+        -------
+        PFNOutput
+            ``logits`` (B, C), ``mu`` (B,), ``tau`` (B,).
+        """
+        if self.dense:
+            return self.forward_dense(X, Y, xq)
+        X, Y, xq = self._check_inputs(X, Y, xq)
+        cfg = self.config
+        B, n, d = X.shape
+        c = self.coefficients()
+        scale, V, S, W = c["scale"], c["V"], c["S"], c["W"]
+        xa = torch.cat([X, xq.unsqueeze(1)], 1)                              # (B, n+1, d) x rows of Z
+        # eqn:1st attn: mask M^(0) leaves one key, the query token n+1, so the layer writes
+        # row k of token j as V^(0)_{k,y} * 1 * kappa(x_{n+1}, x_j): k_x and kappa(x, x).
+        a = xa * scale[0]                                                    # (B, n+1, d) K^(0) z_j
+        k = c["amp"] * score_vector(a, a[:, n], cfg.score)                  # (B, n+1) row d+2
+        H = xa.new_zeros(B, n + 1, 2)                                        # rows d+3, d+4: f, g
+        R = torch.stack([Y, k[:, :n]], -1)                                   # (B, n, 2) rows y, k
+        P = s_shared = None
+        if cfg.shared_scale and cfg.L > 1 and cfg.score != "linear":
+            P = score_matrix(a, a[:, :n], cfg.score)                         # (B, n+1, n) once
+            if cfg.normalised:
+                s_shared = P.sum(-1)                                         # s_j, (B, n+1)
+        for layer in range(1, cfg.L):                                        # eqn:l attn, mask M
+            v, S_l = V[layer - 1], S[layer - 1]
+            # (V z_i)_{f,g} = (V_fy y_i + V_ff f_i, V_gk k_i + V_gg g_i) for the keys i <= n
+            vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])             # (B, n, 2)
+            if P is not None:
+                att, s = torch.bmm(P, vals), s_shared                        # (B, n+1, 2)
+                if cfg.normalised:
+                    att = att / s.unsqueeze(-1)                              # Attn^na
+            else:                                                            # K^(l) = Q^(l) = diag(scale_l)
+                att, s = scaled_kernel_attention(xa, scale[layer], vals, cfg.score, cfg.normalised)
+            if cfg.normalised:                                               # TF^pr: 1/s_{x_j} skip
+                H = H + att + H * S_l / s.unsqueeze(-1)
+            else:
+                H = torch.addcmul(H + att, H, S_l)                           # Z + Attn + S Z
+        f, g = H[..., 0], H[..., 1]
+        # readout W [Z^(L)]_{:, n+1}; the query's y-row holds 1 (thm:TFdoPPD)
+        mu = W[0] * f[:, n]
+        tau = W[1] + W[2] * k[:, n] + W[3] * g[:, n]
+        if cfg.head == "psi":
+            logits = self.head(mu, tau, self.edges)
+        else:
+            ones = xq.new_ones(B, 1)
+            zq = torch.cat([xq, ones, k[:, n:], f[:, n:], g[:, n:]], -1)     # [Z^(L)]_{:, n+1}
+            logits = self.head(zq)
+        return PFNOutput(logits=logits, mu=mu, tau=tau)
+
+    def forward_dense(self, X, Y, xq) -> PFNOutput:
+        """The literal eqn:tabPFN attn: full ``(d+4) x (d+4)`` ``V, K, Q, S`` over every channel,
+        masked ``(n+1) x (n+1)`` attention, per-layer gradient checkpointing. Parity reference.
+
+        Same arguments and return as :meth:`forward`.
+        """
+        X, Y, xq = self._check_inputs(X, Y, xq)
+        cfg = self.config
+        B, n, d = X.shape
+        T = n + 1
+        w = self.dense_weights()
+        Z = X.new_zeros(B, d + 4, T)                                         # Z^(0), thm:TFdoPPD
+        Z[:, :d, :n] = X.transpose(1, 2)
+        Z[:, :d, n] = xq
+        Z[:, d, :n] = Y
+        Z[:, d, n] = 1.0
+        idx = torch.arange(T, device=X.device)
+        M0 = (idx >= n).to(X.dtype).unsqueeze(1).expand(T, T)                # M^(0)_ij = 1{i > n}
+        M = (idx < n).to(X.dtype).unsqueeze(1).expand(T, T)                  # M_ij = 1{i <= n}
+        att, _ = masked_attention_dense(Z, w["V"][0], w["K"][0], w["K"][0], M0, cfg.score, False)
+        Z = Z + att                                                          # eqn:1st attn
+
+        def solver_layer(Z, V, K, S):                                        # eqn:l attn
+            att, s = masked_attention_dense(Z, V, K, K, M, cfg.score, cfg.normalised)
+            skip = S @ Z
+            if cfg.normalised:
+                skip = skip / s.unsqueeze(1)                                 # TF^pr: 1/s_{x_j}
+            return Z + att + skip
+
+        for layer in range(1, cfg.L):
+            Z = checkpoint(solver_layer, Z, w["V"][layer], w["K"][layer], w["S"][layer],
+                           use_reentrant=False)
+        zq = Z[:, :, n]                                                      # (B, d+4)
+        mu_tau = zq @ w["W"].T                                               # TF = W [Z^(L)]_{:, n+1}
+        mu, tau = mu_tau[:, 0], mu_tau[:, 1]
+        logits = self.head(mu, tau, self.edges) if cfg.head == "psi" else self.head(zq)
+        return PFNOutput(logits=logits, mu=mu, tau=tau)
+
+
+class DenseTransformer(PFNTransformer):
+    """:class:`PFNTransformer` whose ``forward`` is the dense reference :meth:`forward_dense`.
+
+    Same parameters and state dict, so ``DenseTransformer(cfg, edges).load_state_dict(
+    fast.state_dict())`` compares the two paths on identical weights.
+    """
+
+    dense = True
+
+
+# ----------------------------------------------------------------------------------------------
+# hand-set weights of thm:TFdoPPD
+# ----------------------------------------------------------------------------------------------
+
+def _layers(obj, name: str) -> list[np.ndarray]:
+    arr = getattr(obj, name) if not isinstance(obj, dict) else obj[name]
+    return [np.asarray(a, dtype=np.float64) for a in arr]
+
+
+def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
+    """Copy the NumPy hand-set weights of thm:TFdoPPD into ``model`` (in place; returns it).
+
+    Parameters
+    ----------
+    model : PFNTransformer
+        Target, mode ``theory`` or ``learnable``; its ``d`` and ``L`` must match.
+    weights : HandsetWeights or dict
+        From :func:`pfntheory.construction.handset_weights`: per-layer ``V, K, Q, S`` (L arrays of
+        shape (d+4, d+4); ``S`` may have ``L-1`` entries for the solver layers only) and ``W``
+        (2, d+4).
+
+    Raises
+    ------
+    ValueError
+        Naming ``weights`` when a shape differs, ``K != Q``, ``K`` is not ``diag(scale, 0_4)``, a
+        non-zero entry falls outside the model's sparsity pattern (supp-eqn:weights), or (theory mode)
+        the entries do not have the theory structure (tied step sizes, fixed ``W``).
+    """
+    cfg = model.config
+    d, L = cfg.d, cfg.L
+    D = d + 4
+    y, k, f, g = d, d + 1, d + 2, d + 3
+    V, K, Q, S = (_layers(weights, nm) for nm in ("V", "K", "Q", "S"))
+    W = np.asarray(weights["W"] if isinstance(weights, dict) else weights.W, dtype=np.float64)
+    if len(S) == L - 1:
+        S = [np.zeros((D, D))] + S
+    for nm, arr in (("V", V), ("K", K), ("Q", Q), ("S", S)):
+        if len(arr) != L or any(a.shape != (D, D) for a in arr):
+            raise ValueError(f"weights.{nm} must hold L = {L} arrays of shape {(D, D)}, got "
+                             f"{len(arr)} of shapes {sorted({a.shape for a in arr})}")
+    if W.shape != (2, D):
+        raise ValueError(f"weights.W must have shape {(2, D)}, got {W.shape}")
+    scale = np.zeros((L, d))
+    for layer in range(L):
+        if not np.array_equal(K[layer], Q[layer]):
+            raise ValueError(f"weights: K^({layer}) != Q^({layer}); the model ties K = Q")
+        diag = np.diag(K[layer])
+        if not np.array_equal(K[layer], np.diag(diag)) or np.any(diag[d:] != 0):
+            raise ValueError(f"weights: K^({layer}) must be diag(scale, 0_4)")
+        scale[layer] = diag[:d]
+    # sparsity pattern of supp-eqn:weights
+    allowed_V0 = {(k, y)}
+    allowed_V = {(f, y), (f, f), (g, k), (g, g)}
+    allowed_S = {(f, f), (g, g)}
+    allowed_W = {(0, f), (1, y), (1, k), (1, g)}
+
+    def _outside(A, allowed, nm):
+        mask = np.ones(A.shape, dtype=bool)
+        for ij in allowed:
+            mask[ij] = False
+        if np.any(A[mask] != 0):
+            raise ValueError(f"weights: {nm} has non-zero entries outside supp-eqn:weights")
+
+    _outside(V[0], allowed_V0, "V^(0)")
+    _outside(S[0], set(), "S^(0)")
+    for layer in range(1, L):
+        _outside(V[layer], allowed_V, f"V^({layer})")
+        _outside(S[layer], allowed_S, f"S^({layer})")
+    _outside(W, allowed_W, "W")
+    amp = V[0][k, y]
+    Vc = np.array([[V[m][f, y], V[m][f, f], V[m][g, k], V[m][g, g]] for m in range(1, L)]).reshape(L - 1, 4)
+    Sc = np.array([[S[m][f, f], S[m][g, g]] for m in range(1, L)]).reshape(L - 1, 2)
+    Wc = np.array([W[0, f], W[1, y], W[1, k], W[1, g]])
+    if cfg.shared_scale and not np.all(scale == scale[0]):
+        raise ValueError("weights: K^(l) differ across layers but the model has shared_scale=True")
+
+    def _set(param: torch.Tensor, value):
+        with torch.no_grad():
+            param.copy_(torch.as_tensor(np.asarray(value), dtype=param.dtype).reshape(param.shape))
+
+    _set(model.scale, scale[:1] if cfg.shared_scale else scale)
+    _set(model.amp, amp)
+    if cfg.mode == "learnable":
+        _set(model.V, Vc)
+        _set(model.S, Sc)
+        _set(model.W, Wc)
+        return model
+    # theory: V = eta (1, -1, 1, -1), S = -eta' sigma^2 (1, 1), W = (1, sigma^2, 1, -1)
+    s2 = Wc[1]
+    if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and s2 > 0):
+        raise ValueError("weights: W is not the readout of supp-eqn:weights (1, sigma^2, 1, -1)")
+    eta = Vc[:, 0]
+    if not (np.array_equal(Vc[:, 2], eta) and np.array_equal(Vc[:, 1], -eta)
+            and np.array_equal(Vc[:, 3], -eta) and np.array_equal(Sc[:, 0], Sc[:, 1])):
+        raise ValueError("weights: V, S do not have the theory structure of supp-eqn:weights")
+    eta_d = -Sc[:, 0] / s2
+    if cfg.score != "rbf" and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
+        raise ValueError("weights: separate drift / attention step sizes need the rbf score in "
+                         "theory mode")
+    if cfg.score != "rbf" and amp != cfg.amp_init:
+        raise ValueError(f"weights: V^(0)_(k,y) = {amp} but theory mode fixes it at amp_init = "
+                         f"{cfg.amp_init} for the {cfg.score} score")
+    _set(model.noise_var, s2)
+    _set(model.W, Wc)
+    _set(model.eta, eta)
+    if cfg.score == "rbf":
+        _set(model.eta_drift, eta_d)
+    return model
+

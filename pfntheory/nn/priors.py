@@ -1,0 +1,423 @@
+"""Pretraining priors (task samplers) and their exact PPD oracles, in PyTorch.
+
+Implements
+----------
+* sec:sims (Pretraining): instances ``(D_n, x, y)`` of GP regression with the BLR kernel
+  ``x^T Sigma x'`` (diagonal ``Sigma`` by thirds of d, supp-sec:exp details) or the RBF kernel
+  ``alpha^2 exp(-||x - x'||^2 / (2 ell^2))``; covariates ``x ~ N(0, I_d / d)``; the label ``y`` drawn
+  from the PPD ``N(mu(Z), tau(Z))`` truncated to ``(a, b]``; ``(a, b]`` set by Monte-Carlo calibration
+  over 2000 instances with outside mass 0.002.
+* supp-sec:exp additional (Hierarchical GP prior): ``theta = (ell_h, sigma_h)`` uniform over a finite
+  grid; the PPD is the finite mixture with posterior weights from the marginal likelihoods.
+* supp-sec:exp additional (Covariate shifts): ``x ~ Unif[-1/sqrt(d), 1/sqrt(d)]^d``.
+* supp-sec:real data: the fitted (empirical-Bayes) ARD RBF prior.
+
+How an instance is drawn (cheaply, and with its oracle from the same factorisation)
+-----------------------------------------------------------------------------------
+Instead of drawing ``phi ~ GP`` and then ``y_i = phi(x_i) + eps_i``, the context labels are drawn from
+their marginal ``Y ~ N(0, G + sigma^2 I)`` (the same law): with ``Lc = chol(G + sigma^2 I)`` and
+``z ~ N(0, I_n)``, ``Y = Lc z``. The oracle PPD then costs one triangular solve:
+``v = Lc^{-1} k_x``, ``mu = k_x^T (G + sigma^2 I)^{-1} Y = v . z`` and
+``tau = kappa(x, x) + sigma^2 - v . v`` (eqn:GPreg). Everything on the exact side runs in float64 on
+the device of the generator; the returned inputs are cast to the model dtype.
+
+For the hierarchical prior the generating component ``h0`` is drawn first (uniform prior), then ``Y``
+from component ``h0``; the oracle is the mixture over *all* components, with
+``w_h ∝ pi_h N(Y; 0, G_h + sigma_h^2 I)`` (mu_h, tau_h from each component's Cholesky factor).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .. import DEFAULT_NOISE_VAR
+from .._checks import choice, positive_int, positive_scalar
+from .._checks import interval as check_interval
+from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
+
+__all__ = [
+    "TASK_KINDS",
+    "COVARIATES",
+    "TaskConfig",
+    "Batch",
+    "sample_batch",
+    "sample_context_size",
+    "calibrate_task_interval",
+    "exact_kernels",
+]
+
+TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
+COVARIATES = ("gaussian", "uniform")
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _float_tuple(x, name: str, length: int | None = None) -> tuple[float, ...] | None:
+    if x is None:
+        return None
+    t = tuple(positive_scalar(v, name) for v in x)
+    if len(t) == 0 or (length is not None and len(t) != length):
+        want = f"{length}" if length is not None else "at least 1"
+        raise ValueError(f"{name} must have {want} entries, got {len(t)}")
+    return t
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """A pretraining prior (sec:sims, supp-sec:exp additional, supp-sec:real data).
+
+    Parameters
+    ----------
+    kind : {'blr', 'rbf', 'hier_rbf', 'ard_rbf'}
+    d : int
+        Input dimension.
+    noise_var : float
+        Noise variance ``sigma^2`` (unused by 'hier_rbf', whose noise is on the grid).
+    alpha : float
+        RBF amplitude (all RBF kinds).
+    lengthscale : float
+        RBF lengthscale ``ell`` ('rbf').
+    lengthscales : tuple of float, shape (d,), optional
+        ARD lengthscales ('ard_rbf', required there).
+    sigma_diag : tuple of float, shape (d,), optional
+        BLR prior covariance diagonal; default ``blr_sigma_diag(d)``.
+    hier_lengthscales, hier_noise_stds : tuple of float
+        The grid ``Theta = {ell_h} x {sigma_h}`` of the hierarchical prior (uniform prior over it);
+        noise given as *standard deviations*, as the paper writes it.
+    covariates : {'gaussian', 'uniform'}
+        ``N(0, x_scale^2 I)`` or ``Unif[-x_scale, x_scale]^d``.
+    x_scale : float, optional
+        Default ``1/sqrt(d)`` (the paper's design).
+    """
+
+    kind: str
+    d: int
+    noise_var: float = DEFAULT_NOISE_VAR
+    alpha: float = 1.0
+    lengthscale: float = 0.8
+    lengthscales: tuple[float, ...] | None = None
+    sigma_diag: tuple[float, ...] | None = None
+    hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
+    hier_noise_stds: tuple[float, ...] = (0.1, 0.2, 0.3)
+    covariates: str = "gaussian"
+    x_scale: float | None = None
+
+    def __post_init__(self):
+        choice(self.kind, "task kind", TASK_KINDS)
+        choice(self.covariates, "covariates", COVARIATES)
+        d = positive_int(self.d, "d")
+        object.__setattr__(self, "d", d)
+        for name in ("noise_var", "alpha", "lengthscale"):
+            object.__setattr__(self, name, positive_scalar(getattr(self, name), name))
+        if self.x_scale is not None:
+            object.__setattr__(self, "x_scale", positive_scalar(self.x_scale, "x_scale"))
+        object.__setattr__(self, "lengthscales", _float_tuple(self.lengthscales, "lengthscales", d))
+        object.__setattr__(self, "sigma_diag", _float_tuple(self.sigma_diag, "sigma_diag", d))
+        object.__setattr__(self, "hier_lengthscales",
+                           _float_tuple(self.hier_lengthscales, "hier_lengthscales"))
+        object.__setattr__(self, "hier_noise_stds", _float_tuple(self.hier_noise_stds, "hier_noise_stds"))
+        if self.kind == "ard_rbf" and self.lengthscales is None:
+            raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
+
+    @classmethod
+    def from_fit(cls, fit, **kw) -> TaskConfig:
+        """The fitted ARD RBF prior of supp-sec:real data from a :class:`pfntheory.gp.EBFit`."""
+        return cls(kind="ard_rbf", d=len(fit.lengthscales), alpha=fit.alpha,
+                   lengthscales=tuple(fit.lengthscales), noise_var=fit.noise_var, **kw)
+
+    @property
+    def scale(self) -> float:
+        """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
+        return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
+
+    @property
+    def n_components(self) -> int:
+        return len(self.hier_lengthscales) * len(self.hier_noise_stds) if self.kind == "hier_rbf" else 1
+
+
+@dataclass(frozen=True)
+class _Component:
+    """One Gaussian-process component: ``kappa`` on scaled inputs ``x * feat`` plus noise ``s2``.
+
+    linear: ``kappa(x, x') = (x*feat) . (x'*feat)`` with ``feat = sqrt(diag Sigma)``;
+    rbf: ``kappa(x, x') = alpha2 exp(-||(x - x')*feat||^2 / 2)`` with ``feat = 1 / ell``.
+    """
+
+    linear: bool
+    feat: tuple[float, ...]
+    alpha2: float
+    s2: float
+    exact: object = field(compare=False)
+
+    def gram(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        """``(Bt, n, d), (Bt, m, d) -> (Bt, n, m)``."""
+        f = torch.as_tensor(self.feat, dtype=A.dtype, device=A.device)
+        A, B = A * f, B * f
+        if self.linear:
+            return A @ B.transpose(-1, -2)
+        # ||a - b||^2 = |a|^2 + |b|^2 - 2 a.b in one fused call, then in-place (no temporaries)
+        D = torch.baddbmm((A * A).sum(-1)[..., :, None] + (B * B).sum(-1)[..., None, :],
+                          A, B.transpose(-1, -2), alpha=-2.0)
+        return D.clamp_(min=0.0).mul_(-0.5).exp_().mul_(self.alpha2)
+
+    def diag(self, A: torch.Tensor) -> torch.Tensor:
+        """``kappa(x, x)`` for ``(Bt, m, d) -> (Bt, m)``."""
+        if self.linear:
+            f = torch.as_tensor(self.feat, dtype=A.dtype, device=A.device)
+            return ((A * f) ** 2).sum(-1)
+        return torch.full(A.shape[:-1], self.alpha2, dtype=A.dtype, device=A.device)
+
+
+def _components(task: TaskConfig) -> list[_Component]:
+    d = task.d
+    if task.kind == "blr":
+        sig = task.sigma_diag or blr_sigma_diag(d)
+        return [_Component(True, tuple(math.sqrt(s) for s in sig), 1.0, task.noise_var, LinearKernel(sig))]
+    if task.kind == "rbf":
+        return [_Component(False, (1.0 / task.lengthscale,) * d, task.alpha**2, task.noise_var,
+                           RBFKernel(task.alpha, task.lengthscale))]
+    if task.kind == "ard_rbf":
+        return [_Component(False, tuple(1.0 / ell for ell in task.lengthscales), task.alpha**2,
+                           task.noise_var, ARDRBFKernel(task.alpha, task.lengthscales))]
+    return [_Component(False, (1.0 / ell,) * d, task.alpha**2, sd**2, RBFKernel(task.alpha, ell))
+            for ell in task.hier_lengthscales for sd in task.hier_noise_stds]
+
+
+def exact_kernels(task: TaskConfig) -> tuple[list, np.ndarray, np.ndarray]:
+    """The task's components as NumPy kernels of :mod:`pfntheory.kernels` (for the exact side).
+
+    Returns
+    -------
+    kernels : list of kernel objects, length H (H = 1 unless 'hier_rbf')
+    noise_vars : ndarray of shape (H,)
+    prior_weights : ndarray of shape (H,)   (uniform)
+    """
+    comps = _components(task)
+    H = len(comps)
+    return [c.exact for c in comps], np.array([c.s2 for c in comps]), np.full(H, 1.0 / H)
+
+
+@dataclass
+class Batch:
+    """A batch of pretraining instances and their exact PPD.
+
+    Attributes
+    ----------
+    X : Tensor of shape (B, n, d)       context inputs (model dtype)
+    Y : Tensor of shape (B, n)          context labels (model dtype)
+    xq : Tensor of shape (B, d)         query inputs (model dtype)
+    y : Tensor of shape (B,)            query label (model dtype), from the (truncated) PPD
+    mu, tau : Tensor of shape (B,)      float64 PPD mean and variance (mixture moments for 'hier_rbf')
+    weights, mu_h, tau_h : Tensor of shape (B, H) or None
+        'hier_rbf' only: posterior component weights and componentwise moments (float64).
+    """
+
+    X: torch.Tensor
+    Y: torch.Tensor
+    xq: torch.Tensor
+    y: torch.Tensor
+    mu: torch.Tensor
+    tau: torch.Tensor
+    weights: torch.Tensor | None = None
+    mu_h: torch.Tensor | None = None
+    tau_h: torch.Tensor | None = None
+
+
+def _covariates(task: TaskConfig, shape, generator, device) -> torch.Tensor:
+    kw = dict(generator=generator, device=device, dtype=torch.float64)
+    if task.covariates == "gaussian":
+        return task.scale * torch.randn(*shape, **kw)
+    return task.scale * (2.0 * torch.rand(*shape, **kw) - 1.0)
+
+
+def _std_normal_cdf(t: torch.Tensor) -> torch.Tensor:
+    return torch.special.ndtr(t)
+
+
+def _sample_truncnorm(mu, sd, a: float, b: float, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF draw from ``N(mu, sd^2)`` truncated to ``(a, b]`` given ``u ~ Unif(0,1)``.
+
+    Works on the side of the distribution where the interval lies in the lower tail (reflecting
+    ``y -> -y`` when the interval is above the mean), so that ``Phi`` is evaluated where it is
+    accurate; an interval that carries underflowing mass collapses onto its nearer end.
+    """
+    lo, hi = (a - mu) / sd, (b - mu) / sd
+    flip = (lo + hi) > 0
+    lo_, hi_ = torch.where(flip, -hi, lo), torch.where(flip, -lo, hi)
+    plo, phi = _std_normal_cdf(lo_), _std_normal_cdf(hi_)
+    p = plo + u * (phi - plo)
+    t = torch.special.ndtri(p.clamp(min=torch.finfo(torch.float64).tiny, max=1.0))
+    # far tail (Phi(hi_) < 1e-300, hi_ < -37): the density on (lo_, hi_] is exp(r (t - hi_)) up to
+    # a relative error O(1/r^2), r = -hi_; invert that exponential law instead of underflowed CDFs
+    far = hi_ < -37.0
+    if bool(far.any()):
+        r = -hi_.clamp(max=-1.0)
+        s = -torch.log1p(-u * (-torch.expm1(-r * (hi_ - lo_)))) / r
+        t = torch.where(far, hi_ - s, t)
+    t = torch.minimum(torch.maximum(t, lo_), hi_)
+    t = torch.where(flip, -t, t)
+    return (mu + sd * t).clamp(a, b)
+
+
+def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.solve_triangular(Lc, R, upper=False)
+
+
+def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Generator,
+                 device=None, dtype: torch.dtype = torch.float32,
+                 interval: tuple[float, float] | None = None) -> Batch:
+    """Draw ``batch_size`` instances with ``n`` context points each, and their exact PPD.
+
+    Parameters
+    ----------
+    task : TaskConfig
+    batch_size, n : int
+        ``B >= 1`` instances of ``n >= 1`` context points (same n within a batch).
+    generator : torch.Generator
+        The only source of randomness; the draws happen on its device.
+    device : torch device, optional
+        Where the returned tensors live (default: the generator's device).
+    dtype : torch.dtype
+        dtype of ``X, Y, xq, y`` (the oracle moments are always float64).
+    interval : (a, b), optional
+        If given, ``y`` is drawn from the PPD truncated to ``(a, b]`` (sec:sims); otherwise from the
+        untruncated PPD.
+
+    Returns
+    -------
+    Batch
+    """
+    if not isinstance(task, TaskConfig):
+        raise ValueError(f"task must be a TaskConfig, got {type(task).__name__}")
+    B = positive_int(batch_size, "batch_size")
+    n = positive_int(n, "n")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if interval is not None:
+        a, b = check_interval(*interval, "interval a", "interval b")
+    gdev = generator.device
+    device = gdev if device is None else torch.device(device)
+    d = task.d
+    comps = _components(task)
+    H = len(comps)
+
+    X_all = _covariates(task, (B, n + 1, d), generator, gdev)  # (B, n+1, d)
+    X, xq = X_all[:, :n], X_all[:, n:]  # (B, n, d), (B, 1, d)
+    z = torch.randn(B, n, generator=generator, device=gdev, dtype=torch.float64)
+    h0 = torch.randint(H, (B,), generator=generator, device=gdev) if H > 1 else None
+    u_comp = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
+    u = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
+
+    def factor(c: _Component, idx=None):
+        Xc = X if idx is None else X[idx]
+        A = c.gram(Xc, Xc)
+        A.diagonal(dim1=-2, dim2=-1).add_(c.s2)  # G + sigma^2 I
+        return torch.linalg.cholesky(A)  # Lc = chol(G + sigma^2 I)
+
+    if H == 1:
+        c = comps[0]
+        Lc = factor(c)  # (B, n, n)
+        Y = (Lc @ z[..., None])[..., 0]  # Y = Lc z ~ N(0, G + sigma^2 I)
+        k_x = c.gram(X, xq)  # (B, n, 1)
+        v = _solve_lower(Lc, k_x)[..., 0]  # v = Lc^{-1} k_x
+        mu = (v * z).sum(-1)  # eqn:GPreg: mu = k_x^T (G + s2 I)^{-1} Y = v . z
+        tau = c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1)  # eqn:GPreg: tau = k(x,x) + s2 - v . v
+        mu_h, tau_h, weights = mu[:, None], tau[:, None], torch.ones(B, 1, dtype=torch.float64, device=gdev)
+    else:
+        # pass 1: Y from the generating component h0 (one Cholesky per instance in total)
+        Y = torch.empty(B, n, dtype=torch.float64, device=gdev)
+        for h, c in enumerate(comps):
+            idx = (h0 == h).nonzero()[:, 0]
+            if idx.numel():
+                Y[idx] = (factor(c, idx) @ z[idx, :, None])[..., 0]
+        # pass 2: every component's PPD and marginal likelihood (supp-sec:exp additional)
+        mus, taus, lmls = [], [], []
+        for c in comps:
+            Lc = factor(c)
+            k_x = c.gram(X, xq)  # (B, n, 1)
+            sol = _solve_lower(Lc, torch.cat([Y[..., None], k_x], dim=-1))  # (B, n, 2)
+            alpha_, v = sol[..., 0], sol[..., 1]
+            mus.append((v * alpha_).sum(-1))
+            taus.append(c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1))
+            logdet = 2.0 * torch.log(torch.diagonal(Lc, dim1=-2, dim2=-1)).sum(-1)
+            lmls.append(-0.5 * (alpha_ * alpha_).sum(-1) - 0.5 * logdet - 0.5 * n * _LOG_2PI)  # R&W 2.30
+        mu_h, tau_h = torch.stack(mus, -1), torch.stack(taus, -1)  # (B, H)
+        weights = torch.softmax(torch.stack(lmls, -1) - math.log(H), dim=-1)  # w_h ∝ pi_h p(Y | theta_h)
+        mu = (weights * mu_h).sum(-1)
+        tau = (weights * (tau_h + mu_h**2)).sum(-1) - mu**2
+
+    # the query label: component from the (truncated-)mixture weights, then the (truncated) normal
+    sd_h = tau_h.clamp_min(torch.finfo(torch.float64).tiny).sqrt()
+    if interval is not None:
+        mass = _std_normal_cdf((b - mu_h) / sd_h) - _std_normal_cdf((a - mu_h) / sd_h)
+        wt = weights * mass.clamp_min(0.0)
+        wt = torch.where(wt.sum(-1, keepdim=True) > 0, wt, weights)  # all mass underflowed: keep w
+    else:
+        wt = weights
+    cum = torch.cumsum(wt / wt.sum(-1, keepdim=True), -1)
+    k = torch.searchsorted(cum, u_comp[:, None]).clamp_max(H - 1)[:, 0]  # (B,)
+    m_k = mu_h.gather(1, k[:, None])[:, 0]
+    s_k = sd_h.gather(1, k[:, None])[:, 0]
+    if interval is not None:
+        y = _sample_truncnorm(m_k, s_k, a, b, u)
+    else:
+        y = m_k + s_k * torch.special.ndtri(u.clamp(min=torch.finfo(torch.float64).tiny))
+
+    def out(t):
+        return t.to(device=device, dtype=dtype)
+
+    extra = {}
+    if H > 1:
+        extra = dict(weights=weights.to(device), mu_h=mu_h.to(device), tau_h=tau_h.to(device))
+    return Batch(X=out(X), Y=out(Y), xq=out(xq[:, 0]), y=out(y), mu=mu.to(device), tau=tau.to(device),
+                 **extra)
+
+
+def sample_context_size(n_min: int, n_max: int, generator: torch.Generator) -> int:
+    """``n ~ Unif{n_min, ..., n_max}`` (sec:sims), drawn from ``generator``."""
+    n_min = positive_int(n_min, "n_min")
+    n_max = positive_int(n_max, "n_max")
+    if n_min > n_max:
+        raise ValueError(f"n_min <= n_max is required, got n_min={n_min}, n_max={n_max}")
+    return int(torch.randint(n_min, n_max + 1, (1,), generator=generator, device=generator.device))
+
+
+def calibrate_task_interval(task: TaskConfig, n_min: int, n_max: int, n_instances: int = 2000,
+                            outside_mass: float = 0.002, seed: int = 0,
+                            chunk: int = 100) -> tuple[float, float]:
+    """Truncation interval ``(a, b]`` by Monte-Carlo calibration (sec:sims).
+
+    Draws ``n_instances`` instances (in chunks of ``chunk``, each chunk with its own
+    ``n ~ Unif[n_min, n_max]``) and calls :func:`pfntheory.discretize.calibrate_interval` on their
+    PPD moments, so that the average PPD mass outside ``(a, b]`` is ``outside_mass``. For the
+    hierarchical prior each instance contributes one component drawn from its posterior weights:
+    averaged over instances this is an unbiased Monte-Carlo estimate of the mixture's CDF
+    (``E_w Phi_k = sum_h w_h Phi_h``).
+    """
+    from ..discretize import calibrate_interval
+
+    n_instances = positive_int(n_instances, "n_instances")
+    chunk = positive_int(chunk, "chunk")
+    g = torch.Generator().manual_seed(int(seed))
+    mus, taus = [], []
+    left = n_instances
+    while left > 0:
+        m = min(chunk, left)
+        n = sample_context_size(n_min, n_max, g)
+        bt = sample_batch(task, m, n, g, dtype=torch.float64)
+        if bt.weights is None:
+            mus.append(bt.mu)
+            taus.append(bt.tau)
+        else:
+            u = torch.rand(m, 1, generator=g, dtype=torch.float64)
+            k = torch.searchsorted(torch.cumsum(bt.weights, -1), u).clamp_max(bt.weights.shape[1] - 1)
+            mus.append(bt.mu_h.gather(1, k)[:, 0])
+            taus.append(bt.tau_h.gather(1, k)[:, 0])
+        left -= m
+    mu = torch.cat(mus).numpy()
+    tau = torch.cat(taus).numpy()
+    a, b = calibrate_interval(mu, tau, outside_mass)
+    return float(a), float(b)

@@ -1,0 +1,393 @@
+"""PFN pretraining of the transformer on a GP prior (resumable, atomic run directories).
+
+Implements
+----------
+* sec:sims (Pretraining): per step, ``n ~ Unif[n_min, n_max]``, a batch of prior instances with
+  ``y`` drawn from the PPD truncated to the calibrated ``(a, b]``, and the truncated NLL
+  ``-log q(y) = -log sm(ell)_{c(y)} + log Delta_c`` (eqn:TF piece ppd).
+* supp-sec:exp details (Pretraining details): Adam without weight decay, linear warm-up over the
+  first 5% of steps, cosine decay to ``0.1 x LR_base``, gradient clipping at global norm 1, batch 128;
+  the learning rates and step counts of supp-tab:pretraining hyperparameters (:data:`PAPER_SCHEDULE`).
+
+Exact resumption
+----------------
+The data of step ``s`` is a deterministic function of ``(seed, s)`` (its own ``torch.Generator``
+seeded from both), so a run killed after its last checkpoint and resumed from it replays the same
+batches and reaches bitwise the same weights as an uninterrupted run. A checkpoint (model,
+optimiser, scheduler, RNG states, step, loss history) is written atomically every
+``checkpoint_every`` steps.
+
+Non-finite gradients
+--------------------
+A batch whose gradient is not finite (e.g. a transient ``tau_L <= 0`` that the head's positivity map
+turns into an astronomically large loss) is skipped, as a mixed-precision ``GradScaler`` would skip
+it: the weights are not updated, the step still counts (so the schedule and the data stream stay
+aligned), its loss is recorded as NaN, and ``metrics.json`` reports ``skipped_steps``.
+:data:`MAX_NONFINITE` consecutive skips stop the run with an error.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .. import runs
+from .._checks import choice, positive_int, positive_scalar
+from .._checks import interval as check_interval
+from ..discretize import bin_edges
+from .model import ModelConfig, PFNTransformer, select_device
+from .priors import TaskConfig, calibrate_task_interval, sample_batch, sample_context_size
+
+__all__ = [
+    "TrainConfig",
+    "PAPER_SCHEDULE",
+    "QUICK_SCHEDULE",
+    "schedule_for",
+    "resolve_device",
+    "lr_factor",
+    "truncated_nll",
+    "step_generator",
+    "build_model",
+    "train",
+    "load_trained",
+    "read_config",
+]
+
+#: supp-tab:pretraining hyperparameters: (task kind, mode) -> (LR_base, N steps). TF and TF^pr on
+#: the RBF task share the row; the hierarchical and fitted-ARD priors (no row of their own) use the
+#: RBF learnable row, which the paper uses for every normalised model.
+PAPER_SCHEDULE = {
+    ("blr", "theory"): (2e-4, 10_000),
+    ("blr", "learnable"): (2e-4, 20_000),
+    ("rbf", "theory"): (1e-3, 50_000),
+    ("rbf", "learnable"): (2e-4, 100_000),
+    ("hier_rbf", "learnable"): (2e-4, 100_000),
+    ("ard_rbf", "learnable"): (2e-4, 100_000),
+}
+#: Consecutive steps with non-finite gradients (skipped) after which training stops with an error.
+MAX_NONFINITE = 50
+#: Quick scale (CPU minutes): fewer steps, so a larger base learning rate.
+QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
+
+
+def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
+    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or 'quick'."""
+    choice(scale, "scale", ("paper", "quick"))
+    if scale == "quick":
+        return QUICK_SCHEDULE["lr"], QUICK_SCHEDULE["steps"]
+    key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")
+    if key not in PAPER_SCHEDULE:
+        raise ValueError(f"unknown task kind {kind!r}; expected one of {sorted({k for k, _ in PAPER_SCHEDULE})}")
+    return PAPER_SCHEDULE[key]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a trained run (written to ``config.json``).
+
+    Parameters
+    ----------
+    task : TaskConfig
+    model : ModelConfig
+    n_min, n_max : int
+        Pretraining context sizes ``n ~ Unif{n_min..n_max}`` per batch.
+    steps : int
+        Optimiser steps ``N``.
+    lr : float
+        ``LR_base``.
+    batch_size, warmup_frac, min_lr_ratio, clip_norm
+        supp-sec:exp details: 128, 5%, 0.1, 1.0.
+    seed : int
+        Seeds the model initialisation and the data stream.
+    checkpoint_every : int
+        Steps between checkpoints.
+    device : str
+        'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ...
+    interval : (a, b), optional
+        Truncation interval; ``None`` calibrates it (sec:sims) with ``calib_instances`` instances,
+        ``outside_mass`` and ``calib_seed`` (fixed across runs, so runs on one task share ``(a, b]``).
+    """
+
+    task: TaskConfig
+    model: ModelConfig
+    n_min: int
+    n_max: int
+    steps: int
+    lr: float
+    batch_size: int = 128
+    warmup_frac: float = 0.05
+    min_lr_ratio: float = 0.1
+    clip_norm: float = 1.0
+    seed: int = 0
+    checkpoint_every: int = 200
+    device: str = "auto"
+    interval: tuple[float, float] | None = None
+    outside_mass: float = 0.002
+    calib_instances: int = 2000
+    calib_seed: int = 0
+
+    def __post_init__(self):
+        if not isinstance(self.task, TaskConfig):
+            raise ValueError(f"task must be a TaskConfig, got {type(self.task).__name__}")
+        if not isinstance(self.model, ModelConfig):
+            raise ValueError(f"model must be a ModelConfig, got {type(self.model).__name__}")
+        if self.model.d != self.task.d:
+            raise ValueError(f"model.d={self.model.d} must equal task.d={self.task.d}")
+        n_min, n_max = positive_int(self.n_min, "n_min"), positive_int(self.n_max, "n_max")
+        if n_min > n_max:
+            raise ValueError(f"n_min <= n_max is required, got n_min={n_min}, n_max={n_max}")
+        for name in ("steps", "batch_size", "checkpoint_every", "calib_instances"):
+            object.__setattr__(self, name, positive_int(getattr(self, name), name))
+        for name in ("seed", "calib_seed"):
+            object.__setattr__(self, name, positive_int(getattr(self, name), name, minimum=0))
+        object.__setattr__(self, "lr", positive_scalar(self.lr, "lr"))
+        object.__setattr__(self, "clip_norm", positive_scalar(self.clip_norm, "clip_norm"))
+        for name in ("warmup_frac", "min_lr_ratio"):
+            v = positive_scalar(getattr(self, name), name, allow_zero=True)
+            if v > 1:
+                raise ValueError(f"{name} must lie in [0, 1], got {v}")
+            object.__setattr__(self, name, v)
+        m = positive_scalar(self.outside_mass, "outside_mass")
+        if m >= 1:
+            raise ValueError(f"outside_mass must be < 1, got {m}")
+        if self.interval is not None:
+            object.__setattr__(self, "interval", check_interval(*self.interval, "interval a", "interval b"))
+        if not isinstance(self.device, str) or not (self.device in ("auto", "cpu")
+                                                    or self.device.startswith("cuda")):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:k]', got {self.device!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        """Inverse of ``dataclasses.asdict`` (reads ``config.json``)."""
+        return runs.dataclass_from_dict(cls, data)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """'auto' -> CUDA when available, else CPU (:func:`pfntheory.nn.model.select_device`)."""
+    return select_device(device)
+
+
+def lr_factor(step: int, steps: int, warmup_frac: float = 0.05, min_lr_ratio: float = 0.1) -> float:
+    """Learning-rate multiplier at ``step`` (0-based) (supp-sec:exp details).
+
+    Linear warm-up from ``1/W`` to 1 over the first ``W = ceil(warmup_frac * steps)`` steps, then
+    cosine decay from 1 to ``min_lr_ratio`` at the last step.
+    """
+    W = math.ceil(warmup_frac * steps)
+    if step < W:
+        return (step + 1) / W
+    T = max(steps - W - 1, 1)
+    t = min((step - W) / T, 1.0)
+    return min_lr_ratio + (1.0 - min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * t))
+
+
+def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+    """Per-instance truncated NLL ``-log q(y) = -log sm(ell)_{c(y)} + log Delta_c`` (eqn:TF piece ppd).
+
+    Parameters
+    ----------
+    logits : Tensor of shape (B, C)
+    y : Tensor of shape (B,), in ``(a, b]`` (right-closed bins ``(gamma_c, gamma_{c+1}]``)
+    edges : Tensor of shape (C + 1,)
+
+    Returns
+    -------
+    Tensor of shape (B,)
+    """
+    if logits.dim() != 2 or edges.dim() != 1 or logits.shape[1] + 1 != edges.numel():
+        raise ValueError(f"logits (B, C) and edges (C+1,) required, got {tuple(logits.shape)} and "
+                         f"{tuple(edges.shape)}")
+    if y.shape != logits.shape[:1]:
+        raise ValueError(f"y must have shape ({logits.shape[0]},), got {tuple(y.shape)}")
+    C = logits.shape[1]
+    e = edges.to(device=y.device, dtype=y.dtype)
+    c = (torch.searchsorted(e, y.contiguous(), right=False) - 1).clamp(0, C - 1)  # y in (g_c, g_c+1]
+    log_delta = torch.log(e[1:] - e[:-1]).to(logits.dtype)
+    logq = torch.log_softmax(logits, dim=-1).gather(1, c[:, None])[:, 0]
+    return -logq + log_delta[c]
+
+
+def step_generator(seed: int, step: int, device) -> torch.Generator:
+    """The generator of the data of step ``step``: a deterministic function of ``(seed, step)``."""
+    s = np.random.SeedSequence([int(seed), int(step)]).generate_state(2, dtype=np.uint32)
+    g = torch.Generator(device=device)
+    g.manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
+    return g
+
+
+def build_model(config: TrainConfig, interval: tuple[float, float], device) -> torch.nn.Module:
+    """A freshly initialised model (initialisation seeded by ``config.seed``) on ``device``."""
+    edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = PFNTransformer(config.model, edges)
+    return model.to(device)
+
+
+def read_config(run_dir) -> TrainConfig:
+    """The :class:`TrainConfig` of a run directory."""
+    path = Path(run_dir) / runs.CONFIG
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no {runs.CONFIG})")
+    return TrainConfig.from_dict(runs.load_json(path))
+
+
+def load_trained(run_dir, device="cpu") -> tuple[torch.nn.Module, TrainConfig, dict]:
+    """Load a finished run: ``(model in eval mode, config, metrics)``; weights via ``weights_only``."""
+    run_dir = Path(run_dir)
+    config = read_config(run_dir)
+    if not (run_dir / runs.WEIGHTS).is_file() or not (run_dir / runs.METRICS).is_file():
+        raise FileNotFoundError(f"{run_dir} holds no finished training (weights.pt / metrics.json missing)")
+    metrics = runs.load_json(run_dir / runs.METRICS)
+    device = torch.device(device)
+    model = build_model(config, tuple(metrics["interval"]), device)
+    state = runs.load_torch(run_dir / runs.WEIGHTS, map_location=device)
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, KeyError) as err:
+        raise runs.CorruptFileError(f"{run_dir / runs.WEIGHTS} does not match the model of "
+                                    f"config.json: {err}") from err
+    model.eval()
+    return model, config, metrics
+
+
+def _loss_summary(losses: list[float], n_points: int = 200) -> dict:
+    """Loss curve averaged over windows (at most ``n_points`` points) and the final-5% mean."""
+    L = np.asarray(losses, dtype=float)
+    w = max(1, len(L) // n_points)
+    m = len(L) // w
+    with np.errstate(invalid="ignore"):
+        curve = np.nanmean(L[: m * w].reshape(m, w), axis=1)  # skipped steps are NaN
+        final = float(np.nanmean(L[-max(1, len(L) // 20):]))
+    return {"window": w, "step": [int((i + 1) * w) for i in range(m)], "loss": curve.tolist(),
+            "final_loss": final, "first_loss": float(L[0])}
+
+
+def train(config: TrainConfig, run_dir, progress: bool = True,
+          callback: Callable[[int, float], None] | None = None) -> Path:
+    """Train (or resume, or skip if finished) the run ``config`` in ``run_dir``.
+
+    Parameters
+    ----------
+    config : TrainConfig
+    run_dir : path
+        Created if needed. If it holds a ``config.json`` it must equal ``config``.
+    progress : bool
+        Show a tqdm progress bar.
+    callback : callable(step, loss), optional
+        Called after every optimiser step with the 1-based step count (e.g. to log, or to interrupt
+        a run in a test; an exception propagates after the last checkpoint was written).
+
+    Returns
+    -------
+    Path of the run directory, holding ``config.json``, ``metrics.json`` and ``weights.pt``.
+    """
+    if not isinstance(config, TrainConfig):
+        raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg_dict = runs.config_to_dict(config)
+    cfg_path = run_dir / runs.CONFIG
+    if cfg_path.is_file():
+        old = runs.load_json(cfg_path)
+        if old != cfg_dict:
+            raise ValueError(f"{run_dir} already holds a run with a different config; use another "
+                             f"run directory or delete it")
+    else:
+        runs.save_json(cfg_path, cfg_dict)
+    if (run_dir / runs.WEIGHTS).is_file() and (run_dir / runs.METRICS).is_file():
+        done = runs.load_json(run_dir / runs.METRICS)
+        if done.get("completed") and done.get("steps") == config.steps:
+            return run_dir
+
+    device = resolve_device(config.device)
+    ckpt_path = run_dir / runs.CHECKPOINT
+    ckpt = runs.load_torch(ckpt_path, map_location=device) if ckpt_path.is_file() else None
+    if ckpt is not None:
+        interval = tuple(float(v) for v in ckpt["interval"])
+    elif config.interval is not None:
+        interval = config.interval
+    else:
+        interval = calibrate_task_interval(config.task, config.n_min, config.n_max,
+                                           config.calib_instances, config.outside_mass,
+                                           seed=config.calib_seed)
+    model = build_model(config, interval, device)
+    edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64, device=device)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: lr_factor(s, config.steps, config.warmup_frac, config.min_lr_ratio))
+    dtype = next(model.parameters()).dtype
+    start, losses, wall, skipped, bad = 0, [], 0.0, 0, 0
+    if ckpt is not None:
+        try:
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["optimizer"])
+            sched.load_state_dict(ckpt["scheduler"])
+            torch.set_rng_state(ckpt["rng_cpu"].cpu())
+            if device.type == "cuda" and ckpt.get("rng_cuda") is not None:
+                torch.cuda.set_rng_state(ckpt["rng_cuda"].cpu(), device)
+            start, losses, wall = int(ckpt["step"]), list(ckpt["losses"]), float(ckpt["wall_time"])
+            skipped, bad = int(ckpt["skipped"]), int(ckpt["bad"])
+        except (KeyError, RuntimeError, ValueError) as err:
+            raise runs.CorruptFileError(f"{ckpt_path} is not a checkpoint of this run: {err}") from err
+
+    def save_checkpoint(step):
+        runs.save_torch(ckpt_path, {
+            "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(), "rng_cpu": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+            "losses": losses, "wall_time": wall + time.perf_counter() - t0,
+            "skipped": skipped, "bad": bad,
+            "interval": list(interval)})
+
+    model.train()
+    t0 = time.perf_counter()
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
+               desc=run_dir.name, dynamic_ncols=True)
+    for step in bar:
+        g = step_generator(config.seed, step, device)
+        n = sample_context_size(config.n_min, config.n_max, g)
+        batch = sample_batch(config.task, config.batch_size, n, g, device=device, dtype=dtype,
+                             interval=interval)
+        out = model(batch.X, batch.Y, batch.xq)
+        loss = truncated_nll(out.logits, batch.y, edges).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+        if torch.isfinite(gnorm):
+            opt.step()
+            bad = 0
+        else:  # skip the update (as a GradScaler would), so one pathological batch cannot poison
+            skipped += 1  # the weights; a model that keeps producing such batches is an error
+            bad += 1
+            if bad >= MAX_NONFINITE:
+                raise FloatingPointError(f"non-finite gradients in {bad} consecutive steps (last "
+                                         f"loss {float(loss.detach())}) at step {step + 1} of {run_dir}")
+        sched.step()
+        losses.append(float(loss.detach()) if torch.isfinite(gnorm) else float("nan"))
+        if progress and (step + 1) % 20 == 0:
+            bar.set_postfix(loss=f"{np.nanmean(losses[-20:]):.4f}", n=n)
+        if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
+            save_checkpoint(step + 1)
+        if callback is not None:
+            callback(step + 1, losses[-1])
+    bar.close()
+    wall += time.perf_counter() - t0
+
+    runs.save_torch(run_dir / runs.WEIGHTS, model.state_dict())
+    metrics = {
+        "completed": True, "steps": config.steps, "interval": list(interval),
+        "device": str(device), "device_name": (torch.cuda.get_device_name(device)
+                                               if device.type == "cuda" else "cpu"),
+        "wall_time_s": wall, "skipped_steps": skipped, "n_params": int(sum(p.numel() for p in model.parameters())),
+        "torch_version": torch.__version__, "loss": _loss_summary(losses)}
+    runs.save_json(run_dir / runs.METRICS, metrics)
+    return run_dir
+

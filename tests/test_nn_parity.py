@@ -1,0 +1,231 @@
+"""Parity of the PyTorch transformer with the NumPy construction of thm:TFdoPPD, and of the fast
+forward/backward with the dense eqn:tabPFN attn reference.
+
+* thm:TFdoPPD / supp-eqn:weights: loading ``pfntheory.construction.handset_weights`` into
+  :class:`~pfntheory.nn.model.PFNTransformer` (modes theory and learnable) reproduces
+  ``construction.tf_forward``'s ``(mu_L, tau_L)`` and the analytic logits
+  ``Xi psi(mu_L, tau_L) + log Delta`` of :mod:`pfntheory.discretize`, for BLR (linear kernel with
+  Sigma) and RBF (alpha, lengthscale folded into the weights), TF and TF^pr (sec:generalization).
+* The fast path (keys selected instead of masked, only the written channels, custom backward with a
+  recomputed and chunked kernel) equals the dense path (full (d+4)x(d+4) matrices, masked
+  (n+1)x(n+1) attention, checkpointing) in outputs and in gradients.
+
+Tolerances: both sides are float64 and evaluate the same sums in a different order, so they agree
+to ``c * L * n * eps * max|value|``; with L <= 12, n <= 20 and values O(1)-O(10) this is < 1e-11,
+and ``rtol = atol = 1e-10`` leaves a margin of ~10 while catching any O(eta) or O(1/s) error
+(>= 1e-3 here).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import pfntheory.nn.attention as attention
+from pfntheory.construction import handset_weights, tf_forward
+from pfntheory.discretize import bin_edges, logits_from_natural, psi_gaussian
+from pfntheory.gp import posterior_predictive
+from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer, load_handset
+
+RTOL = ATOL = 1e-10
+NOISE_VAR = 0.04
+KERNELS = {
+    "blr": lambda d: LinearKernel(blr_sigma_diag(d)),
+    "rbf": lambda d: RBFKernel(alpha=1.3, lengthscale=0.7),
+}
+
+
+def _instance(d, n, B=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(B, n, d)) / np.sqrt(d)
+    Y = rng.normal(size=(B, n))
+    xq = rng.normal(size=(B, d)) / np.sqrt(d)
+    return X, Y, xq
+
+
+def _safe_eta(kernel, X, normalised):
+    """0.9 / max_b lambda_1 of the (preconditioned) system: admissible and below 1/lambda_1, so the
+    iterates approach (mu, tau) monotonically and tau_L >= tau > 0 (psi is defined)."""
+    lam = max(np.max(np.abs(np.linalg.eigvals(a))) for a in _system(kernel, X, normalised))
+    return 0.9 / lam
+
+
+def _system(kernel, X, normalised):
+    """The matrix the solver layers iterate on: G + s2 I, or D^{-1}(G + s2 I) for TF^pr."""
+    G = kernel(X)                                                            # (B, n, n)
+    A = G + NOISE_VAR * np.eye(X.shape[1])
+    return A / G.sum(-1, keepdims=True) if normalised else A
+
+
+def _contraction(kernel, X, normalised, eta):
+    """max over the batch of the Richardson contraction factor max_j |1 - eta lambda_j|."""
+    return max(np.max(np.abs(1 - eta * np.linalg.eigvals(a).real))
+               for a in _system(kernel, X, normalised))
+
+
+CASES = [("blr", False), ("rbf", False), ("rbf", True)]
+
+
+@pytest.mark.parametrize("task, normalised", CASES, ids=["BLR-TF", "RBF-TF", "RBF-TFpr"])
+@pytest.mark.parametrize("mode", ["theory", "learnable"])
+def test_handset_parity_with_numpy_construction(task, normalised, mode):
+    """(mu_L, tau_L) and logits of the loaded model equal the NumPy construction to float64
+    round-off (module docstring). Fails if any weight, mask, the 1/s skip or the readout differs."""
+    d, n, L = 3, 12, 8
+    kernel = KERNELS[task](d)
+    X, Y, xq = _instance(d, n)
+    eta = _safe_eta(kernel, X, normalised)
+    hw = handset_weights(d, L, eta, NOISE_VAR, kernel, normalised=normalised)
+    mu_np, tau_np = tf_forward(hw, X, Y, xq)
+    edges = bin_edges(-4.0, 4.0, 16)
+    cfg = ModelConfig(score=hw.score, d=d, L=L, C=16, mode=mode, normalised=normalised,
+                      amp_init=hw.alpha2 if task == "rbf" else 1.0)
+    model = load_handset(PFNTransformer(cfg, torch.as_tensor(edges)).double(), hw)
+    out = model(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
+    np.testing.assert_allclose(out.mu.detach().numpy(), mu_np, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(out.tau.detach().numpy(), tau_np, rtol=RTOL, atol=ATOL)
+    assert np.all(tau_np > cfg.tau_min)                                      # psi head is exact here
+    logits_np = logits_from_natural(psi_gaussian(mu_np, tau_np), edges)
+    # logits are O(xi^2 / tau) ~ 1e2: the same relative round-off gives atol 1e-10 * 1e2.
+    np.testing.assert_allclose(out.logits.detach().numpy(), logits_np, rtol=RTOL, atol=1e-8)
+    dense = model.forward_dense(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
+    np.testing.assert_allclose(dense.mu.detach().numpy(), mu_np, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(dense.tau.detach().numpy(), tau_np, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("task, normalised", CASES, ids=["BLR-TF", "RBF-TF", "RBF-TFpr"])
+def test_handset_model_converges_to_exact_ppd(task, normalised):
+    """With an admissible step and enough layers the loaded model returns the exact GP moments
+    (gp.posterior_predictive, Cholesky): thm:TFdoPPD for TF, eqn:recursion prec for TF^pr, whose
+    first layer stays unnormalised (DESIGN.md). Tolerance 1e-6: L is chosen from the measured
+    contraction factor rho = max |1 - eta lambda| of these draws (0.991-0.995, so a few thousand
+    layers) so that rho^(L-1) <= 1e-9, a factor 1e3 below the tolerance to absorb the O(cond) gap
+    between the iterate error and the moment error. Fails if the first layer were normalised (the
+    k_x row would be constant) or the skip scaling were missing."""
+    d, n = 2, 6
+    kernel = KERNELS[task](d)
+    X, Y, xq = _instance(d, n, seed=3)
+    eta = _safe_eta(kernel, X, normalised)
+    rho = _contraction(kernel, X, normalised, eta)
+    L = int(np.ceil(np.log(1e-9) / np.log(rho))) + 1
+    hw = handset_weights(d, L, eta, NOISE_VAR, kernel, normalised=normalised)
+    cfg = ModelConfig(score=hw.score, d=d, L=L, C=8, mode="learnable", normalised=normalised,
+                      amp_init=hw.alpha2)
+    model = load_handset(PFNTransformer(cfg, torch.linspace(-4, 4, 9, dtype=torch.float64)).double(), hw)
+    with torch.no_grad():
+        out = model(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
+    mu, tau = posterior_predictive(kernel, X, Y, xq[:, None, :], NOISE_VAR)
+    np.testing.assert_allclose(out.mu.numpy(), np.ravel(mu), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out.tau.numpy(), np.ravel(tau), rtol=1e-6, atol=1e-6)
+
+
+def test_load_handset_rejects_mismatch():
+    """Wrong depth, a theory-mode score that cannot hold separate step sizes, and entries outside
+    supp-eqn:weights raise ValueError naming the weights."""
+    d = 2
+    hw = handset_weights(d, 4, 0.05, NOISE_VAR, RBFKernel(1.3, 0.7))
+    edges = torch.linspace(-4, 4, 9, dtype=torch.float64)
+    with pytest.raises(ValueError, match="weights"):
+        load_handset(PFNTransformer(ModelConfig(score="rbf", d=d, L=5, C=8), edges), hw)
+    with pytest.raises(ValueError, match="weights"):                         # alpha^2 != 1, tied step
+        load_handset(PFNTransformer(ModelConfig(score="softmax", d=d, L=4, C=8, mode="theory"), edges), hw)
+    V = hw.V.copy()
+    V[2, 0, 1] = 0.1                                                         # x row written: not allowed
+    bad = {"V": V, "K": hw.K, "Q": hw.Q, "S": hw.S, "W": hw.W}
+    with pytest.raises(ValueError, match="weights"):
+        load_handset(PFNTransformer(ModelConfig(score="rbf", d=d, L=4, C=8), edges), bad)
+
+
+# ----------------------------------------------------------------------------------------------
+# fast == dense, outputs and gradients
+# ----------------------------------------------------------------------------------------------
+
+FAST_CASES = [
+    ("linear", False, "learnable", "psi", False),
+    ("linear", False, "theory", "mlp", False),
+    ("rbf", False, "learnable", "psi", False),
+    ("rbf", True, "learnable", "psi", False),
+    ("rbf", True, "theory", "mlp", False),
+    ("rbf", False, "theory", "psi", True),
+    ("rbf", True, "learnable", "mlp", True),
+    ("softmax", False, "learnable", "psi", False),
+    ("softmax", True, "learnable", "psi", False),
+    ("softmax", True, "theory", "psi", True),
+]
+
+
+def _perturbed_model(score, normalised, mode, head, shared, d=3, L=5, seed=0):
+    cfg = ModelConfig(score=score, d=d, L=L, C=8, mode=mode, normalised=normalised, head=head,
+                      shared_scale=shared, scale_init=0.8, eta_init=0.05)
+    model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64)).double()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():                                                    # off the theory values
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return model
+
+
+def _loss_and_grads(model, fn, X, Y, xq):
+    out = fn(X, Y, xq)
+    loss = torch.log_softmax(out.logits, -1)[:, 2].sum() + out.mu.sum() + out.tau.sum()
+    return out, torch.autograd.grad(loss, list(model.parameters()))
+
+
+@pytest.mark.parametrize("score, normalised, mode, head, shared", FAST_CASES)
+def test_fast_equals_dense_outputs_and_gradients(score, normalised, mode, head, shared):
+    """Fast forward/backward == dense eqn:tabPFN attn (float64 round-off, module docstring), for
+    every score, TF and TF^pr, both modes and heads, per-layer and shared scales. Fails if the fast
+    path drops a channel, mis-masks, or its custom backward is wrong."""
+    model = _perturbed_model(score, normalised, mode, head, shared)
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(4, 9, 3, generator=g, dtype=torch.float64) / 3**0.5
+    Y = torch.randn(4, 9, generator=g, dtype=torch.float64)
+    xq = torch.randn(4, 3, generator=g, dtype=torch.float64) / 3**0.5
+    fast, g_fast = _loss_and_grads(model, model.forward, X, Y, xq)
+    dense, g_dense = _loss_and_grads(model, model.forward_dense, X, Y, xq)
+    for a, b in ((fast.logits, dense.logits), (fast.mu, dense.mu), (fast.tau, dense.tau)):
+        torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
+    for (name, _), a, b in zip(model.named_parameters(), g_fast, g_dense):
+        torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL, msg=name)
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+def test_chunked_and_recomputed_kernel_paths_agree(score, monkeypatch):
+    """Chunk size 1 instance and recomputing the kernel in backward give the same outputs and
+    gradients as one chunk with the kernel kept (only the evaluation order changes). Fails if a
+    chunk boundary or the recomputation is wrong."""
+    model = _perturbed_model(score, True, "learnable", "psi", False)
+    X, Y, xq = (torch.as_tensor(a) for a in _instance(3, 9, B=5, seed=2))
+    ref, g_ref = _loss_and_grads(model, model.forward, X, Y, xq)
+    monkeypatch.setattr(attention, "CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(attention, "SAVE_KERNEL_MAX_BYTES", 0)
+    out, g_out = _loss_and_grads(model, model.forward, X, Y, xq)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=RTOL, atol=ATOL)
+    for a, b in zip(g_out, g_ref):
+        torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
+
+
+def test_dense_transformer_shares_state_with_fast():
+    """DenseTransformer loads the fast model's state dict and returns the same output; in float32
+    the two differ only by float32 round-off (rtol 1e-4 over L = 5 layers)."""
+    fast = _perturbed_model("rbf", True, "learnable", "psi", False).float()
+    dense = DenseTransformer(fast.config, fast.edges)
+    dense.load_state_dict(fast.state_dict())
+    X, Y, xq = (torch.as_tensor(a, dtype=torch.float32) for a in _instance(3, 9, B=5, seed=4))
+    torch.testing.assert_close(dense(X, Y, xq).logits, fast(X, Y, xq).logits, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+def test_custom_backward_gradcheck(score):
+    """torch.autograd.gradcheck (finite differences, float64) of the custom kernel-attention
+    backward, generic and scaled forms. Fails on any wrong gradient term."""
+    g = torch.Generator().manual_seed(5)
+    q = (0.5 * torch.randn(2, 5, 2, generator=g, dtype=torch.float64)).requires_grad_()
+    v = torch.randn(2, 4, 2, generator=g, dtype=torch.float64, requires_grad=True)
+    s = torch.tensor([0.7, 1.2], dtype=torch.float64, requires_grad=True)
+    for normalised in (False, True):
+        assert torch.autograd.gradcheck(
+            lambda q, v: attention.kernel_attention(q, q[:, :4], v, score, normalised)[0], (q, v))
+        assert torch.autograd.gradcheck(
+            lambda s, v: attention.scaled_kernel_attention(q.detach(), s, v, score, normalised)[0],
+            (s, v))

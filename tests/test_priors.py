@@ -1,0 +1,201 @@
+"""Unit tests of pfntheory.nn.priors: oracle agreement with pfntheory.gp, laws of the draws, errors."""
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+
+from pfntheory.gp import log_marginal_likelihood, mixture_ppd, posterior_predictive
+from pfntheory.nn.priors import (
+    TaskConfig,
+    calibrate_task_interval,
+    exact_kernels,
+    sample_batch,
+    sample_context_size,
+)
+
+# Both sides solve the same SPD system (cond(G + s2 I) <= 1 + n max k / s2 ~ 1e3 here) by Cholesky in
+# float64: agreement to ~cond * n * eps ~ 1e-11 is expected; 1e-9 leaves margin.
+RTOL, ATOL = 1e-9, 1e-10
+
+TASKS = [
+    TaskConfig(kind="blr", d=3),
+    TaskConfig(kind="rbf", d=2),
+    TaskConfig(kind="rbf", d=4, lengthscale=0.5, alpha=1.3, noise_var=0.1, covariates="uniform"),
+    TaskConfig(kind="ard_rbf", d=3, lengthscales=(0.5, 1.0, 2.0), alpha=0.7),
+    TaskConfig(kind="hier_rbf", d=2),
+]
+IDS = ["blr", "rbf", "rbf-uniform", "ard", "hier"]
+
+
+def _draw(task, B=6, n=25, seed=0, interval=(-3.0, 3.0)):
+    return sample_batch(task, B, n, torch.Generator().manual_seed(seed), dtype=torch.float64,
+                        interval=interval)
+
+
+@pytest.mark.parametrize("task", TASKS, ids=IDS)
+def test_oracle_matches_exact_gp(task):
+    """The oracle (mu, tau) from the sampling Cholesky factor equals pfntheory.gp on the same data.
+
+    Fails if the v = L^{-1} k_x / mu = v.z shortcut, the kernels, or the mixture weights are wrong.
+    """
+    bt = _draw(task)
+    kernels, noise_vars, prior = exact_kernels(task)
+    X, Y, xq = bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()[:, None, :]
+    if len(kernels) == 1:
+        mu, tau = posterior_predictive(kernels[0], X, Y, xq, noise_vars[0])
+        np.testing.assert_allclose(bt.mu.numpy(), mu[:, 0], rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(bt.tau.numpy(), tau[:, 0], rtol=RTOL, atol=ATOL)
+        assert bt.weights is None
+    else:
+        ppd = mixture_ppd(kernels, noise_vars, prior, X, Y, xq)
+        np.testing.assert_allclose(bt.weights.numpy(), ppd.weights, rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(bt.mu_h.numpy(), ppd.mu[..., 0], rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(bt.tau_h.numpy(), ppd.tau[..., 0], rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(bt.mu.numpy(), ppd.mean()[:, 0], rtol=RTOL, atol=ATOL)
+        var = ppd.second_moment()[:, 0] - ppd.mean()[:, 0] ** 2
+        np.testing.assert_allclose(bt.tau.numpy(), var, rtol=1e-8, atol=ATOL)
+    assert bt.X.shape == (6, 25, task.d) and bt.Y.shape == (6, 25) and bt.xq.shape == (6, task.d)
+    assert bt.y.shape == (6,) and bt.mu.dtype == torch.float64
+
+
+def test_context_labels_have_the_marginal_law():
+    """Y = Lc z has covariance G + s2 I: the whitened labels Lc^{-1} Y are N(0, I).
+
+    Checked by the marginal log-likelihood: its mean over 400 instances must match the exact
+    expectation -n/2 (1 + log 2 pi) - 1/2 E log det within 4 standard errors. Fails if Y were drawn
+    with the wrong scale (e.g. without noise: E[z'z] would differ by ~ n s2 / lambda).
+    """
+    task = TaskConfig(kind="rbf", d=2)
+    n, B = 10, 400
+    bt = sample_batch(task, B, n, torch.Generator().manual_seed(1), dtype=torch.float64)
+    k = exact_kernels(task)[0][0]
+    X, Y = bt.X.numpy(), bt.Y.numpy()
+    lml = log_marginal_likelihood(k, X, Y, task.noise_var)
+    logdet = np.linalg.slogdet(k(X) + task.noise_var * np.eye(n))[1]
+    quad = -2 * (lml + 0.5 * logdet + 0.5 * n * np.log(2 * np.pi))  # = Y' (G+s2I)^{-1} Y ~ chi2_n
+    # chi^2_n has mean n and sd sqrt(2n); 4 standard errors of the mean over B instances
+    assert abs(quad.mean() - n) < 4 * np.sqrt(2 * n / B), quad.mean()
+
+
+@pytest.mark.parametrize("task", [TASKS[1], TASKS[4]], ids=["rbf", "hier"])
+def test_query_label_pit_is_uniform(task):
+    """y ~ the untruncated PPD: its PIT F(y) under the oracle is Unif(0, 1) (KS test, p > 1e-3).
+
+    Fails if y were drawn around the wrong mean/variance or, for the mixture, from the wrong
+    component weights. With a fixed seed the test is deterministic; 1e-3 makes a false alarm rare.
+    """
+    bt = sample_batch(task, 2000, 8, torch.Generator().manual_seed(2), dtype=torch.float64)
+    y = bt.y.numpy()[:, None]
+    if bt.weights is None:
+        u = scipy.stats.norm.cdf(y[:, 0], bt.mu.numpy(), np.sqrt(bt.tau.numpy()))
+    else:
+        u = np.sum(bt.weights.numpy() * scipy.stats.norm.cdf(y, bt.mu_h.numpy(),
+                                                             np.sqrt(bt.tau_h.numpy())), -1)
+    assert scipy.stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_truncated_labels_follow_truncated_ppd():
+    """With an interval, y lies in (a, b] and its PIT under the truncated PPD is uniform.
+
+    The interval (-0.6, 0.9] cuts deep into the PPDs (tau >= 0.04), so a sampler that ignored the
+    truncation would fail both the support and the KS check.
+    """
+    task = TaskConfig(kind="rbf", d=2)
+    a, b = -0.6, 0.9
+    bt = sample_batch(task, 2000, 8, torch.Generator().manual_seed(3), dtype=torch.float64,
+                      interval=(a, b))
+    y, mu, s = bt.y.numpy(), bt.mu.numpy(), np.sqrt(bt.tau.numpy())
+    assert np.all((y > a) & (y <= b))
+    u = scipy.stats.truncnorm.cdf(y, (a - mu) / s, (b - mu) / s, loc=mu, scale=s)
+    assert scipy.stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_truncnorm_far_tail_stays_inside():
+    """An interval many standard deviations away from the PPD still yields labels inside (a, b]."""
+    task = TaskConfig(kind="rbf", d=2)
+    bt = sample_batch(task, 50, 5, torch.Generator().manual_seed(4), dtype=torch.float64,
+                      interval=(40.0, 41.0))
+    assert torch.all((bt.y > 40.0) & (bt.y <= 41.0)) and torch.isfinite(bt.y).all()
+
+
+@pytest.mark.parametrize("cov,var", [("gaussian", 1 / 4), ("uniform", 1 / 12)])
+def test_covariate_laws(cov, var):
+    """x ~ N(0, I/d) or Unif[-1/sqrt(d), 1/sqrt(d)]^d (per-coordinate variance 1/d resp. 1/(3d)).
+
+    Sample variance of 2000*9*4 coordinates within 5 standard errors (sd of s^2 ~ var sqrt(2/N));
+    the uniform law is also checked to respect its support.
+    """
+    task = TaskConfig(kind="rbf", d=4, covariates=cov)
+    bt = _draw(task, B=2000, n=8, interval=None)
+    x = torch.cat([bt.X.reshape(-1), bt.xq.reshape(-1)]).numpy()
+    assert abs(x.var() - var) < 5 * var * np.sqrt(2 / x.size) * 2
+    if cov == "uniform":
+        assert np.abs(x).max() <= 0.5
+
+
+def test_same_generator_state_same_batch():
+    """Draws are a function of the generator alone (the basis of exact resume)."""
+    t = TASKS[4]
+    b1, b2 = _draw(t, seed=7), _draw(t, seed=7)
+    for f in ("X", "Y", "xq", "y", "mu", "tau", "weights"):
+        assert torch.equal(getattr(b1, f), getattr(b2, f))
+    assert not torch.equal(b1.y, _draw(t, seed=8).y)
+
+
+def test_dtype_and_context_size():
+    bt = sample_batch(TASKS[1], 3, 4, torch.Generator().manual_seed(0), dtype=torch.float32)
+    assert bt.X.dtype == torch.float32 and bt.y.dtype == torch.float32 and bt.tau.dtype == torch.float64
+    g = torch.Generator().manual_seed(0)
+    ns = [sample_context_size(3, 5, g) for _ in range(200)]
+    assert set(ns) == {3, 4, 5}
+    assert sample_context_size(7, 7, g) == 7
+
+
+def test_calibrated_interval_has_outside_mass():
+    """The calibrated (a, b] leaves the target mass outside, re-measured on fresh instances.
+
+    Fresh 2000 instances: the average exact PPD mass outside (a, b] must be within a factor 2 of
+    0.01 (Monte-Carlo calibration with 2000 instances, a deliberately large target so it is
+    measurable); also a < 0 < b for a centred prior.
+    """
+    task = TaskConfig(kind="rbf", d=2)
+    a, b = calibrate_task_interval(task, 8, 16, n_instances=500, outside_mass=0.01, seed=0)
+    assert a < 0 < b
+    bt = sample_batch(task, 2000, 12, torch.Generator().manual_seed(99), dtype=torch.float64)
+    mu, s = bt.mu.numpy(), np.sqrt(bt.tau.numpy())
+    out = np.mean(scipy.stats.norm.cdf((a - mu) / s) + scipy.stats.norm.sf((b - mu) / s))
+    assert 0.005 < out < 0.02, out
+    a2, b2 = calibrate_task_interval(TaskConfig(kind="hier_rbf", d=2), 8, 16, n_instances=300)
+    assert a2 < 0 < b2
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(kind="gp", d=2), "task kind"),
+    (dict(kind="rbf", d=0), "d must be"),
+    (dict(kind="rbf", d=2, noise_var=0.0), "noise_var"),
+    (dict(kind="rbf", d=2, covariates="laplace"), "covariates"),
+    (dict(kind="ard_rbf", d=2), "requires lengthscales"),
+    (dict(kind="ard_rbf", d=2, lengthscales=(1.0,)), "lengthscales must have 2"),
+    (dict(kind="blr", d=2, sigma_diag=(1.0, -1.0)), "sigma_diag"),
+])
+def test_task_config_errors(kw, match):
+    with pytest.raises(ValueError, match=match):
+        TaskConfig(**kw)
+
+
+def test_sample_batch_errors():
+    g = torch.Generator().manual_seed(0)
+    t = TASKS[1]
+    with pytest.raises(ValueError, match="batch_size"):
+        sample_batch(t, 0, 5, g)
+    with pytest.raises(ValueError, match="n must be"):
+        sample_batch(t, 2, 0, g)
+    with pytest.raises(ValueError, match="interval"):
+        sample_batch(t, 2, 5, g, interval=(1.0, -1.0))
+    with pytest.raises(ValueError, match="generator"):
+        sample_batch(t, 2, 5, 0)
+    with pytest.raises(ValueError, match="task"):
+        sample_batch({"kind": "rbf"}, 2, 5, g)
+    with pytest.raises(ValueError, match="n_min <= n_max"):
+        sample_context_size(9, 3, g)
