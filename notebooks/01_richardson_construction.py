@@ -115,7 +115,7 @@ axs[1].semilogy(Ls, np.abs(test - ux_star), color="C0", alpha=0.5)
 axs[1].semilogy(Ls, rich.krr_testing_bound(G, k_x, Y, noise_var, eta, Ls), "r--", alpha=0.5)
 axs[1].plot([], [], "C0", label="|u_L(x) - u*(x)|, 8 queries")
 axs[1].plot([], [], "r--", label="bound per query")
-for ax, t in zip(axs, ("training points", "queries")):
+for ax, t in zip(axs, ("training points", "queries"), strict=False):
     ax.set(xlabel="L", ylabel="error", title=f"supp-thm:KRR at the {t}")
     ax.legend(fontsize=8)
 report.save_figure(fig, "01_krr_bounds")
@@ -128,10 +128,10 @@ if rclaims is None:
 else:
     for r, what in zip(rclaims.check_krr(G, k_x, Y, noise_var),
                        ("worst error / bound, training points", "worst error / bound, 8 queries",
-                        "max |closed form - recursion|")):
+                        "max |closed form - recursion|"), strict=False):
         rec.add(r, measured=what)
     for r, what in zip(rclaims.check_krr_preconditioned(G, k_x[0], Y, noise_var),
-                       ("max |recursion - preconditioned Richardson|", "worst error / bound")):
+                       ("max |recursion - preconditioned Richardson|", "worst error / bound"), strict=False):
         rec.add(r, measured=what)
 
 # %% [markdown]

@@ -66,7 +66,7 @@ else:
         curves[name] = dict(ns=c.ns, mean=c.mean, std=c.std, reference=c.reference)
 fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
 titles = {"rbf": "RBF (alpha=1, ell=0.8)", "blr": "BLR (linear kernel, Sigma by thirds)"}
-for ax, (name, c) in zip(axs, curves.items()):
+for ax, (name, c) in zip(axs, curves.items(), strict=False):
     s_, ci, _ = slope_ci(np.log(c["ns"]), np.log(c["mean"]))
     ax.errorbar(c["ns"], c["mean"], yerr=c["std"], fmt="o-", capsize=3,
                 label=f"2/(lambda_1 + sigma^2): slope {s_:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]")
@@ -115,8 +115,8 @@ for n in ns:
     ax.plot(np.full(lam.size, n), (lam / (n / d_lin)).ravel(), "o", color="C0", alpha=0.4, ms=3)
 report.log_axis(ax, "x", ticks=ns)
 iv = [sp.linear_gram_interval(int(n), d_lin, 2.0) for n in ns]
-ax.fill_between(ns, [v.lo / (n / d_lin) for v, n in zip(iv, ns)],
-                [v.hi / (n / d_lin) for v, n in zip(iv, ns)], color="r", alpha=0.15,
+ax.fill_between(ns, [v.lo / (n / d_lin) for v, n in zip(iv, ns, strict=False)],
+                [v.hi / (n / d_lin) for v, n in zip(iv, ns, strict=False)], color="r", alpha=0.15,
                 label=f"lemma's interval, t=2 (prob >= {iv[0].prob:.2f})")
 ax.axhline(1, color="k", lw=0.8)
 ax.set(xlabel="n", ylabel="lambda_j / (n/d)", title=f"linear kernel, d={d_lin}")

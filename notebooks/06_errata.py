@@ -83,7 +83,7 @@ else:
                                floor_var_0p2=w["exact_mean"], se_0p2=w["exact_se"],
                                floor_var_0p04=v["exact_mean"], se_0p04=v["exact_se"],
                                paper_best=min(w["paper"]))
-                          for w, v in zip(r02.details["rows"], r004.details["rows"])])
+                          for w, v in zip(r02.details["rows"], r004.details["rows"], strict=False)])
     display(table.round(4))
 
 # %% [markdown]

@@ -19,6 +19,8 @@ __all__ = ["SUBCOMMAND_MODULES", "build_parser", "main", "register"]
 #: Modules whose ``register(subparsers)`` adds a subcommand. This module registers train/evaluate.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pfntheory.cli",
+    "pfntheory.experiments.runner",
+    "pfntheory.report",
 )
 
 

@@ -185,7 +185,7 @@ def test_fast_equals_dense_outputs_and_gradients(score, normalised, mode, head, 
     dense, g_dense = _loss_and_grads(model, model.forward_dense, X, Y, xq)
     for a, b in ((fast.logits, dense.logits), (fast.mu, dense.mu), (fast.tau, dense.tau)):
         torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
-    for (name, _), a, b in zip(model.named_parameters(), g_fast, g_dense):
+    for (name, _), a, b in zip(model.named_parameters(), g_fast, g_dense, strict=False):
         torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL, msg=name)
 
 
@@ -201,7 +201,7 @@ def test_chunked_and_recomputed_kernel_paths_agree(score, monkeypatch):
     monkeypatch.setattr(attention, "SAVE_KERNEL_MAX_BYTES", 0)
     out, g_out = _loss_and_grads(model, model.forward, X, Y, xq)
     torch.testing.assert_close(out.logits, ref.logits, rtol=RTOL, atol=ATOL)
-    for a, b in zip(g_out, g_ref):
+    for a, b in zip(g_out, g_ref, strict=False):
         torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
 
 
@@ -225,7 +225,7 @@ def test_custom_backward_gradcheck(score):
     s = torch.tensor([0.7, 1.2], dtype=torch.float64, requires_grad=True)
     for normalised in (False, True):
         assert torch.autograd.gradcheck(
-            lambda q, v: attention.kernel_attention(q, q[:, :4], v, score, normalised)[0], (q, v))
+            lambda q, v, normalised=normalised: attention.kernel_attention(q, q[:, :4], v, score, normalised)[0], (q, v))
         assert torch.autograd.gradcheck(
-            lambda s, v: attention.scaled_kernel_attention(q.detach(), s, v, score, normalised)[0],
+            lambda s, v, normalised=normalised: attention.scaled_kernel_attention(q.detach(), s, v, score, normalised)[0],
             (s, v))

@@ -456,7 +456,7 @@ def _cmd(args: argparse.Namespace) -> int:
             shrunk = exp.design(args.scale).shrunk
             if shrunk:
                 print(f"    shrunk: {shrunk}")
-            for spec, rd, done in items:
+            for _spec, rd, done in items:
                 print(f"    {'done' if done else 'todo'}  {rd}")
         return 0
     slurm = {"cluster": args.submitit_cluster, "slurm_partition": args.partition,
