@@ -33,13 +33,8 @@ import numpy as np
 import torch
 
 from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer
-
-try:  # the task sampler and the loss of the training module
-    from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
-    from pfntheory.nn.train import truncated_nll
-    HAVE_PRIORS = True
-except ImportError:  # pragma: no cover - stand-in while the training side is being written
-    HAVE_PRIORS = False
+from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
+from pfntheory.nn.train import truncated_nll
 
 BATCH = 128
 INTERVAL = (-4.0, 4.0)  # fixed truncation interval: timing does not depend on its calibration
@@ -68,29 +63,8 @@ BENCHES = {
 }
 
 
-def _standin_batch(bench: Bench, n: int, g: torch.Generator, dtype):
-    """Stand-in sampler (only if pfntheory.nn.priors is missing): GP draws by Cholesky."""
-    X = torch.randn(BATCH, n + 1, bench.d, generator=g, dtype=torch.float64) / bench.d ** 0.5
-    if bench.kind == "blr":
-        G = X @ X.transpose(1, 2)
-    else:
-        G = torch.exp(-0.5 * torch.cdist(X, X) ** 2 / 0.64)
-    Lc = torch.linalg.cholesky(G + 0.04 * torch.eye(n + 1, dtype=torch.float64))
-    f = (Lc @ torch.randn(BATCH, n + 1, 1, generator=g, dtype=torch.float64))[..., 0]
-
-    class B:  # noqa: D401 - minimal batch
-        pass
-    b = B()
-    b.X, b.Y, b.xq, b.y = X[:, :n].to(dtype), f[:, :n].to(dtype), X[:, n].to(dtype), f[:, n].to(dtype)
-    return b
-
-
 def _loss(out, y, edges):
-    if HAVE_PRIORS:
-        return truncated_nll(out.logits, y, edges).mean()
-    C = out.logits.shape[1]
-    c = (torch.searchsorted(edges.to(y.dtype), y.contiguous()) - 1).clamp(0, C - 1)
-    return -torch.log_softmax(out.logits, -1).gather(1, c[:, None]).mean()
+    return truncated_nll(out.logits, y, edges).mean()
 
 
 def _step(model, opt, batch, edges):
@@ -114,16 +88,12 @@ def run(bench: Bench, steps: int, dense_steps: int, warmup: int, L: int, C: int,
     opt_f = torch.optim.Adam(fast.parameters(), lr=2e-4)
     opt_d = torch.optim.Adam(dense.parameters(), lr=2e-4)
     g = torch.Generator().manual_seed(seed)
-    task = TaskConfig(kind=bench.kind, d=bench.d) if HAVE_PRIORS else None
+    task = TaskConfig(kind=bench.kind, d=bench.d)
 
     def draw():
         t0 = time.perf_counter()
-        if HAVE_PRIORS:
-            n = sample_context_size(bench.n_min, bench.n_max, g)
-            b = sample_batch(task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
-        else:
-            n = int(torch.randint(bench.n_min, bench.n_max + 1, (1,), generator=g))
-            b = _standin_batch(bench, n, g, dtype)
+        n = sample_context_size(bench.n_min, bench.n_max, g)
+        b = sample_batch(task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
         return b, n, time.perf_counter() - t0
 
     # parity of the two forward passes on the first batch (float32 and float64)
@@ -183,8 +153,7 @@ def main(argv=None):
     dtype = getattr(torch, args.dtype)
     dense_steps = args.steps if args.dense_steps is None else min(args.dense_steps, args.steps)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.dtype}, batch {BATCH}, "
-          f"L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after {args.warmup} warm-up,"
-          f" sampler: {'pfntheory.nn.priors.sample_batch' if HAVE_PRIORS else 'stand-in'}")
+          f"L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after {args.warmup} warm-up")
     hdr = (f"{'config':28s} {'mean n':>7s} {'data ms':>9s} {'fast ms':>9s} {'samples/s':>10s} "
            f"{'data %':>7s} {'dense ms':>10s} {'speed-up':>9s} {'|dlogit| f32':>13s} {'f64':>9s}")
     print(hdr)

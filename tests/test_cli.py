@@ -76,14 +76,14 @@ def test_subcommands_are_pluggable(monkeypatch):
     import sys
     import types
 
-    mod = types.ModuleType("pfntheory_fake_sweep")
+    mod = types.ModuleType("pfntheory_fake_sub")
 
     def register(sub):
-        p = sub.add_parser("sweep")
+        p = sub.add_parser("fake")
         p.add_argument("--k", type=int, default=3)
         p.set_defaults(func=lambda args: args.k)
 
     mod.register = register
-    monkeypatch.setitem(sys.modules, "pfntheory_fake_sweep", mod)
-    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", cli.SUBCOMMAND_MODULES + ("pfntheory_fake_sweep",))
-    assert cli.main(["sweep", "--k", "5"]) == 5
+    monkeypatch.setitem(sys.modules, "pfntheory_fake_sub", mod)
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", cli.SUBCOMMAND_MODULES + ("pfntheory_fake_sub",))
+    assert cli.main(["fake", "--k", "5"]) == 5

@@ -63,8 +63,14 @@ def predict(model, batch, device) -> dict:
 
 
 def _mean_se(x) -> tuple[float, float]:
+    """Mean and its standard error; an infinite value (an NLL where the model gives a bin zero mass)
+    makes the mean infinite and the standard error undefined (NaN), without a NumPy warning."""
     x = np.asarray(x, dtype=float)
-    return float(np.mean(x)), float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else 0.0
+    if x.size < 2:
+        return float(np.mean(x)), 0.0
+    if not np.all(np.isfinite(x)):
+        return float(np.mean(x)), float("nan")
+    return float(np.mean(x)), float(np.std(x, ddof=1) / np.sqrt(x.size))
 
 
 def _tv_mixture(w, mu_h, tau_h, edges, probs, a, b) -> np.ndarray:
