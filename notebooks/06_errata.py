@@ -278,6 +278,42 @@ else:
                    "the shift changes the scale as well as the shape")
 
 # %% [markdown]
+# ## 10. TF^pr at a query far from the context
+#
+# sec:generalization divides the skip term of *every* token by `s_{x_j}`, the query's included, so
+# the query's rows follow `f(x) <- (1 - eta sigma^2/s_x) f(x) + (eta/s_x) sum_j kappa(x, x_j)(y_j - f_j)`.
+# For a step admissible for the preconditioned system the context part converges, but the query's
+# own factor `|1 - eta sigma^2/s_x|` exceeds 1 once `s_x < eta sigma^2/2`: a query with little kernel
+# mass on the context (far from the inputs) makes the hand-set TF^pr diverge. The paper states no
+# such condition. The same mechanism shows in the Sacramento case study, where the PFN's far cells in
+# the south-west corner blow up (`reports/casestudy/sacramento/results.json`, `query_recursion`), and
+# it made pretraining on the Gaussian covariate design unstable there (non-finite steps).
+# Check: `verify/test_tfpr_far_query.py`.
+
+# %%
+if construction is None:
+    rec.pending("sec:generalization (TF^pr)", "TF^pr converges at every query",
+                missing(("pfntheory.claims.construction", construction)))
+else:
+    far_rows = []
+    for d_, n_, seed_ in ((2, 64, 0), (4, 48, 1), (8, 96, 2)):
+        r = construction.check_tfpr_far_query(RBFKernel(alpha=1.0, lengthscale=0.8), n_, d_, 0.04,
+                                              L=200, seed=seed_)
+        det = r.details
+        far_rows.append({"d": d_, "n": n_, "eta / eta_admissible": det["eta"] / det["eta_admissible"],
+                         "s_x near": det["s_x_near"], "s_x far": det["s_x_far"],
+                         "threshold eta s2/2": det["threshold_s_x"],
+                         "|1 - eta s2/s_x| far": det["query_factor_far"],
+                         "error ratio L/(L/2) near": det["error_near"] / det["error_half_depth_near"],
+                         "error ratio L/(L/2) far": r.observed,
+                         "predicted far ratio": det["predicted_far_ratio"]})
+    rec.add(r, verdict="does not hold", compare="reference",
+            measured="far query: error at L=200 / error at L=100 (must be < 1 to converge)",
+            caveat="TF^pr converges at the query only if s_x > eta sigma^2 / 2; far queries diverge at "
+                   "the predicted rate |1 - eta sigma^2/s_x|^L")
+    display(pd.DataFrame(far_rows).round(4))
+
+# %% [markdown]
 # ## Summary
 
 # %%

