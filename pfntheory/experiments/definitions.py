@@ -215,7 +215,7 @@ def _exp2_2_quick(d, shift=False):
 FIG_EXP2_2 = Experiment(
     name="fig_exp2_2",
     labels=("fig:exp2-2", "supp-fig:exp2-3", "sec:exp3", "thm:L growth"),
-    title="Depth L and pretraining range n_max against n' (RBF d=16, TF^pr, C=256)",
+    title="Depth L and pretraining range n_max against n' (RBF TF^pr; d=16, C=256 at paper scale)",
     claims=_EXP2_2_CLAIMS,
     paper=Design(_exp2_2(d=16, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
                          steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES)),

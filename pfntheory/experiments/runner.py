@@ -24,6 +24,7 @@ worker); ``slurm`` submits them as one job array through ``submitit`` (optional 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as _dt
 import os
@@ -216,12 +217,11 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
     root = Path(root) if root is not None else run_dir.parent.parent
     t0 = time.perf_counter()
     spec_path = run_dir / SPEC_FILE
-    if spec_path.is_file():
-        old = runfiles.load_json(spec_path)
-        if old.get("name") != spec.name:
-            raise ValueError(f"{run_dir} holds the run {old.get('name')!r}, not {spec.name!r}")
+    old = _read_spec_doc(spec_path)
+    if old is not None and old.get("name") != spec.name:
+        raise ValueError(f"{run_dir} holds the run {old.get('name')!r}, not {spec.name!r}")
     if is_complete(spec, run_dir):
-        if not spec_path.is_file() or runfiles.load_json(spec_path) != _jsonable(_spec_doc(spec)):
+        if old != _jsonable(_spec_doc(spec)):
             runfiles.save_json(spec_path, _spec_doc(spec))
         return {"name": spec.name, "status": "skipped", "seconds": 0.0}
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -244,6 +244,18 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
     return {"name": spec.name, "status": status, "seconds": time.perf_counter() - t0}
 
 
+def _read_spec_doc(path: Path) -> dict | None:
+    """``spec.json`` of a run directory, or None when it is absent or unreadable (a corrupt file is
+    rewritten from the spec, like any other corrupt file of a run; the directory name, which is the
+    spec's hash, already identifies the run)."""
+    if not path.is_file():
+        return None
+    try:
+        return runfiles.load_json(path)
+    except runfiles.CorruptFileError:
+        return None
+
+
 def _execute_job(spec, run_dir: str, backend: str, root: str, threads: int) -> dict:
     """Worker entry point (process pool or SLURM array task): never raises, reports the error."""
     _limit_threads(threads)
@@ -255,8 +267,32 @@ def _execute_job(spec, run_dir: str, backend: str, root: str, threads: int) -> d
                 "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()[-3000:]}"}
 
 
+@contextlib.contextmanager
+def _restored_threads():
+    """Restore the thread environment variables and torch's thread count on exit."""
+    saved = {v: os.environ.get(v) for v in _THREAD_VARS}
+    try:
+        import torch
+        n_torch = torch.get_num_threads()
+    except ImportError:  # pragma: no cover
+        torch, n_torch = None, None
+    try:
+        yield
+    finally:
+        for var, val in saved.items():
+            if val is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = val
+        if torch is not None:
+            torch.set_num_threads(n_torch)
+
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _limit_threads(threads: int) -> None:
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in _THREAD_VARS:
         os.environ[var] = str(threads)
     try:
         import torch
@@ -283,8 +319,9 @@ def _run_local(todo, backend, root, workers, threads, progress, desc):
     results = []
     if workers == 1:
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
-        for spec, rd in todo:
-            results.append(_execute_job(spec, str(rd), backend, str(root), threads))
+        with _restored_threads():  # in this process: leave the caller's thread settings as found
+            for spec, rd in todo:
+                results.append(_execute_job(spec, str(rd), backend, str(root), threads))
             bar.update()
             bar.set_postfix_str(f"{results[-1]['status']} {spec.name[:40]}")
         bar.close()
@@ -374,6 +411,7 @@ def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", roo
     exp = get_experiment(experiment)
     choice(scale, "scale", SCALES)
     choice(executor, "executor", EXECUTORS)
+    choice(backend, "backend", BACKENDS)
     root = Path(root) if root is not None else default_root()
     threads = positive_int(threads, "threads")
     workers = positive_int(workers, "workers") if workers is not None else min(2, os.cpu_count() or 1)
@@ -448,6 +486,10 @@ def _cmd(args: argparse.Namespace) -> int:
     names = args.experiments or list(EXPERIMENTS)
     for n in names:
         get_experiment(n)
+    if args.dry_run and not args.list and args.root is None and not os.environ.get("PFNTHEORY_RUNS"):
+        # stand-in runs in the real runs root would count as complete and be served as trained runs
+        raise ValueError("--dry-run needs --root (or $PFNTHEORY_RUNS): stand-in runs must not land "
+                         f"in {default_root()}")
     if args.list:
         for n in names:
             exp = get_experiment(n)

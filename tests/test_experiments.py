@@ -1,0 +1,581 @@
+"""Unit tests of pfntheory.experiments: definitions, run naming, sweeps, published tables, claim checks.
+
+Nothing here trains: every sweep uses ``backend="standin"`` (seconds-long fake runs with the real
+files, :mod:`pfntheory.experiments._standin`) under ``tmp_path``, never ``reports/runs``. The claim
+checks are run on stand-in runs built to satisfy each claim, and on deliberately inverted copies, to
+show that the checks of ``verify/test_trained_claims.py`` can fail.
+"""
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pfntheory import cli
+from pfntheory import runs as runfiles
+from pfntheory.experiments import _standin, definitions, reference
+from pfntheory.experiments import claims as xclaims
+from pfntheory.experiments.definitions import (
+    EXPERIMENTS,
+    SCALES,
+    Design,
+    Experiment,
+    experiment_names,
+    get_experiment,
+)
+from pfntheory.experiments.published import (
+    HIERARCHICAL_GP,
+    LENGTHSCALE_CRPS,
+    PUBLISHED_DEPTHS,
+    PUBLISHED_METRICS,
+    published_rows,
+)
+from pfntheory.experiments.results import LoadedRun, MissingRunsError, load_experiment
+from pfntheory.experiments.runner import SPEC_FILE, execute, is_complete, plan, sweep
+from pfntheory.experiments.specs import (
+    EvalSpec,
+    ExactPPDSpec,
+    ModelSpec,
+    RunSpec,
+    StepsizeSpec,
+    TaskSpec,
+    canonical_json,
+    spec_hash,
+)
+
+PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
+ALL = [(name, scale) for name in EXPERIMENTS for scale in SCALES]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch):
+    """The machine is shared: keep every worker (and submitit's local jobs) on one thread."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("PFNTHEORY_STANDIN_CRASH", raising=False)
+
+
+def _sweep(name, root, **kw):
+    kw = {"backend": "standin", "workers": 1, "progress": False, **kw}
+    return sweep(name, "quick", root=root, **kw)
+
+
+def _statuses(summary) -> dict:
+    return {r["name"]: r["status"] for r in summary["runs"]}
+
+
+def _tiny() -> Experiment:
+    """One run of each kind (trained, fig:stepsize, exact PPD), small enough for a second."""
+    task = TaskSpec(kind="rbf", d=2)
+    design = Design(runs=(
+        RunSpec(task=task, model=ModelSpec(score="rbf", L=2, C=8, normalised=True), n_min=4,
+                n_max=8, steps=4, lr=1e-3, evals=(EvalSpec(n_eval=(4, 8), n_instances=4),
+                                                  EvalSpec(n_eval=(8,), n_instances=4,
+                                                           covariates="uniform"))),
+        StepsizeSpec(kernel="rbf", d=2, ns=(10, 20, 40), n_trials=2),
+        ExactPPDSpec(task=task, n_eval=(4, 8), n_instances=4),
+    ), shrunk="tiny")
+    return Experiment(name="tiny", labels=("none",), title="plumbing", claims=(), quick=design,
+                      paper=design)
+
+
+@pytest.fixture
+def tiny(monkeypatch) -> str:
+    monkeypatch.setitem(definitions.EXPERIMENTS, "tiny", _tiny())
+    return "tiny"
+
+
+# --------------------------------------------------------------------------------------------------
+# definitions and run naming
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,scale", ALL, ids=[f"{n}-{s}" for n, s in ALL])
+def test_every_experiment_builds(name, scale):
+    exp = get_experiment(name)
+    runs = exp.runs(scale)
+    assert exp.name == name and exp.labels and exp.title and exp.claims
+    assert len(runs) > 0
+    for spec in runs:
+        assert isinstance(spec, (RunSpec, StepsizeSpec, ExactPPDSpec))
+        if isinstance(spec, RunSpec):
+            assert spec.evals, f"{spec.name} is never evaluated"
+
+
+def _all_runs():
+    for name in EXPERIMENTS:
+        for scale in SCALES:
+            for spec in get_experiment(name).runs(scale):
+                yield name, scale, spec
+
+
+def test_run_names_derive_from_config_and_never_collide():
+    """Over every run of every experiment at both scales: the directory name ends in the hash of the
+    training config, and one name never stands for two different training configs (the same config
+    in two experiments -- fig_exp2_2 and supp_exp2_d4 at quick scale -- shares a name on purpose)."""
+    by_name: dict[str, str] = {}
+    n = 0
+    for _, _, spec in _all_runs():
+        config = canonical_json(spec.training())
+        assert spec.name.endswith("-" + spec_hash(spec.training())), spec.name
+        assert by_name.setdefault(spec.name, config) == config, f"two configs share {spec.name}"
+        n += 1
+    hashes = {name.rsplit("-", 1)[1] for name in by_name}
+    assert len(hashes) == len(by_name)  # distinct configs, distinct hashes
+    assert n > len(by_name) >= 100  # some configs are shared between experiments, and many exist
+
+
+def test_run_name_follows_training_not_evaluation():
+    spec = get_experiment("fig_exp2_1").runs("quick")[0]
+    assert dataclasses.replace(spec, evals=()).name == spec.name
+    changed = [dataclasses.replace(spec, lr=spec.lr / 2), dataclasses.replace(spec, seed=1),
+               dataclasses.replace(spec, steps=spec.steps + 1),
+               dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=2)),
+               # not in the readable prefix: only the hash tells these apart
+               dataclasses.replace(spec, task=dataclasses.replace(spec.task, hier_noise_stds=(0.5,))),
+               dataclasses.replace(spec, batch_size=64)]
+    names = {spec.name} | {c.name for c in changed}
+    assert len(names) == len(changed) + 1
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_quick_design_states_what_was_shrunk(name):
+    exp = get_experiment(name)
+    assert exp.paper.shrunk == ""
+    assert len(exp.quick.shrunk) > 20, f"{name}: quick design does not say what was shrunk"
+    assert exp.quick.runs != exp.paper.runs
+    quick, paper = exp.quick.runs, exp.paper.runs
+    q_cost = sum(getattr(s, "steps", 0) * getattr(s, "n_max", 1) ** 2 + getattr(s, "n_trials", 0)
+                 for s in quick)
+    p_cost = sum(getattr(s, "steps", 0) * getattr(s, "n_max", 1) ** 2 + getattr(s, "n_trials", 0)
+                 for s in paper)
+    assert q_cost < p_cost, f"{name}: the quick design is not cheaper ({q_cost} vs {p_cost})"
+
+
+def test_design_rejects_shared_directory():
+    spec = get_experiment("fig_exp2_1").runs("quick")[0]
+    with pytest.raises(ValueError, match="share a directory"):
+        Design(runs=(spec, dataclasses.replace(spec, evals=())))
+
+
+# --------------------------------------------------------------------------------------------------
+# sweeps: files, idempotence, adoption, resumption, executors
+# --------------------------------------------------------------------------------------------------
+
+def _files(root: Path) -> dict:
+    return {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_sweep_creates_files_and_is_idempotent(tmp_path, tiny):
+    s = _sweep("supp_exp2_d4", tmp_path, workers=2)  # the process pool
+    assert s["n_failed"] == 0 and s["n_runs"] == 4 and set(_statuses(s).values()) == {"done"}
+    exp_dir = tmp_path / "supp_exp2_d4"
+    assert (exp_dir / ".gitignore").read_text().startswith("checkpoint.pt")
+    assert runfiles.load_json(exp_dir / "sweep-quick.json") == s
+    for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
+        assert done and rd == exp_dir / spec.name
+        assert {p.name for p in rd.iterdir()} == {SPEC_FILE, runfiles.CONFIG, runfiles.METRICS,
+                                                  runfiles.WEIGHTS, "eval.json",
+                                                  "eval_uniform.json"}
+        assert runfiles.load_json(rd / SPEC_FILE)["name"] == spec.name
+
+    before = _files(tmp_path)
+    again = _sweep("supp_exp2_d4", tmp_path)
+    assert set(_statuses(again).values()) == {"skipped"} and again["n_failed"] == 0
+    assert _files(tmp_path) == before  # nothing rewritten, not even the summary
+
+    # exact-side runs write result.json; a second sweep skips them too
+    s = _sweep(tiny, tmp_path)
+    assert s["n_failed"] == 0 and set(_statuses(s).values()) == {"done"}
+    for spec, rd, done in plan(tiny, "quick", tmp_path):
+        assert done
+        if not isinstance(spec, RunSpec):
+            assert runfiles.load_json(rd / "result.json")["spec"] == runfiles.load_json(
+                rd / SPEC_FILE)["spec"]
+    assert set(_statuses(_sweep(tiny, tmp_path)).values()) == {"skipped"}
+    loaded = load_experiment(tiny, "quick", tmp_path)
+    assert [r.spec for r in loaded] == list(_tiny().quick.runs)
+
+
+def test_identical_run_of_another_experiment_is_adopted(tmp_path):
+    """fig_exp2_2 and supp_exp2_d4 share their trained runs at quick scale (d=4): the second sweep
+    copies the weights and only adds the covariate-shift evaluation."""
+    _sweep("fig_exp2_2", tmp_path)
+    s = _sweep("supp_exp2_d4", tmp_path)
+    assert set(_statuses(s).values()) == {"adopted"}
+    for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
+        assert done and (rd / "eval_uniform.json").is_file()
+        assert (rd / runfiles.WEIGHTS).read_bytes() == (
+            tmp_path / "fig_exp2_2" / spec.name / runfiles.WEIGHTS).read_bytes()
+
+
+def test_killed_run_resumes_from_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.setenv("PFNTHEORY_STANDIN_CRASH", "1")
+    s = _sweep("fig_exp2_1", tmp_path)
+    assert s["n_failed"] == 2 and all("killed" in r["error"] for r in s["runs"])
+    items = plan("fig_exp2_1", "quick", tmp_path)
+    assert not any(done for *_, done in items)
+    assert all((rd / runfiles.CHECKPOINT).is_file() for _, rd, _ in items)
+    with pytest.raises(MissingRunsError) as err:
+        load_experiment("fig_exp2_1", "quick", tmp_path)
+    assert len(err.value.missing) == 2
+
+    monkeypatch.delenv("PFNTHEORY_STANDIN_CRASH")
+    s = _sweep("fig_exp2_1", tmp_path)
+    assert s["n_failed"] == 0 and set(_statuses(s).values()) == {"done"}
+    assert runfiles.load_json(tmp_path / "fig_exp2_1" / "sweep-quick.json")["n_failed"] == 0
+    for spec, rd, done in plan("fig_exp2_1", "quick", tmp_path):
+        assert done and not (rd / runfiles.CHECKPOINT).exists()
+        assert runfiles.load_json(rd / runfiles.METRICS)["resumed_from"] == spec.steps // 2
+    runs = load_experiment("fig_exp2_1", "quick", tmp_path)
+    assert len(runs) == 2 and all(set(r.eval.n_eval) == {40, 64, 96, 128, 160, 200} for r in runs)
+
+
+@pytest.mark.parametrize("cluster,name", [("debug", "tiny"), ("local", "fig_exp2_1")])
+def test_slurm_executor_through_submitit(tmp_path, tiny, cluster, name):
+    """The job-array path of ``executor="slurm"``, run by submitit's in-process (debug) or
+    subprocess (local: one Python per run, hence the two-run experiment) executor instead of a
+    cluster; the runs end complete and a second sweep submits nothing."""
+    pytest.importorskip("submitit")
+    slurm = {"cluster": cluster, "poll_s": 0.2, "timeout_min": 5}
+    s = _sweep(name, tmp_path, executor="slurm", slurm=slurm)
+    assert s["executor"] == "slurm" and s["workers"] is None
+    assert s["n_failed"] == 0, [r.get("error") for r in s["runs"]]
+    assert set(_statuses(s).values()) == {"done"}
+    assert (tmp_path / name / ".submitit").is_dir()
+    assert all(done for *_, done in plan(name, "quick", tmp_path))
+    assert len(load_experiment(name, "quick", tmp_path)) == len(get_experiment(name).runs("quick"))
+    again = _sweep(name, tmp_path, executor="slurm", slurm=slurm)
+    assert set(_statuses(again).values()) == {"skipped"}
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"experiment": "fig_exp9"}, "experiment"),
+    ({"scale": "huge"}, "scale"),
+    ({"executor": "pbs"}, "executor"),
+    ({"workers": 0}, "workers"),
+    ({"workers": 1.5}, "workers"),
+    ({"threads": 0}, "threads"),
+    ({"backend": "magic"}, "backend"),
+])
+def test_sweep_rejects_bad_input(tmp_path, kw, match):
+    kw = {"experiment": "fig_exp2_1", "scale": "quick", "backend": "standin", **kw}
+    with pytest.raises(ValueError, match=match):
+        sweep(kw.pop("experiment"), kw.pop("scale"), root=tmp_path, progress=False, **kw)
+    assert list(tmp_path.iterdir()) == []  # rejected before anything was written
+
+
+def test_other_entry_points_reject_bad_names(tmp_path):
+    with pytest.raises(ValueError, match="experiment"):
+        load_experiment("nope", "quick", tmp_path)
+    with pytest.raises(ValueError, match="scale"):
+        load_experiment("fig_exp1", "huge", tmp_path)
+    with pytest.raises(ValueError, match="experiment"):
+        plan("nope", "quick", tmp_path)
+    with pytest.raises(ValueError, match="spec"):
+        execute("not a spec", tmp_path / "x")
+    with pytest.raises(ValueError, match="experiment"):
+        published_rows("fig_exp1")
+    with pytest.raises(MissingRunsError, match="fig_exp1"):
+        load_experiment("fig_exp1", "quick", tmp_path)
+
+
+def _corrupt(path: Path) -> None:
+    path.write_text(path.read_text()[:10])  # a truncated copy
+
+
+@pytest.mark.parametrize("kind,file,breaks", [
+    ("run", "eval.json", True),
+    ("run", "eval_uniform.json", True),
+    ("run", "metrics.json", True),
+    ("run", SPEC_FILE, False),  # does not break completeness, but must not break a redo either
+    ("stepsize", "result.json", True),
+    ("exact", "result.json", True),
+])
+def test_corrupt_json_is_redone(tmp_path, tiny, kind, file, breaks):
+    _sweep(tiny, tmp_path)
+    spec, rd = next((s, rd) for s, rd, _ in plan(tiny, "quick", tmp_path)
+                    if type(s).__name__.lower().startswith(kind))
+    _corrupt(rd / file)
+    if not breaks:
+        (rd / "eval.json").unlink()  # give the run some work to do alongside the corrupt file
+    assert not is_complete(spec, rd)
+    s = _sweep(tiny, tmp_path)
+    assert s["n_failed"] == 0, [r.get("error") for r in s["runs"]]
+    assert _statuses(s)[spec.name] == "done"
+    assert sorted(_statuses(s).values()) == ["done", "skipped", "skipped"]
+    assert is_complete(spec, rd)
+    runfiles.load_json(rd / file)  # readable again
+    assert len(load_experiment(tiny, "quick", tmp_path)) == 3
+
+
+def test_cli_sweep_list_and_dry_run(tmp_path, capsys):
+    root = str(tmp_path)
+    assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
+    out = capsys.readouterr().out
+    assert "fig_exp2_1 [quick] 0/2 complete" in out and "shrunk:" in out and out.count("todo") == 2
+    assert cli.main(["sweep", "fig_exp2_1", "--dry-run", "--root", root, "--no-progress",
+                     "--workers", "1"]) == 0
+    assert "2 runs, 0 failed" in capsys.readouterr().out
+    assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
+    assert "2/2 complete" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["sweep", "fig_exp9", "--list", "--root", root])
+    assert e.value.code == 2 and "unknown experiment" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# the published tables
+# --------------------------------------------------------------------------------------------------
+
+def test_published_tables_shape():
+    assert PUBLISHED_DEPTHS == (8, 16, 32) and PUBLISHED_METRICS == ("crps", "cov50", "cov90", "cov95")
+    assert sorted(LENGTHSCALE_CRPS) == [(ell, n) for ell in (0.4, 0.8, 1.6) for n in (256, 1024)]
+    assert sorted(HIERARCHICAL_GP) == [256, 512, 1024]
+    for table in (LENGTHSCALE_CRPS, HIERARCHICAL_GP):
+        for cell in table.values():
+            assert set(cell) == set(PUBLISHED_METRICS)
+            for values in cell.values():
+                assert len(values) == 3 and all(0 < v < 1 for v in values)
+    assert len(published_rows("supp_tab_lengthscale")) == 6 * 3
+    assert len(published_rows("supp_tab_hier")) == 3 * 3
+    row = published_rows("supp_tab_lengthscale")[0]
+    assert row == {"lengthscale": 0.4, "n_prime": 256, "L": 8, "crps": .538, "cov50": .504,
+                   "cov90": .904, "cov95": .953}
+
+
+def _tex_table(label: str) -> list[list[str]]:
+    """Rows (lists of cell strings) between \\midrule/\\toprule and \\bottomrule of the tabular that
+    precedes ``\\label{label}``."""
+    tex = PAPER_TEX.read_text()
+    end = tex.index(f"\\label{{{label}}}")
+    start = tex.rindex("\\begin{tabular}", 0, end)
+    body = tex[start:tex.index("\\end{tabular}", start)]
+    body = body.split("\\toprule", 1)[1].split("\\bottomrule", 1)[0]
+    rows = [r.replace("\\midrule", "").strip() for r in body.split("\\\\")]
+    return [[c.strip().strip("$").strip() for c in r.split("&")] for r in rows if r]
+
+
+def _triple(cell: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in re.split(r",\\?\s*", cell.replace("\\ ", " ")))
+
+
+@pytest.mark.skipif(not PAPER_TEX.is_file(), reason=f"{PAPER_TEX} not on disk")
+def test_published_tables_match_the_tex():
+    """Every number of published.py against the LaTeX source (exact: both are the printed decimals)."""
+    rows = _tex_table("supp-tab:lengthscale-crps")
+    header, rows = rows[0], rows[1:]
+    assert header[2:] == ["CRPS", "50\\%", "90\\%", "95\\%"]
+    parsed, ell = {}, None
+    for cells in rows:
+        ell = float(cells[0]) if cells[0] else ell  # blank lengthscale: same block as above
+        parsed[(ell, int(cells[1]))] = dict(zip(PUBLISHED_METRICS, map(_triple, cells[2:]),
+                                                strict=True))
+    assert parsed == LENGTHSCALE_CRPS
+
+    rows = _tex_table("supp-tab:hierarchical-gp")
+    assert rows[0][1:] == ["CRPS", "50\\%", "90\\%", "95\\%"]
+    parsed = {int(c[0]): dict(zip(PUBLISHED_METRICS, map(_triple, c[1:]), strict=True))
+              for c in rows[1:]}
+    assert parsed == HIERARCHICAL_GP
+
+
+# --------------------------------------------------------------------------------------------------
+# the trained-claim checks, on stand-in runs: they hold where built to, and fail on inverted copies
+# --------------------------------------------------------------------------------------------------
+
+FAKE_METRICS = _standin.fake_metrics  # the unpatched stand-in metrics
+
+
+def _patch_metrics(monkeypatch, transform):
+    """Make the stand-in evaluate ``fake_metrics(transform(spec, n))`` (in-process sweep)."""
+
+    def fake(spec, n, covariates):
+        spec2, n2 = transform(spec, n)
+        return FAKE_METRICS(spec2, n2, covariates)
+
+    monkeypatch.setattr(_standin, "fake_metrics", fake)
+
+
+def _by(results, *words):
+    out = [r for r in results if all(w in r.statement for w in words)]
+    assert out, f"no claim with {words} in {[r.statement for r in results]}"
+    return out
+
+
+def test_check_exp1_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch):
+    """Stand-in TV = exp(-L/8) n/n_max + 1/C falls with L and with C: all 8 claims hold. With the
+    depths mirrored (L -> 34 - L over {2, 8, 32}) TV rises with L: the four L-claims fail and the
+    C-claims still hold; with the bin counts mirrored the C-claims fail."""
+    _sweep("fig_exp1", tmp_path / "ok")
+    res = xclaims.check_exp1(load_experiment("fig_exp1", "quick", tmp_path / "ok"))
+    assert len(res) == 8 and all(r.holds for r in res), "\n".join(map(str, res))
+
+    def mirror_L(spec, n):
+        return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=34 - spec.model.L)), n
+
+    _patch_metrics(monkeypatch, mirror_L)
+    _sweep("fig_exp1", tmp_path / "inv_L")
+    res = xclaims.check_exp1(load_experiment("fig_exp1", "quick", tmp_path / "inv_L"))
+    assert not any(r.holds for r in _by(res, "falls with L")), "\n".join(map(str, res))
+    assert all(r.holds for r in _by(res, "falls with C"))
+    assert all(r.observed < 0 for r in _by(res, "falls with L"))
+
+    def mirror_C(spec, n):
+        return dataclasses.replace(spec, model=dataclasses.replace(spec.model, C=272 - spec.model.C)), n
+
+    _patch_metrics(monkeypatch, mirror_C)
+    _sweep("fig_exp1", tmp_path / "inv_C")
+    res = xclaims.check_exp1(load_experiment("fig_exp1", "quick", tmp_path / "inv_C"))
+    assert not any(r.holds for r in _by(res, "falls with C")), "\n".join(map(str, res))
+
+
+def test_check_exp2_1_holds_on_standin_and_fails_swapped(tmp_path, monkeypatch):
+    """Stand-in: the unnormalised TV grows like (n/n_max)^2, the normalised one linearly. Swapping
+    which model gets which curve makes TF^pr the one that rises faster: the flatness claim fails."""
+    _sweep("fig_exp2_1", tmp_path / "ok")
+    res = xclaims.check_exp2_1(load_experiment("fig_exp2_1", "quick", tmp_path / "ok"))
+    assert len(res) == 2 and all(r.holds for r in res), "\n".join(map(str, res))
+
+    def swap(spec, n):
+        m = spec.model
+        return dataclasses.replace(spec, model=dataclasses.replace(m, normalised=not m.normalised)), n
+
+    _patch_metrics(monkeypatch, swap)
+    _sweep("fig_exp2_1", tmp_path / "inv")
+    res = xclaims.check_exp2_1(load_experiment("fig_exp2_1", "quick", tmp_path / "inv"))
+    assert not _by(res, "flatter")[0].holds, "\n".join(map(str, res))
+
+
+@pytest.mark.parametrize("eval_file", ["eval.json", "eval_uniform.json"])
+def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch, eval_file):
+    """Stand-in TV falls with L and n_max and grows with n': all four claims hold (also on the
+    covariate-shift file). Each claim fails on its inverted copy: TV frozen in n' (growth), n_max
+    mirrored, L mirrored, 90% coverage 0.2 short."""
+    _sweep("supp_exp2_d4", tmp_path / "ok")
+    runs = load_experiment("supp_exp2_d4", "quick", tmp_path / "ok")
+    res = xclaims.check_exp2_2(runs, eval_file=eval_file)
+    assert len(res) == 4 and all(r.holds for r in res), "\n".join(map(str, res))
+
+    _patch_metrics(monkeypatch, lambda spec, n: (spec, 64))
+    _sweep("supp_exp2_d4", tmp_path / "flat")
+    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "flat"),
+                               eval_file=eval_file)
+    assert not _by(res, "grows with n'")[0].holds, "\n".join(map(str, res))
+
+    _patch_metrics(monkeypatch, lambda spec, n: (dataclasses.replace(spec, n_max=288 - spec.n_max), n))
+    _sweep("supp_exp2_d4", tmp_path / "inv")
+    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "inv"),
+                               eval_file=eval_file)
+    assert not _by(res, "falls from n_max")[0].holds, "\n".join(map(str, res))
+
+    def mirror_L(spec, n):  # L in {2, 8} -> {8, 2}
+        return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=10 - spec.model.L)), n
+
+    _patch_metrics(monkeypatch, mirror_L)
+    _sweep("supp_exp2_d4", tmp_path / "inv_L")
+    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "inv_L"),
+                               eval_file=eval_file)
+    assert not _by(res, "falls from L=")[0].holds, "\n".join(map(str, res))
+
+    def miscalibrated(spec, n, covariates):
+        m = dict(FAKE_METRICS(spec, n, covariates))
+        m["coverage_90"] -= 0.2
+        return m
+
+    monkeypatch.setattr(_standin, "fake_metrics", miscalibrated)
+    _sweep("supp_exp2_d4", tmp_path / "cov")
+    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "cov"),
+                               eval_file=eval_file)
+    assert not _by(res, "coverage near nominal")[0].holds, "\n".join(map(str, res))
+    assert all(r.holds for r in res if "coverage" not in r.statement)
+
+
+@pytest.fixture
+def fast_reference(monkeypatch):
+    """The real exact-PPD reference on 8 contexts per n' instead of 512 (the hierarchical one takes
+    about a minute at full size); only the plumbing and the check are under test here."""
+    real = reference.exact_ppd_reference
+
+    def fast(task, n_eval, n_instances, rng, **kw):
+        return real(task, n_eval, 8, rng, **kw)
+
+    monkeypatch.setattr(reference, "exact_ppd_reference", fast)
+
+
+@pytest.mark.parametrize("name", ["supp_tab_lengthscale", "supp_tab_hier"])
+def test_check_table_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch, fast_reference,
+                                                         name):
+    """Stand-in CRPS = 0.3 + TV/10 above its exact 0.3, coverage nominal - TV/20: the three claims
+    hold. A model whose CRPS is below the exact PPD's, and one whose coverage is 0.2 short, fail."""
+    _sweep(name, tmp_path / "ok")
+    res = xclaims.check_table(load_experiment(name, "quick", tmp_path / "ok"))
+    assert len(res) == 3 and all(r.holds for r in res), "\n".join(map(str, res))
+    label = "supp-tab:hierarchical-gp" if name == "supp_tab_hier" else "supp-tab:lengthscale-crps"
+    assert {r.label for r in res} == {label}
+    rows = res[0].details["rows"]
+    assert all("crps_exact_ppd" in r for r in rows)
+
+    def better_than_exact(spec, n, covariates):
+        m = dict(FAKE_METRICS(spec, n, covariates))
+        m["crps_exact"] = m["crps"] + 0.05
+        for lv in (50, 90, 95):
+            m[f"coverage_{lv}"] -= 0.2
+        return m
+
+    monkeypatch.setattr(_standin, "fake_metrics", better_than_exact)
+    _sweep(name, tmp_path / "inv")
+    res = xclaims.check_table(load_experiment(name, "quick", tmp_path / "inv"))
+    assert not _by(res, "below the exact PPD")[0].holds, "\n".join(map(str, res))
+    assert not _by(res, "coverage near nominal")[0].holds
+
+
+def test_check_stepsize_accepts_one_over_n_only():
+    """A 1/n curve holds; a 1/sqrt(n) curve (slope -1/2) fails the band [-1.1, -0.9]."""
+    spec = StepsizeSpec(kernel="rbf", d=16, ns=tuple(range(100, 1001, 100)), n_trials=3)
+    ns = np.asarray(spec.ns, float)
+
+    def run(mean):
+        return LoadedRun(spec=spec, run_dir=Path("."), result={"ns": ns.tolist(), "mean": mean.tolist(),
+                                                               "limit": 0.0})
+
+    (ok,) = xclaims.check_stepsize([run(2 / (0.3 * ns + 0.04))])
+    (bad,) = xclaims.check_stepsize([run(2 / np.sqrt(ns))])
+    assert ok.holds and -1.1 <= ok.observed <= -0.9, str(ok)
+    assert not bad.holds and bad.observed == pytest.approx(-0.5), str(bad)
+
+
+def test_standin_is_never_taken_for_a_trained_run(tmp_path):
+    """Stand-in runs are marked, so that verify/test_trained_claims.py can refuse them."""
+    _sweep("fig_exp2_1", tmp_path)
+    for r in load_experiment("fig_exp2_1", "quick", tmp_path):
+        assert r.train_metrics.get("standin") is True
+        assert runfiles.load_json(r.run_dir / "eval.json")["standin"] is True
+
+
+def test_names_listed_once():
+    assert experiment_names() == tuple(EXPERIMENTS)
+    assert len(set(experiment_names())) == len(EXPERIMENTS) == 8
+
+
+def test_dry_run_refuses_the_real_runs_root(monkeypatch):
+    """Stand-in runs written into reports/runs would count as complete trained runs: the CLI refuses
+    ``--dry-run`` without an explicit root, with an error naming the option."""
+    monkeypatch.delenv("PFNTHEORY_RUNS", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["sweep", "fig_exp2_1", "--dry-run", "--no-progress"])
+    assert exc.value.code == 2
+
+
+def test_in_process_sweep_restores_thread_settings(tmp_path, monkeypatch):
+    """A sweep with workers=1 runs in the caller's process; it must not leave the caller (e.g. a
+    notebook) limited to its per-run thread count."""
+    import torch
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    before = torch.get_num_threads()
+    sweep("fig_exp2_1", "quick", root=tmp_path, workers=1, threads=1, backend="standin",
+          progress=False)
+    assert os.environ["OMP_NUM_THREADS"] == "7"
+    assert torch.get_num_threads() == before

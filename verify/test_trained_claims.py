@@ -1,0 +1,258 @@
+"""The paper's trained claims, checked on the committed runs in ``reports/runs/`` (no training here).
+
+Results: fig:exp1 (sec:exp1), fig:exp2-1 (sec:exp2), fig:exp2-2 and supp-fig:exp2-3 (sec:exp3) with
+their d=4 and d=8 companions (supp-fig:exp2 d4-1 ... supp-fig:exp2 d8-2), supp-tab:lengthscale-crps,
+supp-tab:hierarchical-gp, and fig:stepsize (exact side, no training).
+
+The runs are those that :mod:`pfntheory.experiments.definitions` declares at ``--scale`` (default
+``quick``: each design's ``shrunk`` note says how it differs from the paper), produced by
+``pfntheory sweep --scale quick`` and read with :func:`~pfntheory.experiments.results.load_experiment`.
+Every measurement is :mod:`pfntheory.experiments.claims`; this module only asserts on it and prints
+each :class:`~pfntheory.claims.ClaimResult` (observed value beside its bound).
+
+Statistical margin: a difference of two means over evaluation instances counts only when it exceeds
+``Z_MARGIN = 3`` standard errors (unpaired SE, conservative since all runs of one task share their
+evaluation instances; one-sided normal tail 0.13% per comparison). Coverage may deviate from nominal
+by ``COVERAGE_SLACK = 0.05`` plus ``Z_MARGIN`` binomial SEs. Rates are fitted slopes with a 95% CI.
+
+A run that is missing or incomplete FAILS its test (it is a defect, never a reason to skip); so does a
+stand-in run (``pfntheory sweep --dry-run``) found where a trained run should be. How each check can
+fail is shown in ``tests/test_experiments.py``, which runs the same checks on stand-in runs built to
+satisfy the claim and on inverted copies that must fail it.
+"""
+
+from functools import cache
+
+import pytest
+
+from pfntheory.experiments import claims as xc
+from pfntheory.experiments.definitions import get_experiment
+from pfntheory.experiments.results import MissingRunsError, load_experiment
+from pfntheory.experiments.specs import RunSpec, StepsizeSpec
+
+Z, SLACK = xc.Z_MARGIN, xc.COVERAGE_SLACK
+
+
+@cache
+def _load(experiment: str, scale: str):
+    return load_experiment(experiment, scale)
+
+
+def _runs(experiment: str, scale: str):
+    """The runs of ``experiment`` at ``scale``; fails the test when any is missing or a stand-in."""
+    try:
+        runs = _load(experiment, scale)
+    except MissingRunsError as err:
+        pytest.fail(f"{err}\n(a missing run is a defect: this check cannot be made without it)",
+                    pytrace=False)
+    fake = [r.run_dir.name for r in runs if (r.train_metrics or {}).get("standin")]
+    if fake:
+        pytest.fail(f"{experiment} [{scale}]: {len(fake)} stand-in run(s) (sweep --dry-run) where "
+                    f"trained runs belong, e.g. {fake[:3]}", pytrace=False)
+    return runs
+
+
+def _pick(results, *words):
+    """The one ClaimResult whose statement contains every word."""
+    found = [r for r in results if all(w in r.statement for w in words)]
+    if len(found) != 1:
+        pytest.fail(f"expected one claim with {words}, got {[r.statement for r in results]}")
+    return found[0]
+
+
+def _check(result) -> None:
+    print(result)  # observed beside bound, shown by pytest -rA / on failure
+    assert result.holds, str(result)
+
+
+def _panels(experiment: str) -> list[tuple[str, str]]:
+    runs = get_experiment(experiment).runs("quick")
+    return sorted({(r.task.kind, r.model.mode) for r in runs if isinstance(r, RunSpec)})
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp1 -- TV against depth L and bin count C
+# --------------------------------------------------------------------------------------------------
+
+EXP1_PANELS = _panels("fig_exp1")
+_EXP1_IDS = [f"{k}-{m}" for k, m in EXP1_PANELS]
+
+
+@pytest.mark.parametrize("kind,mode", EXP1_PANELS, ids=_EXP1_IDS)
+def test_exp1_tv_falls_with_depth(scale, kind, mode):
+    """fig:exp1 / thm:PPD convergence: "log TV ... decreases ... with respect to the log of the depth".
+
+    Per panel (task x theory/learnable), at the largest C: E[TV] over the evaluation n' at the
+    smallest L minus that at the largest L must exceed Z_MARGIN = 3 SE. Prints the log-log slope in L
+    with its 95% CI. Fails when depth does not help (shown on stand-in runs with mirrored depths).
+    """
+    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"{kind}/{mode}:", "falls with L"))
+
+
+@pytest.mark.parametrize("kind,mode", EXP1_PANELS, ids=_EXP1_IDS)
+def test_exp1_tv_falls_with_bins(scale, kind, mode):
+    """fig:exp1 / thm:PPD convergence: "log TV decreases linearly as the log of the bin size
+    increases" (at large depth, where the solver error no longer dominates).
+
+    Per panel, at the largest L: E[TV](C_min) - E[TV](C_max) > Z_MARGIN = 3 SE. Prints the log-log
+    slope in C with its 95% CI. Fails when bins do not help (stand-in runs with mirrored C).
+    """
+    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"{kind}/{mode}:", "falls with C"))
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp2-1 -- normalised vs unnormalised attention
+# --------------------------------------------------------------------------------------------------
+
+def test_exp2_1_unnormalised_tv_rises_beyond_pretraining_range(scale):
+    """fig:exp2-1 / sec:exp2: "the unnormalized model's TV errors spike outside the pretraining range".
+
+    E[TV] of the unnormalised TF at the largest n' minus its mean over n' in [n_min, n_max] must exceed
+    Z_MARGIN = 3 SE. Fails for a model whose error does not grow beyond n_max.
+    """
+    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "unnormalised TF"))
+
+
+def test_exp2_1_normalised_attention_stays_flatter(scale):
+    """fig:exp2-1 / sec:exp2: "Normalization yields stable performance across n'".
+
+    The rise of log E[TV] from the pretraining range to the largest n' must be smaller for TF^pr than
+    for TF by Z_MARGIN = 3 SE (delta-method SE of each log ratio). Fails when normalisation does not
+    flatten the curve (stand-in runs with the two curves swapped).
+    """
+    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "flatter"))
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp2-2, supp-fig:exp2-3 and the d=4, d=8 companions -- depth and n_max against n'
+# --------------------------------------------------------------------------------------------------
+
+EXP2 = ["fig_exp2_2", "supp_exp2_d4", "supp_exp2_d8"]
+
+
+@pytest.mark.parametrize("experiment", EXP2)
+def test_exp2_deeper_models_generalise_better(scale, experiment):
+    """fig:exp2-2 (and supp-fig:exp2 d4/d8): "generalization improves with larger L".
+
+    For every n_max: E[TV] averaged over the evaluation n' (which extend to 2-4x n_max) at the
+    smallest L minus that at the largest L exceeds Z_MARGIN = 3 SE. Prints the worst n_max. Fails
+    when depth does not help at some n_max.
+    """
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "falls from L="))
+
+
+@pytest.mark.parametrize("experiment", EXP2)
+def test_exp2_wider_pretraining_range_generalises_better(scale, experiment):
+    """fig:exp2-2 (and supp-fig:exp2 d4/d8): "generalization improves with larger ... n_max".
+
+    At the largest depth (a depth-starved model is limited by its truncated solver, not by the range
+    it saw; the smaller depths are recorded in the details): E[TV] averaged over the n' beyond the
+    smaller n_max, for the smaller n_max minus for the larger one, exceeds Z_MARGIN = 3 SE. Fails when
+    the wider range does not help (stand-in runs with mirrored n_max).
+    """
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "falls from n_max="))
+
+
+@pytest.mark.parametrize("experiment", EXP2)
+def test_exp2_solver_error_grows_with_n(scale, experiment):
+    """supp-fig:exp2-3 / thm:L growth: "for fixed L and n_max, the error of the finite-iteration
+    solver increases as the evaluation sample size grows".
+
+    In every (L, n_max) cell the slope of log E[TV] on n' has a 95% CI above 0. Prints the worst cell
+    and the moment MSEs. Fails for a cell whose error is flat or falling in n' (stand-in runs with
+    TV frozen in n').
+    """
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "grows with n'"))
+
+
+@pytest.mark.parametrize("experiment", EXP2)
+def test_exp2_coverage_near_nominal(scale, experiment):
+    """fig:exp2-2 (90% interval coverage against the nominal level, red dashed line): the deepest,
+    widest-range model's 90% coverage is near nominal at every n'.
+
+    |coverage - 0.9| <= COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE at each n'. Fails for a
+    miscalibrated model (stand-in runs with coverage 0.2 short).
+    """
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "coverage near nominal"))
+
+
+@pytest.mark.parametrize("experiment", ["supp_exp2_d4", "supp_exp2_d8"])
+@pytest.mark.xfail(strict=True, reason=(
+    "finding at quick scale: under the uniform covariate shift the L=8, n_max=192 model's 90% "
+    "coverage collapses to 0.27 (d=4) and 0.20 (d=8) against 0.88-0.90 for the exact PPD, and "
+    "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, which "
+    "needs the paper-scale runs (GPU). strict: an unexpected pass fails and must be re-examined"))
+def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
+    """supp-fig:exp2 d4-1 uni / supp-fig:exp2 d8-1 uni (supp-sec:exp additional, covariate shift):
+    "Despite the shift in covariates ... the generalization performance is comparable to the true
+    baseline for n_max=512 and L>=16" (with the d=8, L=16 model as the stated exception).
+
+    On ``eval_uniform.json`` (evaluation inputs Unif[-1/sqrt d, 1/sqrt d]^d, pretraining on
+    N(0, I/d)): the deepest, widest-range model's 90% coverage is within COVERAGE_SLACK = 0.05 +
+    Z_MARGIN = 3 binomial SE of 0.9 at every n'. At quick scale the deepest, widest model is L=8,
+    n_max=192, short of the claim's regime (L>=16, n_max=512). Fails for a miscalibrated model.
+    """
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
+                 "coverage near nominal"))
+
+
+# --------------------------------------------------------------------------------------------------
+# supp-tab:lengthscale-crps and supp-tab:hierarchical-gp
+# --------------------------------------------------------------------------------------------------
+
+TABLES = ["supp_tab_lengthscale", "supp_tab_hier"]
+
+
+@pytest.mark.parametrize("experiment", TABLES)
+def test_table_crps_falls_with_depth(scale, experiment):
+    """supp-tab:lengthscale-crps ("increasing depth generally improves CRPS") and
+    supp-tab:hierarchical-gp ("CRPS improves with depth L").
+
+    CRPS averaged over the table's rows (lengthscale x n') at the smallest L minus that at the
+    largest L exceeds Z_MARGIN = 3 SE (unpaired, conservative). Fails when depth does not help.
+    """
+    _check(_pick(xc.check_table(_runs(experiment, scale)), "falls from L="))
+
+
+@pytest.mark.parametrize("experiment", TABLES)
+def test_table_coverage_near_nominal(scale, experiment):
+    """supp-tab:lengthscale-crps / supp-tab:hierarchical-gp: "coverage values remain reasonably close
+    to nominal even at n' > n_max, especially for larger depths".
+
+    At the largest L, every row's 90% and 95% coverage within COVERAGE_SLACK = 0.05 (the paper's own
+    worst "reasonably close" cell, .848 at 90%) + Z_MARGIN = 3 binomial SE. Fails for a
+    miscalibrated model (stand-in runs with coverage 0.2 short).
+    """
+    _check(_pick(xc.check_table(_runs(experiment, scale)), "coverage near nominal"))
+
+
+@pytest.mark.parametrize("experiment", TABLES)
+def test_table_no_model_beats_exact_ppd(scale, experiment):
+    """supp-tab:lengthscale-crps / supp-tab:hierarchical-gp: CRPS is strictly proper, so no trained
+    model's expected CRPS lies below that of the exact PPD (the tables' floor).
+
+    On the same instances, CRPS(model) - CRPS(exact PPD) > -Z_MARGIN = 3 SE in every cell (model, n').
+    Fails when a model scores better than the true posterior predictive -- which would mean a wrong
+    reference PPD (e.g. the noise variance/std ambiguity) or a leak (stand-in runs built that way).
+    """
+    _check(_pick(xc.check_table(_runs(experiment, scale)), "below the exact PPD"))
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:stepsize (exact side)
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_stepsize_decreases_like_one_over_n(scale, kernel):
+    """fig:stepsize ("Richardson step size varies with n without normalization"; thm:lambda1).
+
+    The admissible step 2/(lambda_1(G) + sigma^2) of eqn:convg cond, averaged over the recorded trials
+    for n in {100, ..., 1000} and d = 16: the fitted log-log slope lies in [-1.1, -0.9] (lambda_1 =
+    n lambda_inf + O(sqrt n), so -1 up to an O(n^-1/2) finite-n bias). Fails for a flat or
+    1/sqrt(n) curve (tests/test_experiments.py).
+    """
+    runs = [r for r in _runs("fig_stepsize", scale)
+            if isinstance(r.spec, StepsizeSpec) and r.spec.kernel == kernel]
+    assert len(runs) == 1, f"fig_stepsize declares {len(runs)} {kernel} runs"
+    (result,) = xc.check_stepsize(runs)
+    _check(result)
