@@ -24,6 +24,7 @@
 # %%
 import json
 
+import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -60,7 +61,7 @@ else:
         r = baseline.check_eb_optimum(data, idx, n_restarts=2)
         rec.add(r, label=label, measured="LML(ours) - LML(paper's printed fit)", compare="reference",
                 statement=f"{name}: the EB optimum is at least as good as the paper's printed fit")
-        display(pd.DataFrame({k: v for k, v in r.details.items() if not isinstance(v, (list, dict))},
+        display(pd.DataFrame({k: v for k, v in r.details.items() if np.isscalar(v)},
                              index=[name]).T)
 
 # %%

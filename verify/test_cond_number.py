@@ -15,16 +15,6 @@ import pytest
 from pfntheory.claims.spectral import check_cond_rate, check_rbf_cond_growth
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 @pytest.mark.parametrize("d,ell,s2", [(2, 1.0, 0.2), (2, 1.0, 0.04), (4, 0.8, 0.2)],
                          ids=["d2-unit-s0.2", "d2-unit-s0.04", "d4-l0.8-s0.2"])
 def test_prec_cond_theta_n(d, ell, s2):

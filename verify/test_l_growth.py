@@ -13,7 +13,6 @@ conclusion survives).
 """
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,16 +22,6 @@ from pfntheory.claims.spectral import (
     check_rho_star_convention,
 )
 from pfntheory.spectral import depth_needed, depth_sufficient
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 def test_depth_grows_linearly_and_sufficient_depth_works():

@@ -14,16 +14,6 @@ import pytest
 from pfntheory.claims.spectral import check_stepsize_rate
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 @pytest.mark.parametrize("kernel,ns", [("rbf", (100, 200, 400, 800)),
                                        ("linear", (1000, 2000, 4000, 8000, 16000)),
                                        ("blr", (1000, 2000, 4000, 8000, 16000))],

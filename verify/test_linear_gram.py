@@ -15,16 +15,6 @@ from hypothesis import strategies as st
 from pfntheory.claims.spectral import check_linear_interval, check_linear_rate
 from pfntheory.spectral import linear_gram_eigenvalues, linear_gram_interval, sample_design
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
 # (n, d, t) with n > d, the section's standing assumption
 cases = st.integers(1, 12).flatmap(
     lambda d: st.tuples(st.integers(d + 1, 300), st.just(d), st.floats(0.0, 5.0, allow_subnormal=False)))

@@ -28,16 +28,6 @@ from pfntheory.claims.spectral import (
 from pfntheory.kernels import RBFKernel
 from pfntheory.spectral import RBFMercer, sample_design
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
 pos = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
 gram_cases = st.tuples(st.integers(2, 120), st.integers(1, 16), st.floats(0.2, 3.0, **pos),
                        st.floats(0.3, 2.0, **pos), st.integers(0, 2**31 - 1))

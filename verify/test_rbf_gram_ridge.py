@@ -11,23 +11,12 @@ designs, RBF kernels with positive amplitude and lengthscale, ``sigma^2 > 0``.
 """
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pfntheory.claims.spectral import check_cond_rate, check_ridge_sandwich
 from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
 from pfntheory.spectral import sample_design
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 pos = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
 cases = st.tuples(st.integers(2, 150), st.integers(1, 16), st.floats(0.2, 3.0, **pos),

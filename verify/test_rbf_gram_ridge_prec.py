@@ -10,7 +10,6 @@ Every inequality is checked on every draw for the unit-amplitude kernel (the lem
 """
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,16 +21,6 @@ from pfntheory.claims.spectral import (
 )
 from pfntheory.kernels import RBFKernel
 from pfntheory.spectral import sample_design
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 pos = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
 cases = st.tuples(st.integers(2, 150), st.integers(1, 16), st.floats(0.2, 3.0, **pos),

@@ -13,16 +13,6 @@ from pfntheory.claims.spectral import check_covariate_shift, check_stepsize_figu
 from pfntheory.spectral import expected_rbf_uniform
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Single-threaded BLAS: these are many small eigen-problems, and on a shared 2-core machine
-    OpenBLAS threads oversubscribe (10x slower); results are unchanged."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def test_stepsize_curve_like_one_over_n():
     """Mean step decreasing in n for RBF (ell = 0.8) and BLR; RBF log-log slope within 0.1 of -1 and
     n * step within 10% of 2/mu_0 at n = 1000 (mu_0 = top Mercer eigenvalue). Fails for a flat curve."""
