@@ -34,5 +34,17 @@ def test_notebook_executes(name, tmp_path):
     rows = json.loads((tmp_path / "results" / f"{name}.json").read_text())["rows"]
     assert rows, f"{name} recorded no result"
     assert all(r["verdict"] in report.VERDICTS for r in rows)
-    pending = [r["label"] for r in rows if r["verdict"] == "pending"]
-    assert not pending, f"{name}: results pending (missing runs or modules): {pending}"
+    pending = {r["label"] for r in rows if r["verdict"] == "pending"}
+    assert not pending - _data_absent(), f"{name}: results pending (missing runs or modules): {pending}"
+
+
+def _data_absent() -> set[str]:
+    """Labels that may be pending because their data file is not on this machine (the Walker Lake
+    CSV is read from ../shared/data or $PFNTHEORY_WALKER_CSV, never copied into the repository)."""
+    from pfntheory.casestudy import walker_csv_path
+
+    try:
+        walker_csv_path()
+    except FileNotFoundError:
+        return {"fig:walker"}
+    return set()

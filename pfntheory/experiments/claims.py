@@ -79,16 +79,16 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
                                         f"(C={Cs[0]} -> {Cs[-1]})",
             holds=bool(D > z * se), observed=D, bound=z * se,
             tolerance=f"TV(C_min) - TV(C_max) > {z:g} SE (SE={se:.2g}); log-log slope in C "
-                      f"{slope_C[0]:.3f}",
-            ci=slope_C[1], details={**details, "slope_logC": slope_C[0]}))
+                      f"{slope_C[0]:.3f} (95% CI {slope_C[1][0]:.2f} to {slope_C[1][1]:.2f}, 3 points)",
+            details={**details, "slope_logC": slope_C[0], "slope_logC_ci": list(slope_C[1])}))
         D, se = _diff(tv[(Ls[0], Cs[-1])], tv[(Ls[-1], Cs[-1])])
         out.append(ClaimResult(
             label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with L at C={Cs[-1]} "
                                         f"(L={Ls[0]} -> {Ls[-1]})",
             holds=bool(D > z * se), observed=D, bound=z * se,
             tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE (SE={se:.2g}); log-log slope in L "
-                      f"{slope_L[0]:.3f}",
-            ci=slope_L[1], details={**details, "slope_logL": slope_L[0]}))
+                      f"{slope_L[0]:.3f} (95% CI {slope_L[1][0]:.2f} to {slope_L[1][1]:.2f}, 3 points)",
+            details={**details, "slope_logL": slope_L[0], "slope_logL_ci": list(slope_L[1])}))
     return out
 
 
