@@ -25,7 +25,7 @@ settings.register_profile(
     database=None,
     deadline=None,
     print_blob=True,
-    max_examples=25,
+    max_examples=100,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
