@@ -1,4 +1,5 @@
-"""Command-line interface: ``pfntheory train ...``, ``pfntheory evaluate RUN_DIR --n-eval ...``.
+"""Command-line interface: ``pfntheory train ...``, ``pfntheory evaluate RUN_DIR --n-eval ...``,
+``pfntheory compare RUN_DIR``.
 
 Each subcommand lives in a module with a ``register(subparsers)`` function that adds its parser and
 sets ``func`` (called with the parsed namespace, returns an exit code). To add a subcommand (sweep,
@@ -135,10 +136,35 @@ def _run_evaluate(args) -> int:
     return 0
 
 
+def _add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="trained weights beside the construction of thm:TFdoPPD",
+                       description="Learned feature scales, step sizes and readout of a trained run "
+                                   "beside the values supp-eqn:weights prescribes, and the distance of "
+                                   "its (mu_L, tau_L) to the exact Richardson solver after the same "
+                                   "depth; writes construction.json in RUN_DIR.")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--n", type=int, default=None, help="context size (default (n_min+n_max)//2)")
+    p.add_argument("--n-instances", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run_compare)
+
+
+def _run_compare(args) -> int:
+    import json
+
+    from pfntheory.nn.evaluate import compare_to_construction
+
+    doc = compare_to_construction(args.run_dir, n=args.n, n_instances=args.n_instances,
+                                  seed=args.seed)
+    print(json.dumps({k: doc[k] for k in ("n", "scale", "amp", "W", "readout_rms")}, indent=1))
+    return 0
+
+
 def register(subparsers) -> None:
-    """Add ``train`` and ``evaluate``."""
+    """Add ``train``, ``evaluate`` and ``compare``."""
     _add_train(subparsers)
     _add_evaluate(subparsers)
+    _add_compare(subparsers)
 
 
 def build_parser() -> argparse.ArgumentParser:

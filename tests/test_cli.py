@@ -31,6 +31,18 @@ def test_train_then_evaluate(tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) == {"4", "6"} and 0 <= printed["4"]["tv"] <= 1
     assert set(runs.load_json(rd / runs.EVAL)["results"]) == {"4", "6"}
+    capsys.readouterr()
+    assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["n"] == 6 and len(printed["scale"]["learned"]) == cfg["task"]["d"]
+    assert (rd / "construction.json").is_file()
+
+
+def test_every_subcommand_is_registered():
+    """The README's commands all exist: train, evaluate, compare, sweep, report, casestudy."""
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert {"train", "evaluate", "compare", "sweep", "report", "casestudy"} <= set(sub.choices)
 
 
 @pytest.mark.parametrize("argv,match", [
