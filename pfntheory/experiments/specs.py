@@ -240,8 +240,20 @@ class RunSpec:
                            checkpoint_every=checkpoint_every, device=device)
 
 
+class _ExactSide:
+    """Exact-side specs (no training): no evaluations; the whole spec is the "training" config that
+    the run name hashes."""
+
+    @property
+    def evals(self) -> tuple:
+        return ()
+
+    def training(self) -> dict:
+        return dataclasses.asdict(self)
+
+
 @dataclass(frozen=True)
-class StepsizeSpec:
+class StepsizeSpec(_ExactSide):
     """fig:stepsize (exact side, no training): ``2/(lambda_1(G) + sigma^2)`` against ``n``.
 
     Computed by :func:`pfntheory.spectral.admissible_step_curve`, averaged over ``n_trials`` designs.
@@ -264,12 +276,6 @@ class StepsizeSpec:
         for n in self.ns:
             positive_int(n, "ns")
 
-    @property
-    def evals(self) -> tuple:
-        return ()
-
-    def training(self) -> dict:
-        return dataclasses.asdict(self)
 
     @property
     def name(self) -> str:
@@ -282,7 +288,7 @@ def run_name(spec) -> str:
 
 
 @dataclass(frozen=True)
-class ExactPPDSpec:
+class ExactPPDSpec(_ExactSide):
     """The exact-PPD reference of a table (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp).
 
     CRPS and central-interval coverage of the *true* posterior predictive on contexts drawn from
@@ -304,12 +310,6 @@ class ExactPPDSpec:
             if not 0 < lv < 1:
                 raise ValueError(f"levels must lie in (0, 1), got {lv}")
 
-    @property
-    def evals(self) -> tuple:
-        return ()
-
-    def training(self) -> dict:
-        return dataclasses.asdict(self)
 
     @property
     def name(self) -> str:
