@@ -196,6 +196,28 @@ def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
                  "coverage near nominal"))
 
 
+def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
+    """Control for the next test (supp_exp2_shift_regime: d=4, TF^pr, L=16, n_max=512): on the
+    pretraining design N(0, I/d) the model's 90% coverage is within COVERAGE_SLACK = 0.05 + 3 SE of
+    nominal at every n' in {64, ..., 768}. Fails if the model is miscalibrated even without a shift
+    (then the shift test would say nothing about the shift)."""
+    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)), "pretraining design"))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "finding: in the regime where the paper claims robustness (n_max=512, L=16; d=4, quick-scale "
+    "training of 400 steps), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs collapses to "
+    "0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) while the same model "
+    "covers 0.90-0.92 on its pretraining design. Whether the paper's 1e5 training steps remove the "
+    "gap needs the paper-scale run (GPU). strict: an unexpected pass fails and must be re-examined"))
+def test_shift_regime_coverage_under_covariate_shift(scale):
+    """supp-sec:exp additional (covariate shift): "the generalization performance is comparable to
+    the true baseline for n_max=512 and L>=16". Checked on the one run of supp_exp2_shift_regime:
+    90% coverage on ``eval_uniform.json`` within COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE of
+    0.9 at every n'. Fails for a miscalibrated model (as measured: see the xfail reason)."""
+    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)), "shifted inputs"))
+
+
 # --------------------------------------------------------------------------------------------------
 # supp-tab:lengthscale-crps and supp-tab:hierarchical-gp
 # --------------------------------------------------------------------------------------------------
