@@ -126,6 +126,8 @@ if runs is not None:
         ax2 = axs[1, j].twiny()
         ax2.loglog(Ls, H[:, -1], "s--", color="C1", label=f"C={Cs[-1]}, varying L")
         ax2.set_xlabel("depth L", color="C1")
+        report.log_axis(axs[1, j], "x", Cs)
+        report.log_axis(ax2, "x", Ls)
         axs[1, j].set(xlabel="bins C", ylabel="E[TV]", title="slices")
         axs[1, j].legend(loc="lower left")
         ax2.legend(loc="upper right")
