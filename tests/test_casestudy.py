@@ -11,6 +11,7 @@ import torch
 from pfntheory import cli, runs
 from pfntheory.casestudy import pfn as cpfn
 from pfntheory.casestudy import run as crun
+from pfntheory.casestudy.data import walker_data_available
 from pfntheory.claims import ClaimResult
 from pfntheory.gp import EBFit
 from pfntheory.nn.train import build_model
@@ -214,13 +215,9 @@ def test_run_sacramento_tiny(tmp_path, monkeypatch):
     assert res2["summary"]["mad_mean_near"] == res["summary"]["mad_mean_near"]
 
 
+@pytest.mark.skipif(not walker_data_available(), reason="Walker Lake CSVs not found (../shared/data "
+                    "or $PFNTHEORY_WALKER_CSV)")
 def test_run_walker_tiny(tmp_path):
-    from pfntheory.casestudy.data import walker_csv_path
-
-    try:
-        walker_csv_path()
-    except FileNotFoundError as err:
-        pytest.skip(str(err))
     out = tmp_path / "walker"
     res = crun.run_casestudy("walker", TINY, out, grid_stride=26, n_restarts=0, device="cpu",
                              progress=False)

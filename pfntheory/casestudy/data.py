@@ -184,6 +184,17 @@ def walker_csv_path(csv_path=None) -> Path:
     return _resolve(csv_path, WALKER_CSV_ENV, _REPO_ROOT / _DEFAULT_WALKER, "Walker Lake sample", "walker_csv")
 
 
+def walker_data_available() -> bool:
+    """Whether the Walker Lake sample and exhaustive CSVs are found (argument-free defaults): the data
+    live outside the repository, so tests and reports that need them check this first."""
+    try:
+        walker_csv_path()
+        walker_exh_csv_path()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def walker_exh_csv_path(exh_csv_path=None, walker_csv=None) -> Path:
     """Path of the exhaustive Walker Lake CSV: argument, ``$PFNTHEORY_WALKER_EXH_CSV``, else
     ``walker_exh.csv`` beside the sample CSV."""
