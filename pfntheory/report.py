@@ -748,18 +748,16 @@ def _export_html(nb, path: Path, *, ok: bool, seconds: float) -> Path:
 
 
 def _retrain(scale_: str) -> None:
-    """Redo the trained runs (``pfntheory.experiments``' sweep) before the notebooks read them."""
-    exp = optional_import("pfntheory.experiments")
-    sweep = None
-    if exp is not None:
-        for fname in ("run_sweep", "sweep", "run_all"):
-            sweep = getattr(exp, fname, None)
-            if sweep is not None:
-                break
-    if sweep is None:
-        raise RuntimeError("--retrain: pfntheory.experiments has no sweep function "
-                           "(run_sweep/sweep/run_all) yet")
-    sweep(scale=scale_)
+    """Bring the trained runs up to date before the notebooks read them: every experiment's sweep
+    (idempotent: it trains what is missing and resumes what was killed) and every case study whose
+    ``results.json`` is missing. To redo a committed run, delete its directory first."""
+    from pfntheory.casestudy.run import run_casestudy
+    from pfntheory.experiments.runner import run_sweep
+
+    run_sweep(scale=scale_)
+    for name in ("sacramento", "walker"):
+        if not (DEFAULT_OUT / "casestudy" / name / "results.json").is_file():
+            run_casestudy(name, scale_)
 
 
 def run_report(only: Sequence[str] | None = None, *, retrain: bool = False, timeout: int = 600,
@@ -773,7 +771,7 @@ def run_report(only: Sequence[str] | None = None, *, retrain: bool = False, time
         Names (or unique prefixes) of the notebooks to execute; the index is still built from every
         ``results/*.json`` present.
     retrain : bool
-        Redo the trained runs first (calls the experiments sweep).
+        First bring the trained runs up to date (:func:`_retrain`).
     timeout : int
         Per-cell time limit in seconds.
     scale_ : {"quick", "paper"}
@@ -825,7 +823,8 @@ def run_report(only: Sequence[str] | None = None, *, retrain: bool = False, time
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retrain", action="store_true",
-                   help="redo the trained runs (experiments sweep) before building the report")
+                   help="first run every experiment's sweep and the case studies (trains what is "
+                        "missing, resumes what was killed; delete a run directory to redo it)")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="execute only this notebook (name or unique prefix, e.g. 01); repeatable")
     p.add_argument("--timeout", type=int, default=600, metavar="S",

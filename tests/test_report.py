@@ -228,3 +228,19 @@ def test_register_adds_report_subcommand():
     args = parser.parse_args(["report", "--only", "01", "--timeout", "30"])
     assert args.command == "report" and args.only == ["01"] and args.timeout == 30
     assert args.func is report._cmd
+
+
+def test_retrain_runs_every_sweep_and_missing_case_studies(monkeypatch, tmp_path):
+    """--retrain calls the experiments' sweep (idempotent) at the report's scale and runs only the
+    case studies whose results are missing; nothing is trained here (both are replaced by spies)."""
+    import pfntheory.casestudy.run as crun
+    import pfntheory.experiments.runner as runner
+
+    calls = []
+    monkeypatch.setattr(runner, "run_sweep", lambda **kw: calls.append(("sweep", kw["scale"])))
+    monkeypatch.setattr(crun, "run_casestudy", lambda name, scale: calls.append((name, scale)))
+    monkeypatch.setattr(report, "DEFAULT_OUT", tmp_path)
+    (tmp_path / "casestudy" / "sacramento").mkdir(parents=True)
+    (tmp_path / "casestudy" / "sacramento" / "results.json").write_text("{}")
+    report._retrain("quick")
+    assert calls == [("sweep", "quick"), ("walker", "quick")]
