@@ -26,7 +26,6 @@ variables ``PFNTHEORY_REPORT_DIR`` and ``PFNTHEORY_SCALE``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as _dt
 import html
 import importlib
@@ -40,6 +39,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .runs import temporary_environ
 
 __all__ = [
     "NOTEBOOKS",
@@ -638,20 +639,6 @@ class NotebookRun:
     error: str = ""
 
 
-@contextlib.contextmanager
-def _env(**values: str):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _read_notebook(path: Path):
     import jupytext
 
@@ -717,7 +704,7 @@ def execute_notebook(name: str, out_dir: str | os.PathLike | None = None, *,
         resources={"metadata": {"path": str(nbdir)}})
     ok, error = True, ""
     t0 = time.perf_counter()
-    with _env(**{ENV_OUT: str(out_dir.resolve()), ENV_SCALE: scale_, "MPLBACKEND": "Agg"}):
+    with temporary_environ({ENV_OUT: str(out_dir.resolve()), ENV_SCALE: scale_, "MPLBACKEND": "Agg"}):
         try:
             client.execute()
         except CellExecutionError as err:

@@ -16,6 +16,7 @@ truncated one. A file that is nevertheless corrupted (truncated by a copy, edite
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,6 +26,7 @@ import typing
 from pathlib import Path
 
 __all__ = [
+    "temporary_environ",
     "CONFIG",
     "METRICS",
     "WEIGHTS",
@@ -167,3 +169,18 @@ def dataclass_from_dict(cls, data: dict):
     if unknown:
         raise ValueError(f"unknown {cls.__name__} fields {sorted(unknown)}")
     return cls(**{k: _convert(hints[k], v) for k, v in data.items()})
+
+
+@contextlib.contextmanager
+def temporary_environ(values: dict[str, str]):
+    """Set environment variables for the duration of a block, then restore (or remove) them."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import pfntheory.nn.attention as attention
+from pfntheory import richardson as rich
 from pfntheory.construction import handset_weights, tf_forward
 from pfntheory.discretize import bin_edges, logits_from_natural, psi_gaussian
 from pfntheory.gp import posterior_predictive
@@ -43,24 +44,22 @@ def _instance(d, n, B=3, seed=0):
     return X, Y, xq
 
 
+def _systems(kernel, X, normalised):
+    """Per instance, ``(A, D)``: the solver layers iterate on ``D^{-1} A`` with ``A = G + s2 I`` and
+    ``D = diag(G 1)`` for TF^pr, ``D = None`` (identity) for TF."""
+    for G in kernel(X):                                                      # (n, n) each
+        yield G + NOISE_VAR * np.eye(len(G)), (rich.jacobi_preconditioner(G) if normalised else None)
+
+
 def _safe_eta(kernel, X, normalised):
-    """0.9 / max_b lambda_1 of the (preconditioned) system: admissible and below 1/lambda_1, so the
-    iterates approach (mu, tau) monotonically and tau_L >= tau > 0 (psi is defined)."""
-    lam = max(np.max(np.abs(np.linalg.eigvals(a))) for a in _system(kernel, X, normalised))
-    return 0.9 / lam
-
-
-def _system(kernel, X, normalised):
-    """The matrix the solver layers iterate on: G + s2 I, or D^{-1}(G + s2 I) for TF^pr."""
-    G = kernel(X)                                                            # (B, n, n)
-    A = G + NOISE_VAR * np.eye(X.shape[1])
-    return A / G.sum(-1, keepdims=True) if normalised else A
+    """0.9 / max_b lambda_1 of the (preconditioned) system (0.45 x the admissible step): admissible
+    and below 1/lambda_1, so the iterates approach (mu, tau) monotonically and tau_L >= tau > 0."""
+    return 0.45 * min(rich.admissible_step(A, D) for A, D in _systems(kernel, X, normalised))
 
 
 def _contraction(kernel, X, normalised, eta):
     """max over the batch of the Richardson contraction factor max_j |1 - eta lambda_j|."""
-    return max(np.max(np.abs(1 - eta * np.linalg.eigvals(a).real))
-               for a in _system(kernel, X, normalised))
+    return max(rich.convergence_factor(A, eta, D) for A, D in _systems(kernel, X, normalised))
 
 
 CASES = [("blr", False), ("rbf", False), ("rbf", True)]

@@ -41,10 +41,6 @@ def test_notebook_executes(name, tmp_path):
 def _data_absent() -> set[str]:
     """Labels that may be pending because their data file is not on this machine (the Walker Lake
     CSV is read from ../shared/data or $PFNTHEORY_WALKER_CSV, never copied into the repository)."""
-    from pfntheory.casestudy import walker_csv_path
+    from pfntheory.casestudy.data import walker_data_available
 
-    try:
-        walker_csv_path()
-    except FileNotFoundError:
-        return {"fig:walker"}
-    return set()
+    return set() if walker_data_available() else {"fig:walker"}

@@ -223,9 +223,8 @@ def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 2
     X, Y, x_near = context(kernel, n, d, noise_var, rng)
     G = kernel(X)
     s = rich.jacobi_preconditioner(G)
-    A = G + noise_var * np.eye(n)
-    lam1 = float(np.max(np.linalg.eigvals(A / s[:, None]).real))
-    eta = step_frac * 2.0 / lam1
+    eta_adm = rich.admissible_step(G + noise_var * np.eye(n), s)  # 2 / lambda_1(D^-1 A)
+    eta = step_frac * eta_adm
     direction = rng.normal(size=d)
     direction /= np.linalg.norm(direction)
     x_far = None
@@ -260,7 +259,7 @@ def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 2
         tolerance=(f"error ratio |TF^pr_L - (mu,tau)| / |TF^pr_(L/2) - (mu,tau)| < 1 at both the near "
                    f"and the far query (L={L}); shown: the far query's ratio "
                    f"(near: {near['error'] / near['error_half_depth']:.3g})"),
-        details={"eta": eta, "eta_admissible": 2.0 / lam1, "noise_var": noise_var,
+        details={"eta": eta, "eta_admissible": eta_adm, "noise_var": noise_var,
                  "threshold_s_x": 0.5 * eta * noise_var, "n": n, "d": d, "L": L,
                  "converging_near": converging[0], "converging_far": converging[1],
                  "predicted_far_ratio": far["query_factor"] ** (L - L // 2), **{

@@ -268,23 +268,16 @@ def _execute_job(spec, run_dir: str, backend: str, root: str, threads: int) -> d
 
 
 @contextlib.contextmanager
-def _restored_threads():
-    """Restore the thread environment variables and torch's thread count on exit."""
-    saved = {v: os.environ.get(v) for v in _THREAD_VARS}
-    try:
-        import torch
-        n_torch = torch.get_num_threads()
-    except ImportError:  # pragma: no cover
-        torch, n_torch = None, None
-    try:
-        yield
-    finally:
-        for var, val in saved.items():
-            if val is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = val
-        if torch is not None:
+def _restored_threads(threads: int):
+    """Run a block with ``threads`` threads per run and restore the thread environment variables
+    and torch's thread count on exit (in-process sweeps must not change the caller's settings)."""
+    import torch
+
+    n_torch = torch.get_num_threads()
+    with runfiles.temporary_environ({v: str(threads) for v in _THREAD_VARS}):
+        try:
+            yield
+        finally:
             torch.set_num_threads(n_torch)
 
 
@@ -319,7 +312,7 @@ def _run_local(todo, backend, root, workers, threads, progress, desc):
     results = []
     if workers == 1:
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
-        with _restored_threads():  # in this process: leave the caller's thread settings as found
+        with _restored_threads(threads):  # in this process: leave the caller's thread settings as found
             for spec, rd in todo:
                 results.append(_execute_job(spec, str(rd), backend, str(root), threads))
             bar.update()
