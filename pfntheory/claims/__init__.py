@@ -14,7 +14,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ClaimResult", "slope_ci"]
+__all__ = ["ClaimResult", "slope_ci", "VERDICT_KINDS", "HOLDS", "CAVEAT", "FAILS", "ERRATUM",
+           "OUTSIDE", "UNDECIDED"]
+
+# The kinds of verdict a measured claim can have (the report counts each kind separately).
+HOLDS = "holds"                      # the paper's statement holds within the stated tolerance
+CAVEAT = "holds with a caveat"       # holds, under a condition the paper does not state
+FAILS = "does not hold"              # measured in the paper's regime, and contradicted
+ERRATUM = "erratum"                  # the paper's text is wrong; our check confirms the corrected one
+OUTSIDE = "outside the paper's regime"  # measured, but not where the paper makes the claim
+UNDECIDED = "undecided"              # rests on a trained run that is still improving
+VERDICT_KINDS = (HOLDS, CAVEAT, FAILS, ERRATUM, OUTSIDE, UNDECIDED)
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,17 @@ class ClaimResult:
         A confidence interval for ``observed`` where it is statistical.
     details : dict
         Further numbers (per-instance values, per-seed slopes, ...), JSON-serialisable.
+    key : str
+        A stable identifier of this claim (unique within its module; tests and notebooks pick
+        claims by key, never by the prose of ``statement`` or by position).
+    verdict : str or None
+        An explicit verdict kind from :data:`VERDICT_KINDS` when ``holds`` alone does not decide it
+        (an erratum confirmed, a claim measured outside the paper's regime, a trained claim whose
+        runs are still improving). ``None``: the verdict follows from ``holds``.
+    paper_value : float or None
+        The number the paper prints for this quantity, where it prints one (never a threshold).
+    run_dir : str or None
+        The run directory (relative to the repository) the measurement read, for trained claims.
     """
 
     label: str
@@ -49,6 +70,14 @@ class ClaimResult:
     tolerance: str = ""
     ci: tuple[float, float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    key: str = ""
+    verdict: str | None = None
+    paper_value: float | None = None
+    run_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict is not None and self.verdict not in VERDICT_KINDS:
+            raise ValueError(f"verdict must be one of {VERDICT_KINDS}, got {self.verdict!r}")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=_jsonable)
