@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from pfntheory.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
+
 __all__ = ["ClaimResult", "slope_ci", "VERDICT_KINDS", "HOLDS", "CAVEAT", "FAILS", "ERRATUM",
            "OUTSIDE", "UNDECIDED"]
 
@@ -96,18 +98,3 @@ def _jsonable(o):
     if isinstance(o, np.bool_):
         return bool(o)
     raise TypeError(f"not JSON serialisable: {type(o)}")
-
-
-def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], float]:
-    """Least-squares slope of ``y`` on ``x`` with a Student-t confidence interval.
-
-    Returns ``(slope, (lo, hi), r_value)`` from :func:`scipy.stats.linregress`.
-    """
-    import scipy.stats
-
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    res = scipy.stats.linregress(x, y)
-    dof = len(x) - 2
-    t = scipy.stats.t.ppf(0.5 + level / 2, dof) if dof > 0 else np.inf
-    return float(res.slope), (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)), float(res.rvalue)

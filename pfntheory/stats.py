@@ -1,0 +1,67 @@
+"""Small statistics shared by every measurement: one implementation of each.
+
+- :data:`EPS` -- float64 machine epsilon, the unit of every round-off tolerance.
+- :func:`mean_se` -- a sample mean and its standard error.
+- :func:`t_interval` -- a Student-t confidence interval for a mean over seeds.
+- :func:`slope_ci` -- a least-squares slope with its Student-t confidence interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.stats
+
+__all__ = ["EPS", "mean_se", "t_interval", "slope_ci"]
+
+EPS = float(np.finfo(np.float64).eps)
+
+
+def mean_se(x) -> tuple[float, float]:
+    """Mean of ``x`` and its standard error ``std(x, ddof=1) / sqrt(len(x))``.
+
+    One value gives a standard error of 0 (nothing to estimate it from). A non-finite value (an
+    NLL where a model gives a bin zero mass) makes the mean non-finite and the standard error NaN,
+    without a NumPy warning. An empty ``x`` is refused.
+    """
+    x = np.asarray(x, dtype=float).ravel()
+    if x.size == 0:
+        raise ValueError("x must hold at least one value")
+    if x.size < 2:
+        return float(x[0]), 0.0
+    if not np.all(np.isfinite(x)):
+        return float(np.mean(x)), float("nan")
+    return float(np.mean(x)), float(np.std(x, ddof=1) / np.sqrt(x.size))
+
+
+def t_interval(x, level: float = 0.95) -> tuple[float, tuple[float, float]]:
+    """Mean of ``x`` and its two-sided Student-t confidence interval at ``level``.
+
+    With a single value the interval is the point itself (no spread to estimate).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    m, se = mean_se(x)
+    n = np.asarray(x).size
+    if n < 2:
+        return m, (m, m)
+    half = float(scipy.stats.t.ppf(0.5 + level / 2, n - 1) * se)
+    return m, (m - half, m + half)
+
+
+def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], float]:
+    """Least-squares slope of ``y`` on ``x`` with a Student-t confidence interval.
+
+    Returns ``(slope, (lo, hi), r_value)`` from :func:`scipy.stats.linregress`.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-d of equal length, got {x.shape} and {y.shape}")
+    if x.size < 2:
+        raise ValueError("a slope needs at least two points")
+    res = scipy.stats.linregress(x, y)
+    dof = x.size - 2
+    t = scipy.stats.t.ppf(0.5 + level / 2, dof) if dof > 0 else np.inf
+    return float(res.slope), (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)), float(res.rvalue)
