@@ -15,12 +15,14 @@ Implements
 
 Conventions: ``sigma^2`` is ``noise_var`` (a variance). Paths have shape ``(L + 1, ...)`` with the
 initial iterate ``u^(0) = 0`` first. ``eta`` is a positive scalar or a length-``L`` sequence
-``(eta^(0), ..., eta^(L-1))``.
+``(eta^(0), ..., eta^(L-1))``. A returned path may hold at most :data:`MAX_PATH_ELEMENTS` floats;
+larger requests are refused before anything is allocated.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from ._checks import as_float_array, positive_array, positive_int, positive_scalar
 
@@ -28,6 +30,7 @@ __all__ = [
     "richardson",
     "spectrum",
     "admissible_step",
+    "safe_step",
     "optimal_step",
     "convergence_factor",
     "optimal_convergence_factor",
@@ -41,14 +44,20 @@ __all__ = [
     "jacobi_preconditioner",
     "krr_training_recursion_prec",
     "krr_testing_recursion_prec",
+    "MAX_PATH_ELEMENTS",
 ]
+
+#: Largest number of float64 values a returned path may hold (``(L + 1) x size of one iterate``):
+#: 1e8 values are 800 MB. A larger request is refused with a ValueError naming ``L``.
+MAX_PATH_ELEMENTS = 10**8
 
 
 # --------------------------------------------------------------------------------------------------
 # validation helpers
 # --------------------------------------------------------------------------------------------------
 
-def _spd(A, name: str = "A") -> np.ndarray:
+def _sym(A, name: str = "A") -> np.ndarray:
+    """``A`` as a non-empty, finite, symmetric float64 matrix."""
     A = as_float_array(A, name, ndim=2)
     n = A.shape[0]
     if A.shape != (n, n) or n == 0:
@@ -59,8 +68,28 @@ def _spd(A, name: str = "A") -> np.ndarray:
     return A
 
 
-def _gram(G) -> np.ndarray:
-    return _spd(G, "G")
+def _spd(A, name: str = "A") -> np.ndarray:
+    """``A`` as a symmetric positive definite matrix (a Cholesky factorisation must succeed)."""
+    A = _sym(A, name)
+    try:
+        np.linalg.cholesky(A)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(f"{name} must be positive definite (its Cholesky factorisation failed)") from err
+    return A
+
+
+def _gram(G, noise_var) -> tuple[np.ndarray, float]:
+    """A Gram matrix ``G`` and ``sigma^2 > 0`` with ``G + sigma^2 I`` positive definite."""
+    G = _sym(G, "G")
+    s2 = positive_scalar(noise_var, "noise_var")
+    _spd(G + s2 * np.eye(G.shape[0]), "G + noise_var * I")
+    return G, s2
+
+
+def _path_size(L: int, per_step: int, name: str = "L") -> None:
+    if (L + 1) * per_step > MAX_PATH_ELEMENTS:
+        raise ValueError(f"{name}={L} would make a path of {(L + 1) * per_step:.3g} values, above "
+                         f"MAX_PATH_ELEMENTS={MAX_PATH_ELEMENTS:.0e}; lower {name} or do not ask for the path")
 
 
 def _precond(D, n: int) -> np.ndarray | None:
@@ -118,8 +147,6 @@ def _apply_Dinv(P, r: np.ndarray) -> np.ndarray:
         return r
     if P.ndim == 1:
         return r / (P if r.ndim == 1 else P[:, None])
-    import scipy.linalg
-
     return scipy.linalg.cho_solve((P, True), r)
 
 
@@ -153,6 +180,8 @@ def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
     n = A.shape[0]
     b = _vec(b, "b", n, allow_matrix=True)
     L = positive_int(L, "L")
+    if return_path:
+        _path_size(L, b.size)
     eta = _steps(eta, L)
     P = _precond(D, n)
     u = np.zeros_like(b) if u0 is None else as_float_array(u0, "u0")
@@ -179,7 +208,7 @@ def spectrum(A, D=None) -> np.ndarray:
     lam : ndarray of shape (n,)
         ``lambda_1 >= ... >= lambda_n``.
     """
-    A = _spd(A)
+    A = _sym(A)
     P = _precond(D, A.shape[0])
     if P is None:
         B = A
@@ -187,8 +216,6 @@ def spectrum(A, D=None) -> np.ndarray:
         r = 1.0 / np.sqrt(P)
         B = r[:, None] * A * r[None, :]  # D^{-1/2} A D^{-1/2}
     else:
-        import scipy.linalg
-
         T = scipy.linalg.solve_triangular(P, A, lower=True)  # C^{-1} A, D = C C^T
         B = scipy.linalg.solve_triangular(P, T.T, lower=True)  # C^{-1} A C^{-T}
         B = 0.5 * (B + B.T)
@@ -207,6 +234,19 @@ def admissible_step(A, D=None) -> float:
     return float(2.0 / _pd_spectrum(A, D)[0])
 
 
+def safe_step(A, D=None, fraction: float = 0.9) -> float:
+    """``fraction / lambda_1(D^{-1} A) = fraction * admissible_step / 2``, with ``0 < fraction < 1``.
+
+    Inside the rate condition of supp-thm:KRR and thm:TFdoPPD (``eta < 1/(lambda_1(G) + sigma^2)``
+    for ``A = G + sigma^2 I``), which is half the convergence range ``2/lambda_1``; the default 0.9
+    keeps a 10% margin from its edge.
+    """
+    fraction = positive_scalar(fraction, "fraction")
+    if fraction >= 1:
+        raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
+    return fraction * admissible_step(A, D) / 2.0
+
+
 def optimal_step(A, D=None) -> float:
     """``eta* = 2 / (lambda_1 + lambda_n)`` of ``D^{-1} A`` (supp-sec:richardson, Optimal Step Size)."""
     lam = _pd_spectrum(A, D)
@@ -216,7 +256,7 @@ def optimal_step(A, D=None) -> float:
 def convergence_factor(A, eta, D=None) -> float:
     """``max_i |1 - eta lambda_i(D^{-1} A)|`` (supp-sec:richardson); < 1 iff the iteration converges."""
     eta = positive_scalar(eta, "eta")
-    lam = spectrum(A, D)
+    lam = _pd_spectrum(A, D)
     return float(np.max(np.abs(1.0 - eta * lam)))
 
 
@@ -246,12 +286,43 @@ def krr_solution(G, k_x, Y, noise_var: float) -> tuple[np.ndarray, np.ndarray]:
     u_X : ndarray of shape (n,)
     u_x : float or ndarray of shape (m,)
     """
-    G = _gram(G)
+    G, s2 = _gram(G, noise_var)
     n = G.shape[0]
     k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
-    s2 = positive_scalar(noise_var, "noise_var")
     alpha = np.linalg.solve(G + s2 * np.eye(n), Y)
     return G @ alpha, k_x @ alpha
+
+
+def _krr_recursion(G, k_x, Y, noise_var, eta, L, *, preconditioned: bool):
+    """The one KRR recursion behind the four public ones, ``u^(0) = 0``.
+
+    With ``s = 1`` (plain: supp-eqn:grad train / supp-eqn:grad test) or ``s = G 1`` and
+    ``s_x = sum_i kappa(x_i, x)`` (preconditioned: eqn:recursion prec), every token follows
+    ``u^{l+1} = (1 - eta_l sigma^2 / s) u^l + (eta_l / s) k^T (Y - u_X^l)`` with ``k`` its kernel row.
+
+    Returns the training path of shape (L + 1, n) and, if ``k_x`` is given, the query path of shape
+    (L + 1,) or (L + 1, m).
+    """
+    G, s2 = _gram(G, noise_var)
+    n = G.shape[0]
+    Y = _vec(Y, "Y", n)
+    L = positive_int(L, "L")
+    k_x = None if k_x is None else _query(k_x, n)
+    m = 0 if k_x is None else int(np.prod(k_x.shape[:-1]))
+    _path_size(L, n + m)
+    eta = _steps(eta, L)
+    s = jacobi_preconditioner(G) if preconditioned else np.ones(n)  # D = diag(G 1) or I
+    if k_x is not None:
+        s_x = (positive_array(k_x.sum(axis=-1), "s_x = sum of k_x") if preconditioned
+               else np.ones(k_x.shape[:-1]))
+    train = np.zeros((L + 1, n))
+    test = None if k_x is None else np.zeros((L + 1,) + k_x.shape[:-1])
+    for l in range(L):
+        r = Y - train[l]  # Y - u_X^l
+        train[l + 1] = (1.0 - eta[l] * s2 / s) * train[l] + (eta[l] / s) * (G @ r)  # supp-eqn:grad train
+        if test is not None:
+            test[l + 1] = (1.0 - eta[l] * s2 / s_x) * test[l] + (eta[l] / s_x) * (k_x @ r)  # supp-eqn:grad test
+    return train, test
 
 
 def krr_training_recursion(G, Y, noise_var: float, eta, L: int) -> np.ndarray:
@@ -271,17 +342,7 @@ def krr_training_recursion(G, Y, noise_var: float, eta, L: int) -> np.ndarray:
     -------
     path : ndarray of shape (L + 1, n)
     """
-    G = _gram(G)
-    n = G.shape[0]
-    Y = _vec(Y, "Y", n)
-    s2 = positive_scalar(noise_var, "noise_var")
-    L = positive_int(L, "L")
-    eta = _steps(eta, L)
-    path = np.zeros((L + 1, n))
-    for l in range(L):
-        u = path[l]
-        path[l + 1] = (1.0 - eta[l] * s2) * u + eta[l] * (G @ (Y - u))  # supp-eqn:grad train
-    return path
+    return _krr_recursion(G, None, Y, noise_var, eta, L, preconditioned=False)[0]
 
 
 def krr_testing_recursion(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarray:
@@ -303,17 +364,7 @@ def krr_testing_recursion(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarra
     -------
     path : ndarray of shape (L + 1,) or (L + 1, m)
     """
-    G = _gram(G)
-    n = G.shape[0]
-    k_x = _query(k_x, n)
-    train = krr_training_recursion(G, Y, noise_var, eta, L)
-    s2 = float(noise_var)
-    eta = _steps(eta, train.shape[0] - 1)
-    Y = np.asarray(Y, dtype=float)
-    path = np.zeros((train.shape[0],) + k_x.shape[:-1])
-    for l in range(train.shape[0] - 1):
-        path[l + 1] = (1.0 - eta[l] * s2) * path[l] + eta[l] * (k_x @ (Y - train[l]))  # supp-eqn:grad test
-    return path
+    return _krr_recursion(G, k_x, Y, noise_var, eta, L, preconditioned=False)[1]
 
 
 def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
@@ -334,10 +385,9 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
     -------
     e : float or ndarray of shape (m,)
     """
-    G = _gram(G)
+    G, s2 = _gram(G, noise_var)
     n = G.shape[0]
     k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
-    s2 = positive_scalar(noise_var, "noise_var")
     eta = positive_scalar(eta, "eta")
     l = positive_int(l, "l", minimum=0)
     A = G + s2 * np.eye(n)
@@ -346,7 +396,7 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
     return -(k_x @ c)
 
 
-def _extremes(G, s2: float) -> tuple[float, float]:
+def _extremes(G) -> tuple[float, float]:
     lam = np.linalg.eigvalsh(G)
     # G is PSD; an eigenvalue below 0 is round-off (|.| <= n eps ||G||), so it is read as 0.
     return float(lam[-1]), float(max(lam[0], 0.0))
@@ -354,10 +404,9 @@ def _extremes(G, s2: float) -> tuple[float, float]:
 
 def krr_convergence_factor(G, noise_var: float, eta: float) -> float:
     """The theorem's ``rho = 1 - eta (lambda_n(G) + sigma^2)`` (supp-thm:KRR, thm:TFdoPPD)."""
-    G = _gram(G)
-    s2 = positive_scalar(noise_var, "noise_var")
+    G, s2 = _gram(G, noise_var)
     eta = positive_scalar(eta, "eta")
-    _, lam_n = _extremes(G, s2)
+    _, lam_n = _extremes(G)
     return 1.0 - eta * (lam_n + s2)
 
 
@@ -378,11 +427,10 @@ def krr_training_bound(G, Y, noise_var: float, eta: float, L):
     -------
     bound : float or ndarray like ``L``
     """
-    G = _gram(G)
+    G, s2 = _gram(G, noise_var)
     Y = _vec(Y, "Y", G.shape[0])
-    s2 = positive_scalar(noise_var, "noise_var")
     rho = krr_convergence_factor(G, s2, eta)
-    lam_1, lam_n = _extremes(G, s2)
+    lam_1, lam_n = _extremes(G)
     L = np.asarray(L, dtype=float)
     return np.exp(-(1.0 - rho) * L) * lam_1 / (lam_n + s2) * np.linalg.norm(Y)
 
@@ -402,12 +450,11 @@ def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
     -------
     bound : ndarray of shape ``np.shape(L) + k_x.shape[:-1]``
     """
-    G = _gram(G)
+    G, s2 = _gram(G, noise_var)
     n = G.shape[0]
     k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
-    s2 = positive_scalar(noise_var, "noise_var")
     rho = krr_convergence_factor(G, s2, eta)
-    _, lam_n = _extremes(G, s2)
+    _, lam_n = _extremes(G)
     L = np.asarray(L, dtype=float)
     fac = np.exp(-(1.0 - rho) * L)
     return np.multiply.outer(fac, np.linalg.norm(k_x, axis=-1) / (lam_n + s2) * np.linalg.norm(Y))
@@ -422,7 +469,7 @@ def jacobi_preconditioner(G) -> np.ndarray:
 
     Raises ``ValueError`` if a row sum is not positive (the preconditioner needs a positive kernel).
     """
-    G = _gram(G)
+    G = _sym(G, "G")
     return positive_array(G.sum(axis=1), "row sums of G")
 
 
@@ -436,18 +483,7 @@ def krr_training_recursion_prec(G, Y, noise_var: float, eta, L: int) -> np.ndarr
     -------
     path : ndarray of shape (L + 1, n)
     """
-    G = _gram(G)
-    n = G.shape[0]
-    Y = _vec(Y, "Y", n)
-    s2 = positive_scalar(noise_var, "noise_var")
-    L = positive_int(L, "L")
-    eta = _steps(eta, L)
-    s = jacobi_preconditioner(G)
-    path = np.zeros((L + 1, n))
-    for l in range(L):
-        u = path[l]
-        path[l + 1] = (1.0 - eta[l] * s2 / s) * u + (eta[l] / s) * (G @ (Y - u))  # eqn:recursion prec
-    return path
+    return _krr_recursion(G, None, Y, noise_var, eta, L, preconditioned=True)[0]
 
 
 def krr_testing_recursion_prec(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarray:
@@ -459,16 +495,4 @@ def krr_testing_recursion_prec(G, k_x, Y, noise_var: float, eta, L: int) -> np.n
     -------
     path : ndarray of shape (L + 1,) or (L + 1, m)
     """
-    G = _gram(G)
-    n = G.shape[0]
-    k_x = _query(k_x, n)
-    s_x = positive_array(k_x.sum(axis=-1), "s_x = sum of k_x")
-    train = krr_training_recursion_prec(G, Y, noise_var, eta, L)
-    s2 = float(noise_var)
-    eta = _steps(eta, train.shape[0] - 1)
-    Y = np.asarray(Y, dtype=float)
-    path = np.zeros((train.shape[0],) + k_x.shape[:-1])
-    for l in range(train.shape[0] - 1):
-        path[l + 1] = ((1.0 - eta[l] * s2 / s_x) * path[l]
-                       + (eta[l] / s_x) * (k_x @ (Y - train[l])))  # eqn:recursion prec
-    return path
+    return _krr_recursion(G, k_x, Y, noise_var, eta, L, preconditioned=True)[1]

@@ -14,8 +14,9 @@ Implements
 * supp-lem:rbf kernel Gram ridge: the sandwich of ``cond(G + sigma^2 I)``.
 * supp-lem:rbf kernel Gram ridge prec / thm:cond number: the spectrum of ``D^{-1}(G + sigma^2 I)`` and
   every interval of the proof (``lambda_1``, ``lambda_n``, the condition number).
-* sec:generalization (eqn:convg cond, thm:lambda1, fig:stepsize): the admissible step
-  ``2 / (lambda_1(G) + sigma^2)`` and its curve in ``n``.
+* sec:generalization (eqn:convg cond, thm:lambda1, fig:stepsize): the curve in ``n`` of the admissible
+  step ``2 / (lambda_1(G) + sigma^2)`` (for one matrix: :func:`pfntheory.richardson.admissible_step`
+  of ``G + sigma^2 I``).
 * thm:L growth: the depth needed for a tolerance ``eps`` at the optimal constant step,
   ``log(eps)/log(rho*)`` with ``rho* = 1 - 2/(c_n + 1)``, and the proof's sufficient depth
   ``(c_n + 1)/2 log(1/eps)``.
@@ -62,7 +63,6 @@ __all__ = [
     "rho_star",
     "depth_needed",
     "depth_sufficient",
-    "admissible_step",
     "StepCurve",
     "admissible_step_curve",
     "expected_rbf_uniform",
@@ -636,12 +636,6 @@ def depth_sufficient(cond, eps: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------- #
 # eqn:convg cond, thm:lambda1, fig:stepsize                                                     #
 # --------------------------------------------------------------------------------------------- #
-
-def admissible_step(G, noise_var: float) -> float:
-    """Upper end of the admissible step range ``2/(lambda_1(G) + sigma^2)`` (eqn:convg cond)."""
-    s2 = positive_scalar(noise_var, "noise_var")
-    return 2.0 / (top_eigenvalue(G) + s2)
-
 
 @dataclass(frozen=True)
 class StepCurve:

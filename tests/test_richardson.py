@@ -108,3 +108,48 @@ def test_krr_bad_input():
         rich.jacobi_preconditioner(np.array([[1.0, -2.0], [-2.0, 1.0]]))
     with pytest.raises(ValueError, match="positive definite"):
         rich.optimal_step(np.diag([1.0, 0.0]))
+
+
+def test_not_positive_definite_is_refused():
+    """issue 12: ``richardson(A=-I)`` used to run; A (and G + sigma^2 I) must be positive definite."""
+    with pytest.raises(ValueError, match="A must be positive definite"):
+        rich.richardson(-np.eye(2), np.ones(2), 0.5, 3)
+    with pytest.raises(ValueError, match="positive definite"):
+        rich.convergence_factor(np.diag([1.0, -1.0]), 0.5)
+    G = np.diag([1.0, -1.0])  # symmetric, but G + 0.1 I is indefinite
+    with pytest.raises(ValueError, match="G \\+ noise_var"):
+        rich.krr_training_recursion(G, np.ones(2), 0.1, 0.1, 3)
+
+
+def test_path_size_is_checked_before_allocating():
+    """A path of more than MAX_PATH_ELEMENTS values is refused (naming L) before any allocation."""
+    A, b = _sys()
+    with pytest.raises(ValueError, match="L="):
+        rich.richardson(A, b, 0.1, 10**8, return_path=True)
+    with pytest.raises(ValueError, match="L="):
+        rich.krr_training_recursion(np.eye(5), b, 0.1, 0.1, 10**8)
+    # without the path, only the final iterate is kept: the same L is allowed (not run here)
+
+
+def test_safe_step_is_inside_the_rate_condition():
+    A = np.diag([1.0, 4.0])  # lambda_1 = 4: admissible 0.5, rate condition eta < 1/4
+    assert rich.safe_step(A) == pytest.approx(0.9 / 4, rel=1e-14)
+    assert rich.safe_step(A, fraction=0.5) == pytest.approx(0.125, rel=1e-14)
+    s = np.array([2.0, 1.0])  # D^{-1} A = diag(0.5, 4)
+    assert rich.safe_step(A, s) == pytest.approx(0.9 / 4, rel=1e-14)
+    for bad in (0.0, 1.0, -0.5, np.nan):
+        with pytest.raises(ValueError, match="fraction"):
+            rich.safe_step(A, fraction=bad)
+
+
+def test_plain_and_preconditioned_recursions_agree_when_D_is_I():
+    """The one recursion behind both: with every row sum 1 (D = I, s_x = 1) they coincide."""
+    rng = np.random.default_rng(3)
+    G = np.full((4, 4), 0.25)  # symmetric, row sums 1, PSD (rank one)
+    kx = np.full(4, 0.25)
+    Y = rng.normal(size=4)
+    plain = rich.krr_testing_recursion(G, kx, Y, 0.1, 0.3, 6)
+    prec = rich.krr_testing_recursion_prec(G, kx, Y, 0.1, 0.3, 6)
+    np.testing.assert_allclose(prec, plain, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(rich.krr_training_recursion_prec(G, Y, 0.1, 0.3, 6),
+                               rich.krr_training_recursion(G, Y, 0.1, 0.3, 6), rtol=1e-15, atol=1e-15)

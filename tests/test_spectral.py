@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from pfntheory.kernels import LinearKernel, RBFKernel
+from pfntheory.richardson import admissible_step
 from pfntheory.spectral import (
     RBFMercer,
-    admissible_step,
     admissible_step_curve,
     depth_needed,
     depth_sufficient,
@@ -25,8 +25,7 @@ from pfntheory.spectral import (
     sample_design,
     top_eigenvalue,
 )
-
-EPS = np.finfo(float).eps
+from pfntheory.stats import EPS
 
 
 @pytest.fixture
@@ -63,7 +62,9 @@ def test_top_eigenvalue_matches_eigvalsh(rng):
     ref = np.linalg.eigvalsh(G)[-1]
     assert top_eigenvalue(G) == pytest.approx(ref, rel=1e-11, abs=0)
     assert top_eigenvalue(np.eye(400)) == pytest.approx(1.0, rel=1e-12)  # no gap: dense fallback
-    assert admissible_step(G, 0.2) == pytest.approx(2 / (ref + 0.2), rel=1e-11)
+    # the admissible step of one matrix (pfntheory.richardson, the only implementation) is the
+    # point of the fig:stepsize curve: 2 / (lambda_1(G) + sigma^2)
+    assert admissible_step(G + 0.2 * np.eye(len(G))) == pytest.approx(2 / (ref + 0.2), rel=1e-11)
 
 
 def test_lambda1_bounds(rng):
@@ -149,7 +150,7 @@ def test_step_curve_shapes(rng):
     (lambda: depth_needed(2.0, 1.5), "eps"),
     (lambda: depth_sufficient(2.0, 0.0), "eps"),
     (lambda: expected_rbf_uniform(1.0, 1.0, 2, half_width=0.0), "half_width"),
-    (lambda: admissible_step(np.eye(3), -1.0), "noise_var"),
+    (lambda: admissible_step_curve(RBFKernel(), [10], 2, -1.0, 1, np.random.default_rng(0)), "noise_var"),
     (lambda: admissible_step_curve("rbf", [10], 2, 0.1, 1, np.random.default_rng(0)), "kernel"),
     (lambda: admissible_step_curve(LinearKernel((1.0,)), [10], 2, 0.1, 1, np.random.default_rng(0)), "d"),
     (lambda: admissible_step_curve(RBFKernel(), [], 2, 0.1, 1, np.random.default_rng(0)), "ns"),
