@@ -1,49 +1,138 @@
-"""Input validation shared by the exact side.
+"""Input validation shared by the library and the command line.
 
-Every public function of :mod:`pfntheory` validates its arguments with these helpers so that bad
-input (wrong shapes, NaN, non-positive variances, ``a >= b``, ``C < 2``, ``n = 0``) raises a
-``ValueError`` that names the offending argument. Nothing is clipped or dropped silently.
+Every public function of :mod:`pfntheory` validates its arguments up front with these helpers, so
+that bad input (wrong shapes, NaN, complex numbers, non-positive variances, ``a >= b``, ``C < 2``,
+``n = 0``, ``d = 0``, a missing ``rng``, sizes beyond :data:`MAX_ELEMENTS`) raises an error that
+names the offending argument. Nothing is clipped, replaced or dropped silently.
+
+Errors
+------
+* :class:`ValueError` for a value out of range (NaN, ``-1``, a shape mismatch);
+* :class:`ArgumentTypeError` -- a subclass of both :class:`TypeError` and :class:`ValueError` --
+  for a value of the wrong kind (a string, ``None``, a complex array), so callers that catch either
+  get it.
 """
 
 from __future__ import annotations
 
+import numbers
+import operator
 from collections.abc import Sequence
 
 import numpy as np
 
+__all__ = [
+    "MAX_ELEMENTS",
+    "MAX_DIM",
+    "ArgumentTypeError",
+    "as_float_array",
+    "finite_scalar",
+    "positive_scalar",
+    "positive_array",
+    "positive_int",
+    "probability",
+    "interval",
+    "choice",
+    "check_rng",
+    "check_callable",
+    "check_size",
+    "spd_matrix",
+]
+
+#: Largest array (in elements) a public function will allocate or accept: 10**8 float64 values are
+#: 800 MB, the most a laptop can hold a few of. Larger requests are refused before allocating.
+MAX_ELEMENTS = 10**8
+
+#: Largest input dimension ``d`` accepted (the paper's largest is 16; Gram-concentration checks use
+#: a few hundred).
+MAX_DIM = 100_000
+
+
+class ArgumentTypeError(TypeError, ValueError):
+    """An argument of the wrong kind (string, None, complex...). Both a TypeError and a ValueError."""
+
+
+def _describe(x) -> str:
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def check_size(n_elements, name: str, limit: int = MAX_ELEMENTS) -> int:
+    """Refuse a request for more than ``limit`` elements (before allocating them)."""
+    n = int(n_elements)
+    if n > limit:
+        raise ValueError(f"{name} would need {n:.3g} elements, more than the limit {limit:.3g} "
+                         f"(pfntheory._checks.MAX_ELEMENTS)")
+    return n
+
 
 def as_float_array(x, name: str, *, ndim: int | Sequence[int] | None = None,
-                   min_ndim: int | None = None, allow_nan: bool = False) -> np.ndarray:
-    """Return ``x`` as a float64 array, checking its dimension and finiteness.
+                   min_ndim: int | None = None, allow_nan: bool = False,
+                   non_empty: bool = False) -> np.ndarray:
+    """Return ``x`` as a float64 array, checking kind, dimension, size and finiteness.
+
+    Parameters
+    ----------
+    x : array_like
+        Real numbers (bool, integer or floating dtype). Complex, string and object input is refused
+        (a complex array would otherwise lose its imaginary part silently).
+    name : str
+        Argument name used in error messages.
+    ndim, min_ndim : int, optional
+        Allowed number(s) of dimensions / the least number of dimensions.
+    allow_nan : bool
+        Accept NaN and inf (default: refuse).
+    non_empty : bool
+        Refuse an array with zero elements.
 
     Raises
     ------
+    ArgumentTypeError
+        ``x`` is not an array of real numbers.
     ValueError
-        If ``x`` cannot be converted, has the wrong number of dimensions, or holds NaN/inf.
+        Wrong number of dimensions, empty (when ``non_empty``), larger than :data:`MAX_ELEMENTS`,
+        or NaN/inf.
     """
+    if x is None or isinstance(x, (str, bytes, dict, set)):
+        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {_describe(x)}")
     try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a real array, got {type(x).__name__}") from err
+        raw = np.asarray(x)
+    except (TypeError, ValueError) as err:  # ragged lists
+        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {type(x).__name__} "
+                                f"({err})") from err
+    if raw.dtype.kind not in "biuf":
+        what = "complex" if raw.dtype.kind == "c" else f"dtype {raw.dtype}"
+        raise ArgumentTypeError(f"{name} must be real (bool, integer or float), got {what}")
+    check_size(raw.size, name)
+    a = raw.astype(np.float64, copy=False)
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if a.ndim not in allowed:
             raise ValueError(f"{name} must have ndim in {allowed}, got shape {a.shape}")
     if min_ndim is not None and a.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {a.shape}")
+    if non_empty and a.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {a.shape}")
     if not allow_nan and not np.all(np.isfinite(a)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return a
 
 
-def positive_scalar(x, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``x`` as a float, checking it is finite and positive (or non-negative)."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a real scalar, got {x!r}") from err
+def finite_scalar(x, name: str) -> float:
+    """Return ``x`` as a finite float; strings, None, bools and complex numbers are refused."""
+    if getattr(x, "ndim", None) == 0 and hasattr(x, "item"):  # 0-d numpy array or torch tensor
+        x = x.item()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a real number, got {_describe(x)}")
+    v = float(x)
     if not np.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def positive_scalar(x, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``x`` as a float, checking it is finite and positive (or non-negative)."""
+    v = finite_scalar(x, name)
     if allow_zero:
         if v < 0:
             raise ValueError(f"{name} must be non-negative, got {v}")
@@ -52,38 +141,102 @@ def positive_scalar(x, name: str, *, allow_zero: bool = False) -> float:
     return v
 
 
+def probability(x, name: str, *, open_low: bool = True, open_high: bool = True) -> float:
+    """Return ``x`` as a float in ``(0, 1)`` (or with closed ends as asked)."""
+    v = finite_scalar(x, name)
+    lo_ok = v > 0 if open_low else v >= 0
+    hi_ok = v < 1 if open_high else v <= 1
+    if not (lo_ok and hi_ok):
+        lo, hi = "(" if open_low else "[", ")" if open_high else "]"
+        raise ValueError(f"{name} must lie in {lo}0, 1{hi}, got {v}")
+    return v
+
+
 def positive_array(x, name: str, **kw) -> np.ndarray:
     """Return ``x`` as a float64 array whose entries are all strictly positive."""
     a = as_float_array(x, name, **kw)
-    if np.any(a <= 0):
+    if a.size and np.any(a <= 0):
         raise ValueError(f"{name} must be strictly positive, got min {a.min()}")
     return a
 
 
-def positive_int(x, name: str, *, minimum: int = 1) -> int:
-    """Return ``x`` as an int, checking ``x >= minimum``."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        if isinstance(x, (float, np.floating)) and float(x).is_integer():
-            x = int(x)
-        else:
-            raise ValueError(f"{name} must be an integer, got {x!r}")
-    if int(x) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {x}")
-    return int(x)
+def positive_int(x, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``x`` as an int, checking ``minimum <= x <= maximum``.
+
+    Integral floats (``3.0``) are accepted; ``True``/``False``, ``3.5``, strings and None are not.
+    """
+    if isinstance(x, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be an integer, got {x!r}")
+    if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer():
+        x = int(x)
+    try:
+        v = operator.index(x)
+    except TypeError as err:
+        raise ArgumentTypeError(f"{name} must be an integer, got {_describe(x)}") from err
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    if maximum is not None and v > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {v}")
+    return int(v)
 
 
 def interval(a, b, name_a: str = "a", name_b: str = "b") -> tuple[float, float]:
-    """Return ``(a, b)`` as floats, checking both finite and ``a < b``."""
-    fa, fb = float(a), float(b)
-    if not (np.isfinite(fa) and np.isfinite(fb)):
-        raise ValueError(f"{name_a} and {name_b} must be finite, got ({fa}, {fb})")
+    """Return ``(a, b)`` as floats, checking both finite, ``a < b`` and ``b - a`` finite."""
+    fa, fb = finite_scalar(a, name_a), finite_scalar(b, name_b)
     if not fa < fb:
         raise ValueError(f"{name_a} < {name_b} is required, got {name_a}={fa}, {name_b}={fb}")
+    with np.errstate(over="ignore"):
+        width = np.float64(fb) - np.float64(fa)
+    if not np.isfinite(width):
+        raise ValueError(f"{name_b} - {name_a} must be finite, got {name_a}={fa}, {name_b}={fb}")
     return fa, fb
 
 
 def choice(x, name: str, options: Sequence[str]) -> str:
     """Return ``x`` if it is one of ``options``; otherwise raise naming the argument."""
-    if x not in options:
+    try:
+        ok = x in options
+    except TypeError:  # unhashable x against a set/dict
+        ok = False
+    if not ok:
         raise ValueError(f"unknown {name} {x!r}; expected one of {sorted(options)}")
     return x
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """Return ``rng`` if it is a ``numpy.random.Generator``; refuse None, seeds and legacy states.
+
+    Randomness enters the exact side only through an explicit generator, so that every draw is
+    reproducible from the caller's seed; pass ``np.random.default_rng(seed)``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise ArgumentTypeError(f"{name} must be a numpy.random.Generator "
+                                f"(np.random.default_rng(seed)), got {_describe(rng)}")
+    return rng
+
+
+def check_callable(f, name: str):
+    """Return ``f`` if it is callable."""
+    if not callable(f):
+        raise ArgumentTypeError(f"{name} must be callable, got {_describe(f)}")
+    return f
+
+
+def spd_matrix(A, name: str, *, batch: bool = False) -> np.ndarray:
+    """Return ``A`` as a float64 symmetric positive-definite matrix (or a batch of them).
+
+    Symmetry is checked to a relative round-off tolerance ``1e-10 max|A|`` (the matrices here are
+    Gram matrices plus a ridge, symmetric up to summation order); positive definiteness by a
+    Cholesky factorisation.
+    """
+    a = as_float_array(A, name, min_ndim=2) if batch else as_float_array(A, name, ndim=2)
+    if a.shape[-1] != a.shape[-2] or a.shape[-1] == 0:
+        raise ValueError(f"{name} must be a non-empty square matrix, got shape {a.shape}")
+    scale = float(np.max(np.abs(a))) if a.size else 0.0
+    if np.max(np.abs(a - np.swapaxes(a, -1, -2)), initial=0.0) > 1e-10 * max(scale, 1e-300):
+        raise ValueError(f"{name} must be symmetric")
+    try:
+        np.linalg.cholesky(a)
+    except np.linalg.LinAlgError as err:
+        raise ValueError(f"{name} must be positive definite (Cholesky failed)") from err
+    return a

@@ -42,12 +42,15 @@ import scipy.special
 from scipy.special import log_ndtr, ndtr
 
 from pfntheory._checks import (
+    MAX_ELEMENTS,
     as_float_array,
+    check_callable,
     choice,
     interval,
     positive_array,
     positive_int,
     positive_scalar,
+    probability,
 )
 
 __all__ = [
@@ -83,9 +86,11 @@ def bin_edges(a, b, C) -> np.ndarray:
         ``gamma_1 = a < gamma_2 < ... < gamma_{C+1} = b``.
     """
     a, b = interval(a, b)
-    C = positive_int(C, "C", minimum=2)
+    C = positive_int(C, "C", minimum=2, maximum=MAX_ELEMENTS - 1)
     edges = np.linspace(a, b, C + 1)
     edges[0], edges[-1] = a, b
+    if np.any(np.diff(edges) <= 0):
+        raise ValueError(f"(a, b] = ({a}, {b}] is too narrow for C={C} distinct float64 edges")
     return edges
 
 
@@ -122,17 +127,27 @@ def check_probs(probs, C: int, name: str = "probs", *, sum_tol: float | None = N
     The default tolerance on ``|sum - 1|`` is ``C * 2**-23``: the worst-case round-off of a float32
     softmax summed over ``C`` bins (PyTorch outputs are accepted after casting to float64).
     """
+    C = positive_int(C, "C", minimum=1)
     p = as_float_array(probs, name, min_ndim=1)
     if p.shape[-1] != C:
         raise ValueError(f"{name} must have last dimension C={C}, got shape {p.shape}")
     if np.any(p < 0):
         raise ValueError(f"{name} must be non-negative, got min {p.min()}")
-    tol = C * 2.0**-23 if sum_tol is None else sum_tol
+    tol = C * 2.0**-23 if sum_tol is None else positive_scalar(sum_tol, "sum_tol", allow_zero=True)
     s = p.sum(axis=-1)
     if np.any(np.abs(s - 1.0) > tol):
         worst = s.flat[np.argmax(np.abs(s - 1.0))]
         raise ValueError(f"{name} must sum to 1 over the last axis (tol {tol:.2g}), got {worst}")
     return p
+
+
+def _broadcast(*named_shapes) -> tuple[int, ...]:
+    """``np.broadcast_shapes`` of ``(name, shape)`` pairs; a mismatch names the arguments."""
+    try:
+        return np.broadcast_shapes(*(shape for _, shape in named_shapes))
+    except ValueError as err:
+        desc = ", ".join(f"{n} {sh}" for n, sh in named_shapes)
+        raise ValueError(f"shapes do not broadcast: {desc}") from err
 
 
 def _mu_tau(mu, tau):
@@ -273,9 +288,7 @@ def calibrate_interval(mu, tau, outside_mass: float = 0.002) -> tuple[float, flo
     mu, tau = mu.ravel(), tau.ravel()
     if mu.size == 0:
         raise ValueError("mu must hold at least one instance")
-    m = positive_scalar(outside_mass, "outside_mass")
-    if not m < 1:
-        raise ValueError(f"outside_mass must be < 1, got {m}")
+    m = probability(outside_mass, "outside_mass")
     s = np.sqrt(tau)
     lo, hi = float(np.min(mu - 40 * s)), float(np.max(mu + 40 * s))
     scale = hi - lo
@@ -310,6 +323,8 @@ def psi_gaussian(mu, tau) -> np.ndarray:
 def gaussian_T(y) -> np.ndarray:
     """Sufficient statistic ``T(y) = (y, y^2)`` of the Gaussian family; shape (..., 2)."""
     y = as_float_array(y, "y")
+    if np.any(np.abs(y) > 1e150):
+        raise ValueError("y must satisfy |y| <= 1e150 (y^2 would overflow float64)")
     return np.stack([y, y * y], axis=-1)
 
 
@@ -328,9 +343,11 @@ def readout_Xi(edges, T: Callable[[np.ndarray], np.ndarray] | None = None) -> np
         For the Gaussian default, rows ``[xi_c, xi_c^2]``.
     """
     xi = midpoints(edges)
-    Xi = np.asarray((gaussian_T if T is None else T)(xi), dtype=float)      # Xi_{c,:} = T(xi_c)
-    if Xi.ndim != 2 or Xi.shape[0] != xi.shape[0]:
-        raise ValueError(f"T must map (C,) to (C, p'), got shape {Xi.shape}")
+    if T is not None:
+        check_callable(T, "T")
+    Xi = as_float_array((gaussian_T if T is None else T)(xi), "T(midpoints)")  # Xi_{c,:} = T(xi_c)
+    if Xi.ndim != 2 or Xi.shape[0] != xi.shape[0] or Xi.shape[1] == 0:
+        raise ValueError(f"T must map (C,) to (C, p') with p' >= 1, got shape {Xi.shape}")
     return Xi
 
 
@@ -359,13 +376,20 @@ def logits_from_natural(psi, edges, T: Callable[[np.ndarray], np.ndarray] | None
         raise ValueError(f"psi must have last dimension {Xi.shape[1]}, got shape {psi.shape}")
     ell = psi @ Xi.T + np.log(bin_widths(edges))                             # Xi psi + log Delta_c
     if log_h is not None:
-        ell = ell + np.asarray(log_h(midpoints(edges)), dtype=float)
+        check_callable(log_h, "log_h")
+        lh = as_float_array(log_h(midpoints(edges)), "log_h(midpoints)")
+        if lh.shape != (Xi.shape[0],):
+            raise ValueError(f"log_h must map (C,) to (C,), got shape {lh.shape}")
+        ell = ell + lh
     return ell
 
 
 def softmax(ell, axis: int = -1) -> np.ndarray:
     """``sm(ell)_c = exp(ell_c) / sum_c' exp(ell_c')`` (Sec. 2), shifted by the max for stability."""
     ell = as_float_array(ell, "ell", min_ndim=1)
+    axis = positive_int(axis, "axis", minimum=-ell.ndim, maximum=ell.ndim - 1)
+    if ell.shape[axis] == 0:
+        raise ValueError(f"ell must have at least one logit along axis {axis}, got shape {ell.shape}")
     z = ell - np.max(ell, axis=axis, keepdims=True)
     w = np.exp(z)
     return w / np.sum(w, axis=axis, keepdims=True)
@@ -405,7 +429,7 @@ def histogram_density(edges, probs, y, closed: str = "right") -> np.ndarray:
     p = check_probs(probs, C)
     y = as_float_array(y, "y")
     choice(closed, "closed", ("right", "left"))
-    shape = np.broadcast_shapes(y.shape, p.shape[:-1])
+    shape = _broadcast(("y", y.shape), ("probs[..., 0]", p.shape[:-1]))
     y = np.broadcast_to(y, shape)
     p = np.broadcast_to(p, shape + (C,))
     idx = _bin_index(e, y, closed)
@@ -439,6 +463,7 @@ def truncated_nll_histogram(bin_mass, probs, edges) -> np.ndarray:
     C = e.shape[0] - 1
     pc = check_probs(bin_mass, C, "bin_mass")
     qc = check_probs(probs, C)
+    _broadcast(("bin_mass", pc.shape), ("probs", qc.shape))
     with np.errstate(divide="ignore"):
         logq = np.log(qc)
     terms = np.where(pc > 0, pc * (np.log(np.diff(e)) - np.where(pc > 0, logq, 0.0)), 0.0)
@@ -503,7 +528,8 @@ def softmax_perturbation_bound(Delta) -> np.ndarray:
     D = as_float_array(Delta, "Delta")
     if np.any(D < 0):
         raise ValueError("Delta must be non-negative")
-    return np.expm1(2 * D)                                                   # e^{2 Delta} - 1
+    with np.errstate(over="ignore"):  # e^{2 Delta} - 1 = +inf beyond Delta ~ 355: the bound is void
+        return np.expm1(2 * D)                                               # e^{2 Delta} - 1
 
 
 def softmax_perturbation_sharp(Delta) -> np.ndarray:

@@ -23,7 +23,15 @@ import scipy.optimize
 import scipy.special
 import scipy.stats
 
-from ._checks import as_float_array, positive_array, positive_int, positive_scalar
+from ._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    check_rng,
+    check_size,
+    positive_array,
+    positive_int,
+    positive_scalar,
+)
 from .kernels import ARDRBFKernel
 
 __all__ = [
@@ -36,25 +44,38 @@ __all__ = [
 ]
 
 
+def _check_kernel(kernel, name: str = "kernel"):
+    if not (callable(kernel) and callable(getattr(kernel, "diag", None))):
+        raise ArgumentTypeError(f"{name} must be a kernel of pfntheory.kernels (callable with a "
+                                f".diag method), got {type(kernel).__name__}")
+    return kernel
+
+
 def _context(X, Y, Xq):
     X = as_float_array(X, "X", min_ndim=2)
     Y = as_float_array(Y, "Y", min_ndim=1)
     if X.shape[-2] == 0:
         raise ValueError("X must hold at least one context point (n = 0 given)")
+    if X.shape[-1] == 0:
+        raise ValueError(f"X must have d >= 1 features, got shape {X.shape}")
     if Y.shape != X.shape[:-1]:
         raise ValueError(f"Y must have shape {X.shape[:-1]} to match X {X.shape}, got {Y.shape}")
+    check_size(int(np.prod(X.shape[:-2])) * X.shape[-2] ** 2, "the Gram matrix of X")
     if Xq is not None:
         Xq = as_float_array(Xq, "Xq", min_ndim=2)
         if Xq.shape[-1] != X.shape[-1] or Xq.shape[:-2] != X.shape[:-2]:
             raise ValueError(f"Xq must have shape {X.shape[:-2]} + (m, {X.shape[-1]}), got {Xq.shape}")
+        if Xq.shape[-2] == 0:
+            raise ValueError(f"Xq must hold at least one query point (m = 0 given), shape {Xq.shape}")
     return X, Y, Xq
 
 
 def _chol(A: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.cholesky(A)
-    except np.linalg.LinAlgError as err:  # pragma: no cover - noise_var > 0 makes A SPD
-        raise ValueError("G + noise_var I is not numerically positive definite") from err
+    except np.linalg.LinAlgError as err:  # a kernel that is not positive semi-definite
+        raise ValueError("G + noise_var I is not numerically positive definite (kernel not PSD, "
+                         "or noise_var too small for its round-off)") from err
 
 
 def _trisolve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -90,6 +111,7 @@ def posterior_predictive(kernel, X, Y, Xq, noise_var: float) -> tuple[np.ndarray
     mu, tau : ndarray of shape (..., m)
         ``mu = k_x^T (G + sigma^2 I)^{-1} Y``, ``tau = kappa(x,x) + sigma^2 - k_x^T (G+sigma^2 I)^{-1} k_x``.
     """
+    _check_kernel(kernel)
     X, Y, Xq = _context(X, Y, Xq)
     s2 = positive_scalar(noise_var, "noise_var")
     n = X.shape[-2]
@@ -105,6 +127,7 @@ def posterior_predictive(kernel, X, Y, Xq, noise_var: float) -> tuple[np.ndarray
 
 def log_marginal_likelihood(kernel, X, Y, noise_var: float) -> np.ndarray:
     """``log N(Y; 0, G + sigma^2 I)`` for each context, shape ``X.shape[:-2]``."""
+    _check_kernel(kernel)
     X, Y, _ = _context(X, Y, None)
     s2 = positive_scalar(noise_var, "noise_var")
     n = X.shape[-2]
@@ -131,14 +154,41 @@ class MixturePPD:
     mu: np.ndarray
     tau: np.ndarray
 
+    def __post_init__(self):
+        w = as_float_array(self.weights, "weights", min_ndim=1, non_empty=True)
+        mu = as_float_array(self.mu, "mu", min_ndim=2)
+        tau = positive_array(self.tau, "tau", min_ndim=2)
+        if mu.shape != tau.shape or mu.shape[:-1] != w.shape or mu.shape[-1] == 0:
+            raise ValueError(f"mu and tau must have shape weights.shape + (m,) = {w.shape} + (m,), "
+                             f"got {mu.shape} and {tau.shape}")
+        if np.any(w < 0) or np.any(np.abs(w.sum(-1) - 1.0) > 1e-9 * w.shape[-1]):
+            raise ValueError("weights must be non-negative and sum to 1 over the last axis")
+        for k, v in (("weights", w), ("mu", mu), ("tau", tau)):
+            object.__setattr__(self, k, v)
+
+    def _y(self, y) -> np.ndarray:
+        y = as_float_array(y, "y")
+        try:
+            np.broadcast_shapes(y.shape, self.mu.shape[:-2] + self.mu.shape[-1:])
+        except ValueError as err:
+            raise ValueError(f"y must broadcast to {self.mu.shape[:-2] + self.mu.shape[-1:]}, got "
+                             f"{y.shape}") from err
+        return y
+
     def cdf(self, y) -> np.ndarray:
         """Mixture CDF at ``y`` (shape broadcastable to ``(..., m)``)."""
-        y = np.asarray(y, dtype=float)[..., None, :]
+        y = self._y(y)
+        if y.ndim == 0:
+            y = y[None]
+        y = y[..., None, :]
         comp = scipy.stats.norm.cdf((y - self.mu) / np.sqrt(self.tau))
         return np.sum(self.weights[..., :, None] * comp, axis=-2)
 
     def pdf(self, y) -> np.ndarray:
-        y = np.asarray(y, dtype=float)[..., None, :]
+        y = self._y(y)
+        if y.ndim == 0:
+            y = y[None]
+        y = y[..., None, :]
         comp = scipy.stats.norm.pdf(y, loc=self.mu, scale=np.sqrt(self.tau))
         return np.sum(self.weights[..., :, None] * comp, axis=-2)
 
@@ -156,10 +206,14 @@ def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
     GP predictive ``N(mu_h, tau_h)``, and the posterior weight of component ``h`` is
     ``pi_h p(Y | X, theta_h) / sum_h' pi_h' p(Y | X, theta_h')``.
     """
+    if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__iter__"):
+        raise ArgumentTypeError(f"kernels must be a sequence of kernels, got {type(kernels).__name__}")
     kernels = list(kernels)
     H = len(kernels)
     if H == 0:
         raise ValueError("kernels must hold at least one component")
+    for h, k in enumerate(kernels):
+        _check_kernel(k, f"kernels[{h}]")
     nv = positive_array(noise_vars, "noise_vars", ndim=1)
     pw = positive_array(prior_weights, "prior_weights", ndim=1)
     if nv.shape != (H,) or pw.shape != (H,):
@@ -237,9 +291,21 @@ def fit_empirical_bayes(X, Y, *, n_restarts: int = 10, rng: np.random.Generator,
     Y = as_float_array(Y, "Y", ndim=1)
     if X.shape[0] != Y.shape[0] or X.shape[0] == 0:
         raise ValueError(f"X and Y must have the same non-zero length, got {X.shape[0]} and {Y.shape[0]}")
-    n_restarts = positive_int(n_restarts, "n_restarts", minimum=0)
+    if X.shape[1] == 0:
+        raise ValueError(f"X must have d >= 1 features, got shape {X.shape}")
+    check_size(X.shape[0] ** 2 * X.shape[1], "the pairwise differences of X")
+    n_restarts = positive_int(n_restarts, "n_restarts", minimum=0, maximum=10_000)
+    rng = check_rng(rng)
+    try:
+        b_lo, b_hi = bounds
+    except (TypeError, ValueError) as err:
+        raise ArgumentTypeError(f"bounds must be a pair (low, high), got {bounds!r}") from err
+    b_lo = positive_scalar(b_lo, "bounds[0]")
+    b_hi = positive_scalar(b_hi, "bounds[1]")
+    if not b_lo < b_hi:
+        raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds!r}")
     d = X.shape[1]
-    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+    lo, hi = np.log(b_lo), np.log(b_hi)
     starts = [np.zeros(d + 2)] + [rng.uniform(np.log(0.05), np.log(5.0), size=d + 2)
                                   for _ in range(n_restarts)]
     best = None

@@ -17,8 +17,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.spatial.distance
 
-from ._checks import as_float_array, choice, positive_array, positive_int, positive_scalar
+from ._checks import (
+    MAX_DIM,
+    as_float_array,
+    check_size,
+    choice,
+    positive_array,
+    positive_int,
+    positive_scalar,
+)
 
 __all__ = [
     "LinearKernel",
@@ -32,24 +41,54 @@ __all__ = [
 ]
 
 
+def _inputs(X, name: str) -> np.ndarray:
+    """Inputs of shape ``(..., n, d)`` with ``n >= 1`` and ``1 <= d <= MAX_DIM``, finite and real."""
+    X = as_float_array(X, name, min_ndim=2)
+    if X.shape[-1] == 0 or X.shape[-1] > MAX_DIM:
+        raise ValueError(f"{name} must have 1 <= d <= {MAX_DIM} features, got shape {X.shape}")
+    if X.shape[-2] == 0:
+        raise ValueError(f"{name} must hold at least one point (n >= 1), got shape {X.shape}")
+    return X
+
+
 def _pair(X1, X2):
-    X1 = as_float_array(X1, "X1", min_ndim=2)
-    X2 = X1 if X2 is None else as_float_array(X2, "X2", min_ndim=2)
+    X1 = _inputs(X1, "X1")
+    X2 = X1 if X2 is None else _inputs(X2, "X2")
     if X1.shape[-1] != X2.shape[-1]:
         raise ValueError(f"X1 and X2 must share the feature dimension, got {X1.shape} and {X2.shape}")
+    try:
+        batch = np.broadcast_shapes(X1.shape[:-2], X2.shape[:-2])
+    except ValueError as err:
+        raise ValueError(f"X1 and X2 must have broadcastable batch dimensions, got {X1.shape} and "
+                         f"{X2.shape}") from err
+    check_size(int(np.prod(batch)) * X1.shape[-2] * X2.shape[-2], "the Gram matrix of X1 and X2")
     return X1, X2
 
 
 def _sqdist(X1: np.ndarray, X2: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances, shape ``(..., n1, n2)``, clamped at exact zero from below.
+    """Squared Euclidean distances ``||x1_i - x2_j||^2``, shape ``(..., n1, n2)``.
 
-    The expansion ||a||^2 + ||b||^2 - 2 a.b can round to tiny negatives; those are round-off, not
-    data, so they are set to 0 (the true value is >= 0).
+    Computed from the differences ``x1_ik - x2_jk`` (``scipy.spatial.distance.cdist`` per batch
+    element, or a loop over the few coordinates), which are exact to one rounding, so the relative
+    error is a few ulps wherever the points lie. The expansion ``||a||^2 + ||b||^2 - 2 a.b`` cancels
+    catastrophically for points far from the origin (relative error 2e-5 at offset 1e5) and is not
+    used. Memory stays ``(..., n1, n2)``.
     """
-    n1 = np.sum(X1 * X1, axis=-1)[..., :, None]
-    n2 = np.sum(X2 * X2, axis=-1)[..., None, :]
-    D = n1 + n2 - 2.0 * X1 @ np.swapaxes(X2, -1, -2)
-    return np.maximum(D, 0.0)
+    batch = np.broadcast_shapes(X1.shape[:-2], X2.shape[:-2])
+    n1, n2, d = X1.shape[-2], X2.shape[-2], X1.shape[-1]
+    if not batch:
+        return scipy.spatial.distance.cdist(X1, X2, "sqeuclidean")
+    D = np.zeros(batch + (n1, n2))
+    if d <= 8:  # vectorised over the batch, one pass per coordinate
+        for k in range(d):
+            diff = X1[..., :, None, k] - X2[..., None, :, k]  # (..., n1, n2)
+            D += diff * diff
+        return D
+    A = np.broadcast_to(X1, batch + X1.shape[-2:])
+    B = np.broadcast_to(X2, batch + X2.shape[-2:])
+    for idx in np.ndindex(batch):
+        D[idx] = scipy.spatial.distance.cdist(A[idx], B[idx], "sqeuclidean")
+    return D
 
 
 @dataclass(frozen=True)
@@ -66,7 +105,9 @@ class LinearKernel:
     name: str = field(default="linear", init=False)
 
     def __post_init__(self):
-        s = positive_array(self.sigma_diag, "sigma_diag", ndim=1)
+        s = positive_array(self.sigma_diag, "sigma_diag", ndim=1, non_empty=True)
+        if s.shape[0] > MAX_DIM:
+            raise ValueError(f"sigma_diag must have at most MAX_DIM={MAX_DIM} entries, got {s.shape[0]}")
         object.__setattr__(self, "sigma_diag", tuple(float(v) for v in s))
 
     @property
@@ -82,7 +123,9 @@ class LinearKernel:
 
     def diag(self, X) -> np.ndarray:
         """``kappa(x, x)`` for each row, shape ``(..., n)``."""
-        X = as_float_array(X, "X", min_ndim=2)
+        X = _inputs(X, "X")
+        if X.shape[-1] != self.d:
+            raise ValueError(f"X has {X.shape[-1]} features, kernel expects d={self.d}")
         return np.sum(X * X * np.asarray(self.sigma_diag), axis=-1)
 
 
@@ -111,7 +154,7 @@ class RBFKernel:
         return self.alpha**2 * np.exp(-0.5 * _sqdist(X1, X2) / self.lengthscale**2)
 
     def diag(self, X) -> np.ndarray:
-        X = as_float_array(X, "X", min_ndim=2)
+        X = _inputs(X, "X")
         return np.full(X.shape[:-1], self.alpha**2)
 
 
@@ -125,7 +168,9 @@ class ARDRBFKernel:
 
     def __post_init__(self):
         object.__setattr__(self, "alpha", positive_scalar(self.alpha, "alpha"))
-        ls = positive_array(self.lengthscales, "lengthscales", ndim=1)
+        ls = positive_array(self.lengthscales, "lengthscales", ndim=1, non_empty=True)
+        if ls.shape[0] > MAX_DIM:
+            raise ValueError(f"lengthscales must have at most MAX_DIM={MAX_DIM} entries, got {ls.shape[0]}")
         object.__setattr__(self, "lengthscales", tuple(float(v) for v in ls))
 
     def __call__(self, X1, X2=None) -> np.ndarray:
@@ -137,7 +182,10 @@ class ARDRBFKernel:
         return self.alpha**2 * np.exp(-0.5 * _sqdist(X1 / ls, X2 / ls))
 
     def diag(self, X) -> np.ndarray:
-        X = as_float_array(X, "X", min_ndim=2)
+        X = _inputs(X, "X")
+        if X.shape[-1] != len(self.lengthscales):
+            raise ValueError(
+                f"X has {X.shape[-1]} features, kernel has {len(self.lengthscales)} lengthscales")
         return np.full(X.shape[:-1], self.alpha**2)
 
 
@@ -150,7 +198,7 @@ def blr_sigma_diag(d: int) -> tuple[float, ...]:
     ``Sigma_kk = 2.0`` for ``k < floor(d/3)``, ``1.0`` for ``floor(d/3) <= k < floor(2d/3)``, ``0.4``
     otherwise (0-based ``k``).
     """
-    d = positive_int(d, "d")
+    d = positive_int(d, "d", maximum=MAX_DIM)
     out = []
     for k in range(d):
         if k < d // 3:
@@ -166,6 +214,11 @@ def make_kernel(name: str, **params):
     """Build a kernel by name: ``linear`` (sigma_diag), ``rbf`` (alpha, lengthscale),
     ``ard_rbf`` (alpha, lengthscales)."""
     choice(name, "kernel name", KERNEL_NAMES)
+    fields = {"linear": ("sigma_diag",), "rbf": ("alpha", "lengthscale"),
+              "ard_rbf": ("alpha", "lengthscales")}[name]
+    unknown = sorted(set(params) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {unknown} for kernel {name!r}; expected {list(fields)}")
     if name == "linear":
         return LinearKernel(**params)
     if name == "rbf":
@@ -182,7 +235,7 @@ def expected_rbf_gaussian(alpha: float, lengthscale: float, d: int, var: float |
     """
     alpha = positive_scalar(alpha, "alpha")
     ell = positive_scalar(lengthscale, "lengthscale")
-    d = positive_int(d, "d")
+    d = positive_int(d, "d", maximum=MAX_DIM)
     var = 1.0 / d if var is None else positive_scalar(var, "var")
     return float(alpha**2 * (1.0 + 2.0 * var / ell**2) ** (-d / 2.0))
 
@@ -196,6 +249,8 @@ def expected_rbf_gaussian_given(x, alpha: float, lengthscale: float,
     """
     x = as_float_array(x, "x", min_ndim=1)
     d = x.shape[-1]
+    if d == 0 or d > MAX_DIM:
+        raise ValueError(f"x must have 1 <= d <= {MAX_DIM} features, got shape {x.shape}")
     alpha = positive_scalar(alpha, "alpha")
     ell = positive_scalar(lengthscale, "lengthscale")
     var = 1.0 / d if var is None else positive_scalar(var, "var")

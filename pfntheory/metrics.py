@@ -26,8 +26,16 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from pfntheory._checks import as_float_array, positive_scalar
+from pfntheory._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    check_callable,
+    check_size,
+    positive_int,
+    probability,
+)
 from pfntheory.discretize import (
+    _broadcast,
     _mu_tau,
     _norm_mass,
     check_edges,
@@ -54,10 +62,7 @@ def _edges_probs(edges, probs):
 
 
 def _level(level) -> float:
-    v = positive_scalar(level, "level")
-    if not v < 1:
-        raise ValueError(f"level must be in (0, 1), got {v}")
-    return v
+    return probability(level, "level")
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,7 +119,7 @@ def tv_truncnorm_histogram(mu, tau, edges, probs) -> np.ndarray:
     """
     e, p, C = _edges_probs(edges, probs)
     mu, tau = _mu_tau(mu, tau)
-    shape = np.broadcast_shapes(mu.shape, p.shape[:-1])
+    shape = _broadcast(("mu", mu.shape), ("probs[..., 0]", p.shape[:-1]))
     mu, tau = np.broadcast_to(mu, shape), np.broadcast_to(tau, shape)
     p = np.broadcast_to(p, shape + (C,))
     Z = gaussian_interval_mass(mu, tau, e[0], e[-1])                         # 1 - eps_tail
@@ -131,7 +136,7 @@ def tv_gaussian_histogram(mu, tau, edges, probs) -> np.ndarray:
     """
     e, p, C = _edges_probs(edges, probs)
     mu, tau = _mu_tau(mu, tau)
-    shape = np.broadcast_shapes(mu.shape, p.shape[:-1])
+    shape = _broadcast(("mu", mu.shape), ("probs[..., 0]", p.shape[:-1]))
     mu, tau = np.broadcast_to(mu, shape), np.broadcast_to(tau, shape)
     p = np.broadcast_to(p, shape + (C,))
     s = np.sqrt(tau)
@@ -174,17 +179,29 @@ def l1_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, n_grid: 
     -------
     float
     """
+    check_callable(pdf, "pdf")
+    check_callable(cdf, "cdf")
     e = check_edges(edges)
     C = e.shape[0] - 1
     p = check_probs(probs, C)
     if p.ndim != 1:
         raise ValueError(f"probs must have shape (C,), got {p.shape}")
+    n_grid = positive_int(n_grid, "n_grid", minimum=1)
+    check_size(C * (n_grid + 1), "the crossing grid (C * (n_grid + 1))")
     Delta = np.diff(e)
     h = p / Delta                                                            # (C,)
     t = np.linspace(0.0, 1.0, n_grid + 1)
     grid = e[:-1, None] + Delta[:, None] * t[None, :]                        # (C, n_grid+1)
     grid[:, -1] = e[1:]
-    f = pdf(grid) - h[:, None]
+    pg = as_float_array(pdf(grid), "pdf(y)")
+    if pg.shape != grid.shape:
+        raise ValueError(f"pdf must be vectorised: pdf(y) must have y's shape {grid.shape}, got {pg.shape}")
+    if np.any(pg < 0):
+        raise ValueError(f"pdf must be non-negative, got {pg.min()}")
+    F = as_float_array(cdf(e), "cdf(y)")
+    if F.shape != e.shape:
+        raise ValueError(f"cdf must be vectorised: cdf(y) must have y's shape {e.shape}, got {F.shape}")
+    f = pg - h[:, None]
     sgn = np.sign(f)
     cell = sgn[:, :-1] * sgn[:, 1:] < 0                                      # strict sign change
     ci, cj = np.nonzero(cell)
@@ -207,7 +224,7 @@ def tv_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, mass: fl
     ``TV(p, q)`` inside ``(a, b]`` -- add ``eps / 2`` for the outside. See
     :func:`l1_density_histogram` for the method.
     """
-    m = positive_scalar(mass, "mass")
+    m = probability(mass, "mass", open_high=False)
     return 0.5 * l1_density_histogram(lambda y: pdf(y) / m, lambda y: cdf(y) / m, edges, probs,
                                       n_grid=n_grid)
 
@@ -237,7 +254,7 @@ def histogram_cdf(edges, probs, y) -> np.ndarray:
     """Piecewise-linear CDF ``F_q(y)``; ``y`` broadcastable to (...). Returns shape broadcast."""
     e, p, C = _edges_probs(edges, probs)
     y = as_float_array(y, "y")
-    shape = np.broadcast_shapes(y.shape, p.shape[:-1])
+    shape = _broadcast(("y", y.shape), ("probs[..., 0]", p.shape[:-1]))
     y = np.broadcast_to(y, shape)
     p = np.broadcast_to(p, shape + (C,))
     frac = np.clip((y[..., None] - e[:-1]) / np.diff(e), 0.0, 1.0)          # (..., C)
@@ -261,7 +278,7 @@ def histogram_quantile(edges, probs, q) -> np.ndarray:
     u = as_float_array(q, "q")
     if np.any((u < 0) | (u > 1)):
         raise ValueError("q must lie in [0, 1]")
-    shape = np.broadcast_shapes(u.shape, p.shape[:-1])
+    shape = _broadcast(("q", u.shape), ("probs[..., 0]", p.shape[:-1]))
     u = np.broadcast_to(u, shape)
     p = np.broadcast_to(p, shape + (C,))
     cum = np.cumsum(p, axis=-1)                                              # F at gamma_{c+1}
@@ -284,9 +301,11 @@ def central_interval(edges, probs, level) -> tuple[np.ndarray, np.ndarray]:
 
 def coverage(lo, hi, y, axis=None):
     """Empirical coverage ``P{y in [l, u]}`` (closed interval, sec:exp3): mean of the indicator."""
-    lo = as_float_array(lo, "lo")
-    hi = as_float_array(hi, "hi")
-    y = as_float_array(y, "y")
+    lo = as_float_array(lo, "lo", non_empty=True)
+    hi = as_float_array(hi, "hi", non_empty=True)
+    y = as_float_array(y, "y", non_empty=True)
+    shape = _broadcast(("lo", lo.shape), ("hi", hi.shape), ("y", y.shape))
+    _axis(axis, len(shape))
     if np.any(hi < lo):
         raise ValueError("hi must be >= lo")
     return np.mean((lo <= y) & (y <= hi), axis=axis)
@@ -294,11 +313,22 @@ def coverage(lo, hi, y, axis=None):
 
 def interval_width(lo, hi, axis=None):
     """Mean width ``E(u - l)`` (sec:exp3)."""
-    lo = as_float_array(lo, "lo")
-    hi = as_float_array(hi, "hi")
+    lo = as_float_array(lo, "lo", non_empty=True)
+    hi = as_float_array(hi, "hi", non_empty=True)
+    shape = _broadcast(("lo", lo.shape), ("hi", hi.shape))
+    _axis(axis, len(shape))
     if np.any(hi < lo):
         raise ValueError("hi must be >= lo")
     return np.mean(hi - lo, axis=axis)
+
+
+def _axis(axis, ndim: int) -> None:
+    """``axis`` must be None, an int in ``[-ndim, ndim)`` or a tuple of such ints."""
+    if axis is None:
+        return
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    for a in axes:
+        positive_int(a, "axis", minimum=-max(ndim, 1), maximum=max(ndim, 1) - 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,7 +355,7 @@ def histogram_crps(edges, probs, y) -> np.ndarray:
     """
     e, p, C = _edges_probs(edges, probs)
     y = as_float_array(y, "y")
-    shape = np.broadcast_shapes(y.shape, p.shape[:-1])
+    shape = _broadcast(("y", y.shape), ("probs[..., 0]", p.shape[:-1]))
     y = np.broadcast_to(y, shape)[..., None]                                 # (..., 1)
     p = np.broadcast_to(p, shape + (C,))
     p = p / p.sum(-1, keepdims=True)
@@ -358,6 +388,7 @@ def gaussian_crps(mu, tau, y) -> np.ndarray:
     """Closed-form CRPS of ``N(mu, tau)`` at ``y``: ``s [z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)]``."""
     mu, tau = _mu_tau(mu, tau)
     y = as_float_array(y, "y")
+    _broadcast(("mu", mu.shape), ("y", y.shape))
     s = np.sqrt(tau)
     z = (y - mu) / s
     return s * (z * (2 * ndtr(z) - 1) + 2 * np.exp(-0.5 * z * z) / _SQRT2PI - 1 / np.sqrt(np.pi))
@@ -377,6 +408,8 @@ def gaussian_interval(mu, tau, level) -> tuple[np.ndarray, np.ndarray]:
 
 def _mixture(weights, mu, tau):
     w = as_float_array(weights, "weights", min_ndim=1)
+    if w.shape[-1] == 0:
+        raise ValueError(f"weights must hold at least one component, got shape {w.shape}")
     if np.any(w < 0):
         raise ValueError("weights must be non-negative")
     if np.any(np.abs(w.sum(-1) - 1) > 1e-9 * w.shape[-1]):
@@ -395,6 +428,10 @@ def mixture_components(ppd) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ``MixturePPD`` stores ``weights (..., H)``, ``mu, tau (..., H, m)``; returns arrays of shape
     ``(..., m, H)`` for the ``mixture_*`` functions here.
     """
+    from pfntheory.gp import MixturePPD
+
+    if not isinstance(ppd, MixturePPD):
+        raise ArgumentTypeError(f"ppd must be a pfntheory.gp.MixturePPD, got {type(ppd).__name__}")
     w = np.broadcast_to(np.asarray(ppd.weights)[..., None, :], np.swapaxes(ppd.mu, -1, -2).shape)
     return w, np.swapaxes(ppd.mu, -1, -2), np.swapaxes(ppd.tau, -1, -2)
 
@@ -403,6 +440,7 @@ def mixture_cdf(weights, mu, tau, y) -> np.ndarray:
     """CDF of ``sum_h w_h N(mu_h, tau_h)``; components on the last axis (..., H), ``y`` (...)."""
     w, mu, tau = _mixture(weights, mu, tau)
     y = as_float_array(y, "y")
+    _broadcast(("y", y.shape), ("weights[..., 0]", w.shape[:-1]))
     return np.sum(w * ndtr((y[..., None] - mu) / np.sqrt(tau)), axis=-1)
 
 
@@ -416,20 +454,32 @@ def mixture_quantile(weights, mu, tau, q, *, n_iter: int = 200) -> np.ndarray:
     u = as_float_array(q, "q")
     if np.any((u <= 0) | (u >= 1)):
         raise ValueError("q must lie in (0, 1)")
-    shape = np.broadcast_shapes(u.shape, w.shape[:-1])
+    n_iter = positive_int(n_iter, "n_iter", minimum=1, maximum=10_000)
+    shape = _broadcast(("q", u.shape), ("weights[..., 0]", w.shape[:-1]))
     u = np.broadcast_to(u, shape)
     s = np.sqrt(tau)
     comp_q = mu + s * ndtri(u)[..., None]                                    # (..., H)
     lo = np.broadcast_to(np.min(comp_q, -1), shape).copy()
     hi = np.broadcast_to(np.max(comp_q, -1), shape).copy()
     lo, hi = lo - 1e-12 * (1 + np.abs(lo)), hi + 1e-12 * (1 + np.abs(hi))
+    # converged: the bracket is at float64 resolution of the quantile, or 2^-100 of the initial
+    # bracket (far below resolution on the scale of the components; a quantile at exactly 0 has no
+    # relative resolution)
+    floor = (hi - lo) * 2.0**-100
+
+    def converged():
+        return np.all(hi - lo <= np.maximum(4 * np.finfo(float).eps * np.abs(hi), floor))
+
     for _ in range(n_iter):
+        if converged():
+            break
         mid = 0.5 * (lo + hi)
         below = np.sum(w * ndtr((mid[..., None] - mu) / s), -1) < u
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-        if np.all(hi - lo <= 4 * np.finfo(float).eps * np.maximum(np.abs(hi), 1e-300)):
-            break
+    if not converged():
+        raise ValueError(f"n_iter={n_iter} halvings leave a bracket of width "
+                         f"{float(np.max(hi - lo)):.3g}; increase n_iter (default 200)")
     return 0.5 * (lo + hi)
 
 
@@ -455,6 +505,7 @@ def mixture_crps(weights, mu, tau, y) -> np.ndarray:
     """
     w, mu, tau = _mixture(weights, mu, tau)
     y = as_float_array(y, "y")
+    _broadcast(("y", y.shape), ("weights[..., 0]", w.shape[:-1]))
     t1 = np.sum(w * _abs_moment(y[..., None] - mu, tau), -1)
     dm = mu[..., :, None] - mu[..., None, :]
     dv = tau[..., :, None] + tau[..., None, :]
