@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.stats
 import torch
 
@@ -199,3 +200,77 @@ def test_sample_batch_errors():
         sample_batch({"kind": "rbf"}, 2, 5, g)
     with pytest.raises(ValueError, match="n_min <= n_max"):
         sample_context_size(9, 3, g)
+
+
+# ----------------------------------------------------------------------------------------------
+# weight-space BLR sampler, Cholesky failures, size limits
+# ----------------------------------------------------------------------------------------------
+
+def test_blr_weight_space_law_equals_function_space_law():
+    """Y = Phi w + sigma e (weight space) has the function-space law N(0, G + sigma^2 I).
+
+    Whitened by the function-space factor, z = chol(G + s2 I)^{-1} Y must be N(0, I_n): over
+    B = 4000 instances (fixed seed) every entry of the sample mean (SE 1/sqrt(B)) and of the sample
+    covariance (SE 1/sqrt(B) off the diagonal, sqrt(2/B) on it) lies within K = 4.5 standard
+    errors of 0 resp. I (27 entries: a false alarm has probability < 27 * 7e-6). A sampler that
+    dropped the noise, used Sigma instead of Sigma^{1/2}, or reused one w across instances fails.
+    """
+    K = 4.5
+    task = TaskConfig(kind="blr", d=5)
+    n, B = 6, 4000
+    bt = sample_batch(task, B, n, torch.Generator().manual_seed(11), dtype=torch.float64)
+    k = exact_kernels(task)[0][0]
+    X, Y = bt.X.numpy(), bt.Y.numpy()
+    Lc = np.linalg.cholesky(k(X) + task.noise_var * np.eye(n))
+    z = np.stack([scipy.linalg.solve_triangular(Lc[i], Y[i], lower=True) for i in range(B)])
+    mean = z.mean(0)
+    assert np.all(np.abs(mean) < K / np.sqrt(B)), mean
+    cov = z.T @ z / B
+    se = np.where(np.eye(n, dtype=bool), np.sqrt(2.0 / B), 1.0 / np.sqrt(B))
+    dev = np.abs(cov - np.eye(n)) / se
+    assert dev.max() < K, f"max standardised deviation {dev.max():.2f} > {K}"
+
+
+def test_blr_ppd_equals_gp_at_training_size():
+    """At the benchmark's size (d = 5, n = 300) the d x d weight-space oracle equals gp.py's n x n one.
+
+    Round-off: both solve SPD systems in float64 with cond(G + s2 I) <= 1 + n max|phi|^2 / s2
+    ~ 1e4, so agreement to ~cond * n * eps ~ 1e-9 relative; RTOL = ATOL = 1e-8 leaves margin.
+    """
+    task = TaskConfig(kind="blr", d=5)
+    bt = _draw(task, B=8, n=300, seed=5)
+    k = exact_kernels(task)[0][0]
+    mu, tau = posterior_predictive(k, bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()[:, None, :],
+                                   task.noise_var)
+    np.testing.assert_allclose(bt.mu.numpy(), mu[:, 0], rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(bt.tau.numpy(), tau[:, 0], rtol=1e-8, atol=1e-8)
+
+
+def test_blr_query_label_pit_is_uniform():
+    """The BLR query label is drawn from its oracle PPD: PIT uniform (KS p > 1e-3, fixed seed)."""
+    bt = sample_batch(TASKS[0], 2000, 8, torch.Generator().manual_seed(6), dtype=torch.float64)
+    u = scipy.stats.norm.cdf(bt.y.numpy(), bt.mu.numpy(), np.sqrt(bt.tau.numpy()))
+    assert scipy.stats.kstest(u, "uniform").pvalue > 1e-3
+
+
+def test_cholesky_failure_is_a_clear_error():
+    """A Gram matrix that is not numerically positive definite (duplicate-free but nearly
+    collinear 1-d RBF inputs with noise 1e-300) raises ValueError, not torch's _LinAlgError."""
+    task = TaskConfig(kind="rbf", d=1, noise_var=1e-300)
+    with pytest.raises(ValueError, match="not numerically positive definite"):
+        sample_batch(task, 2, 80, torch.Generator().manual_seed(0), dtype=torch.float64)
+
+
+@pytest.mark.parametrize("kind,B,n", [("rbf", 1000, 10_000), ("blr", 10_000, 100_000)])
+def test_size_limit_before_allocating(kind, B, n):
+    """Requests beyond MAX_ELEMENTS float64 values are refused up front (the call returns at once)."""
+    from pfntheory.nn.priors import MAX_ELEMENTS
+
+    assert B * n > MAX_ELEMENTS / 100
+    with pytest.raises(ValueError, match="MAX_ELEMENTS"):
+        sample_batch(TaskConfig(kind=kind, d=4), B, n, torch.Generator().manual_seed(0))
+
+
+def test_task_dimension_limit():
+    with pytest.raises(ValueError, match="d must be <="):
+        TaskConfig(kind="blr", d=10**9)

@@ -14,8 +14,15 @@ Implements
 
 How an instance is drawn (cheaply, and with its oracle from the same factorisation)
 -----------------------------------------------------------------------------------
-Instead of drawing ``phi ~ GP`` and then ``y_i = phi(x_i) + eps_i``, the context labels are drawn from
-their marginal ``Y ~ N(0, G + sigma^2 I)`` (the same law): with ``Lc = chol(G + sigma^2 I)`` and
+BLR (weight space, ``O(n d^2)`` per instance): with features ``Phi = X Sigma^{1/2}`` (rows ``phi_i``),
+``w ~ N(0, I_d)`` and ``e ~ N(0, I_n)``, ``Y = Phi w + sigma e`` has the law ``N(0, Phi Phi^T + sigma^2 I)
+= N(0, G + sigma^2 I)`` of the function-space draw below, and the PPD follows from the ``d x d``
+posterior of ``w``: with ``A = Phi^T Phi + sigma^2 I_d = Lw Lw^T``, ``r = Lw^{-1} Phi^T Y`` and
+``u = Lw^{-1} phi_x``, ``mu = u . r`` and ``tau = sigma^2 (1 + u . u)`` (eqn:GPreg by the push-through
+identity ``Phi^T (Phi Phi^T + sigma^2 I)^{-1} = A^{-1} Phi^T``). No ``n x n`` matrix is formed.
+
+RBF kinds (function space): instead of drawing ``phi ~ GP`` and then ``y_i = phi(x_i) + eps_i``,
+the context labels are drawn from their marginal ``Y ~ N(0, G + sigma^2 I)`` (the same law): with ``Lc = chol(G + sigma^2 I)`` and
 ``z ~ N(0, I_n)``, ``Y = Lc z``. The oracle PPD then costs one triangular solve:
 ``v = Lc^{-1} k_x``, ``mu = k_x^T (G + sigma^2 I)^{-1} Y = v . z`` and
 ``tau = kappa(x, x) + sigma^2 - v . v`` (eqn:GPreg). Everything on the exact side runs in float64 on
@@ -35,7 +42,7 @@ import numpy as np
 import torch
 
 from .. import DEFAULT_NOISE_VAR
-from .._checks import choice, positive_int, positive_scalar
+from .._checks import MAX_DIM, MAX_ELEMENTS, choice, positive_int, positive_scalar
 from .._checks import interval as check_interval
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
@@ -48,6 +55,7 @@ __all__ = [
     "sample_context_size",
     "calibrate_task_interval",
     "exact_kernels",
+    "MAX_ELEMENTS",
 ]
 
 TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
@@ -108,7 +116,7 @@ class TaskConfig:
     def __post_init__(self):
         choice(self.kind, "task kind", TASK_KINDS)
         choice(self.covariates, "covariates", COVARIATES)
-        d = positive_int(self.d, "d")
+        d = positive_int(self.d, "d", maximum=MAX_DIM)
         object.__setattr__(self, "d", d)
         for name in ("noise_var", "alpha", "lengthscale"):
             object.__setattr__(self, name, positive_scalar(getattr(self, name), name))
@@ -266,6 +274,36 @@ def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(Lc, R, upper=False)
 
 
+def _cholesky(A: torch.Tensor, what: str) -> torch.Tensor:
+    """Batched lower Cholesky factor; a matrix that is not numerically positive definite raises a
+    ValueError (as :mod:`pfntheory.gp` does) naming the first failing instance, not torch's
+    ``_LinAlgError``."""
+    Lc, info = torch.linalg.cholesky_ex(A)
+    bad = (info != 0).nonzero()
+    if bad.numel():
+        i = int(bad[0, 0]) if bad.dim() == 2 else 0
+        raise ValueError(f"{what} is not numerically positive definite (instance {i} of the batch, "
+                         f"leading minor {int(info.reshape(-1)[i])}); increase noise_var")
+    return Lc
+
+
+def _blr_draw(Phi: torch.Tensor, phi_q: torch.Tensor, w: torch.Tensor, e: torch.Tensor, s2: float):
+    """Weight-space BLR draw and its exact PPD (module docstring).
+
+    Phi (B, n, d), phi_q (B, d), w (B, d), e (B, n) -> Y (B, n), mu (B,), tau (B,).
+    """
+    Y = (Phi @ w[..., None])[..., 0] + math.sqrt(s2) * e                # Y = Phi w + sigma e
+    A = Phi.transpose(1, 2) @ Phi                                        # (B, d, d) Phi^T Phi
+    A.diagonal(dim1=-2, dim2=-1).add_(s2)                                # + sigma^2 I_d
+    Lw = _cholesky(A, "Phi^T Phi + noise_var I")                         # A = Lw Lw^T
+    rhs = torch.stack([(Phi.transpose(1, 2) @ Y[..., None])[..., 0], phi_q], -1)  # (B, d, 2)
+    sol = _solve_lower(Lw, rhs)                                          # [r, u] = Lw^{-1} [Phi^T Y, phi_x]
+    r, u = sol[..., 0], sol[..., 1]
+    mu = (u * r).sum(-1)                                                 # phi_x^T A^{-1} Phi^T Y
+    tau = s2 * (1.0 + (u * u).sum(-1))                                   # s2 + s2 phi_x^T A^{-1} phi_x
+    return Y, mu, tau
+
+
 def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Generator,
                  device=None, dtype: torch.dtype = torch.float32,
                  interval: tuple[float, float] | None = None) -> Batch:
@@ -303,9 +341,18 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
     d = task.d
     comps = _components(task)
     H = len(comps)
+    # refuse before allocating: the largest array is the (B, n, n) Gram matrix (RBF kinds) or the
+    # (B, n + 1, d) inputs (weight-space BLR), in float64
+    largest = B * max(n * n, (n + 1) * d) if task.kind != "blr" else B * (n + 1) * max(d, 2)
+    if largest > MAX_ELEMENTS:
+        raise ValueError(f"batch_size={B}, n={n} would need {largest:.3g} float64 elements for "
+                         f"the {task.kind!r} prior, more than the limit MAX_ELEMENTS = "
+                         f"{MAX_ELEMENTS:.3g}; draw it in smaller batches")
 
     X_all = _covariates(task, (B, n + 1, d), generator, gdev)  # (B, n+1, d)
     X, xq = X_all[:, :n], X_all[:, n:]  # (B, n, d), (B, 1, d)
+    if task.kind == "blr":
+        w = torch.randn(B, d, generator=generator, device=gdev, dtype=torch.float64)  # w ~ N(0, I)
     z = torch.randn(B, n, generator=generator, device=gdev, dtype=torch.float64)
     h0 = torch.randint(H, (B,), generator=generator, device=gdev) if H > 1 else None
     u_comp = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
@@ -315,9 +362,14 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
         Xc = X if idx is None else X[idx]
         A = c.gram(Xc, Xc)
         A.diagonal(dim1=-2, dim2=-1).add_(c.s2)  # G + sigma^2 I
-        return torch.linalg.cholesky(A)  # Lc = chol(G + sigma^2 I)
+        return _cholesky(A, "G + noise_var I")  # Lc = chol(G + sigma^2 I)
 
-    if H == 1:
+    if task.kind == "blr":
+        c = comps[0]
+        f = torch.as_tensor(c.feat, dtype=torch.float64, device=gdev)  # sqrt(diag Sigma)
+        Y, mu, tau = _blr_draw(X * f, xq[:, 0] * f, w, z, c.s2)
+        mu_h, tau_h, weights = mu[:, None], tau[:, None], torch.ones(B, 1, dtype=torch.float64, device=gdev)
+    elif H == 1:
         c = comps[0]
         Lc = factor(c)  # (B, n, n)
         Y = (Lc @ z[..., None])[..., 0]  # Y = Lc z ~ N(0, G + sigma^2 I)
