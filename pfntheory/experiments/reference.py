@@ -23,10 +23,9 @@ with ``y`` drawn from the PPD (its expectation is the nominal level). The trunca
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import scipy.special
 
-from .. import metrics
+from .. import gp, metrics
 from .._checks import positive_int
 from ..kernels import LinearKernel, RBFKernel, blr_sigma_diag
 from ..spectral import sample_design
@@ -58,6 +57,9 @@ def components(task: TaskSpec) -> tuple[list, np.ndarray]:
 def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true: int):
     """Draw ``Y`` from component ``h_true`` and return the (mixture) PPD at ``xq``.
 
+    The PPD is :func:`pfntheory.gp.mixture_ppd` (the one implementation of eqn:GPreg and of the
+    mixture weights); only the draw of ``Y`` is done here.
+
     Parameters
     ----------
     kernels : list of kernel, length H
@@ -75,21 +77,11 @@ def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true
     """
     n = X.shape[0]
     H = len(kernels)
-    chol, kx, kxx = [], [], []
-    for k, s2 in zip(kernels, noise_vars, strict=True):
-        chol.append(np.linalg.cholesky(k(X) + s2 * np.eye(n)))  # G_h + sigma_h^2 I = L L^T
-        kx.append(k(X, xq[None, :])[:, 0])                       # k_x, shape (n,)
-        kxx.append(float(k.diag(xq[None, :])[0]))
-    Y = chol[h_true] @ rng.standard_normal(n)                    # Y ~ N(0, G_h + sigma_h^2 I)
-    mu, tau, lml = np.empty(H), np.empty(H), np.empty(H)
-    for h in range(H):
-        a = scipy.linalg.solve_triangular(chol[h], Y, lower=True)
-        v = scipy.linalg.solve_triangular(chol[h], kx[h], lower=True)
-        mu[h] = v @ a                                            # k_x^T (G + s2 I)^{-1} Y
-        tau[h] = kxx[h] + noise_vars[h] - v @ v                  # kappa(x,x) + s2 - k_x^T (.)^{-1} k_x
-        lml[h] = -0.5 * a @ a - np.sum(np.log(np.diag(chol[h]))) - 0.5 * n * np.log(2 * np.pi)
-    w = np.exp(lml - scipy.special.logsumexp(lml))               # uniform prior pi_h = 1/H
-    return w, mu, tau
+    k, s2 = kernels[h_true], noise_vars[h_true]
+    chol = np.linalg.cholesky(k(X) + s2 * np.eye(n))                   # G_h + sigma_h^2 I = L L^T
+    Y = chol @ rng.standard_normal(n)                                  # Y ~ N(0, G_h + sigma_h^2 I)
+    ppd = gp.mixture_ppd(kernels, noise_vars, np.full(H, 1.0 / H), X, Y, xq[None, :])
+    return ppd.weights, ppd.mu[:, 0], ppd.tau[:, 0]
 
 
 def _abs_normal_mean(m, v):
