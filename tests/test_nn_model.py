@@ -276,3 +276,63 @@ def test_model_runs_on_the_selected_device():
     ref = DenseTransformer(model.config, EDGES).to(dev)
     ref.load_state_dict(model.state_dict())
     torch.testing.assert_close(ref(X, Y, xq).logits, out.logits, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("which", ["X", "Y", "xq"])
+def test_non_finite_inputs_raise_naming_argument(which, bad):
+    """NaN/inf in any model input raises ValueError naming it (no NaN in, NaN logits out), in the
+    fast and the dense forward."""
+    cfg = ModelConfig(score="rbf", d=2, L=3, C=4)
+    X, Y, xq = _data(d=2, dtype=torch.float32)
+    args = {"X": X.clone(), "Y": Y.clone(), "xq": xq.clone()}
+    args[which].view(-1)[1] = bad
+    for cls in (PFNTransformer, DenseTransformer):
+        model = cls(cfg, torch.linspace(0, 1, 5))
+        with pytest.raises(ValueError, match=f"^{which} contains NaN or infinite"):
+            model(args["X"], args["Y"], args["xq"])
+
+
+def test_overflow_in_the_cast_raises():
+    """A float64 input finite only in float64 (1e300) overflows the float32 model: refused."""
+    model = PFNTransformer(ModelConfig(score="rbf", d=2, L=2, C=4), torch.linspace(0, 1, 5))
+    X, Y, xq = _data(d=2, dtype=torch.float64)
+    Y = Y.clone()
+    Y[0, 0] = 1e300
+    with pytest.raises(ValueError, match="Y contains NaN or infinite"):
+        model(X, Y, xq)
+
+
+def test_complex_input_refused():
+    model = PFNTransformer(ModelConfig(score="rbf", d=2, L=2, C=4), torch.linspace(0, 1, 5))
+    X, Y, xq = _data(d=2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="X must be real"):
+        model(X.to(torch.complex128), Y, xq)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(d=10**6), "MAX_DIM"),
+    (dict(d=5000, L=32), "MAX_ELEMENTS"),
+    (dict(head="mlp", mlp_width=10**6, C=1000), "MAX_ELEMENTS"),
+])
+def test_config_sizes_refused_before_allocating(kwargs, match):
+    """Sizes beyond the stated limits (pfntheory._checks.MAX_DIM, MAX_ELEMENTS) are refused by
+    ModelConfig, before any parameter is allocated."""
+    base = dict(score="rbf", d=2, L=2, C=4)
+    base.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        ModelConfig(**base)
+
+
+def test_dense_kernel_size_refused(monkeypatch):
+    """The dense forward refuses a (B, n+1, n+1) matrix beyond MAX_ELEMENTS before allocating it."""
+    import pfntheory.nn.model as model_mod
+
+    monkeypatch.setattr(model_mod, "MAX_ELEMENTS", 100)
+    cfg = ModelConfig(score="rbf", d=2, L=2, C=4)
+    X, Y, xq = _data(d=2, dtype=torch.float32)
+    with pytest.raises(ValueError, match="MAX_ELEMENTS"):
+        DenseTransformer(cfg, torch.linspace(0, 1, 5))(X, Y, xq)
+    with pytest.raises(ValueError, match="MAX_ELEMENTS"):
+        PFNTransformer(ModelConfig(score="rbf", d=2, L=2, C=4, shared_scale=True),
+                       torch.linspace(0, 1, 5))(X, Y, xq)

@@ -52,6 +52,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .._checks import MAX_DIM, MAX_ELEMENTS
 from .attention import (
     SCORES,
     masked_attention_dense,
@@ -66,6 +67,8 @@ __all__ = ["ModelConfig", "PFNOutput", "PFNTransformer", "DenseTransformer", "lo
 
 #: Parameterisation modes of sec:sims.
 MODES = ("theory", "learnable")
+
+_REAL_INT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def _finite_positive(x, name: str) -> float:
@@ -158,6 +161,16 @@ class ModelConfig:
         _int_at_least(self.L, "L", 1)
         _int_at_least(self.C, "C", 2)
         _int_at_least(self.mlp_width, "mlp_width", 1)
+        # sizes refused before any parameter is allocated: d (pfntheory._checks.MAX_DIM), and the
+        # largest parameter block, the dense (L, d+4, d+4) matrices, and the MLP head (C' x C)
+        if self.d > MAX_DIM:
+            raise ValueError(f"d must be <= MAX_DIM = {MAX_DIM}, got {self.d}")
+        for name, size in (("L * (d + 4)^2", self.L * (self.d + 4) ** 2),
+                           ("C * mlp_width", self.C * self.mlp_width if self.head == "mlp" else 0)):
+            if size > MAX_ELEMENTS:
+                raise ValueError(f"{name} = {size:.3g} parameters exceeds the limit MAX_ELEMENTS = "
+                                 f"{MAX_ELEMENTS:.3g} (L={self.L}, d={self.d}, C={self.C}, "
+                                 f"mlp_width={self.mlp_width})")
         if not isinstance(self.normalised, (bool, np.bool_)):
             raise ValueError(f"normalised must be a bool, got {self.normalised!r}")
         if not isinstance(self.shared_scale, (bool, np.bool_)):
@@ -168,6 +181,14 @@ class ModelConfig:
         _finite_positive(self.tau_min, "tau_min")
         if self.eta_init is not None:
             _finite_positive(self.eta_init, "eta_init")
+
+
+def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
+    """Refuse a kernel matrix beyond ``MAX_ELEMENTS`` before allocating it."""
+    if size > MAX_ELEMENTS:
+        raise ValueError(f"X of batch B={B} with n={n} context points needs {what} of {size:.3g} "
+                         f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}; use "
+                         f"smaller batches")
 
 
 def default_eta(config: ModelConfig) -> float:
@@ -340,7 +361,13 @@ class PFNTransformer(nn.Module):
                     raise ValueError(f"{name} must be a real array, got {type(t).__name__}") from err
             if t.dim() != nd:
                 raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
-            out.append(t.to(device=p.device, dtype=p.dtype))
+            if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
+                raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
+            t = t.to(device=p.device, dtype=p.dtype)
+            if not bool(torch.isfinite(t).all()):                          # no NaN in, NaN out
+                raise ValueError(f"{name} contains NaN or infinite values (after the cast to "
+                                 f"{p.dtype})")
+            out.append(t)
         X, Y, xq = out
         B, n, d = X.shape
         if d != self.config.d:
@@ -386,6 +413,7 @@ class PFNTransformer(nn.Module):
         R = torch.stack([Y, k[:, :n]], -1)                                   # (B, n, 2) rows y, k
         P = s_shared = None
         if cfg.shared_scale and cfg.L > 1 and cfg.score != "linear":
+            _check_kernel_size(B * (n + 1) * n, "the shared (B, n+1, n) kernel", B, n)
             P = score_matrix(a, a[:, :n], cfg.score)                         # (B, n+1, n) once
             if cfg.normalised:
                 s_shared = P.sum(-1)                                         # s_j, (B, n+1)
@@ -425,6 +453,7 @@ class PFNTransformer(nn.Module):
         cfg = self.config
         B, n, d = X.shape
         T = n + 1
+        _check_kernel_size(B * T * T, "the dense (B, n+1, n+1) attention matrix", B, n)
         w = self.dense_weights()
         Z = X.new_zeros(B, d + 4, T)                                         # Z^(0), thm:TFdoPPD
         Z[:, :d, :n] = X.transpose(1, 2)
