@@ -1,4 +1,4 @@
-"""One declarative definition per figure and table of the paper, at two scales.
+"""One declarative definition per figure and table of the paper, at three scales.
 
 Every experiment is a frozen :class:`Experiment` holding, for each scale, a :class:`Design`: the
 tuple of runs (:class:`~.specs.RunSpec` for trained runs, :class:`~.specs.StepsizeSpec` and
@@ -11,6 +11,14 @@ Scales
     supp-tab:pretraining hyperparameters (batch 128), and 4096 evaluation instances (per n' where the
     paper evaluates at listed n'; spread over an 8-point grid of the range where it draws
     n' ~ Unif[n_min, n_max]).
+``cpu``
+    Every task setting of the paper kept (d, lengthscale, noise, alpha, the pretraining n ranges, the
+    L x C grids, the evaluation n') and only the number of steps shortened, with the learning-rate
+    schedule scaled with it (warm-up 5% of the shorter run, cosine to 0.1 x LR). Every run records a
+    learning curve (``learning_curve.json``, 2 held-out n' x 256 instances), so a claim read from
+    these runs is decided only where the curves have plateaued
+    (:func:`pfntheory.convergence.plateau_status`). The step counts and the CPU budget are stated in
+    each design's ``shrunk``; :func:`estimated_cpu_seconds` gives the cost before a run.
 ``quick``
     The same experiments shrunk to run on a 2-core CPU in well under an hour while still showing each
     claimed effect. Each definition's ``quick.shrunk`` says what was changed.
@@ -26,6 +34,7 @@ README's errata); the hierarchical grid {0.1, 0.2, 0.3} lists noise STDs.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -33,11 +42,12 @@ import numpy as np
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import choice
+from ..config import SCALES
 from .specs import EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec
 
-__all__ = ["SCALES", "Design", "Experiment", "EXPERIMENTS", "get_experiment", "experiment_names"]
+__all__ = ["SCALES", "Design", "Experiment", "EXPERIMENTS", "get_experiment", "experiment_names",
+           "estimated_cpu_seconds"]
 
-SCALES = ("quick", "paper")
 PAPER_EVAL_INSTANCES = 4096  # supp-sec:exp details: "evaluated on 4096 evaluation samples"
 
 
@@ -75,7 +85,7 @@ class Experiment:
     title : str
     claims : tuple of str
         The claims (in the paper's words, abridged) that ``verify/test_trained_claims.py`` checks.
-    quick, paper : Design
+    quick, cpu, paper : Design
     """
 
     name: str
@@ -84,6 +94,7 @@ class Experiment:
     claims: tuple[str, ...]
     quick: Design
     paper: Design
+    cpu: Design
 
     def design(self, scale: str) -> Design:
         choice(scale, "scale", SCALES)
@@ -112,6 +123,91 @@ def _rbf(d: int, **kw) -> TaskSpec:
 
 
 # --------------------------------------------------------------------------------------------------
+# cost model (for ``sweep --list`` and the sweep order)
+# --------------------------------------------------------------------------------------------------
+
+#: Seconds on one core of the development machine (2-core x86 laptop, torch 2.13, float32, one
+#: thread, shared), fitted to the step timings of benchmarks/train_step.py and to timed runs:
+#: drawing a batch of 128 (one Cholesky per instance) costs ``DATA_S + DATA_N3_S * n^3``; the
+#: forward+backward of one solver layer ``RBF_N2_S * n^2`` (kernel scores over (n+1) x n) or
+#: ``LINEAR_N_S * n`` (the linear score never forms the kernel). Checked against a timed run of
+#: RBF d=2, L=8, C=64, n in [64,128]: 0.14 s per step measured, 0.13 s per step estimated.
+COST = {"DATA_S": 0.006, "DATA_N3_S": 1.0e-8, "RBF_N2_S": 1.6e-6, "LINEAR_N_S": 2.5e-5,
+        "EVAL_FRACTION": 0.35}
+
+
+def _mean_pow(n_min: int, n_max: int, k: int) -> float:
+    n = np.arange(n_min, n_max + 1, dtype=float)
+    return float(np.mean(n**k))
+
+
+def _step_seconds(spec: RunSpec, n2: float, n3: float, batch: int) -> float:
+    c, m = COST, spec.model
+    layers = max(m.L - 1, 0)
+    per_layer = c["LINEAR_N_S"] * np.sqrt(n2) if m.score == "linear" else c["RBF_N2_S"] * n2
+    scale = spec.task.d / 2 if m.score != "linear" else 1.0  # the score's inner dimension
+    return (batch / 128) * (c["DATA_S"] + c["DATA_N3_S"] * n3 + layers * per_layer * max(scale, 1.0) ** 0.5)
+
+
+def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
+    """Estimated single-core CPU seconds of a run (a RunSpec) or of every run of an experiment at
+    ``scale``: training steps, learning-curve evaluations and the final evaluations, from the cost
+    model :data:`COST`. Exact-side specs count as 0 (seconds to minutes of NumPy)."""
+    choice(scale, "scale", SCALES)
+    if isinstance(spec_or_experiment, str):
+        spec_or_experiment = get_experiment(spec_or_experiment)
+    if isinstance(spec_or_experiment, Experiment):
+        return float(sum(estimated_cpu_seconds(r, scale) for r in spec_or_experiment.runs(scale)))
+    spec = spec_or_experiment
+    if not isinstance(spec, RunSpec):
+        if isinstance(spec, (StepsizeSpec, ExactPPDSpec)):
+            return 0.0
+        raise TypeError(f"spec_or_experiment must be an Experiment, its name or a spec, got "
+                        f"{type(spec).__name__}")
+    train = spec.steps * _step_seconds(spec, _mean_pow(spec.n_min, spec.n_max, 2),
+                                       _mean_pow(spec.n_min, spec.n_max, 3), spec.batch_size)
+    # forward only ~ EVAL_FRACTION of a training step per instance; data drawn once per instance
+    ev = 0.0
+    for e in spec.evals:
+        for n in e.n_eval:
+            ev += _step_seconds(spec, n**2, n**3, e.n_instances) * COST["EVAL_FRACTION"] * 2
+    if spec.curve_n_eval:
+        n_pts = 13  # step 0, 12 log-spaced steps
+        for n in spec.curve_n_eval:
+            ev += n_pts * _step_seconds(spec, n**2, 0.0, spec.curve_instances) * COST["EVAL_FRACTION"]
+    return float(train + ev)
+
+
+#: cpu scale: one base learning rate for every run, the paper's largest (supp-tab:pretraining
+#: hyperparameters, RBF theory row). The paper's 2e-4 rows are tuned for 1e4-1e5 steps; at 1-2e3 steps
+#: they leave every run far from its plateau (issue 10: 3000 steps at 1e-3 reach E[TV] ~ 0.1 at
+#: L=32, C=256, RBF d=2).
+CPU_LR = 1e-3
+#: Held-out instances per n' of every cpu-scale learning curve.
+CPU_CURVE_INSTANCES = 256
+
+
+def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order=None) -> Design:
+    """The ``cpu`` design of an experiment: its paper design with only ``steps`` (an int, or a
+    function of the RunSpec) and the learning rate (:data:`CPU_LR`) changed, a learning curve at
+    ``(n_min, n_max)`` added, and optionally fewer evaluation instances per n' (``per_n``); ``order``
+    (a key function) sorts the runs so that a sweep does the cheapest, most informative ones first."""
+    runs = []
+    for r in paper.runs:
+        if not isinstance(r, RunSpec):
+            runs.append(r)
+            continue
+        evals = r.evals if per_n is None else tuple(
+            dataclasses.replace(e, n_instances=min(per_n, e.n_instances)) for e in r.evals)
+        runs.append(dataclasses.replace(
+            r, steps=steps(r) if callable(steps) else int(steps), lr=CPU_LR, evals=evals,
+            curve_n_eval=tuple(sorted({r.n_min, r.n_max})), curve_instances=CPU_CURVE_INSTANCES))
+    if order is not None:
+        runs.sort(key=order)
+    return Design(tuple(runs), shrunk=shrunk)
+
+
+# --------------------------------------------------------------------------------------------------
 # fig:exp1 (sec:exp1): TV against depth L and bins C, BLR and RBF, theory and learnable
 # --------------------------------------------------------------------------------------------------
 
@@ -129,20 +225,30 @@ def _exp1(Ls, Cs, settings, per_n: int, k_eval: int) -> tuple:
 _BLR5 = TaskSpec(kind="blr", d=5, noise_var=DEFAULT_NOISE_VAR)
 _RBF2 = _rbf(2)
 
+_FIG_EXP1_PAPER = Design(_exp1(
+    Ls=(2, 4, 8, 16, 32), Cs=(16, 32, 64, 128, 256),
+    # supp-tab:pretraining hyperparameters: (lr, N) per task and mode
+    settings=((_BLR5, "linear", "theory", 128, 512, 2e-4, 10_000),
+              (_BLR5, "linear", "learnable", 128, 512, 2e-4, 20_000),
+              (_RBF2, "rbf", "theory", 64, 128, 1e-3, 50_000),
+              (_RBF2, "rbf", "learnable", 64, 128, 2e-4, 100_000)),
+    per_n=PAPER_EVAL_INSTANCES // 8, k_eval=8))
+
+
+def _exp1_priority(r: RunSpec) -> tuple:
+    """Sweep order of fig:exp1 at the cpu scale: the plotted slices (C = 256 across L, L = 32
+    across C) first, then the rest; within each, the cheapest first."""
+    on_slice = r.model.C == 256 or r.model.L == 32
+    return (not on_slice, estimated_cpu_seconds(r, "cpu"), r.name)
+
+
 FIG_EXP1 = Experiment(
     name="fig_exp1",
     labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
     title="E[TV] against depth L and bin count C (BLR d=5, RBF d=2; theory and learnable TF)",
     claims=("log TV decreases linearly as log C increases (at large L)",
             "log TV decreases with depth L",),
-    paper=Design(_exp1(
-        Ls=(2, 4, 8, 16, 32), Cs=(16, 32, 64, 128, 256),
-        # supp-tab:pretraining hyperparameters: (lr, N) per task and mode
-        settings=((_BLR5, "linear", "theory", 128, 512, 2e-4, 10_000),
-                  (_BLR5, "linear", "learnable", 128, 512, 2e-4, 20_000),
-                  (_RBF2, "rbf", "theory", 64, 128, 1e-3, 50_000),
-                  (_RBF2, "rbf", "learnable", 64, 128, 2e-4, 100_000)),
-        per_n=PAPER_EVAL_INSTANCES // 8, k_eval=8)),
+    paper=_FIG_EXP1_PAPER,
     quick=Design(_exp1(
         Ls=(2, 8, 32), Cs=(16, 64, 256),
         settings=((_BLR5, "linear", "theory", 32, 64, 5e-3, 300),
@@ -155,6 +261,14 @@ FIG_EXP1 = Experiment(
                 "quadratic in n); 300 Adam steps at lr 5e-3 instead of 1e4-1e5 at 2e-4-1e-3 (a tiny "
                 "model converges in few steps at a larger rate); 4 n' x 128 = 512 evaluation "
                 "instances instead of 4096.")),
+    cpu=_cpu(_FIG_EXP1_PAPER, steps=lambda r: 1000 if r.task.kind == "blr" else 2000,
+             order=lambda r: _exp1_priority(r),
+             shrunk=("Every task setting of the paper (full 5x5 L x C grid, BLR d=5 n in [128,512], RBF "
+                     "d=2 n in [64,128], both modes, 8 n' x 512 = 4096 evaluation instances); "
+                     "2000 steps (RBF) and 1000 (BLR: each batch needs 128 Cholesky factorisations "
+                     "at n up to 512) at lr 1e-3 instead of 1e4-1e5 steps at 2e-4-1e-3. Runs are "
+                     "ordered cheapest and most informative first: the slices the paper plots "
+                     "(C = 256 across L, L = 32 across C), then the rest, each by estimated cost.")),
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -168,14 +282,20 @@ def _exp2_1(d, L, C, n_min, n_max, n_eval, steps, lr, per_n) -> tuple:
                  for nz in (False, True))
 
 
+_FIG_EXP2_1_PAPER = Design(_exp2_1(d=8, L=32, C=256, n_min=64, n_max=128, n_eval=range(40, 201, 10),
+                                   steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES))
+
 FIG_EXP2_1 = Experiment(
     name="fig_exp2_1",
     labels=("fig:exp2-1", "sec:exp2"),
     title="Normalised (TF^pr) vs unnormalised (TF) attention: E[TV] against n' (RBF d=8)",
     claims=("the unnormalised model's TV rises outside the pretraining range of n",
             "the normalised model's TV stays flat across n'"),
-    paper=Design(_exp2_1(d=8, L=32, C=256, n_min=64, n_max=128, n_eval=range(40, 201, 10),
-                         steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES)),
+    paper=_FIG_EXP2_1_PAPER,
+    cpu=_cpu(_FIG_EXP2_1_PAPER, steps=2000, per_n=1024,
+             shrunk=("The paper's task and model (RBF d=8, L=32, C=256, n in [64,128], n' in "
+                     "{40,...,200}); 2000 steps at lr 1e-3 instead of 1e5 at 2e-4; 1024 instances "
+                     "per n' instead of 4096.")),
     quick=Design(_exp2_1(d=8, L=16, C=64, n_min=64, n_max=128, n_eval=(40, 64, 96, 128, 160, 200),
                          steps=400, lr=5e-3, per_n=256),
                  shrunk=("L=16 and C=64 instead of 32 and 256 (half the cost; the claim is about n', "
@@ -212,19 +332,33 @@ def _exp2_2_quick(d, shift=False):
                    steps=400, lr=5e-3, per_n=256, C=64, n_min=32, shift=shift)
 
 
+_FIG_EXP2_2_PAPER = Design(_exp2_2(d=16, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
+                                   steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES))
+_CPU_EXP2_SHRINK = ("The paper's tasks and grids (C=256, L in {4,8,16,32}, n in [64, n_max], n_max in "
+                    "{128,256,512}, n' in {64,...,1024}); 1000 steps at lr 1e-3 instead of 1e5 at "
+                    "2e-4 (a step at n=512 costs ~30x one at n=96); 512 instances per n'.")
+
+
+def _by_cost(r) -> tuple:
+    return (estimated_cpu_seconds(r, "cpu"), r.name)
+
+
 FIG_EXP2_2 = Experiment(
     name="fig_exp2_2",
     labels=("fig:exp2-2", "supp-fig:exp2-3", "sec:exp3", "thm:L growth"),
     title="Depth L and pretraining range n_max against n' (RBF TF^pr; d=16, C=256 at paper scale)",
     claims=_EXP2_2_CLAIMS,
-    paper=Design(_exp2_2(d=16, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
-                         steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES)),
+    paper=_FIG_EXP2_2_PAPER,
+    cpu=_cpu(_FIG_EXP2_2_PAPER, steps=1000, per_n=512, order=_by_cost,
+             shrunk=_CPU_EXP2_SHRINK),
     quick=Design(_exp2_2_quick(d=4), shrunk="d=4 instead of 16 (the d=16 task needs far more "
                  "steps to learn); " + _QUICK_EXP2_SHRINK),
 )
 
 
 def _companion(d: int) -> Experiment:
+    paper = Design(_exp2_2(d=d, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
+                           steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES, shift=True))
     return Experiment(
         name=f"supp_exp2_d{d}",
         labels=(f"supp-fig:exp2 d{d}-1", f"supp-fig:exp2 d{d}-2",
@@ -233,8 +367,8 @@ def _companion(d: int) -> Experiment:
                f"the covariate shift Unif[-1/sqrt(d),1/sqrt(d)]^d (eval_uniform.json)"),
         claims=_EXP2_2_CLAIMS + ("under covariate shift, coverage and width comparable to the true "
                                  "PPD for n_max=512 and L>=16",),
-        paper=Design(_exp2_2(d=d, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
-                             steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES, shift=True)),
+        paper=paper,
+        cpu=_cpu(paper, steps=1000, per_n=512, order=_by_cost, shrunk=_CPU_EXP2_SHRINK),
         quick=Design(_exp2_2_quick(d=d, shift=True), shrunk=_QUICK_EXP2_SHRINK),
     )
 
@@ -246,14 +380,20 @@ SUPP_EXP2_D8 = _companion(8)
 #: ("comparable to the true baseline for n_max=512 and L>=16"), at d=4: the quick companions stop at
 #: L=8, n_max=192, so this experiment asks whether their collapse under the shift is a matter of
 #: depth and range or persists in the paper's regime.
+_SHIFT_PAPER = Design(_exp2_2(d=4, Ls=(16, 32), n_maxs=(512,), n_eval=_PAPER_NE, steps=100_000,
+                              lr=2e-4, per_n=PAPER_EVAL_INSTANCES, shift=True))
+
 SUPP_EXP2_SHIFT_REGIME = Experiment(
     name="supp_exp2_shift_regime",
     labels=("supp-fig:exp2 d4-1 uni", "supp-fig:exp2 d4-2 uni"),
     title="Covariate shift in the paper's claimed regime (d=4, TF^pr, L=16, n_max=512)",
     claims=("under covariate shift, coverage and width comparable to the true PPD for n_max=512 "
             "and L>=16",),
-    paper=Design(_exp2_2(d=4, Ls=(16, 32), n_maxs=(512,), n_eval=_PAPER_NE, steps=100_000, lr=2e-4,
-                         per_n=PAPER_EVAL_INSTANCES, shift=True)),
+    paper=_SHIFT_PAPER,
+    cpu=_cpu(_SHIFT_PAPER, steps=1500, per_n=512, order=_by_cost,
+             shrunk=("The paper's regime (d=4, C=256, L in {16,32}, n in [64,512], n' in "
+                     "{64,...,1024}); 1500 steps at lr 1e-3 instead of 1e5 at 2e-4; 512 instances "
+                     "per n'.")),
     quick=Design(_exp2_2(d=4, Ls=(16,), n_maxs=(512,), n_eval=(64, 128, 256, 512, 768),
                          steps=400, lr=5e-3, per_n=256, C=64, n_min=64, shift=True),
                  shrunk="L=16 only (not 32), C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; "
@@ -264,14 +404,17 @@ SUPP_EXP2_SHIFT_REGIME = Experiment(
 # fig:stepsize: admissible Richardson step against n (exact, no training)
 # --------------------------------------------------------------------------------------------------
 
+_STEPSIZE_PAPER = Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
+                                            n_trials=100, noise_var=DEFAULT_NOISE_VAR)
+                               for k in ("rbf", "linear")))
+
 FIG_STEPSIZE = Experiment(
     name="fig_stepsize",
     labels=("fig:stepsize", "thm:lambda1", "eqn:convg cond"),
     title="Admissible Richardson step 2/(lambda_1(G)+sigma^2) against n (d=16)",
     claims=("the admissible step size decreases like 1/n",),
-    paper=Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
-                                    n_trials=100, noise_var=DEFAULT_NOISE_VAR)
-                       for k in ("rbf", "linear"))),
+    paper=_STEPSIZE_PAPER,
+    cpu=Design(_STEPSIZE_PAPER.runs, shrunk="Exact side: the paper's design as is."),
     quick=Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
                                     n_trials=10, noise_var=DEFAULT_NOISE_VAR)
                        for k in ("rbf", "linear")),
@@ -295,7 +438,6 @@ _TABLE_CLAIMS = ("CRPS improves with depth L",
                  "90% and 95% coverage reasonably close to nominal, also at n' > n_max, "
                  "especially for larger depths",
                  "no model beats the exact PPD's expected CRPS")
-_HIER16 = TaskSpec(kind="hier_rbf", d=16, noise_var=DEFAULT_NOISE_VAR)
 _QUICK_TABLE_SHRINK = ("d=4 instead of 16, n in [32,96] instead of [64,256] and n' in {96,384} "
                        "(both ends: inside and 4x beyond n_max, like 256 and 1024 vs 256); L in {2,8} "
                        "instead of {8,16,32}; C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 512 "
@@ -303,19 +445,30 @@ _QUICK_TABLE_SHRINK = ("d=4 instead of 16, n in [32,96] instead of [64,256] and 
                        "are therefore not comparable with the published d=16 table; compare each row "
                        "with its exact-PPD reference instead.")
 
+_TAB_LS_PAPER = Design(_table(tasks=tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
+                              Ls=(8, 16, 32), n_max=256, n_eval=(256, 1024), steps=100_000, lr=2e-4,
+                              per_n=PAPER_EVAL_INSTANCES, ref_instances=PAPER_EVAL_INSTANCES))
+_CPU_TABLE_SHRINK = ("The paper's tables (d=16, C=256, L in {8,16,32}, n in [64,256], the paper's n', "
+                     "exact-PPD reference on 4096 contexts); 1000 steps at lr 1e-3 instead of 1e5 at "
+                     "2e-4; 1024 instances per n' for the trained models.")
+
 SUPP_TAB_LENGTHSCALE = Experiment(
     name="supp_tab_lengthscale",
     labels=("supp-tab:lengthscale-crps",),
     title="Sensitivity to the RBF lengthscale: CRPS and 50/90/95% coverage (TF^pr, n_max=256)",
     claims=_TABLE_CLAIMS,
-    paper=Design(_table(tasks=tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
-                        Ls=(8, 16, 32), n_max=256, n_eval=(256, 1024), steps=100_000, lr=2e-4,
-                        per_n=PAPER_EVAL_INSTANCES, ref_instances=PAPER_EVAL_INSTANCES)),
+    paper=_TAB_LS_PAPER,
+    cpu=_cpu(_TAB_LS_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
     quick=Design(_table(tasks=tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
                         Ls=(2, 8), n_max=96, n_min=32, n_eval=(96, 384), steps=400, lr=5e-3,
                         per_n=512, ref_instances=512, C=64),
                  shrunk=_QUICK_TABLE_SHRINK),
 )
+
+_HIER16 = TaskSpec(kind="hier_rbf", d=16, noise_var=DEFAULT_NOISE_VAR)
+_TAB_HIER_PAPER = Design(_table(tasks=(_HIER16,), Ls=(8, 16, 32), n_max=256, n_eval=(256, 512, 1024),
+                                steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES,
+                                ref_instances=PAPER_EVAL_INSTANCES))
 
 SUPP_TAB_HIER = Experiment(
     name="supp_tab_hier",
@@ -323,9 +476,8 @@ SUPP_TAB_HIER = Experiment(
     title=("Hierarchical GP prior, uniform over lengthscale {0.4,0.8,1.2} x noise std {0.1,0.2,0.3}: "
            "CRPS and 50/90/95% coverage (TF^pr, n_max=256)"),
     claims=_TABLE_CLAIMS,
-    paper=Design(_table(tasks=(_HIER16,), Ls=(8, 16, 32), n_max=256, n_eval=(256, 512, 1024),
-                        steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES,
-                        ref_instances=PAPER_EVAL_INSTANCES)),
+    paper=_TAB_HIER_PAPER,
+    cpu=_cpu(_TAB_HIER_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
     quick=Design(_table(tasks=(TaskSpec(kind="hier_rbf", d=4, noise_var=DEFAULT_NOISE_VAR),),
                         Ls=(2, 8), n_max=96, n_min=32, n_eval=(96, 192, 384), steps=400, lr=5e-3,
                         per_n=512, ref_instances=512, C=64),
@@ -345,3 +497,4 @@ def get_experiment(name: str) -> Experiment:
     """The experiment called ``name`` (see :data:`EXPERIMENTS`); unknown names raise ValueError."""
     choice(name, "experiment", tuple(EXPERIMENTS))
     return EXPERIMENTS[name]
+

@@ -23,7 +23,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from .. import DEFAULT_NOISE_VAR
 from .._checks import choice, positive_int, positive_scalar
+from ..config import (
+    BATCH_SIZE,
+    COVARIATES,
+    HEADS,
+    LEARNING_CURVE_SEED,
+    MODES,
+    SCORES,
+    SPEC_TASK_KINDS,
+)
 
 __all__ = [
     "TaskSpec",
@@ -37,8 +47,9 @@ __all__ = [
     "run_name",
 ]
 
-TASK_KINDS = ("blr", "rbf", "hier_rbf")
-COVARIATES = ("gaussian", "uniform")
+TASK_KINDS = SPEC_TASK_KINDS
+#: Optimiser units of :class:`pfntheory.nn.train.TrainConfig` (kept here so this module needs no torch).
+LR_UNITS = ("absolute", "relative")
 
 
 def canonical_json(obj) -> str:
@@ -67,7 +78,7 @@ class TaskSpec:
     d : int
         Input dimension.
     noise_var : float
-        Noise variance sigma^2 (``DEFAULT_NOISE_VAR = 0.04``, i.e. std 0.2; see the README finding).
+        Noise variance sigma^2 (``DEFAULT_NOISE_VAR``, i.e. std 0.2; see the README finding).
     alpha, lengthscale : float
         RBF amplitude and lengthscale (sec:sims: 1 and 0.8).
     hier_lengthscales, hier_noise_stds : tuple of float
@@ -78,7 +89,7 @@ class TaskSpec:
 
     kind: str
     d: int
-    noise_var: float = 0.04
+    noise_var: float = DEFAULT_NOISE_VAR
     alpha: float = 1.0
     lengthscale: float = 0.8
     hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
@@ -131,11 +142,11 @@ class ModelSpec:
     head: str = "psi"
 
     def __post_init__(self):
-        choice(self.score, "score", ("linear", "rbf", "softmax"))
+        choice(self.score, "score", SCORES)
         positive_int(self.L, "L")
         positive_int(self.C, "C", minimum=2)
-        choice(self.mode, "mode", ("theory", "learnable"))
-        choice(self.head, "head", ("psi", "mlp"))
+        choice(self.mode, "mode", MODES)
+        choice(self.head, "head", HEADS)
 
     def slug(self) -> str:
         return f"{'pr' if self.normalised else 'tf'}-{self.mode[:5]}-L{self.L}-C{self.C}"
@@ -196,9 +207,12 @@ class RunSpec:
     n_max: int
     steps: int
     lr: float
-    batch_size: int = 128
+    batch_size: int = BATCH_SIZE
     seed: int = 0
     evals: tuple[EvalSpec, ...] = ()
+    lr_units: str = "absolute"
+    curve_n_eval: tuple[int, ...] = ()
+    curve_instances: int = 256
 
     def __post_init__(self):
         positive_int(self.n_min, "n_min")
@@ -208,6 +222,10 @@ class RunSpec:
         positive_int(self.steps, "steps")
         positive_scalar(self.lr, "lr")
         positive_int(self.batch_size, "batch_size")
+        choice(self.lr_units, "lr_units", LR_UNITS)
+        for n in self.curve_n_eval:
+            positive_int(n, "curve_n_eval")
+        positive_int(self.curve_instances, "curve_instances", minimum=2)
         names = [e.filename for e in self.evals]
         if len(set(names)) != len(names):
             raise ValueError(f"evals must write distinct files, got {names}")
@@ -218,6 +236,11 @@ class RunSpec:
         """The training part of the spec (the hashed identity of the run directory)."""
         d = dataclasses.asdict(self)
         d.pop("evals")
+        # fields added after the first runs: left out of the hash at their old default, so the
+        # directories of those runs keep their names
+        for name, default in _LATE_DEFAULTS.items():
+            if d[name] == default:
+                d.pop(name)
         return d
 
     @property
@@ -235,9 +258,18 @@ class RunSpec:
         model = ModelConfig(score=m.score, d=self.task.d, L=m.L, C=m.C, mode=m.mode,
                             normalised=m.normalised, head=m.head,
                             noise_var_init=self.task.noise_var)
+        curve = {}
+        if self.curve_n_eval:
+            curve = dict(curve_n_eval=tuple(self.curve_n_eval), curve_instances=self.curve_instances,
+                         curve_seed=LEARNING_CURVE_SEED)
         return TrainConfig(task=self.task.to_nn(), model=model, n_min=self.n_min, n_max=self.n_max,
                            steps=self.steps, lr=self.lr, batch_size=self.batch_size, seed=self.seed,
-                           checkpoint_every=checkpoint_every, device=device)
+                           checkpoint_every=checkpoint_every, device=device,
+                           lr_units=self.lr_units, **curve)
+
+
+#: RunSpec fields that are omitted from the hashed identity when they hold these values.
+_LATE_DEFAULTS = {"lr_units": "absolute", "curve_n_eval": (), "curve_instances": 256}
 
 
 class _ExactSide:
@@ -263,7 +295,7 @@ class StepsizeSpec(_ExactSide):
     d: int
     ns: tuple[int, ...]
     n_trials: int
-    noise_var: float = 0.04
+    noise_var: float = DEFAULT_NOISE_VAR
     alpha: float = 1.0
     lengthscale: float = 0.8
     seed: int = 0

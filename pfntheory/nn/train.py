@@ -38,10 +38,22 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .. import metrics as M
 from .. import runs
 from .._checks import choice, positive_int, positive_scalar
 from .._checks import interval as check_interval
+from ..config import (
+    BATCH_SIZE,
+    CLIP_NORM,
+    LEARNING_CURVE_SEED,
+    MIN_LR_RATIO,
+    PAPER_SCHEDULE,
+    QUICK_SCHEDULE,
+    SCALES,
+    WARMUP_FRAC,
+)
 from ..discretize import bin_edges
+from ..stats import mean_se
 from .model import ModelConfig, PFNTransformer, select_device
 from .priors import TaskConfig, calibrate_task_interval, sample_batch, sample_context_size
 
@@ -58,28 +70,28 @@ __all__ = [
     "train",
     "load_trained",
     "read_config",
+    "LR_UNITS",
+    "LEARNING_CURVE",
+    "curve_steps",
+    "read_learning_curve",
+    "format_learning_curve",
 ]
 
-#: supp-tab:pretraining hyperparameters: (task kind, mode) -> (LR_base, N steps). TF and TF^pr on
-#: the RBF task share the row; the hierarchical and fitted-ARD priors (no row of their own) use the
-#: RBF learnable row, which the paper uses for every normalised model.
-PAPER_SCHEDULE = {
-    ("blr", "theory"): (2e-4, 10_000),
-    ("blr", "learnable"): (2e-4, 20_000),
-    ("rbf", "theory"): (1e-3, 50_000),
-    ("rbf", "learnable"): (2e-4, 100_000),
-    ("hier_rbf", "learnable"): (2e-4, 100_000),
-    ("ard_rbf", "learnable"): (2e-4, 100_000),
-}
 #: Consecutive steps with non-finite gradients (skipped) after which training stops with an error.
 MAX_NONFINITE = 50
-#: Quick scale (CPU minutes): fewer steps, so a larger base learning rate.
-QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
+#: How the learning rate applies to each parameter tensor: "absolute" (plain Adam, every coordinate
+#: moves about ``lr`` per step) or "relative" (each tensor's rate is ``lr`` times the largest
+#: magnitude of its initial values, i.e. Adam on the weights in units of their initial size; see
+#: "Sample efficiency" in the module docstring).
+LR_UNITS = ("absolute", "relative")
+#: File of the learning curve in a run directory (schema 1, see :func:`read_learning_curve`).
+LEARNING_CURVE = "learning_curve.json"
 
 
 def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
-    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or 'quick'."""
-    choice(scale, "scale", ("paper", "quick"))
+    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or 'quick'
+    (the ``cpu`` scale chooses its steps per experiment, see :mod:`pfntheory.experiments.definitions`)."""
+    choice(scale, "scale", tuple(x for x in SCALES if x != "cpu"))
     if scale == "quick":
         return QUICK_SCHEDULE["lr"], QUICK_SCHEDULE["steps"]
     key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")
@@ -113,6 +125,18 @@ class TrainConfig:
     interval : (a, b), optional
         Truncation interval; ``None`` calibrates it (sec:sims) with ``calib_instances`` instances,
         ``outside_mass`` and ``calib_seed`` (fixed across runs, so runs on one task share ``(a, b]``).
+    lr_units : {"absolute", "relative"}
+        See :data:`LR_UNITS`. "absolute" is plain Adam (the paper's wording); "relative" scales each
+        parameter tensor's rate by the magnitude of its initial values (the fix of the early loss
+        spikes, module docstring).
+    curve_n_eval : tuple of int
+        Held-out context sizes n' of the learning curve; empty: no learning curve.
+    curve_instances : int
+        Held-out instances per n' (drawn once, from ``curve_seed``).
+    curve_points : int
+        Number of log-spaced evaluation steps (the final step is always one; step 0 is added).
+    curve_seed : int
+        Seed of the held-out set (the same for every run of one task).
     """
 
     task: TaskConfig
@@ -121,10 +145,10 @@ class TrainConfig:
     n_max: int
     steps: int
     lr: float
-    batch_size: int = 128
-    warmup_frac: float = 0.05
-    min_lr_ratio: float = 0.1
-    clip_norm: float = 1.0
+    batch_size: int = BATCH_SIZE
+    warmup_frac: float = WARMUP_FRAC
+    min_lr_ratio: float = MIN_LR_RATIO
+    clip_norm: float = CLIP_NORM
     seed: int = 0
     checkpoint_every: int = 200
     device: str = "auto"
@@ -132,6 +156,11 @@ class TrainConfig:
     outside_mass: float = 0.002
     calib_instances: int = 2000
     calib_seed: int = 0
+    lr_units: str = "absolute"
+    curve_n_eval: tuple[int, ...] = ()
+    curve_instances: int = 256
+    curve_points: int = 12
+    curve_seed: int = LEARNING_CURVE_SEED
 
     def __post_init__(self):
         if not isinstance(self.task, TaskConfig):
@@ -145,7 +174,16 @@ class TrainConfig:
             raise ValueError(f"n_min <= n_max is required, got n_min={n_min}, n_max={n_max}")
         for name in ("steps", "batch_size", "checkpoint_every", "calib_instances"):
             object.__setattr__(self, name, positive_int(getattr(self, name), name))
-        for name in ("seed", "calib_seed"):
+        choice(self.lr_units, "lr_units", LR_UNITS)
+        if not isinstance(self.curve_n_eval, (tuple, list)):
+            raise ValueError(f"curve_n_eval must be a tuple of ints, got {self.curve_n_eval!r}")
+        object.__setattr__(self, "curve_n_eval",
+                           tuple(positive_int(n, "curve_n_eval") for n in self.curve_n_eval))
+        object.__setattr__(self, "curve_instances",
+                           positive_int(self.curve_instances, "curve_instances", minimum=2))
+        object.__setattr__(self, "curve_points", positive_int(self.curve_points, "curve_points",
+                                                              minimum=2))
+        for name in ("seed", "calib_seed", "curve_seed"):
             object.__setattr__(self, name, positive_int(getattr(self, name), name, minimum=0))
         object.__setattr__(self, "lr", positive_scalar(self.lr, "lr"))
         object.__setattr__(self, "clip_norm", positive_scalar(self.clip_norm, "clip_norm"))
@@ -194,7 +232,8 @@ def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) ->
     Parameters
     ----------
     logits : Tensor of shape (B, C)
-    y : Tensor of shape (B,), in ``(a, b]`` (right-closed bins ``(gamma_c, gamma_{c+1}]``)
+    y : Tensor of shape (B,), in ``(a, b]`` (right-closed bins ``(gamma_c, gamma_{c+1}]``); a NaN,
+        infinite or out-of-range label raises ValueError (it has no bin).
     edges : Tensor of shape (C + 1,)
 
     Returns
@@ -206,9 +245,15 @@ def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) ->
                          f"{tuple(edges.shape)}")
     if y.shape != logits.shape[:1]:
         raise ValueError(f"y must have shape ({logits.shape[0]},), got {tuple(y.shape)}")
-    C = logits.shape[1]
     e = edges.to(device=y.device, dtype=y.dtype)
-    c = (torch.searchsorted(e, y.contiguous(), right=False) - 1).clamp(0, C - 1)  # y in (g_c, g_c+1]
+    if not bool(torch.isfinite(y).all()):
+        raise ValueError("y contains NaN or infinite labels")
+    outside = (y <= e[0]) | (y > e[-1])
+    if bool(outside.any()):  # the truncated NLL is undefined there: never put it in an end bin
+        bad = y[outside]
+        raise ValueError(f"y must lie in the bins' range (a, b] = ({float(e[0])}, {float(e[-1])}]; "
+                         f"{int(outside.sum())} label(s) outside, e.g. {float(bad[0])}")
+    c = torch.searchsorted(e, y.contiguous(), right=False) - 1             # y in (g_c, g_c+1]
     log_delta = torch.log(e[1:] - e[:-1]).to(logits.dtype)
     logq = torch.log_softmax(logits, dim=-1).gather(1, c[:, None])[:, 0]
     return -logq + log_delta[c]
@@ -270,6 +315,120 @@ def _loss_summary(losses: list[float], n_points: int = 200) -> dict:
             "final_loss": final, "first_loss": float(L[0])}
 
 
+# --------------------------------------------------------------------------------------------------
+# learning curves
+# --------------------------------------------------------------------------------------------------
+
+def curve_steps(steps: int, n_points: int) -> list[int]:
+    """Evaluation steps of a learning curve: 0 (the initialisation), ``n_points`` log-spaced steps
+    from 10 (or 1 for short runs) to ``steps``, rounded and de-duplicated; always ends at ``steps``."""
+    steps, n_points = positive_int(steps, "steps"), positive_int(n_points, "n_points")
+    first = min(10, steps)
+    grid = np.unique(np.round(np.geomspace(first, steps, n_points)).astype(int))
+    return [0] + sorted({int(v) for v in grid} | {steps})
+
+
+def _curve_generator(seed: int, n: int, chunk: int) -> torch.Generator:
+    s = np.random.SeedSequence([int(seed), int(n), int(chunk), 0xC0FE]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
+
+
+def _heldout_set(config: TrainConfig, interval, chunk_size: int = 256) -> list[tuple[int, list]]:
+    """The held-out instances of the learning curve, per n': drawn once per run from
+    ``(curve_seed, n', chunk)`` only, so a resumed run (and every run of one task) sees the same set."""
+    out = []
+    for n in config.curve_n_eval:
+        batches = []
+        for chunk, start in enumerate(range(0, config.curve_instances, chunk_size)):
+            m = min(chunk_size, config.curve_instances - start)
+            batches.append(sample_batch(config.task, m, n, _curve_generator(config.curve_seed, n, chunk),
+                                        dtype=torch.float64, interval=interval))
+        out.append((n, batches))
+    return out
+
+
+def _tv_per_instance(bt, edges: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    if bt.weights is None:
+        return M.tv_truncnorm_histogram(bt.mu.numpy(), bt.tau.numpy(), edges, probs)
+    from .evaluate import _tv_mixture  # the mixture TV of the hierarchical prior (no closed form)
+
+    return _tv_mixture(bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy(), edges, probs,
+                       float(edges[0]), float(edges[-1]))
+
+
+@torch.no_grad()
+def _curve_points(model, heldout, edges: np.ndarray, step: int) -> list[dict]:
+    """One learning-curve point per n' at ``step``: E[TV], truncated NLL, 90% coverage, CRPS, each
+    with its standard error over the held-out instances (:func:`pfntheory.stats.mean_se`)."""
+    was_training = model.training
+    model.eval()
+    p = next(model.parameters())
+    pts = []
+    for n, batches in heldout:
+        cols: dict[str, list] = {"tv": [], "nll": [], "cov": [], "crps": []}
+        for bt in batches:
+            out = model(bt.X.to(p.device, p.dtype), bt.Y.to(p.device, p.dtype),
+                        bt.xq.to(p.device, p.dtype))
+            probs = torch.softmax(out.logits.double(), -1).cpu().numpy()
+            y = bt.y.numpy()
+            lo, hi = M.central_interval(edges, probs, 0.9)
+            cols["tv"].append(_tv_per_instance(bt, edges, probs))
+            cols["nll"].append(M.histogram_nll(edges, probs, y))
+            cols["cov"].append(((lo <= y) & (y <= hi)).astype(float))  # closed, as metrics.coverage
+            cols["crps"].append(M.histogram_crps(edges, probs, y))
+        pt = {"step": int(step), "n": int(n)}
+        for key, name in (("tv", "tv"), ("nll", "nll"), ("cov", "coverage90"), ("crps", "crps")):
+            pt[name], pt[name + "_se"] = mean_se(np.concatenate(cols[key]))
+        pts.append(pt)
+    model.train(was_training)
+    return pts
+
+
+def read_learning_curve(run_dir) -> dict | None:
+    """The learning curve of a run directory (``learning_curve.json``), or None if it has none.
+
+    Schema 1: ``{"schema": 1, "eval_seed", "n_instances", "n_eval": [n'...], "points": [{"step",
+    "n", "tv", "tv_se", "nll", "nll_se", "coverage90", "coverage90_se", "crps", "crps_se"}, ...],
+    "eval_seconds", "train_seconds"}``; one point per evaluated step and n'.
+    """
+    path = Path(run_dir) / LEARNING_CURVE
+    if not path.is_file():
+        return None
+    doc = runs.load_json(path)
+    if doc.get("schema") != 1 or not isinstance(doc.get("points"), list):
+        raise runs.CorruptFileError(f"{path} is not a schema-1 learning curve")
+    return doc
+
+
+def format_learning_curve(doc: dict, metric: str = "tv") -> str:
+    """A text table of a learning curve: one row per step, one column per n' (``metric +- se``)."""
+    choice(metric, "metric", ("tv", "nll", "coverage90", "crps"))
+    ns = list(doc["n_eval"])
+    by = {(p["step"], p["n"]): p for p in doc["points"]}
+    steps = sorted({p["step"] for p in doc["points"]})
+    head = f"{'step':>8} " + " ".join(f"{metric} n'={n:<6}".rjust(22) for n in ns)
+    lines = [head]
+    for st in steps:
+        cells = []
+        for n in ns:
+            p = by.get((st, n))
+            cells.append(f"{p[metric]:.4g} +- {p[metric + '_se']:.2g}".rjust(22) if p else " " * 22)
+        lines.append(f"{st:>8} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def _param_groups(model: torch.nn.Module, lr: float, units: str) -> list[dict]:
+    """Adam parameter groups. "relative": rate ``lr * max|theta_0|`` per tensor, so every weight moves
+    by about ``lr`` of its own initial size per step (Adam's update is scale-free per coordinate)."""
+    if units == "absolute":
+        return [{"params": list(model.parameters()), "lr": lr}]
+    groups = []
+    for _, p in sorted(model.named_parameters()):
+        size = float(p.detach().abs().max()) if p.numel() else 1.0
+        groups.append({"params": [p], "lr": lr * (size if size > 0 else 1.0)})
+    return groups
+
+
 def train(config: TrainConfig, run_dir, progress: bool = True,
           callback: Callable[[int, float], None] | None = None) -> Path:
     """Train (or resume, or skip if finished) the run ``config`` in ``run_dir``.
@@ -320,7 +479,8 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
                                            seed=config.calib_seed)
     model = build_model(config, interval, device)
     edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64, device=device)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=0.0)
+    opt = torch.optim.Adam(_param_groups(model, config.lr, config.lr_units), lr=config.lr,
+                           weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: lr_factor(s, config.steps, config.warmup_frac, config.min_lr_ratio))
     dtype = next(model.parameters()).dtype
@@ -338,6 +498,28 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
         except (KeyError, RuntimeError, ValueError) as err:
             raise runs.CorruptFileError(f"{ckpt_path} is not a checkpoint of this run: {err}") from err
 
+    # learning curve: held-out set drawn once; a resumed run keeps the points up to its checkpoint
+    # (later ones are recomputed, identically, since evaluation touches neither weights nor RNG)
+    curve_at = set(curve_steps(config.steps, config.curve_points)) if config.curve_n_eval else set()
+    curve_path = run_dir / LEARNING_CURVE
+    curve = {"schema": 1, "eval_seed": config.curve_seed, "n_instances": config.curve_instances,
+             "n_eval": list(config.curve_n_eval), "points": [], "eval_seconds": 0.0}
+    heldout = np_edges = None
+    if curve_at:
+        np_edges = bin_edges(*interval, config.model.C)
+        heldout = _heldout_set(config, interval)
+        old_curve = read_learning_curve(run_dir) if start > 0 else None
+        if old_curve is not None:
+            curve["points"] = [p for p in old_curve["points"] if p["step"] <= start]
+            curve["eval_seconds"] = float(old_curve.get("eval_seconds", 0.0))
+
+    def record_curve(step):
+        te = time.perf_counter()
+        curve["points"] += _curve_points(model, heldout, np_edges, step)
+        curve["eval_seconds"] += time.perf_counter() - te
+        curve["train_seconds"] = wall + time.perf_counter() - t0 - curve["eval_seconds"]
+        runs.save_json(curve_path, curve)
+
     def save_checkpoint(step):
         runs.save_torch(ckpt_path, {
             "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
@@ -349,6 +531,8 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
 
     model.train()
     t0 = time.perf_counter()
+    if start == 0 and 0 in curve_at:
+        record_curve(0)
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
                desc=run_dir.name, dynamic_ncols=True)
     for step in bar:
@@ -374,6 +558,8 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
         losses.append(float(loss.detach()) if torch.isfinite(gnorm) else float("nan"))
         if progress and (step + 1) % 20 == 0:
             bar.set_postfix(loss=f"{np.nanmean(losses[-20:]):.4f}", n=n)
+        if step + 1 in curve_at:
+            record_curve(step + 1)
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             save_checkpoint(step + 1)
         if callback is not None:
@@ -386,7 +572,8 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
         "completed": True, "steps": config.steps, "interval": list(interval),
         "device": str(device), "device_name": (torch.cuda.get_device_name(device)
                                                if device.type == "cuda" else "cpu"),
-        "wall_time_s": wall, "skipped_steps": skipped, "n_params": int(sum(p.numel() for p in model.parameters())),
+        "wall_time_s": wall, "curve_eval_s": curve["eval_seconds"] if curve_at else 0.0,
+        "skipped_steps": skipped, "n_params": int(sum(p.numel() for p in model.parameters())),
         "torch_version": torch.__version__, "loss": _loss_summary(losses)}
     runs.save_json(run_dir / runs.METRICS, metrics)
     return run_dir
