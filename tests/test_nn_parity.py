@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import pfntheory.nn.attention as attention
+import pfntheory.nn.model as model_mod
 from pfntheory import richardson as rich
 from pfntheory.construction import handset_weights, tf_forward
 from pfntheory.discretize import bin_edges, logits_from_natural, psi_gaussian
@@ -184,7 +185,7 @@ def test_fast_equals_dense_outputs_and_gradients(score, normalised, mode, head, 
     dense, g_dense = _loss_and_grads(model, model.forward_dense, X, Y, xq)
     for a, b in ((fast.logits, dense.logits), (fast.mu, dense.mu), (fast.tau, dense.tau)):
         torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
-    for (name, _), a, b in zip(model.named_parameters(), g_fast, g_dense, strict=False):
+    for (name, _), a, b in zip(model.named_parameters(), g_fast, g_dense, strict=True):
         torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL, msg=name)
 
 
@@ -197,10 +198,10 @@ def test_chunked_and_recomputed_kernel_paths_agree(score, monkeypatch):
     X, Y, xq = (torch.as_tensor(a) for a in _instance(3, 9, B=5, seed=2))
     ref, g_ref = _loss_and_grads(model, model.forward, X, Y, xq)
     monkeypatch.setattr(attention, "CHUNK_ELEMENTS", 1)
-    monkeypatch.setattr(attention, "SAVE_KERNEL_MAX_BYTES", 0)
+    monkeypatch.setattr(model_mod, "SAVE_KERNEL_BUDGET_BYTES", 0)
     out, g_out = _loss_and_grads(model, model.forward, X, Y, xq)
     torch.testing.assert_close(out.logits, ref.logits, rtol=RTOL, atol=ATOL)
-    for a, b in zip(g_out, g_ref, strict=False):
+    for a, b in zip(g_out, g_ref, strict=True):
         torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
 
 
@@ -228,3 +229,71 @@ def test_custom_backward_gradcheck(score):
         assert torch.autograd.gradcheck(
             lambda s, v, normalised=normalised: attention.scaled_kernel_attention(q.detach(), s, v, score, normalised)[0],
             (s, v))
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+@pytest.mark.parametrize("normalised", [False, True])
+def test_budget_keeps_some_layers_and_recomputes_the_rest(score, normalised, monkeypatch):
+    """A kernel budget that holds some layers but not all gives the same outputs and gradients as
+    keeping every kernel (float64 round-off, module docstring). Fails if a kept kernel were
+    stale or the budget bookkeeping mixed up layers."""
+    model = _perturbed_model(score, normalised, "learnable", "psi", False, L=6)
+    X, Y, xq = (torch.as_tensor(a) for a in _instance(3, 9, B=5, seed=3))
+    ref, g_ref = _loss_and_grads(model, model.forward, X, Y, xq)
+    monkeypatch.setattr(model_mod, "SAVE_KERNEL_BUDGET_BYTES", 2 * 5 * 10 * 9 * 8)  # two layers
+    out, g_out = _loss_and_grads(model, model.forward, X, Y, xq)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=RTOL, atol=ATOL)
+    for a, b in zip(g_out, g_ref, strict=True):
+        torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+@pytest.mark.parametrize("normalised", [False, True])
+def test_shared_kernel_evaluation_path(score, normalised, monkeypatch):
+    """Without autograd and with equal per-layer scales (theory mode at init, hand-set weights) the
+    kernel is computed once per instance chunk and reused by every solver layer; its outputs equal
+    the per-layer path (run with autograd on) and the dense reference to float64 round-off, also
+    when the batch is split into chunks of 2 instances. Fails if a chunk or layer reused the wrong
+    kernel or normaliser."""
+    cfg = ModelConfig(score=score, d=3, L=6, C=8, mode="theory", normalised=normalised,
+                      scale_init=0.8, eta_init=0.05)
+    model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64)).double()
+    with torch.no_grad():
+        model.scale[0] += 0.1                       # the first layer's scale may differ
+    X, Y, xq = (torch.as_tensor(a) for a in _instance(3, 9, B=5, seed=6))
+    per_layer = model(X, Y, xq)                     # autograd on: per-layer kernels
+    monkeypatch.setattr(model_mod, "SHARED_KERNEL_CHUNK_ELEMENTS", 2 * 10 * 9)
+    with torch.no_grad():
+        shared = model(X, Y, xq)
+        dense = model.forward_dense(X, Y, xq)
+    for ref in (per_layer, dense):
+        for a, b in ((shared.logits, ref.logits), (shared.mu, ref.mu), (shared.tau, ref.tau)):
+            torch.testing.assert_close(a, b.detach(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("score, normalised", [("rbf", True), ("softmax", False), ("linear", False)])
+def test_same_seed_same_numbers(score, normalised):
+    """Determinism: two models built and trained for two Adam steps from the same seed on batches
+    from the same generator seed give bit-identical parameters and outputs (float32, the training
+    dtype)."""
+    from pfntheory.nn.priors import TaskConfig, sample_batch
+
+    def run():
+        torch.manual_seed(0)
+        cfg = ModelConfig(score=score, d=2, L=4, C=16, normalised=normalised, scale_init=1.25)
+        model = PFNTransformer(cfg, torch.linspace(-3, 3, 17, dtype=torch.float64))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        g = torch.Generator().manual_seed(3)
+        task = TaskConfig(kind="blr" if score == "linear" else "rbf", d=2)
+        for _ in range(2):
+            bt = sample_batch(task, 8, 20, g, interval=(-3.0, 3.0))
+            loss = torch.log_softmax(model(bt.X, bt.Y, bt.xq).logits, -1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            return [p.clone() for p in model.parameters()], model(bt.X, bt.Y, bt.xq).logits
+
+    (p1, o1), (p2, o2) = run(), run()
+    assert torch.equal(o1, o2)
+    assert all(torch.equal(a, b) for a, b in zip(p1, p2, strict=True))

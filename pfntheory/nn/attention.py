@@ -104,7 +104,9 @@ CHUNK_ELEMENTS = 1 << 18
 
 #: :class:`_ScaledKernelMatVec` keeps the kernel matrix of a layer for the backward pass when it
 #: takes at most this many bytes (16 MiB: ``n <= 180`` at batch 128 in float32; about 0.5 GiB for
-#: 32 layers); larger ones are recomputed chunk by chunk, so memory stays bounded in ``n``.
+#: 32 layers); larger ones are recomputed chunk by chunk, so memory stays bounded in ``n``. The
+#: model (:class:`~pfntheory.nn.model.PFNTransformer`) instead passes ``save_kernel`` per layer from
+#: a budget for the whole forward pass (``SAVE_KERNEL_BUDGET_BYTES`` there).
 SAVE_KERNEL_MAX_BYTES = 1 << 24
 
 
@@ -183,13 +185,14 @@ class _ScaledKernelMatVec(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, s, v, rbf: bool):
+    def forward(ctx, x, s, v, rbf: bool, keep: bool | None = None):
         nb, T, d = x.shape
         n, m = v.shape[1], v.shape[2]
         A, BT = _features(x, s, n, rbf)
         vT = v.transpose(1, 2).contiguous()                                  # (B, m, n)
         outT = x.new_empty(nb, m, T)
-        keep = nb * T * n * x.element_size() <= SAVE_KERNEL_MAX_BYTES
+        if keep is None:
+            keep = nb * T * n * x.element_size() <= SAVE_KERNEL_MAX_BYTES
         Pall = x.new_empty(nb, T, n) if keep else None
         for i, j in _chunks(nb, T, n):
             P = torch.bmm(A[i:j], BT[i:j], out=Pall[i:j]) if keep else torch.bmm(A[i:j], BT[i:j])
@@ -231,7 +234,7 @@ class _ScaledKernelMatVec(torch.autograd.Function):
             ds = -s * (sq_q + sq_k - 2.0 * cross)
         else:
             ds = 2.0 * s * cross
-        return None, ds, dv, None
+        return None, ds, dv, None, None
 
 
 def _features(x: torch.Tensor, s: torch.Tensor, n: int, rbf: bool):
@@ -242,7 +245,8 @@ def _features(x: torch.Tensor, s: torch.Tensor, n: int, rbf: bool):
 
 
 def scaled_kernel_attention(x: torch.Tensor, scale: torch.Tensor, v: torch.Tensor, score: str,
-                            normalised: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                            normalised: bool = False, save_kernel: bool | None = None
+                            ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention of one solver layer: queries ``diag(scale) x_j`` for every token, keys the first
     ``n = v.shape[1]`` tokens (mask ``M_ij = 1{i <= n}``), ``K = Q = diag(scale)``.
 
@@ -260,6 +264,10 @@ def scaled_kernel_attention(x: torch.Tensor, scale: torch.Tensor, v: torch.Tenso
         Values of the ``n`` key tokens.
     score : {'linear', 'rbf', 'softmax'}
     normalised : bool
+    save_kernel : bool, optional
+        Keep the ``(B, T, n)`` kernel for the backward pass (True) or recompute it there (False);
+        default: keep it when it takes at most ``SAVE_KERNEL_MAX_BYTES``. Either way the result and
+        the gradients are the same numbers; without autograd nothing is kept.
 
     Returns
     -------
@@ -267,13 +275,15 @@ def scaled_kernel_attention(x: torch.Tensor, scale: torch.Tensor, v: torch.Tenso
     s : Tensor of shape (B, T) or None
     """
     _check_score(score)
+    if not (torch.is_grad_enabled() and (scale.requires_grad or v.requires_grad)):
+        save_kernel = False                                                  # no backward pass
     if score == "linear":
         a = x * scale
         return kernel_attention(a, a[:, :v.shape[1]], v, score, normalised)
     m = v.shape[-1]
     if normalised:
         v = torch.cat([v, torch.ones_like(v[..., :1])], -1)                  # s_j = P @ 1
-    out = _ScaledKernelMatVec.apply(x.detach(), scale, v, score == "rbf")
+    out = _ScaledKernelMatVec.apply(x.detach(), scale, v, score == "rbf", save_kernel)
     if not normalised:
         return out, None
     s = out[..., m]

@@ -36,7 +36,11 @@ The fast forward (:meth:`PFNTransformer.forward`) touches only what a layer chan
 never change, so the kernel needs only ``scale_l * x``; a solver layer writes two channels
 (``f, g``) from two value channels over the ``n`` context keys, so it computes a
 ``(B, n+1, n)`` kernel (never for ``linear``: ``a_j^T (A^T V)``) and a width-2 product; the first
-layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True`` the kernel is computed once.
+layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True``, and without autograd
+whenever the solver layers' scales are equal (theory mode at its initial values, hand-set weights),
+the kernel is computed once and reused by every solver layer (per chunk of instances, so that it stays
+in cache). In training, each layer's kernel is kept for the backward pass while a budget for the
+whole forward lasts (``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
 :meth:`PFNTransformer.forward_dense` is the literal eqn:tabPFN attn over every channel with full
 ``(d+4) x (d+4)`` matrices and per-layer gradient checkpointing, the parity reference
 (:class:`DenseTransformer` runs it as ``forward``).
@@ -181,6 +185,16 @@ class ModelConfig:
         _finite_positive(self.tau_min, "tau_min")
         if self.eta_init is not None:
             _finite_positive(self.eta_init, "eta_init")
+
+
+#: Bytes of solver-layer kernels one training forward keeps for its backward pass (first layers
+#: first); the others are recomputed in the backward pass. 1 GiB holds every layer of (a) and 23 of
+#: the 31 of (b) at its mean n (benchmarks/train_step.py) and saves one exp per kernel entry there.
+SAVE_KERNEL_BUDGET_BYTES = 1 << 30
+
+#: Kernel elements per instance chunk of the shared-kernel evaluation path (4 MiB in float32: one
+#: chunk's kernel stays in the last-level cache across the L-1 layers that reuse it).
+SHARED_KERNEL_CHUNK_ELEMENTS = 1 << 20
 
 
 def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
@@ -409,28 +423,36 @@ class PFNTransformer(nn.Module):
         # row k of token j as V^(0)_{k,y} * 1 * kappa(x_{n+1}, x_j): k_x and kappa(x, x).
         a = xa * scale[0]                                                    # (B, n+1, d) K^(0) z_j
         k = c["amp"] * score_vector(a, a[:, n], cfg.score)                  # (B, n+1) row d+2
-        H = xa.new_zeros(B, n + 1, 2)                                        # rows d+3, d+4: f, g
         R = torch.stack([Y, k[:, :n]], -1)                                   # (B, n, 2) rows y, k
-        P = s_shared = None
-        if cfg.shared_scale and cfg.L > 1 and cfg.score != "linear":
-            _check_kernel_size(B * (n + 1) * n, "the shared (B, n+1, n) kernel", B, n)
-            P = score_matrix(a, a[:, :n], cfg.score)                         # (B, n+1, n) once
-            if cfg.normalised:
-                s_shared = P.sum(-1)                                         # s_j, (B, n+1)
-        for layer in range(1, cfg.L):                                        # eqn:l attn, mask M
-            v, S_l = V[layer - 1], S[layer - 1]
-            # (V z_i)_{f,g} = (V_fy y_i + V_ff f_i, V_gk k_i + V_gg g_i) for the keys i <= n
-            vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])             # (B, n, 2)
-            if P is not None:
-                att, s = torch.bmm(P, vals), s_shared                        # (B, n+1, 2)
-                if cfg.normalised:
-                    att = att / s.unsqueeze(-1)                              # Attn^na
-            else:                                                            # K^(l) = Q^(l) = diag(scale_l)
-                att, s = scaled_kernel_attention(xa, scale[layer], vals, cfg.score, cfg.normalised)
-            if cfg.normalised:                                               # TF^pr: 1/s_{x_j} skip
-                H = H + att + H * S_l / s.unsqueeze(-1)
-            else:
-                H = torch.addcmul(H + att, H, S_l)                           # Z + Attn + S Z
+        H = xa.new_zeros(B, n + 1, 2)                                        # rows d+3, d+4: f, g
+        grad = torch.is_grad_enabled()
+        if cfg.L > 1 and cfg.score != "linear" and (cfg.shared_scale or (
+                not grad and bool((scale[1:] == scale[1]).all()))):
+            # one kernel for every solver layer: shared K = Q, or equal per-layer scales without
+            # autograd (evaluation of a theory-mode or hand-set model): the exp is paid once
+            a = xa * scale[1]                                                # (B, n+1, d)
+            if grad:
+                _check_kernel_size(B * (n + 1) * n, "the shared (B, n+1, n) kernel", B, n)
+                H = self._solve_shared(score_matrix(a, a[:, :n], cfg.score), R, H, V, S)
+            else:                                                            # instance chunks in cache
+                step = max(1, SHARED_KERNEL_CHUNK_ELEMENTS // ((n + 1) * n))
+                H = torch.cat([self._solve_shared(score_matrix(a[i:i + step], a[i:i + step, :n],
+                                                               cfg.score),
+                                                  R[i:i + step], H[i:i + step], V, S)
+                               for i in range(0, B, step)])
+        else:
+            budget = SAVE_KERNEL_BUDGET_BYTES
+            for layer in range(1, cfg.L):                                    # eqn:l attn, mask M
+                v, S_l = V[layer - 1], S[layer - 1]
+                # (V z_i)_{f,g} = (V_fy y_i + V_ff f_i, V_gk k_i + V_gg g_i) for the keys i <= n
+                vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])         # (B, n, 2)
+                size = B * (n + 1) * n * xa.element_size()
+                keep = size <= budget                                        # keep P for backward
+                budget -= size if keep else 0
+                # K^(l) = Q^(l) = diag(scale_l)
+                att, s = scaled_kernel_attention(xa, scale[layer], vals, cfg.score, cfg.normalised,
+                                                 save_kernel=keep)
+                H = self._skip(H, att, s, S_l)
         f, g = H[..., 0], H[..., 1]
         # readout W [Z^(L)]_{:, n+1}; the query's y-row holds 1 (thm:TFdoPPD)
         mu = W[0] * f[:, n]
@@ -442,6 +464,25 @@ class PFNTransformer(nn.Module):
             zq = torch.cat([xq, ones, k[:, n:], f[:, n:], g[:, n:]], -1)     # [Z^(L)]_{:, n+1}
             logits = self.head(zq)
         return PFNOutput(logits=logits, mu=mu, tau=tau)
+
+    def _skip(self, H, att, s, S_l):
+        """``Z + Attn + S Z`` on the (f, g) rows, TF^pr: ``S Z / s_{x_j}`` (eqn:l attn)."""
+        if self.config.normalised:
+            return H + att + H * S_l / s.unsqueeze(-1)
+        return torch.addcmul(H + att, H, S_l)
+
+    def _solve_shared(self, P, R, H, V, S):
+        """The ``L-1`` solver layers with one kernel ``P`` (B, n+1, n) for all of them."""
+        n = R.shape[1]
+        s = P.sum(-1) if self.config.normalised else None                   # s_j, (B, n+1)
+        for layer in range(1, self.config.L):
+            v, S_l = V[layer - 1], S[layer - 1]
+            vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])             # (B, n, 2)
+            att = torch.bmm(P, vals)                                         # (B, n+1, 2)
+            if s is not None:
+                att = att / s.unsqueeze(-1)                                  # Attn^na
+            H = self._skip(H, att, s, S_l)
+        return H
 
     def forward_dense(self, X, Y, xq) -> PFNOutput:
         """The literal eqn:tabPFN attn: full ``(d+4) x (d+4)`` ``V, K, Q, S`` over every channel,
