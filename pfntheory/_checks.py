@@ -199,7 +199,7 @@ def choice(x, name: str, options: Sequence[str]) -> str:
     except TypeError:  # unhashable x against a set/dict
         ok = False
     if not ok:
-        raise ValueError(f"unknown {name} {x!r}; expected one of {sorted(options)}")
+        raise ValueError(f"unknown {name} {x!r}; expected one of {sorted(options, key=str)}")
     return x
 
 

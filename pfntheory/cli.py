@@ -1,21 +1,35 @@
 """Command-line interface: ``pfntheory train ...``, ``pfntheory evaluate RUN_DIR --n-eval ...``,
-``pfntheory compare RUN_DIR``.
+``pfntheory compare RUN_DIR``, and the subcommands other modules register (sweep, report, casestudy).
 
 Each subcommand lives in a module with a ``register(subparsers)`` function that adds its parser and
-sets ``func`` (called with the parsed namespace, returns an exit code). To add a subcommand (sweep,
-report, casestudy, ...), write ``register`` in its module and add the module's name to
-:data:`SUBCOMMAND_MODULES`: one line each. Modules are imported only when the parser is built, and
-heavy imports (torch) happen inside ``func``, so ``pfntheory --help`` stays fast.
+sets ``func`` (called with the parsed namespace, returns an exit code). To add a subcommand, write
+``register`` in its module and add the module's name to :data:`SUBCOMMAND_MODULES`: one line each.
+Modules are imported only when the parser is built, and heavy imports (torch) happen inside
+``func``, so ``pfntheory --help`` stays fast.
+
+Errors
+------
+:func:`main` is the one error boundary: every failure -- a bad option, bad input found by the
+library, an unreadable or unwritable path, a corrupt run file, Ctrl-C -- ends as one line on stderr
+(``pfntheory COMMAND: error: ...``) and ``SystemExit`` with a non-zero status (2: bad input or
+files, 1: anything else, 130: interrupted), never as a traceback; ``--debug`` (anywhere on the line) or
+``PFNTHEORY_DEBUG=1`` re-raises to show it. Values given explicitly, 0 included, are used or
+refused, never replaced by a default. ``--device`` is checked before any work starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
+import re
 import sys
 from collections.abc import Sequence
 
-__all__ = ["SUBCOMMAND_MODULES", "build_parser", "main", "register"]
+from pfntheory.config import COVARIATES, HEADS, MODES, SCORES, TASK_KINDS
+
+__all__ = ["SUBCOMMAND_MODULES", "LIMITS", "build_parser", "main", "register"]
 
 #: Modules whose ``register(subparsers)`` adds a subcommand. This module registers train/evaluate.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -25,64 +39,178 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pfntheory.casestudy",
 )
 
+#: Stated limits of the command line (larger values are refused before any allocation). The
+#: paper's largest settings are d = 16, n' = 1024, batch 128, C = 256, L = 32, 1e5 steps.
+LIMITS = {
+    "d": 1024, "L": 1024, "C": 65536, "n": 16384, "batch_size": 65536, "steps": 10**9,
+    "n_instances": 10**7, "seed": 2**63 - 1,
+    # one layer's attention scores hold batch x (n+1) x n floats: 2^31 of them are 8 GB in float32
+    "attention_elements": 2**31,
+}
+
+#: Exit statuses of :func:`main`.
+EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage block) pointing at ``--help``."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# --------------------------------------------------------------------------------------------------
+# argparse types: explicit values are checked here, once, and never replaced later
+# --------------------------------------------------------------------------------------------------
+
+def int_in(lo: int, hi: int):
+    """argparse type: an integer in ``[lo, hi]``."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}], got {v}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
+    return v
+
 
 def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split(","))
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from err
+    vals = tuple(positive_float(v) for v in text.split(","))
+    if not vals:  # pragma: no cover - split always gives one item
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return vals
 
 
-# Choices repeated here (checked equal to the library's in tests/test_cli.py) so that building the
-# parser does not import torch.
-TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
-COVARIATES = ("gaussian", "uniform")
-SCORES = ("linear", "rbf", "softmax")
-MODES = ("theory", "learnable")
-HEADS = ("psi", "mlp")
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
+
+def device_spec(text: str) -> str:
+    """argparse type: ``auto``, ``cpu``, ``cuda`` or ``cuda:<k>`` (availability checked in main)."""
+    if not _DEVICE_RE.match(text):
+        raise argparse.ArgumentTypeError(f"expected auto, cpu, cuda or cuda:<k>, got {text!r}")
+    return text
+
+
+def check_device(device) -> None:
+    """Refuse a device this machine does not have, before any work starts (torch imported only
+    for a CUDA request)."""
+    if not isinstance(device, str) or not _DEVICE_RE.match(device):
+        raise ValueError(f"--device must be auto, cpu, cuda or cuda:<k>, got {device!r}")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {device}: CUDA is not available on this machine "
+                             f"(use --device cpu or auto)")
+        k = int(device.partition(":")[2] or 0)
+        if k >= torch.cuda.device_count():
+            raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s)")
+
+
+_SEED = int_in(0, LIMITS["seed"])
+
+
+def _check_attention_size(batch: int, n: int, what: str) -> None:
+    elements = batch * (n + 1) * n
+    if elements > LIMITS["attention_elements"]:
+        raise ValueError(f"{what}: batch {batch} x n {n} needs {elements:.3g} attention scores per "
+                         f"layer, more than the limit {LIMITS['attention_elements']:.3g}; lower the "
+                         f"batch size")
+
+
+# --------------------------------------------------------------------------------------------------
+# train / evaluate / compare
+# --------------------------------------------------------------------------------------------------
 
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="pretrain a PFN transformer on a GP prior (resumable)",
                        description="Pretrain a PFN transformer (sec:sims); re-running the same "
-                                   "command resumes from the last checkpoint.")
+                                   "command resumes from the last checkpoint, and redoes any "
+                                   "artefact found corrupt.")
     p.add_argument("--run-dir", required=True, help="run directory (created; resumed if present)")
     g = p.add_argument_group("task (prior)")
     g.add_argument("--task", required=True, choices=TASK_KINDS)
-    g.add_argument("--d", type=int, required=True, help="input dimension")
-    g.add_argument("--noise-var", type=float, default=None, help="sigma^2 (default 0.04)")
-    g.add_argument("--alpha", type=float, default=None)
-    g.add_argument("--lengthscale", type=float, default=None)
+    g.add_argument("--d", type=int_in(1, LIMITS["d"]), required=True, help="input dimension")
+    g.add_argument("--noise-var", type=positive_float, default=None,
+                   help="sigma^2 (default pfntheory.DEFAULT_NOISE_VAR)")
+    g.add_argument("--alpha", type=positive_float, default=None)
+    g.add_argument("--lengthscale", type=positive_float, default=None)
     g.add_argument("--lengthscales", type=_floats, default=None, help="ARD lengthscales, a,b,...")
     g.add_argument("--covariates", choices=COVARIATES, default=None)
     g = p.add_argument_group("model")
     g.add_argument("--score", choices=SCORES, default=None,
                    help="attention score (default: 'linear' for blr, else 'rbf')")
-    g.add_argument("--L", type=int, required=True, help="attention layers incl. the first")
-    g.add_argument("--C", type=int, required=True, help="number of bins")
+    g.add_argument("--L", type=int_in(1, LIMITS["L"]), required=True,
+                   help="attention layers incl. the first")
+    g.add_argument("--C", type=int_in(2, LIMITS["C"]), required=True, help="number of bins")
     g.add_argument("--mode", default="learnable", choices=MODES)
     g.add_argument("--normalised", action="store_true", help="TF^pr (normalised attention)")
     g.add_argument("--head", default="psi", choices=HEADS)
-    g.add_argument("--tau-min", type=float, default=None, help="head's positivity threshold of tau")
-    g.add_argument("--eta-init", type=float, default=None, help="initial step size (model default)")
-    g.add_argument("--scale-init", type=float, default=None,
+    g.add_argument("--tau-min", type=positive_float, default=None,
+                   help="head's positivity threshold of tau")
+    g.add_argument("--eta-init", type=positive_float, default=None,
+                   help="initial step size (model default)")
+    g.add_argument("--scale-init", type=positive_float, default=None,
                    help="initial diagonal of K = Q (e.g. 1/lengthscale)")
     g = p.add_argument_group("training")
-    g.add_argument("--n-min", type=int, required=True)
-    g.add_argument("--n-max", type=int, required=True)
+    g.add_argument("--n-min", type=int_in(1, LIMITS["n"]), required=True)
+    g.add_argument("--n-max", type=int_in(1, LIMITS["n"]), required=True)
     g.add_argument("--scale", choices=("quick", "paper"), default="paper",
                    help="default steps and LR: supp-tab:pretraining hyperparameters, or quick")
-    g.add_argument("--steps", type=int, default=None)
-    g.add_argument("--lr", type=float, default=None)
-    g.add_argument("--batch-size", type=int, default=128)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--checkpoint-every", type=int, default=200)
-    g.add_argument("--device", default="auto")
+    g.add_argument("--steps", type=int_in(1, LIMITS["steps"]), default=None,
+                   help="optimiser steps (default: from --scale)")
+    g.add_argument("--lr", type=positive_float, default=None, help="LR_base (default: from --scale)")
+    g.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=128)
+    g.add_argument("--seed", type=_SEED, default=0)
+    g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
+    g.add_argument("--device", type=device_spec, default="auto")
     g.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run_train)
 
 
+def _prepare_run_dir(run_dir: str):
+    """Refuse a RUN_DIR that is a file; delete orphan temporary files (older than a minute) and
+    corrupt artefacts of an existing run, reporting each on stderr, so that training redoes them."""
+    from pathlib import Path
+
+    from pfntheory import runs
+
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--run-dir {path} exists and is not a directory")
+    if path.is_dir():
+        runs.clean_orphan_temps(path, min_age_s=60.0)
+        for msg in runs.remove_corrupt_artefacts(path):
+            print(f"pfntheory train: {msg}; training redoes it", file=sys.stderr)
+    return path
+
+
 def _run_train(args) -> int:
+    if args.n_min > args.n_max:
+        raise ValueError(f"n_min <= n_max is required, got --n-min {args.n_min} --n-max {args.n_max}")
+    score = args.score or ("linear" if args.task == "blr" else "rbf")
+    if args.normalised and score == "linear":
+        raise ValueError("--normalised needs a positive attention score (--score rbf or softmax): "
+                         "the linear score can be zero or negative, so its row sums can vanish")
+    _check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
+    run_dir = _prepare_run_dir(args.run_dir)
+
     from pfntheory.nn.model import ModelConfig
     from pfntheory.nn.priors import TaskConfig
     from pfntheory.nn.train import TrainConfig, schedule_for, train
@@ -93,17 +221,17 @@ def _run_train(args) -> int:
     task = TaskConfig(kind=args.task, d=args.d, **given(
         noise_var=args.noise_var, alpha=args.alpha, lengthscale=args.lengthscale,
         lengthscales=args.lengthscales, covariates=args.covariates))
-    score = args.score or ("linear" if args.task == "blr" else "rbf")
     model = ModelConfig(score=score, d=args.d, L=args.L, C=args.C, mode=args.mode,
                         normalised=args.normalised, head=args.head,
                         noise_var_init=task.noise_var,
                         **given(tau_min=args.tau_min, eta_init=args.eta_init, scale_init=args.scale_init))
     lr, steps = schedule_for(args.task, args.mode, args.scale)
     cfg = TrainConfig(task=task, model=model, n_min=args.n_min, n_max=args.n_max,
-                      steps=args.steps or steps, lr=args.lr or lr, batch_size=args.batch_size,
+                      steps=steps if args.steps is None else args.steps,
+                      lr=lr if args.lr is None else args.lr, batch_size=args.batch_size,
                       seed=args.seed, checkpoint_every=args.checkpoint_every, device=args.device)
-    run_dir = train(cfg, args.run_dir, progress=not args.no_progress)
-    print(run_dir)
+    out = train(cfg, run_dir, progress=not args.no_progress)
+    print(out)
     return 0
 
 
@@ -112,21 +240,41 @@ def _add_evaluate(sub) -> None:
                        description="Evaluate a run at evaluation sizes n' (sec:sims, Inference); "
                                    "writes eval.json (or eval_<covariates>.json) in RUN_DIR.")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--n-eval", type=int, nargs="+", required=True, help="evaluation sizes n'")
-    p.add_argument("--n-instances", type=int, default=4096)
-    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--n-eval", type=int_in(1, LIMITS["n"]), nargs="+", required=True,
+                   help="evaluation sizes n'")
+    p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
+    p.add_argument("--seed", type=_SEED, default=12345)
     p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
+    p.add_argument("--device", type=device_spec, default="cpu")
     p.set_defaults(func=_run_evaluate)
+
+
+def _finished_run(run_dir: str):
+    """A trained run directory whose artefacts are all readable; otherwise a one-line error."""
+    from pathlib import Path
+
+    from pfntheory import runs
+
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is not a run directory")
+    problems = runs.check_artefacts(path)
+    if problems:
+        raise runs.CorruptFileError(
+            f"{path} is damaged ({'; '.join(problems.values())}); re-run the `pfntheory train` "
+            f"command that made it, which redoes corrupt files")
+    return path
 
 
 def _run_evaluate(args) -> int:
     import json
 
+    run_dir = _finished_run(args.run_dir)
+    _check_attention_size(args.batch_size, max(args.n_eval), "--batch-size/--n-eval")
     from pfntheory.nn.evaluate import evaluate
 
-    doc = evaluate(args.run_dir, args.n_eval, args.n_instances, args.seed,
+    doc = evaluate(run_dir, args.n_eval, args.n_instances, args.seed,
                    covariates=args.covariates, batch_size=args.batch_size, device=args.device,
                    progress=True)
     summary = {n: {k: round(v, 5) for k, v in r.items()
@@ -143,18 +291,20 @@ def _add_compare(sub) -> None:
                                    "its (mu_L, tau_L) to the exact Richardson solver after the same "
                                    "depth; writes construction.json in RUN_DIR.")
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--n", type=int, default=None, help="context size (default (n_min+n_max)//2)")
-    p.add_argument("--n-instances", type=int, default=32)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n", type=int_in(1, LIMITS["n"]), default=None,
+                   help="context size (default (n_min+n_max)//2)")
+    p.add_argument("--n-instances", type=int_in(1, 100_000), default=32)
+    p.add_argument("--seed", type=_SEED, default=0)
     p.set_defaults(func=_run_compare)
 
 
 def _run_compare(args) -> int:
     import json
 
+    run_dir = _finished_run(args.run_dir)
     from pfntheory.nn.evaluate import compare_to_construction
 
-    doc = compare_to_construction(args.run_dir, n=args.n, n_instances=args.n_instances,
+    doc = compare_to_construction(run_dir, n=args.n, n_instances=args.n_instances,
                                   seed=args.seed)
     print(json.dumps({k: doc[k] for k in ("n", "scale", "amp", "W", "readout_rms")}, indent=1))
     return 0
@@ -167,25 +317,72 @@ def register(subparsers) -> None:
     _add_compare(subparsers)
 
 
+# --------------------------------------------------------------------------------------------------
+# the parser and the error boundary
+# --------------------------------------------------------------------------------------------------
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pfntheory",
         description="Executable supplement to 'Transformers Can Learn Posterior Predictive "
                     "Distributions In-Context'.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an error (also PFNTHEORY_DEBUG=1)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=_Parser)
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
 
+def _check_common(args) -> None:
+    """Checks of options many subcommands share (including those registered elsewhere)."""
+    if getattr(args, "device", None) is not None:
+        check_device(args.device)
+    seed = getattr(args, "seed", None)
+    if isinstance(seed, int) and not 0 <= seed <= LIMITS["seed"]:
+        raise ValueError(f"--seed must be an integer in [0, {LIMITS['seed']}], got {seed}")
+
+
+def _one_line(err: BaseException) -> str:
+    from pfntheory import runs
+
+    text = " ".join(str(err).split()) or "(no message)"
+    if isinstance(err, (ValueError, TypeError, runs.CorruptFileError)) and not isinstance(
+            err, (UnicodeError,)):
+        return text
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.strerror or type(err).__name__}: {err.filename}"
+    return f"{type(err).__name__}: {text}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``pfntheory`` script. Bad input exits with status 2 and one clear line."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Entry point of the ``pfntheory`` script: the one error boundary (module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("PFNTHEORY_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    command = "pfntheory"
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = f"pfntheory {args.command}"
+        _check_common(args)
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        parser.exit(2, f"pfntheory {args.command}: error: {err}\n")
+    except SystemExit:  # argparse (one line, see _Parser) and explicit exits
+        raise
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        sys.stderr.write(f"{command}: interrupted; finished runs and checkpoints are kept, and "
+                         f"re-running the command resumes\n")
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except Exception as err:  # noqa: BLE001 - the boundary: one line, no traceback
+        if debug:
+            raise
+        bad_input = isinstance(err, (ValueError, TypeError, LookupError, OSError))
+        hint = "" if bad_input else " (run with --debug for the traceback)"
+        sys.stderr.write(f"{command}: error: {_one_line(err)}{hint}\n")
+        raise SystemExit(EXIT_BAD_INPUT if bad_input else EXIT_FAILURE) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

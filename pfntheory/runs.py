@@ -19,8 +19,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
+import re
 import tempfile
+import time
 import types
 import typing
 from pathlib import Path
@@ -40,6 +43,11 @@ __all__ = [
     "load_torch",
     "config_to_dict",
     "dataclass_from_dict",
+    "clean_orphan_temps",
+    "check_artefacts",
+    "remove_corrupt_artefacts",
+    "LockHeldError",
+    "root_lock",
 ]
 
 CONFIG = "config.json"
@@ -127,9 +135,11 @@ def load_torch(path, map_location="cpu"):
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # zipfile.BadZipFile, RuntimeError, EOFError, UnpicklingError, ...
+        why = " ".join(str(err).split())
+        why = why if len(why) <= 120 else why[:117] + "..."
         raise CorruptFileError(
-            f"cannot read {path} ({type(err).__name__}: {err}); the file is truncated or corrupted. "
-            f"Delete it to retrain (a checkpoint) or rerun training (weights).") from err
+            f"cannot read {path} ({type(err).__name__}: {why}); the file is truncated or "
+            f"corrupted; re-running the command that wrote it redoes it") from err
 
 
 def config_to_dict(cfg) -> dict:
@@ -184,3 +194,155 @@ def temporary_environ(values: dict[str, str]):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# --------------------------------------------------------------------------------------------------
+# hygiene of run directories: orphan temporary files, corrupt artefacts, a lock per runs root
+# --------------------------------------------------------------------------------------------------
+
+#: Name of the temporary files of :func:`atomic_write_bytes`: ``.<target name>.<random>.tmp``.
+_TMP_RE = re.compile(r"^\..+\.[A-Za-z0-9_]{6,}\.tmp$")
+
+
+def clean_orphan_temps(directory, *, recursive: bool = False, min_age_s: float = 0.0) -> list[Path]:
+    """Delete the temporary files a killed atomic write left in ``directory``; return their paths.
+
+    Only names of the form ``.<target>.<random>.tmp`` (those :func:`atomic_write_bytes` creates)
+    older than ``min_age_s`` seconds are removed. Call it while no other process writes there (the
+    sweep does so under :func:`root_lock`).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    now = time.time()
+    found = directory.rglob(".*.tmp") if recursive else directory.glob(".*.tmp")
+    removed = []
+    for f in found:
+        try:
+            if f.is_file() and _TMP_RE.match(f.name) and now - f.stat().st_mtime >= min_age_s:
+                f.unlink()
+                removed.append(f)
+        except FileNotFoundError:  # removed meanwhile
+            continue
+    return removed
+
+
+def _check_metrics(doc) -> str | None:
+    if not isinstance(doc, dict):
+        return "is not a JSON object"
+    if doc.get("completed"):
+        iv = doc.get("interval")
+        ok = (isinstance(iv, list) and len(iv) == 2
+              and all(isinstance(v, (int, float)) and math.isfinite(v) for v in iv) and iv[0] < iv[1])
+        if not ok:
+            return f"has no valid 'interval' [a, b] (got {iv!r})"
+        if not isinstance(doc.get("steps"), int):
+            return f"has no integer 'steps' (got {doc.get('steps')!r})"
+    return None
+
+
+def check_artefacts(run_dir) -> dict[str, str]:
+    """Problems of the artefacts present in a run directory: ``{file name: what is wrong}``.
+
+    Reads ``config.json`` and ``metrics.json`` (valid JSON objects; a finished ``metrics.json``
+    holds ``interval`` and ``steps``) and loads ``weights.pt`` and ``checkpoint.pt`` with
+    ``weights_only=True`` (a weights file must hold a state dict of tensors). Absent files are not
+    problems. An empty dict means every present artefact is readable.
+    """
+    run_dir = Path(run_dir)
+    problems: dict[str, str] = {}
+    for name in (CONFIG, METRICS):
+        path = run_dir / name
+        if path.is_file():
+            try:
+                doc = load_json(path)
+            except CorruptFileError as err:
+                problems[name] = str(err)
+                continue
+            msg = "is not a JSON object" if not isinstance(doc, dict) else (
+                _check_metrics(doc) if name == METRICS else None)
+            if msg:
+                problems[name] = f"{path} {msg}"
+    for name in (WEIGHTS, CHECKPOINT):
+        path = run_dir / name
+        if path.is_file():
+            try:
+                obj = load_torch(path)
+            except CorruptFileError as err:
+                problems[name] = str(err)
+                continue
+            if name == WEIGHTS and not (isinstance(obj, dict) and obj):
+                problems[name] = f"{path} does not hold a state dict"
+    return problems
+
+
+def remove_corrupt_artefacts(run_dir) -> list[str]:
+    """Delete the unreadable artefacts of ``run_dir`` and those that depend on them, so that
+    re-running the command that made them redoes them; return one message per deletion.
+
+    * a corrupt ``weights.pt`` or ``metrics.json`` removes both (a finished run is the pair);
+    * a corrupt ``checkpoint.pt`` is removed (training restarts from step 0);
+    * a corrupt ``config.json`` removes everything above as well (nothing can be matched to it).
+
+    Evaluation files (``eval*.json``) are validated by their readers, which redo unreadable ones.
+    """
+    run_dir = Path(run_dir)
+    problems = check_artefacts(run_dir)
+    doomed: set[str] = set()
+    if CONFIG in problems:
+        doomed |= {CONFIG, METRICS, WEIGHTS, CHECKPOINT}
+    if WEIGHTS in problems or METRICS in problems:
+        doomed |= {WEIGHTS, METRICS}
+    if CHECKPOINT in problems:
+        doomed.add(CHECKPOINT)
+    messages = []
+    for name in (CONFIG, METRICS, WEIGHTS, CHECKPOINT):
+        path = run_dir / name
+        if name in doomed and path.is_file():
+            path.unlink()
+            why = problems.get(name, "depends on a corrupt file")
+            messages.append(f"removed {path}: {why}")
+    return messages
+
+
+class LockHeldError(RuntimeError):
+    """Another process holds the lock of a runs root."""
+
+
+@contextlib.contextmanager
+def root_lock(root, *, wait_s: float = 0.0, poll_s: float = 0.5):
+    """Hold an exclusive lock on a runs root for the duration of a block.
+
+    The lock is ``fcntl.flock`` on ``<root>/.lock`` (released by the kernel when the holder dies,
+    even by ``kill -9``), which records the holder's pid. A second holder waits up to ``wait_s``
+    seconds, then raises :class:`LockHeldError` naming the holder.
+    """
+    import fcntl
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + max(float(wait_s), 0.0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    try:
+                        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                    except OSError:
+                        holder = "?"
+                    raise LockHeldError(
+                        f"another sweep (pid {holder}) is running on {root}; wait for it to finish "
+                        f"(or pass --wait-lock SECONDS), or use another --root") from None
+                time.sleep(poll_s)
+        mine = f"{os.getpid()}\n".encode()
+        if os.pread(fd, 64, 0) != mine:  # (unchanged when rewritten by the same process)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, mine, 0)
+        yield path
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -9,7 +9,7 @@ from pfntheory.nn import attention, model, priors
 
 
 def test_parser_choices_match_library():
-    """The CLI repeats the library's choices (to keep --help torch-free); they must agree."""
+    """The CLI takes its choices from pfntheory.config (torch-free); the library uses the same."""
     assert cli.TASK_KINDS == priors.TASK_KINDS and cli.COVARIATES == priors.COVARIATES
     assert cli.SCORES == attention.SCORES and cli.MODES == model.MODES
 
@@ -71,16 +71,168 @@ def test_evaluate_missing_run(tmp_path, capsys):
     assert e.value.code == 2 and "not a run directory" in capsys.readouterr().err
 
 
-def test_corrupted_checkpoint_via_cli(tmp_path, capsys):
+def test_corrupted_checkpoint_is_redone(tmp_path, capsys):
+    """A corrupt checkpoint cannot be resumed from: re-running train says so on stderr, removes it
+    and trains from step 0 (the contract: a corrupt artefact is redone by the command that made it)."""
     rd = tmp_path / "run"
     rd.mkdir()
     cli.main(_train_args(rd, "--checkpoint-every", "1"))
     (rd / runs.WEIGHTS).unlink()
     (rd / runs.METRICS).unlink()
     (rd / runs.CHECKPOINT).write_bytes(b"\x00" * 10)
+    capsys.readouterr()
+    assert cli.main(_train_args(rd, "--checkpoint-every", "1")) == 0
+    err = capsys.readouterr().err
+    assert "checkpoint.pt" in err and "truncated or corrupted" in err
+    assert runs.check_artefacts(rd) == {} and runs.load_json(rd / runs.METRICS)["completed"]
+
+
+def test_truncated_weights_are_redone(tmp_path, capsys):
+    """Issue 12: a truncated weights.pt plus re-running train used to exit 0 leaving it corrupt.
+    Now train detects it, retrains, and evaluate works again; before that, evaluate refuses in one
+    line naming the file."""
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd)) == 0
+    w = rd / runs.WEIGHTS
+    w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])
+    capsys.readouterr()
     with pytest.raises(SystemExit) as e:
-        cli.main(_train_args(rd, "--checkpoint-every", "1"))
-    assert e.value.code == 2 and "truncated or corrupted" in capsys.readouterr().err
+        cli.main(["evaluate", str(rd), "--n-eval", "4", "--n-instances", "4"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "weights.pt" in err and len(err.strip().splitlines()) == 1
+    assert cli.main(_train_args(rd)) == 0
+    assert "weights.pt" in capsys.readouterr().err
+    assert runs.check_artefacts(rd) == {}
+    assert cli.main(["evaluate", str(rd), "--n-eval", "4", "--n-instances", "4"]) == 0
+
+
+def test_metrics_without_interval_is_one_line(tmp_path, capsys):
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd)) == 0
+    doc = runs.load_json(rd / runs.METRICS)
+    del doc["interval"]
+    runs.save_json(rd / runs.METRICS, doc)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli.main(["evaluate", str(rd), "--n-eval", "4"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "interval" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag,value", [("--steps", "0"), ("--lr", "0"), ("--batch-size", "0"),
+                                        ("--seed", str(2**64)), ("--seed", "-1"), ("--d", "0"),
+                                        ("--lr", "nan"), ("--checkpoint-every", "0")])
+def test_explicit_values_are_refused_not_replaced(tmp_path, flag, value, capsys):
+    """Issue 12: --steps 0 and --lr 0 were silently replaced by the defaults (args.steps or steps)."""
+    argv = _train_args(tmp_path / "r")
+    i = argv.index(flag) if flag in argv else None
+    if i is None:
+        argv += [flag, value]
+    else:
+        argv[i + 1] = value
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and flag in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_explicit_values_are_honoured(tmp_path):
+    rd = tmp_path / "r"
+    argv = _train_args(rd, "--seed", str(2**63 - 1))
+    argv[argv.index("--steps") + 1] = "1"
+    argv[argv.index("--lr") + 1] = "0.5"
+    assert cli.main(argv) == 0
+    cfg = runs.load_json(rd / runs.CONFIG)
+    assert (cfg["steps"], cfg["lr"], cfg["seed"]) == (1, 0.5, 2**63 - 1)
+
+
+@pytest.mark.parametrize("argv", [["train", "--device", "tpu"], ["evaluate", "x", "--n-eval", "4",
+                                                                 "--device", "cuda:x"]])
+def test_device_is_validated_by_the_parser(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2 and "--device" in capsys.readouterr().err
+
+
+def test_device_checked_before_work(tmp_path, capsys, monkeypatch):
+    """A CUDA request without CUDA fails at once, for subcommands registered elsewhere too
+    (casestudy used to fail only after 30 s of work)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for argv in (_train_args(tmp_path / "r")[:-1] + ["cuda"],
+                 ["casestudy", "sacramento", "--device", "cuda", "--out-dir", str(tmp_path / "o")]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and "CUDA is not available" in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "o").exists()
+
+
+def test_run_dir_that_is_a_file(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(SystemExit) as e:
+        cli.main(_train_args(f))
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "not a directory" in err and "Traceback" not in err
+
+
+def test_normalised_linear_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(_train_args(tmp_path / "r") + ["--normalised", "--score", "linear"])
+    assert e.value.code == 2 and "--normalised" in capsys.readouterr().err
+
+
+def test_attention_size_limit(tmp_path, capsys):
+    argv = _train_args(tmp_path / "r")
+    argv[argv.index("--n-max") + 1] = "16384"
+    argv[argv.index("--batch-size") + 1] = "65536"
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2 and "attention" in capsys.readouterr().err
+
+
+def test_unexpected_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
+    """The boundary turns any exception into one line (status 1 for non-input errors); --debug
+    re-raises it with its traceback."""
+    import sys
+    import types
+
+    mod = types.ModuleType("pfntheory_boom")
+
+    def register(sub):
+        p = sub.add_parser("boom")
+        p.set_defaults(func=lambda args: (_ for _ in ()).throw(RuntimeError("kaput\nsecond line")))
+
+    mod.register = register
+    monkeypatch.setitem(sys.modules, "pfntheory_boom", mod)
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", cli.SUBCOMMAND_MODULES + ("pfntheory_boom",))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["boom"])
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and err.count("\n") == 1 and "RuntimeError: kaput second line" in err
+    with pytest.raises(RuntimeError, match="kaput"):
+        cli.main(["boom", "--debug"])
+
+
+def test_keyboard_interrupt_is_one_line(monkeypatch, capsys):
+    import sys
+    import types
+
+    mod = types.ModuleType("pfntheory_int")
+
+    def register(sub):
+        p = sub.add_parser("intr")
+        p.set_defaults(func=lambda args: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    mod.register = register
+    monkeypatch.setitem(sys.modules, "pfntheory_int", mod)
+    monkeypatch.setattr(cli, "SUBCOMMAND_MODULES", cli.SUBCOMMAND_MODULES + ("pfntheory_int",))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["intr"])
+    assert e.value.code == 130 and "interrupted" in capsys.readouterr().err
 
 
 def test_subcommands_are_pluggable(monkeypatch):

@@ -16,9 +16,23 @@ Exact-side runs (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`) w
 ``result.json``. Every file is written atomically (temporary file + ``os.replace``), so a killed sweep
 leaves complete files only, and re-running the sweep does only what is missing.
 
-Executors: ``local`` runs the missing runs in a process pool on this machine (one torch thread per
-worker); ``slurm`` submits them as one job array through ``submitit`` (optional extra
+Executors: ``local`` runs the missing runs in worker processes on this machine (one torch thread
+per worker); ``slurm`` submits them as one job array through ``submitit`` (optional extra
 ``pfntheory[slurm]``, imported only then). Both show a tqdm bar over runs.
+
+Robustness
+----------
+* One sweep at a time per runs root: :func:`sweep` holds :func:`pfntheory.runs.root_lock`; a second
+  sweep waits ``wait_lock_s`` seconds, then refuses naming the holder's pid.
+* Ctrl-C (SIGINT) or SIGTERM stops the sweep within seconds: the parent sends SIGTERM to every
+  worker (SIGKILL after :data:`STOP_GRACE_S`), each worker's atomic writes leave complete files
+  only, and the interrupted runs resume from their last checkpoint on the next sweep. Workers ignore
+  SIGINT (the parent decides) and die with their parent (``PR_SET_PDEATHSIG`` on Linux, plus a
+  watchdog thread), so ``kill -9`` of the sweep leaves no orphans.
+* Orphan temporary files of killed writes are deleted when a sweep starts; a corrupt
+  ``weights.pt``/``metrics.json``/``checkpoint.pt``/``config.json`` is detected and redone.
+* ``executor="slurm"`` refuses on a machine without SLURM unless submitit's ``local``/``debug``
+  cluster is asked for explicitly.
 """
 
 from __future__ import annotations
@@ -28,14 +42,17 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import os
+import shutil
+import signal
+import threading
 import time
 import traceback
+import zipfile
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from .. import runs as runfiles
-from .._checks import choice, positive_int
+from .._checks import choice, positive_int, positive_scalar
 from .definitions import EXPERIMENTS, SCALES, get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
 
@@ -53,6 +70,9 @@ __all__ = [
     "run_sweep",
     "register",
 ]
+
+#: Seconds a worker gets to exit after SIGTERM before it is killed.
+STOP_GRACE_S = 10.0
 
 SPEC_FILE = "spec.json"
 RESULT_FILE = "result.json"
@@ -95,15 +115,28 @@ def _eval_complete(run_dir: Path, ev) -> bool:
     return all(str(n) in doc.get("results", {}) for n in ev.n_eval)
 
 
+def _weights_readable(path: Path) -> bool:
+    """Cheap torch-free check of a ``torch.save`` file: a zip archive whose CRCs all match."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return zf.testzip() is None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return False
+
+
 def _trained(run_dir: Path, spec: RunSpec) -> bool:
     m = run_dir / runfiles.METRICS
-    if not (m.is_file() and (run_dir / runfiles.WEIGHTS).is_file()):
+    w = run_dir / runfiles.WEIGHTS
+    if not (m.is_file() and w.is_file()):
         return False
     try:
         doc = runfiles.load_json(m)
     except runfiles.CorruptFileError:
         return False
-    return bool(doc.get("completed")) and doc.get("steps") == spec.steps
+    if not isinstance(doc, dict) or not (doc.get("completed") and doc.get("steps") == spec.steps):
+        return False
+    # stand-in runs (plumbing tests, --dry-run) write placeholder bytes, not a torch file
+    return bool(doc.get("standin")) or _weights_readable(w)
 
 
 def is_complete(spec, run_dir) -> bool:
@@ -225,10 +258,14 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
             runfiles.save_json(spec_path, _spec_doc(spec))
         return {"name": spec.name, "status": "skipped", "seconds": 0.0}
     run_dir.mkdir(parents=True, exist_ok=True)
+    runfiles.clean_orphan_temps(run_dir)
     runfiles.save_json(spec_path, _spec_doc(spec))
     status = "done"
     if isinstance(spec, RunSpec):
         train_fn, eval_fn = _backend(backend)
+        if backend == "nn":  # corrupt artefacts are removed, so that training redoes them
+            for msg in runfiles.remove_corrupt_artefacts(run_dir):
+                print(f"pfntheory sweep: {msg}; redoing it", flush=True)
         if not _trained(run_dir, spec) and _adopt(spec, run_dir, root):
             status = "adopted"
         if not _trained(run_dir, spec):
@@ -257,14 +294,84 @@ def _read_spec_doc(path: Path) -> dict | None:
 
 
 def _execute_job(spec, run_dir: str, backend: str, root: str, threads: int) -> dict:
-    """Worker entry point (process pool or SLURM array task): never raises, reports the error."""
+    """Worker entry point (worker process or SLURM array task): reports an error instead of raising
+    it; KeyboardInterrupt and SystemExit (SIGTERM) propagate, so that a stopped sweep stops."""
     _limit_threads(threads)
     t0 = time.perf_counter()
     try:
         return execute(spec, run_dir, backend=backend, root=root)
-    except BaseException as err:  # noqa: BLE001 - reported to the sweep, which fails at the end
+    except Exception as err:  # noqa: BLE001 - reported to the sweep, which fails at the end
         return {"name": spec.name, "status": "failed", "seconds": time.perf_counter() - t0,
                 "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()[-3000:]}"}
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker receive SIGTERM when its parent dies (even by SIGKILL)."""
+    try:  # Linux: the kernel signals us when the parent thread exits
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def watch():  # portable fallback: poll the parent pid
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, name="pfntheory-parent-watch", daemon=True).start()
+
+
+def _on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _worker_main(conn, spec, run_dir: str, backend: str, root: str, threads: int,
+                 parent_pid: int) -> None:
+    """Body of a local worker process: one run, its result sent through ``conn``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    signal.signal(signal.SIGTERM, _on_sigterm)  # unwinds: atomic writes delete their temp files
+    _die_with_parent(parent_pid)
+    result = _execute_job(spec, run_dir, backend, root, threads)
+    conn.send(result)
+    conn.close()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM raises KeyboardInterrupt in the main thread (like Ctrl-C)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _stop_workers(procs, grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM every live worker, wait up to ``grace_s`` in all, then SIGKILL the rest."""
+    for p in procs:
+        if p.is_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 @contextlib.contextmanager
@@ -312,26 +419,54 @@ def _run_local(todo, backend, root, workers, threads, progress, desc):
     results = []
     if workers == 1:
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
-        with _restored_threads(threads):  # in this process: leave the caller's thread settings as found
+        with _restored_threads(threads), _sigterm_as_interrupt():  # caller's thread settings kept
             for spec, rd in todo:
                 results.append(_execute_job(spec, str(rd), backend, str(root), threads))
-            bar.update()
-            bar.set_postfix_str(f"{results[-1]['status']} {spec.name[:40]}")
+                bar.update()
+                bar.set_postfix_str(f"{results[-1]['status']} {spec.name[:40]}")
         bar.close()
         return results
     import multiprocessing as mp
+    from multiprocessing.connection import wait
 
     # fork (POSIX): the workers need nothing from the parent but the specs, and unlike spawn it works
-    # from any __main__ (a notebook, ``python -``); the pool is created before any tqdm thread.
+    # from any __main__ (a notebook, ``python -``). One process per run, at most ``workers`` at once:
+    # the parent can then stop each of them (and learn how each ended) on its own.
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futs = [pool.submit(_execute_job, spec, str(rd), backend, str(root), threads)
-                for spec, rd in todo]
-        bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
-        for fut in as_completed(futs):
-            results.append(fut.result())
-            bar.update()
-            bar.set_postfix_str(f"{results[-1]['status']} {results[-1]['name'][:40]}")
+    pending = list(todo)
+    running: dict = {}  # reader connection -> (process, spec)
+    bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
+    try:
+        with _sigterm_as_interrupt():
+            while pending or running:
+                while pending and len(running) < workers:
+                    spec, rd = pending.pop(0)
+                    reader, writer = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_worker_main, daemon=True,
+                                       args=(writer, spec, str(rd), backend, str(root), threads,
+                                             os.getpid()))
+                    proc.start()
+                    writer.close()  # the worker holds the write end: EOF when it exits
+                    running[reader] = (proc, spec)
+                for reader in wait(list(running), timeout=1.0):
+                    proc, spec = running.pop(reader)
+                    try:
+                        res = reader.recv()
+                    except (EOFError, OSError):
+                        res = None
+                    reader.close()
+                    proc.join()
+                    if res is None:
+                        res = {"name": spec.name, "status": "failed", "seconds": float("nan"),
+                               "error": f"worker process exited with code {proc.exitcode} "
+                                        f"before reporting (killed?); the run resumes on re-run"}
+                    results.append(res)
+                    bar.update()
+                    bar.set_postfix_str(f"{res['status']} {res['name'][:40]}")
+    finally:
+        _stop_workers([proc for proc, _ in running.values()])
+        for reader in running:
+            reader.close()
         bar.close()
     return results
 
@@ -356,6 +491,20 @@ def _run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
                         [str(root)] * len(todo), [threads] * len(todo))
     bar = tqdm(total=len(jobs), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
     results: dict[int, dict] = {}
+    try:
+        with _sigterm_as_interrupt():
+            _poll_jobs(jobs, specs, results, bar, poll)
+    except KeyboardInterrupt:  # stop the array too: its runs resume from their checkpoints
+        for job in jobs:
+            with contextlib.suppress(Exception):
+                job.cancel(check=False)
+        raise
+    finally:
+        bar.close()
+    return [results[i] for i in range(len(jobs))]
+
+
+def _poll_jobs(jobs, specs, results: dict, bar, poll: float) -> None:
     while len(results) < len(jobs):
         for i, job in enumerate(jobs):
             if i not in results and job.done():
@@ -368,13 +517,16 @@ def _run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
                 bar.update()
         if len(results) < len(jobs):
             time.sleep(poll)
-    bar.close()
-    return [results[i] for i in range(len(jobs))]
+
+
+def slurm_available() -> bool:
+    """Whether this machine can submit SLURM jobs (``sbatch`` on the PATH)."""
+    return shutil.which("sbatch") is not None
 
 
 def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", root=None,
           workers: int | None = None, threads: int = 1, backend: str = "nn", progress: bool = True,
-          slurm: dict | None = None) -> dict:
+          slurm: dict | None = None, wait_lock_s: float = 0.0) -> dict:
     """Run every missing run of ``experiment`` at ``scale``.
 
     Parameters
@@ -393,6 +545,9 @@ def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", roo
     threads : int
         Torch/BLAS threads per run.
     backend : {"nn", "standin"}
+    wait_lock_s : float
+        How long to wait for another sweep holding the runs root's lock before refusing
+        (:class:`pfntheory.runs.LockHeldError`).
 
     Returns
     -------
@@ -406,10 +561,27 @@ def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", roo
     choice(executor, "executor", EXECUTORS)
     choice(backend, "backend", BACKENDS)
     root = Path(root) if root is not None else default_root()
-    threads = positive_int(threads, "threads")
-    workers = positive_int(workers, "workers") if workers is not None else min(2, os.cpu_count() or 1)
+    threads = positive_int(threads, "threads", maximum=1024)
+    workers = (positive_int(workers, "workers", maximum=1024) if workers is not None
+               else min(2, os.cpu_count() or 1))
+    wait_lock_s = positive_scalar(wait_lock_s, "wait_lock_s", allow_zero=True)
+    if slurm is not None and not isinstance(slurm, dict):
+        raise ValueError(f"slurm must be a dict of submitit parameters, got {type(slurm).__name__}")
+    if executor == "slurm":
+        cluster = (slurm or {}).get("cluster")
+        choice(cluster, "slurm['cluster']", (None, "slurm", "local", "debug"))
+        if cluster in (None, "slurm") and not slurm_available():
+            raise ValueError("executor 'slurm': SLURM is not available on this machine (no sbatch "
+                             "on the PATH); use --executor local, or ask for submitit's local mode "
+                             "explicitly with --submitit-cluster local")
+    with runfiles.root_lock(root, wait_s=wait_lock_s):
+        return _sweep_locked(exp, scale, executor, root, workers, threads, backend, progress, slurm)
+
+
+def _sweep_locked(exp, scale, executor, root, workers, threads, backend, progress, slurm) -> dict:
     exp_dir = root / exp.name
     exp_dir.mkdir(parents=True, exist_ok=True)
+    runfiles.clean_orphan_temps(exp_dir, recursive=True)
     gi = exp_dir / ".gitignore"
     if not gi.is_file():
         runfiles.atomic_write_bytes(gi, _GITIGNORE.encode())
@@ -456,8 +628,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="quick (CPU, shrunk) or paper (supp-tab:pretraining hyperparameters)")
     p.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="local process pool (default) or a SLURM job array via submitit")
-    p.add_argument("--workers", type=int, default=None, help="local pool size (default min(2, CPUs))")
-    p.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per run (default 1)")
+    p.add_argument("--workers", type=_count, default=None,
+                   help="local worker processes (default min(2, CPUs))")
+    p.add_argument("--threads", type=_count, default=1, help="torch/BLAS threads per run (default 1)")
+    p.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
+                   help="wait this long for another sweep on the same root (default: refuse at once)")
     p.add_argument("--root", default=None, help="runs root (default reports/runs of the repository)")
     p.add_argument("--list", action="store_true", help="list the runs and their state; run nothing")
     p.add_argument("--dry-run", action="store_true",
@@ -465,20 +640,61 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("slurm executor (submitit)")
     g.add_argument("--partition", default=None, help="slurm partition")
-    g.add_argument("--timeout-min", type=int, default=240, help="time limit per run (minutes)")
-    g.add_argument("--gpus-per-node", type=int, default=None)
-    g.add_argument("--mem-gb", type=float, default=None)
-    g.add_argument("--array-parallelism", type=int, default=None,
+    g.add_argument("--timeout-min", type=_count, default=240, help="time limit per run (minutes)")
+    g.add_argument("--gpus-per-node", type=_count, default=None)
+    g.add_argument("--mem-gb", type=_seconds, default=None)
+    g.add_argument("--array-parallelism", type=_count, default=None,
                    help="at most this many array tasks at once")
     g.add_argument("--submitit-cluster", choices=("slurm", "local", "debug"), default=None,
                    help="force submitit's executor (local/debug run the array on this machine)")
     p.set_defaults(func=_cmd)
 
 
+def _count(text: str) -> int:
+    """argparse type: an integer in [1, 10**6]."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= v <= 10**6:
+        raise argparse.ArgumentTypeError(f"expected an integer in [1, 1000000], got {v}")
+    return v
+
+
+def _seconds(text: str) -> float:
+    """argparse type: a finite non-negative number."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
+    if not (v >= 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite non-negative number, got {text!r}")
+    return v
+
+
+def _estimate_line(name: str, scale: str) -> str | None:
+    """The CPU-time estimate of an experiment, when :mod:`.definitions` provides one."""
+    from . import definitions
+
+    est = getattr(definitions, "estimated_cpu_seconds", None)
+    if est is None:
+        return None
+    try:
+        secs = float(est(name, scale))
+    except Exception as err:  # noqa: BLE001 - an estimate must never break --list
+        return f"    estimate: unavailable ({type(err).__name__}: {err})"
+    return f"    estimated CPU time: {secs / 3600:.2f} h ({secs:.0f} s, one core)"
+
+
 def _cmd(args: argparse.Namespace) -> int:
     names = args.experiments or list(EXPERIMENTS)
     for n in names:
         get_experiment(n)
+    if (args.executor == "slurm" and not args.list and args.submitit_cluster in (None, "slurm")
+            and not slurm_available()):
+        raise ValueError("--executor slurm: SLURM is not available on this machine (no sbatch on the "
+                         "PATH); use --executor local, or --submitit-cluster local to run the job "
+                         "array on this machine through submitit")
     if args.dry_run and not args.list and args.root is None and not os.environ.get("PFNTHEORY_RUNS"):
         # stand-in runs in the real runs root would count as complete and be served as trained runs
         raise ValueError("--dry-run needs --root (or $PFNTHEORY_RUNS): stand-in runs must not land "
@@ -491,6 +707,9 @@ def _cmd(args: argparse.Namespace) -> int:
             shrunk = exp.design(args.scale).shrunk
             if shrunk:
                 print(f"    shrunk: {shrunk}")
+            line = _estimate_line(n, args.scale)
+            if line:
+                print(line)
             for _spec, rd, done in items:
                 print(f"    {'done' if done else 'todo'}  {rd}")
         return 0
@@ -501,7 +720,7 @@ def _cmd(args: argparse.Namespace) -> int:
     for n in names:
         s = sweep(n, args.scale, executor=args.executor, root=args.root, workers=args.workers,
                   threads=args.threads, backend="standin" if args.dry_run else "nn",
-                  progress=not args.no_progress, slurm=slurm)
+                  progress=not args.no_progress, slurm=slurm, wait_lock_s=args.wait_lock)
         print(f"{n} [{args.scale}]: {s['n_runs']} runs, {s['n_failed']} failed, "
               f"{s['wall_time_s']:.0f} s")
         for r in s["runs"]:
