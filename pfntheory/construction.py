@@ -1,5 +1,7 @@
-"""The hand-set transformer of thm:TFdoPPD, its normalised variant TF^pr, the explicit MLP head and the
-composed bound of thm:PPD convergence (float64 NumPy).
+"""The hand-set transformer of thm:TFdoPPD and its normalised variant TF^pr (float64 NumPy).
+
+The explicit MLP head lives in :mod:`pfntheory.mlp`, the composed bound of thm:PPD convergence in
+:mod:`pfntheory.ppd_bound`.
 
 Implements
 ----------
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import richardson as rich
 from ._checks import as_float_array, choice, positive_int, positive_scalar
 from .kernels import ARDRBFKernel, LinearKernel, RBFKernel
 
@@ -48,18 +51,23 @@ __all__ = [
     "attention_scores",
     "tf_forward",
     "expected_rows",
-    "ReLUMLP",
-    "fit_psi_mlp",
-    "delta_mlp",
-    "PPDBoundTerms",
-    "ppd_bound_terms",
     "ROW_Y",
     "ROW_KX",
     "ROW_F",
     "ROW_G",
+    "MAX_ELEMENTS",
 ]
 
 SCORES = ("rbf", "linear")
+#: Largest number of float64 values one array of the construction may hold (1e8 values, 800 MB):
+#: the per-layer weights ``L (d+4)^2``, the score tensor ``batch (d+4) (n+1)^2`` of a layer and a
+#: returned path ``(L+1) batch (d+4) (n+1)``. Larger requests are refused before allocating.
+MAX_ELEMENTS = 10**8
+
+
+def _check_size(count: int, what: str, name: str) -> None:
+    if count > MAX_ELEMENTS:
+        raise ValueError(f"{name}: {what} would hold {count:.3g} values, above MAX_ELEMENTS={MAX_ELEMENTS:.0e}")
 
 
 def ROW_Y(d: int) -> int:
@@ -201,6 +209,7 @@ def handset_weights(d: int, L: int, eta, noise_var: float, kernel, *,
     d = positive_int(d, "d")
     L = positive_int(L, "L")
     s2 = positive_scalar(noise_var, "noise_var")
+    _check_size(L * (d + 4) ** 2, "the per-layer weights L (d+4)^2", "L")
     steps = _layer_steps(eta, L)
     score, kq, alpha2 = _kernel_geometry(kernel, d)
     if normalised and score != "rbf":
@@ -328,6 +337,12 @@ def tf_forward(weights: HandsetWeights, X, Y, x_query, score: str | None = None,
     normalised = weights.normalised if normalised is None else bool(normalised)
     if (normalised or normalise_first_layer) and score != "rbf":
         raise ValueError("normalised attention needs a strictly positive score ('rbf')")
+    shape = np.shape(X)
+    if len(shape) >= 2:  # sizes checked before anything is allocated (build_Z0 checks the rest)
+        z_size = int(np.prod(shape[:-2], dtype=float)) * weights.d_token * (shape[-2] + 1)
+        _check_size(z_size * (shape[-2] + 1), "the attention scores batch (d+4) (n+1)^2", "X")
+        if return_path:
+            _check_size((weights.L + 1) * z_size, "the path (L+1) batch (d+4) (n+1)", "return_path")
     Z = build_Z0(X, Y, x_query)
     if Z.shape[-2] != weights.d_token:
         raise ValueError(f"X has d={Z.shape[-2] - 4} features, weights expect d={weights.d}")
@@ -374,8 +389,6 @@ def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, norma
     F, Gv : ndarray of shape (L + 1, n + 1)
         Expected rows ``d+3`` and ``d+4``; column ``n`` is the query.
     """
-    from . import richardson as rich
-
     X = as_float_array(X, "X", ndim=2)
     Y = as_float_array(Y, "Y", ndim=1)
     x_query = as_float_array(x_query, "x_query", ndim=1)
@@ -394,284 +407,3 @@ def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, norma
         out[1:, :n] = tr(G, v, noise_var, steps, L - 1)  # (L, n): iterates 0..L-1
         out[1:, n] = te(G, k_x, v, noise_var, steps, L - 1)  # (L,)
     return F, Gv
-
-
-# --------------------------------------------------------------------------------------------------
-# MLP for natural parameter conversion
-# --------------------------------------------------------------------------------------------------
-
-def _box(box) -> tuple[tuple[float, float], tuple[float, float]]:
-    b = as_float_array(box, "box")
-    if b.shape != (2, 2):
-        raise ValueError(f"box must be ((mu_lo, mu_hi), (tau_lo, tau_hi)), got shape {b.shape}")
-    if not (b[0, 0] < b[0, 1] and b[1, 0] < b[1, 1]):
-        raise ValueError(f"box must have lo < hi on both axes, got {b.tolist()}")
-    if b[1, 0] <= 0:
-        raise ValueError(f"box must have tau_lo > 0 (psi needs tau > 0), got tau_lo={b[1, 0]}")
-    return (float(b[0, 0]), float(b[0, 1])), (float(b[1, 0]), float(b[1, 1]))
-
-
-def _psi(theta: np.ndarray) -> np.ndarray:
-    from .discretize import psi_gaussian
-
-    out = psi_gaussian(theta[..., 0], theta[..., 1])
-    return np.stack(out, axis=-1) if isinstance(out, tuple) else np.asarray(out)
-
-
-@dataclass(frozen=True, eq=False)
-class ReLUMLP:
-    """``psi~(theta) = W2 relu(W1 theta + h1) + h2`` (one hidden layer of width ``C'``).
-
-    Attributes
-    ----------
-    W1 : ndarray of shape (C', 2)
-    h1 : ndarray of shape (C',)
-    W2 : ndarray of shape (2, C')
-    h2 : ndarray of shape (2,)
-    box : tuple
-        ``((mu_lo, mu_hi), (tau_lo, tau_hi))``, the compact set ``K`` it was fitted on.
-    """
-
-    W1: np.ndarray
-    h1: np.ndarray
-    W2: np.ndarray
-    h2: np.ndarray
-    box: tuple
-
-    @property
-    def width(self) -> int:
-        return int(self.W1.shape[0])
-
-    def __call__(self, theta) -> np.ndarray:
-        """Evaluate at ``theta = (mu, tau)`` of shape (..., 2); returns shape (..., 2)."""
-        theta = as_float_array(theta, "theta", min_ndim=1)
-        if theta.shape[-1] != 2:
-            raise ValueError(f"theta must have last dimension 2 (mu, tau), got {theta.shape}")
-        hidden = np.maximum(theta @ self.W1.T + self.h1, 0.0)  # act(W1 theta + h1), (..., C')
-        return hidden @ self.W2.T + self.h2
-
-    def lipschitz_bound(self) -> float:
-        """``||W2||_2 ||W1||_2 >= L_psi~`` (ReLU is 1-Lipschitz), in the Euclidean norm."""
-        return float(np.linalg.norm(self.W2, 2) * np.linalg.norm(self.W1, 2))
-
-
-def fit_psi_mlp(box, width: int, rng: np.random.Generator | None = None, *,
-                n_fit: int | None = None, ridge: float = 1e-12) -> ReLUMLP:
-    """Explicit one-hidden-layer ReLU MLP for ``psi(mu, tau) = (mu/tau, -1/(2 tau))`` on a box.
-
-    The hidden layer is fixed, not trained: inputs are mapped affinely to ``t in [-1, 1]^2`` and
-    feature ``j`` is the ridge function ``relu(a_j . t + b_j)``. Deterministically (``rng=None``),
-    the directions ``a_j`` take ``m = floor(sqrt(C'))`` angles equally spaced on ``[0, 2 pi)`` and
-    the offsets ``b_j`` take ``k = ceil(C'/m)`` equally spaced levels inside ``(-sqrt 2, sqrt 2)`` (the
-    range of ``a . t`` on the square), a discrete Radon-type grid; with ``rng`` the angles and offsets
-    are uniform draws. The readout ``(W2, h2)`` is the least-squares fit to ``psi`` on an
-    ``n_fit x n_fit`` grid, solved by the normal equations with a relative Tikhonov term ``ridge``
-    (only to keep nearly collinear features solvable). No SGD.
-
-    Parameters
-    ----------
-    box : array_like of shape (2, 2)
-        ``((mu_lo, mu_hi), (tau_lo, tau_hi))`` with ``tau_lo > 0``.
-    width : int
-        Hidden width ``C'`` (>= 1).
-    rng : numpy.random.Generator, optional
-        Draw the features at random; ``None`` gives the deterministic grid of ridge features.
-    n_fit : int, optional
-        Fitting-grid resolution per axis (default ``max(40, 3 sqrt(C'))``: >= 9 points per feature).
-    ridge : float
-        Relative Tikhonov weight (times ``tr(Phi^T Phi)/C'``).
-
-    Returns
-    -------
-    ReLUMLP
-    """
-    (m0, m1), (t0, t1) = _box(box)
-    width = positive_int(width, "width")
-    if n_fit is None:
-        n_fit = max(40, int(np.ceil(3.0 * np.sqrt(width))))
-    n_fit = positive_int(n_fit, "n_fit", minimum=2)
-    ridge = positive_scalar(ridge, "ridge", allow_zero=True)
-    if rng is None:
-        m = max(1, int(np.floor(np.sqrt(width))))
-        k = int(np.ceil(width / m))
-        j = np.arange(width)
-        ang = 2 * np.pi * ((j % m) + 0.5) / m
-        b = np.sqrt(2.0) * (2.0 * ((j // m) + 1) / (k + 1) - 1.0)
-    else:
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        ang = rng.uniform(0.0, 2 * np.pi, size=width)
-        b = rng.uniform(-np.sqrt(2.0), np.sqrt(2.0), size=width)
-    A = np.stack([np.cos(ang), np.sin(ang)], axis=1)  # (C', 2) unit directions
-    c = np.array([(m0 + m1) / 2, (t0 + t1) / 2])
-    half = np.array([(m1 - m0) / 2, (t1 - t0) / 2])
-    W1 = A / half[None, :]  # a . t with t = (theta - c) / half
-    h1 = b - W1 @ c
-    theta = np.stack(np.meshgrid(np.linspace(m0, m1, n_fit), np.linspace(t0, t1, n_fit),
-                                 indexing="ij"), axis=-1).reshape(-1, 2)
-    Phi = np.maximum(theta @ W1.T + h1, 0.0)  # (N, C'), act(W1 theta + h1)
-    Phi1 = np.concatenate([Phi, np.ones((Phi.shape[0], 1))], axis=1)  # readout bias h2
-    target = _psi(theta)  # (N, 2)
-    M = Phi1.T @ Phi1
-    M[np.diag_indices_from(M)] += ridge * np.trace(M) / M.shape[0]
-    coef = np.linalg.solve(M, Phi1.T @ target)  # least-squares readout (W2, h2)
-    return ReLUMLP(W1=W1, h1=h1, W2=coef[:-1].T.copy(), h2=coef[-1].copy(),
-                   box=((m0, m1), (t0, t1)))
-
-
-def delta_mlp(mlp: ReLUMLP, box=None, n_grid: int = 201) -> float:
-    """Measured ``delta_MLP = sup_K ||psi(theta) - psi~(theta)||_2`` on an ``n_grid x n_grid`` grid.
-
-    A grid maximum is a lower estimate of the supremum; with ``n_grid`` larger than the fitting grid
-    and a piecewise-linear ``psi~`` the gap is at most ``(Lip(psi) + Lip(psi~)) h / sqrt(2)`` for
-    grid spacing ``h``.
-    """
-    (m0, m1), (t0, t1) = _box(mlp.box if box is None else box)
-    n_grid = positive_int(n_grid, "n_grid", minimum=2)
-    theta = np.stack(np.meshgrid(np.linspace(m0, m1, n_grid), np.linspace(t0, t1, n_grid),
-                                 indexing="ij"), axis=-1).reshape(-1, 2)
-    return float(np.max(np.linalg.norm(_psi(theta) - mlp(theta), axis=-1)))
-
-
-# --------------------------------------------------------------------------------------------------
-# supp-sec:thrm4.1: the composed bound of thm:PPD convergence
-# --------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PPDBoundTerms:
-    """Measured ``TV(p_n, q_theta)`` and every term of the proof of thm:PPD convergence (one context).
-
-    Attributes
-    ----------
-    tv : float
-        ``TV(p_n, q_theta)`` with the untruncated PPD ``p_n = N(mu, tau)`` (tail mass included).
-    tv_truncated : float
-        ``TV(p_(a,b], q_theta)`` (the quantity plotted in fig:exp1).
-    solver_error : float
-        ``||(mu, tau) - (mu_L, tau_L)||_2`` (thm:TFdoPPD).
-    Xi_norm, lipschitz, delta_mlp : float
-        ``||Xi||_2`` (largest singular value), ``L_psi~`` bound, ``delta_MLP``.
-    logit_solver, logit_solver_bound : float
-        ``||l1 - l2||_2`` and its bound ``||Xi||_2 L_psi~ ||(mu,tau) - (mu_L,tau_L)||_2``.
-    logit_mlp, logit_mlp_bound : float
-        ``||l2 - l3||_2`` and its bound ``||Xi||_2 delta_MLP``.
-    Delta, Delta_bound : float
-        ``||l1 - l3||_inf`` and the bound ``logit_solver_bound + logit_mlp_bound``.
-    softmax_tv, softmax_tv_bound : float
-        ``TV(q_theta, q_3) = ||p1 - p3||_1 / 2`` and ``(e^{2 Delta_bound} - 1) / 2``.
-    disc_tv, disc_bound : float
-        ``TV(p_n, q_3)`` and its bound supp-lem:discretization error + supp-lem:smax quad with the
-        Gaussian Lipschitz constant (the ``1/C + eps_tail`` term).
-    eps_tail : float
-        ``P(y not in (a, b])`` under ``p_n``.
-    bound : float
-        ``disc_bound + softmax_tv_bound``, the composed bound on ``tv``.
-    in_box : bool
-        Whether ``(mu, tau)`` lies in the MLP's box ``K`` (hypothesis of the ``delta_MLP`` term).
-    """
-
-    tv: float
-    tv_truncated: float
-    solver_error: float
-    Xi_norm: float
-    lipschitz: float
-    delta_mlp: float
-    logit_solver: float
-    logit_solver_bound: float
-    logit_mlp: float
-    logit_mlp_bound: float
-    Delta: float
-    Delta_bound: float
-    softmax_tv: float
-    softmax_tv_bound: float
-    disc_tv: float
-    disc_bound: float
-    eps_tail: float
-    bound: float
-    in_box: bool
-
-    @property
-    def holds(self) -> bool:
-        """Every measured term below its bound (the tolerance is the caller's business)."""
-        return bool(self.in_box and self.tv <= self.bound and self.Delta <= self.Delta_bound
-                    and self.softmax_tv <= self.softmax_tv_bound and self.disc_tv <= self.disc_bound)
-
-
-def ppd_bound_terms(mu_L: float, tau_L: float, mu: float, tau: float, mlp: ReLUMLP, edges, *,
-                    delta: float | None = None, n_grid: int = 201) -> PPDBoundTerms:
-    """Logits ``l1, l2, l3`` of supp-sec:thrm4.1 and each term of the bound next to the measured TV.
-
-    ``l1 = Xi psi~(mu_L, tau_L)``, ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)``, with ``Xi``
-    rows ``[xi_c, xi_c^2]`` at the bin midpoints plus ``log Delta_c``
-    (:func:`pfntheory.discretize.logits_from_natural`; a constant on an equidistant grid).
-    ``q_theta = sm(l1)`` read as the histogram of eqn:TF piece ppd.
-
-    Parameters
-    ----------
-    mu_L, tau_L : float
-        Transformer output ``TF_{vartheta,L}``.
-    mu, tau : float
-        Exact PPD moments.
-    mlp : ReLUMLP
-    edges : ndarray of shape (C + 1,)
-    delta : float, optional
-        ``delta_MLP``; measured with :func:`delta_mlp` on ``mlp.box`` if not given.
-    n_grid : int
-        Grid for measuring ``delta_MLP``.
-
-    Returns
-    -------
-    PPDBoundTerms
-    """
-    from .discretize import (
-        check_edges,
-        discretization_bound,
-        gaussian_lipschitz,
-        gaussian_tail_mass,
-        logits_from_natural,
-        psi_gaussian,
-        readout_Xi,
-        smax_quad_bound,
-        softmax,
-        softmax_perturbation_bound,
-    )
-    from .metrics import tv_gaussian_histogram, tv_truncnorm_histogram
-
-    mu_L, mu = float(mu_L), float(mu)
-    tau_L = positive_scalar(tau_L, "tau_L")
-    tau = positive_scalar(tau, "tau")
-    if not isinstance(mlp, ReLUMLP):
-        raise ValueError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
-    e = check_edges(edges)
-    delta = delta_mlp(mlp, n_grid=n_grid) if delta is None else positive_scalar(delta, "delta",
-                                                                                allow_zero=True)
-    Xi = readout_Xi(e)  # (C, 2), rows [xi_c, xi_c^2]
-    Xi_norm = float(np.linalg.norm(Xi, 2))
-    lip = mlp.lipschitz_bound()
-    l1 = logits_from_natural(mlp(np.array([mu_L, tau_L])), e)  # Xi psi~(mu_L, tau_L) + log Delta
-    l2 = logits_from_natural(mlp(np.array([mu, tau])), e)  # Xi psi~(mu, tau) + log Delta
-    l3 = logits_from_natural(psi_gaussian(mu, tau), e)  # Xi psi(mu, tau) + log Delta
-    solver_error = float(np.hypot(mu - mu_L, tau - tau_L))
-    b_solver = Xi_norm * lip * solver_error  # ||l1 - l2||_2 <= ||Xi|| L ||(mu,tau) - (mu_L,tau_L)||
-    b_mlp = Xi_norm * delta  # ||l2 - l3||_2 <= ||Xi|| delta_MLP
-    Delta_bound = b_solver + b_mlp
-    p1, p3 = softmax(l1), softmax(l3)
-    eps_tail = float(gaussian_tail_mass(mu, tau, e[0], e[-1]))
-    L_lip = float(gaussian_lipschitz(tau))
-    eps_c = min(eps_tail, 1.0 - 1e-12)
-    disc_bound = discretization_bound(L_lip, e, eps_c) + smax_quad_bound(L_lip, e, eps_c)
-    with np.errstate(over="ignore"):  # e^{2 Delta} overflowing is a vacuous (infinite) bound, not an error
-        soft_bound = 0.5 * float(softmax_perturbation_bound(Delta_bound))
-    (m0, m1), (t0, t1) = mlp.box
-    return PPDBoundTerms(
-        tv=float(tv_gaussian_histogram(mu, tau, e, p1)),
-        tv_truncated=float(tv_truncnorm_histogram(mu, tau, e, p1)),
-        solver_error=solver_error, Xi_norm=Xi_norm, lipschitz=lip, delta_mlp=float(delta),
-        logit_solver=float(np.linalg.norm(l1 - l2)), logit_solver_bound=float(b_solver),
-        logit_mlp=float(np.linalg.norm(l2 - l3)), logit_mlp_bound=float(b_mlp),
-        Delta=float(np.max(np.abs(l1 - l3))), Delta_bound=float(Delta_bound),
-        softmax_tv=0.5 * float(np.sum(np.abs(p1 - p3))), softmax_tv_bound=soft_bound,
-        disc_tv=float(tv_gaussian_histogram(mu, tau, e, p3)), disc_bound=float(disc_bound),
-        eps_tail=eps_tail, bound=float(disc_bound + soft_bound),
-        in_box=bool(m0 <= mu <= m1 and t0 <= tau <= t1),
-    )

@@ -16,9 +16,13 @@ import numpy as np
 
 from .. import construction as con
 from .. import richardson as rich
+from ..discretize import bin_edges
 from ..gp import posterior_predictive
-from . import ClaimResult, slope_ci
-from .richardson import EPS, ROUNDOFF_SAFETY, roundoff_atol
+from ..mlp import delta_mlp, fit_psi_mlp
+from ..ppd_bound import ppd_bound_terms
+from ..stats import EPS, slope_ci, t_interval
+from . import ERRATUM, ClaimResult
+from .richardson import ROUNDOFF_SAFETY, roundoff_atol
 
 __all__ = [
     "RATE_RTOL",
@@ -27,6 +31,7 @@ __all__ = [
     "prec_query_factor",
     "check_tf_rows",
     "check_tf_convergence",
+    "informative_depth",
     "check_tfpr_far_query",
     "check_tf_rate",
     "check_rate_step_condition",
@@ -146,39 +151,93 @@ def check_tf_rows(kernel, X, Y, x, noise_var: float, eta, L: int, *, normalised:
     worst = max(errs.values()) if fin else float("inf")
     return ClaimResult(
         label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
+        key="tfpr_rows" if normalised else "tf_rows",
         statement=("rows d+3/d+4 of Z^(l) = (preconditioned) Richardson iterate l-1; "
                    "readout = (mu_L, tau_L)"),
         holds=ok, observed=worst, bound=atol, tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.1e}",
         details={**errs, "L": L, "n": n, "d": d, "finite": bool(fin)})
 
 
-def _tf_bounds(G, k_x, Y, noise_var, eta, n_iter, normalised):
-    """Upper bounds on ``|mu_L - mu|`` and ``|tau_L - tau|`` after ``n_iter`` Richardson steps."""
-    if not normalised:  # supp-thm:KRR, testing bound with v = Y and v = k_x
-        b_mu = float(rich.krr_testing_bound(G, k_x, Y, noise_var, eta, n_iter))
-        b_tau = float(rich.krr_testing_bound(G, k_x, k_x, noise_var, eta, n_iter))
-        return b_mu, b_tau
+def _tf_bounds(G, k_x, Y, noise_var, steps, normalised):
+    """Upper bounds on ``|mu_L - mu|`` and ``|tau_L - tau|`` after the Richardson steps ``steps``
+    (one per solver layer; every step counts, not only the first).
+
+    Unnormalised: ``e^(L)(x) = -k_x^T prod_l (I - eta_l A) A^{-1} v`` (proof of supp-thm:KRR with a
+    step per layer) gives ``|e| <= prod_l max_i |1 - eta_l (lambda_i + sigma^2)| ||k_x|| ||v|| /
+    (lambda_n + sigma^2)``; for a constant ``eta <= 1/(lambda_1 + sigma^2)`` this is
+    ``rho^(L-1) ||k_x|| ||v|| / (lambda_n + sigma^2) <= `` the theorem's bound. Normalised: the unrolled
+    preconditioned query recursion, ``B_{l+1} = a_l B_l + (eta_l / s_x) ||k_x|| E_l`` and
+    ``E_{l+1} = rho_l E_l``, with ``a_l = |1 - eta_l sigma^2 / s_x|``, ``rho_l`` the factor of
+    ``I - eta_l D^{-1} A`` and ``E_0 = sqrt(cond D) ||u*_X||`` (D-norm to Euclidean).
+    """
+    steps = np.atleast_1d(np.asarray(steps, float))
+    if not normalised:
+        lam = np.linalg.eigvalsh(G)
+        lam_n = max(float(lam[0]), 0.0)
+        fac = np.maximum(np.abs(1.0 - steps * (lam_n + noise_var)), np.abs(1.0 - steps * (lam[-1] + noise_var)))
+        prod = float(np.prod(fac))
+        scale = np.linalg.norm(k_x) / (lam_n + noise_var)
+        return prod * scale * float(np.linalg.norm(Y)), prod * scale * float(np.linalg.norm(k_x))
+    n = G.shape[0]
+    A = G + noise_var * np.eye(n)
     s = rich.jacobi_preconditioner(G)
     s_x = float(np.sum(k_x))
-    fac = prec_query_factor(G, k_x, noise_var, eta)
     cD = np.sqrt(np.max(s) / np.min(s))
+    rho_l = [rich.convergence_factor(A, float(e), s) for e in np.unique(steps)]
+    rho_of = dict(zip(np.unique(steps), rho_l, strict=True))
     out = []
     for v in (Y, k_x):
         uX, ux = rich.krr_solution(G, k_x, v, noise_var)
-        # unrolled query error: a^l |e0(x)| + sum_j a^{l-1-j} (eta/s_x) ||k_x|| ||B^j e0_X||
-        out.append(float((abs(ux) + eta / s_x * np.linalg.norm(k_x) * cD * np.linalg.norm(uX)
-                          * max(n_iter, 1)) * fac ** max(n_iter - 1, 0)))
+        B, E = abs(float(ux)), cD * float(np.linalg.norm(uX))
+        for e in steps:
+            B = abs(1.0 - e * noise_var / s_x) * B + e / s_x * float(np.linalg.norm(k_x)) * E
+            E = rho_of[e] * E
+        out.append(B)
     return out[0], out[1]
+
+
+def _solver_steps(eta, L: int) -> np.ndarray:
+    """The ``L - 1`` solver steps of a depth-``L`` transformer (a scalar is repeated)."""
+    e = np.atleast_1d(np.asarray(eta, float))
+    return np.full(L - 1, float(e[0])) if e.size == 1 else e
+
+
+def _trivial_errors(k_x, kxx, noise_var, mu, tau) -> tuple[float, float]:
+    """``|TF - (mu, tau)|`` of a transformer whose solver layers do nothing: it reads out
+    ``(0, kappa(x, x) + sigma^2)``, the zero iterate."""
+    return abs(mu), abs(kxx + noise_var - tau)
+
+
+def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: float = 0.5) -> int:
+    """Smallest depth ``L`` at which the theorem's bound on ``|tau_L - tau|`` (constant ``eta``,
+    unnormalised) is at most ``margin`` times the error of a do-nothing transformer
+    (:func:`_trivial_errors`), so that a check at that depth rejects one.
+
+    With ``C = ||k_x||^2 / (lambda_n + sigma^2)`` and ``rho = 1 - eta (lambda_n + sigma^2)``:
+    ``L = 1 + ceil(log(C / (margin t)) / (1 - rho))`` with ``t = kappa(x,x) + sigma^2 - tau > 0``.
+    """
+    G = kernel(X)
+    k_x = kernel(X, x[None, :])[:, 0]
+    kxx = float(kernel.diag(x[None, :])[0])
+    _, tau = posterior_predictive(kernel, X, np.zeros(len(X)), x[None, :], noise_var)
+    t = kxx + noise_var - float(tau[0])
+    lam_n = max(float(np.linalg.eigvalsh(G)[0]), 0.0)
+    C = float(k_x @ k_x) / (lam_n + noise_var)
+    gap = eta * (lam_n + noise_var)  # 1 - rho
+    return 1 + max(0, int(np.ceil(np.log(C / (margin * t)) / gap)))
 
 
 def check_tf_convergence(kernel, X, Y, x, noise_var: float, eta, L: int, *, normalised: bool = False,
                          weights=None, forward_kwargs=None) -> ClaimResult:
     """``|TF_L - (mu, tau)|`` within the theorem's bound (thm:TFdoPPD; TF^pr: sec:generalization).
 
-    Unnormalised: the bounds of supp-thm:KRR with ``L - 1`` steps (``v = Y`` for ``mu``, ``v = k_x``
-    for ``tau``). Normalised: the unrolled bound of the preconditioned query recursion with factor
-    :func:`prec_query_factor`. ``(mu, tau)`` from :func:`pfntheory.gp.posterior_predictive`
-    (Cholesky). A divergent transformer (inf/NaN, or above the bound) fails.
+    Unnormalised: the bound of supp-thm:KRR with the ``L - 1`` solver steps, each step counted
+    (:func:`_tf_bounds`; never above the theorem's ``exp(-(1-rho)(L-1))`` form for a constant step
+    ``eta <= 1/(lambda_1 + sigma^2)``), ``v = Y`` for ``mu`` and ``v = k_x`` for ``tau``. Normalised:
+    the unrolled bound of the preconditioned query recursion. ``(mu, tau)`` from
+    :func:`pfntheory.gp.posterior_predictive` (Cholesky). A divergent transformer (inf/NaN, or
+    above the bound) fails. ``details["informative"]`` says whether the bound is below the error of
+    a do-nothing transformer (``(0, kappa(x,x) + sigma^2)``), i.e. whether this draw could reject one.
 
     Tolerance: ``roundoff_atol`` scaled by ``max(|mu|, tau)``.
     """
@@ -186,20 +245,24 @@ def check_tf_convergence(kernel, X, Y, x, noise_var: float, eta, L: int, *, norm
     Y = np.asarray(Y, float)
     x = np.asarray(x, float)
     G, k_x, kxx, mu, tau = _parts(kernel, X, Y, x, noise_var)
-    eta_c = float(np.atleast_1d(eta)[0])
+    steps = _solver_steps(eta, L)
     w, mu_L, tau_L, _ = _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
-    b_mu, b_tau = _tf_bounds(G, k_x, Y, noise_var, eta_c, L - 1, normalised)
+    b_mu, b_tau = _tf_bounds(G, k_x, Y, noise_var, steps, normalised)
     atol = roundoff_atol(G, noise_var, max(abs(mu), tau))
     e_mu, e_tau = abs(mu_L - mu), abs(tau_L - tau)
+    t_mu, t_tau = _trivial_errors(k_x, kxx, noise_var, mu, tau)
     fin = np.isfinite(mu_L) and np.isfinite(tau_L)
     ok = bool(fin and e_mu <= b_mu + atol and e_tau <= b_tau + atol)
     return ClaimResult(
         label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
+        key="tfpr_convergence" if normalised else "tf_convergence",
         statement="||TF_L - (mu, tau)||_inf within the exponential bound (L-1 Richardson steps)",
         holds=ok, observed=float(max(e_mu, e_tau)) if fin else float("inf"),
         bound=float(max(b_mu, b_tau)), tolerance=f"atol {atol:.2e}",
         details={"mu": mu, "tau": tau, "mu_L": mu_L, "tau_L": tau_L, "err_mu": e_mu, "err_tau": e_tau,
-                 "bound_mu": b_mu, "bound_tau": b_tau, "eta": eta_c, "L": L})
+                 "bound_mu": b_mu, "bound_tau": b_tau, "eta": steps.tolist(), "L": L,
+                 "trivial_err_mu": t_mu, "trivial_err_tau": t_tau,
+                 "informative": bool(b_mu + atol < t_mu or b_tau + atol < t_tau)})
 
 
 def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 200,
@@ -251,8 +314,12 @@ def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 2
     # converging: finite and the error at depth L is below the error at depth L/2
     converging = [bool(np.isfinite(v["error"]) and v["error"] < v["error_half_depth"])
                   for v in (near, far)]
+    # the erratum (README): the paper's implicit claim fails exactly at the far query, as predicted
+    confirmed = bool(converging[0] and not converging[1] and far["query_factor"] > 1.0)
     return ClaimResult(
         label="sec:generalization (TF^pr)",
+        key="tfpr_far_query",
+        verdict=ERRATUM if confirmed else None,
         statement="TF^pr (hand-set) converges at every query for every admissible step",
         holds=bool(all(converging)), observed=far["error"] / far["error_half_depth"],
         bound=1.0,
@@ -300,7 +367,7 @@ def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4
         A = G + noise_var * np.eye(n)
         if normalised:
             s = rich.jacobi_preconditioner(G)
-            eta = rich.optimal_step(A, s) if step == "optimal" else 0.9 * rich.admissible_step(A, s) / 2
+            eta = rich.optimal_step(A, s) if step == "optimal" else rich.safe_step(A, s)
             rho = prec_query_factor(G, k_x, noise_var, eta)
         else:
             lam = np.linalg.eigvalsh(G)
@@ -327,15 +394,12 @@ def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4
                      "rho_theorem": (rich.krr_convergence_factor(G, noise_var, eta) if not normalised
                                      else None)})
     ratios = np.asarray(ratios, float)
-    m = float(np.mean(ratios))
-    import scipy.stats
-
-    half = float(scipy.stats.t.ppf(0.975, len(ratios) - 1) * np.std(ratios, ddof=1) / np.sqrt(len(ratios)))
-    ci = (m - half, m + half)
+    m, ci = t_interval(ratios)
     med = float(np.median(ratios))
     ok = bool(np.all(np.isfinite(ratios)) and np.min(ratios) >= 1 - RATE_RTOL and abs(med - 1) <= RATE_RTOL)
     return ClaimResult(
         label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
+        key=f"{'tfpr' if normalised else 'tf'}_rate_{step}_{factor}",
         statement=f"slope of log-error vs L = log rho ({factor} factor, step '{step}')",
         holds=ok, observed=m, bound=1.0, ci=ci,
         tolerance=(f"slope/log(rho) >= 1 - {RATE_RTOL} on each of {len(ratios)} seeds (decay at least at "
@@ -361,16 +425,17 @@ def check_rate_step_condition(kernel, n: int, d: int, noise_var: float, seeds=(0
             check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="effective")]
 
 
-def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 101) -> ClaimResult:
+def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> ClaimResult:
     """"MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls with ``C'``.
 
-    Fits ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
+    ``delta_MLP`` is the certified upper bound of :func:`pfntheory.mlp.delta_mlp`. Fits ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
     approximation claim: ``delta_MLP -> 0``). The fitted order is reported (``observed``).
     """
-    deltas = np.array([con.delta_mlp(con.fit_psi_mlp(box, w), n_grid=n_grid) for w in widths])
+    deltas = np.array([delta_mlp(fit_psi_mlp(box, w), n_grid=n_grid) for w in widths])
     slope, ci, r = slope_ci(np.log(widths), np.log(deltas))
     return ClaimResult(
         label="sec. From Moments to PPD (MLP for natural parameter conversion)",
+        key="mlp_rate",
         statement="delta_MLP of the explicit one-hidden-layer ReLU MLP decreases with width C'",
         holds=bool(ci[1] < 0), observed=slope, bound=0.0, ci=ci,
         tolerance="95% CI of the fitted order below 0",
@@ -396,17 +461,8 @@ def _ppd_setup(kernel, n, d, noise_var, seed, L_max, width, box_rel=0.15):
     half_mu = box_rel * np.sqrt(tau) + np.abs(out[2:, 0] - mu).max()
     box = ((mu - half_mu, mu + half_mu),
            (max(noise_var / 2, tau * (1 - box_rel)), tau * (1 + box_rel)))
-    mlp = con.fit_psi_mlp(box, width)
+    mlp = fit_psi_mlp(box, width)
     return mu, tau, out, mlp, rho, eta
-
-
-def _t_ci(v):
-    import scipy.stats
-
-    v = np.asarray(v, float)
-    m = float(np.mean(v))
-    half = float(scipy.stats.t.ppf(0.975, len(v) - 1) * np.std(v, ddof=1) / np.sqrt(len(v)))
-    return m, (m - half, m + half)
 
 
 def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3), *,
@@ -424,8 +480,6 @@ def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 
     error) over ``log rho`` is reported per seed: 1 where ``TV`` is linear in the moment error, 2
     where the exact moments sit at a local minimum of the TV (quadratic excess).
     """
-    from ..discretize import bin_edges
-
     e = bin_edges(ab[0], ab[1], C)
     ratios, rows, ok = [], [], True
     worst = 0.0
@@ -433,9 +487,9 @@ def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 
         rho = _ppd_context(kernel, n, d, noise_var, seed)[-1]
         L_max = int(np.clip(np.ceil(np.log(1e-11) / np.log(rho)), 8, 4000)) + 1
         mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, L_max, width)
-        floor = con.ppd_bound_terms(mu, tau, mu, tau, mlp, e, delta=0.0).tv
+        floor = ppd_bound_terms(mu, tau, mu, tau, mlp, e, delta=0.0).tv
         Ls = np.unique(np.linspace(2, L_max, n_layers).astype(int))
-        tv = np.array([con.ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e,
+        tv = np.array([ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e,
                                            delta=0.0).tv for L in Ls])
         exc = np.abs(tv - floor)
         decay = np.exp(-(1.0 - rho) * (Ls - 1))
@@ -452,9 +506,10 @@ def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 
         rows.append({"seed": seed, "rho": rho, "K": K, "slope": slope, "slope_ratio": ratios[-1],
                      "floor": floor, "tv": tv, "L": Ls, "final_excess": float(exc[-1]),
                      "max_late_ratio": float(np.max(late_ratio)), "ok": good})
-    m, ci = _t_ci(ratios)
+    m, ci = t_interval(ratios)
     return ClaimResult(
         label="thm:PPD convergence",
+        key="ppd_convergence_L",
         statement="TV(p_n, q_theta) - floor <= K exp(-(1-rho)(L-1)) (hand-set TF + explicit MLP)",
         holds=bool(ok), observed=worst, bound=1.0, ci=ci,
         tolerance=f"K from the first quarter of depths; + TV_ROUNDOFF={TV_ROUNDOFF}; final excess <= 1e-6",
@@ -475,12 +530,10 @@ def check_ppd_floor_C(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 
     from a smooth one in TV; the midpoint rule only makes the softmax-vs-bin-mass part
     ``O(1/C^2)``) and the sandwich holds for every ``C``.
     """
-    from ..discretize import bin_edges
-
     orders, rows, sandwich = [], [], True
     for seed in seeds:
         mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, 2, width)
-        terms = [con.ppd_bound_terms(mu, tau, mu, tau, mlp, bin_edges(ab[0], ab[1], C), delta=0.0)
+        terms = [ppd_bound_terms(mu, tau, mu, tau, mlp, bin_edges(ab[0], ab[1], C), delta=0.0)
                  for C in Cs]
         tv = np.array([t.tv for t in terms])
         tvt = np.array([t.tv_truncated for t in terms])
@@ -491,10 +544,11 @@ def check_ppd_floor_C(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 
         orders.append(slope)
         rows.append({"seed": seed, "mu": mu, "tau": tau, "tv": tv, "tv_truncated": tvt,
                      "eps_tail": tail, "order": slope})
-    m, ci = _t_ci(orders)
+    m, ci = t_interval(orders)
     ok = bool(ci[0] >= -1 - order_band and ci[1] <= -1 + order_band and sandwich)
     return ClaimResult(
         label="thm:PPD convergence",
+        key="ppd_floor_C",
         statement="floor: TV(p_(a,b], q) falls like 1/C and eps_tail <= TV(p_n, q) <= eps_tail + that",
         holds=ok, observed=m, bound=-1.0, ci=ci,
         tolerance=f"95% t-CI of the fitted order within -1 +- {order_band}; sandwich to 1e-12",
@@ -513,17 +567,15 @@ def check_ppd_bound_terms(kernel, n: int, d: int, noise_var: float, seed: int = 
     The ``details`` record how loose each term is (the ``e^{2 Delta}`` step makes the composed
     bound vacuous when ``||Xi||_2 L_psi~ ||.||`` is O(1) or larger).
     """
-    from ..discretize import bin_edges
-
     mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, int(max(Ls)), width)
-    delta = con.delta_mlp(mlp, n_grid=101)
+    delta = delta_mlp(mlp)
     rows, ok = [], True
     tol = 1e-9
     with np.errstate(over="ignore"):
         for C in Cs:
             e = bin_edges(ab[0], ab[1], C)
             for L in Ls:
-                t = con.ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e, delta=delta)
+                t = ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e, delta=delta)
                 good = t.in_box and (
                     t.logit_solver <= t.logit_solver_bound * (1 + tol) + tol
                     and t.logit_mlp <= t.logit_mlp_bound * (1 + tol) + tol
@@ -538,6 +590,7 @@ def check_ppd_bound_terms(kernel, n: int, d: int, noise_var: float, seed: int = 
                     "lipschitz")}})
     worst = max(r["tv"] / r["bound"] if np.isfinite(r["bound"]) and r["bound"] > 0 else 0.0 for r in rows)
     return ClaimResult(
-        label="thm:PPD convergence", statement="each term of the composed TV bound holds (supp-sec:thrm4.1)",
+        label="thm:PPD convergence", key="ppd_bound_terms",
+        statement="each term of the composed TV bound holds (supp-sec:thrm4.1)",
         holds=bool(ok), observed=worst, bound=1.0, tolerance="rtol 1e-9",
         details={"rows": rows, "delta_mlp": delta, "width": width})
