@@ -62,6 +62,11 @@ TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
 COVARIATES = ("gaussian", "uniform")
 _LOG_2PI = math.log(2.0 * math.pi)
 
+#: Gram-matrix entries factorised at once by :func:`sample_batch` (the batch is split into
+#: sub-batches of ``max(1, GRAM_CHUNK_ELEMENTS // n^2)`` instances: 128 MiB of float64, so that
+#: evaluating 512 instances at n' = 1024 does not hold 4 GiB Gram matrices).
+GRAM_CHUNK_ELEMENTS = 1 << 24
+
 
 def _float_tuple(x, name: str, length: int | None = None) -> tuple[float, ...] | None:
     if x is None:
@@ -274,7 +279,7 @@ def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(Lc, R, upper=False)
 
 
-def _cholesky(A: torch.Tensor, what: str) -> torch.Tensor:
+def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
     """Batched lower Cholesky factor; a matrix that is not numerically positive definite raises a
     ValueError (as :mod:`pfntheory.gp` does) naming the first failing instance, not torch's
     ``_LinAlgError``."""
@@ -282,7 +287,7 @@ def _cholesky(A: torch.Tensor, what: str) -> torch.Tensor:
     bad = (info != 0).nonzero()
     if bad.numel():
         i = int(bad[0, 0]) if bad.dim() == 2 else 0
-        raise ValueError(f"{what} is not numerically positive definite (instance {i} of the batch, "
+        raise ValueError(f"{what} is not numerically positive definite (instance {offset + i} of the batch, "
                          f"leading minor {int(info.reshape(-1)[i])}); increase noise_var")
     return Lc
 
@@ -302,6 +307,54 @@ def _blr_draw(Phi: torch.Tensor, phi_q: torch.Tensor, w: torch.Tensor, e: torch.
     mu = (u * r).sum(-1)                                                 # phi_x^T A^{-1} Phi^T Y
     tau = s2 * (1.0 + (u * u).sum(-1))                                   # s2 + s2 phi_x^T A^{-1} phi_x
     return Y, mu, tau
+
+
+def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
+    """Function-space draw ``Y = Lc z`` and the exact (mixture) PPD of one sub-batch.
+
+    X (b, n, d), xq (b, 1, d), z (b, n), h0 (b,) or None -> Y (b, n), mu, tau (b,), mu_h, tau_h,
+    weights (b, H). ``offset`` is the sub-batch's first instance (for error messages).
+    """
+    b, n, _ = X.shape
+    H = len(comps)
+
+    def factor(c: _Component, idx=None):
+        Xc = X if idx is None else X[idx]
+        A = c.gram(Xc, Xc)
+        A.diagonal(dim1=-2, dim2=-1).add_(c.s2)  # G + sigma^2 I
+        return _cholesky(A, "G + noise_var I", offset)  # Lc = chol(G + sigma^2 I)
+
+    if H == 1:
+        c = comps[0]
+        Lc = factor(c)  # (b, n, n)
+        Y = (Lc @ z[..., None])[..., 0]  # Y = Lc z ~ N(0, G + sigma^2 I)
+        k_x = c.gram(X, xq)  # (b, n, 1)
+        v = _solve_lower(Lc, k_x)[..., 0]  # v = Lc^{-1} k_x
+        mu = (v * z).sum(-1)  # eqn:GPreg: mu = k_x^T (G + s2 I)^{-1} Y = v . z
+        tau = c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1)  # eqn:GPreg: tau = k(x,x) + s2 - v . v
+        return Y, mu, tau, mu[:, None], tau[:, None], torch.ones_like(mu)[:, None]
+    # pass 1: Y from the generating component h0 (one Cholesky per instance in total)
+    Y = torch.empty(b, n, dtype=torch.float64, device=X.device)
+    for h, c in enumerate(comps):
+        idx = (h0 == h).nonzero()[:, 0]
+        if idx.numel():
+            Y[idx] = (factor(c, idx) @ z[idx, :, None])[..., 0]
+    # pass 2: every component's PPD and marginal likelihood (supp-sec:exp additional)
+    mus, taus, lmls = [], [], []
+    for c in comps:
+        Lc = factor(c)
+        k_x = c.gram(X, xq)  # (b, n, 1)
+        sol = _solve_lower(Lc, torch.cat([Y[..., None], k_x], dim=-1))  # (b, n, 2)
+        alpha_, v = sol[..., 0], sol[..., 1]
+        mus.append((v * alpha_).sum(-1))
+        taus.append(c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1))
+        logdet = 2.0 * torch.log(torch.diagonal(Lc, dim1=-2, dim2=-1)).sum(-1)
+        lmls.append(-0.5 * (alpha_ * alpha_).sum(-1) - 0.5 * logdet - 0.5 * n * _LOG_2PI)  # R&W 2.30
+    mu_h, tau_h = torch.stack(mus, -1), torch.stack(taus, -1)  # (b, H)
+    weights = torch.softmax(torch.stack(lmls, -1) - math.log(H), dim=-1)  # w_h ∝ pi_h p(Y | theta_h)
+    mu = (weights * mu_h).sum(-1)
+    tau = (weights * (tau_h + mu_h**2)).sum(-1) - mu**2
+    return Y, mu, tau, mu_h, tau_h, weights
 
 
 def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Generator,
@@ -341,14 +394,13 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
     d = task.d
     comps = _components(task)
     H = len(comps)
-    # refuse before allocating: the largest array is the (B, n, n) Gram matrix (RBF kinds) or the
-    # (B, n + 1, d) inputs (weight-space BLR), in float64
-    largest = B * max(n * n, (n + 1) * d) if task.kind != "blr" else B * (n + 1) * max(d, 2)
-    if largest > MAX_ELEMENTS:
-        raise ValueError(f"batch_size={B}, n={n} would need {largest:.3g} float64 elements for "
-                         f"the {task.kind!r} prior, more than the limit MAX_ELEMENTS = "
-                         f"{MAX_ELEMENTS:.3g}; draw it in smaller batches")
-
+    # refuse before allocating: the inputs (B, n + 1, d) and, for the function-space kinds, one
+    # instance's (n, n) Gram matrix (sub-batches hold GRAM_CHUNK_ELEMENTS), in float64
+    for what, size in (("the inputs (B, n + 1, d)", B * (n + 1) * d),
+                       ("one (n, n) Gram matrix", n * n if task.kind != "blr" else 0)):
+        if size > MAX_ELEMENTS:
+            raise ValueError(f"batch_size={B}, n={n}: {what} would need {size:.3g} float64 "
+                             f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}")
     X_all = _covariates(task, (B, n + 1, d), generator, gdev)  # (B, n+1, d)
     X, xq = X_all[:, :n], X_all[:, n:]  # (B, n, d), (B, 1, d)
     if task.kind == "blr":
@@ -358,48 +410,19 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
     u_comp = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
     u = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
 
-    def factor(c: _Component, idx=None):
-        Xc = X if idx is None else X[idx]
-        A = c.gram(Xc, Xc)
-        A.diagonal(dim1=-2, dim2=-1).add_(c.s2)  # G + sigma^2 I
-        return _cholesky(A, "G + noise_var I")  # Lc = chol(G + sigma^2 I)
-
     if task.kind == "blr":
         c = comps[0]
         f = torch.as_tensor(c.feat, dtype=torch.float64, device=gdev)  # sqrt(diag Sigma)
         Y, mu, tau = _blr_draw(X * f, xq[:, 0] * f, w, z, c.s2)
         mu_h, tau_h, weights = mu[:, None], tau[:, None], torch.ones(B, 1, dtype=torch.float64, device=gdev)
-    elif H == 1:
-        c = comps[0]
-        Lc = factor(c)  # (B, n, n)
-        Y = (Lc @ z[..., None])[..., 0]  # Y = Lc z ~ N(0, G + sigma^2 I)
-        k_x = c.gram(X, xq)  # (B, n, 1)
-        v = _solve_lower(Lc, k_x)[..., 0]  # v = Lc^{-1} k_x
-        mu = (v * z).sum(-1)  # eqn:GPreg: mu = k_x^T (G + s2 I)^{-1} Y = v . z
-        tau = c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1)  # eqn:GPreg: tau = k(x,x) + s2 - v . v
-        mu_h, tau_h, weights = mu[:, None], tau[:, None], torch.ones(B, 1, dtype=torch.float64, device=gdev)
     else:
-        # pass 1: Y from the generating component h0 (one Cholesky per instance in total)
-        Y = torch.empty(B, n, dtype=torch.float64, device=gdev)
-        for h, c in enumerate(comps):
-            idx = (h0 == h).nonzero()[:, 0]
-            if idx.numel():
-                Y[idx] = (factor(c, idx) @ z[idx, :, None])[..., 0]
-        # pass 2: every component's PPD and marginal likelihood (supp-sec:exp additional)
-        mus, taus, lmls = [], [], []
-        for c in comps:
-            Lc = factor(c)
-            k_x = c.gram(X, xq)  # (B, n, 1)
-            sol = _solve_lower(Lc, torch.cat([Y[..., None], k_x], dim=-1))  # (B, n, 2)
-            alpha_, v = sol[..., 0], sol[..., 1]
-            mus.append((v * alpha_).sum(-1))
-            taus.append(c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1))
-            logdet = 2.0 * torch.log(torch.diagonal(Lc, dim1=-2, dim2=-1)).sum(-1)
-            lmls.append(-0.5 * (alpha_ * alpha_).sum(-1) - 0.5 * logdet - 0.5 * n * _LOG_2PI)  # R&W 2.30
-        mu_h, tau_h = torch.stack(mus, -1), torch.stack(taus, -1)  # (B, H)
-        weights = torch.softmax(torch.stack(lmls, -1) - math.log(H), dim=-1)  # w_h ∝ pi_h p(Y | theta_h)
-        mu = (weights * mu_h).sum(-1)
-        tau = (weights * (tau_h + mu_h**2)).sum(-1) - mu**2
+        # function space, in sub-batches of GRAM_CHUNK_ELEMENTS Gram entries (every random number
+        # was drawn above for the whole batch, so the split does not change the draws)
+        step = max(1, GRAM_CHUNK_ELEMENTS // (n * n))
+        parts = [_gp_oracle(comps, X[i:i + step], xq[i:i + step], z[i:i + step],
+                            None if h0 is None else h0[i:i + step], i)
+                 for i in range(0, B, step)]
+        Y, mu, tau, mu_h, tau_h, weights = (torch.cat(t) for t in zip(*parts, strict=True))
 
     # the query label: component from the (truncated-)mixture weights, then the (truncated) normal
     sd_h = tau_h.clamp_min(torch.finfo(torch.float64).tiny).sqrt()
