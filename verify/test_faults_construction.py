@@ -2,21 +2,26 @@
 on a deliberately wrong variant and must report holds=False. (A check that cannot fail is a defect.)
 
 Faults: a step size past 2/lambda_1 (divergence), a dropped sigma^2 term in S, TF^pr without the
-1/s_x on the skip term, TF^pr with a normalised first layer.
+1/s_x on the skip term, TF^pr with a normalised first layer, solver layers that do nothing.
 """
 
 import dataclasses
 
 import numpy as np
 
+from pfntheory import DEFAULT_NOISE_VAR as S2
 from pfntheory import construction as con
 from pfntheory import richardson as rich
-from pfntheory.claims.construction import check_tf_convergence, check_tf_rows, context
+from pfntheory.claims.construction import (
+    check_tf_convergence,
+    check_tf_rows,
+    context,
+    informative_depth,
+)
 from pfntheory.claims.richardson import check_convergence_iff
 from pfntheory.kernels import RBFKernel
 
 K = RBFKernel(1.0, 0.6)
-S2 = 0.04
 
 
 def _ctx(seed=0, n=10, d=2):
@@ -59,7 +64,7 @@ def test_tfpr_missing_skip_normaliser_is_caught():
     """TF^pr with the skip term not divided by s_{x_j}: rows differ from eqn:recursion prec."""
     X, Y, x = _ctx(2)
     G = K(X)
-    eta = 0.9 * rich.admissible_step(G + S2 * np.eye(len(Y)), rich.jacobi_preconditioner(G)) / 2
+    eta = rich.safe_step(G + S2 * np.eye(len(Y)), rich.jacobi_preconditioner(G))
     assert check_tf_rows(K, X, Y, x, S2, eta, 40, normalised=True).holds
     bad = check_tf_rows(K, X, Y, x, S2, eta, 40, normalised=True, forward_kwargs={"scale_skip": False})
     assert not bad.holds, str(bad)
@@ -76,3 +81,21 @@ def test_tfpr_normalised_first_layer_is_caught():
     bad = check_tf_convergence(K, X, Y, x, S2, eta, 2000, normalised=True, forward_kwargs=kw)
     assert good.holds, str(good)
     assert not bad.holds, str(bad)
+
+
+def test_do_nothing_solver_layers_are_caught():
+    """Solver layers with V^(l) = S^(l) = 0 read out the zero iterate (0, kappa(x,x) + sigma^2). At
+    the informative depth (the theorem's bound on |tau_L - tau| at half the do-nothing error) the
+    convergence check passes the hand-set transformer and fails the do-nothing one, on each of
+    five contexts (issue 13: at L <= 60 the do-nothing transformer passed 226 of 300 draws)."""
+    for seed in range(5):
+        X, Y, x = _ctx(seed)
+        eta = 0.9 / (np.linalg.eigvalsh(K(X))[-1] + S2)
+        L = informative_depth(K, X, x, S2, eta)
+        w = con.handset_weights(2, L, eta, S2, K)
+        V, S = w.V.copy(), w.S.copy()
+        V[1:], S[1:] = 0.0, 0.0
+        good = check_tf_convergence(K, X, Y, x, S2, eta, L)
+        lazy = check_tf_convergence(K, X, Y, x, S2, eta, L, weights=dataclasses.replace(w, V=V, S=S))
+        assert good.holds and good.details["informative"], str(good)
+        assert not lazy.holds, str(lazy)

@@ -162,22 +162,21 @@ def _tf_bounds(G, k_x, Y, noise_var, steps, normalised):
     """Upper bounds on ``|mu_L - mu|`` and ``|tau_L - tau|`` after the Richardson steps ``steps``
     (one per solver layer; every step counts, not only the first).
 
-    Unnormalised: ``e^(L)(x) = -k_x^T prod_l (I - eta_l A) A^{-1} v`` (proof of supp-thm:KRR with a
-    step per layer) gives ``|e| <= prod_l max_i |1 - eta_l (lambda_i + sigma^2)| ||k_x|| ||v|| /
-    (lambda_n + sigma^2)``; for a constant ``eta <= 1/(lambda_1 + sigma^2)`` this is
-    ``rho^(L-1) ||k_x|| ||v|| / (lambda_n + sigma^2) <= `` the theorem's bound. Normalised: the unrolled
+    Unnormalised: the theorem's bound of supp-thm:KRR with its exponent summed over the layers,
+    ``exp(-(lambda_n + sigma^2) sum_l eta_l) ||k_x|| ||v|| / (lambda_n + sigma^2)``; for a constant step
+    it is exactly :func:`pfntheory.richardson.krr_testing_bound`. It holds when every
+    ``eta_l <= 2/(lambda_1 + lambda_n + 2 sigma^2)`` (then ``|1 - eta_l (lambda_i + sigma^2)| <=
+    1 - eta_l (lambda_n + sigma^2) <= exp(-eta_l (lambda_n + sigma^2))``), so a step past that range
+    is caught. Normalised: the unrolled
     preconditioned query recursion, ``B_{l+1} = a_l B_l + (eta_l / s_x) ||k_x|| E_l`` and
     ``E_{l+1} = rho_l E_l``, with ``a_l = |1 - eta_l sigma^2 / s_x|``, ``rho_l`` the factor of
     ``I - eta_l D^{-1} A`` and ``E_0 = sqrt(cond D) ||u*_X||`` (D-norm to Euclidean).
     """
     steps = np.atleast_1d(np.asarray(steps, float))
     if not normalised:
-        lam = np.linalg.eigvalsh(G)
-        lam_n = max(float(lam[0]), 0.0)
-        fac = np.maximum(np.abs(1.0 - steps * (lam_n + noise_var)), np.abs(1.0 - steps * (lam[-1] + noise_var)))
-        prod = float(np.prod(fac))
-        scale = np.linalg.norm(k_x) / (lam_n + noise_var)
-        return prod * scale * float(np.linalg.norm(Y)), prod * scale * float(np.linalg.norm(k_x))
+        lam_n = max(float(np.linalg.eigvalsh(G)[0]), 0.0)
+        scale = np.exp(-(lam_n + noise_var) * float(np.sum(steps))) * np.linalg.norm(k_x) / (lam_n + noise_var)
+        return scale * float(np.linalg.norm(Y)), scale * float(np.linalg.norm(k_x))
     n = G.shape[0]
     A = G + noise_var * np.eye(n)
     s = rich.jacobi_preconditioner(G)
@@ -232,8 +231,8 @@ def check_tf_convergence(kernel, X, Y, x, noise_var: float, eta, L: int, *, norm
     """``|TF_L - (mu, tau)|`` within the theorem's bound (thm:TFdoPPD; TF^pr: sec:generalization).
 
     Unnormalised: the bound of supp-thm:KRR with the ``L - 1`` solver steps, each step counted
-    (:func:`_tf_bounds`; never above the theorem's ``exp(-(1-rho)(L-1))`` form for a constant step
-    ``eta <= 1/(lambda_1 + sigma^2)``), ``v = Y`` for ``mu`` and ``v = k_x`` for ``tau``. Normalised:
+    (:func:`_tf_bounds`; the theorem's ``exp(-(1-rho)(L-1))`` form for a constant step),
+    ``v = Y`` for ``mu`` and ``v = k_x`` for ``tau``. Normalised:
     the unrolled bound of the preconditioned query recursion. ``(mu, tau)`` from
     :func:`pfntheory.gp.posterior_predictive` (Cholesky). A divergent transformer (inf/NaN, or
     above the bound) fails. ``details["informative"]`` says whether the bound is below the error of
@@ -261,7 +260,7 @@ def check_tf_convergence(kernel, X, Y, x, noise_var: float, eta, L: int, *, norm
         bound=float(max(b_mu, b_tau)), tolerance=f"atol {atol:.2e}",
         details={"mu": mu, "tau": tau, "mu_L": mu_L, "tau_L": tau_L, "err_mu": e_mu, "err_tau": e_tau,
                  "bound_mu": b_mu, "bound_tau": b_tau, "eta": steps.tolist(), "L": L,
-                 "trivial_err_mu": t_mu, "trivial_err_tau": t_tau,
+                 "trivial_err_mu": t_mu, "trivial_err_tau": t_tau, "atol": atol,
                  "informative": bool(b_mu + atol < t_mu or b_tau + atol < t_tau)})
 
 
