@@ -11,13 +11,15 @@ import numpy as np
 from hypothesis import strategies as st
 
 from pfntheory.claims.discretization import (
+    warped_partition,
+)
+from pfntheory.densities import (
     gaussian,
     gaussian_mixture,
     inverse_gaussian,
     laplace,
     quantile_interval,
     triangular,
-    warped_partition,
 )
 
 _f = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)

@@ -28,6 +28,8 @@ from pfntheory.claims.discretization import (
     check_discretization_rate,
     check_interval_conventions,
     discretization_instance,
+)
+from pfntheory.densities import (
     gaussian,
     gaussian_mixture,
     laplace,

@@ -17,10 +17,12 @@ from pfntheory.claims.discretization import (
     check_readout_identity,
     check_smax_quad,
     check_smax_quad_rate,
+    random_partition,
+)
+from pfntheory.densities import (
     gaussian,
     gaussian_mixture,
     quantile_interval,
-    random_partition,
 )
 from pfntheory.discretize import gaussian_bin_masses, truncnorm_bin_masses
 

@@ -26,6 +26,8 @@ from pfntheory.claims.discretization import (
     check_readout_identity,
     check_smax_quad,
     check_smax_quad_rate,
+)
+from pfntheory.densities import (
     gaussian,
     quantile_interval,
 )
