@@ -30,18 +30,19 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from pfntheory import gp, report
+from pfntheory import DEFAULT_NOISE_VAR, gp, report
+from pfntheory import construction as cons
 from pfntheory import richardson as rich
+from pfntheory.claims import construction as cclaims
+from pfntheory.claims import richardson as rclaims
 from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
 from pfntheory.spectral import sample_design
 
 report.setup_plots()
 rec = report.Recorder("01_richardson_construction")
-rclaims = report.optional_import("pfntheory.claims.richardson")
-cclaims = report.optional_import("pfntheory.claims.construction")
 SCALE = report.scale()
 n = 64 if SCALE == "quick" else 256
-d, noise_var = 2, 0.04
+d, noise_var = 2, DEFAULT_NOISE_VAR
 kernel = RBFKernel(alpha=1.0, lengthscale=0.8)
 rng = np.random.default_rng(20240601)
 X = sample_design(n, d, rng)                   # x_i ~ N(0, I_d/d), sec:sims
@@ -81,17 +82,13 @@ plt.show()
 print(f"2/lambda_1 = {eta_max:.4g}, eta* = {eta_opt:.4g}, rho* = {rho_opt:.6f}")
 
 # %%
-if rclaims is None:
-    rec.pending("supp-sec:richardson", "Richardson converges iff 0 < eta < 2/lambda_1(A)",
-                "pfntheory.claims.richardson is not available yet")
-else:
-    r = rec.add(rclaims.check_convergence_iff(A, b), measured="max |measured - predicted factor|")
-    rec.add(rclaims.check_optimal_step(A)[0], measured="factor at eta* vs 1 - 2/(cond+1)")
-    rec.add(rclaims.check_rate_bound(A, b), measured="worst error / (1 - eta lambda_n)^L")
-    # the same statements for the Jacobi-preconditioned system D^-1 A, D = diag(G 1)
-    rec.add(rclaims.check_convergence_iff(A, b, D=G.sum(axis=1)),
-            measured="preconditioned: max |measured - predicted factor|")
-    display(pd.DataFrame(r.details["rows"]).round(6))
+r = rec.add(rclaims.check_convergence_iff(A, b), measured="max |measured - predicted factor|")
+rec.add(rclaims.check_optimal_step(A)[0], measured="factor at eta* vs 1 - 2/(cond+1)")
+rec.add(rclaims.check_rate_bound(A, b), measured="worst error / (1 - eta lambda_n)^L")
+# the same statements for the Jacobi-preconditioned system D^-1 A, D = diag(G 1)
+rec.add(rclaims.check_convergence_iff(A, b, D=G.sum(axis=1)), label="supp-sec:richardson",
+        variant="Jacobi-preconditioned D^-1 A", measured="max |measured - predicted factor|")
+display(pd.DataFrame(r.details["rows"]).round(6))
 
 # %% [markdown]
 # ## Kernel ridge regression recursion (supp-thm:KRR)
@@ -115,24 +112,20 @@ axs[1].semilogy(Ls, np.abs(test - ux_star), color="C0", alpha=0.5)
 axs[1].semilogy(Ls, rich.krr_testing_bound(G, k_x, Y, noise_var, eta, Ls), "r--", alpha=0.5)
 axs[1].plot([], [], "C0", label="|u_L(x) - u*(x)|, 8 queries")
 axs[1].plot([], [], "r--", label="bound per query")
-for ax, t in zip(axs, ("training points", "queries"), strict=False):
+for ax, t in zip(axs, ("training points", "queries"), strict=True):
     ax.set(xlabel="L", ylabel="error", title=f"supp-thm:KRR at the {t}")
     ax.legend(fontsize=8)
 report.save_figure(fig, "01_krr_bounds")
 plt.show()
 
 # %%
-if rclaims is None:
-    rec.pending("supp-thm:KRR", "KRR recursion errors obey the stated bounds",
-                "pfntheory.claims.richardson is not available yet")
-else:
-    for r, what in zip(rclaims.check_krr(G, k_x, Y, noise_var),
-                       ("worst error / bound, training points", "worst error / bound, 8 queries",
-                        "max |closed form - recursion|"), strict=False):
-        rec.add(r, measured=what)
-    for r, what in zip(rclaims.check_krr_preconditioned(G, k_x[0], Y, noise_var),
-                       ("max |recursion - preconditioned Richardson|", "worst error / bound"), strict=False):
-        rec.add(r, measured=what)
+for r, what in zip(rclaims.check_krr(G, k_x, Y, noise_var),
+                   ("worst error / bound, training points", "worst error / bound, 8 queries",
+                    "max |closed form - recursion|"), strict=True):
+    rec.add(r, measured=what)
+for r, what in zip(rclaims.check_krr_preconditioned(G, k_x[0], Y, noise_var),
+                   ("max |recursion - preconditioned Richardson|", "worst error / bound"), strict=True):
+    rec.add(r, label="supp-thm:KRR", variant="preconditioned (TF^pr)", measured=what)
 
 # %% [markdown]
 # ## The hand-set transformer (thm:TFdoPPD) and its normalised variant (TF^pr)
@@ -143,8 +136,6 @@ else:
 # `(mu, tau)` of `gp.posterior_predictive` at the rate of the theorem.
 
 # %%
-from pfntheory import construction as cons  # noqa: E402
-
 x0 = xq[0]
 mu, tau = (v[0] for v in gp.posterior_predictive(kernel, X, Y, x0[None, :], noise_var))
 depths = np.unique(np.geomspace(2, 2048 if SCALE == "quick" else 8192, 10).astype(int))
@@ -188,37 +179,32 @@ plt.show()
 # (`check_tf_rate`; 1 means the theorem's rate is attained).
 
 # %%
-if cclaims is None:
-    rec.pending("thm:TFdoPPD", "rows d+3, d+4 of TF hold the Richardson iterates; "
-                "||TF - (mu,tau)||_inf <~ exp(-(1-rho)L)", "pfntheory.claims.construction is not available yet")
-    rec.pending("TF^pr", "TF^pr implements the preconditioned recursion and converges to (mu, tau)",
-                "pfntheory.claims.construction is not available yet")
-else:
-    Xc, Yc, xc = cclaims.context(kernel, 32, d, noise_var, np.random.default_rng(1))
-    lam1_c = np.linalg.eigvalsh(kernel(Xc))[-1]
-    eta_c = 0.9 / (lam1_c + noise_var)
-    eta_pr = 0.9 * rich.admissible_step(kernel(Xc) + noise_var * np.eye(32), D=kernel(Xc).sum(axis=1)) / 2
-    rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
-            measured="max |token row - recursion|, 64 layers")
-    rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
-            measured="|TF_64 - (mu, tau)|")
-    # rates: the settings of verify/test_tfdoppd.py (RBF ell=0.4, n=10, d=2; BLR n=20, d=5)
-    k04 = RBFKernel(1.0, 0.4)
-    rec.add(cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5)), compare="reference",
-            measured="RBF: fitted slope / log rho (median of 5 contexts)")
-    blr = LinearKernel(blr_sigma_diag(5))
-    r_thm = cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="theorem")
-    rec.add(cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="effective"),
-            compare="reference", measured="BLR: slope / log(effective rho) (median)",
-            caveat=f"G = X Sigma X' is rank d < n, so lambda_n(G) = 0 and the theorem's rho = 1 - eta sigma^2 "
-                   f"understates the speed (slope / log rho = {r_thm.observed:.1f}); the rate is set by "
-                   "the smallest nonzero eigenvalue")
-    rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
-            label="TF^pr", measured="max |token row - preconditioned recursion|")
-    rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
-            label="TF^pr", measured="|TF^pr_64 - (mu, tau)|")
-    rec.add(cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5), normalised=True), label="TF^pr",
-            measured="RBF: slope / log rho_pr (median of 5 contexts)", compare="reference")
+Xc, Yc, xc = cclaims.context(kernel, 32, d, noise_var, np.random.default_rng(1))
+lam1_c = np.linalg.eigvalsh(kernel(Xc))[-1]
+eta_c = 0.9 / (lam1_c + noise_var)
+eta_pr = 0.9 * rich.admissible_step(kernel(Xc) + noise_var * np.eye(32), D=kernel(Xc).sum(axis=1)) / 2
+rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
+        measured="max |token row - recursion|, 64 layers")
+rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
+        measured="|TF_64 - (mu, tau)|")
+# rates: the settings of verify/test_tfdoppd.py (RBF ell=0.4, n=10, d=2; BLR n=20, d=5)
+k04 = RBFKernel(1.0, 0.4)
+rec.add(cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5)), compare="reference",
+        variant="rate, RBF", measured="fitted slope / log rho (median of 5 contexts)")
+blr = LinearKernel(blr_sigma_diag(5))
+r_thm = cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="theorem")
+rec.add(cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="effective"),
+        compare="reference", variant="rate, BLR", measured="slope / log(effective rho) (median)",
+        caveat=f"G = X Sigma X' is rank d < n, so lambda_n(G) = 0 and the theorem's rho = 1 - eta sigma^2 "
+               f"understates the speed (slope / log rho = {r_thm.observed:.1f}); the rate is set by "
+               "the smallest nonzero eigenvalue")
+rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
+        label="eqn:recursion prec", variant="TF^pr", measured="max |token row - preconditioned recursion|")
+rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
+        label="thm:TFdoPPD", variant="TF^pr", measured="|TF^pr_64 - (mu, tau)|")
+rec.add(cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5), normalised=True),
+        label="thm:TFdoPPD", variant="TF^pr, rate, RBF",
+        measured="slope / log rho_pr (median of 5 contexts)", compare="reference")
 
 # %% [markdown]
 # ## Summary of this part

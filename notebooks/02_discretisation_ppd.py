@@ -28,8 +28,12 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from pfntheory import DEFAULT_NOISE_VAR, metrics, report
 from pfntheory import discretize as disc
-from pfntheory import metrics, report
+from pfntheory.claims import construction as cclaims
+from pfntheory.claims import discretization as dclaims
+from pfntheory.claims import slope_ci
+from pfntheory.kernels import RBFKernel
 
 report.setup_plots()
 rec = report.Recorder("02_discretisation_ppd")
@@ -60,8 +64,6 @@ for C in Cs:
     tv_sm.append(0.5 * float(np.abs(q_star - q_hat).sum()))         # TV of two pmfs on the bins
     bnd_sm.append(disc.smax_quad_bound(L_lip, edges, eps))
 
-from pfntheory.claims import slope_ci  # noqa: E402
-
 fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
 for ax, tv, bnd, title in ((axs[0], tv_avg, bnd_avg, "bin average vs p (supp-lem:discretization error)"),
                            (axs[1], tv_sm, bnd_sm, "softmax quadrature vs bin masses (supp-lem:smax quad)")):
@@ -81,34 +83,27 @@ plt.show()
 # that `verify/` asserts on; the orders in `C` are fitted slopes over several random densities.
 
 # %%
-dclaims = report.optional_import("pfntheory.claims.discretization")
-if dclaims is None:
-    rec.pending("supp-lem:discretization error", "TV(p, p~) <= L_Lip |Gamma| (b - a)/2 + eps",
-                "pfntheory.claims.discretization is not available yet")
-    rec.pending("supp-lem:smax quad", "TV(p_C, p^_C) <= (b - a) L_Lip |Gamma| / (4 (1 - eps))",
-                "pfntheory.claims.discretization is not available yet")
-else:
-    crng = np.random.default_rng(11)
-    cases = []
-    for kind in ("gaussian", "mixture", "triangular", "laplace"):
-        for _ in range(2 if SCALE == "quick" else 8):
-            dens = dclaims.random_density(crng, kind)
-            a_, b_ = dclaims.quantile_interval(dens, *crng.uniform(1e-3, 2e-2, 2))
-            for C in (16, 64, 256):
-                cases.append((dens, dclaims.random_partition(a_, b_, C, crng)))
-    r = rec.add(dclaims.check_discretization_error(cases), measured="worst TV / bound")
-    r = dclaims.check_discretization_rate(crng, n_seeds=6 if SCALE == "quick" else 12)
-    rec.add(r, measured="order of TV(p_(a,b], p~) in C (fitted slope)", compare="reference",
-            verdict="holds" if r.details["paper_rate_holds"] else "does not hold",
-            statement="TV(p_(a,b], p~) = O(1/C): the part of the bound that vanishes is first order")
-    rec.add(dclaims.check_smax_quad(cases), measured="worst TV / bound")
-    r = dclaims.check_smax_quad_rate(crng, n_seeds=6 if SCALE == "quick" else 12)
-    rec.add(r, measured="order of TV(p_C, p^_C) in C (fitted slope)", compare="reference",
-            verdict="holds with a caveat" if r.details["paper_rate_holds"] else "does not hold",
-            caveat=f"observed order {-r.observed:.2f} (95% CI {-r.ci[1]:.2f} to {-r.ci[0]:.2f}): the "
-                   "midpoint rule is second order, so the lemma's O(1/C) is loose by a factor C",
-            statement="TV(p_C, p^_C) = O(1/C) as the lemma gives")
-    print(f"{len(cases)} (density, partition) cases")
+crng = np.random.default_rng(11)
+cases = []
+for kind in ("gaussian", "mixture", "triangular", "laplace"):
+    for _ in range(2 if SCALE == "quick" else 8):
+        dens = dclaims.random_density(crng, kind)
+        a_, b_ = dclaims.quantile_interval(dens, *crng.uniform(1e-3, 2e-2, 2))
+        for C in (16, 64, 256):
+            cases.append((dens, dclaims.random_partition(a_, b_, C, crng)))
+rec.add(dclaims.check_discretization_error(cases), measured="worst TV / bound")
+r = dclaims.check_discretization_rate(crng, n_seeds=6 if SCALE == "quick" else 12)
+rec.add(r, measured="order of TV(p_(a,b], p~) in C (fitted slope)", compare="reference",
+        holds=r.details["paper_rate_holds"], variant="rate in C",
+        statement="TV(p_(a,b], p~) = O(1/C): the part of the bound that vanishes is first order")
+rec.add(dclaims.check_smax_quad(cases), measured="worst TV / bound")
+r = dclaims.check_smax_quad_rate(crng, n_seeds=6 if SCALE == "quick" else 12)
+rec.add(r, measured="order of TV(p_C, p^_C) in C (fitted slope)", compare="reference",
+        holds=r.details["paper_rate_holds"], variant="rate in C",
+        caveat=f"observed order {-r.observed:.2f} (95% CI {-r.ci[1]:.2f} to {-r.ci[0]:.2f}): the "
+               "midpoint rule is second order, so the lemma's O(1/C) is loose by a factor C",
+        statement="TV(p_C, p^_C) = O(1/C) as the lemma gives")
+print(f"{len(cases)} (density, partition) cases")
 
 # %% [markdown]
 # ## The population NLL minimiser (supp-thm:popmini)
@@ -131,15 +126,11 @@ report.save_figure(fig, "02_popmini")
 plt.show()
 
 # %%
-if dclaims is None:
-    rec.pending("supp-thm:popmini", "the truncated NLL over histograms is minimised by q*",
-                "pfntheory.claims.discretization is not available yet")
-else:
-    prng = np.random.default_rng(5)
-    mus, taus = prng.normal(0, 0.5, 4), prng.uniform(0.05, 0.5, 4)
-    rec.add(dclaims.check_popmini(mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng,
-                                  n_perturb=100 if SCALE == "quick" else 400),
-            measured="max |q* - numerical argmin|")
+prng = np.random.default_rng(5)
+mus, taus = prng.normal(0, 0.5, 4), prng.uniform(0.05, 0.5, 4)
+rec.add(dclaims.check_popmini(mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng,
+                              n_perturb=100 if SCALE == "quick" else 400),
+        measured="max |q* - numerical argmin|")
 
 # %% [markdown]
 # ## The composed bound (thm:PPD convergence)
@@ -149,48 +140,43 @@ else:
 # exponentially in `L` to a floor set by `1/C`, `delta_MLP` and the tail mass.
 
 # %%
-if dclaims is not None:
-    rec.add(dclaims.check_logit_perturbation(np.random.default_rng(9),
-                                             n_draws=500 if SCALE == "quick" else 4000),
-            measured="worst ||sm(l1) - sm(l3)||_1 / (e^{2 Delta} - 1)",
-            statement="proof step: ||l1 - l3||_inf <= Delta implies ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1")
-cclaims = report.optional_import("pfntheory.claims.construction")
-if cclaims is None:
-    rec.pending("thm:PPD convergence", "TV(p_n, q_theta) <~ exp(-(1-rho)L) + delta_MLP + 1/C + eps_tail",
-                "pfntheory.claims.construction is not available yet")
-else:
-    from pfntheory.kernels import RBFKernel
+rec.add(dclaims.check_logit_perturbation(np.random.default_rng(9),
+                                         n_draws=500 if SCALE == "quick" else 4000),
+        label="thm:PPD convergence", variant="proof step: logit perturbation",
+        measured="worst ||sm(l1) - sm(l3)||_1 / (e^{2 Delta} - 1)",
+        statement="proof step: ||l1 - l3||_inf <= Delta implies ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1")
+# the settings of verify/test_ppd_convergence.py
+kern, n_ctx, d_ctx, s2 = RBFKernel(1.0, 0.4), 10, 2, DEFAULT_NOISE_VAR
+seeds = (0, 1, 2, 3) if SCALE == "quick" else tuple(range(8))
+rL = cclaims.check_ppd_convergence_L(kern, n_ctx, d_ctx, s2, seeds=seeds)
+rC = cclaims.check_ppd_floor_C(kern, n_ctx, d_ctx, s2, seeds=seeds)
+rT = cclaims.check_ppd_bound_terms(kern, n_ctx, d_ctx, s2)
+rM = cclaims.check_mlp_rate(((-2.0, 2.0), (0.05, 1.0)))
+fig, axs = plt.subplots(1, 3, figsize=(15, 3.8))
+for row in rL.details["rows"]:
+    axs[0].semilogy(row["L"], row["tv"], "o-", ms=3, label=f"seed {row['seed']} (rho={row['rho']:.4f})")
+    axs[0].axhline(row["floor"], color=axs[0].lines[-1].get_color(), ls=":", lw=0.8)
+axs[0].set(xlabel="depth L", ylabel="TV(p_n, q_theta)",
+           title=f"in L (C={rL.details['C']}): exponential decay to the floor (dotted)")
+for row in rC.details["rows"]:
+    axs[1].loglog(rC.details["C"], row["tv_truncated"], "o-", ms=3, label=f"seed {row['seed']}")
+Cs_ = np.asarray(rC.details["C"], float)
+axs[1].loglog(Cs_, rC.details["rows"][0]["tv_truncated"][0] * Cs_[0] / Cs_, "k:", label="1/C")
+axs[1].set(xlabel="bins C", ylabel="TV(p_(a,b], q_theta) at exact moments", title="floor in C")
+axs[2].loglog(rM.details["widths"], rM.details["delta"], "o-")
+axs[2].set(xlabel="MLP width C'", ylabel="delta_MLP", title="explicit ReLU MLP for psi")
+for ax in axs[:2]:
+    ax.legend(fontsize=7)
+report.save_figure(fig, "02_ppd_convergence")
+plt.show()
+rec.add(rL, measured="worst late excess / (K exp(-(1-rho)(L-1)))", variant="decay in L")
+rec.add(rC, measured="order of the floor in C (fitted slope)", compare="reference", variant="floor in C")
+rec.add(rT, measured="worst term / its bound (every step of the proof)", variant="every step of the proof",
+        caveat="the e^{2 Delta} - 1 step makes the composed bound vacuous unless the moment "
+               "error is already small")
+rec.add(rM, label="thm:PPD convergence", variant="explicit ReLU MLP for psi",
+        measured="order of delta_MLP in the width C'", compare="reference")
 
-    # the settings of verify/test_ppd_convergence.py
-    kern, n_ctx, d_ctx, s2 = RBFKernel(1.0, 0.4), 10, 2, 0.04
-    seeds = (0, 1, 2, 3) if SCALE == "quick" else tuple(range(8))
-    rL = cclaims.check_ppd_convergence_L(kern, n_ctx, d_ctx, s2, seeds=seeds)
-    rC = cclaims.check_ppd_floor_C(kern, n_ctx, d_ctx, s2, seeds=seeds)
-    rT = cclaims.check_ppd_bound_terms(kern, n_ctx, d_ctx, s2)
-    rM = cclaims.check_mlp_rate(((-2.0, 2.0), (0.05, 1.0)))
-    fig, axs = plt.subplots(1, 3, figsize=(15, 3.8))
-    for row in rL.details["rows"]:
-        axs[0].semilogy(row["L"], row["tv"], "o-", ms=3, label=f"seed {row['seed']} (rho={row['rho']:.4f})")
-        axs[0].axhline(row["floor"], color=axs[0].lines[-1].get_color(), ls=":", lw=0.8)
-    axs[0].set(xlabel="depth L", ylabel="TV(p_n, q_theta)",
-               title=f"in L (C={rL.details['C']}): exponential decay to the floor (dotted)")
-    for row in rC.details["rows"]:
-        axs[1].loglog(rC.details["C"], row["tv_truncated"], "o-", ms=3, label=f"seed {row['seed']}")
-    Cs_ = np.asarray(rC.details["C"], float)
-    axs[1].loglog(Cs_, rC.details["rows"][0]["tv_truncated"][0] * Cs_[0] / Cs_, "k:", label="1/C")
-    axs[1].set(xlabel="bins C", ylabel="TV(p_(a,b], q_theta) at exact moments", title="floor in C")
-    axs[2].loglog(rM.details["widths"], rM.details["delta"], "o-")
-    axs[2].set(xlabel="MLP width C'", ylabel="delta_MLP", title="explicit ReLU MLP for psi")
-    for ax in axs[:2]:
-        ax.legend(fontsize=7)
-    report.save_figure(fig, "02_ppd_convergence")
-    plt.show()
-    rec.add(rL, measured="worst late excess / (K exp(-(1-rho)(L-1)))")
-    rec.add(rC, measured="order of the floor in C (fitted slope)", compare="reference")
-    rec.add(rT, measured="worst term / its bound (every step of the proof)",
-            caveat="the e^{2 Delta} - 1 step makes the composed bound vacuous unless the moment "
-                   "error is already small")
-    rec.add(rM, measured="order of delta_MLP in the width C'", compare="reference")
 # %% [markdown]
 # ## Summary of this part
 

@@ -28,16 +28,16 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pfntheory import report
+from pfntheory import DEFAULT_NOISE_VAR, report
 from pfntheory import spectral as sp
 from pfntheory.claims import slope_ci
-from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag, expected_rbf_gaussian
+from pfntheory.claims import spectral as sclaims
+from pfntheory.claims import trained as xclaims
+from pfntheory.experiments.results import load_experiment
+from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
 
 report.setup_plots()
 rec = report.Recorder("03_spectra_generalisation")
-sclaims = report.optional_import("pfntheory.claims.spectral")
-if sclaims is None:
-    print("pending: pfntheory.claims.spectral is not available yet (figures only)")
 SCALE = report.scale()
 quick = SCALE == "quick"
 rng = np.random.default_rng(7)
@@ -49,57 +49,42 @@ print(f"scale={SCALE}: n in {ns.tolist()}, {n_trials} draws each")
 # ## fig:stepsize and thm:lambda1
 #
 # The admissible Richardson step `2/(lambda_1(G) + sigma^2)` (eqn:convg cond) against `n` for
-# `d = 16`, `sigma^2 = 0.2` as in the paper's figure, with a `1/n` reference.
+# `d = 16`, as in the paper's figure, with a `1/n` reference. The curves are read from the
+# `fig_stepsize` sweep run, the same run `verify/test_trained_claims.py` checks
+# (`pfntheory sweep fig_stepsize` writes it); nothing is recomputed here.
 
 # %%
-d_step = 16
-trials_step = 100 if not quick else 5
-if sclaims is not None:
-    fig_claim = sclaims.check_stepsize_figure(
-        np.random.default_rng(1), ns=tuple(range(100, 1001, 100 if not quick else 300)), d=d_step,
-        noise_var=0.2, n_trials=trials_step)
-    curves = {k: v for k, v in fig_claim.details["curves"].items()}
-else:
-    curves = {}
-    for name, kern in (("rbf", RBFKernel(1.0, 0.8)), ("blr", LinearKernel(blr_sigma_diag(d_step)))):
-        c = sp.admissible_step_curve(kern, np.arange(100, 1001, 100), d_step, 0.2, trials_step, rng)
-        curves[name] = dict(ns=c.ns, mean=c.mean, std=c.std, reference=c.reference)
-fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
-titles = {"rbf": "RBF (alpha=1, ell=0.8)", "blr": "BLR (linear kernel, Sigma by thirds)"}
-for ax, (name, c) in zip(axs, curves.items(), strict=False):
-    s_, ci, _ = slope_ci(np.log(c["ns"]), np.log(c["mean"]))
-    ax.errorbar(c["ns"], c["mean"], yerr=c["std"], fmt="o-", capsize=3,
-                label=f"2/(lambda_1 + sigma^2): slope {s_:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]")
-    ax.plot(c["ns"], c["reference"], "r--", label="1/n reference")
+step_runs = load_experiment("fig_stepsize", SCALE)
+fig, axs = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+titles = {"rbf": "RBF (alpha=1, ell=0.8)", "linear": "BLR (linear kernel, Sigma by thirds)"}
+for ax, r in zip(axs, sorted(step_runs, key=lambda r: r.spec.kernel != "rbf"), strict=True):
+    res = r.result
+    s_, ci, _ = slope_ci(np.log(res["ns"]), np.log(res["mean"]))
+    ax.errorbar(res["ns"], res["mean"], yerr=2 * np.asarray(res["se"]), fmt="o-", capsize=3,
+                label=f"2/(lambda_1 + sigma^2), ±2 SE: slope {s_:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]")
+    ax.plot(res["ns"], res["reference_1_over_n"], "r--", label="1/n reference")
     report.log_axis(ax, "xy")
-    ax.set(xlabel="n", ylabel="admissible step", title=titles.get(name, name))
+    ax.set(xlabel="context size n", ylabel="admissible step 2/(lambda_1 + sigma^2)",
+           title=f"{titles[r.spec.kernel]}, d={r.spec.d}")
     ax.legend()
-fig.suptitle(f"fig:stepsize: d={d_step}, sigma^2=0.2, {trials_step} draws per n")
+spec0 = step_runs[0].spec
+fig.suptitle(f"fig:stepsize: sigma^2={spec0.noise_var:g}, {spec0.n_trials} draws per n "
+             f"(run: reports/runs/fig_stepsize/)")
 report.save_figure(fig, "03_stepsize")
 plt.show()
 
-# %% [markdown]
-# The paper's figure shows the same two curves. For BLR at `d = 16` the slope over `n <= 1000` is
-# visibly shallower than `-1`: `lambda_1 ~ (sqrt(n) + sqrt(d))^2 max(Sigma)/d` reaches `n/d` only
-# once `n >> d`, so the order-`1/n` claim is checked for the linear kernel at larger `n/d` below.
-
 # %%
-if sclaims is None:
-    rec.pending("fig:stepsize", "the admissible step falls like 1/n (d=16, sigma^2=0.2)",
-                "pfntheory.claims.spectral is not available yet")
-    rec.pending("thm:lambda1", "linear and RBF kernels give a step bound of order 1/n",
-                "pfntheory.claims.spectral is not available yet")
-else:
-    blr_slope = slope_ci(np.log(curves["blr"]["ns"]), np.log(curves["blr"]["mean"]))[0]
-    rec.add(fig_claim, measured="RBF log-log slope of the mean step", compare="reference",
-            caveat=f"BLR slope {blr_slope:.2f} over n in [100, 1000] at d=16 (pre-asymptotic, "
-                   "see thm:lambda1)" if abs(blr_slope + 1) > 0.1 else "")
-    rec.add(sclaims.check_stepsize_rate(np.random.default_rng(2), "rbf", d=16), compare="reference",
-            measured="RBF (d=16): slope of log step vs log n")
-    rec.add(sclaims.check_stepsize_rate(np.random.default_rng(3), "linear",
-                                          ns=(400, 800, 1600, 3200, 6400), d=4),
-            compare="reference", measured="linear (d=4, n >= 400): slope of log step vs log n",
-            caveat="holds once n >> d; at d=16, n <= 1000 the slope is about -0.9")
+for r, res in zip(sorted(step_runs, key=lambda r: r.spec.kernel), xclaims.check_stepsize(
+        sorted(step_runs, key=lambda r: r.spec.kernel)), strict=True):
+    rec.add(res, variant=f"{r.spec.kernel} kernel, d={r.spec.d}", compare="reference",
+            measured="log-log slope of the mean admissible step against n", run_dir=r.run_dir,
+            command=f"pfntheory sweep fig_stepsize --scale {SCALE}")
+rec.add(sclaims.check_stepsize_rate(np.random.default_rng(2), "rbf", d=16), compare="reference",
+        label="thm:lambda1", variant="RBF, d=16", measured="slope of log step vs log n")
+rec.add(sclaims.check_stepsize_rate(np.random.default_rng(3), "linear", ns=(400, 800, 1600, 3200, 6400), d=4),
+        label="thm:lambda1", variant="linear, d=4, n >= 400", compare="reference",
+        measured="slope of log step vs log n",
+        caveat="holds once n >> d; at d=16, n <= 1000 the slope is about -0.9")
 
 # %% [markdown]
 # ## Linear kernel (supp-lem:lienar kernel Gram)
@@ -125,15 +110,10 @@ report.save_figure(fig, "03_linear_gram")
 plt.show()
 
 # %%
-if sclaims is None:
-    rec.pending("supp-lem:lienar kernel Gram", "lambda_j(XX') = (1 + O_P(n^-1/2)) n/d",
-                "pfntheory.claims.spectral is not available yet")
-else:
-    rec.add(sclaims.check_linear_interval(np.random.default_rng(4),
-                                            n_draws=1000 if quick else 4000),
-            measured="violation rate of the interval (worst t)")
-    rec.add(sclaims.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else 8), compare="reference",
-            measured="slope of log|lambda_j d/n - 1| vs log n")
+rec.add(sclaims.check_linear_interval(np.random.default_rng(4), n_draws=1000 if quick else 4000),
+        measured="violation rate of the interval (worst t)", variant="concentration interval")
+rec.add(sclaims.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else 8), compare="reference",
+        measured="slope of log|lambda_j d/n - 1| vs log n", variant="rate n^-1/2")
 
 # %% [markdown]
 # ## RBF kernel (supp-lem:rbf kernel Gram and the ridge lemmas)
@@ -144,7 +124,7 @@ else:
 # preconditioned `D^-1(G + sigma^2 I)` with the lemmas' sandwiches; both grow like `n`.
 
 # %%
-d_rbf, noise_var = 2, 0.04
+d_rbf, noise_var = 2, DEFAULT_NOISE_VAR
 kern = RBFKernel(1.0, 1.0)                      # the lemmas' unit RBF kernel
 mercer = sp.RBFMercer(d_rbf, 1.0, 1.0 / d_rbf, 1.0)
 rho = expected_rbf_gaussian(1.0, 1.0, d_rbf)
@@ -188,29 +168,22 @@ report.save_figure(fig, "03_rbf_gram")
 plt.show()
 
 # %%
-if sclaims is None:
-    for lab, st in (("supp-lem:rbf kernel Gram", "lambda_1 >~ n and cond(G) grows like exp(gamma n^{1/d})"),
-                    ("supp-lem:rbf kernel Gram ridge", "cond(G + sigma^2 I) = Theta(n)"),
-                    ("supp-lem:rbf kernel Gram ridge prec", "cond(D^-1(G + sigma^2 I)) = Theta(n)"),
-                    ("thm:cond number", "cond(D^-1(G + sigma^2 I)) = Theta(n) a.s.")):
-        rec.pending(lab, st, "pfntheory.claims.spectral is not available yet")
-else:
-    G1 = kern(sp.sample_design(400, d_rbf, rng))
-    rec.add(sclaims.check_lambda1_lower(G1), measured="lambda_1(G), n=400")
-    r = sclaims.check_lambda1_limit(np.random.default_rng(6))
-    rec.add(r, measured="|lambda_1/n - mu_0| at the largest n",
-            caveat="lambda_1/n tends to the top Mercer eigenvalue mu_0, not to rho = E kappa: "
-                   "the lower bound 1'G1/n is not tight")
-    rec.add(sclaims.check_mercer_quadrature(), measured="worst relative error vs quadrature")
-    rec.add(sclaims.check_mercer_nystrom(np.random.default_rng(7)), measured="worst deviation (standard errors)")
-    rec.add(sclaims.check_mercer_truncation(np.random.default_rng(8)), measured="proof chain lambda_{T+1} <= tr R")
-    rec.add(sclaims.check_rbf_cond_growth(np.random.default_rng(9)), measured="gamma_hat (growth of cond G in n^{1/d})")
-    rec.add(sclaims.check_ridge_sandwich(G1, noise_var), measured="cond(G + sigma^2 I), n=400")
-    rec.add(sclaims.check_cond_rate(np.random.default_rng(10), "ridge"), compare="reference",
-            measured="slope of log cond(G + sigma^2 I) vs log n")
-    rec.add(sclaims.check_prec_inequalities(G1, noise_var), measured="cond(D^-1(G + sigma^2 I)), n=400")
-    rec.add(sclaims.check_cond_rate(np.random.default_rng(11), "prec"), compare="reference",
-            measured="slope of log cond(D^-1(G + sigma^2 I)) vs log n")
+G1 = kern(sp.sample_design(400, d_rbf, rng))
+rec.add(sclaims.check_lambda1_lower(G1), measured="lambda_1(G), n=400")
+r = sclaims.check_lambda1_limit(np.random.default_rng(6))
+rec.add(r, measured="|lambda_1/n - mu_0| at the largest n",
+        caveat="lambda_1/n tends to the top Mercer eigenvalue mu_0, not to rho = E kappa: "
+               "the lower bound 1'G1/n is not tight")
+rec.add(sclaims.check_mercer_quadrature(), measured="worst relative error vs quadrature")
+rec.add(sclaims.check_mercer_nystrom(np.random.default_rng(7)), measured="worst deviation (standard errors)")
+rec.add(sclaims.check_mercer_truncation(np.random.default_rng(8)), measured="proof chain lambda_{T+1} <= tr R")
+rec.add(sclaims.check_rbf_cond_growth(np.random.default_rng(9)), measured="gamma_hat (growth of cond G in n^{1/d})")
+rec.add(sclaims.check_ridge_sandwich(G1, noise_var), measured="cond(G + sigma^2 I), n=400")
+rec.add(sclaims.check_cond_rate(np.random.default_rng(10), "ridge"), compare="reference",
+        measured="slope of log cond(G + sigma^2 I) vs log n")
+rec.add(sclaims.check_prec_inequalities(G1, noise_var), measured="cond(D^-1(G + sigma^2 I)), n=400")
+rec.add(sclaims.check_cond_rate(np.random.default_rng(11), "prec"), compare="reference",
+        measured="slope of log cond(D^-1(G + sigma^2 I)) vs log n")
 
 # %% [markdown]
 # ## Depth needed for a tolerance (thm:L growth)
@@ -233,13 +206,8 @@ report.save_figure(fig, "03_L_growth")
 plt.show()
 
 # %%
-if sclaims is None:
-    rec.pending("thm:L growth", "L >~ n log(1/eps) suffices at the optimal constant step",
-                "pfntheory.claims.spectral is not available yet")
-else:
-    rec.add(sclaims.check_L_growth(np.random.default_rng(12),
-                                    ns=(50, 100, 200) if quick else (50, 100, 200, 400, 800)), compare="reference",
-            measured="slope of log(depth to reach eps) vs log n")
+rec.add(sclaims.check_L_growth(np.random.default_rng(12), ns=(50, 100, 200) if quick else (50, 100, 200, 400, 800)),
+        compare="reference", measured="slope of log(depth to reach eps) vs log n")
 
 # %% [markdown]
 # ## Summary of this part

@@ -3,6 +3,7 @@ them, and the runner's failure on a notebook whose cell raises."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import textwrap
@@ -29,23 +30,32 @@ def _claim(holds=True, observed=0.5, bound=1.0, label="supp-thm:KRR", **kw):
 
 # -- verdicts -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("holds, caveat, verdict, expected", [
-    (True, "", None, "holds"),
-    (True, "only for eta < 1/(lambda_1+sigma^2)", None, "holds with a caveat"),
-    (False, "", None, "does not hold"),
-    (False, "some caveat", None, "does not hold"),
-    (None, "", None, "pending"),
-    (True, "", "does not hold", "does not hold"),   # explicit verdict wins (erratum rows)
-], ids=["holds", "caveat", "fails", "fails-with-caveat", "pending", "override"])
-def test_verdict_of(holds, caveat, verdict, expected):
-    """Each combination maps to one verdict; a wrong mapping would mislabel rows in the index."""
-    assert report.verdict_of(holds, caveat, verdict) == expected
+@pytest.mark.parametrize("holds, kw, expected", [
+    (True, {}, "holds"),
+    (True, {"caveat": "only for eta < 1/(lambda_1+sigma^2)"}, "holds with a caveat"),
+    (False, {}, "does not hold"),
+    (False, {"caveat": "some caveat"}, "does not hold"),
+    (True, {"erratum": "the corrected statement"}, "erratum"),
+    (False, {"erratum": "the corrected statement"}, "does not hold"),
+    (False, {"outside": "L <= 8"}, "outside the paper's regime"),
+    (True, {"convergence": "improving"}, "undecided"),
+    (True, {"convergence": "unknown"}, "holds"),
+    (False, {"explicit": "erratum"}, "erratum"),
+], ids=["holds", "caveat", "fails", "fails-with-caveat", "erratum", "erratum-unconfirmed",
+        "outside", "undecided", "convergence-unknown", "explicit"])
+def test_decide_verdict(holds, kw, expected):
+    """Each rule of the recorder's docstring maps to one verdict kind; an erratum's kind follows
+    from its check (never fixed), a still-improving run makes a row undecided."""
+    assert report.decide_verdict(holds, **kw) == expected
 
 
-def test_verdict_of_rejects_unknown():
-    """A misspelt verdict must raise, not silently render as some badge."""
-    with pytest.raises(ValueError, match="verdict"):
-        report.verdict_of(True, "", "holds-ish")
+def test_verdicts_are_the_claim_kinds_plus_pending():
+    from pfntheory.claims import VERDICT_KINDS
+
+    assert report.VERDICTS == (*VERDICT_KINDS, "pending")
+    assert set(report.VERDICT_DEFINITIONS) == set(report.VERDICTS)
+    with pytest.raises(ValueError, match="explicit"):
+        report.decide_verdict(True, explicit="holds-ish")
 
 
 # -- Recorder -----------------------------------------------------------------------------------
@@ -56,63 +66,42 @@ def test_recorder_writes_rows(out):
     rec.add(_claim(), measured="worst ratio", show=False)
     rec.add([_claim(holds=False, observed=2.0), _claim(ci=(0.4, 0.6))],
             caveat="small n only", show=False)
-    rec.pending("thm:lambda1", "step ~ 1/n", "pfntheory.claims.spectral is not available yet",
-                show=False)
-    data = json.loads((out / "results" / "nb_test.json").read_text())
-    rows = data["rows"]
-    assert [r["verdict"] for r in rows] == ["holds", "does not hold", "holds with a caveat", "pending"]
+    rec.add(_claim(paper_value=0.318), variant="TF^pr", show=False)
+    rec.pending("fig:walker", "Walker Lake", "walker.csv not found", show=False)
+    rows = json.loads((out / "results" / "nb_test.json").read_text())["rows"]
+    assert [r["verdict"] for r in rows] == ["holds", "does not hold", "holds with a caveat", "holds",
+                                            "pending"]
     assert rows[0]["measured"] == "worst ratio" and rows[0]["observed"] == 0.5
-    assert rows[2]["ci"] == [0.4, 0.6]
-    assert len({r["anchor"] for r in rows}) == 4, "anchors must be unique within a page"
-    assert rows[3]["missing"].startswith("pfntheory.claims.spectral")
+    assert rows[2]["ci"] == [0.4, 0.6] and rows[3]["paper_value"] == 0.318
+    assert rows[3]["variant"] == "TF^pr" and rows[0]["command"] == "pfntheory report --only nb"
+    assert len({r["anchor"] for r in rows}) == len(rows)
+
+
+def test_recorder_rounds_numbers(out):
+    """Saved numbers carry 6 significant digits, so host round-off never changes a committed byte."""
+    rec = report.Recorder("nb_round")
+    rec.add(_claim(observed=0.12345678912345), show=False)
+    row = json.loads((out / "results" / "nb_round.json").read_text())["rows"][0]
+    assert row["observed"] == 0.123457
 
 
 def test_recorder_non_finite_numbers_are_valid_json(out):
-    """NaN/inf observations must not produce invalid JSON (json.dumps would write NaN)."""
     rec = report.Recorder("nb_nan")
-    rec.add(_claim(observed=float("nan"), bound=float("inf"), details={"x": float("nan"), "a": [1, 2]}),
-            show=False)
+    rec.add(_claim(observed=float("nan"), bound=float("inf")), show=False)
     text = (out / "results" / "nb_nan.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
     row = json.loads(text)["rows"][0]
     assert row["observed"] is None and row["bound"] is None
-    assert "a" not in row["details"], "arrays stay in the notebook, not in the index JSON"
 
 
-def test_recorder_check_missing_module_is_pending(out):
-    """A claim module that does not exist yet gives a pending row, not an error."""
-    rec = report.Recorder("nb_pending")
-    r = rec.check("pfntheory.claims.no_such_module", "check_x", label="thm:x", statement="s",
-                  show=False)
-    assert r is None
-    assert rec.rows[0].verdict == "pending" and "no_such_module" in rec.rows[0].missing
-
-
-def test_recorder_check_missing_function_is_pending(out):
-    """A module without the function yet (still being written) also gives a pending row."""
-    rec = report.Recorder("nb_pending_fn")
-    rec.check("pfntheory.claims", "check_not_there", label="thm:y", statement="s", show=False)
-    assert rec.rows[0].verdict == "pending" and "check_not_there" in rec.rows[0].missing
-
-
-def test_recorder_check_propagates_errors(out, tmp_path, monkeypatch):
-    """An error raised by an existing check is a bug and must fail the notebook, not turn pending."""
-    pkg = tmp_path / "mods"
-    pkg.mkdir()
-    (pkg / "broken_claims.py").write_text("def check_boom():\n    raise RuntimeError('boom')\n")
-    monkeypatch.syspath_prepend(str(pkg))
-    rec = report.Recorder("nb_err")
-    with pytest.raises(RuntimeError, match="boom"):
-        rec.check("broken_claims", "check_boom", label="l", statement="s", show=False)
-
-
-def test_optional_import_does_not_hide_broken_modules(tmp_path, monkeypatch):
-    """optional_import returns None only for the missing module itself; a module that exists but
-    fails to import (it imports something missing) raises."""
-    (tmp_path / "half_written.py").write_text("import definitely_not_installed_xyz\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert report.optional_import("pfntheory.claims.no_such_thing") is None
-    with pytest.raises(ModuleNotFoundError):
-        report.optional_import("half_written")
+def test_recorder_rejects_labels_that_are_not_the_papers(out):
+    """A row's label must be a \\label{} of the paper; the variant goes in its own field."""
+    rec = report.Recorder("nb_lab")
+    with pytest.raises(ValueError, match="label"):
+        rec.add(_claim(label="TF^pr"), show=False)
+    with pytest.raises(ValueError, match="label"):
+        rec.pending("supp-fig:exp2 d4-1 (covariate shift)", "x", "missing", show=False)
+    rec.add(_claim(label="sec:generalization"), variant="TF^pr", show=False)
 
 
 def test_recorder_rejects_bad_arguments(out):
@@ -120,7 +109,74 @@ def test_recorder_rejects_bad_arguments(out):
         report.Recorder("../escape")
     rec = report.Recorder("nb_bad")
     with pytest.raises(ValueError, match="compare"):
-        rec.add(_claim(), compare="guess", show=False)
+        rec.add(_claim(), compare="paper", show=False)
+    with pytest.raises(TypeError, match="ClaimResult"):
+        rec.add({"holds": True}, show=False)
+    with pytest.raises(ValueError, match="missing"):
+        rec.pending("fig:walker", "x", "", show=False)
+
+
+def _curve(steps, tv):
+    return {"schema": 1, "eval_seed": 0, "n_instances": 8, "n_eval": [64],
+            "points": [{"step": s, "n": 64, "tv": t, "tv_se": 0.001, "nll": 1.0, "nll_se": 0.1,
+                        "coverage90": 0.9, "coverage90_se": 0.01, "crps": 0.3, "crps_se": 0.01}
+                       for s, t in zip(steps, tv, strict=True)]}
+
+
+def test_trained_rows_are_undecided_while_improving(out, tmp_path):
+    """A row whose run is still improving reads 'undecided'; a plateaued run lets the check decide;
+    a run without a learning curve is 'convergence unknown' and says so."""
+    pytest.importorskip("pfntheory.convergence")
+    steps = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    improving, flat, bare = tmp_path / "improving", tmp_path / "flat", tmp_path / "bare"
+    for d in (improving, flat, bare):
+        d.mkdir()
+    (improving / "learning_curve.json").write_text(json.dumps(_curve(steps, [1.0 / s for s in steps])))
+    (flat / "learning_curve.json").write_text(json.dumps(_curve(steps, [0.1] * len(steps))))
+    rec = report.Recorder("nb_conv")
+    rec.add(_claim(), runs=[improving], show=False)
+    rec.add(_claim(), runs=[flat], show=False)
+    rec.add(_claim(holds=False), runs=[bare], show=False)
+    rows = json.loads((out / "results" / "nb_conv.json").read_text())["rows"]
+    assert [r["verdict"] for r in rows] == ["undecided", "holds", "does not hold"]
+    assert "still improving" in rows[0]["convergence"]
+    assert "convergence unknown" in rows[2]["convergence"]
+
+
+def test_learning_curve_helpers(tmp_path):
+    """read_learning_curve validates the schema; plot_learning_curves draws one line per run at the
+    largest n' with the steps and values of the file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    assert report.read_learning_curve(tmp_path) is None
+    (tmp_path / "learning_curve.json").write_text(json.dumps(_curve([1, 10, 100], [0.5, 0.2, 0.1])))
+    doc = report.read_learning_curve(tmp_path)
+    fig, ax = plt.subplots()
+    plotted = report.plot_learning_curves(ax, {"run": doc})
+    steps, y = plotted["run"]
+    assert steps.tolist() == [1, 10, 100] and y.tolist() == [0.5, 0.2, 0.1]
+    assert len(ax.lines) == 1 and ax.get_xscale() == "log"
+    with pytest.raises(ValueError, match="metric"):
+        report.plot_learning_curves(ax, {"run": doc}, metric="nope")
+    plt.close(fig)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "learning_curve.json").write_text(json.dumps({"schema": 2, "points": []}))
+    with pytest.raises(ValueError, match="schema"):
+        report.read_learning_curve(bad)
+
+
+def test_math_html_typesets_offline():
+    """ASCII maths becomes plain HTML (Greek letters, relations, sub/superscripts); identifiers and
+    file names are left alone; markup in the input is escaped."""
+    assert report.math_html("lambda_1 <= sigma^2") == "λ<sub>1</sub> ≤ σ<sup>2</sup>"
+    assert report.math_html("e^{2 Delta} - 1") == "e<sup>2 Δ</sup> - 1"
+    assert report.math_html("eval_uniform.json mse_y") == "eval_uniform.json mse_y"
+    assert report.math_html("<script>") == "&lt;script&gt;"
+    assert 'class="math"' in report.markdown_math("the step `eta* = 2/lambda_1`")
 
 
 def test_save_figure(out):
@@ -145,10 +201,13 @@ def _fake_results(out):
         dict(label="supp-thm:KRR", statement="KRR bound", verdict="holds", observed=0.25, bound=1.0,
              measured="max error / bound", compare="bound", anchor="r-supp-thm-krr", ci=None),
         dict(label="thm:TFdoPPD", statement="TF rate", verdict="holds with a caveat", observed=-0.1,
-             bound=-0.09, measured="slope", compare="bound", caveat="needs smaller eta",
+             bound=-0.09, measured="slope", compare="bound", caveat="needs a smaller step",
              anchor="r-thm-tfdoppd", ci=[-0.11, -0.09]),
         dict(label="supp-tab:lengthscale-crps", statement="CRPS", verdict="does not hold",
-             observed=0.35, bound=0.318, measured="CRPS", compare="paper", anchor="r-tab"),
+             observed=0.35, bound=0.3, paper_value=0.318, measured="CRPS", compare="threshold",
+             anchor="r-tab"),
+        dict(label="thm:L growth", statement="rho", verdict="erratum", holds=True, observed=0.99,
+             erratum="rho* = 1 - 2/(c+1)", anchor="r-err"),
         dict(label="thm:lambda1", statement="step 1/n", verdict="pending",
              missing="pfntheory.claims.spectral is not available yet", anchor="r-l1"),
     ]
@@ -165,12 +224,19 @@ def test_build_index_one_row_per_result(out):
         assert lab in html_text
     assert 'href="01_richardson_construction.html#r-supp-thm-krr"' in html_text
     assert "v-ok" in html_text and "v-caveat" in html_text and "v-fail" in html_text
-    assert "needs smaller eta" in html_text
+    assert "needs a smaller step" in html_text
     assert "pfntheory.claims.spectral is not available yet" in html_text
-    assert "0.318 <small>paper</small>" in html_text
-    # summary counts: one of each verdict
-    summary = re.search(r'<p class="summary">(.*?)</p>', html_text).group(1)
-    assert summary.count("</span> 1") == 4
+    # the paper's number in its own column, never mixed with the threshold
+    assert '<td class="num">0.3<br><small>threshold</small></td><td class="num">0.318</td>' in html_text
+    assert "corrected statement: ρ* = 1 - 2/(c+1)" in html_text
+    # the verdict kinds counted separately, with their definitions, before the rows
+    kinds = html_text[:html_text.index('<table class="rows">')]
+    for verdict in ("holds", "holds with a caveat", "does not hold", "erratum", "pending"):
+        m = re.search(rf'{re.escape(html.escape(verdict))}</span></td><td class="n">(\d+)</td>', kinds)
+        assert m and m.group(1) == "1", verdict
+    assert report.VERDICT_DEFINITIONS["erratum"] in html.unescape(kinds)
+    # no time stamp: the same results give the same bytes
+    assert report.build_index(out).read_text() == html_text
     # notebooks without results are listed as not executed, not silently dropped
     assert "not executed yet" in html_text and "05_case_studies" in html_text
 
@@ -184,11 +250,11 @@ def test_build_index_flags_failed_notebooks(out):
 
 
 def test_spec_lookup():
-    assert report._spec("01").name == "01_richardson_construction"
+    assert report.find_spec("01").name == "01_richardson_construction"
     with pytest.raises(ValueError, match="only"):
-        report._spec("0")          # ambiguous prefix
+        report.find_spec("0")          # ambiguous prefix
     with pytest.raises(ValueError, match="only"):
-        report._spec("99_nothing")
+        report.find_spec("99_nothing")
 
 
 # -- runner ---------------------------------------------------------------------------------------
@@ -203,7 +269,7 @@ def test_report_fails_on_cell_error(tmp_path):
         from pfntheory import report
         from pfntheory.claims import ClaimResult
         rec = report.Recorder("zz_fail")
-        rec.add(ClaimResult("lab:one", "first", True, 1.0, 2.0))
+        rec.add(ClaimResult("thm:lambda1", "first", True, 1.0, 2.0))
 
         # %%
         raise RuntimeError("deliberate failure in a cell")
@@ -216,7 +282,7 @@ def test_report_fails_on_cell_error(tmp_path):
     status = json.loads((out / "results" / "_status.json").read_text())
     assert status["zz_fail"]["ok"] is False
     index = (out / "index.html").read_text()
-    assert "Some notebooks failed" in index and "lab:one" in index
+    assert "Some notebooks failed" in index and "thm:lambda1" in index
 
 
 def test_register_adds_report_subcommand():
@@ -227,7 +293,9 @@ def test_register_adds_report_subcommand():
     report.register(sub)
     args = parser.parse_args(["report", "--only", "01", "--timeout", "30"])
     assert args.command == "report" and args.only == ["01"] and args.timeout == 30
-    assert args.func is report._cmd
+    from pfntheory.report import cli as report_cli
+
+    assert args.func is report_cli._cmd
 
 
 def test_retrain_runs_every_sweep_and_missing_case_studies(monkeypatch, tmp_path):
@@ -239,8 +307,10 @@ def test_retrain_runs_every_sweep_and_missing_case_studies(monkeypatch, tmp_path
     calls = []
     monkeypatch.setattr(runner, "run_sweep", lambda **kw: calls.append(("sweep", kw["scale"])))
     monkeypatch.setattr(crun, "run_casestudy", lambda name, scale: calls.append((name, scale)))
-    monkeypatch.setattr(report, "DEFAULT_OUT", tmp_path)
+    from pfntheory.report import spec
+
+    monkeypatch.setattr(spec, "DEFAULT_OUT", tmp_path)
     (tmp_path / "casestudy" / "sacramento").mkdir(parents=True)
     (tmp_path / "casestudy" / "sacramento" / "results.json").write_text("{}")
-    report._retrain("quick")
+    report.retrain("quick")
     assert calls == [("sweep", "quick"), ("walker", "quick")]

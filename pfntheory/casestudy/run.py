@@ -54,6 +54,7 @@ Claims (each from the paper's caption; thresholds stated in each ClaimResult)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -90,6 +91,15 @@ __all__ = [
     "near_far_summary",
     "coverage_summary",
     "make_claims",
+    "CLAIM_KEYS",
+    "CaseData",
+    "prepare_data",
+    "fit_priors",
+    "pretrain_pfn",
+    "predict_grid",
+    "heldout_coverage",
+    "draw_maps",
+    "collect_results",
     "run_casestudy",
     "register",
 ]
@@ -204,16 +214,30 @@ def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
             "mean_width": float(np.mean(hi - lo)) if np.all(np.isfinite(hi - lo)) else float("inf")}
 
 
+#: The keys of :func:`make_claims`' claims, in order (pick a claim by key, never by position).
+CLAIM_KEYS = ("near_close", "mean_far_vs_near", "quantiles_far_vs_near", "pattern_corr", "coverage")
+_MEASURED = {
+    "near_close": "worst near-cell mean |PFN - GP| over mean, 5% and 95% maps, in GP predictive sds",
+    "mean_far_vs_near": "mean |PFN - GP| of the PPD mean, far cells / near cells",
+    "quantiles_far_vs_near": "mean |PFN - GP| far / near, the smaller of the 5% and 95% quantiles",
+    "pattern_corr": "smallest grid correlation of PFN and GP maps (mean, 5%, 95%)",
+    "coverage": "held-out 90% coverage, PFN minus GP",
+}
+
+
 def make_claims(name: str, comparison: dict, coverage: dict, *, scale: str, baseline: str,
-                extra: dict | None = None) -> list[ClaimResult]:
+                extra: dict | None = None, key_prefix: str = "") -> list[ClaimResult]:
     """The claims of fig:sacramento / fig:walker measured on ``comparison`` (from
     :func:`near_far_summary`) and ``coverage`` (``{'pfn': .., 'gp': ..}`` from
-    :func:`coverage_summary`). ``baseline`` names the GP compared with; ``extra`` adds details."""
+    :func:`coverage_summary`). ``baseline`` names the GP compared with; ``extra`` adds details.
+    Each claim's key is ``key_prefix`` + one of :data:`CLAIM_KEYS`; its details say what was
+    measured (``measured``) and against which GP (``variant``)."""
     label = _LABELS[choice(name, "dataset", DATASETS)]
     c = comparison
     where = f"{name}, {scale} scale, PFN vs {baseline}"
     common = {"scale": scale, "baseline": baseline, "near_threshold": c["threshold"],
-              "n_near": c["n_near"], "n_far": c["n_far"], **(extra or {})}
+              "n_near": c["n_near"], "n_far": c["n_far"], **(extra or {}),
+              "variant": f"PFN vs {baseline.split(' (')[0]}"}
     claims = []
     near_sd = {q: c[q]["mad_near_sd"] for q in QUANTITIES}
     worst = max(near_sd.values())
@@ -268,7 +292,9 @@ def make_claims(name: str, comparison: dict, coverage: dict, *, scale: str, base
         tolerance=f"|cov_PFN - cov_GP| <= {COVERAGE_SE_MULT:g} sqrt(0.9*0.1/n) = {tol:.3f} (n = {cp['n']})",
         details={**common, "coverage_pfn": cp["coverage"], "coverage_gp": cg["coverage"],
                  "n_heldout": cp["n"], "width_pfn": cp["mean_width"], "width_gp": cg["mean_width"]}))
-    return claims
+    return [dataclasses.replace(cl, key=key_prefix + k,
+                                details={**cl.details, "measured": _MEASURED[k]})
+            for cl, k in zip(claims, CLAIM_KEYS, strict=True)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -315,6 +341,14 @@ def _paper_vs_ours(name: str, fit: EBFit, X, Y, coord_divisor: float) -> dict:
 # ----------------------------------------------------------------------------------------------
 # figures
 # ----------------------------------------------------------------------------------------------
+def _mark_context(ax, ctx_xy, ext) -> None:
+    """The context points as white dots with a black rim: visible on any colour map."""
+    ax.scatter(ctx_xy[:, 0], ctx_xy[:, 1], s=7, c="white", edgecolors="black", linewidths=0.4,
+               zorder=3)
+    ax.set_xlim(ext[:2])
+    ax.set_ylim(ext[2:])
+
+
 def _plot_maps(path: Path, axes_xy, shape, rows: dict, ctx_xy, *, xlabel: str, ylabel: str,
                unit: str, title: str, equal: bool) -> None:
     import matplotlib
@@ -335,16 +369,13 @@ def _plot_maps(path: Path, axes_xy, shape, rows: dict, ctx_xy, *, xlabel: str, y
             im = ax.imshow(np.asarray(r[q]).reshape(shape), origin="lower", extent=ext, cmap="viridis",
                            vmin=vmin, vmax=vmax, aspect="equal" if equal else "auto",
                            interpolation="nearest")
-            if j == 0:
-                ax.plot(ctx_xy[:, 0], ctx_xy[:, 1], "x", color="tab:blue", ms=3, mew=0.7)
-                ax.set_xlim(ext[:2])
-                ax.set_ylim(ext[2:])
+            _mark_context(ax, ctx_xy, ext)
             ax.set_title(f"{rname}: {names[q]}", fontsize=10)
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
         fig.colorbar(im, ax=axs[:, j], shrink=0.8, label=unit)
     fig.suptitle(title, fontsize=11)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
 
 
@@ -367,20 +398,18 @@ def _plot_differences(path: Path, axes_xy, shape, diffs: dict, dist, threshold, 
                        aspect="equal" if equal else "auto", interpolation="nearest")
         ax.contour(gx, gy, np.asarray(dist).reshape(shape), levels=[threshold], colors="k",
                    linewidths=0.8)
-        ax.plot(ctx_xy[:, 0], ctx_xy[:, 1], ".", color="k", ms=1.5)
-        ax.set_xlim(ext[:2])
-        ax.set_ylim(ext[2:])
+        _mark_context(ax, ctx_xy, ext)
         ax.set_title(f"PFN - GP: {names[q]}", fontsize=10)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         fig.colorbar(im, ax=ax, shrink=0.8, label=unit)
     fig.suptitle(title, fontsize=11)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(fig)
 
 
 # ----------------------------------------------------------------------------------------------
-# the pipeline
+# the pipeline: one function per stage
 # ----------------------------------------------------------------------------------------------
 def _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_restarts):
     from .pfn import SCALES
@@ -401,10 +430,299 @@ def _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_
     positive_int(n_restarts, "n_restarts", minimum=0)
 
 
+@dataclasses.dataclass(frozen=True)
+class CaseData:
+    """Stage 1: the data of one case study, its context and its evaluation grid.
+
+    Attributes
+    ----------
+    name : str
+    data : SpatialData
+    ctx_idx : ndarray of int
+        The context (all 552 homes; Walker Lake: the 200 points of the figure).
+    splits : dict or None
+        Walker Lake's ``walker_splits`` (``eb``, ``context``, ``heldout``); None for Sacramento.
+    grid_raw : ndarray of shape (m, 2)
+        Grid cells in the original coordinates; ``axes_raw`` their two axes; ``shape`` (ny, nx).
+    Xq : ndarray of shape (m, 2)
+        Grid cells in the model's (standardised) coordinates.
+    """
+
+    name: str
+    data: SpatialData
+    ctx_idx: np.ndarray
+    splits: dict | None
+    grid_raw: np.ndarray
+    axes_raw: tuple
+    shape: tuple
+    Xq: np.ndarray
+
+    @property
+    def Xc(self) -> np.ndarray:
+        return self.data.X[self.ctx_idx]
+
+    @property
+    def Yc(self) -> np.ndarray:
+        return self.data.Y[self.ctx_idx]
+
+
+def prepare_data(name: str, *, walker_csv=None, grid_stride: int = 1, seed: int = 0) -> CaseData:
+    """Stage 1: load and preprocess the data (:mod:`.data`), choose the context and the grid."""
+    try:
+        data = load_dataset(name, walker_csv=walker_csv)
+    except FileNotFoundError as err:
+        raise ValueError(str(err)) from err
+    if name == "sacramento":
+        ctx_idx, splits = np.arange(data.n), None
+        grid_raw, axes_raw = regular_grid(SACRAMENTO_BOX, SACRAMENTO_GRID_SHAPE)
+        shape = (SACRAMENTO_GRID_SHAPE[1], SACRAMENTO_GRID_SHAPE[0])
+    else:
+        splits = walker_splits(data.n, seed)
+        ctx_idx = splits["context"]
+        grid_raw, axes_raw = walker_grid(grid_stride)
+        shape = (axes_raw[1].size, axes_raw[0].size)
+    return CaseData(name=name, data=data, ctx_idx=ctx_idx, splits=splits, grid_raw=grid_raw,
+                    axes_raw=axes_raw, shape=shape, Xq=data.transform.transform_x(grid_raw))
+
+
+def fit_priors(case: CaseData, *, seed: int = 0, n_restarts: int = 2) -> tuple[EBFit, EBFit, dict]:
+    """Stage 2: the empirical-Bayes fits, beside the paper's printed values.
+
+    Returns ``(prior_fit, context_fit, eb)``: the pretraining prior (Sacramento: all homes; Walker
+    Lake: the EB subset), the GP compared with on the maps (Sacramento: the same; Walker Lake: refitted
+    on the context, as the text says) and the ``eb_fit`` entry of ``results.json``.
+    """
+    data = case.data
+    eb_idx = case.ctx_idx if case.name == "sacramento" else case.splits["eb"]
+    coord_divisor = data.transform.coord_divisor
+    prior_fit = _fit(data.X[eb_idx], data.Y[eb_idx], seed, n_restarts)
+    eb = _paper_vs_ours(case.name, prior_fit, data.X[eb_idx], data.Y[eb_idx], coord_divisor)
+    if case.name == "sacramento":
+        return prior_fit, prior_fit, eb
+    ctx_fit = _fit(case.Xc, case.Yc, seed + 1, n_restarts)  # "an EB GP fitted to the same context"
+    eb["context_refit"] = _paper_vs_ours(case.name, ctx_fit, case.Xc, case.Yc, coord_divisor)
+    eb["note"] = ("ours in the text's convention (standardised / 0.3); the paper's printed "
+                  "lengthscales match 'ours_lengthscales_standardised_only' (erratum, see "
+                  "verify/test_real_data_eb.py)")
+    return prior_fit, ctx_fit, eb
+
+
+def pretrain_pfn(case: CaseData, prior_fit: EBFit, scale, run_dir: Path, *, seed: int = 0,
+                 device: str = "auto", progress: bool = True):
+    """Stage 3: pretrain ``TF^pr`` on the fitted prior (:mod:`.pfn`; resumable, reused when
+    finished). Returns ``(model, config, train_metrics)``."""
+    from .pfn import load_pfn, pretrain, pretraining_config
+
+    config = pretraining_config(prior_fit, case.name, scale, seed=seed, device=device,
+                                coord_divisor=case.data.transform.coord_divisor)
+    pretrain(config, run_dir, progress=progress)
+    ckpt = run_dir / runs.CHECKPOINT
+    if ckpt.is_file() and (run_dir / runs.WEIGHTS).is_file():
+        ckpt.unlink()  # finished: weights, config and metrics are what is kept
+    model, _, train_metrics = load_pfn(run_dir, device="cpu")
+    return model, config, train_metrics
+
+
+def predict_grid(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit,
+                 threshold: float = NEAR_THRESHOLD) -> dict:
+    """Stage 4: PFN and GP maps on the grid given the context, and their near/far comparison.
+
+    Returns a dict with ``pfn_s``, ``gp_s``, ``gpp_s`` (standardised scale; ``gpp_s`` the GP at the
+    pretraining prior, Walker Lake only), ``pfn_o``, ``gp_o`` (original scale), ``dist``,
+    ``comparison``, ``comparison_same_prior`` (Walker Lake) and ``baseline`` (what the GP is).
+    """
+    data, Xc, Yc, Xq = case.data, case.Xc, case.Yc, case.Xq
+    pfn_s = _pfn_maps(model, Xc, Yc, Xq)
+    gp_s, sd_s = _gp_maps(ctx_fit, Xc, Yc, Xq)
+    pfn_o, gp_o = _to_original(data, pfn_s), _to_original(data, gp_s)
+    sd_o = data.transform.inverse_y_scale(sd_s)
+    dist = nearest_distance(Xq, Xc, prior_fit.lengthscales)
+    baseline = ("EB GP of the same context (= the pretraining prior)" if case.name == "sacramento"
+                else "EB GP refitted on the same context (the paper's baseline)")
+    comparison = near_far_summary(pfn_o, gp_o, dist, sd_o, threshold)
+    near = dist <= threshold
+    expanding = pfn_s["skip_factor_max"] > 1.0
+    comparison["query_recursion"] = {
+        "what": "cells where TF^pr's query-token factor max_l |1 + S_ff/s_x| exceeds 1 (the query "
+                "row expands; see pfntheory/casestudy/pfn.py)",
+        "frac_expanding_near": float(expanding[near].mean()) if near.any() else float("nan"),
+        "frac_expanding_far": float(expanding[~near].mean()) if (~near).any() else float("nan"),
+        "max_factor": float(np.max(pfn_s["skip_factor_max"]))}
+    out = {"pfn_s": pfn_s, "gp_s": gp_s, "gpp_s": None, "pfn_o": pfn_o, "gp_o": gp_o, "dist": dist,
+           "comparison": comparison, "comparison_same_prior": None, "baseline": baseline}
+    if case.name == "walker":
+        gpp_s, sdp_s = _gp_maps(prior_fit, Xc, Yc, Xq)
+        out["gpp_s"] = gpp_s
+        out["comparison_same_prior"] = near_far_summary(
+            pfn_o, _to_original(data, gpp_s), dist, data.transform.inverse_y_scale(sdp_s), threshold)
+    return out
+
+
+def heldout_coverage(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit, grid: dict, *,
+                     seed: int = 0, walker_csv=None, walker_exh_csv=None) -> dict:
+    """Stage 5: held-out coverage of the 90% central intervals of the PFN and the GP.
+
+    Sacramento: 5-fold cross-validation; Walker Lake: the 70 points in neither the EB subset nor the
+    context, and (extra) the exhaustive field on the grid when ``walker_exh.csv`` is found.
+    """
+    data, level = case.data, COVERAGE_LEVEL
+    if case.name == "sacramento":
+        perm = np.random.default_rng(seed).permutation(data.n)
+        lo_p, hi_p, lo_g, hi_g = (np.empty(data.n) for _ in range(4))
+        for f in np.array_split(perm, N_FOLDS):
+            rest = np.setdiff1d(np.arange(data.n), f)
+            pm = _pfn_maps(model, data.X[rest], data.Y[rest], data.X[f])
+            gm, _ = _gp_maps(prior_fit, data.X[rest], data.Y[rest], data.X[f])
+            lo_p[f], hi_p[f], lo_g[f], hi_g[f] = pm["q05"], pm["q95"], gm["q05"], gm["q95"]
+        return {"pfn": coverage_summary(lo_p, hi_p, data.Y, level),
+                "gp": coverage_summary(lo_g, hi_g, data.Y, level),
+                "design": f"{N_FOLDS}-fold cross-validation over all {data.n} homes (context = the "
+                          f"other folds, ~{data.n - data.n // N_FOLDS}); GP and PFN prior fitted on all "
+                          "homes"}
+    ho = case.splits["heldout"]
+    Xc, Yc, y_ho = case.Xc, case.Yc, data.Y[ho]
+    pm = _pfn_maps(model, Xc, Yc, data.X[ho])
+    gm, _ = _gp_maps(ctx_fit, Xc, Yc, data.X[ho])
+    gpm, _ = _gp_maps(prior_fit, Xc, Yc, data.X[ho])
+    cov = {"pfn": coverage_summary(pm["q05"], pm["q95"], y_ho, level),
+           "gp": coverage_summary(gm["q05"], gm["q95"], y_ho, level),
+           "gp_pretraining_prior": coverage_summary(gpm["q05"], gpm["q95"], y_ho, level),
+           "design": f"the {ho.size} sample points in neither the EB subset nor the context "
+                     f"(context = the {case.ctx_idx.size} points of the figure)"}
+    try:  # extra: the exhaustive field at the grid nodes (intervals on the standardised scale)
+        Xe, ve = load_walker_exhaustive(walker_exh_csv, walker_csv)
+        order = {(int(a), int(b)): i for i, (a, b) in enumerate(Xe)}
+        at = np.array([order[(int(a), int(b))] for a, b in case.grid_raw])
+        v_true = data.transform.transform_y(ve[at])
+        pfn_s, gp_s, gpp_s = grid["pfn_s"], grid["gp_s"], grid["gpp_s"]
+        cov["exhaustive_grid"] = {
+            "pfn": coverage_summary(pfn_s["q05"], pfn_s["q95"], v_true, level),
+            "gp": coverage_summary(gp_s["q05"], gp_s["q95"], v_true, level),
+            "gp_pretraining_prior": coverage_summary(gpp_s["q05"], gpp_s["q95"], v_true, level),
+            "note": "true V of walker_exh.csv at every grid cell; the sample is preferentially "
+                    "located in high-V areas (sample mean 435 vs field mean 278 ppm)"}
+    except (FileNotFoundError, KeyError) as err:
+        cov["exhaustive_grid"] = {"skipped": str(err)}
+    return cov
+
+
+def draw_maps(case: CaseData, grid: dict, config, out_dir: Path, *, scale_name: str,
+              threshold: float = NEAR_THRESHOLD) -> dict:
+    """Stage 6: the maps of the figure (``maps.png``: PFN top row, GP bottom row) and the
+    differences (``differences.png``), the context points marked on every panel."""
+    data = case.data
+    if case.name == "sacramento":
+        axes_plot, ctx_plot = case.axes_raw, data.X_raw[case.ctx_idx]
+        xlabel, ylabel, equal = "longitude", "latitude", False
+    else:  # fig:walker: standardised coordinates
+        axes_plot = tuple((a - data.transform.x_mean[k]) / data.transform.x_unit[k]
+                          for k, a in enumerate(case.axes_raw))
+        ctx_plot = case.Xc
+        xlabel, ylabel, equal = "x (standardised / 0.3)", "y (standardised / 0.3)", True
+    unit = data.response_name
+    title = (f"{case.name}: PFN TF^pr (L={config.model.L}, C={config.model.C}, {config.steps} steps, "
+             f"{scale_name} scale) vs {grid['baseline']}; context n={case.ctx_idx.size} (white dots)")
+    figures = {"maps": out_dir / "maps.png", "differences": out_dir / "differences.png"}
+    _plot_maps(figures["maps"], axes_plot, case.shape, {"PFN": grid["pfn_o"], "GP": grid["gp_o"]},
+               ctx_plot, xlabel=xlabel, ylabel=ylabel, unit=unit, title=title, equal=equal)
+    _plot_differences(figures["differences"], axes_plot, case.shape,
+                      {q: grid["pfn_o"][q] - grid["gp_o"][q] for q in QUANTITIES}, grid["dist"],
+                      threshold, ctx_plot, xlabel=xlabel, ylabel=ylabel, unit=unit,
+                      title=f"{case.name}: PFN - GP; black contour: distance {threshold:g} lengthscale "
+                            f"to the nearest observation (near inside)", equal=equal)
+    return figures
+
+
+#: Significant digits kept in ``results.json``: the last digits of BLAS sums differ between hosts.
+SIGNIFICANT = 6
+
+
+def _rounded(obj):
+    """``obj`` with every float rounded to :data:`SIGNIFICANT` significant digits."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{SIGNIFICANT}g}") if np.isfinite(obj) else obj
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v) for v in obj]
+    return obj
+
+
+def collect_results(case: CaseData, prior_fit: EBFit, eb: dict, config, train_metrics: dict,
+                    run_dir: Path, grid: dict, cov: dict, figures: dict, *, scale, scale_name: str,
+                    out_dir: Path, threshold: float = NEAR_THRESHOLD) -> dict:
+    """Stage 7: the claims (picked by key) and the content of ``results.json``: no wall times (they
+    go to the console), every float to :data:`SIGNIFICANT` digits, so a rerun changes no byte."""
+    from .pfn import SCALES
+
+    name, comparison = case.name, grid["comparison"]
+    extra = {"coverage_design": cov["design"]}
+    claims = make_claims(name, comparison, cov, scale=scale_name, baseline=grid["baseline"], extra=extra)
+    if grid["comparison_same_prior"] is not None:
+        same = make_claims(name, grid["comparison_same_prior"],
+                           {"pfn": cov["pfn"], "gp": cov["gp_pretraining_prior"]}, scale=scale_name,
+                           baseline="GP at the pretraining prior (the PPD the PFN was trained to "
+                                    "approximate)", extra=extra, key_prefix="pretraining_prior/")
+        by_key = {c.key: c for c in same}
+        claims += [by_key["pretraining_prior/near_close"], by_key["pretraining_prior/coverage"]]
+    sc = config
+    summary = {
+        "dataset": name, "scale": scale_name, "L": sc.model.L, "C": sc.model.C, "steps": sc.steps,
+        "batch_size": sc.batch_size, "n_pretrain_range": f"[{sc.n_min}, {sc.n_max}]",
+        "n_context": int(case.ctx_idx.size), "n_grid": int(case.Xq.shape[0]),
+        "eb_alpha": prior_fit.alpha, "paper_alpha": PAPER_FITS[name].alpha,
+        "eb_ell_1": prior_fit.lengthscales[0], "paper_ell_1": PAPER_FITS[name].lengthscales[0],
+        "eb_ell_2": prior_fit.lengthscales[1], "paper_ell_2": PAPER_FITS[name].lengthscales[1],
+        "eb_sigma": prior_fit.noise_std, "paper_sigma": PAPER_FITS[name].noise_std,
+        "near_threshold_lengthscales": threshold, "frac_near": comparison["frac_near"],
+        **{f"mad_{q}_{r}": comparison[q][f"mad_{r}"] for q in QUANTITIES for r in ("near", "far")},
+        **{f"mad_{q}_near_sd": comparison[q]["mad_near_sd"] for q in QUANTITIES},
+        **{f"corr_{q}": comparison[q]["corr"] for q in QUANTITIES},
+        **{f"corr_{q}_near": comparison[q]["corr_near"] for q in QUANTITIES},
+        "frac_far_query_expanding": comparison["query_recursion"]["frac_expanding_far"],
+        "coverage90_pfn": cov["pfn"]["coverage"], "coverage90_gp": cov["gp"]["coverage"],
+        "n_heldout": cov["pfn"]["n"],
+        "pfn_train_final_loss": train_metrics["loss"]["final_loss"],
+        "claims_holding": f"{sum(c.holds for c in claims)}/{len(claims)}",
+    }
+    results = {
+        "dataset": name, "label": _LABELS[name], "scale": scale_name,
+        "pfn_scale": SCALES.get(scale_name, scale) if isinstance(scale, str) else scale,
+        "eb_fit": eb,
+        "pfn": {"run_dir": os.path.relpath(run_dir, out_dir), "config": runs.config_to_dict(config),
+                "interval": train_metrics["interval"], "final_loss": train_metrics["loss"]["final_loss"],
+                "n_params": train_metrics["n_params"],
+                "covariates": f"x ~ Unif[-{config.task.scale:.4g}, {config.task.scale:.4g}]^2 = "
+                              "Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2, the per-coordinate variance 1/0.3^2 "
+                              "of the standardised inputs (the paper does not say; the Gaussian "
+                              "design makes TF^pr's query recursion diverge on isolated queries; "
+                              "see pfntheory/casestudy/pfn.py)"},
+        "grid": {"n_cells": int(case.Xq.shape[0]), "shape_yx": list(case.shape),
+                 "definition": ("100 x 100 over [-121.53, -121.33] x [38.38, 38.69]" if name == "sacramento"
+                                else f"walker_exh.csv grid {WALKER_GRID_SHAPE[0]} x {WALKER_GRID_SHAPE[1]}, "
+                                     f"{case.shape[1]} x {case.shape[0]} nodes used")},
+        "baseline": grid["baseline"],
+        "near_far": {"definition": f"near: distance to the nearest context point <= {threshold:g} "
+                                   f"lengthscales of the pretraining prior; MAD on the original scale "
+                                   f"({case.data.response_name}) and in GP predictive sds", **comparison},
+        "coverage": cov,
+        "summary": summary,
+        "claims": claims,
+        "figures": {k: v.name for k, v in figures.items()},
+    }
+    if grid["comparison_same_prior"] is not None:
+        results["near_far_same_prior"] = grid["comparison_same_prior"]
+    return _rounded(runs._jsonable(results))
+
+
 def run_casestudy(name: str, scale="quick", out_dir=None, *, walker_csv=None, walker_exh_csv=None,
                   seed: int = 0, grid_stride: int = 1, n_restarts: int = 2, device: str = "auto",
                   progress: bool = True, threshold: float = NEAR_THRESHOLD) -> dict:
     """Run one case study end to end and write ``results.json`` and the maps into ``out_dir``.
+
+    The stages, one function each: :func:`prepare_data`, :func:`fit_priors`, :func:`pretrain_pfn`,
+    :func:`predict_grid`, :func:`heldout_coverage`, :func:`draw_maps`, :func:`collect_results`. The
+    wall time of each is printed (with ``progress``), never written into the results.
 
     Parameters
     ----------
@@ -425,7 +743,7 @@ def run_casestudy(name: str, scale="quick", out_dir=None, *, walker_csv=None, wa
     device : str
         Training device ('auto', 'cpu', 'cuda'); inference runs on CPU in float64.
     progress : bool
-        tqdm bars.
+        Progress bars and the per-stage wall times on stderr.
     threshold : float
         Near/far threshold in lengthscale units.
 
@@ -440,234 +758,55 @@ def run_casestudy(name: str, scale="quick", out_dir=None, *, walker_csv=None, wa
         Naming the argument: unknown ``dataset`` or ``scale``, missing ``walker_csv`` /
         ``walker_exh_csv`` file, bad ``grid_stride``, ``seed`` or ``n_restarts``.
     """
-    from tqdm.auto import tqdm
-
     _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_restarts)
     threshold = positive_scalar(threshold, "threshold")
-    from .pfn import SCALES, load_pfn, pretrain, pretraining_config
-
     scale_name = scale if isinstance(scale, str) else "custom"
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(name)
     out_dir.mkdir(parents=True, exist_ok=True)
-    timing, t_start = {}, time.perf_counter()
-    stages = ["data", "EB fit", "pretrain PFN", "grid predictions", "held-out coverage", "maps",
-              "results.json"]
-    bar = tqdm(stages, desc=f"casestudy {name}", disable=not progress, dynamic_ncols=True)
-    it = iter(bar)
-
-    def stage(label):
-        next(it)
-        bar.set_postfix_str(label)
-        timing[label] = time.perf_counter()
-
-    def done(label):
-        timing[label] = time.perf_counter() - timing[label]
-
-    # 1. data ------------------------------------------------------------------------------------
-    stage("data")
-    try:
-        data = load_dataset(name, walker_csv=walker_csv)
-    except FileNotFoundError as err:
-        raise ValueError(str(err)) from err
-    coord_divisor = data.transform.coord_divisor
-    if name == "sacramento":
-        ctx_idx = np.arange(data.n)
-        grid_raw, axes_raw = regular_grid(SACRAMENTO_BOX, SACRAMENTO_GRID_SHAPE)
-        shape = (SACRAMENTO_GRID_SHAPE[1], SACRAMENTO_GRID_SHAPE[0])
-        splits = None
-    else:
-        splits = walker_splits(data.n, seed)
-        ctx_idx = splits["context"]
-        grid_raw, axes_raw = walker_grid(grid_stride)
-        shape = (axes_raw[1].size, axes_raw[0].size)
-    Xc, Yc = data.X[ctx_idx], data.Y[ctx_idx]
-    Xq = data.transform.transform_x(grid_raw)
-    done("data")
-
-    # 2. EB fits ---------------------------------------------------------------------------------
-    stage("EB fit")
-    eb_idx = ctx_idx if name == "sacramento" else splits["eb"]
-    prior_fit = _fit(data.X[eb_idx], data.Y[eb_idx], seed, n_restarts)
-    eb = _paper_vs_ours(name, prior_fit, data.X[eb_idx], data.Y[eb_idx], coord_divisor)
-    if name == "walker":
-        ctx_fit = _fit(Xc, Yc, seed + 1, n_restarts)  # "an EB GP fitted to the same context"
-        eb["context_refit"] = _paper_vs_ours(name, ctx_fit, Xc, Yc, coord_divisor)
-        eb["note"] = ("ours in the text's convention (standardised / 0.3); the paper's printed "
-                      "lengthscales match 'ours_lengthscales_standardised_only' (erratum, see "
-                      "verify/test_real_data_eb.py)")
-    else:
-        ctx_fit = prior_fit
-    done("EB fit")
-
-    # 3. PFN pretraining -------------------------------------------------------------------------
-    stage("pretrain PFN")
-    config = pretraining_config(prior_fit, name, scale, seed=seed, device=device,
-                                coord_divisor=coord_divisor)
     run_dir = out_dir / f"run-{scale_name}"
-    pretrain(config, run_dir, progress=progress)
-    ckpt = run_dir / runs.CHECKPOINT
-    if ckpt.is_file() and (run_dir / runs.WEIGHTS).is_file():
-        ckpt.unlink()  # finished: weights, config and metrics are what is kept
-    model, _, train_metrics = load_pfn(run_dir, device="cpu")
-    done("pretrain PFN")
+    clock = _StageClock(name, progress)
 
-    # 4. grid predictions ------------------------------------------------------------------------
-    stage("grid predictions")
-    t0 = time.perf_counter()
-    pfn_s = _pfn_maps(model, Xc, Yc, Xq)
-    t_pfn = time.perf_counter() - t0
-    gp_s, sd_s = _gp_maps(ctx_fit, Xc, Yc, Xq)
-    pfn_o, gp_o = _to_original(data, pfn_s), _to_original(data, gp_s)
-    sd_o = data.transform.inverse_y_scale(sd_s)
-    dist = nearest_distance(Xq, Xc, prior_fit.lengthscales)
-    baseline = ("EB GP of the same context (= the pretraining prior)" if name == "sacramento"
-                else "EB GP refitted on the same context (the paper's baseline)")
-    comparison = near_far_summary(pfn_o, gp_o, dist, sd_o, threshold)
-    near = dist <= threshold
-    expanding = pfn_s["skip_factor_max"] > 1.0
-    comparison["query_recursion"] = {
-        "what": "cells where TF^pr's query-token factor max_l |1 + S_ff/s_x| exceeds 1 (the query "
-                "row expands; see pfntheory/casestudy/pfn.py)",
-        "frac_expanding_near": float(expanding[near].mean()) if near.any() else float("nan"),
-        "frac_expanding_far": float(expanding[~near].mean()) if (~near).any() else float("nan"),
-        "max_factor": float(np.max(pfn_s["skip_factor_max"]))}
-    comparison_same_prior = None
-    if name == "walker":
-        gpp_s, sdp_s = _gp_maps(prior_fit, Xc, Yc, Xq)
-        comparison_same_prior = near_far_summary(pfn_o, _to_original(data, gpp_s), dist,
-                                                 data.transform.inverse_y_scale(sdp_s), threshold)
-    done("grid predictions")
-
-    # 5. held-out coverage -----------------------------------------------------------------------
-    stage("held-out coverage")
-    level = COVERAGE_LEVEL
-    if name == "sacramento":
-        perm = np.random.default_rng(seed).permutation(data.n)
-        folds = np.array_split(perm, N_FOLDS)
-        lo_p, hi_p, lo_g, hi_g = (np.empty(data.n) for _ in range(4))
-        for f in folds:
-            rest = np.setdiff1d(np.arange(data.n), f)
-            pm = _pfn_maps(model, data.X[rest], data.Y[rest], data.X[f])
-            gm, _ = _gp_maps(prior_fit, data.X[rest], data.Y[rest], data.X[f])
-            lo_p[f], hi_p[f], lo_g[f], hi_g[f] = pm["q05"], pm["q95"], gm["q05"], gm["q95"]
-        y_ho = data.Y
-        cov = {"pfn": coverage_summary(lo_p, hi_p, y_ho, level), "gp": coverage_summary(lo_g, hi_g, y_ho, level),
-               "design": f"{N_FOLDS}-fold cross-validation over all {data.n} homes (context = the "
-                         f"other folds, ~{data.n - data.n // N_FOLDS}); GP and PFN prior fitted on all homes"}
-    else:
-        ho = splits["heldout"]
-        pm = _pfn_maps(model, Xc, Yc, data.X[ho])
-        gm, _ = _gp_maps(ctx_fit, Xc, Yc, data.X[ho])
-        gpm, _ = _gp_maps(prior_fit, Xc, Yc, data.X[ho])
-        y_ho = data.Y[ho]
-        cov = {"pfn": coverage_summary(pm["q05"], pm["q95"], y_ho, level),
-               "gp": coverage_summary(gm["q05"], gm["q95"], y_ho, level),
-               "gp_pretraining_prior": coverage_summary(gpm["q05"], gpm["q95"], y_ho, level),
-               "design": f"the {ho.size} sample points in neither the EB subset nor the context "
-                         f"(context = the {ctx_idx.size} points of the figure)"}
-        # extra: the exhaustive field at the grid nodes (intervals on the standardised scale)
-        try:
-            Xe, ve = load_walker_exhaustive(walker_exh_csv, walker_csv)
-            order = {(int(a), int(b)): i for i, (a, b) in enumerate(Xe)}
-            at = np.array([order[(int(a), int(b))] for a, b in grid_raw])
-            v_true = data.transform.transform_y(ve[at])
-            cov["exhaustive_grid"] = {
-                "pfn": coverage_summary(pfn_s["q05"], pfn_s["q95"], v_true, level),
-                "gp": coverage_summary(gp_s["q05"], gp_s["q95"], v_true, level),
-                "gp_pretraining_prior": coverage_summary(gpp_s["q05"], gpp_s["q95"], v_true, level),
-                "note": "true V of walker_exh.csv at every grid cell; the sample is preferentially "
-                        "located in high-V areas (sample mean 435 vs field mean 278 ppm)"}
-        except (FileNotFoundError, KeyError) as err:
-            cov["exhaustive_grid"] = {"skipped": str(err)}
-    done("held-out coverage")
-
-    # 6. maps ------------------------------------------------------------------------------------
-    stage("maps")
-    if name == "sacramento":
-        axes_plot, ctx_plot = axes_raw, data.X_raw[ctx_idx]
-        xlabel, ylabel, equal = "longitude", "latitude", False
-    else:  # fig:walker: standardised coordinates
-        axes_plot = tuple((a - data.transform.x_mean[k]) / data.transform.x_unit[k]
-                          for k, a in enumerate(axes_raw))
-        ctx_plot = Xc
-        xlabel, ylabel, equal = "x (standardised / 0.3)", "y (standardised / 0.3)", True
-    unit = data.response_name
-    title = (f"{name}: PFN TF^pr (L={config.model.L}, C={config.model.C}, {config.steps} steps, "
-             f"{scale_name} scale) vs {baseline}; context n={ctx_idx.size}")
-    figures = {"maps": out_dir / "maps.png", "differences": out_dir / "differences.png"}
-    _plot_maps(figures["maps"], axes_plot, shape, {"PFN": pfn_o, "GP": gp_o}, ctx_plot, xlabel=xlabel,
-               ylabel=ylabel, unit=unit, title=title, equal=equal)
-    _plot_differences(figures["differences"], axes_plot, shape,
-                      {q: pfn_o[q] - gp_o[q] for q in QUANTITIES}, dist, threshold, ctx_plot,
-                      xlabel=xlabel, ylabel=ylabel, unit=unit,
-                      title=f"{name}: PFN - GP; black contour: distance {threshold:g} lengthscale "
-                            f"to the nearest observation (near inside)", equal=equal)
-    done("maps")
-
-    # 7. results ---------------------------------------------------------------------------------
-    stage("results.json")
-    extra = {"coverage_design": cov["design"]}
-    claims = make_claims(name, comparison, cov, scale=scale_name, baseline=baseline, extra=extra)
-    if comparison_same_prior is not None:
-        c = make_claims(name, comparison_same_prior,
-                        {"pfn": cov["pfn"], "gp": cov["gp_pretraining_prior"]}, scale=scale_name,
-                        baseline="GP at the pretraining prior (the PPD the PFN was trained to "
-                                 "approximate)", extra=extra)
-        claims += [c[0], c[4]]  # near-data closeness and coverage against the pretraining prior
-    timing_total = time.perf_counter() - t_start
-    sc = config
-    summary = {
-        "dataset": name, "scale": scale_name, "L": sc.model.L, "C": sc.model.C, "steps": sc.steps,
-        "batch_size": sc.batch_size, "n_pretrain_range": f"[{sc.n_min}, {sc.n_max}]",
-        "n_context": int(ctx_idx.size), "n_grid": int(Xq.shape[0]),
-        "eb_alpha": prior_fit.alpha, "paper_alpha": PAPER_FITS[name].alpha,
-        "eb_ell_1": prior_fit.lengthscales[0], "paper_ell_1": PAPER_FITS[name].lengthscales[0],
-        "eb_ell_2": prior_fit.lengthscales[1], "paper_ell_2": PAPER_FITS[name].lengthscales[1],
-        "eb_sigma": prior_fit.noise_std, "paper_sigma": PAPER_FITS[name].noise_std,
-        "near_threshold_lengthscales": threshold, "frac_near": comparison["frac_near"],
-        **{f"mad_{q}_{r}": comparison[q][f"mad_{r}"] for q in QUANTITIES for r in ("near", "far")},
-        **{f"mad_{q}_near_sd": comparison[q]["mad_near_sd"] for q in QUANTITIES},
-        **{f"corr_{q}": comparison[q]["corr"] for q in QUANTITIES},
-        **{f"corr_{q}_near": comparison[q]["corr_near"] for q in QUANTITIES},
-        "frac_far_query_expanding": comparison["query_recursion"]["frac_expanding_far"],
-        "coverage90_pfn": cov["pfn"]["coverage"], "coverage90_gp": cov["gp"]["coverage"],
-        "n_heldout": cov["pfn"]["n"],
-        "pfn_train_final_loss": train_metrics["loss"]["final_loss"],
-        "pfn_train_wall_s": train_metrics["wall_time_s"], "pfn_grid_inference_s": t_pfn,
-        "claims_holding": f"{sum(c.holds for c in claims)}/{len(claims)}",
-    }
-    results = {
-        "dataset": name, "label": _LABELS[name], "scale": scale_name,
-        "pfn_scale": SCALES.get(scale_name, scale) if isinstance(scale, str) else scale,
-        "eb_fit": eb,
-        "pfn": {"run_dir": os.path.relpath(run_dir, out_dir), "config": runs.config_to_dict(config),
-                "interval": train_metrics["interval"], "final_loss": train_metrics["loss"]["final_loss"],
-                "train_wall_time_s": train_metrics["wall_time_s"], "n_params": train_metrics["n_params"],
-                "covariates": f"x ~ Unif[-{config.task.scale:.4g}, {config.task.scale:.4g}]^2 = "
-                              "Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2, the per-coordinate variance 1/0.3^2 "
-                              "of the standardised inputs (the paper does not say; the Gaussian "
-                              "design makes TF^pr's query recursion diverge on isolated queries; "
-                              "see pfntheory/casestudy/pfn.py)"},
-        "grid": {"n_cells": int(Xq.shape[0]), "shape_yx": list(shape),
-                 "definition": ("100 x 100 over [-121.53, -121.33] x [38.38, 38.69]" if name == "sacramento"
-                                else f"walker_exh.csv grid {WALKER_GRID_SHAPE[0]} x {WALKER_GRID_SHAPE[1]}, "
-                                     f"stride {grid_stride}")},
-        "baseline": baseline,
-        "near_far": {"definition": f"near: distance to the nearest context point <= {threshold:g} "
-                                   f"lengthscales of the pretraining prior; MAD on the original scale "
-                                   f"({unit}) and in GP predictive sds", **comparison},
-        "coverage": cov,
-        "summary": summary,
-        "claims": claims,
-        "figures": {k: v.name for k, v in figures.items()},
-        "timing_s": {**{k: v for k, v in timing.items() if k != "results.json"}, "total": timing_total},
-    }
-    if comparison_same_prior is not None:
-        results["near_far_same_prior"] = comparison_same_prior
-    runs.save_json(out_dir / "results.json", results)
-    done("results.json")
-    bar.close()
+    with clock("data"):
+        case = prepare_data(name, walker_csv=walker_csv, grid_stride=grid_stride, seed=seed)
+    with clock("EB fit"):
+        prior_fit, ctx_fit, eb = fit_priors(case, seed=seed, n_restarts=n_restarts)
+    with clock("pretrain PFN"):
+        model, config, train_metrics = pretrain_pfn(case, prior_fit, scale, run_dir, seed=seed,
+                                                    device=device, progress=progress)
+    with clock("grid predictions"):
+        grid = predict_grid(case, model, prior_fit, ctx_fit, threshold)
+    with clock("held-out coverage"):
+        cov = heldout_coverage(case, model, prior_fit, ctx_fit, grid, seed=seed,
+                               walker_csv=walker_csv, walker_exh_csv=walker_exh_csv)
+    with clock("maps"):
+        figures = draw_maps(case, grid, config, out_dir, scale_name=scale_name, threshold=threshold)
+    with clock("results.json"):
+        results = collect_results(case, prior_fit, eb, config, train_metrics, run_dir, grid, cov,
+                                  figures, scale=scale, scale_name=scale_name, out_dir=out_dir,
+                                  threshold=threshold)
+        runs.save_json(out_dir / "results.json", results)
     return runs.load_json(out_dir / "results.json")
+
+
+class _StageClock:
+    """Times each stage and prints it to stderr (the wall times are a log, not a result)."""
+
+    def __init__(self, name: str, progress: bool):
+        self.name, self.progress = name, progress
+
+    def __call__(self, stage: str):
+        import contextlib
+        import sys
+
+        @contextlib.contextmanager
+        def timed():
+            t0 = time.perf_counter()
+            yield
+            if self.progress:
+                print(f"[casestudy {self.name}] {stage}: {time.perf_counter() - t0:.1f} s",
+                      file=sys.stderr, flush=True)
+
+        return timed()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,0 +1,71 @@
+"""The verification report: executed notebooks, one per part of the paper, and an index.
+
+``pfntheory report`` executes every notebook under ``notebooks/`` (jupytext percent-format ``.py``
+sources, run with nbclient), writes one HTML page per notebook and ``reports/index.html``: one row per
+paper result with what was measured, the tolerance, our number beside what it is compared with and
+the paper's number, and a verdict of one of :data:`VERDICTS`. Any cell error fails the command.
+
+One module per job:
+
+- :mod:`.spec` -- the notebooks of the report, the output folder and the scale;
+- :mod:`.labels` -- the paper's ``\\label{}``s, the only names a row may carry;
+- :mod:`.recorder` -- the notebooks' API: :class:`Recorder` and how a verdict is decided;
+- :mod:`.plots` -- figure style, saving and showing, learning curves;
+- :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline);
+- :mod:`.html` -- the index page and the inline cards;
+- :mod:`.execute` -- executing notebooks and exporting their pages;
+- :mod:`.cli` -- the ``report`` subcommand.
+
+Layout of the output folder (``reports/`` by default)::
+
+    index.html                 one row per paper result, verdicts counted by kind
+    <notebook>.html            one page per notebook, every figure inline
+    figures/<notebook>_*.png   every figure as a file
+    results/<notebook>.json    the rows of one notebook (written by its Recorder)
+    results/_status.json       per-notebook execution status (no times)
+"""
+
+from .cli import main, register
+from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
+from .html import build_index
+from .labels import PAPER_LABELS, check_label
+from .mathtext import markdown_math, math_html
+from .plots import (
+    log_axis,
+    plot_learning_curves,
+    read_learning_curve,
+    save_figure,
+    setup_plots,
+    show_png,
+)
+from .recorder import (
+    PENDING,
+    VERDICT_DEFINITIONS,
+    VERDICTS,
+    Recorder,
+    Row,
+    convergence_of,
+    decide_verdict,
+    verdict_of,
+)
+from .spec import (
+    DEFAULT_OUT,
+    ENV_OUT,
+    ENV_SCALE,
+    NOTEBOOKS,
+    NOTEBOOKS_DIR,
+    ROOT,
+    NotebookSpec,
+    find_spec,
+    output_dir,
+    scale,
+)
+
+__all__ = [
+    "NOTEBOOKS", "NOTEBOOKS_DIR", "DEFAULT_OUT", "ROOT", "ENV_OUT", "ENV_SCALE", "NotebookSpec",
+    "find_spec", "output_dir", "scale", "PAPER_LABELS", "check_label", "Recorder", "Row", "VERDICTS",
+    "VERDICT_DEFINITIONS", "PENDING", "verdict_of", "decide_verdict", "convergence_of",
+    "setup_plots", "save_figure", "show_png", "log_axis", "read_learning_curve",
+    "plot_learning_curves", "math_html", "markdown_math", "build_index", "NotebookRun",
+    "execute_notebook", "export_html", "run_report", "retrain", "KERNEL_ENV", "register", "main",
+]

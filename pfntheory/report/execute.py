@@ -1,0 +1,279 @@
+"""Executing the notebooks (jupytext sources, nbclient) and writing their pages (nbconvert).
+
+Each page is self-contained and offline: figures are embedded PNGs (the kernel runs matplotlib's
+inline backend, so every ``plt.show()`` leaves an image beside its claim), maths is plain HTML
+(:mod:`.mathtext`), and no script or style sheet is fetched from the network. Code cells and the
+kernel's stderr are folded under ``<details>``; each page opens with a table of contents. A page's
+bytes depend only on the notebook and what it reads (no wall times, time stamps or random cell ids),
+so rebuilding from the same runs changes nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pfntheory.runs import temporary_environ
+
+from .html import CSS, build_index
+from .mathtext import markdown_math
+from .spec import (
+    DEFAULT_OUT,
+    ENV_OUT,
+    ENV_SCALE,
+    NOTEBOOKS,
+    NOTEBOOKS_DIR,
+    SCALES,
+    NotebookSpec,
+    find_spec,
+)
+
+__all__ = ["NotebookRun", "execute_notebook", "export_html", "run_report", "retrain", "KERNEL_ENV"]
+
+#: Environment of the notebook kernel besides the output folder and the scale: the inline backend
+#: (``plt.show()`` emits the figure into the page) and no progress bars (a static page cannot
+#: animate them; without ipywidgets tqdm.auto would print a TqdmWarning instead).
+KERNEL_ENV = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "TQDM_DISABLE": "1"}
+
+_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block extra_css %}<style type="text/css">{{ resources.pfn_css }}</style>{% endblock extra_css %}
+{% block input_group -%}
+<details class="code"><summary>code</summary>
+{{ super() }}
+</details>
+{%- endblock input_group %}
+{% block stream_stderr -%}
+<details class="log"><summary>log (stderr)</summary>
+{{ super() }}
+</details>
+{%- endblock stream_stderr %}
+"""
+
+
+@dataclass
+class NotebookRun:
+    """The outcome of executing one notebook (``seconds`` is for the console, never written)."""
+
+    name: str
+    ok: bool
+    seconds: float
+    html: str | None = None
+    error: str = ""
+
+
+def _read_notebook(path: Path):
+    import jupytext
+
+    nb = jupytext.read(path)
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i}"  # jupytext draws random ids; the page must not change between builds
+        if cell.cell_type == "code":  # sources are committed without outputs; make sure of it
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+def execute_notebook(name: str, out_dir: str | os.PathLike | None = None, *,
+                     timeout: int = 600, scale_: str = "quick",
+                     notebooks_dir: str | os.PathLike | None = None,
+                     write_html: bool = True) -> NotebookRun:
+    """Execute ``notebooks/<name>.py`` and write ``<out_dir>/<name>.html``.
+
+    Parameters
+    ----------
+    name : str
+        Notebook stem (or a unique prefix such as ``"01"``) when ``notebooks_dir`` is the default;
+        any stem of a ``.py`` file in ``notebooks_dir`` otherwise.
+    out_dir : path, optional
+        Report folder (default ``reports/``).
+    timeout : int
+        Per-cell time limit in seconds (nbclient's ``timeout``).
+    scale_ : {"quick", "paper"}
+        Passed to the kernel as ``$PFNTHEORY_SCALE``.
+    notebooks_dir : path, optional
+        Where the ``.py`` sources are (default ``notebooks/`` of the repository).
+    write_html : bool
+        Whether to export the executed notebook to HTML (also done when a cell fails).
+
+    Returns
+    -------
+    NotebookRun
+        ``ok`` is false if any cell raised; ``error`` then holds the error's message.
+    """
+    import nbclient
+    from nbclient.exceptions import CellExecutionError
+
+    out_dir = Path(out_dir) if out_dir is not None else DEFAULT_OUT
+    if notebooks_dir is None:
+        nbdir = NOTEBOOKS_DIR
+        name = find_spec(name).name if not (nbdir / f"{name}.py").exists() else name
+    else:
+        nbdir = Path(notebooks_dir)
+    src = nbdir / f"{name}.py"
+    if not src.exists():
+        raise ValueError(f"name: no notebook source {src}")
+    if scale_ not in SCALES:
+        raise ValueError(f"scale_ must be 'quick' or 'paper', got {scale_!r}")
+    if not (isinstance(timeout, int) and timeout > 0):
+        raise ValueError(f"timeout must be a positive integer, got {timeout!r}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stale = out_dir / "results" / f"{name}.json"
+    if stale.exists():
+        stale.unlink()  # a failing notebook must not leave the rows of an earlier run behind
+
+    nb = _read_notebook(src)
+    client = nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=False,
+        resources={"metadata": {"path": str(nbdir)}})
+    ok, error = True, ""
+    t0 = time.perf_counter()
+    with temporary_environ({ENV_OUT: str(out_dir.resolve()), ENV_SCALE: scale_, **KERNEL_ENV}):
+        try:
+            client.execute()
+        except CellExecutionError as err:
+            ok, error = False, str(err)
+        except Exception as err:  # kernel died, timeout: a failure of this notebook all the same
+            ok, error = False, f"{type(err).__name__}: {err}"
+    seconds = time.perf_counter() - t0
+    html_path = export_html(nb, out_dir / f"{name}.html", ok=ok) if write_html else None
+    return NotebookRun(name=name, ok=ok, seconds=seconds,
+                       html=str(html_path) if html_path else None, error=error)
+
+
+_HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$", re.M)
+
+
+def _anchored(nb):
+    """A copy of ``nb`` with typeset maths in its Markdown, an anchor before every heading, and a
+    header cell (link to the index, failure notice, table of contents) after the title."""
+    import nbformat
+
+    nb = nbformat.from_dict(nb)
+    toc, k = [], 0
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        src = markdown_math(cell.source)
+
+        def anchor(m):
+            nonlocal k
+            k += 1
+            level, text = len(m.group(1)), m.group(2)
+            if level > 1:
+                toc.append((level, f"sec-{k}", text))
+            return f'<a id="sec-{k}"></a>\n\n{m.group(0)}'
+
+        cell.source = _HEADING.sub(anchor, src)
+    return nb, toc
+
+
+def export_html(nb, path: Path, *, ok: bool) -> Path:
+    """Write the executed notebook ``nb`` as a self-contained, offline HTML page at ``path``."""
+    import jinja2
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb, toc = _anchored(nb)
+    items = "".join(
+        f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc)
+    status = "" if ok else ' &mdash; <b>this notebook failed; see the traceback below</b>'
+    header = nbformat.v4.new_markdown_cell(
+        f'<p><a href="index.html">&larr; verification index</a>{status}</p>\n\n'
+        f'<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>')
+    header.id = "pfn-header"
+    first_md = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+    nb.cells.insert(first_md + 1, header)
+    exporter = HTMLExporter(template_name="lab",
+                            extra_loaders=[jinja2.DictLoader({"pfn_page.html.j2": _TEMPLATE})])
+    exporter.template_file = "pfn_page.html.j2"
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    body, _ = exporter.from_notebook_node(nb, resources={"pfn_css": CSS})
+    path.write_text(body)
+    return path
+
+
+def _strip_md(text: str) -> str:
+    """A heading's text for the table of contents: typeset maths kept, Markdown emphasis dropped."""
+    text = re.sub(r"[*_]{1,2}([^*_]+)[*_]{1,2}", r"\1", text)
+    return text if "<span" in text else html.escape(text)
+
+
+def retrain(scale_: str) -> None:
+    """Bring the trained runs up to date before the notebooks read them: every experiment's sweep
+    (idempotent: it trains what is missing and resumes what was killed) and every case study whose
+    ``results.json`` is missing. To redo a committed run, delete its directory first."""
+    from pfntheory.casestudy.run import run_casestudy
+    from pfntheory.experiments.runner import run_sweep
+
+    from . import spec
+
+    run_sweep(scale=scale_)
+    for name in ("sacramento", "walker"):
+        if not (spec.DEFAULT_OUT / "casestudy" / name / "results.json").is_file():
+            run_casestudy(name, scale_)
+
+
+def run_report(only: Sequence[str] | None = None, *, retrain_runs: bool = False, timeout: int = 600,
+               scale_: str = "quick", out_dir: str | os.PathLike | None = None,
+               notebooks_dir: str | os.PathLike | None = None, progress: bool = True) -> int:
+    """Execute the notebooks, write their pages and the index; return the exit status (0 = ok).
+
+    Parameters
+    ----------
+    only : sequence of str, optional
+        Names (or unique prefixes) of the notebooks to execute; the index is still built from every
+        ``results/*.json`` present.
+    retrain_runs : bool
+        First bring the trained runs up to date (:func:`retrain`).
+    timeout : int
+        Per-cell time limit in seconds.
+    scale_ : {"quick", "paper"}
+    out_dir : path, optional
+        Report folder (default ``reports/``).
+    notebooks_dir : path, optional
+        Folder of jupytext sources to execute instead of ``notebooks/`` (all of its ``.py`` files).
+    progress : bool
+        Print one line per notebook (with its wall time: printed, never written to a file).
+    """
+    out = Path(out_dir) if out_dir is not None else DEFAULT_OUT
+    if notebooks_dir is None:
+        specs = [find_spec(n) for n in only] if only else list(NOTEBOOKS)
+    else:  # any folder of jupytext sources (used by the tests)
+        stems = sorted(p.stem for p in Path(notebooks_dir).glob("*.py"))
+        specs = [NotebookSpec(s, s, ()) for s in stems
+                 if not only or any(s == o or s.startswith(o) for o in only)]
+        if not specs:
+            raise ValueError(f"notebooks_dir: no notebook matches {only!r} in {notebooks_dir}")
+    if retrain_runs:
+        retrain(scale_)
+    status_path = out / "results" / "_status.json"
+    status = json.loads(status_path.read_text()) if status_path.exists() else {}
+    bad = 0
+    for s in specs:
+        if progress:
+            print(f"[report] {s.name} ...", end=" ", flush=True)
+        run = execute_notebook(s.name, out, timeout=timeout, scale_=scale_,
+                               notebooks_dir=notebooks_dir)
+        status[s.name] = {"ok": run.ok, "error": run.error[-2000:]}
+        status_path.parent.mkdir(parents=True, exist_ok=True)
+        status_path.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")
+        if progress:
+            print(f"{'ok' if run.ok else 'FAILED'} ({run.seconds:.0f} s)", flush=True)
+        if not run.ok:
+            bad += 1
+            print(run.error[-3000:], file=sys.stderr)
+    index = build_index(out)
+    if progress:
+        print(f"[report] index: {index}")
+    return 1 if bad else 0

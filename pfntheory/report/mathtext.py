@@ -1,0 +1,71 @@
+"""Plain-HTML typesetting of the ASCII maths used in claims and notebooks (no script, no network).
+
+The claims state their results in ASCII (``TV(p, p~) <= L_Lip |Gamma| (b-a)/2 + eps``); the report
+shows them with Greek letters, relation signs, sub- and superscripts as plain HTML, so that every
+page renders offline and prints as it shows. :func:`math_html` handles one formula or a sentence of
+prose with formulas in it; :func:`markdown_math` rewrites the inline code spans of a Markdown cell.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["math_html", "markdown_math"]
+
+_GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "Gamma": "Γ", "delta": "δ", "Delta": "Δ",
+    "epsilon": "ε", "eps": "ε", "eta": "η", "theta": "θ", "Theta": "Θ", "kappa": "κ",
+    "lambda": "λ", "Lambda": "Λ", "mu": "μ", "xi": "ξ", "Xi": "Ξ", "pi": "π", "rho": "ρ",
+    "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "Phi": "Φ", "psi": "ψ", "Psi": "Ψ",
+    "omega": "ω", "Omega": "Ω",
+}
+_GREEK_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_GREEK, key=len, reverse=True))
+                       + r")(?![A-Za-z])")
+# relation signs, after html.escape (so "<=" reads "&lt;=")
+_SIGNS = (("&lt;=", "≤"), ("&gt;=", "≥"), ("&lt;~", "≲"), ("&gt;~", "≳"), ("!=", "≠"),
+          ("-&gt;", "→"), ("+-", "±"), ("sqrt(", "√("), ("||_inf", "‖<sub>∞</sub>"), ("||", "‖"))
+_SYMBOL = r"(?:[A-Za-z]|[α-ωΑ-Ω]|\)|‖)"
+# x_1, lambda_{n+1}, n_max: a subscript of at most 4 characters after a single symbol
+_SUB_RE = re.compile(r"(?<![A-Za-z0-9_])(" + _SYMBOL + r")_(\{[^{}]*\}|[A-Za-z0-9]{1,4})(?![A-Za-z0-9_])")
+# e^{2 Delta}, sigma^2, n^-1
+_SUP_RE = re.compile(r"\^(\{[^{}]*\}|-?[A-Za-z0-9.]+(?:/[0-9]+)?)")
+
+
+def _unbrace(s: str) -> str:
+    return s[1:-1] if s.startswith("{") and s.endswith("}") else s
+
+
+def math_html(text: str) -> str:
+    """``text`` (ASCII maths, possibly inside prose) as escaped HTML with Greek letters, relation
+    signs and sub-/superscripts. File names and identifiers longer than one letter before an
+    underscore (``mse_y``, ``eval_uniform.json``) are left as they are."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    out = html.escape(text, quote=False)
+    for a, b in _SIGNS:
+        out = out.replace(a, b)
+    out = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], out)
+    out = _SUB_RE.sub(lambda m: f"{m.group(1)}<sub>{_unbrace(m.group(2))}</sub>", out)
+    out = _SUP_RE.sub(lambda m: f"<sup>{_unbrace(m.group(1))}</sup>", out)
+    return out
+
+
+_CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def markdown_math(md: str) -> str:
+    """The Markdown ``md`` with every inline code span typeset by :func:`math_html` (as an inline
+    ``<span class="math">``); fenced code blocks are left alone."""
+    parts, last = [], 0
+    for m in _FENCE.finditer(md):
+        parts.append(_CODE_SPAN.sub(_span, md[last:m.start()]))
+        parts.append(m.group(0))
+        last = m.end()
+    parts.append(_CODE_SPAN.sub(_span, md[last:]))
+    return "".join(parts)
+
+
+def _span(m: re.Match) -> str:
+    return f'<span class="math">{math_html(m.group(1))}</span>'

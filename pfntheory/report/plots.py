@@ -1,0 +1,141 @@
+"""Plotting helpers of the notebooks: the report's style, saving, showing a saved image, log axes,
+and the learning curves of trained runs (``learning_curve.json``, schema 1).
+
+Figures are shown inline by the kernel (the runner executes with the inline backend), so a page
+holds every figure beside the claim it supports; :func:`save_figure` also keeps a PNG under
+``figures/`` for readers who want the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from .spec import output_dir
+
+__all__ = ["setup_plots", "save_figure", "show_png", "log_axis", "read_learning_curve",
+           "plot_learning_curves", "LEARNING_CURVE"]
+
+LEARNING_CURVE = "learning_curve.json"
+_POINT_KEYS = ("step", "n", "tv", "tv_se")
+
+
+def setup_plots() -> None:
+    """The report's matplotlib style: constrained layout, small legends, light grid, fixed PNG
+    metadata (no software version in the file, so that a rebuild writes the same bytes)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update({
+        "figure.constrained_layout.use": True, "figure.dpi": 100, "axes.grid": True,
+        "grid.alpha": 0.25, "legend.fontsize": 8, "axes.titlesize": 11, "axes.labelsize": 10,
+        "xtick.labelsize": 9, "ytick.labelsize": 9, "savefig.dpi": 100,
+    })
+
+
+def save_figure(fig, name: str, *, dpi: int = 100) -> Path:
+    """Save a matplotlib figure as ``figures/<name>.png`` under the report folder; return the path.
+
+    The figure stays open so that the notebook also shows it inline.
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
+        raise ValueError(f"name must be a plain file stem, got {name!r}")
+    path = output_dir() / "figures" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    return path
+
+
+def show_png(path: str | os.PathLike, alt: str = "") -> None:
+    """Show a PNG file inline (e.g. a case study's maps, written by ``pfntheory casestudy``)."""
+    from IPython.display import Image, display
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path: no such image {path}")
+    display(Image(filename=str(path), alt=alt or path.name))
+
+
+def log_axis(ax, which: str = "x", ticks: Sequence[float] | None = None) -> None:
+    """Log scale on ``ax``'s ``which`` axis (``"x"``, ``"y"`` or ``"xy"``) with plain-number labels
+    (``ticks`` if given) instead of crowded minor labels such as ``2x10^2``."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    if which not in ("x", "y", "xy"):
+        raise ValueError(f"which must be 'x', 'y' or 'xy', got {which!r}")
+    for w in which:
+        axis = {"x": ax.xaxis, "y": ax.yaxis}[w]
+        (ax.set_xscale if w == "x" else ax.set_yscale)("log")
+        if ticks is not None:
+            (ax.set_xticks if w == "x" else ax.set_yticks)(list(ticks))
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        axis.set_major_formatter(fmt)
+        axis.set_minor_formatter(NullFormatter())
+
+
+def read_learning_curve(run_dir: str | os.PathLike) -> dict | None:
+    """The ``learning_curve.json`` of ``run_dir`` (schema 1), or None if the run has none.
+
+    Raises
+    ------
+    ValueError
+        If the file exists but is not schema 1 or a point lacks ``step``, ``n``, ``tv``, ``tv_se``.
+    """
+    f = Path(run_dir) / LEARNING_CURVE
+    if not f.is_file():
+        return None
+    doc = json.loads(f.read_text())
+    if doc.get("schema") != 1 or not isinstance(doc.get("points"), list):
+        raise ValueError(f"run_dir: {f} is not a schema-1 learning curve")
+    for p in doc["points"]:
+        missing = [k for k in _POINT_KEYS if k not in p]
+        if missing:
+            raise ValueError(f"run_dir: a point of {f} lacks {missing}")
+    return doc
+
+
+def plot_learning_curves(ax, curves: dict[str, dict], metric: str = "tv", n: int | None = None):
+    """Plot held-out ``metric`` against training step (log-log), ±2 SE bands, one line per run.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    curves : dict of str to dict
+        Run name -> learning-curve document (:func:`read_learning_curve`).
+    metric : str
+        A metric of the points (``tv``, ``nll``, ``coverage90``, ``crps``).
+    n : int, optional
+        The evaluation size n' to plot (default: the largest n' of each curve).
+
+    Returns
+    -------
+    dict
+        Run name -> (steps, values) as plotted.
+    """
+    import numpy as np
+
+    if not curves:
+        raise ValueError("curves must hold at least one learning curve")
+    plotted = {}
+    for name, doc in curves.items():
+        pts = doc["points"]
+        if metric not in pts[0]:
+            raise ValueError(f"metric {metric!r} is not in the learning curve of {name}")
+        n_sel = max(p["n"] for p in pts) if n is None else n
+        sel = sorted((p for p in pts if p["n"] == n_sel), key=lambda p: p["step"])
+        if not sel:
+            raise ValueError(f"n={n_sel} is not an evaluated size of {name}")
+        steps = np.array([max(p["step"], 1) for p in sel], dtype=float)
+        y = np.array([p[metric] for p in sel], dtype=float)
+        se = np.array([p.get(f"{metric}_se", 0.0) for p in sel], dtype=float)
+        (line,) = ax.plot(steps, y, "o-", ms=3, label=f"{name} (n'={n_sel})")
+        ax.fill_between(steps, y - 2 * se, y + 2 * se, color=line.get_color(), alpha=0.15, lw=0)
+        plotted[name] = (steps, y)
+    ax.set_xscale("log")
+    if metric in ("tv", "crps"):
+        ax.set_yscale("log")
+    ax.set(xlabel="training step", ylabel=f"held-out {metric} (±2 SE)")
+    return plotted

@@ -1,0 +1,375 @@
+"""The notebooks' API: a :class:`Recorder` turns each measured claim into one row of the report.
+
+A notebook calls the claim functions of :mod:`pfntheory.claims` (the very numbers ``verify/``
+asserts on) and hands each :class:`~pfntheory.claims.ClaimResult` to :meth:`Recorder.add`, which
+decides the row's verdict kind, shows the row inline (its card is the index's link target) and saves
+it into ``results/<notebook>.json``; the index is built from those JSON files only.
+
+How a verdict is decided (:func:`decide_verdict`), first rule that applies:
+
+1. an explicit ``ClaimResult.verdict`` (the claim function knows best);
+2. an erratum row (``erratum=`` the corrected statement): "erratum" when the check confirms the
+   corrected statement, "does not hold" when it does not;
+3. a row measured outside the paper's regime (``outside=`` why): "outside the paper's regime";
+4. a trained row (``runs=`` its run directories) whose runs have not all plateaued by
+   :func:`pfntheory.convergence.plateau_status`: "undecided";
+5. otherwise from ``holds``: "holds", "holds with a caveat" (a caveat is given) or "does not hold".
+
+"pending" is only for a result whose data is absent on this machine (:meth:`Recorder.pending`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pfntheory.claims import CAVEAT, ERRATUM, FAILS, HOLDS, OUTSIDE, UNDECIDED, VERDICT_KINDS
+
+from .labels import check_label
+from .spec import ROOT, output_dir, scale
+
+__all__ = ["PENDING", "VERDICTS", "VERDICT_DEFINITIONS", "Row", "Recorder", "decide_verdict",
+           "verdict_of", "convergence_of", "SIGNIFICANT"]
+
+#: A result whose data is not available on this machine (never used for missing code).
+PENDING = "pending"
+#: Every verdict a row can carry, in the order the index counts them.
+VERDICTS = (*VERDICT_KINDS, PENDING)
+#: One line per verdict kind, shown at the top of the index.
+VERDICT_DEFINITIONS = {
+    HOLDS: "every measured instance satisfies the paper's statement within the stated tolerance",
+    CAVEAT: "it holds, but only under a condition or reading the paper does not state (see the row)",
+    FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
+    ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected statement "
+             "given in the row",
+    OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
+             "for nor against the paper",
+    UNDECIDED: "rests on a trained run that is still improving (its learning curve has not "
+               "plateaued): no verdict until it does",
+    PENDING: "the data it needs is not on this machine",
+}
+#: Significant digits of every number saved (so that a rebuild on another host changes no byte
+#: from round-off in the last digits).
+SIGNIFICANT = 6
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.{SIGNIFICANT}g}")
+
+
+def _finite_or_none(x):
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return _round(x) if math.isfinite(x) else None
+
+
+def _scalars(details: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-friendly scalar entries of ``details`` (arrays stay in the notebook, not the index)."""
+    out = {}
+    for k, v in details.items():
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            out[str(k)] = v
+        elif isinstance(v, (int, float)) or type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
+            f = float(v)
+            out[str(k)] = _round(f) if math.isfinite(f) else str(f)
+    return out
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "row"
+
+
+def _rel(path) -> str:
+    """``path`` relative to the repository when inside it (what a reader can open), else as given."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def verdict_of(holds: bool | None, caveat: str = "") -> str:
+    """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a false
+    ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
+    if holds is None:
+        return PENDING
+    if not holds:
+        return FAILS
+    return CAVEAT if caveat else HOLDS
+
+
+def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") -> dict[str, Any]:
+    """Whether every run in ``run_dirs`` has plateaued, from its ``learning_curve.json``.
+
+    Returns
+    -------
+    dict
+        ``status``: ``"plateaued"`` (all runs), ``"improving"`` (at least one run has not
+        plateaued) or ``"unknown"`` (a run has no learning curve, or
+        :mod:`pfntheory.convergence` is not installed); ``text``: one line for the row; ``runs``:
+        the per-run status (``{run_dir: plateau_status dict or None}``).
+    """
+    if isinstance(run_dirs, (str, os.PathLike)):
+        raise TypeError("run_dirs must be a sequence of run directories, not one path")
+    run_dirs = [Path(r) for r in run_dirs]
+    if not run_dirs:
+        raise ValueError("run_dirs must name at least one run directory")
+    try:
+        from pfntheory.convergence import plateau_status
+    except ImportError:
+        return {"status": "unknown", "runs": {},
+                "text": "convergence unknown: pfntheory.convergence is not available"}
+    per_run, missing, improving = {}, [], []
+    for rd in run_dirs:
+        f = rd / "learning_curve.json"
+        if not f.is_file():
+            missing.append(rd)
+            per_run[_rel(rd)] = None
+            continue
+        doc = json.loads(f.read_text())
+        st = plateau_status(doc["points"], metric=metric)
+        per_run[_rel(rd)] = st
+        if not st["plateaued"]:
+            improving.append((rd, st))
+    if improving:
+        rd, st = improving[0]
+        return {"status": "improving", "runs": per_run,
+                "text": f"still improving: {len(improving)} of {len(run_dirs)} runs have not plateaued "
+                        f"(e.g. {_rel(rd)} at {st['last_step']} steps; {st['criterion']})"}
+    if missing:
+        return {"status": "unknown", "runs": per_run,
+                "text": f"convergence unknown: {len(missing)} of {len(run_dirs)} runs have no "
+                        f"learning_curve.json (e.g. {_rel(missing[0])})"}
+    return {"status": "plateaued", "runs": per_run,
+            "text": f"all {len(run_dirs)} runs plateaued in {metric}"}
+
+
+def decide_verdict(holds: bool, *, explicit: str | None = None, caveat: str = "",
+                   erratum: str = "", outside: str = "", convergence: str | None = None) -> str:
+    """The verdict kind of a measured row (rules 1-5 of the module docstring)."""
+    if explicit is not None:
+        if explicit not in VERDICT_KINDS:
+            raise ValueError(f"explicit must be one of {VERDICT_KINDS}, got {explicit!r}")
+        return explicit
+    if erratum:
+        return ERRATUM if holds else FAILS
+    if outside:
+        return OUTSIDE
+    if convergence == "improving":
+        return UNDECIDED
+    return verdict_of(bool(holds), caveat)
+
+
+@dataclass
+class Row:
+    """One line of the index: a measured paper result."""
+
+    label: str                      # the paper's \\label{}
+    statement: str
+    verdict: str
+    variant: str = ""               # what distinguishes this row from others of the same label
+    key: str = ""                   # the claim's stable key
+    holds: bool | None = None       # the check's own outcome
+    observed: float | None = None
+    ci: tuple[float, float] | None = None
+    bound: float | None = None      # what ``observed`` is compared with (see ``compare``)
+    compare: str = "bound"          # "bound" | "threshold" | "reference"
+    paper_value: float | None = None  # the paper's printed number, never a threshold
+    measured: str = ""              # what exactly ``observed`` is
+    tolerance: str = ""             # the tolerance and its reason
+    caveat: str = ""
+    erratum: str = ""               # the corrected statement our check confirms
+    outside: str = ""               # why the measurement is outside the paper's regime
+    convergence: str = ""           # the trained runs' convergence, in one line
+    run_dir: str = ""               # the run directory (or directories) read
+    command: str = ""               # the command that regenerates the row
+    notebook: str = ""
+    anchor: str = ""
+    missing: str = ""               # for pending rows: what is not available
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ci"] = [_finite_or_none(c) for c in self.ci] if self.ci is not None else None
+        return d
+
+
+_COMPARE = ("bound", "threshold", "reference")
+
+
+class Recorder:
+    """Collects the measured rows of one notebook, shows each inline, and saves them as JSON.
+
+    Parameters
+    ----------
+    notebook : str
+        The notebook's name (its file stem); the rows go to ``results/<notebook>.json``.
+
+    Examples
+    --------
+    >>> rec = Recorder("01_richardson_construction")                      # doctest: +SKIP
+    >>> rec.add(check_krr(G, k_x, Y, s2), measured="worst error / bound")  # doctest: +SKIP
+    """
+
+    def __init__(self, notebook: str):
+        if not isinstance(notebook, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", notebook):
+            raise ValueError(f"notebook must be a plain file stem, got {notebook!r}")
+        self.notebook = notebook
+        self.rows: list[Row] = []
+        self._anchors: set[str] = set()
+        self.save()  # an empty file from the start: a notebook that records nothing says so
+
+    def _anchor(self, label: str, variant: str) -> str:
+        base = "r-" + _slug(f"{label} {variant}")
+        a, k = base, 2
+        while a in self._anchors:
+            a, k = f"{base}-{k}", k + 1
+        self._anchors.add(a)
+        return a
+
+    def _default_command(self) -> str:
+        return f"pfntheory report --only {self.notebook.split('_')[0]}"
+
+    def add(self, result, *, label: str | None = None, variant: str = "",
+            statement: str | None = None, measured: str = "", tolerance: str | None = None,
+            compare: str = "bound", caveat: str = "", erratum: str = "", outside: str = "",
+            runs: Sequence[str | os.PathLike] | None = None, run_dir: str | os.PathLike | None = None,
+            command: str | None = None,
+            paper_value: float | None = None, holds: bool | None = None,
+            observed: float | None = None, show: bool = True):
+        """Record one :class:`~pfntheory.claims.ClaimResult` (or a list of them) as a row.
+
+        Parameters
+        ----------
+        result : ClaimResult or sequence of ClaimResult
+        label : str, optional
+            Overrides ``result.label``; either must be one of the paper's labels
+            (:data:`pfntheory.report.labels.PAPER_LABELS`).
+        variant : str
+            What distinguishes this row from the others of its label (``"d=4"``, ``"TF^pr"``).
+        statement, tolerance : str, optional
+            Override the result's.
+        measured : str
+            What ``observed`` is, exactly (default: ``details["measured"]`` if present).
+        compare : {"bound", "threshold", "reference"}
+            What ``result.bound`` is: the claim's bound, a decision threshold, or a reference value.
+        caveat : str
+            The condition under which the claim holds; a true ``holds`` then reads "holds with a
+            caveat".
+        erratum : str
+            For an erratum row: the corrected statement the check measures. The verdict is
+            "erratum" when the check holds (computed, never fixed) and "does not hold" otherwise.
+        outside : str
+            Why this measurement is outside the paper's regime (verdict "outside the paper's regime").
+        runs : sequence of path, optional
+            The trained run directories read; their learning curves decide "undecided".
+        run_dir : path, optional
+            A run directory read that has no learning curve (an exact-side sweep run).
+        command : str, optional
+            The command that regenerates the row (default: ``pfntheory report --only NN``).
+        paper_value : float, optional
+            The paper's printed number for this quantity (default ``result.paper_value``).
+        holds, observed : optional
+            Override the result's (e.g. when the row judges the paper's rate, not the check's bound).
+
+        Returns
+        -------
+        result
+            The argument, unchanged, so that a cell can keep using it.
+        """
+        if isinstance(result, (list, tuple)):
+            for r in result:
+                self.add(r, label=label, variant=variant, statement=statement, measured=measured,
+                         tolerance=tolerance, compare=compare, caveat=caveat, erratum=erratum,
+                         outside=outside, runs=runs, run_dir=run_dir, command=command,
+                         paper_value=paper_value,
+                         holds=holds, observed=observed, show=show)
+            return result
+        if compare not in _COMPARE:
+            raise ValueError(f"compare must be one of {_COMPARE}, got {compare!r}")
+        if not hasattr(result, "holds") or not hasattr(result, "statement"):
+            raise TypeError(f"result must be a ClaimResult, got {type(result).__name__}")
+        lab = check_label(label or result.label)
+        details = dict(getattr(result, "details", {}) or {})
+        h = bool(result.holds) if holds is None else bool(holds)
+        conv = convergence_of(runs) if runs is not None else None
+        run_dir = _rel(run_dir) if run_dir is not None else (getattr(result, "run_dir", None) or "")
+        if runs is not None and not run_dir:
+            dirs = sorted({_rel(Path(r).parent) for r in runs})
+            run_dir = ", ".join(d + "/" for d in dirs)
+        verdict = decide_verdict(h, explicit=getattr(result, "verdict", None), caveat=caveat,
+                                 erratum=erratum, outside=outside,
+                                 convergence=conv["status"] if conv else None)
+        pv = paper_value if paper_value is not None else getattr(result, "paper_value", None)
+        row = Row(
+            label=lab, statement=statement or result.statement, verdict=verdict, variant=variant,
+            key=getattr(result, "key", "") or "", holds=h,
+            observed=_finite_or_none(result.observed if observed is None else observed),
+            ci=tuple(result.ci) if result.ci is not None and observed is None else None,
+            bound=_finite_or_none(result.bound), compare=compare, paper_value=_finite_or_none(pv),
+            measured=measured or str(details.get("measured", "")),
+            tolerance=result.tolerance if tolerance is None else tolerance,
+            caveat=caveat, erratum=erratum, outside=outside,
+            convergence=conv["text"] if conv else "", run_dir=run_dir,
+            command=command or self._default_command(), notebook=self.notebook,
+            anchor=self._anchor(lab, variant), details=_scalars(details))
+        self._append(row, show)
+        return result
+
+    def pending(self, label: str, statement: str, missing: str, *, variant: str = "",
+                show: bool = True) -> None:
+        """Record a result whose data is not on this machine, saying plainly what is missing."""
+        if not missing:
+            raise ValueError("missing must say what is not available")
+        lab = check_label(label)
+        row = Row(label=lab, statement=statement, verdict=PENDING, variant=variant, missing=missing,
+                  notebook=self.notebook, anchor=self._anchor(lab, variant),
+                  command=self._default_command())
+        self._append(row, show)
+
+    def _append(self, row: Row, show: bool) -> None:
+        self.rows.append(row)
+        self.save()
+        if show:
+            from .html import row_card
+
+            _display_html(row_card(row))
+
+    def save(self) -> Path:
+        """Write ``results/<notebook>.json`` under :func:`output_dir` (atomically)."""
+        path = output_dir() / "results" / f"{self.notebook}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"notebook": self.notebook, "scale": scale(),
+                   "rows": [r.to_dict() for r in self.rows]}
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
+        tmp.replace(path)
+        return path
+
+    def table(self):
+        """The rows so far as a :class:`pandas.DataFrame` (for display at the end of a notebook)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"result": r.label, "variant": r.variant, "verdict": r.verdict,
+                              "measured": r.measured, "ours": r.observed, "compared with": r.bound,
+                              "paper": r.paper_value}
+                             for r in self.rows])
+
+
+def _display_html(markup: str) -> None:
+    try:
+        from IPython.display import HTML, display
+    except ImportError:  # pragma: no cover - IPython is installed with the report extra
+        print(re.sub(r"<[^>]+>", " ", markup))
+        return
+    display(HTML(markup))

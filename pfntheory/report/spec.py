@@ -1,0 +1,84 @@
+"""Where the report lives and which notebooks make it up.
+
+The runner passes the output folder and the scale to the notebook kernel through the environment
+variables :data:`ENV_OUT` and :data:`ENV_SCALE`; :func:`output_dir` and :func:`scale` read them back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ROOT", "NOTEBOOKS_DIR", "DEFAULT_OUT", "ENV_OUT", "ENV_SCALE", "SCALES", "NotebookSpec",
+           "NOTEBOOKS", "find_spec", "output_dir", "scale"]
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+DEFAULT_OUT = ROOT / "reports"
+ENV_OUT = "PFNTHEORY_REPORT_DIR"
+ENV_SCALE = "PFNTHEORY_SCALE"
+SCALES = ("quick", "paper")
+
+
+@dataclass(frozen=True)
+class NotebookSpec:
+    """One notebook of the report.
+
+    Attributes
+    ----------
+    name : str
+        File stem under ``notebooks/`` (also the stem of its HTML page and JSON results).
+    title : str
+        Title shown in the index.
+    labels : tuple of str
+        The paper results (LaTeX labels) the notebook covers.
+    needs_training : bool
+        Whether it reads trained runs (``reports/runs/``) or case-study results.
+    """
+
+    name: str
+    title: str
+    labels: tuple[str, ...]
+    needs_training: bool = False
+
+
+NOTEBOOKS: tuple[NotebookSpec, ...] = (
+    NotebookSpec("01_richardson_construction", "Richardson iteration and the construction",
+                 ("supp-sec:richardson", "supp-thm:KRR", "thm:TFdoPPD", "eqn:recursion prec")),
+    NotebookSpec("02_discretisation_ppd", "Discretisation and the PPD bound",
+                 ("supp-lem:discretization error", "supp-lem:smax quad", "supp-thm:popmini",
+                  "thm:PPD convergence")),
+    NotebookSpec("03_spectra_generalisation", "Gram spectra and generalisation in n",
+                 ("supp-lem:lienar kernel Gram", "supp-lem:rbf kernel Gram",
+                  "supp-lem:rbf kernel Gram ridge", "supp-lem:rbf kernel Gram ridge prec",
+                  "thm:lambda1", "thm:cond number", "thm:L growth", "fig:stepsize")),
+    NotebookSpec("04_trained_experiments", "Trained experiments",
+                 ("fig:exp1", "fig:exp2-1", "fig:exp2-2", "supp-fig:exp2-3",
+                  "supp-tab:lengthscale-crps", "supp-tab:hierarchical-gp"), needs_training=True),
+    NotebookSpec("05_case_studies", "Real-data case studies",
+                 ("fig:sacramento", "fig:walker"), needs_training=True),
+    NotebookSpec("06_errata", "Errata and ambiguities", ()),
+)
+
+
+def find_spec(name: str) -> NotebookSpec:
+    """The notebook whose name is ``name``, or starts with it (``"01"``, ``"01_richardson"``)."""
+    hits = [s for s in NOTEBOOKS if s.name == name] or [s for s in NOTEBOOKS if s.name.startswith(name)]
+    if len(hits) != 1:
+        names = ", ".join(s.name for s in NOTEBOOKS)
+        raise ValueError(f"only must name one notebook ({names}), got {name!r}")
+    return hits[0]
+
+
+def output_dir() -> Path:
+    """The report's output folder: ``$PFNTHEORY_REPORT_DIR``, else ``reports/`` of the repository."""
+    return Path(os.environ.get(ENV_OUT) or DEFAULT_OUT)
+
+
+def scale() -> str:
+    """``"quick"`` (default; CPU minutes) or ``"paper"``, from ``$PFNTHEORY_SCALE``."""
+    s = os.environ.get(ENV_SCALE) or "quick"
+    if s not in SCALES:
+        raise ValueError(f"{ENV_SCALE} must be 'quick' or 'paper', got {s!r}")
+    return s
