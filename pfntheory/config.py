@@ -27,6 +27,7 @@ __all__ = [
     "MIN_LR_RATIO",
     "CLIP_NORM",
     "LEARNING_CURVE_SEED",
+    "LEARNING_CURVE_FILE",
 ]
 
 #: Prior families of :class:`pfntheory.nn.priors.TaskConfig` (sec:sims, supp-sec:real data).
@@ -69,3 +70,5 @@ CLIP_NORM = 1.0
 #: Seed of the held-out set of every learning curve (drawn once per run, the same for every run of
 #: one task, so curves of different runs are comparable).
 LEARNING_CURVE_SEED = 777
+#: File of the learning curve in a run directory (schema 1, :func:`pfntheory.nn.train.read_learning_curve`).
+LEARNING_CURVE_FILE = "learning_curve.json"

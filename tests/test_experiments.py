@@ -16,8 +16,8 @@ import pytest
 
 from pfntheory import cli
 from pfntheory import runs as runfiles
+from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import _standin, definitions, reference
-from pfntheory.experiments import claims as xclaims
 from pfntheory.experiments.definitions import (
     EXPERIMENTS,
     SCALES,
@@ -78,7 +78,7 @@ def _tiny() -> Experiment:
         ExactPPDSpec(task=task, n_eval=(4, 8), n_instances=4),
     ), shrunk="tiny")
     return Experiment(name="tiny", labels=("none",), title="plumbing", claims=(), quick=design,
-                      paper=design)
+                      paper=design, cpu=design)
 
 
 @pytest.fixture
@@ -399,8 +399,8 @@ def _patch_metrics(monkeypatch, transform):
 
 
 def _by(results, *words):
-    out = [r for r in results if all(w in r.statement for w in words)]
-    assert out, f"no claim with {words} in {[r.statement for r in results]}"
+    out = [r for r in results if all(w in r.key for w in words)]
+    assert out, f"no claim with {words} in its key: {[r.key for r in results]}"
     return out
 
 
@@ -418,9 +418,9 @@ def test_check_exp1_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch):
     _patch_metrics(monkeypatch, mirror_L)
     _sweep("fig_exp1", tmp_path / "inv_L")
     res = xclaims.check_exp1(load_experiment("fig_exp1", "quick", tmp_path / "inv_L"))
-    assert not any(r.holds for r in _by(res, "falls with L")), "\n".join(map(str, res))
-    assert all(r.holds for r in _by(res, "falls with C"))
-    assert all(r.observed < 0 for r in _by(res, "falls with L"))
+    assert not any(r.holds for r in _by(res, "tv_falls_with_L")), "\n".join(map(str, res))
+    assert all(r.holds for r in _by(res, "tv_falls_with_C"))
+    assert all(r.observed < 0 for r in _by(res, "tv_falls_with_L"))
 
     def mirror_C(spec, n):
         return dataclasses.replace(spec, model=dataclasses.replace(spec.model, C=272 - spec.model.C)), n
@@ -428,7 +428,7 @@ def test_check_exp1_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch):
     _patch_metrics(monkeypatch, mirror_C)
     _sweep("fig_exp1", tmp_path / "inv_C")
     res = xclaims.check_exp1(load_experiment("fig_exp1", "quick", tmp_path / "inv_C"))
-    assert not any(r.holds for r in _by(res, "falls with C")), "\n".join(map(str, res))
+    assert not any(r.holds for r in _by(res, "tv_falls_with_C")), "\n".join(map(str, res))
 
 
 def test_check_exp2_1_holds_on_standin_and_fails_swapped(tmp_path, monkeypatch):
@@ -445,7 +445,7 @@ def test_check_exp2_1_holds_on_standin_and_fails_swapped(tmp_path, monkeypatch):
     _patch_metrics(monkeypatch, swap)
     _sweep("fig_exp2_1", tmp_path / "inv")
     res = xclaims.check_exp2_1(load_experiment("fig_exp2_1", "quick", tmp_path / "inv"))
-    assert not _by(res, "flatter")[0].holds, "\n".join(map(str, res))
+    assert not _by(res, "pr_flatter")[0].holds, "\n".join(map(str, res))
 
 
 @pytest.mark.parametrize("eval_file", ["eval.json", "eval_uniform.json"])
@@ -462,13 +462,13 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
     _sweep("supp_exp2_d4", tmp_path / "flat")
     res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "flat"),
                                eval_file=eval_file)
-    assert not _by(res, "grows with n'")[0].holds, "\n".join(map(str, res))
+    assert not _by(res, "tv_grows_with_n")[0].holds, "\n".join(map(str, res))
 
     _patch_metrics(monkeypatch, lambda spec, n: (dataclasses.replace(spec, n_max=288 - spec.n_max), n))
     _sweep("supp_exp2_d4", tmp_path / "inv")
     res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "inv"),
                                eval_file=eval_file)
-    assert not _by(res, "falls from n_max")[0].holds, "\n".join(map(str, res))
+    assert not _by(res, "n_max_helps")[0].holds, "\n".join(map(str, res))
 
     def mirror_L(spec, n):  # L in {2, 8} -> {8, 2}
         return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=10 - spec.model.L)), n
@@ -477,7 +477,7 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
     _sweep("supp_exp2_d4", tmp_path / "inv_L")
     res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "inv_L"),
                                eval_file=eval_file)
-    assert not _by(res, "falls from L=")[0].holds, "\n".join(map(str, res))
+    assert not _by(res, "depth_helps")[0].holds, "\n".join(map(str, res))
 
     def miscalibrated(spec, n, covariates):
         m = dict(FAKE_METRICS(spec, n, covariates))
@@ -488,8 +488,8 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
     _sweep("supp_exp2_d4", tmp_path / "cov")
     res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "cov"),
                                eval_file=eval_file)
-    assert not _by(res, "coverage near nominal")[0].holds, "\n".join(map(str, res))
-    assert all(r.holds for r in res if "coverage" not in r.statement)
+    assert not _by(res, "coverage_near_nominal")[0].holds, "\n".join(map(str, res))
+    assert all(r.holds for r in res if "coverage" not in r.key)
 
 
 @pytest.fixture
@@ -527,8 +527,8 @@ def test_check_table_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch, 
     monkeypatch.setattr(_standin, "fake_metrics", better_than_exact)
     _sweep(name, tmp_path / "inv")
     res = xclaims.check_table(load_experiment(name, "quick", tmp_path / "inv"))
-    assert not _by(res, "below the exact PPD")[0].holds, "\n".join(map(str, res))
-    assert not _by(res, "coverage near nominal")[0].holds
+    assert not _by(res, "crps_not_below_exact")[0].holds, "\n".join(map(str, res))
+    assert not _by(res, "coverage_near_nominal")[0].holds
 
 
 def test_check_stepsize_accepts_one_over_n_only():
@@ -579,3 +579,64 @@ def test_in_process_sweep_restores_thread_settings(tmp_path, monkeypatch):
           progress=False)
     assert os.environ["OMP_NUM_THREADS"] == "7"
     assert torch.get_num_threads() == before
+
+
+# --------------------------------------------------------------------------------------------------
+# the cpu scale: the paper's tasks, fewer steps, learning curves; the cost model
+# --------------------------------------------------------------------------------------------------
+
+def _task_settings(spec):
+    if not isinstance(spec, RunSpec):
+        return dataclasses.asdict(spec)
+    return (spec.task, spec.model, spec.n_min, spec.n_max, spec.batch_size,
+            tuple((e.n_eval, e.covariates) for e in spec.evals))
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_cpu_scale_keeps_every_task_setting_of_the_paper(name):
+    """The cpu design differs from the paper design only in steps, lr, evaluation instances and the
+    learning curve: same tasks, models (L x C grids), n ranges and evaluation n' (issue 10)."""
+    exp = get_experiment(name)
+    paper = sorted(map(repr, map(_task_settings, exp.runs("paper"))))
+    cpu = sorted(map(repr, map(_task_settings, exp.runs("cpu"))))
+    assert paper == cpu
+    for r in exp.runs("cpu"):
+        if isinstance(r, RunSpec):
+            assert r.curve_n_eval == (r.n_min, r.n_max) and r.steps < 10_000
+
+
+def test_fig_exp1_cpu_covers_the_full_grid_in_priority_order():
+    runs = get_experiment("fig_exp1").runs("cpu")
+    cells = {(r.task.kind, r.model.mode, r.model.L, r.model.C) for r in runs}
+    assert len(runs) == len(cells) == 100
+    on_slice = [r.model.C == 256 or r.model.L == 32 for r in runs]
+    assert on_slice == sorted(on_slice, reverse=True)  # the plotted slices first
+    assert runs[0].model.L == 2 and runs[0].task.kind == "rbf"  # then the cheapest
+
+
+def test_estimated_cpu_seconds():
+    from pfntheory.experiments.definitions import estimated_cpu_seconds
+
+    exp = get_experiment("fig_exp1")
+    total = estimated_cpu_seconds(exp, "cpu")
+    assert total == pytest.approx(sum(estimated_cpu_seconds(r, "cpu") for r in exp.runs("cpu")))
+    assert estimated_cpu_seconds("fig_exp1", "quick") < total
+    by_L = {r.model.L: estimated_cpu_seconds(r) for r in exp.runs("cpu")
+            if r.task.kind == "rbf" and r.model.C == 256 and r.model.mode == "theory"}
+    assert all(by_L[a] < by_L[b] for a, b in zip((2, 4, 8, 16), (4, 8, 16, 32), strict=True))
+    assert estimated_cpu_seconds(get_experiment("fig_stepsize").runs("cpu")[0]) == 0.0
+    with pytest.raises(TypeError, match="spec_or_experiment"):
+        estimated_cpu_seconds(3.0)
+    with pytest.raises(ValueError, match="scale"):
+        estimated_cpu_seconds(exp, "huge")
+
+
+def test_late_runspec_fields_keep_old_run_names():
+    """Adding lr_units / curve fields must not rename the committed runs: at their defaults they are
+    left out of the hashed identity; set, they enter it."""
+    r = get_experiment("fig_exp1").runs("quick")[0]
+    assert "curve_n_eval" not in r.training() and "lr_units" not in r.training()
+    r2 = dataclasses.replace(r, curve_n_eval=(32, 64))
+    assert r2.name != r.name and r2.training()["curve_n_eval"] == (32, 64)
+    with pytest.raises(ValueError, match="lr_units"):
+        dataclasses.replace(r, lr_units="fast")

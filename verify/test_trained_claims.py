@@ -5,10 +5,11 @@ their d=4 and d=8 companions (supp-fig:exp2 d4-1 ... supp-fig:exp2 d8-2), supp-t
 supp-tab:hierarchical-gp, and fig:stepsize (exact side, no training).
 
 The runs are those that :mod:`pfntheory.experiments.definitions` declares at ``--scale`` (default
-``quick``: each design's ``shrunk`` note says how it differs from the paper), produced by
-``pfntheory sweep --scale quick`` and read with :func:`~pfntheory.experiments.results.load_experiment`.
-Every measurement is :mod:`pfntheory.experiments.claims`; this module only asserts on it and prints
-each :class:`~pfntheory.claims.ClaimResult` (observed value beside its bound).
+``quick``; ``cpu``: the paper's tasks with fewer steps; each design's ``shrunk`` note says how it
+differs from the paper), produced by ``pfntheory sweep <experiment> --scale <scale>`` and read with :func:`~pfntheory.experiments.results.load_experiment`.
+Every measurement is :mod:`pfntheory.claims.trained`; this module picks each
+:class:`~pfntheory.claims.ClaimResult` by its stable ``key``, asserts on it and prints it (observed
+value beside its bound, and its verdict: "undecided" where a run it rests on is still improving).
 
 Statistical margin: a difference of two means over evaluation instances counts only when it exceeds
 ``Z_MARGIN = 3`` standard errors (unpaired SE, conservative since all runs of one task share their
@@ -25,7 +26,8 @@ from functools import cache
 
 import pytest
 
-from pfntheory.experiments import claims as xc
+from pfntheory.claims import trained as xc
+from pfntheory.config import SCALES
 from pfntheory.experiments.definitions import get_experiment
 from pfntheory.experiments.results import MissingRunsError, load_experiment
 from pfntheory.experiments.specs import RunSpec, StepsizeSpec
@@ -52,11 +54,11 @@ def _runs(experiment: str, scale: str):
     return runs
 
 
-def _pick(results, *words):
-    """The one ClaimResult whose statement contains every word."""
-    found = [r for r in results if all(w in r.statement for w in words)]
+def _pick(results, key: str):
+    """The one ClaimResult whose ``key`` is ``key``."""
+    found = [r for r in results if r.key == key]
     if len(found) != 1:
-        pytest.fail(f"expected one claim with {words}, got {[r.statement for r in results]}")
+        pytest.fail(f"expected one claim with key {key!r}, got keys {[r.key for r in results]}")
     return found[0]
 
 
@@ -66,7 +68,7 @@ def _check(result) -> None:
 
 
 def _panels(experiment: str) -> list[tuple[str, str]]:
-    runs = get_experiment(experiment).runs("quick")
+    runs = [r for sc in SCALES for r in get_experiment(experiment).runs(sc)]  # same panels at every scale
     return sorted({(r.task.kind, r.model.mode) for r in runs if isinstance(r, RunSpec)})
 
 
@@ -86,7 +88,7 @@ def test_exp1_tv_falls_with_depth(scale, kind, mode):
     smallest L minus that at the largest L must exceed Z_MARGIN = 3 SE. Prints the log-log slope in L
     with its 95% CI. Fails when depth does not help (shown on stand-in runs with mirrored depths).
     """
-    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"{kind}/{mode}:", "falls with L"))
+    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_L"))
 
 
 @pytest.mark.parametrize("kind,mode", EXP1_PANELS, ids=_EXP1_IDS)
@@ -97,7 +99,7 @@ def test_exp1_tv_falls_with_bins(scale, kind, mode):
     Per panel, at the largest L: E[TV](C_min) - E[TV](C_max) > Z_MARGIN = 3 SE. Prints the log-log
     slope in C with its 95% CI. Fails when bins do not help (stand-in runs with mirrored C).
     """
-    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"{kind}/{mode}:", "falls with C"))
+    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_C"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -110,7 +112,7 @@ def test_exp2_1_unnormalised_tv_rises_beyond_pretraining_range(scale):
     E[TV] of the unnormalised TF at the largest n' minus its mean over n' in [n_min, n_max] must exceed
     Z_MARGIN = 3 SE. Fails for a model whose error does not grow beyond n_max.
     """
-    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "unnormalised TF"))
+    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.tf_rises_beyond_range"))
 
 
 def test_exp2_1_normalised_attention_stays_flatter(scale):
@@ -120,7 +122,7 @@ def test_exp2_1_normalised_attention_stays_flatter(scale):
     for TF by Z_MARGIN = 3 SE (delta-method SE of each log ratio). Fails when normalisation does not
     flatten the curve (stand-in runs with the two curves swapped).
     """
-    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "flatter"))
+    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.pr_flatter"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -138,7 +140,7 @@ def test_exp2_deeper_models_generalise_better(scale, experiment):
     smallest L minus that at the largest L exceeds Z_MARGIN = 3 SE. Prints the worst n_max. Fails
     when depth does not help at some n_max.
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "falls from L="))
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.depth_helps"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -150,7 +152,7 @@ def test_exp2_wider_pretraining_range_generalises_better(scale, experiment):
     smaller n_max, for the smaller n_max minus for the larger one, exceeds Z_MARGIN = 3 SE. Fails when
     the wider range does not help (stand-in runs with mirrored n_max).
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "falls from n_max="))
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.n_max_helps"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -162,7 +164,7 @@ def test_exp2_solver_error_grows_with_n(scale, experiment):
     and the moment MSEs. Fails for a cell whose error is flat or falling in n' (stand-in runs with
     TV frozen in n').
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "grows with n'"))
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.tv_grows_with_n"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -173,7 +175,7 @@ def test_exp2_coverage_near_nominal(scale, experiment):
     |coverage - 0.9| <= COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE at each n'. Fails for a
     miscalibrated model (stand-in runs with coverage 0.2 short).
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "coverage near nominal"))
+    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.coverage_near_nominal"))
 
 
 @pytest.mark.parametrize("experiment", ["supp_exp2_d4", "supp_exp2_d8"])
@@ -193,7 +195,7 @@ def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
     n_max=192, short of the claim's regime (L>=16, n_max=512). Fails for a miscalibrated model.
     """
     _check(_pick(xc.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
-                 "coverage near nominal"))
+                 "exp2_2.coverage_near_nominal"))
 
 
 def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
@@ -201,7 +203,8 @@ def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
     pretraining design N(0, I/d) the model's 90% coverage is within COVERAGE_SLACK = 0.05 + 3 SE of
     nominal at every n' in {64, ..., 768}. Fails if the model is miscalibrated even without a shift
     (then the shift test would say nothing about the shift)."""
-    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)), "pretraining design"))
+    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
+                 "shift_regime.coverage.pretraining"))
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -215,7 +218,8 @@ def test_shift_regime_coverage_under_covariate_shift(scale):
     the true baseline for n_max=512 and L>=16". Checked on the one run of supp_exp2_shift_regime:
     90% coverage on ``eval_uniform.json`` within COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE of
     0.9 at every n'. Fails for a miscalibrated model (as measured: see the xfail reason)."""
-    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)), "shifted inputs"))
+    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
+                 "shift_regime.coverage.shifted"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -233,7 +237,7 @@ def test_table_crps_falls_with_depth(scale, experiment):
     CRPS averaged over the table's rows (lengthscale x n') at the smallest L minus that at the
     largest L exceeds Z_MARGIN = 3 SE (unpaired, conservative). Fails when depth does not help.
     """
-    _check(_pick(xc.check_table(_runs(experiment, scale)), "falls from L="))
+    _check(_pick(xc.check_table(_runs(experiment, scale)), "table.crps_falls_with_L"))
 
 
 @pytest.mark.parametrize("experiment", TABLES)
@@ -245,7 +249,7 @@ def test_table_coverage_near_nominal(scale, experiment):
     worst "reasonably close" cell, .848 at 90%) + Z_MARGIN = 3 binomial SE. Fails for a
     miscalibrated model (stand-in runs with coverage 0.2 short).
     """
-    _check(_pick(xc.check_table(_runs(experiment, scale)), "coverage near nominal"))
+    _check(_pick(xc.check_table(_runs(experiment, scale)), "table.coverage_near_nominal"))
 
 
 @pytest.mark.parametrize("experiment", TABLES)
@@ -257,7 +261,7 @@ def test_table_no_model_beats_exact_ppd(scale, experiment):
     Fails when a model scores better than the true posterior predictive -- which would mean a wrong
     reference PPD (e.g. the noise variance/std ambiguity) or a leak (stand-in runs built that way).
     """
-    _check(_pick(xc.check_table(_runs(experiment, scale)), "below the exact PPD"))
+    _check(_pick(xc.check_table(_runs(experiment, scale)), "table.crps_not_below_exact"))
 
 
 # --------------------------------------------------------------------------------------------------

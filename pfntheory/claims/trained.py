@@ -1,7 +1,15 @@
 """Checks of the paper's trained claims on committed runs (read-only; no training).
 
-Every function takes the runs of one experiment (:func:`~.results.load_experiment`) and returns
-:class:`pfntheory.claims.ClaimResult` objects; ``verify/test_trained_claims.py`` asserts on them.
+Every function takes the runs of one experiment (:func:`pfntheory.experiments.results.load_experiment`)
+and returns :class:`pfntheory.claims.ClaimResult` objects, each with a stable ``key``;
+``verify/test_trained_claims.py`` picks them by key and asserts on them.
+
+Convergence gate
+----------------
+``holds`` is the measurement. The *verdict* is "undecided" unless every run a claim rests on has a
+learning curve that has plateaued (:func:`pfntheory.convergence.plateau_status`, metric E[TV]); the
+status of each run is in ``details["convergence"]``. Runs without a learning curve (the quick scale
+predates them) count as not known to have plateaued.
 
 Statistical margin
 ------------------
@@ -29,14 +37,17 @@ Claims (labels)
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import defaultdict
 
 import numpy as np
 
-from ..claims import ClaimResult, slope_ci
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from ..config import LEARNING_CURVE_FILE
+from ..convergence import plateau_status, trend_text
+from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from . import UNDECIDED, ClaimResult, slope_ci
 
-__all__ = ["Z_MARGIN", "COVERAGE_SLACK", "check_exp1", "check_exp2_1", "check_exp2_2",
+__all__ = ["Z_MARGIN", "COVERAGE_SLACK", "run_convergence", "gate", "check_exp1", "check_exp2_1", "check_exp2_2",
            "check_shift_regime",
            "check_table", "check_stepsize"]
 
@@ -56,6 +67,31 @@ def _trained(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
 
 
+def run_convergence(run) -> dict:
+    """Plateau status (E[TV]) of one loaded run from its ``learning_curve.json``; a run without
+    one gets ``{"plateaued": False, "criterion": "no learning curve"}``."""
+    path = run.run_dir / LEARNING_CURVE_FILE
+    if not path.is_file():
+        return {"plateaued": False, "last_step": int(run.spec.steps), "criterion": "no learning curve",
+                "trend": f"no learning curve (trained {run.spec.steps} steps)"}
+    st = plateau_status(json.loads(path.read_text())["points"], metric="tv")
+    return {**st, "trend": trend_text(st)}
+
+
+def gate(result: ClaimResult, runs) -> ClaimResult:
+    """Attach the convergence of every run ``result`` rests on, and make its verdict "undecided"
+    unless all of them have plateaued (module docstring)."""
+    conv = {r.run_dir.name: run_convergence(r) for r in _trained(runs)}
+    verdict = result.verdict
+    if conv and not all(c["plateaued"] for c in conv.values()):
+        steps = max(c["last_step"] for c in conv.values())
+        verdict = UNDECIDED
+        result = dataclasses.replace(result, tolerance=result.tolerance + (
+            f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} runs "
+            f"still improving (or without a learning curve) at {steps} steps"))
+    return dataclasses.replace(result, verdict=verdict, details={**result.details, "convergence": conv})
+
+
 # --------------------------------------------------------------------------------------------------
 # fig:exp1
 # --------------------------------------------------------------------------------------------------
@@ -66,7 +102,11 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     for r in _trained(runs):
         panels[(r.spec.task.kind, r.spec.model.mode)][(r.spec.model.L, r.spec.model.C)] = r.eval
     out = []
+    by_panel = defaultdict(list)
+    for r in _trained(runs):
+        by_panel[(r.spec.task.kind, r.spec.model.mode)].append(r)
     for (kind, mode), cells in sorted(panels.items()):
+        prefix = f"fig_exp1.{kind}.{mode}"
         Ls = sorted({L for L, _ in cells})
         Cs = sorted({C for _, C in cells})
         tv = {k: e.average("tv") for k, e in cells.items()}
@@ -76,21 +116,25 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         details = {"L": Ls, "C": Cs, "tv_mean_grid": grid,
                    "tv_se_grid": [[tv[(L, C)][1] for C in Cs] for L in Ls]}
         D, se = _diff(tv[(Ls[-1], Cs[0])], tv[(Ls[-1], Cs[-1])])
-        out.append(ClaimResult(
+        out.append(gate(ClaimResult(
+            key=f"{prefix}.tv_falls_with_C",
             label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with C at L={Ls[-1]} "
                                         f"(C={Cs[0]} -> {Cs[-1]})",
             holds=bool(D > z * se), observed=D, bound=z * se,
             tolerance=f"TV(C_min) - TV(C_max) > {z:g} SE (SE={se:.2g}); log-log slope in C "
                       f"{slope_C[0]:.3f} (95% CI {slope_C[1][0]:.2f} to {slope_C[1][1]:.2f}, 3 points)",
-            details={**details, "slope_logC": slope_C[0], "slope_logC_ci": list(slope_C[1])}))
+            details={**details, "slope_logC": slope_C[0], "slope_logC_ci": list(slope_C[1])}),
+            by_panel[(kind, mode)]))
         D, se = _diff(tv[(Ls[0], Cs[-1])], tv[(Ls[-1], Cs[-1])])
-        out.append(ClaimResult(
+        out.append(gate(ClaimResult(
+            key=f"{prefix}.tv_falls_with_L",
             label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with L at C={Cs[-1]} "
                                         f"(L={Ls[0]} -> {Ls[-1]})",
             holds=bool(D > z * se), observed=D, bound=z * se,
             tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE (SE={se:.2g}); log-log slope in L "
                       f"{slope_L[0]:.3f} (95% CI {slope_L[1][0]:.2f} to {slope_L[1][1]:.2f}, 3 points)",
-            details={**details, "slope_logL": slope_L[0], "slope_logL_ci": list(slope_L[1])}))
+            details={**details, "slope_logL": slope_L[0], "slope_logL_ci": list(slope_L[1])}),
+            by_panel[(kind, mode)]))
     return out
 
 
@@ -123,18 +167,18 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
                "tv_tf_low_minus_inside": tlow[0] - tin[0], "tv_pr_low_minus_inside": plow[0] - pin[0]}
     D, se = _diff(tout, tin)
     r1 = ClaimResult(
-        label="fig:exp2-1", statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
+        key="fig_exp2_1.tf_rises_beyond_range", label="fig:exp2-1", statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
                                       f"the pretraining range [{n_min},{n_max}]",
         holds=bool(D > z * se), observed=D, bound=z * se,
         tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})", details=details)
     D, se = lr_tf[0] - lr_pr[0], float(np.hypot(lr_tf[1], lr_pr[1]))
     r2 = ClaimResult(
-        label="fig:exp2-1", statement="normalised TF^pr stays flatter: its log TV rise from the "
+        key="fig_exp2_1.pr_flatter", label="fig:exp2-1", statement="normalised TF^pr stays flatter: its log TV rise from the "
                                       "pretraining range to the largest n' is smaller than TF's",
         holds=bool(D > z * se), observed=D, bound=z * se,
         tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
         details=details)
-    return [r1, r2]
+    return [gate(r1, runs), gate(r2, runs)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -154,6 +198,7 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     comps = {m: _diff(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
     worst = min(comps, key=lambda m: comps[m][0] / comps[m][1])
     out.append(ClaimResult(
+        key="exp2_2.depth_helps",
         label="fig:exp2-2", statement=f"E[TV] over n' falls from L={Ls[0]} to L={Ls[-1]} for every n_max",
         holds=all(D > z * se for D, se in comps.values()), observed=comps[worst][0],
         bound=z * comps[worst][1],
@@ -167,7 +212,7 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
                       cells[(L, Nm[-1])].average("tv", beyond[L])) for L in Ls}
     D, se = comps[Ls[-1]]
     out.append(ClaimResult(
-        label="fig:exp2-2",
+        key="exp2_2.n_max_helps", label="fig:exp2-2",
         statement=(f"E[TV] over n' > {Nm[0]} falls from n_max={Nm[0]} to n_max={Nm[-1]} "
                    f"(L={Ls[-1]})"),
         holds=bool(D > z * se), observed=D, bound=z * se,
@@ -180,23 +225,25 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
         slopes[f"L{L}-nmax{m}"] = (s, ci)
     worst = min(slopes, key=lambda k: slopes[k][1][0])
     out.append(ClaimResult(
-        label="supp-fig:exp2-3", statement="for fixed L and n_max, E[TV] grows with n' (every cell)",
+        key="exp2_2.tv_grows_with_n", label="supp-fig:exp2-3", statement="for fixed L and n_max, E[TV] grows with n' (every cell)",
         holds=all(ci[0] > 0 for _, ci in slopes.values()), observed=slopes[worst][0], bound=0.0,
         tolerance="95% CI of the slope of log E[TV] on n' lies above 0 in every cell "
                   f"(worst {worst})", ci=slopes[worst][1],
         details={"slopes": {k: [s, list(ci)] for k, (s, ci) in slopes.items()},
                  "mse_mean": {f"L{L}-nmax{m}": e.mean["mse_mean"].tolist() for (L, m), e in cells.items()}}))
     # coverage of the deepest, widest model
-    out.append(_coverage_claim(cells[(Ls[-1], Nm[-1])], Ls[-1], Nm[-1], eval_file, z, "fig:exp2-2"))
-    return out
+    out.append(_coverage_claim(cells[(Ls[-1], Nm[-1])], Ls[-1], Nm[-1], eval_file, z, "fig:exp2-2",
+                               "exp2_2.coverage_near_nominal"))
+    return [gate(r, runs) for r in out]
 
 
-def _coverage_claim(e, L: int, n_max: int, eval_file: str, z: float, label: str) -> ClaimResult:
+def _coverage_claim(e, L: int, n_max: int, eval_file: str, z: float, label: str,
+                    key: str) -> ClaimResult:
     """90% coverage of one run within COVERAGE_SLACK + z SE of nominal at every n'."""
     dev = np.abs(e.mean["coverage_90"] - 0.9) - z * e.se["coverage_90"]
     i = int(np.argmax(dev))
     return ClaimResult(
-        label=label, statement=f"90% coverage near nominal for L={L}, n_max={n_max} at every n'",
+        key=key, label=label, statement=f"90% coverage near nominal for L={L}, n_max={n_max} at every n'",
         holds=bool(np.all(dev <= COVERAGE_SLACK)), observed=float(e.mean["coverage_90"][i]), bound=0.9,
         tolerance=f"|coverage - 0.9| <= {COVERAGE_SLACK} + {z:g} SE (worst n'={e.n_eval[i]})",
         details={"n_eval": e.n_eval.tolist(), "coverage_90": e.mean["coverage_90"].tolist(),
@@ -213,10 +260,11 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     tr = _trained(runs)
     r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L))
     out = []
-    for eval_file, what in (("eval_uniform.json", "shifted inputs"), ("eval.json", "pretraining design")):
+    for eval_file, what, key in (("eval_uniform.json", "shifted inputs", "shifted"),
+                                 ("eval.json", "pretraining design", "pretraining")):
         c = _coverage_claim(r.evals[eval_file], r.spec.model.L, r.spec.n_max, eval_file, z,
-                            "supp-fig:exp2 d4-1 (covariate shift)")
-        out.append(dataclasses.replace(c, statement=f"{what}: {c.statement}"))
+                            "supp-fig:exp2 d4-1 (covariate shift)", f"shift_regime.coverage.{key}")
+        out.append(gate(dataclasses.replace(c, statement=f"{what}: {c.statement}"), [r]))
     return out
 
 
@@ -257,7 +305,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
          np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k)
     D, se = _diff(a, b)
     out.append(ClaimResult(
-        label=label, statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
+        key="table.crps_falls_with_L", label=label, statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
         holds=bool(D > z * se), observed=D, bound=z * se,
         tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE (unpaired, conservative; SE={se:.2g})",
         details={"rows": rows, "L": Ls}))
@@ -271,7 +319,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
                 devs.append((float(dev[j]), t.lengthscale, lv, int(n), float(e.mean[f"coverage_{lv}"][j])))
     worst = max(devs)
     out.append(ClaimResult(
-        label=label, statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
+        key="table.coverage_near_nominal", label=label, statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
                                f"(including n' > n_max)",
         holds=bool(worst[0] <= COVERAGE_SLACK), observed=worst[4], bound=worst[2] / 100,
         tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: lengthscale={worst[1]}, "
@@ -286,12 +334,12 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             gaps.append((D / se if se > 0 else np.inf, D, se, t.lengthscale, L, int(n)))
     worst = min(gaps)
     out.append(ClaimResult(
-        label=label, statement="no trained model's CRPS is below the exact PPD's on the same instances",
+        key="table.crps_not_below_exact", label=label, statement="no trained model's CRPS is below the exact PPD's on the same instances",
         holds=bool(worst[1] > -z * worst[2]), observed=worst[1], bound=-z * worst[2],
         tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, L={worst[4]}, "
                   f"n'={worst[5]})",
         details={"gaps": [list(g[1:]) for g in gaps]}))
-    return out
+    return [gate(r, runs) for r in out]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -311,7 +359,7 @@ def check_stepsize(runs) -> list[ClaimResult]:
         ns = np.asarray(r.result["ns"], float)
         s, ci, _ = slope_ci(np.log(ns), np.log(r.result["mean"]))
         out.append(ClaimResult(
-            label="fig:stepsize", statement=f"{r.spec.kernel} d={r.spec.d}: admissible step ~ 1/n",
+            key=f"fig_stepsize.{r.spec.kernel}.slope", label="fig:stepsize", statement=f"{r.spec.kernel} d={r.spec.d}: admissible step ~ 1/n",
             holds=bool(-1.1 <= s <= -0.9), observed=s, bound=-1.0,
             tolerance="fitted log-log slope in [-1.1, -0.9] (O(n^-1/2) finite-n bias of lambda_1/n)",
             ci=ci, details={"ns": ns.tolist(), "mean": r.result["mean"], "limit": r.result["limit"]}))

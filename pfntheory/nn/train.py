@@ -45,6 +45,7 @@ from .._checks import interval as check_interval
 from ..config import (
     BATCH_SIZE,
     CLIP_NORM,
+    LEARNING_CURVE_FILE,
     LEARNING_CURVE_SEED,
     MIN_LR_RATIO,
     PAPER_SCHEDULE,
@@ -85,7 +86,7 @@ MAX_NONFINITE = 50
 #: "Sample efficiency" in the module docstring).
 LR_UNITS = ("absolute", "relative")
 #: File of the learning curve in a run directory (schema 1, see :func:`read_learning_curve`).
-LEARNING_CURVE = "learning_curve.json"
+LEARNING_CURVE = LEARNING_CURVE_FILE
 
 
 def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
@@ -323,7 +324,7 @@ def curve_steps(steps: int, n_points: int) -> list[int]:
     """Evaluation steps of a learning curve: 0 (the initialisation), ``n_points`` log-spaced steps
     from 10 (or 1 for short runs) to ``steps``, rounded and de-duplicated; always ends at ``steps``."""
     steps, n_points = positive_int(steps, "steps"), positive_int(n_points, "n_points")
-    first = min(10, steps)
+    first = 10 if steps >= 100 else 1
     grid = np.unique(np.round(np.geomspace(first, steps, n_points)).astype(int))
     return [0] + sorted({int(v) for v in grid} | {steps})
 
