@@ -1,4 +1,4 @@
-"""Milliseconds per training step of the PFN transformer: fast path vs the dense reference.
+"""Milliseconds per training step of the PFN transformer, the paper's evaluation, and the machine's limit.
 
 One training step = draw a batch (``pfntheory.nn.priors.sample_batch``, timed separately), forward,
 truncated-NLL loss, backward, gradient clipping and an Adam step, batch 128, ``n ~ Unif[n_min, n_max]``
@@ -8,16 +8,25 @@ with per-layer checkpointing) start from the same weights and see the same batch
 of their step times is measured on one sequence of n in one run. Before timing, the two forward
 passes are compared on the first batch (max |logits difference|, float32 and float64).
 
-Configurations (supp-tab:pretraining hyperparameters sizes):
+Configurations (supp-tab:pretraining hyperparameters sizes) and targets (issue 14, one thread):
 
-    a  RBF d=2,  n in [64, 128], L=32, C=256, learnable
-    b  RBF d=16, n in [64, 512], L=32, C=256, learnable, normalised (TF^pr)
-    c  BLR d=5,  n in [128, 512], L=32, C=256, learnable
+    a  RBF d=2,  n in [64, 128], L=32, C=256, learnable             <= 80 ms per step incl. data
+    b  RBF d=16, n in [64, 512], L=32, C=256, learnable, TF^pr      <= 1000 ms per step
+    c  BLR d=5,  n in [128, 512], L=32, C=256, learnable            <= 100 ms per step incl. data
+    e  the paper's evaluation: 4096 instances at n'=1024, RBF d=16, L=32, C=256, TF^pr, oracle
+       included                                                     <= 60 s
+       (timed on ``--eval-instances`` instances and scaled to 4096: the work is linear in them)
+
+The machine's limit, measured in the same process: ``torch.exp`` on a cache-sized float32 buffer
+(exp/s) and ``torch.bmm`` on the shapes of a layer's kernel (GFLOP/s). For each configuration the
+step's exps and FLOPs are counted from the model's shapes (module :func:`work`), and the step is set
+beside the time those would take at the micro-benchmark rates ("limit ms"): ``limit / measured`` is
+the fraction of the machine's limit reached.
 
 Usage::
 
-    python benchmarks/train_step.py                 # all three, 3 timed steps after 1 warm-up
-    python benchmarks/train_step.py --configs a --steps 10 --dense-steps 2
+    python benchmarks/train_step.py                      # a, b, c, e; one thread
+    python benchmarks/train_step.py --configs a --steps 10 --dense-steps 2 --threads 2
 
 Timings on a shared machine are noisy: compare the ratios printed in one run.
 """
@@ -32,6 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pfntheory.nn import model as model_mod
+from pfntheory.nn.evaluate import predict
 from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer
 from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
 from pfntheory.nn.train import truncated_nll
@@ -48,6 +59,8 @@ class Bench:
     n_min: int
     n_max: int
     normalised: bool
+    target_ms: float
+    target_incl_data: bool
 
     def model_config(self, L: int, C: int) -> ModelConfig:
         score = "linear" if self.kind == "blr" else "rbf"
@@ -57,19 +70,67 @@ class Bench:
 
 
 BENCHES = {
-    "a": Bench("a: RBF d=2 n[64,128]", "rbf", 2, 64, 128, False),
-    "b": Bench("b: RBF d=16 n[64,512] pr", "rbf", 16, 64, 512, True),
-    "c": Bench("c: BLR d=5 n[128,512]", "blr", 5, 128, 512, False),
+    "a": Bench("a: RBF d=2 n[64,128]", "rbf", 2, 64, 128, False, 80.0, True),
+    "b": Bench("b: RBF d=16 n[64,512] pr", "rbf", 16, 64, 512, True, 1000.0, False),
+    "c": Bench("c: BLR d=5 n[128,512]", "blr", 5, 128, 512, False, 100.0, True),
 }
 
 
-def _loss(out, y, edges):
-    return truncated_nll(out.logits, y, edges).mean()
+# ----------------------------------------------------------------------------------------------
+# the machine's limit
+# ----------------------------------------------------------------------------------------------
 
+def _time(fn, reps: int) -> float:
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps
+
+
+def exp_rate(dtype=torch.float32, elements: int = 1 << 18) -> float:
+    """Exps per second of ``torch.exp`` on a buffer the size of one kernel chunk (in cache)."""
+    x = -torch.rand(elements).to(dtype)
+    y = torch.empty_like(x)
+    return elements / _time(lambda: torch.exp(x, out=y), 50)
+
+
+def bmm_rate(b: int, m: int, k: int, n: int) -> float:
+    """GFLOP/s of ``torch.bmm`` of (b, m, k) x (b, k, n) float32."""
+    A, B = torch.randn(b, m, k), torch.randn(b, k, n)
+    out = torch.empty(b, m, n)
+    return 2.0 * b * m * k * n / _time(lambda: torch.bmm(A, B, out=out), 20) / 1e9
+
+
+def work(bench: Bench, n: float, L: int) -> dict:
+    """Exps and FLOPs of one training step of the fast model at context size ``n`` (per batch).
+
+    rbf, per solver layer (``E = B (n+1) n`` kernel entries, ``p = d + 2`` augmented features,
+    ``m`` value channels, 3 for TF^pr): forward ``2 p E`` (log-kernel GEMM) + ``E`` exps +
+    ``2 m E`` (kernel-matvec); backward ``2 m E`` (dv) + ``2 m d E`` (the scale gradient's product),
+    plus ``2 p E`` and ``E`` exps again for the layers whose kernel is not kept
+    (``SAVE_KERNEL_BUDGET_BYTES``). linear: ``a_j^T (A^T V)``, ``4 B (n+1) d m`` per layer forward,
+    twice that backward.
+    """
+    d, B = bench.d, BATCH
+    m = 3 if bench.normalised else 2
+    if bench.kind == "blr":
+        return {"exp": 0.0, "flop": (L - 1) * 3 * 4 * B * (n + 1) * d * m}
+    p = d + 2
+    E = B * (n + 1) * n
+    kept = min(L - 1, int(model_mod.SAVE_KERNEL_BUDGET_BYTES // (4 * E)))
+    recomputed = (L - 1) - kept
+    flop = (L - 1) * E * (2 * p + 2 * m + 2 * m + 2 * m * d) + recomputed * E * 2 * p
+    return {"exp": (L - 1 + recomputed) * E, "flop": flop}
+
+
+# ----------------------------------------------------------------------------------------------
+# training steps
+# ----------------------------------------------------------------------------------------------
 
 def _step(model, opt, batch, edges):
     out = model(batch.X, batch.Y, batch.xq)
-    loss = _loss(out, batch.y, edges)
+    loss = truncated_nll(out.logits, batch.y, edges).mean()
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -126,44 +187,122 @@ def run(bench: Bench, steps: int, dense_steps: int, warmup: int, L: int, C: int,
     data_ms = 1e3 * statistics.mean(t_data)
     fast_same = 1e3 * statistics.mean(t_fast[:k]) if k else float("nan")
     dense_ms = 1e3 * statistics.mean(t_dense) if k else float("nan")
+    # the work of the steps actually timed, at the micro-benchmark rates of this process
+    n_mean = float(np.mean(ns))
+    w = [work(bench, n, L) for n in ns]
+    exps = statistics.mean(x["exp"] for x in w)
+    flops = statistics.mean(x["flop"] for x in w)
     return {
-        "bench": bench.name, "n_mean": float(np.mean(ns)), "data_ms": data_ms, "fast_ms": fast_ms,
-        "samples_per_s": BATCH / ((fast_ms + data_ms) / 1e3),
-        "data_share": data_ms / (data_ms + fast_ms), "dense_ms": dense_ms,
-        "speedup": dense_ms / fast_same if k else float("nan"), "diff32": diff32, "diff64": diff64,
+        "bench": bench, "n_mean": n_mean, "data_ms": data_ms, "fast_ms": fast_ms,
+        "step_ms": fast_ms + data_ms, "data_share": data_ms / (data_ms + fast_ms),
+        "dense_ms": dense_ms, "speedup": dense_ms / fast_same if k else float("nan"),
+        "diff32": diff32, "diff64": diff64, "exps": exps, "flops": flops,
     }
+
+
+# ----------------------------------------------------------------------------------------------
+# the paper's evaluation
+# ----------------------------------------------------------------------------------------------
+
+def run_eval(instances: int, chunk: int, L: int, C: int, n_eval: int = 1024, d: int = 16,
+             total: int = 4096, seed: int = 0) -> dict:
+    """Oracle + labels (``sample_batch``, float64) and the model's forward (float32, the dtype of a
+    trained model, as :func:`pfntheory.nn.evaluate.evaluate` runs it) on ``instances`` instances, scaled to ``total``.
+
+    Two models: a learnable TF^pr whose solver layers have distinct scales (a trained model: one
+    kernel per layer) and the same model with equal scales (theory mode / hand-set weights: the
+    kernel is computed once per instance chunk)."""
+    edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
+    cfg = ModelConfig(score="rbf", d=d, L=L, C=C, mode="learnable", normalised=True, scale_init=1.25)
+    per_layer = PFNTransformer(cfg, edges)
+    shared = PFNTransformer(cfg, edges)
+    with torch.no_grad():
+        per_layer.scale.add_(1e-3 * torch.arange(L, dtype=per_layer.scale.dtype)[:, None])
+    task = TaskConfig(kind="rbf", d=d)
+    g = torch.Generator().manual_seed(seed)
+    t_data = t_pl = t_sh = 0.0
+    for start in range(0, instances, chunk):
+        m = min(chunk, instances - start)
+        t0 = time.perf_counter()
+        bt = sample_batch(task, m, n_eval, g, dtype=torch.float64, interval=INTERVAL)
+        t1 = time.perf_counter()
+        predict(per_layer, bt, "cpu")
+        t2 = time.perf_counter()
+        predict(shared, bt, "cpu")
+        t3 = time.perf_counter()
+        t_data, t_pl, t_sh = t_data + t1 - t0, t_pl + t2 - t1, t_sh + t3 - t2
+    f = total / instances
+    E = total * (n_eval + 1) * n_eval
+    chol_flop = total * n_eval**3 / 3.0
+    return {"data_s": f * t_data, "per_layer_s": f * t_pl, "shared_s": f * t_sh,
+            "exps_per_layer": (L - 1) * E, "exps_shared": E, "chol_flop": chol_flop,
+            "flop_per_layer": (L - 1) * E * (2 * (d + 2) + 6)}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--configs", default="a,b,c", help="comma-separated subset of a,b,c")
+    p.add_argument("--configs", default="a,b,c,e", help="comma-separated subset of a,b,c,e")
     p.add_argument("--steps", type=int, default=3, help="timed steps of the fast model")
-    p.add_argument("--dense-steps", type=int, default=None,
-                   help="timed steps of the dense model (default: --steps); the speed-up compares "
-                        "the first dense-steps fast steps, which saw the same batches")
+    p.add_argument("--dense-steps", type=int, default=1,
+                   help="timed steps of the dense model; the speed-up compares the first "
+                        "dense-steps fast steps, which saw the same batches")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--L", type=int, default=32)
     p.add_argument("--C", type=int, default=256)
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: all)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (targets: 1)")
+    p.add_argument("--dtype", choices=("float32", "float64", "bfloat16"), default="float32")
+    p.add_argument("--eval-instances", type=int, default=32,
+                   help="instances of the paper's evaluation actually run (scaled to 4096)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
-    dense_steps = args.steps if args.dense_steps is None else min(args.dense_steps, args.steps)
+    dense_steps = min(args.dense_steps, args.steps)
+    keys = [k.strip() for k in args.configs.split(",")]
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.dtype}, batch {BATCH}, "
           f"L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after {args.warmup} warm-up")
-    hdr = (f"{'config':28s} {'mean n':>7s} {'data ms':>9s} {'fast ms':>9s} {'samples/s':>10s} "
-           f"{'data %':>7s} {'dense ms':>10s} {'speed-up':>9s} {'|dlogit| f32':>13s} {'f64':>9s}")
-    print(hdr)
-    print("-" * len(hdr))
-    for key in args.configs.split(","):
-        r = run(BENCHES[key.strip()], args.steps, dense_steps, args.warmup, args.L, args.C,
-                args.seed, dtype)
-        print(f"{r['bench']:28s} {r['n_mean']:7.0f} {r['data_ms']:9.0f} {r['fast_ms']:9.0f} "
-              f"{r['samples_per_s']:10.0f} {100 * r['data_share']:6.1f}% {r['dense_ms']:10.0f} "
-              f"{r['speedup']:8.1f}x {r['diff32']:13.1e} {r['diff64']:9.1e}", flush=True)
+    exp32, exp16 = exp_rate(torch.float32), exp_rate(torch.bfloat16)
+    exp64 = exp_rate(torch.float64)
+    print(f"machine: torch.exp {1e9 / exp32:.2f} ns/element float32, {1e9 / exp16:.2f} bfloat16, "
+          f"{1e9 / exp64:.2f} float64 (cache-sized buffer); square GEMM 512^3 "
+          f"{bmm_rate(1, 512, 512, 512):.1f} GFLOP/s float32")
+    hdr = (f"{'config':26s} {'n':>4s} {'data':>6s} {'model':>7s} {'step':>7s} {'target':>7s} "
+           f"{'data%':>6s} {'dense':>7s} {'x':>5s} {'Gexp/s':>7s} {'GF/s':>6s} {'GEMM':>6s} "
+           f"{'limit':>6s} {'frac':>5s} {'dlogit f32/f64':>16s}")
+    print(hdr + "\n" + "-" * len(hdr) + "\n(ms; x = speed-up over dense; GEMM = bmm GFLOP/s of the "
+          "layer's log-kernel shape; limit = exps/exp-rate + FLOPs/GEMM-rate; frac = limit/model)")
+    for key in keys:
+        if key == "e":
+            continue
+        bench = BENCHES[key]
+        r = run(bench, args.steps, dense_steps, args.warmup, args.L, args.C, args.seed, dtype)
+        n = int(round(r["n_mean"]))
+        if bench.kind == "blr":
+            gemm = bmm_rate(BATCH, n + 1, bench.d, 2)                        # a_j^T (A^T V)
+        else:
+            chunk = max(1, (1 << 18) // ((n + 1) * n))
+            gemm = bmm_rate(chunk, n + 1, bench.d + 2, n)                    # log-kernel
+        limit_ms = 1e3 * (r["exps"] / exp32 + r["flops"] / (gemm * 1e9))
+        measured = r["step_ms"] if bench.target_incl_data else r["fast_ms"]
+        ok = "ok" if measured <= bench.target_ms else "MISS"
+        print(f"{bench.name:26s} {n:4d} {r['data_ms']:6.0f} {r['fast_ms']:7.0f} {r['step_ms']:7.0f} "
+              f"{bench.target_ms:5.0f}{ok[0]:>2s} {100 * r['data_share']:5.1f}% {r['dense_ms']:7.0f} "
+              f"{r['speedup']:5.1f} {r['exps'] / r['fast_ms'] / 1e6:7.3f} "
+              f"{r['flops'] / r['fast_ms'] / 1e6:6.2f} {gemm:6.1f} {limit_ms:6.0f} "
+              f"{limit_ms / r['fast_ms']:5.2f} {r['diff32']:8.1e}/{r['diff64']:7.1e}", flush=True)
+    if "e" in keys:
+        e = run_eval(args.eval_instances, min(args.eval_instances, 16), args.L, args.C)
+        chol = bmm_rate(1, 1024, 1024, 1024)                                 # float32 GEMM as a bound
+        print(f"\ne: paper evaluation (4096 instances, n'=1024, d=16, L={args.L}, C={args.C}, TF^pr, "
+              f"float32 model), from {args.eval_instances} instances scaled to 4096:\n"
+              f"   oracle + labels {e['data_s']:.0f} s ({e['chol_flop'] / 1e12:.2f} TFLOP of Cholesky; "
+              f"float32 GEMM peak here {chol:.0f} GFLOP/s)\n"
+              f"   model, per-layer kernels (trained) {e['per_layer_s']:.0f} s "
+              f"({e['exps_per_layer'] / 1e9:.0f} G exps: {e['exps_per_layer'] / exp32:.0f} s at the "
+              f"exp rate alone)\n"
+              f"   model, one kernel for all layers (theory / hand-set) {e['shared_s']:.0f} s "
+              f"({e['exps_shared'] / 1e9:.1f} G exps)\n"
+              f"   total (trained model) {e['data_s'] + e['per_layer_s']:.0f} s, target 60 s", flush=True)
 
 
 if __name__ == "__main__":

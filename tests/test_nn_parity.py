@@ -143,6 +143,7 @@ def test_load_handset_rejects_mismatch():
 FAST_CASES = [
     ("linear", False, "learnable", "psi", False),
     ("linear", False, "theory", "mlp", False),
+    ("linear", True, "learnable", "psi", False),
     ("rbf", False, "learnable", "psi", False),
     ("rbf", True, "learnable", "psi", False),
     ("rbf", True, "theory", "mlp", False),

@@ -440,6 +440,8 @@ class PFNTransformer(nn.Module):
                                                                cfg.score),
                                                   R[i:i + step], H[i:i + step], V, S)
                                for i in range(0, B, step)])
+        elif cfg.L > 1 and cfg.score == "linear":
+            H = self._solve_linear(xa, R, H, scale, V, S)
         else:
             budget = SAVE_KERNEL_BUDGET_BYTES
             for layer in range(1, cfg.L):                                    # eqn:l attn, mask M
@@ -470,6 +472,34 @@ class PFNTransformer(nn.Module):
         if self.config.normalised:
             return H + att + H * S_l / s.unsqueeze(-1)
         return torch.addcmul(H + att, H, S_l)
+
+    def _solve_linear(self, xa, R, H, scale, V, S):
+        """The ``L-1`` solver layers for the linear score, in feature space.
+
+        With ``a = x diag(s_l)``: ``sum_i (a_j . a_i) v_i = x_j^T diag(s_l^2) (X^T V)`` and
+        ``X^T V = (X^T R) v_(y,k) + (X^T H) v_(f,g)`` (eqn:l attn), so each layer costs one
+        ``(d, n) x (n, 2)`` and one ``(n+1, d) x (d, 2)`` product per instance, on the data ``x``
+        (no gradient to it, so autograd forms no ``(B, n+1, d)`` gradient), with the scale applied
+        to ``d x 2`` numbers; TF^pr's ``s_j = x_j^T diag(s_l^2) X^T 1``. (Channel-leading
+        ``(B, 2, T)`` layouts make the forward products 2-4x faster but the backward ones slower:
+        no gain over a step, measured.)
+        """
+        n = R.shape[1]
+        xk = xa[:, :n]                                                       # keys (B, n, d)
+        xkT = xk.transpose(1, 2)                                             # (B, d, n)
+        XR = torch.bmm(xkT, R)                                               # X^T [Y, k], (B, d, 2)
+        xsum = xk.sum(1) if self.config.normalised else None                 # X^T 1, (B, d)
+        for layer in range(1, self.config.L):
+            v, S_l = V[layer - 1], S[layer - 1]
+            s2 = scale[layer] * scale[layer]                                 # diag(K^T Q), (d,)
+            XV = torch.addcmul(XR * v[0::2], torch.bmm(xkT, H[:, :n]), v[1::2])  # X^T V, (B, d, 2)
+            att = torch.bmm(xa, XV * s2.unsqueeze(-1))                       # (B, n+1, 2)
+            s = None
+            if xsum is not None:
+                s = (xa * (xsum * s2).unsqueeze(1)).sum(-1)                  # s_j, (B, n+1)
+                att = att / s.unsqueeze(-1)                                  # Attn^na
+            H = self._skip(H, att, s, S_l)
+        return H
 
     def _solve_shared(self, P, R, H, V, S):
         """The ``L-1`` solver layers with one kernel ``P`` (B, n+1, n) for all of them."""
