@@ -128,7 +128,7 @@ def check_probs(probs, C: int, name: str = "probs", *, sum_tol: float | None = N
     softmax summed over ``C`` bins (PyTorch outputs are accepted after casting to float64).
     """
     C = positive_int(C, "C", minimum=1)
-    p = as_float_array(probs, name, min_ndim=1)
+    p = as_float_array(probs, name, min_ndim=1, non_empty=True)
     if p.shape[-1] != C:
         raise ValueError(f"{name} must have last dimension C={C}, got shape {p.shape}")
     if np.any(p < 0):

@@ -112,6 +112,8 @@ def posterior_predictive(kernel, X, Y, Xq, noise_var: float) -> tuple[np.ndarray
         ``mu = k_x^T (G + sigma^2 I)^{-1} Y``, ``tau = kappa(x,x) + sigma^2 - k_x^T (G+sigma^2 I)^{-1} k_x``.
     """
     _check_kernel(kernel)
+    if Xq is None:
+        raise ArgumentTypeError("Xq must be an array of query inputs, got None")
     X, Y, Xq = _context(X, Y, Xq)
     s2 = positive_scalar(noise_var, "noise_var")
     n = X.shape[-2]
@@ -218,6 +220,8 @@ def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
     pw = positive_array(prior_weights, "prior_weights", ndim=1)
     if nv.shape != (H,) or pw.shape != (H,):
         raise ValueError(f"noise_vars and prior_weights must have shape ({H},), got {nv.shape}, {pw.shape}")
+    if Xq is None:
+        raise ArgumentTypeError("Xq must be an array of query inputs, got None")
     X, Y, Xq = _context(X, Y, Xq)
     mus, taus, lml = [], [], []
     for k, s2 in zip(kernels, nv, strict=True):

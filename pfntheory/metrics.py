@@ -225,6 +225,8 @@ def tv_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, mass: fl
     :func:`l1_density_histogram` for the method.
     """
     m = probability(mass, "mass", open_high=False)
+    check_callable(pdf, "pdf")
+    check_callable(cdf, "cdf")
     return 0.5 * l1_density_histogram(lambda y: pdf(y) / m, lambda y: cdf(y) / m, edges, probs,
                                       n_grid=n_grid)
 
