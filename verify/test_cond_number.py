@@ -12,10 +12,11 @@ condition number is sandwiched by ``s_max`` (numbers in the report).
 import numpy as np
 import pytest
 
+from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.spectral import check_cond_rate, check_rbf_cond_growth
 
 
-@pytest.mark.parametrize("d,ell,s2", [(2, 1.0, 0.2), (2, 1.0, 0.04), (4, 0.8, 0.2)],
+@pytest.mark.parametrize("d,ell,s2", [(2, 1.0, 0.2), (2, 1.0, DEFAULT_NOISE_VAR), (4, 0.8, 0.2)],
                          ids=["d2-unit-s0.2", "d2-unit-s0.04", "d4-l0.8-s0.2"])
 def test_prec_cond_theta_n(d, ell, s2):
     """Fails for super-linear (e.g. the unridged, super-polynomial) or sub-linear growth."""

@@ -6,47 +6,45 @@ Statement: with ``0 < eta < 1/(lambda_1(G) + sigma^2)`` constant and ``u^(0) = 0
 sigma^2)``; the proof's closed form ``e^(l)(x) = -k_x'(I - eta(G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y``.
 
 Generated cases: n in [3, 25], d in [1, 5], linear / RBF / ARD RBF kernels with random parameters,
-noise variance in [0.01, 1], inputs N(0, I/d), labels and query Gaussian; eta = f/(lambda_1 + sigma^2)
+noise variance in [0.01, 1], inputs and query in [-3, 3]^d / sqrt(d), labels in [-3, 3] (all drawn
+by hypothesis); eta = f/(lambda_1 + sigma^2)
 with f in (0, 1) (the theorem's hypothesis). Tolerances: pfntheory.claims.richardson.roundoff_atol.
 """
 
+import hypothesis.extra.numpy as hnp
 import numpy as np
-from hypothesis import assume, given
+from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
 from pfntheory import richardson as rich
 from pfntheory.claims.richardson import check_krr, check_krr_preconditioned
 from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel
 
+_f = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
 
 @st.composite
 def krr_cases(draw, kernels=("linear", "rbf", "ard_rbf")):
+    """Every number is drawn by hypothesis (no seeded NumPy generator), so a failure shrinks to a
+    small context with simple values. Inputs in [-3, 3]^d / sqrt(d) (the bounds hold for any inputs),
+    labels in [-3, 3]."""
     n = draw(st.integers(3, 25))
     d = draw(st.integers(1, 5))
     name = draw(st.sampled_from(kernels))
-    s2 = draw(st.floats(0.01, 1.0, allow_nan=False, allow_subnormal=False))
+    s2 = draw(st.floats(0.01, 1.0, **_f))
     frac = draw(st.floats(0.05, 0.99))
-    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    log_scale, log_ell = st.floats(-0.5, 0.5, **_f), st.floats(-1.0, 0.5, **_f)
     if name == "linear":
-        k = LinearKernel(tuple(np.exp(rng.uniform(-1, 1, d))))
+        k = LinearKernel(tuple(np.exp(draw(st.lists(st.floats(-1, 1, **_f), min_size=d, max_size=d)))))
     elif name == "rbf":
-        k = RBFKernel(float(np.exp(rng.uniform(-0.5, 0.5))), float(np.exp(rng.uniform(-1, 0.5))))
+        k = RBFKernel(float(np.exp(draw(log_scale))), float(np.exp(draw(log_ell))))
     else:
-        k = ARDRBFKernel(float(np.exp(rng.uniform(-0.5, 0.5))), tuple(np.exp(rng.uniform(-1, 0.5, d))))
-    X = rng.normal(size=(n, d)) / np.sqrt(d)
-    x = rng.normal(size=d) / np.sqrt(d)
-    Y = rng.normal(size=n)
+        k = ARDRBFKernel(float(np.exp(draw(log_scale))),
+                         tuple(np.exp(draw(st.lists(log_ell, min_size=d, max_size=d)))))
+    X = draw(hnp.arrays(np.float64, (n, d), elements=st.floats(-3, 3, **_f))) / np.sqrt(d)
+    x = draw(hnp.arrays(np.float64, (d,), elements=st.floats(-3, 3, **_f))) / np.sqrt(d)
+    Y = draw(hnp.arrays(np.float64, (n,), elements=st.floats(-3, 3, **_f)))
     return k, X, x, Y, s2, frac
-
-
-@given(krr_cases())
-def test_strategy_satisfies_hypotheses(case):
-    """G is PSD (to round-off), sigma^2 > 0 and eta < 1/(lambda_1+sigma^2): the theorem applies."""
-    k, X, x, Y, s2, frac = case
-    G = k(X)
-    lam = np.linalg.eigvalsh(G)
-    assert lam.min() >= -1e-10 * max(1.0, lam.max())
-    assert s2 > 0 and 0 < frac < 1
 
 
 @given(krr_cases())
@@ -57,6 +55,8 @@ def test_both_bounds_and_closed_form(case):
     G, k_x = k(X), k(X, x[None])[:, 0]
     for r in check_krr(G, k_x, Y, s2, eta_fraction=frac):
         assert r.holds, str(r)
+        if r.key != "krr_closed_form":  # observed = worst error / bound: hunt near-violations
+            target(float(r.observed), label=r.key)
 
 
 def test_fixed_point_matches_sklearn_gp():

@@ -11,6 +11,7 @@ d x d Gram); at the figure's n = 100..1000 its local slope is about -0.9 (see te
 import numpy as np
 import pytest
 
+from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.spectral import check_stepsize_rate
 
 
@@ -20,5 +21,5 @@ from pfntheory.claims.spectral import check_stepsize_rate
                          ids=["rbf", "linear", "blr"])
 def test_admissible_step_order_one_over_n(kernel, ns):
     """Fails for a step that is constant in n (slope 0) or ~ n^-1/2."""
-    r = check_stepsize_rate(np.random.default_rng(31), kernel=kernel, ns=ns, d=16, noise_var=0.04)
+    r = check_stepsize_rate(np.random.default_rng(31), kernel=kernel, ns=ns, d=16, noise_var=DEFAULT_NOISE_VAR)
     assert r.holds, str(r)

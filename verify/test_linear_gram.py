@@ -21,13 +21,6 @@ cases = st.integers(1, 12).flatmap(
 
 
 @given(cases)
-def test_strategy_satisfies_hypotheses(c):
-    """The strategy only yields n > d and t >= 0 (else the lemma says nothing)."""
-    n, d, t = c
-    assert n > d >= 1 and t >= 0
-
-
-@given(cases)
 def test_interval_contains_centre_and_widens_with_t(c):
     """Deterministic shape of the interval: lo <= n/d <= hi, lo >= 0, and [lo, hi] grows with t.
     Fails if a sign or the sqrt(d/n) shift is dropped."""

@@ -31,13 +31,6 @@ def perturbed_logits(draw):
 
 
 @given(perturbed_logits())
-def test_strategy_satisfies_hypotheses(case):
-    """Generated perturbations have sup-norm <= Delta. Fails if the strategy overshoots."""
-    ell3, ell1, D = case
-    assert np.max(np.abs(ell1 - ell3)) <= D * (1 + 1e-12)
-
-
-@given(perturbed_logits())
 def test_ratio_and_l1_bounds(case):
     """Per-coordinate ratio in [e^{-2Delta}, e^{2Delta}] and ||p1 - p3||_1 <= e^{2Delta} - 1, also
     <= 2 tanh(Delta/2) (sharp). rtol 1e-12 / atol 1e-15: softmax round-off. Fails on any violation."""

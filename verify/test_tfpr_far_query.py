@@ -21,6 +21,7 @@ growth ratio would not match ``|1 - eta sigma^2/s_x|^(L/2)``.
 import numpy as np
 import pytest
 
+from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.construction import check_tfpr_far_query
 from pfntheory.kernels import RBFKernel
 
@@ -32,7 +33,7 @@ LOG_RATIO_BAND = 0.05
 
 @pytest.mark.parametrize("d, n, seed", [(2, 64, 0), (4, 48, 1), (8, 96, 2)])
 def test_far_query_diverges_near_query_converges(d, n, seed):
-    r = check_tfpr_far_query(RBFKernel(alpha=1.0, lengthscale=0.8), n, d, 0.04, L=200, seed=seed)
+    r = check_tfpr_far_query(RBFKernel(alpha=1.0, lengthscale=0.8), n, d, DEFAULT_NOISE_VAR, L=200, seed=seed)
     det = r.details
     assert det["converging_near"], det
     assert det["s_x_far"] < det["threshold_s_x"] and det["query_factor_far"] > 1, det

@@ -79,7 +79,7 @@ def check_noise_parameterisation(paper_crps: dict[tuple[float, int], tuple[float
         worst = max(worst, z)
         rows.append(dict(lengthscale=ell, n=n, exact_mean=mean, exact_se=se, paper=list(vals),
                          deficit_in_se=z, consistent=bool(z <= k_se)))
-    return ClaimResult(
+    return ClaimResult(key="noise_parameterisation",
         label="supp-tab:lengthscale-crps",
         statement=(f"no trained model's CRPS is below the exact PPD's expected CRPS "
                    f"(noise_var={noise_var})"),

@@ -17,14 +17,17 @@ Every function measures and returns :class:`~pfntheory.claims.ClaimResult`; none
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import richardson as rich
-from . import ClaimResult
+from ..stats import EPS
+from . import ERRATUM, ClaimResult
 
 __all__ = [
-    "EPS",
     "ROUNDOFF_SAFETY",
+    "as_erratum",
     "roundoff_atol",
     "check_convergence_iff",
     "check_optimal_step",
@@ -33,11 +36,17 @@ __all__ = [
     "check_krr_preconditioned",
 ]
 
-EPS = float(np.finfo(np.float64).eps)
 #: Safety factor on first-order round-off estimates ``eps * n * cond * scale``: the constants of
 #: the standard matrix-vector error bounds (gamma_n ~ n eps) are below 2 per operation and an
 #: iteration step has at most ~4 such operations, so 16 covers them without hiding an O(1) error.
 ROUNDOFF_SAFETY = 16.0
+
+
+def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
+    """``r`` with verdict ``kind`` when it holds, i.e. when the check confirms the corrected statement
+    (of an erratum or a caveat); otherwise the verdict follows from ``holds`` (the check stopped
+    confirming it, and the report says so)."""
+    return dataclasses.replace(r, verdict=kind if r.holds else None)
 
 
 def roundoff_atol(G: np.ndarray, noise_var: float, scale: float, *, n_ops: int = 1) -> float:
@@ -109,7 +118,7 @@ def check_convergence_iff(A, b, D=None, *, fractions=(0.5, 0.9, 0.98, 1.02, 1.1,
         rows.append({"fraction": f, "eta": eta, "L": L_f, "measured_factor": r, "predicted_factor": pred,
                      "converged": converged, "ok": good})
     worst = max(abs(row["measured_factor"] - row["predicted_factor"]) for row in rows)
-    return ClaimResult(
+    return ClaimResult(key="convergence_iff",
         label="supp-sec:richardson",
         statement="Richardson converges iff 0 < eta < 2/lambda_1(D^-1 A); factor <= max|1-eta lambda_i|",
         holds=bool(ok), observed=worst, bound=None,
@@ -135,7 +144,7 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     grid = np.linspace(0, 2.0 / lam[0], n_grid + 2)[1:-1]
     grid_fac = np.max(np.abs(1.0 - np.outer(grid, lam)), axis=1)
     tol = 64 * EPS * max(1.0, cond)  # eigvalsh relative error ~ n eps ||A||; rho* depends on lam_n/lam_1
-    r1 = ClaimResult(
+    r1 = ClaimResult(key="optimal_step",
         label="supp-sec:richardson",
         statement="eta* = 2/(lambda_1+lambda_n) attains the minimal factor rho* = 1 - 2/(cond+1)",
         holds=bool(abs(at_star - rho_star) <= tol and grid_fac.min() >= rho_star - tol),
@@ -143,7 +152,7 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
         details={"cond": float(cond), "eta_star": eta_star, "grid_min_factor": float(grid_fac.min()),
                  "grid_argmin_eta": float(grid[np.argmin(grid_fac)])})
     rho_lgrowth = 1.0 - 2.0 / (cond + 2.0)
-    r2 = ClaimResult(
+    r2 = ClaimResult(key="rho_star_L_growth",
         label="thm:L growth",
         statement="optimal factor is 1-2/(cond+1) (Appendix A), not 1-2/(c_n+2) (proof of thm:L growth)",
         holds=bool(abs(at_star - rho_star) <= tol and abs(rho_lgrowth - at_star) > tol),
@@ -151,7 +160,7 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
         details={"cond": float(cond), "rho_appendix": rho_star, "rho_proof_L_growth": rho_lgrowth,
                  "difference": rho_lgrowth - rho_star,
                  "predicted_difference": 2.0 / ((cond + 1.0) * (cond + 2.0))})
-    return [r1, r2]
+    return [r1, as_erratum(r2)]
 
 
 def check_rate_bound(A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100),
@@ -172,7 +181,7 @@ def check_rate_bound(A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 1
     ex = np.exp(-(1.0 - rho) * Ls)
     tol = ROUNDOFF_SAFETY * Ls * EPS * lam[0] / lam[-1]
     ok = bool(np.all(rel <= geo + tol) and np.all(geo <= ex * (1 + 1e-12)))
-    return ClaimResult(
+    return ClaimResult(key="rate_bound",
         label="supp-sec:richardson",
         statement="eta < 1/lambda_1: ||u^L-u*||/||u*|| <= (1-eta lambda_n)^L <= exp(-(1-rho)L)",
         holds=ok, observed=float(np.max(rel / geo)), bound=1.0,
@@ -186,7 +195,9 @@ def check_krr(G, k_x, Y, noise_var: float, eta_fraction: float = 0.9,
 
     Returns three results: the training-point bound, the query bound (both on every ``L`` of
     ``Ls``), and the closed form ``e^(l)(x)`` against the testing recursion for every ``l``.
-    The observed value is the worst ratio measured/bound (or the worst closed-form error).
+    The observed value is the worst ratio of the error to its allowed value
+    ``bound (1 + rtol) + atol`` (<= 1 iff the bound holds; defined when ``Y = 0`` makes the bound 0),
+    or the worst closed-form error.
 
     Tolerance: :func:`roundoff_atol` with ``scale = max(||Y||_inf, ||u*_X||_inf, |u*(x)|)`` (the
     magnitude of the iterates), and ``rtol = 16 n eps``.
@@ -215,19 +226,19 @@ def check_krr(G, k_x, Y, noise_var: float, eta_fraction: float = 0.9,
     common = {"eta": eta, "lambda_1": float(lam[-1]), "lambda_n": float(lam[0]), "L": Ls,
               "rho": rich.krr_convergence_factor(G, noise_var, eta)}
     return [
-        ClaimResult(
+        ClaimResult(key="krr_training_bound",
             label="supp-thm:KRR", statement="|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+s2) ||Y||",
             holds=bool(np.all(e_train <= b_train * (1 + rtol) + atol)),
-            observed=float(np.max(e_train / b_train)), bound=1.0,
+            observed=float(np.max(e_train / (b_train * (1 + rtol) + atol))), bound=1.0,
             tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
             details={**common, "error": e_train, "bound": b_train}),
-        ClaimResult(
+        ClaimResult(key="krr_testing_bound",
             label="supp-thm:KRR", statement="|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+s2) ||Y||",
             holds=bool(np.all(e_test <= b_test * (1 + rtol) + atol)),
-            observed=float(np.max(e_test / b_test)), bound=1.0,
+            observed=float(np.max(e_test / (b_test * (1 + rtol) + atol))), bound=1.0,
             tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
             details={**common, "error": e_test, "bound": b_test}),
-        ClaimResult(
+        ClaimResult(key="krr_closed_form",
             label="supp-thm:KRR",
             statement="e^(l)(x) = -k_x^T (I - eta(G+s2 I))^l (G+s2 I)^-1 Y (closed form)",
             holds=bool(np.all(cf_err <= cf_tol)), observed=float(np.max(cf_err)),
@@ -259,7 +270,7 @@ def check_krr_preconditioned(G, k_x, Y, noise_var: float, eta_fraction: float = 
     scale = float(max(np.max(np.abs(Y)), np.max(np.abs(ref))))  # size of the iterates
     atol = roundoff_atol(G, noise_var, scale)
     d1 = float(np.max(np.abs(train - ref)))
-    r1 = ClaimResult(
+    r1 = ClaimResult(key="krr_prec_equals_richardson",
         label="eqn:recursion prec",
         statement="preconditioned KRR training recursion == Richardson with D = diag(G 1)",
         holds=bool(d1 <= atol), observed=d1, bound=atol, tolerance="roundoff_atol",
@@ -274,7 +285,7 @@ def check_krr_preconditioned(G, k_x, Y, noise_var: float, eta_fraction: float = 
     b_tr = float(np.linalg.norm(uX)) * rho_pr**L * np.sqrt(np.max(s) / np.min(s))  # D-norm equivalence
     b_te = (abs(ux) + eta / s_x * np.linalg.norm(k_x) * np.linalg.norm(uX)
             * np.sqrt(np.max(s) / np.min(s)) * L) * max(rho_pr, damp) ** (L - 1)
-    r2 = ClaimResult(
+    r2 = ClaimResult(key="krr_prec_convergence",
         label="eqn:recursion prec",
         statement="preconditioned recursions converge to the fixed points of eqn:richardson",
         holds=bool(e_tr <= b_tr + atol and e_te <= b_te + atol),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
+from .. import DEFAULT_NOISE_VAR
 from .._checks import positive_int
 from ..kernels import LinearKernel, RBFKernel, expected_rbf_gaussian, expected_rbf_gaussian_given
 from ..spectral import (
@@ -38,9 +39,9 @@ from ..spectral import (
     sample_design,
     top_eigenvalue,
 )
-from . import ClaimResult, slope_ci
-
-EPS = float(np.finfo(float).eps)
+from ..stats import EPS, slope_ci, t_interval
+from . import ClaimResult
+from .richardson import as_erratum
 
 __all__ = [
     "clopper_pearson",
@@ -87,11 +88,8 @@ def seed_slopes(x, Y, level: float = 0.95) -> tuple[float, tuple[float, float], 
     x = np.asarray(x, float)
     Y = np.atleast_2d(np.asarray(Y, float))
     slopes = np.array([slope_ci(x, y)[0] for y in Y])
-    m = float(slopes.mean())
-    if len(slopes) < 2:
-        return m, (m, m), slopes
-    half = scipy.stats.t.ppf(0.5 + level / 2, len(slopes) - 1) * slopes.std(ddof=1) / np.sqrt(len(slopes))
-    return m, (m - float(half), m + float(half)), slopes
+    m, ci = t_interval(slopes, level)
+    return m, ci, slopes
 
 
 def _tol(n: int, scale: float) -> float:
@@ -136,7 +134,7 @@ def check_linear_interval(rng: np.random.Generator, n: int = 200, d: int = 4,
                                narrow_interval=(lo_c, hi_c))
         holds &= ok
         worst = max(worst, k / n_draws / bound)
-    return ClaimResult(
+    return ClaimResult(key="linear_interval",
         label="supp-lem:lienar kernel Gram",
         statement="P(all lambda_j(XX^T) in [n/d(1-sqrt(d/n)-t/sqrt n)^2, n/d(1+sqrt(d/n)+t/sqrt n)^2]) >= 1-2e^{-t^2/2}",
         holds=bool(holds), observed=worst, bound=1.0,
@@ -158,7 +156,7 @@ def check_linear_rate(rng: np.random.Generator, ns=(100, 200, 400, 800, 1600, 32
             lam = linear_gram_eigenvalues(sample_design(int(n), d, rng, size=(reps,)))
             dev[s, i] = np.mean(np.max(np.abs(lam * d / n - 1.0), axis=1))
     m, ci, slopes = seed_slopes(np.log(ns), np.log(dev))
-    return ClaimResult(
+    return ClaimResult(key="linear_rate",
         label="supp-lem:lienar kernel Gram",
         statement="lambda_j = (1 + O_P(n^-1/2)) n/d: slope of log|lambda_j d/n - 1| vs log n is -1/2",
         holds=bool(band[0] <= ci[0] and ci[1] <= band[1]), observed=m, bound=-0.5, ci=ci,
@@ -178,7 +176,7 @@ def check_lambda1_lower(G) -> ClaimResult:
     n = G.shape[0]
     lam1 = float(np.linalg.eigvalsh(G)[-1])
     lb = float(lambda1_lower_bound(G))
-    return ClaimResult(
+    return ClaimResult(key="lambda1_lower",
         label="supp-lem:rbf kernel Gram", statement="lambda_1(G) >= 1'G1/n",
         holds=bool(lam1 >= lb - _tol(n, lam1)), observed=lam1, bound=lb,
         tolerance="atol 10 n eps lambda_1, rtol 0", details=dict(n=n, gap=lam1 - lb),
@@ -213,7 +211,7 @@ def check_lambda1_limit(rng: np.random.Generator, ns=(200, 800), d: int = 2,
     tol1 = k_se * se1 + alpha**2 / ns[-1]
     tol2 = k_se * se2 + alpha**2 / ns[-1]
     holds = abs(m1 - mu0) <= tol1 and abs(m1 - rho) > tol1 and abs(m2 - rho) <= tol2
-    return ClaimResult(
+    return ClaimResult(key="lambda1_limit",
         label="supp-lem:rbf kernel Gram",
         statement="lambda_1(G)/n -> mu_0 (top Mercer eigenvalue) > rho = lim 1'G1/n^2",
         holds=bool(holds), observed=float(m1), bound=mu0, ci=(float(m1 - tol1), float(m1 + tol1)),
@@ -286,7 +284,7 @@ def check_mercer_quadrature(d: int = 2, lengthscale: float = 1.0, var: float | N
     # a and b together is invisible here; each one alone is not.
     conventions = {"1/a=4s2,1/b=2l2 (paper)": float(rel.max()),
                    "1/a=2s2": alt(0.5, 1.0), "1/b=l2": alt(1.0, 0.5)}
-    return ClaimResult(
+    return ClaimResult(key="mercer_quadrature",
         label="supp-lem:rbf kernel Gram",
         statement="Mercer eigenvalues of RBF under N(0, var I): alpha^{d/2} beta^k, multiplicity C(k+d-1,d-1)",
         holds=bool(rel.max() <= rtol and mult_ok), observed=float(rel.max()), bound=rtol,
@@ -325,7 +323,7 @@ def check_mercer_nystrom(rng: np.random.Generator, n: int = 1000, d: int = 2, le
     allow = float(mer.eig_degree(0)) * np.array(sizes) / n
     z = np.abs(sums.mean(0) - pred) / se
     holds = np.all(np.abs(sums.mean(0) - pred) <= k_se * se + allow)
-    return ClaimResult(
+    return ClaimResult(key="mercer_nystrom",
         label="supp-lem:rbf kernel Gram",
         statement="eigvalsh(G)/n (degree blocks) -> Mercer eigenvalues m_k alpha^{d/2} beta^k",
         holds=bool(holds), observed=float(z.max()), bound=k_se,
@@ -381,7 +379,7 @@ def check_mercer_truncation(rng: np.random.Generator, n: int = 60, d: int = 2, M
     ratio = mer.beta * (1 + (d - 1) / (M + 1))
     q = 0.5 * (ratio + 1.0) if q is None else q
     bound_ok = ratio < 1 and tail <= mer.tail_bound(M, q)
-    return ClaimResult(
+    return ClaimResult(key="mercer_truncation",
         label="supp-lem:rbf kernel Gram",
         statement="lambda_n(G) <= lambda_{T+1}(G) <= lambda_1(R_>T) <= tr R_>T, E tr R = n sum_{t>T} mu_t <= n C beta^M M^{d-1}",
         holds=bool(chain_ok and rank_ok and mc_ok and bound_ok), observed=float(traces.mean()),
@@ -394,7 +392,7 @@ def check_mercer_truncation(rng: np.random.Generator, n: int = 60, d: int = 2, M
 
 
 def check_rbf_cond_growth(rng: np.random.Generator, d: int = 2, ns=(6, 9, 12, 16, 20, 25, 30, 36, 45, 60),
-                          n_seeds: int = 30, noise_var: float = 0.04, floor_factor: float = 100.0
+                          n_seeds: int = 30, noise_var: float = DEFAULT_NOISE_VAR, floor_factor: float = 100.0
                           ) -> ClaimResult:
     """Super-polynomial growth of ``cond(G)`` (supp-lem:rbf kernel Gram), where float64 can see it.
 
@@ -439,7 +437,7 @@ def check_rbf_cond_growth(rng: np.random.Generator, d: int = 2, ns=(6, 9, 12, 16
     ridge_ok = bool(np.all(np.asarray(ridge) <= (ns + noise_var) / noise_var * (1 + 1e-9)))
     first_bad = int(ns[~resolved][0]) if np.any(~resolved) else None
     mer = RBFMercer(d)
-    return ClaimResult(
+    return ClaimResult(key="rbf_cond_growth",
         label="supp-lem:rbf kernel Gram",
         statement="cond(G) >~ exp(gamma n^{1/d}) / n^{2+(d-1)/d} (super-polynomial)",
         holds=bool(idx.size >= 5 and curv_ci[0] > 0 and gci[0] > 0 and ridge_ok), observed=float(gamma_hat),
@@ -469,7 +467,7 @@ def check_ridge_sandwich(G, noise_var: float, alpha: float = 1.0, rho: float | N
     lo, hi = ridge_cond_bounds(n, max(rho_hat, 0.0), noise_var, alpha)
     c = ridge_cond(G, noise_var)
     tol = 10 * n * EPS * c * (1 + a2 * n / noise_var)
-    return ClaimResult(
+    return ClaimResult(key="ridge_sandwich",
         label="supp-lem:rbf kernel Gram ridge",
         statement="(1+(n-1)rho+s2)/(1+s2) <= cond(G+s2 I) <= (n+s2)/s2",
         holds=bool(lo - tol <= c <= hi + tol), observed=c, bound=hi,
@@ -502,7 +500,7 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
         "lambda_n in [s2/s_max, (alpha^2+s2)/s_max]": b.lambda_n[0] - tol <= sp.lambda_n <= b.lambda_n[1] + tol,
         "cond in [s_max/(alpha^2+s2), s_max(alpha^2+s2)/(alpha^2 s2)]": b.cond[0] - ctol <= sp.cond <= b.cond[1] + ctol,
     }
-    return ClaimResult(
+    return ClaimResult(key="prec_inequalities",
         label="supp-lem:rbf kernel Gram ridge prec",
         statement="lambda_1 in [1,1+s2], lambda_n in [s2/s_max,(1+s2)/s_max], cond in [s_max/(1+s2), s_max(1+s2)/s2]",
         holds=bool(all(checks.values())), observed=sp.cond, bound=b.cond[1],
@@ -532,7 +530,7 @@ def check_cond_rate(rng: np.random.Generator, which: str = "prec", ns=(100, 200,
             C[s, i] = prec_spectrum(G, noise_var).cond if which == "prec" else ridge_cond(G, noise_var)
     m, ci, slopes = seed_slopes(np.log(ns), np.log(C))
     label = "thm:cond number" if which == "prec" else "supp-lem:rbf kernel Gram ridge"
-    return ClaimResult(
+    return ClaimResult(key=f"cond_rate_{which}",
         label=label, statement=f"cond of the {which} system = Theta(n): slope of log cond vs log n is 1",
         holds=bool(band[0] <= ci[0] and ci[1] <= band[1]), observed=m, bound=1.0, ci=ci,
         tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
@@ -546,7 +544,7 @@ def check_cond_rate(rng: np.random.Generator, which: str = "prec", ns=(100, 200,
 # --------------------------------------------------------------------------------------------- #
 
 def check_stepsize_rate(rng: np.random.Generator, kernel="rbf", ns=(100, 200, 400, 800), d: int = 16,
-                        noise_var: float = 0.04, n_seeds: int = 3, band=(-1.1, -0.9)) -> ClaimResult:
+                        noise_var: float = DEFAULT_NOISE_VAR, n_seeds: int = 3, band=(-1.1, -0.9)) -> ClaimResult:
     """thm:lambda1: the admissible step ``2/(lambda_1(G) + s2)`` is of order ``1/n``: per seed, the slope
     of log step on log n; the 95% t-CI over seeds must lie in ``band``. For the linear kernel
     ``lambda_1 ~ (sqrt(n) + sqrt(d))^2/d`` approaches ``n/d`` only as ``sqrt(d/n) -> 0``, so use
@@ -567,7 +565,7 @@ def check_stepsize_rate(rng: np.random.Generator, kernel="rbf", ns=(100, 200, 40
     for s in range(n_seeds):
         S[s] = admissible_step_curve(kern, ns, d, noise_var, 1, rng).mean
     m, ci, slopes = seed_slopes(np.log(ns), np.log(S))
-    return ClaimResult(
+    return ClaimResult(key=f"stepsize_rate_{kernel}",
         label="thm:lambda1", statement=f"admissible step 2/(lambda_1+s2) = Theta(1/n) ({kern.name}, d={d})",
         holds=bool(band[0] <= ci[0] and ci[1] <= band[1]), observed=m, bound=-1.0, ci=ci,
         tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
@@ -594,7 +592,7 @@ def check_stepsize_figure(rng: np.random.Generator, ns=tuple(range(100, 1001, 10
     ratio = out["rbf"]["mean"][-1] * ns[-1] / (2.0 / mu0)
     holds = (out["rbf"]["decreasing"] and out["blr"]["decreasing"] and abs(out["rbf"]["slope"] + 1) < 0.1
              and abs(ratio - 1) < 0.1)
-    return ClaimResult(
+    return ClaimResult(key="stepsize_figure",
         label="fig:stepsize", statement="admissible step decreases like 1/n (d=16)",
         holds=bool(holds), observed=float(out["rbf"]["slope"]), bound=-1.0,
         tolerance="RBF slope within 0.1 of -1; n*step within 10% of 2/mu_0 at n_max",
@@ -654,7 +652,7 @@ def check_L_growth(rng: np.random.Generator, ns=(50, 100, 200, 400), d: int = 2,
     m, ci, slopes = seed_slopes(np.log(ns), np.log(Lm)) if finite else (np.nan, (np.nan, np.nan), None)
     suff_ok = bool(np.all(errD < eps))
     holds = finite and band[0] <= ci[0] and ci[1] <= band[1] and suff_ok
-    return ClaimResult(
+    return ClaimResult(key="L_growth",
         label="thm:L growth",
         statement="depth to reach eps at the optimal preconditioned step grows ~ n; (c_n+1)/2 log(1/eps) suffices",
         holds=bool(holds), observed=float(m), bound=1.0, ci=ci,
@@ -692,12 +690,12 @@ def check_rho_star_convention(rng: np.random.Generator, ns=(20, 80, 320), d: int
         holds &= ok
         rows.append(dict(n=int(n), cond=c, radius=radius, appendix=right, proof=typo,
                          depth_ratio=float(np.log(right) / np.log(typo))))
-    return ClaimResult(
+    return as_erratum(ClaimResult(key="rho_star_convention",
         label="thm:L growth",
         statement="rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)",
         holds=bool(holds), observed=rows[-1]["radius"], bound=rows[-1]["appendix"],
         tolerance="atol 10 n eps cond", details=dict(rows=rows),
-    )
+    ))
 
 
 def check_depth_inequality_direction(conds=(2.0, 10.0, 100.0, 1e4), eps: float = 1e-6) -> ClaimResult:
@@ -707,13 +705,13 @@ def check_depth_inequality_direction(conds=(2.0, 10.0, 100.0, 1e4), eps: float =
     c = np.asarray(conds, float)
     need = depth_needed(c, eps)
     suff = depth_sufficient(c, eps)
-    return ClaimResult(
+    return as_erratum(ClaimResult(key="depth_inequality_direction",
         label="thm:L growth",
         statement="log(eps)/log(rho*) <= (c+1)/2 log(1/eps) (paper prints >=)",
         holds=bool(np.all(need <= suff) and np.all(need < suff)), observed=float(np.max(need / suff)),
         bound=1.0, tolerance="exact (strict inequality of real numbers)",
         details=dict(conds=c, needed=need, sufficient=suff),
-    )
+    ))
 
 
 def check_prec_amplitude(rng: np.random.Generator, alpha: float = 0.5, noise_var: float = 0.2,
@@ -734,14 +732,14 @@ def check_prec_amplitude(rng: np.random.Generator, alpha: float = 0.5, noise_var
     tol = _tol(n, general)
     holds = (sp2.lambda_1 > paper + tol and sp.lambda_1 > paper + tol
              and sp2.lambda_1 <= general + tol and sp.lambda_1 <= general + tol)
-    return ClaimResult(
+    return as_erratum(ClaimResult(key="prec_amplitude",
         label="supp-lem:rbf kernel Gram ridge prec",
         statement="lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1",
         holds=bool(holds), observed=sp.lambda_1, bound=paper, tolerance="atol 10 n eps (1+s2/alpha^2)",
         details=dict(alpha=alpha, two_points_lambda1=sp2.lambda_1, random_lambda1=sp.lambda_1,
                      paper_upper=paper, general_upper=general, s_min=sp.s_min,
                      step_2_over_1_plus_s2=2 / paper, admissible_step=2 / sp.lambda_1),
-    )
+    ))
 
 
 def check_row_sum_limit(rng: np.random.Generator, n: int = 2000, d: int = 16, lengthscale: float = 1.0,
@@ -763,7 +761,7 @@ def check_row_sum_limit(rng: np.random.Generator, n: int = 2000, d: int = 16, le
     to_g = float(np.max(np.abs(t - g) / se))
     to_rho = float(np.max(np.abs(t - rho) / se))
     holds = to_g <= k_se and to_rho > k_se and s.max() >= s.mean()
-    return ClaimResult(
+    return as_erratum(ClaimResult(key="row_sum_limit",
         label="supp-lem:rbf kernel Gram ridge prec",
         statement="(s_i - 1)/(n-1) -> E_x kappa(x_i, x), not rho; s_max >= 1'G1/n ~ 1 + (n-1) rho",
         holds=bool(holds), observed=to_g, bound=k_se,
@@ -771,11 +769,11 @@ def check_row_sum_limit(rng: np.random.Generator, n: int = 2000, d: int = 16, le
         details=dict(n=n, d=d, max_z_to_g=to_g, max_z_to_rho=to_rho, rho=rho, g_range=(float(g.min()), float(g.max())),
                      s_max_over_n=float(s.max() / n), s_mean_over_n=float(s.mean() / n),
                      g0=float(expected_rbf_gaussian_given(np.zeros(d), 1.0, lengthscale))),
-    )
+    ))
 
 
 def check_covariate_shift(rng: np.random.Generator, d: int = 4, lengthscale: float = 0.8,
-                          noise_var: float = 0.04, n: int = 400, n_trials: int = 3,
+                          noise_var: float = DEFAULT_NOISE_VAR, n: int = 400, n_trials: int = 3,
                           n_mc: int = 200_000) -> ClaimResult:
     """Covariate shift (supp-sec:exp additional): ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` has per-coordinate
     variance ``1/(3d)``, not ``1/d``. Quantifies ``rho = E kappa`` (closed form, checked by Monte Carlo
@@ -805,7 +803,7 @@ def check_covariate_shift(rng: np.random.Generator, d: int = 4, lengthscale: flo
         stats[design] = dict(lambda1_over_n=float(np.mean(l1)), step=float(np.mean(st)), prec_cond=float(np.mean(cd)))
     holds = (abs(v_hat - 1 / (3 * d)) <= 5 * v_se and abs(rho_mc - rho_u) <= 5 * rho_se
              and rho_u > rho_g and stats["uniform"]["step"] < stats["gaussian"]["step"])
-    return ClaimResult(
+    return as_erratum(ClaimResult(key="covariate_shift",
         label="supp-sec:exp additional",
         statement="Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coordinate: larger rho, smaller admissible step",
         holds=bool(holds), observed=rho_u, bound=rho_g,
@@ -815,7 +813,7 @@ def check_covariate_shift(rng: np.random.Generator, d: int = 4, lengthscale: flo
                      step_ratio_uniform_over_gaussian=stats["uniform"]["step"] / stats["gaussian"]["step"],
                      cond_ratio_uniform_over_gaussian=stats["uniform"]["prec_cond"] / stats["gaussian"]["prec_cond"],
                      **{f"{k}_{kk}": vv for k, v in stats.items() for kk, vv in v.items()}),
-    )
+    ))
 
 
 def check_rho_naming(rng: np.random.Generator, n: int = 200, d: int = 16, noise_var: float = 0.2) -> ClaimResult:
@@ -826,7 +824,7 @@ def check_rho_naming(rng: np.random.Generator, n: int = 200, d: int = 16, noise_
     G = RBFKernel()(sample_design(n, d, rng))
     c = prec_spectrum(G, noise_var).cond
     rs = float(rho_star(c))
-    return ClaimResult(
+    return ClaimResult(key="rho_naming",
         label="supp-lem:rbf kernel Gram", statement="rho (mean kernel) and rho* (convergence factor) are different quantities",
         holds=bool(abs(rho_k - rs) > 0.1), observed=rho_k, bound=rs, tolerance="exact",
         details=dict(rho_kernel=rho_k, rho_star=rs, cond=c, n=n, d=d),
