@@ -143,12 +143,13 @@ if runs is not None:
             axs[0, j].text(b, a, f"{np.log10(v):.2f}", ha="center", va="center", fontsize=7,
                            color="w" if np.log10(v) < (vmin + vmax) / 2 else "k")
         axs[1, j].errorbar(Cs, H[-1], yerr=2 * S[-1], fmt="o-", capsize=2, label=f"L={Ls[-1]}, varying C")
-        axs[1, j].set(xscale="log", yscale="log", xlabel="bins C", ylabel="E[TV] (±2 SE)")
+        report.log_axis(axs[1, j], "xy")
         axs[1, j].set_xticks(Cs, [str(c) for c in Cs])
+        axs[1, j].set(xlabel="bins C", ylabel="E[TV] (±2 SE)")
         ax2 = axs[1, j].twiny()
         ax2.errorbar(Ls, H[:, -1], yerr=2 * S[:, -1], fmt="s--", color="C1", capsize=2,
                      label=f"C={Cs[-1]}, varying L")
-        ax2.set_xscale("log")
+        report.log_axis(ax2, "x")
         ax2.set_xticks(Ls, [str(v) for v in Ls])
         ax2.set_xlabel("depth L", color="C1")
         ax2.grid(False)

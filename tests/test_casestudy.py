@@ -126,6 +126,8 @@ def test_claims_hold_and_fail_honestly():
     claims = crun.make_claims("walker", crun.near_far_summary(good, gp, dist, sd), cov, scale="t",
                               baseline="GP")
     assert [c.label for c in claims] == ["fig:walker"] * 5
+    assert [c.key for c in claims] == list(crun.CLAIM_KEYS)  # picked by key, never by position
+    assert all(c.details["measured"] and c.details["variant"] for c in claims)
     assert [c.holds for c in claims] == [True, True, True, True, True]
     # PFN worse near the data than far from it, and a coverage gap of 0.3 (> 2 SE = 0.085)
     bad = {q: gp[q] + np.where(dist <= 1, 0.5, 0.01) for q in crun.QUANTITIES}
@@ -211,8 +213,12 @@ def test_run_sacramento_tiny(tmp_path, monkeypatch):
     assert doc["summary"]["n_grid"] == 120 and doc["coverage"]["pfn"]["n"] == 552
     np.testing.assert_allclose(doc["eb_fit"]["ours"]["alpha"], 0.666, atol=1e-3)  # printed digits
     # a second call resumes: the finished run is reused, results are the same
+    first = (out / "results.json").read_bytes()
     res2 = crun.run_casestudy("sacramento", TINY, out, n_restarts=0, device="cpu", progress=False)
     assert res2["summary"]["mad_mean_near"] == res["summary"]["mad_mean_near"]
+    # deterministic: no wall times or time stamps, so a rerun rewrites the same bytes
+    assert (out / "results.json").read_bytes() == first
+    assert "timing_s" not in res2 and "pfn_train_wall_s" not in res2["summary"]
 
 
 @pytest.mark.skipif(not walker_data_available(), reason="Walker Lake CSVs not found (../shared/data "
@@ -225,6 +231,8 @@ def test_run_walker_tiny(tmp_path):
     assert doc["summary"]["n_grid"] == 10 * 12 and doc["summary"]["n_context"] == 200
     assert doc["coverage"]["pfn"]["n"] == 70 and "context_refit" in doc["eb_fit"]
     assert "near_far_same_prior" in doc and len(doc["claims"]) == 7
+    assert [c["key"] for c in doc["claims"][5:]] == ["pretraining_prior/near_close",
+                                                     "pretraining_prior/coverage"]
 
 
 def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):

@@ -41,8 +41,9 @@ def _claim(holds=True, observed=0.5, bound=1.0, label="supp-thm:KRR", **kw):
     (True, {"convergence": "improving"}, "undecided"),
     (True, {"convergence": "unknown"}, "holds"),
     (False, {"explicit": "erratum"}, "erratum"),
+    (True, {"explicit": "undecided", "outside": "L <= 8"}, "outside the paper's regime"),
 ], ids=["holds", "caveat", "fails", "fails-with-caveat", "erratum", "erratum-unconfirmed",
-        "outside", "undecided", "convergence-unknown", "explicit"])
+        "outside", "undecided", "convergence-unknown", "explicit", "outside-beats-undecided"])
 def test_decide_verdict(holds, kw, expected):
     """Each rule of the recorder's docstring maps to one verdict kind; an erratum's kind follows
     from its check (never fixed), a still-improving run makes a row undecided."""

@@ -2,7 +2,9 @@
 
 Implements
 ----------
-supp-sec:real data, step by step (:func:`run_casestudy`):
+supp-sec:real data, step by step (:func:`run_casestudy` calls one function per stage:
+:func:`prepare_data`, :func:`fit_priors`, :func:`pretrain_pfn`, :func:`predict_grid`,
+:func:`heldout_coverage`, :func:`draw_maps`, :func:`collect_results`):
 
 1. data and preprocessing (:mod:`.data`);
 2. the empirical-Bayes ARD RBF GP (:mod:`.baseline`): Sacramento on all 552 homes; Walker Lake on a
@@ -21,9 +23,11 @@ supp-sec:real data, step by step (:func:`run_casestudy`):
    it is the PFN's approximation error alone;
 5. maps like the paper's figures (``maps.png``: PFN top row, GP bottom row; mean, 5%, 95%) and the
    difference maps (``differences.png``, with the near/far boundary);
-6. ``results.json`` (atomic): EB fit beside the paper's, PFN-vs-GP differences near and far from the
-   observations, held-out coverage of the 90% central intervals, a flat ``summary`` and the
-   ``claims`` (:class:`pfntheory.claims.ClaimResult` kwargs, labels fig:sacramento / fig:walker).
+6. ``results.json`` (atomic, deterministic: no wall times, floats to 6 significant digits): EB fit
+   beside the paper's, PFN-vs-GP differences near and far from the observations, held-out coverage
+   of the 90% central intervals, a flat ``summary`` and the ``claims``
+   (:class:`pfntheory.claims.ClaimResult` kwargs, labels fig:sacramento / fig:walker, keys
+   :data:`CLAIM_KEYS`).
 
 Definitions (fixed before any result was seen)
 ----------------------------------------------

@@ -56,8 +56,9 @@ _FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
 
 def markdown_math(md: str) -> str:
-    """The Markdown ``md`` with every inline code span typeset by :func:`math_html` (as an inline
-    ``<span class="math">``); fenced code blocks are left alone."""
+    """The Markdown ``md`` with every inline code span that reads as maths typeset by
+    :func:`math_html` (as an inline ``<span class="math">``); spans naming a file, a command, a
+    module or a snake_case identifier, and fenced code blocks, are left as code."""
     parts, last = [], 0
     for m in _FENCE.finditer(md):
         parts.append(_CODE_SPAN.sub(_span, md[last:m.start()]))
@@ -67,5 +68,13 @@ def markdown_math(md: str) -> str:
     return "".join(parts)
 
 
+# a code span that names a file, a command, a module or an identifier stays code
+_CODE_LIKE = re.compile(r"(^(pfntheory|python|pytest|pip)\b|\.(json|py|csv|png|html)\b|/[\w<>.-]+/|^--"
+                        r"|\b[a-z]\w*\.[a-z]\w*\.|[a-z]{2,}_[a-z]{2,}|\w\(\)$)")
+
+
 def _span(m: re.Match) -> str:
-    return f'<span class="math">{math_html(m.group(1))}</span>'
+    text = m.group(1)
+    if _CODE_LIKE.search(text):
+        return m.group(0)
+    return f'<span class="math">{math_html(text)}</span>'

@@ -7,10 +7,12 @@ it into ``results/<notebook>.json``; the index is built from those JSON files on
 
 How a verdict is decided (:func:`decide_verdict`), first rule that applies:
 
-1. an explicit ``ClaimResult.verdict`` (the claim function knows best);
-2. an erratum row (``erratum=`` the corrected statement): "erratum" when the check confirms the
+1. a row measured outside the paper's regime (``outside=`` why): "outside the paper's regime"
+   (whatever the runs' convergence: more training cannot bring it into the regime);
+2. an explicit ``ClaimResult.verdict`` (the claim function knows best, e.g. "undecided" for a
+   trained claim whose runs have not plateaued);
+3. an erratum row (``erratum=`` the corrected statement): "erratum" when the check confirms the
    corrected statement, "does not hold" when it does not;
-3. a row measured outside the paper's regime (``outside=`` why): "outside the paper's regime";
 4. a trained row (``runs=`` its run directories) whose runs have not all plateaued by
    :func:`pfntheory.convergence.plateau_status`: "undecided";
 5. otherwise from ``holds``: "holds", "holds with a caveat" (a caveat is given) or "does not hold".
@@ -157,14 +159,14 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
 def decide_verdict(holds: bool, *, explicit: str | None = None, caveat: str = "",
                    erratum: str = "", outside: str = "", convergence: str | None = None) -> str:
     """The verdict kind of a measured row (rules 1-5 of the module docstring)."""
+    if explicit is not None and explicit not in VERDICT_KINDS:
+        raise ValueError(f"explicit must be one of {VERDICT_KINDS}, got {explicit!r}")
+    if outside:  # more training cannot bring a measurement into the paper's regime
+        return OUTSIDE
     if explicit is not None:
-        if explicit not in VERDICT_KINDS:
-            raise ValueError(f"explicit must be one of {VERDICT_KINDS}, got {explicit!r}")
         return explicit
     if erratum:
         return ERRATUM if holds else FAILS
-    if outside:
-        return OUTSIDE
     if convergence == "improving":
         return UNDECIDED
     return verdict_of(bool(holds), caveat)
