@@ -335,13 +335,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_writable_dir(path, option: str) -> None:
+    """Create ``path`` (as the command would) and probe it with a temporary file, so that an
+    unwritable output folder fails before any work instead of after it."""
+    import tempfile
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{option} {p} exists and is not a directory")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as err:
+        raise ValueError(f"{option} {p} is not a writable directory ({err.strerror or err})") from None
+
+
 def _check_common(args) -> None:
-    """Checks of options many subcommands share (including those registered elsewhere)."""
+    """Checks of options many subcommands share, including those registered by other modules
+    (sweep, report, casestudy): device, seed, positive timeouts and strides, writable outputs."""
     if getattr(args, "device", None) is not None:
         check_device(args.device)
     seed = getattr(args, "seed", None)
     if isinstance(seed, int) and not 0 <= seed <= LIMITS["seed"]:
         raise ValueError(f"--seed must be an integer in [0, {LIMITS['seed']}], got {seed}")
+    for attr in ("timeout", "timeout_min", "grid_stride"):
+        v = getattr(args, attr, None)
+        if isinstance(v, (int, float)) and not v > 0:
+            raise ValueError(f"--{attr.replace('_', '-')} must be positive, got {v}")
+    if getattr(args, "list", False):
+        return  # listing writes nothing
+    for attr in ("root", "out", "out_dir"):
+        v = getattr(args, attr, None)
+        if isinstance(v, str):
+            _check_writable_dir(v, f"--{attr.replace('_', '-')}")
 
 
 def _one_line(err: BaseException) -> str:
