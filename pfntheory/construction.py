@@ -348,7 +348,7 @@ def tf_forward(weights: HandsetWeights, X, Y, x_query, score: str | None = None,
         raise ValueError(f"X has d={Z.shape[-2] - 4} features, weights expect d={weights.d}")
     n = Z.shape[-1] - 1
     M0, M = weights.masks(n)
-    path = [Z] if return_path else None
+    path = [Z]  # Z^(0), ..., Z^(L), kept only if return_path
     with np.errstate(over="ignore", invalid="ignore"):  # a divergent step size may overflow: reported as inf/nan
         for l in range(weights.L):
             if l == 0:  # eqn:1st attn: mask M^(0), no skip term

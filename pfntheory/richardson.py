@@ -187,7 +187,7 @@ def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
     u = np.zeros_like(b) if u0 is None else as_float_array(u0, "u0")
     if u.shape != b.shape:
         raise ValueError(f"u0 must have the shape of b {b.shape}, got {u.shape}")
-    path = np.empty((L + 1,) + b.shape) if return_path else None
+    path = np.empty(((L + 1) if return_path else 0,) + b.shape)  # (L + 1, ...) iterates, if asked
     if return_path:
         path[0] = u
     for l in range(L):

@@ -281,10 +281,15 @@ class RBFMercer:
         object.__setattr__(self, "var", var)
         object.__setattr__(self, "alpha", positive_scalar(self.alpha, "alpha"))
 
+    @property
+    def variance(self) -> float:
+        """The per-coordinate input variance (``var``, resolved to ``1/d`` when not given)."""
+        return 1.0 / self.d if self.var is None else float(self.var)
+
     # --- constants of R&W eq. 4.41 ---
     @property
     def a(self) -> float:
-        return 1.0 / (4.0 * self.var)            # 1/a = 4 sigma^2
+        return 1.0 / (4.0 * self.variance)       # 1/a = 4 sigma^2
 
     @property
     def b(self) -> float:
@@ -338,7 +343,8 @@ class RBFMercer:
     def eigenvalues(self, T: int) -> np.ndarray:
         """The ``T`` largest eigenvalues, descending, each repeated by its multiplicity. Shape (T,)."""
         T = positive_int(T, "T")
-        out, k = [], 0
+        out: list[float] = []
+        k = 0
         while len(out) < T:
             out.extend([float(self.eig_degree(k))] * int(self.multiplicity(k)))
             k += 1

@@ -358,7 +358,8 @@ def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4
     the median ratio is within ``1 +- RATE_RTOL`` (the rate is attained). A seed whose slowest mode
     has a tiny weight decays faster over the fitted window (ratio > 1); that is allowed.
     """
-    ratios, rows = [], []
+    ratio_l: list[float] = []
+    rows = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
         X, Y, x = context(kernel, n, d, noise_var, rng)
@@ -387,12 +388,12 @@ def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4
         win = _fit_window(err, Ls, floor)
         slope = slope_ci(Ls[win], np.log(err[win]))[0] if win.sum() >= 3 else np.nan
         r = slope / np.log(rho)
-        ratios.append(r)
+        ratio_l.append(r)
         rows.append({"seed": seed, "eta": eta, "rho": rho, "rho_true": rho_true, "slope": slope,
                      "exp_slope": float(np.exp(slope)), "ratio": r, "L_max": int(Ls[-1]),
                      "rho_theorem": (rich.krr_convergence_factor(G, noise_var, eta) if not normalised
                                      else None)})
-    ratios = np.asarray(ratios, float)
+    ratios = np.asarray(ratio_l, float)
     m, ci = t_interval(ratios)
     med = float(np.median(ratios))
     ok = bool(np.all(np.isfinite(ratios)) and np.min(ratios) >= 1 - RATE_RTOL and abs(med - 1) <= RATE_RTOL)

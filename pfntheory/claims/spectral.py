@@ -16,12 +16,21 @@ unless stated.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.stats
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import positive_int
-from ..kernels import LinearKernel, RBFKernel, expected_rbf_gaussian, expected_rbf_gaussian_given
+from ..kernels import (
+    LinearKernel,
+    RBFKernel,
+    blr_sigma_diag,
+    expected_rbf_gaussian,
+    expected_rbf_gaussian_given,
+)
+from ..richardson import optimal_step, richardson
 from ..spectral import (
     RBFMercer,
     admissible_step_curve,
@@ -347,7 +356,8 @@ def check_mercer_truncation(rng: np.random.Generator, n: int = 60, d: int = 2, M
         raise ValueError(f"M too large: T_<M = {T} >= n = {n}")
     kern = RBFKernel(1.0, lengthscale)
     chain_ok, rank_ok = True, True
-    traces, margins = [], []
+    traces_l: list[float] = []
+    margins: list[float] = []
     for _ in range(n_seeds):
         X = sample_design(n, d, rng)
         G = kern(X)
@@ -360,14 +370,14 @@ def check_mercer_truncation(rng: np.random.Generator, n: int = 60, d: int = 2, M
         trR = float(np.trace(R))
         chain_ok &= bool(lamG[T] <= lamR[0] + tol and lamR[0] <= trR + tol and lamR[-1] >= -tol)
         rank_ok &= bool(abs(lamT[T]) <= tol)
-        traces.append(trR)
+        traces_l.append(trR)
         margins.append(lamG[T] / trR)
-    traces = np.asarray(traces)
+    traces = np.asarray(traces_l)
     tail = mer.tail_sum(M)
     # E r(x) = E[kappa(x,x) - kappa_<M(x,x)] by tensor Gauss-Hermite quadrature (the per-point residual
     # is heavy-tailed, so a Monte-Carlo mean over a few draws is not a reliable check of the identity)
     z, w = np.polynomial.hermite_e.hermegauss(n_quad)
-    grids = np.meshgrid(*([np.sqrt(mer.var) * z] * d), indexing="ij")
+    grids = np.meshgrid(*([np.sqrt(mer.variance) * z] * d), indexing="ij")
     Xq = np.stack([g.ravel() for g in grids], axis=1)
     Wq = np.ones(Xq.shape[0])
     for wg in np.meshgrid(*([w / np.sqrt(2 * np.pi)] * d), indexing="ij"):
@@ -408,7 +418,9 @@ def check_rbf_cond_growth(rng: np.random.Generator, d: int = 2, ns=(6, 9, 12, 16
     """
     kern = RBFKernel()
     ns = np.asarray(ns)
-    logc, ridge, resolved = [], [], []
+    logc_l: list[float] = []
+    ridge: list[float] = []
+    resolved_l: list[bool] = []
     for n in ns:
         c, r, ok = [], [], True
         for _ in range(n_seeds):
@@ -417,11 +429,11 @@ def check_rbf_cond_growth(rng: np.random.Generator, d: int = 2, ns=(6, 9, 12, 16
             ok &= bool(lam[0] > floor_factor * n * EPS * lam[-1])
             c.append(np.log(lam[-1] / lam[0]) if lam[0] > 0 else np.inf)
             r.append((lam[-1] + noise_var) / (max(lam[0], 0.0) + noise_var))
-        logc.append(np.mean(c))
+        logc_l.append(float(np.mean(c)))
         ridge.append(np.max(r))
-        resolved.append(ok)
-    resolved = np.asarray(resolved)
-    logc = np.asarray(logc)
+        resolved_l.append(ok)
+    resolved = np.asarray(resolved_l)
+    logc = np.asarray(logc_l)
     idx = np.flatnonzero(resolved)
     nn, y = ns[idx].astype(float), logc[idx]
     # (i) curvature in log-log
@@ -543,8 +555,8 @@ def check_cond_rate(rng: np.random.Generator, which: str = "prec", ns=(100, 200,
 # thm:lambda1, fig:stepsize                                                                     #
 # --------------------------------------------------------------------------------------------- #
 
-def check_stepsize_rate(rng: np.random.Generator, kernel="rbf", ns=(100, 200, 400, 800), d: int = 16,
-                        noise_var: float = DEFAULT_NOISE_VAR, n_seeds: int = 3, band=(-1.1, -0.9)) -> ClaimResult:
+def check_stepsize_rate(rng: np.random.Generator, kernel: str | RBFKernel | LinearKernel = "rbf",
+                        ns=(100, 200, 400, 800), d: int = 16, noise_var: float = DEFAULT_NOISE_VAR, n_seeds: int = 3, band=(-1.1, -0.9)) -> ClaimResult:
     """thm:lambda1: the admissible step ``2/(lambda_1(G) + s2)`` is of order ``1/n``: per seed, the slope
     of log step on log n; the 95% t-CI over seeds must lie in ``band``. For the linear kernel
     ``lambda_1 ~ (sqrt(n) + sqrt(d))^2/d`` approaches ``n/d`` only as ``sqrt(d/n) -> 0``, so use
@@ -553,19 +565,23 @@ def check_stepsize_rate(rng: np.random.Generator, kernel="rbf", ns=(100, 200, 40
     ``kernel``: ``"rbf"`` (alpha 1, ell 0.8, sec:sims), ``"linear"`` (Sigma = I, the lemma) or
     ``"blr"`` (Sigma by thirds, supp-sec:exp details), or a kernel object.
     """
-    from ..kernels import blr_sigma_diag
-
-    if isinstance(kernel, str):
-        kern = {"rbf": lambda: RBFKernel(1.0, 0.8), "linear": lambda: LinearKernel((1.0,) * d),
-                "blr": lambda: LinearKernel(blr_sigma_diag(d))}[kernel]()
-    else:
+    kern: RBFKernel | LinearKernel
+    if kernel == "rbf":
+        kern = RBFKernel(1.0, 0.8)
+    elif kernel == "linear":
+        kern = LinearKernel((1.0,) * d)
+    elif kernel == "blr":
+        kern = LinearKernel(blr_sigma_diag(d))
+    elif isinstance(kernel, (RBFKernel, LinearKernel)):
         kern = kernel
+    else:
+        raise ValueError(f"kernel must be 'rbf', 'linear', 'blr' or a kernel object, got {kernel!r}")
     ns = np.asarray(ns)
     S = np.empty((n_seeds, ns.size))
     for s in range(n_seeds):
         S[s] = admissible_step_curve(kern, ns, d, noise_var, 1, rng).mean
     m, ci, slopes = seed_slopes(np.log(ns), np.log(S))
-    return ClaimResult(key=f"stepsize_rate_{kernel}",
+    return ClaimResult(key=f"stepsize_rate_{kernel if isinstance(kernel, str) else kern.name}",
         label="thm:lambda1", statement=f"admissible step 2/(lambda_1+s2) = Theta(1/n) ({kern.name}, d={d})",
         holds=bool(band[0] <= ci[0] and ci[1] <= band[1]), observed=m, bound=-1.0, ci=ci,
         tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
@@ -580,9 +596,7 @@ def check_stepsize_figure(rng: np.random.Generator, ns=tuple(range(100, 1001, 10
     ``ell`` and the BLR linear kernel), with the ``1/n`` reference. Holds if the mean curve is
     decreasing for both kernels, the RBF curve has log-log slope within 0.1 of -1, and the RBF
     ``n * step`` approaches ``2/mu_0`` (within 10% at the largest ``n``)."""
-    from ..kernels import blr_sigma_diag
-
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, kern in (("rbf", RBFKernel(1.0, lengthscale)), ("blr", LinearKernel(blr_sigma_diag(d)))):
         cur = admissible_step_curve(kern, ns, d, noise_var, n_trials, rng)
         sl = slope_ci(np.log(cur.ns), np.log(cur.mean))
@@ -617,8 +631,6 @@ def check_L_growth(rng: np.random.Generator, ns=(50, 100, 200, 400), d: int = 2,
     Euclidean error at that depth and ``L_needed`` vs the worst-case ``log eps/log rho*`` are in
     ``details``.
     """
-    from ..richardson import optimal_step, richardson
-
     ns = np.asarray(ns)
     kern = RBFKernel(1.0, lengthscale)
     Lm = np.empty((n_seeds, ns.size))
