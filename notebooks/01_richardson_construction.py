@@ -143,7 +143,7 @@ out = {}
 for normalised in (False, True):
     if normalised:
         s = G.sum(axis=1)                                   # D = diag(G 1)
-        eta_l = 0.9 * rich.admissible_step(A, D=s) / 2
+        eta_l = rich.safe_step(A, D=s)
     else:
         eta_l = 0.9 / (lam1 + noise_var)
     errs, rows_dev = [], []
@@ -182,7 +182,7 @@ plt.show()
 Xc, Yc, xc = cclaims.context(kernel, 32, d, noise_var, np.random.default_rng(1))
 lam1_c = np.linalg.eigvalsh(kernel(Xc))[-1]
 eta_c = 0.9 / (lam1_c + noise_var)
-eta_pr = 0.9 * rich.admissible_step(kernel(Xc) + noise_var * np.eye(32), D=kernel(Xc).sum(axis=1)) / 2
+eta_pr = rich.safe_step(kernel(Xc) + noise_var * np.eye(32), D=kernel(Xc).sum(axis=1))
 rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
         measured="max |token row - recursion|, 64 layers")
 rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_c, 64),

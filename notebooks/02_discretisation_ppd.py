@@ -28,7 +28,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pfntheory import DEFAULT_NOISE_VAR, metrics, report
+from pfntheory import DEFAULT_NOISE_VAR, densities, metrics, report
 from pfntheory import discretize as disc
 from pfntheory.claims import construction as cclaims
 from pfntheory.claims import discretization as dclaims
@@ -87,8 +87,8 @@ crng = np.random.default_rng(11)
 cases = []
 for kind in ("gaussian", "mixture", "triangular", "laplace"):
     for _ in range(2 if SCALE == "quick" else 8):
-        dens = dclaims.random_density(crng, kind)
-        a_, b_ = dclaims.quantile_interval(dens, *crng.uniform(1e-3, 2e-2, 2))
+        dens = densities.random_density(crng, kind)
+        a_, b_ = densities.quantile_interval(dens, *crng.uniform(1e-3, 2e-2, 2))
         for C in (16, 64, 256):
             cases.append((dens, dclaims.random_partition(a_, b_, C, crng)))
 rec.add(dclaims.check_discretization_error(cases), measured="worst TV / bound")
