@@ -1,11 +1,15 @@
 """pfntheory: the executable supplement to "Transformers Can Learn Posterior Predictive
 Distributions In-Context".
 
-The exact side (NumPy/SciPy, float64) lives in one module per mathematical object:
-:mod:`~pfntheory.kernels`, :mod:`~pfntheory.gp`, :mod:`~pfntheory.richardson`,
-:mod:`~pfntheory.spectral`, :mod:`~pfntheory.discretize`, :mod:`~pfntheory.construction`,
-:mod:`~pfntheory.metrics`; :mod:`~pfntheory.claims` measures each paper result. The learned side
-(PyTorch) lives in :mod:`pfntheory.nn`.
+The exact side (NumPy/SciPy, float64; needs nothing else) lives in one module per mathematical
+object: :mod:`~pfntheory.kernels`, :mod:`~pfntheory.gp`, :mod:`~pfntheory.richardson`,
+:mod:`~pfntheory.spectral`, :mod:`~pfntheory.discretize`, :mod:`~pfntheory.densities`,
+:mod:`~pfntheory.construction`, :mod:`~pfntheory.mlp`, :mod:`~pfntheory.ppd_bound`,
+:mod:`~pfntheory.metrics`, with :mod:`~pfntheory.stats` (EPS, standard errors, t-intervals, slopes);
+:mod:`~pfntheory.claims` measures each paper result. The learned side (PyTorch, the ``nn`` extra)
+lives in :mod:`pfntheory.nn`.
+
+Constants named once: :data:`DEFAULT_NOISE_VAR` here, :data:`pfntheory.stats.EPS`.
 """
 
 __version__ = "0.1.0"
