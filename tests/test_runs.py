@@ -98,3 +98,43 @@ def test_corrupted_json_raises_clear_error(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         runs.load_torch(tmp_path / "nope.pt")
+
+
+# --------------------------------------------------------------------------------------------------
+# hygiene: orphan temporary files, corrupt artefacts, the runs-root lock (issue 12)
+# --------------------------------------------------------------------------------------------------
+
+def test_clean_orphan_temps_removes_only_ours(tmp_path):
+    ours = tmp_path / ".weights.pt.ab12cd34.tmp"
+    ours.write_bytes(b"half")
+    theirs = tmp_path / "data.tmp"
+    theirs.write_text("x")
+    assert runs.clean_orphan_temps(tmp_path, min_age_s=3600) == []  # too young
+    assert runs.clean_orphan_temps(tmp_path) == [ours]
+    assert theirs.exists() and not ours.exists()
+
+
+def test_check_and_remove_corrupt_artefacts(tmp_path):
+    runs.save_json(tmp_path / runs.CONFIG, {"a": 1})
+    runs.save_json(tmp_path / runs.METRICS, {"completed": True, "steps": 3, "interval": [-1.0, 1.0]})
+    runs.save_torch(tmp_path / runs.WEIGHTS, {"w": torch.zeros(2)})
+    assert runs.check_artefacts(tmp_path) == {}
+    (tmp_path / runs.WEIGHTS).write_bytes((tmp_path / runs.WEIGHTS).read_bytes()[:50])
+    assert set(runs.check_artefacts(tmp_path)) == {runs.WEIGHTS}
+    msgs = runs.remove_corrupt_artefacts(tmp_path)
+    assert len(msgs) == 2 and not (tmp_path / runs.WEIGHTS).exists()
+    assert not (tmp_path / runs.METRICS).exists() and (tmp_path / runs.CONFIG).exists()
+
+
+def test_metrics_without_interval_is_a_problem(tmp_path):
+    runs.save_json(tmp_path / runs.METRICS, {"completed": True, "steps": 3})
+    assert "interval" in runs.check_artefacts(tmp_path)[runs.METRICS]
+
+
+def test_root_lock_is_exclusive_and_released(tmp_path):
+    with runs.root_lock(tmp_path):
+        with pytest.raises(runs.LockHeldError, match=f"pid {os.getpid()}"):
+            with runs.root_lock(tmp_path):
+                pass
+    with runs.root_lock(tmp_path):  # released on exit
+        pass
