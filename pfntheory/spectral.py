@@ -711,5 +711,5 @@ def admissible_step_curve(kernel, ns, d: int, noise_var: float, n_trials: int,
     else:
         lam_inf = float(RBFMercer(d, kernel.lengthscale, 1.0 / d, kernel.alpha).eig_degree(0))
     return StepCurve(ns=ns, steps=steps, mean=mean, std=steps.std(axis=1, ddof=1) if n_trials > 1
-                     else np.zeros(ns.size), reference=mean[0] * ns[0] / ns,
+                     else np.zeros(ns.size), reference=mean[0] * (ns[0] / ns),
                      limit=2.0 / (ns * lam_inf + s2))
