@@ -505,10 +505,12 @@ class PFNTransformer(nn.Module):
         """The ``L-1`` solver layers with one kernel ``P`` (B, n+1, n) for all of them."""
         n = R.shape[1]
         s = P.sum(-1) if self.config.normalised else None                   # s_j, (B, n+1)
+        PT = P.transpose(1, 2)                                               # (B, n, n+1) view
         for layer in range(1, self.config.L):
             v, S_l = V[layer - 1], S[layer - 1]
             vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])             # (B, n, 2)
-            att = torch.bmm(P, vals)                                         # (B, n+1, 2)
+            # (P v)^T = v^T P^T: MKL's batched GEMM is ~4x faster with the kernel on the right
+            att = torch.bmm(vals.transpose(1, 2).contiguous(), PT).transpose(1, 2)  # (B, n+1, 2)
             if s is not None:
                 att = att / s.unsqueeze(-1)                                  # Attn^na
             H = self._skip(H, att, s, S_l)
