@@ -11,21 +11,31 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
+from ._checks import as_float_array, finite_scalar
+
 __all__ = ["EPS", "mean_se", "t_interval", "slope_ci"]
 
 EPS = float(np.finfo(np.float64).eps)
 
 
-def mean_se(x) -> tuple[float, float]:
+def _level(level) -> float:
+    v = finite_scalar(level, "level")
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {v!r}")
+    return v
+
+
+def mean_se(x, *, allow_inf: bool = False) -> tuple[float, float]:
     """Mean of ``x`` and its standard error ``std(x, ddof=1) / sqrt(len(x))``.
 
-    One value gives a standard error of 0 (nothing to estimate it from). A non-finite value (an
-    NLL where a model gives a bin zero mass) makes the mean non-finite and the standard error NaN,
-    without a NumPy warning. An empty ``x`` is refused.
+    One value gives a standard error of 0 (nothing to estimate it from). NaN is always refused. With
+    ``allow_inf=True`` an infinite value (an NLL where a model gives a bin zero mass) is accepted: it
+    makes the mean infinite and the standard error NaN (undefined), without a NumPy warning.
+    An empty ``x`` is refused.
     """
-    x = np.asarray(x, dtype=float).ravel()
-    if x.size == 0:
-        raise ValueError("x must hold at least one value")
+    x = as_float_array(x, "x", allow_nan=True, non_empty=True).ravel()
+    if np.any(np.isnan(x)) or (not allow_inf and not np.all(np.isfinite(x))):
+        raise ValueError("x contains NaN" + ("" if allow_inf else " or infinite values"))
     if x.size < 2:
         return float(x[0]), 0.0
     if not np.all(np.isfinite(x)):
@@ -38,8 +48,7 @@ def t_interval(x, level: float = 0.95) -> tuple[float, tuple[float, float]]:
 
     With a single value the interval is the point itself (no spread to estimate).
     """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    level = _level(level)
     m, se = mean_se(x)
     n = np.asarray(x).size
     if n < 2:
@@ -53,10 +62,9 @@ def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], flo
 
     Returns ``(slope, (lo, hi), r_value)`` from :func:`scipy.stats.linregress`.
     """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    level = _level(level)
+    x = as_float_array(x, "x")
+    y = as_float_array(y, "y")
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"x and y must be 1-d of equal length, got {x.shape} and {y.shape}")
     if x.size < 2:
