@@ -72,22 +72,22 @@ def _check_size(count: int, what: str, name: str) -> None:
 
 def ROW_Y(d: int) -> int:
     """0-based row of the labels (paper row ``d+1``)."""
-    return d
+    return positive_int(d, "d")
 
 
 def ROW_KX(d: int) -> int:
     """0-based row of ``k_x`` written by the first layer (paper row ``d+2``)."""
-    return d + 1
+    return positive_int(d, "d") + 1
 
 
 def ROW_F(d: int) -> int:
     """0-based row of the mean recursion ``f`` (paper row ``d+3``)."""
-    return d + 2
+    return positive_int(d, "d") + 2
 
 
 def ROW_G(d: int) -> int:
     """0-based row of the variance recursion ``g`` (paper row ``d+4``)."""
-    return d + 3
+    return positive_int(d, "d") + 3
 
 
 # --------------------------------------------------------------------------------------------------
@@ -260,6 +260,8 @@ def build_Z0(X, Y, x_query) -> np.ndarray:
     *batch, n, d = X.shape
     if n == 0:
         raise ValueError("X must hold at least one context point (n = 0 given)")
+    if d == 0:
+        raise ValueError("X must have at least one feature (d = 0 given)")
     if Y.shape != X.shape[:-1]:
         raise ValueError(f"Y must have shape {X.shape[:-1]} to match X {X.shape}, got {Y.shape}")
     if x_query.shape != tuple(batch) + (d,):
@@ -286,6 +288,10 @@ def attention_scores(KZ: np.ndarray, QZ: np.ndarray, score: str) -> np.ndarray:
     H : ndarray of shape (..., N, N)
     """
     choice(score, "score", SCORES)
+    KZ = as_float_array(KZ, "KZ", min_ndim=2)
+    QZ = as_float_array(QZ, "QZ", min_ndim=2)
+    if KZ.shape[-2] != QZ.shape[-2]:
+        raise ValueError(f"KZ and QZ must have the same number of rows, got {KZ.shape} and {QZ.shape}")
     if score == "linear":
         return np.swapaxes(KZ, -1, -2) @ QZ
     diff = KZ[..., :, :, None] - QZ[..., :, None, :]  # (..., d', N, N), differences: no cancellation
@@ -389,10 +395,13 @@ def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, norma
     F, Gv : ndarray of shape (L + 1, n + 1)
         Expected rows ``d+3`` and ``d+4``; column ``n`` is the query.
     """
-    X = as_float_array(X, "X", ndim=2)
-    Y = as_float_array(Y, "Y", ndim=1)
-    x_query = as_float_array(x_query, "x_query", ndim=1)
+    if not isinstance(kernel, (RBFKernel, ARDRBFKernel, LinearKernel)):
+        raise TypeError(f"kernel must be a LinearKernel, RBFKernel or ARDRBFKernel, got {kernel!r}")
+    Z0 = build_Z0(as_float_array(X, "X", ndim=2), as_float_array(Y, "Y", ndim=1),
+                  as_float_array(x_query, "x_query", ndim=1))  # shapes, n >= 1, d >= 1
+    X, Y, x_query = np.asarray(X, float), np.asarray(Y, float), np.asarray(x_query, float)
     L = positive_int(L, "L")
+    _check_size((L + 1) * Z0.shape[-1] * 2, "the rows (L+1) (n+1) x 2", "L")
     steps = _layer_steps(eta, L)
     n = X.shape[0]
     G = kernel(X)  # (n, n)

@@ -112,10 +112,13 @@ def fit_psi_mlp(box, width: int, rng: np.random.Generator | None = None, *,
     ReLUMLP
     """
     (m0, m1), (t0, t1) = _box(box)
-    width = positive_int(width, "width")
+    width = positive_int(width, "width", maximum=MAX_GRID_CELLS)
     if n_fit is None:
         n_fit = max(40, int(np.ceil(3.0 * np.sqrt(width))))
     n_fit = positive_int(n_fit, "n_fit", minimum=2)
+    if n_fit**2 * (width + 1) > MAX_GRID_CELLS:
+        raise ValueError(f"width={width} with n_fit={n_fit} needs a {n_fit**2} x {width + 1} feature "
+                         f"matrix, above MAX_GRID_CELLS={MAX_GRID_CELLS:.0e}")
     ridge = positive_scalar(ridge, "ridge", allow_zero=True)
     if rng is None:
         m = max(1, int(np.floor(np.sqrt(width))))

@@ -45,11 +45,15 @@ __all__ = [
     "krr_training_recursion_prec",
     "krr_testing_recursion_prec",
     "MAX_PATH_ELEMENTS",
+    "MAX_ITERATIONS",
 ]
 
 #: Largest number of float64 values a returned path may hold (``(L + 1) x size of one iterate``):
 #: 1e8 values are 800 MB. A larger request is refused with a ValueError naming ``L``.
 MAX_PATH_ELEMENTS = 10**8
+#: Most iterations (``L``, or the power ``l`` of the closed form) one call runs: 1e7 steps of even a
+#: 10 x 10 system take minutes; the depths of the paper are at most a few thousand.
+MAX_ITERATIONS = 10**7
 
 
 # --------------------------------------------------------------------------------------------------
@@ -131,6 +135,12 @@ def _vec(v, name: str, n: int, *, allow_matrix: bool = False) -> np.ndarray:
     return v
 
 
+def _required(x, name: str):
+    if x is None:
+        raise TypeError(f"{name} must be given (an array), got None")
+    return x
+
+
 def _query(k_x, n: int) -> np.ndarray:
     k_x = as_float_array(k_x, "k_x", ndim=(1, 2))
     if k_x.shape[-1] != n:
@@ -182,6 +192,8 @@ def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
     L = positive_int(L, "L")
     if return_path:
         _path_size(L, b.size)
+    if L > MAX_ITERATIONS:
+        raise ValueError(f"L={L} is above MAX_ITERATIONS={MAX_ITERATIONS:.0e}")
     eta = _steps(eta, L)
     P = _precond(D, n)
     u = np.zeros_like(b) if u0 is None else as_float_array(u0, "u0")
@@ -201,14 +213,15 @@ def spectrum(A, D=None) -> np.ndarray:
     """Eigenvalues of ``D^{-1} A`` in decreasing order, from the similar symmetric matrix.
 
     ``D^{-1} A`` is similar to ``D^{-1/2} A D^{-1/2}`` (supp-sec:richardson, Preconditioning), so the
-    spectrum comes from :func:`numpy.linalg.eigvalsh` of a symmetric matrix.
+    spectrum comes from :func:`numpy.linalg.eigvalsh` of a symmetric matrix. ``A`` must be symmetric
+    positive definite (the iteration's standing assumption; checked by a Cholesky factorisation).
 
     Returns
     -------
     lam : ndarray of shape (n,)
         ``lambda_1 >= ... >= lambda_n``.
     """
-    A = _sym(A)
+    A = _spd(A)
     P = _precond(D, A.shape[0])
     if P is None:
         B = A
@@ -309,7 +322,7 @@ def _krr_recursion(G, k_x, Y, noise_var, eta, L, *, preconditioned: bool):
     L = positive_int(L, "L")
     k_x = None if k_x is None else _query(k_x, n)
     m = 0 if k_x is None else int(np.prod(k_x.shape[:-1]))
-    _path_size(L, n + m)
+    _path_size(L, n + m)  # the paths are returned: (L + 1)(n + m) values
     eta = _steps(eta, L)
     s = jacobi_preconditioner(G) if preconditioned else np.ones(n)  # D = diag(G 1) or I
     if k_x is not None:
@@ -364,7 +377,7 @@ def krr_testing_recursion(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarra
     -------
     path : ndarray of shape (L + 1,) or (L + 1, m)
     """
-    return _krr_recursion(G, k_x, Y, noise_var, eta, L, preconditioned=False)[1]
+    return _krr_recursion(G, _required(k_x, "k_x"), Y, noise_var, eta, L, preconditioned=False)[1]
 
 
 def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
@@ -389,11 +402,21 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
     n = G.shape[0]
     k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
     eta = positive_scalar(eta, "eta")
-    l = positive_int(l, "l", minimum=0)
+    l = positive_int(l, "l", minimum=0, maximum=MAX_ITERATIONS)
     A = G + s2 * np.eye(n)
     c = np.linalg.solve(A, Y)  # (G + sigma^2 I)^{-1} Y
     c = np.linalg.matrix_power(np.eye(n) - eta * A, l) @ c
     return -(k_x @ c)
+
+
+def _depths(L) -> np.ndarray:
+    """``L`` (an int or an array of ints) as a float array of non-negative whole depths."""
+    if isinstance(L, (bool, np.bool_)) or L is None or isinstance(L, (str, bytes)):
+        raise TypeError(f"L must be a non-negative integer or an array of them, got {L!r}")
+    a = as_float_array(L, "L")
+    if np.any(a < 0) or np.any(a != np.round(a)):
+        raise ValueError(f"L must hold non-negative integers, got {L!r}")
+    return a
 
 
 def _extremes(G) -> tuple[float, float]:
@@ -431,7 +454,7 @@ def krr_training_bound(G, Y, noise_var: float, eta: float, L):
     Y = _vec(Y, "Y", G.shape[0])
     rho = krr_convergence_factor(G, s2, eta)
     lam_1, lam_n = _extremes(G)
-    L = np.asarray(L, dtype=float)
+    L = _depths(L)
     return np.exp(-(1.0 - rho) * L) * lam_1 / (lam_n + s2) * np.linalg.norm(Y)
 
 
@@ -455,7 +478,7 @@ def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
     k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
     rho = krr_convergence_factor(G, s2, eta)
     _, lam_n = _extremes(G)
-    L = np.asarray(L, dtype=float)
+    L = _depths(L)
     fac = np.exp(-(1.0 - rho) * L)
     return np.multiply.outer(fac, np.linalg.norm(k_x, axis=-1) / (lam_n + s2) * np.linalg.norm(Y))
 
@@ -495,4 +518,4 @@ def krr_testing_recursion_prec(G, k_x, Y, noise_var: float, eta, L: int) -> np.n
     -------
     path : ndarray of shape (L + 1,) or (L + 1, m)
     """
-    return _krr_recursion(G, k_x, Y, noise_var, eta, L, preconditioned=True)[1]
+    return _krr_recursion(G, _required(k_x, "k_x"), Y, noise_var, eta, L, preconditioned=True)[1]

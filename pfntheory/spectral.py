@@ -41,7 +41,16 @@ import scipy.linalg
 import scipy.sparse.linalg
 import scipy.special
 
-from ._checks import as_float_array, choice, positive_int, positive_scalar
+from ._checks import (
+    MAX_DIM,
+    MAX_ELEMENTS,
+    as_float_array,
+    check_rng,
+    check_size,
+    choice,
+    positive_int,
+    positive_scalar,
+)
 from .kernels import LinearKernel, RBFKernel, expected_rbf_gaussian
 
 __all__ = [
@@ -96,10 +105,12 @@ def sample_design(n: int, d: int, rng: np.random.Generator, design: str = "gauss
     -------
     X : ndarray of shape (*size, n, d)
     """
-    n = positive_int(n, "n")
-    d = positive_int(d, "d")
+    n = positive_int(n, "n", maximum=MAX_ELEMENTS)
+    d = positive_int(d, "d", maximum=MAX_DIM)
+    rng = check_rng(rng)
     choice(design, "design", DESIGNS)
-    shape = tuple(size) + (n, d)
+    shape = tuple(positive_int(s, "size", minimum=0) for s in size) + (n, d)
+    check_size(np.prod(shape, dtype=float), "n * d * prod(size)")
     if design == "gaussian":
         return rng.standard_normal(shape) / np.sqrt(d)
     h = 1.0 / np.sqrt(d)
@@ -117,7 +128,7 @@ def expected_rbf_uniform(alpha: float, lengthscale: float, d: int,
     """
     alpha = positive_scalar(alpha, "alpha")
     ell = positive_scalar(lengthscale, "lengthscale")
-    d = positive_int(d, "d")
+    d = positive_int(d, "d", maximum=MAX_DIM)
     h = 1.0 / np.sqrt(d) if half_width is None else positive_scalar(half_width, "half_width")
     one = (2.0 * h * ell * np.sqrt(np.pi / 2.0) * scipy.special.erf(np.sqrt(2.0) * h / ell)
            - ell**2 * (-np.expm1(-2.0 * h**2 / ell**2))) / (2.0 * h**2)
@@ -185,7 +196,7 @@ def linear_gram_eigenvalues(X, sigma_diag=None) -> np.ndarray:
     -------
     lam : ndarray of shape (..., min(n, d))
     """
-    X = as_float_array(X, "X", min_ndim=2)
+    X = as_float_array(X, "X", min_ndim=2, non_empty=True)
     n, d = X.shape[-2:]
     if sigma_diag is not None:
         X = X * np.sqrt(LinearKernel(tuple(np.ravel(sigma_diag))).sigma_diag)[None, :]
@@ -199,9 +210,18 @@ def linear_gram_eigenvalues(X, sigma_diag=None) -> np.ndarray:
 # --------------------------------------------------------------------------------------------- #
 
 def _square(G, name="G") -> np.ndarray:
+    """A non-empty square Gram matrix (or a batch), symmetric to round-off, with a non-negative
+    diagonal (necessary for positive semi-definiteness; a full eigen-check would cost what
+    :func:`top_eigenvalue` saves)."""
     G = as_float_array(G, name, min_ndim=2)
     if G.shape[-1] != G.shape[-2] or G.shape[-1] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix (batch), got shape {G.shape}")
+    scale = max(float(np.max(np.abs(G))), np.finfo(float).tiny)
+    if np.max(np.abs(G - np.swapaxes(G, -1, -2))) > 1e-10 * scale:
+        raise ValueError(f"{name} must be symmetric (a Gram matrix)")
+    if np.any(np.diagonal(G, axis1=-2, axis2=-1) < 0):
+        raise ValueError(f"{name} must be positive semi-definite (a Gram matrix); it has a negative "
+                         f"diagonal entry")
     return G
 
 
@@ -275,7 +295,7 @@ class RBFMercer:
     alpha: float = 1.0
 
     def __post_init__(self):
-        object.__setattr__(self, "d", positive_int(self.d, "d"))
+        object.__setattr__(self, "d", positive_int(self.d, "d", maximum=MAX_DIM))
         object.__setattr__(self, "lengthscale", positive_scalar(self.lengthscale, "lengthscale"))
         var = 1.0 / self.d if self.var is None else positive_scalar(self.var, "var")
         object.__setattr__(self, "var", var)
@@ -486,6 +506,8 @@ def ridge_cond(G, noise_var: float) -> float:
         raise ValueError(f"G must be a single (n, n) matrix, got shape {G.shape}")
     s2 = positive_scalar(noise_var, "noise_var")
     lam = np.linalg.eigvalsh(G)
+    if lam[0] < -G.shape[0] * 16 * np.finfo(float).eps * max(abs(lam[-1]), 1.0):
+        raise ValueError(f"G must be positive semi-definite, smallest eigenvalue {lam[0]:.3g}")
     return float((lam[-1] + s2) / (max(lam[0], 0.0) + s2))
 
 
@@ -503,6 +525,8 @@ def ridge_cond_bounds(n: int, rho: float, noise_var: float, alpha: float = 1.0) 
     rho = positive_scalar(rho, "rho", allow_zero=True)
     s2 = positive_scalar(noise_var, "noise_var")
     a2 = positive_scalar(alpha, "alpha") ** 2
+    if rho > a2:  # a mean of kernel values kappa(x, x') <= kappa(x, x) = alpha^2
+        raise ValueError(f"rho must lie in [0, alpha^2] = [0, {a2}] (a mean kernel value), got {rho}")
     lo = (a2 + (n - 1) * rho + s2) / (a2 + s2)
     hi = (n * a2 + s2) / s2
     return float(lo), float(hi)
@@ -691,6 +715,7 @@ def admissible_step_curve(kernel, ns, d: int, noise_var: float, n_trials: int,
     d = positive_int(d, "d")
     s2 = positive_scalar(noise_var, "noise_var")
     n_trials = positive_int(n_trials, "n_trials")
+    rng = check_rng(rng)
     choice(design, "design", DESIGNS)
     if isinstance(kernel, LinearKernel) and kernel.d != d:
         raise ValueError(f"kernel has d={kernel.d}, but d={d} was given")

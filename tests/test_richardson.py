@@ -125,10 +125,34 @@ def test_path_size_is_checked_before_allocating():
     """A path of more than MAX_PATH_ELEMENTS values is refused (naming L) before any allocation."""
     A, b = _sys()
     with pytest.raises(ValueError, match="L="):
-        rich.richardson(A, b, 0.1, 10**8, return_path=True)
+        rich.richardson(A, b, 0.1, 3 * 10**7 // 2)  # above MAX_ITERATIONS
+    with pytest.raises(ValueError, match="L="):
+        rich.richardson(np.eye(20), np.ones((20, 20)), 0.1, 10**6, return_path=True)  # 2e10 values
     with pytest.raises(ValueError, match="L="):
         rich.krr_training_recursion(np.eye(5), b, 0.1, 0.1, 10**8)
-    # without the path, only the final iterate is kept: the same L is allowed (not run here)
+
+
+def test_iteration_counts_and_depths_are_checked():
+    """L beyond MAX_ITERATIONS (the loop would run for hours) and depths that are not whole numbers
+    are refused, naming the argument; k_x=None of a testing recursion is refused, not read as
+    'no query'."""
+    A, b = _sys()
+    G = np.eye(5)
+    with pytest.raises(ValueError, match="L=.*MAX_ITERATIONS"):
+        rich.richardson(A, b, 0.1, rich.MAX_ITERATIONS + 1)
+    with pytest.raises(ValueError, match="l must be <="):
+        rich.krr_test_error_closed_form(G, b, b, 0.1, 0.1, 10**12)
+    for bad in (-1, 2.5, [1, 2.5]):
+        with pytest.raises(ValueError, match="L"):
+            rich.krr_training_bound(G, b, 0.1, 0.1, bad)
+    for bad in ("3", None, True):
+        with pytest.raises(TypeError, match="L"):
+            rich.krr_testing_bound(G, b, b, 0.1, 0.1, bad)
+    for f in (rich.krr_testing_recursion, rich.krr_testing_recursion_prec):
+        with pytest.raises(TypeError, match="k_x"):
+            f(np.full((5, 5), 0.2) + np.eye(5), None, b, 0.1, 0.1, 3)
+    with pytest.raises(ValueError, match="positive definite"):
+        rich.spectrum(-A)
 
 
 def test_safe_step_is_inside_the_rate_condition():
