@@ -21,7 +21,7 @@
 # **fig:stepsize** (the admissible step `2/(lambda_1 + sigma^2)` is of order `1/n`) and
 # **thm:L growth** (the depth for a tolerance `eps` grows like `n log(1/eps)`).
 #
-# Figures from `pfntheory.spectral`; verdicts from `pfntheory.claims.spectral` (the functions
+# Figures from `pfntheory.spectral`; verdicts from `pfntheory.claims.gram`, `.conditioning` and `.stepsize` (the functions
 # `verify/` asserts on).
 
 # %%
@@ -30,8 +30,7 @@ import numpy as np
 
 from pfntheory import DEFAULT_NOISE_VAR, report
 from pfntheory import spectral as sp
-from pfntheory.claims import slope_ci
-from pfntheory.claims import spectral as sclaims
+from pfntheory.claims import conditioning, gram, slope_ci, stepsize
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments.results import load_experiment
 from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
@@ -79,9 +78,9 @@ for r, res in zip(sorted(step_runs, key=lambda r: r.spec.kernel), xclaims.check_
     rec.add(res, variant=f"{r.spec.kernel} kernel, d={r.spec.d}", compare="reference",
             measured="log-log slope of the mean admissible step against n", run_dir=r.run_dir,
             command=f"pfntheory sweep fig_stepsize --scale {SCALE}")
-rec.add(sclaims.check_stepsize_rate(np.random.default_rng(2), "rbf", d=16), compare="reference",
+rec.add(stepsize.check_stepsize_rate(np.random.default_rng(2), "rbf", d=16), compare="reference",
         label="thm:lambda1", variant="RBF, d=16", measured="slope of log step vs log n")
-rec.add(sclaims.check_stepsize_rate(np.random.default_rng(3), "linear", ns=(400, 800, 1600, 3200, 6400), d=4),
+rec.add(stepsize.check_stepsize_rate(np.random.default_rng(3), "linear", ns=(400, 800, 1600, 3200, 6400), d=4),
         label="thm:lambda1", variant="linear, d=4, n >= 400", compare="reference",
         measured="slope of log step vs log n",
         caveat="holds once n >> d; at d=16, n <= 1000 the slope is about -0.9")
@@ -110,9 +109,9 @@ report.save_figure(fig, "03_linear_gram")
 plt.show()
 
 # %%
-rec.add(sclaims.check_linear_interval(np.random.default_rng(4), n_draws=1000 if quick else 4000),
+rec.add(gram.check_linear_interval(np.random.default_rng(4), n_draws=1000 if quick else 4000),
         measured="violation rate of the interval (worst t)", variant="concentration interval")
-rec.add(sclaims.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else 8), compare="reference",
+rec.add(gram.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else 8), compare="reference",
         measured="slope of log|lambda_j d/n - 1| vs log n", variant="rate n^-1/2")
 
 # %% [markdown]
@@ -169,20 +168,20 @@ plt.show()
 
 # %%
 G1 = kern(sp.sample_design(400, d_rbf, rng))
-rec.add(sclaims.check_lambda1_lower(G1), measured="lambda_1(G), n=400")
-r = sclaims.check_lambda1_limit(np.random.default_rng(6))
+rec.add(gram.check_lambda1_lower(G1), measured="lambda_1(G), n=400")
+r = gram.check_lambda1_limit(np.random.default_rng(6))
 rec.add(r, measured="|lambda_1/n - mu_0| at the largest n",
         caveat="lambda_1/n tends to the top Mercer eigenvalue mu_0, not to rho = E kappa: "
                "the lower bound 1'G1/n is not tight")
-rec.add(sclaims.check_mercer_quadrature(), measured="worst relative error vs quadrature")
-rec.add(sclaims.check_mercer_nystrom(np.random.default_rng(7)), measured="worst deviation (standard errors)")
-rec.add(sclaims.check_mercer_truncation(np.random.default_rng(8)), measured="proof chain lambda_{T+1} <= tr R")
-rec.add(sclaims.check_rbf_cond_growth(np.random.default_rng(9)), measured="gamma_hat (growth of cond G in n^{1/d})")
-rec.add(sclaims.check_ridge_sandwich(G1, noise_var), measured="cond(G + sigma^2 I), n=400")
-rec.add(sclaims.check_cond_rate(np.random.default_rng(10), "ridge"), compare="reference",
+rec.add(gram.check_mercer_quadrature(), measured="worst relative error vs quadrature")
+rec.add(gram.check_mercer_nystrom(np.random.default_rng(7)), measured="worst deviation (standard errors)")
+rec.add(gram.check_mercer_truncation(np.random.default_rng(8)), measured="proof chain lambda_{T+1} <= tr R")
+rec.add(gram.check_rbf_cond_growth(np.random.default_rng(9)), measured="gamma_hat (growth of cond G in n^{1/d})")
+rec.add(conditioning.check_ridge_sandwich(G1, noise_var), measured="cond(G + sigma^2 I), n=400")
+rec.add(conditioning.check_cond_rate(np.random.default_rng(10), "ridge"), compare="reference",
         measured="slope of log cond(G + sigma^2 I) vs log n")
-rec.add(sclaims.check_prec_inequalities(G1, noise_var), measured="cond(D^-1(G + sigma^2 I)), n=400")
-rec.add(sclaims.check_cond_rate(np.random.default_rng(11), "prec"), compare="reference",
+rec.add(conditioning.check_prec_inequalities(G1, noise_var), measured="cond(D^-1(G + sigma^2 I)), n=400")
+rec.add(conditioning.check_cond_rate(np.random.default_rng(11), "prec"), compare="reference",
         measured="slope of log cond(D^-1(G + sigma^2 I)) vs log n")
 
 # %% [markdown]
@@ -206,7 +205,7 @@ report.save_figure(fig, "03_L_growth")
 plt.show()
 
 # %%
-rec.add(sclaims.check_L_growth(np.random.default_rng(12), ns=(50, 100, 200) if quick else (50, 100, 200, 400, 800)),
+rec.add(conditioning.check_L_growth(np.random.default_rng(12), ns=(50, 100, 200) if quick else (50, 100, 200, 400, 800)),
         compare="reference", measured="slope of log(depth to reach eps) vs log n")
 
 # %% [markdown]

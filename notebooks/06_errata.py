@@ -30,7 +30,7 @@ from IPython.display import display
 from pfntheory import DEFAULT_NOISE_VAR, report
 from pfntheory import discretize as disc
 from pfntheory import richardson as rich
-from pfntheory.claims import construction, discretization, noise, spectral
+from pfntheory.claims import conditioning, construction, discretization, gram, noise, stepsize
 from pfntheory.experiments import published
 from pfntheory.kernels import RBFKernel
 
@@ -88,14 +88,14 @@ display(table.round(4))
 # is *below* the sufficient one, so the theorem's conclusion stands.
 
 # %%
-r = spectral.check_rho_star_convention(np.random.default_rng(0))
+r = conditioning.check_rho_star_convention(np.random.default_rng(0))
 rec.add(r, label="thm:L growth", variant="proof: the convergence factor",
         measured="spectral radius at eta* (largest n)", compare="reference",
         statement="proof of thm:L growth: rho* = 1 - 2/(c_n + 2)",
         erratum="rho* = 1 - 2/(c_n + 1) (supp-sec:richardson); a typo that does not change the order "
                 "n log(1/eps)")
 display(pd.DataFrame(r.details["rows"]))
-r = spectral.check_depth_inequality_direction()
+r = conditioning.check_depth_inequality_direction()
 rec.add(r, label="thm:L growth", variant="proof: direction of the depth inequality",
         measured="max needed / sufficient depth",
         statement="proof of thm:L growth: log(eps)/log(rho) >= (c_n+1)/2 log(1/eps)",
@@ -165,13 +165,13 @@ rec.add(bad, label="sec:generalization", variant="TF^pr, every head normalised",
 # `E_x kappa(x_i, x)`, which depends on `x_i`.
 
 # %%
-r = spectral.check_prec_amplitude(np.random.default_rng(3))
+r = conditioning.check_prec_amplitude(np.random.default_rng(3))
 rec.add(r, label="supp-lem:rbf kernel Gram ridge prec", variant="kernel amplitude alpha != 1",
         measured="lambda_1(D^-1(G + sigma^2 I)), alpha=0.5",
         statement="lambda_1(D^-1(G + sigma^2 I)) <= 1 + sigma^2, so eta < 2/(1+sigma^2) is admissible",
         caveat="true only for alpha = 1 (as the lemma assumes); for alpha < 1 the bound is "
                "1 + sigma^2/alpha^2 and the 'conservative' step 2/(1+sigma^2) can diverge")
-r = spectral.check_row_sum_limit(np.random.default_rng(2))  # the setting of verify/test_rbf_gram_ridge_prec.py
+r = conditioning.check_row_sum_limit(np.random.default_rng(2))  # the setting of verify/test_rbf_gram_ridge_prec.py
 rec.add(r, label="supp-lem:rbf kernel Gram ridge prec", variant="proof: the row sums s_i",
         measured="max z-score of (s_i-1)/(n-1) against E_x kappa(x_i, x)",
         statement="proof of ridge prec: s_i = 1 + (n-1) rho for every row i (a.s., large n)",
@@ -186,7 +186,7 @@ rec.add(r, label="supp-lem:rbf kernel Gram ridge prec", variant="proof: the row 
 # the lemma's lower bound `1'G1/n ~ n rho` is valid but not tight.
 
 # %%
-r = spectral.check_rho_naming(np.random.default_rng(5))
+r = gram.check_rho_naming(np.random.default_rng(5))
 rec.add(r, label="supp-lem:rbf kernel Gram", variant="notation: two rho's",
         measured="rho = E kappa (beside rho* of the same design)", compare="reference",
         statement="one symbol rho for E kappa(x, x') and for the convergence factor",
@@ -242,7 +242,7 @@ rec.add(r, label="thm:PPD convergence", variant="proof: logit perturbation",
 # shape (larger `E kappa`, a larger `lambda_1` and a smaller admissible step).
 
 # %%
-r = spectral.check_covariate_shift(np.random.default_rng(7), n_mc=50_000 if quick else 200_000)
+r = stepsize.check_covariate_shift(np.random.default_rng(7), n_mc=50_000 if quick else 200_000)
 rec.add(r, label="supp-sec:exp additional", variant="covariate-shift design",
         measured="rho = E kappa(x, x') under the uniform design (reference: Gaussian design)",
         compare="reference",

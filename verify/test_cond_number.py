@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from pfntheory import DEFAULT_NOISE_VAR
-from pfntheory.claims.spectral import check_cond_rate, check_rbf_cond_growth
+from pfntheory.claims.conditioning import check_cond_rate
+from pfntheory.claims.gram import check_rbf_cond_growth
 
 
 @pytest.mark.parametrize("d,ell,s2", [(2, 1.0, 0.2), (2, 1.0, DEFAULT_NOISE_VAR), (4, 0.8, 0.2)],

@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pfntheory.claims.spectral import (
+from pfntheory.claims.conditioning import (
     check_depth_inequality_direction,
     check_L_growth,
     check_rho_star_convention,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pfntheory import DEFAULT_NOISE_VAR
-from pfntheory.claims.spectral import check_stepsize_rate
+from pfntheory.claims.stepsize import check_stepsize_rate
 
 
 @pytest.mark.parametrize("kernel,ns", [("rbf", (100, 200, 400, 800)),

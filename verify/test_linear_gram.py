@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pfntheory.claims.spectral import check_linear_interval, check_linear_rate
+from pfntheory.claims.gram import check_linear_interval, check_linear_rate
 from pfntheory.spectral import linear_gram_eigenvalues, linear_gram_interval, sample_design
 
 # (n, d, t) with n > d, the section's standing assumption

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, target
 from hypothesis import strategies as st
 
-from pfntheory.claims.spectral import (
+from pfntheory.claims.gram import (
     check_lambda1_limit,
     check_lambda1_lower,
     check_mercer_nystrom,

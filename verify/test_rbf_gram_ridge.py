@@ -15,7 +15,7 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 
 from pfntheory import DEFAULT_NOISE_VAR
-from pfntheory.claims.spectral import check_cond_rate, check_ridge_sandwich
+from pfntheory.claims.conditioning import check_cond_rate, check_ridge_sandwich
 from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
 from pfntheory.spectral import sample_design
 

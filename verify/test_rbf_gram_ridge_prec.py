@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, target
 from hypothesis import strategies as st
 
-from pfntheory.claims.spectral import (
+from pfntheory.claims.conditioning import (
     check_cond_rate,
     check_prec_amplitude,
     check_prec_inequalities,

@@ -9,7 +9,7 @@ supp-sec:exp additional (Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coo
 import numpy as np
 import pytest
 
-from pfntheory.claims.spectral import check_covariate_shift, check_stepsize_figure
+from pfntheory.claims.stepsize import check_covariate_shift, check_stepsize_figure
 from pfntheory.spectral import expected_rbf_uniform
 
 
