@@ -373,3 +373,62 @@ def test_relative_lr_units_scale_each_tensor_by_its_initial_size():
     assert sum(len(g["params"]) for g in groups) == len(named)
     with pytest.raises(ValueError, match="lr_units"):
         tiny(lr_units="fast")
+
+
+def test_shift_learning_curve_written_on_both_designs_and_resumes_bitwise(tmp_path):
+    """``curve_covariates=("uniform",)``: a second curve (``learning_curve_uniform.json``, same schema)
+    on a held-out set with only the covariates replaced; killed and resumed, both curves are bitwise
+    those of a straight run."""
+    from pfntheory.nn.train import curve_file, read_learning_curve
+
+    cfg = tiny(curve_n_eval=(4, 8), curve_instances=6, curve_points=4, curve_covariates=("uniform",))
+    a = train(cfg, tmp_path / "a", progress=False)
+    base, shift = read_learning_curve(a), read_learning_curve(a, "uniform")
+    assert curve_file("uniform") == "learning_curve_uniform.json" and (a / curve_file("uniform")).is_file()
+    assert base["covariates"] == "gaussian" and shift["covariates"] == "uniform"
+    assert [p["step"] for p in shift["points"]] == [p["step"] for p in base["points"]]
+    assert [p["tv"] for p in shift["points"]] != [p["tv"] for p in base["points"]]  # other instances
+    plain = read_learning_curve(train(tiny(curve_n_eval=(4, 8), curve_instances=6, curve_points=4),
+                                      tmp_path / "p", progress=False))
+    assert plain["points"] == base["points"]  # the extra design changes nothing of the first curve
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "b", progress=False, callback=_kill_at(7))
+    b = train(cfg, tmp_path / "b", progress=False)
+    assert read_learning_curve(b, "uniform")["points"] == shift["points"]
+    assert read_learning_curve(b)["points"] == base["points"]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(curve_n_eval=(4,), curve_covariates=("gaussian",)), "differ from the task"),
+    (dict(curve_n_eval=(4,), curve_covariates=("uniform", "uniform")), "distinct"),
+    (dict(curve_n_eval=(4,), curve_covariates=("beta",)), "curve_covariates"),
+    (dict(curve_covariates=("uniform",)), "needs curve_n_eval"),
+    (dict(curve_n_eval=(4,), curve_covariates="uniform"), "tuple of str"),
+])
+def test_curve_covariates_errors(kw, match):
+    with pytest.raises(ValueError, match=match):
+        tiny(**kw)
+
+
+def test_config_json_without_late_fields_still_resumes(tmp_path):
+    """A run directory whose config.json predates a field (written without it) is the same run when
+    the field holds its default: train() finishes it instead of refusing it."""
+    import json
+
+    cfg = tiny()
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "r", progress=False, callback=_kill_at(4))
+    path = tmp_path / "r" / runs.CONFIG
+    doc = json.loads(path.read_text())
+    for late in ("lr_units", "curve_n_eval", "curve_instances", "curve_points", "curve_seed",
+                 "curve_covariates"):
+        doc.pop(late)
+    path.write_text(json.dumps(doc))
+    train(cfg, tmp_path / "r", progress=False)
+    straight = train(cfg, tmp_path / "s", progress=False)
+    wa, wb = _weights(tmp_path / "r"), _weights(straight)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    doc["lr"] = 0.5  # a real difference is still refused
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="different config"):
+        train(cfg, tmp_path / "r", progress=False)

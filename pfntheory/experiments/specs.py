@@ -213,6 +213,7 @@ class RunSpec:
     lr_units: str = "absolute"
     curve_n_eval: tuple[int, ...] = ()
     curve_instances: int = 256
+    curve_covariates: tuple[str, ...] = ()
 
     def __post_init__(self):
         positive_int(self.n_min, "n_min")
@@ -261,7 +262,8 @@ class RunSpec:
         curve = {}
         if self.curve_n_eval:
             curve = dict(curve_n_eval=tuple(self.curve_n_eval), curve_instances=self.curve_instances,
-                         curve_seed=LEARNING_CURVE_SEED)
+                         curve_seed=LEARNING_CURVE_SEED,
+                         curve_covariates=tuple(self.curve_covariates))
         return TrainConfig(task=self.task.to_nn(), model=model, n_min=self.n_min, n_max=self.n_max,
                            steps=self.steps, lr=self.lr, batch_size=self.batch_size, seed=self.seed,
                            checkpoint_every=checkpoint_every, device=device,
@@ -269,7 +271,8 @@ class RunSpec:
 
 
 #: RunSpec fields that are omitted from the hashed identity when they hold these values.
-_LATE_DEFAULTS = {"lr_units": "absolute", "curve_n_eval": (), "curve_instances": 256}
+_LATE_DEFAULTS = {"lr_units": "absolute", "curve_n_eval": (), "curve_instances": 256,
+                  "curve_covariates": ()}
 
 
 class _ExactSide:

@@ -28,6 +28,7 @@ aligned), its loss is recorded as NaN, and ``metrics.json`` reports ``skipped_st
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -56,7 +57,13 @@ from ..config import (
 from ..discretize import bin_edges
 from ..stats import mean_se
 from .model import ModelConfig, PFNTransformer, select_device
-from .priors import TaskConfig, calibrate_task_interval, sample_batch, sample_context_size
+from .priors import (
+    COVARIATES,
+    TaskConfig,
+    calibrate_task_interval,
+    sample_batch,
+    sample_context_size,
+)
 
 __all__ = [
     "TrainConfig",
@@ -74,6 +81,7 @@ __all__ = [
     "LR_UNITS",
     "LEARNING_CURVE",
     "curve_steps",
+    "curve_file",
     "read_learning_curve",
     "format_learning_curve",
 ]
@@ -138,6 +146,12 @@ class TrainConfig:
         Number of log-spaced evaluation steps (the final step is always one; step 0 is added).
     curve_seed : int
         Seed of the held-out set (the same for every run of one task).
+    curve_covariates : tuple of str
+        Further covariate laws (:data:`pfntheory.nn.priors.COVARIATES`, each different from the
+        task's) at which the learning curve is also evaluated, on a held-out set drawn the same way
+        with only the covariates replaced (e.g. ``("uniform",)``: the covariate shift of
+        supp-sec:exp additional). Each is written to ``learning_curve_<covariates>.json``
+        (:func:`curve_file`), same schema.
     """
 
     task: TaskConfig
@@ -162,6 +176,7 @@ class TrainConfig:
     curve_instances: int = 256
     curve_points: int = 12
     curve_seed: int = LEARNING_CURVE_SEED
+    curve_covariates: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.task, TaskConfig):
@@ -180,6 +195,15 @@ class TrainConfig:
             raise ValueError(f"curve_n_eval must be a tuple of ints, got {self.curve_n_eval!r}")
         object.__setattr__(self, "curve_n_eval",
                            tuple(positive_int(n, "curve_n_eval") for n in self.curve_n_eval))
+        if not isinstance(self.curve_covariates, (tuple, list)):
+            raise ValueError(f"curve_covariates must be a tuple of str, got {self.curve_covariates!r}")
+        covs = tuple(choice(c, "curve_covariates", COVARIATES) for c in self.curve_covariates)
+        if self.task.covariates in covs or len(set(covs)) != len(covs):
+            raise ValueError(f"curve_covariates must be distinct and differ from the task's "
+                             f"covariates {self.task.covariates!r}, got {covs}")
+        if covs and not self.curve_n_eval:
+            raise ValueError("curve_covariates needs curve_n_eval (the learning curve's n')")
+        object.__setattr__(self, "curve_covariates", covs)
         object.__setattr__(self, "curve_instances",
                            positive_int(self.curve_instances, "curve_instances", minimum=2))
         object.__setattr__(self, "curve_points", positive_int(self.curve_points, "curve_points",
@@ -334,15 +358,27 @@ def _curve_generator(seed: int, n: int, chunk: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
 
 
-def _heldout_set(config: TrainConfig, interval, chunk_size: int = 256) -> list[tuple[int, list]]:
+def curve_file(covariates: str | None = None) -> str:
+    """File name of a learning curve: ``learning_curve.json`` (the task's own covariates, ``None``)
+    or ``learning_curve_<covariates>.json`` (a covariate override, as ``eval_<covariates>.json``)."""
+    if covariates is None:
+        return LEARNING_CURVE
+    choice(covariates, "covariates", COVARIATES)
+    return LEARNING_CURVE.replace(".json", f"_{covariates}.json")
+
+
+def _heldout_set(config: TrainConfig, interval, chunk_size: int = 256,
+                 covariates: str | None = None) -> list[tuple[int, list]]:
     """The held-out instances of the learning curve, per n': drawn once per run from
-    ``(curve_seed, n', chunk)`` only, so a resumed run (and every run of one task) sees the same set."""
+    ``(curve_seed, n', chunk)`` only, so a resumed run (and every run of one task) sees the same set.
+    ``covariates`` replaces the task's covariate law (the covariate-shift curve)."""
+    task = config.task if covariates is None else dataclasses.replace(config.task, covariates=covariates)
     out = []
     for n in config.curve_n_eval:
         batches = []
         for chunk, start in enumerate(range(0, config.curve_instances, chunk_size)):
             m = min(chunk_size, config.curve_instances - start)
-            batches.append(sample_batch(config.task, m, n, _curve_generator(config.curve_seed, n, chunk),
+            batches.append(sample_batch(task, m, n, _curve_generator(config.curve_seed, n, chunk),
                                         dtype=torch.float64, interval=interval))
         out.append((n, batches))
     return out
@@ -385,14 +421,15 @@ def _curve_points(model, heldout, edges: np.ndarray, step: int) -> list[dict]:
     return pts
 
 
-def read_learning_curve(run_dir) -> dict | None:
-    """The learning curve of a run directory (``learning_curve.json``), or None if it has none.
+def read_learning_curve(run_dir, covariates: str | None = None) -> dict | None:
+    """The learning curve of a run directory (``learning_curve.json``; with ``covariates``, the
+    curve on that covariate law, :func:`curve_file`), or None if it has none.
 
     Schema 1: ``{"schema": 1, "eval_seed", "n_instances", "n_eval": [n'...], "points": [{"step",
     "n", "tv", "tv_se", "nll", "nll_se", "coverage90", "coverage90_se", "crps", "crps_se"}, ...],
     "eval_seconds", "train_seconds"}``; one point per evaluated step and n'.
     """
-    path = Path(run_dir) / LEARNING_CURVE
+    path = Path(run_dir) / curve_file(covariates)
     if not path.is_file():
         return None
     doc = runs.load_json(path)
@@ -457,7 +494,11 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
     cfg_path = run_dir / runs.CONFIG
     if cfg_path.is_file():
         old = runs.load_json(cfg_path)
-        if old != cfg_dict:
+        try:  # a config.json written before a field existed reads back with that field's default
+            same = old == cfg_dict or TrainConfig.from_dict(old) == config
+        except (ValueError, TypeError):
+            same = False
+        if not same:
             raise ValueError(f"{run_dir} already holds a run with a different config; use another "
                              f"run directory or delete it")
     else:
@@ -502,24 +543,33 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
     # learning curve: held-out set drawn once; a resumed run keeps the points up to its checkpoint
     # (later ones are recomputed, identically, since evaluation touches neither weights nor RNG)
     curve_at = set(curve_steps(config.steps, config.curve_points)) if config.curve_n_eval else set()
-    curve_path = run_dir / LEARNING_CURVE
-    curve = {"schema": 1, "eval_seed": config.curve_seed, "n_instances": config.curve_instances,
-             "n_eval": list(config.curve_n_eval), "points": [], "eval_seconds": 0.0}
-    heldout = np_edges = None
+    # one curve per covariate law: the task's own (None) and each of config.curve_covariates
+    designs = (None, *config.curve_covariates) if curve_at else ()
+    curves = {cov: {"schema": 1, "eval_seed": config.curve_seed,
+                    "n_instances": config.curve_instances, "n_eval": list(config.curve_n_eval),
+                    "covariates": config.task.covariates if cov is None else cov,
+                    "points": [], "eval_seconds": 0.0} for cov in designs}
+    heldout, np_edges = {}, None
     if curve_at:
         np_edges = bin_edges(*interval, config.model.C)
-        heldout = _heldout_set(config, interval)
-        old_curve = read_learning_curve(run_dir) if start > 0 else None
-        if old_curve is not None:
-            curve["points"] = [p for p in old_curve["points"] if p["step"] <= start]
-            curve["eval_seconds"] = float(old_curve.get("eval_seconds", 0.0))
+        for cov in designs:
+            heldout[cov] = _heldout_set(config, interval, covariates=cov)
+            old_curve = read_learning_curve(run_dir, cov) if start > 0 else None
+            if old_curve is not None:
+                curves[cov]["points"] = [p for p in old_curve["points"] if p["step"] <= start]
+                curves[cov]["eval_seconds"] = float(old_curve.get("eval_seconds", 0.0))
+
+    def eval_seconds() -> float:
+        return sum(c["eval_seconds"] for c in curves.values())
 
     def record_curve(step):
-        te = time.perf_counter()
-        curve["points"] += _curve_points(model, heldout, np_edges, step)
-        curve["eval_seconds"] += time.perf_counter() - te
-        curve["train_seconds"] = wall + time.perf_counter() - t0 - curve["eval_seconds"]
-        runs.save_json(curve_path, curve)
+        for cov, curve in curves.items():
+            te = time.perf_counter()
+            curve["points"] += _curve_points(model, heldout[cov], np_edges, step)
+            curve["eval_seconds"] += time.perf_counter() - te
+        for cov, curve in curves.items():
+            curve["train_seconds"] = wall + time.perf_counter() - t0 - eval_seconds()
+            runs.save_json(run_dir / curve_file(cov), curve)
 
     def save_checkpoint(step):
         runs.save_torch(ckpt_path, {
@@ -573,7 +623,7 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
         "completed": True, "steps": config.steps, "interval": list(interval),
         "device": str(device), "device_name": (torch.cuda.get_device_name(device)
                                                if device.type == "cuda" else "cpu"),
-        "wall_time_s": wall, "curve_eval_s": curve["eval_seconds"] if curve_at else 0.0,
+        "wall_time_s": wall, "curve_eval_s": eval_seconds(),
         "skipped_steps": skipped, "n_params": int(sum(p.numel() for p in model.parameters())),
         "torch_version": torch.__version__, "loss": _loss_summary(losses)}
     runs.save_json(run_dir / runs.METRICS, metrics)
