@@ -47,7 +47,7 @@ from ..convergence import plateau_status, trend_text
 from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
 from . import UNDECIDED, ClaimResult, slope_ci
 
-__all__ = ["Z_MARGIN", "COVERAGE_SLACK", "run_convergence", "gate", "check_exp1", "check_exp2_1", "check_exp2_2",
+__all__ = ["Z_MARGIN", "COVERAGE_SLACK", "curve_file", "run_convergence", "gate", "check_exp1", "check_exp2_1", "check_exp2_2",
            "check_shift_regime",
            "check_table", "check_stepsize"]
 
@@ -67,21 +67,31 @@ def _trained(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
 
 
-def run_convergence(run) -> dict:
-    """Plateau status (E[TV]) of one loaded run from its ``learning_curve.json``; a run without
-    one gets ``{"plateaued": False, "criterion": "no learning curve"}``."""
-    path = run.run_dir / LEARNING_CURVE_FILE
+def curve_file(covariates: str | None = None) -> str:
+    """``learning_curve.json`` or, for a covariate override, ``learning_curve_<covariates>.json``
+    (as :func:`pfntheory.nn.train.curve_file`, without importing torch)."""
+    return LEARNING_CURVE_FILE if covariates is None else LEARNING_CURVE_FILE.replace(
+        ".json", f"_{covariates}.json")
+
+
+def run_convergence(run, covariates: str | None = None) -> dict:
+    """Plateau status (E[TV]) of one loaded run from its ``learning_curve.json`` (with
+    ``covariates``: its curve on that covariate law, e.g. the covariate shift); a run without one
+    gets ``{"plateaued": False, "criterion": "no learning curve"}``."""
+    path = run.run_dir / curve_file(covariates)
     if not path.is_file():
         return {"plateaued": False, "last_step": int(run.spec.steps), "criterion": "no learning curve",
-                "trend": f"no learning curve (trained {run.spec.steps} steps)"}
+                "trend": f"no learning curve {path.name} (trained {run.spec.steps} steps)"}
     st = plateau_status(json.loads(path.read_text())["points"], metric="tv")
     return {**st, "trend": trend_text(st)}
 
 
-def gate(result: ClaimResult, runs) -> ClaimResult:
+def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:
     """Attach the convergence of every run ``result`` rests on, and make its verdict "undecided"
-    unless all of them have plateaued (module docstring)."""
-    conv = {r.run_dir.name: run_convergence(r) for r in _trained(runs)}
+    unless all of them have plateaued (module docstring). ``curves``: the learning curves that must
+    have plateaued, by covariate law (None: the task's own; "uniform": the shift curve)."""
+    conv = {r.run_dir.name + ("" if cov is None else f" [{cov}]"): run_convergence(r, cov)
+            for r in _trained(runs) for cov in curves}
     verdict = result.verdict
     if conv and not all(c["plateaued"] for c in conv.values()):
         steps = max(c["last_step"] for c in conv.values())
@@ -256,15 +266,30 @@ def _coverage_claim(e, L: int, n_max: int, eval_file: str, z: float, label: str,
 def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """supp-sec:exp additional, covariate shift: in the claimed regime (n_max=512, L>=16) the
     deepest model's 90% coverage on the shifted inputs (``eval_uniform.json``) is near nominal, and
-    so is its coverage on the pretraining design (``eval.json``), for reference."""
+    so is its coverage on the pretraining design (``eval.json``), for reference.
+
+    ``details["covariates"]`` names the design a claim is measured on and ``details["regime"]`` the
+    run's (d, L, C, n range, steps) with ``in_claimed_regime`` (d=4, n_max >= 512, L >= 16; the quick
+    design is not). The shifted claim is gated on both learning curves (``learning_curve.json`` and
+    ``learning_curve_uniform.json``): "undecided" unless the run has plateaued on the design the
+    claim is about as well as on its own."""
     tr = _trained(runs)
     r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L))
+    in_regime = bool(r.spec.task.d == 4 and r.spec.n_max >= 512 and r.spec.model.L >= 16)
+    regime = {"d": r.spec.task.d, "L": r.spec.model.L, "C": r.spec.model.C, "n_min": r.spec.n_min,
+              "n_max": r.spec.n_max, "steps": r.spec.steps, "lr": r.spec.lr,
+              "in_claimed_regime": in_regime,
+              "claimed_regime": "d=4, TF^pr, n_max=512, L>=16 (supp-sec:exp additional)"}
     out = []
-    for eval_file, what, key in (("eval_uniform.json", "shifted inputs", "shifted"),
-                                 ("eval.json", "pretraining design", "pretraining")):
+    for eval_file, what, key, cov, curves in (
+            ("eval_uniform.json", "shifted inputs Unif[-1/sqrt d, 1/sqrt d]^d", "shifted", "uniform",
+             (None, "uniform")),
+            ("eval.json", "pretraining design N(0, I/d)", "pretraining", "gaussian", (None,))):
         c = _coverage_claim(r.evals[eval_file], r.spec.model.L, r.spec.n_max, eval_file, z,
                             "supp-fig:exp2 d4-1 (covariate shift)", f"shift_regime.coverage.{key}")
-        out.append(gate(dataclasses.replace(c, statement=f"{what}: {c.statement}"), [r]))
+        c = dataclasses.replace(c, statement=f"{what}: {c.statement}",
+                                details={**c.details, "covariates": cov, "regime": regime})
+        out.append(gate(c, [r], curves=curves))
     return out
 
 
