@@ -432,3 +432,31 @@ def test_config_json_without_late_fields_still_resumes(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="different config"):
         train(cfg, tmp_path / "r", progress=False)
+
+
+def test_elementwise_lr_units_move_each_weight_by_lr_of_its_own_size(tmp_path):
+    """lr_units="elementwise" is Adam on u with theta = theta_0 (1 + u): Adam's first step is
+    lr * g / (|g| + eps) per coordinate, so every weight with a non-negligible gradient moves by
+    lr |theta_0| (rtol 1e-4: float32 weights carry 6e-8 relative round-off, i.e. 6e-6 of a 1e-2
+    relative step; Adam's eps = 1e-8 is negligible against these gradients); kill-and-resume is
+    bitwise."""
+    from pfntheory.nn.train import build_model
+
+    lr = 1e-2
+    cfg = tiny(lr_units="elementwise", steps=1, lr=lr, clip_norm=1e6)
+    theta0 = dict(build_model(cfg, (-2.0, 2.0), "cpu").named_parameters())
+    run = train(cfg, tmp_path / "one", progress=False)
+    after = _weights(run)
+    moved = 0
+    for k, p0 in theta0.items():
+        rel = (after[k] - p0.detach()).abs() / p0.detach().abs()
+        assert float(rel.max()) <= lr * (1 + 1e-4), (k, float(rel.max()))
+        moved += int((rel > lr * (1 - 1e-4)).sum())
+    assert moved >= 0.5 * sum(p.numel() for p in theta0.values())
+    cfg = tiny(lr_units="elementwise")
+    a = train(cfg, tmp_path / "a", progress=False)
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "b", progress=False, callback=_kill_at(4))
+    b = train(cfg, tmp_path / "b", progress=False)
+    wa, wb = _weights(a), _weights(b)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)

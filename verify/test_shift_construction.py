@@ -46,8 +46,8 @@ def claims(scale):
 
 def test_batched_recursion_is_the_handset_transformer(claims):
     """The moments measured are those of the literal hand-set TF^pr forward pass (round-off)."""
-    for r in claims.values():
-        p = r.details["parity_max_abs"]
+    for key in ("shift_construction.coverage.gaussian", "shift_construction.coverage.uniform"):
+        p = claims[key].details["parity_max_abs"]
         assert p <= PARITY_ATOL, p  # NaN (never checked) fails too
 
 
@@ -66,6 +66,14 @@ def test_handset_tfpr_calibrated_under_covariate_shift(claims):
     r = claims["shift_construction.coverage.uniform"]
     assert r.holds, str(r) + " cells: " + str([(c["L"], c["n"], round(c["coverage90"], 3))
                                                for c in r.details["cells"]])
+
+
+def test_shift_does_not_move_handset_tfpr_away_from_the_ppd(claims):
+    """The architecture is not hurt by the shift: its mean distance to the exact PPD under the shift
+    is at most 3 SE above the one on the pretraining design in every (L, n) (measured: below it; the
+    shifted inputs are more concentrated, s_x larger, and the truncated solver closer)."""
+    r = claims["shift_construction.shift_not_worse"]
+    assert r.holds, str(r) + " " + str(r.details["differences"])
 
 
 def test_check_detects_an_unconverged_solver():

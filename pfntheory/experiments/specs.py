@@ -49,7 +49,7 @@ __all__ = [
 
 TASK_KINDS = SPEC_TASK_KINDS
 #: Optimiser units of :class:`pfntheory.nn.train.TrainConfig` (kept here so this module needs no torch).
-LR_UNITS = ("absolute", "relative")
+LR_UNITS = ("absolute", "relative", "elementwise")
 
 
 def canonical_json(obj) -> str:

@@ -88,11 +88,13 @@ __all__ = [
 
 #: Consecutive steps with non-finite gradients (skipped) after which training stops with an error.
 MAX_NONFINITE = 50
-#: How the learning rate applies to each parameter tensor: "absolute" (plain Adam, every coordinate
-#: moves about ``lr`` per step) or "relative" (each tensor's rate is ``lr`` times the largest
-#: magnitude of its initial values, i.e. Adam on the weights in units of their initial size; see
-#: "Sample efficiency" in the module docstring).
-LR_UNITS = ("absolute", "relative")
+#: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
+#: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of its
+#: initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry: every
+#: weight moves about ``lr`` of its own initial size per step, e.g. the ridge weight
+#: ``S_ff = -eta sigma^2 ~ 2e-4`` as slowly, relatively, as ``W = 1``; see "Sample efficiency" in the
+#: module docstring).
+LR_UNITS = ("absolute", "relative", "elementwise")
 #: File of the learning curve in a run directory (schema 1, see :func:`read_learning_curve`).
 LEARNING_CURVE = LEARNING_CURVE_FILE
 
@@ -415,7 +417,8 @@ def _curve_points(model, heldout, edges: np.ndarray, step: int) -> list[dict]:
             cols["crps"].append(M.histogram_crps(edges, probs, y))
         pt = {"step": int(step), "n": int(n)}
         for key, name in (("tv", "tv"), ("nll", "nll"), ("cov", "coverage90"), ("crps", "crps")):
-            pt[name], pt[name + "_se"] = mean_se(np.concatenate(cols[key]))
+            # an NLL may be infinite (a bin of zero mass under the label): mean inf, se NaN
+            pt[name], pt[name + "_se"] = mean_se(np.concatenate(cols[key]), allow_inf=key == "nll")
         pts.append(pt)
     model.train(was_training)
     return pts
@@ -458,7 +461,7 @@ def format_learning_curve(doc: dict, metric: str = "tv") -> str:
 def _param_groups(model: torch.nn.Module, lr: float, units: str) -> list[dict]:
     """Adam parameter groups. "relative": rate ``lr * max|theta_0|`` per tensor, so every weight moves
     by about ``lr`` of its own initial size per step (Adam's update is scale-free per coordinate)."""
-    if units == "absolute":
+    if units in ("absolute", "elementwise"):  # elementwise: scaled after the step (train())
         return [{"params": list(model.parameters()), "lr": lr}]
     groups = []
     for _, p in sorted(model.named_parameters()):
@@ -520,6 +523,9 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
                                            config.calib_instances, config.outside_mass,
                                            seed=config.calib_seed)
     model = build_model(config, interval, device)
+    # "elementwise": per-entry units |theta_0| (from the seeded initialisation, so identical on resume)
+    units = ([torch.where(p.detach() != 0, p.detach().abs(), torch.ones_like(p)) for p in model.parameters()]
+             if config.lr_units == "elementwise" else None)
     edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64, device=device)
     opt = torch.optim.Adam(_param_groups(model, config.lr, config.lr_units), lr=config.lr,
                            weight_decay=0.0)
@@ -597,7 +603,14 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
         if torch.isfinite(gnorm):
-            opt.step()
+            if units is None:
+                opt.step()
+            else:  # Adam in u = theta/theta_0 - 1: Adam is invariant to a fixed per-coordinate scale of
+                before = [p.detach().clone() for p in model.parameters()]  # the gradient, so its step
+                opt.step()  # in u is its step in theta; theta then moves by theta_0 times it
+                with torch.no_grad():
+                    for p, b, u in zip(model.parameters(), before, units, strict=True):
+                        p.copy_(b + u * (p - b))
             bad = 0
         else:  # skip the update (as a GradScaler would), so one pathological batch cannot poison
             skipped += 1  # the weights; a model that keeps producing such batches is an error
