@@ -97,7 +97,8 @@ def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:
         steps = max(c["last_step"] for c in conv.values())
         verdict = UNDECIDED
         result = dataclasses.replace(result, tolerance=result.tolerance + (
-            f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} runs "
+            f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} "
+            f"{'runs' if curves == (None,) else 'learning curves (runs x designs)'} "
             f"still improving (or without a learning curve) at {steps} steps"))
     return dataclasses.replace(result, verdict=verdict, details={**result.details, "convergence": conv})
 

@@ -44,7 +44,9 @@ of 3-step windows of the training loss above 2; E[TV] +- SE at step 600 on 256 h
     elementwise  1e-2   37               3             0.355 +- 0.010  0.339 +- 0.012
     elementwise  3e-2   4.4              3             0.259 +- 0.010  0.230 +- 0.009
     elementwise  1e-1   162              5             0.193 +- 0.008  0.166 +- 0.007
+    relative     1e-2   56               5             0.354 +- 0.010  0.338 +- 0.012
     relative     3e-2   62               5             0.263 +- 0.009  0.233 +- 0.009
+    relative     1e-1   352              7             0.195 +- 0.008  0.173 +- 0.008
 
 None of them removes every spike, so the default stays plain Adam ("absolute", the paper's
 wording); "elementwise" at 3e-2 cuts the largest spike 300x at equal or better E[TV], and 1e-1
