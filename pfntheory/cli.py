@@ -247,7 +247,29 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
     p.add_argument("--device", type=device_spec, default="cpu")
+    p.add_argument("--curve", choices=("tv", "nll", "coverage90", "crps"), default="tv",
+                   help="metric of the run's learning curve printed after the evaluation")
+    p.add_argument("--curve-only", action="store_true",
+                   help="print the learning curve and its convergence status; evaluate nothing")
     p.set_defaults(func=_run_evaluate)
+
+
+def _print_learning_curve(run_dir, metric: str, file=None) -> None:
+    """The run's learning curve (learning_curve.json) and whether it has plateaued, or a line saying
+    that the run has none (runs trained before learning curves existed)."""
+    import sys
+
+    file = file or sys.stdout
+    from pfntheory.convergence import plateau_status, trend_text
+    from pfntheory.nn.train import format_learning_curve, read_learning_curve
+
+    doc = read_learning_curve(run_dir)
+    if doc is None:
+        print(f"{run_dir}: no learning curve (trained before learning curves were recorded): "
+              "convergence unknown", file=file)
+        return
+    print(format_learning_curve(doc, metric), file=file)
+    print(trend_text(plateau_status(doc["points"], metric=metric)), file=file)
 
 
 def _finished_run(run_dir: str):
@@ -269,8 +291,12 @@ def _finished_run(run_dir: str):
 
 def _run_evaluate(args) -> int:
     import json
+    import sys
 
     run_dir = _finished_run(args.run_dir)
+    if args.curve_only:
+        _print_learning_curve(run_dir, args.curve)
+        return 0
     _check_attention_size(args.batch_size, max(args.n_eval), "--batch-size/--n-eval")
     from pfntheory.nn.evaluate import evaluate
 
@@ -281,6 +307,7 @@ def _run_evaluate(args) -> int:
                    if k in ("tv", "mse_mean", "coverage_90", "crps", "crps_exact")}
                for n, r in doc["results"].items() if int(n) in args.n_eval}
     print(json.dumps(summary, indent=1))
+    _print_learning_curve(run_dir, args.curve, file=sys.stderr)  # stdout stays one JSON document
     return 0
 
 

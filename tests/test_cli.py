@@ -32,6 +32,11 @@ def test_train_then_evaluate(tmp_path, capsys):
     assert set(printed) == {"4", "6"} and 0 <= printed["4"]["tv"] <= 1
     assert set(runs.load_json(rd / runs.EVAL)["results"]) == {"4", "6"}
     capsys.readouterr()
+    assert cli.main(["evaluate", str(rd), "--n-eval", "4", "--curve-only", "--curve", "nll"]) == 0
+    out = capsys.readouterr().out
+    # the run's learning curve (if training recorded one) or a plain statement that it has none
+    assert ("step" in out and ("plateaued" in out or "still improving" in out)) or \
+        "no learning curve" in out
     assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["n"] == 6 and len(printed["scale"]["learned"]) == cfg["task"]["d"]
