@@ -12,10 +12,11 @@ Average the metric over the held-out sizes n' at each evaluated step (its standa
 ``s > 0`` and split them in log-step at their midpoint ``sqrt(s_first * s_last)``; ``m_mid`` is the
 metric at the first step of the second half, ``m_last`` at the last step. The run has *plateaued* iff
 
-    change = m_mid - m_last <= k * se,    se = sqrt(se_mid^2 + se_last^2),
+    |change| <= k * se,    change = m_mid - m_last,    se = sqrt(se_mid^2 + se_last^2),
 
-i.e. the metric fell by no more than k standard errors over the last half (in log-steps) of
-training. For ``metric="coverage90"`` (which should approach 0.9, not fall) the change is of
+i.e. the metric moved by no more than k standard errors over the last half (in log-steps) of
+training. A curve that got significantly *worse* (``change < -k se``: training drifted away, e.g. a
+held-out design the model is specialising against) is *diverging*, not plateaued: it is still moving. For ``metric="coverage90"`` (which should approach 0.9, not fall) the change is of
 ``|coverage - 0.9|``.
 
 Why ``k = 2``: on a truly flat curve the change is a difference of two estimates; with independent
@@ -88,17 +89,19 @@ def plateau_status(points: Sequence[dict], metric: str = "tv", k: float = K_DEFA
     Returns
     -------
     dict
-        ``plateaued`` (bool), ``last_step`` (int), ``change`` (metric at the middle step minus
+        ``plateaued`` (bool), ``diverging`` (bool: significantly worse over the last half),
+        ``last_step`` (int), ``change`` (metric at the middle step minus
         metric at the last step; for coverage, of the distance to 0.9), ``se`` (its standard error),
         ``k``, ``criterion`` (text), ``mid_step`` and ``value`` (the metric at the last step).
     """
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k <= 0:
         raise ValueError(f"k must be a finite positive number, got {k!r}")
     curve = [c for c in curve_means(points, metric) if c[0] > 0]
-    crit = (f"{metric} fell by at most {k:g} standard errors between the first step of the last half "
+    crit = (f"{metric} moved by at most {k:g} standard errors between the first step of the last half "
             f"(in log-steps) of the curve and the last step")
     base = {"plateaued": False, "last_step": curve[-1][0] if curve else 0, "change": float("nan"),
             "se": float("nan"), "k": float(k), "criterion": crit, "mid_step": None,
+            "diverging": False,
             "value": curve[-1][1] if curve else float("nan")}
     if len(curve) < MIN_POINTS:
         return {**base, "criterion": crit + f" (needs >= {MIN_POINTS} evaluated steps, has "
@@ -113,14 +116,17 @@ def plateau_status(points: Sequence[dict], metric: str = "tv", k: float = K_DEFA
 
     change = dist(mid[1]) - dist(last[1])
     se = math.sqrt(mid[2] ** 2 + last[2] ** 2)
-    ok = math.isfinite(change) and math.isfinite(se) and change <= k * se
-    return {**base, "plateaued": bool(ok), "change": float(change), "se": float(se),
-            "mid_step": int(mid[0])}
+    finite = math.isfinite(change) and math.isfinite(se)
+    ok = finite and abs(change) <= k * se
+    diverging = finite and change < -k * se
+    return {**base, "plateaued": bool(ok), "diverging": bool(diverging), "change": float(change),
+            "se": float(se), "mid_step": int(mid[0])}
 
 
 def trend_text(status: dict) -> str:
     """One line for a claim's details: "plateaued at N steps (...)" or "still improving at N ..."."""
-    word = "plateaued" if status["plateaued"] else "still improving"
+    word = ("plateaued" if status["plateaued"]
+            else "getting worse" if status.get("diverging") else "still improving")
     return (f"{word} at {status['last_step']} steps ({status.get('value', float('nan')):.4g}; change "
             f"over the last half {status['change']:.3g} vs {status['k']:g} se = "
             f"{status['k'] * status['se']:.3g})")

@@ -71,3 +71,14 @@ def test_coverage_plateau_is_distance_to_nominal():
         p["coverage90"] = 0.5 if p["step"] < 400 else 0.89
         p["coverage90_se"] = 0.01
     assert not plateau_status(pts, metric="coverage90")["plateaued"]
+
+
+def test_rising_curve_is_diverging_not_plateaued():
+    """A curve that gets significantly worse over the last half (the trained TF^pr under the covariate
+    shift: TV 0.30 at step 196, 0.81 from step 414 on) is still moving, so never "plateaued"."""
+    v = [0.3] * 7 + [0.3 + 0.1 * i for i in range(1, len(STEPS) - 6)]
+    st = plateau_status(_curve(v, se=0.01))
+    assert not st["plateaued"] and st["diverging"] and st["change"] < -2 * st["se"], st
+    assert "getting worse at 2000" in trend_text(st)
+    flat = plateau_status(_curve([0.1] * len(STEPS), se=0.003))
+    assert not flat["diverging"]
