@@ -40,9 +40,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 def pytest_addoption(parser):
-    parser.addoption("--scale", action="store", default="quick", choices=("quick", "cpu", "paper"),
-                     help="size of the rate checks and which committed runs the trained claims read "
-                          "(quick: CI minutes; cpu: the paper's tasks with fewer steps; paper)")
+    parser.addoption(
+        "--scale",
+        action="store",
+        default="quick",
+        choices=("quick", "cpu", "paper"),
+        help="size of the rate checks and which committed runs the trained claims read "
+        "(quick: CI minutes; cpu: the paper's tasks with fewer steps; paper)",
+    )
 
 
 @pytest.fixture(scope="session")

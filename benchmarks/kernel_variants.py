@@ -41,6 +41,7 @@ def eager(x, s, v, backward: bool):
         out, _ = scaled_kernel_attention(x, sc, vv, "rbf", False, save_kernel=True)
         if backward:
             out.sum().backward()
+
     return fn
 
 
@@ -63,16 +64,20 @@ def main(argv=None):
         tag = "fwd+bwd" if bw else "fwd"
         t32 = _time(eager(x, s, v, bw))
         rows.append((f"eager f32 {tag}", t32))
-        rows.append((f"eager bf16 {tag}", _time(eager(x.bfloat16(), s.bfloat16(), v.bfloat16(), bw))))
+        rows.append(
+            (f"eager bf16 {tag}", _time(eager(x.bfloat16(), s.bfloat16(), v.bfloat16(), bw)))
+        )
         torch.set_num_threads(2)
         rows.append((f"eager f32 threads 2 {tag}", _time(eager(x, s, v, bw))))
         torch.set_num_threads(1)
     ex = -torch.rand(E)
     rows.append(("torch.exp alone f32", _time(lambda: torch.exp(ex))))
     if args.compile:
+
         def fused(a, v):
-            D = (a[:, :, None, :] - a[:, None, :n, :]).pow(2).sum(-1)      # (B, n+1, n)
-            return (torch.exp(-0.5 * D)[..., None] * v[:, None]).sum(2)    # (B, n+1, 2)
+            D = (a[:, :, None, :] - a[:, None, :n, :]).pow(2).sum(-1)  # (B, n+1, n)
+            return (torch.exp(-0.5 * D)[..., None] * v[:, None]).sum(2)  # (B, n+1, 2)
+
         cf = torch.compile(fused, dynamic=False)
         a = x * s
         t0 = time.perf_counter()
@@ -81,7 +86,9 @@ def main(argv=None):
         rows.append(("compiled fused fwd", _time(lambda: cf(a, v))))
     xk, H = x[:, :n], torch.randn(B, n + 1, 2, generator=g)
     HkT = H[:, :n].transpose(1, 2).contiguous()
-    rows.append(("linear X^T H (B,d,n)x(B,n,2)", _time(lambda: torch.bmm(xk.transpose(1, 2), H[:, :n]))))
+    rows.append(
+        ("linear X^T H (B,d,n)x(B,n,2)", _time(lambda: torch.bmm(xk.transpose(1, 2), H[:, :n])))
+    )
     rows.append(("linear H^T X (B,2,n)x(B,n,d)", _time(lambda: torch.bmm(HkT, xk))))
     print(f"B={B} n={n} d={d}: {E / 1e6:.2f} M kernel entries per layer, one thread unless stated")
     for name, t in rows:

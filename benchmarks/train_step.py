@@ -65,8 +65,15 @@ class Bench:
     def model_config(self, L: int, C: int) -> ModelConfig:
         score = "linear" if self.kind == "blr" else "rbf"
         scale = 1.0 if self.kind == "blr" else 1.0 / 0.8
-        return ModelConfig(score=score, d=self.d, L=L, C=C, mode="learnable",
-                           normalised=self.normalised, scale_init=scale)
+        return ModelConfig(
+            score=score,
+            d=self.d,
+            L=L,
+            C=C,
+            mode="learnable",
+            normalised=self.normalised,
+            scale_init=scale,
+        )
 
 
 BENCHES = {
@@ -79,6 +86,7 @@ BENCHES = {
 # ----------------------------------------------------------------------------------------------
 # the machine's limit
 # ----------------------------------------------------------------------------------------------
+
 
 def _time(fn, reps: int) -> float:
     fn()
@@ -128,6 +136,7 @@ def work(bench: Bench, n: float, L: int) -> dict:
 # training steps
 # ----------------------------------------------------------------------------------------------
 
+
 def _step(model, opt, batch, edges):
     out = model(batch.X, batch.Y, batch.xq)
     loss = truncated_nll(out.logits, batch.y, edges).mean()
@@ -138,8 +147,16 @@ def _step(model, opt, batch, edges):
     return float(loss.detach())
 
 
-def run(bench: Bench, steps: int, dense_steps: int, warmup: int, L: int, C: int, seed: int,
-        dtype: torch.dtype) -> dict:
+def run(
+    bench: Bench,
+    steps: int,
+    dense_steps: int,
+    warmup: int,
+    L: int,
+    C: int,
+    seed: int,
+    dtype: torch.dtype,
+) -> dict:
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
     cfg = bench.model_config(L, C)
     torch.manual_seed(seed)
@@ -160,7 +177,9 @@ def run(bench: Bench, steps: int, dense_steps: int, warmup: int, L: int, C: int,
     # parity of the two forward passes on the first batch (float32 and float64)
     b0, _, _ = draw()
     with torch.no_grad():
-        diff32 = float((fast(b0.X, b0.Y, b0.xq).logits - dense(b0.X, b0.Y, b0.xq).logits).abs().max())
+        diff32 = float(
+            (fast(b0.X, b0.Y, b0.xq).logits - dense(b0.X, b0.Y, b0.xq).logits).abs().max()
+        )
         f64, d64 = fast.double(), dense.double()
         o1, o2 = f64(b0.X, b0.Y, b0.xq), d64(b0.X, b0.Y, b0.xq)
         diff64 = float((o1.logits - o2.logits).abs().max())
@@ -193,10 +212,18 @@ def run(bench: Bench, steps: int, dense_steps: int, warmup: int, L: int, C: int,
     exps = statistics.mean(x["exp"] for x in w)
     flops = statistics.mean(x["flop"] for x in w)
     return {
-        "bench": bench, "n_mean": n_mean, "data_ms": data_ms, "fast_ms": fast_ms,
-        "step_ms": fast_ms + data_ms, "data_share": data_ms / (data_ms + fast_ms),
-        "dense_ms": dense_ms, "speedup": dense_ms / fast_same if k else float("nan"),
-        "diff32": diff32, "diff64": diff64, "exps": exps, "flops": flops,
+        "bench": bench,
+        "n_mean": n_mean,
+        "data_ms": data_ms,
+        "fast_ms": fast_ms,
+        "step_ms": fast_ms + data_ms,
+        "data_share": data_ms / (data_ms + fast_ms),
+        "dense_ms": dense_ms,
+        "speedup": dense_ms / fast_same if k else float("nan"),
+        "diff32": diff32,
+        "diff64": diff64,
+        "exps": exps,
+        "flops": flops,
     }
 
 
@@ -204,8 +231,17 @@ def run(bench: Bench, steps: int, dense_steps: int, warmup: int, L: int, C: int,
 # the paper's evaluation
 # ----------------------------------------------------------------------------------------------
 
-def run_eval(instances: int, chunk: int, L: int, C: int, n_eval: int = 1024, d: int = 16,
-             total: int = 4096, seed: int = 0) -> dict:
+
+def run_eval(
+    instances: int,
+    chunk: int,
+    L: int,
+    C: int,
+    n_eval: int = 1024,
+    d: int = 16,
+    total: int = 4096,
+    seed: int = 0,
+) -> dict:
     """Oracle + labels (``sample_batch``, float64) and the model's forward (float32, the dtype of a
     trained model, as :func:`pfntheory.nn.evaluate.evaluate` runs it) on ``instances`` instances, scaled to ``total``.
 
@@ -213,7 +249,9 @@ def run_eval(instances: int, chunk: int, L: int, C: int, n_eval: int = 1024, d: 
     kernel per layer) and the same model with equal scales (theory mode / hand-set weights: the
     kernel is computed once per instance chunk)."""
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
-    cfg = ModelConfig(score="rbf", d=d, L=L, C=C, mode="learnable", normalised=True, scale_init=1.25)
+    cfg = ModelConfig(
+        score="rbf", d=d, L=L, C=C, mode="learnable", normalised=True, scale_init=1.25
+    )
     per_layer = PFNTransformer(cfg, edges)
     shared = PFNTransformer(cfg, edges)
     with torch.no_grad():
@@ -234,43 +272,65 @@ def run_eval(instances: int, chunk: int, L: int, C: int, n_eval: int = 1024, d: 
     f = total / instances
     E = total * (n_eval + 1) * n_eval
     chol_flop = total * n_eval**3 / 3.0
-    return {"data_s": f * t_data, "per_layer_s": f * t_pl, "shared_s": f * t_sh,
-            "exps_per_layer": (L - 1) * E, "exps_shared": E, "chol_flop": chol_flop,
-            "flop_per_layer": (L - 1) * E * (2 * (d + 2) + 6)}
+    return {
+        "data_s": f * t_data,
+        "per_layer_s": f * t_pl,
+        "shared_s": f * t_sh,
+        "exps_per_layer": (L - 1) * E,
+        "exps_shared": E,
+        "chol_flop": chol_flop,
+        "flop_per_layer": (L - 1) * E * (2 * (d + 2) + 6),
+    }
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--configs", default="a,b,c,e", help="comma-separated subset of a,b,c,e")
     p.add_argument("--steps", type=int, default=3, help="timed steps of the fast model")
-    p.add_argument("--dense-steps", type=int, default=1,
-                   help="timed steps of the dense model; the speed-up compares the first "
-                        "dense-steps fast steps, which saw the same batches")
+    p.add_argument(
+        "--dense-steps",
+        type=int,
+        default=1,
+        help="timed steps of the dense model; the speed-up compares the first "
+        "dense-steps fast steps, which saw the same batches",
+    )
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--L", type=int, default=32)
     p.add_argument("--C", type=int, default=256)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (targets: 1)")
     p.add_argument("--dtype", choices=("float32", "float64", "bfloat16"), default="float32")
-    p.add_argument("--eval-instances", type=int, default=32,
-                   help="instances of the paper's evaluation actually run (scaled to 4096)")
+    p.add_argument(
+        "--eval-instances",
+        type=int,
+        default=32,
+        help="instances of the paper's evaluation actually run (scaled to 4096)",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
     dense_steps = min(args.dense_steps, args.steps)
     keys = [k.strip() for k in args.configs.split(",")]
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.dtype}, batch {BATCH}, "
-          f"L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after {args.warmup} warm-up")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.dtype}, batch {BATCH}, "
+        f"L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after {args.warmup} warm-up"
+    )
     exp32, exp16 = exp_rate(torch.float32), exp_rate(torch.bfloat16)
     exp64 = exp_rate(torch.float64)
-    print(f"machine: torch.exp {1e9 / exp32:.2f} ns/element float32, {1e9 / exp16:.2f} bfloat16, "
-          f"{1e9 / exp64:.2f} float64 (cache-sized buffer); square GEMM 512^3 "
-          f"{bmm_rate(1, 512, 512, 512):.1f} GFLOP/s float32")
-    hdr = (f"{'config':26s} {'n':>4s} {'data':>6s} {'model':>7s} {'step':>7s} {'target':>7s} "
-           f"{'data%':>6s} {'dense':>7s} {'x':>5s} {'Gexp/s':>7s} {'GF/s':>6s} {'GEMM':>6s} "
-           f"{'limit':>6s} {'frac':>5s} {'dlogit f32/f64':>16s}")
-    print(hdr + "\n" + "-" * len(hdr) + "\n(ms; x = speed-up over dense; GEMM = bmm GFLOP/s of the "
-          "layer's log-kernel shape; limit = exps/exp-rate + FLOPs/GEMM-rate; frac = limit/model)")
+    print(
+        f"machine: torch.exp {1e9 / exp32:.2f} ns/element float32, {1e9 / exp16:.2f} bfloat16, "
+        f"{1e9 / exp64:.2f} float64 (cache-sized buffer); square GEMM 512^3 "
+        f"{bmm_rate(1, 512, 512, 512):.1f} GFLOP/s float32"
+    )
+    hdr = (
+        f"{'config':26s} {'n':>4s} {'data':>6s} {'model':>7s} {'step':>7s} {'target':>7s} "
+        f"{'data%':>6s} {'dense':>7s} {'x':>5s} {'Gexp/s':>7s} {'GF/s':>6s} {'GEMM':>6s} "
+        f"{'limit':>6s} {'frac':>5s} {'dlogit f32/f64':>16s}"
+    )
+    print(
+        hdr + "\n" + "-" * len(hdr) + "\n(ms; x = speed-up over dense; GEMM = bmm GFLOP/s of the "
+        "layer's log-kernel shape; limit = exps/exp-rate + FLOPs/GEMM-rate; frac = limit/model)"
+    )
     for key in keys:
         if key == "e":
             continue
@@ -278,31 +338,37 @@ def main(argv=None):
         r = run(bench, args.steps, dense_steps, args.warmup, args.L, args.C, args.seed, dtype)
         n = int(round(r["n_mean"]))
         if bench.kind == "blr":
-            gemm = bmm_rate(BATCH, n + 1, bench.d, 2)                        # a_j^T (A^T V)
+            gemm = bmm_rate(BATCH, n + 1, bench.d, 2)  # a_j^T (A^T V)
         else:
             chunk = max(1, (1 << 18) // ((n + 1) * n))
-            gemm = bmm_rate(chunk, n + 1, bench.d + 2, n)                    # log-kernel
+            gemm = bmm_rate(chunk, n + 1, bench.d + 2, n)  # log-kernel
         limit_ms = 1e3 * (r["exps"] / exp32 + r["flops"] / (gemm * 1e9))
         measured = r["step_ms"] if bench.target_incl_data else r["fast_ms"]
         ok = "ok" if measured <= bench.target_ms else "MISS"
-        print(f"{bench.name:26s} {n:4d} {r['data_ms']:6.0f} {r['fast_ms']:7.0f} {r['step_ms']:7.0f} "
-              f"{bench.target_ms:5.0f}{ok[0]:>2s} {100 * r['data_share']:5.1f}% {r['dense_ms']:7.0f} "
-              f"{r['speedup']:5.1f} {r['exps'] / r['fast_ms'] / 1e6:7.3f} "
-              f"{r['flops'] / r['fast_ms'] / 1e6:6.2f} {gemm:6.1f} {limit_ms:6.0f} "
-              f"{limit_ms / r['fast_ms']:5.2f} {r['diff32']:8.1e}/{r['diff64']:7.1e}", flush=True)
+        print(
+            f"{bench.name:26s} {n:4d} {r['data_ms']:6.0f} {r['fast_ms']:7.0f} {r['step_ms']:7.0f} "
+            f"{bench.target_ms:5.0f}{ok[0]:>2s} {100 * r['data_share']:5.1f}% {r['dense_ms']:7.0f} "
+            f"{r['speedup']:5.1f} {r['exps'] / r['fast_ms'] / 1e6:7.3f} "
+            f"{r['flops'] / r['fast_ms'] / 1e6:6.2f} {gemm:6.1f} {limit_ms:6.0f} "
+            f"{limit_ms / r['fast_ms']:5.2f} {r['diff32']:8.1e}/{r['diff64']:7.1e}",
+            flush=True,
+        )
     if "e" in keys:
         e = run_eval(args.eval_instances, min(args.eval_instances, 16), args.L, args.C)
-        chol = bmm_rate(1, 1024, 1024, 1024)                                 # float32 GEMM as a bound
-        print(f"\ne: paper evaluation (4096 instances, n'=1024, d=16, L={args.L}, C={args.C}, TF^pr, "
-              f"float32 model), from {args.eval_instances} instances scaled to 4096:\n"
-              f"   oracle + labels {e['data_s']:.0f} s ({e['chol_flop'] / 1e12:.2f} TFLOP of Cholesky; "
-              f"float32 GEMM peak here {chol:.0f} GFLOP/s)\n"
-              f"   model, per-layer kernels (trained) {e['per_layer_s']:.0f} s "
-              f"({e['exps_per_layer'] / 1e9:.0f} G exps: {e['exps_per_layer'] / exp32:.0f} s at the "
-              f"exp rate alone)\n"
-              f"   model, one kernel for all layers (theory / hand-set) {e['shared_s']:.0f} s "
-              f"({e['exps_shared'] / 1e9:.1f} G exps)\n"
-              f"   total (trained model) {e['data_s'] + e['per_layer_s']:.0f} s, target 60 s", flush=True)
+        chol = bmm_rate(1, 1024, 1024, 1024)  # float32 GEMM as a bound
+        print(
+            f"\ne: paper evaluation (4096 instances, n'=1024, d=16, L={args.L}, C={args.C}, TF^pr, "
+            f"float32 model), from {args.eval_instances} instances scaled to 4096:\n"
+            f"   oracle + labels {e['data_s']:.0f} s ({e['chol_flop'] / 1e12:.2f} TFLOP of Cholesky; "
+            f"float32 GEMM peak here {chol:.0f} GFLOP/s)\n"
+            f"   model, per-layer kernels (trained) {e['per_layer_s']:.0f} s "
+            f"({e['exps_per_layer'] / 1e9:.0f} G exps: {e['exps_per_layer'] / exp32:.0f} s at the "
+            f"exp rate alone)\n"
+            f"   model, one kernel for all layers (theory / hand-set) {e['shared_s']:.0f} s "
+            f"({e['exps_shared'] / 1e9:.1f} G exps)\n"
+            f"   total (trained model) {e['data_s'] + e['per_layer_s']:.0f} s, target 60 s",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

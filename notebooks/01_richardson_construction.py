@@ -45,10 +45,10 @@ n = 64 if SCALE == "quick" else 256
 d, noise_var = 2, DEFAULT_NOISE_VAR
 kernel = RBFKernel(alpha=1.0, lengthscale=0.8)
 rng = np.random.default_rng(20240601)
-X = sample_design(n, d, rng)                   # x_i ~ N(0, I_d/d), sec:sims
-Y = rng.standard_normal(n)                     # any right-hand side will do for a solver
-xq = sample_design(8, d, rng)                  # 8 queries
-G, k_x = kernel(X), kernel(xq, X)              # (n, n), (8, n)
+X = sample_design(n, d, rng)  # x_i ~ N(0, I_d/d), sec:sims
+Y = rng.standard_normal(n)  # any right-hand side will do for a solver
+xq = sample_design(8, d, rng)  # 8 queries
+G, k_x = kernel(X), kernel(xq, X)  # (n, n), (8, n)
 print(f"scale={SCALE}: n={n}, d={d}, sigma^2={noise_var}, RBF(alpha=1, ell=0.8)")
 
 # %% [markdown]
@@ -71,11 +71,19 @@ for f in (0.25, 0.5, 0.9, 1.02, 1.1):
         err = np.linalg.norm(path - u_star, axis=1) / np.linalg.norm(u_star)
     ax.semilogy(err, label=f"eta = {f:g} x 2/lambda_1", ls="--" if f > 1 else "-")
 _, path = rich.richardson(A, b, eta_opt, L_rich, return_path=True)
-ax.semilogy(np.linalg.norm(path - u_star, axis=1) / np.linalg.norm(u_star), "k", lw=2,
-            label="eta* (optimal)")
+ax.semilogy(
+    np.linalg.norm(path - u_star, axis=1) / np.linalg.norm(u_star),
+    "k",
+    lw=2,
+    label="eta* (optimal)",
+)
 ax.semilogy(rho_opt ** np.arange(L_rich + 1), "k:", label="rho*^l")
-ax.set(xlabel="iteration l", ylabel="||u_l - u*|| / ||u*||", ylim=(1e-8, 1e3),
-       title=f"Richardson on G + sigma^2 I (n={n})")
+ax.set(
+    xlabel="iteration l",
+    ylabel="||u_l - u*|| / ||u*||",
+    ylim=(1e-8, 1e3),
+    title=f"Richardson on G + sigma^2 I (n={n})",
+)
 ax.legend(fontsize=8)
 report.save_figure(fig, "01_richardson_steps")
 plt.show()
@@ -86,8 +94,12 @@ r = rec.add(rclaims.check_convergence_iff(A, b), measured="max |measured - predi
 rec.add(rclaims.check_optimal_step(A)[0], measured="factor at eta* vs 1 - 2/(cond+1)")
 rec.add(rclaims.check_rate_bound(A, b), measured="worst error / (1 - eta lambda_n)^L")
 # the same statements for the Jacobi-preconditioned system D^-1 A, D = diag(G 1)
-rec.add(rclaims.check_convergence_iff(A, b, D=G.sum(axis=1)), label="supp-sec:richardson",
-        variant="Jacobi-preconditioned D^-1 A", measured="max |measured - predicted factor|")
+rec.add(
+    rclaims.check_convergence_iff(A, b, D=G.sum(axis=1)),
+    label="supp-sec:richardson",
+    variant="Jacobi-preconditioned D^-1 A",
+    measured="max |measured - predicted factor|",
+)
 display(pd.DataFrame(r.details["rows"]).round(6))
 
 # %% [markdown]
@@ -102,8 +114,8 @@ lam1 = np.linalg.eigvalsh(G)[-1]
 eta = 0.9 / (lam1 + noise_var)
 L_krr = 400 if SCALE == "quick" else 2000
 uX_star, ux_star = rich.krr_solution(G, k_x, Y, noise_var)
-train = rich.krr_training_recursion(G, Y, noise_var, eta, L_krr)          # (L+1, n)
-test = rich.krr_testing_recursion(G, k_x, Y, noise_var, eta, L_krr)       # (L+1, 8)
+train = rich.krr_training_recursion(G, Y, noise_var, eta, L_krr)  # (L+1, n)
+test = rich.krr_testing_recursion(G, k_x, Y, noise_var, eta, L_krr)  # (L+1, 8)
 Ls = np.arange(L_krr + 1)
 fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
 axs[0].semilogy(Ls, np.abs(train - uX_star).max(axis=1), label="max_i |u_L(x_i) - u*(x_i)|")
@@ -119,12 +131,21 @@ report.save_figure(fig, "01_krr_bounds")
 plt.show()
 
 # %%
-for r, what in zip(rclaims.check_krr(G, k_x, Y, noise_var),
-                   ("worst error / bound, training points", "worst error / bound, 8 queries",
-                    "max |closed form - recursion|"), strict=True):
+for r, what in zip(
+    rclaims.check_krr(G, k_x, Y, noise_var),
+    (
+        "worst error / bound, training points",
+        "worst error / bound, 8 queries",
+        "max |closed form - recursion|",
+    ),
+    strict=True,
+):
     rec.add(r, measured=what)
-for r, what in zip(rclaims.check_krr_preconditioned(G, k_x[0], Y, noise_var),
-                   ("max |recursion - preconditioned Richardson|", "worst error / bound"), strict=True):
+for r, what in zip(
+    rclaims.check_krr_preconditioned(G, k_x[0], Y, noise_var),
+    ("max |recursion - preconditioned Richardson|", "worst error / bound"),
+    strict=True,
+):
     rec.add(r, label="supp-thm:KRR", variant="preconditioned (TF^pr)", measured=what)
 
 # %% [markdown]
@@ -142,7 +163,7 @@ depths = np.unique(np.geomspace(2, 2048 if SCALE == "quick" else 8192, 10).astyp
 out = {}
 for normalised in (False, True):
     if normalised:
-        s = G.sum(axis=1)                                   # D = diag(G 1)
+        s = G.sum(axis=1)  # D = diag(G 1)
         eta_l = rich.safe_step(A, D=s)
     else:
         eta_l = 0.9 / (lam1 + noise_var)
@@ -150,9 +171,12 @@ for normalised in (False, True):
     for L in depths:
         w = cons.handset_weights(d, int(L), eta_l, noise_var, kernel, normalised=normalised)
         mu_L, tau_L, path = cons.tf_forward(w, X, Y, x0, return_path=True)
-        F, Gv = cons.expected_rows(kernel, X, Y, x0, noise_var, eta_l, int(L), normalised=normalised)
-        rows_dev.append(max(np.abs(path[:, cons.ROW_F(d)] - F).max(),
-                            np.abs(path[:, cons.ROW_G(d)] - Gv).max()))
+        F, Gv = cons.expected_rows(
+            kernel, X, Y, x0, noise_var, eta_l, int(L), normalised=normalised
+        )
+        rows_dev.append(
+            max(np.abs(path[:, cons.ROW_F(d)] - F).max(), np.abs(path[:, cons.ROW_G(d)] - Gv).max())
+        )
         errs.append(max(abs(mu_L - mu), abs(tau_L - tau)))
     out[normalised] = (eta_l, np.array(errs), np.array(rows_dev))
 
@@ -162,11 +186,18 @@ for normalised, (eta_l, errs, dev) in out.items():
     axs[0].semilogy(depths, errs, "o-", label=f"{name}, eta={eta_l:.3g}")
     axs[1].loglog(depths, np.maximum(dev, 1e-18), "o-", label=name)
 rho = rich.krr_convergence_factor(G, noise_var, out[False][0])
-axs[0].semilogy(depths, out[False][1][0] * np.exp(-(1 - rho) * (depths - depths[0])), "k:",
-              label="exp(-(1-rho)L), TF's rho")
+axs[0].semilogy(
+    depths,
+    out[False][1][0] * np.exp(-(1 - rho) * (depths - depths[0])),
+    "k:",
+    label="exp(-(1-rho)L), TF's rho",
+)
 axs[0].set(xlabel="depth L", ylabel="||TF - (mu, tau)||_inf", title="thm:TFdoPPD: readout error")
-axs[1].set(xlabel="depth L", ylabel="max |token row - Richardson iterate|",
-           title="rows d+3, d+4 vs the recursions (round-off)")
+axs[1].set(
+    xlabel="depth L",
+    ylabel="max |token row - Richardson iterate|",
+    title="rows d+3, d+4 vs the recursions (round-off)",
+)
 for ax in axs:
     ax.legend(fontsize=8)
 report.save_figure(fig, "01_tf_construction")
@@ -183,28 +214,52 @@ Xc, Yc, xc = cclaims.context(kernel, 32, d, noise_var, np.random.default_rng(1))
 lam1_c = np.linalg.eigvalsh(kernel(Xc))[-1]
 eta_c = 0.9 / (lam1_c + noise_var)
 eta_pr = rich.safe_step(kernel(Xc) + noise_var * np.eye(32), D=kernel(Xc).sum(axis=1))
-rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
-        measured="max |token row - recursion|, 64 layers")
-rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
-        measured="|TF_64 - (mu, tau)|")
+rec.add(
+    cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
+    measured="max |token row - recursion|, 64 layers",
+)
+rec.add(
+    cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
+    measured="|TF_64 - (mu, tau)|",
+)
 # rates: the settings of verify/test_tfdoppd.py (RBF ell=0.4, n=10, d=2; BLR n=20, d=5)
 k04 = RBFKernel(1.0, 0.4)
-rec.add(cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5)), compare="reference",
-        variant="rate, RBF", measured="fitted slope / log rho (median of 5 contexts)")
+rec.add(
+    cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5)),
+    compare="reference",
+    variant="rate, RBF",
+    measured="fitted slope / log rho (median of 5 contexts)",
+)
 blr = LinearKernel(blr_sigma_diag(5))
 r_thm = cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="theorem")
-rec.add(cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="effective"),
-        compare="reference", variant="rate, BLR", measured="slope / log(effective rho) (median)",
-        caveat=f"G = X Sigma X' is rank d < n, so lambda_n(G) = 0 and the theorem's rho = 1 - eta sigma^2 "
-               f"understates the speed (slope / log rho = {r_thm.observed:.1f}); the rate is set by "
-               "the smallest nonzero eigenvalue")
-rec.add(cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
-        label="eqn:recursion prec", variant="TF^pr", measured="max |token row - preconditioned recursion|")
-rec.add(cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
-        label="thm:TFdoPPD", variant="TF^pr", measured="|TF^pr_64 - (mu, tau)|")
-rec.add(cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5), normalised=True),
-        label="thm:TFdoPPD", variant="TF^pr, rate, RBF",
-        measured="slope / log rho_pr (median of 5 contexts)", compare="reference")
+rec.add(
+    cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="effective"),
+    compare="reference",
+    variant="rate, BLR",
+    measured="slope / log(effective rho) (median)",
+    caveat=f"G = X Sigma X' is rank d < n, so lambda_n(G) = 0 and the theorem's rho = 1 - eta sigma^2 "
+    f"understates the speed (slope / log rho = {r_thm.observed:.1f}); the rate is set by "
+    "the smallest nonzero eigenvalue",
+)
+rec.add(
+    cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
+    label="eqn:recursion prec",
+    variant="TF^pr",
+    measured="max |token row - preconditioned recursion|",
+)
+rec.add(
+    cclaims.check_tf_convergence(kernel, Xc, Yc, xc, noise_var, eta_pr, 64, normalised=True),
+    label="thm:TFdoPPD",
+    variant="TF^pr",
+    measured="|TF^pr_64 - (mu, tau)|",
+)
+rec.add(
+    cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5), normalised=True),
+    label="thm:TFdoPPD",
+    variant="TF^pr, rate, RBF",
+    measured="slope / log rho_pr (median of 5 contexts)",
+    compare="reference",
+)
 
 # %% [markdown]
 # ## Summary of this part

@@ -57,16 +57,18 @@ L_lip = float(disc.gaussian_lipschitz(tau))
 tv_avg, bnd_avg, tv_sm, bnd_sm = [], [], [], []
 for C in Cs:
     edges = disc.bin_edges(a, b, int(C))
-    q_star = disc.truncnorm_bin_masses(mu, tau, edges)              # bin masses of p_(a,b]
+    q_star = disc.truncnorm_bin_masses(mu, tau, edges)  # bin masses of p_(a,b]
     tv_avg.append(float(metrics.tv_gaussian_histogram(mu, tau, edges, q_star)))
     bnd_avg.append(disc.discretization_bound(L_lip, edges, eps))
     q_hat = disc.softmax(disc.logits_from_natural(disc.psi_gaussian(mu, tau), edges))
-    tv_sm.append(0.5 * float(np.abs(q_star - q_hat).sum()))         # TV of two pmfs on the bins
+    tv_sm.append(0.5 * float(np.abs(q_star - q_hat).sum()))  # TV of two pmfs on the bins
     bnd_sm.append(disc.smax_quad_bound(L_lip, edges, eps))
 
 fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
-for ax, tv, bnd, title in ((axs[0], tv_avg, bnd_avg, "bin average vs p (supp-lem:discretization error)"),
-                           (axs[1], tv_sm, bnd_sm, "softmax quadrature vs bin masses (supp-lem:smax quad)")):
+for ax, tv, bnd, title in (
+    (axs[0], tv_avg, bnd_avg, "bin average vs p (supp-lem:discretization error)"),
+    (axs[1], tv_sm, bnd_sm, "softmax quadrature vs bin masses (supp-lem:smax quad)"),
+):
     s, ci, _ = slope_ci(np.log(Cs), np.log(tv))
     ax.loglog(Cs, tv, "o-", label=f"measured TV (slope {s:.2f})")
     ax.loglog(Cs, bnd, "r--", label="lemma's bound (slope -1)")
@@ -93,16 +95,26 @@ for kind in ("gaussian", "mixture", "triangular", "laplace"):
             cases.append((dens, dclaims.random_partition(a_, b_, C, crng)))
 rec.add(dclaims.check_discretization_error(cases), measured="worst TV / bound")
 r = dclaims.check_discretization_rate(crng, n_seeds=6 if SCALE == "quick" else 12)
-rec.add(r, measured="order of TV(p_(a,b], p~) in C (fitted slope)", compare="reference",
-        holds=r.details["paper_rate_holds"], variant="rate in C",
-        statement="TV(p_(a,b], p~) = O(1/C): the part of the bound that vanishes is first order")
+rec.add(
+    r,
+    measured="order of TV(p_(a,b], p~) in C (fitted slope)",
+    compare="reference",
+    holds=r.details["paper_rate_holds"],
+    variant="rate in C",
+    statement="TV(p_(a,b], p~) = O(1/C): the part of the bound that vanishes is first order",
+)
 rec.add(dclaims.check_smax_quad(cases), measured="worst TV / bound")
 r = dclaims.check_smax_quad_rate(crng, n_seeds=6 if SCALE == "quick" else 12)
-rec.add(r, measured="order of TV(p_C, p^_C) in C (fitted slope)", compare="reference",
-        holds=r.details["paper_rate_holds"], variant="rate in C",
-        caveat=f"observed order {-r.observed:.2f} (95% CI {-r.ci[1]:.2f} to {-r.ci[0]:.2f}): the "
-               "midpoint rule is second order, so the lemma's O(1/C) is loose by a factor C",
-        statement="TV(p_C, p^_C) = O(1/C) as the lemma gives")
+rec.add(
+    r,
+    measured="order of TV(p_C, p^_C) in C (fitted slope)",
+    compare="reference",
+    holds=r.details["paper_rate_holds"],
+    variant="rate in C",
+    caveat=f"observed order {-r.observed:.2f} (95% CI {-r.ci[1]:.2f} to {-r.ci[0]:.2f}): the "
+    "midpoint rule is second order, so the lemma's O(1/C) is loose by a factor C",
+    statement="TV(p_C, p^_C) = O(1/C) as the lemma gives",
+)
 print(f"{len(cases)} (density, partition) cases")
 
 # %% [markdown]
@@ -120,17 +132,23 @@ other = rng.dirichlet(np.ones(32))
 nll = [float(disc.truncated_nll_histogram(q_star, (1 - t) * q_star + t * other, edges)) for t in ts]
 fig, ax = plt.subplots(figsize=(5.5, 3.5))
 ax.plot(ts, nll, "o-")
-ax.set(xlabel="t in q = (1-t) q* + t q_random", ylabel="truncated NLL",
-       title="supp-thm:popmini: the minimum is at q* (t = 0)")
+ax.set(
+    xlabel="t in q = (1-t) q* + t q_random",
+    ylabel="truncated NLL",
+    title="supp-thm:popmini: the minimum is at q* (t = 0)",
+)
 report.save_figure(fig, "02_popmini")
 plt.show()
 
 # %%
 prng = np.random.default_rng(5)
 mus, taus = prng.normal(0, 0.5, 4), prng.uniform(0.05, 0.5, 4)
-rec.add(dclaims.check_popmini(mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng,
-                              n_perturb=100 if SCALE == "quick" else 400),
-        measured="max |q* - numerical argmin|")
+rec.add(
+    dclaims.check_popmini(
+        mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng, n_perturb=100 if SCALE == "quick" else 400
+    ),
+    measured="max |q* - numerical argmin|",
+)
 
 # %% [markdown]
 # ## The composed bound (thm:PPD convergence)
@@ -140,11 +158,15 @@ rec.add(dclaims.check_popmini(mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng,
 # exponentially in `L` to a floor set by `1/C`, `delta_MLP` and the tail mass.
 
 # %%
-rec.add(dclaims.check_logit_perturbation(np.random.default_rng(9),
-                                         n_draws=500 if SCALE == "quick" else 4000),
-        label="thm:PPD convergence", variant="proof step: logit perturbation",
-        measured="worst ||sm(l1) - sm(l3)||_1 / (e^{2 Delta} - 1)",
-        statement="proof step: ||l1 - l3||_inf <= Delta implies ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1")
+rec.add(
+    dclaims.check_logit_perturbation(
+        np.random.default_rng(9), n_draws=500 if SCALE == "quick" else 4000
+    ),
+    label="thm:PPD convergence",
+    variant="proof step: logit perturbation",
+    measured="worst ||sm(l1) - sm(l3)||_1 / (e^{2 Delta} - 1)",
+    statement="proof step: ||l1 - l3||_inf <= Delta implies ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1",
+)
 # the settings of verify/test_ppd_convergence.py
 kern, n_ctx, d_ctx, s2 = RBFKernel(1.0, 0.4), 10, 2, DEFAULT_NOISE_VAR
 seeds = (0, 1, 2, 3) if SCALE == "quick" else tuple(range(8))
@@ -154,10 +176,15 @@ rT = cclaims.check_ppd_bound_terms(kern, n_ctx, d_ctx, s2)
 rM = cclaims.check_mlp_rate(((-2.0, 2.0), (0.05, 1.0)))
 fig, axs = plt.subplots(1, 3, figsize=(15, 3.8))
 for row in rL.details["rows"]:
-    axs[0].semilogy(row["L"], row["tv"], "o-", ms=3, label=f"seed {row['seed']} (rho={row['rho']:.4f})")
+    axs[0].semilogy(
+        row["L"], row["tv"], "o-", ms=3, label=f"seed {row['seed']} (rho={row['rho']:.4f})"
+    )
     axs[0].axhline(row["floor"], color=axs[0].lines[-1].get_color(), ls=":", lw=0.8)
-axs[0].set(xlabel="depth L", ylabel="TV(p_n, q_theta)",
-           title=f"in L (C={rL.details['C']}): exponential decay to the floor (dotted)")
+axs[0].set(
+    xlabel="depth L",
+    ylabel="TV(p_n, q_theta)",
+    title=f"in L (C={rL.details['C']}): exponential decay to the floor (dotted)",
+)
 for row in rC.details["rows"]:
     axs[1].loglog(rC.details["C"], row["tv_truncated"], "o-", ms=3, label=f"seed {row['seed']}")
 Cs_ = np.asarray(rC.details["C"], float)
@@ -170,12 +197,23 @@ for ax in axs[:2]:
 report.save_figure(fig, "02_ppd_convergence")
 plt.show()
 rec.add(rL, measured="worst late excess / (K exp(-(1-rho)(L-1)))", variant="decay in L")
-rec.add(rC, measured="order of the floor in C (fitted slope)", compare="reference", variant="floor in C")
-rec.add(rT, measured="worst term / its bound (every step of the proof)", variant="every step of the proof",
-        caveat="the e^{2 Delta} - 1 step makes the composed bound vacuous unless the moment "
-               "error is already small")
-rec.add(rM, label="thm:PPD convergence", variant="explicit ReLU MLP for psi",
-        measured="order of delta_MLP in the width C'", compare="reference")
+rec.add(
+    rC, measured="order of the floor in C (fitted slope)", compare="reference", variant="floor in C"
+)
+rec.add(
+    rT,
+    measured="worst term / its bound (every step of the proof)",
+    variant="every step of the proof",
+    caveat="the e^{2 Delta} - 1 step makes the composed bound vacuous unless the moment "
+    "error is already small",
+)
+rec.add(
+    rM,
+    label="thm:PPD convergence",
+    variant="explicit ReLU MLP for psi",
+    measured="order of delta_MLP in the width C'",
+    compare="reference",
+)
 
 # %% [markdown]
 # ## Summary of this part

@@ -59,31 +59,61 @@ titles = {"rbf": "RBF (alpha=1, ell=0.8)", "linear": "BLR (linear kernel, Sigma 
 for ax, r in zip(axs, sorted(step_runs, key=lambda r: r.spec.kernel != "rbf"), strict=True):
     res = r.result
     s_, ci, _ = slope_ci(np.log(res["ns"]), np.log(res["mean"]))
-    ax.errorbar(res["ns"], res["mean"], yerr=2 * np.asarray(res["se"]), fmt="o-", capsize=3,
-                label=f"2/(lambda_1 + sigma^2), ±2 SE: slope {s_:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]")
+    ax.errorbar(
+        res["ns"],
+        res["mean"],
+        yerr=2 * np.asarray(res["se"]),
+        fmt="o-",
+        capsize=3,
+        label=f"2/(lambda_1 + sigma^2), ±2 SE: slope {s_:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]",
+    )
     ax.plot(res["ns"], res["reference_1_over_n"], "r--", label="1/n reference")
     report.log_axis(ax, "xy")
-    ax.set(xlabel="context size n", ylabel="admissible step 2/(lambda_1 + sigma^2)",
-           title=f"{titles[r.spec.kernel]}, d={r.spec.d}")
+    ax.set(
+        xlabel="context size n",
+        ylabel="admissible step 2/(lambda_1 + sigma^2)",
+        title=f"{titles[r.spec.kernel]}, d={r.spec.d}",
+    )
     ax.legend()
 spec0 = step_runs[0].spec
-fig.suptitle(f"fig:stepsize: sigma^2={spec0.noise_var:g}, {spec0.n_trials} draws per n "
-             f"(run: reports/runs/fig_stepsize/)")
+fig.suptitle(
+    f"fig:stepsize: sigma^2={spec0.noise_var:g}, {spec0.n_trials} draws per n "
+    f"(run: reports/runs/fig_stepsize/)"
+)
 report.save_figure(fig, "03_stepsize")
 plt.show()
 
 # %%
-for r, res in zip(sorted(step_runs, key=lambda r: r.spec.kernel), xclaims.check_stepsize(
-        sorted(step_runs, key=lambda r: r.spec.kernel)), strict=True):
-    rec.add(res, variant=f"{r.spec.kernel} kernel, d={r.spec.d}", compare="reference",
-            measured="log-log slope of the mean admissible step against n", run_dir=r.run_dir,
-            command=f"pfntheory sweep fig_stepsize --scale {SCALE}")
-rec.add(stepsize.check_stepsize_rate(np.random.default_rng(2), "rbf", d=16), compare="reference",
-        label="thm:lambda1", variant="RBF, d=16", measured="slope of log step vs log n")
-rec.add(stepsize.check_stepsize_rate(np.random.default_rng(3), "linear", ns=(400, 800, 1600, 3200, 6400), d=4),
-        label="thm:lambda1", variant="linear, d=4, n >= 400", compare="reference",
-        measured="slope of log step vs log n",
-        caveat="holds once n >> d; at d=16, n <= 1000 the slope is about -0.9")
+for r, res in zip(
+    sorted(step_runs, key=lambda r: r.spec.kernel),
+    xclaims.check_stepsize(sorted(step_runs, key=lambda r: r.spec.kernel)),
+    strict=True,
+):
+    rec.add(
+        res,
+        variant=f"{r.spec.kernel} kernel, d={r.spec.d}",
+        compare="reference",
+        measured="log-log slope of the mean admissible step against n",
+        run_dir=r.run_dir,
+        command=f"pfntheory sweep fig_stepsize --scale {SCALE}",
+    )
+rec.add(
+    stepsize.check_stepsize_rate(np.random.default_rng(2), "rbf", d=16),
+    compare="reference",
+    label="thm:lambda1",
+    variant="RBF, d=16",
+    measured="slope of log step vs log n",
+)
+rec.add(
+    stepsize.check_stepsize_rate(
+        np.random.default_rng(3), "linear", ns=(400, 800, 1600, 3200, 6400), d=4
+    ),
+    label="thm:lambda1",
+    variant="linear, d=4, n >= 400",
+    compare="reference",
+    measured="slope of log step vs log n",
+    caveat="holds once n >> d; at d=16, n <= 1000 the slope is about -0.9",
+)
 
 # %% [markdown]
 # ## Linear kernel (supp-lem:lienar kernel Gram)
@@ -99,9 +129,14 @@ for n in ns:
     ax.plot(np.full(lam.size, n), (lam / (n / d_lin)).ravel(), "o", color="C0", alpha=0.4, ms=3)
 report.log_axis(ax, "x", ticks=ns)
 iv = [sp.linear_gram_interval(int(n), d_lin, 2.0) for n in ns]
-ax.fill_between(ns, [v.lo / (n / d_lin) for v, n in zip(iv, ns, strict=False)],
-                [v.hi / (n / d_lin) for v, n in zip(iv, ns, strict=False)], color="r", alpha=0.15,
-                label=f"lemma's interval, t=2 (prob >= {iv[0].prob:.2f})")
+ax.fill_between(
+    ns,
+    [v.lo / (n / d_lin) for v, n in zip(iv, ns, strict=False)],
+    [v.hi / (n / d_lin) for v, n in zip(iv, ns, strict=False)],
+    color="r",
+    alpha=0.15,
+    label=f"lemma's interval, t=2 (prob >= {iv[0].prob:.2f})",
+)
 ax.axhline(1, color="k", lw=0.8)
 ax.set(xlabel="n", ylabel="lambda_j / (n/d)", title=f"linear kernel, d={d_lin}")
 ax.legend(fontsize=8)
@@ -109,10 +144,17 @@ report.save_figure(fig, "03_linear_gram")
 plt.show()
 
 # %%
-rec.add(gram.check_linear_interval(np.random.default_rng(4), n_draws=1000 if quick else 4000),
-        measured="violation rate of the interval (worst t)", variant="concentration interval")
-rec.add(gram.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else 8), compare="reference",
-        measured="slope of log|lambda_j d/n - 1| vs log n", variant="rate n^-1/2")
+rec.add(
+    gram.check_linear_interval(np.random.default_rng(4), n_draws=1000 if quick else 4000),
+    measured="violation rate of the interval (worst t)",
+    variant="concentration interval",
+)
+rec.add(
+    gram.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else 8),
+    compare="reference",
+    measured="slope of log|lambda_j d/n - 1| vs log n",
+    variant="rate n^-1/2",
+)
 
 # %% [markdown]
 # ## RBF kernel (supp-lem:rbf kernel Gram and the ridge lemmas)
@@ -124,7 +166,7 @@ rec.add(gram.check_linear_rate(np.random.default_rng(5), n_seeds=4 if quick else
 
 # %%
 d_rbf, noise_var = 2, DEFAULT_NOISE_VAR
-kern = RBFKernel(1.0, 1.0)                      # the lemmas' unit RBF kernel
+kern = RBFKernel(1.0, 1.0)  # the lemmas' unit RBF kernel
 mercer = sp.RBFMercer(d_rbf, 1.0, 1.0 / d_rbf, 1.0)
 rho = expected_rbf_gaussian(1.0, 1.0, d_rbf)
 lam1_n, lb_n, cond_r, cond_p, r_lo, r_hi, p_lo, p_hi = ([] for _ in range(8))
@@ -145,22 +187,26 @@ nystrom = np.linalg.eigvalsh(G_big)[::-1] / ns[-1]
 fig, axs = plt.subplots(1, 3, figsize=(15, 3.9))
 k = np.arange(30)
 axs[0].semilogy(k, nystrom[:30], "o", label=f"lambda_j(G)/n, n={ns[-1]}")
-axs[0].semilogy(k, mercer.eigenvalues(30),
-                "r.", label="Mercer eigenvalues (closed form)")
+axs[0].semilogy(k, mercer.eigenvalues(30), "r.", label="Mercer eigenvalues (closed form)")
 axs[0].set(xlabel="index j", ylabel="eigenvalue", title=f"RBF spectrum, d={d_rbf}")
 axs[1].plot(ns, lam1_n, "o-", label="lambda_1(G)/n")
 axs[1].plot(ns, lb_n, "s--", label="1'G1/n^2 (lower bound)")
 axs[1].axhline(rho, color="r", ls=":", label="rho = E kappa(x,x')")
 report.log_axis(axs[1], "x", ticks=ns)
 axs[1].set(xlabel="n", ylabel="eigenvalue / n", title="lambda_1(G) >~ n")
-for c, lo, hi, name, col in ((cond_r, r_lo, r_hi, "G + sigma^2 I", "C0"),
-                             (cond_p, p_lo, p_hi, "D^-1(G + sigma^2 I)", "C1")):
+for c, lo, hi, name, col in (
+    (cond_r, r_lo, r_hi, "G + sigma^2 I", "C0"),
+    (cond_p, p_lo, p_hi, "D^-1(G + sigma^2 I)", "C1"),
+):
     s, ci, _ = slope_ci(np.log(ns), np.log(c))
     axs[2].loglog(ns, c, "o-", color=col, label=f"cond {name}: slope {s:.2f}")
     axs[2].fill_between(ns, lo, hi, color=col, alpha=0.12)
 report.log_axis(axs[2], "x", ticks=ns)
-axs[2].set(xlabel="n", ylabel="condition number",
-           title=f"ridge lemmas / thm:cond number (sigma^2={noise_var})")
+axs[2].set(
+    xlabel="n",
+    ylabel="condition number",
+    title=f"ridge lemmas / thm:cond number (sigma^2={noise_var})",
+)
 for ax in axs:
     ax.legend(fontsize=8)
 report.save_figure(fig, "03_rbf_gram")
@@ -170,19 +216,39 @@ plt.show()
 G1 = kern(sp.sample_design(400, d_rbf, rng))
 rec.add(gram.check_lambda1_lower(G1), measured="lambda_1(G), n=400")
 r = gram.check_lambda1_limit(np.random.default_rng(6))
-rec.add(r, measured="|lambda_1/n - mu_0| at the largest n",
-        caveat="lambda_1/n tends to the top Mercer eigenvalue mu_0, not to rho = E kappa: "
-               "the lower bound 1'G1/n is not tight")
+rec.add(
+    r,
+    measured="|lambda_1/n - mu_0| at the largest n",
+    caveat="lambda_1/n tends to the top Mercer eigenvalue mu_0, not to rho = E kappa: "
+    "the lower bound 1'G1/n is not tight",
+)
 rec.add(gram.check_mercer_quadrature(), measured="worst relative error vs quadrature")
-rec.add(gram.check_mercer_nystrom(np.random.default_rng(7)), measured="worst deviation (standard errors)")
-rec.add(gram.check_mercer_truncation(np.random.default_rng(8)), measured="proof chain lambda_{T+1} <= tr R")
-rec.add(gram.check_rbf_cond_growth(np.random.default_rng(9)), measured="gamma_hat (growth of cond G in n^{1/d})")
+rec.add(
+    gram.check_mercer_nystrom(np.random.default_rng(7)),
+    measured="worst deviation (standard errors)",
+)
+rec.add(
+    gram.check_mercer_truncation(np.random.default_rng(8)),
+    measured="proof chain lambda_{T+1} <= tr R",
+)
+rec.add(
+    gram.check_rbf_cond_growth(np.random.default_rng(9)),
+    measured="gamma_hat (growth of cond G in n^{1/d})",
+)
 rec.add(conditioning.check_ridge_sandwich(G1, noise_var), measured="cond(G + sigma^2 I), n=400")
-rec.add(conditioning.check_cond_rate(np.random.default_rng(10), "ridge"), compare="reference",
-        measured="slope of log cond(G + sigma^2 I) vs log n")
-rec.add(conditioning.check_prec_inequalities(G1, noise_var), measured="cond(D^-1(G + sigma^2 I)), n=400")
-rec.add(conditioning.check_cond_rate(np.random.default_rng(11), "prec"), compare="reference",
-        measured="slope of log cond(D^-1(G + sigma^2 I)) vs log n")
+rec.add(
+    conditioning.check_cond_rate(np.random.default_rng(10), "ridge"),
+    compare="reference",
+    measured="slope of log cond(G + sigma^2 I) vs log n",
+)
+rec.add(
+    conditioning.check_prec_inequalities(G1, noise_var), measured="cond(D^-1(G + sigma^2 I)), n=400"
+)
+rec.add(
+    conditioning.check_cond_rate(np.random.default_rng(11), "prec"),
+    compare="reference",
+    measured="slope of log cond(D^-1(G + sigma^2 I)) vs log n",
+)
 
 # %% [markdown]
 # ## Depth needed for a tolerance (thm:L growth)
@@ -205,8 +271,13 @@ report.save_figure(fig, "03_L_growth")
 plt.show()
 
 # %%
-rec.add(conditioning.check_L_growth(np.random.default_rng(12), ns=(50, 100, 200) if quick else (50, 100, 200, 400, 800)),
-        compare="reference", measured="slope of log(depth to reach eps) vs log n")
+rec.add(
+    conditioning.check_L_growth(
+        np.random.default_rng(12), ns=(50, 100, 200) if quick else (50, 100, 200, 400, 800)
+    ),
+    compare="reference",
+    measured="slope of log(depth to reach eps) vs log n",
+)
 
 # %% [markdown]
 # ## Summary of this part

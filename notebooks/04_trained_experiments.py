@@ -55,13 +55,20 @@ def load(name):
     try:
         runs = xres.load_experiment(name, SCALE)
     except xres.MissingRunsError as err:
-        rec.pending(exp.labels[0], exp.title,
-                    f"{len(err.missing)} of {len(exp.runs(SCALE))} runs of {name} [{SCALE}] are not "
-                    f"on disk; run `pfntheory sweep {name} --scale {SCALE}`")
+        rec.pending(
+            exp.labels[0],
+            exp.title,
+            f"{len(err.missing)} of {len(exp.runs(SCALE))} runs of {name} [{SCALE}] are not "
+            f"on disk; run `pfntheory sweep {name} --scale {SCALE}`",
+        )
         return None
     shrunk = exp.design(SCALE).shrunk
-    display(Markdown(f"**{exp.title}** — {len(runs)} runs from `reports/runs/{name}/`"
-                     + (f"\n\n*Shrunk at this scale:* {shrunk}" if shrunk else "")))
+    display(
+        Markdown(
+            f"**{exp.title}** — {len(runs)} runs from `reports/runs/{name}/`"
+            + (f"\n\n*Shrunk at this scale:* {shrunk}" if shrunk else "")
+        )
+    )
     return runs
 
 
@@ -72,9 +79,14 @@ def trained(runs):
 def add_all(results, runs, experiment, measured, **kw):
     """Record trained claims: the run directories decide 'undecided' (learning curves)."""
     for r in results:
-        rec.add(r, measured=r.details.get("measured") or measured, compare="threshold",
-                runs=[x.run_dir for x in trained(runs)],
-                command=f"pfntheory sweep {experiment} --scale {SCALE}", **kw)
+        rec.add(
+            r,
+            measured=r.details.get("measured") or measured,
+            compare="threshold",
+            runs=[x.run_dir for x in trained(runs)],
+            command=f"pfntheory sweep {experiment} --scale {SCALE}",
+            **kw,
+        )
 
 
 # %% [markdown]
@@ -104,8 +116,12 @@ if curves:
     report.save_figure(fig, "04_learning_curves")
     plt.show()
 else:
-    display(Markdown("*No committed run has a `learning_curve.json` yet: every trained row below "
-                     "says \"convergence unknown\". `pfntheory sweep --scale quick` writes them.*"))
+    display(
+        Markdown(
+            "*No committed run has a `learning_curve.json` yet: every trained row below "
+            'says "convergence unknown". `pfntheory sweep --scale quick` writes them.*'
+        )
+    )
 
 # %% [markdown]
 # ## fig:exp1: TV against depth L and bins C
@@ -127,28 +143,54 @@ if runs is not None:
         Cs = sorted({r.spec.model.C for r in g})
         H, S = np.full((len(Ls), len(Cs)), np.nan), np.full((len(Ls), len(Cs)), np.nan)
         for r in g:
-            H[Ls.index(r.spec.model.L), Cs.index(r.spec.model.C)], \
-                S[Ls.index(r.spec.model.L), Cs.index(r.spec.model.C)] = r.eval.average("tv")
+            (
+                H[Ls.index(r.spec.model.L), Cs.index(r.spec.model.C)],
+                S[Ls.index(r.spec.model.L), Cs.index(r.spec.model.C)],
+            ) = r.eval.average("tv")
         grids[(kind, mode)] = (Ls, Cs, H, S)
     logs = np.log10(np.concatenate([g[2].ravel() for g in grids.values()]))
     vmin, vmax = np.nanmin(logs), np.nanmax(logs)
     fig, axs = plt.subplots(2, len(groups), figsize=(3.6 * len(groups), 6.6), squeeze=False)
     for j, ((kind, mode), (Ls, Cs, H, S)) in enumerate(grids.items()):
-        im = axs[0, j].imshow(np.log10(H), origin="lower", cmap="viridis", aspect="auto",
-                              vmin=vmin, vmax=vmax)
-        axs[0, j].set(xticks=range(len(Cs)), xticklabels=Cs, yticks=range(len(Ls)), yticklabels=Ls,
-                      xlabel="bins C", ylabel="depth L", title=f"{kind.upper()} ({mode})")
+        im = axs[0, j].imshow(
+            np.log10(H), origin="lower", cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax
+        )
+        axs[0, j].set(
+            xticks=range(len(Cs)),
+            xticklabels=Cs,
+            yticks=range(len(Ls)),
+            yticklabels=Ls,
+            xlabel="bins C",
+            ylabel="depth L",
+            title=f"{kind.upper()} ({mode})",
+        )
         axs[0, j].grid(False)
         for (a, b), v in np.ndenumerate(H):
-            axs[0, j].text(b, a, f"{np.log10(v):.2f}", ha="center", va="center", fontsize=7,
-                           color="w" if np.log10(v) < (vmin + vmax) / 2 else "k")
-        axs[1, j].errorbar(Cs, H[-1], yerr=2 * S[-1], fmt="o-", capsize=2, label=f"L={Ls[-1]}, varying C")
+            axs[0, j].text(
+                b,
+                a,
+                f"{np.log10(v):.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="w" if np.log10(v) < (vmin + vmax) / 2 else "k",
+            )
+        axs[1, j].errorbar(
+            Cs, H[-1], yerr=2 * S[-1], fmt="o-", capsize=2, label=f"L={Ls[-1]}, varying C"
+        )
         report.log_axis(axs[1, j], "xy")
         axs[1, j].set_xticks(Cs, [str(c) for c in Cs])
         axs[1, j].set(xlabel="bins C", ylabel="E[TV] (±2 SE)")
         ax2 = axs[1, j].twiny()
-        ax2.errorbar(Ls, H[:, -1], yerr=2 * S[:, -1], fmt="s--", color="C1", capsize=2,
-                     label=f"C={Cs[-1]}, varying L")
+        ax2.errorbar(
+            Ls,
+            H[:, -1],
+            yerr=2 * S[:, -1],
+            fmt="s--",
+            color="C1",
+            capsize=2,
+            label=f"C={Cs[-1]}, varying L",
+        )
         report.log_axis(ax2, "x")
         ax2.set_xticks(Ls, [str(v) for v in Ls])
         ax2.set_xlabel("depth L", color="C1")
@@ -159,8 +201,12 @@ if runs is not None:
     fig.colorbar(im, ax=axs[0, :], label="log10 E[TV]", shrink=0.9)
     report.save_figure(fig, "04_exp1")
     plt.show()
-    add_all(xclaims.check_exp1(runs), runs, "fig_exp1",
-            "drop in E[TV] from the smallest to the largest C (resp. L), in units of its SE")
+    add_all(
+        xclaims.check_exp1(runs),
+        runs,
+        "fig_exp1",
+        "drop in E[TV] from the smallest to the largest C (resp. L), in units of its SE",
+    )
 
 # %% [markdown]
 # ## fig:exp2-1: normalised vs unnormalised attention across n'
@@ -177,14 +223,24 @@ if runs is not None:
         e = r.eval
         name = "TF^pr (normalised)" if r.spec.model.normalised else "TF (unnormalised)"
         ax.errorbar(e.n_eval, e.mean["tv"], yerr=2 * e.se["tv"], fmt="o-", capsize=2, label=name)
-    ax.axvspan(tr[0].spec.n_min, tr[0].spec.n_max, color="gray", alpha=0.15, label="pretraining range")
-    ax.set(yscale="log", xlabel="evaluation size n'", ylabel="E[TV] (±2 SE)",
-           title=f"RBF, d={tr[0].spec.task.d}, L={tr[0].spec.model.L}, C={tr[0].spec.model.C}")
+    ax.axvspan(
+        tr[0].spec.n_min, tr[0].spec.n_max, color="gray", alpha=0.15, label="pretraining range"
+    )
+    ax.set(
+        yscale="log",
+        xlabel="evaluation size n'",
+        ylabel="E[TV] (±2 SE)",
+        title=f"RBF, d={tr[0].spec.task.d}, L={tr[0].spec.model.L}, C={tr[0].spec.model.C}",
+    )
     ax.legend()
     report.save_figure(fig, "04_exp2_1")
     plt.show()
-    add_all(xclaims.check_exp2_1(runs), runs, "fig_exp2_1",
-            "rise of E[TV] beyond the pretraining range, in units of its SE")
+    add_all(
+        xclaims.check_exp2_1(runs),
+        runs,
+        "fig_exp2_1",
+        "rise of E[TV] beyond the pretraining range, in units of its SE",
+    )
 
 
 # %% [markdown]
@@ -196,11 +252,16 @@ if runs is not None:
 # the solver errors `E[TV]`, `E(mu - m_1)^2` and `E(tau + mu^2 - m_2)^2`.
 
 # %%
-PANELS = (("mse_y", "MSE of the predictive mean", "mse_y_exact"),
-          ("coverage_90", "90% coverage", None),
-          ("width_90", "90% interval width", "width_90_exact"))
-SOLVER = (("tv", "E[TV]", None), ("mse_mean", "E(mu - m1)^2", None),
-          ("mse_second_moment", "E(tau + mu^2 - m2)^2", None))
+PANELS = (
+    ("mse_y", "MSE of the predictive mean", "mse_y_exact"),
+    ("coverage_90", "90% coverage", None),
+    ("width_90", "90% interval width", "width_90_exact"),
+)
+SOLVER = (
+    ("tv", "E[TV]", None),
+    ("mse_mean", "E(mu - m1)^2", None),
+    ("mse_second_moment", "E(tau + mu^2 - m2)^2", None),
+)
 
 
 def generalisation_figures(runs, tag, eval_file="eval.json"):
@@ -210,20 +271,41 @@ def generalisation_figures(runs, tag, eval_file="eval.json"):
     Ls = sorted({r.spec.model.L for r in tr})
     Nm = sorted({r.spec.n_max for r in tr})
     colours = {L: plt.cm.viridis(0.85 * i / max(len(Ls) - 1, 1)) for i, L in enumerate(Ls)}
-    design = "Unif[-1/sqrt(d), 1/sqrt(d)]^d inputs" if "uniform" in eval_file else "N(0, I/d) inputs"
-    for metrics, fname, logy in ((PANELS, f"04_{tag}_metrics", False), (SOLVER, f"04_{tag}_solver", True)):
-        fig, axs = plt.subplots(len(metrics), len(Nm), figsize=(3.9 * len(Nm) + 0.6, 2.7 * len(metrics)),
-                                squeeze=False, sharex=True, sharey="row")
+    design = (
+        "Unif[-1/sqrt(d), 1/sqrt(d)]^d inputs" if "uniform" in eval_file else "N(0, I/d) inputs"
+    )
+    for metrics, fname, logy in (
+        (PANELS, f"04_{tag}_metrics", False),
+        (SOLVER, f"04_{tag}_solver", True),
+    ):
+        fig, axs = plt.subplots(
+            len(metrics),
+            len(Nm),
+            figsize=(3.9 * len(Nm) + 0.6, 2.7 * len(metrics)),
+            squeeze=False,
+            sharex=True,
+            sharey="row",
+        )
         for j, nm in enumerate(Nm):
             for i, (key, ylabel, ref) in enumerate(metrics):
                 ax = axs[i, j]
                 e = None
-                for r in sorted((r for r in tr if r.spec.n_max == nm), key=lambda r: r.spec.model.L):
+                for r in sorted(
+                    (r for r in tr if r.spec.n_max == nm), key=lambda r: r.spec.model.L
+                ):
                     e = r.evals[eval_file]
                     se = e.se.get(key)
                     yerr = 2 * se if se is not None and np.all(np.isfinite(se)) else None
-                    ax.errorbar(e.n_eval, e.mean[key], yerr=yerr, fmt="o-", ms=3, capsize=2,
-                                color=colours[r.spec.model.L], label=f"L={r.spec.model.L}")
+                    ax.errorbar(
+                        e.n_eval,
+                        e.mean[key],
+                        yerr=yerr,
+                        fmt="o-",
+                        ms=3,
+                        capsize=2,
+                        color=colours[r.spec.model.L],
+                        label=f"L={r.spec.model.L}",
+                    )
                 if key == "coverage_90":
                     ax.axhline(0.9, color="r", ls="--", lw=1, label="nominal 0.9")
                 elif ref is not None and e is not None:
@@ -248,8 +330,12 @@ def generalisation_figures(runs, tag, eval_file="eval.json"):
 runs = load("fig_exp2_2")
 if runs is not None:
     generalisation_figures(runs, "exp2_2")
-    add_all(xclaims.check_exp2_2(runs), runs, "fig_exp2_2",
-            "E[TV] difference (units of SE), slope of log E[TV] on n', or worst coverage gap")
+    add_all(
+        xclaims.check_exp2_2(runs),
+        runs,
+        "fig_exp2_2",
+        "E[TV] difference (units of SE), slope of log E[TV] on n', or worst coverage gap",
+    )
 
 # %% [markdown]
 # The companions at `d = 4` and `d = 8` repeat fig:exp2-2 (supp-fig:exp2 d4-1, d8-1) and evaluate the
@@ -262,12 +348,18 @@ if runs is not None:
 def outside_regime(runs):
     """Why ``runs`` are outside the covariate-shift regime of the paper ('' if inside)."""
     tr = trained(runs)
-    Lmax, nmax, d = max(r.spec.model.L for r in tr), max(r.spec.n_max for r in tr), tr[0].spec.task.d
+    Lmax, nmax, d = (
+        max(r.spec.model.L for r in tr),
+        max(r.spec.n_max for r in tr),
+        tr[0].spec.task.d,
+    )
     if d == SHIFT_REGIME["d"] and Lmax >= SHIFT_REGIME["L_min"] and nmax >= SHIFT_REGIME["n_max"]:
         return ""
-    return (f"outside the paper's regime: the claim is made for d={SHIFT_REGIME['d']}, "
-            f"L >= {SHIFT_REGIME['L_min']}, n_max = {SHIFT_REGIME['n_max']}; this design has d={d}, "
-            f"L <= {Lmax}, n_max <= {nmax}")
+    return (
+        f"outside the paper's regime: the claim is made for d={SHIFT_REGIME['d']}, "
+        f"L >= {SHIFT_REGIME['L_min']}, n_max = {SHIFT_REGIME['n_max']}; this design has d={d}, "
+        f"L <= {Lmax}, n_max <= {nmax}"
+    )
 
 
 for name in ("supp_exp2_d4", "supp_exp2_d8"):
@@ -278,17 +370,29 @@ for name in ("supp_exp2_d4", "supp_exp2_d8"):
     d = trained(runs)[0].spec.task.d
     generalisation_figures(runs, f"d{d}")
     for r in xclaims.check_exp2_2(runs):
-        rec.add(r, label=exp.labels[0], variant=f"d={d}, as {r.label}", compare="threshold",
-                measured=r.details.get("measured") or "as fig:exp2-2",
-                runs=[x.run_dir for x in trained(runs)], command=f"pfntheory sweep {name} --scale {SCALE}")
+        rec.add(
+            r,
+            label=exp.labels[0],
+            variant=f"d={d}, as {r.label}",
+            compare="threshold",
+            measured=r.details.get("measured") or "as fig:exp2-2",
+            runs=[x.run_dir for x in trained(runs)],
+            command=f"pfntheory sweep {name} --scale {SCALE}",
+        )
     if generalisation_figures(runs, f"d{d}_uniform", eval_file="eval_uniform.json"):
         why = outside_regime(runs)
         for r in xclaims.check_exp2_2(runs, eval_file="eval_uniform.json"):
-            rec.add(r, label=exp.labels[2], variant=f"d={d}, covariate shift, as {r.label}",
-                    statement=f"evaluated on Unif[-1/sqrt d, 1/sqrt d]^d: {r.statement}",
-                    measured=r.details.get("measured") or "as fig:exp2-2", compare="threshold",
-                    outside=why, runs=[x.run_dir for x in trained(runs)],
-                    command=f"pfntheory sweep {name} --scale {SCALE}")
+            rec.add(
+                r,
+                label=exp.labels[2],
+                variant=f"d={d}, covariate shift, as {r.label}",
+                statement=f"evaluated on Unif[-1/sqrt d, 1/sqrt d]^d: {r.statement}",
+                measured=r.details.get("measured") or "as fig:exp2-2",
+                compare="threshold",
+                outside=why,
+                runs=[x.run_dir for x in trained(runs)],
+                command=f"pfntheory sweep {name} --scale {SCALE}",
+            )
 
 # %% [markdown]
 # ### The covariate shift in the paper's claimed regime
@@ -301,9 +405,15 @@ runs = load("supp_exp2_shift_regime")
 if runs is not None:
     generalisation_figures(runs, "shift_regime")
     generalisation_figures(runs, "shift_regime_uniform", eval_file="eval_uniform.json")
-    add_all(xclaims.check_shift_regime(runs), runs, "supp_exp2_shift_regime",
-            "worst 90% coverage over n'", label="supp-fig:exp2 d4-1 uni",
-            variant="d=4, L=16, n_max=512, both designs", outside=outside_regime(runs))
+    add_all(
+        xclaims.check_shift_regime(runs),
+        runs,
+        "supp_exp2_shift_regime",
+        "worst 90% coverage over n'",
+        label="supp-fig:exp2 d4-1 uni",
+        variant="d=4, L=16, n_max=512, both designs",
+        outside=outside_regime(runs),
+    )
 
 # %% [markdown]
 # ## supp-tab:lengthscale-crps and supp-tab:hierarchical-gp
@@ -311,6 +421,7 @@ if runs is not None:
 # Our CRPS and coverages beside the exact PPD's CRPS on the same instances and the paper's numbers.
 # At the `quick` scale the design is shrunk (see the note above each table), so the paper's column is
 # for orientation only; compare each row with its exact-PPD reference.
+
 
 # %%
 def table(name):
@@ -321,15 +432,20 @@ def table(name):
     rows = pd.DataFrame(res[0].details["rows"])
     if SCALE == "paper":
         pub = pd.DataFrame(published.published_rows(name))
-        wide = pub.pivot_table(index=[c for c in ("lengthscale", "n_prime") if c in pub], columns="L",
-                               values=["crps", "cov90"]).reset_index()
+        wide = pub.pivot_table(
+            index=[c for c in ("lengthscale", "n_prime") if c in pub],
+            columns="L",
+            values=["crps", "cov90"],
+        ).reset_index()
         wide.columns = [f"paper_{a}_L{b}" if b != "" else a for a, b in wide.columns]
         rows = rows.merge(wide, how="left", on=[c for c in ("lengthscale", "n_prime") if c in wide])
     else:
         display(Markdown("*The paper's numbers (d=16, L in {8,16,32}), for orientation:*"))
         display(pd.DataFrame(published.published_rows(name)))
     display(rows.round(3))
-    add_all(res, runs, name, "CRPS drop (units of SE), worst coverage gap, or CRPS gap to the exact PPD")
+    add_all(
+        res, runs, name, "CRPS drop (units of SE), worst coverage gap, or CRPS gap to the exact PPD"
+    )
 
 
 table("supp_tab_lengthscale")
@@ -346,6 +462,7 @@ table("supp_tab_hier")
 # distance of the trained `(mu_L, tau_L)` to the exact Richardson solver after the same number of
 # layers and to the exact PPD (`pfntheory.nn.evaluate.compare_to_construction`).
 
+
 # %%
 def construction_rows(name, pick):
     try:
@@ -357,47 +474,68 @@ def construction_rows(name, pick):
         if not pick(r.spec) or r.spec.task.kind == "hier_rbf":
             continue
         cached = r.run_dir / "construction.json"  # written by `pfntheory compare RUN_DIR`
-        doc = (json.loads(cached.read_text()) if cached.is_file()
-               else nn_evaluate.compare_to_construction(r.run_dir, n_instances=16))
+        doc = (
+            json.loads(cached.read_text())
+            if cached.is_file()
+            else nn_evaluate.compare_to_construction(r.run_dir, n_instances=16)
+        )
         eta, rms = doc["eta"], doc["readout_rms"]
-        rows.append({
-            "experiment": name, "task": r.spec.task.kind, "d": r.spec.task.d,
-            "mode": r.spec.model.mode, "TF^pr": r.spec.model.normalised, "L": r.spec.model.L,
-            "C": r.spec.model.C, "n": doc["n"],
-            "scale learned (mean)": float(np.mean(doc["scale"]["learned"])),
-            "scale prescribed": float(np.mean(doc["scale"]["prescribed"])),
-            "eta attention (median over layers)": float(np.median(eta["learned_attention"])),
-            "eta drift (median)": float(np.median(eta["learned_drift"])),
-            "eta* (median over contexts)": eta["optimal_median"],
-            "W learned": np.round(doc["W"]["learned"], 3).tolist(),
-            "RMS mu: trained-solver": rms["trained_vs_solver_mu"],
-            "RMS mu: trained-exact": rms["trained_vs_exact_mu"],
-            "RMS mu: solver-exact": rms["solver_vs_exact_mu"],
-            "RMS tau: trained-solver": rms["trained_vs_solver_tau"],
-            "RMS tau: trained-exact": rms["trained_vs_exact_tau"],
-            "RMS tau: solver-exact": rms["solver_vs_exact_tau"],
-        })
+        rows.append(
+            {
+                "experiment": name,
+                "task": r.spec.task.kind,
+                "d": r.spec.task.d,
+                "mode": r.spec.model.mode,
+                "TF^pr": r.spec.model.normalised,
+                "L": r.spec.model.L,
+                "C": r.spec.model.C,
+                "n": doc["n"],
+                "scale learned (mean)": float(np.mean(doc["scale"]["learned"])),
+                "scale prescribed": float(np.mean(doc["scale"]["prescribed"])),
+                "eta attention (median over layers)": float(np.median(eta["learned_attention"])),
+                "eta drift (median)": float(np.median(eta["learned_drift"])),
+                "eta* (median over contexts)": eta["optimal_median"],
+                "W learned": np.round(doc["W"]["learned"], 3).tolist(),
+                "RMS mu: trained-solver": rms["trained_vs_solver_mu"],
+                "RMS mu: trained-exact": rms["trained_vs_exact_mu"],
+                "RMS mu: solver-exact": rms["solver_vs_exact_mu"],
+                "RMS tau: trained-solver": rms["trained_vs_solver_tau"],
+                "RMS tau: trained-exact": rms["trained_vs_exact_tau"],
+                "RMS tau: solver-exact": rms["solver_vs_exact_tau"],
+            }
+        )
     return rows
 
 
-cmp_rows = (construction_rows("fig_exp1", lambda s: s.task.kind == "rbf" and s.model.C == 64)
-            + construction_rows("fig_exp2_1", lambda s: True))
+cmp_rows = construction_rows(
+    "fig_exp1", lambda s: s.task.kind == "rbf" and s.model.C == 64
+) + construction_rows("fig_exp2_1", lambda s: True)
 if cmp_rows:
     cmp = pd.DataFrame(cmp_rows)
     display(cmp.round(4).T)
     fig, ax = plt.subplots(figsize=(6, 4))
     for mode, g in cmp[cmp.experiment == "fig_exp1"].groupby("mode"):
-        ax.semilogy(g["L"], g["RMS mu: trained-exact"], "o-", label=f"trained ({mode}) vs exact PPD")
-        ax.semilogy(g["L"], g["RMS mu: solver-exact"], "k--", lw=1,
-                    label="Richardson with eta* vs exact" if mode == "learnable" else None)
+        ax.semilogy(
+            g["L"], g["RMS mu: trained-exact"], "o-", label=f"trained ({mode}) vs exact PPD"
+        )
+        ax.semilogy(
+            g["L"],
+            g["RMS mu: solver-exact"],
+            "k--",
+            lw=1,
+            label="Richardson with eta* vs exact" if mode == "learnable" else None,
+        )
     ax.set(xlabel="depth L", ylabel="RMS error of mu", title="fig:exp1 runs (RBF d=2, C=64)")
     ax.legend(fontsize=8)
     report.save_figure(fig, "04_construction")
     plt.show()
-    display(Markdown(
-        "Read the table as follows: a trained model that found the mechanism has learned scales near "
-        "the prescribed `1/ell`, step sizes of the order of `eta*`, `W` near `(1; sigma^2, 1, -1)`, "
-        "and a trained-vs-solver distance smaller than its distance to the exact PPD."))
+    display(
+        Markdown(
+            "Read the table as follows: a trained model that found the mechanism has learned scales near "
+            "the prescribed `1/ell`, step sizes of the order of `eta*`, `W` near `(1; sigma^2, 1, -1)`, "
+            "and a trained-vs-solver distance smaller than its distance to the exact PPD."
+        )
+    )
 else:
     display(Markdown("*No fig_exp1 / fig_exp2_1 runs on disk: the comparison needs them.*"))
 

@@ -44,8 +44,11 @@ def available(name):
     """Whether the data of case study ``name`` is on this machine (Walker Lake is read from a path,
     never copied into the repository); a pending row says what is missing otherwise."""
     if name == "walker" and not walker_data_available():
-        rec.pending(LABELS[name], "Walker Lake case study",
-                    "walker.csv not found: set $PFNTHEORY_WALKER_CSV or put it at ../shared/data/")
+        rec.pending(
+            LABELS[name],
+            "Walker Lake case study",
+            "walker.csv not found: set $PFNTHEORY_WALKER_CSV or put it at ../shared/data/",
+        )
         return False
     return True
 
@@ -64,18 +67,27 @@ for name in ("sacramento", "walker"):
     data = datasets[name] = load_dataset(name)
     idx = baseline.walker_splits(data.n)["eb"] if name == "walker" else None
     r = baseline.check_eb_optimum(data, idx, n_restarts=2)
-    rec.add(r, label=LABELS[name], variant="empirical-Bayes fit", compare="reference",
-            measured="LML(ours) - LML(paper's printed fit)",
-            statement=f"{name}: the EB optimum is at least as good as the paper's printed fit")
+    rec.add(
+        r,
+        label=LABELS[name],
+        variant="empirical-Bayes fit",
+        compare="reference",
+        measured="LML(ours) - LML(paper's printed fit)",
+        statement=f"{name}: the EB optimum is at least as good as the paper's printed fit",
+    )
     display(pd.DataFrame({k: v for k, v in r.details.items() if np.isscalar(v)}, index=[name]).T)
 
 # %%
 if "walker" in datasets:
     r = baseline.check_walker_coordinate_convention(datasets["walker"])
-    rec.add(r, label="fig:walker", variant="coordinate convention of the printed fit",
-            statement="Walker Lake: the printed fit is in the text's coordinates (standardised / 0.3)",
-            measured="LML gap of the printed fit, text's scaling vs standardised only",
-            erratum="the printed lengthscales fit the coordinates standardised *without* the /0.3")
+    rec.add(
+        r,
+        label="fig:walker",
+        variant="coordinate convention of the printed fit",
+        statement="Walker Lake: the printed fit is in the text's coordinates (standardised / 0.3)",
+        measured="LML gap of the printed fit, text's scaling vs standardised only",
+        erratum="the printed lengthscales fit the coordinates standardised *without* the /0.3",
+    )
 
 # %% [markdown]
 # ## PFN against the EB GP (fig:sacramento, fig:walker)
@@ -90,8 +102,11 @@ for name in ("sacramento", "walker"):
         continue
     res_file = CASE_DIR / name / "results.json"
     if not res_file.exists():
-        rec.pending(LABELS[name], f"{name}: the PFN's PPD mean and 5%/95% quantiles track the EB GP's",
-                    f"{res_file.relative_to(report.ROOT)} not found; run `pfntheory casestudy {name}`")
+        rec.pending(
+            LABELS[name],
+            f"{name}: the PFN's PPD mean and 5%/95% quantiles track the EB GP's",
+            f"{res_file.relative_to(report.ROOT)} not found; run `pfntheory casestudy {name}`",
+        )
         continue
     res = json.loads(res_file.read_text())
     display(Markdown(f"### {name}"))
@@ -100,10 +115,14 @@ for name in ("sacramento", "walker"):
     display(pd.DataFrame([res["summary"]]).T.rename(columns={0: name}))
     for c in res["claims"]:
         r = ClaimResult(**{**c, "ci": tuple(c["ci"]) if c.get("ci") else None})
-        rec.add(r, variant=r.details.get("variant", ""), compare="threshold",
-                measured=r.details.get("measured", ""),
-                runs=[CASE_DIR / name / res["pfn"]["run_dir"]],
-                command=f"pfntheory casestudy {name} --scale {res['scale']}")
+        rec.add(
+            r,
+            variant=r.details.get("variant", ""),
+            compare="threshold",
+            measured=r.details.get("measured", ""),
+            runs=[CASE_DIR / name / res["pfn"]["run_dir"]],
+            command=f"pfntheory casestudy {name} --scale {res['scale']}",
+        )
 
 # %% [markdown]
 # ## Summary of this part

@@ -53,30 +53,56 @@ s2 = DEFAULT_NOISE_VAR
 
 # %%
 # quick scale: the n' = 256 cells only (n' = 1024 costs a 1024 x 1024 Cholesky per instance)
-paper_crps = {k: v["crps"] for k, v in published.LENGTHSCALE_CRPS.items() if not quick or k[1] == 256}
+paper_crps = {
+    k: v["crps"] for k, v in published.LENGTHSCALE_CRPS.items() if not quick or k[1] == 256
+}
 n_inst = 40 if quick else 400
 r02 = noise.check_noise_parameterisation(paper_crps, 0.2, n_instances=n_inst)
 r004 = noise.check_noise_parameterisation(paper_crps, s2, n_instances=n_inst)
 
 
 def inconsistent(r):
-    return [f"ell={w['lengthscale']:g}, n'={w['n']}" for w in r.details["rows"] if not w["consistent"]]
+    return [
+        f"ell={w['lengthscale']:g}, n'={w['n']}" for w in r.details["rows"] if not w["consistent"]
+    ]
 
 
-rec.add(r02, label="supp-sec:exp details", variant="noise: variance 0.2",
-        statement="the text's sigma^2 = 0.2 (variance) is consistent with supp-tab:lengthscale-crps",
-        measured="worst (exact-PPD CRPS floor - paper CRPS) in standard errors",
-        caveat="" if r02.holds else "paper CRPS below the exact PPD's floor at " + "; ".join(inconsistent(r02)))
-rec.add(r004, label="supp-sec:exp details", variant=f"noise: variance {s2:g} (std 0.2)",
-        statement=f"noise std 0.2 (variance {s2:g}) is consistent with supp-tab:lengthscale-crps",
-        measured="worst (floor - paper CRPS) in standard errors",
-        caveat="" if r004.holds else f"paper CRPS below the exact PPD's floor even at variance {s2:g} at "
-               + "; ".join(inconsistent(r004)) + ": no noise convention explains those cells")
-table = pd.DataFrame([dict(lengthscale=w["lengthscale"], n_prime=w["n"],
-                           floor_var_0p2=w["exact_mean"], se_0p2=w["exact_se"],
-                           floor_var_0p04=v["exact_mean"], se_0p04=v["exact_se"],
-                           paper_best=min(w["paper"]))
-                      for w, v in zip(r02.details["rows"], r004.details["rows"], strict=True)])
+rec.add(
+    r02,
+    label="supp-sec:exp details",
+    variant="noise: variance 0.2",
+    statement="the text's sigma^2 = 0.2 (variance) is consistent with supp-tab:lengthscale-crps",
+    measured="worst (exact-PPD CRPS floor - paper CRPS) in standard errors",
+    caveat=""
+    if r02.holds
+    else "paper CRPS below the exact PPD's floor at " + "; ".join(inconsistent(r02)),
+)
+rec.add(
+    r004,
+    label="supp-sec:exp details",
+    variant=f"noise: variance {s2:g} (std 0.2)",
+    statement=f"noise std 0.2 (variance {s2:g}) is consistent with supp-tab:lengthscale-crps",
+    measured="worst (floor - paper CRPS) in standard errors",
+    caveat=""
+    if r004.holds
+    else f"paper CRPS below the exact PPD's floor even at variance {s2:g} at "
+    + "; ".join(inconsistent(r004))
+    + ": no noise convention explains those cells",
+)
+table = pd.DataFrame(
+    [
+        dict(
+            lengthscale=w["lengthscale"],
+            n_prime=w["n"],
+            floor_var_0p2=w["exact_mean"],
+            se_0p2=w["exact_se"],
+            floor_var_0p04=v["exact_mean"],
+            se_0p04=v["exact_se"],
+            paper_best=min(w["paper"]),
+        )
+        for w, v in zip(r02.details["rows"], r004.details["rows"], strict=True)
+    ]
+)
 display(table.round(4))
 
 # %% [markdown]
@@ -89,18 +115,27 @@ display(table.round(4))
 
 # %%
 r = conditioning.check_rho_star_convention(np.random.default_rng(0))
-rec.add(r, label="thm:L growth", variant="proof: the convergence factor",
-        measured="spectral radius at eta* (largest n)", compare="reference",
-        statement="proof of thm:L growth: rho* = 1 - 2/(c_n + 2)",
-        erratum="rho* = 1 - 2/(c_n + 1) (supp-sec:richardson); a typo that does not change the order "
-                "n log(1/eps)")
+rec.add(
+    r,
+    label="thm:L growth",
+    variant="proof: the convergence factor",
+    measured="spectral radius at eta* (largest n)",
+    compare="reference",
+    statement="proof of thm:L growth: rho* = 1 - 2/(c_n + 2)",
+    erratum="rho* = 1 - 2/(c_n + 1) (supp-sec:richardson); a typo that does not change the order "
+    "n log(1/eps)",
+)
 display(pd.DataFrame(r.details["rows"]))
 r = conditioning.check_depth_inequality_direction()
-rec.add(r, label="thm:L growth", variant="proof: direction of the depth inequality",
-        measured="max needed / sufficient depth",
-        statement="proof of thm:L growth: log(eps)/log(rho) >= (c_n+1)/2 log(1/eps)",
-        erratum="log(eps)/log(rho) <= (c_n+1)/2 log(1/eps) (log(1-x) <= -x); with <= the sufficiency "
-                "argument is correct")
+rec.add(
+    r,
+    label="thm:L growth",
+    variant="proof: direction of the depth inequality",
+    measured="max needed / sufficient depth",
+    statement="proof of thm:L growth: log(eps)/log(rho) >= (c_n+1)/2 log(1/eps)",
+    erratum="log(eps)/log(rho) <= (c_n+1)/2 log(1/eps) (log(1-x) <= -x); with <= the sufficiency "
+    "argument is correct",
+)
 
 # %% [markdown]
 # ## 3. The step condition behind the rate of thm:TFdoPPD
@@ -113,19 +148,35 @@ rec.add(r, label="thm:L growth", variant="proof: direction of the depth inequali
 
 # %%
 at_star, beyond_thm, beyond_true = construction.check_rate_step_condition(
-    RBFKernel(1.0, 0.4), 10, 2, s2, seeds=range(5))
-rec.add(at_star, label="thm:TFdoPPD", variant="step condition: at eta*", compare="reference",
-        measured="slope / log rho at eta* (median)",
-        statement="thm:TFdoPPD's rate holds at eta* = 2/(lambda_1+lambda_n+2 sigma^2)")
-rec.add(beyond_thm, label="thm:TFdoPPD", variant="step condition: beyond eta*", compare="reference",
-        measured="slope / log rho beyond eta* (median)",
-        statement="thm:TFdoPPD's rate exp(-(1-rho)L) for any convergent step (the theorem states no condition)",
-        erratum="the rate needs eta <= eta*; beyond it the decay is slower than the theorem's rho "
-                "(ratio well below 1), at the factor eta(lambda_1 + sigma^2) - 1",
-        holds=not beyond_thm.holds)
-rec.add(beyond_true, label="thm:TFdoPPD", variant="step condition: the true factor beyond eta*",
-        measured="slope / log(eta(lambda_1+sigma^2) - 1) beyond eta*", compare="reference",
-        statement="beyond eta* the rate is the true factor max_i |1 - eta(lambda_i + sigma^2)|")
+    RBFKernel(1.0, 0.4), 10, 2, s2, seeds=range(5)
+)
+rec.add(
+    at_star,
+    label="thm:TFdoPPD",
+    variant="step condition: at eta*",
+    compare="reference",
+    measured="slope / log rho at eta* (median)",
+    statement="thm:TFdoPPD's rate holds at eta* = 2/(lambda_1+lambda_n+2 sigma^2)",
+)
+rec.add(
+    beyond_thm,
+    label="thm:TFdoPPD",
+    variant="step condition: beyond eta*",
+    compare="reference",
+    measured="slope / log rho beyond eta* (median)",
+    statement="thm:TFdoPPD's rate exp(-(1-rho)L) for any convergent step (the theorem states no condition)",
+    erratum="the rate needs eta <= eta*; beyond it the decay is slower than the theorem's rho "
+    "(ratio well below 1), at the factor eta(lambda_1 + sigma^2) - 1",
+    holds=not beyond_thm.holds,
+)
+rec.add(
+    beyond_true,
+    label="thm:TFdoPPD",
+    variant="step condition: the true factor beyond eta*",
+    measured="slope / log(eta(lambda_1+sigma^2) - 1) beyond eta*",
+    compare="reference",
+    statement="beyond eta* the rate is the true factor max_i |1 - eta(lambda_i + sigma^2)|",
+)
 
 # %% [markdown]
 # ## 4. TF^pr: only the solver layers are normalised
@@ -141,18 +192,27 @@ X, Y, x = construction.context(k, 10, 2, s2, np.random.default_rng(2))
 G = k(X)
 eta = rich.optimal_step(G + s2 * np.eye(10), rich.jacobi_preconditioner(G))
 ok = construction.check_tf_convergence(k, X, Y, x, s2, eta, 2500, normalised=True)
-bad = construction.check_tf_convergence(k, X, Y, x, s2, eta, 2500, normalised=True,
-                                        forward_kwargs={"normalise_first_layer": True})
-rec.add(ok, label="sec:generalization", variant="TF^pr, first layer unnormalised",
-        measured="|TF^pr - (mu, tau)|, first layer unnormalised",
-        statement="TF^pr (solver layers normalised, first layer not) converges to (mu, tau)")
-rec.add(bad, label="sec:generalization", variant="TF^pr, every head normalised",
-        statement="sec:generalization: replace *each* head by normalised attention",
-        measured="|TF^pr - (mu, tau)| with the first layer normalised too",
-        holds=ok.holds and not bad.holds,
-        caveat="ambiguous: read literally (every head, incl. eqn:1st attn) it computes the wrong tau; "
-               "only the layers of eqn:l attn may be normalised (the check: the literal reading "
-               "fails to converge while the other converges)")
+bad = construction.check_tf_convergence(
+    k, X, Y, x, s2, eta, 2500, normalised=True, forward_kwargs={"normalise_first_layer": True}
+)
+rec.add(
+    ok,
+    label="sec:generalization",
+    variant="TF^pr, first layer unnormalised",
+    measured="|TF^pr - (mu, tau)|, first layer unnormalised",
+    statement="TF^pr (solver layers normalised, first layer not) converges to (mu, tau)",
+)
+rec.add(
+    bad,
+    label="sec:generalization",
+    variant="TF^pr, every head normalised",
+    statement="sec:generalization: replace *each* head by normalised attention",
+    measured="|TF^pr - (mu, tau)| with the first layer normalised too",
+    holds=ok.holds and not bad.holds,
+    caveat="ambiguous: read literally (every head, incl. eqn:1st attn) it computes the wrong tau; "
+    "only the layers of eqn:l attn may be normalised (the check: the literal reading "
+    "fails to converge while the other converges)",
+)
 
 # %% [markdown]
 # ## 5. The preconditioned spectrum for a kernel amplitude alpha != 1
@@ -166,17 +226,27 @@ rec.add(bad, label="sec:generalization", variant="TF^pr, every head normalised",
 
 # %%
 r = conditioning.check_prec_amplitude(np.random.default_rng(3))
-rec.add(r, label="supp-lem:rbf kernel Gram ridge prec", variant="kernel amplitude alpha != 1",
-        measured="lambda_1(D^-1(G + sigma^2 I)), alpha=0.5",
-        statement="lambda_1(D^-1(G + sigma^2 I)) <= 1 + sigma^2, so eta < 2/(1+sigma^2) is admissible",
-        caveat="true only for alpha = 1 (as the lemma assumes); for alpha < 1 the bound is "
-               "1 + sigma^2/alpha^2 and the 'conservative' step 2/(1+sigma^2) can diverge")
-r = conditioning.check_row_sum_limit(np.random.default_rng(2))  # the setting of verify/test_rbf_gram_ridge_prec.py
-rec.add(r, label="supp-lem:rbf kernel Gram ridge prec", variant="proof: the row sums s_i",
-        measured="max z-score of (s_i-1)/(n-1) against E_x kappa(x_i, x)",
-        statement="proof of ridge prec: s_i = 1 + (n-1) rho for every row i (a.s., large n)",
-        erratum="(s_i-1)/(n-1) tends to E_x kappa(x_i, x), not rho; s_max >= mean s = 1'G1/n repairs "
-                "the step, so the lemma's Theta(n) stands")
+rec.add(
+    r,
+    label="supp-lem:rbf kernel Gram ridge prec",
+    variant="kernel amplitude alpha != 1",
+    measured="lambda_1(D^-1(G + sigma^2 I)), alpha=0.5",
+    statement="lambda_1(D^-1(G + sigma^2 I)) <= 1 + sigma^2, so eta < 2/(1+sigma^2) is admissible",
+    caveat="true only for alpha = 1 (as the lemma assumes); for alpha < 1 the bound is "
+    "1 + sigma^2/alpha^2 and the 'conservative' step 2/(1+sigma^2) can diverge",
+)
+r = conditioning.check_row_sum_limit(
+    np.random.default_rng(2)
+)  # the setting of verify/test_rbf_gram_ridge_prec.py
+rec.add(
+    r,
+    label="supp-lem:rbf kernel Gram ridge prec",
+    variant="proof: the row sums s_i",
+    measured="max z-score of (s_i-1)/(n-1) against E_x kappa(x_i, x)",
+    statement="proof of ridge prec: s_i = 1 + (n-1) rho for every row i (a.s., large n)",
+    erratum="(s_i-1)/(n-1) tends to E_x kappa(x_i, x), not rho; s_max >= mean s = 1'G1/n repairs "
+    "the step, so the lemma's Theta(n) stands",
+)
 
 # %% [markdown]
 # ## 6. Two different rho's, and the limit of lambda_1/n
@@ -187,10 +257,15 @@ rec.add(r, label="supp-lem:rbf kernel Gram ridge prec", variant="proof: the row 
 
 # %%
 r = gram.check_rho_naming(np.random.default_rng(5))
-rec.add(r, label="supp-lem:rbf kernel Gram", variant="notation: two rho's",
-        measured="rho = E kappa (beside rho* of the same design)", compare="reference",
-        statement="one symbol rho for E kappa(x, x') and for the convergence factor",
-        caveat="two different quantities share the symbol; this project names them rho and rho_star")
+rec.add(
+    r,
+    label="supp-lem:rbf kernel Gram",
+    variant="notation: two rho's",
+    measured="rho = E kappa (beside rho* of the same design)",
+    compare="reference",
+    statement="one symbol rho for E kappa(x, x') and for the convergence factor",
+    caveat="two different quantities share the symbol; this project names them rho and rho_star",
+)
 
 # %% [markdown]
 # ## 7. Bin conventions and the normaliser of the binned PPD
@@ -206,17 +281,23 @@ rng = np.random.default_rng(6)
 edges = disc.bin_edges(-2.5, 2.5, 64)
 mus, taus = rng.normal(0, 0.8, 8), rng.uniform(0.05, 0.6, 8)
 probs = disc.truncnorm_bin_masses(mus[0], taus[0], edges)
-rec.add(discretization.check_interval_conventions(mus[0], taus[0], edges, probs, rng),
-        label="supp-lem:discretization error", variant="bin conventions",
-        measured="draws where the two conventions differ",
-        caveat="two conventions in the paper; equivalent for continuous PPDs")
+rec.add(
+    discretization.check_interval_conventions(mus[0], taus[0], edges, probs, rng),
+    label="supp-lem:discretization error",
+    variant="bin conventions",
+    measured="draws where the two conventions differ",
+    caveat="two conventions in the paper; equivalent for continuous PPDs",
+)
 eps_marg = float(np.mean(disc.gaussian_tail_mass(mus, taus, -2.5, 2.5)))
 r_norm = discretization.check_true_piece_normaliser(mus, taus, edges, eps_marg)
-rec.add(r_norm,
-        label="eqn:true piece ppd", measured="worst |integral of the binned PPD - 1|",
-        holds=not r_norm.holds,  # the check measures the printed statement; its failure confirms the erratum
-        erratum="with the marginal eps the per-context histogram is not normalised; divide by the "
-                "per-context mass (supp-thm:popmini)")
+rec.add(
+    r_norm,
+    label="eqn:true piece ppd",
+    measured="worst |integral of the binned PPD - 1|",
+    holds=not r_norm.holds,  # the check measures the printed statement; its failure confirms the erratum
+    erratum="with the marginal eps the per-context histogram is not normalised; divide by the "
+    "per-context mass (supp-thm:popmini)",
+)
 
 # %% [markdown]
 # ## 8. Loose steps in the PPD bound
@@ -227,12 +308,19 @@ rec.add(r_norm,
 # convergence vacuous unless the moment error is already small.
 
 # %%
-r = discretization.check_logit_perturbation(np.random.default_rng(9), n_draws=500 if quick else 4000)
-rec.add(r, label="thm:PPD convergence", variant="proof: logit perturbation",
-        statement="proof step ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1 (valid, but loose)",
-        observed=r.details["max_ratio_paper"], measured="worst observed / (e^{2 Delta} - 1)",
-        caveat=f"the sharp bound is 2 tanh(Delta/2) (attained: worst observed/sharp = "
-               f"{r.details['max_ratio_sharp']:.3f}); e^{{2 Delta}} - 1 is 2x loose as Delta -> 0 and unbounded")
+r = discretization.check_logit_perturbation(
+    np.random.default_rng(9), n_draws=500 if quick else 4000
+)
+rec.add(
+    r,
+    label="thm:PPD convergence",
+    variant="proof: logit perturbation",
+    statement="proof step ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1 (valid, but loose)",
+    observed=r.details["max_ratio_paper"],
+    measured="worst observed / (e^{2 Delta} - 1)",
+    caveat=f"the sharp bound is 2 tanh(Delta/2) (attained: worst observed/sharp = "
+    f"{r.details['max_ratio_sharp']:.3f}); e^{{2 Delta}} - 1 is 2x loose as Delta -> 0 and unbounded",
+)
 
 # %% [markdown]
 # ## 9. The covariate-shift design
@@ -243,13 +331,17 @@ rec.add(r, label="thm:PPD convergence", variant="proof: logit perturbation",
 
 # %%
 r = stepsize.check_covariate_shift(np.random.default_rng(7), n_mc=50_000 if quick else 200_000)
-rec.add(r, label="supp-sec:exp additional", variant="covariate-shift design",
-        measured="rho = E kappa(x, x') under the uniform design (reference: Gaussian design)",
-        compare="reference",
-        statement="the covariate shift Unif[-1/sqrt(d), 1/sqrt(d)]^d changes only the shape of the inputs",
-        caveat=f"variance 1/(3d) instead of 1/d (measured {r.details['var_hat']:.4f} at d={r.details['d']}): "
-               f"the admissible step shrinks by {r.details['step_ratio_uniform_over_gaussian']:.2f}x; "
-               "the shift changes the scale as well as the shape")
+rec.add(
+    r,
+    label="supp-sec:exp additional",
+    variant="covariate-shift design",
+    measured="rho = E kappa(x, x') under the uniform design (reference: Gaussian design)",
+    compare="reference",
+    statement="the covariate shift Unif[-1/sqrt(d), 1/sqrt(d)]^d changes only the shape of the inputs",
+    caveat=f"variance 1/(3d) instead of 1/d (measured {r.details['var_hat']:.4f} at d={r.details['d']}): "
+    f"the admissible step shrinks by {r.details['step_ratio_uniform_over_gaussian']:.2f}x; "
+    "the shift changes the scale as well as the shape",
+)
 
 # %% [markdown]
 # ## 10. TF^pr at a query far from the context
@@ -267,22 +359,35 @@ rec.add(r, label="supp-sec:exp additional", variant="covariate-shift design",
 # %%
 far_rows = []
 for d_, n_, seed_ in ((2, 64, 0), (4, 48, 1), (8, 96, 2)):
-    r = construction.check_tfpr_far_query(RBFKernel(alpha=1.0, lengthscale=0.8), n_, d_, s2,
-                                          L=200, seed=seed_)
+    r = construction.check_tfpr_far_query(
+        RBFKernel(alpha=1.0, lengthscale=0.8), n_, d_, s2, L=200, seed=seed_
+    )
     det = r.details
-    far_rows.append({"d": d_, "n": n_, "eta / eta_admissible": det["eta"] / det["eta_admissible"],
-                     "s_x near": det["s_x_near"], "s_x far": det["s_x_far"],
-                     "threshold eta s2/2": det["threshold_s_x"],
-                     "|1 - eta s2/s_x| far": det["query_factor_far"],
-                     "error ratio L/(L/2) near": det["error_near"] / det["error_half_depth_near"],
-                     "error ratio L/(L/2) far": r.observed,
-                     "predicted far ratio": det["predicted_far_ratio"]})
-    rec.add(r, label="sec:generalization", variant=f"TF^pr at a far query, d={d_}, n={n_}",
-            compare="reference", statement="TF^pr converges at every query (no condition stated)",
-            measured="far query: error at L=200 / error at L=100 (must be < 1 to converge)",
-            holds=not r.holds,  # the check measures the printed statement; its failure confirms the erratum
-            erratum="TF^pr converges at the query only if s_x > eta sigma^2 / 2; far queries diverge at "
-                    "the predicted rate |1 - eta sigma^2/s_x|^L")
+    far_rows.append(
+        {
+            "d": d_,
+            "n": n_,
+            "eta / eta_admissible": det["eta"] / det["eta_admissible"],
+            "s_x near": det["s_x_near"],
+            "s_x far": det["s_x_far"],
+            "threshold eta s2/2": det["threshold_s_x"],
+            "|1 - eta s2/s_x| far": det["query_factor_far"],
+            "error ratio L/(L/2) near": det["error_near"] / det["error_half_depth_near"],
+            "error ratio L/(L/2) far": r.observed,
+            "predicted far ratio": det["predicted_far_ratio"],
+        }
+    )
+    rec.add(
+        r,
+        label="sec:generalization",
+        variant=f"TF^pr at a far query, d={d_}, n={n_}",
+        compare="reference",
+        statement="TF^pr converges at every query (no condition stated)",
+        measured="far query: error at L=200 / error at L=100 (must be < 1 to converge)",
+        holds=not r.holds,  # the check measures the printed statement; its failure confirms the erratum
+        erratum="TF^pr converges at the query only if s_x > eta sigma^2 / 2; far queries diverge at "
+        "the predicted rate |1 - eta sigma^2/s_x|^L",
+    )
 display(pd.DataFrame(far_rows).round(4))
 
 # %% [markdown]

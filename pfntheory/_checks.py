@@ -61,14 +61,22 @@ def check_size(n_elements, name: str, limit: int = MAX_ELEMENTS) -> int:
     """Refuse a request for more than ``limit`` elements (before allocating them)."""
     n = int(n_elements)
     if n > limit:
-        raise ValueError(f"{name} would need {n:.3g} elements, more than the limit {limit:.3g} "
-                         f"(pfntheory._checks.MAX_ELEMENTS)")
+        raise ValueError(
+            f"{name} would need {n:.3g} elements, more than the limit {limit:.3g} "
+            f"(pfntheory._checks.MAX_ELEMENTS)"
+        )
     return n
 
 
-def as_float_array(x, name: str, *, ndim: int | Sequence[int] | None = None,
-                   min_ndim: int | None = None, allow_nan: bool = False,
-                   non_empty: bool = False) -> np.ndarray:
+def as_float_array(
+    x,
+    name: str,
+    *,
+    ndim: int | Sequence[int] | None = None,
+    min_ndim: int | None = None,
+    allow_nan: bool = False,
+    non_empty: bool = False,
+) -> np.ndarray:
     """Return ``x`` as a float64 array, checking kind, dimension, size and finiteness.
 
     Parameters
@@ -98,8 +106,9 @@ def as_float_array(x, name: str, *, ndim: int | Sequence[int] | None = None,
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError) as err:  # ragged lists
-        raise ArgumentTypeError(f"{name} must be an array of real numbers, got {type(x).__name__} "
-                                f"({err})") from err
+        raise ArgumentTypeError(
+            f"{name} must be an array of real numbers, got {type(x).__name__} ({err})"
+        ) from err
     if raw.dtype.kind not in "biuf":
         what = "complex" if raw.dtype.kind == "c" else f"dtype {raw.dtype}"
         raise ArgumentTypeError(f"{name} must be real (bool, integer or float), got {what}")
@@ -210,8 +219,10 @@ def check_rng(rng, name: str = "rng") -> np.random.Generator:
     reproducible from the caller's seed; pass ``np.random.default_rng(seed)``.
     """
     if not isinstance(rng, np.random.Generator):
-        raise ArgumentTypeError(f"{name} must be a numpy.random.Generator "
-                                f"(np.random.default_rng(seed)), got {_describe(rng)}")
+        raise ArgumentTypeError(
+            f"{name} must be a numpy.random.Generator "
+            f"(np.random.default_rng(seed)), got {_describe(rng)}"
+        )
     return rng
 
 

@@ -42,8 +42,14 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 #: Stated limits of the command line (larger values are refused before any allocation). The
 #: paper's largest settings are d = 16, n' = 1024, batch 128, C = 256, L = 32, 1e5 steps.
 LIMITS = {
-    "d": 1024, "L": 1024, "C": 65536, "n": 16384, "batch_size": 65536, "steps": 10**9,
-    "n_instances": 10**7, "seed": 2**63 - 1,
+    "d": 1024,
+    "L": 1024,
+    "C": 65536,
+    "n": 16384,
+    "batch_size": 65536,
+    "steps": 10**9,
+    "n_instances": 10**7,
+    "seed": 2**63 - 1,
     # one layer's attention scores hold batch x (n+1) x n floats: 2^31 of them are 8 GB in float32
     "attention_elements": 2**31,
 }
@@ -62,6 +68,7 @@ class _Parser(argparse.ArgumentParser):
 # --------------------------------------------------------------------------------------------------
 # argparse types: explicit values are checked here, once, and never replaced later
 # --------------------------------------------------------------------------------------------------
+
 
 def int_in(lo: int, hi: int):
     """argparse type: an integer in ``[lo, hi]``."""
@@ -116,8 +123,10 @@ def check_device(device) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            raise ValueError(f"--device {device}: CUDA is not available on this machine "
-                             f"(use --device cpu or auto)")
+            raise ValueError(
+                f"--device {device}: CUDA is not available on this machine "
+                f"(use --device cpu or auto)"
+            )
         k = int(device.partition(":")[2] or 0)
         if k >= torch.cuda.device_count():
             raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s)")
@@ -129,53 +138,84 @@ _SEED = int_in(0, LIMITS["seed"])
 def _check_attention_size(batch: int, n: int, what: str) -> None:
     elements = batch * (n + 1) * n
     if elements > LIMITS["attention_elements"]:
-        raise ValueError(f"{what}: batch {batch} x n {n} needs {elements:.3g} attention scores per "
-                         f"layer, more than the limit {LIMITS['attention_elements']:.3g}; lower the "
-                         f"batch size")
+        raise ValueError(
+            f"{what}: batch {batch} x n {n} needs {elements:.3g} attention scores per "
+            f"layer, more than the limit {LIMITS['attention_elements']:.3g}; lower the "
+            f"batch size"
+        )
 
 
 # --------------------------------------------------------------------------------------------------
 # train / evaluate / compare
 # --------------------------------------------------------------------------------------------------
 
+
 def _add_train(sub) -> None:
-    p = sub.add_parser("train", help="pretrain a PFN transformer on a GP prior (resumable)",
-                       description="Pretrain a PFN transformer (sec:sims); re-running the same "
-                                   "command resumes from the last checkpoint, and redoes any "
-                                   "artefact found corrupt.")
+    p = sub.add_parser(
+        "train",
+        help="pretrain a PFN transformer on a GP prior (resumable)",
+        description="Pretrain a PFN transformer (sec:sims); re-running the same "
+        "command resumes from the last checkpoint, and redoes any "
+        "artefact found corrupt.",
+    )
     p.add_argument("--run-dir", required=True, help="run directory (created; resumed if present)")
     g = p.add_argument_group("task (prior)")
     g.add_argument("--task", required=True, choices=TASK_KINDS)
     g.add_argument("--d", type=int_in(1, LIMITS["d"]), required=True, help="input dimension")
-    g.add_argument("--noise-var", type=positive_float, default=None,
-                   help="sigma^2 (default pfntheory.DEFAULT_NOISE_VAR)")
+    g.add_argument(
+        "--noise-var",
+        type=positive_float,
+        default=None,
+        help="sigma^2 (default pfntheory.DEFAULT_NOISE_VAR)",
+    )
     g.add_argument("--alpha", type=positive_float, default=None)
     g.add_argument("--lengthscale", type=positive_float, default=None)
     g.add_argument("--lengthscales", type=_floats, default=None, help="ARD lengthscales, a,b,...")
     g.add_argument("--covariates", choices=COVARIATES, default=None)
     g = p.add_argument_group("model")
-    g.add_argument("--score", choices=SCORES, default=None,
-                   help="attention score (default: 'linear' for blr, else 'rbf')")
-    g.add_argument("--L", type=int_in(1, LIMITS["L"]), required=True,
-                   help="attention layers incl. the first")
+    g.add_argument(
+        "--score",
+        choices=SCORES,
+        default=None,
+        help="attention score (default: 'linear' for blr, else 'rbf')",
+    )
+    g.add_argument(
+        "--L", type=int_in(1, LIMITS["L"]), required=True, help="attention layers incl. the first"
+    )
     g.add_argument("--C", type=int_in(2, LIMITS["C"]), required=True, help="number of bins")
     g.add_argument("--mode", default="learnable", choices=MODES)
     g.add_argument("--normalised", action="store_true", help="TF^pr (normalised attention)")
     g.add_argument("--head", default="psi", choices=HEADS)
-    g.add_argument("--tau-min", type=positive_float, default=None,
-                   help="head's positivity threshold of tau")
-    g.add_argument("--eta-init", type=positive_float, default=None,
-                   help="initial step size (model default)")
-    g.add_argument("--scale-init", type=positive_float, default=None,
-                   help="initial diagonal of K = Q (e.g. 1/lengthscale)")
+    g.add_argument(
+        "--tau-min", type=positive_float, default=None, help="head's positivity threshold of tau"
+    )
+    g.add_argument(
+        "--eta-init", type=positive_float, default=None, help="initial step size (model default)"
+    )
+    g.add_argument(
+        "--scale-init",
+        type=positive_float,
+        default=None,
+        help="initial diagonal of K = Q (e.g. 1/lengthscale)",
+    )
     g = p.add_argument_group("training")
     g.add_argument("--n-min", type=int_in(1, LIMITS["n"]), required=True)
     g.add_argument("--n-max", type=int_in(1, LIMITS["n"]), required=True)
-    g.add_argument("--scale", choices=("quick", "paper"), default="paper",
-                   help="default steps and LR: supp-tab:pretraining hyperparameters, or quick")
-    g.add_argument("--steps", type=int_in(1, LIMITS["steps"]), default=None,
-                   help="optimiser steps (default: from --scale)")
-    g.add_argument("--lr", type=positive_float, default=None, help="LR_base (default: from --scale)")
+    g.add_argument(
+        "--scale",
+        choices=("quick", "paper"),
+        default="paper",
+        help="default steps and LR: supp-tab:pretraining hyperparameters, or quick",
+    )
+    g.add_argument(
+        "--steps",
+        type=int_in(1, LIMITS["steps"]),
+        default=None,
+        help="optimiser steps (default: from --scale)",
+    )
+    g.add_argument(
+        "--lr", type=positive_float, default=None, help="LR_base (default: from --scale)"
+    )
     g.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=128)
     g.add_argument("--seed", type=_SEED, default=0)
     g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
@@ -203,11 +243,15 @@ def _prepare_run_dir(run_dir: str):
 
 def _run_train(args) -> int:
     if args.n_min > args.n_max:
-        raise ValueError(f"n_min <= n_max is required, got --n-min {args.n_min} --n-max {args.n_max}")
+        raise ValueError(
+            f"n_min <= n_max is required, got --n-min {args.n_min} --n-max {args.n_max}"
+        )
     score = args.score or ("linear" if args.task == "blr" else "rbf")
     if args.normalised and score == "linear":
-        raise ValueError("--normalised needs a positive attention score (--score rbf or softmax): "
-                         "the linear score can be zero or negative, so its row sums can vanish")
+        raise ValueError(
+            "--normalised needs a positive attention score (--score rbf or softmax): "
+            "the linear score can be zero or negative, so its row sums can vanish"
+        )
     _check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
     run_dir = _prepare_run_dir(args.run_dir)
 
@@ -218,39 +262,77 @@ def _run_train(args) -> int:
     def given(**kw):
         return {k: v for k, v in kw.items() if v is not None}
 
-    task = TaskConfig(kind=args.task, d=args.d, **given(
-        noise_var=args.noise_var, alpha=args.alpha, lengthscale=args.lengthscale,
-        lengthscales=args.lengthscales, covariates=args.covariates))
-    model = ModelConfig(score=score, d=args.d, L=args.L, C=args.C, mode=args.mode,
-                        normalised=args.normalised, head=args.head,
-                        noise_var_init=task.noise_var,
-                        **given(tau_min=args.tau_min, eta_init=args.eta_init, scale_init=args.scale_init))
+    task = TaskConfig(
+        kind=args.task,
+        d=args.d,
+        **given(
+            noise_var=args.noise_var,
+            alpha=args.alpha,
+            lengthscale=args.lengthscale,
+            lengthscales=args.lengthscales,
+            covariates=args.covariates,
+        ),
+    )
+    model = ModelConfig(
+        score=score,
+        d=args.d,
+        L=args.L,
+        C=args.C,
+        mode=args.mode,
+        normalised=args.normalised,
+        head=args.head,
+        noise_var_init=task.noise_var,
+        **given(tau_min=args.tau_min, eta_init=args.eta_init, scale_init=args.scale_init),
+    )
     lr, steps = schedule_for(args.task, args.mode, args.scale)
-    cfg = TrainConfig(task=task, model=model, n_min=args.n_min, n_max=args.n_max,
-                      steps=steps if args.steps is None else args.steps,
-                      lr=lr if args.lr is None else args.lr, batch_size=args.batch_size,
-                      seed=args.seed, checkpoint_every=args.checkpoint_every, device=args.device)
+    cfg = TrainConfig(
+        task=task,
+        model=model,
+        n_min=args.n_min,
+        n_max=args.n_max,
+        steps=steps if args.steps is None else args.steps,
+        lr=lr if args.lr is None else args.lr,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+        device=args.device,
+    )
     out = train(cfg, run_dir, progress=not args.no_progress)
     print(out)
     return 0
 
 
 def _add_evaluate(sub) -> None:
-    p = sub.add_parser("evaluate", help="evaluate a trained run against the exact PPD",
-                       description="Evaluate a run at evaluation sizes n' (sec:sims, Inference); "
-                                   "writes eval.json (or eval_<covariates>.json) in RUN_DIR.")
+    p = sub.add_parser(
+        "evaluate",
+        help="evaluate a trained run against the exact PPD",
+        description="Evaluate a run at evaluation sizes n' (sec:sims, Inference); "
+        "writes eval.json (or eval_<covariates>.json) in RUN_DIR.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--n-eval", type=int_in(1, LIMITS["n"]), nargs="+", required=True,
-                   help="evaluation sizes n'")
+    p.add_argument(
+        "--n-eval",
+        type=int_in(1, LIMITS["n"]),
+        nargs="+",
+        required=True,
+        help="evaluation sizes n'",
+    )
     p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
     p.add_argument("--seed", type=_SEED, default=12345)
     p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
     p.add_argument("--device", type=device_spec, default="cpu")
-    p.add_argument("--curve", choices=("tv", "nll", "coverage90", "crps"), default="tv",
-                   help="metric of the run's learning curve printed after the evaluation")
-    p.add_argument("--curve-only", action="store_true",
-                   help="print the learning curve and its convergence status; evaluate nothing")
+    p.add_argument(
+        "--curve",
+        choices=("tv", "nll", "coverage90", "crps"),
+        default="tv",
+        help="metric of the run's learning curve printed after the evaluation",
+    )
+    p.add_argument(
+        "--curve-only",
+        action="store_true",
+        help="print the learning curve and its convergence status; evaluate nothing",
+    )
     p.set_defaults(func=_run_evaluate)
 
 
@@ -265,8 +347,11 @@ def _print_learning_curve(run_dir, metric: str, file=None) -> None:
 
     doc = read_learning_curve(run_dir)
     if doc is None:
-        print(f"{run_dir}: no learning curve (trained before learning curves were recorded): "
-              "convergence unknown", file=file)
+        print(
+            f"{run_dir}: no learning curve (trained before learning curves were recorded): "
+            "convergence unknown",
+            file=file,
+        )
         return
     print(format_learning_curve(doc, metric), file=file)
     print(trend_text(plateau_status(doc["points"], metric=metric)), file=file)
@@ -285,7 +370,8 @@ def _finished_run(run_dir: str):
     if problems:
         raise runs.CorruptFileError(
             f"{path} is damaged ({'; '.join(problems.values())}); re-run the `pfntheory train` "
-            f"command that made it, which redoes corrupt files")
+            f"command that made it, which redoes corrupt files"
+        )
     return path
 
 
@@ -300,26 +386,46 @@ def _run_evaluate(args) -> int:
     _check_attention_size(args.batch_size, max(args.n_eval), "--batch-size/--n-eval")
     from pfntheory.nn.evaluate import evaluate
 
-    doc = evaluate(run_dir, args.n_eval, args.n_instances, args.seed,
-                   covariates=args.covariates, batch_size=args.batch_size, device=args.device,
-                   progress=True)
-    summary = {n: {k: round(v, 5) for k, v in r.items()
-                   if k in ("tv", "mse_mean", "coverage_90", "crps", "crps_exact")}
-               for n, r in doc["results"].items() if int(n) in args.n_eval}
+    doc = evaluate(
+        run_dir,
+        args.n_eval,
+        args.n_instances,
+        args.seed,
+        covariates=args.covariates,
+        batch_size=args.batch_size,
+        device=args.device,
+        progress=True,
+    )
+    summary = {
+        n: {
+            k: round(v, 5)
+            for k, v in r.items()
+            if k in ("tv", "mse_mean", "coverage_90", "crps", "crps_exact")
+        }
+        for n, r in doc["results"].items()
+        if int(n) in args.n_eval
+    }
     print(json.dumps(summary, indent=1))
     _print_learning_curve(run_dir, args.curve, file=sys.stderr)  # stdout stays one JSON document
     return 0
 
 
 def _add_compare(sub) -> None:
-    p = sub.add_parser("compare", help="trained weights beside the construction of thm:TFdoPPD",
-                       description="Learned feature scales, step sizes and readout of a trained run "
-                                   "beside the values supp-eqn:weights prescribes, and the distance of "
-                                   "its (mu_L, tau_L) to the exact Richardson solver after the same "
-                                   "depth; writes construction.json in RUN_DIR.")
+    p = sub.add_parser(
+        "compare",
+        help="trained weights beside the construction of thm:TFdoPPD",
+        description="Learned feature scales, step sizes and readout of a trained run "
+        "beside the values supp-eqn:weights prescribes, and the distance of "
+        "its (mu_L, tau_L) to the exact Richardson solver after the same "
+        "depth; writes construction.json in RUN_DIR.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--n", type=int_in(1, LIMITS["n"]), default=None,
-                   help="context size (default (n_min+n_max)//2)")
+    p.add_argument(
+        "--n",
+        type=int_in(1, LIMITS["n"]),
+        default=None,
+        help="context size (default (n_min+n_max)//2)",
+    )
     p.add_argument("--n-instances", type=int_in(1, 100_000), default=32)
     p.add_argument("--seed", type=_SEED, default=0)
     p.set_defaults(func=_run_compare)
@@ -331,8 +437,7 @@ def _run_compare(args) -> int:
     run_dir = _finished_run(args.run_dir)
     from pfntheory.nn.evaluate import compare_to_construction
 
-    doc = compare_to_construction(run_dir, n=args.n, n_instances=args.n_instances,
-                                  seed=args.seed)
+    doc = compare_to_construction(run_dir, n=args.n, n_instances=args.n_instances, seed=args.seed)
     print(json.dumps({k: doc[k] for k in ("n", "scale", "amp", "W", "readout_rms")}, indent=1))
     return 0
 
@@ -348,15 +453,21 @@ def register(subparsers) -> None:
 # the parser and the error boundary
 # --------------------------------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pfntheory",
         description="Executable supplement to 'Transformers Can Learn Posterior Predictive "
-                    "Distributions In-Context'.")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the Python traceback of an error (also PFNTHEORY_DEBUG=1)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
-                                parser_class=_Parser)
+        "Distributions In-Context'.",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show the Python traceback of an error (also PFNTHEORY_DEBUG=1)",
+    )
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_Parser
+    )
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
@@ -376,7 +487,9 @@ def _check_writable_dir(path, option: str) -> None:
         with tempfile.TemporaryFile(dir=p):
             pass
     except OSError as err:
-        raise ValueError(f"{option} {p} is not a writable directory ({err.strerror or err})") from None
+        raise ValueError(
+            f"{option} {p} is not a writable directory ({err.strerror or err})"
+        ) from None
 
 
 def _check_common(args) -> None:
@@ -404,7 +517,8 @@ def _one_line(err: BaseException) -> str:
 
     text = " ".join(str(err).split()) or "(no message)"
     if isinstance(err, (ValueError, TypeError, runs.CorruptFileError)) and not isinstance(
-            err, (UnicodeError,)):
+        err, (UnicodeError,)
+    ):
         return text
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.strerror or type(err).__name__}: {err.filename}"
@@ -428,8 +542,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        sys.stderr.write(f"{command}: interrupted; finished runs and checkpoints are kept, and "
-                         f"re-running the command resumes\n")
+        sys.stderr.write(
+            f"{command}: interrupted; finished runs and checkpoints are kept, and "
+            f"re-running the command resumes\n"
+        )
         raise SystemExit(EXIT_INTERRUPTED) from None
     except Exception as err:  # noqa: BLE001 - the boundary: one line, no traceback
         if debug:

@@ -67,7 +67,9 @@ MAX_ELEMENTS = 10**8
 
 def _check_size(count: int, what: str, name: str) -> None:
     if count > MAX_ELEMENTS:
-        raise ValueError(f"{name}: {what} would hold {count:.3g} values, above MAX_ELEMENTS={MAX_ELEMENTS:.0e}")
+        raise ValueError(
+            f"{name}: {what} would hold {count:.3g} values, above MAX_ELEMENTS={MAX_ELEMENTS:.0e}"
+        )
 
 
 def ROW_Y(d: int) -> int:
@@ -93,6 +95,7 @@ def ROW_G(d: int) -> int:
 # --------------------------------------------------------------------------------------------------
 # supp-eqn:weights
 # --------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class HandsetWeights:
@@ -165,7 +168,9 @@ def _kernel_geometry(kernel, d: int) -> tuple[str, np.ndarray, float]:
         if kernel.d != d:
             raise ValueError(f"kernel has d={kernel.d}, expected d={d}")
         return "linear", np.sqrt(np.asarray(kernel.sigma_diag)), 1.0
-    raise ValueError(f"kernel must be LinearKernel, RBFKernel or ARDRBFKernel, got {type(kernel).__name__}")
+    raise ValueError(
+        f"kernel must be LinearKernel, RBFKernel or ARDRBFKernel, got {type(kernel).__name__}"
+    )
 
 
 def _layer_steps(eta, L: int) -> tuple[float, ...]:
@@ -173,15 +178,18 @@ def _layer_steps(eta, L: int) -> tuple[float, ...]:
     if e.ndim == 0:
         e = np.full(L - 1, float(e))
     elif e.shape != (L - 1,):
-        raise ValueError(f"eta must be a scalar or have length L-1={L - 1} (one per solver layer), "
-                         f"got shape {e.shape}")
+        raise ValueError(
+            f"eta must be a scalar or have length L-1={L - 1} (one per solver layer), "
+            f"got shape {e.shape}"
+        )
     if np.any(e <= 0):
         raise ValueError(f"eta must be positive, got min {e.min()}")
     return tuple(float(v) for v in e)
 
 
-def handset_weights(d: int, L: int, eta, noise_var: float, kernel, *,
-                    normalised: bool = False) -> HandsetWeights:
+def handset_weights(
+    d: int, L: int, eta, noise_var: float, kernel, *, normalised: bool = False
+) -> HandsetWeights:
     """Build the weights of supp-eqn:weights for ``L`` layers.
 
     Parameters
@@ -213,12 +221,16 @@ def handset_weights(d: int, L: int, eta, noise_var: float, kernel, *,
     steps = _layer_steps(eta, L)
     score, kq, alpha2 = _kernel_geometry(kernel, d)
     if normalised and score != "rbf":
-        raise ValueError("normalised=True needs a strictly positive score (RBF kernel); "
-                         "TF^pr is defined for such kernels only (sec:generalization)")
+        raise ValueError(
+            "normalised=True needs a strictly positive score (RBF kernel); "
+            "TF^pr is defined for such kernels only (sec:generalization)"
+        )
     dt = d + 4
     yr, kr, fr, gr = ROW_Y(d), ROW_KX(d), ROW_F(d), ROW_G(d)
     Kl = np.zeros((dt, dt))
-    Kl[np.arange(d), np.arange(d)] = kq  # supp-eqn:weights: K = Q = diag(1_d, 0_4) (kernel folded in)
+    Kl[np.arange(d), np.arange(d)] = (
+        kq  # supp-eqn:weights: K = Q = diag(1_d, 0_4) (kernel folded in)
+    )
     K = np.repeat(Kl[None], L, axis=0)
     V = np.zeros((L, dt, dt))
     S = np.zeros((L, dt, dt))
@@ -233,13 +245,27 @@ def handset_weights(d: int, L: int, eta, noise_var: float, kernel, *,
     W = np.zeros((2, dt))
     W[0, fr] = 1.0  # mu_L = row d+3
     W[1, yr], W[1, kr], W[1, gr] = s2, 1.0, -1.0  # tau_L = sigma^2 * 1 + kappa(x,x) - g
-    return HandsetWeights(d=d, L=L, eta=steps, noise_var=s2, score=score, normalised=bool(normalised),
-                          alpha2=float(alpha2), K=K, Q=K.copy(), V=V, S=S, W=W, kernel=kernel)
+    return HandsetWeights(
+        d=d,
+        L=L,
+        eta=steps,
+        noise_var=s2,
+        score=score,
+        normalised=bool(normalised),
+        alpha2=float(alpha2),
+        K=K,
+        Q=K.copy(),
+        V=V,
+        S=S,
+        W=W,
+        kernel=kernel,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # forward pass (eqn:1st attn, eqn:l attn)
 # --------------------------------------------------------------------------------------------------
+
 
 def build_Z0(X, Y, x_query) -> np.ndarray:
     """Input tokens of thm:TFdoPPD: ``[[X^T, x], [Y^T, 1], [0_{3 x n}, 0_3]]``.
@@ -291,10 +317,14 @@ def attention_scores(KZ: np.ndarray, QZ: np.ndarray, score: str) -> np.ndarray:
     KZ = as_float_array(KZ, "KZ", min_ndim=2)
     QZ = as_float_array(QZ, "QZ", min_ndim=2)
     if KZ.shape[-2] != QZ.shape[-2]:
-        raise ValueError(f"KZ and QZ must have the same number of rows, got {KZ.shape} and {QZ.shape}")
+        raise ValueError(
+            f"KZ and QZ must have the same number of rows, got {KZ.shape} and {QZ.shape}"
+        )
     if score == "linear":
         return np.swapaxes(KZ, -1, -2) @ QZ
-    diff = KZ[..., :, :, None] - QZ[..., :, None, :]  # (..., d', N, N), differences: no cancellation
+    diff = (
+        KZ[..., :, :, None] - QZ[..., :, None, :]
+    )  # (..., d', N, N), differences: no cancellation
     return np.exp(-0.5 * np.sum(diff * diff, axis=-3))
 
 
@@ -309,9 +339,18 @@ def _layer(Z, K, Q, V, S, Mask, score, normalised: bool, scale_skip: bool):
     return Z + V @ Z @ H + skip  # eqn:std attn: V Z h(KZ, QZ) (+ S Z)
 
 
-def tf_forward(weights: HandsetWeights, X, Y, x_query, score: str | None = None,
-               normalised: bool | None = None, return_path: bool = False, *,
-               normalise_first_layer: bool = False, scale_skip: bool = True):
+def tf_forward(
+    weights: HandsetWeights,
+    X,
+    Y,
+    x_query,
+    score: str | None = None,
+    normalised: bool | None = None,
+    return_path: bool = False,
+    *,
+    normalise_first_layer: bool = False,
+    scale_skip: bool = True,
+):
     """Literal forward pass of ``TF_{vartheta,L}`` (thm:TFdoPPD) or ``TF^pr`` (sec:generalization).
 
     Parameters
@@ -355,14 +394,34 @@ def tf_forward(weights: HandsetWeights, X, Y, x_query, score: str | None = None,
     n = Z.shape[-1] - 1
     M0, M = weights.masks(n)
     path = [Z]  # Z^(0), ..., Z^(L), kept only if return_path
-    with np.errstate(over="ignore", invalid="ignore"):  # a divergent step size may overflow: reported as inf/nan
+    with np.errstate(
+        over="ignore", invalid="ignore"
+    ):  # a divergent step size may overflow: reported as inf/nan
         for l in range(weights.L):
             if l == 0:  # eqn:1st attn: mask M^(0), no skip term
-                Z = _layer(Z, weights.K[0], weights.Q[0], weights.V[0], weights.S[0], M0, score,
-                           normalise_first_layer, False)
+                Z = _layer(
+                    Z,
+                    weights.K[0],
+                    weights.Q[0],
+                    weights.V[0],
+                    weights.S[0],
+                    M0,
+                    score,
+                    normalise_first_layer,
+                    False,
+                )
             else:  # eqn:l attn: mask M, skip S^(l)
-                Z = _layer(Z, weights.K[l], weights.Q[l], weights.V[l], weights.S[l], M, score,
-                           normalised, scale_skip)
+                Z = _layer(
+                    Z,
+                    weights.K[l],
+                    weights.Q[l],
+                    weights.V[l],
+                    weights.S[l],
+                    M,
+                    score,
+                    normalised,
+                    scale_skip,
+                )
             if return_path:
                 path.append(Z)
         out = Z[..., :, n] @ weights.W.T  # TF = W [Z^(L)]_{:, n+1}, (..., 2)
@@ -372,7 +431,9 @@ def tf_forward(weights: HandsetWeights, X, Y, x_query, score: str | None = None,
     return mu_L, tau_L
 
 
-def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, normalised: bool = False):
+def expected_rows(
+    kernel, X, Y, x_query, noise_var: float, eta, L: int, *, normalised: bool = False
+):
     """Rows ``d+3`` and ``d+4`` of ``Z^(0..L)`` predicted by the Richardson recursions.
 
     Row ``d+3`` of ``Z^(l)`` (``l >= 1``) is ``f^(l-1)`` (eqn:recur mean, ``v = Y``) and row ``d+4``
@@ -397,8 +458,11 @@ def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, norma
     """
     if not isinstance(kernel, (RBFKernel, ARDRBFKernel, LinearKernel)):
         raise TypeError(f"kernel must be a LinearKernel, RBFKernel or ARDRBFKernel, got {kernel!r}")
-    Z0 = build_Z0(as_float_array(X, "X", ndim=2), as_float_array(Y, "Y", ndim=1),
-                  as_float_array(x_query, "x_query", ndim=1))  # shapes, n >= 1, d >= 1
+    Z0 = build_Z0(
+        as_float_array(X, "X", ndim=2),
+        as_float_array(Y, "Y", ndim=1),
+        as_float_array(x_query, "x_query", ndim=1),
+    )  # shapes, n >= 1, d >= 1
     X, Y, x_query = np.asarray(X, float), np.asarray(Y, float), np.asarray(x_query, float)
     L = positive_int(L, "L")
     _check_size((L + 1) * Z0.shape[-1] * 2, "the rows (L+1) (n+1) x 2", "L")
@@ -410,8 +474,11 @@ def expected_rows(kernel, X, Y, x_query, noise_var: float, eta, L: int, *, norma
     Gv = np.zeros((L + 1, n + 1))
     if L == 1:
         return F, Gv
-    tr, te = ((rich.krr_training_recursion_prec, rich.krr_testing_recursion_prec) if normalised
-              else (rich.krr_training_recursion, rich.krr_testing_recursion))
+    tr, te = (
+        (rich.krr_training_recursion_prec, rich.krr_testing_recursion_prec)
+        if normalised
+        else (rich.krr_training_recursion, rich.krr_testing_recursion)
+    )
     for out, v in ((F, Y), (Gv, k_x)):
         out[1:, :n] = tr(G, v, noise_var, steps, L - 1)  # (L, n): iterates 0..L-1
         out[1:, n] = te(G, k_x, v, noise_var, steps, L - 1)  # (L,)

@@ -62,7 +62,9 @@ def curve_means(points: Sequence[dict], metric: str = "tv") -> list[tuple[int, f
         try:
             step, m, se = int(p["step"]), float(p[metric]), float(p[metric + "_se"])
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"points[{i}] lacks a numeric step/{metric}/{metric}_se: {p!r}") from err
+            raise ValueError(
+                f"points[{i}] lacks a numeric step/{metric}/{metric}_se: {p!r}"
+            ) from err
         if step < 0:
             raise ValueError(f"points[{i}] has a negative step {step}")
         by_step.setdefault(step, []).append((m, se))
@@ -97,15 +99,26 @@ def plateau_status(points: Sequence[dict], metric: str = "tv", k: float = K_DEFA
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k <= 0:
         raise ValueError(f"k must be a finite positive number, got {k!r}")
     curve = [c for c in curve_means(points, metric) if c[0] > 0]
-    crit = (f"{metric} moved by at most {k:g} standard errors between the first step of the last half "
-            f"(in log-steps) of the curve and the last step")
-    base = {"plateaued": False, "last_step": curve[-1][0] if curve else 0, "change": float("nan"),
-            "se": float("nan"), "k": float(k), "criterion": crit, "mid_step": None,
-            "diverging": False,
-            "value": curve[-1][1] if curve else float("nan")}
+    crit = (
+        f"{metric} moved by at most {k:g} standard errors between the first step of the last half "
+        f"(in log-steps) of the curve and the last step"
+    )
+    base = {
+        "plateaued": False,
+        "last_step": curve[-1][0] if curve else 0,
+        "change": float("nan"),
+        "se": float("nan"),
+        "k": float(k),
+        "criterion": crit,
+        "mid_step": None,
+        "diverging": False,
+        "value": curve[-1][1] if curve else float("nan"),
+    }
     if len(curve) < MIN_POINTS:
-        return {**base, "criterion": crit + f" (needs >= {MIN_POINTS} evaluated steps, has "
-                                            f"{len(curve)})"}
+        return {
+            **base,
+            "criterion": crit + f" (needs >= {MIN_POINTS} evaluated steps, has {len(curve)})",
+        }
     s_mid = math.sqrt(curve[0][0] * curve[-1][0])
     mid = next(c for c in curve if c[0] >= s_mid)
     last = curve[-1]
@@ -119,14 +132,27 @@ def plateau_status(points: Sequence[dict], metric: str = "tv", k: float = K_DEFA
     finite = math.isfinite(change) and math.isfinite(se)
     ok = finite and abs(change) <= k * se
     diverging = finite and change < -k * se
-    return {**base, "plateaued": bool(ok), "diverging": bool(diverging), "change": float(change),
-            "se": float(se), "mid_step": int(mid[0])}
+    return {
+        **base,
+        "plateaued": bool(ok),
+        "diverging": bool(diverging),
+        "change": float(change),
+        "se": float(se),
+        "mid_step": int(mid[0]),
+    }
 
 
 def trend_text(status: dict) -> str:
     """One line for a claim's details: "plateaued at N steps (...)" or "still improving at N ..."."""
-    word = ("plateaued" if status["plateaued"]
-            else "getting worse" if status.get("diverging") else "still improving")
-    return (f"{word} at {status['last_step']} steps ({status.get('value', float('nan')):.4g}; change "
-            f"over the last half {status['change']:.3g} vs {status['k']:g} se = "
-            f"{status['k'] * status['se']:.3g})")
+    word = (
+        "plateaued"
+        if status["plateaued"]
+        else "getting worse"
+        if status.get("diverging")
+        else "still improving"
+    )
+    return (
+        f"{word} at {status['last_step']} steps ({status.get('value', float('nan')):.4g}; change "
+        f"over the last half {status['change']:.3g} vs {status['k']:g} se = "
+        f"{status['k'] * status['se']:.3g})"
+    )

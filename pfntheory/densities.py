@@ -34,8 +34,18 @@ from .discretize import (
 )
 from .stats import EPS
 
-__all__ = ["Density", "gaussian", "gaussian_mixture", "triangular", "laplace", "inverse_gaussian",
-           "random_density", "quantile_interval", "modulus_of_continuity", "DENSITY_KINDS"]
+__all__ = [
+    "Density",
+    "gaussian",
+    "gaussian_mixture",
+    "triangular",
+    "laplace",
+    "inverse_gaussian",
+    "random_density",
+    "quantile_interval",
+    "modulus_of_continuity",
+    "DENSITY_KINDS",
+]
 
 #: The kinds :func:`random_density` draws from.
 DENSITY_KINDS = ("gaussian", "mixture", "triangular", "laplace")
@@ -86,18 +96,23 @@ def _sup_abs(f: Callable, lo: float, hi: float, n: int = 20001) -> float:
     v = np.abs(f(y))
     k = int(np.argmax(v))
     left, right = y[max(k - 1, 0)], y[min(k + 1, n - 1)]
-    res = scipy.optimize.minimize_scalar(lambda t: -abs(float(f(np.array([t]))[0])),
-                                         bounds=(left, right), method="bounded",
-                                         options={"xatol": 1e-14 * max(1.0, abs(y[k]))})
+    res = scipy.optimize.minimize_scalar(
+        lambda t: -abs(float(f(np.array([t]))[0])),
+        bounds=(left, right),
+        method="bounded",
+        options={"xatol": 1e-14 * max(1.0, abs(y[k]))},
+    )
     return float(max(v[k], -res.fun))
 
 
 def _trivial_family(pdf):
     """``T(y) = log p(y)``, ``psi = 1``: every positive density is this one-parameter family."""
+
     def T(y):
         y = np.asarray(y, float)
         with np.errstate(divide="ignore"):
             return np.log(pdf(y))[..., None]
+
     return np.ones(1), T
 
 
@@ -109,8 +124,11 @@ def gaussian(mu: float, tau: float) -> Density:
         pdf=lambda y: np.exp(-0.5 * ((np.asarray(y) - mu) / s) ** 2) / (s * np.sqrt(2 * np.pi)),
         cdf=lambda y: ndtr((np.asarray(y) - mu) / s),
         lipschitz=float(gaussian_lipschitz(tau)),
-        psi=psi_gaussian(mu, tau), T=gaussian_T,
-        params={"mu": mu, "tau": tau}, gaussian=(float(mu), float(tau)))
+        psi=psi_gaussian(mu, tau),
+        T=gaussian_T,
+        params={"mu": mu, "tau": tau},
+        gaussian=(float(mu), float(tau)),
+    )
 
 
 def gaussian_mixture(w, mu, tau) -> Density:
@@ -132,8 +150,15 @@ def gaussian_mixture(w, mu, tau) -> Density:
 
     L = _sup_abs(dpdf, float(np.min(mu - 3 * s)), float(np.max(mu + 3 * s)))
     psi, T = _trivial_family(pdf)
-    return Density("gaussian_mixture", pdf, cdf, L, psi, T,
-                   params={"w": w.tolist(), "mu": mu.tolist(), "tau": tau.tolist()})
+    return Density(
+        "gaussian_mixture",
+        pdf,
+        cdf,
+        L,
+        psi,
+        T,
+        params={"w": w.tolist(), "mu": mu.tolist(), "tau": tau.tolist()},
+    )
 
 
 def triangular(lo: float, mode: float, hi: float) -> Density:
@@ -156,12 +181,21 @@ def triangular(lo: float, mode: float, hi: float) -> Density:
 
     L = max(H / (mode - lo), H / (hi - mode))
     psi, T = _trivial_family(pdf)
-    return Density("triangular", pdf, cdf, float(L), psi, T, support=(lo, hi),
-                   params={"lo": lo, "mode": mode, "hi": hi})
+    return Density(
+        "triangular",
+        pdf,
+        cdf,
+        float(L),
+        psi,
+        T,
+        support=(lo, hi),
+        params={"lo": lo, "mode": mode, "hi": hi},
+    )
 
 
 def laplace(m: float, b: float) -> Density:
     """Laplace density ``exp(-|y - m|/b) / (2 b)`` (kink at ``m``); exact ``L = 1 / (2 b^2)``."""
+
     def pdf(y):
         return np.exp(-np.abs(np.asarray(y, float) - m) / b) / (2 * b)
 
@@ -196,14 +230,24 @@ def inverse_gaussian(mu: float, tau: float) -> Density:
         y = np.asarray(y, float)
         yp = np.where(y > 0, y, 1.0)
         r = np.sqrt(lam / yp)
-        F = ndtr(r * (yp / mu - 1)) + np.exp(2 * lam / mu + scipy.special.log_ndtr(-r * (yp / mu + 1)))
+        F = ndtr(r * (yp / mu - 1)) + np.exp(
+            2 * lam / mu + scipy.special.log_ndtr(-r * (yp / mu + 1))
+        )
         return np.where(y > 0, F, 0.0)
 
     hi = mu + 12 * np.sqrt(tau)
     L = _sup_abs(dpdf, 1e-6 * mu, hi)
-    return Density("inverse_gaussian", pdf, cdf, L, inverse_gaussian_psi(mu, tau),
-                   lambda y: inverse_gaussian_T(y), None, support=(0.0, np.inf),
-                   params={"mu": mu, "tau": tau})
+    return Density(
+        "inverse_gaussian",
+        pdf,
+        cdf,
+        L,
+        inverse_gaussian_psi(mu, tau),
+        lambda y: inverse_gaussian_T(y),
+        None,
+        support=(0.0, np.inf),
+        params={"mu": mu, "tau": tau},
+    )
 
 
 def random_density(rng: np.random.Generator, kind: str | None = None) -> Density:
@@ -213,7 +257,9 @@ def random_density(rng: np.random.Generator, kind: str | None = None) -> Density
         return gaussian(float(rng.normal()), float(rng.uniform(0.05, 2.0)))
     if kind == "mixture":
         k = int(rng.integers(2, 4))
-        return gaussian_mixture(rng.dirichlet(np.ones(k)), rng.normal(0, 1.5, k), rng.uniform(0.05, 1.0, k))
+        return gaussian_mixture(
+            rng.dirichlet(np.ones(k)), rng.normal(0, 1.5, k), rng.uniform(0.05, 1.0, k)
+        )
     if kind == "triangular":
         lo = float(rng.normal())
         w = float(rng.uniform(0.5, 4.0))
@@ -230,12 +276,16 @@ def quantile_interval(density: Density, lower: float, upper: float) -> tuple[flo
     hi = 1e3 if not np.isfinite(hi) else hi
 
     def inv(u):
-        return scipy.optimize.brentq(lambda t: float(density.cdf(np.array([t]))[0]) - u, lo, hi,
-                                     xtol=1e-14, rtol=4 * EPS)
+        return scipy.optimize.brentq(
+            lambda t: float(density.cdf(np.array([t]))[0]) - u, lo, hi, xtol=1e-14, rtol=4 * EPS
+        )
+
     return inv(lower), inv(1 - upper)
 
 
-def modulus_of_continuity(density: Density, a: float, b: float, delta: float, n: int = 200001) -> float:
+def modulus_of_continuity(
+    density: Density, a: float, b: float, delta: float, n: int = 200001
+) -> float:
     """Upper bound of ``omega_p(delta) = sup{|p(y) - p(y')| : y, y' in (a, b], |y - y'| <= delta}``.
 
     Sliding-window max minus min of ``p`` on an ``n``-point grid of spacing ``h`` over windows of

@@ -54,14 +54,34 @@ from pfntheory._checks import (
 )
 
 __all__ = [
-    "bin_edges", "midpoints", "bin_widths", "mesh", "check_edges", "check_probs",
-    "calibrate_interval", "gaussian_interval_mass", "gaussian_tail_mass",
-    "gaussian_bin_masses", "truncnorm_bin_masses",
-    "psi_gaussian", "gaussian_T", "readout_Xi", "logits_from_natural", "softmax",
-    "histogram_density", "truncated_nll_histogram", "population_nll_minimizer",
-    "discretization_bound", "smax_quad_bound", "smax_quad_bound_modulus",
-    "softmax_perturbation_bound", "softmax_perturbation_sharp", "gaussian_lipschitz",
-    "inverse_gaussian_pdf", "inverse_gaussian_psi", "inverse_gaussian_T",
+    "bin_edges",
+    "midpoints",
+    "bin_widths",
+    "mesh",
+    "check_edges",
+    "check_probs",
+    "calibrate_interval",
+    "gaussian_interval_mass",
+    "gaussian_tail_mass",
+    "gaussian_bin_masses",
+    "truncnorm_bin_masses",
+    "psi_gaussian",
+    "gaussian_T",
+    "readout_Xi",
+    "logits_from_natural",
+    "softmax",
+    "histogram_density",
+    "truncated_nll_histogram",
+    "population_nll_minimizer",
+    "discretization_bound",
+    "smax_quad_bound",
+    "smax_quad_bound_modulus",
+    "softmax_perturbation_bound",
+    "softmax_perturbation_sharp",
+    "gaussian_lipschitz",
+    "inverse_gaussian_pdf",
+    "inverse_gaussian_psi",
+    "inverse_gaussian_T",
     "inverse_gaussian_log_normaliser",
 ]
 
@@ -69,6 +89,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # partitions
 # --------------------------------------------------------------------------------------------
+
 
 def bin_edges(a, b, C) -> np.ndarray:
     """Equidistant partition ``Gamma`` of ``(a, b]`` into ``C`` bins (Sec. 4, "Softmax discretization").
@@ -164,12 +185,16 @@ def _mu_tau(mu, tau):
 # Gaussian masses (stable in the tails)
 # --------------------------------------------------------------------------------------------
 
+
 def _log1mexp(x):
     """``log(1 - exp(x))`` for ``x <= 0`` without cancellation (Maechler 2012)."""
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):
-        return np.where(x > -np.log(2.0), np.log(-np.expm1(np.minimum(x, 0.0))),
-                        np.log1p(-np.exp(np.minimum(x, -np.log(2.0)))))
+        return np.where(
+            x > -np.log(2.0),
+            np.log(-np.expm1(np.minimum(x, 0.0))),
+            np.log1p(-np.exp(np.minimum(x, -np.log(2.0)))),
+        )
 
 
 def _log_norm_mass(z1, z2):
@@ -220,7 +245,7 @@ def gaussian_bin_masses(mu, tau, edges) -> np.ndarray:
     """
     mu, tau = _mu_tau(mu, tau)
     e = check_edges(edges)
-    z = (e - mu[..., None]) / np.sqrt(tau)[..., None]                        # (..., C+1)
+    z = (e - mu[..., None]) / np.sqrt(tau)[..., None]  # (..., C+1)
     return _norm_mass(z[..., :-1], z[..., 1:])
 
 
@@ -249,12 +274,14 @@ def truncnorm_bin_masses(mu, tau, edges) -> np.ndarray:
     """
     mu, tau = _mu_tau(mu, tau)
     e = check_edges(edges)
-    z = (e - mu[..., None]) / np.sqrt(tau)[..., None]                        # (..., C+1)
-    logm = _log_norm_mass(z[..., :-1], z[..., 1:])                           # (..., C)
-    logZ = scipy.special.logsumexp(logm, axis=-1, keepdims=True)             # log(1 - eps_tail)
+    z = (e - mu[..., None]) / np.sqrt(tau)[..., None]  # (..., C+1)
+    logm = _log_norm_mass(z[..., :-1], z[..., 1:])  # (..., C)
+    logZ = scipy.special.logsumexp(logm, axis=-1, keepdims=True)  # log(1 - eps_tail)
     if not np.all(np.isfinite(logZ)):
-        raise ValueError("edges: the interval (a, b] has zero mass under N(mu, tau) for some instance")
-    return np.exp(logm - logZ)                                               # eqn:true piece ppd
+        raise ValueError(
+            "edges: the interval (a, b] has zero mass under N(mu, tau) for some instance"
+        )
+    return np.exp(logm - logZ)  # eqn:true piece ppd
 
 
 def calibrate_interval(mu, tau, outside_mass: float = 0.002) -> tuple[float, float]:
@@ -309,6 +336,7 @@ def calibrate_interval(mu, tau, outside_mass: float = 0.002) -> tuple[float, flo
 # exponential-family readout (Sec. 4 "From Moments to PPD")
 # --------------------------------------------------------------------------------------------
 
+
 def psi_gaussian(mu, tau) -> np.ndarray:
     """Natural parameters ``psi(mu, tau) = (mu / tau, -1 / (2 tau))`` of ``N(mu, tau)`` (Sec. 4).
 
@@ -317,7 +345,7 @@ def psi_gaussian(mu, tau) -> np.ndarray:
     psi : ndarray of shape (..., 2)
     """
     mu, tau = _mu_tau(mu, tau)
-    return np.stack([mu / tau, -0.5 / tau], axis=-1)                         # psi(mu,tau), Sec. 4
+    return np.stack([mu / tau, -0.5 / tau], axis=-1)  # psi(mu,tau), Sec. 4
 
 
 def gaussian_T(y) -> np.ndarray:
@@ -351,8 +379,12 @@ def readout_Xi(edges, T: Callable[[np.ndarray], np.ndarray] | None = None) -> np
     return Xi
 
 
-def logits_from_natural(psi, edges, T: Callable[[np.ndarray], np.ndarray] | None = None,
-                        log_h: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+def logits_from_natural(
+    psi,
+    edges,
+    T: Callable[[np.ndarray], np.ndarray] | None = None,
+    log_h: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> np.ndarray:
     """Softmax-discretisation logits ``ell_c = <psi, T(xi_c)> + log h(xi_c) + log Delta_c``.
 
     supp-lem:smax quad. On an equidistant grid ``log Delta_c`` is a constant and cancels in the
@@ -371,10 +403,10 @@ def logits_from_natural(psi, edges, T: Callable[[np.ndarray], np.ndarray] | None
     ell : ndarray of shape (..., C)
     """
     psi = as_float_array(psi, "psi", min_ndim=1)
-    Xi = readout_Xi(edges, T)                                                # (C, p')
+    Xi = readout_Xi(edges, T)  # (C, p')
     if psi.shape[-1] != Xi.shape[1]:
         raise ValueError(f"psi must have last dimension {Xi.shape[1]}, got shape {psi.shape}")
-    ell = psi @ Xi.T + np.log(bin_widths(edges))                             # Xi psi + log Delta_c
+    ell = psi @ Xi.T + np.log(bin_widths(edges))  # Xi psi + log Delta_c
     if log_h is not None:
         check_callable(log_h, "log_h")
         lh = as_float_array(log_h(midpoints(edges)), "log_h(midpoints)")
@@ -389,7 +421,9 @@ def softmax(ell, axis: int = -1) -> np.ndarray:
     ell = as_float_array(ell, "ell", min_ndim=1)
     axis = positive_int(axis, "axis", minimum=-ell.ndim, maximum=ell.ndim - 1)
     if ell.shape[axis] == 0:
-        raise ValueError(f"ell must have at least one logit along axis {axis}, got shape {ell.shape}")
+        raise ValueError(
+            f"ell must have at least one logit along axis {axis}, got shape {ell.shape}"
+        )
     z = ell - np.max(ell, axis=axis, keepdims=True)
     w = np.exp(z)
     return w / np.sum(w, axis=axis, keepdims=True)
@@ -398,6 +432,7 @@ def softmax(ell, axis: int = -1) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # histogram densities and the population NLL (supp-thm:popmini)
 # --------------------------------------------------------------------------------------------
+
 
 def _bin_index(edges: np.ndarray, y: np.ndarray, closed: str) -> np.ndarray:
     """0-based bin index of ``y`` (``-1`` or ``C`` outside), right- or left-closed bins."""
@@ -482,6 +517,7 @@ def population_nll_minimizer(mu, tau, edges) -> np.ndarray:
 # bounds
 # --------------------------------------------------------------------------------------------
 
+
 def discretization_bound(L_lip, edges, eps) -> float:
     """Right-hand side of supp-lem:discretization error: ``L |Gamma| (b - a) / 2 + eps``.
 
@@ -493,7 +529,7 @@ def discretization_bound(L_lip, edges, eps) -> float:
     eps = positive_scalar(eps, "eps", allow_zero=True)
     if not eps < 1:
         raise ValueError(f"eps must be < 1, got {eps}")
-    return L * mesh(e) * (e[-1] - e[0]) / 2 + eps                          # supp-lem:discretization error
+    return L * mesh(e) * (e[-1] - e[0]) / 2 + eps  # supp-lem:discretization error
 
 
 def smax_quad_bound(L_lip, edges, eps) -> float:
@@ -503,7 +539,7 @@ def smax_quad_bound(L_lip, edges, eps) -> float:
     eps = positive_scalar(eps, "eps", allow_zero=True)
     if not eps < 1:
         raise ValueError(f"eps must be < 1, got {eps}")
-    return (e[-1] - e[0]) * L * mesh(e) / (4 * (1 - eps))                   # supp-lem:smax quad
+    return (e[-1] - e[0]) * L * mesh(e) / (4 * (1 - eps))  # supp-lem:smax quad
 
 
 def smax_quad_bound_modulus(omega_half_mesh, edges, eps) -> float:
@@ -519,7 +555,7 @@ def smax_quad_bound_modulus(omega_half_mesh, edges, eps) -> float:
     eps = positive_scalar(eps, "eps", allow_zero=True)
     if not eps < 1:
         raise ValueError(f"eps must be < 1, got {eps}")
-    return (e[-1] - e[0]) * w / (1 - eps)                                    # supp-lem:smax quad
+    return (e[-1] - e[0]) * w / (1 - eps)  # supp-lem:smax quad
 
 
 def softmax_perturbation_bound(Delta) -> np.ndarray:
@@ -529,7 +565,7 @@ def softmax_perturbation_bound(Delta) -> np.ndarray:
     if np.any(D < 0):
         raise ValueError("Delta must be non-negative")
     with np.errstate(over="ignore"):  # e^{2 Delta} - 1 = +inf beyond Delta ~ 355: the bound is void
-        return np.expm1(2 * D)                                               # e^{2 Delta} - 1
+        return np.expm1(2 * D)  # e^{2 Delta} - 1
 
 
 def softmax_perturbation_sharp(Delta) -> np.ndarray:
@@ -558,6 +594,7 @@ def gaussian_lipschitz(tau) -> np.ndarray:
 # inverse-Gaussian example (end of supp-sec:thrm4.1)
 # --------------------------------------------------------------------------------------------
 
+
 def _ig_params(mu, tau):
     mu = positive_array(mu, "mu")
     tau = positive_array(tau, "tau")
@@ -577,15 +614,16 @@ def inverse_gaussian_pdf(y, mu, tau) -> np.ndarray:
     y = as_float_array(y, "y")
     pos = y > 0
     ys = np.where(pos, y, 1.0)
-    logf = (0.5 * (np.log(mu**3 / tau) - np.log(2 * np.pi) - 3 * np.log(ys))
-            - mu * (ys - mu) ** 2 / (2 * ys * tau))
+    logf = 0.5 * (np.log(mu**3 / tau) - np.log(2 * np.pi) - 3 * np.log(ys)) - mu * (
+        ys - mu
+    ) ** 2 / (2 * ys * tau)
     return np.where(pos, np.exp(logf), 0.0)
 
 
 def inverse_gaussian_psi(mu, tau) -> np.ndarray:
     """Expanded natural parameters of the paper: ``psi = (-mu/(2 tau), -mu^3/(2 tau), -3/2)``; (..., 3)."""
     mu, tau = _ig_params(mu, tau)
-    return np.stack([-mu / (2 * tau), -mu**3 / (2 * tau), np.full_like(mu, -1.5)], axis=-1)
+    return np.stack([-mu / (2 * tau), -(mu**3) / (2 * tau), np.full_like(mu, -1.5)], axis=-1)
 
 
 def inverse_gaussian_T(y) -> np.ndarray:

@@ -46,8 +46,10 @@ __all__ = [
 
 def _check_kernel(kernel, name: str = "kernel"):
     if not (callable(kernel) and callable(getattr(kernel, "diag", None))):
-        raise ArgumentTypeError(f"{name} must be a kernel of pfntheory.kernels (callable with a "
-                                f".diag method), got {type(kernel).__name__}")
+        raise ArgumentTypeError(
+            f"{name} must be a kernel of pfntheory.kernels (callable with a "
+            f".diag method), got {type(kernel).__name__}"
+        )
     return kernel
 
 
@@ -64,9 +66,13 @@ def _context(X, Y, Xq):
     if Xq is not None:
         Xq = as_float_array(Xq, "Xq", min_ndim=2)
         if Xq.shape[-1] != X.shape[-1] or Xq.shape[:-2] != X.shape[:-2]:
-            raise ValueError(f"Xq must have shape {X.shape[:-2]} + (m, {X.shape[-1]}), got {Xq.shape}")
+            raise ValueError(
+                f"Xq must have shape {X.shape[:-2]} + (m, {X.shape[-1]}), got {Xq.shape}"
+            )
         if Xq.shape[-2] == 0:
-            raise ValueError(f"Xq must hold at least one query point (m = 0 given), shape {Xq.shape}")
+            raise ValueError(
+                f"Xq must hold at least one query point (m = 0 given), shape {Xq.shape}"
+            )
     return X, Y, Xq
 
 
@@ -74,8 +80,10 @@ def _chol(A: np.ndarray) -> np.ndarray:
     try:
         return np.linalg.cholesky(A)
     except np.linalg.LinAlgError as err:  # a kernel that is not positive semi-definite
-        raise ValueError("G + noise_var I is not numerically positive definite (kernel not PSD, "
-                         "or noise_var too small for its round-off)") from err
+        raise ValueError(
+            "G + noise_var I is not numerically positive definite (kernel not PSD, "
+            "or noise_var too small for its round-off)"
+        ) from err
 
 
 def _trisolve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -161,8 +169,10 @@ class MixturePPD:
         mu = as_float_array(self.mu, "mu", min_ndim=2)
         tau = positive_array(self.tau, "tau", min_ndim=2)
         if mu.shape != tau.shape or mu.shape[:-1] != w.shape or mu.shape[-1] == 0:
-            raise ValueError(f"mu and tau must have shape weights.shape + (m,) = {w.shape} + (m,), "
-                             f"got {mu.shape} and {tau.shape}")
+            raise ValueError(
+                f"mu and tau must have shape weights.shape + (m,) = {w.shape} + (m,), "
+                f"got {mu.shape} and {tau.shape}"
+            )
         if np.any(w < 0) or np.any(np.abs(w.sum(-1) - 1.0) > 1e-9 * w.shape[-1]):
             raise ValueError("weights must be non-negative and sum to 1 over the last axis")
         for k, v in (("weights", w), ("mu", mu), ("tau", tau)):
@@ -173,8 +183,9 @@ class MixturePPD:
         try:
             np.broadcast_shapes(y.shape, self.mu.shape[:-2] + self.mu.shape[-1:])
         except ValueError as err:
-            raise ValueError(f"y must broadcast to {self.mu.shape[:-2] + self.mu.shape[-1:]}, got "
-                             f"{y.shape}") from err
+            raise ValueError(
+                f"y must broadcast to {self.mu.shape[:-2] + self.mu.shape[-1:]}, got {y.shape}"
+            ) from err
         return y
 
     def cdf(self, y) -> np.ndarray:
@@ -209,7 +220,9 @@ def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
     ``pi_h p(Y | X, theta_h) / sum_h' pi_h' p(Y | X, theta_h')``.
     """
     if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__iter__"):
-        raise ArgumentTypeError(f"kernels must be a sequence of kernels, got {type(kernels).__name__}")
+        raise ArgumentTypeError(
+            f"kernels must be a sequence of kernels, got {type(kernels).__name__}"
+        )
     kernels = list(kernels)
     H = len(kernels)
     if H == 0:
@@ -219,7 +232,9 @@ def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
     nv = positive_array(noise_vars, "noise_vars", ndim=1)
     pw = positive_array(prior_weights, "prior_weights", ndim=1)
     if nv.shape != (H,) or pw.shape != (H,):
-        raise ValueError(f"noise_vars and prior_weights must have shape ({H},), got {nv.shape}, {pw.shape}")
+        raise ValueError(
+            f"noise_vars and prior_weights must have shape ({H},), got {nv.shape}, {pw.shape}"
+        )
     if Xq is None:
         raise ArgumentTypeError("Xq must be an array of query inputs, got None")
     X, Y, Xq = _context(X, Y, Xq)
@@ -261,7 +276,7 @@ def _neg_lml_and_grad(log_params: np.ndarray, X: np.ndarray, Y: np.ndarray):
     """
     d = X.shape[1]
     alpha = np.exp(log_params[0])
-    ls = np.exp(log_params[1:1 + d])
+    ls = np.exp(log_params[1 : 1 + d])
     s = np.exp(log_params[1 + d])
     n = X.shape[0]
     diff2 = (X[:, None, :] - X[None, :, :]) ** 2 / ls**2  # (n, n, d)
@@ -284,8 +299,14 @@ def _neg_lml_and_grad(log_params: np.ndarray, X: np.ndarray, Y: np.ndarray):
     return -lml, -grad
 
 
-def fit_empirical_bayes(X, Y, *, n_restarts: int = 10, rng: np.random.Generator,
-                        bounds: tuple[float, float] = (1e-3, 1e3)) -> EBFit:
+def fit_empirical_bayes(
+    X,
+    Y,
+    *,
+    n_restarts: int = 10,
+    rng: np.random.Generator,
+    bounds: tuple[float, float] = (1e-3, 1e3),
+) -> EBFit:
     """Maximise the log marginal likelihood of an ARD RBF GP with amplitude and Gaussian noise.
 
     L-BFGS-B on log-parameters with the analytic gradient (R&W Sec. 5.4.1); ``n_restarts`` random
@@ -294,7 +315,9 @@ def fit_empirical_bayes(X, Y, *, n_restarts: int = 10, rng: np.random.Generator,
     X = as_float_array(X, "X", ndim=2)
     Y = as_float_array(Y, "Y", ndim=1)
     if X.shape[0] != Y.shape[0] or X.shape[0] == 0:
-        raise ValueError(f"X and Y must have the same non-zero length, got {X.shape[0]} and {Y.shape[0]}")
+        raise ValueError(
+            f"X and Y must have the same non-zero length, got {X.shape[0]} and {Y.shape[0]}"
+        )
     if X.shape[1] == 0:
         raise ValueError(f"X must have d >= 1 features, got shape {X.shape}")
     check_size(X.shape[0] ** 2 * X.shape[1], "the pairwise differences of X")
@@ -310,14 +333,25 @@ def fit_empirical_bayes(X, Y, *, n_restarts: int = 10, rng: np.random.Generator,
         raise ValueError(f"bounds must satisfy 0 < low < high, got {bounds!r}")
     d = X.shape[1]
     lo, hi = np.log(b_lo), np.log(b_hi)
-    starts = [np.zeros(d + 2)] + [rng.uniform(np.log(0.05), np.log(5.0), size=d + 2)
-                                  for _ in range(n_restarts)]
+    starts = [np.zeros(d + 2)] + [
+        rng.uniform(np.log(0.05), np.log(5.0), size=d + 2) for _ in range(n_restarts)
+    ]
     best = None
     for x0 in starts:
-        res = scipy.optimize.minimize(_neg_lml_and_grad, x0, args=(X, Y), jac=True,
-                                      method="L-BFGS-B", bounds=[(lo, hi)] * (d + 2))
+        res = scipy.optimize.minimize(
+            _neg_lml_and_grad,
+            x0,
+            args=(X, Y),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(lo, hi)] * (d + 2),
+        )
         if best is None or res.fun < best.fun:
             best = res
     p = np.exp(best.x)
-    return EBFit(alpha=float(p[0]), lengthscales=tuple(float(v) for v in p[1:1 + d]),
-                 noise_std=float(p[1 + d]), log_marginal_likelihood=float(-best.fun))
+    return EBFit(
+        alpha=float(p[0]),
+        lengthscales=tuple(float(v) for v in p[1 : 1 + d]),
+        noise_std=float(p[1 + d]),
+        log_marginal_likelihood=float(-best.fun),
+    )

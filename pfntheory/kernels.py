@@ -55,12 +55,15 @@ def _pair(X1, X2):
     X1 = _inputs(X1, "X1")
     X2 = X1 if X2 is None else _inputs(X2, "X2")
     if X1.shape[-1] != X2.shape[-1]:
-        raise ValueError(f"X1 and X2 must share the feature dimension, got {X1.shape} and {X2.shape}")
+        raise ValueError(
+            f"X1 and X2 must share the feature dimension, got {X1.shape} and {X2.shape}"
+        )
     try:
         batch = np.broadcast_shapes(X1.shape[:-2], X2.shape[:-2])
     except ValueError as err:
-        raise ValueError(f"X1 and X2 must have broadcastable batch dimensions, got {X1.shape} and "
-                         f"{X2.shape}") from err
+        raise ValueError(
+            f"X1 and X2 must have broadcastable batch dimensions, got {X1.shape} and {X2.shape}"
+        ) from err
     check_size(int(np.prod(batch)) * X1.shape[-2] * X2.shape[-2], "the Gram matrix of X1 and X2")
     return X1, X2
 
@@ -107,7 +110,9 @@ class LinearKernel:
     def __post_init__(self):
         s = positive_array(self.sigma_diag, "sigma_diag", ndim=1, non_empty=True)
         if s.shape[0] > MAX_DIM:
-            raise ValueError(f"sigma_diag must have at most MAX_DIM={MAX_DIM} entries, got {s.shape[0]}")
+            raise ValueError(
+                f"sigma_diag must have at most MAX_DIM={MAX_DIM} entries, got {s.shape[0]}"
+            )
         object.__setattr__(self, "sigma_diag", tuple(float(v) for v in s))
 
     @property
@@ -170,14 +175,17 @@ class ARDRBFKernel:
         object.__setattr__(self, "alpha", positive_scalar(self.alpha, "alpha"))
         ls = positive_array(self.lengthscales, "lengthscales", ndim=1, non_empty=True)
         if ls.shape[0] > MAX_DIM:
-            raise ValueError(f"lengthscales must have at most MAX_DIM={MAX_DIM} entries, got {ls.shape[0]}")
+            raise ValueError(
+                f"lengthscales must have at most MAX_DIM={MAX_DIM} entries, got {ls.shape[0]}"
+            )
         object.__setattr__(self, "lengthscales", tuple(float(v) for v in ls))
 
     def __call__(self, X1, X2=None) -> np.ndarray:
         X1, X2 = _pair(X1, X2)
         if X1.shape[-1] != len(self.lengthscales):
             raise ValueError(
-                f"X1 has {X1.shape[-1]} features, kernel has {len(self.lengthscales)} lengthscales")
+                f"X1 has {X1.shape[-1]} features, kernel has {len(self.lengthscales)} lengthscales"
+            )
         ls = np.asarray(self.lengthscales)
         return self.alpha**2 * np.exp(-0.5 * _sqdist(X1 / ls, X2 / ls))
 
@@ -185,7 +193,8 @@ class ARDRBFKernel:
         X = _inputs(X, "X")
         if X.shape[-1] != len(self.lengthscales):
             raise ValueError(
-                f"X has {X.shape[-1]} features, kernel has {len(self.lengthscales)} lengthscales")
+                f"X has {X.shape[-1]} features, kernel has {len(self.lengthscales)} lengthscales"
+            )
         return np.full(X.shape[:-1], self.alpha**2)
 
 
@@ -214,11 +223,16 @@ def make_kernel(name: str, **params):
     """Build a kernel by name: ``linear`` (sigma_diag), ``rbf`` (alpha, lengthscale),
     ``ard_rbf`` (alpha, lengthscales)."""
     choice(name, "kernel name", KERNEL_NAMES)
-    fields = {"linear": ("sigma_diag",), "rbf": ("alpha", "lengthscale"),
-              "ard_rbf": ("alpha", "lengthscales")}[name]
+    fields = {
+        "linear": ("sigma_diag",),
+        "rbf": ("alpha", "lengthscale"),
+        "ard_rbf": ("alpha", "lengthscales"),
+    }[name]
     unknown = sorted(set(params) - set(fields))
     if unknown:
-        raise ValueError(f"unknown parameter(s) {unknown} for kernel {name!r}; expected {list(fields)}")
+        raise ValueError(
+            f"unknown parameter(s) {unknown} for kernel {name!r}; expected {list(fields)}"
+        )
     if name == "linear":
         return LinearKernel(**params)
     if name == "rbf":
@@ -226,7 +240,9 @@ def make_kernel(name: str, **params):
     return ARDRBFKernel(**params)
 
 
-def expected_rbf_gaussian(alpha: float, lengthscale: float, d: int, var: float | None = None) -> float:
+def expected_rbf_gaussian(
+    alpha: float, lengthscale: float, d: int, var: float | None = None
+) -> float:
     """``rho = E[kappa(x, x')]`` for ``x, x' iid N(0, var I_d)`` and the RBF kernel.
 
     ``x - x' ~ N(0, 2 var I_d)`` so ``E exp(-||z||^2/(2 ell^2)) = (1 + 2 var / ell^2)^(-d/2)``.
@@ -240,8 +256,9 @@ def expected_rbf_gaussian(alpha: float, lengthscale: float, d: int, var: float |
     return float(alpha**2 * (1.0 + 2.0 * var / ell**2) ** (-d / 2.0))
 
 
-def expected_rbf_gaussian_given(x, alpha: float, lengthscale: float,
-                                var: float | None = None) -> np.ndarray:
+def expected_rbf_gaussian_given(
+    x, alpha: float, lengthscale: float, var: float | None = None
+) -> np.ndarray:
     """``E_{x'}[kappa(x, x')]`` for fixed ``x`` (shape ``(..., d)``) and ``x' ~ N(0, var I_d)``.
 
     Gaussian integral: ``alpha^2 (1 + var/ell^2)^(-d/2) exp(-||x||^2 / (2 (ell^2 + var)))``; the limit

@@ -44,12 +44,25 @@ from pfntheory.discretize import (
 )
 
 __all__ = [
-    "tv_truncnorm_histogram", "tv_gaussian_histogram", "tv_density_histogram",
+    "tv_truncnorm_histogram",
+    "tv_gaussian_histogram",
+    "tv_density_histogram",
     "l1_density_histogram",
-    "histogram_moments", "histogram_cdf", "histogram_quantile", "central_interval",
-    "coverage", "interval_width", "histogram_crps", "histogram_nll",
-    "gaussian_crps", "gaussian_interval",
-    "mixture_components", "mixture_cdf", "mixture_quantile", "mixture_interval", "mixture_crps",
+    "histogram_moments",
+    "histogram_cdf",
+    "histogram_quantile",
+    "central_interval",
+    "coverage",
+    "interval_width",
+    "histogram_crps",
+    "histogram_nll",
+    "gaussian_crps",
+    "gaussian_interval",
+    "mixture_components",
+    "mixture_cdf",
+    "mixture_quantile",
+    "mixture_interval",
+    "mixture_crps",
 ]
 
 _SQRT2PI = np.sqrt(2 * np.pi)
@@ -69,6 +82,7 @@ def _level(level) -> float:
 # total variation
 # --------------------------------------------------------------------------------------------
 
+
 def _l1_gauss_vs_histogram(mu, tau, Z, e, p):
     """``int_a^b |phi_{mu,tau}(y) / Z - q(y)| dy`` in closed form (shape (...)).
 
@@ -78,15 +92,15 @@ def _l1_gauss_vs_histogram(mu, tau, Z, e, p):
     with the bin, ``int_bin |phi/Z - h| = (h Delta - P_bin) + 2 (P(I) - h |I|)``, all masses from
     normal CDFs.
     """
-    s = np.sqrt(tau)[..., None]                                              # (..., 1)
+    s = np.sqrt(tau)[..., None]  # (..., 1)
     m = mu[..., None]
     Zc = Z[..., None]
-    g0, g1 = e[:-1], e[1:]                                                   # (C,)
+    g0, g1 = e[:-1], e[1:]  # (C,)
     Delta = g1 - g0
-    h = p / Delta                                                            # (..., C) levels
-    P_bin = _norm_mass((g0 - m) / s, (g1 - m) / s) / Zc                      # (..., C)
-    u = h * Zc * _SQRT2PI * s                                                # h / peak of phi/Z
-    above = u < 1                                                            # phi/Z crosses h
+    h = p / Delta  # (..., C) levels
+    P_bin = _norm_mass((g0 - m) / s, (g1 - m) / s) / Zc  # (..., C)
+    u = h * Zc * _SQRT2PI * s  # h / peak of phi/Z
+    above = u < 1  # phi/Z crosses h
     with np.errstate(divide="ignore"):
         logu = np.log(np.where(above, u, 0.5))
     r = np.where(above & (h > 0), s * np.sqrt(-2.0 * np.where(above, logu, -1.0)), np.inf)
@@ -122,7 +136,7 @@ def tv_truncnorm_histogram(mu, tau, edges, probs) -> np.ndarray:
     shape = _broadcast(("mu", mu.shape), ("probs[..., 0]", p.shape[:-1]))
     mu, tau = np.broadcast_to(mu, shape), np.broadcast_to(tau, shape)
     p = np.broadcast_to(p, shape + (C,))
-    Z = gaussian_interval_mass(mu, tau, e[0], e[-1])                         # 1 - eps_tail
+    Z = gaussian_interval_mass(mu, tau, e[0], e[-1])  # 1 - eps_tail
     if np.any(Z <= 0):
         raise ValueError("edges: (a, b] has zero mass under N(mu, tau) for some instance")
     return np.clip(0.5 * _l1_gauss_vs_histogram(mu, tau, Z, e, p), 0.0, 1.0)
@@ -189,21 +203,25 @@ def l1_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, n_grid: 
     n_grid = positive_int(n_grid, "n_grid", minimum=1)
     check_size(C * (n_grid + 1), "the crossing grid (C * (n_grid + 1))")
     Delta = np.diff(e)
-    h = p / Delta                                                            # (C,)
+    h = p / Delta  # (C,)
     t = np.linspace(0.0, 1.0, n_grid + 1)
-    grid = e[:-1, None] + Delta[:, None] * t[None, :]                        # (C, n_grid+1)
+    grid = e[:-1, None] + Delta[:, None] * t[None, :]  # (C, n_grid+1)
     grid[:, -1] = e[1:]
     pg = as_float_array(pdf(grid), "pdf(y)")
     if pg.shape != grid.shape:
-        raise ValueError(f"pdf must be vectorised: pdf(y) must have y's shape {grid.shape}, got {pg.shape}")
+        raise ValueError(
+            f"pdf must be vectorised: pdf(y) must have y's shape {grid.shape}, got {pg.shape}"
+        )
     if np.any(pg < 0):
         raise ValueError(f"pdf must be non-negative, got {pg.min()}")
     F = as_float_array(cdf(e), "cdf(y)")
     if F.shape != e.shape:
-        raise ValueError(f"cdf must be vectorised: cdf(y) must have y's shape {e.shape}, got {F.shape}")
+        raise ValueError(
+            f"cdf must be vectorised: cdf(y) must have y's shape {e.shape}, got {F.shape}"
+        )
     f = pg - h[:, None]
     sgn = np.sign(f)
-    cell = sgn[:, :-1] * sgn[:, 1:] < 0                                      # strict sign change
+    cell = sgn[:, :-1] * sgn[:, 1:] < 0  # strict sign change
     ci, cj = np.nonzero(cell)
     roots = _bisect(lambda y: pdf(y) - h[ci], grid[ci, cj], grid[ci, cj + 1])
     # breakpoints per bin: edges plus crossings, then integrate piece by piece
@@ -216,8 +234,9 @@ def l1_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, n_grid: 
     return float(np.sum(np.abs(cdf(v) - cdf(u) - h[b] * (v - u))))
 
 
-def tv_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, mass: float = 1.0,
-                         n_grid: int = 64) -> float:
+def tv_density_histogram(
+    pdf: Callable, cdf: Callable, edges, probs, *, mass: float = 1.0, n_grid: int = 64
+) -> float:
     """``TV(p, q)`` for a general density ``p`` restricted to ``(a, b]`` and scaled by ``1/mass``.
 
     With ``mass = P_p((a, b])`` this is ``TV(p_(a,b], q)``; with ``mass = 1`` it is the part of
@@ -227,13 +246,15 @@ def tv_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, mass: fl
     m = probability(mass, "mass", open_high=False)
     check_callable(pdf, "pdf")
     check_callable(cdf, "cdf")
-    return 0.5 * l1_density_histogram(lambda y: pdf(y) / m, lambda y: cdf(y) / m, edges, probs,
-                                      n_grid=n_grid)
+    return 0.5 * l1_density_histogram(
+        lambda y: pdf(y) / m, lambda y: cdf(y) / m, edges, probs, n_grid=n_grid
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # moments, CDF, quantiles, intervals
 # --------------------------------------------------------------------------------------------
+
 
 def histogram_moments(edges, probs) -> tuple[np.ndarray, np.ndarray]:
     """Exact moments ``m_1 = E y`` and ``m_2 = E y^2`` of the histogram distribution (sec:exp3).
@@ -259,7 +280,7 @@ def histogram_cdf(edges, probs, y) -> np.ndarray:
     shape = _broadcast(("y", y.shape), ("probs[..., 0]", p.shape[:-1]))
     y = np.broadcast_to(y, shape)
     p = np.broadcast_to(p, shape + (C,))
-    frac = np.clip((y[..., None] - e[:-1]) / np.diff(e), 0.0, 1.0)          # (..., C)
+    frac = np.clip((y[..., None] - e[:-1]) / np.diff(e), 0.0, 1.0)  # (..., C)
     return np.minimum(np.sum(p * frac, axis=-1), 1.0)
 
 
@@ -283,10 +304,12 @@ def histogram_quantile(edges, probs, q) -> np.ndarray:
     shape = _broadcast(("q", u.shape), ("probs[..., 0]", p.shape[:-1]))
     u = np.broadcast_to(u, shape)
     p = np.broadcast_to(p, shape + (C,))
-    cum = np.cumsum(p, axis=-1)                                              # F at gamma_{c+1}
-    cum = cum / cum[..., -1:]                                                # exact 1 at b
-    c = np.minimum(np.sum(cum < u[..., None], axis=-1), C - 1)               # first c: F(g_{c+1}) >= u
-    F_left = np.where(c > 0, np.take_along_axis(cum, np.maximum(c - 1, 0)[..., None], -1)[..., 0], 0.0)
+    cum = np.cumsum(p, axis=-1)  # F at gamma_{c+1}
+    cum = cum / cum[..., -1:]  # exact 1 at b
+    c = np.minimum(np.sum(cum < u[..., None], axis=-1), C - 1)  # first c: F(g_{c+1}) >= u
+    F_left = np.where(
+        c > 0, np.take_along_axis(cum, np.maximum(c - 1, 0)[..., None], -1)[..., 0], 0.0
+    )
     pc = np.take_along_axis(p, c[..., None], -1)[..., 0] / p.sum(-1)
     Delta = np.diff(e)[c]
     frac = np.where(pc > 0, np.clip((u - F_left) / np.where(pc > 0, pc, 1.0), 0.0, 1.0), 0.0)
@@ -337,6 +360,7 @@ def _axis(axis, ndim: int) -> None:
 # scores
 # --------------------------------------------------------------------------------------------
 
+
 def histogram_crps(edges, probs, y) -> np.ndarray:
     """Exact CRPS ``int (F_q(t) - 1{t >= y})^2 dt`` of the histogram distribution.
 
@@ -358,20 +382,20 @@ def histogram_crps(edges, probs, y) -> np.ndarray:
     e, p, C = _edges_probs(edges, probs)
     y = as_float_array(y, "y")
     shape = _broadcast(("y", y.shape), ("probs[..., 0]", p.shape[:-1]))
-    y = np.broadcast_to(y, shape)[..., None]                                 # (..., 1)
+    y = np.broadcast_to(y, shape)[..., None]  # (..., 1)
     p = np.broadcast_to(p, shape + (C,))
     p = p / p.sum(-1, keepdims=True)
-    Fr = np.cumsum(p, axis=-1)                                               # F(gamma_{c+1})
-    Fl = Fr - p                                                              # F(gamma_c)
+    Fr = np.cumsum(p, axis=-1)  # F(gamma_{c+1})
+    Fl = Fr - p  # F(gamma_c)
     g0, g1 = e[:-1], e[1:]
-    m = np.clip(y, g0, g1)                                                   # split point per bin
+    m = np.clip(y, g0, g1)  # split point per bin
     Fm = Fl + p * (m - g0) / (g1 - g0)
 
     def sq(G0, G1, w):
         return w * (G0 * G0 + G0 * G1 + G1 * G1) / 3.0
 
-    left = sq(Fl, Fm, m - g0)                                                # F^2 on [g0, m]
-    right = sq(1.0 - Fm, 1.0 - Fr, g1 - m)                                   # (1-F)^2 on [m, g1]
+    left = sq(Fl, Fm, m - g0)  # F^2 on [g0, m]
+    right = sq(1.0 - Fm, 1.0 - Fr, g1 - m)  # (1-F)^2 on [m, g1]
     out = np.maximum(e[0] - y[..., 0], 0.0) + np.maximum(y[..., 0] - e[-1], 0.0)
     return np.sum(left + right, axis=-1) + out
 
@@ -408,6 +432,7 @@ def gaussian_interval(mu, tau, level) -> tuple[np.ndarray, np.ndarray]:
 # finite Gaussian mixtures (hierarchical prior, supp-sec:exp additional)
 # --------------------------------------------------------------------------------------------
 
+
 def _mixture(weights, mu, tau):
     w = as_float_array(weights, "weights", min_ndim=1)
     if w.shape[-1] == 0:
@@ -420,7 +445,9 @@ def _mixture(weights, mu, tau):
     try:
         w, mu, tau = np.broadcast_arrays(w, mu, tau)
     except ValueError as err:
-        raise ValueError(f"weights, mu, tau must broadcast, got {w.shape}, {mu.shape}, {tau.shape}") from err
+        raise ValueError(
+            f"weights, mu, tau must broadcast, got {w.shape}, {mu.shape}, {tau.shape}"
+        ) from err
     return w, mu, tau
 
 
@@ -460,7 +487,7 @@ def mixture_quantile(weights, mu, tau, q, *, n_iter: int = 200) -> np.ndarray:
     shape = _broadcast(("q", u.shape), ("weights[..., 0]", w.shape[:-1]))
     u = np.broadcast_to(u, shape)
     s = np.sqrt(tau)
-    comp_q = mu + s * ndtri(u)[..., None]                                    # (..., H)
+    comp_q = mu + s * ndtri(u)[..., None]  # (..., H)
     lo = np.broadcast_to(np.min(comp_q, -1), shape).copy()
     hi = np.broadcast_to(np.max(comp_q, -1), shape).copy()
     lo, hi = lo - 1e-12 * (1 + np.abs(lo)), hi + 1e-12 * (1 + np.abs(hi))
@@ -480,16 +507,20 @@ def mixture_quantile(weights, mu, tau, q, *, n_iter: int = 200) -> np.ndarray:
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
     if not converged():
-        raise ValueError(f"n_iter={n_iter} halvings leave a bracket of width "
-                         f"{float(np.max(hi - lo)):.3g}; increase n_iter (default 200)")
+        raise ValueError(
+            f"n_iter={n_iter} halvings leave a bracket of width "
+            f"{float(np.max(hi - lo)):.3g}; increase n_iter (default 200)"
+        )
     return 0.5 * (lo + hi)
 
 
 def mixture_interval(weights, mu, tau, level) -> tuple[np.ndarray, np.ndarray]:
     """Equal-tailed ``level`` interval of a Gaussian mixture."""
     lv = _level(level)
-    return (mixture_quantile(weights, mu, tau, (1 - lv) / 2),
-            mixture_quantile(weights, mu, tau, (1 + lv) / 2))
+    return (
+        mixture_quantile(weights, mu, tau, (1 - lv) / 2),
+        mixture_quantile(weights, mu, tau, (1 + lv) / 2),
+    )
 
 
 def _abs_moment(m, v):

@@ -81,8 +81,14 @@ class ReLUMLP:
         return float(np.linalg.norm(self.W2, 2) * np.linalg.norm(self.W1, 2))
 
 
-def fit_psi_mlp(box, width: int, rng: np.random.Generator | None = None, *,
-                n_fit: int | None = None, ridge: float = 1e-12) -> ReLUMLP:
+def fit_psi_mlp(
+    box,
+    width: int,
+    rng: np.random.Generator | None = None,
+    *,
+    n_fit: int | None = None,
+    ridge: float = 1e-12,
+) -> ReLUMLP:
     """Explicit one-hidden-layer ReLU MLP for ``psi(mu, tau) = (mu/tau, -1/(2 tau))`` on a box.
 
     The hidden layer is fixed, not trained: inputs are mapped affinely to ``t in [-1, 1]^2`` and
@@ -117,8 +123,10 @@ def fit_psi_mlp(box, width: int, rng: np.random.Generator | None = None, *,
         n_fit = max(40, int(np.ceil(3.0 * np.sqrt(width))))
     n_fit = positive_int(n_fit, "n_fit", minimum=2)
     if n_fit**2 * (width + 1) > MAX_GRID_CELLS:
-        raise ValueError(f"width={width} with n_fit={n_fit} needs a {n_fit**2} x {width + 1} feature "
-                         f"matrix, above MAX_GRID_CELLS={MAX_GRID_CELLS:.0e}")
+        raise ValueError(
+            f"width={width} with n_fit={n_fit} needs a {n_fit**2} x {width + 1} feature "
+            f"matrix, above MAX_GRID_CELLS={MAX_GRID_CELLS:.0e}"
+        )
     ridge = positive_scalar(ridge, "ridge", allow_zero=True)
     if rng is None:
         m = max(1, int(np.floor(np.sqrt(width))))
@@ -144,8 +152,9 @@ def fit_psi_mlp(box, width: int, rng: np.random.Generator | None = None, *,
     M = Phi1.T @ Phi1
     M[np.diag_indices_from(M)] += ridge * np.trace(M) / M.shape[0]
     coef = np.linalg.solve(M, Phi1.T @ target)  # least-squares readout (W2, h2)
-    return ReLUMLP(W1=W1, h1=h1, W2=coef[:-1].T.copy(), h2=coef[-1].copy(),
-                   box=((m0, m1), (t0, t1)))
+    return ReLUMLP(
+        W1=W1, h1=h1, W2=coef[:-1].T.copy(), h2=coef[-1].copy(), box=((m0, m1), (t0, t1))
+    )
 
 
 def _cell_bounds(mlp: ReLUMLP, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,8 +162,9 @@ def _cell_bounds(mlp: ReLUMLP, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarr
 
     Cells are rectangles ``[lo, hi]`` (arrays of shape (m, 2), columns ``(mu, tau)``).
     """
-    corners = np.stack([lo, np.stack([hi[:, 0], lo[:, 1]], 1), np.stack([lo[:, 0], hi[:, 1]], 1), hi],
-                       axis=1)  # (m, 4, 2)
+    corners = np.stack(
+        [lo, np.stack([hi[:, 0], lo[:, 1]], 1), np.stack([lo[:, 0], hi[:, 1]], 1), hi], axis=1
+    )  # (m, 4, 2)
     z = corners @ mlp.W1.T + mlp.h1  # (m, 4, C') pre-activations, affine in theta
     out = np.maximum(z, 0.0) @ mlp.W2.T + mlp.h2  # psi~ at the corners
     f = np.linalg.norm(psi_gaussian(corners[..., 0], corners[..., 1]) - out, axis=-1)  # (m, 4)
@@ -169,7 +179,9 @@ def _cell_bounds(mlp: ReLUMLP, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarr
     on = pos.all(axis=1)
     amb = pos.any(axis=1) & ~on
     onf = on.astype(float)
-    J = np.stack([(onf * mlp.W2[k]) @ mlp.W1 for k in range(2)], axis=1)  # (m, 2, 2), W2 diag(on) W1
+    J = np.stack(
+        [(onf * mlp.W2[k]) @ mlp.W1 for k in range(2)], axis=1
+    )  # (m, 2, 2), W2 diag(on) W1
     unit = np.linalg.norm(mlp.W2, axis=0) * np.linalg.norm(mlp.W1, axis=1)  # ||W2[:, j]|| ||W1[j]||
     # spectral norm of each 2 x 2 Jacobian in closed form: sqrt((F + sqrt(F^2 - 4 det^2)) / 2)
     fro2 = np.sum(J * J, axis=(-2, -1))
@@ -179,8 +191,9 @@ def _cell_bounds(mlp: ReLUMLP, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarr
     return corner_max, corner_max + r * (lip_psi + lip_mlp)
 
 
-def delta_mlp_interval(mlp: ReLUMLP, box=None, n_grid: int = 51, *, rtol: float = 0.05,
-                       max_rounds: int = 40) -> tuple[float, float]:
+def delta_mlp_interval(
+    mlp: ReLUMLP, box=None, n_grid: int = 51, *, rtol: float = 0.05, max_rounds: int = 40
+) -> tuple[float, float]:
     """``delta_MLP = sup_K ||psi(theta) - psi~(theta)||_2`` enclosed in ``[lower, upper]``.
 
     ``lower`` is the largest value found at a grid node. ``upper`` is certified: every point of a
@@ -223,8 +236,10 @@ def delta_mlp_interval(mlp: ReLUMLP, box=None, n_grid: int = 51, *, rtol: float 
     rtol = positive_scalar(rtol, "rtol")
     max_rounds = positive_int(max_rounds, "max_rounds", minimum=0)
     if 4 * (n_grid - 1) ** 2 * mlp.width > MAX_GRID_CELLS:
-        raise ValueError(f"n_grid={n_grid} with width {mlp.width} needs {4 * (n_grid - 1) ** 2 * mlp.width:.3g}"
-                         f" values, above MAX_GRID_CELLS={MAX_GRID_CELLS:.0e}")
+        raise ValueError(
+            f"n_grid={n_grid} with width {mlp.width} needs {4 * (n_grid - 1) ** 2 * mlp.width:.3g}"
+            f" values, above MAX_GRID_CELLS={MAX_GRID_CELLS:.0e}"
+        )
     mu_ax, tau_ax = _grid(box, n_grid)
     M_lo, T_lo = np.meshgrid(mu_ax[:-1], tau_ax[:-1], indexing="ij")
     M_hi, T_hi = np.meshgrid(mu_ax[1:], tau_ax[1:], indexing="ij")
@@ -244,12 +259,19 @@ def delta_mlp_interval(mlp: ReLUMLP, box=None, n_grid: int = 51, *, rtol: float 
         split[np.argsort(up)[::-1][:budget]] = True
         pl, ph = lo[split], hi[split]
         mid = 0.5 * (pl + ph)  # split each chosen cell in four
-        cl = np.concatenate([pl, np.stack([mid[:, 0], pl[:, 1]], 1), np.stack([pl[:, 0], mid[:, 1]], 1), mid])
-        ch = np.concatenate([mid, np.stack([ph[:, 0], mid[:, 1]], 1), np.stack([mid[:, 0], ph[:, 1]], 1), ph])
+        cl = np.concatenate(
+            [pl, np.stack([mid[:, 0], pl[:, 1]], 1), np.stack([pl[:, 0], mid[:, 1]], 1), mid]
+        )
+        ch = np.concatenate(
+            [mid, np.stack([ph[:, 0], mid[:, 1]], 1), np.stack([mid[:, 0], ph[:, 1]], 1), ph]
+        )
         found, cu = _cell_bounds(mlp, cl, ch)
         lower = max(lower, float(found.max()))
-        lo, hi, up = (np.concatenate([lo[~split], cl]), np.concatenate([hi[~split], ch]),
-                      np.concatenate([up[~split], cu]))
+        lo, hi, up = (
+            np.concatenate([lo[~split], cl]),
+            np.concatenate([hi[~split], ch]),
+            np.concatenate([up[~split], cu]),
+        )
     upper = max(upper_dropped, float(up.max()) if up.size else 0.0)
     return lower, upper
 

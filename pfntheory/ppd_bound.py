@@ -90,12 +90,26 @@ class PPDBoundTerms:
     @property
     def holds(self) -> bool:
         """Every measured term below its bound (the tolerance is the caller's business)."""
-        return bool(self.in_box and self.tv <= self.bound and self.Delta <= self.Delta_bound
-                    and self.softmax_tv <= self.softmax_tv_bound and self.disc_tv <= self.disc_bound)
+        return bool(
+            self.in_box
+            and self.tv <= self.bound
+            and self.Delta <= self.Delta_bound
+            and self.softmax_tv <= self.softmax_tv_bound
+            and self.disc_tv <= self.disc_bound
+        )
 
 
-def ppd_bound_terms(mu_L: float, tau_L: float, mu: float, tau: float, mlp: ReLUMLP, edges, *,
-                    delta: float | None = None, n_grid: int = 51) -> PPDBoundTerms:
+def ppd_bound_terms(
+    mu_L: float,
+    tau_L: float,
+    mu: float,
+    tau: float,
+    mlp: ReLUMLP,
+    edges,
+    *,
+    delta: float | None = None,
+    n_grid: int = 51,
+) -> PPDBoundTerms:
     """Logits ``l1, l2, l3`` of supp-sec:thrm4.1 and each term of the bound next to the measured TV.
 
     ``l1 = Xi psi~(mu_L, tau_L)``, ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)``, with ``Xi``
@@ -127,8 +141,11 @@ def ppd_bound_terms(mu_L: float, tau_L: float, mu: float, tau: float, mlp: ReLUM
     if not isinstance(mlp, ReLUMLP):
         raise TypeError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
     e = check_edges(edges)
-    delta = delta_mlp(mlp, n_grid=n_grid) if delta is None else positive_scalar(delta, "delta",
-                                                                                allow_zero=True)
+    delta = (
+        delta_mlp(mlp, n_grid=n_grid)
+        if delta is None
+        else positive_scalar(delta, "delta", allow_zero=True)
+    )
     Xi = readout_Xi(e)  # (C, 2), rows [xi_c, xi_c^2]
     Xi_norm = float(np.linalg.norm(Xi, 2))
     lip = mlp.lipschitz_bound()
@@ -144,18 +161,29 @@ def ppd_bound_terms(mu_L: float, tau_L: float, mu: float, tau: float, mlp: ReLUM
     L_lip = float(gaussian_lipschitz(tau))
     eps_c = min(eps_tail, 1.0 - 1e-12)
     disc_bound = discretization_bound(L_lip, e, eps_c) + smax_quad_bound(L_lip, e, eps_c)
-    with np.errstate(over="ignore"):  # e^{2 Delta} overflowing is a vacuous (infinite) bound, not an error
+    with np.errstate(
+        over="ignore"
+    ):  # e^{2 Delta} overflowing is a vacuous (infinite) bound, not an error
         soft_bound = 0.5 * float(softmax_perturbation_bound(Delta_bound))
     (m0, m1), (t0, t1) = mlp.box
     return PPDBoundTerms(
         tv=float(tv_gaussian_histogram(mu, tau, e, p1)),
         tv_truncated=float(tv_truncnorm_histogram(mu, tau, e, p1)),
-        solver_error=solver_error, Xi_norm=Xi_norm, lipschitz=lip, delta_mlp=float(delta),
-        logit_solver=float(np.linalg.norm(l1 - l2)), logit_solver_bound=float(b_solver),
-        logit_mlp=float(np.linalg.norm(l2 - l3)), logit_mlp_bound=float(b_mlp),
-        Delta=float(np.max(np.abs(l1 - l3))), Delta_bound=float(Delta_bound),
-        softmax_tv=0.5 * float(np.sum(np.abs(p1 - p3))), softmax_tv_bound=soft_bound,
-        disc_tv=float(tv_gaussian_histogram(mu, tau, e, p3)), disc_bound=float(disc_bound),
-        eps_tail=eps_tail, bound=float(disc_bound + soft_bound),
+        solver_error=solver_error,
+        Xi_norm=Xi_norm,
+        lipschitz=lip,
+        delta_mlp=float(delta),
+        logit_solver=float(np.linalg.norm(l1 - l2)),
+        logit_solver_bound=float(b_solver),
+        logit_mlp=float(np.linalg.norm(l2 - l3)),
+        logit_mlp_bound=float(b_mlp),
+        Delta=float(np.max(np.abs(l1 - l3))),
+        Delta_bound=float(Delta_bound),
+        softmax_tv=0.5 * float(np.sum(np.abs(p1 - p3))),
+        softmax_tv_bound=soft_bound,
+        disc_tv=float(tv_gaussian_histogram(mu, tau, e, p3)),
+        disc_bound=float(disc_bound),
+        eps_tail=eps_tail,
+        bound=float(disc_bound + soft_bound),
         in_box=bool(m0 <= mu <= m1 and t0 <= tau <= t1),
     )

@@ -60,6 +60,7 @@ MAX_ITERATIONS = 10**7
 # validation helpers
 # --------------------------------------------------------------------------------------------------
 
+
 def _sym(A, name: str = "A") -> np.ndarray:
     """``A`` as a non-empty, finite, symmetric float64 matrix."""
     A = as_float_array(A, name, ndim=2)
@@ -78,7 +79,9 @@ def _spd(A, name: str = "A") -> np.ndarray:
     try:
         np.linalg.cholesky(A)
     except np.linalg.LinAlgError as err:
-        raise ValueError(f"{name} must be positive definite (its Cholesky factorisation failed)") from err
+        raise ValueError(
+            f"{name} must be positive definite (its Cholesky factorisation failed)"
+        ) from err
     return A
 
 
@@ -92,8 +95,10 @@ def _gram(G, noise_var) -> tuple[np.ndarray, float]:
 
 def _path_size(L: int, per_step: int, name: str = "L") -> None:
     if (L + 1) * per_step > MAX_PATH_ELEMENTS:
-        raise ValueError(f"{name}={L} would make a path of {(L + 1) * per_step:.3g} values, above "
-                         f"MAX_PATH_ELEMENTS={MAX_PATH_ELEMENTS:.0e}; lower {name} or do not ask for the path")
+        raise ValueError(
+            f"{name}={L} would make a path of {(L + 1) * per_step:.3g} values, above "
+            f"MAX_PATH_ELEMENTS={MAX_PATH_ELEMENTS:.0e}; lower {name} or do not ask for the path"
+        )
 
 
 def _precond(D, n: int) -> np.ndarray | None:
@@ -151,6 +156,7 @@ def _query(k_x, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 # supp-sec:richardson
 # --------------------------------------------------------------------------------------------------
+
 
 def _apply_Dinv(P, r: np.ndarray) -> np.ndarray:
     if P is None:
@@ -238,7 +244,9 @@ def spectrum(A, D=None) -> np.ndarray:
 def _pd_spectrum(A, D=None) -> np.ndarray:
     lam = spectrum(A, D)
     if lam[-1] <= 0:
-        raise ValueError(f"A must be positive definite (smallest eigenvalue of D^-1 A is {lam[-1]:.3g})")
+        raise ValueError(
+            f"A must be positive definite (smallest eigenvalue of D^-1 A is {lam[-1]:.3g})"
+        )
     return lam
 
 
@@ -283,6 +291,7 @@ def optimal_convergence_factor(A, D=None) -> float:
 # supp-thm:KRR
 # --------------------------------------------------------------------------------------------------
 
+
 def krr_solution(G, k_x, Y, noise_var: float) -> tuple[np.ndarray, np.ndarray]:
     """Fixed points ``u*_X = G (G + sigma^2 I)^{-1} Y`` (supp-eqn:f X ast) and
     ``u*(x) = k_x^T (G + sigma^2 I)^{-1} Y`` (supp-eqn:f ast).
@@ -326,15 +335,22 @@ def _krr_recursion(G, k_x, Y, noise_var, eta, L, *, preconditioned: bool):
     eta = _steps(eta, L)
     s = jacobi_preconditioner(G) if preconditioned else np.ones(n)  # D = diag(G 1) or I
     if k_x is not None:
-        s_x = (positive_array(k_x.sum(axis=-1), "s_x = sum of k_x") if preconditioned
-               else np.ones(k_x.shape[:-1]))
+        s_x = (
+            positive_array(k_x.sum(axis=-1), "s_x = sum of k_x")
+            if preconditioned
+            else np.ones(k_x.shape[:-1])
+        )
     train = np.zeros((L + 1, n))
     test = None if k_x is None else np.zeros((L + 1,) + k_x.shape[:-1])
     for l in range(L):
         r = Y - train[l]  # Y - u_X^l
-        train[l + 1] = (1.0 - eta[l] * s2 / s) * train[l] + (eta[l] / s) * (G @ r)  # supp-eqn:grad train
+        train[l + 1] = (1.0 - eta[l] * s2 / s) * train[l] + (eta[l] / s) * (
+            G @ r
+        )  # supp-eqn:grad train
         if test is not None:
-            test[l + 1] = (1.0 - eta[l] * s2 / s_x) * test[l] + (eta[l] / s_x) * (k_x @ r)  # supp-eqn:grad test
+            test[l + 1] = (1.0 - eta[l] * s2 / s_x) * test[l] + (eta[l] / s_x) * (
+                k_x @ r
+            )  # supp-eqn:grad test
     return train, test
 
 
@@ -486,6 +502,7 @@ def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
 # --------------------------------------------------------------------------------------------------
 # eqn:richardson prec, eqn:recursion prec
 # --------------------------------------------------------------------------------------------------
+
 
 def jacobi_preconditioner(G) -> np.ndarray:
     """Row sums ``s_{x_j} = (G 1_n)_j``, the diagonal of ``D = diag(G 1_n)`` (eqn:richardson prec).

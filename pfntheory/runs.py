@@ -111,7 +111,9 @@ def load_json(path) -> dict:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise CorruptFileError(f"{path} is not valid JSON (truncated or corrupted?): {err}") from err
+        raise CorruptFileError(
+            f"{path} is not valid JSON (truncated or corrupted?): {err}"
+        ) from err
 
 
 def save_torch(path, obj) -> Path:
@@ -139,7 +141,8 @@ def load_torch(path, map_location="cpu"):
         why = why if len(why) <= 120 else why[:117] + "..."
         raise CorruptFileError(
             f"cannot read {path} ({type(err).__name__}: {why}); the file is truncated or "
-            f"corrupted; re-running the command that wrote it redoes it") from err
+            f"corrupted; re-running the command that wrote it redoes it"
+        ) from err
 
 
 def config_to_dict(cfg) -> dict:
@@ -232,8 +235,12 @@ def _check_metrics(doc) -> str | None:
         return "is not a JSON object"
     if doc.get("completed"):
         iv = doc.get("interval")
-        ok = (isinstance(iv, list) and len(iv) == 2
-              and all(isinstance(v, (int, float)) and math.isfinite(v) for v in iv) and iv[0] < iv[1])
+        ok = (
+            isinstance(iv, list)
+            and len(iv) == 2
+            and all(isinstance(v, (int, float)) and math.isfinite(v) for v in iv)
+            and iv[0] < iv[1]
+        )
         if not ok:
             return f"has no valid 'interval' [a, b] (got {iv!r})"
         if not isinstance(doc.get("steps"), int):
@@ -259,8 +266,11 @@ def check_artefacts(run_dir) -> dict[str, str]:
             except CorruptFileError as err:
                 problems[name] = str(err)
                 continue
-            msg = "is not a JSON object" if not isinstance(doc, dict) else (
-                _check_metrics(doc) if name == METRICS else None)
+            msg = (
+                "is not a JSON object"
+                if not isinstance(doc, dict)
+                else (_check_metrics(doc) if name == METRICS else None)
+            )
             if msg:
                 problems[name] = f"{path} {msg}"
     for name in (WEIGHTS, CHECKPOINT):
@@ -337,7 +347,8 @@ def root_lock(root, *, wait_s: float = 0.0, poll_s: float = 0.5):
                         holder = "?"
                     raise LockHeldError(
                         f"another sweep (pid {holder}) is running on {root}; wait for it to finish "
-                        f"(or pass --wait-lock SECONDS), or use another --root") from None
+                        f"(or pass --wait-lock SECONDS), or use another --root"
+                    ) from None
                 time.sleep(poll_s)
         mine = f"{os.getpid()}\n".encode()
         if os.pread(fd, 64, 0) != mine:  # (unchanged when rewritten by the same process)

@@ -85,8 +85,10 @@ DESIGNS = ("gaussian", "uniform")
 # Designs                                                                                       #
 # --------------------------------------------------------------------------------------------- #
 
-def sample_design(n: int, d: int, rng: np.random.Generator, design: str = "gaussian",
-                  size: tuple[int, ...] = ()) -> np.ndarray:
+
+def sample_design(
+    n: int, d: int, rng: np.random.Generator, design: str = "gaussian", size: tuple[int, ...] = ()
+) -> np.ndarray:
     """Draw inputs ``x_i`` of the paper's designs.
 
     Parameters
@@ -117,8 +119,9 @@ def sample_design(n: int, d: int, rng: np.random.Generator, design: str = "gauss
     return rng.uniform(-h, h, size=shape)
 
 
-def expected_rbf_uniform(alpha: float, lengthscale: float, d: int,
-                         half_width: float | None = None) -> float:
+def expected_rbf_uniform(
+    alpha: float, lengthscale: float, d: int, half_width: float | None = None
+) -> float:
     """``rho = E kappa(x, x')`` for ``x, x' iid Unif[-h, h]^d`` and the RBF kernel.
 
     Per coordinate ``w = u - u'`` has the triangular density ``(2h - |w|)/(4h^2)`` on ``[-2h, 2h]``;
@@ -130,14 +133,17 @@ def expected_rbf_uniform(alpha: float, lengthscale: float, d: int,
     ell = positive_scalar(lengthscale, "lengthscale")
     d = positive_int(d, "d", maximum=MAX_DIM)
     h = 1.0 / np.sqrt(d) if half_width is None else positive_scalar(half_width, "half_width")
-    one = (2.0 * h * ell * np.sqrt(np.pi / 2.0) * scipy.special.erf(np.sqrt(2.0) * h / ell)
-           - ell**2 * (-np.expm1(-2.0 * h**2 / ell**2))) / (2.0 * h**2)
+    one = (
+        2.0 * h * ell * np.sqrt(np.pi / 2.0) * scipy.special.erf(np.sqrt(2.0) * h / ell)
+        - ell**2 * (-np.expm1(-2.0 * h**2 / ell**2))
+    ) / (2.0 * h**2)
     return float(alpha**2 * one**d)
 
 
 # --------------------------------------------------------------------------------------------- #
 # supp-lem:lienar kernel Gram                                                                   #
 # --------------------------------------------------------------------------------------------- #
+
 
 @dataclass(frozen=True)
 class LinearInterval:
@@ -174,8 +180,8 @@ def linear_gram_interval(n: int, d: int, t: float) -> LinearInterval:
     if n <= d:
         raise ValueError(f"n must exceed d (supp-lem:lienar kernel Gram), got n={n}, d={d}")
     t = positive_scalar(t, "t", allow_zero=True)
-    lo_s = 1.0 - np.sqrt(d / n) - t / np.sqrt(n)   # (sqrt(n) - sqrt(d) - t)/sqrt(n): E s_d - t
-    hi_s = 1.0 + np.sqrt(d / n) + t / np.sqrt(n)   # (sqrt(n) + sqrt(d) + t)/sqrt(n): E s_1 + t
+    lo_s = 1.0 - np.sqrt(d / n) - t / np.sqrt(n)  # (sqrt(n) - sqrt(d) - t)/sqrt(n): E s_d - t
+    hi_s = 1.0 + np.sqrt(d / n) + t / np.sqrt(n)  # (sqrt(n) + sqrt(d) + t)/sqrt(n): E s_1 + t
     lo = n / d * max(lo_s, 0.0) ** 2
     hi = n / d * hi_s**2
     prob = max(0.0, 1.0 - 2.0 * np.exp(-0.5 * t**2))  # two one-sided Gaussian concentration tails
@@ -200,7 +206,7 @@ def linear_gram_eigenvalues(X, sigma_diag=None) -> np.ndarray:
     n, d = X.shape[-2:]
     if sigma_diag is not None:
         X = X * np.sqrt(LinearKernel(tuple(np.ravel(sigma_diag))).sigma_diag)[None, :]
-    M = np.swapaxes(X, -1, -2) @ X                                  # (..., d, d)
+    M = np.swapaxes(X, -1, -2) @ X  # (..., d, d)
     lam = np.linalg.eigvalsh(M)[..., ::-1]
     return lam[..., : min(n, d)]
 
@@ -208,6 +214,7 @@ def linear_gram_eigenvalues(X, sigma_diag=None) -> np.ndarray:
 # --------------------------------------------------------------------------------------------- #
 # supp-lem:rbf kernel Gram: largest eigenvalue                                                  #
 # --------------------------------------------------------------------------------------------- #
+
 
 def _square(G, name="G") -> np.ndarray:
     """A non-empty square Gram matrix (or a batch), symmetric to round-off, with a non-negative
@@ -220,8 +227,10 @@ def _square(G, name="G") -> np.ndarray:
     if np.max(np.abs(G - np.swapaxes(G, -1, -2))) > 1e-10 * scale:
         raise ValueError(f"{name} must be symmetric (a Gram matrix)")
     if np.any(np.diagonal(G, axis1=-2, axis2=-1) < 0):
-        raise ValueError(f"{name} must be positive semi-definite (a Gram matrix); it has a negative "
-                         f"diagonal entry")
+        raise ValueError(
+            f"{name} must be positive semi-definite (a Gram matrix); it has a negative "
+            f"diagonal entry"
+        )
     return G
 
 
@@ -232,8 +241,9 @@ def lambda1_lower_bound(G) -> np.ndarray:
     return G.sum(axis=(-1, -2)) / G.shape[-1]
 
 
-def lambda1_lower_limit(n: int, alpha: float = 1.0, lengthscale: float = 1.0, d: int = 1,
-                        var: float | None = None) -> float:
+def lambda1_lower_limit(
+    n: int, alpha: float = 1.0, lengthscale: float = 1.0, d: int = 1, var: float | None = None
+) -> float:
     """Almost-sure limit of ``1'G1/n``: ``alpha^2 + (n - 1) rho`` with ``rho = E kappa(x, x')``
     (strong law of U-statistics in the proof of supp-lem:rbf kernel Gram)."""
     n = positive_int(n, "n")
@@ -256,8 +266,9 @@ def top_eigenvalue(G) -> float:
         return float(np.linalg.eigvalsh(G)[-1])
     v0 = np.ones(n) / np.sqrt(n)
     try:
-        val = scipy.sparse.linalg.eigsh(G, k=1, which="LA", v0=v0, tol=1e-13,
-                                        return_eigenvectors=False)
+        val = scipy.sparse.linalg.eigsh(
+            G, k=1, which="LA", v0=v0, tol=1e-13, return_eigenvectors=False
+        )
     except scipy.sparse.linalg.ArpackNoConvergence:  # no spectral gap (e.g. G ~ I): dense fallback
         return float(np.linalg.eigvalsh(G)[-1])
     return float(val[0])
@@ -266,6 +277,7 @@ def top_eigenvalue(G) -> float:
 # --------------------------------------------------------------------------------------------- #
 # Mercer eigenvalues of the RBF kernel under a Gaussian measure                                  #
 # --------------------------------------------------------------------------------------------- #
+
 
 @dataclass(frozen=True)
 class RBFMercer:
@@ -309,7 +321,7 @@ class RBFMercer:
     # --- constants of R&W eq. 4.41 ---
     @property
     def a(self) -> float:
-        return 1.0 / (4.0 * self.variance)       # 1/a = 4 sigma^2
+        return 1.0 / (4.0 * self.variance)  # 1/a = 4 sigma^2
 
     @property
     def b(self) -> float:
@@ -390,8 +402,13 @@ class RBFMercer:
         log_pref = np.log(self.alpha**2) + 0.5 * d * np.log(self.mercer_alpha)
         total, k = 0.0, M
         while True:
-            log_term = (log_pref + scipy.special.gammaln(k + d) - scipy.special.gammaln(d)
-                        - scipy.special.gammaln(k + 1) + k * lb)
+            log_term = (
+                log_pref
+                + scipy.special.gammaln(k + d)
+                - scipy.special.gammaln(d)
+                - scipy.special.gammaln(k + 1)
+                + k * lb
+            )
             term = float(np.exp(log_term))
             total += term
             ratio = self.beta * (1.0 + (d - 1) / (k + 1))
@@ -409,7 +426,9 @@ class RBFMercer:
             raise ValueError(f"q must lie in (0, 1), got {q}")
         ratio = self.beta * (1.0 + (self.d - 1) / (M + 1))  # gamma_{k+1}/gamma_k at k = M
         if not ratio < q:
-            raise ValueError(f"M too small for q (supp-eqn:q): beta(1+(d-1)/(M+1)) = {ratio:.4g} >= q = {q}")
+            raise ValueError(
+                f"M too small for q (supp-eqn:q): beta(1+(d-1)/(M+1)) = {ratio:.4g} >= q = {q}"
+            )
         return float(self.eig_degree(M) * self.multiplicity(M) / (1.0 - q))
 
     # --- eigenfunctions (R&W eq. 4.42) ---
@@ -429,12 +448,13 @@ class RBFMercer:
         a, c = self.a, self.c
         u = np.sqrt(2.0 * c) * x
         out = np.empty(x.shape + (k_max + 1,))
-        out[..., 0] = np.pi ** -0.25 * np.exp(-(c - a) * x**2)   # exp(a x^2) psi_0(u)
+        out[..., 0] = np.pi**-0.25 * np.exp(-(c - a) * x**2)  # exp(a x^2) psi_0(u)
         if k_max >= 1:
             out[..., 1] = np.sqrt(2.0) * u * out[..., 0]
         for k in range(1, k_max):
-            out[..., k + 1] = (np.sqrt(2.0 / (k + 1)) * u * out[..., k]
-                               - np.sqrt(k / (k + 1)) * out[..., k - 1])
+            out[..., k + 1] = (
+                np.sqrt(2.0 / (k + 1)) * u * out[..., k] - np.sqrt(k / (k + 1)) * out[..., k - 1]
+            )
         return out * (np.pi * c / a) ** 0.25
 
     def features(self, X, M: int) -> np.ndarray:
@@ -454,7 +474,7 @@ class RBFMercer:
         if X.shape[1] != self.d:
             raise ValueError(f"X has {X.shape[1]} features, expected d={self.d}")
         M = positive_int(M, "M")
-        phi = self.eigfun_1d(X, M - 1)                             # (n, d, M)
+        phi = self.eigfun_1d(X, M - 1)  # (n, d, M)
         cols = []
         for k in range(M):
             w = np.sqrt(float(self.eig_degree(k)))
@@ -496,6 +516,7 @@ def rbf_cond_lower_shape(n, d: int, gamma: float) -> np.ndarray:
 # supp-lem:rbf kernel Gram ridge                                                                #
 # --------------------------------------------------------------------------------------------- #
 
+
 def ridge_cond(G, noise_var: float) -> float:
     """``cond(G + sigma^2 I) = (lambda_1(G) + sigma^2)/(lambda_n(G) + sigma^2)`` from ``eigvalsh``.
 
@@ -511,7 +532,9 @@ def ridge_cond(G, noise_var: float) -> float:
     return float((lam[-1] + s2) / (max(lam[0], 0.0) + s2))
 
 
-def ridge_cond_bounds(n: int, rho: float, noise_var: float, alpha: float = 1.0) -> tuple[float, float]:
+def ridge_cond_bounds(
+    n: int, rho: float, noise_var: float, alpha: float = 1.0
+) -> tuple[float, float]:
     """Sandwich of supp-lem:rbf kernel Gram ridge:
     ``(alpha^2 + (n-1) rho + sigma^2)/(alpha^2 + sigma^2) <= cond(G + sigma^2 I) <= (n alpha^2 + sigma^2)/sigma^2``.
 
@@ -526,7 +549,9 @@ def ridge_cond_bounds(n: int, rho: float, noise_var: float, alpha: float = 1.0) 
     s2 = positive_scalar(noise_var, "noise_var")
     a2 = positive_scalar(alpha, "alpha") ** 2
     if rho > a2:  # a mean of kernel values kappa(x, x') <= kappa(x, x) = alpha^2
-        raise ValueError(f"rho must lie in [0, alpha^2] = [0, {a2}] (a mean kernel value), got {rho}")
+        raise ValueError(
+            f"rho must lie in [0, alpha^2] = [0, {a2}] (a mean kernel value), got {rho}"
+        )
     lo = (a2 + (n - 1) * rho + s2) / (a2 + s2)
     hi = (n * a2 + s2) / s2
     return float(lo), float(hi)
@@ -535,6 +560,7 @@ def ridge_cond_bounds(n: int, rho: float, noise_var: float, alpha: float = 1.0) 
 # --------------------------------------------------------------------------------------------- #
 # supp-lem:rbf kernel Gram ridge prec, thm:cond number                                          #
 # --------------------------------------------------------------------------------------------- #
+
 
 @dataclass(frozen=True)
 class PrecSpectrum:
@@ -582,12 +608,12 @@ def prec_spectrum(G, noise_var: float) -> PrecSpectrum:
     if G.ndim != 2:
         raise ValueError(f"G must be a single (n, n) matrix, got shape {G.shape}")
     s2 = positive_scalar(noise_var, "noise_var")
-    s = G.sum(axis=1)                                             # D = diag(G 1)
+    s = G.sum(axis=1)  # D = diag(G 1)
     if np.any(s <= 0):
         raise ValueError("G must have positive row sums for D^{-1} (e.g. an RBF Gram)")
     r = 1.0 / np.sqrt(s)
-    A_tilde = r[:, None] * G * r[None, :]                         # D^{-1/2} G D^{-1/2}
-    lam = np.linalg.eigvalsh(A_tilde + np.diag(s2 / s))            # ~ D^{-1}(G + s2 I)
+    A_tilde = r[:, None] * G * r[None, :]  # D^{-1/2} G D^{-1/2}
+    lam = np.linalg.eigvalsh(A_tilde + np.diag(s2 / s))  # ~ D^{-1}(G + s2 I)
     lam_A = top_eigenvalue(A_tilde)
     return PrecSpectrum(float(lam[-1]), float(lam[0]), float(lam[-1] / lam[0]), float(lam_A), s)
 
@@ -628,6 +654,7 @@ def prec_bounds(s, noise_var: float, alpha: float = 1.0) -> PrecBounds:
 # thm:L growth                                                                                  #
 # --------------------------------------------------------------------------------------------- #
 
+
 def rho_star(cond) -> np.ndarray:
     """Optimal convergence factor ``rho* = 1 - 2/(cond + 1) = (cond - 1)/(cond + 1)`` of Richardson
     at ``eta* = 2/(lambda_1 + lambda_n)`` (supp-sec:richardson), from the condition number alone
@@ -667,6 +694,7 @@ def depth_sufficient(cond, eps: float) -> np.ndarray:
 # eqn:convg cond, thm:lambda1, fig:stepsize                                                     #
 # --------------------------------------------------------------------------------------------- #
 
+
 @dataclass(frozen=True)
 class StepCurve:
     """Admissible step against ``n`` (fig:stepsize).
@@ -692,8 +720,15 @@ class StepCurve:
     limit: np.ndarray
 
 
-def admissible_step_curve(kernel, ns, d: int, noise_var: float, n_trials: int,
-                          rng: np.random.Generator, design: str = "gaussian") -> StepCurve:
+def admissible_step_curve(
+    kernel,
+    ns,
+    d: int,
+    noise_var: float,
+    n_trials: int,
+    rng: np.random.Generator,
+    design: str = "gaussian",
+) -> StepCurve:
     """The curve of fig:stepsize: ``2/(lambda_1(G) + sigma^2)`` for ``n`` in ``ns``, averaged over
     ``n_trials`` draws of the design.
 
@@ -727,7 +762,7 @@ def admissible_step_curve(kernel, ns, d: int, noise_var: float, n_trials: int,
                 lam1 = linear_gram_eigenvalues(X, kernel.sigma_diag)[0]
             else:
                 lam1 = top_eigenvalue(kernel(X))
-            steps[i, r] = 2.0 / (lam1 + s2)                       # eqn:convg cond
+            steps[i, r] = 2.0 / (lam1 + s2)  # eqn:convg cond
     mean = steps.mean(axis=1)
     if design != "gaussian":
         lam_inf = np.nan
@@ -735,6 +770,11 @@ def admissible_step_curve(kernel, ns, d: int, noise_var: float, n_trials: int,
         lam_inf = max(kernel.sigma_diag) / d
     else:
         lam_inf = float(RBFMercer(d, kernel.lengthscale, 1.0 / d, kernel.alpha).eig_degree(0))
-    return StepCurve(ns=ns, steps=steps, mean=mean, std=steps.std(axis=1, ddof=1) if n_trials > 1
-                     else np.zeros(ns.size), reference=mean[0] * (ns[0] / ns),
-                     limit=2.0 / (ns * lam_inf + s2))
+    return StepCurve(
+        ns=ns,
+        steps=steps,
+        mean=mean,
+        std=steps.std(axis=1, ddof=1) if n_trials > 1 else np.zeros(ns.size),
+        reference=mean[0] * (ns[0] / ns),
+        limit=2.0 / (ns * lam_inf + s2),
+    )

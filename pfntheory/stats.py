@@ -72,4 +72,8 @@ def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], flo
     res = scipy.stats.linregress(x, y)
     dof = x.size - 2
     t = scipy.stats.t.ppf(0.5 + level / 2, dof) if dof > 0 else np.inf
-    return float(res.slope), (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)), float(res.rvalue)
+    return (
+        float(res.slope),
+        (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)),
+        float(res.rvalue),
+    )

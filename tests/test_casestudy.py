@@ -16,7 +16,9 @@ from pfntheory.claims import ClaimResult
 from pfntheory.gp import EBFit
 from pfntheory.nn.train import build_model
 
-FIT = EBFit(alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836, log_marginal_likelihood=float("nan"))
+FIT = EBFit(
+    alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836, log_marginal_likelihood=float("nan")
+)
 #: Tiny sizes for the end-to-end tests: a few seconds of training and calibration.
 TINY = cpfn.PFNScale(L=2, C=16, steps=2, lr=1e-3, batch_size=4, checkpoint_every=1, n_range=(8, 16))
 
@@ -32,14 +34,18 @@ def _one_thread():
 # ----------------------------------------------------------------------------------------------
 # bad input: ValueError naming the argument
 # ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(name="boston"), "dataset"),
-    (dict(name="sacramento", scale="huge"), "scale"),
-    (dict(name="walker", walker_csv="/nonexistent/walker.csv"), "walker_csv"),
-    (dict(name="walker", walker_exh_csv="/nonexistent/exh.csv"), "walker_exh_csv"),
-    (dict(name="walker", grid_stride=0), "grid_stride"),
-    (dict(name="sacramento", seed=-1), "seed"),
-], ids=["dataset", "scale", "walker_csv", "walker_exh_csv", "grid_stride", "seed"])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(name="boston"), "dataset"),
+        (dict(name="sacramento", scale="huge"), "scale"),
+        (dict(name="walker", walker_csv="/nonexistent/walker.csv"), "walker_csv"),
+        (dict(name="walker", walker_exh_csv="/nonexistent/exh.csv"), "walker_exh_csv"),
+        (dict(name="walker", grid_stride=0), "grid_stride"),
+        (dict(name="sacramento", seed=-1), "seed"),
+    ],
+    ids=["dataset", "scale", "walker_csv", "walker_exh_csv", "grid_stride", "seed"],
+)
 def test_run_casestudy_bad_input(kwargs, match, tmp_path):
     with pytest.raises(ValueError, match=match):
         crun.run_casestudy(out_dir=tmp_path, progress=False, **kwargs)
@@ -59,7 +65,12 @@ def test_pretraining_config_is_the_paper_setting():
     """supp-sec:real data: TF^pr (normalised, learnable), C=256, L=32, n' ~ Unif[128, 552] / [128, 384]
     on the fitted ARD prior; covariates with the standardised inputs' variance 1/0.3^2."""
     cfg = cpfn.pretraining_config(FIT, "sacramento", "paper")
-    assert (cfg.model.L, cfg.model.C, cfg.model.normalised, cfg.model.mode) == (32, 256, True, "learnable")
+    assert (cfg.model.L, cfg.model.C, cfg.model.normalised, cfg.model.mode) == (
+        32,
+        256,
+        True,
+        "learnable",
+    )
     assert (cfg.n_min, cfg.n_max, cfg.steps, cfg.batch_size) == (128, 552, 100_000, 128)
     t = cfg.task
     assert t.kind == "ard_rbf" and t.lengthscales == FIT.lengthscales and t.alpha == FIT.alpha
@@ -77,7 +88,7 @@ def _maps(values):
 
 
 def test_near_far_summary_by_hand():
-    dist = np.array([0.2, 1.0, 1.5, 3.0])            # near: the first two (<= 1)
+    dist = np.array([0.2, 1.0, 1.5, 3.0])  # near: the first two (<= 1)
     gp = _maps([0.0, 0.0, 0.0, 0.0])
     pfn = _maps([0.1, -0.3, 1.0, -2.0])
     sd = np.array([1.0, 0.5, 2.0, 4.0])
@@ -85,8 +96,8 @@ def test_near_far_summary_by_hand():
     assert (s["n_near"], s["n_far"], s["frac_near"]) == (2, 2, 0.5)
     m = s["mean"]
     tol = dict(rtol=1e-12, atol=1e-15)  # exact arithmetic on four numbers
-    np.testing.assert_allclose(m["mad_near"], 0.2, **tol)            # (0.1 + 0.3) / 2
-    np.testing.assert_allclose(m["mad_far"], 1.5, **tol)             # (1 + 2) / 2
+    np.testing.assert_allclose(m["mad_near"], 0.2, **tol)  # (0.1 + 0.3) / 2
+    np.testing.assert_allclose(m["mad_far"], 1.5, **tol)  # (1 + 2) / 2
     np.testing.assert_allclose(m["mad_near_sd"], (0.1 + 0.6) / 2, **tol)
     np.testing.assert_allclose(m["mad_far_sd"], (0.5 + 0.5) / 2, **tol)
     np.testing.assert_allclose(m["ratio_far_near"], 7.5, **tol)
@@ -110,7 +121,7 @@ def test_near_far_summary_nonfinite_and_errors():
 
 def test_coverage_summary():
     c = crun.coverage_summary([0, 0, 0, 0], [1, 1, 1, 1], [0.5, 1.0, 2.0, -0.1])
-    assert c["coverage"] == 0.5 and c["n"] == 4 and c["mean_width"] == 1.0   # closed interval
+    assert c["coverage"] == 0.5 and c["n"] == 4 and c["mean_width"] == 1.0  # closed interval
     np.testing.assert_allclose(c["se_nominal"], math.sqrt(0.09 / 4), rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="equal shape"):
         crun.coverage_summary([0, 0], [1, 1], [0.5])
@@ -121,10 +132,13 @@ def test_claims_hold_and_fail_honestly():
     gp = _maps(np.linspace(0, 10, 20))  # spread >> the differences: grid correlation > 0.99
     sd = np.ones(20)
     good = {q: gp[q] + np.where(dist <= 1, 0.01, 0.5) for q in crun.QUANTITIES}
-    cov = {"pfn": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
-           "gp": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50))}
-    claims = crun.make_claims("walker", crun.near_far_summary(good, gp, dist, sd), cov, scale="t",
-                              baseline="GP")
+    cov = {
+        "pfn": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
+        "gp": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
+    }
+    claims = crun.make_claims(
+        "walker", crun.near_far_summary(good, gp, dist, sd), cov, scale="t", baseline="GP"
+    )
     assert [c.label for c in claims] == ["fig:walker"] * 5
     assert [c.key for c in claims] == list(crun.CLAIM_KEYS)  # picked by key, never by position
     assert all(c.details["measured"] and c.details["variant"] for c in claims)
@@ -133,8 +147,9 @@ def test_claims_hold_and_fail_honestly():
     bad = {q: gp[q] + np.where(dist <= 1, 0.5, 0.01) for q in crun.QUANTITIES}
     lo = np.where(np.arange(50) < 15, 1.0, -1.0)
     cov_bad = {"pfn": crun.coverage_summary(lo, lo + 2, np.zeros(50)), "gp": cov["gp"]}
-    claims = crun.make_claims("sacramento", crun.near_far_summary(bad, gp, dist, sd), cov_bad,
-                              scale="t", baseline="GP")
+    claims = crun.make_claims(
+        "sacramento", crun.near_far_summary(bad, gp, dist, sd), cov_bad, scale="t", baseline="GP"
+    )
     assert [c.holds for c in claims] == [False, False, False, True, False]
     for c in claims:  # results.json round trip: each entry is ClaimResult kwargs
         assert ClaimResult(**runs._jsonable(c)).label == "fig:sacramento"
@@ -150,7 +165,9 @@ def test_forward_shared_matches_model_forward(normalised, head):
     weights. Queries inside the context cloud (s_x ~ 1: no ill-conditioned 1/s_x), so the two
     summation orders agree to round-off: rtol 1e-9, atol 1e-11."""
     cfg = cpfn.pretraining_config(FIT, "sacramento", dataclasses.replace(TINY, L=5, C=12))
-    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, normalised=normalised, head=head))
+    cfg = dataclasses.replace(
+        cfg, model=dataclasses.replace(cfg.model, normalised=normalised, head=head)
+    )
     model = build_model(cfg, (-3.0, 3.0), "cpu").double()
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -159,9 +176,12 @@ def test_forward_shared_matches_model_forward(normalised, head):
     rng = np.random.default_rng(0)
     X, Y, Xq = rng.normal(size=(17, 2)), rng.normal(size=17), 0.8 * rng.normal(size=(9, 2))
     with torch.no_grad():
-        ref = model(torch.tensor(X)[None].expand(9, 17, 2), torch.tensor(Y)[None].expand(9, 17),
-                    torch.tensor(Xq))
-    got = cpfn.pfn_forward_shared(model, X, Y, Xq, chunk=4)   # several chunks
+        ref = model(
+            torch.tensor(X)[None].expand(9, 17, 2),
+            torch.tensor(Y)[None].expand(9, 17),
+            torch.tensor(Xq),
+        )
+    got = cpfn.pfn_forward_shared(model, X, Y, Xq, chunk=4)  # several chunks
     for key, r in (("logits", ref.logits), ("mu_L", ref.mu), ("tau_L", ref.tau)):
         np.testing.assert_allclose(got[key], r.numpy(), rtol=1e-9, atol=1e-11, err_msg=key)
     assert got["skip_factor_max"].shape == (9,) and np.all(got["skip_factor_max"] >= 0)
@@ -221,24 +241,35 @@ def test_run_sacramento_tiny(tmp_path, monkeypatch):
     assert "timing_s" not in res2 and "pfn_train_wall_s" not in res2["summary"]
 
 
-@pytest.mark.skipif(not walker_data_available(), reason="Walker Lake CSVs not found (../shared/data "
-                    "or $PFNTHEORY_WALKER_CSV)")
+@pytest.mark.skipif(
+    not walker_data_available(),
+    reason="Walker Lake CSVs not found (../shared/data or $PFNTHEORY_WALKER_CSV)",
+)
 def test_run_walker_tiny(tmp_path):
     out = tmp_path / "walker"
-    res = crun.run_casestudy("walker", TINY, out, grid_stride=26, n_restarts=0, device="cpu",
-                             progress=False)
+    res = crun.run_casestudy(
+        "walker", TINY, out, grid_stride=26, n_restarts=0, device="cpu", progress=False
+    )
     doc = _check_outputs(out, res, "fig:walker")
     assert doc["summary"]["n_grid"] == 10 * 12 and doc["summary"]["n_context"] == 200
     assert doc["coverage"]["pfn"]["n"] == 70 and "context_refit" in doc["eb_fit"]
     assert "near_far_same_prior" in doc and len(doc["claims"]) == 7
-    assert [c["key"] for c in doc["claims"][5:]] == ["pretraining_prior/near_close",
-                                                     "pretraining_prior/coverage"]
+    assert [c["key"] for c in doc["claims"][5:]] == [
+        "pretraining_prior/near_close",
+        "pretraining_prior/coverage",
+    ]
 
 
 def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):
-    args = cli.build_parser().parse_args(["casestudy", "walker", "--scale", "paper", "--walker-csv",
-                                          "w.csv", "--grid-stride", "4"])
-    assert (args.dataset, args.scale, args.walker_csv, args.grid_stride) == ("walker", "paper", "w.csv", 4)
+    args = cli.build_parser().parse_args(
+        ["casestudy", "walker", "--scale", "paper", "--walker-csv", "w.csv", "--grid-stride", "4"]
+    )
+    assert (args.dataset, args.scale, args.walker_csv, args.grid_stride) == (
+        "walker",
+        "paper",
+        "w.csv",
+        4,
+    )
     assert args.func is crun._run_cli
     args = cli.build_parser().parse_args(["casestudy", "sacramento"])
     assert args.scale == "quick" and args.walker_csv is None
@@ -246,6 +277,15 @@ def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):
         cli.main(["casestudy", "boston"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        cli.main(["casestudy", "walker", "--walker-csv", str(tmp_path / "nope.csv"), "--out-dir",
-                  str(tmp_path / "o"), "--no-progress"])
+        cli.main(
+            [
+                "casestudy",
+                "walker",
+                "--walker-csv",
+                str(tmp_path / "nope.csv"),
+                "--out-dir",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
     assert e.value.code == 2 and "walker_csv" in capsys.readouterr().err

@@ -15,9 +15,33 @@ def test_parser_choices_match_library():
 
 
 def _train_args(rd, *extra):
-    return ["train", "--run-dir", str(rd), "--task", "rbf", "--d", "2", "--L", "2", "--C", "8",
-            "--n-min", "4", "--n-max", "6", "--steps", "2", "--lr", "1e-3", "--batch-size", "4",
-            "--no-progress", "--device", "cpu", *extra]
+    return [
+        "train",
+        "--run-dir",
+        str(rd),
+        "--task",
+        "rbf",
+        "--d",
+        "2",
+        "--L",
+        "2",
+        "--C",
+        "8",
+        "--n-min",
+        "4",
+        "--n-max",
+        "6",
+        "--steps",
+        "2",
+        "--lr",
+        "1e-3",
+        "--batch-size",
+        "4",
+        "--no-progress",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def test_train_then_evaluate(tmp_path, capsys):
@@ -35,8 +59,9 @@ def test_train_then_evaluate(tmp_path, capsys):
     assert cli.main(["evaluate", str(rd), "--n-eval", "4", "--curve-only", "--curve", "nll"]) == 0
     out = capsys.readouterr().out
     # the run's learning curve (if training recorded one) or a plain statement that it has none
-    assert ("step" in out and ("plateaued" in out or "still improving" in out)) or \
-        "no learning curve" in out
+    assert (
+        "step" in out and ("plateaued" in out or "still improving" in out)
+    ) or "no learning curve" in out
     assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["n"] == 6 and len(printed["scale"]["learned"]) == cfg["task"]["d"]
@@ -50,11 +75,14 @@ def test_every_subcommand_is_registered():
     assert {"train", "evaluate", "compare", "sweep", "report", "casestudy"} <= set(sub.choices)
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["train", "--task", "gp"], "invalid choice"),
-    (["frobnicate"], "invalid choice"),
-    (["evaluate"], "required"),
-])
+@pytest.mark.parametrize(
+    "argv,match",
+    [
+        (["train", "--task", "gp"], "invalid choice"),
+        (["frobnicate"], "invalid choice"),
+        (["evaluate"], "required"),
+    ],
+)
 def test_argparse_errors(argv, match, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
@@ -124,9 +152,19 @@ def test_metrics_without_interval_is_one_line(tmp_path, capsys):
     assert e.value.code == 2 and "interval" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("flag,value", [("--steps", "0"), ("--lr", "0"), ("--batch-size", "0"),
-                                        ("--seed", str(2**64)), ("--seed", "-1"), ("--d", "0"),
-                                        ("--lr", "nan"), ("--checkpoint-every", "0")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--steps", "0"),
+        ("--lr", "0"),
+        ("--batch-size", "0"),
+        ("--seed", str(2**64)),
+        ("--seed", "-1"),
+        ("--d", "0"),
+        ("--lr", "nan"),
+        ("--checkpoint-every", "0"),
+    ],
+)
 def test_explicit_values_are_refused_not_replaced(tmp_path, flag, value, capsys):
     """Issue 12: --steps 0 and --lr 0 were silently replaced by the defaults (args.steps or steps)."""
     argv = _train_args(tmp_path / "r")
@@ -152,8 +190,9 @@ def test_explicit_values_are_honoured(tmp_path):
     assert (cfg["steps"], cfg["lr"], cfg["seed"]) == (1, 0.5, 2**63 - 1)
 
 
-@pytest.mark.parametrize("argv", [["train", "--device", "tpu"], ["evaluate", "x", "--n-eval", "4",
-                                                                 "--device", "cuda:x"]])
+@pytest.mark.parametrize(
+    "argv", [["train", "--device", "tpu"], ["evaluate", "x", "--n-eval", "4", "--device", "cuda:x"]]
+)
 def test_device_is_validated_by_the_parser(argv, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)
@@ -166,8 +205,10 @@ def test_device_checked_before_work(tmp_path, capsys, monkeypatch):
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    for argv in (_train_args(tmp_path / "r")[:-1] + ["cuda"],
-                 ["casestudy", "sacramento", "--device", "cuda", "--out-dir", str(tmp_path / "o")]):
+    for argv in (
+        _train_args(tmp_path / "r")[:-1] + ["cuda"],
+        ["casestudy", "sacramento", "--device", "cuda", "--out-dir", str(tmp_path / "o")],
+    ):
         with pytest.raises(SystemExit) as e:
             cli.main(argv)
         err = capsys.readouterr().err

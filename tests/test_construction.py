@@ -12,8 +12,11 @@ from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel
 
 def _data(n=5, d=2, seed=0, batch=()):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=batch + (n, d)) / np.sqrt(d), rng.normal(size=batch + (n,)),
-            rng.normal(size=batch + (d,)) / np.sqrt(d))
+    return (
+        rng.normal(size=batch + (n, d)) / np.sqrt(d),
+        rng.normal(size=batch + (n,)),
+        rng.normal(size=batch + (d,)) / np.sqrt(d),
+    )
 
 
 def test_Z0_layout():
@@ -42,8 +45,11 @@ def test_weights_match_supp_eqn_weights():
     assert M0[:3].sum() == 0 and M[3].sum() == 0 and M[:3].sum() == 12
 
 
-@pytest.mark.parametrize("kernel", [RBFKernel(1.3, 0.7), ARDRBFKernel(0.8, (0.5, 1.5)),
-                                    LinearKernel((2.0, 0.4))], ids=["rbf", "ard", "linear"])
+@pytest.mark.parametrize(
+    "kernel",
+    [RBFKernel(1.3, 0.7), ARDRBFKernel(0.8, (0.5, 1.5)), LinearKernel((2.0, 0.4))],
+    ids=["rbf", "ard", "linear"],
+)
 def test_deep_forward_reaches_gp_ppd(kernel):
     X, Y, x = _data(n=6)
     s2 = 0.1
@@ -87,10 +93,15 @@ def _dense_sup(m, box, n=801):
     return best
 
 
-@pytest.mark.parametrize("box,width", [(((-1.0, 1.0), (0.05, 0.5)), 16),
-                                       (((-1.0, 1.0), (0.05, 0.5)), 144),
-                                       (((-2.0, 0.5), (0.2, 1.0)), 64)],
-                         ids=["small-tau-w16", "small-tau-w144", "shifted-w64"])
+@pytest.mark.parametrize(
+    "box,width",
+    [
+        (((-1.0, 1.0), (0.05, 0.5)), 16),
+        (((-1.0, 1.0), (0.05, 0.5)), 144),
+        (((-2.0, 0.5), (0.2, 1.0)), 64),
+    ],
+    ids=["small-tau-w16", "small-tau-w144", "shifted-w64"],
+)
 def test_delta_mlp_is_a_certified_upper_bound(box, width):
     """issue 12: the grid maximum was 1.6-5.7% below the true sup. The certified bound must lie above
     a dense evaluation (801^2 points, 16x finer than the initial grid) and within its stated
@@ -163,8 +174,15 @@ def test_sizes_are_checked_before_allocating():
     w = con.handset_weights(2, 3, 0.1, 0.1, k)
     Xb = np.broadcast_to(X, (10**6,) + X.shape)
     with pytest.raises(ValueError, match="X"):
-        con.tf_forward(w, Xb, np.broadcast_to(Y, (10**6,) + Y.shape), np.broadcast_to(x, (10**6, 2)))
+        con.tf_forward(
+            w, Xb, np.broadcast_to(Y, (10**6,) + Y.shape), np.broadcast_to(x, (10**6, 2))
+        )
     with pytest.raises(ValueError, match="return_path"):
         B = (10**4,)  # 300 layers x 10^4 contexts x 6 x 6 = 1.1e8 values in the path
-        con.tf_forward(con.handset_weights(2, 300, 0.1, 0.1, k), np.broadcast_to(X, B + X.shape),
-                       np.broadcast_to(Y, B + Y.shape), np.broadcast_to(x, B + x.shape), return_path=True)
+        con.tf_forward(
+            con.handset_weights(2, 300, 0.1, 0.1, k),
+            np.broadcast_to(X, B + X.shape),
+            np.broadcast_to(Y, B + Y.shape),
+            np.broadcast_to(x, B + x.shape),
+            return_path=True,
+        )

@@ -10,9 +10,22 @@ STEPS = curve_steps(2000, 12)
 
 
 def _curve(values, se, ns=(64, 128)):
-    return [{"step": s, "n": n, "tv": float(v), "tv_se": float(se), "nll": 0.0, "nll_se": 0.0,
-             "coverage90": 0.9, "coverage90_se": 0.01, "crps": 0.1, "crps_se": 0.0}
-            for s, v in zip(STEPS, values, strict=True) for n in ns]
+    return [
+        {
+            "step": s,
+            "n": n,
+            "tv": float(v),
+            "tv_se": float(se),
+            "nll": 0.0,
+            "nll_se": 0.0,
+            "coverage90": 0.9,
+            "coverage90_se": 0.01,
+            "crps": 0.1,
+            "crps_se": 0.0,
+        }
+        for s, v in zip(STEPS, values, strict=True)
+        for n in ns
+    ]
 
 
 def test_flat_curve_has_plateaued():
@@ -22,7 +35,7 @@ def test_flat_curve_has_plateaued():
 
 def test_still_falling_curve_has_not():
     # TV falling like step^-0.3: the fall over the last half-decade is many standard errors
-    v = [0.5] + [0.5 * s ** -0.3 for s in STEPS[1:]]
+    v = [0.5] + [0.5 * s**-0.3 for s in STEPS[1:]]
     st = plateau_status(_curve(v, se=0.002))
     assert not st["plateaued"] and st["change"] > 2 * st["se"], st
     assert "still improving at 2000" in trend_text(st)
@@ -43,7 +56,9 @@ def test_noisy_flat_curves_rarely_called_improving():
 
 def test_noisy_falling_curve_is_still_improving():
     rng = np.random.default_rng(0)
-    v = np.array([0.5 * s ** -0.5 if s else 0.5 for s in STEPS]) + 0.001 * rng.standard_normal(len(STEPS))
+    v = np.array([0.5 * s**-0.5 if s else 0.5 for s in STEPS]) + 0.001 * rng.standard_normal(
+        len(STEPS)
+    )
     assert not plateau_status(_curve(v, se=0.001))["plateaued"]
 
 

@@ -39,14 +39,24 @@ def test_bin_edges_and_midpoints():
     np.testing.assert_allclose(midpoints(e), np.arange(-1.25, 2.5, 0.5), rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("args,name", [((1.0, 1.0, 4), "a"), ((2.0, 1.0, 4), "a"), ((0.0, 1.0, 1), "C"),
-                                       ((np.nan, 1.0, 4), "a"), ((0.0, 1.0, 2.5), "C")])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((1.0, 1.0, 4), "a"),
+        ((2.0, 1.0, 4), "a"),
+        ((0.0, 1.0, 1), "C"),
+        ((np.nan, 1.0, 4), "a"),
+        ((0.0, 1.0, 2.5), "C"),
+    ],
+)
 def test_bin_edges_bad_input(args, name):
     with pytest.raises(ValueError, match=name):
         bin_edges(*args)
 
 
-@pytest.mark.parametrize("edges", [[0.0, 1.0], [0.0, 2.0, 1.0], [0.0, np.nan, 1.0], [[0.0, 1.0, 2.0]]])
+@pytest.mark.parametrize(
+    "edges", [[0.0, 1.0], [0.0, 2.0, 1.0], [0.0, np.nan, 1.0], [[0.0, 1.0, 2.0]]]
+)
 def test_bad_edges(edges):
     with pytest.raises(ValueError, match="edges"):
         midpoints(edges)
@@ -64,7 +74,11 @@ def test_truncnorm_bin_masses_against_scipy():
     np.testing.assert_allclose(q.sum(-1), 1.0, rtol=0, atol=1e-14)
     for i in np.ndindex(2, 3):
         s = np.sqrt(tau[i])
-        ref = np.diff(scipy.stats.truncnorm((e[0] - mu[i]) / s, (e[-1] - mu[i]) / s, loc=mu[i], scale=s).cdf(e))
+        ref = np.diff(
+            scipy.stats.truncnorm((e[0] - mu[i]) / s, (e[-1] - mu[i]) / s, loc=mu[i], scale=s).cdf(
+                e
+            )
+        )
         np.testing.assert_allclose(q[i], ref, rtol=1e-9, atol=1e-16)
 
 
@@ -75,7 +89,7 @@ def test_truncnorm_far_tail_against_mpmath():
     mpmath.mp.dps = 50
     e = np.linspace(12.0, 14.0, 5)
     q = truncnorm_bin_masses(0.0, 1.0, e)
-    F = [mpmath.ncdf(-x) for x in e]                    # upper-tail masses
+    F = [mpmath.ncdf(-x) for x in e]  # upper-tail masses
     m = [F[i] - F[i + 1] for i in range(4)]
     ref = np.array([float(x / sum(m)) for x in m])
     np.testing.assert_allclose(q, ref, rtol=1e-10, atol=0)
@@ -85,11 +99,15 @@ def test_gaussian_masses_and_tails():
     e = bin_edges(-1.0, 2.0, 6)
     g = gaussian_bin_masses(0.3, 0.4, e)
     np.testing.assert_allclose(g.sum(), gaussian_interval_mass(0.3, 0.4, -1, 2), rtol=1e-14, atol=0)
-    np.testing.assert_allclose(gaussian_tail_mass(0.3, 0.4, -1, 2) + g.sum(), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        gaussian_tail_mass(0.3, 0.4, -1, 2) + g.sum(), 1.0, rtol=0, atol=1e-15
+    )
 
 
-@pytest.mark.parametrize("mu,tau,name", [(0.0, 0.0, "tau"), (0.0, -1.0, "tau"), (np.nan, 1.0, "mu"),
-                                         (0.0, np.inf, "tau")])
+@pytest.mark.parametrize(
+    "mu,tau,name",
+    [(0.0, 0.0, "tau"), (0.0, -1.0, "tau"), (np.nan, 1.0, "mu"), (0.0, np.inf, "tau")],
+)
 def test_truncnorm_bad_input(mu, tau, name):
     with pytest.raises(ValueError, match=name):
         truncnorm_bin_masses(mu, tau, bin_edges(0, 1, 4))
@@ -124,7 +142,9 @@ def test_histogram_density_conventions_and_errors():
     p = np.array([0.25, 0.75])
     y = np.array([-0.1, 0.0, 0.5, 1.0, 2.0, 3.0, 3.1])
     np.testing.assert_allclose(histogram_density(e, p, y), [0, 0, 0.25, 0.25, 0.375, 0.375, 0])
-    np.testing.assert_allclose(histogram_density(e, p, y, closed="left"), [0, 0.25, 0.25, 0.375, 0.375, 0, 0])
+    np.testing.assert_allclose(
+        histogram_density(e, p, y, closed="left"), [0, 0.25, 0.25, 0.375, 0.375, 0, 0]
+    )
     assert histogram_density(e, np.tile(p, (4, 1)), 0.5).shape == (4,)
     with pytest.raises(ValueError, match="probs"):
         histogram_density(e, [0.3, 0.3], 0.5)
@@ -153,18 +173,27 @@ def test_truncated_nll_against_quad():
     pc = truncnorm_bin_masses(0.3, 0.5, e)
     q = rng.dirichlet(np.ones(7))
     Z = gaussian_interval_mass(0.3, 0.5, -1, 2)
-    f = lambda y: -scipy.stats.norm.pdf(y, 0.3, np.sqrt(0.5)) / Z * np.log(histogram_density(e, q, y))  # noqa: E731
-    ref = sum(scipy.integrate.quad(f, e[c], e[c + 1], epsabs=1e-13, epsrel=1e-12)[0] for c in range(7))
+
+    def f(y):
+        return -scipy.stats.norm.pdf(y, 0.3, np.sqrt(0.5)) / Z * np.log(histogram_density(e, q, y))
+
+    ref = sum(
+        scipy.integrate.quad(f, e[c], e[c + 1], epsabs=1e-13, epsrel=1e-12)[0] for c in range(7)
+    )
     np.testing.assert_allclose(truncated_nll_histogram(pc, q, e), ref, rtol=1e-9, atol=1e-12)
 
 
 def test_bounds_values():
-    e = np.array([0.0, 1.0, 3.0])                           # |Gamma| = 2, b - a = 3
+    e = np.array([0.0, 1.0, 3.0])  # |Gamma| = 2, b - a = 3
     assert discretization_bound(0.5, e, 0.1) == pytest.approx(0.5 * 2 * 3 / 2 + 0.1, rel=1e-15)
     assert smax_quad_bound(0.5, e, 0.1) == pytest.approx(3 * 0.5 * 2 / (4 * 0.9), rel=1e-15)
     assert smax_quad_bound_modulus(0.2, e, 0.1) == pytest.approx(3 * 0.2 / 0.9, rel=1e-15)
-    np.testing.assert_allclose(softmax_perturbation_bound([0.0, 0.5]), [0.0, np.e - 1], rtol=1e-15, atol=0)
-    np.testing.assert_allclose(softmax_perturbation_sharp(0.5), 2 * np.tanh(0.25), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(
+        softmax_perturbation_bound([0.0, 0.5]), [0.0, np.e - 1], rtol=1e-15, atol=0
+    )
+    np.testing.assert_allclose(
+        softmax_perturbation_sharp(0.5), 2 * np.tanh(0.25), rtol=1e-15, atol=0
+    )
     with pytest.raises(ValueError, match="eps"):
         discretization_bound(1.0, e, 1.0)
     with pytest.raises(ValueError, match="L_lip"):
@@ -178,7 +207,9 @@ def test_gaussian_lipschitz_against_finite_differences(tau):
     """sup |p'| = 1/(tau sqrt(2 pi e)) vs the max secant slope on a fine grid (rtol 1e-6: grid)."""
     y = np.linspace(-6 * np.sqrt(tau), 6 * np.sqrt(tau), 200001)
     p = scipy.stats.norm.pdf(y, 0, np.sqrt(tau))
-    np.testing.assert_allclose(np.max(np.abs(np.diff(p) / np.diff(y))), gaussian_lipschitz(tau), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.max(np.abs(np.diff(p) / np.diff(y))), gaussian_lipschitz(tau), rtol=1e-6
+    )
 
 
 def test_calibrate_interval_equal_tails_and_errors():

@@ -70,16 +70,34 @@ def _statuses(summary) -> dict:
 def _tiny() -> Experiment:
     """One run of each kind (trained, fig:stepsize, exact PPD), small enough for a second."""
     task = TaskSpec(kind="rbf", d=2)
-    design = Design(runs=(
-        RunSpec(task=task, model=ModelSpec(score="rbf", L=2, C=8, normalised=True), n_min=4,
-                n_max=8, steps=4, lr=1e-3, evals=(EvalSpec(n_eval=(4, 8), n_instances=4),
-                                                  EvalSpec(n_eval=(8,), n_instances=4,
-                                                           covariates="uniform"))),
-        StepsizeSpec(kernel="rbf", d=2, ns=(10, 20, 40), n_trials=2),
-        ExactPPDSpec(task=task, n_eval=(4, 8), n_instances=4),
-    ), shrunk="tiny")
-    return Experiment(name="tiny", labels=("none",), title="plumbing", claims=(), quick=design,
-                      paper=design, cpu=design)
+    design = Design(
+        runs=(
+            RunSpec(
+                task=task,
+                model=ModelSpec(score="rbf", L=2, C=8, normalised=True),
+                n_min=4,
+                n_max=8,
+                steps=4,
+                lr=1e-3,
+                evals=(
+                    EvalSpec(n_eval=(4, 8), n_instances=4),
+                    EvalSpec(n_eval=(8,), n_instances=4, covariates="uniform"),
+                ),
+            ),
+            StepsizeSpec(kernel="rbf", d=2, ns=(10, 20, 40), n_trials=2),
+            ExactPPDSpec(task=task, n_eval=(4, 8), n_instances=4),
+        ),
+        shrunk="tiny",
+    )
+    return Experiment(
+        name="tiny",
+        labels=("none",),
+        title="plumbing",
+        claims=(),
+        quick=design,
+        paper=design,
+        cpu=design,
+    )
 
 
 @pytest.fixture
@@ -91,6 +109,7 @@ def tiny(monkeypatch) -> str:
 # --------------------------------------------------------------------------------------------------
 # definitions and run naming
 # --------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name,scale", ALL, ids=[f"{n}-{s}" for n, s in ALL])
 def test_every_experiment_builds(name, scale):
@@ -130,12 +149,15 @@ def test_run_names_derive_from_config_and_never_collide():
 def test_run_name_follows_training_not_evaluation():
     spec = get_experiment("fig_exp2_1").runs("quick")[0]
     assert dataclasses.replace(spec, evals=()).name == spec.name
-    changed = [dataclasses.replace(spec, lr=spec.lr / 2), dataclasses.replace(spec, seed=1),
-               dataclasses.replace(spec, steps=spec.steps + 1),
-               dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=2)),
-               # not in the readable prefix: only the hash tells these apart
-               dataclasses.replace(spec, task=dataclasses.replace(spec.task, hier_noise_stds=(0.5,))),
-               dataclasses.replace(spec, batch_size=64)]
+    changed = [
+        dataclasses.replace(spec, lr=spec.lr / 2),
+        dataclasses.replace(spec, seed=1),
+        dataclasses.replace(spec, steps=spec.steps + 1),
+        dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=2)),
+        # not in the readable prefix: only the hash tells these apart
+        dataclasses.replace(spec, task=dataclasses.replace(spec.task, hier_noise_stds=(0.5,))),
+        dataclasses.replace(spec, batch_size=64),
+    ]
     names = {spec.name} | {c.name for c in changed}
     assert len(names) == len(changed) + 1
 
@@ -147,10 +169,14 @@ def test_quick_design_states_what_was_shrunk(name):
     assert len(exp.quick.shrunk) > 20, f"{name}: quick design does not say what was shrunk"
     assert exp.quick.runs != exp.paper.runs
     quick, paper = exp.quick.runs, exp.paper.runs
-    q_cost = sum(getattr(s, "steps", 0) * getattr(s, "n_max", 1) ** 2 + getattr(s, "n_trials", 0)
-                 for s in quick)
-    p_cost = sum(getattr(s, "steps", 0) * getattr(s, "n_max", 1) ** 2 + getattr(s, "n_trials", 0)
-                 for s in paper)
+    q_cost = sum(
+        getattr(s, "steps", 0) * getattr(s, "n_max", 1) ** 2 + getattr(s, "n_trials", 0)
+        for s in quick
+    )
+    p_cost = sum(
+        getattr(s, "steps", 0) * getattr(s, "n_max", 1) ** 2 + getattr(s, "n_trials", 0)
+        for s in paper
+    )
     assert q_cost < p_cost, f"{name}: the quick design is not cheaper ({q_cost} vs {p_cost})"
 
 
@@ -164,6 +190,7 @@ def test_design_rejects_shared_directory():
 # sweeps: files, idempotence, adoption, resumption, executors
 # --------------------------------------------------------------------------------------------------
 
+
 def _files(root: Path) -> dict:
     return {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
 
@@ -176,9 +203,14 @@ def test_sweep_creates_files_and_is_idempotent(tmp_path, tiny):
     assert runfiles.load_json(exp_dir / "sweep-quick.json") == s
     for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
         assert done and rd == exp_dir / spec.name
-        assert {p.name for p in rd.iterdir()} == {SPEC_FILE, runfiles.CONFIG, runfiles.METRICS,
-                                                  runfiles.WEIGHTS, "eval.json",
-                                                  "eval_uniform.json"}
+        assert {p.name for p in rd.iterdir()} == {
+            SPEC_FILE,
+            runfiles.CONFIG,
+            runfiles.METRICS,
+            runfiles.WEIGHTS,
+            "eval.json",
+            "eval_uniform.json",
+        }
         assert runfiles.load_json(rd / SPEC_FILE)["name"] == spec.name
 
     before = _files(tmp_path)
@@ -192,8 +224,10 @@ def test_sweep_creates_files_and_is_idempotent(tmp_path, tiny):
     for spec, rd, done in plan(tiny, "quick", tmp_path):
         assert done
         if not isinstance(spec, RunSpec):
-            assert runfiles.load_json(rd / "result.json")["spec"] == runfiles.load_json(
-                rd / SPEC_FILE)["spec"]
+            assert (
+                runfiles.load_json(rd / "result.json")["spec"]
+                == runfiles.load_json(rd / SPEC_FILE)["spec"]
+            )
     assert set(_statuses(_sweep(tiny, tmp_path)).values()) == {"skipped"}
     loaded = load_experiment(tiny, "quick", tmp_path)
     assert [r.spec for r in loaded] == list(_tiny().quick.runs)
@@ -208,7 +242,8 @@ def test_identical_run_of_another_experiment_is_adopted(tmp_path):
     for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
         assert done and (rd / "eval_uniform.json").is_file()
         assert (rd / runfiles.WEIGHTS).read_bytes() == (
-            tmp_path / "fig_exp2_2" / spec.name / runfiles.WEIGHTS).read_bytes()
+            tmp_path / "fig_exp2_2" / spec.name / runfiles.WEIGHTS
+        ).read_bytes()
 
 
 def test_killed_run_resumes_from_checkpoint(tmp_path, monkeypatch):
@@ -251,15 +286,18 @@ def test_slurm_executor_through_submitit(tmp_path, tiny, cluster, name):
     assert set(_statuses(again).values()) == {"skipped"}
 
 
-@pytest.mark.parametrize("kw,match", [
-    ({"experiment": "fig_exp9"}, "experiment"),
-    ({"scale": "huge"}, "scale"),
-    ({"executor": "pbs"}, "executor"),
-    ({"workers": 0}, "workers"),
-    ({"workers": 1.5}, "workers"),
-    ({"threads": 0}, "threads"),
-    ({"backend": "magic"}, "backend"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"experiment": "fig_exp9"}, "experiment"),
+        ({"scale": "huge"}, "scale"),
+        ({"executor": "pbs"}, "executor"),
+        ({"workers": 0}, "workers"),
+        ({"workers": 1.5}, "workers"),
+        ({"threads": 0}, "threads"),
+        ({"backend": "magic"}, "backend"),
+    ],
+)
 def test_sweep_rejects_bad_input(tmp_path, kw, match):
     kw = {"experiment": "fig_exp2_1", "scale": "quick", "backend": "standin", **kw}
     with pytest.raises(ValueError, match=match):
@@ -286,18 +324,24 @@ def _corrupt(path: Path) -> None:
     path.write_text(path.read_text()[:10])  # a truncated copy
 
 
-@pytest.mark.parametrize("kind,file,breaks", [
-    ("run", "eval.json", True),
-    ("run", "eval_uniform.json", True),
-    ("run", "metrics.json", True),
-    ("run", SPEC_FILE, False),  # does not break completeness, but must not break a redo either
-    ("stepsize", "result.json", True),
-    ("exact", "result.json", True),
-])
+@pytest.mark.parametrize(
+    "kind,file,breaks",
+    [
+        ("run", "eval.json", True),
+        ("run", "eval_uniform.json", True),
+        ("run", "metrics.json", True),
+        ("run", SPEC_FILE, False),  # does not break completeness, but must not break a redo either
+        ("stepsize", "result.json", True),
+        ("exact", "result.json", True),
+    ],
+)
 def test_corrupt_json_is_redone(tmp_path, tiny, kind, file, breaks):
     _sweep(tiny, tmp_path)
-    spec, rd = next((s, rd) for s, rd, _ in plan(tiny, "quick", tmp_path)
-                    if type(s).__name__.lower().startswith(kind))
+    spec, rd = next(
+        (s, rd)
+        for s, rd, _ in plan(tiny, "quick", tmp_path)
+        if type(s).__name__.lower().startswith(kind)
+    )
     _corrupt(rd / file)
     if not breaks:
         (rd / "eval.json").unlink()  # give the run some work to do alongside the corrupt file
@@ -316,8 +360,12 @@ def test_cli_sweep_list_and_dry_run(tmp_path, capsys):
     assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
     out = capsys.readouterr().out
     assert "fig_exp2_1 [quick] 0/2 complete" in out and "shrunk:" in out and out.count("todo") == 2
-    assert cli.main(["sweep", "fig_exp2_1", "--dry-run", "--root", root, "--no-progress",
-                     "--workers", "1"]) == 0
+    assert (
+        cli.main(
+            ["sweep", "fig_exp2_1", "--dry-run", "--root", root, "--no-progress", "--workers", "1"]
+        )
+        == 0
+    )
     assert "2 runs, 0 failed" in capsys.readouterr().out
     assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
     assert "2/2 complete" in capsys.readouterr().out
@@ -330,8 +378,14 @@ def test_cli_sweep_list_and_dry_run(tmp_path, capsys):
 # the published tables
 # --------------------------------------------------------------------------------------------------
 
+
 def test_published_tables_shape():
-    assert PUBLISHED_DEPTHS == (8, 16, 32) and PUBLISHED_METRICS == ("crps", "cov50", "cov90", "cov95")
+    assert PUBLISHED_DEPTHS == (8, 16, 32) and PUBLISHED_METRICS == (
+        "crps",
+        "cov50",
+        "cov90",
+        "cov95",
+    )
     assert sorted(LENGTHSCALE_CRPS) == [(ell, n) for ell in (0.4, 0.8, 1.6) for n in (256, 1024)]
     assert sorted(HIERARCHICAL_GP) == [256, 512, 1024]
     for table in (LENGTHSCALE_CRPS, HIERARCHICAL_GP):
@@ -342,8 +396,15 @@ def test_published_tables_shape():
     assert len(published_rows("supp_tab_lengthscale")) == 6 * 3
     assert len(published_rows("supp_tab_hier")) == 3 * 3
     row = published_rows("supp_tab_lengthscale")[0]
-    assert row == {"lengthscale": 0.4, "n_prime": 256, "L": 8, "crps": .538, "cov50": .504,
-                   "cov90": .904, "cov95": .953}
+    assert row == {
+        "lengthscale": 0.4,
+        "n_prime": 256,
+        "L": 8,
+        "crps": 0.538,
+        "cov50": 0.504,
+        "cov90": 0.904,
+        "cov95": 0.953,
+    }
 
 
 def _tex_table(label: str) -> list[list[str]]:
@@ -352,7 +413,7 @@ def _tex_table(label: str) -> list[list[str]]:
     tex = PAPER_TEX.read_text()
     end = tex.index(f"\\label{{{label}}}")
     start = tex.rindex("\\begin{tabular}", 0, end)
-    body = tex[start:tex.index("\\end{tabular}", start)]
+    body = tex[start : tex.index("\\end{tabular}", start)]
     body = body.split("\\toprule", 1)[1].split("\\bottomrule", 1)[0]
     rows = [r.replace("\\midrule", "").strip() for r in body.split("\\\\")]
     return [[c.strip().strip("$").strip() for c in r.split("&")] for r in rows if r]
@@ -371,14 +432,16 @@ def test_published_tables_match_the_tex():
     parsed, ell = {}, None
     for cells in rows:
         ell = float(cells[0]) if cells[0] else ell  # blank lengthscale: same block as above
-        parsed[(ell, int(cells[1]))] = dict(zip(PUBLISHED_METRICS, map(_triple, cells[2:]),
-                                                strict=True))
+        parsed[(ell, int(cells[1]))] = dict(
+            zip(PUBLISHED_METRICS, map(_triple, cells[2:]), strict=True)
+        )
     assert parsed == LENGTHSCALE_CRPS
 
     rows = _tex_table("supp-tab:hierarchical-gp")
     assert rows[0][1:] == ["CRPS", "50\\%", "90\\%", "95\\%"]
-    parsed = {int(c[0]): dict(zip(PUBLISHED_METRICS, map(_triple, c[1:]), strict=True))
-              for c in rows[1:]}
+    parsed = {
+        int(c[0]): dict(zip(PUBLISHED_METRICS, map(_triple, c[1:]), strict=True)) for c in rows[1:]
+    }
     assert parsed == HIERARCHICAL_GP
 
 
@@ -414,7 +477,9 @@ def test_check_exp1_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch):
     assert len(res) == 8 and all(r.holds for r in res), "\n".join(map(str, res))
 
     def mirror_L(spec, n):
-        return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=34 - spec.model.L)), n
+        return dataclasses.replace(
+            spec, model=dataclasses.replace(spec.model, L=34 - spec.model.L)
+        ), n
 
     _patch_metrics(monkeypatch, mirror_L)
     _sweep("fig_exp1", tmp_path / "inv_L")
@@ -424,7 +489,9 @@ def test_check_exp1_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch):
     assert all(r.observed < 0 for r in _by(res, "tv_falls_with_L"))
 
     def mirror_C(spec, n):
-        return dataclasses.replace(spec, model=dataclasses.replace(spec.model, C=272 - spec.model.C)), n
+        return dataclasses.replace(
+            spec, model=dataclasses.replace(spec.model, C=272 - spec.model.C)
+        ), n
 
     _patch_metrics(monkeypatch, mirror_C)
     _sweep("fig_exp1", tmp_path / "inv_C")
@@ -441,7 +508,9 @@ def test_check_exp2_1_holds_on_standin_and_fails_swapped(tmp_path, monkeypatch):
 
     def swap(spec, n):
         m = spec.model
-        return dataclasses.replace(spec, model=dataclasses.replace(m, normalised=not m.normalised)), n
+        return dataclasses.replace(
+            spec, model=dataclasses.replace(m, normalised=not m.normalised)
+        ), n
 
     _patch_metrics(monkeypatch, swap)
     _sweep("fig_exp2_1", tmp_path / "inv")
@@ -461,23 +530,30 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
 
     _patch_metrics(monkeypatch, lambda spec, n: (spec, 64))
     _sweep("supp_exp2_d4", tmp_path / "flat")
-    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "flat"),
-                               eval_file=eval_file)
+    res = xclaims.check_exp2_2(
+        load_experiment("supp_exp2_d4", "quick", tmp_path / "flat"), eval_file=eval_file
+    )
     assert not _by(res, "tv_grows_with_n")[0].holds, "\n".join(map(str, res))
 
-    _patch_metrics(monkeypatch, lambda spec, n: (dataclasses.replace(spec, n_max=288 - spec.n_max), n))
+    _patch_metrics(
+        monkeypatch, lambda spec, n: (dataclasses.replace(spec, n_max=288 - spec.n_max), n)
+    )
     _sweep("supp_exp2_d4", tmp_path / "inv")
-    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "inv"),
-                               eval_file=eval_file)
+    res = xclaims.check_exp2_2(
+        load_experiment("supp_exp2_d4", "quick", tmp_path / "inv"), eval_file=eval_file
+    )
     assert not _by(res, "n_max_helps")[0].holds, "\n".join(map(str, res))
 
     def mirror_L(spec, n):  # L in {2, 8} -> {8, 2}
-        return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=10 - spec.model.L)), n
+        return dataclasses.replace(
+            spec, model=dataclasses.replace(spec.model, L=10 - spec.model.L)
+        ), n
 
     _patch_metrics(monkeypatch, mirror_L)
     _sweep("supp_exp2_d4", tmp_path / "inv_L")
-    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "inv_L"),
-                               eval_file=eval_file)
+    res = xclaims.check_exp2_2(
+        load_experiment("supp_exp2_d4", "quick", tmp_path / "inv_L"), eval_file=eval_file
+    )
     assert not _by(res, "depth_helps")[0].holds, "\n".join(map(str, res))
 
     def miscalibrated(spec, n, covariates):
@@ -487,8 +563,9 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
 
     monkeypatch.setattr(_standin, "fake_metrics", miscalibrated)
     _sweep("supp_exp2_d4", tmp_path / "cov")
-    res = xclaims.check_exp2_2(load_experiment("supp_exp2_d4", "quick", tmp_path / "cov"),
-                               eval_file=eval_file)
+    res = xclaims.check_exp2_2(
+        load_experiment("supp_exp2_d4", "quick", tmp_path / "cov"), eval_file=eval_file
+    )
     assert not _by(res, "coverage_near_nominal")[0].holds, "\n".join(map(str, res))
     assert all(r.holds for r in res if "coverage" not in r.key)
 
@@ -506,8 +583,9 @@ def fast_reference(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["supp_tab_lengthscale", "supp_tab_hier"])
-def test_check_table_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch, fast_reference,
-                                                         name):
+def test_check_table_holds_on_standin_and_fails_inverted(
+    tmp_path, monkeypatch, fast_reference, name
+):
     """Stand-in CRPS = 0.3 + TV/10 above its exact 0.3, coverage nominal - TV/20: the three claims
     hold. A model whose CRPS is below the exact PPD's, and one whose coverage is 0.2 short, fail."""
     _sweep(name, tmp_path / "ok")
@@ -538,8 +616,11 @@ def test_check_stepsize_accepts_one_over_n_only():
     ns = np.asarray(spec.ns, float)
 
     def run(mean):
-        return LoadedRun(spec=spec, run_dir=Path("."), result={"ns": ns.tolist(), "mean": mean.tolist(),
-                                                               "limit": 0.0})
+        return LoadedRun(
+            spec=spec,
+            run_dir=Path("."),
+            result={"ns": ns.tolist(), "mean": mean.tolist(), "limit": 0.0},
+        )
 
     (ok,) = xclaims.check_stepsize([run(2 / (0.3 * ns + 0.04))])
     (bad,) = xclaims.check_stepsize([run(2 / np.sqrt(ns))])
@@ -576,8 +657,15 @@ def test_in_process_sweep_restores_thread_settings(tmp_path, monkeypatch):
 
     monkeypatch.setenv("OMP_NUM_THREADS", "7")
     before = torch.get_num_threads()
-    sweep("fig_exp2_1", "quick", root=tmp_path, workers=1, threads=1, backend="standin",
-          progress=False)
+    sweep(
+        "fig_exp2_1",
+        "quick",
+        root=tmp_path,
+        workers=1,
+        threads=1,
+        backend="standin",
+        progress=False,
+    )
     assert os.environ["OMP_NUM_THREADS"] == "7"
     assert torch.get_num_threads() == before
 
@@ -586,11 +674,18 @@ def test_in_process_sweep_restores_thread_settings(tmp_path, monkeypatch):
 # the cpu scale: the paper's tasks, fewer steps, learning curves; the cost model
 # --------------------------------------------------------------------------------------------------
 
+
 def _task_settings(spec):
     if not isinstance(spec, RunSpec):
         return dataclasses.asdict(spec)
-    return (spec.task, spec.model, spec.n_min, spec.n_max, spec.batch_size,
-            tuple((e.n_eval, e.covariates) for e in spec.evals))
+    return (
+        spec.task,
+        spec.model,
+        spec.n_min,
+        spec.n_max,
+        spec.batch_size,
+        tuple((e.n_eval, e.covariates) for e in spec.evals),
+    )
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
@@ -599,11 +694,15 @@ def test_cpu_scale_keeps_every_task_setting_of_the_paper(name):
     learning curve: same tasks, models (L x C grids), n ranges and evaluation n' (issue 10)."""
     exp = get_experiment(name)
     if name in CPU_SUBSET:  # a declared subset: every cpu run is a paper run with fewer n'
-        paper_runs = {(r.task, r.model, r.n_min, r.n_max, r.batch_size): r for r in exp.runs("paper")}
+        paper_runs = {
+            (r.task, r.model, r.n_min, r.n_max, r.batch_size): r for r in exp.runs("paper")
+        }
         for r in exp.runs("cpu"):
             p = paper_runs[(r.task, r.model, r.n_min, r.n_max, r.batch_size)]
             assert [e.covariates for e in r.evals] == [e.covariates for e in p.evals]
-            assert all(set(e.n_eval) <= set(q.n_eval) for e, q in zip(r.evals, p.evals, strict=True))
+            assert all(
+                set(e.n_eval) <= set(q.n_eval) for e, q in zip(r.evals, p.evals, strict=True)
+            )
         assert exp.cpu.shrunk
     else:
         paper = sorted(map(repr, map(_task_settings, exp.runs("paper"))))
@@ -630,8 +729,11 @@ def test_estimated_cpu_seconds():
     total = estimated_cpu_seconds(exp, "cpu")
     assert total == pytest.approx(sum(estimated_cpu_seconds(r, "cpu") for r in exp.runs("cpu")))
     assert estimated_cpu_seconds("fig_exp1", "quick") < total
-    by_L = {r.model.L: estimated_cpu_seconds(r) for r in exp.runs("cpu")
-            if r.task.kind == "rbf" and r.model.C == 256 and r.model.mode == "theory"}
+    by_L = {
+        r.model.L: estimated_cpu_seconds(r)
+        for r in exp.runs("cpu")
+        if r.task.kind == "rbf" and r.model.C == 256 and r.model.mode == "theory"
+    }
     assert all(by_L[a] < by_L[b] for a, b in zip((2, 4, 8, 16), (4, 8, 16, 32), strict=True))
     assert estimated_cpu_seconds(get_experiment("fig_stepsize").runs("cpu")[0]) == 0.0
     with pytest.raises(TypeError, match="spec_or_experiment"):

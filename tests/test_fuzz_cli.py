@@ -33,9 +33,32 @@ from pfntheory import runs as runfiles
 
 UNWRITABLE = "/proc/pfntheory-cannot-write-here"  # no one, not even root, creates files in /proc
 
-TRAIN = ["train", "--run-dir", "{tmp}/run", "--task", "rbf", "--d", "2", "--L", "2", "--C", "8",
-         "--n-min", "4", "--n-max", "6", "--steps", "2", "--lr", "1e-3", "--batch-size", "4",
-         "--no-progress", "--device", "cpu"]
+TRAIN = [
+    "train",
+    "--run-dir",
+    "{tmp}/run",
+    "--task",
+    "rbf",
+    "--d",
+    "2",
+    "--L",
+    "2",
+    "--C",
+    "8",
+    "--n-min",
+    "4",
+    "--n-max",
+    "6",
+    "--steps",
+    "2",
+    "--lr",
+    "1e-3",
+    "--batch-size",
+    "4",
+    "--no-progress",
+    "--device",
+    "cpu",
+]
 
 
 def _train(**changes) -> list[str]:
@@ -46,7 +69,7 @@ def _train(**changes) -> list[str]:
         if flag in argv:
             i = argv.index(flag)
             if val is None:
-                del argv[i:i + 2]
+                del argv[i : i + 2]
             else:
                 argv[i + 1] = val
         elif val is not None:
@@ -66,15 +89,30 @@ def _bad_lines() -> list[tuple[str, list[str]]]:
     add("debug alone", ["--debug"])
     # train: every option
     for opt, vals in {
-        "task": ["gp"], "d": ["0", "-1", "1000000", "x", "2.5"], "L": ["0", "-2", "100000"],
-        "C": ["1", "0", "10000000"], "n_min": ["0"], "n_max": ["100000", "0"],
-        "steps": ["0", "-5", "1.5", "10000000000"], "lr": ["0", "-1", "nan", "inf", "x"],
-        "batch_size": ["0", "1000000000"], "seed": ["-1", str(2**64), "abc"],
-        "checkpoint_every": ["0"], "device": ["tpu", "cuda:x", "gpu0"],
-        "noise_var": ["0", "-1", "nan"], "alpha": ["0"], "lengthscale": ["nan", "-0.8"],
-        "lengthscales": ["1,-1", "a,b", ""], "tau_min": ["0"], "eta_init": ["-1"],
-        "scale_init": ["0"], "mode": ["magic"], "head": ["foo"], "score": ["foo"],
-        "covariates": ["foo"], "scale": ["huge"],
+        "task": ["gp"],
+        "d": ["0", "-1", "1000000", "x", "2.5"],
+        "L": ["0", "-2", "100000"],
+        "C": ["1", "0", "10000000"],
+        "n_min": ["0"],
+        "n_max": ["100000", "0"],
+        "steps": ["0", "-5", "1.5", "10000000000"],
+        "lr": ["0", "-1", "nan", "inf", "x"],
+        "batch_size": ["0", "1000000000"],
+        "seed": ["-1", str(2**64), "abc"],
+        "checkpoint_every": ["0"],
+        "device": ["tpu", "cuda:x", "gpu0"],
+        "noise_var": ["0", "-1", "nan"],
+        "alpha": ["0"],
+        "lengthscale": ["nan", "-0.8"],
+        "lengthscales": ["1,-1", "a,b", ""],
+        "tau_min": ["0"],
+        "eta_init": ["-1"],
+        "scale_init": ["0"],
+        "mode": ["magic"],
+        "head": ["foo"],
+        "score": ["foo"],
+        "covariates": ["foo"],
+        "scale": ["huge"],
     }.items():
         for v in vals:
             add(f"train --{opt.replace('_', '-')} {v}", _train(**{opt: v}))
@@ -91,13 +129,27 @@ def _bad_lines() -> list[tuple[str, list[str]]]:
     add("evaluate RUN_DIR is a file", ["evaluate", "{tmp}/a_file", "--n-eval", "4"])
     add("evaluate truncated weights", ["evaluate", "{tmp}/truncated", "--n-eval", "4"])
     add("evaluate metrics without interval", ["evaluate", "{tmp}/no_interval", "--n-eval", "4"])
-    for opt, v in (("--n-eval", "0"), ("--n-eval", "-3"), ("--n-eval", "x"), ("--n-eval", "100000"),
-                   ("--n-instances", "0"), ("--batch-size", "0"), ("--device", "tpu"),
-                   ("--seed", str(2**64)), ("--covariates", "foo")):
-        add(f"evaluate {opt} {v}", ["evaluate", "{tmp}/other_run", "--n-eval", "4", opt, v]
-            if opt != "--n-eval" else ["evaluate", "{tmp}/other_run", opt, v])
-    add("evaluate batch too large", ["evaluate", "{tmp}/other_run", "--n-eval", "16384",
-                                     "--batch-size", "65536"])
+    for opt, v in (
+        ("--n-eval", "0"),
+        ("--n-eval", "-3"),
+        ("--n-eval", "x"),
+        ("--n-eval", "100000"),
+        ("--n-instances", "0"),
+        ("--batch-size", "0"),
+        ("--device", "tpu"),
+        ("--seed", str(2**64)),
+        ("--covariates", "foo"),
+    ):
+        add(
+            f"evaluate {opt} {v}",
+            ["evaluate", "{tmp}/other_run", "--n-eval", "4", opt, v]
+            if opt != "--n-eval"
+            else ["evaluate", "{tmp}/other_run", opt, v],
+        )
+    add(
+        "evaluate batch too large",
+        ["evaluate", "{tmp}/other_run", "--n-eval", "16384", "--batch-size", "65536"],
+    )
     # compare
     add("compare missing run", ["compare", "{tmp}/nope"])
     add("compare truncated weights", ["compare", "{tmp}/truncated"])
@@ -108,11 +160,21 @@ def _bad_lines() -> list[tuple[str, list[str]]]:
     add("sweep --list unknown experiment", ["sweep", "fig_exp9", "--list"])
     add("sweep --scale huge", ["sweep", "fig_exp2_1", "--scale", "huge"])
     add("sweep --executor foo", ["sweep", "fig_exp2_1", "--executor", "foo"])
-    add("sweep --executor slurm without SLURM",
-        ["sweep", "fig_exp2_1", "--dry-run", "--root", "{tmp}/r", "--executor", "slurm"])
-    for opt, v in (("--workers", "0"), ("--workers", "-1"), ("--threads", "0"),
-                   ("--wait-lock", "-1"), ("--wait-lock", "nan"), ("--timeout-min", "0"),
-                   ("--submitit-cluster", "foo"), ("--mem-gb", "-1"), ("--array-parallelism", "0")):
+    add(
+        "sweep --executor slurm without SLURM",
+        ["sweep", "fig_exp2_1", "--dry-run", "--root", "{tmp}/r", "--executor", "slurm"],
+    )
+    for opt, v in (
+        ("--workers", "0"),
+        ("--workers", "-1"),
+        ("--threads", "0"),
+        ("--wait-lock", "-1"),
+        ("--wait-lock", "nan"),
+        ("--timeout-min", "0"),
+        ("--submitit-cluster", "foo"),
+        ("--mem-gb", "-1"),
+        ("--array-parallelism", "0"),
+    ):
         add(f"sweep {opt} {v}", ["sweep", "fig_exp2_1", "--dry-run", "--root", "{tmp}/r", opt, v])
     add("sweep --dry-run without --root", ["sweep", "fig_exp2_1", "--dry-run"])
     add("sweep --root unwritable", ["sweep", "fig_exp2_1", "--dry-run", "--root", UNWRITABLE])
@@ -130,8 +192,10 @@ def _bad_lines() -> list[tuple[str, list[str]]]:
     add("casestudy --seed -1", ["casestudy", "sacramento", "--seed", "-1"])
     add("casestudy --grid-stride 0", ["casestudy", "walker", "--grid-stride", "0"])
     add("casestudy --out-dir unwritable", ["casestudy", "sacramento", "--out-dir", UNWRITABLE])
-    add("casestudy --walker-csv missing",
-        ["casestudy", "walker", "--walker-csv", "{tmp}/nope.csv", "--out-dir", "{tmp}/o"])
+    add(
+        "casestudy --walker-csv missing",
+        ["casestudy", "walker", "--walker-csv", "{tmp}/nope.csv", "--out-dir", "{tmp}/o"],
+    )
     return L
 
 
@@ -227,8 +291,11 @@ def test_bad_line_is_one_line_error(name, line, workdir):
 
 
 def test_cuda_request_without_cuda(workdir):
-    for line in (_train(device="cuda"), ["casestudy", "sacramento", "--device", "cuda:0"],
-                 ["evaluate", "{tmp}/other_run", "--n-eval", "4", "--device", "cuda"]):
+    for line in (
+        _train(device="cuda"),
+        ["casestudy", "sacramento", "--device", "cuda:0"],
+        ["evaluate", "{tmp}/other_run", "--n-eval", "4", "--device", "cuda"],
+    ):
         kind, err, secs = run_line(_argv(line, workdir))
         assert kind == "one-line error" and "CUDA is not available" in err, err
         assert secs < PROMPT_S
@@ -236,10 +303,29 @@ def test_cuda_request_without_cuda(workdir):
 
 _INT_OPTS = ["d", "L", "C", "n_min", "n_max", "steps", "batch_size", "seed", "checkpoint_every"]
 _FLOAT_OPTS = ["lr", "noise_var", "alpha", "lengthscale", "tau_min", "eta_init", "scale_init"]
-_GARBAGE = st.one_of(st.sampled_from(["0", "-1", "nan", "inf", "-inf", "1e400", "", " ", "0x10",
-                                      "1_000", "٣", "1e-400", str(2**70), "--", "None"]),
-                     st.integers(max_value=0).map(str),
-                     st.text(alphabet="abc-+.eE ", min_size=1, max_size=6))
+_GARBAGE = st.one_of(
+    st.sampled_from(
+        [
+            "0",
+            "-1",
+            "nan",
+            "inf",
+            "-inf",
+            "1e400",
+            "",
+            " ",
+            "0x10",
+            "1_000",
+            "٣",
+            "1e-400",
+            str(2**70),
+            "--",
+            "None",
+        ]
+    ),
+    st.integers(max_value=0).map(str),
+    st.text(alphabet="abc-+.eE ", min_size=1, max_size=6),
+)
 
 
 @settings(max_examples=40)
@@ -263,23 +349,44 @@ def test_random_garbage_values(opt, value, tmp_path_factory):
     if kind == "accepted":
         cfg = runfiles.load_json(tmp / "run" / runfiles.CONFIG)
         flat = {**cfg, **cfg["task"], **cfg["model"]}
-        assert float(flat[opt if opt not in ("tau_min", "eta_init", "scale_init") else opt]) == \
-            float(value.replace("_", "")), (opt, value)
+        assert float(
+            flat[opt if opt not in ("tau_min", "eta_init", "scale_init") else opt]
+        ) == float(value.replace("_", "")), (opt, value)
 
 
-@pytest.mark.parametrize("line", [["train", "--d", "0"], ["evaluate", "/nonexistent", "--n-eval", "4"],
-                                  ["sweep", "fig_exp2_1", "--workers", "0"]])
+@pytest.mark.parametrize(
+    "line",
+    [
+        ["train", "--d", "0"],
+        ["evaluate", "/nonexistent", "--n-eval", "4"],
+        ["sweep", "fig_exp2_1", "--workers", "0"],
+    ],
+)
 def test_installed_script_shows_no_traceback(line):
     """What a user sees from the real script: one line, status 2."""
-    p = subprocess.run([sys.executable, "-m", "pfntheory.cli", *line], capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "pfntheory.cli", *line], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 def test_debug_shows_the_traceback():
-    p = subprocess.run([sys.executable, "-m", "pfntheory.cli", "--debug", "evaluate", "/nonexistent",
-                        "--n-eval", "4"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pfntheory.cli",
+            "--debug",
+            "evaluate",
+            "/nonexistent",
+            "--n-eval",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode != 0 and "Traceback" in p.stderr
 
 
@@ -300,5 +407,7 @@ if __name__ == "__main__":  # the figures of the report
             counts[kind] += 1
             if kind != "one-line error" or secs > PROMPT_S:
                 print(f"  {kind:16s} {name} ({secs:.1f} s): {err[-200:]}")
-        print(f"{len(BAD_LINES)} bad CLI lines: "
-              + ", ".join(f"{v} {k}" for k, v in counts.most_common()))
+        print(
+            f"{len(BAD_LINES)} bad CLI lines: "
+            + ", ".join(f"{v} {k}" for k, v in counts.most_common())
+        )

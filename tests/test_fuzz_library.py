@@ -80,12 +80,14 @@ def _gauss_pdf(y):
 
 def _gauss_cdf(y):
     from scipy.special import ndtr
+
     return ndtr(np.asarray(y))
 
 
 # ------------------------------------------------------------------------------------------------
 # specs: one valid call per public function and the kind of each argument
 # ------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -104,264 +106,625 @@ def _specs() -> list[Spec]:
         S.append(Spec(name, fn, base, kinds, owner, aliases))
 
     # kernels ------------------------------------------------------------------------------------
-    add("kernels.RBFKernel", lambda alpha, lengthscale: kernels.RBFKernel(alpha, lengthscale),
-        {"alpha": 1.0, "lengthscale": 0.8}, {"alpha": "pos", "lengthscale": "pos"})
-    add("kernels.RBFKernel.__call__", lambda X1, X2: K(X1, X2), {"X1": X, "X2": XQ},
-        {"X1": "array+empty+ndim+d0", "X2": "array+empty+ndim+d0+none"})
+    add(
+        "kernels.RBFKernel",
+        lambda alpha, lengthscale: kernels.RBFKernel(alpha, lengthscale),
+        {"alpha": 1.0, "lengthscale": 0.8},
+        {"alpha": "pos", "lengthscale": "pos"},
+    )
+    add(
+        "kernels.RBFKernel.__call__",
+        lambda X1, X2: K(X1, X2),
+        {"X1": X, "X2": XQ},
+        {"X1": "array+empty+ndim+d0", "X2": "array+empty+ndim+d0+none"},
+    )
     add("kernels.RBFKernel.diag", lambda X: K.diag(X), {"X": X}, {"X": "array+empty+ndim+d0"})
-    add("kernels.LinearKernel", lambda sigma_diag: kernels.LinearKernel(sigma_diag),
-        {"sigma_diag": (2.0, 1.0)}, {"sigma_diag": "array+empty+ndim+neg"})
-    add("kernels.LinearKernel.__call__",
-        lambda X1, X2: kernels.LinearKernel((2.0, 1.0))(X1, X2), {"X1": X, "X2": XQ},
-        {"X1": "array+empty+ndim+d0", "X2": "array+empty+ndim+d0+none"})
-    add("kernels.LinearKernel.diag", lambda X: kernels.LinearKernel((2.0, 1.0)).diag(X), {"X": X},
-        {"X": "array+empty+ndim+d0"})
-    add("kernels.ARDRBFKernel", lambda alpha, lengthscales: kernels.ARDRBFKernel(alpha, lengthscales),
-        {"alpha": 1.0, "lengthscales": (0.5, 2.0)}, {"alpha": "pos", "lengthscales": "array+empty+ndim+neg"})
-    add("kernels.ARDRBFKernel.__call__",
-        lambda X1, X2: kernels.ARDRBFKernel(1.0, (0.5, 2.0))(X1, X2), {"X1": X, "X2": XQ},
-        {"X1": "array+empty+ndim+d0", "X2": "array+empty+ndim+d0+none"})
-    add("kernels.ARDRBFKernel.diag", lambda X: kernels.ARDRBFKernel(1.0, (0.5, 2.0)).diag(X),
-        {"X": X}, {"X": "array+empty+ndim+d0"})
+    add(
+        "kernels.LinearKernel",
+        lambda sigma_diag: kernels.LinearKernel(sigma_diag),
+        {"sigma_diag": (2.0, 1.0)},
+        {"sigma_diag": "array+empty+ndim+neg"},
+    )
+    add(
+        "kernels.LinearKernel.__call__",
+        lambda X1, X2: kernels.LinearKernel((2.0, 1.0))(X1, X2),
+        {"X1": X, "X2": XQ},
+        {"X1": "array+empty+ndim+d0", "X2": "array+empty+ndim+d0+none"},
+    )
+    add(
+        "kernels.LinearKernel.diag",
+        lambda X: kernels.LinearKernel((2.0, 1.0)).diag(X),
+        {"X": X},
+        {"X": "array+empty+ndim+d0"},
+    )
+    add(
+        "kernels.ARDRBFKernel",
+        lambda alpha, lengthscales: kernels.ARDRBFKernel(alpha, lengthscales),
+        {"alpha": 1.0, "lengthscales": (0.5, 2.0)},
+        {"alpha": "pos", "lengthscales": "array+empty+ndim+neg"},
+    )
+    add(
+        "kernels.ARDRBFKernel.__call__",
+        lambda X1, X2: kernels.ARDRBFKernel(1.0, (0.5, 2.0))(X1, X2),
+        {"X1": X, "X2": XQ},
+        {"X1": "array+empty+ndim+d0", "X2": "array+empty+ndim+d0+none"},
+    )
+    add(
+        "kernels.ARDRBFKernel.diag",
+        lambda X: kernels.ARDRBFKernel(1.0, (0.5, 2.0)).diag(X),
+        {"X": X},
+        {"X": "array+empty+ndim+d0"},
+    )
     add("kernels.blr_sigma_diag", kernels.blr_sigma_diag, {"d": 3}, {"d": "int1+size"})
     add("kernels.make_kernel", kernels.make_kernel, {"name": "rbf"}, {"name": "choice"})
-    add("kernels.expected_rbf_gaussian", kernels.expected_rbf_gaussian,
+    add(
+        "kernels.expected_rbf_gaussian",
+        kernels.expected_rbf_gaussian,
         {"alpha": 1.0, "lengthscale": 0.8, "d": 2, "var": 0.5},
-        {"alpha": "pos", "lengthscale": "pos", "d": "int1+size", "var": "pos+none"})
-    add("kernels.expected_rbf_gaussian_given", kernels.expected_rbf_gaussian_given,
+        {"alpha": "pos", "lengthscale": "pos", "d": "int1+size", "var": "pos+none"},
+    )
+    add(
+        "kernels.expected_rbf_gaussian_given",
+        kernels.expected_rbf_gaussian_given,
         {"x": XQ, "alpha": 1.0, "lengthscale": 0.8, "var": 0.5},
-        {"x": "array+d0", "alpha": "pos", "lengthscale": "pos", "var": "pos+none"})
+        {"x": "array+d0", "alpha": "pos", "lengthscale": "pos", "var": "pos+none"},
+    )
 
     # gp -------------------------------------------------------------------------------------------
-    add("gp.posterior_predictive", gp.posterior_predictive,
+    add(
+        "gp.posterior_predictive",
+        gp.posterior_predictive,
         {"kernel": K, "X": X, "Y": Y, "Xq": XQ, "noise_var": 0.1},
-        {"kernel": "kernel", "X": "array+empty+ndim+d0", "Y": "array+ndim", "Xq": "array+empty+ndim",
-         "noise_var": "pos"})
-    add("gp.log_marginal_likelihood", gp.log_marginal_likelihood,
+        {
+            "kernel": "kernel",
+            "X": "array+empty+ndim+d0",
+            "Y": "array+ndim",
+            "Xq": "array+empty+ndim",
+            "noise_var": "pos",
+        },
+    )
+    add(
+        "gp.log_marginal_likelihood",
+        gp.log_marginal_likelihood,
         {"kernel": K, "X": X, "Y": Y, "noise_var": 0.1},
-        {"kernel": "kernel", "X": "array+empty+ndim+d0", "Y": "array+ndim", "noise_var": "pos"})
-    add("gp.mixture_ppd", gp.mixture_ppd,
-        {"kernels": [K, K], "noise_vars": [0.1, 0.2], "prior_weights": [0.5, 0.5], "X": X, "Y": Y,
-         "Xq": XQ},
-        {"kernels": "kernels", "noise_vars": "array+ndim+neg", "prior_weights": "array+ndim+neg",
-         "X": "array+empty+d0", "Y": "array", "Xq": "array+empty"})
+        {"kernel": "kernel", "X": "array+empty+ndim+d0", "Y": "array+ndim", "noise_var": "pos"},
+    )
+    add(
+        "gp.mixture_ppd",
+        gp.mixture_ppd,
+        {
+            "kernels": [K, K],
+            "noise_vars": [0.1, 0.2],
+            "prior_weights": [0.5, 0.5],
+            "X": X,
+            "Y": Y,
+            "Xq": XQ,
+        },
+        {
+            "kernels": "kernels",
+            "noise_vars": "array+ndim+neg",
+            "prior_weights": "array+ndim+neg",
+            "X": "array+empty+d0",
+            "Y": "array",
+            "Xq": "array+empty",
+        },
+    )
     ppd = _mixture_ppd()
-    add("gp.MixturePPD", gp.MixturePPD, {"weights": ppd.weights, "mu": ppd.mu, "tau": ppd.tau},
-        {"weights": "array+neg", "mu": "array", "tau": "array+neg"})
+    add(
+        "gp.MixturePPD",
+        gp.MixturePPD,
+        {"weights": ppd.weights, "mu": ppd.mu, "tau": ppd.tau},
+        {"weights": "array+neg", "mu": "array", "tau": "array+neg"},
+    )
     add("gp.MixturePPD.cdf", lambda y: ppd.cdf(y), {"y": np.zeros(3)}, {"y": "array"})
     add("gp.MixturePPD.pdf", lambda y: ppd.pdf(y), {"y": np.zeros(3)}, {"y": "array"})
-    add("gp.fit_empirical_bayes",
+    add(
+        "gp.fit_empirical_bayes",
         lambda X, Y, n_restarts, rng, bounds: gp.fit_empirical_bayes(
-            X, Y, n_restarts=n_restarts, rng=rng, bounds=bounds),
+            X, Y, n_restarts=n_restarts, rng=rng, bounds=bounds
+        ),
         {"X": X, "Y": Y, "n_restarts": 0, "rng": np.random.default_rng(0), "bounds": (1e-2, 1e2)},
-        {"X": "array+empty+ndim+d0", "Y": "array+ndim", "n_restarts": "int0", "rng": "rng",
-         "bounds": "bounds"})
+        {
+            "X": "array+empty+ndim+d0",
+            "Y": "array+ndim",
+            "n_restarts": "int0",
+            "rng": "rng",
+            "bounds": "bounds",
+        },
+    )
 
     # discretize -----------------------------------------------------------------------------------
-    add("discretize.bin_edges", D.bin_edges, {"a": -1.0, "b": 1.0, "C": 4},
-        {"a": "real", "b": "real", "C": "int2+size"})
+    add(
+        "discretize.bin_edges",
+        D.bin_edges,
+        {"a": -1.0, "b": 1.0, "C": 4},
+        {"a": "real", "b": "real", "C": "int2+size"},
+    )
     for f in ("midpoints", "bin_widths", "mesh"):
         add(f"discretize.{f}", getattr(D, f), {"edges": EDGES}, {"edges": "edges"})
     add("discretize.check_edges", D.check_edges, {"edges": EDGES}, {"edges": "edges"})
-    add("discretize.check_probs", D.check_probs, {"probs": PROBS, "C": 8},
-        {"probs": "probs", "C": "int1"})
-    add("discretize.calibrate_interval", D.calibrate_interval,
+    add(
+        "discretize.check_probs",
+        D.check_probs,
+        {"probs": PROBS, "C": 8},
+        {"probs": "probs", "C": "int1"},
+    )
+    add(
+        "discretize.calibrate_interval",
+        D.calibrate_interval,
         {"mu": MU, "tau": TAU, "outside_mass": 0.01},
-        {"mu": "array+empty", "tau": "array+empty+neg", "outside_mass": "prob"})
+        {"mu": "array+empty", "tau": "array+empty+neg", "outside_mass": "prob"},
+    )
     for f in ("gaussian_interval_mass", "gaussian_tail_mass"):
-        add(f"discretize.{f}", getattr(D, f), {"mu": MU, "tau": TAU, "a": -1.0, "b": 1.0},
-            {"mu": "array", "tau": "array+neg", "a": "real", "b": "real"})
+        add(
+            f"discretize.{f}",
+            getattr(D, f),
+            {"mu": MU, "tau": TAU, "a": -1.0, "b": 1.0},
+            {"mu": "array", "tau": "array+neg", "a": "real", "b": "real"},
+        )
     for f in ("gaussian_bin_masses", "truncnorm_bin_masses", "population_nll_minimizer"):
-        add(f"discretize.{f}", getattr(D, f), {"mu": MU, "tau": TAU, "edges": EDGES},
-            {"mu": "array", "tau": "array+neg", "edges": "edges"})
-    add("discretize.psi_gaussian", D.psi_gaussian, {"mu": MU, "tau": TAU},
-        {"mu": "array", "tau": "array+neg"})
+        add(
+            f"discretize.{f}",
+            getattr(D, f),
+            {"mu": MU, "tau": TAU, "edges": EDGES},
+            {"mu": "array", "tau": "array+neg", "edges": "edges"},
+        )
+    add(
+        "discretize.psi_gaussian",
+        D.psi_gaussian,
+        {"mu": MU, "tau": TAU},
+        {"mu": "array", "tau": "array+neg"},
+    )
     add("discretize.gaussian_T", D.gaussian_T, {"y": MU}, {"y": "array"})
-    add("discretize.readout_Xi", D.readout_Xi, {"edges": EDGES, "T": D.gaussian_T},
-        {"edges": "edges", "T": "callable"})
-    add("discretize.logits_from_natural", D.logits_from_natural,
+    add(
+        "discretize.readout_Xi",
+        D.readout_Xi,
+        {"edges": EDGES, "T": D.gaussian_T},
+        {"edges": "edges", "T": "callable"},
+    )
+    add(
+        "discretize.logits_from_natural",
+        D.logits_from_natural,
         {"psi": D.psi_gaussian(MU, TAU), "edges": EDGES, "T": None, "log_h": None},
-        {"psi": "array", "edges": "edges", "T": "callable", "log_h": "callable"})
-    add("discretize.softmax", D.softmax, {"ell": _rng.normal(size=(4, 8)), "axis": -1},
-        {"ell": "array", "axis": "axis"})
-    add("discretize.histogram_density", D.histogram_density,
+        {"psi": "array", "edges": "edges", "T": "callable", "log_h": "callable"},
+    )
+    add(
+        "discretize.softmax",
+        D.softmax,
+        {"ell": _rng.normal(size=(4, 8)), "axis": -1},
+        {"ell": "array", "axis": "axis"},
+    )
+    add(
+        "discretize.histogram_density",
+        D.histogram_density,
         {"edges": EDGES, "probs": PROBS, "y": MU, "closed": "right"},
-        {"edges": "edges", "probs": "probs", "y": "array", "closed": "choice"})
-    add("discretize.truncated_nll_histogram", D.truncated_nll_histogram,
+        {"edges": "edges", "probs": "probs", "y": "array", "closed": "choice"},
+    )
+    add(
+        "discretize.truncated_nll_histogram",
+        D.truncated_nll_histogram,
         {"bin_mass": PROBS, "probs": PROBS, "edges": EDGES},
-        {"bin_mass": "probs", "probs": "probs", "edges": "edges"})
+        {"bin_mass": "probs", "probs": "probs", "edges": "edges"},
+    )
     for f in ("discretization_bound", "smax_quad_bound"):
-        add(f"discretize.{f}", getattr(D, f), {"L_lip": 1.0, "edges": EDGES, "eps": 0.01},
-            {"L_lip": "nonneg", "edges": "edges", "eps": "prob0"})
-    add("discretize.smax_quad_bound_modulus", D.smax_quad_bound_modulus,
+        add(
+            f"discretize.{f}",
+            getattr(D, f),
+            {"L_lip": 1.0, "edges": EDGES, "eps": 0.01},
+            {"L_lip": "nonneg", "edges": "edges", "eps": "prob0"},
+        )
+    add(
+        "discretize.smax_quad_bound_modulus",
+        D.smax_quad_bound_modulus,
         {"omega_half_mesh": 0.1, "edges": EDGES, "eps": 0.01},
-        {"omega_half_mesh": "nonneg", "edges": "edges", "eps": "prob0"})
+        {"omega_half_mesh": "nonneg", "edges": "edges", "eps": "prob0"},
+    )
     for f in ("softmax_perturbation_bound", "softmax_perturbation_sharp"):
         add(f"discretize.{f}", getattr(D, f), {"Delta": TAU}, {"Delta": "array+neg"})
     add("discretize.gaussian_lipschitz", D.gaussian_lipschitz, {"tau": TAU}, {"tau": "array+neg"})
-    add("discretize.inverse_gaussian_pdf", D.inverse_gaussian_pdf, {"y": TAU, "mu": TAU, "tau": TAU},
-        {"y": "array", "mu": "array+neg", "tau": "array+neg"})
+    add(
+        "discretize.inverse_gaussian_pdf",
+        D.inverse_gaussian_pdf,
+        {"y": TAU, "mu": TAU, "tau": TAU},
+        {"y": "array", "mu": "array+neg", "tau": "array+neg"},
+    )
     for f in ("inverse_gaussian_psi", "inverse_gaussian_log_normaliser"):
-        add(f"discretize.{f}", getattr(D, f), {"mu": TAU, "tau": TAU},
-            {"mu": "array+neg", "tau": "array+neg"})
+        add(
+            f"discretize.{f}",
+            getattr(D, f),
+            {"mu": TAU, "tau": TAU},
+            {"mu": "array+neg", "tau": "array+neg"},
+        )
     add("discretize.inverse_gaussian_T", D.inverse_gaussian_T, {"y": TAU}, {"y": "array+neg"})
 
     # metrics --------------------------------------------------------------------------------------
     for f in ("tv_truncnorm_histogram", "tv_gaussian_histogram"):
-        add(f"metrics.{f}", getattr(metrics, f), {"mu": MU, "tau": TAU, "edges": EDGES, "probs": PROBS},
-            {"mu": "array", "tau": "array+neg", "edges": "edges", "probs": "probs"})
+        add(
+            f"metrics.{f}",
+            getattr(metrics, f),
+            {"mu": MU, "tau": TAU, "edges": EDGES, "probs": PROBS},
+            {"mu": "array", "tau": "array+neg", "edges": "edges", "probs": "probs"},
+        )
     for f in ("tv_density_histogram", "l1_density_histogram"):
-        add(f"metrics.{f}", getattr(metrics, f),
+        add(
+            f"metrics.{f}",
+            getattr(metrics, f),
             {"pdf": _gauss_pdf, "cdf": _gauss_cdf, "edges": EDGES, "probs": PROBS[0], "n_grid": 16},
-            {"pdf": "callable", "cdf": "callable", "edges": "edges", "probs": "probs",
-             "n_grid": "int1+size"})
-    add("metrics.histogram_moments", metrics.histogram_moments, {"edges": EDGES, "probs": PROBS},
-        {"edges": "edges", "probs": "probs"})
-    add("metrics.histogram_cdf", metrics.histogram_cdf, {"edges": EDGES, "probs": PROBS, "y": MU},
-        {"edges": "edges", "probs": "probs", "y": "array"})
-    add("metrics.histogram_quantile", metrics.histogram_quantile,
-        {"edges": EDGES, "probs": PROBS, "q": 0.3}, {"edges": "edges", "probs": "probs", "q": "prob0"})
-    add("metrics.central_interval", metrics.central_interval,
+            {
+                "pdf": "callable",
+                "cdf": "callable",
+                "edges": "edges",
+                "probs": "probs",
+                "n_grid": "int1+size",
+            },
+        )
+    add(
+        "metrics.histogram_moments",
+        metrics.histogram_moments,
+        {"edges": EDGES, "probs": PROBS},
+        {"edges": "edges", "probs": "probs"},
+    )
+    add(
+        "metrics.histogram_cdf",
+        metrics.histogram_cdf,
+        {"edges": EDGES, "probs": PROBS, "y": MU},
+        {"edges": "edges", "probs": "probs", "y": "array"},
+    )
+    add(
+        "metrics.histogram_quantile",
+        metrics.histogram_quantile,
+        {"edges": EDGES, "probs": PROBS, "q": 0.3},
+        {"edges": "edges", "probs": "probs", "q": "prob0"},
+    )
+    add(
+        "metrics.central_interval",
+        metrics.central_interval,
         {"edges": EDGES, "probs": PROBS, "level": 0.9},
-        {"edges": "edges", "probs": "probs", "level": "prob"})
-    add("metrics.coverage", metrics.coverage, {"lo": MU - 1, "hi": MU + 1, "y": MU, "axis": None},
-        {"lo": "array+empty", "hi": "array+empty", "y": "array+empty", "axis": "axis"})
-    add("metrics.interval_width", metrics.interval_width, {"lo": MU - 1, "hi": MU + 1, "axis": None},
-        {"lo": "array+empty", "hi": "array+empty", "axis": "axis"})
+        {"edges": "edges", "probs": "probs", "level": "prob"},
+    )
+    add(
+        "metrics.coverage",
+        metrics.coverage,
+        {"lo": MU - 1, "hi": MU + 1, "y": MU, "axis": None},
+        {"lo": "array+empty", "hi": "array+empty", "y": "array+empty", "axis": "axis"},
+    )
+    add(
+        "metrics.interval_width",
+        metrics.interval_width,
+        {"lo": MU - 1, "hi": MU + 1, "axis": None},
+        {"lo": "array+empty", "hi": "array+empty", "axis": "axis"},
+    )
     for f in ("histogram_crps", "histogram_nll"):
-        add(f"metrics.{f}", getattr(metrics, f), {"edges": EDGES, "probs": PROBS, "y": MU},
-            {"edges": "edges", "probs": "probs", "y": "array"})
-    add("metrics.gaussian_crps", metrics.gaussian_crps, {"mu": MU, "tau": TAU, "y": MU},
-        {"mu": "array", "tau": "array+neg", "y": "array"})
-    add("metrics.gaussian_interval", metrics.gaussian_interval, {"mu": MU, "tau": TAU, "level": 0.9},
-        {"mu": "array", "tau": "array+neg", "level": "prob"})
+        add(
+            f"metrics.{f}",
+            getattr(metrics, f),
+            {"edges": EDGES, "probs": PROBS, "y": MU},
+            {"edges": "edges", "probs": "probs", "y": "array"},
+        )
+    add(
+        "metrics.gaussian_crps",
+        metrics.gaussian_crps,
+        {"mu": MU, "tau": TAU, "y": MU},
+        {"mu": "array", "tau": "array+neg", "y": "array"},
+    )
+    add(
+        "metrics.gaussian_interval",
+        metrics.gaussian_interval,
+        {"mu": MU, "tau": TAU, "level": 0.9},
+        {"mu": "array", "tau": "array+neg", "level": "prob"},
+    )
     add("metrics.mixture_components", metrics.mixture_components, {"ppd": ppd}, {"ppd": "object"})
-    for f, extra, kind in (("mixture_cdf", {"y": 0.3}, {"y": "array"}),
-                           ("mixture_quantile", {"q": 0.3, "n_iter": 200},
-                            {"q": "prob", "n_iter": "int1"}),
-                           ("mixture_interval", {"level": 0.9}, {"level": "prob"}),
-                           ("mixture_crps", {"y": 0.3}, {"y": "array"})):
-        add(f"metrics.{f}", getattr(metrics, f), {"weights": W3, "mu": MU3, "tau": TAU3, **extra},
-            {"weights": "array+empty+neg", "mu": "array", "tau": "array+neg", **kind})
+    for f, extra, kind in (
+        ("mixture_cdf", {"y": 0.3}, {"y": "array"}),
+        ("mixture_quantile", {"q": 0.3, "n_iter": 200}, {"q": "prob", "n_iter": "int1"}),
+        ("mixture_interval", {"level": 0.9}, {"level": "prob"}),
+        ("mixture_crps", {"y": 0.3}, {"y": "array"}),
+    ):
+        add(
+            f"metrics.{f}",
+            getattr(metrics, f),
+            {"weights": W3, "mu": MU3, "tau": TAU3, **extra},
+            {"weights": "array+empty+neg", "mu": "array", "tau": "array+neg", **kind},
+        )
 
     # stats (shared helpers) -----------------------------------------------------------------------
     add("stats.mean_se", stats.mean_se, {"x": [1.0, 2.0, 4.0]}, {"x": "array+empty"}, "lead")
-    add("stats.t_interval", stats.t_interval, {"x": [1.0, 2.0, 4.0], "level": 0.95},
-        {"x": "array+empty", "level": "prob"}, "lead")
-    add("stats.slope_ci", stats.slope_ci, {"x": [1.0, 2.0, 3.0], "y": [2.0, 4.1, 5.9], "level": 0.95},
-        {"x": "array+empty", "y": "array+empty", "level": "prob"}, "lead")
+    add(
+        "stats.t_interval",
+        stats.t_interval,
+        {"x": [1.0, 2.0, 4.0], "level": 0.95},
+        {"x": "array+empty", "level": "prob"},
+        "lead",
+    )
+    add(
+        "stats.slope_ci",
+        stats.slope_ci,
+        {"x": [1.0, 2.0, 3.0], "y": [2.0, 4.1, 5.9], "level": 0.95},
+        {"x": "array+empty", "y": "array+empty", "level": "prob"},
+        "lead",
+    )
 
     # richardson (structure engineer) --------------------------------------------------------------
     own = "structure engineer"
-    add("richardson.richardson", richardson.richardson,
+    add(
+        "richardson.richardson",
+        richardson.richardson,
         {"A": A, "b": Y, "eta": 0.1, "L": 3, "return_path": False},
-        {"A": "spd", "b": "array", "eta": "pos", "L": "int0+size"}, own)
-    for f in ("spectrum", "admissible_step", "optimal_step", "optimal_convergence_factor",
-              "safe_step"):
+        {"A": "spd", "b": "array", "eta": "pos", "L": "int0+size"},
+        own,
+    )
+    for f in (
+        "spectrum",
+        "admissible_step",
+        "optimal_step",
+        "optimal_convergence_factor",
+        "safe_step",
+    ):
         if hasattr(richardson, f):
             add(f"richardson.{f}", getattr(richardson, f), {"A": A}, {"A": "spd"}, own)
-    add("richardson.convergence_factor", richardson.convergence_factor, {"A": A, "eta": 0.1},
-        {"A": "spd", "eta": "pos"}, own)
-    add("richardson.krr_solution", richardson.krr_solution,
+    add(
+        "richardson.convergence_factor",
+        richardson.convergence_factor,
+        {"A": A, "eta": 0.1},
+        {"A": "spd", "eta": "pos"},
+        own,
+    )
+    add(
+        "richardson.krr_solution",
+        richardson.krr_solution,
         {"G": G, "k_x": KX, "Y": Y, "noise_var": 0.1},
-        {"G": "psd", "k_x": "array", "Y": "array", "noise_var": "pos"}, own)
+        {"G": "psd", "k_x": "array", "Y": "array", "noise_var": "pos"},
+        own,
+    )
     for f in ("krr_training_recursion", "krr_training_recursion_prec"):
-        add(f"richardson.{f}", getattr(richardson, f),
+        add(
+            f"richardson.{f}",
+            getattr(richardson, f),
             {"G": G, "Y": Y, "noise_var": 0.1, "eta": 0.1, "L": 3},
-            {"G": "psd", "Y": "array", "noise_var": "pos", "eta": "pos", "L": "int0+size"}, own)
+            {"G": "psd", "Y": "array", "noise_var": "pos", "eta": "pos", "L": "int0+size"},
+            own,
+        )
     for f in ("krr_testing_recursion", "krr_testing_recursion_prec"):
-        add(f"richardson.{f}", getattr(richardson, f),
+        add(
+            f"richardson.{f}",
+            getattr(richardson, f),
             {"G": G, "k_x": KX, "Y": Y, "noise_var": 0.1, "eta": 0.1, "L": 3},
-            {"G": "psd", "k_x": "array", "Y": "array", "noise_var": "pos", "eta": "pos",
-             "L": "int0+size"}, own)
-    add("richardson.krr_test_error_closed_form", richardson.krr_test_error_closed_form,
+            {
+                "G": "psd",
+                "k_x": "array",
+                "Y": "array",
+                "noise_var": "pos",
+                "eta": "pos",
+                "L": "int0+size",
+            },
+            own,
+        )
+    add(
+        "richardson.krr_test_error_closed_form",
+        richardson.krr_test_error_closed_form,
         {"G": G, "k_x": KX, "Y": Y, "noise_var": 0.1, "eta": 0.1, "l": 3},
-        {"G": "psd", "k_x": "array", "Y": "array", "noise_var": "pos", "eta": "pos",
-         "l": "int0+size"}, own)
-    add("richardson.krr_convergence_factor", richardson.krr_convergence_factor,
-        {"G": G, "noise_var": 0.1, "eta": 0.1}, {"G": "psd", "noise_var": "pos", "eta": "pos"}, own)
-    add("richardson.krr_training_bound", richardson.krr_training_bound,
+        {
+            "G": "psd",
+            "k_x": "array",
+            "Y": "array",
+            "noise_var": "pos",
+            "eta": "pos",
+            "l": "int0+size",
+        },
+        own,
+    )
+    add(
+        "richardson.krr_convergence_factor",
+        richardson.krr_convergence_factor,
+        {"G": G, "noise_var": 0.1, "eta": 0.1},
+        {"G": "psd", "noise_var": "pos", "eta": "pos"},
+        own,
+    )
+    add(
+        "richardson.krr_training_bound",
+        richardson.krr_training_bound,
         {"G": G, "Y": Y, "noise_var": 0.1, "eta": 0.1, "L": 3},
-        {"G": "psd", "Y": "array", "noise_var": "pos", "eta": "pos", "L": "int0"}, own)
-    add("richardson.krr_testing_bound", richardson.krr_testing_bound,
+        {"G": "psd", "Y": "array", "noise_var": "pos", "eta": "pos", "L": "int0"},
+        own,
+    )
+    add(
+        "richardson.krr_testing_bound",
+        richardson.krr_testing_bound,
         {"G": G, "k_x": KX, "Y": Y, "noise_var": 0.1, "eta": 0.1, "L": 3},
         {"G": "psd", "k_x": "array", "Y": "array", "noise_var": "pos", "eta": "pos", "L": "int0"},
-        own)
-    add("richardson.jacobi_preconditioner", richardson.jacobi_preconditioner, {"G": G}, {"G": "psd"},
-        own)
+        own,
+    )
+    add(
+        "richardson.jacobi_preconditioner",
+        richardson.jacobi_preconditioner,
+        {"G": G},
+        {"G": "psd"},
+        own,
+    )
 
     # spectral (structure engineer) ----------------------------------------------------------------
-    add("spectral.sample_design", spectral.sample_design,
+    add(
+        "spectral.sample_design",
+        spectral.sample_design,
         {"n": 5, "d": 2, "rng": np.random.default_rng(0), "design": "gaussian"},
-        {"n": "int1+size", "d": "int1+size", "rng": "rng", "design": "choice"}, own)
-    add("spectral.linear_gram_interval", spectral.linear_gram_interval, {"n": 50, "d": 2, "t": 0.1},
-        {"n": "int1", "d": "int1", "t": "nonneg"}, own)  # t = 0 is a valid (degenerate) interval
-    add("spectral.linear_gram_eigenvalues", spectral.linear_gram_eigenvalues,
-        {"X": X, "sigma_diag": (2.0, 1.0)}, {"X": "array+empty+ndim+d0", "sigma_diag": "array+neg+none"},  # None: identity
-        own)
+        {"n": "int1+size", "d": "int1+size", "rng": "rng", "design": "choice"},
+        own,
+    )
+    add(
+        "spectral.linear_gram_interval",
+        spectral.linear_gram_interval,
+        {"n": 50, "d": 2, "t": 0.1},
+        {"n": "int1", "d": "int1", "t": "nonneg"},
+        own,
+    )  # t = 0 is a valid (degenerate) interval
+    add(
+        "spectral.linear_gram_eigenvalues",
+        spectral.linear_gram_eigenvalues,
+        {"X": X, "sigma_diag": (2.0, 1.0)},
+        {"X": "array+empty+ndim+d0", "sigma_diag": "array+neg+none"},  # None: identity
+        own,
+    )
     for f in ("lambda1_lower_bound", "top_eigenvalue"):
         add(f"spectral.{f}", getattr(spectral, f), {"G": G}, {"G": "psd"}, own)
-    add("spectral.lambda1_lower_limit", spectral.lambda1_lower_limit,
+    add(
+        "spectral.lambda1_lower_limit",
+        spectral.lambda1_lower_limit,
         {"n": 10, "alpha": 1.0, "lengthscale": 0.8, "d": 2},
-        {"n": "int1", "alpha": "pos", "lengthscale": "pos", "d": "int1"}, own)
-    add("spectral.RBFMercer", spectral.RBFMercer, {"d": 2, "lengthscale": 0.8},
-        {"d": "int1+size", "lengthscale": "pos"}, own)
-    add("spectral.ridge_cond", spectral.ridge_cond, {"G": G, "noise_var": 0.1},
-        {"G": "psd", "noise_var": "pos"}, own)
-    add("spectral.ridge_cond_bounds", spectral.ridge_cond_bounds,
-        {"n": 10, "rho": 0.5, "noise_var": 0.1}, {"n": "int1", "rho": "prob0", "noise_var": "pos"}, own)  # rho in [0, 1] is valid
-    add("spectral.prec_spectrum", spectral.prec_spectrum, {"G": G, "noise_var": 0.1},
-        {"G": "psd", "noise_var": "pos"}, own)
-    add("spectral.prec_bounds", spectral.prec_bounds, {"s": G.sum(1), "noise_var": 0.1},
-        {"s": "array+empty+neg", "noise_var": "pos"}, own)
+        {"n": "int1", "alpha": "pos", "lengthscale": "pos", "d": "int1"},
+        own,
+    )
+    add(
+        "spectral.RBFMercer",
+        spectral.RBFMercer,
+        {"d": 2, "lengthscale": 0.8},
+        {"d": "int1+size", "lengthscale": "pos"},
+        own,
+    )
+    add(
+        "spectral.ridge_cond",
+        spectral.ridge_cond,
+        {"G": G, "noise_var": 0.1},
+        {"G": "psd", "noise_var": "pos"},
+        own,
+    )
+    add(
+        "spectral.ridge_cond_bounds",
+        spectral.ridge_cond_bounds,
+        {"n": 10, "rho": 0.5, "noise_var": 0.1},
+        {"n": "int1", "rho": "prob0", "noise_var": "pos"},
+        own,
+    )  # rho in [0, 1] is valid
+    add(
+        "spectral.prec_spectrum",
+        spectral.prec_spectrum,
+        {"G": G, "noise_var": 0.1},
+        {"G": "psd", "noise_var": "pos"},
+        own,
+    )
+    add(
+        "spectral.prec_bounds",
+        spectral.prec_bounds,
+        {"s": G.sum(1), "noise_var": 0.1},
+        {"s": "array+empty+neg", "noise_var": "pos"},
+        own,
+    )
     add("spectral.rho_star", spectral.rho_star, {"cond": 10.0}, {"cond": "array"}, own)
     for f in ("depth_needed", "depth_sufficient"):
-        add(f"spectral.{f}", getattr(spectral, f), {"cond": 10.0, "eps": 1e-3},
-            {"cond": "array", "eps": "prob"}, own)
-    add("spectral.admissible_step_curve", spectral.admissible_step_curve,
-        {"kernel": K, "ns": (5, 10), "d": 2, "noise_var": 0.1, "n_trials": 2,
-         "rng": np.random.default_rng(0)},
-        {"kernel": "kernel", "ns": "array+empty", "d": "int1", "noise_var": "pos", "n_trials": "int1",
-         "rng": "rng"}, own)
-    add("spectral.expected_rbf_uniform", spectral.expected_rbf_uniform,
+        add(
+            f"spectral.{f}",
+            getattr(spectral, f),
+            {"cond": 10.0, "eps": 1e-3},
+            {"cond": "array", "eps": "prob"},
+            own,
+        )
+    add(
+        "spectral.admissible_step_curve",
+        spectral.admissible_step_curve,
+        {
+            "kernel": K,
+            "ns": (5, 10),
+            "d": 2,
+            "noise_var": 0.1,
+            "n_trials": 2,
+            "rng": np.random.default_rng(0),
+        },
+        {
+            "kernel": "kernel",
+            "ns": "array+empty",
+            "d": "int1",
+            "noise_var": "pos",
+            "n_trials": "int1",
+            "rng": "rng",
+        },
+        own,
+    )
+    add(
+        "spectral.expected_rbf_uniform",
+        spectral.expected_rbf_uniform,
         {"alpha": 1.0, "lengthscale": 0.8, "d": 2},
-        {"alpha": "pos", "lengthscale": "pos", "d": "int1+size"}, own)
-    add("spectral.rbf_cond_lower_shape", spectral.rbf_cond_lower_shape,
+        {"alpha": "pos", "lengthscale": "pos", "d": "int1+size"},
+        own,
+    )
+    add(
+        "spectral.rbf_cond_lower_shape",
+        spectral.rbf_cond_lower_shape,
         {"n": np.array([10, 20]), "d": 2, "gamma": 0.5},
-        {"n": "array", "d": "int1", "gamma": "pos"}, own)
+        {"n": "array", "d": "int1", "gamma": "pos"},
+        own,
+    )
 
     # construction / mlp (structure engineer) ------------------------------------------------------
-    add("construction.handset_weights",
+    add(
+        "construction.handset_weights",
         lambda d, L, eta, noise_var, kernel: con.handset_weights(d, L, eta, noise_var, kernel),
         {"d": 2, "L": 3, "eta": 0.1, "noise_var": 0.1, "kernel": K},
         {"d": "int1+size", "L": "int1+size", "eta": "pos", "noise_var": "pos", "kernel": "kernel"},
-        own)
-    add("construction.build_Z0", con.build_Z0, {"X": X, "Y": Y, "x_query": XQ1},
-        {"X": "array+empty+d0", "Y": "array", "x_query": "array"}, own)
+        own,
+    )
+    add(
+        "construction.build_Z0",
+        con.build_Z0,
+        {"X": X, "Y": Y, "x_query": XQ1},
+        {"X": "array+empty+d0", "Y": "array", "x_query": "array"},
+        own,
+    )
     hw = con.handset_weights(2, 3, 0.1, 0.1, K)
     Z0 = con.build_Z0(X, Y, XQ1)
-    add("construction.attention_scores", con.attention_scores,
+    add(
+        "construction.attention_scores",
+        con.attention_scores,
         {"KZ": hw.K[0] @ Z0, "QZ": hw.Q[0] @ Z0, "score": "rbf"},
-        {"KZ": "array", "QZ": "array", "score": "choice"}, own)
-    add("construction.tf_forward", lambda weights, X, Y, x_query: con.tf_forward(weights, X, Y, x_query),
+        {"KZ": "array", "QZ": "array", "score": "choice"},
+        own,
+    )
+    add(
+        "construction.tf_forward",
+        lambda weights, X, Y, x_query: con.tf_forward(weights, X, Y, x_query),
         {"weights": hw, "X": X, "Y": Y, "x_query": XQ1},
-        {"weights": "object", "X": "array+empty+d0", "Y": "array", "x_query": "array"}, own)
-    add("construction.expected_rows", con.expected_rows,
+        {"weights": "object", "X": "array+empty+d0", "Y": "array", "x_query": "array"},
+        own,
+    )
+    add(
+        "construction.expected_rows",
+        con.expected_rows,
         {"kernel": K, "X": X, "Y": Y, "x_query": XQ1, "noise_var": 0.1, "eta": 0.1, "L": 3},
-        {"kernel": "kernel", "X": "array+empty+d0", "Y": "array", "x_query": "array",
-         "noise_var": "pos", "eta": "pos", "L": "int1+size"}, own)
+        {
+            "kernel": "kernel",
+            "X": "array+empty+d0",
+            "Y": "array",
+            "x_query": "array",
+            "noise_var": "pos",
+            "eta": "pos",
+            "L": "int1+size",
+        },
+        own,
+    )
     for f in ("ROW_Y", "ROW_KX", "ROW_F", "ROW_G"):
         add(f"construction.{f}", getattr(con, f), {"d": 2}, {"d": "int1"}, own)
     if mlpmod is not None:
-        add("mlp.fit_psi_mlp", mlpmod.fit_psi_mlp,
+        add(
+            "mlp.fit_psi_mlp",
+            mlpmod.fit_psi_mlp,
             {"box": ((-1.0, 1.0), (0.5, 2.0)), "width": 8, "rng": np.random.default_rng(0)},
-            {"box": "box", "width": "int1+size", "rng": "rng+none"}, own)  # None: the deterministic grid
+            {"box": "box", "width": "int1+size", "rng": "rng+none"},
+            own,
+        )  # None: the deterministic grid
         m = _mlp()
-        add("mlp.delta_mlp", mlpmod.delta_mlp, {"mlp": m, "n_grid": 11},
-            {"mlp": "object", "n_grid": "int2+size"}, own)
+        add(
+            "mlp.delta_mlp",
+            mlpmod.delta_mlp,
+            {"mlp": m, "n_grid": 11},
+            {"mlp": "object", "n_grid": "int2+size"},
+            own,
+        )
         if hasattr(mlpmod, "delta_mlp_interval"):
-            add("mlp.delta_mlp_interval", mlpmod.delta_mlp_interval, {"mlp": m, "n_grid": 11},
-                {"mlp": "object", "n_grid": "int2+size"}, own)
+            add(
+                "mlp.delta_mlp_interval",
+                mlpmod.delta_mlp_interval,
+                {"mlp": m, "n_grid": 11},
+                {"mlp": "object", "n_grid": "int2+size"},
+                own,
+            )
     return S
 
 
@@ -371,6 +734,7 @@ SPECS = _specs()
 # ------------------------------------------------------------------------------------------------
 # bad values by kind
 # ------------------------------------------------------------------------------------------------
+
 
 def _with(a: np.ndarray, v) -> np.ndarray:
     a = np.array(a, dtype=float)
@@ -387,8 +751,15 @@ def bad_values(kind: str, base) -> dict:
     out: dict = {}
     if head in ("array", "edges", "probs", "spd", "psd"):
         a = np.asarray(base, dtype=float)
-        out.update({"nan": _with(a, np.nan), "inf": _with(a, np.inf), "complex": a + 1j,
-                    "str": "abc", "None": None})
+        out.update(
+            {
+                "nan": _with(a, np.nan),
+                "inf": _with(a, np.inf),
+                "complex": a + 1j,
+                "str": "abc",
+                "None": None,
+            }
+        )
         if "empty" in flags or head in ("edges", "probs"):
             out["empty"] = np.empty((0,) + a.shape[1:])
         if "ndim" in flags and a.ndim >= 1:
@@ -422,8 +793,9 @@ def bad_values(kind: str, base) -> dict:
             out.update({"negative": -0.1, "above one": 1.5})
     elif head.startswith("int"):
         k = int(head[3:])
-        out.update({"below minimum": k - 1, "fractional": 2.5, "str": "3", "None": None,
-                    "bool": True})
+        out.update(
+            {"below minimum": k - 1, "fractional": 2.5, "str": "3", "None": None, "bool": True}
+        )
         if "size" in flags:
             out["huge"] = 10**12
     elif head == "rng":
@@ -441,11 +813,24 @@ def bad_values(kind: str, base) -> dict:
     elif head == "object":
         out.update({"None": None, "str": "abc"})
     elif head == "bounds":
-        out.update({"negative low": (-1.0, 10.0), "reversed": (10.0, 1.0), "nan": (math.nan, 1.0),
-                    "None": None, "one number": 1.0})
+        out.update(
+            {
+                "negative low": (-1.0, 10.0),
+                "reversed": (10.0, 1.0),
+                "nan": (math.nan, 1.0),
+                "None": None,
+                "one number": 1.0,
+            }
+        )
     elif head == "box":
-        out.update({"reversed": ((1.0, -1.0), (0.5, 2.0)), "nan": ((math.nan, 1.0), (0.5, 2.0)),
-                    "None": None, "tau <= 0": ((-1.0, 1.0), (-0.5, 2.0))})
+        out.update(
+            {
+                "reversed": ((1.0, -1.0), (0.5, 2.0)),
+                "nan": ((math.nan, 1.0), (0.5, 2.0)),
+                "None": None,
+                "tau <= 0": ((-1.0, 1.0), (-0.5, 2.0)),
+            }
+        )
     else:  # pragma: no cover - a typo in SPECS
         raise KeyError(kind)
     return out
@@ -472,6 +857,7 @@ def _cases() -> list[Case]:
 
 def _extra_cases() -> list[Case]:
     """The defects issue 12 lists by name, as written there."""
+
     def case(name, fn, arg, **kw):
         return Case(f"issue12:{name}", Spec(name, fn, kw, {}, "hardening"), arg, kw)
 
@@ -479,26 +865,64 @@ def _extra_cases() -> list[Case]:
     I5 = np.eye(5)
     return [
         case("bin_edges(-1e308, 1e308, 4)", D.bin_edges, "b", a=-1e308, b=1e308, C=4),
-        case("tv_density_histogram(n_grid=0)", metrics.tv_density_histogram, "n_grid",
-             pdf=_gauss_pdf, cdf=_gauss_cdf, edges=EDGES, probs=PROBS[0], n_grid=0),
-        Case("issue12:richardson(A=-I)", Spec("richardson", richardson.richardson, {}, {}, own), "A",
-             {"A": -I5, "b": Y, "eta": 0.1, "L": 3}),
+        case(
+            "tv_density_histogram(n_grid=0)",
+            metrics.tv_density_histogram,
+            "n_grid",
+            pdf=_gauss_pdf,
+            cdf=_gauss_cdf,
+            edges=EDGES,
+            probs=PROBS[0],
+            n_grid=0,
+        ),
+        Case(
+            "issue12:richardson(A=-I)",
+            Spec("richardson", richardson.richardson, {}, {}, own),
+            "A",
+            {"A": -I5, "b": Y, "eta": 0.1, "L": 3},
+        ),
         case("kernels accept d=0", lambda X1: K(X1), "X1", X1=np.empty((4, 0))),
         case("kernels accept empty X", lambda X1: K(X1), "X1", X1=np.empty((0, 2))),
         case("kernels accept complex X", lambda X1: K(X1), "X1", X1=X + 1j),
-        case("fit_empirical_bayes(bounds=(-1, 10))",
-             lambda bounds: gp.fit_empirical_bayes(X, Y, n_restarts=0, rng=np.random.default_rng(0),
-                                                   bounds=bounds), "bounds", bounds=(-1.0, 10.0)),
-        case("mixture_quantile(n_iter=0)", metrics.mixture_quantile, "n_iter", weights=W3, mu=MU3,
-             tau=TAU3, q=0.3, n_iter=0),
-        case("fit_empirical_bayes(rng=None)",
-             lambda rng: gp.fit_empirical_bayes(X, Y, n_restarts=1, rng=rng), "rng", rng=None),
+        case(
+            "fit_empirical_bayes(bounds=(-1, 10))",
+            lambda bounds: gp.fit_empirical_bayes(
+                X, Y, n_restarts=0, rng=np.random.default_rng(0), bounds=bounds
+            ),
+            "bounds",
+            bounds=(-1.0, 10.0),
+        ),
+        case(
+            "mixture_quantile(n_iter=0)",
+            metrics.mixture_quantile,
+            "n_iter",
+            weights=W3,
+            mu=MU3,
+            tau=TAU3,
+            q=0.3,
+            n_iter=0,
+        ),
+        case(
+            "fit_empirical_bayes(rng=None)",
+            lambda rng: gp.fit_empirical_bayes(X, Y, n_restarts=1, rng=rng),
+            "rng",
+            rng=None,
+        ),
         case("blr_sigma_diag(10**9)", kernels.blr_sigma_diag, "d", d=10**9),
-        Case("issue12:richardson(L=10**8, return_path=True)",
-             Spec("richardson", richardson.richardson, {}, {}, own), "L",
-             {"A": A, "b": Y, "eta": 0.1, "L": 10**8, "return_path": True}),
-        case("histogram_density y/probs mismatch", D.histogram_density, "y", edges=EDGES,
-             probs=PROBS, y=np.zeros(3)),
+        Case(
+            "issue12:richardson(L=10**8, return_path=True)",
+            Spec("richardson", richardson.richardson, {}, {}, own),
+            "L",
+            {"A": A, "b": Y, "eta": 0.1, "L": 10**8, "return_path": True},
+        ),
+        case(
+            "histogram_density y/probs mismatch",
+            D.histogram_density,
+            "y",
+            edges=EDGES,
+            probs=PROBS,
+            y=np.zeros(3),
+        ),
         case("mixture_components(not a MixturePPD)", metrics.mixture_components, "ppd", ppd=(1, 2)),
     ]
 
@@ -513,6 +937,7 @@ OWNED_ELSEWHERE: dict[str, str] = {}
 # ------------------------------------------------------------------------------------------------
 # outcome of one case
 # ------------------------------------------------------------------------------------------------
+
 
 class _Hang(Exception):
     pass
@@ -544,8 +969,12 @@ def outcome(case: Case, timeout_s: int = 20) -> tuple[str, str]:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     try:
-        vals = np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in
-                               (result if isinstance(result, tuple) else (result,))])
+        vals = np.concatenate(
+            [
+                np.ravel(np.asarray(v, dtype=float))
+                for v in (result if isinstance(result, tuple) else (result,))
+            ]
+        )
         if not np.all(np.isfinite(vals)):
             return "accepted NaN", repr(result)[:100]
     except (TypeError, ValueError):
@@ -561,6 +990,7 @@ def tally(cases=CASES) -> Counter:
 # tests
 # ------------------------------------------------------------------------------------------------
 
+
 def test_valid_base_calls():
     """Every spec's base call succeeds, so each case's refusal is due to its one bad argument."""
     for spec in SPECS:
@@ -571,23 +1001,55 @@ def test_valid_base_calls():
 def test_every_public_function_is_driven():
     """Each name in ``__all__`` of the exact-side modules that is a function or a class with
     checks has at least one spec (data containers and constants excepted)."""
-    exempt = {"KERNEL_NAMES", "DESIGNS", "EPS", "EBFit", "LinearInterval", "PrecSpectrum",
-              "PrecBounds", "StepCurve", "HandsetWeights", "PPDBoundTerms", "ReLUMLP",
-              "MixturePPD"}
+    exempt = {
+        "KERNEL_NAMES",
+        "DESIGNS",
+        "EPS",
+        "EBFit",
+        "LinearInterval",
+        "PrecSpectrum",
+        "PrecBounds",
+        "StepCurve",
+        "HandsetWeights",
+        "PPDBoundTerms",
+        "ReLUMLP",
+        "MixturePPD",
+    }
     driven = {s.name.split(".")[1] for s in SPECS}
-    modules = {"kernels": kernels, "gp": gp, "discretize": D, "metrics": metrics,
-               "richardson": richardson, "spectral": spectral, "construction": con, "stats": stats}
+    modules = {
+        "kernels": kernels,
+        "gp": gp,
+        "discretize": D,
+        "metrics": metrics,
+        "richardson": richardson,
+        "spectral": spectral,
+        "construction": con,
+        "stats": stats,
+    }
     if mlpmod is not None:
         modules["mlp"] = mlpmod
-    missing = sorted(f"{m}.{n}" for m, mod in modules.items() for n in mod.__all__
-                     if n not in exempt and n not in driven and callable(getattr(mod, n)))
+    missing = sorted(
+        f"{m}.{n}"
+        for m, mod in modules.items()
+        for n in mod.__all__
+        if n not in exempt and n not in driven and callable(getattr(mod, n))
+    )
     assert not missing, f"public functions without fuzz cases: {missing}"
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, id=c.id, marks=pytest.mark.xfail(strict=True, reason=f"owned by {OWNED_ELSEWHERE[c.id]}"))
-    if c.id in OWNED_ELSEWHERE else pytest.param(c, id=c.id)
-    for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=c.id,
+            marks=pytest.mark.xfail(strict=True, reason=f"owned by {OWNED_ELSEWHERE[c.id]}"),
+        )
+        if c.id in OWNED_ELSEWHERE
+        else pytest.param(c, id=c.id)
+        for c in CASES
+    ],
+)
 def test_bad_input_is_rejected_clearly(case):
     """One bad argument -> ValueError/TypeError naming it (no NaN out, no other exception)."""
     kind, detail = outcome(case)
@@ -613,6 +1075,7 @@ def bad_array(draw, shape):
 
 def test_bad_array_strategy_is_bad():
     """The strategy itself: every draw is complex or holds a non-finite value."""
+
     @settings(max_examples=30)
     @given(bad_array((3, 2)))
     def check(a):
@@ -621,10 +1084,14 @@ def test_bad_array_strategy_is_bad():
     check()
 
 
-_ARRAY_TARGETS = [(s, arg) for s in SPECS for arg, kind in s.kinds.items()
-                  if kind.split("+")[0] in ("array", "edges", "probs", "spd", "psd")
-                  and np.asarray(s.base[arg]).ndim >= 1
-                  and not any(c.startswith(f"{s.name}[{arg}=") for c in OWNED_ELSEWHERE)]
+_ARRAY_TARGETS = [
+    (s, arg)
+    for s in SPECS
+    for arg, kind in s.kinds.items()
+    if kind.split("+")[0] in ("array", "edges", "probs", "spd", "psd")
+    and np.asarray(s.base[arg]).ndim >= 1
+    and not any(c.startswith(f"{s.name}[{arg}=") for c in OWNED_ELSEWHERE)
+]
 
 
 @settings(max_examples=40)
@@ -657,7 +1124,10 @@ def test_rbf_far_from_origin_is_round_off(offset, seed):
 
 if __name__ == "__main__":  # the figures of the report
     counts = tally()
-    print(f"{len(CASES)} bad library inputs: " + ", ".join(f"{v} {k}" for k, v in counts.most_common()))
+    print(
+        f"{len(CASES)} bad library inputs: "
+        + ", ".join(f"{v} {k}" for k, v in counts.most_common())
+    )
     for c in CASES:
         kind, detail = outcome(c)
         if kind != "clear":

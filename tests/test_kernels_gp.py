@@ -80,7 +80,9 @@ def test_posterior_predictive_matches_sklearn(kind):
     # sklearn's std is of the latent f; the PPD of y adds the noise variance.
     np.testing.assert_allclose(tau, sd_ref**2 + s2, rtol=1e-8, atol=1e-10)
     lml_ref = gpr.log_marginal_likelihood_value_
-    np.testing.assert_allclose(log_marginal_likelihood(ours, X, Y, s2), lml_ref, rtol=RTOL, atol=1e-8)
+    np.testing.assert_allclose(
+        log_marginal_likelihood(ours, X, Y, s2), lml_ref, rtol=RTOL, atol=1e-8
+    )
 
 
 def test_batched_equals_loop():
@@ -104,7 +106,9 @@ def test_mixture_weights_are_posterior():
     Xq = rng.normal(size=(4, 2)) / np.sqrt(2)
     ks = [RBFKernel(1.0, ell) for ell in (0.4, 0.8)]
     mix = mixture_ppd(ks, [0.04, 0.09], [0.5, 0.5], X, Y, Xq)
-    l = np.array([log_marginal_likelihood(k, X, Y, s) for k, s in zip(ks, [0.04, 0.09], strict=True)])
+    l = np.array(
+        [log_marginal_likelihood(k, X, Y, s) for k, s in zip(ks, [0.04, 0.09], strict=True)]
+    )
     w = np.exp(l - l.max())
     np.testing.assert_allclose(mix.weights, w / w.sum(), rtol=1e-12, atol=1e-14)
     one = mixture_ppd(ks[:1], [0.04], [1.0], X, Y, Xq)
@@ -122,18 +126,25 @@ def test_empirical_bayes_recovers_and_beats_truth():
     Y = np.linalg.cholesky(G) @ rng.normal(size=150)
     fit = fit_empirical_bayes(X, Y, n_restarts=3, rng=rng)
     assert fit.log_marginal_likelihood >= log_marginal_likelihood(true, X, Y, 0.09) - 1e-8
-    np.testing.assert_allclose(fit.log_marginal_likelihood,
-                               log_marginal_likelihood(fit.kernel, X, Y, fit.noise_var), rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(
+        fit.log_marginal_likelihood,
+        log_marginal_likelihood(fit.kernel, X, Y, fit.noise_var),
+        rtol=1e-10,
+        atol=1e-8,
+    )
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(noise_var=0.0), "noise_var"),
-    (dict(noise_var=-1.0), "noise_var"),
-    (dict(X=np.zeros((0, 2)), Y=np.zeros(0)), "n = 0"),
-    (dict(Y=np.zeros(4)), "Y must have shape"),
-    (dict(X=np.full((5, 2), np.nan)), "X contains NaN"),
-    (dict(Xq=np.zeros((2, 3))), "Xq must have shape"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(noise_var=0.0), "noise_var"),
+        (dict(noise_var=-1.0), "noise_var"),
+        (dict(X=np.zeros((0, 2)), Y=np.zeros(0)), "n = 0"),
+        (dict(Y=np.zeros(4)), "Y must have shape"),
+        (dict(X=np.full((5, 2), np.nan)), "X contains NaN"),
+        (dict(Xq=np.zeros((2, 3))), "Xq must have shape"),
+    ],
+)
 def test_bad_input_names_argument(bad, match):
     args = dict(X=np.zeros((5, 2)), Y=np.zeros(5), Xq=np.zeros((2, 2)), noise_var=0.1)
     args.update(bad)
@@ -141,14 +152,22 @@ def test_bad_input_names_argument(bad, match):
         posterior_predictive(RBFKernel(), **args)
 
 
-@pytest.mark.parametrize("ctor, match", [
-    (lambda: RBFKernel(alpha=0.0), "alpha"),
-    (lambda: RBFKernel(lengthscale=-1.0), "lengthscale"),
-    (lambda: LinearKernel(sigma_diag=(1.0, 0.0)), "sigma_diag"),
-    (lambda: ARDRBFKernel(lengthscales=(1.0, float("nan"))), "lengthscales"),
-    (lambda: make_kernel("matern"), "kernel name"),
-    (lambda: mixture_ppd([RBFKernel()], [0.1, 0.2], [1.0], np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1))), "noise_vars"),
-])
+@pytest.mark.parametrize(
+    "ctor, match",
+    [
+        (lambda: RBFKernel(alpha=0.0), "alpha"),
+        (lambda: RBFKernel(lengthscale=-1.0), "lengthscale"),
+        (lambda: LinearKernel(sigma_diag=(1.0, 0.0)), "sigma_diag"),
+        (lambda: ARDRBFKernel(lengthscales=(1.0, float("nan"))), "lengthscales"),
+        (lambda: make_kernel("matern"), "kernel name"),
+        (
+            lambda: mixture_ppd(
+                [RBFKernel()], [0.1, 0.2], [1.0], np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1))
+            ),
+            "noise_vars",
+        ),
+    ],
+)
 def test_bad_kernel_params(ctor, match):
     with pytest.raises(ValueError, match=match):
         ctor()

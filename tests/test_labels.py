@@ -15,7 +15,9 @@ import pytest
 from pfntheory import report
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
-needs_paper = pytest.mark.skipif(not PAPER.is_file(), reason=f"{PAPER} not found (paper not shipped)")
+needs_paper = pytest.mark.skipif(
+    not PAPER.is_file(), reason=f"{PAPER} not found (paper not shipped)"
+)
 
 
 def _paper_labels() -> list[str]:
@@ -32,8 +34,12 @@ def test_every_committed_row_label_is_a_paper_label():
     labels = set(_paper_labels())
     files = sorted((report.DEFAULT_OUT / "results").glob("[0-9]*.json"))
     assert files, "no committed report results (run `pfntheory report`)"
-    bad = {(f.stem, r["label"]) for f in files for r in json.loads(f.read_text())["rows"]
-           if r["label"] not in labels}
+    bad = {
+        (f.stem, r["label"])
+        for f in files
+        for r in json.loads(f.read_text())["rows"]
+        if r["label"] not in labels
+    }
     assert not bad, f"rows whose label is not a \\label{{}} of paper.tex: {sorted(bad)}"
 
 

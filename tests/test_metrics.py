@@ -51,14 +51,29 @@ def test_tv_truncnorm_against_quad(seed):
     Z = gaussian_interval_mass(mu, tau, e[0], e[-1])
     f = lambda y: abs(scipy.stats.norm.pdf(y, mu, s) / Z - histogram_density(e, p, y))  # noqa: E731
     ref = 0.5 * sum(scipy.integrate.quad(f, e[c], e[c + 1], **QUAD)[0] for c in range(len(p)))
-    np.testing.assert_allclose(tv_truncnorm_histogram(mu, tau, e, p), ref, rtol=1e-9, atol=ATOL_QUAD)
-    np.testing.assert_allclose(tv_density_histogram(lambda y: scipy.stats.norm.pdf(y, mu, s),
-                                                    lambda y: scipy.stats.norm.cdf(y, mu, s), e, p, mass=Z),
-                               ref, rtol=1e-9, atol=ATOL_QUAD)
+    np.testing.assert_allclose(
+        tv_truncnorm_histogram(mu, tau, e, p), ref, rtol=1e-9, atol=ATOL_QUAD
+    )
+    np.testing.assert_allclose(
+        tv_density_histogram(
+            lambda y: scipy.stats.norm.pdf(y, mu, s),
+            lambda y: scipy.stats.norm.cdf(y, mu, s),
+            e,
+            p,
+            mass=Z,
+        ),
+        ref,
+        rtol=1e-9,
+        atol=ATOL_QUAD,
+    )
     # untruncated p_n: inside integral with p_n, plus the tail mass, halved
     g = lambda y: abs(scipy.stats.norm.pdf(y, mu, s) - histogram_density(e, p, y))  # noqa: E731
-    ref_u = 0.5 * (sum(scipy.integrate.quad(g, e[c], e[c + 1], **QUAD)[0] for c in range(len(p))) + 1 - Z)
-    np.testing.assert_allclose(tv_gaussian_histogram(mu, tau, e, p), ref_u, rtol=1e-9, atol=ATOL_QUAD)
+    ref_u = 0.5 * (
+        sum(scipy.integrate.quad(g, e[c], e[c + 1], **QUAD)[0] for c in range(len(p))) + 1 - Z
+    )
+    np.testing.assert_allclose(
+        tv_gaussian_histogram(mu, tau, e, p), ref_u, rtol=1e-9, atol=ATOL_QUAD
+    )
 
 
 def test_tv_batched_and_limits():
@@ -69,19 +84,35 @@ def test_tv_batched_and_limits():
     tv = tv_truncnorm_histogram(mu, tau, e, q)
     assert tv.shape == (2, 2)
     for i in np.ndindex(2, 2):
-        np.testing.assert_allclose(tv[i], tv_truncnorm_histogram(mu[i], tau[i], e, q[i]), rtol=1e-14, atol=0)
+        np.testing.assert_allclose(
+            tv[i], tv_truncnorm_histogram(mu[i], tau[i], e, q[i]), rtol=1e-14, atol=0
+        )
     far = np.zeros(64)
-    far[0] = 1.0                                  # all mass in the first bin: TV close to 1
+    far[0] = 1.0  # all mass in the first bin: TV close to 1
     assert 0.9 < tv_truncnorm_histogram(3.0, 0.1, e, far) <= 1.0
     # finer bins -> smaller TV (first order)
-    tvs = [tv_truncnorm_histogram(0.2, 0.5, np.linspace(-3, 3, C + 1),
-                                  truncnorm_bin_masses(0.2, 0.5, np.linspace(-3, 3, C + 1))) for C in (16, 64, 256)]
+    tvs = [
+        tv_truncnorm_histogram(
+            0.2,
+            0.5,
+            np.linspace(-3, 3, C + 1),
+            truncnorm_bin_masses(0.2, 0.5, np.linspace(-3, 3, C + 1)),
+        )
+        for C in (16, 64, 256)
+    ]
     assert tvs[0] > tvs[1] > tvs[2]
 
 
-@pytest.mark.parametrize("bad,name", [(dict(tau=-1.0), "tau"), (dict(probs=np.ones(5) / 5), "probs"),
-                                      (dict(probs=np.full(12, 0.09)), "probs"), (dict(mu=np.nan), "mu"),
-                                      (dict(edges=np.linspace(1, -1, 13)), "edges")])
+@pytest.mark.parametrize(
+    "bad,name",
+    [
+        (dict(tau=-1.0), "tau"),
+        (dict(probs=np.ones(5) / 5), "probs"),
+        (dict(probs=np.full(12, 0.09)), "probs"),
+        (dict(mu=np.nan), "mu"),
+        (dict(edges=np.linspace(1, -1, 13)), "edges"),
+    ],
+)
 def test_tv_bad_input(bad, name):
     args = dict(mu=0.0, tau=1.0, edges=np.linspace(-2, 2, 13), probs=np.ones(12) / 12)
     args.update(bad)
@@ -93,8 +124,16 @@ def test_tv_bad_input(bad, name):
 def test_moments_against_quad(seed):
     _, e, p = _case(seed)
     m1, m2 = histogram_moments(e, p)
-    r1 = sum(scipy.integrate.quad(lambda y: y * histogram_density(e, p, y), e[c], e[c + 1], **QUAD)[0] for c in range(12))
-    r2 = sum(scipy.integrate.quad(lambda y: y * y * histogram_density(e, p, y), e[c], e[c + 1], **QUAD)[0] for c in range(12))
+    r1 = sum(
+        scipy.integrate.quad(lambda y: y * histogram_density(e, p, y), e[c], e[c + 1], **QUAD)[0]
+        for c in range(12)
+    )
+    r2 = sum(
+        scipy.integrate.quad(lambda y: y * y * histogram_density(e, p, y), e[c], e[c + 1], **QUAD)[
+            0
+        ]
+        for c in range(12)
+    )
     np.testing.assert_allclose([m1, m2], [r1, r2], rtol=1e-10, atol=ATOL_QUAD)
     m1b, m2b = histogram_moments(e, np.tile(p, (3, 1)))
     assert m1b.shape == (3,) and m2b.shape == (3,)
@@ -146,7 +185,10 @@ def test_histogram_crps_against_quad(seed, where):
     f = lambda t: (histogram_cdf(e, p, t) - (t >= y)) ** 2  # noqa: E731
     pts = np.sort(np.r_[e, y])
     lo, hi = min(y, e[0]) - 1, max(y, e[-1]) + 1
-    ref = sum(scipy.integrate.quad(f, u, v, **QUAD)[0] for u, v in zip(np.r_[lo, pts], np.r_[pts, hi], strict=True))
+    ref = sum(
+        scipy.integrate.quad(f, u, v, **QUAD)[0]
+        for u, v in zip(np.r_[lo, pts], np.r_[pts, hi], strict=True)
+    )
     np.testing.assert_allclose(histogram_crps(e, p, y), ref, rtol=1e-10, atol=ATOL_QUAD)
 
 
@@ -177,11 +219,14 @@ def test_histogram_crps_converges_to_gaussian_crps():
 def test_gaussian_crps_and_interval_against_references():
     mu, tau, y = -0.4, 1.7, 0.9
     s = np.sqrt(tau)
-    ref = scipy.integrate.quad(lambda t: (scipy.stats.norm.cdf(t, mu, s) - (t >= y)) ** 2, -30, 30,
-                               points=[y], **QUAD)[0]
+    ref = scipy.integrate.quad(
+        lambda t: (scipy.stats.norm.cdf(t, mu, s) - (t >= y)) ** 2, -30, 30, points=[y], **QUAD
+    )[0]
     np.testing.assert_allclose(gaussian_crps(mu, tau, y), ref, rtol=1e-10, atol=ATOL_QUAD)
     lo, hi = gaussian_interval(mu, tau, 0.9)
-    np.testing.assert_allclose([lo, hi], scipy.stats.norm.interval(0.9, mu, s), rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(
+        [lo, hi], scipy.stats.norm.interval(0.9, mu, s), rtol=1e-14, atol=1e-14
+    )
     with pytest.raises(ValueError, match="tau"):
         gaussian_crps(0.0, 0.0, 1.0)
 
@@ -196,16 +241,23 @@ def test_histogram_nll():
 def test_mixture_helpers_against_references():
     w, mu, tau = np.array([0.2, 0.5, 0.3]), np.array([-1.0, 0.2, 1.5]), np.array([0.3, 0.6, 0.2])
     y = 0.4
-    ref = scipy.integrate.quad(lambda t: (mixture_cdf(w, mu, tau, t) - (t >= y)) ** 2, -30, 30,
-                               points=[y], **QUAD)[0]
+    ref = scipy.integrate.quad(
+        lambda t: (mixture_cdf(w, mu, tau, t) - (t >= y)) ** 2, -30, 30, points=[y], **QUAD
+    )[0]
     np.testing.assert_allclose(mixture_crps(w, mu, tau, y), ref, rtol=1e-10, atol=ATOL_QUAD)
     for u in (0.05, 0.5, 0.95):
-        r = scipy.optimize.brentq(lambda t, u=u: mixture_cdf(w, mu, tau, t) - u, -20, 20, xtol=1e-14)
+        r = scipy.optimize.brentq(
+            lambda t, u=u: mixture_cdf(w, mu, tau, t) - u, -20, 20, xtol=1e-14
+        )
         np.testing.assert_allclose(mixture_quantile(w, mu, tau, u), r, rtol=1e-12, atol=1e-12)
     lo, hi = mixture_interval(w, mu, tau, 0.9)
-    np.testing.assert_allclose([mixture_cdf(w, mu, tau, lo), mixture_cdf(w, mu, tau, hi)], [0.05, 0.95], atol=1e-13)
+    np.testing.assert_allclose(
+        [mixture_cdf(w, mu, tau, lo), mixture_cdf(w, mu, tau, hi)], [0.05, 0.95], atol=1e-13
+    )
     # one component reduces to the Gaussian formulas
-    np.testing.assert_allclose(mixture_crps([1.0], [0.3], [0.7], 1.2), gaussian_crps(0.3, 0.7, 1.2), rtol=1e-13)
+    np.testing.assert_allclose(
+        mixture_crps([1.0], [0.3], [0.7], 1.2), gaussian_crps(0.3, 0.7, 1.2), rtol=1e-13
+    )
     with pytest.raises(ValueError, match="weights"):
         mixture_crps([0.5, 0.6], [0, 1], [1, 1], 0.0)
 
@@ -213,8 +265,11 @@ def test_mixture_helpers_against_references():
 def test_mixture_components_from_gp_mixture():
     from pfntheory.gp import MixturePPD
 
-    ppd = MixturePPD(weights=np.array([0.3, 0.7]), mu=np.array([[0.0, 1.0, 2.0], [0.5, 0.5, 0.5]]),
-                     tau=np.array([[1.0, 1.0, 1.0], [0.2, 0.3, 0.4]]))
+    ppd = MixturePPD(
+        weights=np.array([0.3, 0.7]),
+        mu=np.array([[0.0, 1.0, 2.0], [0.5, 0.5, 0.5]]),
+        tau=np.array([[1.0, 1.0, 1.0], [0.2, 0.3, 0.4]]),
+    )
     w, mu, tau = mixture_components(ppd)
     assert w.shape == mu.shape == tau.shape == (3, 2)
     y = np.array([0.1, 0.9, 1.5])

@@ -36,8 +36,17 @@ def _data(B=4, n=6, d=3, seed=0, dtype=torch.float64):
 @pytest.mark.parametrize("head", ["psi", "mlp"])
 def test_output_shapes_and_finite(score, normalised, mode, head):
     """Logits (B, C), mu and tau (B,), finite, in the model's dtype. Fails on any shape slip."""
-    cfg = ModelConfig(score=score, d=3, L=3, C=8, mode=mode, normalised=normalised, head=head,
-                      scale_init=0.7, eta_init=0.05)
+    cfg = ModelConfig(
+        score=score,
+        d=3,
+        L=3,
+        C=8,
+        mode=mode,
+        normalised=normalised,
+        head=head,
+        scale_init=0.7,
+        eta_init=0.05,
+    )
     model = PFNTransformer(cfg, EDGES)
     X, Y, xq = _data(dtype=torch.float32)
     out = model(X, Y, xq)
@@ -57,9 +66,17 @@ def test_parameter_sets_of_the_modes():
     rbf = names(PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8, mode="theory"), EDGES))
     assert rbf == {"scale": (L, d), "amp": (), "eta": (L - 1,), "eta_drift": (L - 1,)}
     learn = names(PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8), EDGES))
-    assert learn == {"scale": (L, d), "amp": (), "V": (L - 1, 4), "S": (L - 1, 2), "W": (4,),
-                     "head.s": (2,)}
-    shared = names(PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8, shared_scale=True), EDGES))
+    assert learn == {
+        "scale": (L, d),
+        "amp": (),
+        "V": (L - 1, 4),
+        "S": (L - 1, 2),
+        "W": (4,),
+        "head.s": (2,),
+    }
+    shared = names(
+        PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8, shared_scale=True), EDGES)
+    )
     assert shared["scale"] == (1, d)
 
 
@@ -100,6 +117,7 @@ def test_default_eta_documented_values():
 # attention: masks and normalisation
 # ----------------------------------------------------------------------------------------------
 
+
 def _tokens(B=2, dp=5, T=6, seed=1):
     g = torch.Generator().manual_seed(seed)
     return torch.randn(B, dp, T, generator=g, dtype=torch.float64) * 0.5
@@ -113,20 +131,25 @@ def test_first_layer_mask_single_key(score):
     B, dp, T = Z.shape
     n = T - 1
     g = torch.Generator().manual_seed(2)
-    V, K = torch.randn(dp, dp, generator=g, dtype=torch.float64), torch.diag(torch.rand(dp, generator=g, dtype=torch.float64))
+    V, K = (
+        torch.randn(dp, dp, generator=g, dtype=torch.float64),
+        torch.diag(torch.rand(dp, generator=g, dtype=torch.float64)),
+    )
     M0 = torch.zeros(T, T, dtype=torch.float64)
     M0[n] = 1.0
     out, _ = masked_attention_dense(Z, V, K, K, M0, score)
     KZ = (K @ Z).transpose(1, 2)
-    kap = score_matrix(KZ[:, n:], KZ, score)[:, 0]                          # (B, T)
-    expected = (Z[:, :, n] @ V.T).unsqueeze(-1) * kap.unsqueeze(1)          # V z_{n+1} kappa_j
+    kap = score_matrix(KZ[:, n:], KZ, score)[:, 0]  # (B, T)
+    expected = (Z[:, :, n] @ V.T).unsqueeze(-1) * kap.unsqueeze(1)  # V z_{n+1} kappa_j
     torch.testing.assert_close(out, expected, rtol=1e-13, atol=1e-14)
 
 
 # normalised linear attention has no guaranteed non-zero normaliser (sec:generalization restricts
 # TF^pr to positive kernels), so it is left out of the mask check.
-@pytest.mark.parametrize("score, normalised", [("linear", False), ("rbf", False), ("rbf", True),
-                                               ("softmax", False), ("softmax", True)])
+@pytest.mark.parametrize(
+    "score, normalised",
+    [("linear", False), ("rbf", False), ("rbf", True), ("softmax", False), ("softmax", True)],
+)
 def test_solver_mask_equals_key_selection(score, normalised):
     """M_ij = 1{i <= n} in the dense form equals attending over the first n keys in the fast form,
     and the masked-out query token's values do not matter. Fails on a mask/transposition error."""
@@ -139,10 +162,12 @@ def test_solver_mask_equals_key_selection(score, normalised):
     M[:n] = 1.0
     dense, s_dense = masked_attention_dense(Z, V, K, K, M, score, normalised)
     q = (K @ Z).transpose(1, 2)
-    fast, s_fast = kernel_attention(q, q[:, :n].contiguous(), Z.transpose(1, 2)[:, :n], score, normalised)
+    fast, s_fast = kernel_attention(
+        q, q[:, :n].contiguous(), Z.transpose(1, 2)[:, :n], score, normalised
+    )
     torch.testing.assert_close(fast.transpose(1, 2), dense, rtol=1e-12, atol=1e-13)
     Z2 = Z.clone()
-    Z2[:, 3:, n] += 5.0                                                      # value-only rows of the query
+    Z2[:, 3:, n] += 5.0  # value-only rows of the query
     dense2, _ = masked_attention_dense(Z2, V, K, K, M, score, normalised)
     torch.testing.assert_close(dense2[..., :n], dense[..., :n], rtol=1e-12, atol=1e-13)
 
@@ -158,8 +183,9 @@ def test_normalised_weights_sum_to_one(score):
     raw, none = kernel_attention(X, X[:, :5], v, score, normalised=False)
     assert none is None
     torch.testing.assert_close(raw[..., 0], s, rtol=1e-14, atol=1e-14)
-    out2, s2 = scaled_kernel_attention(X, torch.tensor([0.8, 1.2], dtype=torch.float64), v, score,
-                                       normalised=True)
+    out2, s2 = scaled_kernel_attention(
+        X, torch.tensor([0.8, 1.2], dtype=torch.float64), v, score, normalised=True
+    )
     torch.testing.assert_close(out2, torch.ones_like(out2), rtol=1e-14, atol=1e-14)
 
 
@@ -167,21 +193,25 @@ def test_normalised_weights_sum_to_one(score):
 # head
 # ----------------------------------------------------------------------------------------------
 
+
 def test_positive_tau_map():
     """Identity on [tau_min, inf); positive, increasing and C^1 below; finite gradients for huge
     tau (no inf*0). Fails if the map clips, jumps, or produces NaN gradients."""
     tmin = 1e-3
-    t = torch.tensor([-1e6, -1.0, -1e-3, 0.0, 5e-4, 1e-3, 0.5, 1e6], dtype=torch.float64,
-                     requires_grad=True)
+    t = torch.tensor(
+        [-1e6, -1.0, -1e-3, 0.0, 5e-4, 1e-3, 0.5, 1e6], dtype=torch.float64, requires_grad=True
+    )
     p = positive_tau(t, tmin)
     assert torch.all(p > 0) and torch.all(p[1:] > p[:-1])
     torch.testing.assert_close(p[5:], t[5:].detach(), rtol=0, atol=0)
     p.sum().backward()
     assert torch.isfinite(t.grad).all()
     eps = 1e-9
-    left = (positive_tau(torch.tensor(tmin, dtype=torch.float64), tmin)
-            - positive_tau(torch.tensor(tmin - eps, dtype=torch.float64), tmin)) / eps
-    assert abs(float(left) - 1.0) < 1e-5                                     # slope 1 from below
+    left = (
+        positive_tau(torch.tensor(tmin, dtype=torch.float64), tmin)
+        - positive_tau(torch.tensor(tmin - eps, dtype=torch.float64), tmin)
+    ) / eps
+    assert abs(float(left) - 1.0) < 1e-5  # slope 1 from below
 
 
 def test_psi_head_matches_numpy_logits():
@@ -201,20 +231,24 @@ def test_psi_head_matches_numpy_logits():
 # validation
 # ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(score="cosine"), "score"),
-    (dict(mode="free"), "mode"),
-    (dict(head="conv"), "head"),
-    (dict(C=1), "C"),
-    (dict(L=0), "L"),
-    (dict(d=0), "d"),
-    (dict(mlp_width=0), "mlp_width"),
-    (dict(noise_var_init=0.0), "noise_var_init"),
-    (dict(eta_init=-0.1), "eta_init"),
-    (dict(scale_init=float("nan")), "scale_init"),
-    (dict(tau_min=0.0), "tau_min"),
-    (dict(L=2.5), "L"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(score="cosine"), "score"),
+        (dict(mode="free"), "mode"),
+        (dict(head="conv"), "head"),
+        (dict(C=1), "C"),
+        (dict(L=0), "L"),
+        (dict(d=0), "d"),
+        (dict(mlp_width=0), "mlp_width"),
+        (dict(noise_var_init=0.0), "noise_var_init"),
+        (dict(eta_init=-0.1), "eta_init"),
+        (dict(scale_init=float("nan")), "scale_init"),
+        (dict(tau_min=0.0), "tau_min"),
+        (dict(L=2.5), "L"),
+    ],
+)
 def test_bad_config_raises_naming_argument(kwargs, name):
     """Each bad ModelConfig field raises ValueError naming it."""
     base = dict(score="rbf", d=2, L=2, C=4)
@@ -227,15 +261,21 @@ def test_bad_edges_and_inputs_raise():
     """Wrong edges and wrong input shapes raise ValueError naming the argument."""
     cfg = ModelConfig(score="rbf", d=2, L=2, C=4)
     with pytest.raises(ValueError, match="edges"):
-        PFNTransformer(cfg, torch.linspace(0, 1, 4))                         # C + 1 = 5 needed
+        PFNTransformer(cfg, torch.linspace(0, 1, 4))  # C + 1 = 5 needed
     with pytest.raises(ValueError, match="edges"):
-        PFNTransformer(cfg, torch.tensor([0.0, 1.0, 0.5, 2.0, 3.0]))         # not increasing
+        PFNTransformer(cfg, torch.tensor([0.0, 1.0, 0.5, 2.0, 3.0]))  # not increasing
     with pytest.raises(ValueError, match="config"):
         PFNTransformer({"score": "rbf"}, torch.linspace(0, 1, 5))
     model = PFNTransformer(cfg, torch.linspace(0, 1, 5))
     X, Y, xq = _data(d=2, dtype=torch.float32)
-    for args, name in [((X[0], Y, xq), "X"), ((X, Y[:, :-1], xq), "Y"), ((X, Y, xq[:2]), "xq"),
-                       ((X[..., :1], Y, xq), "X"), ((X, Y[0], xq), "Y"), ((X[:, :0], Y[:, :0], xq), "X")]:
+    for args, name in [
+        ((X[0], Y, xq), "X"),
+        ((X, Y[:, :-1], xq), "Y"),
+        ((X, Y, xq[:2]), "xq"),
+        ((X[..., :1], Y, xq), "X"),
+        ((X, Y[0], xq), "Y"),
+        ((X[:, :0], Y[:, :0], xq), "X"),
+    ]:
         with pytest.raises(ValueError, match=name):
             model(*args)
 
@@ -243,12 +283,15 @@ def test_bad_edges_and_inputs_raise():
 def test_theory_tied_step_needs_unit_amp():
     """Theory mode with one tied step (linear/softmax) cannot fold alpha^2 != 1 into V and S."""
     with pytest.raises(ValueError, match="amp_init"):
-        PFNTransformer(ModelConfig(score="linear", d=2, L=2, C=8, mode="theory", amp_init=2.0), EDGES)
+        PFNTransformer(
+            ModelConfig(score="linear", d=2, L=2, C=8, mode="theory", amp_init=2.0), EDGES
+        )
 
 
 # ----------------------------------------------------------------------------------------------
 # device logic (no GPU required)
 # ----------------------------------------------------------------------------------------------
+
 
 def test_select_device_logic():
     """'auto' picks CUDA exactly when available; explicit CUDA without CUDA and unknown specs raise."""
@@ -310,11 +353,14 @@ def test_complex_input_refused():
         model(X.to(torch.complex128), Y, xq)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(d=10**6), "MAX_DIM"),
-    (dict(d=5000, L=32), "MAX_ELEMENTS"),
-    (dict(head="mlp", mlp_width=10**6, C=1000), "MAX_ELEMENTS"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(d=10**6), "MAX_DIM"),
+        (dict(d=5000, L=32), "MAX_ELEMENTS"),
+        (dict(head="mlp", mlp_width=10**6, C=1000), "MAX_ELEMENTS"),
+    ],
+)
 def test_config_sizes_refused_before_allocating(kwargs, match):
     """Sizes beyond the stated limits (pfntheory._checks.MAX_DIM, MAX_ELEMENTS) are refused by
     ModelConfig, before any parameter is allocated."""
@@ -334,5 +380,6 @@ def test_dense_kernel_size_refused(monkeypatch):
     with pytest.raises(ValueError, match="MAX_ELEMENTS"):
         DenseTransformer(cfg, torch.linspace(0, 1, 5))(X, Y, xq)
     with pytest.raises(ValueError, match="MAX_ELEMENTS"):
-        PFNTransformer(ModelConfig(score="rbf", d=2, L=2, C=4, shared_scale=True),
-                       torch.linspace(0, 1, 5))(X, Y, xq)
+        PFNTransformer(
+            ModelConfig(score="rbf", d=2, L=2, C=4, shared_scale=True), torch.linspace(0, 1, 5)
+        )(X, Y, xq)

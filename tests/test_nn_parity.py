@@ -48,8 +48,11 @@ def _instance(d, n, B=3, seed=0):
 def _systems(kernel, X, normalised):
     """Per instance, ``(A, D)``: the solver layers iterate on ``D^{-1} A`` with ``A = G + s2 I`` and
     ``D = diag(G 1)`` for TF^pr, ``D = None`` (identity) for TF."""
-    for G in kernel(X):                                                      # (n, n) each
-        yield G + NOISE_VAR * np.eye(len(G)), (rich.jacobi_preconditioner(G) if normalised else None)
+    for G in kernel(X):  # (n, n) each
+        yield (
+            G + NOISE_VAR * np.eye(len(G)),
+            (rich.jacobi_preconditioner(G) if normalised else None),
+        )
 
 
 def _safe_eta(kernel, X, normalised):
@@ -78,13 +81,20 @@ def test_handset_parity_with_numpy_construction(task, normalised, mode):
     hw = handset_weights(d, L, eta, NOISE_VAR, kernel, normalised=normalised)
     mu_np, tau_np = tf_forward(hw, X, Y, xq)
     edges = bin_edges(-4.0, 4.0, 16)
-    cfg = ModelConfig(score=hw.score, d=d, L=L, C=16, mode=mode, normalised=normalised,
-                      amp_init=hw.alpha2 if task == "rbf" else 1.0)
+    cfg = ModelConfig(
+        score=hw.score,
+        d=d,
+        L=L,
+        C=16,
+        mode=mode,
+        normalised=normalised,
+        amp_init=hw.alpha2 if task == "rbf" else 1.0,
+    )
     model = load_handset(PFNTransformer(cfg, torch.as_tensor(edges)).double(), hw)
     out = model(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
     np.testing.assert_allclose(out.mu.detach().numpy(), mu_np, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(out.tau.detach().numpy(), tau_np, rtol=RTOL, atol=ATOL)
-    assert np.all(tau_np > cfg.tau_min)                                      # psi head is exact here
+    assert np.all(tau_np > cfg.tau_min)  # psi head is exact here
     logits_np = logits_from_natural(psi_gaussian(mu_np, tau_np), edges)
     # logits are O(xi^2 / tau) ~ 1e2: the same relative round-off gives atol 1e-10 * 1e2.
     np.testing.assert_allclose(out.logits.detach().numpy(), logits_np, rtol=RTOL, atol=1e-8)
@@ -109,9 +119,12 @@ def test_handset_model_converges_to_exact_ppd(task, normalised):
     rho = _contraction(kernel, X, normalised, eta)
     L = int(np.ceil(np.log(1e-9) / np.log(rho))) + 1
     hw = handset_weights(d, L, eta, NOISE_VAR, kernel, normalised=normalised)
-    cfg = ModelConfig(score=hw.score, d=d, L=L, C=8, mode="learnable", normalised=normalised,
-                      amp_init=hw.alpha2)
-    model = load_handset(PFNTransformer(cfg, torch.linspace(-4, 4, 9, dtype=torch.float64)).double(), hw)
+    cfg = ModelConfig(
+        score=hw.score, d=d, L=L, C=8, mode="learnable", normalised=normalised, amp_init=hw.alpha2
+    )
+    model = load_handset(
+        PFNTransformer(cfg, torch.linspace(-4, 4, 9, dtype=torch.float64)).double(), hw
+    )
     with torch.no_grad():
         out = model(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
     mu, tau = posterior_predictive(kernel, X, Y, xq[:, None, :], NOISE_VAR)
@@ -127,10 +140,12 @@ def test_load_handset_rejects_mismatch():
     edges = torch.linspace(-4, 4, 9, dtype=torch.float64)
     with pytest.raises(ValueError, match="weights"):
         load_handset(PFNTransformer(ModelConfig(score="rbf", d=d, L=5, C=8), edges), hw)
-    with pytest.raises(ValueError, match="weights"):                         # alpha^2 != 1, tied step
-        load_handset(PFNTransformer(ModelConfig(score="softmax", d=d, L=4, C=8, mode="theory"), edges), hw)
+    with pytest.raises(ValueError, match="weights"):  # alpha^2 != 1, tied step
+        load_handset(
+            PFNTransformer(ModelConfig(score="softmax", d=d, L=4, C=8, mode="theory"), edges), hw
+        )
     V = hw.V.copy()
-    V[2, 0, 1] = 0.1                                                         # x row written: not allowed
+    V[2, 0, 1] = 0.1  # x row written: not allowed
     bad = {"V": V, "K": hw.K, "Q": hw.Q, "S": hw.S, "W": hw.W}
     with pytest.raises(ValueError, match="weights"):
         load_handset(PFNTransformer(ModelConfig(score="rbf", d=d, L=4, C=8), edges), bad)
@@ -156,11 +171,21 @@ FAST_CASES = [
 
 
 def _perturbed_model(score, normalised, mode, head, shared, d=3, L=5, seed=0):
-    cfg = ModelConfig(score=score, d=d, L=L, C=8, mode=mode, normalised=normalised, head=head,
-                      shared_scale=shared, scale_init=0.8, eta_init=0.05)
+    cfg = ModelConfig(
+        score=score,
+        d=d,
+        L=L,
+        C=8,
+        mode=mode,
+        normalised=normalised,
+        head=head,
+        shared_scale=shared,
+        scale_init=0.8,
+        eta_init=0.05,
+    )
     model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64)).double()
     g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():                                                    # off the theory values
+    with torch.no_grad():  # off the theory values
         for p in model.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=g, dtype=p.dtype))
     return model
@@ -226,10 +251,17 @@ def test_custom_backward_gradcheck(score):
     s = torch.tensor([0.7, 1.2], dtype=torch.float64, requires_grad=True)
     for normalised in (False, True):
         assert torch.autograd.gradcheck(
-            lambda q, v, normalised=normalised: attention.kernel_attention(q, q[:, :4], v, score, normalised)[0], (q, v))
+            lambda q, v, normalised=normalised: attention.kernel_attention(
+                q, q[:, :4], v, score, normalised
+            )[0],
+            (q, v),
+        )
         assert torch.autograd.gradcheck(
-            lambda s, v, normalised=normalised: attention.scaled_kernel_attention(q.detach(), s, v, score, normalised)[0],
-            (s, v))
+            lambda s, v, normalised=normalised: attention.scaled_kernel_attention(
+                q.detach(), s, v, score, normalised
+            )[0],
+            (s, v),
+        )
 
 
 @pytest.mark.parametrize("score", ["rbf", "softmax"])
@@ -256,13 +288,21 @@ def test_shared_kernel_evaluation_path(score, normalised, monkeypatch):
     the per-layer path (run with autograd on) and the dense reference to float64 round-off, also
     when the batch is split into chunks of 2 instances. Fails if a chunk or layer reused the wrong
     kernel or normaliser."""
-    cfg = ModelConfig(score=score, d=3, L=6, C=8, mode="theory", normalised=normalised,
-                      scale_init=0.8, eta_init=0.05)
+    cfg = ModelConfig(
+        score=score,
+        d=3,
+        L=6,
+        C=8,
+        mode="theory",
+        normalised=normalised,
+        scale_init=0.8,
+        eta_init=0.05,
+    )
     model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64)).double()
     with torch.no_grad():
-        model.scale[0] += 0.1                       # the first layer's scale may differ
+        model.scale[0] += 0.1  # the first layer's scale may differ
     X, Y, xq = (torch.as_tensor(a) for a in _instance(3, 9, B=5, seed=6))
-    per_layer = model(X, Y, xq)                     # autograd on: per-layer kernels
+    per_layer = model(X, Y, xq)  # autograd on: per-layer kernels
     monkeypatch.setattr(model_mod, "SHARED_KERNEL_CHUNK_ELEMENTS", 2 * 10 * 9)
     with torch.no_grad():
         shared = model(X, Y, xq)
@@ -272,7 +312,9 @@ def test_shared_kernel_evaluation_path(score, normalised, monkeypatch):
             torch.testing.assert_close(a, b.detach(), rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("score, normalised", [("rbf", True), ("softmax", False), ("linear", False)])
+@pytest.mark.parametrize(
+    "score, normalised", [("rbf", True), ("softmax", False), ("linear", False)]
+)
 def test_same_seed_same_numbers(score, normalised):
     """Determinism: two models built and trained for two Adam steps from the same seed on batches
     from the same generator seed give bit-identical parameters and outputs (float32, the training

@@ -36,7 +36,9 @@ def test_notebook_executes(name, tmp_path):
     assert all(r["verdict"] in report.VERDICTS for r in rows)
     assert all(r["label"] in report.PAPER_LABELS for r in rows)
     pending = {r["label"] for r in rows if r["verdict"] == "pending"}
-    assert not pending - _data_absent(), f"{name}: results pending (missing runs or data): {pending}"
+    assert not pending - _data_absent(), (
+        f"{name}: results pending (missing runs or data): {pending}"
+    )
 
 
 def _data_absent() -> set[str]:

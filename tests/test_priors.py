@@ -30,8 +30,9 @@ IDS = ["blr", "rbf", "rbf-uniform", "ard", "hier"]
 
 
 def _draw(task, B=6, n=25, seed=0, interval=(-3.0, 3.0)):
-    return sample_batch(task, B, n, torch.Generator().manual_seed(seed), dtype=torch.float64,
-                        interval=interval)
+    return sample_batch(
+        task, B, n, torch.Generator().manual_seed(seed), dtype=torch.float64, interval=interval
+    )
 
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
@@ -91,8 +92,11 @@ def test_query_label_pit_is_uniform(task):
     if bt.weights is None:
         u = scipy.stats.norm.cdf(y[:, 0], bt.mu.numpy(), np.sqrt(bt.tau.numpy()))
     else:
-        u = np.sum(bt.weights.numpy() * scipy.stats.norm.cdf(y, bt.mu_h.numpy(),
-                                                             np.sqrt(bt.tau_h.numpy())), -1)
+        u = np.sum(
+            bt.weights.numpy()
+            * scipy.stats.norm.cdf(y, bt.mu_h.numpy(), np.sqrt(bt.tau_h.numpy())),
+            -1,
+        )
     assert scipy.stats.kstest(u, "uniform").pvalue > 1e-3
 
 
@@ -104,8 +108,9 @@ def test_truncated_labels_follow_truncated_ppd():
     """
     task = TaskConfig(kind="rbf", d=2)
     a, b = -0.6, 0.9
-    bt = sample_batch(task, 2000, 8, torch.Generator().manual_seed(3), dtype=torch.float64,
-                      interval=(a, b))
+    bt = sample_batch(
+        task, 2000, 8, torch.Generator().manual_seed(3), dtype=torch.float64, interval=(a, b)
+    )
     y, mu, s = bt.y.numpy(), bt.mu.numpy(), np.sqrt(bt.tau.numpy())
     assert np.all((y > a) & (y <= b))
     u = scipy.stats.truncnorm.cdf(y, (a - mu) / s, (b - mu) / s, loc=mu, scale=s)
@@ -115,8 +120,9 @@ def test_truncated_labels_follow_truncated_ppd():
 def test_truncnorm_far_tail_stays_inside():
     """An interval many standard deviations away from the PPD still yields labels inside (a, b]."""
     task = TaskConfig(kind="rbf", d=2)
-    bt = sample_batch(task, 50, 5, torch.Generator().manual_seed(4), dtype=torch.float64,
-                      interval=(40.0, 41.0))
+    bt = sample_batch(
+        task, 50, 5, torch.Generator().manual_seed(4), dtype=torch.float64, interval=(40.0, 41.0)
+    )
     assert torch.all((bt.y > 40.0) & (bt.y <= 41.0)) and torch.isfinite(bt.y).all()
 
 
@@ -146,7 +152,11 @@ def test_same_generator_state_same_batch():
 
 def test_dtype_and_context_size():
     bt = sample_batch(TASKS[1], 3, 4, torch.Generator().manual_seed(0), dtype=torch.float32)
-    assert bt.X.dtype == torch.float32 and bt.y.dtype == torch.float32 and bt.tau.dtype == torch.float64
+    assert (
+        bt.X.dtype == torch.float32
+        and bt.y.dtype == torch.float32
+        and bt.tau.dtype == torch.float64
+    )
     g = torch.Generator().manual_seed(0)
     ns = [sample_context_size(3, 5, g) for _ in range(200)]
     assert set(ns) == {3, 4, 5}
@@ -171,15 +181,18 @@ def test_calibrated_interval_has_outside_mass():
     assert a2 < 0 < b2
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(kind="gp", d=2), "task kind"),
-    (dict(kind="rbf", d=0), "d must be"),
-    (dict(kind="rbf", d=2, noise_var=0.0), "noise_var"),
-    (dict(kind="rbf", d=2, covariates="laplace"), "covariates"),
-    (dict(kind="ard_rbf", d=2), "requires lengthscales"),
-    (dict(kind="ard_rbf", d=2, lengthscales=(1.0,)), "lengthscales must have 2"),
-    (dict(kind="blr", d=2, sigma_diag=(1.0, -1.0)), "sigma_diag"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(kind="gp", d=2), "task kind"),
+        (dict(kind="rbf", d=0), "d must be"),
+        (dict(kind="rbf", d=2, noise_var=0.0), "noise_var"),
+        (dict(kind="rbf", d=2, covariates="laplace"), "covariates"),
+        (dict(kind="ard_rbf", d=2), "requires lengthscales"),
+        (dict(kind="ard_rbf", d=2, lengthscales=(1.0,)), "lengthscales must have 2"),
+        (dict(kind="blr", d=2, sigma_diag=(1.0, -1.0)), "sigma_diag"),
+    ],
+)
 def test_task_config_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         TaskConfig(**kw)
@@ -205,6 +218,7 @@ def test_sample_batch_errors():
 # ----------------------------------------------------------------------------------------------
 # weight-space BLR sampler, Cholesky failures, size limits
 # ----------------------------------------------------------------------------------------------
+
 
 def test_blr_weight_space_law_equals_function_space_law():
     """Y = Phi w + sigma e (weight space) has the function-space law N(0, G + sigma^2 I).
@@ -240,8 +254,9 @@ def test_blr_ppd_equals_gp_at_training_size():
     task = TaskConfig(kind="blr", d=5)
     bt = _draw(task, B=8, n=300, seed=5)
     k = exact_kernels(task)[0][0]
-    mu, tau = posterior_predictive(k, bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()[:, None, :],
-                                   task.noise_var)
+    mu, tau = posterior_predictive(
+        k, bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()[:, None, :], task.noise_var
+    )
     np.testing.assert_allclose(bt.mu.numpy(), mu[:, 0], rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(bt.tau.numpy(), tau[:, 0], rtol=1e-8, atol=1e-8)
 

@@ -41,8 +41,9 @@ def test_ppd_at_query_matches_mixture_ppd_and_dense(h_true):
         A = k(X) + s2 * np.eye(n)
         kx = k(X, xq[None])[:, 0]
         np.testing.assert_allclose(mu[h], kx @ np.linalg.solve(A, Y), rtol=RTOL, atol=ATOL)
-        np.testing.assert_allclose(tau[h], k.diag(xq[None])[0] + s2 - kx @ np.linalg.solve(A, kx),
-                                   rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(
+            tau[h], k.diag(xq[None])[0] + s2 - kx @ np.linalg.solve(A, kx), rtol=RTOL, atol=ATOL
+        )
         lml[h] = scipy.stats.multivariate_normal(np.zeros(n), A).logpdf(Y)
     np.testing.assert_allclose(w, np.exp(lml - scipy.special.logsumexp(lml)), rtol=1e-8, atol=ATOL)
 

@@ -24,26 +24,49 @@ def out(tmp_path, monkeypatch):
 
 
 def _claim(holds=True, observed=0.5, bound=1.0, label="supp-thm:KRR", **kw):
-    return ClaimResult(label=label, statement="error <= bound", holds=holds, observed=observed,
-                       bound=bound, tolerance="round-off", **kw)
+    return ClaimResult(
+        label=label,
+        statement="error <= bound",
+        holds=holds,
+        observed=observed,
+        bound=bound,
+        tolerance="round-off",
+        **kw,
+    )
 
 
 # -- verdicts -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("holds, kw, expected", [
-    (True, {}, "holds"),
-    (True, {"caveat": "only for eta < 1/(lambda_1+sigma^2)"}, "holds with a caveat"),
-    (False, {}, "does not hold"),
-    (False, {"caveat": "some caveat"}, "does not hold"),
-    (True, {"erratum": "the corrected statement"}, "erratum"),
-    (False, {"erratum": "the corrected statement"}, "does not hold"),
-    (False, {"outside": "L <= 8"}, "outside the paper's regime"),
-    (True, {"convergence": "improving"}, "undecided"),
-    (True, {"convergence": "unknown"}, "holds"),
-    (False, {"explicit": "erratum"}, "erratum"),
-    (True, {"explicit": "undecided", "outside": "L <= 8"}, "outside the paper's regime"),
-], ids=["holds", "caveat", "fails", "fails-with-caveat", "erratum", "erratum-unconfirmed",
-        "outside", "undecided", "convergence-unknown", "explicit", "outside-beats-undecided"])
+
+@pytest.mark.parametrize(
+    "holds, kw, expected",
+    [
+        (True, {}, "holds"),
+        (True, {"caveat": "only for eta < 1/(lambda_1+sigma^2)"}, "holds with a caveat"),
+        (False, {}, "does not hold"),
+        (False, {"caveat": "some caveat"}, "does not hold"),
+        (True, {"erratum": "the corrected statement"}, "erratum"),
+        (False, {"erratum": "the corrected statement"}, "does not hold"),
+        (False, {"outside": "L <= 8"}, "outside the paper's regime"),
+        (True, {"convergence": "improving"}, "undecided"),
+        (True, {"convergence": "unknown"}, "holds"),
+        (False, {"explicit": "erratum"}, "erratum"),
+        (True, {"explicit": "undecided", "outside": "L <= 8"}, "outside the paper's regime"),
+    ],
+    ids=[
+        "holds",
+        "caveat",
+        "fails",
+        "fails-with-caveat",
+        "erratum",
+        "erratum-unconfirmed",
+        "outside",
+        "undecided",
+        "convergence-unknown",
+        "explicit",
+        "outside-beats-undecided",
+    ],
+)
 def test_decide_verdict(holds, kw, expected):
     """Each rule of the recorder's docstring maps to one verdict kind; an erratum's kind follows
     from its check (never fixed), a still-improving run makes a row undecided."""
@@ -61,17 +84,26 @@ def test_verdicts_are_the_claim_kinds_plus_pending():
 
 # -- Recorder -----------------------------------------------------------------------------------
 
+
 def test_recorder_writes_rows(out):
     """Every added ClaimResult becomes one JSON row with its numbers, verdict and a unique anchor."""
     rec = report.Recorder("nb_test")
     rec.add(_claim(), measured="worst ratio", show=False)
-    rec.add([_claim(holds=False, observed=2.0), _claim(ci=(0.4, 0.6))],
-            caveat="small n only", show=False)
+    rec.add(
+        [_claim(holds=False, observed=2.0), _claim(ci=(0.4, 0.6))],
+        caveat="small n only",
+        show=False,
+    )
     rec.add(_claim(paper_value=0.318), variant="TF^pr", show=False)
     rec.pending("fig:walker", "Walker Lake", "walker.csv not found", show=False)
     rows = json.loads((out / "results" / "nb_test.json").read_text())["rows"]
-    assert [r["verdict"] for r in rows] == ["holds", "does not hold", "holds with a caveat", "holds",
-                                            "pending"]
+    assert [r["verdict"] for r in rows] == [
+        "holds",
+        "does not hold",
+        "holds with a caveat",
+        "holds",
+        "pending",
+    ]
     assert rows[0]["measured"] == "worst ratio" and rows[0]["observed"] == 0.5
     assert rows[2]["ci"] == [0.4, 0.6] and rows[3]["paper_value"] == 0.318
     assert rows[3]["variant"] == "TF^pr" and rows[0]["command"] == "pfntheory report --only nb"
@@ -118,10 +150,27 @@ def test_recorder_rejects_bad_arguments(out):
 
 
 def _curve(steps, tv):
-    return {"schema": 1, "eval_seed": 0, "n_instances": 8, "n_eval": [64],
-            "points": [{"step": s, "n": 64, "tv": t, "tv_se": 0.001, "nll": 1.0, "nll_se": 0.1,
-                        "coverage90": 0.9, "coverage90_se": 0.01, "crps": 0.3, "crps_se": 0.01}
-                       for s, t in zip(steps, tv, strict=True)]}
+    return {
+        "schema": 1,
+        "eval_seed": 0,
+        "n_instances": 8,
+        "n_eval": [64],
+        "points": [
+            {
+                "step": s,
+                "n": 64,
+                "tv": t,
+                "tv_se": 0.001,
+                "nll": 1.0,
+                "nll_se": 0.1,
+                "coverage90": 0.9,
+                "coverage90_se": 0.01,
+                "crps": 0.3,
+                "crps_se": 0.01,
+            }
+            for s, t in zip(steps, tv, strict=True)
+        ],
+    }
 
 
 def test_trained_rows_are_undecided_while_improving(out, tmp_path):
@@ -132,7 +181,9 @@ def test_trained_rows_are_undecided_while_improving(out, tmp_path):
     improving, flat, bare = tmp_path / "improving", tmp_path / "flat", tmp_path / "bare"
     for d in (improving, flat, bare):
         d.mkdir()
-    (improving / "learning_curve.json").write_text(json.dumps(_curve(steps, [1.0 / s for s in steps])))
+    (improving / "learning_curve.json").write_text(
+        json.dumps(_curve(steps, [1.0 / s for s in steps]))
+    )
     (flat / "learning_curve.json").write_text(json.dumps(_curve(steps, [0.1] * len(steps))))
     rec = report.Recorder("nb_conv")
     rec.add(_claim(), runs=[improving], show=False)
@@ -182,6 +233,7 @@ def test_math_html_typesets_offline():
 
 def test_save_figure(out):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -196,24 +248,64 @@ def test_save_figure(out):
 
 # -- index ----------------------------------------------------------------------------------------
 
+
 def _fake_results(out):
     (out / "results").mkdir(parents=True, exist_ok=True)
     rows = [
-        dict(label="supp-thm:KRR", statement="KRR bound", verdict="holds", observed=0.25, bound=1.0,
-             measured="max error / bound", compare="bound", anchor="r-supp-thm-krr", ci=None),
-        dict(label="thm:TFdoPPD", statement="TF rate", verdict="holds with a caveat", observed=-0.1,
-             bound=-0.09, measured="slope", compare="bound", caveat="needs a smaller step",
-             anchor="r-thm-tfdoppd", ci=[-0.11, -0.09]),
-        dict(label="supp-tab:lengthscale-crps", statement="CRPS", verdict="does not hold",
-             observed=0.35, bound=0.3, paper_value=0.318, measured="CRPS", compare="threshold",
-             anchor="r-tab"),
-        dict(label="thm:L growth", statement="rho", verdict="erratum", holds=True, observed=0.99,
-             erratum="rho* = 1 - 2/(c+1)", anchor="r-err"),
-        dict(label="thm:lambda1", statement="step 1/n", verdict="pending",
-             missing="pfntheory.claims.spectral is not available yet", anchor="r-l1"),
+        dict(
+            label="supp-thm:KRR",
+            statement="KRR bound",
+            verdict="holds",
+            observed=0.25,
+            bound=1.0,
+            measured="max error / bound",
+            compare="bound",
+            anchor="r-supp-thm-krr",
+            ci=None,
+        ),
+        dict(
+            label="thm:TFdoPPD",
+            statement="TF rate",
+            verdict="holds with a caveat",
+            observed=-0.1,
+            bound=-0.09,
+            measured="slope",
+            compare="bound",
+            caveat="needs a smaller step",
+            anchor="r-thm-tfdoppd",
+            ci=[-0.11, -0.09],
+        ),
+        dict(
+            label="supp-tab:lengthscale-crps",
+            statement="CRPS",
+            verdict="does not hold",
+            observed=0.35,
+            bound=0.3,
+            paper_value=0.318,
+            measured="CRPS",
+            compare="threshold",
+            anchor="r-tab",
+        ),
+        dict(
+            label="thm:L growth",
+            statement="rho",
+            verdict="erratum",
+            holds=True,
+            observed=0.99,
+            erratum="rho* = 1 - 2/(c+1)",
+            anchor="r-err",
+        ),
+        dict(
+            label="thm:lambda1",
+            statement="step 1/n",
+            verdict="pending",
+            missing="pfntheory.claims.spectral is not available yet",
+            anchor="r-l1",
+        ),
     ]
     (out / "results" / "01_richardson_construction.json").write_text(
-        json.dumps({"notebook": "01_richardson_construction", "rows": rows}))
+        json.dumps({"notebook": "01_richardson_construction", "rows": rows})
+    )
     (out / "01_richardson_construction.html").write_text("<html></html>")
 
 
@@ -228,12 +320,17 @@ def test_build_index_one_row_per_result(out):
     assert "needs a smaller step" in html_text
     assert "pfntheory.claims.spectral is not available yet" in html_text
     # the paper's number in its own column, never mixed with the threshold
-    assert '<td class="num">0.3<br><small>threshold</small></td><td class="num">0.318</td>' in html_text
+    assert (
+        '<td class="num">0.3<br><small>threshold</small></td><td class="num">0.318</td>'
+        in html_text
+    )
     assert "corrected statement: ρ* = 1 - 2/(c+1)" in html_text
     # the verdict kinds counted separately, with their definitions, before the rows
-    kinds = html_text[:html_text.index('<table class="rows">')]
+    kinds = html_text[: html_text.index('<table class="rows">')]
     for verdict in ("holds", "holds with a caveat", "does not hold", "erratum", "pending"):
-        m = re.search(rf'{re.escape(html.escape(verdict))}</span></td><td class="n">(\d+)</td>', kinds)
+        m = re.search(
+            rf'{re.escape(html.escape(verdict))}</span></td><td class="n">(\d+)</td>', kinds
+        )
         assert m and m.group(1) == "1", verdict
     assert report.VERDICT_DEFINITIONS["erratum"] in html.unescape(kinds)
     # no time stamp: the same results give the same bytes
@@ -244,8 +341,9 @@ def test_build_index_one_row_per_result(out):
 
 def test_build_index_flags_failed_notebooks(out):
     _fake_results(out)
-    (out / "results" / "_status.json").write_text(json.dumps(
-        {"01_richardson_construction": {"ok": False, "seconds": 3.0, "error": "boom"}}))
+    (out / "results" / "_status.json").write_text(
+        json.dumps({"01_richardson_construction": {"ok": False, "seconds": 3.0, "error": "boom"}})
+    )
     html_text = report.build_index(out).read_text()
     assert "notebook failed" in html_text and "Some notebooks failed" in html_text
 
@@ -253,19 +351,21 @@ def test_build_index_flags_failed_notebooks(out):
 def test_spec_lookup():
     assert report.find_spec("01").name == "01_richardson_construction"
     with pytest.raises(ValueError, match="only"):
-        report.find_spec("0")          # ambiguous prefix
+        report.find_spec("0")  # ambiguous prefix
     with pytest.raises(ValueError, match="only"):
         report.find_spec("99_nothing")
 
 
 # -- runner ---------------------------------------------------------------------------------------
 
+
 def test_report_fails_on_cell_error(tmp_path):
     """A notebook whose cell raises makes the command exit nonzero, still writes its page (with the
     traceback) and flags it in the index. Without the error check this would exit 0."""
     nbdir = tmp_path / "nbs"
     nbdir.mkdir()
-    (nbdir / "zz_fail.py").write_text(textwrap.dedent("""\
+    (nbdir / "zz_fail.py").write_text(
+        textwrap.dedent("""\
         # %%
         from pfntheory import report
         from pfntheory.claims import ClaimResult
@@ -274,7 +374,8 @@ def test_report_fails_on_cell_error(tmp_path):
 
         # %%
         raise RuntimeError("deliberate failure in a cell")
-        """))
+        """)
+    )
     out = tmp_path / "rep"
     code = report.main(["--out", str(out), "--notebooks", str(nbdir), "--timeout", "120"])
     assert code == 1

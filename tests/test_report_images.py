@@ -32,7 +32,9 @@ def test_committed_page_holds_every_figure(name):
     assert page.is_file(), f"{page} missing: run `pfntheory report`"
     html = page.read_text()
     n_img = len(re.findall(r"<img\b", html))
-    assert n_img >= _figure_cells(src), f"{name}: {n_img} images for {_figure_cells(src)} figure cells"
+    assert n_img >= _figure_cells(src), (
+        f"{name}: {n_img} images for {_figure_cells(src)} figure cells"
+    )
 
 
 @pytest.mark.parametrize("name", ["index"] + [s.name for s in report.NOTEBOOKS])
@@ -49,7 +51,8 @@ def test_committed_page_is_offline(name):
 def test_runner_puts_figures_on_the_page(tmp_path):
     nbdir = tmp_path / "nbs"
     nbdir.mkdir()
-    (nbdir / "zz_fig.py").write_text(textwrap.dedent("""\
+    (nbdir / "zz_fig.py").write_text(
+        textwrap.dedent("""\
         # %% [markdown]
         # # A figure
         # ## The section with `lambda_1 <= sigma^2`
@@ -63,14 +66,15 @@ def test_runner_puts_figures_on_the_page(tmp_path):
         ax.plot([0, 1], [0, 1])
         plt.show()
         rec.add(ClaimResult("thm:lambda1", "a line", True, 1.0, 2.0))
-        """))
+        """)
+    )
     out = tmp_path / "rep"
     assert report.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
     page = (out / "zz_fig.html").read_text()
     assert len(re.findall(r"<img\b", page)) == 1
-    assert '<nav class="toc">' in page and 'href="#sec-2"' in page   # table of contents
-    assert "λ<sub>1</sub> ≤ σ<sup>2</sup>" in page                   # maths typeset offline
-    assert '<details class="code">' in page                           # code folded
+    assert '<nav class="toc">' in page and 'href="#sec-2"' in page  # table of contents
+    assert "λ<sub>1</sub> ≤ σ<sup>2</sup>" in page  # maths typeset offline
+    assert '<details class="code">' in page  # code folded
     first = page
     assert report.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
-    assert (out / "zz_fig.html").read_text() == first                 # deterministic rebuild
+    assert (out / "zz_fig.html").read_text() == first  # deterministic rebuild

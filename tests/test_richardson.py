@@ -59,26 +59,30 @@ def test_krr_recursion_shapes_and_closed_form():
     p = rich.krr_testing_recursion(G, kx, Y, 0.1, 0.1, 7)
     assert p.shape == (8, 3)
     _, ux = rich.krr_solution(G, kx, Y, 0.1)
-    np.testing.assert_allclose(p[7] - ux, rich.krr_test_error_closed_form(G, kx, Y, 0.1, 0.1, 7),
-                               rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(
+        p[7] - ux, rich.krr_test_error_closed_form(G, kx, Y, 0.1, 0.1, 7), rtol=1e-10, atol=1e-13
+    )
     assert rich.krr_testing_bound(G, kx, Y, 0.1, 0.1, [1, 2]).shape == (2, 3)
     assert rich.krr_training_recursion_prec(G, Y, 0.1, 0.5, 4).shape == (5, 6)
     assert rich.krr_testing_recursion_prec(G, kx[0], Y, 0.1, 0.5, 4).shape == (5,)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"A": np.ones((2, 3))}, "A"),
-    ({"A": np.array([[1.0, 2.0], [0.0, 1.0]])}, "A"),
-    ({"A": np.array([[np.nan, 0.0], [0.0, 1.0]])}, "A"),
-    ({"b": np.ones(3)}, "b"),
-    ({"eta": 0.0}, "eta"),
-    ({"eta": -1.0}, "eta"),
-    ({"eta": [0.1, 0.2]}, "eta"),
-    ({"L": 0}, "L"),
-    ({"L": 2.5}, "L"),
-    ({"D": np.array([1.0, -1.0])}, "D"),
-    ({"u0": np.ones(3)}, "u0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"A": np.ones((2, 3))}, "A"),
+        ({"A": np.array([[1.0, 2.0], [0.0, 1.0]])}, "A"),
+        ({"A": np.array([[np.nan, 0.0], [0.0, 1.0]])}, "A"),
+        ({"b": np.ones(3)}, "b"),
+        ({"eta": 0.0}, "eta"),
+        ({"eta": -1.0}, "eta"),
+        ({"eta": [0.1, 0.2]}, "eta"),
+        ({"L": 0}, "L"),
+        ({"L": 2.5}, "L"),
+        ({"D": np.array([1.0, -1.0])}, "D"),
+        ({"u0": np.ones(3)}, "u0"),
+    ],
+)
 def test_richardson_bad_input(kwargs, name):
     args = {"A": np.eye(2), "b": np.ones(2), "eta": 0.5, "L": 3}
     args.update(kwargs)
@@ -175,5 +179,9 @@ def test_plain_and_preconditioned_recursions_agree_when_D_is_I():
     plain = rich.krr_testing_recursion(G, kx, Y, 0.1, 0.3, 6)
     prec = rich.krr_testing_recursion_prec(G, kx, Y, 0.1, 0.3, 6)
     np.testing.assert_allclose(prec, plain, rtol=1e-15, atol=1e-15)
-    np.testing.assert_allclose(rich.krr_training_recursion_prec(G, Y, 0.1, 0.3, 6),
-                               rich.krr_training_recursion(G, Y, 0.1, 0.3, 6), rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(
+        rich.krr_training_recursion_prec(G, Y, 0.1, 0.3, 6),
+        rich.krr_training_recursion(G, Y, 0.1, 0.3, 6),
+        rtol=1e-15,
+        atol=1e-15,
+    )

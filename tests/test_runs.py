@@ -19,9 +19,15 @@ class Evil:
 
 
 def _config():
-    return TrainConfig(task=TaskConfig(kind="ard_rbf", d=2, lengthscales=(0.5, 2.0)),
-                       model=ModelConfig(score="rbf", d=2, L=3, C=8), n_min=4, n_max=9, steps=5,
-                       lr=1e-3, interval=(-2.0, 2.5))
+    return TrainConfig(
+        task=TaskConfig(kind="ard_rbf", d=2, lengthscales=(0.5, 2.0)),
+        model=ModelConfig(score="rbf", d=2, L=3, C=8),
+        n_min=4,
+        n_max=9,
+        steps=5,
+        lr=1e-3,
+        interval=(-2.0, 2.5),
+    )
 
 
 def test_config_json_round_trip(tmp_path):
@@ -82,8 +88,9 @@ def test_corrupted_torch_file_raises_clear_error(tmp_path, damage):
     p = tmp_path / "checkpoint.pt"
     runs.save_torch(p, {"w": torch.randn(50, 50)})
     data = p.read_bytes()
-    p.write_bytes({"truncate": data[: len(data) // 2], "garbage": b"\x00garbage" * 10,
-                   "empty": b""}[damage])
+    p.write_bytes(
+        {"truncate": data[: len(data) // 2], "garbage": b"\x00garbage" * 10, "empty": b""}[damage]
+    )
     with pytest.raises(runs.CorruptFileError, match="truncated or corrupted"):
         runs.load_torch(p)
 
@@ -104,6 +111,7 @@ def test_missing_file(tmp_path):
 # hygiene: orphan temporary files, corrupt artefacts, the runs-root lock (issue 12)
 # --------------------------------------------------------------------------------------------------
 
+
 def test_clean_orphan_temps_removes_only_ours(tmp_path):
     ours = tmp_path / ".weights.pt.ab12cd34.tmp"
     ours.write_bytes(b"half")
@@ -116,7 +124,9 @@ def test_clean_orphan_temps_removes_only_ours(tmp_path):
 
 def test_check_and_remove_corrupt_artefacts(tmp_path):
     runs.save_json(tmp_path / runs.CONFIG, {"a": 1})
-    runs.save_json(tmp_path / runs.METRICS, {"completed": True, "steps": 3, "interval": [-1.0, 1.0]})
+    runs.save_json(
+        tmp_path / runs.METRICS, {"completed": True, "steps": 3, "interval": [-1.0, 1.0]}
+    )
     runs.save_torch(tmp_path / runs.WEIGHTS, {"w": torch.zeros(2)})
     assert runs.check_artefacts(tmp_path) == {}
     (tmp_path / runs.WEIGHTS).write_bytes((tmp_path / runs.WEIGHTS).read_bytes()[:50])

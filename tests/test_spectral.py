@@ -75,7 +75,7 @@ def test_lambda1_bounds(rng):
 
 
 def test_mercer_constants_and_eigenfunctions():
-    m = RBFMercer(1, 1.0, 1.0)   # a = 1/4, b = 1/2, c = sqrt(1/16 + 1/4)
+    m = RBFMercer(1, 1.0, 1.0)  # a = 1/4, b = 1/2, c = sqrt(1/16 + 1/4)
     assert m.a == 0.25 and m.b == 0.5
     assert m.c == pytest.approx(np.sqrt(0.3125), rel=1e-15)
     assert m.eig_1d(np.arange(3)) == pytest.approx(np.sqrt(m.mercer_alpha) * m.beta ** np.arange(3))
@@ -102,7 +102,9 @@ def test_ridge_and_prec(rng):
     # independent route: non-symmetric eigvals of D^{-1}(G + s2 I)
     s = G.sum(1)
     ev = np.sort(np.linalg.eigvals((G + 0.1 * np.eye(60)) / s[:, None]).real)
-    assert sp.lambda_1 == pytest.approx(ev[-1], rel=1e-10) and sp.lambda_n == pytest.approx(ev[0], rel=1e-7)
+    assert sp.lambda_1 == pytest.approx(ev[-1], rel=1e-10) and sp.lambda_n == pytest.approx(
+        ev[0], rel=1e-7
+    )
     b = prec_bounds(s, 0.1)
     assert b.lambda1_paper == (1.0, 1.1) and b.lambda1[1] <= 1.1
 
@@ -127,46 +129,60 @@ def test_step_curve_shapes(rng):
     assert np.all(np.isnan(cur.limit)) and np.all(cur.std == 0)
 
 
-@pytest.mark.parametrize("call,name", [
-    (lambda: sample_design(0, 2, np.random.default_rng(0)), "n"),
-    (lambda: sample_design(3, 2, np.random.default_rng(0), "cauchy"), "design"),
-    (lambda: linear_gram_interval(3, 3, 1.0), "n"),
-    (lambda: linear_gram_interval(10, 2, -1.0), "t"),
-    (lambda: linear_gram_eigenvalues(np.ones(3)), "X"),
-    (lambda: lambda1_lower_bound(np.ones((2, 3))), "G"),
-    (lambda: top_eigenvalue(np.ones((2, 2, 2))), "G"),
-    (lambda: RBFMercer(0), "d"),
-    (lambda: RBFMercer(2, lengthscale=-1.0), "lengthscale"),
-    (lambda: RBFMercer(2, var=0.0), "var"),
-    (lambda: RBFMercer(2).eig_degree(-1), "k"),
-    (lambda: RBFMercer(2).tail_bound(0, 0.5), "q"),
-    (lambda: RBFMercer(2).tail_bound(10, 1.5), "q"),
-    (lambda: RBFMercer(2).features(np.ones((3, 3)), 2), "d"),
-    (lambda: ridge_cond(np.eye(3), 0.0), "noise_var"),
-    (lambda: ridge_cond_bounds(10, -0.1, 0.1), "rho"),
-    (lambda: prec_spectrum(-np.eye(3), 0.1), "G must be positive semi-definite"),
-    (lambda: prec_spectrum(np.array([[1.0, -2.0], [-2.0, 1.0]]), 0.1), "row sums"),
-    (lambda: ridge_cond(-np.eye(3), 0.1), "G"),
-    (lambda: top_eigenvalue(-np.eye(3)), "G"),
-    (lambda: lambda1_lower_bound(np.array([[1.0, 2.0], [0.0, 1.0]])), "symmetric"),
-    (lambda: ridge_cond_bounds(10, 1.5, 0.1), "rho"),
-    (lambda: sample_design(5, 2, None), "rng"),
-    (lambda: sample_design(5, 2, 0), "rng"),
-    (lambda: sample_design(10**6, 10**3, np.random.default_rng(0)), r"n \* d"),
-    (lambda: admissible_step_curve(RBFKernel(), [10], 2, 0.1, 1, None), "rng"),
-    (lambda: linear_gram_eigenvalues(np.empty((0, 2))), "X"),
-    (lambda: RBFMercer(10**12), "d"),
-    (lambda: prec_bounds([1.0, 0.0], 0.1), "s"),
-    (lambda: rho_star(0.5), "cond"),
-    (lambda: depth_needed(2.0, 1.5), "eps"),
-    (lambda: depth_sufficient(2.0, 0.0), "eps"),
-    (lambda: expected_rbf_uniform(1.0, 1.0, 2, half_width=0.0), "half_width"),
-    (lambda: admissible_step_curve(RBFKernel(), [10], 2, -1.0, 1, np.random.default_rng(0)), "noise_var"),
-    (lambda: admissible_step_curve("rbf", [10], 2, 0.1, 1, np.random.default_rng(0)), "kernel"),
-    (lambda: admissible_step_curve(LinearKernel((1.0,)), [10], 2, 0.1, 1, np.random.default_rng(0)), "d"),
-    (lambda: admissible_step_curve(RBFKernel(), [], 2, 0.1, 1, np.random.default_rng(0)), "ns"),
-    (lambda: admissible_step_curve(RBFKernel(), [10], 2, 0.1, 0, np.random.default_rng(0)), "n_trials"),
-])
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: sample_design(0, 2, np.random.default_rng(0)), "n"),
+        (lambda: sample_design(3, 2, np.random.default_rng(0), "cauchy"), "design"),
+        (lambda: linear_gram_interval(3, 3, 1.0), "n"),
+        (lambda: linear_gram_interval(10, 2, -1.0), "t"),
+        (lambda: linear_gram_eigenvalues(np.ones(3)), "X"),
+        (lambda: lambda1_lower_bound(np.ones((2, 3))), "G"),
+        (lambda: top_eigenvalue(np.ones((2, 2, 2))), "G"),
+        (lambda: RBFMercer(0), "d"),
+        (lambda: RBFMercer(2, lengthscale=-1.0), "lengthscale"),
+        (lambda: RBFMercer(2, var=0.0), "var"),
+        (lambda: RBFMercer(2).eig_degree(-1), "k"),
+        (lambda: RBFMercer(2).tail_bound(0, 0.5), "q"),
+        (lambda: RBFMercer(2).tail_bound(10, 1.5), "q"),
+        (lambda: RBFMercer(2).features(np.ones((3, 3)), 2), "d"),
+        (lambda: ridge_cond(np.eye(3), 0.0), "noise_var"),
+        (lambda: ridge_cond_bounds(10, -0.1, 0.1), "rho"),
+        (lambda: prec_spectrum(-np.eye(3), 0.1), "G must be positive semi-definite"),
+        (lambda: prec_spectrum(np.array([[1.0, -2.0], [-2.0, 1.0]]), 0.1), "row sums"),
+        (lambda: ridge_cond(-np.eye(3), 0.1), "G"),
+        (lambda: top_eigenvalue(-np.eye(3)), "G"),
+        (lambda: lambda1_lower_bound(np.array([[1.0, 2.0], [0.0, 1.0]])), "symmetric"),
+        (lambda: ridge_cond_bounds(10, 1.5, 0.1), "rho"),
+        (lambda: sample_design(5, 2, None), "rng"),
+        (lambda: sample_design(5, 2, 0), "rng"),
+        (lambda: sample_design(10**6, 10**3, np.random.default_rng(0)), r"n \* d"),
+        (lambda: admissible_step_curve(RBFKernel(), [10], 2, 0.1, 1, None), "rng"),
+        (lambda: linear_gram_eigenvalues(np.empty((0, 2))), "X"),
+        (lambda: RBFMercer(10**12), "d"),
+        (lambda: prec_bounds([1.0, 0.0], 0.1), "s"),
+        (lambda: rho_star(0.5), "cond"),
+        (lambda: depth_needed(2.0, 1.5), "eps"),
+        (lambda: depth_sufficient(2.0, 0.0), "eps"),
+        (lambda: expected_rbf_uniform(1.0, 1.0, 2, half_width=0.0), "half_width"),
+        (
+            lambda: admissible_step_curve(RBFKernel(), [10], 2, -1.0, 1, np.random.default_rng(0)),
+            "noise_var",
+        ),
+        (lambda: admissible_step_curve("rbf", [10], 2, 0.1, 1, np.random.default_rng(0)), "kernel"),
+        (
+            lambda: admissible_step_curve(
+                LinearKernel((1.0,)), [10], 2, 0.1, 1, np.random.default_rng(0)
+            ),
+            "d",
+        ),
+        (lambda: admissible_step_curve(RBFKernel(), [], 2, 0.1, 1, np.random.default_rng(0)), "ns"),
+        (
+            lambda: admissible_step_curve(RBFKernel(), [10], 2, 0.1, 0, np.random.default_rng(0)),
+            "n_trials",
+        ),
+    ],
+)
 def test_bad_input_raises_naming_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -66,15 +66,24 @@ def _alive(pid: int) -> bool:
 
 
 def _start_slow_sweep(root: Path) -> tuple[subprocess.Popen, list[int]]:
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_SWEEP, EXPERIMENT, str(root)],
-                            start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SWEEP, EXPERIMENT, str(root)],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        pids = [int(p.read_text()) for p in root.glob(f"{EXPERIMENT}/*/worker.pid")
-                if p.read_text().strip()]
+        pids = [
+            int(p.read_text())
+            for p in root.glob(f"{EXPERIMENT}/*/worker.pid")
+            if p.read_text().strip()
+        ]
         if len(pids) == 2 and all(
-                (p.parent / runfiles.CHECKPOINT).is_file() for p in root.glob(f"{EXPERIMENT}/*/worker.pid")):
+            (p.parent / runfiles.CHECKPOINT).is_file()
+            for p in root.glob(f"{EXPERIMENT}/*/worker.pid")
+        ):
             return proc, pids
         if proc.poll() is not None:
             raise AssertionError(f"sweep ended early: {proc.communicate()}")
@@ -94,13 +103,23 @@ def _wait_gone(pids, timeout: float) -> float:
 
 def _resumes(root: Path) -> None:
     """A normal sweep afterwards completes every run, each from the checkpoint the stop left."""
-    ckpts = {rd.name: int((rd / runfiles.CHECKPOINT).read_text())
-             for _, rd, _ in plan(EXPERIMENT, "quick", root) if (rd / runfiles.CHECKPOINT).is_file()}
+    ckpts = {
+        rd.name: int((rd / runfiles.CHECKPOINT).read_text())
+        for _, rd, _ in plan(EXPERIMENT, "quick", root)
+        if (rd / runfiles.CHECKPOINT).is_file()
+    }
     assert len(ckpts) == 2, f"every interrupted run keeps a checkpoint, got {ckpts}"
     # wait_lock_s: a worker's last thread may close the lock's descriptor a moment after the
     # worker shows as exited (a zombie thread-group leader)
-    s = sweep(EXPERIMENT, "quick", root=root, workers=1, backend="standin", progress=False,
-              wait_lock_s=5.0)
+    s = sweep(
+        EXPERIMENT,
+        "quick",
+        root=root,
+        workers=1,
+        backend="standin",
+        progress=False,
+        wait_lock_s=5.0,
+    )
     assert s["n_failed"] == 0
     assert all(done for *_, done in plan(EXPERIMENT, "quick", root))
     assert not list(root.rglob(".*.tmp")), "no temporary file survives"
@@ -152,8 +171,15 @@ def test_second_sweep_on_the_same_root_refuses(tmp_path, capsys):
             sweep(EXPERIMENT, "quick", root=tmp_path, workers=1, backend="standin", progress=False)
         t0 = time.monotonic()
         with pytest.raises(runfiles.LockHeldError):
-            sweep(EXPERIMENT, "quick", root=tmp_path, workers=1, backend="standin", progress=False,
-                  wait_lock_s=1.0)
+            sweep(
+                EXPERIMENT,
+                "quick",
+                root=tmp_path,
+                workers=1,
+                backend="standin",
+                progress=False,
+                wait_lock_s=1.0,
+            )
         assert time.monotonic() - t0 >= 1.0
         capsys.readouterr()
         with pytest.raises(SystemExit) as e:
@@ -183,9 +209,16 @@ def test_truncated_weights_are_detected_and_redone(tmp_path):
     """A finished run whose weights.pt was truncated counts as not done, and execute retrains it."""
     from pfntheory.experiments.specs import EvalSpec, ModelSpec, RunSpec, TaskSpec
 
-    spec = RunSpec(task=TaskSpec(kind="rbf", d=2), model=ModelSpec(score="rbf", L=2, C=8),
-                   n_min=4, n_max=8, steps=4, lr=1e-3, batch_size=4,
-                   evals=(EvalSpec(n_eval=(4,), n_instances=4),))
+    spec = RunSpec(
+        task=TaskSpec(kind="rbf", d=2),
+        model=ModelSpec(score="rbf", L=2, C=8),
+        n_min=4,
+        n_max=8,
+        steps=4,
+        lr=1e-3,
+        batch_size=4,
+        evals=(EvalSpec(n_eval=(4,), n_instances=4),),
+    )
     rd = tmp_path / "x" / spec.name
     assert runner.execute(spec, rd, backend="nn")["status"] == "done"
     assert runner.is_complete(spec, rd)
@@ -203,8 +236,9 @@ def test_slurm_executor_refuses_without_slurm(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(runner.shutil, "which", lambda name: None)
     with pytest.raises(ValueError, match="SLURM is not available"):
-        sweep(EXPERIMENT, "quick", root=tmp_path, executor="slurm", backend="standin",
-              progress=False)
+        sweep(
+            EXPERIMENT, "quick", root=tmp_path, executor="slurm", backend="standin", progress=False
+        )
     with pytest.raises(SystemExit) as e:
         cli.main(["sweep", EXPERIMENT, "--dry-run", "--root", str(tmp_path), "--executor", "slurm"])
     assert e.value.code == 2 and "--submitit-cluster local" in capsys.readouterr().err

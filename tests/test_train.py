@@ -24,10 +24,18 @@ from pfntheory.nn.train import (
 
 
 def tiny(**kw) -> TrainConfig:
-    base = dict(task=TaskConfig(kind="rbf", d=2),
-                model=ModelConfig(score="rbf", d=2, L=3, C=8, tau_min=0.02),
-                n_min=4, n_max=8, steps=8, lr=1e-2, batch_size=8, checkpoint_every=3,
-                device="cpu", interval=(-2.0, 2.0))
+    base = dict(
+        task=TaskConfig(kind="rbf", d=2),
+        model=ModelConfig(score="rbf", d=2, L=3, C=8, tau_min=0.02),
+        n_min=4,
+        n_max=8,
+        steps=8,
+        lr=1e-2,
+        batch_size=8,
+        checkpoint_every=3,
+        device="cpu",
+        interval=(-2.0, 2.0),
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -40,6 +48,7 @@ def _kill_at(k):
     def cb(step, loss):
         if step == k:
             raise Kill
+
     return cb
 
 
@@ -161,17 +170,20 @@ def test_paper_schedule_table():
         schedule_for("gp", "theory")
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(n_min=9, n_max=3), "n_min <= n_max"),
-    (dict(n_min=0), "n_min"),
-    (dict(steps=0), "steps"),
-    (dict(lr=-1.0), "lr"),
-    (dict(warmup_frac=1.5), "warmup_frac"),
-    (dict(device="tpu"), "device"),
-    (dict(interval=(1.0, 1.0)), "interval"),
-    (dict(model=ModelConfig(score="rbf", d=3, L=2, C=8)), "model.d"),
-    (dict(task={"kind": "rbf"}), "task must be"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(n_min=9, n_max=3), "n_min <= n_max"),
+        (dict(n_min=0), "n_min"),
+        (dict(steps=0), "steps"),
+        (dict(lr=-1.0), "lr"),
+        (dict(warmup_frac=1.5), "warmup_frac"),
+        (dict(device="tpu"), "device"),
+        (dict(interval=(1.0, 1.0)), "interval"),
+        (dict(model=ModelConfig(score="rbf", d=3, L=2, C=8)), "model.d"),
+        (dict(task={"kind": "rbf"}), "task must be"),
+    ],
+)
 def test_train_config_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         tiny(**kw)
@@ -188,6 +200,7 @@ def test_unknown_mode_or_score_rejected():
 # evaluation (pfntheory.nn.evaluate)
 # ------------------------------------------------------------------------------------------------
 
+
 def _perfect_arrays(task, n=10, B=1500, seed=0, interval=(-3.5, 3.5), C=64):
     """Per-instance arrays as evaluate() collects them, with q = the exact discretised p_(a,b]."""
     import scipy.stats
@@ -196,17 +209,26 @@ def _perfect_arrays(task, n=10, B=1500, seed=0, interval=(-3.5, 3.5), C=64):
     from pfntheory.nn.priors import sample_batch
 
     edges = bin_edges(*interval, C)
-    bt = sample_batch(task, B, n, torch.Generator().manual_seed(seed), dtype=torch.float64,
-                      interval=interval)
-    r = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy(),
-         "mu_L": bt.mu.numpy(), "tau_L": bt.tau.numpy()}
+    bt = sample_batch(
+        task, B, n, torch.Generator().manual_seed(seed), dtype=torch.float64, interval=interval
+    )
+    r = {
+        "mu": bt.mu.numpy(),
+        "tau": bt.tau.numpy(),
+        "y": bt.y.numpy(),
+        "mu_L": bt.mu.numpy(),
+        "tau_L": bt.tau.numpy(),
+    }
     if bt.weights is None:
         w, mh, th = np.ones((B, 1)), r["mu"][:, None], r["tau"][:, None]
     else:
         w, mh, th = bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy()
         r.update(weights=w, mu_h=mh, tau_h=th)
-    F = np.sum(w[:, None, :] * scipy.stats.norm.cdf((edges[None, :, None] - mh[:, None, :])
-                                                    / np.sqrt(th[:, None, :])), -1)  # (B, C+1)
+    F = np.sum(
+        w[:, None, :]
+        * scipy.stats.norm.cdf((edges[None, :, None] - mh[:, None, :]) / np.sqrt(th[:, None, :])),
+        -1,
+    )  # (B, C+1)
     P = np.diff(F, axis=-1)
     r["probs"] = P / P.sum(-1, keepdims=True)  # eqn:true piece ppd (population minimiser)
     return r, edges
@@ -236,12 +258,20 @@ def test_metrics_of_the_exact_discretised_ppd(kind):
     delta = float(np.max(np.diff(edges)))
     if "weights" in r:
         grad_l1 = np.sum(r["weights"] * 2 / np.sqrt(2 * np.pi * r["tau_h"]), -1)
-        Z = np.sum(r["weights"] * (scipy.stats.norm.cdf((edges[-1] - r["mu_h"]) / np.sqrt(r["tau_h"]))
-                                   - scipy.stats.norm.cdf((edges[0] - r["mu_h"]) / np.sqrt(r["tau_h"]))), -1)
+        Z = np.sum(
+            r["weights"]
+            * (
+                scipy.stats.norm.cdf((edges[-1] - r["mu_h"]) / np.sqrt(r["tau_h"]))
+                - scipy.stats.norm.cdf((edges[0] - r["mu_h"]) / np.sqrt(r["tau_h"]))
+            ),
+            -1,
+        )
     else:
         grad_l1 = 2 / np.sqrt(2 * np.pi * r["tau"])
         s_ = np.sqrt(r["tau"])
-        Z = scipy.stats.norm.cdf((edges[-1] - r["mu"]) / s_) - scipy.stats.norm.cdf((edges[0] - r["mu"]) / s_)
+        Z = scipy.stats.norm.cdf((edges[-1] - r["mu"]) / s_) - scipy.stats.norm.cdf(
+            (edges[0] - r["mu"]) / s_
+        )
     bound = float(np.mean(delta / 4 * grad_l1 / Z))
     assert res["tv"] <= bound + 1e-9, (res["tv"], bound)
     for lv in (0.5, 0.9, 0.95):
@@ -249,7 +279,8 @@ def test_metrics_of_the_exact_discretised_ppd(kind):
         se = np.sqrt(lv * (1 - lv) / B)
         assert abs(res[key] - lv) < 4 * se + 0.01, (key, res[key])
         assert res[key.replace("coverage", "width")] == pytest.approx(
-            res[key.replace("coverage", "width") + "_exact"], rel=0.05)
+            res[key.replace("coverage", "width") + "_exact"], rel=0.05
+        )
     assert abs(res["crps"] - res["crps_exact"]) < 0.01
     assert abs(res["nll"] - res["nll_exact"]) < 0.05
     assert res["solver_mse_mu"] == 0 and res["solver_mse_tau"] == 0
@@ -286,9 +317,20 @@ def test_compare_to_construction_at_initialisation(tmp_path):
     from pfntheory.nn.evaluate import compare_to_construction
 
     eta = 0.01
-    cfg = tiny(steps=1, lr=1e-30, model=ModelConfig(score="rbf", d=2, L=4, C=8, mode="theory",
-                                                    scale_init=1 / 0.8, eta_init=eta,
-                                                    noise_var_init=0.04))
+    cfg = tiny(
+        steps=1,
+        lr=1e-30,
+        model=ModelConfig(
+            score="rbf",
+            d=2,
+            L=4,
+            C=8,
+            mode="theory",
+            scale_init=1 / 0.8,
+            eta_init=eta,
+            noise_var_init=0.04,
+        ),
+    )
     rd = train(cfg, tmp_path / "r", progress=False)
     doc = compare_to_construction(rd, n=6, n_instances=5, eta=eta)
     rms = doc["readout_rms"]
@@ -298,12 +340,15 @@ def test_compare_to_construction_at_initialisation(tmp_path):
     assert 0 < doc["eta"]["optimal_min"] <= doc["eta"]["optimal_max"]
     assert (rd / "construction.json").is_file()
     optimal = compare_to_construction(rd, n=6, n_instances=5)
-    assert optimal["solver_eta"] == "optimal" and np.isfinite(optimal["readout_rms"]["solver_vs_exact_mu"])
+    assert optimal["solver_eta"] == "optimal" and np.isfinite(
+        optimal["readout_rms"]["solver_vs_exact_mu"]
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # learning curves, label checks, optimiser units
 # --------------------------------------------------------------------------------------------------
+
 
 def test_truncated_nll_refuses_labels_without_a_bin():
     """issue 12: a NaN label, or one outside (a, b], must raise naming y, not land in an end bin."""
@@ -314,7 +359,9 @@ def test_truncated_nll_refuses_labels_without_a_bin():
         with pytest.raises(ValueError, match="y"):
             truncated_nll(logits, y, edges)
     y = torch.tensor([1.0, -0.999, 0.0], dtype=torch.float64)  # b itself is inside
-    assert torch.allclose(truncated_nll(logits, y, edges), torch.full((3,), math.log(4 * 0.5), dtype=torch.float64))
+    assert torch.allclose(
+        truncated_nll(logits, y, edges), torch.full((3,), math.log(4 * 0.5), dtype=torch.float64)
+    )
 
 
 def test_curve_steps_are_log_spaced_and_end_at_the_last_step():
@@ -343,8 +390,18 @@ def test_learning_curve_written_and_resume_keeps_it_bitwise(tmp_path):
     assert doc["schema"] == 1 and doc["n_eval"] == [4, 8] and doc["n_instances"] == 6
     assert [p["step"] for p in doc["points"]][::2] == curve_steps(8, 4)
     for p in doc["points"]:
-        assert set(p) >= {"step", "n", "tv", "tv_se", "nll", "nll_se", "coverage90",
-                          "coverage90_se", "crps", "crps_se"}
+        assert set(p) >= {
+            "step",
+            "n",
+            "tv",
+            "tv_se",
+            "nll",
+            "nll_se",
+            "coverage90",
+            "coverage90_se",
+            "crps",
+            "crps_se",
+        }
         assert 0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1
     with pytest.raises(Kill):
         train(cfg, tmp_path / "b", progress=False, callback=_kill_at(7))
@@ -381,15 +438,27 @@ def test_shift_learning_curve_written_on_both_designs_and_resumes_bitwise(tmp_pa
     those of a straight run."""
     from pfntheory.nn.train import curve_file, read_learning_curve
 
-    cfg = tiny(curve_n_eval=(4, 8), curve_instances=6, curve_points=4, curve_covariates=("uniform",))
+    cfg = tiny(
+        curve_n_eval=(4, 8), curve_instances=6, curve_points=4, curve_covariates=("uniform",)
+    )
     a = train(cfg, tmp_path / "a", progress=False)
     base, shift = read_learning_curve(a), read_learning_curve(a, "uniform")
-    assert curve_file("uniform") == "learning_curve_uniform.json" and (a / curve_file("uniform")).is_file()
+    assert (
+        curve_file("uniform") == "learning_curve_uniform.json"
+        and (a / curve_file("uniform")).is_file()
+    )
     assert base["covariates"] == "gaussian" and shift["covariates"] == "uniform"
     assert [p["step"] for p in shift["points"]] == [p["step"] for p in base["points"]]
-    assert [p["tv"] for p in shift["points"]] != [p["tv"] for p in base["points"]]  # other instances
-    plain = read_learning_curve(train(tiny(curve_n_eval=(4, 8), curve_instances=6, curve_points=4),
-                                      tmp_path / "p", progress=False))
+    assert [p["tv"] for p in shift["points"]] != [
+        p["tv"] for p in base["points"]
+    ]  # other instances
+    plain = read_learning_curve(
+        train(
+            tiny(curve_n_eval=(4, 8), curve_instances=6, curve_points=4),
+            tmp_path / "p",
+            progress=False,
+        )
+    )
     assert plain["points"] == base["points"]  # the extra design changes nothing of the first curve
     with pytest.raises(Kill):
         train(cfg, tmp_path / "b", progress=False, callback=_kill_at(7))
@@ -398,13 +467,16 @@ def test_shift_learning_curve_written_on_both_designs_and_resumes_bitwise(tmp_pa
     assert read_learning_curve(b)["points"] == base["points"]
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(curve_n_eval=(4,), curve_covariates=("gaussian",)), "differ from the task"),
-    (dict(curve_n_eval=(4,), curve_covariates=("uniform", "uniform")), "distinct"),
-    (dict(curve_n_eval=(4,), curve_covariates=("beta",)), "curve_covariates"),
-    (dict(curve_covariates=("uniform",)), "needs curve_n_eval"),
-    (dict(curve_n_eval=(4,), curve_covariates="uniform"), "tuple of str"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(curve_n_eval=(4,), curve_covariates=("gaussian",)), "differ from the task"),
+        (dict(curve_n_eval=(4,), curve_covariates=("uniform", "uniform")), "distinct"),
+        (dict(curve_n_eval=(4,), curve_covariates=("beta",)), "curve_covariates"),
+        (dict(curve_covariates=("uniform",)), "needs curve_n_eval"),
+        (dict(curve_n_eval=(4,), curve_covariates="uniform"), "tuple of str"),
+    ],
+)
 def test_curve_covariates_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         tiny(**kw)
@@ -420,8 +492,14 @@ def test_config_json_without_late_fields_still_resumes(tmp_path):
         train(cfg, tmp_path / "r", progress=False, callback=_kill_at(4))
     path = tmp_path / "r" / runs.CONFIG
     doc = json.loads(path.read_text())
-    for late in ("lr_units", "curve_n_eval", "curve_instances", "curve_points", "curve_seed",
-                 "curve_covariates"):
+    for late in (
+        "lr_units",
+        "curve_n_eval",
+        "curve_instances",
+        "curve_points",
+        "curve_seed",
+        "curve_covariates",
+    ):
         doc.pop(late)
     path.write_text(json.dumps(doc))
     train(cfg, tmp_path / "r", progress=False)

@@ -59,7 +59,9 @@ def partitions(draw, a, b, C_min=2, C_max=300):
         w = np.array(draw(st.lists(st.floats(1.0, 5.0, **_f), min_size=C, max_size=C)))
         e = a + (b - a) * np.concatenate([[0.0], np.cumsum(w) / w.sum()])
     else:
-        e = warped_partition(a, b, C, draw(st.floats(-0.9, 0.9, **_f)), draw(st.floats(0, 6.28, **_f)))
+        e = warped_partition(
+            a, b, C, draw(st.floats(-0.9, 0.9, **_f)), draw(st.floats(0, 6.28, **_f))
+        )
     e[0], e[-1] = a, b
     return e
 

@@ -17,8 +17,11 @@ from pfntheory.claims.conditioning import check_cond_rate
 from pfntheory.claims.gram import check_rbf_cond_growth
 
 
-@pytest.mark.parametrize("d,ell,s2", [(2, 1.0, 0.2), (2, 1.0, DEFAULT_NOISE_VAR), (4, 0.8, 0.2)],
-                         ids=["d2-unit-s0.2", "d2-unit-s0.04", "d4-l0.8-s0.2"])
+@pytest.mark.parametrize(
+    "d,ell,s2",
+    [(2, 1.0, 0.2), (2, 1.0, DEFAULT_NOISE_VAR), (4, 0.8, 0.2)],
+    ids=["d2-unit-s0.2", "d2-unit-s0.04", "d4-l0.8-s0.2"],
+)
 def test_prec_cond_theta_n(d, ell, s2):
     """Fails for super-linear (e.g. the unridged, super-polynomial) or sub-linear growth."""
     r = check_cond_rate(np.random.default_rng(13), which="prec", d=d, lengthscale=ell, noise_var=s2)
@@ -34,4 +37,6 @@ def test_consistent_with_superpolynomial_cond_G():
     assert np.all(r.details["ridge_cond_max"] <= (ns + 0.2) / 0.2)
     # where resolved, cond(G) exceeds the ridge cap by orders of magnitude
     res = r.details["resolved"]
-    assert np.all(np.exp(r.details["mean_log_cond"][res][-1]) > 100 * r.details["ridge_cap"][res][-1])
+    assert np.all(
+        np.exp(r.details["mean_log_cond"][res][-1]) > 100 * r.details["ridge_cap"][res][-1]
+    )

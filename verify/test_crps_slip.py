@@ -33,8 +33,12 @@ def test_slip_is_the_only_difference():
     P = np.full((2, 4), 0.25)
     y = np.array([0.1, -0.7])
     F = histogram_cdf(edges, P, y)
-    np.testing.assert_allclose(slipped_histogram_crps(edges, P, y),
-                               histogram_crps(edges, P, y) - 0.5 * F**2, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        slipped_histogram_crps(edges, P, y),
+        histogram_crps(edges, P, y) - 0.5 * F**2,
+        rtol=1e-12,
+        atol=1e-15,
+    )
     with pytest.raises(ValueError, match="y"):
         slipped_histogram_crps(edges, P, np.array([0.1, 1.5]))
 
@@ -47,7 +51,11 @@ def test_crps_slip_against_the_lengthscale_table():
     error; the test fails if a cell stays below after undoing the slip."""
     r = check_crps_slip({k: v["crps"] for k, v in LENGTHSCALE_CRPS.items()}, n_instances=60)
     print(r)
-    print({k: r.details[k] for k in ("w", "worst_z_raw", "worst_z_corrected", "n_below_raw",
-                                     "n_below_corrected")})
+    print(
+        {
+            k: r.details[k]
+            for k in ("w", "worst_z_raw", "worst_z_corrected", "n_below_raw", "n_below_corrected")
+        }
+    )
     assert r.verdict in (ERRATUM, HOLDS)
     assert r.holds, str(r)

@@ -48,7 +48,7 @@ def test_strategy_satisfies_hypotheses(case):
     eps = d.cdf(np.array([e[0]]))[0] + 1 - d.cdf(np.array([e[-1]]))[0]
     assert 0 < eps < 1
     y = np.linspace(e[0] - 1, e[-1] + 1, 20001)
-    slopes = np.abs(np.diff(d.pdf(y))) / np.diff(y)   # secant slopes are <= sup |p'|
+    slopes = np.abs(np.diff(d.pdf(y))) / np.diff(y)  # secant slopes are <= sup |p'|
     assert slopes.max() <= d.lipschitz * (1 + 1e-9) + 1e-12
     mass = d.cdf(np.array([y[-1]]))[0] - d.cdf(np.array([y[0]]))[0]
     # Break quad at the density's kinks (triangle corners, Laplace peak) as well as at a subset of
@@ -56,7 +56,7 @@ def test_strategy_satisfies_hypotheses(case):
     kinks = [v for v in d.params.values() if np.isscalar(v) and y[0] < v < y[-1]]
     points = np.union1d(e[:: max(1, len(e) // 40)], kinks)
     quad = scipy.integrate.quad(d.pdf, y[0], y[-1], limit=400, points=points)[0]
-    np.testing.assert_allclose(quad, mass, rtol=1e-7, atol=1e-9)   # quad tolerance, kinks split
+    np.testing.assert_allclose(quad, mass, rtol=1e-7, atol=1e-9)  # quad tolerance, kinks split
 
 
 @given(cases())
@@ -77,8 +77,11 @@ def test_sharpened_bound_holds(case):
     assert r.details["max_first_term_ratio"] <= 0.25 + 1e-9, r.details["max_first_term_ratio"]
 
 
-@pytest.mark.parametrize("density", [gaussian(0.3, 0.7), gaussian_mixture([0.4, 0.6], [-1, 1], [0.3, 0.5]),
-                                     laplace(0.2, 0.8)], ids=["gaussian", "mixture", "laplace"])
+@pytest.mark.parametrize(
+    "density",
+    [gaussian(0.3, 0.7), gaussian_mixture([0.4, 0.6], [-1, 1], [0.3, 0.5]), laplace(0.2, 0.8)],
+    ids=["gaussian", "mixture", "laplace"],
+)
 def test_tv_matches_quadrature(density):
     """The measured TV agrees with an independent scipy.integrate.quad of |p - p~| / 2 plus eps/2
     (quad to 1e-11 per bin, so atol 1e-9 on the sum). Fails if the TV measurement is wrong."""
@@ -87,8 +90,17 @@ def test_tv_matches_quadrature(density):
     r = discretization_instance(density, e)
     g = np.diff(density.cdf(e))
     h = g / g.sum() / np.diff(e)
-    inside = sum(scipy.integrate.quad(lambda y, c=c: abs(density.pdf(y) - h[c]), e[c], e[c + 1],
-                                      epsabs=1e-12, epsrel=1e-11, limit=200)[0] for c in range(12))
+    inside = sum(
+        scipy.integrate.quad(
+            lambda y, c=c: abs(density.pdf(y) - h[c]),
+            e[c],
+            e[c + 1],
+            epsabs=1e-12,
+            epsrel=1e-11,
+            limit=200,
+        )[0]
+        for c in range(12)
+    )
     np.testing.assert_allclose(r["tv"], 0.5 * (inside + r["eps"]), rtol=1e-9, atol=1e-9)
 
 

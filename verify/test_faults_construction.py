@@ -54,8 +54,12 @@ def test_dropped_sigma2_in_S_is_caught():
     w_bad = dataclasses.replace(w, S=np.zeros_like(w.S))
     assert check_tf_rows(K, X, Y, x, S2, eta, L).holds
     assert not check_tf_rows(K, X, Y, x, S2, eta, L, weights=w_bad).holds
-    L_deep = 3000  # deep enough that the theorem's bound is far below the wrong fixed point's offset
-    w_deep = dataclasses.replace(con.handset_weights(2, L_deep, eta, S2, K), S=np.zeros((L_deep, 6, 6)))
+    L_deep = (
+        3000  # deep enough that the theorem's bound is far below the wrong fixed point's offset
+    )
+    w_deep = dataclasses.replace(
+        con.handset_weights(2, L_deep, eta, S2, K), S=np.zeros((L_deep, 6, 6))
+    )
     assert check_tf_convergence(K, X, Y, x, S2, eta, L_deep).holds
     assert not check_tf_convergence(K, X, Y, x, S2, eta, L_deep, weights=w_deep).holds
 
@@ -66,7 +70,9 @@ def test_tfpr_missing_skip_normaliser_is_caught():
     G = K(X)
     eta = rich.safe_step(G + S2 * np.eye(len(Y)), rich.jacobi_preconditioner(G))
     assert check_tf_rows(K, X, Y, x, S2, eta, 40, normalised=True).holds
-    bad = check_tf_rows(K, X, Y, x, S2, eta, 40, normalised=True, forward_kwargs={"scale_skip": False})
+    bad = check_tf_rows(
+        K, X, Y, x, S2, eta, 40, normalised=True, forward_kwargs={"scale_skip": False}
+    )
     assert not bad.holds, str(bad)
 
 
@@ -96,6 +102,8 @@ def test_do_nothing_solver_layers_are_caught():
         V, S = w.V.copy(), w.S.copy()
         V[1:], S[1:] = 0.0, 0.0
         good = check_tf_convergence(K, X, Y, x, S2, eta, L)
-        lazy = check_tf_convergence(K, X, Y, x, S2, eta, L, weights=dataclasses.replace(w, V=V, S=S))
+        lazy = check_tf_convergence(
+            K, X, Y, x, S2, eta, L, weights=dataclasses.replace(w, V=V, S=S)
+        )
         assert good.holds and good.details["informative"], str(good)
         assert not lazy.holds, str(lazy)

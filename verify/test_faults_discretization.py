@@ -64,7 +64,7 @@ def test_edges_readout_degrades_the_rate():
     verify/test_smax_quad.py)."""
     r = check_smax_quad_rate(np.random.default_rng(7), readout=readout_left_edges)
     assert not r.holds, str(r)
-    assert r.observed > -1.2, str(r)        # observed order ~ 1
+    assert r.observed > -1.2, str(r)  # observed order ~ 1
 
 
 def test_edges_readout_breaks_the_identity():
@@ -75,8 +75,11 @@ def test_edges_readout_breaks_the_identity():
     assert not r.holds, str(r)
 
 
-@pytest.mark.parametrize("density", [gaussian(0.0, 1.0), gaussian_mixture([0.5, 0.5], [-1, 1], [0.3, 0.3])],
-                         ids=["gaussian", "mixture"])
+@pytest.mark.parametrize(
+    "density",
+    [gaussian(0.0, 1.0), gaussian_mixture([0.5, 0.5], [-1, 1], [0.3, 0.3])],
+    ids=["gaussian", "mixture"],
+)
 def test_dropped_log_delta_fails_on_nonuniform_partitions(density):
     """Without log Delta_c the softmax weights p(xi_c) instead of p(xi_c) Delta_c: on a random
     partition (widths varying 4x) the TV stays O(1) while the bound -> 0, so check_smax_quad fails
@@ -86,17 +89,22 @@ def test_dropped_log_delta_fails_on_nonuniform_partitions(density):
     e = random_partition(a, b, 300, np.random.default_rng(0), ratio=4.0)
     assert not check_smax_quad([(density, e)], readout=readout_no_log_delta).holds
     assert not check_readout_identity(density, e, readout=readout_no_log_delta).holds
-    assert check_readout_identity(density, np.linspace(a, b, 301), readout=readout_no_log_delta).holds
+    assert check_readout_identity(
+        density, np.linspace(a, b, 301), readout=readout_no_log_delta
+    ).holds
 
 
-@pytest.mark.parametrize("fault", [q_marginal_eps, q_untruncated, q_density_not_mass],
-                         ids=["marginal_eps", "untruncated", "density_not_mass"])
+@pytest.mark.parametrize(
+    "fault",
+    [q_marginal_eps, q_untruncated, q_density_not_mass],
+    ids=["marginal_eps", "untruncated", "density_not_mass"],
+)
 def test_wrong_normaliser_is_caught(fault):
     """check_popmini rejects q* with a wrong normaliser: off the simplex (marginal eps, untruncated)
     or on it but not the minimiser (density/mass confusion, non-uniform partition)."""
     rng = np.random.default_rng(1)
     e = random_partition(-2.0, 2.5, 40, rng)
     mu, tau = np.array([0.1, -0.4]), np.array([0.5, 1.2])
-    assert check_popmini(mu, tau, e, rng).holds                       # correct minimiser passes
+    assert check_popmini(mu, tau, e, rng).holds  # correct minimiser passes
     r = check_popmini(mu, tau, e, rng, minimizer=fault)
     assert not r.holds, str(r)

@@ -35,12 +35,16 @@ def krr_cases(draw, kernels=("linear", "rbf", "ard_rbf")):
     frac = draw(st.floats(0.05, 0.99))
     log_scale, log_ell = st.floats(-0.5, 0.5, **_f), st.floats(-1.0, 0.5, **_f)
     if name == "linear":
-        k = LinearKernel(tuple(np.exp(draw(st.lists(st.floats(-1, 1, **_f), min_size=d, max_size=d)))))
+        k = LinearKernel(
+            tuple(np.exp(draw(st.lists(st.floats(-1, 1, **_f), min_size=d, max_size=d))))
+        )
     elif name == "rbf":
         k = RBFKernel(float(np.exp(draw(log_scale))), float(np.exp(draw(log_ell))))
     else:
-        k = ARDRBFKernel(float(np.exp(draw(log_scale))),
-                         tuple(np.exp(draw(st.lists(log_ell, min_size=d, max_size=d)))))
+        k = ARDRBFKernel(
+            float(np.exp(draw(log_scale))),
+            tuple(np.exp(draw(st.lists(log_ell, min_size=d, max_size=d)))),
+        )
     X = draw(hnp.arrays(np.float64, (n, d), elements=st.floats(-3, 3, **_f))) / np.sqrt(d)
     x = draw(hnp.arrays(np.float64, (d,), elements=st.floats(-3, 3, **_f))) / np.sqrt(d)
     Y = draw(hnp.arrays(np.float64, (n,), elements=st.floats(-3, 3, **_f)))
@@ -71,8 +75,9 @@ def test_fixed_point_matches_sklearn_gp():
     X = rng.normal(size=(n, d)) / np.sqrt(d)
     x = rng.normal(size=(1, d)) / np.sqrt(d)
     Y = rng.normal(size=n)
-    gpr = GaussianProcessRegressor(ConstantKernel(1.44, "fixed") * RBF(0.7, "fixed"), alpha=s2,
-                                   optimizer=None).fit(X, Y)
+    gpr = GaussianProcessRegressor(
+        ConstantKernel(1.44, "fixed") * RBF(0.7, "fixed"), alpha=s2, optimizer=None
+    ).fit(X, Y)
     G, k_x = k(X), k(X, x)[:, 0]
     _, ux = rich.krr_solution(G, k_x, Y, s2)
     assert np.isclose(ux, gpr.predict(x)[0], rtol=1e-9, atol=1e-10)

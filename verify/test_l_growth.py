@@ -44,7 +44,9 @@ def test_erratum_inequality_direction():
     assert r.holds, str(r)
 
 
-@given(st.floats(1.0 + 1e-6, 1e8, allow_subnormal=False), st.floats(1e-12, 0.5, allow_subnormal=False))
+@given(
+    st.floats(1.0 + 1e-6, 1e8, allow_subnormal=False), st.floats(1e-12, 0.5, allow_subnormal=False)
+)
 def test_needed_below_sufficient_property(c, eps):
     """For every cond >= 1 and eps in (0, 1/2]: rho*^L <= eps at L = depth_needed, and
     depth_needed <= depth_sufficient (rtol 1e-12 for the logs)."""

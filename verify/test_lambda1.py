@@ -15,11 +15,18 @@ from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.stepsize import check_stepsize_rate
 
 
-@pytest.mark.parametrize("kernel,ns", [("rbf", (100, 200, 400, 800)),
-                                       ("linear", (1000, 2000, 4000, 8000, 16000)),
-                                       ("blr", (1000, 2000, 4000, 8000, 16000))],
-                         ids=["rbf", "linear", "blr"])
+@pytest.mark.parametrize(
+    "kernel,ns",
+    [
+        ("rbf", (100, 200, 400, 800)),
+        ("linear", (1000, 2000, 4000, 8000, 16000)),
+        ("blr", (1000, 2000, 4000, 8000, 16000)),
+    ],
+    ids=["rbf", "linear", "blr"],
+)
 def test_admissible_step_order_one_over_n(kernel, ns):
     """Fails for a step that is constant in n (slope 0) or ~ n^-1/2."""
-    r = check_stepsize_rate(np.random.default_rng(31), kernel=kernel, ns=ns, d=16, noise_var=DEFAULT_NOISE_VAR)
+    r = check_stepsize_rate(
+        np.random.default_rng(31), kernel=kernel, ns=ns, d=16, noise_var=DEFAULT_NOISE_VAR
+    )
     assert r.holds, str(r)

@@ -17,7 +17,10 @@ from pfntheory.spectral import linear_gram_eigenvalues, linear_gram_interval, sa
 
 # (n, d, t) with n > d, the section's standing assumption
 cases = st.integers(1, 12).flatmap(
-    lambda d: st.tuples(st.integers(d + 1, 300), st.just(d), st.floats(0.0, 5.0, allow_subnormal=False)))
+    lambda d: st.tuples(
+        st.integers(d + 1, 300), st.just(d), st.floats(0.0, 5.0, allow_subnormal=False)
+    )
+)
 
 
 @given(cases)
@@ -32,8 +35,10 @@ def test_interval_contains_centre_and_widens_with_t(c):
     assert iv.prob == pytest.approx(max(0.0, 1 - 2 * np.exp(-t * t / 2)), rel=1e-15, abs=1e-15)
 
 
-@given(st.integers(1, 6).flatmap(lambda d: st.tuples(st.integers(d + 1, 60), st.just(d))),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 6).flatmap(lambda d: st.tuples(st.integers(d + 1, 60), st.just(d))),
+    st.integers(0, 2**31 - 1),
+)
 def test_small_gram_matches_full_eigvalsh(nd, seed):
     """The d x d route equals the n x n eigvalsh of X X^T (independent reference).
     Tolerance: 10 n eps lambda_1 (eigvalsh round-off), rtol 0."""

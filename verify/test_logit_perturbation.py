@@ -38,7 +38,9 @@ def test_ratio_and_l1_bounds(case):
     p1, p3 = softmax(ell1), softmax(ell3)
     pos = (p3 > 1e-300) & (p1 > 1e-300)
     ratio = p1[pos] / p3[pos]
-    assert np.all(ratio <= np.exp(2 * D) * (1 + 1e-12)) and np.all(ratio >= np.exp(-2 * D) * (1 - 1e-12))
+    assert np.all(ratio <= np.exp(2 * D) * (1 + 1e-12)) and np.all(
+        ratio >= np.exp(-2 * D) * (1 - 1e-12)
+    )
     l1 = np.sum(np.abs(p1 - p3))
     assert l1 <= softmax_perturbation_bound(D) * (1 + 1e-12) + 1e-15
     assert l1 <= softmax_perturbation_sharp(D) * (1 + 1e-12) + 1e-15
@@ -57,6 +59,7 @@ def test_bound_and_its_slack():
 def test_check_can_fail():
     """A bound 10% below the sharp value must be reported violated (the extremal pair attains the
     sharp value). Shows the check is not vacuous."""
-    r = check_logit_perturbation(np.random.default_rng(2), n_draws=300,
-                                 bound=lambda D: 0.9 * softmax_perturbation_sharp(D))
+    r = check_logit_perturbation(
+        np.random.default_rng(2), n_draws=300, bound=lambda D: 0.9 * softmax_perturbation_sharp(D)
+    )
     assert not r.holds, str(r)

@@ -31,8 +31,10 @@ def _table(ns):
 @pytest.fixture(scope="module")
 def both_conventions():
     tab = _table({256})
-    return {nv: check_noise_parameterisation(tab, nv, n_instances=200, k_se=K_SE, seed=0)
-            for nv in (0.2, 0.04)}
+    return {
+        nv: check_noise_parameterisation(tab, nv, n_instances=200, k_se=K_SE, seed=0)
+        for nv in (0.2, 0.04)
+    }
 
 
 def test_text_noise_variance_contradicts_table(both_conventions):
@@ -60,15 +62,21 @@ def test_noise_std_convention_fits_better(both_conventions):
     """
     gaps, deficits = {}, {}
     for nv, r in both_conventions.items():
-        gaps[nv] = [abs(row["paper"][-1] - row["exact_mean"]) / row["exact_mean"]
-                    for row in r.details["rows"]]
-        deficits[nv] = [(row["exact_mean"] - min(row["paper"])) / row["exact_mean"]
-                        for row in r.details["rows"]]
+        gaps[nv] = [
+            abs(row["paper"][-1] - row["exact_mean"]) / row["exact_mean"]
+            for row in r.details["rows"]
+        ]
+        deficits[nv] = [
+            (row["exact_mean"] - min(row["paper"])) / row["exact_mean"] for row in r.details["rows"]
+        ]
     assert all(a < b for a, b in zip(gaps[0.04], gaps[0.2], strict=True)), gaps
     assert min(deficits[0.2]) > 0.05, deficits[0.2]
     assert max(deficits[0.04]) < 0.05, deficits[0.04]
-    bad = {(row["lengthscale"], row["n"]) for row in both_conventions[0.04].details["rows"]
-           if not row["consistent"]}
+    bad = {
+        (row["lengthscale"], row["n"])
+        for row in both_conventions[0.04].details["rows"]
+        if not row["consistent"]
+    }
     assert bad <= {(0.4, 256), (1.6, 256)}, both_conventions[0.04].details["rows"]
     assert DEFAULT_NOISE_VAR == 0.04
 
@@ -80,8 +88,11 @@ def test_lengthscale_04_row_is_below_the_exact_ppd(both_conventions):
 
     Can fail: if the exact bound at (0.4, 256) were within 4 SE of (or below) the best published value.
     """
-    row = next(r for r in both_conventions[0.04].details["rows"]
-               if r["lengthscale"] == 0.4 and r["n"] == 256)
+    row = next(
+        r
+        for r in both_conventions[0.04].details["rows"]
+        if r["lengthscale"] == 0.4 and r["n"] == 256
+    )
     assert row["deficit_in_se"] > K_SE, row
 
 

@@ -72,7 +72,11 @@ def test_masses_against_scipy_truncnorm(inst):
     q = truncnorm_bin_masses(mu, tau, e)
     for i in range(mu.shape[0]):
         s = np.sqrt(tau[i])
-        ref = np.diff(scipy.stats.truncnorm((e[0] - mu[i]) / s, (e[-1] - mu[i]) / s, loc=mu[i], scale=s).cdf(e))
+        ref = np.diff(
+            scipy.stats.truncnorm((e[0] - mu[i]) / s, (e[-1] - mu[i]) / s, loc=mu[i], scale=s).cdf(
+                e
+            )
+        )
         np.testing.assert_allclose(q[i], ref, rtol=1e-8, atol=1e-15)
 
 
@@ -84,7 +88,9 @@ def test_truncated_nll_against_monte_carlo():
     e = np.sort(np.r_[-2.0, rng.uniform(-2, 3, 15), 3.0])
     mu, tau = 0.4, 0.6
     s = np.sqrt(tau)
-    y = scipy.stats.truncnorm((e[0] - mu) / s, (e[-1] - mu) / s, loc=mu, scale=s).rvs(200000, random_state=rng)
+    y = scipy.stats.truncnorm((e[0] - mu) / s, (e[-1] - mu) / s, loc=mu, scale=s).rvs(
+        200000, random_state=rng
+    )
     qs = truncnorm_bin_masses(mu, tau, e)
     alt = 0.7 * qs + 0.3 * rng.dirichlet(np.ones(qs.shape[0]))
     for q in (qs, alt):
@@ -117,13 +123,19 @@ def test_calibrate_interval():
     instances (exact, Brent to 1e-13 -> atol 1e-12), and on 20000 fresh instances the outside mass
     is within 4 Monte-Carlo standard errors of 0.002. Fails for a wrong tail split or scale."""
     rng = np.random.default_rng(9)
-    draw = lambda n: (rng.normal(0, 1, n), rng.uniform(0.05, 0.5, n))   # noqa: E731
+    draw = lambda n: (rng.normal(0, 1, n), rng.uniform(0.05, 0.5, n))  # noqa: E731
     mu, tau = draw(2000)
     a, b = calibrate_interval(mu, tau, 0.002)
     s = np.sqrt(tau)
-    np.testing.assert_allclose(np.mean(scipy.stats.norm.cdf((a - mu) / s)), 0.001, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(np.mean(scipy.stats.norm.sf((b - mu) / s)), 0.001, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        np.mean(scipy.stats.norm.cdf((a - mu) / s)), 0.001, rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        np.mean(scipy.stats.norm.sf((b - mu) / s)), 0.001, rtol=0, atol=1e-12
+    )
     mu2, tau2 = draw(20000)
     out = gaussian_tail_mass(mu2, tau2, a, b)
-    se = out.std(ddof=1) / np.sqrt(out.size) + np.sqrt(0.002 / 2000)   # fresh draws + calibration noise
+    se = out.std(ddof=1) / np.sqrt(out.size) + np.sqrt(
+        0.002 / 2000
+    )  # fresh draws + calibration noise
     assert abs(out.mean() - 0.002) <= 4 * se, (out.mean(), se)

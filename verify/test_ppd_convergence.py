@@ -34,7 +34,9 @@ def test_tv_falls_exponentially_in_L():
     """TV_L - TV_inf <= K exp(-(1-rho)(L-1)) on the deeper 3/4 of depths (K from the first quarter),
     reaching 1e-6 of the floor. Fails if the excess stalled or decayed slower than rho."""
     r = check_ppd_convergence_L(KERNEL, N, D, S2)
-    assert r.holds, str(r) + str([(w["seed"], w["max_late_ratio"], w["final_excess"]) for w in r.details["rows"]])
+    assert r.holds, str(r) + str(
+        [(w["seed"], w["max_late_ratio"], w["final_excess"]) for w in r.details["rows"]]
+    )
 
 
 def test_floor_falls_like_1_over_C_plus_tail():
@@ -54,7 +56,9 @@ def test_every_term_of_the_bound_holds():
     r = check_ppd_bound_terms(KERNEL, N, D, S2)
     assert r.holds, str(r)
     informative = [w for w in r.details["rows"] if w["informative"]]
-    assert len(informative) >= MIN_INFORMATIVE, [(w["L"], w["C"], w["bound"]) for w in r.details["rows"]]
+    assert len(informative) >= MIN_INFORMATIVE, [
+        (w["L"], w["C"], w["bound"]) for w in r.details["rows"]
+    ]
     assert all(w["ok"] and w["tv"] <= w["bound"] for w in informative), informative
     # the composed bound is vacuous at small L (documented in the report): e^{2 Delta} with
     # ||Xi||_2 ~ sqrt(C) (b-a)^2 / 4 makes it astronomically large

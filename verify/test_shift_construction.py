@@ -55,8 +55,11 @@ def test_handset_tfpr_calibrated_on_pretraining_design(claims):
     """Control: the hand-set TF^pr at L in {16, 32} is calibrated on N(0, I/d) (else the shift test
     would say nothing about the shift)."""
     r = claims["shift_construction.coverage.gaussian"]
-    assert r.holds, str(r) + " cells: " + str([(c["L"], c["n"], round(c["coverage90"], 3))
-                                               for c in r.details["cells"]])
+    assert r.holds, (
+        str(r)
+        + " cells: "
+        + str([(c["L"], c["n"], round(c["coverage90"], 3)) for c in r.details["cells"]])
+    )
 
 
 def test_handset_tfpr_calibrated_under_covariate_shift(claims):
@@ -64,8 +67,11 @@ def test_handset_tfpr_calibrated_under_covariate_shift(claims):
     L in {16, 32} and n (the intervals are wider than the exact PPD's -- width ratio > 1 -- since the
     truncated solver underestimates k_x'(G + sigma^2 I)^-1 k_x; recorded in the details)."""
     r = claims["shift_construction.coverage.uniform"]
-    assert r.holds, str(r) + " cells: " + str([(c["L"], c["n"], round(c["coverage90"], 3))
-                                               for c in r.details["cells"]])
+    assert r.holds, (
+        str(r)
+        + " cells: "
+        + str([(c["L"], c["n"], round(c["coverage90"], 3)) for c in r.details["cells"]])
+    )
 
 
 def test_shift_does_not_move_handset_tfpr_away_from_the_ppd(claims):
@@ -78,7 +84,9 @@ def test_shift_does_not_move_handset_tfpr_away_from_the_ppd(claims):
 
 def test_check_detects_an_unconverged_solver():
     """Fault injection: at depth L = 2 (one solver layer) the check must report miscalibration."""
-    res = {r.key: r for r in check_shift_construction(ns=(64,), Ls=(2,), n_instances=32,
-                                                      seeds=(0, 1, 2))}
+    res = {
+        r.key: r
+        for r in check_shift_construction(ns=(64,), Ls=(2,), n_instances=32, seeds=(0, 1, 2))
+    }
     assert not res["shift_construction.coverage.uniform"].holds
     assert not res["shift_construction.coverage.gaussian"].holds

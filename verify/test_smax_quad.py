@@ -75,7 +75,9 @@ def test_gaussian_readout_against_scipy(mu, tau):
     ref = scipy.stats.norm.pdf(xi, mu, np.sqrt(tau))
     got = softmax(readout_Xi(e) @ psi_gaussian(mu, tau))
     np.testing.assert_allclose(got, ref / ref.sum(), rtol=1e-12, atol=0)
-    np.testing.assert_allclose(softmax(logits_from_natural(psi_gaussian(mu, tau), e)), got, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(
+        softmax(logits_from_natural(psi_gaussian(mu, tau), e)), got, rtol=1e-12, atol=0
+    )
 
 
 @pytest.mark.parametrize("partition", ["uniform", "warped"])

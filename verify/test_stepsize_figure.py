@@ -26,8 +26,15 @@ def test_uniform_rho_closed_form_matches_quadrature():
 
     for d, ell in ((1, 0.8), (4, 0.8), (2, 0.3)):
         h = 1 / np.sqrt(d)
-        one, _ = dblquad(lambda u, v, ell=ell, h=h: np.exp(-(u - v) ** 2 / (2 * ell**2)) / (2 * h) ** 2, -h, h, -h, h,
-                         epsabs=1e-13, epsrel=1e-12)
+        one, _ = dblquad(
+            lambda u, v, ell=ell, h=h: np.exp(-((u - v) ** 2) / (2 * ell**2)) / (2 * h) ** 2,
+            -h,
+            h,
+            -h,
+            h,
+            epsabs=1e-13,
+            epsrel=1e-12,
+        )
         assert expected_rbf_uniform(1.0, ell, d) == pytest.approx(one**d, rel=1e-8, abs=1e-12)
 
 

@@ -53,8 +53,10 @@ def tf_cases(draw, kernels=("linear", "rbf", "ard_rbf"), fmin=0.05, fmax=1.9, sm
     elif name == "rbf":
         k = RBFKernel(float(np.exp(draw(log_scale))), float(np.exp(draw(log_ell))))
     else:
-        k = ARDRBFKernel(float(np.exp(draw(log_scale))),
-                         tuple(np.exp(draw(st.lists(log_ell, min_size=d, max_size=d)))))
+        k = ARDRBFKernel(
+            float(np.exp(draw(log_scale))),
+            tuple(np.exp(draw(st.lists(log_ell, min_size=d, max_size=d)))),
+        )
     X, Y, x = context(k, n, d, s2, np.random.default_rng(draw(st.integers(0, 2**31 - 1))))
     return k, X, Y, x, s2, frac, L
 
@@ -115,8 +117,9 @@ def test_per_layer_steps_bounded_with_every_step():
     good[0] = 1e-3 * eta
     r = check_tf_convergence(k, X, Y, x, S2, good, L)
     assert r.holds and r.details["informative"], str(r)
-    lazy = check_tf_convergence(k, X, Y, x, S2, good, L,
-                                weights=_do_nothing(con.handset_weights(2, L, good, S2, k)))
+    lazy = check_tf_convergence(
+        k, X, Y, x, S2, good, L, weights=_do_nothing(con.handset_weights(2, L, good, S2, k))
+    )
     assert not lazy.holds, str(lazy)
     slow = np.full(L - 1, 0.01 * eta)
     slow[0] = eta
@@ -142,8 +145,13 @@ def test_error_within_theorem_bound(case):
     r = check_tf_convergence(k, X, Y, x, s2, eta, L)
     assert r.holds and r.details["informative"], str(r)
     dt = r.details
-    target(max(dt["err_mu"] / (dt["bound_mu"] + dt["atol"]), dt["err_tau"] / (dt["bound_tau"] + dt["atol"])),
-           label="error / (bound + atol)")
+    target(
+        max(
+            dt["err_mu"] / (dt["bound_mu"] + dt["atol"]),
+            dt["err_tau"] / (dt["bound_tau"] + dt["atol"]),
+        ),
+        label="error / (bound + atol)",
+    )
     w = con.handset_weights(X.shape[1], L, eta, s2, k)
     lazy = check_tf_convergence(k, X, Y, x, s2, eta, L, weights=_do_nothing(w))
     assert not lazy.holds, str(lazy)
@@ -157,7 +165,10 @@ def test_tf_converges_to_ppd_exactly():
     X, Y, x = context(k, 10, 2, S2, rng)
     G = k(X)
     A = G + S2 * np.eye(10)
-    for norm, eta in ((False, rich.optimal_step(A)), (True, rich.optimal_step(A, rich.jacobi_preconditioner(G)))):
+    for norm, eta in (
+        (False, rich.optimal_step(A)),
+        (True, rich.optimal_step(A, rich.jacobi_preconditioner(G))),
+    ):
         r = check_tf_convergence(k, X, Y, x, S2, eta, 2500, normalised=norm)
         assert r.holds and r.observed < 1e-9, str(r)
 
@@ -191,8 +202,9 @@ def test_ambiguity_step_condition_for_rate():
     sigma^2) to be the factor is eta <= eta* = 2/(lambda_1 + lambda_n + 2 sigma^2): at eta* the theorem's
     rate still holds; between eta* and 2/(lambda_1+sigma^2) the iteration converges but slower than
     the theorem's rho (ratio ~0.5), at the factor eta(lambda_1+sigma^2) - 1."""
-    at_star, beyond_thm, beyond_true = check_rate_step_condition(RBFKernel(1.0, 0.4), 10, 2, S2,
-                                                                 seeds=range(5))
+    at_star, beyond_thm, beyond_true = check_rate_step_condition(
+        RBFKernel(1.0, 0.4), 10, 2, S2, seeds=range(5)
+    )
     assert at_star.holds, str(at_star)
     assert not beyond_thm.holds and beyond_thm.observed < 0.9, str(beyond_thm)
     assert beyond_true.holds, str(beyond_true)

@@ -33,11 +33,14 @@ LOG_RATIO_BAND = 0.05
 
 @pytest.mark.parametrize("d, n, seed", [(2, 64, 0), (4, 48, 1), (8, 96, 2)])
 def test_far_query_diverges_near_query_converges(d, n, seed):
-    r = check_tfpr_far_query(RBFKernel(alpha=1.0, lengthscale=0.8), n, d, DEFAULT_NOISE_VAR, L=200, seed=seed)
+    r = check_tfpr_far_query(
+        RBFKernel(alpha=1.0, lengthscale=0.8), n, d, DEFAULT_NOISE_VAR, L=200, seed=seed
+    )
     det = r.details
     assert det["converging_near"], det
     assert det["s_x_far"] < det["threshold_s_x"] and det["query_factor_far"] > 1, det
     assert not r.holds, f"TF^pr converged at the far query: ratio {r.observed:.3g}"
     rel = np.log(r.observed) / np.log(det["predicted_far_ratio"])
     assert abs(rel - 1) < LOG_RATIO_BAND, (
-        f"growth {r.observed:.3g} vs |1 - eta s2/s_x|^(L/2) = {det['predicted_far_ratio']:.3g}")
+        f"growth {r.observed:.3g} vs |1 - eta s2/s_x|^(L/2) = {det['predicted_far_ratio']:.3g}"
+    )

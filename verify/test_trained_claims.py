@@ -45,12 +45,17 @@ def _runs(experiment: str, scale: str):
     try:
         runs = _load(experiment, scale)
     except MissingRunsError as err:
-        pytest.fail(f"{err}\n(a missing run is a defect: this check cannot be made without it)",
-                    pytrace=False)
+        pytest.fail(
+            f"{err}\n(a missing run is a defect: this check cannot be made without it)",
+            pytrace=False,
+        )
     fake = [r.run_dir.name for r in runs if (r.train_metrics or {}).get("standin")]
     if fake:
-        pytest.fail(f"{experiment} [{scale}]: {len(fake)} stand-in run(s) (sweep --dry-run) where "
-                    f"trained runs belong, e.g. {fake[:3]}", pytrace=False)
+        pytest.fail(
+            f"{experiment} [{scale}]: {len(fake)} stand-in run(s) (sweep --dry-run) where "
+            f"trained runs belong, e.g. {fake[:3]}",
+            pytrace=False,
+        )
     return runs
 
 
@@ -68,7 +73,9 @@ def _check(result) -> None:
 
 
 def _panels(experiment: str) -> list[tuple[str, str]]:
-    runs = [r for sc in SCALES for r in get_experiment(experiment).runs(sc)]  # same panels at every scale
+    runs = [
+        r for sc in SCALES for r in get_experiment(experiment).runs(sc)
+    ]  # same panels at every scale
     return sorted({(r.task.kind, r.model.mode) for r in runs if isinstance(r, RunSpec)})
 
 
@@ -88,7 +95,9 @@ def test_exp1_tv_falls_with_depth(scale, kind, mode):
     smallest L minus that at the largest L must exceed Z_MARGIN = 3 SE. Prints the log-log slope in L
     with its 95% CI. Fails when depth does not help (shown on stand-in runs with mirrored depths).
     """
-    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_L"))
+    _check(
+        _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_L")
+    )
 
 
 @pytest.mark.parametrize("kind,mode", EXP1_PANELS, ids=_EXP1_IDS)
@@ -99,12 +108,15 @@ def test_exp1_tv_falls_with_bins(scale, kind, mode):
     Per panel, at the largest L: E[TV](C_min) - E[TV](C_max) > Z_MARGIN = 3 SE. Prints the log-log
     slope in C with its 95% CI. Fails when bins do not help (stand-in runs with mirrored C).
     """
-    _check(_pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_C"))
+    _check(
+        _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_C")
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # fig:exp2-1 -- normalised vs unnormalised attention
 # --------------------------------------------------------------------------------------------------
+
 
 def test_exp2_1_unnormalised_tv_rises_beyond_pretraining_range(scale):
     """fig:exp2-1 / sec:exp2: "the unnormalized model's TV errors spike outside the pretraining range".
@@ -179,11 +191,15 @@ def test_exp2_coverage_near_nominal(scale, experiment):
 
 
 @pytest.mark.parametrize("experiment", ["supp_exp2_d4", "supp_exp2_d8"])
-@pytest.mark.xfail(strict=True, reason=(
-    "finding at quick scale: under the uniform covariate shift the L=8, n_max=192 model's 90% "
-    "coverage collapses to 0.27 (d=4) and 0.20 (d=8) against 0.88-0.90 for the exact PPD, and "
-    "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, which "
-    "needs the paper-scale runs (GPU). strict: an unexpected pass fails and must be re-examined"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "finding at quick scale: under the uniform covariate shift the L=8, n_max=192 model's 90% "
+        "coverage collapses to 0.27 (d=4) and 0.20 (d=8) against 0.88-0.90 for the exact PPD, and "
+        "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, which "
+        "needs the paper-scale runs (GPU). strict: an unexpected pass fails and must be re-examined"
+    ),
+)
 def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
     """supp-fig:exp2 d4-1 uni / supp-fig:exp2 d8-1 uni (supp-sec:exp additional, covariate shift):
     "Despite the shift in covariates ... the generalization performance is comparable to the true
@@ -194,8 +210,12 @@ def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
     Z_MARGIN = 3 binomial SE of 0.9 at every n'. At quick scale the deepest, widest model is L=8,
     n_max=192, short of the claim's regime (L>=16, n_max=512). Fails for a miscalibrated model.
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
-                 "exp2_2.coverage_near_nominal"))
+    _check(
+        _pick(
+            xc.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
+            "exp2_2.coverage_near_nominal",
+        )
+    )
 
 
 def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
@@ -203,23 +223,35 @@ def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
     pretraining design N(0, I/d) the model's 90% coverage is within COVERAGE_SLACK = 0.05 + 3 SE of
     nominal at every n' in {64, ..., 768}. Fails if the model is miscalibrated even without a shift
     (then the shift test would say nothing about the shift)."""
-    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
-                 "shift_regime.coverage.pretraining"))
+    _check(
+        _pick(
+            xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
+            "shift_regime.coverage.pretraining",
+        )
+    )
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: in the regime where the paper claims robustness (n_max=512, L=16; d=4, quick-scale "
-    "training of 400 steps), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs collapses to "
-    "0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) while the same model "
-    "covers 0.90-0.92 on its pretraining design. Whether the paper's 1e5 training steps remove the "
-    "gap needs the paper-scale run (GPU). strict: an unexpected pass fails and must be re-examined"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "finding: in the regime where the paper claims robustness (n_max=512, L=16; d=4, quick-scale "
+        "training of 400 steps), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs collapses to "
+        "0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) while the same model "
+        "covers 0.90-0.92 on its pretraining design. Whether the paper's 1e5 training steps remove the "
+        "gap needs the paper-scale run (GPU). strict: an unexpected pass fails and must be re-examined"
+    ),
+)
 def test_shift_regime_coverage_under_covariate_shift(scale):
     """supp-sec:exp additional (covariate shift): "the generalization performance is comparable to
     the true baseline for n_max=512 and L>=16". Checked on the one run of supp_exp2_shift_regime:
     90% coverage on ``eval_uniform.json`` within COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE of
     0.9 at every n'. Fails for a miscalibrated model (as measured: see the xfail reason)."""
-    _check(_pick(xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
-                 "shift_regime.coverage.shifted"))
+    _check(
+        _pick(
+            xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
+            "shift_regime.coverage.shifted",
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,6 +300,7 @@ def test_table_no_model_beats_exact_ppd(scale, experiment):
 # fig:stepsize (exact side)
 # --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_stepsize_decreases_like_one_over_n(scale, kernel):
     """fig:stepsize ("Richardson step size varies with n without normalization"; thm:lambda1).
@@ -277,8 +310,11 @@ def test_stepsize_decreases_like_one_over_n(scale, kernel):
     n lambda_inf + O(sqrt n), so -1 up to an O(n^-1/2) finite-n bias). Fails for a flat or
     1/sqrt(n) curve (tests/test_experiments.py).
     """
-    runs = [r for r in _runs("fig_stepsize", scale)
-            if isinstance(r.spec, StepsizeSpec) and r.spec.kernel == kernel]
+    runs = [
+        r
+        for r in _runs("fig_stepsize", scale)
+        if isinstance(r.spec, StepsizeSpec) and r.spec.kernel == kernel
+    ]
     assert len(runs) == 1, f"fig_stepsize declares {len(runs)} {kernel} runs"
     (result,) = xc.check_stepsize(runs)
     _check(result)

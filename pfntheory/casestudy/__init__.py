@@ -19,8 +19,17 @@ from .data import (
     walker_csv_path,
 )
 
-__all__ = ["COORD_DIVISOR", "DATASETS", "SpatialData", "Standardizer", "load_dataset",
-           "load_sacramento", "load_walker", "walker_csv_path", "register"]
+__all__ = [
+    "COORD_DIVISOR",
+    "DATASETS",
+    "SpatialData",
+    "Standardizer",
+    "load_dataset",
+    "load_sacramento",
+    "load_walker",
+    "walker_csv_path",
+    "register",
+]
 
 
 def register(subparsers) -> None:

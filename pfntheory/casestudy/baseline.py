@@ -44,10 +44,18 @@ __all__ = [
 #: supp-sec:real data, the printed fits: (alpha, (ell_1, ell_2), sigma); ell in input order
 #: (longitude, latitude) for Sacramento and (x, y) for Walker Lake.
 PAPER_FITS = {
-    "sacramento": EBFit(alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836,
-                        log_marginal_likelihood=float("nan")),
-    "walker": EBFit(alpha=0.782, lengthscales=(0.146, 0.252), noise_std=0.611,
-                    log_marginal_likelihood=float("nan")),
+    "sacramento": EBFit(
+        alpha=0.666,
+        lengthscales=(1.226, 0.770),
+        noise_std=0.836,
+        log_marginal_likelihood=float("nan"),
+    ),
+    "walker": EBFit(
+        alpha=0.782,
+        lengthscales=(0.146, 0.252),
+        noise_std=0.611,
+        log_marginal_likelihood=float("nan"),
+    ),
 }
 #: The printed values carry three decimals: half a unit of the last digit.
 PAPER_ROUNDING = 5e-4
@@ -60,7 +68,9 @@ WALKER_CONTEXT_SIZE = 200
 def walker_splits(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Disjoint index sets of the Walker sample: ``eb`` (200, fits the prior), ``context`` (200,
     the separate context of fig:walker) and ``heldout`` (the rest, 70 for the 470-row sample)."""
-    eb, ctx, rest = split_indices(n, [WALKER_EB_SIZE, WALKER_CONTEXT_SIZE], np.random.default_rng(seed))
+    eb, ctx, rest = split_indices(
+        n, [WALKER_EB_SIZE, WALKER_CONTEXT_SIZE], np.random.default_rng(seed)
+    )
     return {"eb": eb, "context": ctx, "heldout": rest}
 
 
@@ -79,15 +89,19 @@ def gp_predict(fit: EBFit, X, Y, Xq, chunk: int = 8192) -> tuple[np.ndarray, np.
     """
     Xq = as_float_array(Xq, "Xq", ndim=2)
     chunk = positive_int(chunk, "chunk")
-    parts = [posterior_predictive(fit.kernel, X, Y, Xq[s:s + chunk], fit.noise_var)
-             for s in range(0, Xq.shape[0], chunk)]
+    parts = [
+        posterior_predictive(fit.kernel, X, Y, Xq[s : s + chunk], fit.noise_var)
+        for s in range(0, Xq.shape[0], chunk)
+    ]
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def gaussian_quantiles(mu, tau, q) -> np.ndarray:
     """Quantiles ``mu + sqrt(tau) Phi^{-1}(q)``; shape ``q.shape + mu.shape``."""
     z = scipy.stats.norm.ppf(np.asarray(q, dtype=float))
-    return np.asarray(mu)[None] + np.sqrt(np.asarray(tau))[None] * z.reshape(-1, *([1] * np.ndim(mu)))
+    return np.asarray(mu)[None] + np.sqrt(np.asarray(tau))[None] * z.reshape(
+        -1, *([1] * np.ndim(mu))
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -97,15 +111,18 @@ def _sk_kernel(alpha=1.0, lengthscales=(1.0, 1.0), noise_std=1.0, fixed=False):
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
     b = "fixed" if fixed else (1e-6, 1e6)  # our fit's bounds are (1e-3, 1e3) on the square roots
-    return (ConstantKernel(alpha**2, constant_value_bounds=b)
-            * RBF(np.asarray(lengthscales, dtype=float), length_scale_bounds="fixed" if fixed else (1e-3, 1e3))
-            + WhiteKernel(noise_std**2, noise_level_bounds=b))
+    return ConstantKernel(alpha**2, constant_value_bounds=b) * RBF(
+        np.asarray(lengthscales, dtype=float), length_scale_bounds="fixed" if fixed else (1e-3, 1e3)
+    ) + WhiteKernel(noise_std**2, noise_level_bounds=b)
 
 
 def _from_sk_kernel(k, lml: float) -> EBFit:
-    return EBFit(alpha=float(np.sqrt(k.k1.k1.constant_value)),
-                 lengthscales=tuple(float(v) for v in np.atleast_1d(k.k1.k2.length_scale)),
-                 noise_std=float(np.sqrt(k.k2.noise_level)), log_marginal_likelihood=float(lml))
+    return EBFit(
+        alpha=float(np.sqrt(k.k1.k1.constant_value)),
+        lengthscales=tuple(float(v) for v in np.atleast_1d(k.k1.k2.length_scale)),
+        noise_std=float(np.sqrt(k.k2.noise_level)),
+        log_marginal_likelihood=float(lml),
+    )
 
 
 def sklearn_fit(X, Y, n_restarts: int = 0, seed: int = 0) -> EBFit:
@@ -114,9 +131,13 @@ def sklearn_fit(X, Y, n_restarts: int = 0, seed: int = 0) -> EBFit:
     from sklearn.gaussian_process import GaussianProcessRegressor
 
     X = as_float_array(X, "X", ndim=2)
-    gpr = GaussianProcessRegressor(_sk_kernel(lengthscales=np.ones(X.shape[1])), alpha=0.0,
-                                   n_restarts_optimizer=positive_int(n_restarts, "n_restarts", minimum=0),
-                                   normalize_y=False, random_state=seed)
+    gpr = GaussianProcessRegressor(
+        _sk_kernel(lengthscales=np.ones(X.shape[1])),
+        alpha=0.0,
+        n_restarts_optimizer=positive_int(n_restarts, "n_restarts", minimum=0),
+        normalize_y=False,
+        random_state=seed,
+    )
     gpr.fit(X, as_float_array(Y, "Y", ndim=1))
     return _from_sk_kernel(gpr.kernel_, gpr.log_marginal_likelihood_value_)
 
@@ -124,8 +145,12 @@ def sklearn_fit(X, Y, n_restarts: int = 0, seed: int = 0) -> EBFit:
 def _sk_fixed(fit: EBFit, X, Y):
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    gpr = GaussianProcessRegressor(_sk_kernel(fit.alpha, fit.lengthscales, fit.noise_std, fixed=True),
-                                   alpha=0.0, optimizer=None, normalize_y=False)
+    gpr = GaussianProcessRegressor(
+        _sk_kernel(fit.alpha, fit.lengthscales, fit.noise_std, fixed=True),
+        alpha=0.0,
+        optimizer=None,
+        normalize_y=False,
+    )
     return gpr.fit(as_float_array(X, "X", ndim=2), as_float_array(Y, "Y", ndim=1))
 
 
@@ -151,8 +176,9 @@ def _params(f: EBFit) -> np.ndarray:
     return np.array([f.alpha, *f.lengthscales, f.noise_std])
 
 
-def check_eb_optimum(data: SpatialData, idx=None, *, n_restarts: int = 2, seed: int = 0,
-                     fit: EBFit | None = None) -> ClaimResult:
+def check_eb_optimum(
+    data: SpatialData, idx=None, *, n_restarts: int = 2, seed: int = 0, fit: EBFit | None = None
+) -> ClaimResult:
     """Our EB optimum versus the paper's printed fit on the same (standardised) data.
 
     Claim measured: a maximiser of the LML cannot do worse than the paper's parameters,
@@ -176,19 +202,33 @@ def check_eb_optimum(data: SpatialData, idx=None, *, n_restarts: int = 2, seed: 
     return ClaimResult(
         label="supp-sec:real data",
         statement=f"{data.name}: our EB optimum's LML >= LML at the paper's (alpha, ell, sigma)",
-        holds=bool(gap >= -tol), observed=float(gap), bound=0.0,
+        holds=bool(gap >= -tol),
+        observed=float(gap),
+        bound=0.0,
         tolerance=f"LML gap >= -{tol:.2g} (1e-6 relative: L-BFGS-B convergence)",
-        details={"n": int(X.shape[0]), "coord_divisor": data.transform.coord_divisor,
-                 "ours": _params(fit), "paper": _params(paper), "param_diff": diff,
-                 "lml_ours": fit.log_marginal_likelihood, "lml_paper": lml_paper,
-                 "lml_paper_swapped_ell": lml_swapped,
-                 "reproduces_printed_digits": bool(np.all(np.abs(diff) <= 2 * PAPER_ROUNDING)),
-                 "param_names": ["alpha", f"ell_{data.input_names[0]}", f"ell_{data.input_names[1]}",
-                                 "sigma"]})
+        details={
+            "n": int(X.shape[0]),
+            "coord_divisor": data.transform.coord_divisor,
+            "ours": _params(fit),
+            "paper": _params(paper),
+            "param_diff": diff,
+            "lml_ours": fit.log_marginal_likelihood,
+            "lml_paper": lml_paper,
+            "lml_paper_swapped_ell": lml_swapped,
+            "reproduces_printed_digits": bool(np.all(np.abs(diff) <= 2 * PAPER_ROUNDING)),
+            "param_names": [
+                "alpha",
+                f"ell_{data.input_names[0]}",
+                f"ell_{data.input_names[1]}",
+                "sigma",
+            ],
+        },
+    )
 
 
-def check_sklearn_agreement(X, Y, fit: EBFit, Xq, *, n_restarts: int = 0, seed: int = 0,
-                            sk_fit: EBFit | None = None) -> ClaimResult:
+def check_sklearn_agreement(
+    X, Y, fit: EBFit, Xq, *, n_restarts: int = 0, seed: int = 0, sk_fit: EBFit | None = None
+) -> ClaimResult:
     """scikit-learn against our EB fit and our GP predictive on the same data.
 
     Three comparisons, each with its tolerance:
@@ -217,23 +257,39 @@ def check_sklearn_agreement(X, Y, fit: EBFit, Xq, *, n_restarts: int = 0, seed: 
     mu_sk, tau_sk = sklearn_predict(fit, X, Y, Xq)
     err_mu = float(np.max(np.abs(mu - mu_sk)))
     err_tau = float(np.max(np.abs(tau - tau_sk) / np.abs(tau)))
-    ok_pred = bool(np.allclose(mu, mu_sk, rtol=1e-8, atol=1e-10)
-                   and np.allclose(tau, tau_sk, rtol=1e-8, atol=1e-10))
+    ok_pred = bool(
+        np.allclose(mu, mu_sk, rtol=1e-8, atol=1e-10)
+        and np.allclose(tau, tau_sk, rtol=1e-8, atol=1e-10)
+    )
     return ClaimResult(
         label="supp-sec:real data",
         statement="scikit-learn reproduces our EB fit (LML, optimum, parameters) and GP predictive",
-        holds=ok_lml and ok_opt and ok_par and ok_pred, observed=float(opt_excess), bound=0.0,
+        holds=ok_lml and ok_opt and ok_par and ok_pred,
+        observed=float(opt_excess),
+        bound=0.0,
         tolerance="LML rtol 1e-10 atol 1e-8; optimum excess <= 1e-4 + 1e-6|LML|; params rtol 2e-2 "
-                  "atol 1e-3; predictive rtol 1e-8 atol 1e-10",
-        details={"lml_ours": lml_ours, "lml_sklearn_at_ours": lml_sk_at_ours, "ok_lml": ok_lml,
-                 "ours": _params(fit), "sklearn": _params(sk_fit),
-                 "lml_sklearn_opt": sk_fit.log_marginal_likelihood, "ok_opt": ok_opt,
-                 "ok_params": ok_par, "max_abs_err_mu": err_mu, "max_rel_err_tau": err_tau,
-                 "ok_predictive": ok_pred, "n": int(X.shape[0]), "m": int(np.shape(Xq)[0])})
+        "atol 1e-3; predictive rtol 1e-8 atol 1e-10",
+        details={
+            "lml_ours": lml_ours,
+            "lml_sklearn_at_ours": lml_sk_at_ours,
+            "ok_lml": ok_lml,
+            "ours": _params(fit),
+            "sklearn": _params(sk_fit),
+            "lml_sklearn_opt": sk_fit.log_marginal_likelihood,
+            "ok_opt": ok_opt,
+            "ok_params": ok_par,
+            "max_abs_err_mu": err_mu,
+            "max_rel_err_tau": err_tau,
+            "ok_predictive": ok_pred,
+            "n": int(X.shape[0]),
+            "m": int(np.shape(Xq)[0]),
+        },
+    )
 
 
-def check_walker_coordinate_convention(data: SpatialData, seeds=(0, 1, 2), *, n_restarts: int = 1,
-                                       alt_divisor: float = 1.0) -> ClaimResult:
+def check_walker_coordinate_convention(
+    data: SpatialData, seeds=(0, 1, 2), *, n_restarts: int = 1, alt_divisor: float = 1.0
+) -> ClaimResult:
     """Which coordinate scaling the paper's Walker Lake fit was computed in.
 
     The EB optimum is invariant to rescaling the inputs (the lengthscales rescale with them), so one
@@ -261,12 +317,18 @@ def check_walker_coordinate_convention(data: SpatialData, seeds=(0, 1, 2), *, n_
     return ClaimResult(
         label="supp-sec:real data",
         statement=f"Walker: the paper's (alpha, ell, sigma) fit coordinates standardised / {alt_divisor}"
-                  f" better than the text's standardised / {COORD_DIVISOR}",
-        holds=bool(np.all(gaps_alt < gaps_text)), observed=float(np.median(gaps_alt)),
+        f" better than the text's standardised / {COORD_DIVISOR}",
+        holds=bool(np.all(gaps_alt < gaps_text)),
+        observed=float(np.median(gaps_alt)),
         bound=float(np.median(gaps_text)),
         tolerance="strict inequality of LML gaps on every subset (exact arithmetic on the same fit)",
-        details={"seeds": list(seeds), "lml_gap_text_convention": gaps_text,
-                 "lml_gap_alt_convention": gaps_alt, "alt_divisor": alt_divisor,
-                 "fits_in_alt_convention": np.array(fits),
-                 "median_fit_alt_convention": np.median(np.array(fits), 0),
-                 "paper": _params(PAPER_FITS["walker"])})
+        details={
+            "seeds": list(seeds),
+            "lml_gap_text_convention": gaps_text,
+            "lml_gap_alt_convention": gaps_alt,
+            "alt_divisor": alt_divisor,
+            "fits_in_alt_convention": np.array(fits),
+            "median_fit_alt_convention": np.median(np.array(fits), 0),
+            "paper": _params(PAPER_FITS["walker"]),
+        },
+    )

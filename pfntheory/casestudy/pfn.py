@@ -128,8 +128,9 @@ _PAPER_LR, _PAPER_STEPS = PAPER_SCHEDULE[("ard_rbf", "learnable")]
 #: ``paper``: supp-sec:real data (C = 256, L = 32) with the schedule of supp-tab:pretraining
 #: hyperparameters; ``quick``: what one CPU core trains in a few minutes (see the module docstring).
 SCALES = {
-    "paper": PFNScale(L=32, C=256, steps=_PAPER_STEPS, lr=_PAPER_LR, batch_size=128,
-                      checkpoint_every=500),
+    "paper": PFNScale(
+        L=32, C=256, steps=_PAPER_STEPS, lr=_PAPER_LR, batch_size=128, checkpoint_every=500
+    ),
     "quick": PFNScale(L=8, C=64, steps=300, lr=3e-3, batch_size=32, checkpoint_every=50),
 }
 
@@ -145,11 +146,20 @@ def pretraining_task(fit: EBFit, coord_divisor: float = COORD_DIVISOR) -> TaskCo
     ``1/coord_divisor^2``, that of the standardised inputs; see the module docstring)."""
     if not isinstance(fit, EBFit):
         raise ValueError(f"fit must be an EBFit, got {type(fit).__name__}")
-    return TaskConfig.from_fit(fit, covariates="uniform", x_scale=math.sqrt(3.0) / float(coord_divisor))
+    return TaskConfig.from_fit(
+        fit, covariates="uniform", x_scale=math.sqrt(3.0) / float(coord_divisor)
+    )
 
 
-def pretraining_config(fit: EBFit, dataset: str, scale: str | PFNScale = "quick", *, seed: int = 0,
-                       device: str = "auto", coord_divisor: float = COORD_DIVISOR) -> TrainConfig:
+def pretraining_config(
+    fit: EBFit,
+    dataset: str,
+    scale: str | PFNScale = "quick",
+    *,
+    seed: int = 0,
+    device: str = "auto",
+    coord_divisor: float = COORD_DIVISOR,
+) -> TrainConfig:
     """:class:`~pfntheory.nn.train.TrainConfig` of the case-study PFN ``TF^pr`` (normalised,
     learnable, rbf score, psi head) on the prior ``fit`` of ``dataset``.
 
@@ -169,12 +179,30 @@ def pretraining_config(fit: EBFit, dataset: str, scale: str | PFNScale = "quick"
     sc = scale if isinstance(scale, PFNScale) else scale_settings(scale)
     task = pretraining_task(fit, coord_divisor)
     n_min, n_max = sc.n_range if sc.n_range is not None else CONTEXT_RANGES[dataset]
-    model = ModelConfig(score="rbf", d=task.d, L=sc.L, C=sc.C, mode="learnable", normalised=True,
-                        head="psi", noise_var_init=fit.noise_var, amp_init=fit.alpha**2,
-                        scale_init=1.0 / float(np.exp(np.mean(np.log(fit.lengthscales)))))  # 1/geomean(ell)
-    return TrainConfig(task=task, model=model, n_min=n_min, n_max=n_max, steps=sc.steps, lr=sc.lr,
-                       batch_size=sc.batch_size, seed=positive_int(seed, "seed", minimum=0),
-                       checkpoint_every=sc.checkpoint_every, device=device)
+    model = ModelConfig(
+        score="rbf",
+        d=task.d,
+        L=sc.L,
+        C=sc.C,
+        mode="learnable",
+        normalised=True,
+        head="psi",
+        noise_var_init=fit.noise_var,
+        amp_init=fit.alpha**2,
+        scale_init=1.0 / float(np.exp(np.mean(np.log(fit.lengthscales)))),
+    )  # 1/geomean(ell)
+    return TrainConfig(
+        task=task,
+        model=model,
+        n_min=n_min,
+        n_max=n_max,
+        steps=sc.steps,
+        lr=sc.lr,
+        batch_size=sc.batch_size,
+        seed=positive_int(seed, "seed", minimum=0),
+        checkpoint_every=sc.checkpoint_every,
+        device=device,
+    )
 
 
 def pretrain(config: TrainConfig, run_dir, progress: bool = True) -> Path:
@@ -189,8 +217,9 @@ def load_pfn(run_dir, device: str = "cpu"):
 
 
 @torch.no_grad()
-def pfn_forward_shared(model: PFNTransformer, X, Y, Xq, *, chunk: int = 4096,
-                       dtype: torch.dtype = torch.float64) -> dict[str, np.ndarray]:
+def pfn_forward_shared(
+    model: PFNTransformer, X, Y, Xq, *, chunk: int = 4096, dtype: torch.dtype = torch.float64
+) -> dict[str, np.ndarray]:
     """``model`` applied to every query of ``Xq`` with the same context ``(X, Y)``.
 
     Equals ``model(X[None].expand(m, n, d), Y[None].expand(m, n), Xq)`` (see the module docstring),
@@ -224,8 +253,10 @@ def pfn_forward_shared(model: PFNTransformer, X, Y, Xq, *, chunk: int = 4096,
     Xq_all = torch.as_tensor(as_float_array(Xq, "Xq", ndim=2), dtype=dtype)
     n, d = X.shape
     if d != cfg.d or Xq_all.shape[1] != cfg.d:
-        raise ValueError(f"X and Xq must have d = {cfg.d} columns, got {tuple(X.shape)} and "
-                         f"{tuple(Xq_all.shape)}")
+        raise ValueError(
+            f"X and Xq must have d = {cfg.d} columns, got {tuple(X.shape)} and "
+            f"{tuple(Xq_all.shape)}"
+        )
     if Y.shape != (n,):
         raise ValueError(f"Y must have shape ({n},), got {tuple(Y.shape)}")
     chunk = positive_int(chunk, "chunk")
@@ -236,40 +267,48 @@ def pfn_forward_shared(model: PFNTransformer, X, Y, Xq, *, chunk: int = 4096,
     edges = model.edges.to(dev)
     head = model.head.to(dtype) if cfg.head == "psi" else model.head
     # the context-context kernels and the query-independent f row: once for all queries
-    P_cc = [score_matrix(X * scale[layer], X * scale[layer], cfg.score) for layer in range(1, cfg.L)]
-    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else None            # s_j of context tokens
+    P_cc = [
+        score_matrix(X * scale[layer], X * scale[layer], cfg.score) for layer in range(1, cfg.L)
+    ]
+    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else None  # s_j of context tokens
     out = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
     for start in range(0, Xq_all.shape[0], chunk):
-        xq = Xq_all[start:start + chunk].to(dev)                             # (m, d)
+        xq = Xq_all[start : start + chunk].to(dev)  # (m, d)
         m = xq.shape[0]
         # eqn:1st attn: row k of token j is amp * kappa(x_{n+1}, x_j)
         a0, aq0 = X * scale[0], xq * scale[0]
-        k_c = amp * score_matrix(aq0, a0, cfg.score)                         # (m, n) k_x at context
+        k_c = amp * score_matrix(aq0, a0, cfg.score)  # (m, n) k_x at context
         k_q = amp * score_matrix(aq0[:, None, :], aq0[:, None, :], cfg.score)[:, 0, 0]  # (m,)
-        f_c = Y.new_zeros(n)                                                 # f row, context
-        g_c = Y.new_zeros(m, n)                                              # g row, context
-        f_q, g_q = Y.new_zeros(m), Y.new_zeros(m)                            # f, g rows, query
-        growth = Y.new_zeros(m)                                              # max_l |1 + S_ff / s_x|
-        for layer in range(1, cfg.L):                                        # eqn:l attn, mask M
+        f_c = Y.new_zeros(n)  # f row, context
+        g_c = Y.new_zeros(m, n)  # g row, context
+        f_q, g_q = Y.new_zeros(m), Y.new_zeros(m)  # f, g rows, query
+        growth = Y.new_zeros(m)  # max_l |1 + S_ff / s_x|
+        for layer in range(1, cfg.L):  # eqn:l attn, mask M
             v, S_l = V[layer - 1], S[layer - 1]
-            vf = v[0] * Y + v[1] * f_c                                       # V_fy y_i + V_ff f_i
-            vg = v[2] * k_c + v[3] * g_c                                     # V_gk k_i + V_gg g_i
-            P = P_cc[layer - 1]                                              # (n, n) [j, i]
+            vf = v[0] * Y + v[1] * f_c  # V_fy y_i + V_ff f_i
+            vg = v[2] * k_c + v[3] * g_c  # V_gk k_i + V_gg g_i
+            P = P_cc[layer - 1]  # (n, n) [j, i]
             P_q = score_matrix(xq * scale[layer], X * scale[layer], cfg.score)  # (m, n)
-            att_fc, att_gc = P @ vf, vg @ P.T                                # (n,), (m, n)
-            att_fq, att_gq = P_q @ vf, (P_q * vg).sum(-1)                    # (m,), (m,)
-            if cfg.normalised:                                               # Attn^na, 1/s skip
+            att_fc, att_gc = P @ vf, vg @ P.T  # (n,), (m, n)
+            att_fq, att_gq = P_q @ vf, (P_q * vg).sum(-1)  # (m,), (m,)
+            if cfg.normalised:  # Attn^na, 1/s skip
                 s_c, s_q = s_cc[layer - 1], P_q.sum(-1)
                 growth = torch.maximum(growth, (1 + S_l[0] / s_q).abs())
-                f_c, g_c, f_q, g_q = (f_c + (att_fc + S_l[0] * f_c) / s_c,
-                                      g_c + (att_gc + S_l[1] * g_c) / s_c,
-                                      f_q + (att_fq + S_l[0] * f_q) / s_q,
-                                      g_q + (att_gq + S_l[1] * g_q) / s_q)
-            else:                                                            # Z + Attn + S Z
+                f_c, g_c, f_q, g_q = (
+                    f_c + (att_fc + S_l[0] * f_c) / s_c,
+                    g_c + (att_gc + S_l[1] * g_c) / s_c,
+                    f_q + (att_fq + S_l[0] * f_q) / s_q,
+                    g_q + (att_gq + S_l[1] * g_q) / s_q,
+                )
+            else:  # Z + Attn + S Z
                 growth = torch.maximum(growth, (1 + S_l[0]).abs().expand(m))
-                f_c, g_c, f_q, g_q = (f_c + att_fc + S_l[0] * f_c, g_c + att_gc + S_l[1] * g_c,
-                                      f_q + att_fq + S_l[0] * f_q, g_q + att_gq + S_l[1] * g_q)
-        mu = W[0] * f_q                                                      # readout W [Z^(L)]_{:, n+1}
+                f_c, g_c, f_q, g_q = (
+                    f_c + att_fc + S_l[0] * f_c,
+                    g_c + att_gc + S_l[1] * g_c,
+                    f_q + att_fq + S_l[0] * f_q,
+                    g_q + att_gq + S_l[1] * g_q,
+                )
+        mu = W[0] * f_q  # readout W [Z^(L)]_{:, n+1}
         tau = W[1] + W[2] * k_q + W[3] * g_q
         if cfg.head == "psi":
             logits = head(mu, tau, edges)
@@ -282,7 +321,7 @@ def pfn_forward_shared(model: PFNTransformer, X, Y, Xq, *, chunk: int = 4096,
         out["tau_L"].append(tau.cpu())
         out["skip_factor_max"].append(growth.cpu())
     if cfg.head == "psi":
-        model.head.to(next(model.parameters()).dtype)                        # undo the cast
+        model.head.to(next(model.parameters()).dtype)  # undo the cast
     return {k: torch.cat(v).double().numpy() for k, v in out.items()}
 
 
@@ -320,7 +359,9 @@ class PFNPrediction:
         raise ValueError(f"q={q} is not one of the stored levels {self.levels}")
 
 
-def pfn_predict(model: PFNTransformer, X, Y, Xq, levels=QUANTILES, *, chunk: int = 4096) -> PFNPrediction:
+def pfn_predict(
+    model: PFNTransformer, X, Y, Xq, levels=QUANTILES, *, chunk: int = 4096
+) -> PFNPrediction:
     """PFN predictive mean and quantiles at ``Xq`` given the context ``(X, Y)`` (standardised).
 
     Parameters
@@ -345,8 +386,15 @@ def pfn_predict(model: PFNTransformer, X, Y, Xq, levels=QUANTILES, *, chunk: int
     edges = model.edges.detach().double().cpu().numpy()
     lg = raw["logits"]
     probs = np.exp(lg - lg.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)                                    # softmax, (m, C)
+    probs /= probs.sum(-1, keepdims=True)  # softmax, (m, C)
     m1, _ = M.histogram_moments(edges, probs)
-    Q = np.stack([M.histogram_quantile(edges, probs, q) for q in levels])   # (len(levels), m)
-    return PFNPrediction(mean=m1, quantiles=Q, levels=levels, mu_L=raw["mu_L"], tau_L=raw["tau_L"],
-                         skip_factor_max=raw["skip_factor_max"], edges=edges)
+    Q = np.stack([M.histogram_quantile(edges, probs, q) for q in levels])  # (len(levels), m)
+    return PFNPrediction(
+        mean=m1,
+        quantiles=Q,
+        levels=levels,
+        mu_L=raw["mu_L"],
+        tau_L=raw["tau_L"],
+        skip_factor_max=raw["skip_factor_max"],
+        edges=edges,
+    )

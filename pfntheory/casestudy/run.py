@@ -136,8 +136,12 @@ def default_out_dir(name: str) -> Path:
 # numbers (NumPy only)
 # ----------------------------------------------------------------------------------------------
 def _fit_dict(f: EBFit) -> dict:
-    return {"alpha": f.alpha, "lengthscales": list(f.lengthscales), "sigma": f.noise_std,
-            "log_marginal_likelihood": f.log_marginal_likelihood}
+    return {
+        "alpha": f.alpha,
+        "lengthscales": list(f.lengthscales),
+        "sigma": f.noise_std,
+        "log_marginal_likelihood": f.log_marginal_likelihood,
+    }
 
 
 def _mad(a, b) -> float:
@@ -179,10 +183,17 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
     sd_gp = np.asarray(sd_gp, dtype=float)
     threshold = positive_scalar(threshold, "threshold")
     if dist.ndim != 1 or sd_gp.shape != dist.shape:
-        raise ValueError(f"dist and sd_gp must be 1-d of equal length, got {dist.shape} and {sd_gp.shape}")
+        raise ValueError(
+            f"dist and sd_gp must be 1-d of equal length, got {dist.shape} and {sd_gp.shape}"
+        )
     near = dist <= threshold
-    out = {"threshold": threshold, "n_cells": int(dist.size), "n_near": int(near.sum()),
-           "n_far": int((~near).sum()), "frac_near": float(near.mean()) if dist.size else float("nan")}
+    out = {
+        "threshold": threshold,
+        "n_cells": int(dist.size),
+        "n_near": int(near.sum()),
+        "n_far": int((~near).sum()),
+        "frac_near": float(near.mean()) if dist.size else float("nan"),
+    }
     for q in QUANTITIES:
         if q not in pfn or q not in gp:
             raise ValueError(f"pfn and gp must hold the maps {QUANTITIES}, missing {q!r}")
@@ -191,12 +202,16 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
             raise ValueError(f"map {q!r} must have shape {dist.shape}, got {a.shape} and {b.shape}")
         diff = np.where(np.isfinite(a), np.abs(a - b), np.inf)
         fin = np.isfinite(a)
-        r = {"mad_all": float(np.mean(diff)) if diff.size else float("nan"),
-             "mad_near": _mad(diff[near], 0.0), "mad_far": _mad(diff[~near], 0.0),
-             "mad_near_sd": _mad(diff[near] / sd_gp[near], 0.0),
-             "mad_far_sd": _mad(diff[~near] / sd_gp[~near], 0.0),
-             "max_abs": float(np.max(diff)) if diff.size else float("nan"),
-             "n_nonfinite": int((~fin).sum()), "n_nonfinite_near": int((~fin & near).sum())}
+        r = {
+            "mad_all": float(np.mean(diff)) if diff.size else float("nan"),
+            "mad_near": _mad(diff[near], 0.0),
+            "mad_far": _mad(diff[~near], 0.0),
+            "mad_near_sd": _mad(diff[near] / sd_gp[near], 0.0),
+            "mad_far_sd": _mad(diff[~near] / sd_gp[~near], 0.0),
+            "max_abs": float(np.max(diff)) if diff.size else float("nan"),
+            "n_nonfinite": int((~fin).sum()),
+            "n_nonfinite_near": int((~fin & near).sum()),
+        }
         with np.errstate(divide="ignore", invalid="ignore"):  # x/0 = inf, 0/0 = nan
             r["ratio_far_near"] = float(np.float64(r["mad_far"]) / np.float64(r["mad_near"]))
         r["corr"] = _corr(a[fin], b[fin])
@@ -210,12 +225,17 @@ def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
     the nominal ``level`` and the mean width. Non-finite bounds count as not covering."""
     lo, hi, y = (np.asarray(v, dtype=float) for v in (lo, hi, y))
     if not (lo.shape == hi.shape == y.shape) or y.ndim != 1 or y.size == 0:
-        raise ValueError(f"lo, hi, y must be non-empty 1-d of equal shape, got {lo.shape}, {hi.shape}, "
-                         f"{y.shape}")
+        raise ValueError(
+            f"lo, hi, y must be non-empty 1-d of equal shape, got {lo.shape}, {hi.shape}, {y.shape}"
+        )
     inside = (lo <= y) & (y <= hi)
-    return {"coverage": float(inside.mean()), "n": int(y.size), "nominal": float(level),
-            "se_nominal": float(np.sqrt(level * (1 - level) / y.size)),
-            "mean_width": float(np.mean(hi - lo)) if np.all(np.isfinite(hi - lo)) else float("inf")}
+    return {
+        "coverage": float(inside.mean()),
+        "n": int(y.size),
+        "nominal": float(level),
+        "se_nominal": float(np.sqrt(level * (1 - level) / y.size)),
+        "mean_width": float(np.mean(hi - lo)) if np.all(np.isfinite(hi - lo)) else float("inf"),
+    }
 
 
 #: The keys of :func:`make_claims`' claims, in order (pick a claim by key, never by position).
@@ -229,8 +249,16 @@ _MEASURED = {
 }
 
 
-def make_claims(name: str, comparison: dict, coverage: dict, *, scale: str, baseline: str,
-                extra: dict | None = None, key_prefix: str = "") -> list[ClaimResult]:
+def make_claims(
+    name: str,
+    comparison: dict,
+    coverage: dict,
+    *,
+    scale: str,
+    baseline: str,
+    extra: dict | None = None,
+    key_prefix: str = "",
+) -> list[ClaimResult]:
     """The claims of fig:sacramento / fig:walker measured on ``comparison`` (from
     :func:`near_far_summary`) and ``coverage`` (``{'pfn': .., 'gp': ..}`` from
     :func:`coverage_summary`). ``baseline`` names the GP compared with; ``extra`` adds details.
@@ -239,66 +267,114 @@ def make_claims(name: str, comparison: dict, coverage: dict, *, scale: str, base
     label = _LABELS[choice(name, "dataset", DATASETS)]
     c = comparison
     where = f"{name}, {scale} scale, PFN vs {baseline}"
-    common = {"scale": scale, "baseline": baseline, "near_threshold": c["threshold"],
-              "n_near": c["n_near"], "n_far": c["n_far"], **(extra or {}),
-              "variant": f"PFN vs {baseline.split(' (')[0]}"}
+    common = {
+        "scale": scale,
+        "baseline": baseline,
+        "near_threshold": c["threshold"],
+        "n_near": c["n_near"],
+        "n_far": c["n_far"],
+        **(extra or {}),
+        "variant": f"PFN vs {baseline.split(' (')[0]}",
+    }
     claims = []
     near_sd = {q: c[q]["mad_near_sd"] for q in QUANTITIES}
     worst = max(near_sd.values())
-    claims.append(ClaimResult(
-        label=label,
-        statement=f"{where}: near the observations the PFN's mean and 5%/95% quantiles track the GP's "
-                  f"(near-cell MAD <= {CLOSE_MARGIN_SD} GP predictive sd)",
-        holds=bool(np.isfinite(worst) and worst <= CLOSE_MARGIN_SD), observed=float(worst),
-        bound=CLOSE_MARGIN_SD,
-        tolerance=f"margin {CLOSE_MARGIN_SD} GP sd, fixed in advance (a 0.2-sd shift of a 5% quantile "
-                  f"moves its level by about 2 points); near = r <= {c['threshold']} lengthscales",
-        details={**common, "mad_near_sd": near_sd,
-                 "mad_near": {q: c[q]["mad_near"] for q in QUANTITIES}}))
+    claims.append(
+        ClaimResult(
+            label=label,
+            statement=f"{where}: near the observations the PFN's mean and 5%/95% quantiles track the GP's "
+            f"(near-cell MAD <= {CLOSE_MARGIN_SD} GP predictive sd)",
+            holds=bool(np.isfinite(worst) and worst <= CLOSE_MARGIN_SD),
+            observed=float(worst),
+            bound=CLOSE_MARGIN_SD,
+            tolerance=f"margin {CLOSE_MARGIN_SD} GP sd, fixed in advance (a 0.2-sd shift of a 5% quantile "
+            f"moves its level by about 2 points); near = r <= {c['threshold']} lengthscales",
+            details={
+                **common,
+                "mad_near_sd": near_sd,
+                "mad_near": {q: c[q]["mad_near"] for q in QUANTITIES},
+            },
+        )
+    )
     r_mean = c["mean"]["ratio_far_near"]
-    claims.append(ClaimResult(
-        label=label,
-        statement=f"{where}: the PFN mean tracks the GP mean near the data better than far from it "
-                  f"(MAD far / MAD near > 1)",
-        holds=bool(r_mean > 1.0),
-        observed=float(r_mean), bound=1.0,
-        tolerance="strict: ratio > 1 (the caption: 'closely overall except in the regions with no "
-                  "nearby observations'); both regions need cells",
-        details={**common, "mad_near": c["mean"]["mad_near"], "mad_far": c["mean"]["mad_far"]}))
+    claims.append(
+        ClaimResult(
+            label=label,
+            statement=f"{where}: the PFN mean tracks the GP mean near the data better than far from it "
+            f"(MAD far / MAD near > 1)",
+            holds=bool(r_mean > 1.0),
+            observed=float(r_mean),
+            bound=1.0,
+            tolerance="strict: ratio > 1 (the caption: 'closely overall except in the regions with no "
+            "nearby observations'); both regions need cells",
+            details={**common, "mad_near": c["mean"]["mad_near"], "mad_far": c["mean"]["mad_far"]},
+        )
+    )
     ratios = {q: c[q]["ratio_far_near"] for q in ("q05", "q95")}
     r_q = min(ratios.values())
-    claims.append(ClaimResult(
-        label=label,
-        statement=f"{where}: the PFN's 5% and 95% quantiles track the GP's near the data better than "
-                  f"far from it (MAD far / MAD near > 1 for both)",
-        holds=bool(r_q > 1.0), observed=float(r_q), bound=1.0,
-        tolerance="strict: both ratios > 1",
-        details={**common, "ratio_far_near": ratios,
-                 "mad_near": {q: c[q]["mad_near"] for q in ("q05", "q95")},
-                 "mad_far": {q: c[q]["mad_far"] for q in ("q05", "q95")}}))
+    claims.append(
+        ClaimResult(
+            label=label,
+            statement=f"{where}: the PFN's 5% and 95% quantiles track the GP's near the data better than "
+            f"far from it (MAD far / MAD near > 1 for both)",
+            holds=bool(r_q > 1.0),
+            observed=float(r_q),
+            bound=1.0,
+            tolerance="strict: both ratios > 1",
+            details={
+                **common,
+                "ratio_far_near": ratios,
+                "mad_near": {q: c[q]["mad_near"] for q in ("q05", "q95")},
+                "mad_far": {q: c[q]["mad_far"] for q in ("q05", "q95")},
+            },
+        )
+    )
     corr = {q: c[q]["corr"] for q in QUANTITIES}
     cmin = min(corr.values())
-    claims.append(ClaimResult(
-        label=label,
-        statement=f"{where}: PFN and GP maps show similar spatial patterns (grid correlation >= "
-                  f"{PATTERN_CORR_MIN} for the mean and both quantiles)",
-        holds=bool(np.isfinite(cmin) and cmin >= PATTERN_CORR_MIN), observed=float(cmin),
-        bound=PATTERN_CORR_MIN, tolerance=f"Pearson correlation over all grid cells >= {PATTERN_CORR_MIN}",
-        details={**common, "corr": corr, "corr_near": {q: c[q]["corr_near"] for q in QUANTITIES}}))
+    claims.append(
+        ClaimResult(
+            label=label,
+            statement=f"{where}: PFN and GP maps show similar spatial patterns (grid correlation >= "
+            f"{PATTERN_CORR_MIN} for the mean and both quantiles)",
+            holds=bool(np.isfinite(cmin) and cmin >= PATTERN_CORR_MIN),
+            observed=float(cmin),
+            bound=PATTERN_CORR_MIN,
+            tolerance=f"Pearson correlation over all grid cells >= {PATTERN_CORR_MIN}",
+            details={
+                **common,
+                "corr": corr,
+                "corr_near": {q: c[q]["corr_near"] for q in QUANTITIES},
+            },
+        )
+    )
     cp, cg = coverage["pfn"], coverage["gp"]
     tol = COVERAGE_SE_MULT * cp["se_nominal"]
     gap = cp["coverage"] - cg["coverage"]
-    claims.append(ClaimResult(
-        label=label,
-        statement=f"{where}: the PFN's 90% central intervals cover held-out observations as often as "
-                  f"the GP's (|difference| <= {COVERAGE_SE_MULT:g} binomial SE)",
-        holds=bool(abs(gap) <= tol), observed=float(gap), bound=0.0,
-        tolerance=f"|cov_PFN - cov_GP| <= {COVERAGE_SE_MULT:g} sqrt(0.9*0.1/n) = {tol:.3f} (n = {cp['n']})",
-        details={**common, "coverage_pfn": cp["coverage"], "coverage_gp": cg["coverage"],
-                 "n_heldout": cp["n"], "width_pfn": cp["mean_width"], "width_gp": cg["mean_width"]}))
-    return [dataclasses.replace(cl, key=key_prefix + k,
-                                details={**cl.details, "measured": _MEASURED[k]})
-            for cl, k in zip(claims, CLAIM_KEYS, strict=True)]
+    claims.append(
+        ClaimResult(
+            label=label,
+            statement=f"{where}: the PFN's 90% central intervals cover held-out observations as often as "
+            f"the GP's (|difference| <= {COVERAGE_SE_MULT:g} binomial SE)",
+            holds=bool(abs(gap) <= tol),
+            observed=float(gap),
+            bound=0.0,
+            tolerance=f"|cov_PFN - cov_GP| <= {COVERAGE_SE_MULT:g} sqrt(0.9*0.1/n) = {tol:.3f} (n = {cp['n']})",
+            details={
+                **common,
+                "coverage_pfn": cp["coverage"],
+                "coverage_gp": cg["coverage"],
+                "n_heldout": cp["n"],
+                "width_pfn": cp["mean_width"],
+                "width_gp": cg["mean_width"],
+            },
+        )
+    )
+    return [
+        dataclasses.replace(
+            cl, key=key_prefix + k, details={**cl.details, "measured": _MEASURED[k]}
+        )
+        for cl, k in zip(claims, CLAIM_KEYS, strict=True)
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -315,8 +391,14 @@ def _pfn_maps(model, X, Y, Xq) -> dict:
     from .pfn import pfn_predict
 
     p = pfn_predict(model, X, Y, Xq, levels=(0.05, 0.95))
-    return {"mean": p.mean, "q05": p.quantile(0.05), "q95": p.quantile(0.95),
-            "mu_L": p.mu_L, "tau_L": p.tau_L, "skip_factor_max": p.skip_factor_max}
+    return {
+        "mean": p.mean,
+        "q05": p.quantile(0.05),
+        "q95": p.quantile(0.95),
+        "mu_L": p.mu_L,
+        "tau_L": p.tau_L,
+        "skip_factor_max": p.skip_factor_max,
+    }
 
 
 def _to_original(data: SpatialData, maps: dict) -> dict:
@@ -332,14 +414,19 @@ def _paper_vs_ours(name: str, fit: EBFit, X, Y, coord_divisor: float) -> dict:
     ours = np.array([fit.alpha, *fit.lengthscales, fit.noise_std])
     paper = np.array([p.alpha, *p.lengthscales, p.noise_std])
     lml_paper = float(log_marginal_likelihood(p.kernel, X, Y, p.noise_var))
-    return {"ours": _fit_dict(fit), "paper": {"alpha": p.alpha, "lengthscales": list(p.lengthscales),
-                                              "sigma": p.noise_std},
-            "param_names": ["alpha", "ell_1", "ell_2", "sigma"], "diff_ours_minus_paper": ours - paper,
-            "lml_ours": fit.log_marginal_likelihood, "lml_at_paper_params": lml_paper,
-            "lml_gap": fit.log_marginal_likelihood - lml_paper, "n": int(X.shape[0]),
-            "coord_divisor": coord_divisor,
-            # the same fit in coordinates standardised but not divided by coord_divisor
-            "ours_lengthscales_standardised_only": list(np.asarray(fit.lengthscales) * coord_divisor)}
+    return {
+        "ours": _fit_dict(fit),
+        "paper": {"alpha": p.alpha, "lengthscales": list(p.lengthscales), "sigma": p.noise_std},
+        "param_names": ["alpha", "ell_1", "ell_2", "sigma"],
+        "diff_ours_minus_paper": ours - paper,
+        "lml_ours": fit.log_marginal_likelihood,
+        "lml_at_paper_params": lml_paper,
+        "lml_gap": fit.log_marginal_likelihood - lml_paper,
+        "n": int(X.shape[0]),
+        "coord_divisor": coord_divisor,
+        # the same fit in coordinates standardised but not divided by coord_divisor
+        "ours_lengthscales_standardised_only": list(np.asarray(fit.lengthscales) * coord_divisor),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -347,14 +434,26 @@ def _paper_vs_ours(name: str, fit: EBFit, X, Y, coord_divisor: float) -> dict:
 # ----------------------------------------------------------------------------------------------
 def _mark_context(ax, ctx_xy, ext) -> None:
     """The context points as white dots with a black rim: visible on any colour map."""
-    ax.scatter(ctx_xy[:, 0], ctx_xy[:, 1], s=7, c="white", edgecolors="black", linewidths=0.4,
-               zorder=3)
+    ax.scatter(
+        ctx_xy[:, 0], ctx_xy[:, 1], s=7, c="white", edgecolors="black", linewidths=0.4, zorder=3
+    )
     ax.set_xlim(ext[:2])
     ax.set_ylim(ext[2:])
 
 
-def _plot_maps(path: Path, axes_xy, shape, rows: dict, ctx_xy, *, xlabel: str, ylabel: str,
-               unit: str, title: str, equal: bool) -> None:
+def _plot_maps(
+    path: Path,
+    axes_xy,
+    shape,
+    rows: dict,
+    ctx_xy,
+    *,
+    xlabel: str,
+    ylabel: str,
+    unit: str,
+    title: str,
+    equal: bool,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -363,16 +462,24 @@ def _plot_maps(path: Path, axes_xy, shape, rows: dict, ctx_xy, *, xlabel: str, y
     gx, gy = axes_xy
     ext = (gx[0], gx[-1], gy[0], gy[-1])
     names = {"mean": "PPD mean", "q05": "5% quantile", "q95": "95% quantile"}
-    fig, axs = plt.subplots(len(rows), 3, figsize=(13, 4.0 * len(rows)), squeeze=False,
-                            constrained_layout=True)
+    fig, axs = plt.subplots(
+        len(rows), 3, figsize=(13, 4.0 * len(rows)), squeeze=False, constrained_layout=True
+    )
     for j, q in enumerate(QUANTITIES):
         vals = np.concatenate([np.asarray(r[q])[np.isfinite(r[q])] for r in rows.values()])
         vmin, vmax = (np.percentile(vals, 0.5), np.percentile(vals, 99.5)) if vals.size else (0, 1)
         for i, (rname, r) in enumerate(rows.items()):
             ax = axs[i, j]
-            im = ax.imshow(np.asarray(r[q]).reshape(shape), origin="lower", extent=ext, cmap="viridis",
-                           vmin=vmin, vmax=vmax, aspect="equal" if equal else "auto",
-                           interpolation="nearest")
+            im = ax.imshow(
+                np.asarray(r[q]).reshape(shape),
+                origin="lower",
+                extent=ext,
+                cmap="viridis",
+                vmin=vmin,
+                vmax=vmax,
+                aspect="equal" if equal else "auto",
+                interpolation="nearest",
+            )
             _mark_context(ax, ctx_xy, ext)
             ax.set_title(f"{rname}: {names[q]}", fontsize=10)
             ax.set_xlabel(xlabel)
@@ -383,8 +490,21 @@ def _plot_maps(path: Path, axes_xy, shape, rows: dict, ctx_xy, *, xlabel: str, y
     plt.close(fig)
 
 
-def _plot_differences(path: Path, axes_xy, shape, diffs: dict, dist, threshold, ctx_xy, *,
-                      xlabel: str, ylabel: str, unit: str, title: str, equal: bool) -> None:
+def _plot_differences(
+    path: Path,
+    axes_xy,
+    shape,
+    diffs: dict,
+    dist,
+    threshold,
+    ctx_xy,
+    *,
+    xlabel: str,
+    ylabel: str,
+    unit: str,
+    title: str,
+    equal: bool,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -398,10 +518,19 @@ def _plot_differences(path: Path, axes_xy, shape, diffs: dict, dist, threshold, 
         d = np.asarray(diffs[q])
         fin = d[np.isfinite(d)]
         v = float(np.percentile(np.abs(fin), 99)) if fin.size else 1.0
-        im = ax.imshow(d.reshape(shape), origin="lower", extent=ext, cmap="RdBu_r", vmin=-v, vmax=v,
-                       aspect="equal" if equal else "auto", interpolation="nearest")
-        ax.contour(gx, gy, np.asarray(dist).reshape(shape), levels=[threshold], colors="k",
-                   linewidths=0.8)
+        im = ax.imshow(
+            d.reshape(shape),
+            origin="lower",
+            extent=ext,
+            cmap="RdBu_r",
+            vmin=-v,
+            vmax=v,
+            aspect="equal" if equal else "auto",
+            interpolation="nearest",
+        )
+        ax.contour(
+            gx, gy, np.asarray(dist).reshape(shape), levels=[threshold], colors="k", linewidths=0.8
+        )
         _mark_context(ax, ctx_xy, ext)
         ax.set_title(f"PFN - GP: {names[q]}", fontsize=10)
         ax.set_xlabel(xlabel)
@@ -485,8 +614,16 @@ def prepare_data(name: str, *, walker_csv=None, grid_stride: int = 1, seed: int 
         ctx_idx = splits["context"]
         grid_raw, axes_raw = walker_grid(grid_stride)
         shape = (axes_raw[1].size, axes_raw[0].size)
-    return CaseData(name=name, data=data, ctx_idx=ctx_idx, splits=splits, grid_raw=grid_raw,
-                    axes_raw=axes_raw, shape=shape, Xq=data.transform.transform_x(grid_raw))
+    return CaseData(
+        name=name,
+        data=data,
+        ctx_idx=ctx_idx,
+        splits=splits,
+        grid_raw=grid_raw,
+        axes_raw=axes_raw,
+        shape=shape,
+        Xq=data.transform.transform_x(grid_raw),
+    )
 
 
 def fit_priors(case: CaseData, *, seed: int = 0, n_restarts: int = 2) -> tuple[EBFit, EBFit, dict]:
@@ -505,20 +642,36 @@ def fit_priors(case: CaseData, *, seed: int = 0, n_restarts: int = 2) -> tuple[E
         return prior_fit, prior_fit, eb
     ctx_fit = _fit(case.Xc, case.Yc, seed + 1, n_restarts)  # "an EB GP fitted to the same context"
     eb["context_refit"] = _paper_vs_ours(case.name, ctx_fit, case.Xc, case.Yc, coord_divisor)
-    eb["note"] = ("ours in the text's convention (standardised / 0.3); the paper's printed "
-                  "lengthscales match 'ours_lengthscales_standardised_only' (erratum, see "
-                  "verify/test_real_data_eb.py)")
+    eb["note"] = (
+        "ours in the text's convention (standardised / 0.3); the paper's printed "
+        "lengthscales match 'ours_lengthscales_standardised_only' (erratum, see "
+        "verify/test_real_data_eb.py)"
+    )
     return prior_fit, ctx_fit, eb
 
 
-def pretrain_pfn(case: CaseData, prior_fit: EBFit, scale, run_dir: Path, *, seed: int = 0,
-                 device: str = "auto", progress: bool = True):
+def pretrain_pfn(
+    case: CaseData,
+    prior_fit: EBFit,
+    scale,
+    run_dir: Path,
+    *,
+    seed: int = 0,
+    device: str = "auto",
+    progress: bool = True,
+):
     """Stage 3: pretrain ``TF^pr`` on the fitted prior (:mod:`.pfn`; resumable, reused when
     finished). Returns ``(model, config, train_metrics)``."""
     from .pfn import load_pfn, pretrain, pretraining_config
 
-    config = pretraining_config(prior_fit, case.name, scale, seed=seed, device=device,
-                                coord_divisor=case.data.transform.coord_divisor)
+    config = pretraining_config(
+        prior_fit,
+        case.name,
+        scale,
+        seed=seed,
+        device=device,
+        coord_divisor=case.data.transform.coord_divisor,
+    )
     pretrain(config, run_dir, progress=progress)
     ckpt = run_dir / runs.CHECKPOINT
     if ckpt.is_file() and (run_dir / runs.WEIGHTS).is_file():
@@ -527,8 +680,9 @@ def pretrain_pfn(case: CaseData, prior_fit: EBFit, scale, run_dir: Path, *, seed
     return model, config, train_metrics
 
 
-def predict_grid(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit,
-                 threshold: float = NEAR_THRESHOLD) -> dict:
+def predict_grid(
+    case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit, threshold: float = NEAR_THRESHOLD
+) -> dict:
     """Stage 4: PFN and GP maps on the grid given the context, and their near/far comparison.
 
     Returns a dict with ``pfn_s``, ``gp_s``, ``gpp_s`` (standardised scale; ``gpp_s`` the GP at the
@@ -541,29 +695,52 @@ def predict_grid(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit,
     pfn_o, gp_o = _to_original(data, pfn_s), _to_original(data, gp_s)
     sd_o = data.transform.inverse_y_scale(sd_s)
     dist = nearest_distance(Xq, Xc, prior_fit.lengthscales)
-    baseline = ("EB GP of the same context (= the pretraining prior)" if case.name == "sacramento"
-                else "EB GP refitted on the same context (the paper's baseline)")
+    baseline = (
+        "EB GP of the same context (= the pretraining prior)"
+        if case.name == "sacramento"
+        else "EB GP refitted on the same context (the paper's baseline)"
+    )
     comparison = near_far_summary(pfn_o, gp_o, dist, sd_o, threshold)
     near = dist <= threshold
     expanding = pfn_s["skip_factor_max"] > 1.0
     comparison["query_recursion"] = {
         "what": "cells where TF^pr's query-token factor max_l |1 + S_ff/s_x| exceeds 1 (the query "
-                "row expands; see pfntheory/casestudy/pfn.py)",
+        "row expands; see pfntheory/casestudy/pfn.py)",
         "frac_expanding_near": float(expanding[near].mean()) if near.any() else float("nan"),
         "frac_expanding_far": float(expanding[~near].mean()) if (~near).any() else float("nan"),
-        "max_factor": float(np.max(pfn_s["skip_factor_max"]))}
-    out = {"pfn_s": pfn_s, "gp_s": gp_s, "gpp_s": None, "pfn_o": pfn_o, "gp_o": gp_o, "dist": dist,
-           "comparison": comparison, "comparison_same_prior": None, "baseline": baseline}
+        "max_factor": float(np.max(pfn_s["skip_factor_max"])),
+    }
+    out = {
+        "pfn_s": pfn_s,
+        "gp_s": gp_s,
+        "gpp_s": None,
+        "pfn_o": pfn_o,
+        "gp_o": gp_o,
+        "dist": dist,
+        "comparison": comparison,
+        "comparison_same_prior": None,
+        "baseline": baseline,
+    }
     if case.name == "walker":
         gpp_s, sdp_s = _gp_maps(prior_fit, Xc, Yc, Xq)
         out["gpp_s"] = gpp_s
         out["comparison_same_prior"] = near_far_summary(
-            pfn_o, _to_original(data, gpp_s), dist, data.transform.inverse_y_scale(sdp_s), threshold)
+            pfn_o, _to_original(data, gpp_s), dist, data.transform.inverse_y_scale(sdp_s), threshold
+        )
     return out
 
 
-def heldout_coverage(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit, grid: dict, *,
-                     seed: int = 0, walker_csv=None, walker_exh_csv=None) -> dict:
+def heldout_coverage(
+    case: CaseData,
+    model,
+    prior_fit: EBFit,
+    ctx_fit: EBFit,
+    grid: dict,
+    *,
+    seed: int = 0,
+    walker_csv=None,
+    walker_exh_csv=None,
+) -> dict:
     """Stage 5: held-out coverage of the 90% central intervals of the PFN and the GP.
 
     Sacramento: 5-fold cross-validation; Walker Lake: the 70 points in neither the EB subset nor the
@@ -578,21 +755,25 @@ def heldout_coverage(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit, gr
             pm = _pfn_maps(model, data.X[rest], data.Y[rest], data.X[f])
             gm, _ = _gp_maps(prior_fit, data.X[rest], data.Y[rest], data.X[f])
             lo_p[f], hi_p[f], lo_g[f], hi_g[f] = pm["q05"], pm["q95"], gm["q05"], gm["q95"]
-        return {"pfn": coverage_summary(lo_p, hi_p, data.Y, level),
-                "gp": coverage_summary(lo_g, hi_g, data.Y, level),
-                "design": f"{N_FOLDS}-fold cross-validation over all {data.n} homes (context = the "
-                          f"other folds, ~{data.n - data.n // N_FOLDS}); GP and PFN prior fitted on all "
-                          "homes"}
+        return {
+            "pfn": coverage_summary(lo_p, hi_p, data.Y, level),
+            "gp": coverage_summary(lo_g, hi_g, data.Y, level),
+            "design": f"{N_FOLDS}-fold cross-validation over all {data.n} homes (context = the "
+            f"other folds, ~{data.n - data.n // N_FOLDS}); GP and PFN prior fitted on all "
+            "homes",
+        }
     ho = case.splits["heldout"]
     Xc, Yc, y_ho = case.Xc, case.Yc, data.Y[ho]
     pm = _pfn_maps(model, Xc, Yc, data.X[ho])
     gm, _ = _gp_maps(ctx_fit, Xc, Yc, data.X[ho])
     gpm, _ = _gp_maps(prior_fit, Xc, Yc, data.X[ho])
-    cov = {"pfn": coverage_summary(pm["q05"], pm["q95"], y_ho, level),
-           "gp": coverage_summary(gm["q05"], gm["q95"], y_ho, level),
-           "gp_pretraining_prior": coverage_summary(gpm["q05"], gpm["q95"], y_ho, level),
-           "design": f"the {ho.size} sample points in neither the EB subset nor the context "
-                     f"(context = the {case.ctx_idx.size} points of the figure)"}
+    cov = {
+        "pfn": coverage_summary(pm["q05"], pm["q95"], y_ho, level),
+        "gp": coverage_summary(gm["q05"], gm["q95"], y_ho, level),
+        "gp_pretraining_prior": coverage_summary(gpm["q05"], gpm["q95"], y_ho, level),
+        "design": f"the {ho.size} sample points in neither the EB subset nor the context "
+        f"(context = the {case.ctx_idx.size} points of the figure)",
+    }
     try:  # extra: the exhaustive field at the grid nodes (intervals on the standardised scale)
         Xe, ve = load_walker_exhaustive(walker_exh_csv, walker_csv)
         order = {(int(a), int(b)): i for i, (a, b) in enumerate(Xe)}
@@ -604,14 +785,22 @@ def heldout_coverage(case: CaseData, model, prior_fit: EBFit, ctx_fit: EBFit, gr
             "gp": coverage_summary(gp_s["q05"], gp_s["q95"], v_true, level),
             "gp_pretraining_prior": coverage_summary(gpp_s["q05"], gpp_s["q95"], v_true, level),
             "note": "true V of walker_exh.csv at every grid cell; the sample is preferentially "
-                    "located in high-V areas (sample mean 435 vs field mean 278 ppm)"}
+            "located in high-V areas (sample mean 435 vs field mean 278 ppm)",
+        }
     except (FileNotFoundError, KeyError) as err:
         cov["exhaustive_grid"] = {"skipped": str(err)}
     return cov
 
 
-def draw_maps(case: CaseData, grid: dict, config, out_dir: Path, *, scale_name: str,
-              threshold: float = NEAR_THRESHOLD) -> dict:
+def draw_maps(
+    case: CaseData,
+    grid: dict,
+    config,
+    out_dir: Path,
+    *,
+    scale_name: str,
+    threshold: float = NEAR_THRESHOLD,
+) -> dict:
     """Stage 6: the maps of the figure (``maps.png``: PFN top row, GP bottom row) and the
     differences (``differences.png``), the context points marked on every panel."""
     data = case.data
@@ -619,21 +808,45 @@ def draw_maps(case: CaseData, grid: dict, config, out_dir: Path, *, scale_name: 
         axes_plot, ctx_plot = case.axes_raw, data.X_raw[case.ctx_idx]
         xlabel, ylabel, equal = "longitude", "latitude", False
     else:  # fig:walker: standardised coordinates
-        axes_plot = tuple((a - data.transform.x_mean[k]) / data.transform.x_unit[k]
-                          for k, a in enumerate(case.axes_raw))
+        axes_plot = tuple(
+            (a - data.transform.x_mean[k]) / data.transform.x_unit[k]
+            for k, a in enumerate(case.axes_raw)
+        )
         ctx_plot = case.Xc
         xlabel, ylabel, equal = "x (standardised / 0.3)", "y (standardised / 0.3)", True
     unit = data.response_name
-    title = (f"{case.name}: PFN TF^pr (L={config.model.L}, C={config.model.C}, {config.steps} steps, "
-             f"{scale_name} scale) vs {grid['baseline']}; context n={case.ctx_idx.size} (white dots)")
+    title = (
+        f"{case.name}: PFN TF^pr (L={config.model.L}, C={config.model.C}, {config.steps} steps, "
+        f"{scale_name} scale) vs {grid['baseline']}; context n={case.ctx_idx.size} (white dots)"
+    )
     figures = {"maps": out_dir / "maps.png", "differences": out_dir / "differences.png"}
-    _plot_maps(figures["maps"], axes_plot, case.shape, {"PFN": grid["pfn_o"], "GP": grid["gp_o"]},
-               ctx_plot, xlabel=xlabel, ylabel=ylabel, unit=unit, title=title, equal=equal)
-    _plot_differences(figures["differences"], axes_plot, case.shape,
-                      {q: grid["pfn_o"][q] - grid["gp_o"][q] for q in QUANTITIES}, grid["dist"],
-                      threshold, ctx_plot, xlabel=xlabel, ylabel=ylabel, unit=unit,
-                      title=f"{case.name}: PFN - GP; black contour: distance {threshold:g} lengthscale "
-                            f"to the nearest observation (near inside)", equal=equal)
+    _plot_maps(
+        figures["maps"],
+        axes_plot,
+        case.shape,
+        {"PFN": grid["pfn_o"], "GP": grid["gp_o"]},
+        ctx_plot,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        unit=unit,
+        title=title,
+        equal=equal,
+    )
+    _plot_differences(
+        figures["differences"],
+        axes_plot,
+        case.shape,
+        {q: grid["pfn_o"][q] - grid["gp_o"][q] for q in QUANTITIES},
+        grid["dist"],
+        threshold,
+        ctx_plot,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        unit=unit,
+        title=f"{case.name}: PFN - GP; black contour: distance {threshold:g} lengthscale "
+        f"to the nearest observation (near inside)",
+        equal=equal,
+    )
     return figures
 
 
@@ -652,63 +865,110 @@ def _rounded(obj):
     return obj
 
 
-def collect_results(case: CaseData, prior_fit: EBFit, eb: dict, config, train_metrics: dict,
-                    run_dir: Path, grid: dict, cov: dict, figures: dict, *, scale, scale_name: str,
-                    out_dir: Path, threshold: float = NEAR_THRESHOLD) -> dict:
+def collect_results(
+    case: CaseData,
+    prior_fit: EBFit,
+    eb: dict,
+    config,
+    train_metrics: dict,
+    run_dir: Path,
+    grid: dict,
+    cov: dict,
+    figures: dict,
+    *,
+    scale,
+    scale_name: str,
+    out_dir: Path,
+    threshold: float = NEAR_THRESHOLD,
+) -> dict:
     """Stage 7: the claims (picked by key) and the content of ``results.json``: no wall times (they
     go to the console), every float to :data:`SIGNIFICANT` digits, so a rerun changes no byte."""
     from .pfn import SCALES
 
     name, comparison = case.name, grid["comparison"]
     extra = {"coverage_design": cov["design"]}
-    claims = make_claims(name, comparison, cov, scale=scale_name, baseline=grid["baseline"], extra=extra)
+    claims = make_claims(
+        name, comparison, cov, scale=scale_name, baseline=grid["baseline"], extra=extra
+    )
     if grid["comparison_same_prior"] is not None:
-        same = make_claims(name, grid["comparison_same_prior"],
-                           {"pfn": cov["pfn"], "gp": cov["gp_pretraining_prior"]}, scale=scale_name,
-                           baseline="GP at the pretraining prior (the PPD the PFN was trained to "
-                                    "approximate)", extra=extra, key_prefix="pretraining_prior/")
+        same = make_claims(
+            name,
+            grid["comparison_same_prior"],
+            {"pfn": cov["pfn"], "gp": cov["gp_pretraining_prior"]},
+            scale=scale_name,
+            baseline="GP at the pretraining prior (the PPD the PFN was trained to approximate)",
+            extra=extra,
+            key_prefix="pretraining_prior/",
+        )
         by_key = {c.key: c for c in same}
         claims += [by_key["pretraining_prior/near_close"], by_key["pretraining_prior/coverage"]]
     sc = config
     summary = {
-        "dataset": name, "scale": scale_name, "L": sc.model.L, "C": sc.model.C, "steps": sc.steps,
-        "batch_size": sc.batch_size, "n_pretrain_range": f"[{sc.n_min}, {sc.n_max}]",
-        "n_context": int(case.ctx_idx.size), "n_grid": int(case.Xq.shape[0]),
-        "eb_alpha": prior_fit.alpha, "paper_alpha": PAPER_FITS[name].alpha,
-        "eb_ell_1": prior_fit.lengthscales[0], "paper_ell_1": PAPER_FITS[name].lengthscales[0],
-        "eb_ell_2": prior_fit.lengthscales[1], "paper_ell_2": PAPER_FITS[name].lengthscales[1],
-        "eb_sigma": prior_fit.noise_std, "paper_sigma": PAPER_FITS[name].noise_std,
-        "near_threshold_lengthscales": threshold, "frac_near": comparison["frac_near"],
+        "dataset": name,
+        "scale": scale_name,
+        "L": sc.model.L,
+        "C": sc.model.C,
+        "steps": sc.steps,
+        "batch_size": sc.batch_size,
+        "n_pretrain_range": f"[{sc.n_min}, {sc.n_max}]",
+        "n_context": int(case.ctx_idx.size),
+        "n_grid": int(case.Xq.shape[0]),
+        "eb_alpha": prior_fit.alpha,
+        "paper_alpha": PAPER_FITS[name].alpha,
+        "eb_ell_1": prior_fit.lengthscales[0],
+        "paper_ell_1": PAPER_FITS[name].lengthscales[0],
+        "eb_ell_2": prior_fit.lengthscales[1],
+        "paper_ell_2": PAPER_FITS[name].lengthscales[1],
+        "eb_sigma": prior_fit.noise_std,
+        "paper_sigma": PAPER_FITS[name].noise_std,
+        "near_threshold_lengthscales": threshold,
+        "frac_near": comparison["frac_near"],
         **{f"mad_{q}_{r}": comparison[q][f"mad_{r}"] for q in QUANTITIES for r in ("near", "far")},
         **{f"mad_{q}_near_sd": comparison[q]["mad_near_sd"] for q in QUANTITIES},
         **{f"corr_{q}": comparison[q]["corr"] for q in QUANTITIES},
         **{f"corr_{q}_near": comparison[q]["corr_near"] for q in QUANTITIES},
         "frac_far_query_expanding": comparison["query_recursion"]["frac_expanding_far"],
-        "coverage90_pfn": cov["pfn"]["coverage"], "coverage90_gp": cov["gp"]["coverage"],
+        "coverage90_pfn": cov["pfn"]["coverage"],
+        "coverage90_gp": cov["gp"]["coverage"],
         "n_heldout": cov["pfn"]["n"],
         "pfn_train_final_loss": train_metrics["loss"]["final_loss"],
         "claims_holding": f"{sum(c.holds for c in claims)}/{len(claims)}",
     }
     results = {
-        "dataset": name, "label": _LABELS[name], "scale": scale_name,
+        "dataset": name,
+        "label": _LABELS[name],
+        "scale": scale_name,
         "pfn_scale": SCALES.get(scale_name, scale) if isinstance(scale, str) else scale,
         "eb_fit": eb,
-        "pfn": {"run_dir": os.path.relpath(run_dir, out_dir), "config": runs.config_to_dict(config),
-                "interval": train_metrics["interval"], "final_loss": train_metrics["loss"]["final_loss"],
-                "n_params": train_metrics["n_params"],
-                "covariates": f"x ~ Unif[-{config.task.scale:.4g}, {config.task.scale:.4g}]^2 = "
-                              "Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2, the per-coordinate variance 1/0.3^2 "
-                              "of the standardised inputs (the paper does not say; the Gaussian "
-                              "design makes TF^pr's query recursion diverge on isolated queries; "
-                              "see pfntheory/casestudy/pfn.py)"},
-        "grid": {"n_cells": int(case.Xq.shape[0]), "shape_yx": list(case.shape),
-                 "definition": ("100 x 100 over [-121.53, -121.33] x [38.38, 38.69]" if name == "sacramento"
-                                else f"walker_exh.csv grid {WALKER_GRID_SHAPE[0]} x {WALKER_GRID_SHAPE[1]}, "
-                                     f"{case.shape[1]} x {case.shape[0]} nodes used")},
+        "pfn": {
+            "run_dir": os.path.relpath(run_dir, out_dir),
+            "config": runs.config_to_dict(config),
+            "interval": train_metrics["interval"],
+            "final_loss": train_metrics["loss"]["final_loss"],
+            "n_params": train_metrics["n_params"],
+            "covariates": f"x ~ Unif[-{config.task.scale:.4g}, {config.task.scale:.4g}]^2 = "
+            "Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2, the per-coordinate variance 1/0.3^2 "
+            "of the standardised inputs (the paper does not say; the Gaussian "
+            "design makes TF^pr's query recursion diverge on isolated queries; "
+            "see pfntheory/casestudy/pfn.py)",
+        },
+        "grid": {
+            "n_cells": int(case.Xq.shape[0]),
+            "shape_yx": list(case.shape),
+            "definition": (
+                "100 x 100 over [-121.53, -121.33] x [38.38, 38.69]"
+                if name == "sacramento"
+                else f"walker_exh.csv grid {WALKER_GRID_SHAPE[0]} x {WALKER_GRID_SHAPE[1]}, "
+                f"{case.shape[1]} x {case.shape[0]} nodes used"
+            ),
+        },
         "baseline": grid["baseline"],
-        "near_far": {"definition": f"near: distance to the nearest context point <= {threshold:g} "
-                                   f"lengthscales of the pretraining prior; MAD on the original scale "
-                                   f"({case.data.response_name}) and in GP predictive sds", **comparison},
+        "near_far": {
+            "definition": f"near: distance to the nearest context point <= {threshold:g} "
+            f"lengthscales of the pretraining prior; MAD on the original scale "
+            f"({case.data.response_name}) and in GP predictive sds",
+            **comparison,
+        },
         "coverage": cov,
         "summary": summary,
         "claims": claims,
@@ -719,9 +979,20 @@ def collect_results(case: CaseData, prior_fit: EBFit, eb: dict, config, train_me
     return _rounded(runs._jsonable(results))
 
 
-def run_casestudy(name: str, scale="quick", out_dir=None, *, walker_csv=None, walker_exh_csv=None,
-                  seed: int = 0, grid_stride: int = 1, n_restarts: int = 2, device: str = "auto",
-                  progress: bool = True, threshold: float = NEAR_THRESHOLD) -> dict:
+def run_casestudy(
+    name: str,
+    scale="quick",
+    out_dir=None,
+    *,
+    walker_csv=None,
+    walker_exh_csv=None,
+    seed: int = 0,
+    grid_stride: int = 1,
+    n_restarts: int = 2,
+    device: str = "auto",
+    progress: bool = True,
+    threshold: float = NEAR_THRESHOLD,
+) -> dict:
     """Run one case study end to end and write ``results.json`` and the maps into ``out_dir``.
 
     The stages, one function each: :func:`prepare_data`, :func:`fit_priors`, :func:`pretrain_pfn`,
@@ -775,19 +1046,40 @@ def run_casestudy(name: str, scale="quick", out_dir=None, *, walker_csv=None, wa
     with clock("EB fit"):
         prior_fit, ctx_fit, eb = fit_priors(case, seed=seed, n_restarts=n_restarts)
     with clock("pretrain PFN"):
-        model, config, train_metrics = pretrain_pfn(case, prior_fit, scale, run_dir, seed=seed,
-                                                    device=device, progress=progress)
+        model, config, train_metrics = pretrain_pfn(
+            case, prior_fit, scale, run_dir, seed=seed, device=device, progress=progress
+        )
     with clock("grid predictions"):
         grid = predict_grid(case, model, prior_fit, ctx_fit, threshold)
     with clock("held-out coverage"):
-        cov = heldout_coverage(case, model, prior_fit, ctx_fit, grid, seed=seed,
-                               walker_csv=walker_csv, walker_exh_csv=walker_exh_csv)
+        cov = heldout_coverage(
+            case,
+            model,
+            prior_fit,
+            ctx_fit,
+            grid,
+            seed=seed,
+            walker_csv=walker_csv,
+            walker_exh_csv=walker_exh_csv,
+        )
     with clock("maps"):
         figures = draw_maps(case, grid, config, out_dir, scale_name=scale_name, threshold=threshold)
     with clock("results.json"):
-        results = collect_results(case, prior_fit, eb, config, train_metrics, run_dir, grid, cov,
-                                  figures, scale=scale, scale_name=scale_name, out_dir=out_dir,
-                                  threshold=threshold)
+        results = collect_results(
+            case,
+            prior_fit,
+            eb,
+            config,
+            train_metrics,
+            run_dir,
+            grid,
+            cov,
+            figures,
+            scale=scale,
+            scale_name=scale_name,
+            out_dir=out_dir,
+            threshold=threshold,
+        )
         runs.save_json(out_dir / "results.json", results)
     return runs.load_json(out_dir / "results.json")
 
@@ -807,8 +1099,11 @@ class _StageClock:
             t0 = time.perf_counter()
             yield
             if self.progress:
-                print(f"[casestudy {self.name}] {stage}: {time.perf_counter() - t0:.1f} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[casestudy {self.name}] {stage}: {time.perf_counter() - t0:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
         return timed()
 
@@ -819,10 +1114,17 @@ class _StageClock:
 def _run_cli(args) -> int:
     import json
 
-    res = run_casestudy(args.dataset, args.scale, args.out_dir, walker_csv=args.walker_csv,
-                        walker_exh_csv=args.walker_exh_csv, seed=args.seed,
-                        grid_stride=args.grid_stride, device=args.device,
-                        progress=not args.no_progress)
+    res = run_casestudy(
+        args.dataset,
+        args.scale,
+        args.out_dir,
+        walker_csv=args.walker_csv,
+        walker_exh_csv=args.walker_exh_csv,
+        seed=args.seed,
+        grid_stride=args.grid_stride,
+        device=args.device,
+        progress=not args.no_progress,
+    )
     print(json.dumps(res["summary"], indent=1))
     return 0
 
@@ -830,15 +1132,25 @@ def _run_cli(args) -> int:
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``pfntheory casestudy sacramento|walker [--scale quick|paper] [--walker-csv PATH]``."""
     p = subparsers.add_parser(
-        "casestudy", help="real-data case studies (fig:sacramento, fig:walker)",
+        "casestudy",
+        help="real-data case studies (fig:sacramento, fig:walker)",
         description="EB GP fit, PFN pretraining on the fitted prior (resumable), PFN-vs-GP maps and "
-                    "numbers into reports/casestudy/<dataset>/ (supp-sec:real data).")
+        "numbers into reports/casestudy/<dataset>/ (supp-sec:real data).",
+    )
     p.add_argument("dataset", choices=DATASETS)
     p.add_argument("--scale", choices=("quick", "paper"), default="quick")
-    p.add_argument("--walker-csv", default=None, metavar="PATH",
-                   help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)")
-    p.add_argument("--walker-exh-csv", default=None, metavar="PATH",
-                   help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)")
+    p.add_argument(
+        "--walker-csv",
+        default=None,
+        metavar="PATH",
+        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
+    )
+    p.add_argument(
+        "--walker-exh-csv",
+        default=None,
+        metavar="PATH",
+        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
+    )
     p.add_argument("--out-dir", default=None, help="default reports/casestudy/<dataset>")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")

@@ -16,16 +16,25 @@ import numpy as np
 
 from pfntheory.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
 
-__all__ = ["ClaimResult", "slope_ci", "VERDICT_KINDS", "HOLDS", "CAVEAT", "FAILS", "ERRATUM",
-           "OUTSIDE", "UNDECIDED"]
+__all__ = [
+    "ClaimResult",
+    "slope_ci",
+    "VERDICT_KINDS",
+    "HOLDS",
+    "CAVEAT",
+    "FAILS",
+    "ERRATUM",
+    "OUTSIDE",
+    "UNDECIDED",
+]
 
 # The kinds of verdict a measured claim can have (the report counts each kind separately).
-HOLDS = "holds"                      # the paper's statement holds within the stated tolerance
-CAVEAT = "holds with a caveat"       # holds, under a condition the paper does not state
-FAILS = "does not hold"              # measured in the paper's regime, and contradicted
-ERRATUM = "erratum"                  # the paper's text is wrong; our check confirms the corrected one
+HOLDS = "holds"  # the paper's statement holds within the stated tolerance
+CAVEAT = "holds with a caveat"  # holds, under a condition the paper does not state
+FAILS = "does not hold"  # measured in the paper's regime, and contradicted
+ERRATUM = "erratum"  # the paper's text is wrong; our check confirms the corrected one
 OUTSIDE = "outside the paper's regime"  # measured, but not where the paper makes the claim
-UNDECIDED = "undecided"              # rests on a trained run that is still improving
+UNDECIDED = "undecided"  # rests on a trained run that is still improving
 VERDICT_KINDS = (HOLDS, CAVEAT, FAILS, ERRATUM, OUTSIDE, UNDECIDED)
 
 
@@ -86,8 +95,10 @@ class ClaimResult:
 
     def __str__(self) -> str:  # used in assertion messages
         ci = f" CI={self.ci}" if self.ci is not None else ""
-        return (f"[{self.label}] holds={self.holds} observed={self.observed:.6g} "
-                f"bound={self.bound}{ci} ({self.tolerance}) :: {self.statement}")
+        return (
+            f"[{self.label}] holds={self.holds} observed={self.observed:.6g} "
+            f"bound={self.bound}{ci} ({self.tolerance}) :: {self.statement}"
+        )
 
 
 def _jsonable(o):

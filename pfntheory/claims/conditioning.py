@@ -48,7 +48,9 @@ __all__ = [
 ]
 
 
-def check_ridge_sandwich(G, noise_var: float, alpha: float = 1.0, rho: float | None = None) -> ClaimResult:
+def check_ridge_sandwich(
+    G, noise_var: float, alpha: float = 1.0, rho: float | None = None
+) -> ClaimResult:
     """``(alpha^2 + (n-1) rho + s2)/(alpha^2 + s2) <= cond(G + s2 I) <= (n alpha^2 + s2)/s2`` for one
     RBF Gram (supp-lem:rbf kernel Gram ridge). ``rho`` defaults to the empirical off-diagonal mean
     (then the sandwich is deterministic); pass ``E kappa`` for the paper's (asymptotic) version.
@@ -60,10 +62,13 @@ def check_ridge_sandwich(G, noise_var: float, alpha: float = 1.0, rho: float | N
     lo, hi = ridge_cond_bounds(n, max(rho_hat, 0.0), noise_var, alpha)
     c = ridge_cond(G, noise_var)
     tol = 10 * n * EPS * c * (1 + a2 * n / noise_var)
-    return ClaimResult(key="ridge_sandwich",
+    return ClaimResult(
+        key="ridge_sandwich",
         label="supp-lem:rbf kernel Gram ridge",
         statement="(1+(n-1)rho+s2)/(1+s2) <= cond(G+s2 I) <= (n+s2)/s2",
-        holds=bool(lo - tol <= c <= hi + tol), observed=c, bound=hi,
+        holds=bool(lo - tol <= c <= hi + tol),
+        observed=c,
+        bound=hi,
         tolerance="atol 10 n eps cond (1 + n alpha^2/s2), rtol 0",
         details=dict(n=n, lo=lo, hi=hi, rho=float(rho_hat), lo_slack=c / lo, hi_slack=hi / c),
     )
@@ -85,23 +90,46 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
         "s_i >= alpha^2": sp.s_min >= alpha**2 * (1 - 10 * n * EPS),
         "lambda_1(A~) = 1": abs(sp.lambda_1_A - 1.0) <= tol,
         "lambda_1 in [1, 1+s2/s_min]": b.lambda1[0] - tol <= sp.lambda_1 <= b.lambda1[1] + tol,
-        "lambda_1 in [1, 1+s2/alpha^2]": b.lambda1_paper[0] - tol <= sp.lambda_1 <= b.lambda1_paper[1] + tol,
-        "lambda_n in [s2/s_max, (alpha^2+s2)/s_max]": b.lambda_n[0] - tol <= sp.lambda_n <= b.lambda_n[1] + tol,
-        "cond in [s_max/(alpha^2+s2), s_max(alpha^2+s2)/(alpha^2 s2)]": b.cond[0] - ctol <= sp.cond <= b.cond[1] + ctol,
+        "lambda_1 in [1, 1+s2/alpha^2]": b.lambda1_paper[0] - tol
+        <= sp.lambda_1
+        <= b.lambda1_paper[1] + tol,
+        "lambda_n in [s2/s_max, (alpha^2+s2)/s_max]": b.lambda_n[0] - tol
+        <= sp.lambda_n
+        <= b.lambda_n[1] + tol,
+        "cond in [s_max/(alpha^2+s2), s_max(alpha^2+s2)/(alpha^2 s2)]": b.cond[0] - ctol
+        <= sp.cond
+        <= b.cond[1] + ctol,
     }
-    return ClaimResult(key="prec_inequalities",
+    return ClaimResult(
+        key="prec_inequalities",
         label="supp-lem:rbf kernel Gram ridge prec",
         statement="lambda_1 in [1,1+s2], lambda_n in [s2/s_max,(1+s2)/s_max], cond in [s_max/(1+s2), s_max(1+s2)/s2]",
-        holds=bool(all(checks.values())), observed=sp.cond, bound=b.cond[1],
+        holds=bool(all(checks.values())),
+        observed=sp.cond,
+        bound=b.cond[1],
         tolerance="atol 10 n eps (1 + s2/s_min) on eigenvalues, 10 n eps cond^2 on cond",
-        details=dict(n=n, checks={k: bool(v) for k, v in checks.items()}, lambda_1=sp.lambda_1,
-                     lambda_n=sp.lambda_n, s_min=sp.s_min, s_max=sp.s_max, cond_interval=b.cond),
+        details=dict(
+            n=n,
+            checks={k: bool(v) for k, v in checks.items()},
+            lambda_1=sp.lambda_1,
+            lambda_n=sp.lambda_n,
+            s_min=sp.s_min,
+            s_max=sp.s_max,
+            cond_interval=b.cond,
+        ),
     )
 
 
-def check_cond_rate(rng: np.random.Generator, which: str = "prec", ns=(100, 200, 400), d: int = 2,
-                    lengthscale: float = 1.0, noise_var: float = 0.2, n_seeds: int = 3,
-                    band=(0.8, 1.2)) -> ClaimResult:
+def check_cond_rate(
+    rng: np.random.Generator,
+    which: str = "prec",
+    ns=(100, 200, 400),
+    d: int = 2,
+    lengthscale: float = 1.0,
+    noise_var: float = 0.2,
+    n_seeds: int = 3,
+    band=(0.8, 1.2),
+) -> ClaimResult:
     """``cond = Theta(n)``: per-seed slope of ``log cond`` on ``log n`` for the Jacobi-preconditioned
     (``which="prec"``, thm:cond number / supp-lem:rbf kernel Gram ridge prec) or the ridge
     (``which="ridge"``, supp-lem:rbf kernel Gram ridge) system; the 95% t-CI over seeds must lie in
@@ -116,20 +144,39 @@ def check_cond_rate(rng: np.random.Generator, which: str = "prec", ns=(100, 200,
     for s in range(n_seeds):
         for i, n in enumerate(ns):
             G = kern(sample_design(int(n), d, rng))
-            C[s, i] = prec_spectrum(G, noise_var).cond if which == "prec" else ridge_cond(G, noise_var)
+            C[s, i] = (
+                prec_spectrum(G, noise_var).cond if which == "prec" else ridge_cond(G, noise_var)
+            )
     m, ci, slopes = seed_slopes(np.log(ns), np.log(C))
     label = "thm:cond number" if which == "prec" else "supp-lem:rbf kernel Gram ridge"
-    return ClaimResult(key=f"cond_rate_{which}",
-        label=label, statement=f"cond of the {which} system = Theta(n): slope of log cond vs log n is 1",
-        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]), observed=m, bound=1.0, ci=ci,
+    return ClaimResult(
+        key=f"cond_rate_{which}",
+        label=label,
+        statement=f"cond of the {which} system = Theta(n): slope of log cond vs log n is 1",
+        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]),
+        observed=m,
+        bound=1.0,
+        ci=ci,
         tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
-        details=dict(ns=ns, d=d, lengthscale=lengthscale, noise_var=noise_var, slopes=slopes,
-                     mean_cond=C.mean(0)),
+        details=dict(
+            ns=ns,
+            d=d,
+            lengthscale=lengthscale,
+            noise_var=noise_var,
+            slopes=slopes,
+            mean_cond=C.mean(0),
+        ),
     )
 
 
-def check_prec_amplitude(rng: np.random.Generator, alpha: float = 0.5, noise_var: float = 0.2,
-                         n: int = 50, d: int = 8, lengthscale: float = 0.3) -> ClaimResult:
+def check_prec_amplitude(
+    rng: np.random.Generator,
+    alpha: float = 0.5,
+    noise_var: float = 0.2,
+    n: int = 50,
+    d: int = 8,
+    lengthscale: float = 0.3,
+) -> ClaimResult:
     """supp-lem:rbf kernel Gram ridge prec uses ``s_i >= 1`` and ``lambda_1 in [1, 1 + s2]``: true for the
     unit kernel. For amplitude ``alpha^2 < 1`` only ``s_i >= alpha^2`` and
     ``lambda_1 in [1, 1 + s2/alpha^2]`` hold, and ``lambda_1 > 1 + s2`` happens (so the "conservative"
@@ -144,20 +191,42 @@ def check_prec_amplitude(rng: np.random.Generator, alpha: float = 0.5, noise_var
     sp = prec_spectrum(G, noise_var)
     paper, general = 1 + noise_var, 1 + noise_var / alpha**2
     tol = eig_atol(n, general)
-    holds = (sp2.lambda_1 > paper + tol and sp.lambda_1 > paper + tol
-             and sp2.lambda_1 <= general + tol and sp.lambda_1 <= general + tol)
-    return as_erratum(ClaimResult(key="prec_amplitude",
-        label="supp-lem:rbf kernel Gram ridge prec",
-        statement="lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1",
-        holds=bool(holds), observed=sp.lambda_1, bound=paper, tolerance="atol 10 n eps (1+s2/alpha^2)",
-        details=dict(alpha=alpha, two_points_lambda1=sp2.lambda_1, random_lambda1=sp.lambda_1,
-                     paper_upper=paper, general_upper=general, s_min=sp.s_min,
-                     step_2_over_1_plus_s2=2 / paper, admissible_step=2 / sp.lambda_1),
-    ))
+    holds = (
+        sp2.lambda_1 > paper + tol
+        and sp.lambda_1 > paper + tol
+        and sp2.lambda_1 <= general + tol
+        and sp.lambda_1 <= general + tol
+    )
+    return as_erratum(
+        ClaimResult(
+            key="prec_amplitude",
+            label="supp-lem:rbf kernel Gram ridge prec",
+            statement="lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1",
+            holds=bool(holds),
+            observed=sp.lambda_1,
+            bound=paper,
+            tolerance="atol 10 n eps (1+s2/alpha^2)",
+            details=dict(
+                alpha=alpha,
+                two_points_lambda1=sp2.lambda_1,
+                random_lambda1=sp.lambda_1,
+                paper_upper=paper,
+                general_upper=general,
+                s_min=sp.s_min,
+                step_2_over_1_plus_s2=2 / paper,
+                admissible_step=2 / sp.lambda_1,
+            ),
+        )
+    )
 
 
-def check_row_sum_limit(rng: np.random.Generator, n: int = 2000, d: int = 16, lengthscale: float = 1.0,
-                        k_se: float = 5.0) -> ClaimResult:
+def check_row_sum_limit(
+    rng: np.random.Generator,
+    n: int = 2000,
+    d: int = 16,
+    lengthscale: float = 1.0,
+    k_se: float = 5.0,
+) -> ClaimResult:
     """The proof of supp-lem:rbf kernel Gram ridge prec writes ``s_max >= s_i = 1 + (n-1) rho``. In fact
     ``(s_i - 1)/(n-1) -> g(x_i) = E_x kappa(x_i, x)``, which depends on ``x_i``; only the average of the
     ``s_i`` tracks ``1 + (n-1) rho``. Holds if ``max_i |(s_i-1)/(n-1) - g(x_i)|`` is within ``k_se``
@@ -175,20 +244,40 @@ def check_row_sum_limit(rng: np.random.Generator, n: int = 2000, d: int = 16, le
     to_g = float(np.max(np.abs(t - g) / se))
     to_rho = float(np.max(np.abs(t - rho) / se))
     holds = to_g <= k_se and to_rho > k_se and s.max() >= s.mean()
-    return as_erratum(ClaimResult(key="row_sum_limit",
-        label="supp-lem:rbf kernel Gram ridge prec",
-        statement="(s_i - 1)/(n-1) -> E_x kappa(x_i, x), not rho; s_max >= 1'G1/n ~ 1 + (n-1) rho",
-        holds=bool(holds), observed=to_g, bound=k_se,
-        tolerance=f"{k_se} standard errors with a sqrt(2 log n) union factor",
-        details=dict(n=n, d=d, max_z_to_g=to_g, max_z_to_rho=to_rho, rho=rho, g_range=(float(g.min()), float(g.max())),
-                     s_max_over_n=float(s.max() / n), s_mean_over_n=float(s.mean() / n),
-                     g0=float(expected_rbf_gaussian_given(np.zeros(d), 1.0, lengthscale))),
-    ))
+    return as_erratum(
+        ClaimResult(
+            key="row_sum_limit",
+            label="supp-lem:rbf kernel Gram ridge prec",
+            statement="(s_i - 1)/(n-1) -> E_x kappa(x_i, x), not rho; s_max >= 1'G1/n ~ 1 + (n-1) rho",
+            holds=bool(holds),
+            observed=to_g,
+            bound=k_se,
+            tolerance=f"{k_se} standard errors with a sqrt(2 log n) union factor",
+            details=dict(
+                n=n,
+                d=d,
+                max_z_to_g=to_g,
+                max_z_to_rho=to_rho,
+                rho=rho,
+                g_range=(float(g.min()), float(g.max())),
+                s_max_over_n=float(s.max() / n),
+                s_mean_over_n=float(s.mean() / n),
+                g0=float(expected_rbf_gaussian_given(np.zeros(d), 1.0, lengthscale)),
+            ),
+        )
+    )
 
 
-def check_L_growth(rng: np.random.Generator, ns=(50, 100, 200, 400), d: int = 2, lengthscale: float = 1.0,
-                   noise_var: float = 0.2, eps: float = 1e-4, n_seeds: int = 4,
-                   band=(0.8, 1.2)) -> ClaimResult:
+def check_L_growth(
+    rng: np.random.Generator,
+    ns=(50, 100, 200, 400),
+    d: int = 2,
+    lengthscale: float = 1.0,
+    noise_var: float = 0.2,
+    eps: float = 1e-4,
+    n_seeds: int = 4,
+    band=(0.8, 1.2),
+) -> ClaimResult:
     """thm:L growth with the optimal constant step of the Jacobi-preconditioned system
     (eqn:richardson prec, ``A = G + s2 I``, ``b = G Y``, ``D = diag(G 1)``, ``Y`` a GP draw plus noise).
 
@@ -211,12 +300,12 @@ def check_L_growth(rng: np.random.Generator, ns=(50, 100, 200, 400), d: int = 2,
             n = int(n)
             G = kern(sample_design(n, d, rng))
             A = G + noise_var * np.eye(n)
-            Y = np.linalg.cholesky(A) @ rng.standard_normal(n)      # y ~ N(0, G + s2 I)
-            b = G @ Y                                              # eqn:richardson, v = Y
-            D = G.sum(axis=1)                                      # D = diag(G 1)
+            Y = np.linalg.cholesky(A) @ rng.standard_normal(n)  # y ~ N(0, G + s2 I)
+            b = G @ Y  # eqn:richardson, v = Y
+            D = G.sum(axis=1)  # D = diag(G 1)
             u_star = np.linalg.solve(A, b)
             c = prec_spectrum(G, noise_var).cond
-            eta = optimal_step(A, D=D)                             # eta* = 2/(lambda_1 + lambda_n)
+            eta = optimal_step(A, D=D)  # eta* = 2/(lambda_1 + lambda_n)
             L_suff = int(np.ceil(depth_sufficient(c, eps)))
             _, path = richardson(A, b, eta, L_suff, D=D, return_path=True)
             e = path - u_star
@@ -229,22 +318,39 @@ def check_L_growth(rng: np.random.Generator, ns=(50, 100, 200, 400), d: int = 2,
             errD[s, i] = relD[-1]
             err2[s, i] = rel2[-1]
     finite = np.all(np.isfinite(Lm))
-    m, ci, slopes = seed_slopes(np.log(ns), np.log(Lm)) if finite else (np.nan, (np.nan, np.nan), None)
+    m, ci, slopes = (
+        seed_slopes(np.log(ns), np.log(Lm)) if finite else (np.nan, (np.nan, np.nan), None)
+    )
     suff_ok = bool(np.all(errD < eps))
     holds = finite and band[0] <= ci[0] and ci[1] <= band[1] and suff_ok
-    return ClaimResult(key="L_growth",
+    return ClaimResult(
+        key="L_growth",
         label="thm:L growth",
         statement="depth to reach eps at the optimal preconditioned step grows ~ n; (c_n+1)/2 log(1/eps) suffices",
-        holds=bool(holds), observed=float(m), bound=1.0, ci=ci,
+        holds=bool(holds),
+        observed=float(m),
+        bound=1.0,
+        ci=ci,
         tolerance=f"95% t-CI over {n_seeds} seeds inside {band}; D-norm error at the sufficient depth < eps",
-        details=dict(ns=ns, eps=eps, d=d, noise_var=noise_var, L_needed=Lm.mean(0), L_worst=Lw.mean(0),
-                     L_sufficient=Ls.mean(0), errD_at_sufficient=errD.max(0), err2_at_sufficient=err2.max(0),
-                     slopes=slopes, sufficient_ok=suff_ok),
+        details=dict(
+            ns=ns,
+            eps=eps,
+            d=d,
+            noise_var=noise_var,
+            L_needed=Lm.mean(0),
+            L_worst=Lw.mean(0),
+            L_sufficient=Ls.mean(0),
+            errD_at_sufficient=errD.max(0),
+            err2_at_sufficient=err2.max(0),
+            slopes=slopes,
+            sufficient_ok=suff_ok,
+        ),
     )
 
 
-def check_rho_star_convention(rng: np.random.Generator, ns=(20, 80, 320), d: int = 2,
-                              noise_var: float = 0.2) -> ClaimResult:
+def check_rho_star_convention(
+    rng: np.random.Generator, ns=(20, 80, 320), d: int = 2, noise_var: float = 0.2
+) -> ClaimResult:
     """The proof of thm:L growth writes ``rho = 1 - 2/(c_n + 2)``; supp-sec:richardson (and the next
     line of the same proof) give ``1 - 2/(c_n + 1)``. The spectral radius of the preconditioned
     iteration matrix ``I - eta* D^{-1}(G + s2 I)`` is measured (eigenvalues of the similar symmetric
@@ -264,27 +370,48 @@ def check_rho_star_convention(rng: np.random.Generator, ns=(20, 80, 320), d: int
         tol = 10 * n * EPS * c
         ok = abs(radius - right) <= tol and abs(radius - typo) > tol
         holds &= ok
-        rows.append(dict(n=int(n), cond=c, radius=radius, appendix=right, proof=typo,
-                         depth_ratio=float(np.log(right) / np.log(typo))))
-    return as_erratum(ClaimResult(key="rho_star_convention",
-        label="thm:L growth",
-        statement="rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)",
-        holds=bool(holds), observed=rows[-1]["radius"], bound=rows[-1]["appendix"],
-        tolerance="atol 10 n eps cond", details=dict(rows=rows),
-    ))
+        rows.append(
+            dict(
+                n=int(n),
+                cond=c,
+                radius=radius,
+                appendix=right,
+                proof=typo,
+                depth_ratio=float(np.log(right) / np.log(typo)),
+            )
+        )
+    return as_erratum(
+        ClaimResult(
+            key="rho_star_convention",
+            label="thm:L growth",
+            statement="rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)",
+            holds=bool(holds),
+            observed=rows[-1]["radius"],
+            bound=rows[-1]["appendix"],
+            tolerance="atol 10 n eps cond",
+            details=dict(rows=rows),
+        )
+    )
 
 
-def check_depth_inequality_direction(conds=(2.0, 10.0, 100.0, 1e4), eps: float = 1e-6) -> ClaimResult:
+def check_depth_inequality_direction(
+    conds=(2.0, 10.0, 100.0, 1e4), eps: float = 1e-6
+) -> ClaimResult:
     """The proof of thm:L growth writes ``log eps/log rho >= (c+1)/2 log(1/eps)``; since
     ``log(1 - x) <= -x`` the correct direction is ``<=``. Holds if ``depth_needed <= depth_sufficient``
     for every ``c`` (so the theorem's sufficiency conclusion stands; the displayed ``>=`` is reversed)."""
     c = np.asarray(conds, float)
     need = depth_needed(c, eps)
     suff = depth_sufficient(c, eps)
-    return as_erratum(ClaimResult(key="depth_inequality_direction",
-        label="thm:L growth",
-        statement="log(eps)/log(rho*) <= (c+1)/2 log(1/eps) (paper prints >=)",
-        holds=bool(np.all(need <= suff) and np.all(need < suff)), observed=float(np.max(need / suff)),
-        bound=1.0, tolerance="exact (strict inequality of real numbers)",
-        details=dict(conds=c, needed=need, sufficient=suff),
-    ))
+    return as_erratum(
+        ClaimResult(
+            key="depth_inequality_direction",
+            label="thm:L growth",
+            statement="log(eps)/log(rho*) <= (c+1)/2 log(1/eps) (paper prints >=)",
+            holds=bool(np.all(need <= suff) and np.all(need < suff)),
+            observed=float(np.max(need / suff)),
+            bound=1.0,
+            tolerance="exact (strict inequality of real numbers)",
+            details=dict(conds=c, needed=need, sufficient=suff),
+        )
+    )

@@ -108,14 +108,28 @@ def prec_query_factor(G, k_x, noise_var: float, eta: float) -> float:
 
 def _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs):
     d = X.shape[1]
-    w = weights if weights is not None else con.handset_weights(d, L, eta, noise_var, kernel,
-                                                                normalised=normalised)
+    w = (
+        weights
+        if weights is not None
+        else con.handset_weights(d, L, eta, noise_var, kernel, normalised=normalised)
+    )
     mu_L, tau_L, path = con.tf_forward(w, X, Y, x, return_path=True, **(forward_kwargs or {}))
     return w, float(mu_L), float(tau_L), path
 
 
-def check_tf_rows(kernel, X, Y, x, noise_var: float, eta, L: int, *, normalised: bool = False,
-                  weights=None, forward_kwargs=None) -> ClaimResult:
+def check_tf_rows(
+    kernel,
+    X,
+    Y,
+    x,
+    noise_var: float,
+    eta,
+    L: int,
+    *,
+    normalised: bool = False,
+    weights=None,
+    forward_kwargs=None,
+) -> ClaimResult:
     """thm:TFdoPPD (``normalised=False``) or TF^pr (``True``): rows of every ``Z^(l)``.
 
     Checks, for every layer ``l`` and every token: row ``d+2`` equals ``k_x`` (``kappa(x, x)`` at the
@@ -131,11 +145,15 @@ def check_tf_rows(kernel, X, Y, x, noise_var: float, eta, L: int, *, normalised:
     x = np.asarray(x, float)
     n, d = X.shape
     G, k_x, kxx, _, _ = _parts(kernel, X, Y, x, noise_var)
-    w, mu_L, tau_L, path = _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
+    w, mu_L, tau_L, path = _tf(
+        kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs
+    )
     F, Gv = con.expected_rows(kernel, X, Y, x, noise_var, eta, L, normalised=normalised)
     fin = np.all(np.isfinite(path))
     kx_row = np.concatenate([k_x, [kxx]])
-    scale = float(max(np.max(np.abs(F)), np.max(np.abs(Gv)), np.max(np.abs(Y)), np.max(np.abs(kx_row))))
+    scale = float(
+        max(np.max(np.abs(F)), np.max(np.abs(Gv)), np.max(np.abs(Y)), np.max(np.abs(kx_row)))
+    )
     atol = roundoff_atol(G, noise_var, scale)
     rtol = ROUNDOFF_SAFETY * n * EPS
     with np.errstate(invalid="ignore", over="ignore"):
@@ -144,18 +162,33 @@ def check_tf_rows(kernel, X, Y, x, noise_var: float, eta, L: int, *, normalised:
         dK = np.abs(path[1:, con.ROW_KX(d), :] - kx_row)
         mu_ref, tau_ref = F[-1, n], kxx + noise_var - Gv[-1, n]
         d_read = max(abs(mu_L - mu_ref), abs(tau_L - tau_ref))
-    errs = {"row_f": float(np.max(dF)), "row_g": float(np.max(dG)), "row_kx": float(np.max(dK)),
-            "readout": float(d_read)}
-    ok = bool(fin and np.all(dF <= atol + rtol * np.abs(F)) and np.all(dG <= atol + rtol * np.abs(Gv))
-              and np.all(dK <= atol + rtol * np.abs(kx_row)) and d_read <= atol + rtol * scale)
+    errs = {
+        "row_f": float(np.max(dF)),
+        "row_g": float(np.max(dG)),
+        "row_kx": float(np.max(dK)),
+        "readout": float(d_read),
+    }
+    ok = bool(
+        fin
+        and np.all(dF <= atol + rtol * np.abs(F))
+        and np.all(dG <= atol + rtol * np.abs(Gv))
+        and np.all(dK <= atol + rtol * np.abs(kx_row))
+        and d_read <= atol + rtol * scale
+    )
     worst = max(errs.values()) if fin else float("inf")
     return ClaimResult(
         label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
         key="tfpr_rows" if normalised else "tf_rows",
-        statement=("rows d+3/d+4 of Z^(l) = (preconditioned) Richardson iterate l-1; "
-                   "readout = (mu_L, tau_L)"),
-        holds=ok, observed=worst, bound=atol, tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.1e}",
-        details={**errs, "L": L, "n": n, "d": d, "finite": bool(fin)})
+        statement=(
+            "rows d+3/d+4 of Z^(l) = (preconditioned) Richardson iterate l-1; "
+            "readout = (mu_L, tau_L)"
+        ),
+        holds=ok,
+        observed=worst,
+        bound=atol,
+        tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.1e}",
+        details={**errs, "L": L, "n": n, "d": d, "finite": bool(fin)},
+    )
 
 
 def _tf_bounds(G, k_x, Y, noise_var, steps, normalised):
@@ -175,7 +208,11 @@ def _tf_bounds(G, k_x, Y, noise_var, steps, normalised):
     steps = np.atleast_1d(np.asarray(steps, float))
     if not normalised:
         lam_n = max(float(np.linalg.eigvalsh(G)[0]), 0.0)
-        scale = np.exp(-(lam_n + noise_var) * float(np.sum(steps))) * np.linalg.norm(k_x) / (lam_n + noise_var)
+        scale = (
+            np.exp(-(lam_n + noise_var) * float(np.sum(steps)))
+            * np.linalg.norm(k_x)
+            / (lam_n + noise_var)
+        )
         return scale * float(np.linalg.norm(Y)), scale * float(np.linalg.norm(k_x))
     n = G.shape[0]
     A = G + noise_var * np.eye(n)
@@ -226,8 +263,19 @@ def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: flo
     return 1 + max(0, int(np.ceil(np.log(C / (margin * t)) / gap)))
 
 
-def check_tf_convergence(kernel, X, Y, x, noise_var: float, eta, L: int, *, normalised: bool = False,
-                         weights=None, forward_kwargs=None) -> ClaimResult:
+def check_tf_convergence(
+    kernel,
+    X,
+    Y,
+    x,
+    noise_var: float,
+    eta,
+    L: int,
+    *,
+    normalised: bool = False,
+    weights=None,
+    forward_kwargs=None,
+) -> ClaimResult:
     """``|TF_L - (mu, tau)|`` within the theorem's bound (thm:TFdoPPD; TF^pr: sec:generalization).
 
     Unnormalised: the bound of supp-thm:KRR with the ``L - 1`` solver steps, each step counted
@@ -256,16 +304,32 @@ def check_tf_convergence(kernel, X, Y, x, noise_var: float, eta, L: int, *, norm
         label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
         key="tfpr_convergence" if normalised else "tf_convergence",
         statement="||TF_L - (mu, tau)||_inf within the exponential bound (L-1 Richardson steps)",
-        holds=ok, observed=float(max(e_mu, e_tau)) if fin else float("inf"),
-        bound=float(max(b_mu, b_tau)), tolerance=f"atol {atol:.2e}",
-        details={"mu": mu, "tau": tau, "mu_L": mu_L, "tau_L": tau_L, "err_mu": e_mu, "err_tau": e_tau,
-                 "bound_mu": b_mu, "bound_tau": b_tau, "eta": steps.tolist(), "L": L,
-                 "trivial_err_mu": t_mu, "trivial_err_tau": t_tau, "atol": atol,
-                 "informative": bool(b_mu + atol < t_mu or b_tau + atol < t_tau)})
+        holds=ok,
+        observed=float(max(e_mu, e_tau)) if fin else float("inf"),
+        bound=float(max(b_mu, b_tau)),
+        tolerance=f"atol {atol:.2e}",
+        details={
+            "mu": mu,
+            "tau": tau,
+            "mu_L": mu_L,
+            "tau_L": tau_L,
+            "err_mu": e_mu,
+            "err_tau": e_tau,
+            "bound_mu": b_mu,
+            "bound_tau": b_tau,
+            "eta": steps.tolist(),
+            "L": L,
+            "trivial_err_mu": t_mu,
+            "trivial_err_tau": t_tau,
+            "atol": atol,
+            "informative": bool(b_mu + atol < t_mu or b_tau + atol < t_tau),
+        },
+    )
 
 
-def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 200,
-                         step_frac: float = 0.9, seed: int = 0) -> ClaimResult:
+def check_tfpr_far_query(
+    kernel, n: int, d: int, noise_var: float, *, L: int = 200, step_frac: float = 0.9, seed: int = 0
+) -> ClaimResult:
     """TF^pr converges at a query only if ``|1 - eta sigma^2 / s_x| < 1``, i.e. ``s_x > eta sigma^2/2``.
 
     sec:generalization replaces the solver layers' attention by ``Attn^na`` and divides the skip term
@@ -307,12 +371,19 @@ def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 2
                 mu_L, tau_L = con.tf_forward(w, X, Y, x)
                 errs.append(float(max(abs(mu_L - mu), abs(tau_L - tau))))
         s_x = float(np.sum(k_x))
-        out[name] = {"s_x": s_x, "query_factor": abs(1 - eta * noise_var / s_x),
-                     "error_half_depth": errs[0], "error": errs[1], "mu": mu, "tau": tau}
+        out[name] = {
+            "s_x": s_x,
+            "query_factor": abs(1 - eta * noise_var / s_x),
+            "error_half_depth": errs[0],
+            "error": errs[1],
+            "mu": mu,
+            "tau": tau,
+        }
     near, far = out["near"], out["far"]
     # converging: finite and the error at depth L is below the error at depth L/2
-    converging = [bool(np.isfinite(v["error"]) and v["error"] < v["error_half_depth"])
-                  for v in (near, far)]
+    converging = [
+        bool(np.isfinite(v["error"]) and v["error"] < v["error_half_depth"]) for v in (near, far)
+    ]
     # the erratum (README): the paper's implicit claim fails exactly at the far query, as predicted
     confirmed = bool(converging[0] and not converging[1] and far["query_factor"] > 1.0)
     return ClaimResult(
@@ -320,16 +391,28 @@ def check_tfpr_far_query(kernel, n: int, d: int, noise_var: float, *, L: int = 2
         key="tfpr_far_query",
         verdict=ERRATUM if confirmed else None,
         statement="TF^pr (hand-set) converges at every query for every admissible step",
-        holds=bool(all(converging)), observed=far["error"] / far["error_half_depth"],
+        holds=bool(all(converging)),
+        observed=far["error"] / far["error_half_depth"],
         bound=1.0,
-        tolerance=(f"error ratio |TF^pr_L - (mu,tau)| / |TF^pr_(L/2) - (mu,tau)| < 1 at both the near "
-                   f"and the far query (L={L}); shown: the far query's ratio "
-                   f"(near: {near['error'] / near['error_half_depth']:.3g})"),
-        details={"eta": eta, "eta_admissible": eta_adm, "noise_var": noise_var,
-                 "threshold_s_x": 0.5 * eta * noise_var, "n": n, "d": d, "L": L,
-                 "converging_near": converging[0], "converging_far": converging[1],
-                 "predicted_far_ratio": far["query_factor"] ** (L - L // 2), **{
-                     f"{k}_{q}": v for q, dct in out.items() for k, v in dct.items()}})
+        tolerance=(
+            f"error ratio |TF^pr_L - (mu,tau)| / |TF^pr_(L/2) - (mu,tau)| < 1 at both the near "
+            f"and the far query (L={L}); shown: the far query's ratio "
+            f"(near: {near['error'] / near['error_half_depth']:.3g})"
+        ),
+        details={
+            "eta": eta,
+            "eta_admissible": eta_adm,
+            "noise_var": noise_var,
+            "threshold_s_x": 0.5 * eta * noise_var,
+            "n": n,
+            "d": d,
+            "L": L,
+            "converging_near": converging[0],
+            "converging_far": converging[1],
+            "predicted_far_ratio": far["query_factor"] ** (L - L // 2),
+            **{f"{k}_{q}": v for q, dct in out.items() for k, v in dct.items()},
+        },
+    )
 
 
 def _fit_window(errs: np.ndarray, Ls: np.ndarray, floor: float) -> np.ndarray:
@@ -341,9 +424,18 @@ def _fit_window(errs: np.ndarray, Ls: np.ndarray, floor: float) -> np.ndarray:
     return keep & (idx >= last // 2)
 
 
-def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4), *,
-                  step: str = "rate", normalised: bool = False, factor: str = "effective",
-                  n_layers: int = 25) -> ClaimResult:
+def check_tf_rate(
+    kernel,
+    n: int,
+    d: int,
+    noise_var: float,
+    seeds=(0, 1, 2, 3, 4),
+    *,
+    step: str = "rate",
+    normalised: bool = False,
+    factor: str = "effective",
+    n_layers: int = 25,
+) -> ClaimResult:
     """Fitted slope of ``log ||TF_L - (mu, tau)||_inf`` against ``L`` matches ``log rho``.
 
     For each seed a context is drawn (:func:`context`); the step is ``0.9/(lambda_1 + sigma^2)``
@@ -372,12 +464,21 @@ def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4
         else:
             lam = np.linalg.eigvalsh(G)
             eta_star = 2.0 / (lam[-1] + max(lam[0], 0.0) + 2 * noise_var)
-            eta = {"rate": 0.9 / (lam[-1] + noise_var), "optimal": eta_star,
-                   "beyond": 0.5 * eta_star + 0.5 * 2.0 / (lam[-1] + noise_var)}[step]
-            rho = (effective_factor(G, k_x, Y, noise_var, eta) if factor == "effective"
-                   else rich.krr_convergence_factor(G, noise_var, eta))
-        rho_true = (prec_query_factor(G, k_x, noise_var, eta) if normalised
-                    else effective_factor(G, k_x, Y, noise_var, eta))
+            eta = {
+                "rate": 0.9 / (lam[-1] + noise_var),
+                "optimal": eta_star,
+                "beyond": 0.5 * eta_star + 0.5 * 2.0 / (lam[-1] + noise_var),
+            }[step]
+            rho = (
+                effective_factor(G, k_x, Y, noise_var, eta)
+                if factor == "effective"
+                else rich.krr_convergence_factor(G, noise_var, eta)
+            )
+        rho_true = (
+            prec_query_factor(G, k_x, noise_var, eta)
+            if normalised
+            else effective_factor(G, k_x, Y, noise_var, eta)
+        )
         L_max = int(np.clip(np.ceil(np.log(1e-10) / np.log(rho_true)), 8, 20000)) + 1
         Ls = np.unique(np.linspace(2, L_max, n_layers).astype(int))
         w = con.handset_weights(d, int(Ls[-1]), eta, noise_var, kernel, normalised=normalised)
@@ -389,26 +490,48 @@ def check_tf_rate(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4
         slope = slope_ci(Ls[win], np.log(err[win]))[0] if win.sum() >= 3 else np.nan
         r = slope / np.log(rho)
         ratio_l.append(r)
-        rows.append({"seed": seed, "eta": eta, "rho": rho, "rho_true": rho_true, "slope": slope,
-                     "exp_slope": float(np.exp(slope)), "ratio": r, "L_max": int(Ls[-1]),
-                     "rho_theorem": (rich.krr_convergence_factor(G, noise_var, eta) if not normalised
-                                     else None)})
+        rows.append(
+            {
+                "seed": seed,
+                "eta": eta,
+                "rho": rho,
+                "rho_true": rho_true,
+                "slope": slope,
+                "exp_slope": float(np.exp(slope)),
+                "ratio": r,
+                "L_max": int(Ls[-1]),
+                "rho_theorem": (
+                    rich.krr_convergence_factor(G, noise_var, eta) if not normalised else None
+                ),
+            }
+        )
     ratios = np.asarray(ratio_l, float)
     m, ci = t_interval(ratios)
     med = float(np.median(ratios))
-    ok = bool(np.all(np.isfinite(ratios)) and np.min(ratios) >= 1 - RATE_RTOL and abs(med - 1) <= RATE_RTOL)
+    ok = bool(
+        np.all(np.isfinite(ratios))
+        and np.min(ratios) >= 1 - RATE_RTOL
+        and abs(med - 1) <= RATE_RTOL
+    )
     return ClaimResult(
         label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
         key=f"{'tfpr' if normalised else 'tf'}_rate_{step}_{factor}",
         statement=f"slope of log-error vs L = log rho ({factor} factor, step '{step}')",
-        holds=ok, observed=m, bound=1.0, ci=ci,
-        tolerance=(f"slope/log(rho) >= 1 - {RATE_RTOL} on each of {len(ratios)} seeds (decay at least at "
-                   f"rate rho) and median ratio within 1 +- {RATE_RTOL} (rate attained); CI reported"),
-        details={"rows": rows, "kernel": repr(kernel), "n": n, "d": d, "noise_var": noise_var})
+        holds=ok,
+        observed=m,
+        bound=1.0,
+        ci=ci,
+        tolerance=(
+            f"slope/log(rho) >= 1 - {RATE_RTOL} on each of {len(ratios)} seeds (decay at least at "
+            f"rate rho) and median ratio within 1 +- {RATE_RTOL} (rate attained); CI reported"
+        ),
+        details={"rows": rows, "kernel": repr(kernel), "n": n, "d": d, "noise_var": noise_var},
+    )
 
 
-def check_rate_step_condition(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4)
-                              ) -> list[ClaimResult]:
+def check_rate_step_condition(
+    kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4)
+) -> list[ClaimResult]:
     """DESIGN.md ambiguity: "the rate in thm:TFdoPPD needs eta < 1/(lambda_1 + sigma^2)".
 
     The theorem's factor ``rho = 1 - eta (lambda_n + sigma^2)`` is the true factor exactly when
@@ -420,13 +543,15 @@ def check_rate_step_condition(kernel, n: int, d: int, noise_var: float, seeds=(0
              beyond eta*: rate matches theorem's rho (expected holds=False),
              beyond eta*: rate matches the true factor max_i|1 - eta(lambda_i + sigma^2)| (holds=True)].
     """
-    return [check_tf_rate(kernel, n, d, noise_var, seeds, step="optimal", factor="theorem"),
-            check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="theorem"),
-            check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="effective")]
+    return [
+        check_tf_rate(kernel, n, d, noise_var, seeds, step="optimal", factor="theorem"),
+        check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="theorem"),
+        check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="effective"),
+    ]
 
 
 def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> ClaimResult:
-    """"MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls with ``C'``.
+    """ "MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls with ``C'``.
 
     ``delta_MLP`` is the certified upper bound of :func:`pfntheory.mlp.delta_mlp`. Fits ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
     approximation claim: ``delta_MLP -> 0``). The fitted order is reported (``observed``).
@@ -437,9 +562,13 @@ def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> Clai
         label="sec. From Moments to PPD (MLP for natural parameter conversion)",
         key="mlp_rate",
         statement="delta_MLP of the explicit one-hidden-layer ReLU MLP decreases with width C'",
-        holds=bool(ci[1] < 0), observed=slope, bound=0.0, ci=ci,
+        holds=bool(ci[1] < 0),
+        observed=slope,
+        bound=0.0,
+        ci=ci,
         tolerance="95% CI of the fitted order below 0",
-        details={"widths": list(widths), "delta": deltas, "r": r, "box": box})
+        details={"widths": list(widths), "delta": deltas, "r": r, "box": box},
+    )
 
 
 def _ppd_context(kernel, n, d, noise_var, seed):
@@ -459,15 +588,26 @@ def _ppd_setup(kernel, n, d, noise_var, seed, L_max, width, box_rel=0.15):
     _, _, path = con.tf_forward(w, X, Y, x, return_path=True)
     out = path[:, :, n] @ w.W.T  # (L_max+1, 2)
     half_mu = box_rel * np.sqrt(tau) + np.abs(out[2:, 0] - mu).max()
-    box = ((mu - half_mu, mu + half_mu),
-           (max(noise_var / 2, tau * (1 - box_rel)), tau * (1 + box_rel)))
+    box = (
+        (mu - half_mu, mu + half_mu),
+        (max(noise_var / 2, tau * (1 - box_rel)), tau * (1 + box_rel)),
+    )
     mlp = fit_psi_mlp(box, width)
     return mu, tau, out, mlp, rho, eta
 
 
-def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3), *,
-                            C: int = 128, width: int = 144, ab=(-3.0, 3.0),
-                            n_layers: int = 16) -> ClaimResult:
+def check_ppd_convergence_L(
+    kernel,
+    n: int,
+    d: int,
+    noise_var: float,
+    seeds=(0, 1, 2, 3),
+    *,
+    C: int = 128,
+    width: int = 144,
+    ab=(-3.0, 3.0),
+    n_layers: int = 16,
+) -> ClaimResult:
     """thm:PPD convergence in ``L``: ``TV(p_n, q_theta)`` falls exponentially to its floor.
 
     Hand-set transformer (optimal step) + explicit MLP (box around the context's ``(mu, tau)``) +
@@ -489,8 +629,12 @@ def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 
         mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, L_max, width)
         floor = ppd_bound_terms(mu, tau, mu, tau, mlp, e, delta=0.0).tv
         Ls = np.unique(np.linspace(2, L_max, n_layers).astype(int))
-        tv = np.array([ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e,
-                                           delta=0.0).tv for L in Ls])
+        tv = np.array(
+            [
+                ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e, delta=0.0).tv
+                for L in Ls
+            ]
+        )
         exc = np.abs(tv - floor)
         decay = np.exp(-(1.0 - rho) * (Ls - 1))
         early = Ls <= L_max / 4
@@ -503,22 +647,47 @@ def check_ppd_convergence_L(kernel, n: int, d: int, noise_var: float, seeds=(0, 
         win = _fit_window(env, Ls, TV_ROUNDOFF)
         slope = slope_ci(Ls[win], np.log(env[win]))[0] if win.sum() >= 3 else np.nan
         ratios.append(slope / np.log(rho))
-        rows.append({"seed": seed, "rho": rho, "K": K, "slope": slope, "slope_ratio": ratios[-1],
-                     "floor": floor, "tv": tv, "L": Ls, "final_excess": float(exc[-1]),
-                     "max_late_ratio": float(np.max(late_ratio)), "ok": good})
+        rows.append(
+            {
+                "seed": seed,
+                "rho": rho,
+                "K": K,
+                "slope": slope,
+                "slope_ratio": ratios[-1],
+                "floor": floor,
+                "tv": tv,
+                "L": Ls,
+                "final_excess": float(exc[-1]),
+                "max_late_ratio": float(np.max(late_ratio)),
+                "ok": good,
+            }
+        )
     m, ci = t_interval(ratios)
     return ClaimResult(
         label="thm:PPD convergence",
         key="ppd_convergence_L",
         statement="TV(p_n, q_theta) - floor <= K exp(-(1-rho)(L-1)) (hand-set TF + explicit MLP)",
-        holds=bool(ok), observed=worst, bound=1.0, ci=ci,
+        holds=bool(ok),
+        observed=worst,
+        bound=1.0,
+        ci=ci,
         tolerance=f"K from the first quarter of depths; + TV_ROUNDOFF={TV_ROUNDOFF}; final excess <= 1e-6",
-        details={"rows": rows, "C": C, "width": width, "ab": ab, "mean_slope_ratio": m})
+        details={"rows": rows, "C": C, "width": width, "ab": ab, "mean_slope_ratio": m},
+    )
 
 
-def check_ppd_floor_C(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3), *,
-                      Cs=(32, 64, 128, 256, 512), width: int = 144, ab=(-3.0, 3.0),
-                      order_band: float = 0.1) -> ClaimResult:
+def check_ppd_floor_C(
+    kernel,
+    n: int,
+    d: int,
+    noise_var: float,
+    seeds=(0, 1, 2, 3),
+    *,
+    Cs=(32, 64, 128, 256, 512),
+    width: int = 144,
+    ab=(-3.0, 3.0),
+    order_band: float = 0.1,
+) -> ClaimResult:
     """thm:PPD convergence in ``C``: the floor at ``L = inf`` falls like ``1/C`` plus the tail mass.
 
     With the explicit MLP at the exact moments and equal bins of a fixed ``ab``: the truncated
@@ -533,31 +702,56 @@ def check_ppd_floor_C(kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 
     orders, rows, sandwich = [], [], True
     for seed in seeds:
         mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, 2, width)
-        terms = [ppd_bound_terms(mu, tau, mu, tau, mlp, bin_edges(ab[0], ab[1], C), delta=0.0)
-                 for C in Cs]
+        terms = [
+            ppd_bound_terms(mu, tau, mu, tau, mlp, bin_edges(ab[0], ab[1], C), delta=0.0)
+            for C in Cs
+        ]
         tv = np.array([t.tv for t in terms])
         tvt = np.array([t.tv_truncated for t in terms])
         tail = terms[0].eps_tail
-        sandwich &= bool(np.all(tv >= tail * (1 - 1e-9) - 1e-13)
-                         and np.all(tv <= tail + tvt + 1e-12))
+        sandwich &= bool(
+            np.all(tv >= tail * (1 - 1e-9) - 1e-13) and np.all(tv <= tail + tvt + 1e-12)
+        )
         slope = slope_ci(np.log(Cs), np.log(tvt))[0]
         orders.append(slope)
-        rows.append({"seed": seed, "mu": mu, "tau": tau, "tv": tv, "tv_truncated": tvt,
-                     "eps_tail": tail, "order": slope})
+        rows.append(
+            {
+                "seed": seed,
+                "mu": mu,
+                "tau": tau,
+                "tv": tv,
+                "tv_truncated": tvt,
+                "eps_tail": tail,
+                "order": slope,
+            }
+        )
     m, ci = t_interval(orders)
     ok = bool(ci[0] >= -1 - order_band and ci[1] <= -1 + order_band and sandwich)
     return ClaimResult(
         label="thm:PPD convergence",
         key="ppd_floor_C",
         statement="floor: TV(p_(a,b], q) falls like 1/C and eps_tail <= TV(p_n, q) <= eps_tail + that",
-        holds=ok, observed=m, bound=-1.0, ci=ci,
+        holds=ok,
+        observed=m,
+        bound=-1.0,
+        ci=ci,
         tolerance=f"95% t-CI of the fitted order within -1 +- {order_band}; sandwich to 1e-12",
-        details={"rows": rows, "C": list(Cs), "width": width, "ab": ab, "sandwich": sandwich})
+        details={"rows": rows, "C": list(Cs), "width": width, "ab": ab, "sandwich": sandwich},
+    )
 
 
-def check_ppd_bound_terms(kernel, n: int, d: int, noise_var: float, seed: int = 0, *,
-                          Ls=(2, 8, 32, 128, 256, 512), Cs=(16, 64, 256), width: int = 144,
-                          ab=(-3.0, 3.0)) -> ClaimResult:
+def check_ppd_bound_terms(
+    kernel,
+    n: int,
+    d: int,
+    noise_var: float,
+    seed: int = 0,
+    *,
+    Ls=(2, 8, 32, 128, 256, 512),
+    Cs=(16, 64, 256),
+    width: int = 144,
+    ab=(-3.0, 3.0),
+) -> ClaimResult:
     """Every term of the proof of thm:PPD convergence holds (supp-sec:thrm4.1), per ``(L, C)``.
 
     ``||l1 - l2||_2 <= ||Xi||_2 L_psi~ ||(mu,tau) - (mu_L,tau_L)||_2``,
@@ -583,17 +777,50 @@ def check_ppd_bound_terms(kernel, n: int, d: int, noise_var: float, seed: int = 
                     and t.Delta <= t.Delta_bound * (1 + tol) + tol
                     and t.softmax_tv <= t.softmax_tv_bound * (1 + tol) + tol
                     and t.disc_tv <= t.disc_bound * (1 + tol) + tol
-                    and t.tv <= t.bound * (1 + tol) + tol)
+                    and t.tv <= t.bound * (1 + tol) + tol
+                )
                 ok &= good
-                rows.append({"C": C, "L": L, "ok": good, "informative": bool(t.bound < 1.0),
-                             **{k: getattr(t, k) for k in (
-                    "tv", "bound", "solver_error", "Delta", "Delta_bound", "softmax_tv",
-                    "softmax_tv_bound", "disc_tv", "disc_bound", "eps_tail", "in_box", "Xi_norm",
-                    "lipschitz")}})
-    worst = max(r["tv"] / r["bound"] if np.isfinite(r["bound"]) and r["bound"] > 0 else 0.0 for r in rows)
+                rows.append(
+                    {
+                        "C": C,
+                        "L": L,
+                        "ok": good,
+                        "informative": bool(t.bound < 1.0),
+                        **{
+                            k: getattr(t, k)
+                            for k in (
+                                "tv",
+                                "bound",
+                                "solver_error",
+                                "Delta",
+                                "Delta_bound",
+                                "softmax_tv",
+                                "softmax_tv_bound",
+                                "disc_tv",
+                                "disc_bound",
+                                "eps_tail",
+                                "in_box",
+                                "Xi_norm",
+                                "lipschitz",
+                            )
+                        },
+                    }
+                )
+    worst = max(
+        r["tv"] / r["bound"] if np.isfinite(r["bound"]) and r["bound"] > 0 else 0.0 for r in rows
+    )
     return ClaimResult(
-        label="thm:PPD convergence", key="ppd_bound_terms",
+        label="thm:PPD convergence",
+        key="ppd_bound_terms",
         statement="each term of the composed TV bound holds (supp-sec:thrm4.1)",
-        holds=bool(ok), observed=worst, bound=1.0, tolerance="rtol 1e-9",
-        details={"rows": rows, "delta_mlp": delta, "width": width,
-                 "n_informative": sum(r["informative"] for r in rows)})
+        holds=bool(ok),
+        observed=worst,
+        bound=1.0,
+        tolerance="rtol 1e-9",
+        details={
+            "rows": rows,
+            "delta_mlp": delta,
+            "width": width,
+            "n_informative": sum(r["informative"] for r in rows),
+        },
+    )

@@ -35,8 +35,14 @@ from ..stats import mean_se
 from . import ERRATUM, FAILS, HOLDS, ClaimResult
 from .noise import exact_ppd_expected_crps
 
-__all__ = ["slipped_histogram_crps", "paper_bin_width", "check_slip_bias", "check_crps_slip",
-           "K_SE", "PAPER_INSTANCES"]
+__all__ = [
+    "slipped_histogram_crps",
+    "paper_bin_width",
+    "check_slip_bias",
+    "check_crps_slip",
+    "K_SE",
+    "PAPER_INSTANCES",
+]
 
 #: Standard errors a deficit may reach before a cell counts as below the exact PPD.
 K_SE = 3.0
@@ -62,14 +68,18 @@ def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     y = np.asarray(y, dtype=float)
     if not np.all(np.isfinite(y)) or np.any((y <= edges[0]) | (y > edges[-1])):
         raise ValueError("y must be finite and lie in (edges[0], edges[-1]] (the slip is per bin)")
-    c = np.searchsorted(edges, y, side="left") - 1                          # y in (g_c, g_c+1]
+    c = np.searchsorted(edges, y, side="left") - 1  # y in (g_c, g_c+1]
     w = edges[c + 1] - edges[c]
     F = histogram_cdf(edges, probs, y)
     return histogram_crps(edges, probs, y) - w * F**2
 
 
-def paper_bin_width(C: int = 256, noise_var: float = DEFAULT_NOISE_VAR, alpha: float = 1.0,
-                    outside_mass: float = 0.002) -> float:
+def paper_bin_width(
+    C: int = 256,
+    noise_var: float = DEFAULT_NOISE_VAR,
+    alpha: float = 1.0,
+    outside_mass: float = 0.002,
+) -> float:
     """Bin width ``(b - a)/C`` with ``(a, b] = +- Phi^-1(1 - m/2) sqrt(alpha^2 + sigma^2)``."""
     C = positive_int(C, "C", minimum=2)
     s2 = positive_scalar(noise_var, "noise_var")
@@ -77,8 +87,9 @@ def paper_bin_width(C: int = 256, noise_var: float = DEFAULT_NOISE_VAR, alpha: f
     return 2 * b / C
 
 
-def check_slip_bias(C: int = 256, n_instances: int = 20000, seed: int = 0,
-                    k_se: float = 4.0) -> ClaimResult:
+def check_slip_bias(
+    C: int = 256, n_instances: int = 20000, seed: int = 0, k_se: float = 4.0
+) -> ClaimResult:
     """The slip's bias on a calibrated forecast is ``-w/3``: measured on exact discretised Gaussian
     PPDs (``q`` = bin masses of ``N(mu, tau)``, ``y ~ N(mu, tau)`` inside ``(a, b]``)."""
     rng = np.random.default_rng(seed)
@@ -95,12 +106,17 @@ def check_slip_bias(C: int = 256, n_instances: int = 20000, seed: int = 0,
     diff = slipped_histogram_crps(edges, P, y) - histogram_crps(edges, P, y)
     m, se = mean_se(diff)
     return ClaimResult(
-        key="crps_slip.bias", label="supp-tab:lengthscale-crps",
+        key="crps_slip.bias",
+        label="supp-tab:lengthscale-crps",
         statement=f"the slipped histogram CRPS is biased by -w/3 (w = {w:.4f}, C = {C})",
-        holds=bool(abs(m + w / 3) <= k_se * se + 1e-12), observed=m, bound=-w / 3,
+        holds=bool(abs(m + w / 3) <= k_se * se + 1e-12),
+        observed=m,
+        bound=-w / 3,
         tolerance=f"|bias + w/3| <= {k_se:g} Monte-Carlo SE ({n_instances} instances, seed {seed}; "
-                  f"SE={se:.2g}); F(Y) is uniform up to the discretisation, E[F^2] = 1/3",
-        ci=(m - 2 * se, m + 2 * se), details={"w": w, "bias_mean": m, "bias_se": se})
+        f"SE={se:.2g}); F(Y) is uniform up to the discretisation, E[F^2] = 1/3",
+        ci=(m - 2 * se, m + 2 * se),
+        details={"w": w, "bias_mean": m, "bias_se": se},
+    )
 
 
 def _crps_spread_factor() -> float:
@@ -111,9 +127,16 @@ def _crps_spread_factor() -> float:
     return float(np.trapezoid(g**2 * norm.pdf(z), z))
 
 
-def check_crps_slip(paper_crps: dict, *, noise_var: float = DEFAULT_NOISE_VAR, C: int = 256,
-                    n_instances: int = 200, seed: int = 0, d: int = 16,
-                    k_se: float = K_SE) -> ClaimResult:
+def check_crps_slip(
+    paper_crps: dict,
+    *,
+    noise_var: float = DEFAULT_NOISE_VAR,
+    C: int = 256,
+    n_instances: int = 200,
+    seed: int = 0,
+    d: int = 16,
+    k_se: float = K_SE,
+) -> ClaimResult:
     """Cells of supp-tab:lengthscale-crps below the exact PPD, before and after undoing the slip.
 
     Parameters
@@ -145,8 +168,20 @@ def check_crps_slip(paper_crps: dict, *, noise_var: float = DEFAULT_NOISE_VAR, C
             z_raw = (mean - v) / se_tot
             z_fix = (mean - (v + w / 3)) / se_tot
             worst_raw, worst_fix = max(worst_raw, z_raw), max(worst_fix, z_fix)
-            rows.append(dict(lengthscale=ell, n=n, L=L, paper=v, exact=mean, exact_se=se,
-                             paper_se=se_paper, deficit=mean - v, z_raw=z_raw, z_corrected=z_fix))
+            rows.append(
+                dict(
+                    lengthscale=ell,
+                    n=n,
+                    L=L,
+                    paper=v,
+                    exact=mean,
+                    exact_se=se,
+                    paper_se=se_paper,
+                    deficit=mean - v,
+                    z_raw=z_raw,
+                    z_corrected=z_fix,
+                )
+            )
     holds = bool(worst_fix <= k_se)
     if not holds:
         verdict = FAILS
@@ -155,13 +190,28 @@ def check_crps_slip(paper_crps: dict, *, noise_var: float = DEFAULT_NOISE_VAR, C
     else:
         verdict = HOLDS
     return ClaimResult(
-        key="crps_slip.explains_table", label="supp-tab:lengthscale-crps",
-        statement=("after adding back the slip's w/3, no cell of supp-tab:lengthscale-crps lies "
-                   "below the exact PPD's expected CRPS"),
-        holds=holds, observed=float(worst_fix), bound=k_se, verdict=verdict,
-        tolerance=(f"deficit <= {k_se:g} combined SE (ours: {n_instances} instances, seed {seed}; "
-                   f"the paper's {PAPER_INSTANCES}-instance SE from the exact PPD's CRPS spread); "
-                   f"w = {w:.4f} assumes (a, b] calibrated on N(0, 1 + sigma^2), outside mass 0.002"),
-        details=dict(w=w, slip_bias=-w / 3, worst_z_raw=float(worst_raw),
-                     worst_z_corrected=float(worst_fix), n_below_raw=sum(r["z_raw"] > k_se for r in rows),
-                     n_below_corrected=sum(r["z_corrected"] > k_se for r in rows), rows=rows))
+        key="crps_slip.explains_table",
+        label="supp-tab:lengthscale-crps",
+        statement=(
+            "after adding back the slip's w/3, no cell of supp-tab:lengthscale-crps lies "
+            "below the exact PPD's expected CRPS"
+        ),
+        holds=holds,
+        observed=float(worst_fix),
+        bound=k_se,
+        verdict=verdict,
+        tolerance=(
+            f"deficit <= {k_se:g} combined SE (ours: {n_instances} instances, seed {seed}; "
+            f"the paper's {PAPER_INSTANCES}-instance SE from the exact PPD's CRPS spread); "
+            f"w = {w:.4f} assumes (a, b] calibrated on N(0, 1 + sigma^2), outside mass 0.002"
+        ),
+        details=dict(
+            w=w,
+            slip_bias=-w / 3,
+            worst_z_raw=float(worst_raw),
+            worst_z_corrected=float(worst_fix),
+            n_below_raw=sum(r["z_raw"] > k_se for r in rows),
+            n_below_corrected=sum(r["z_corrected"] > k_se for r in rows),
+            rows=rows,
+        ),
+    )

@@ -61,11 +61,21 @@ from pfntheory.metrics import l1_density_histogram, tv_gaussian_histogram, tv_tr
 from pfntheory.stats import EPS, slope_ci, t_interval
 
 __all__ = [
-    "random_partition", "warped_partition", "readout_midpoint",
-    "discretization_instance", "check_discretization_error", "check_discretization_rate",
-    "smax_quad_instance", "check_smax_quad", "check_smax_quad_rate", "check_readout_identity",
-    "check_popmini", "check_true_piece_normaliser", "check_interval_conventions",
-    "check_logit_perturbation", "check_inverse_gaussian_example",
+    "random_partition",
+    "warped_partition",
+    "readout_midpoint",
+    "discretization_instance",
+    "check_discretization_error",
+    "check_discretization_rate",
+    "smax_quad_instance",
+    "check_smax_quad",
+    "check_smax_quad_rate",
+    "check_readout_identity",
+    "check_popmini",
+    "check_true_piece_normaliser",
+    "check_interval_conventions",
+    "check_logit_perturbation",
+    "check_inverse_gaussian_example",
 ]
 
 #: Relative round-off allowed when comparing a measured TV with a bound: the TV is a sum of
@@ -81,7 +91,10 @@ N_GRID = 64
 # test densities
 # --------------------------------------------------------------------------------------------
 
-def random_partition(a: float, b: float, C: int, rng: np.random.Generator, ratio: float = 4.0) -> np.ndarray:
+
+def random_partition(
+    a: float, b: float, C: int, rng: np.random.Generator, ratio: float = 4.0
+) -> np.ndarray:
     """Non-equidistant partition of ``(a, b]``: widths ``~ Unif[1, ratio]``, normalised to ``b - a``."""
     w = rng.uniform(1.0, ratio, C)
     e = a + (b - a) * np.concatenate([[0.0], np.cumsum(w) / w.sum()])
@@ -89,7 +102,9 @@ def random_partition(a: float, b: float, C: int, rng: np.random.Generator, ratio
     return e
 
 
-def warped_partition(a: float, b: float, C: int, beta: float = 0.5, phase: float = 0.0) -> np.ndarray:
+def warped_partition(
+    a: float, b: float, C: int, beta: float = 0.5, phase: float = 0.0
+) -> np.ndarray:
     """Smoothly non-equidistant partition ``a + (b - a) g(t)``, ``g(t) = t + beta (sin(2 pi t + phase)
     - sin(phase)) / (2 pi)`` on ``t = 0, 1/C, ..., 1``. Monotone for ``|beta| < 1``; refining ``C``
     keeps the width profile, so convergence orders are those of an equidistant grid."""
@@ -105,6 +120,7 @@ def warped_partition(a: float, b: float, C: int, beta: float = 0.5, phase: float
 # --------------------------------------------------------------------------------------------
 # supp-lem:discretization error
 # --------------------------------------------------------------------------------------------
+
 
 def _bin_masses(density: Density, edges: np.ndarray) -> np.ndarray:
     """``g_c = F(gamma_{c+1}) - F(gamma_c)`` (untruncated)."""
@@ -125,7 +141,7 @@ def discretization_instance(density: Density, edges) -> dict:
     e = check_edges(edges)
     a, b = e[0], e[-1]
     g = _bin_masses(density, e)
-    Z = float(np.sum(g))                                                     # 1 - eps
+    Z = float(np.sum(g))  # 1 - eps
     eps = max(float(density.cdf(np.array([a]))[0] + (1 - density.cdf(np.array([b]))[0])), 0.0)
     probs = g / Z
     if density.gaussian is not None:
@@ -135,13 +151,23 @@ def discretization_instance(density: Density, edges) -> dict:
     else:
         inside = l1_density_histogram(density.pdf, density.cdf, e, probs, n_grid=N_GRID)
         tv = 0.5 * (inside + eps)
-        tv_trunc = 0.5 * l1_density_histogram(lambda y: density.pdf(y) / Z, lambda y: density.cdf(y) / Z,
-                                               e, probs, n_grid=N_GRID)
+        tv_trunc = 0.5 * l1_density_histogram(
+            lambda y: density.pdf(y) / Z, lambda y: density.cdf(y) / Z, e, probs, n_grid=N_GRID
+        )
     L = density.lipschitz
     first = L * mesh(e) * (b - a) / 2
-    return {"tv": tv, "tv_trunc": tv_trunc, "eps": eps, "bound": float(discretization_bound(L, e, min(eps, 1 - 1e-15))),
-            "sharp_bound": first / 4 + eps, "first_term": first, "C": e.shape[0] - 1,
-            "mesh": mesh(e), "L": L, "name": density.name}
+    return {
+        "tv": tv,
+        "tv_trunc": tv_trunc,
+        "eps": eps,
+        "bound": float(discretization_bound(L, e, min(eps, 1 - 1e-15))),
+        "sharp_bound": first / 4 + eps,
+        "first_term": first,
+        "C": e.shape[0] - 1,
+        "mesh": mesh(e),
+        "L": L,
+        "name": density.name,
+    }
 
 
 def _atol_grid(density: Density, edges: np.ndarray) -> float:
@@ -172,18 +198,28 @@ def check_discretization_error(cases) -> ClaimResult:
     ratios = [r["tv"] / r["bound"] for r in rows]
     first_ratio = [(r["tv"] - r["eps"]) / r["first_term"] for r in rows if r["first_term"] > 0]
     return ClaimResult(
-        label="supp-lem:discretization error", key="discretization_error",
+        label="supp-lem:discretization error",
+        key="discretization_error",
         statement="TV(p, p~) <= L|Gamma|(b-a)/2 + eps for L-Lipschitz p and any partition of (a,b]",
-        holds=bool(ok and ok_lower), observed=float(max(ratios)), bound=1.0,
+        holds=bool(ok and ok_lower),
+        observed=float(max(ratios)),
+        bound=1.0,
         tolerance=f"rtol={RTOL_ROUNDOFF} atol={ATOL_ROUNDOFF} (+ grid bracketing term L w^2/4 per bin)",
-        details={"ratios": ratios, "max_first_term_ratio": float(max(first_ratio, default=0.0)),
-                 "sharp_bound_holds": bool(ok_sharp), "lower_bound_eps_holds": bool(ok_lower),
-                 "n_cases": len(rows), "rows": rows})
+        details={
+            "ratios": ratios,
+            "max_first_term_ratio": float(max(first_ratio, default=0.0)),
+            "sharp_bound_holds": bool(ok_sharp),
+            "lower_bound_eps_holds": bool(ok_lower),
+            "n_cases": len(rows),
+            "rows": rows,
+        },
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # supp-lem:smax quad
 # --------------------------------------------------------------------------------------------
+
 
 def readout_midpoint(density: Density, edges) -> np.ndarray:
     """Logits of supp-lem:smax quad, ``ell_c = <psi, T(xi_c)> + log h(xi_c) + log Delta_c``."""
@@ -208,10 +244,16 @@ def smax_quad_instance(density: Density, edges, readout: Callable | None = None)
     tv = 0.5 * float(np.sum(np.abs(q - q_hat)))
     omega = modulus_of_continuity(density, e[0], e[-1], mesh(e) / 2)
     eps_c = min(max(eps, 0.0), 1 - 1e-15)
-    return {"tv": tv, "bound": float(smax_quad_bound(density.lipschitz, e, eps_c)),
-            "bound_modulus": float(smax_quad_bound_modulus(omega, e, eps_c)),
-            "eps": eps, "C": e.shape[0] - 1, "mesh": mesh(e), "L": density.lipschitz,
-            "name": density.name}
+    return {
+        "tv": tv,
+        "bound": float(smax_quad_bound(density.lipschitz, e, eps_c)),
+        "bound_modulus": float(smax_quad_bound_modulus(omega, e, eps_c)),
+        "eps": eps,
+        "C": e.shape[0] - 1,
+        "mesh": mesh(e),
+        "L": density.lipschitz,
+        "name": density.name,
+    }
 
 
 def check_smax_quad(cases, readout: Callable | None = None) -> ClaimResult:
@@ -228,16 +270,27 @@ def check_smax_quad(cases, readout: Callable | None = None) -> ClaimResult:
     ratios = [r["tv"] / r["bound"] for r in rows]
     ratios_m = [r["tv"] / r["bound_modulus"] for r in rows]
     return ClaimResult(
-        label="supp-lem:smax quad", key="smax_quad",
+        label="supp-lem:smax quad",
+        key="smax_quad",
         statement="TV(p_C, p^_C) <= (b-a) L |Gamma| / (4(1-eps)) and <= (b-a) omega(|Gamma|/2)/(1-eps)",
-        holds=bool(ok_l and ok_m), observed=float(max(ratios)), bound=1.0,
+        holds=bool(ok_l and ok_m),
+        observed=float(max(ratios)),
+        bound=1.0,
         tolerance=f"rtol={RTOL_ROUNDOFF} atol={ATOL_ROUNDOFF} (round-off of a C-term sum)",
-        details={"ratios": ratios, "ratios_modulus": ratios_m, "lipschitz_form_holds": bool(ok_l),
-                 "modulus_form_holds": bool(ok_m), "n_cases": len(rows), "rows": rows})
+        details={
+            "ratios": ratios,
+            "ratios_modulus": ratios_m,
+            "lipschitz_form_holds": bool(ok_l),
+            "modulus_form_holds": bool(ok_m),
+            "n_cases": len(rows),
+            "rows": rows,
+        },
+    )
 
 
-def check_readout_identity(density: Density, edges, readout: Callable | None = None,
-                           rtol: float = 1e-12) -> ClaimResult:
+def check_readout_identity(
+    density: Density, edges, readout: Callable | None = None, rtol: float = 1e-12
+) -> ClaimResult:
     """The step of supp-lem:smax quad's proof: ``sm(ell)_c = p(xi_c) Delta_c / sum_j p(xi_j) Delta_j``.
 
     ``A(theta)`` cancels in the softmax, so the readout reproduces the density at the midpoints.
@@ -250,17 +303,36 @@ def check_readout_identity(density: Density, edges, readout: Callable | None = N
     ref = w / w.sum()
     err = float(np.max(np.abs(q_hat - ref) / ref))
     return ClaimResult(
-        label="supp-lem:smax quad", key="readout_identity", statement="sm(<psi,T(xi_c)> + log h + log Delta_c) = p(xi_c)Delta_c / sum",
-        holds=err <= rtol, observed=err, bound=rtol, tolerance=f"rtol={rtol} (softmax round-off)",
-        details={"C": e.shape[0] - 1, "name": density.name})
+        label="supp-lem:smax quad",
+        key="readout_identity",
+        statement="sm(<psi,T(xi_c)> + log h + log Delta_c) = p(xi_c)Delta_c / sum",
+        holds=err <= rtol,
+        observed=err,
+        bound=rtol,
+        tolerance=f"rtol={rtol} (softmax round-off)",
+        details={"C": e.shape[0] - 1, "name": density.name},
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # rates in C
 # --------------------------------------------------------------------------------------------
 
-def _rate(values_fn, rng, n_seeds, Cs, kinds, partition, expected_order, paper_order, band, label, statement,
-          key):
+
+def _rate(
+    values_fn,
+    rng,
+    n_seeds,
+    Cs,
+    kinds,
+    partition,
+    expected_order,
+    paper_order,
+    band,
+    label,
+    statement,
+    key,
+):
     slopes, per_seed = [], []
     for _ in range(n_seeds):
         dens = random_density(rng, kinds[int(rng.integers(len(kinds)))])
@@ -268,40 +340,83 @@ def _rate(values_fn, rng, n_seeds, Cs, kinds, partition, expected_order, paper_o
         phase = float(rng.uniform(0, 2 * np.pi))
         vals = []
         for C in Cs:
-            e = np.linspace(a, b, C + 1) if partition == "uniform" else warped_partition(a, b, C, 0.5, phase)
+            e = (
+                np.linspace(a, b, C + 1)
+                if partition == "uniform"
+                else warped_partition(a, b, C, 0.5, phase)
+            )
             vals.append(values_fn(dens, e))
         s, _, r = slope_ci(np.log(Cs), np.log(vals))
         slopes.append(s)
         per_seed.append({"name": dens.name, "slope": s, "r": r, "values": vals})
     m, ci = t_interval(slopes)
     ci = (float(ci[0]), float(ci[1]))
-    holds = (abs(m - expected_order) <= band) and ci[0] >= expected_order - band and ci[1] <= expected_order + band
+    holds = (
+        (abs(m - expected_order) <= band)
+        and ci[0] >= expected_order - band
+        and ci[1] <= expected_order + band
+    )
     return ClaimResult(
-        label=label, key=f"{key}_{partition}", statement=statement, holds=bool(holds), observed=m, bound=float(expected_order), ci=ci,
+        label=label,
+        key=f"{key}_{partition}",
+        statement=statement,
+        holds=bool(holds),
+        observed=m,
+        bound=float(expected_order),
+        ci=ci,
         tolerance=f"mean slope of log TV vs log C over {n_seeds} random densities, 95% t-CI inside "
-                  f"expected_order +- {band} (pre-asymptotic curvature over C in {[int(c) for c in Cs]})",
-        details={"slopes": slopes, "paper_order": paper_order,
-                 "paper_rate_holds": bool(ci[1] <= paper_order + band),
-                 "partition": partition, "per_seed": per_seed})
+        f"expected_order +- {band} (pre-asymptotic curvature over C in {[int(c) for c in Cs]})",
+        details={
+            "slopes": slopes,
+            "paper_order": paper_order,
+            "paper_rate_holds": bool(ci[1] <= paper_order + band),
+            "partition": partition,
+            "per_seed": per_seed,
+        },
+    )
 
 
-def check_discretization_rate(rng: np.random.Generator, *, n_seeds: int = 6, Cs=(32, 64, 128, 256, 512),
-                              kinds=("gaussian", "mixture", "triangular", "laplace"),
-                              partition: str = "uniform", band: float = 0.1) -> ClaimResult:
+def check_discretization_rate(
+    rng: np.random.Generator,
+    *,
+    n_seeds: int = 6,
+    Cs=(32, 64, 128, 256, 512),
+    kinds=("gaussian", "mixture", "triangular", "laplace"),
+    partition: str = "uniform",
+    band: float = 0.1,
+) -> ClaimResult:
     """Order in ``C`` of ``TV(p_(a,b], p~)`` (the part of supp-lem:discretization error that vanishes).
 
     Expected order 1 (``int |p - bin mean| ~ Delta^2 |p'| / 4`` per bin: first order for any
     non-constant density); the paper claims ``O(1/C)`` (thm:PPD convergence).
     """
-    return _rate(lambda d, e: discretization_instance(d, e)["tv_trunc"], rng, n_seeds, np.asarray(Cs),
-                 kinds, partition, -1.0, -1.0, band, "supp-lem:discretization error",
-                 "TV(p_(a,b], p~) = O(|Gamma|) = O(1/C)", "discretization_rate")
+    return _rate(
+        lambda d, e: discretization_instance(d, e)["tv_trunc"],
+        rng,
+        n_seeds,
+        np.asarray(Cs),
+        kinds,
+        partition,
+        -1.0,
+        -1.0,
+        band,
+        "supp-lem:discretization error",
+        "TV(p_(a,b], p~) = O(|Gamma|) = O(1/C)",
+        "discretization_rate",
+    )
 
 
-def check_smax_quad_rate(rng: np.random.Generator, *, n_seeds: int = 6, Cs=(32, 64, 128, 256, 512),
-                         kinds=("gaussian", "mixture"), partition: str = "uniform",
-                         band: float = 0.1, readout: Callable | None = None,
-                         expected_order: float = -2.0) -> ClaimResult:
+def check_smax_quad_rate(
+    rng: np.random.Generator,
+    *,
+    n_seeds: int = 6,
+    Cs=(32, 64, 128, 256, 512),
+    kinds=("gaussian", "mixture"),
+    partition: str = "uniform",
+    band: float = 0.1,
+    readout: Callable | None = None,
+    expected_order: float = -2.0,
+) -> ClaimResult:
     """Order in ``C`` of ``TV(p_C, p^_C)`` (supp-lem:smax quad).
 
     The lemma gives ``O(|Gamma|)``; the midpoint rule is second order (``g_c - p(xi_c) Delta_c =
@@ -310,14 +425,26 @@ def check_smax_quad_rate(rng: np.random.Generator, *, n_seeds: int = 6, Cs=(32, 
     constant that depends on where the kink falls in the bin, so per-seed slopes scatter; check
     ``details["paper_rate_holds"]`` there.
     """
-    return _rate(lambda d, e: smax_quad_instance(d, e, readout)["tv"], rng, n_seeds, np.asarray(Cs),
-                 kinds, partition, expected_order, -1.0, band, "supp-lem:smax quad",
-                 "TV(p_C, p^_C) = O(|Gamma|) (lemma); midpoint rule gives O(|Gamma|^2)", "smax_quad_rate")
+    return _rate(
+        lambda d, e: smax_quad_instance(d, e, readout)["tv"],
+        rng,
+        n_seeds,
+        np.asarray(Cs),
+        kinds,
+        partition,
+        expected_order,
+        -1.0,
+        band,
+        "supp-lem:smax quad",
+        "TV(p_C, p^_C) = O(|Gamma|) (lemma); midpoint rule gives O(|Gamma|^2)",
+        "smax_quad_rate",
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # supp-thm:popmini and eqn:true piece ppd
 # --------------------------------------------------------------------------------------------
+
 
 def _reference_masses(mu, tau, edges):
     """``p_c = (Phi(z_{c+1}) - Phi(z_c)) / (Phi(z_b) - Phi(z_a))`` straight from the definition."""
@@ -326,8 +453,15 @@ def _reference_masses(mu, tau, edges):
     return np.diff(F, axis=-1) / (F[..., -1:] - F[..., :1])
 
 
-def check_popmini(mu, tau, edges, rng: np.random.Generator, *, n_perturb: int = 200,
-                  minimizer: Callable = population_nll_minimizer) -> ClaimResult:
+def check_popmini(
+    mu,
+    tau,
+    edges,
+    rng: np.random.Generator,
+    *,
+    n_perturb: int = 200,
+    minimizer: Callable = population_nll_minimizer,
+) -> ClaimResult:
     """supp-thm:popmini: the minimiser of the truncated NLL over histograms is ``q*_c = int_bin p_(a,b]``.
 
     For each instance (``mu, tau`` of shape (m,)) the candidate ``q = minimizer(mu, tau, edges)`` must
@@ -348,20 +482,22 @@ def check_popmini(mu, tau, edges, rng: np.random.Generator, *, n_perturb: int = 
     on_simplex = bool(np.all(q >= 0) and simplex_err <= C * EPS * 4)
     logD = np.log(np.diff(e))
 
-    def L_tr(pc, qc):                                                       # proof of supp-thm:popmini
+    def L_tr(pc, qc):  # proof of supp-thm:popmini
         with np.errstate(divide="ignore"):
             lq = np.log(qc)
         return np.sum(np.where(pc > 0, pc * (logD - np.where(pc > 0, lq, 0.0)), 0.0), -1)
 
     def kl(pc, qc):
         with np.errstate(divide="ignore"):
-            return np.sum(np.where(pc > 0, pc * (np.log(np.where(pc > 0, pc, 1.0)) - np.log(qc)), 0.0), -1)
+            return np.sum(
+                np.where(pc > 0, pc * (np.log(np.where(pc > 0, pc, 1.0)) - np.log(qc)), 0.0), -1
+            )
 
     worst_gap, worst_kl_err, local_gap = np.inf, 0.0, np.inf
     finite = True
     for i in range(mu.shape[0]):
         base = L_tr(p[i], q[i])
-        if not np.isfinite(base):                                           # q_c = 0 < p_c: L_tr = inf
+        if not np.isfinite(base):  # q_c = 0 < p_c: L_tr = inf
             finite = False
             continue
         r = rng.dirichlet(np.full(C, 0.5), size=n_perturb // 2)
@@ -386,13 +522,23 @@ def check_popmini(mu, tau, edges, rng: np.random.Generator, *, n_perturb: int = 
     tol_gap = -C * 1e-14
     holds = on_simplex and finite and worst_gap >= tol_gap and local_gap >= tol_gap
     return ClaimResult(
-        label="supp-thm:popmini", key="popmini",
+        label="supp-thm:popmini",
+        key="popmini",
         statement="argmin over histograms of E_{y~p_(a,b]}[-log q(y)] is q*_c = int_bin p_(a,b]",
-        holds=bool(holds), observed=float(min(worst_gap, local_gap)), bound=tol_gap,
+        holds=bool(holds),
+        observed=float(min(worst_gap, local_gap)),
+        bound=tol_gap,
         tolerance="simplex |sum-1| <= 4 C eps; NLL gaps >= -C*1e-14 (round-off of a C-term sum)",
-        details={"on_simplex": on_simplex, "simplex_err": simplex_err, "min_gap": worst_gap,
-                 "min_local_gap": local_gap,
-                 "kl_identity_err": worst_kl_err, "n_instances": int(mu.shape[0]), "C": C})
+        details={
+            "on_simplex": on_simplex,
+            "simplex_err": simplex_err,
+            "min_gap": worst_gap,
+            "min_local_gap": local_gap,
+            "kl_identity_err": worst_kl_err,
+            "n_instances": int(mu.shape[0]),
+            "C": C,
+        },
+    )
 
 
 def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimResult:
@@ -408,23 +554,35 @@ def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimRes
     mu = np.atleast_1d(np.asarray(mu, float))
     tau = np.atleast_1d(np.asarray(tau, float))
     z = (e - mu[:, None]) / np.sqrt(tau)[:, None]
-    g = np.diff(ndtr(z), axis=-1)                                            # int_bin p_n
-    integral = np.sum(g, -1) / (1 - eps_marginal)                            # eqn:true piece ppd, literal
+    g = np.diff(ndtr(z), axis=-1)  # int_bin p_n
+    integral = np.sum(g, -1) / (1 - eps_marginal)  # eqn:true piece ppd, literal
     dev = np.abs(integral - 1)
     # the corrected normaliser (supp-thm:popmini): the per-context mass, from the tail-mass formula
     corrected = np.sum(g, -1) / (1 - gaussian_tail_mass(mu, tau, e[0], e[-1]))
     corrected_ok = bool(np.all(np.abs(corrected - 1) <= 1e-12))
     literal_ok = bool(np.all(dev <= 1e-12))
     return ClaimResult(
-        label="eqn:true piece ppd", key="true_piece_normaliser",
+        label="eqn:true piece ppd",
+        key="true_piece_normaliser",
         verdict=ERRATUM if (not literal_ok and corrected_ok) else None,
         statement="q* with the marginal eps in 1 - eps is a probability density for every context",
-        holds=literal_ok, observed=float(np.max(dev)), bound=1e-12,
+        holds=literal_ok,
+        observed=float(np.max(dev)),
+        bound=1e-12,
         tolerance="1e-12 (round-off of a C-term sum)",
-        details={"integrals": integral, "corrected_integrals": corrected, "corrected_ok": corrected_ok, "eps_tail": 1 - np.sum(g, -1), "eps_marginal": eps_marginal})
+        details={
+            "integrals": integral,
+            "corrected_integrals": corrected,
+            "corrected_ok": corrected_ok,
+            "eps_tail": 1 - np.sum(g, -1),
+            "eps_marginal": eps_marginal,
+        },
+    )
 
 
-def check_interval_conventions(mu, tau, edges, probs, rng: np.random.Generator, n: int = 2000) -> ClaimResult:
+def check_interval_conventions(
+    mu, tau, edges, probs, rng: np.random.Generator, n: int = 2000
+) -> ClaimResult:
     """``(gamma_c, gamma_{c+1}]`` (eqn:TF piece ppd, supp-lem:smax quad) vs ``[gamma_c, gamma_{c+1})``
     (supp-lem:discretization error, supp-thm:popmini): the densities differ only on the edges.
 
@@ -442,21 +600,40 @@ def check_interval_conventions(mu, tau, edges, probs, rng: np.random.Generator, 
     differ_at_edges = bool(np.any(at_edges_r != at_edges_l))
     # both are constant on open bins with the same values: L1 distance is exactly 0
     mids = midpoints(e)
-    l1 = float(np.sum(np.abs(histogram_density(e, probs, mids, closed="right")
-                             - histogram_density(e, probs, mids, closed="left")) * np.diff(e)))
+    l1 = float(
+        np.sum(
+            np.abs(
+                histogram_density(e, probs, mids, closed="right")
+                - histogram_density(e, probs, mids, closed="left")
+            )
+            * np.diff(e)
+        )
+    )
     return ClaimResult(
-        label="supp-lem:discretization error", key="interval_conventions",
+        label="supp-lem:discretization error",
+        key="interval_conventions",
         statement="bin conventions (.,.] and [.,.) give the same distribution for continuous p",
-        holds=bool(n_diff == 0 and l1 == 0.0), observed=float(n_diff), bound=0.0,
-        tolerance="exact (null set)", details={"differ_at_edges": differ_at_edges, "l1": l1, "n": n})
+        holds=bool(n_diff == 0 and l1 == 0.0),
+        observed=float(n_diff),
+        bound=0.0,
+        tolerance="exact (null set)",
+        details={"differ_at_edges": differ_at_edges, "l1": l1, "n": n},
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # logit perturbation (proof of thm:PPD convergence)
 # --------------------------------------------------------------------------------------------
 
-def check_logit_perturbation(rng: np.random.Generator, *, n_draws: int = 2000, C_max: int = 256,
-                             Delta_max: float = 3.0, bound: Callable = softmax_perturbation_bound) -> ClaimResult:
+
+def check_logit_perturbation(
+    rng: np.random.Generator,
+    *,
+    n_draws: int = 2000,
+    C_max: int = 256,
+    Delta_max: float = 3.0,
+    bound: Callable = softmax_perturbation_bound,
+) -> ClaimResult:
     """``||ell_1 - ell_3||_inf <= Delta  =>  ||sm(ell_1) - sm(ell_3)||_1 <= e^{2 Delta} - 1``.
 
     Draws random logits ``ell_3`` (scale up to 10, C up to ``C_max``), perturbations with
@@ -474,7 +651,7 @@ def check_logit_perturbation(rng: np.random.Generator, *, n_draws: int = 2000, C
             d = rng.uniform(-D, D, C)
         elif mode == 1:
             d = D * rng.choice([-1.0, 1.0], C)
-        else:                                                                # extremal: mass 1/(1+e^D) up
+        else:  # extremal: mass 1/(1+e^D) up
             C = 2
             P = 1 / (1 + np.exp(D))
             ell3 = np.log(np.array([P, 1 - P]))
@@ -485,17 +662,25 @@ def check_logit_perturbation(rng: np.random.Generator, *, n_draws: int = 2000, C
         ratios.append(l1 / float(softmax_perturbation_bound(D)))
         ratios_sharp.append(l1 / float(softmax_perturbation_sharp(D)))
     return ClaimResult(
-        label="thm:PPD convergence", key="logit_perturbation",
+        label="thm:PPD convergence",
+        key="logit_perturbation",
         statement="||l1-l3||_inf <= Delta implies ||sm(l1)-sm(l3)||_1 <= e^{2Delta}-1",
-        holds=bool(ok), observed=float(max(ratios)), bound=1.0,
+        holds=bool(ok),
+        observed=float(max(ratios)),
+        bound=1.0,
         tolerance="rtol 1e-12, atol 1e-15 (softmax round-off)",
-        details={"max_ratio_paper": float(max(ratios)), "max_ratio_sharp": float(max(ratios_sharp)),
-                 "n_draws": n_draws})
+        details={
+            "max_ratio_paper": float(max(ratios)),
+            "max_ratio_sharp": float(max(ratios_sharp)),
+            "n_draws": n_draws,
+        },
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # inverse-Gaussian example (supp-sec:thrm4.1)
 # --------------------------------------------------------------------------------------------
+
 
 def check_inverse_gaussian_example(mu: float, tau: float) -> ClaimResult:
     """The inverse-Gaussian example at the end of supp-sec:thrm4.1.
@@ -506,28 +691,49 @@ def check_inverse_gaussian_example(mu: float, tau: float) -> ClaimResult:
     ``T`` and additive term. Tolerances: quad ``epsabs=1e-12``; pointwise ``rtol=1e-10``.
     """
     lam = mu**3 / tau
-    f = lambda y: float(inverse_gaussian_pdf(y, mu, tau))            # noqa: E731
+    f = lambda y: float(inverse_gaussian_pdf(y, mu, tau))  # noqa: E731
     hi = mu + 60 * np.sqrt(tau) + 60 * tau / mu
     pts = [mu / 4, mu, mu + np.sqrt(tau), mu + 5 * np.sqrt(tau)]
-    quad = lambda g: scipy.integrate.quad(g, 0, hi, points=[p for p in pts if p < hi], limit=500,  # noqa: E731
-                                          epsabs=1e-12, epsrel=1e-12)[0]
+
+    def quad(g):
+        return scipy.integrate.quad(
+            g, 0, hi, points=[p for p in pts if p < hi], limit=500, epsabs=1e-12, epsrel=1e-12
+        )[0]
+
     mass = quad(f)
     mean = quad(lambda y: y * f(y))
     var = quad(lambda y: (y - mu) ** 2 * f(y))
     y = np.linspace(mu / 20, mu + 8 * np.sqrt(tau), 400)
     ref = scipy.stats.invgauss.pdf(y, mu / lam, scale=lam)
-    keep = ref > 1e-250                                                      # relative error where representable
+    keep = ref > 1e-250  # relative error where representable
     y, ref = y[keep], ref[keep]
     pdf_err = float(np.max(np.abs(inverse_gaussian_pdf(y, mu, tau) - ref) / ref))
-    expo = inverse_gaussian_T(y) @ inverse_gaussian_psi(mu, tau) + inverse_gaussian_log_normaliser(mu, tau)
+    expo = inverse_gaussian_T(y) @ inverse_gaussian_psi(mu, tau) + inverse_gaussian_log_normaliser(
+        mu, tau
+    )
     fam_err = float(np.max(np.abs(np.exp(expo) - ref) / ref))
-    errs = {"mass": abs(mass - 1), "mean": abs(mean - mu) / mu, "var": abs(var - tau) / tau,
-            "pdf_vs_scipy": pdf_err, "expfam_vs_scipy": fam_err}
-    holds = errs["mass"] <= 1e-9 and errs["mean"] <= 1e-9 and errs["var"] <= 1e-8 and pdf_err <= 1e-10 and fam_err <= 1e-10
+    errs = {
+        "mass": abs(mass - 1),
+        "mean": abs(mean - mu) / mu,
+        "var": abs(var - tau) / tau,
+        "pdf_vs_scipy": pdf_err,
+        "expfam_vs_scipy": fam_err,
+    }
+    holds = (
+        errs["mass"] <= 1e-9
+        and errs["mean"] <= 1e-9
+        and errs["var"] <= 1e-8
+        and pdf_err <= 1e-10
+        and fam_err <= 1e-10
+    )
     return ClaimResult(
-        label="supp-sec:thrm4.1", key="inverse_gaussian_example",
+        label="supp-sec:thrm4.1",
+        key="inverse_gaussian_example",
         statement="IG(mean mu, var tau) = exp(<(-mu/2tau, -mu^3/2tau, -3/2), (y,1/y,log y)> + mu^2/tau "
-                  "+ (log(mu^3/tau) - log 2pi)/2) 1{y>0}",
-        holds=bool(holds), observed=float(max(errs.values())), bound=1e-8,
+        "+ (log(mu^3/tau) - log 2pi)/2) 1{y>0}",
+        holds=bool(holds),
+        observed=float(max(errs.values())),
+        bound=1e-8,
         tolerance="quad to 1e-12 (mass/mean 1e-9, variance 1e-8); pointwise rtol 1e-10",
-        details=errs)
+        details=errs,
+    )

@@ -80,8 +80,14 @@ def eig_atol(n: int, scale: float) -> float:
     return 10.0 * n * EPS * scale  # round-off of eigvalsh, see module docstring
 
 
-def check_linear_interval(rng: np.random.Generator, n: int = 200, d: int = 4,
-                          ts=(1.5, 2.0, 2.5), n_draws: int = 4000, level: float = 0.99) -> ClaimResult:
+def check_linear_interval(
+    rng: np.random.Generator,
+    n: int = 200,
+    d: int = 4,
+    ts=(1.5, 2.0, 2.5),
+    n_draws: int = 4000,
+    level: float = 0.99,
+) -> ClaimResult:
     """All nonzero eigenvalues of ``X X^T`` lie in the interval of supp-lem:lienar kernel Gram with
     probability ``>= 1 - 2 exp(-t^2/2)``.
 
@@ -92,39 +98,56 @@ def check_linear_interval(rng: np.random.Generator, n: int = 200, d: int = 4,
     """
     n, d, n_draws = positive_int(n, "n"), positive_int(d, "d"), positive_int(n_draws, "n_draws")
     X = sample_design(n, d, rng, size=(n_draws,))
-    lam = linear_gram_eigenvalues(X)                               # (n_draws, d)
+    lam = linear_gram_eigenvalues(X)  # (n_draws, d)
     per_t, holds, worst = {}, True, 0.0
     control_fails = True
     for t in ts:
         iv = linear_gram_interval(n, d, t)
-        bound = 1.0 - iv.prob                                      # 2 exp(-t^2/2)
+        bound = 1.0 - iv.prob  # 2 exp(-t^2/2)
         k = int(np.sum(np.any((lam < iv.lo) | (lam > iv.hi), axis=1)))
         ci = clopper_pearson(k, n_draws, level)
         ok = ci[0] <= bound
         # negative control: t/sqrt(n) -> t/n (too narrow)
         lo_c = n / d * max(1 - np.sqrt(d / n) - t / n, 0.0) ** 2
         hi_c = n / d * (1 + np.sqrt(d / n) + t / n) ** 2
-        lo_c2 = n / d * (1 - t / n) ** 2          # and without the sqrt(d/n) shift of E s_j
+        lo_c2 = n / d * (1 - t / n) ** 2  # and without the sqrt(d/n) shift of E s_j
         hi_c2 = n / d * (1 + t / n) ** 2
         kc = int(np.sum(np.any((lam < lo_c2) | (lam > hi_c2), axis=1)))
         cc = clopper_pearson(kc, n_draws, level)
         control_fails &= cc[0] > bound
-        per_t[float(t)] = dict(violations=k, rate=k / n_draws, ci=ci, bound=bound, lo=iv.lo, hi=iv.hi,
-                               control_rate=kc / n_draws, control_interval=(lo_c2, hi_c2),
-                               narrow_interval=(lo_c, hi_c))
+        per_t[float(t)] = dict(
+            violations=k,
+            rate=k / n_draws,
+            ci=ci,
+            bound=bound,
+            lo=iv.lo,
+            hi=iv.hi,
+            control_rate=kc / n_draws,
+            control_interval=(lo_c2, hi_c2),
+            narrow_interval=(lo_c, hi_c),
+        )
         holds &= ok
         worst = max(worst, k / n_draws / bound)
-    return ClaimResult(key="linear_interval",
+    return ClaimResult(
+        key="linear_interval",
         label="supp-lem:lienar kernel Gram",
         statement="P(all lambda_j(XX^T) in [n/d(1-sqrt(d/n)-t/sqrt n)^2, n/d(1+sqrt(d/n)+t/sqrt n)^2]) >= 1-2e^{-t^2/2}",
-        holds=bool(holds), observed=worst, bound=1.0,
+        holds=bool(holds),
+        observed=worst,
+        bound=1.0,
         tolerance=f"Clopper-Pearson {level:.0%} lower bound of the violation rate <= 2e^(-t^2/2)",
         details=dict(n=n, d=d, n_draws=n_draws, per_t=per_t, control_fails=bool(control_fails)),
     )
 
 
-def check_linear_rate(rng: np.random.Generator, ns=(100, 200, 400, 800, 1600, 3200, 6400), d: int = 4,
-                      n_seeds: int = 6, reps: int = 20, band=(-0.6, -0.4)) -> ClaimResult:
+def check_linear_rate(
+    rng: np.random.Generator,
+    ns=(100, 200, 400, 800, 1600, 3200, 6400),
+    d: int = 4,
+    n_seeds: int = 6,
+    reps: int = 20,
+    band=(-0.6, -0.4),
+) -> ClaimResult:
     """``lambda_j d/n - 1 = O_P(n^{-1/2})`` (supp-lem:lienar kernel Gram): per seed, the slope of
     ``log mean_reps max_j |lambda_j d/n - 1|`` on ``log n``; the t-CI over seeds must lie in ``band``
     (-1/2 +- 0.1: the next term of ``(1 + sqrt(d/n))^2 - 1`` is ``d/n``, which moves the local slope
@@ -136,10 +159,14 @@ def check_linear_rate(rng: np.random.Generator, ns=(100, 200, 400, 800, 1600, 32
             lam = linear_gram_eigenvalues(sample_design(int(n), d, rng, size=(reps,)))
             dev[s, i] = np.mean(np.max(np.abs(lam * d / n - 1.0), axis=1))
     m, ci, slopes = seed_slopes(np.log(ns), np.log(dev))
-    return ClaimResult(key="linear_rate",
+    return ClaimResult(
+        key="linear_rate",
         label="supp-lem:lienar kernel Gram",
         statement="lambda_j = (1 + O_P(n^-1/2)) n/d: slope of log|lambda_j d/n - 1| vs log n is -1/2",
-        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]), observed=m, bound=-0.5, ci=ci,
+        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]),
+        observed=m,
+        bound=-0.5,
+        ci=ci,
         tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
         details=dict(ns=ns, slopes=slopes, mean_dev=dev.mean(axis=0), d=d),
     )
@@ -152,16 +179,27 @@ def check_lambda1_lower(G) -> ClaimResult:
     n = G.shape[0]
     lam1 = float(np.linalg.eigvalsh(G)[-1])
     lb = float(lambda1_lower_bound(G))
-    return ClaimResult(key="lambda1_lower",
-        label="supp-lem:rbf kernel Gram", statement="lambda_1(G) >= 1'G1/n",
-        holds=bool(lam1 >= lb - eig_atol(n, lam1)), observed=lam1, bound=lb,
-        tolerance="atol 10 n eps lambda_1, rtol 0", details=dict(n=n, gap=lam1 - lb),
+    return ClaimResult(
+        key="lambda1_lower",
+        label="supp-lem:rbf kernel Gram",
+        statement="lambda_1(G) >= 1'G1/n",
+        holds=bool(lam1 >= lb - eig_atol(n, lam1)),
+        observed=lam1,
+        bound=lb,
+        tolerance="atol 10 n eps lambda_1, rtol 0",
+        details=dict(n=n, gap=lam1 - lb),
     )
 
 
-def check_lambda1_limit(rng: np.random.Generator, ns=(200, 800), d: int = 2,
-                        lengthscale: float = 1.0, alpha: float = 1.0, n_seeds: int = 8,
-                        k_se: float = 4.0) -> ClaimResult:
+def check_lambda1_limit(
+    rng: np.random.Generator,
+    ns=(200, 800),
+    d: int = 2,
+    lengthscale: float = 1.0,
+    alpha: float = 1.0,
+    n_seeds: int = 8,
+    k_se: float = 4.0,
+) -> ClaimResult:
     """``lambda_1(G)/n -> mu_0`` (the top Mercer eigenvalue), while ``1'G1/n^2 -> rho = E kappa``.
 
     The lemma only needs ``lambda_1 >~ n``; its lower bound ``1'G1/n ~ n rho`` is not the limit of
@@ -187,28 +225,40 @@ def check_lambda1_limit(rng: np.random.Generator, ns=(200, 800), d: int = 2,
     tol1 = k_se * se1 + alpha**2 / ns[-1]
     tol2 = k_se * se2 + alpha**2 / ns[-1]
     holds = abs(m1 - mu0) <= tol1 and abs(m1 - rho) > tol1 and abs(m2 - rho) <= tol2
-    return ClaimResult(key="lambda1_limit",
+    return ClaimResult(
+        key="lambda1_limit",
         label="supp-lem:rbf kernel Gram",
         statement="lambda_1(G)/n -> mu_0 (top Mercer eigenvalue) > rho = lim 1'G1/n^2",
-        holds=bool(holds), observed=float(m1), bound=mu0, ci=(float(m1 - tol1), float(m1 + tol1)),
+        holds=bool(holds),
+        observed=float(m1),
+        bound=mu0,
+        ci=(float(m1 - tol1), float(m1 + tol1)),
         tolerance=f"{k_se} SE over {n_seeds} seeds + alpha^2/n (O(1/n) bias)",
-        details=dict(ns=ns, mu0=mu0, rho=rho, lambda1_over_n=r1.mean(0), ones_over_n2=r2.mean(0),
-                     rms_to_mu0=np.sqrt(np.mean((r1 - mu0) ** 2, axis=0)), se=float(se1)),
+        details=dict(
+            ns=ns,
+            mu0=mu0,
+            rho=rho,
+            lambda1_over_n=r1.mean(0),
+            ones_over_n2=r2.mean(0),
+            rms_to_mu0=np.sqrt(np.mean((r1 - mu0) ** 2, axis=0)),
+            se=float(se1),
+        ),
     )
 
 
-def operator_eigenvalues_quadrature(d: int, lengthscale: float, var: float, n_nodes: int,
-                                    alpha: float = 1.0) -> np.ndarray:
+def operator_eigenvalues_quadrature(
+    d: int, lengthscale: float, var: float, n_nodes: int, alpha: float = 1.0
+) -> np.ndarray:
     """Eigenvalues of the integral operator ``(T f)(x) = E_{x'} kappa(x, x') f(x')``, ``x' ~ N(0, var I_d)``,
     by tensor Gauss-Hermite quadrature with ``n_nodes`` per coordinate (Nystrom method with
     quadrature weights; converges exponentially fast for the analytic RBF kernel). An independent
     reference for the Mercer formula: it uses only the kernel and the measure. Descending, shape
     ``(n_nodes**d,)``."""
-    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)             # weight exp(-z^2/2)
+    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)  # weight exp(-z^2/2)
     x1 = np.sqrt(var) * z
     w1 = w / np.sqrt(2.0 * np.pi)
     grids = np.meshgrid(*([x1] * d), indexing="ij")
-    X = np.stack([g.ravel() for g in grids], axis=1)               # (n_nodes^d, d)
+    X = np.stack([g.ravel() for g in grids], axis=1)  # (n_nodes^d, d)
     W = np.ones(X.shape[0])
     for wg in np.meshgrid(*([w1] * d), indexing="ij"):
         W = W * wg.ravel()
@@ -217,9 +267,15 @@ def operator_eigenvalues_quadrature(d: int, lengthscale: float, var: float, n_no
     return np.linalg.eigvalsh(r[:, None] * K * r[None, :])[::-1]
 
 
-def check_mercer_quadrature(d: int = 2, lengthscale: float = 1.0, var: float | None = None,
-                            alpha: float = 1.0, n_nodes: int = 30, n_degrees: int = 5,
-                            rtol: float = 1e-9) -> ClaimResult:
+def check_mercer_quadrature(
+    d: int = 2,
+    lengthscale: float = 1.0,
+    var: float | None = None,
+    alpha: float = 1.0,
+    n_nodes: int = 30,
+    n_degrees: int = 5,
+    rtol: float = 1e-9,
+) -> ClaimResult:
     """The Mercer eigenvalues ``alpha^2 mercer_alpha^{d/2} beta^k`` with multiplicity ``C(k+d-1, d-1)``
     (proof of supp-lem:rbf kernel Gram; 1/a = 4 sigma^2, 1/b = 2 ell^2) against Gauss-Hermite
     operator eigenvalues, for degrees ``k < n_degrees``: every eigenvalue of the block within
@@ -244,8 +300,10 @@ def check_mercer_quadrature(d: int = 2, lengthscale: float = 1.0, var: float | N
     quad_err = float(np.max(np.abs(coarse / ref[:T] - 1.0)))
     rtol = max(rtol, 10.0 * quad_err)
     # multiplicity: the number of quadrature eigenvalues within rtol of each distinct value
-    mult_ok = all(int(np.sum(np.abs(ref / float(mer.eig_degree(k)) - 1) < 1e-6)) == int(mer.multiplicity(k))
-                  for k in range(n_degrees))
+    mult_ok = all(
+        int(np.sum(np.abs(ref / float(mer.eig_degree(k)) - 1) < 1e-6)) == int(mer.multiplicity(k))
+        for k in range(n_degrees)
+    )
 
     def alt(a_scale, b_scale):
         # eigenvalues under a different reading of a, b: 1/a = 4 var * a_scale, 1/b = 2 ell^2 * b_scale
@@ -254,20 +312,42 @@ def check_mercer_quadrature(d: int = 2, lengthscale: float = 1.0, var: float | N
 
     # the eigenvalues depend on a/b only (2a/A and b/A are homogeneous of degree 0), so rescaling
     # a and b together is invisible here; each one alone is not.
-    conventions = {"1/a=4s2,1/b=2l2 (paper)": float(rel.max()),
-                   "1/a=2s2": alt(0.5, 1.0), "1/b=l2": alt(1.0, 0.5)}
-    return ClaimResult(key="mercer_quadrature",
+    conventions = {
+        "1/a=4s2,1/b=2l2 (paper)": float(rel.max()),
+        "1/a=2s2": alt(0.5, 1.0),
+        "1/b=l2": alt(1.0, 0.5),
+    }
+    return ClaimResult(
+        key="mercer_quadrature",
         label="supp-lem:rbf kernel Gram",
         statement="Mercer eigenvalues of RBF under N(0, var I): alpha^{d/2} beta^k, multiplicity C(k+d-1,d-1)",
-        holds=bool(rel.max() <= rtol and mult_ok), observed=float(rel.max()), bound=rtol,
+        holds=bool(rel.max() <= rtol and mult_ok),
+        observed=float(rel.max()),
+        bound=rtol,
         tolerance=f"rtol {rtol:.3g} vs {n_nodes}^{d}-node Gauss-Hermite operator eigenvalues, atol 0",
-        details=dict(d=d, lengthscale=lengthscale, var=var, T=T, multiplicities_ok=mult_ok, quad_err=quad_err,
-                     conventions=conventions, top=ref[:T], formula=pred),
+        details=dict(
+            d=d,
+            lengthscale=lengthscale,
+            var=var,
+            T=T,
+            multiplicities_ok=mult_ok,
+            quad_err=quad_err,
+            conventions=conventions,
+            top=ref[:T],
+            formula=pred,
+        ),
     )
 
 
-def check_mercer_nystrom(rng: np.random.Generator, n: int = 1000, d: int = 2, lengthscale: float = 1.0,
-                         n_seeds: int = 2, n_degrees: int = 3, k_se: float = 4.0) -> ClaimResult:
+def check_mercer_nystrom(
+    rng: np.random.Generator,
+    n: int = 1000,
+    d: int = 2,
+    lengthscale: float = 1.0,
+    n_seeds: int = 2,
+    n_degrees: int = 3,
+    k_se: float = 4.0,
+) -> ClaimResult:
     """Nystrom check: ``eigvalsh(G)/n`` grouped by degree block (sizes ``C(k+d-1, d-1)``) against
     ``m_k mu^{(k)}``.
 
@@ -285,28 +365,40 @@ def check_mercer_nystrom(rng: np.random.Generator, n: int = 1000, d: int = 2, le
     for s in range(n_seeds):
         X = sample_design(n, d, rng)
         lam = np.linalg.eigvalsh(kern(X))[::-1] / n
-        Phi = mer.features(X, n_degrees)                            # (n, T_<K)
+        Phi = mer.features(X, n_degrees)  # (n, T_<K)
         for k in range(n_degrees):
-            sums[s, k] = lam[starts[k]:starts[k + 1]].sum()
-            blk = np.sum(Phi[:, starts[k]:starts[k + 1]] ** 2, axis=1)  # sum_{|i|=k} mu phi_i(x)^2
+            sums[s, k] = lam[starts[k] : starts[k + 1]].sum()
+            blk = np.sum(
+                Phi[:, starts[k] : starts[k + 1]] ** 2, axis=1
+            )  # sum_{|i|=k} mu phi_i(x)^2
             ses[s, k] = blk.std(ddof=1) / np.sqrt(n)
     pred = np.array([float(mer.eig_degree(k)) * sizes[k] for k in range(n_degrees)])
     se = np.sqrt(np.mean(ses**2, axis=0) / n_seeds)
     allow = float(mer.eig_degree(0)) * np.array(sizes) / n
     z = np.abs(sums.mean(0) - pred) / se
     holds = np.all(np.abs(sums.mean(0) - pred) <= k_se * se + allow)
-    return ClaimResult(key="mercer_nystrom",
+    return ClaimResult(
+        key="mercer_nystrom",
         label="supp-lem:rbf kernel Gram",
         statement="eigvalsh(G)/n (degree blocks) -> Mercer eigenvalues m_k alpha^{d/2} beta^k",
-        holds=bool(holds), observed=float(z.max()), bound=k_se,
+        holds=bool(holds),
+        observed=float(z.max()),
+        bound=k_se,
         tolerance=f"{k_se} CLT standard errors (first-order perturbation, pooled over {n_seeds} seeds) + mu_0 m_k/n",
         details=dict(n=n, d=d, block_sums=sums.mean(0), predicted=pred, se=se, z=z),
     )
 
 
-def check_mercer_truncation(rng: np.random.Generator, n: int = 60, d: int = 2, M: int | None = None,
-                            lengthscale: float = 1.0, n_seeds: int = 20, q: float | None = None,
-                            n_quad: int = 40) -> ClaimResult:
+def check_mercer_truncation(
+    rng: np.random.Generator,
+    n: int = 60,
+    d: int = 2,
+    M: int | None = None,
+    lengthscale: float = 1.0,
+    n_seeds: int = 20,
+    q: float | None = None,
+    n_quad: int = 40,
+) -> ClaimResult:
     """The chain of the proof of supp-lem:rbf kernel Gram for one ``T = T_{<M} < n``:
     ``lambda_{T+1}(G) <= lambda_1(R_{>T}) <= tr R_{>T}`` on every draw (``R = G - Phi Phi^T``, with the
     Mercer features ``Phi`` of degree ``< M``), ``lambda_{T+1}(G_{<M}) = 0``,
@@ -352,21 +444,40 @@ def check_mercer_truncation(rng: np.random.Generator, n: int = 60, d: int = 2, M
     ratio = mer.beta * (1 + (d - 1) / (M + 1))
     q = 0.5 * (ratio + 1.0) if q is None else q
     bound_ok = ratio < 1 and tail <= mer.tail_bound(M, q)
-    return ClaimResult(key="mercer_truncation",
+    return ClaimResult(
+        key="mercer_truncation",
         label="supp-lem:rbf kernel Gram",
         statement="lambda_n(G) <= lambda_{T+1}(G) <= lambda_1(R_>T) <= tr R_>T, E tr R = n sum_{t>T} mu_t <= n C beta^M M^{d-1}",
-        holds=bool(chain_ok and rank_ok and mc_ok and bound_ok), observed=float(traces.mean()),
-        bound=float(n * tail), tolerance="eigen round-off 10 n eps lambda_1; E r(x) by quadrature, rtol 1e-8",
-        details=dict(n=n, d=d, M=M, T=T, tail=tail, tail_bound=mer.tail_bound(M, q) if bound_ok else None,
-                     chain_ok=chain_ok, rank_ok=rank_ok, expectation_ok=bool(mc_ok), E_r_quadrature=e_r,
-                     mean_trace_over_n=float(traces.mean() / n), se=se,
-                     max_lambda_T1_over_trace=float(np.max(margins))),
+        holds=bool(chain_ok and rank_ok and mc_ok and bound_ok),
+        observed=float(traces.mean()),
+        bound=float(n * tail),
+        tolerance="eigen round-off 10 n eps lambda_1; E r(x) by quadrature, rtol 1e-8",
+        details=dict(
+            n=n,
+            d=d,
+            M=M,
+            T=T,
+            tail=tail,
+            tail_bound=mer.tail_bound(M, q) if bound_ok else None,
+            chain_ok=chain_ok,
+            rank_ok=rank_ok,
+            expectation_ok=bool(mc_ok),
+            E_r_quadrature=e_r,
+            mean_trace_over_n=float(traces.mean() / n),
+            se=se,
+            max_lambda_T1_over_trace=float(np.max(margins)),
+        ),
     )
 
 
-def check_rbf_cond_growth(rng: np.random.Generator, d: int = 2, ns=(6, 9, 12, 16, 20, 25, 30, 36, 45, 60),
-                          n_seeds: int = 30, noise_var: float = DEFAULT_NOISE_VAR, floor_factor: float = 100.0
-                          ) -> ClaimResult:
+def check_rbf_cond_growth(
+    rng: np.random.Generator,
+    d: int = 2,
+    ns=(6, 9, 12, 16, 20, 25, 30, 36, 45, 60),
+    n_seeds: int = 30,
+    noise_var: float = DEFAULT_NOISE_VAR,
+    floor_factor: float = 100.0,
+) -> ClaimResult:
     """Super-polynomial growth of ``cond(G)`` (supp-lem:rbf kernel Gram), where float64 can see it.
 
     ``lambda_n(G)`` is resolved only while it exceeds the round-off floor ``n eps lambda_1``; an ``n`` is
@@ -412,21 +523,38 @@ def check_rbf_cond_growth(rng: np.random.Generator, d: int = 2, ns=(6, 9, 12, 16
     ridge_ok = bool(np.all(np.asarray(ridge) <= (ns + noise_var) / noise_var * (1 + 1e-9)))
     first_bad = int(ns[~resolved][0]) if np.any(~resolved) else None
     mer = RBFMercer(d)
-    return ClaimResult(key="rbf_cond_growth",
+    return ClaimResult(
+        key="rbf_cond_growth",
         label="supp-lem:rbf kernel Gram",
         statement="cond(G) >~ exp(gamma n^{1/d}) / n^{2+(d-1)/d} (super-polynomial)",
-        holds=bool(idx.size >= 5 and curv_ci[0] > 0 and gci[0] > 0 and ridge_ok), observed=float(gamma_hat),
-        bound=0.0, ci=gci,
-        tolerance=(f"only n with lambda_n > {floor_factor:g} n eps lambda_1 on all {n_seeds} draws (float64 floor); "
-                   "95% CIs of the log-log curvature and of gamma_hat above 0"),
-        details=dict(d=d, ns=ns, mean_log_cond=logc, resolved=resolved, curvature=float(coef[2]),
-                     curvature_ci=curv_ci, local_slopes=np.diff(y) / np.diff(np.log(nn)),
-                     ridge_cond_max=np.asarray(ridge), ridge_cap=(ns + noise_var) / noise_var,
-                     first_unresolved_n=first_bad, beta=mer.beta, log_inv_beta=float(-np.log(mer.beta))),
+        holds=bool(idx.size >= 5 and curv_ci[0] > 0 and gci[0] > 0 and ridge_ok),
+        observed=float(gamma_hat),
+        bound=0.0,
+        ci=gci,
+        tolerance=(
+            f"only n with lambda_n > {floor_factor:g} n eps lambda_1 on all {n_seeds} draws (float64 floor); "
+            "95% CIs of the log-log curvature and of gamma_hat above 0"
+        ),
+        details=dict(
+            d=d,
+            ns=ns,
+            mean_log_cond=logc,
+            resolved=resolved,
+            curvature=float(coef[2]),
+            curvature_ci=curv_ci,
+            local_slopes=np.diff(y) / np.diff(np.log(nn)),
+            ridge_cond_max=np.asarray(ridge),
+            ridge_cap=(ns + noise_var) / noise_var,
+            first_unresolved_n=first_bad,
+            beta=mer.beta,
+            log_inv_beta=float(-np.log(mer.beta)),
+        ),
     )
 
 
-def check_rho_naming(rng: np.random.Generator, n: int = 200, d: int = 16, noise_var: float = 0.2) -> ClaimResult:
+def check_rho_naming(
+    rng: np.random.Generator, n: int = 200, d: int = 16, noise_var: float = 0.2
+) -> ClaimResult:
     """The proof of supp-lem:rbf kernel Gram (and the ridge lemmas) use ``rho = E kappa(x, x')``; the
     convergence analysis (sec:generalization, supp-sec:richardson, thm:L growth) uses ``rho`` for the
     convergence factor. Reports both for the same design; holds if they differ (different objects)."""
@@ -434,8 +562,13 @@ def check_rho_naming(rng: np.random.Generator, n: int = 200, d: int = 16, noise_
     G = RBFKernel()(sample_design(n, d, rng))
     c = prec_spectrum(G, noise_var).cond
     rs = float(rho_star(c))
-    return ClaimResult(key="rho_naming",
-        label="supp-lem:rbf kernel Gram", statement="rho (mean kernel) and rho* (convergence factor) are different quantities",
-        holds=bool(abs(rho_k - rs) > 0.1), observed=rho_k, bound=rs, tolerance="exact",
+    return ClaimResult(
+        key="rho_naming",
+        label="supp-lem:rbf kernel Gram",
+        statement="rho (mean kernel) and rho* (convergence factor) are different quantities",
+        holds=bool(abs(rho_k - rs) > 0.1),
+        observed=rho_k,
+        bound=rs,
+        tolerance="exact",
         details=dict(rho_kernel=rho_k, rho_star=rs, cond=c, n=n, d=d),
     )

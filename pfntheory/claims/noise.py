@@ -20,9 +20,16 @@ from . import ClaimResult
 __all__ = ["exact_ppd_expected_crps", "check_noise_parameterisation"]
 
 
-def exact_ppd_expected_crps(lengthscale: float, n: int, noise_var: float, *, d: int = 16,
-                            n_instances: int = 200, rng: np.random.Generator,
-                            chunk: int = 50) -> tuple[float, float]:
+def exact_ppd_expected_crps(
+    lengthscale: float,
+    n: int,
+    noise_var: float,
+    *,
+    d: int = 16,
+    n_instances: int = 200,
+    rng: np.random.Generator,
+    chunk: int = 50,
+) -> tuple[float, float]:
     """Mean and standard error over instances of ``sqrt(tau / pi)`` for the RBF task.
 
     The predictive variance ``tau`` does not depend on the labels, so no labels are drawn.
@@ -48,9 +55,15 @@ def exact_ppd_expected_crps(lengthscale: float, n: int, noise_var: float, *, d: 
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(m))
 
 
-def check_noise_parameterisation(paper_crps: dict[tuple[float, int], tuple[float, ...]],
-                                 noise_var: float, *, n_instances: int = 200, k_se: float = 4.0,
-                                 seed: int = 0, d: int = 16) -> ClaimResult:
+def check_noise_parameterisation(
+    paper_crps: dict[tuple[float, int], tuple[float, ...]],
+    noise_var: float,
+    *,
+    n_instances: int = 200,
+    k_se: float = 4.0,
+    seed: int = 0,
+    d: int = 16,
+) -> ClaimResult:
     """Is every CRPS of the paper's table at least the exact PPD's expected CRPS under ``noise_var``?
 
     Parameters
@@ -77,12 +90,24 @@ def check_noise_parameterisation(paper_crps: dict[tuple[float, int], tuple[float
         best_paper = min(vals)
         z = (mean - best_paper) / se
         worst = max(worst, z)
-        rows.append(dict(lengthscale=ell, n=n, exact_mean=mean, exact_se=se, paper=list(vals),
-                         deficit_in_se=z, consistent=bool(z <= k_se)))
-    return ClaimResult(key="noise_parameterisation",
+        rows.append(
+            dict(
+                lengthscale=ell,
+                n=n,
+                exact_mean=mean,
+                exact_se=se,
+                paper=list(vals),
+                deficit_in_se=z,
+                consistent=bool(z <= k_se),
+            )
+        )
+    return ClaimResult(
+        key="noise_parameterisation",
         label="supp-tab:lengthscale-crps",
-        statement=(f"no trained model's CRPS is below the exact PPD's expected CRPS "
-                   f"(noise_var={noise_var})"),
+        statement=(
+            f"no trained model's CRPS is below the exact PPD's expected CRPS "
+            f"(noise_var={noise_var})"
+        ),
         holds=bool(worst <= k_se),
         observed=float(worst),
         bound=k_se,

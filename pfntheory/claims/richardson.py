@@ -85,8 +85,15 @@ def _err_path(A, b, eta, L, D=None):
     return _dnorm(path - u_star, D), _dnorm(u_star, D)
 
 
-def check_convergence_iff(A, b, D=None, *, fractions=(0.5, 0.9, 0.98, 1.02, 1.1, 1.5),
-                          L: int = 200, claimed_step: float | None = None) -> ClaimResult:
+def check_convergence_iff(
+    A,
+    b,
+    D=None,
+    *,
+    fractions=(0.5, 0.9, 0.98, 1.02, 1.1, 1.5),
+    L: int = 200,
+    claimed_step: float | None = None,
+) -> ClaimResult:
     """supp-sec:richardson: ``u^(l) -> u*`` iff ``0 < eta < 2 / lambda_1(D^{-1} A)``.
 
     For each ``eta = f * 2/lambda_1`` the empirical factor ``(||e^L||_D / ||e^0||_D)^{1/L}`` is
@@ -115,15 +122,28 @@ def check_convergence_iff(A, b, D=None, *, fractions=(0.5, 0.9, 0.98, 1.02, 1.1,
         converged = r < 1.0
         good = (converged == (f < 1.0)) and (r <= pred * (1 + 1e-9))
         ok &= good
-        rows.append({"fraction": f, "eta": eta, "L": L_f, "measured_factor": r, "predicted_factor": pred,
-                     "converged": converged, "ok": good})
+        rows.append(
+            {
+                "fraction": f,
+                "eta": eta,
+                "L": L_f,
+                "measured_factor": r,
+                "predicted_factor": pred,
+                "converged": converged,
+                "ok": good,
+            }
+        )
     worst = max(abs(row["measured_factor"] - row["predicted_factor"]) for row in rows)
-    return ClaimResult(key="convergence_iff",
+    return ClaimResult(
+        key="convergence_iff",
         label="supp-sec:richardson",
         statement="Richardson converges iff 0 < eta < 2/lambda_1(D^-1 A); factor <= max|1-eta lambda_i|",
-        holds=bool(ok), observed=worst, bound=None,
+        holds=bool(ok),
+        observed=worst,
+        bound=None,
         tolerance="spectral bound checked with rtol 1e-9 on the L-th root",
-        details={"admissible_step": eta_adm, "L": L, "rows": rows})
+        details={"admissible_step": eta_adm, "L": L, "rows": rows},
+    )
 
 
 def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
@@ -143,28 +163,47 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     at_star = rich.convergence_factor(A, eta_star, D)
     grid = np.linspace(0, 2.0 / lam[0], n_grid + 2)[1:-1]
     grid_fac = np.max(np.abs(1.0 - np.outer(grid, lam)), axis=1)
-    tol = 64 * EPS * max(1.0, cond)  # eigvalsh relative error ~ n eps ||A||; rho* depends on lam_n/lam_1
-    r1 = ClaimResult(key="optimal_step",
+    tol = (
+        64 * EPS * max(1.0, cond)
+    )  # eigvalsh relative error ~ n eps ||A||; rho* depends on lam_n/lam_1
+    r1 = ClaimResult(
+        key="optimal_step",
         label="supp-sec:richardson",
         statement="eta* = 2/(lambda_1+lambda_n) attains the minimal factor rho* = 1 - 2/(cond+1)",
         holds=bool(abs(at_star - rho_star) <= tol and grid_fac.min() >= rho_star - tol),
-        observed=float(at_star), bound=float(rho_star), tolerance=f"atol {tol:.2e} (64 eps cond)",
-        details={"cond": float(cond), "eta_star": eta_star, "grid_min_factor": float(grid_fac.min()),
-                 "grid_argmin_eta": float(grid[np.argmin(grid_fac)])})
+        observed=float(at_star),
+        bound=float(rho_star),
+        tolerance=f"atol {tol:.2e} (64 eps cond)",
+        details={
+            "cond": float(cond),
+            "eta_star": eta_star,
+            "grid_min_factor": float(grid_fac.min()),
+            "grid_argmin_eta": float(grid[np.argmin(grid_fac)]),
+        },
+    )
     rho_lgrowth = 1.0 - 2.0 / (cond + 2.0)
-    r2 = ClaimResult(key="rho_star_L_growth",
+    r2 = ClaimResult(
+        key="rho_star_L_growth",
         label="thm:L growth",
         statement="optimal factor is 1-2/(cond+1) (Appendix A), not 1-2/(c_n+2) (proof of thm:L growth)",
         holds=bool(abs(at_star - rho_star) <= tol and abs(rho_lgrowth - at_star) > tol),
-        observed=float(at_star), bound=float(rho_lgrowth), tolerance=f"atol {tol:.2e}",
-        details={"cond": float(cond), "rho_appendix": rho_star, "rho_proof_L_growth": rho_lgrowth,
-                 "difference": rho_lgrowth - rho_star,
-                 "predicted_difference": 2.0 / ((cond + 1.0) * (cond + 2.0))})
+        observed=float(at_star),
+        bound=float(rho_lgrowth),
+        tolerance=f"atol {tol:.2e}",
+        details={
+            "cond": float(cond),
+            "rho_appendix": rho_star,
+            "rho_proof_L_growth": rho_lgrowth,
+            "difference": rho_lgrowth - rho_star,
+            "predicted_difference": 2.0 / ((cond + 1.0) * (cond + 2.0)),
+        },
+    )
     return [r1, as_erratum(r2)]
 
 
-def check_rate_bound(A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100),
-                     D=None) -> ClaimResult:
+def check_rate_bound(
+    A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100), D=None
+) -> ClaimResult:
     """supp-sec:richardson, Convergence Rate: for ``eta < 1/lambda_1``,
     ``||u^L - u*||_2 / ||u*||_2 <= (1 - eta lambda_n)^L <= exp(-(1 - rho) L)`` (``u^0 = 0``; with a
     preconditioner ``D`` the norm is ``||.||_D``, in which the preconditioned iteration contracts).
@@ -177,20 +216,31 @@ def check_rate_bound(A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 1
     err, unorm = _err_path(A, b, eta, int(Ls.max()), D)
     rel = err[Ls] / unorm
     rho = 1.0 - eta * lam[-1]
-    geo = rho ** Ls
+    geo = rho**Ls
     ex = np.exp(-(1.0 - rho) * Ls)
     tol = ROUNDOFF_SAFETY * Ls * EPS * lam[0] / lam[-1]
     ok = bool(np.all(rel <= geo + tol) and np.all(geo <= ex * (1 + 1e-12)))
-    return ClaimResult(key="rate_bound",
+    return ClaimResult(
+        key="rate_bound",
         label="supp-sec:richardson",
         statement="eta < 1/lambda_1: ||u^L-u*||/||u*|| <= (1-eta lambda_n)^L <= exp(-(1-rho)L)",
-        holds=ok, observed=float(np.max(rel / geo)), bound=1.0,
+        holds=ok,
+        observed=float(np.max(rel / geo)),
+        bound=1.0,
         tolerance="atol 16 L eps cond on the relative error",
-        details={"L": Ls, "relative_error": rel, "geometric_bound": geo, "exp_bound": ex, "rho": rho})
+        details={
+            "L": Ls,
+            "relative_error": rel,
+            "geometric_bound": geo,
+            "exp_bound": ex,
+            "rho": rho,
+        },
+    )
 
 
-def check_krr(G, k_x, Y, noise_var: float, eta_fraction: float = 0.9,
-              Ls=(1, 2, 5, 10, 20, 50, 100, 200)) -> list[ClaimResult]:
+def check_krr(
+    G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100, 200)
+) -> list[ClaimResult]:
     """supp-thm:KRR with constant ``eta = eta_fraction / (lambda_1(G) + sigma^2)``.
 
     Returns three results: the training-point bound, the query bound (both on every ``L`` of
@@ -213,7 +263,9 @@ def check_krr(G, k_x, Y, noise_var: float, eta_fraction: float = 0.9,
     train = rich.krr_training_recursion(G, Y, noise_var, eta, Lmax)  # (Lmax+1, n)
     test = rich.krr_testing_recursion(G, k_x, Y, noise_var, eta, Lmax)  # (Lmax+1, m)
     uX, ux = rich.krr_solution(G, k_x, Y, noise_var)
-    scale = float(max(np.max(np.abs(Y)), np.max(np.abs(uX)), np.max(np.abs(ux))))  # size of the iterates
+    scale = float(
+        max(np.max(np.abs(Y)), np.max(np.abs(uX)), np.max(np.abs(ux)))
+    )  # size of the iterates
     atol = roundoff_atol(G, noise_var, scale)
     rtol = ROUNDOFF_SAFETY * n * EPS
     e_train = np.max(np.abs(train[Ls] - uX), axis=1)  # max_i |u^L(x_i) - u*(x_i)|
@@ -223,32 +275,50 @@ def check_krr(G, k_x, Y, noise_var: float, eta_fraction: float = 0.9,
     cf = np.stack([rich.krr_test_error_closed_form(G, k_x, Y, noise_var, eta, int(l)) for l in Ls])
     cf_err = np.abs(cf - (test[Ls] - ux))
     cf_tol = atol + rtol * np.abs(cf)
-    common = {"eta": eta, "lambda_1": float(lam[-1]), "lambda_n": float(lam[0]), "L": Ls,
-              "rho": rich.krr_convergence_factor(G, noise_var, eta)}
+    common = {
+        "eta": eta,
+        "lambda_1": float(lam[-1]),
+        "lambda_n": float(lam[0]),
+        "L": Ls,
+        "rho": rich.krr_convergence_factor(G, noise_var, eta),
+    }
     return [
-        ClaimResult(key="krr_training_bound",
-            label="supp-thm:KRR", statement="|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+s2) ||Y||",
+        ClaimResult(
+            key="krr_training_bound",
+            label="supp-thm:KRR",
+            statement="|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+s2) ||Y||",
             holds=bool(np.all(e_train <= b_train * (1 + rtol) + atol)),
-            observed=float(np.max(e_train / (b_train * (1 + rtol) + atol))), bound=1.0,
+            observed=float(np.max(e_train / (b_train * (1 + rtol) + atol))),
+            bound=1.0,
             tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
-            details={**common, "error": e_train, "bound": b_train}),
-        ClaimResult(key="krr_testing_bound",
-            label="supp-thm:KRR", statement="|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+s2) ||Y||",
+            details={**common, "error": e_train, "bound": b_train},
+        ),
+        ClaimResult(
+            key="krr_testing_bound",
+            label="supp-thm:KRR",
+            statement="|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+s2) ||Y||",
             holds=bool(np.all(e_test <= b_test * (1 + rtol) + atol)),
-            observed=float(np.max(e_test / (b_test * (1 + rtol) + atol))), bound=1.0,
+            observed=float(np.max(e_test / (b_test * (1 + rtol) + atol))),
+            bound=1.0,
             tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
-            details={**common, "error": e_test, "bound": b_test}),
-        ClaimResult(key="krr_closed_form",
+            details={**common, "error": e_test, "bound": b_test},
+        ),
+        ClaimResult(
+            key="krr_closed_form",
             label="supp-thm:KRR",
             statement="e^(l)(x) = -k_x^T (I - eta(G+s2 I))^l (G+s2 I)^-1 Y (closed form)",
-            holds=bool(np.all(cf_err <= cf_tol)), observed=float(np.max(cf_err)),
-            bound=float(np.min(cf_tol)), tolerance=f"atol {atol:.2e} + rtol {rtol:.2e} |e|",
-            details={**common, "abs_error": cf_err}),
+            holds=bool(np.all(cf_err <= cf_tol)),
+            observed=float(np.max(cf_err)),
+            bound=float(np.min(cf_tol)),
+            tolerance=f"atol {atol:.2e} + rtol {rtol:.2e} |e|",
+            details={**common, "abs_error": cf_err},
+        ),
     ]
 
 
-def check_krr_preconditioned(G, k_x, Y, noise_var: float, eta_fraction: float = 0.9,
-                             L: int = 4000) -> list[ClaimResult]:
+def check_krr_preconditioned(
+    G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, L: int = 4000
+) -> list[ClaimResult]:
     """eqn:richardson prec / eqn:recursion prec with ``D = diag(G 1)`` and ``s_x = sum_i kappa(x_i, x)``.
 
     Returns two results: (1) the training recursion equals generic preconditioned Richardson on
@@ -270,11 +340,16 @@ def check_krr_preconditioned(G, k_x, Y, noise_var: float, eta_fraction: float = 
     scale = float(max(np.max(np.abs(Y)), np.max(np.abs(ref))))  # size of the iterates
     atol = roundoff_atol(G, noise_var, scale)
     d1 = float(np.max(np.abs(train - ref)))
-    r1 = ClaimResult(key="krr_prec_equals_richardson",
+    r1 = ClaimResult(
+        key="krr_prec_equals_richardson",
         label="eqn:recursion prec",
         statement="preconditioned KRR training recursion == Richardson with D = diag(G 1)",
-        holds=bool(d1 <= atol), observed=d1, bound=atol, tolerance="roundoff_atol",
-        details={"eta": eta, "L": L})
+        holds=bool(d1 <= atol),
+        observed=d1,
+        bound=atol,
+        tolerance="roundoff_atol",
+        details={"eta": eta, "L": L},
+    )
     uX, ux = rich.krr_solution(G, k_x, Y, noise_var)
     test = rich.krr_testing_recursion_prec(G, k_x, Y, noise_var, eta, L)
     rho_pr = rich.convergence_factor(A, eta, s)
@@ -282,14 +357,30 @@ def check_krr_preconditioned(G, k_x, Y, noise_var: float, eta_fraction: float = 
     damp = abs(1.0 - eta * noise_var / s_x)
     e_tr = float(np.linalg.norm(train[-1] - uX))
     e_te = float(abs(test[-1] - ux))
-    b_tr = float(np.linalg.norm(uX)) * rho_pr**L * np.sqrt(np.max(s) / np.min(s))  # D-norm equivalence
-    b_te = (abs(ux) + eta / s_x * np.linalg.norm(k_x) * np.linalg.norm(uX)
-            * np.sqrt(np.max(s) / np.min(s)) * L) * max(rho_pr, damp) ** (L - 1)
-    r2 = ClaimResult(key="krr_prec_convergence",
+    b_tr = (
+        float(np.linalg.norm(uX)) * rho_pr**L * np.sqrt(np.max(s) / np.min(s))
+    )  # D-norm equivalence
+    b_te = (
+        abs(ux)
+        + eta / s_x * np.linalg.norm(k_x) * np.linalg.norm(uX) * np.sqrt(np.max(s) / np.min(s)) * L
+    ) * max(rho_pr, damp) ** (L - 1)
+    r2 = ClaimResult(
+        key="krr_prec_convergence",
         label="eqn:recursion prec",
         statement="preconditioned recursions converge to the fixed points of eqn:richardson",
         holds=bool(e_tr <= b_tr + atol and e_te <= b_te + atol),
-        observed=max(e_tr, e_te), bound=max(b_tr, b_te), tolerance="roundoff_atol",
-        details={"train_error": e_tr, "test_error": e_te, "train_bound": b_tr, "test_bound": b_te,
-                 "rho_pr": rho_pr, "damping_query": damp, "eta": eta, "L": L})
+        observed=max(e_tr, e_te),
+        bound=max(b_tr, b_te),
+        tolerance="roundoff_atol",
+        details={
+            "train_error": e_tr,
+            "test_error": e_te,
+            "train_bound": b_tr,
+            "test_bound": b_te,
+            "rho_pr": rho_pr,
+            "damping_query": damp,
+            "eta": eta,
+            "L": L,
+        },
+    )
     return [r1, r2]

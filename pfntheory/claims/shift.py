@@ -40,8 +40,16 @@ from ..kernels import RBFKernel
 from ..stats import mean_se
 from . import ClaimResult
 
-__all__ = ["DESIGNS", "COVERAGE_SLACK", "Z_SE", "draw_contexts", "tfpr_step", "tfpr_moments",
-           "shift_cell", "check_shift_construction"]
+__all__ = [
+    "DESIGNS",
+    "COVERAGE_SLACK",
+    "Z_SE",
+    "draw_contexts",
+    "tfpr_step",
+    "tfpr_moments",
+    "shift_cell",
+    "check_shift_construction",
+]
 
 #: Covariate designs: the pretraining design of sec:sims and the shift of supp-sec:exp additional.
 DESIGNS = ("gaussian", "uniform")
@@ -54,8 +62,15 @@ Z_SE = 3.0
 _Z90 = float(scipy.stats.norm.ppf(0.95))  # central 90% interval: mu +- z sqrt(tau)
 
 
-def draw_contexts(design: str, n: int, d: int, n_instances: int, kernel, noise_var: float,
-                  rng: np.random.Generator):
+def draw_contexts(
+    design: str,
+    n: int,
+    d: int,
+    n_instances: int,
+    kernel,
+    noise_var: float,
+    rng: np.random.Generator,
+):
     """Contexts of the GP regression prior on one covariate design.
 
     Parameters
@@ -121,11 +136,16 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     -------
     mu_L, tau_L : ndarray of shape (B,)
     """
-    s2, eta, L = positive_scalar(noise_var, "noise_var"), positive_scalar(eta, "eta"), positive_int(L, "L")
+    s2, eta, L = (
+        positive_scalar(noise_var, "noise_var"),
+        positive_scalar(eta, "eta"),
+        positive_int(L, "L"),
+    )
     X, Y, xq = (np.asarray(a, dtype=float) for a in (X, Y, xq))
     if X.ndim != 3 or Y.shape != X.shape[:2] or xq.shape != (X.shape[0], X.shape[2]):
-        raise ValueError(f"X (B, n, d), Y (B, n), xq (B, d) required, got {X.shape}, {Y.shape}, "
-                         f"{xq.shape}")
+        raise ValueError(
+            f"X (B, n, d), Y (B, n), xq (B, d) required, got {X.shape}, {Y.shape}, {xq.shape}"
+        )
     G = kernel(X)  # (B, n, n)
     k_x = kernel(X, xq[:, None, :])[..., 0]  # (B, n)
     s = G.sum(-1)  # (B, n): s_{x_i}, row sums (keys: the n context points, mask M)
@@ -135,15 +155,28 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     u = np.zeros((X.shape[0], 2))  # iterates at the query
     for _ in range(L - 1):  # eqn:recursion prec, L-1 solver layers
         R = V - U  # (B, n, 2)
-        u = (1 - eta * s2 / s_x)[:, None] * u + (eta / s_x)[:, None] * np.einsum("bi,bik->bk", k_x, R)
+        u = (1 - eta * s2 / s_x)[:, None] * u + (eta / s_x)[:, None] * np.einsum(
+            "bi,bik->bk", k_x, R
+        )
         U = (1 - eta * s2 / s)[..., None] * U + (eta / s)[..., None] * (G @ R)
     kxx = kernel.diag(xq)  # (B,)
     return u[:, 0], s2 + kxx - u[:, 1]
 
 
-def shift_cell(design: str, n: int, L: int, *, d: int = 4, n_instances: int = 64,
-               seeds=(0, 1, 2, 3), noise_var: float = DEFAULT_NOISE_VAR, lengthscale: float = 0.8,
-               step_fraction: float = 0.9, n_parity: int = 1, parity_max_n: int = 128) -> dict:
+def shift_cell(
+    design: str,
+    n: int,
+    L: int,
+    *,
+    d: int = 4,
+    n_instances: int = 64,
+    seeds=(0, 1, 2, 3),
+    noise_var: float = DEFAULT_NOISE_VAR,
+    lengthscale: float = 0.8,
+    step_fraction: float = 0.9,
+    n_parity: int = 1,
+    parity_max_n: int = 128,
+) -> dict:
     """Coverage, width ratio and distance to the exact PPD of the hand-set TF^pr on one cell.
 
     ``n_instances`` contexts per seed; per-seed means, pooled mean and standard error over all
@@ -154,8 +187,13 @@ def shift_cell(design: str, n: int, L: int, *, d: int = 4, n_instances: int = 64
     """
     kernel = RBFKernel(1.0, lengthscale)
     eta = tfpr_step(noise_var, step_fraction)
-    cols: dict[str, list] = {"coverage90": [], "width_ratio": [], "err": [], "err_mu": [],
-                             "err_tau": []}
+    cols: dict[str, list] = {
+        "coverage90": [],
+        "width_ratio": [],
+        "err": [],
+        "err_mu": [],
+        "err_tau": [],
+    }
     per_seed, nonpos, parity = [], 0, float("nan")
     for seed in seeds:
         rng = np.random.default_rng([int(seed), int(n), 0x5F1F7, DESIGNS.index(design)])
@@ -173,8 +211,12 @@ def shift_cell(design: str, n: int, L: int, *, d: int = 4, n_instances: int = 64
         nonpos += int((~ok).sum())
         half = _Z90 * np.sqrt(np.where(ok, tau_L, 1.0))
         sd = np.sqrt(tau)
-        cov = np.where(ok, scipy.stats.norm.cdf((mu_L - mu + half) / sd)
-                       - scipy.stats.norm.cdf((mu_L - mu - half) / sd), 0.0)
+        cov = np.where(
+            ok,
+            scipy.stats.norm.cdf((mu_L - mu + half) / sd)
+            - scipy.stats.norm.cdf((mu_L - mu - half) / sd),
+            0.0,
+        )
         width = np.sqrt(np.where(ok, tau_L, 0.0) / tau)
         cols["coverage90"].append(cov)
         cols["width_ratio"].append(width)
@@ -182,19 +224,35 @@ def shift_cell(design: str, n: int, L: int, *, d: int = 4, n_instances: int = 64
         cols["err_tau"].append(np.abs(tau_L - tau))
         cols["err"].append(np.maximum(np.abs(mu_L - mu), np.abs(tau_L - tau)))
         per_seed.append(float(cov.mean()))
-    out = {"design": design, "n": int(n), "L": int(L), "d": int(d), "eta": eta,
-           "n_contexts": int(n_instances * len(seeds)), "seeds": [int(s) for s in seeds],
-           "coverage90_per_seed": per_seed, "tau_L_nonpositive": nonpos, "parity_max_abs": parity}
+    out = {
+        "design": design,
+        "n": int(n),
+        "L": int(L),
+        "d": int(d),
+        "eta": eta,
+        "n_contexts": int(n_instances * len(seeds)),
+        "seeds": [int(s) for s in seeds],
+        "coverage90_per_seed": per_seed,
+        "tau_L_nonpositive": nonpos,
+        "parity_max_abs": parity,
+    }
     for k, v in cols.items():
         out[k], out[k + "_se"] = mean_se(np.concatenate(v))
     out["err_median"] = float(np.median(np.concatenate(cols["err"])))
     return out
 
 
-def check_shift_construction(ns=(64, 128, 256, 512), Ls=(16, 32), *, d: int = 4,
-                             n_instances: int = 64, seeds=(0, 1, 2, 3),
-                             noise_var: float = DEFAULT_NOISE_VAR, step_fraction: float = 0.9,
-                             n_parity: int = 1) -> list[ClaimResult]:
+def check_shift_construction(
+    ns=(64, 128, 256, 512),
+    Ls=(16, 32),
+    *,
+    d: int = 4,
+    n_instances: int = 64,
+    seeds=(0, 1, 2, 3),
+    noise_var: float = DEFAULT_NOISE_VAR,
+    step_fraction: float = 0.9,
+    n_parity: int = 1,
+) -> list[ClaimResult]:
     """The hand-set TF^pr under the covariate shift vs on the pretraining design.
 
     Returns three claims:
@@ -209,34 +267,69 @@ def check_shift_construction(ns=(64, 128, 256, 512), Ls=(16, 32), *, d: int = 4,
     Both carry every cell (coverage, width ratio, distance to the exact PPD, with standard errors)
     in ``details["cells"]``; the verdict follows from the measurement (``holds``).
     """
-    cells = [shift_cell(design, n, L, d=d, n_instances=n_instances, seeds=seeds,
-                        noise_var=noise_var, step_fraction=step_fraction, n_parity=n_parity)
-             for design in DESIGNS for L in Ls for n in ns]
+    cells = [
+        shift_cell(
+            design,
+            n,
+            L,
+            d=d,
+            n_instances=n_instances,
+            seeds=seeds,
+            noise_var=noise_var,
+            step_fraction=step_fraction,
+            n_parity=n_parity,
+        )
+        for design in DESIGNS
+        for L in Ls
+        for n in ns
+    ]
     out = []
     for design in DESIGNS:
         mine = [c for c in cells if c["design"] == design]
         dev = [abs(c["coverage90"] - 0.9) - Z_SE * c["coverage90_se"] for c in mine]
         w = mine[int(np.argmax(dev))]
-        what = ("the covariate shift Unif[-1/sqrt d, 1/sqrt d]^d" if design == "uniform"
-                else "the pretraining design N(0, I/d)")
-        out.append(ClaimResult(
-            key=f"shift_construction.coverage.{design}",
-            label="supp-fig:exp2 d4-1 uni" if design == "uniform" else "sec:generalization",
-            statement=(f"hand-set TF^pr (exact weights, eta = {step_fraction:g} x 2/(1+sigma^2)) is "
-                       f"calibrated on {what}: 90% coverage near nominal for L in {list(Ls)}, "
-                       f"n in {list(ns)}, d={d}"),
-            holds=bool(max(dev) <= COVERAGE_SLACK), observed=float(w["coverage90"]), bound=0.9,
-            tolerance=(f"|coverage - 0.9| <= {COVERAGE_SLACK} + {Z_SE:g} SE in every cell "
-                       f"({n_instances * len(seeds)} contexts over {len(seeds)} seeds per cell; "
-                       f"coverage exact per context); worst: L={w['L']}, n={w['n']} "
-                       f"(width ratio {w['width_ratio']:.3g}, |TF^pr - PPD|_inf {w['err']:.3g})"),
-            ci=(float(w["coverage90"] - 1.96 * w["coverage90_se"]),
-                float(w["coverage90"] + 1.96 * w["coverage90_se"])),
-            details={"design": design, "cells": mine,
-                     "parity_max_abs": max((c["parity_max_abs"] for c in cells
-                                            if c["parity_max_abs"] == c["parity_max_abs"]),
-                                           default=float("nan")),
-                     "regime": f"the paper's claimed regime: d={d}, L in {list(Ls)}, n up to {max(ns)}"}))
+        what = (
+            "the covariate shift Unif[-1/sqrt d, 1/sqrt d]^d"
+            if design == "uniform"
+            else "the pretraining design N(0, I/d)"
+        )
+        out.append(
+            ClaimResult(
+                key=f"shift_construction.coverage.{design}",
+                label="supp-fig:exp2 d4-1 uni" if design == "uniform" else "sec:generalization",
+                statement=(
+                    f"hand-set TF^pr (exact weights, eta = {step_fraction:g} x 2/(1+sigma^2)) is "
+                    f"calibrated on {what}: 90% coverage near nominal for L in {list(Ls)}, "
+                    f"n in {list(ns)}, d={d}"
+                ),
+                holds=bool(max(dev) <= COVERAGE_SLACK),
+                observed=float(w["coverage90"]),
+                bound=0.9,
+                tolerance=(
+                    f"|coverage - 0.9| <= {COVERAGE_SLACK} + {Z_SE:g} SE in every cell "
+                    f"({n_instances * len(seeds)} contexts over {len(seeds)} seeds per cell; "
+                    f"coverage exact per context); worst: L={w['L']}, n={w['n']} "
+                    f"(width ratio {w['width_ratio']:.3g}, |TF^pr - PPD|_inf {w['err']:.3g})"
+                ),
+                ci=(
+                    float(w["coverage90"] - 1.96 * w["coverage90_se"]),
+                    float(w["coverage90"] + 1.96 * w["coverage90_se"]),
+                ),
+                details={
+                    "design": design,
+                    "cells": mine,
+                    "parity_max_abs": max(
+                        (
+                            c["parity_max_abs"]
+                            for c in cells
+                            if c["parity_max_abs"] == c["parity_max_abs"]
+                        ),
+                        default=float("nan"),
+                    ),
+                    "regime": f"the paper's claimed regime: d={d}, L in {list(Ls)}, n up to {max(ns)}",
+                },
+            )
+        )
     # the shift does not degrade the architecture: per (L, n), distance to the exact PPD under the
     # shift minus on the pretraining design, below Z_SE standard errors (independent contexts)
     by = {(c["design"], c["L"], c["n"]): c for c in cells}
@@ -246,14 +339,25 @@ def check_shift_construction(ns=(64, 128, 256, 512), Ls=(16, 32), *, d: int = 4,
             u, g = by[("uniform", L, n)], by[("gaussian", L, n)]
             diffs.append((u["err"] - g["err"], float(np.hypot(u["err_se"], g["err_se"])), L, n))
     worst = max(diffs, key=lambda t: t[0] / t[1] if t[1] > 0 else np.inf)
-    out.append(ClaimResult(
-        key="shift_construction.shift_not_worse", label="supp-fig:exp2 d4-1 uni",
-        statement=(f"the covariate shift does not move the hand-set TF^pr further from the exact PPD: "
-                   f"E|TF^pr - (mu, tau)|_inf under the shift <= on N(0, I/d) at every L in "
-                   f"{list(Ls)}, n in {list(ns)}"),
-        holds=bool(all(D <= Z_SE * se for D, se, _, _ in diffs)), observed=float(worst[0]),
-        bound=float(Z_SE * worst[1]),
-        tolerance=(f"difference (uniform - gaussian) of the mean distance <= {Z_SE:g} SE (unpaired, "
-                   f"independent contexts); worst L={worst[2]}, n={worst[3]}"),
-        details={"differences": [{"L": L, "n": n, "diff": D, "se": se} for D, se, L, n in diffs]}))
+    out.append(
+        ClaimResult(
+            key="shift_construction.shift_not_worse",
+            label="supp-fig:exp2 d4-1 uni",
+            statement=(
+                f"the covariate shift does not move the hand-set TF^pr further from the exact PPD: "
+                f"E|TF^pr - (mu, tau)|_inf under the shift <= on N(0, I/d) at every L in "
+                f"{list(Ls)}, n in {list(ns)}"
+            ),
+            holds=bool(all(D <= Z_SE * se for D, se, _, _ in diffs)),
+            observed=float(worst[0]),
+            bound=float(Z_SE * worst[1]),
+            tolerance=(
+                f"difference (uniform - gaussian) of the mean distance <= {Z_SE:g} SE (unpaired, "
+                f"independent contexts); worst L={worst[2]}, n={worst[3]}"
+            ),
+            details={
+                "differences": [{"L": L, "n": n, "diff": D, "se": se} for D, se, L, n in diffs]
+            },
+        )
+    )
     return out

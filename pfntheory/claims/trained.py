@@ -47,9 +47,19 @@ from ..convergence import plateau_status, trend_text
 from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
 from . import UNDECIDED, ClaimResult, slope_ci
 
-__all__ = ["Z_MARGIN", "COVERAGE_SLACK", "curve_file", "run_convergence", "gate", "check_exp1", "check_exp2_1", "check_exp2_2",
-           "check_shift_regime",
-           "check_table", "check_stepsize"]
+__all__ = [
+    "Z_MARGIN",
+    "COVERAGE_SLACK",
+    "curve_file",
+    "run_convergence",
+    "gate",
+    "check_exp1",
+    "check_exp2_1",
+    "check_exp2_2",
+    "check_shift_regime",
+    "check_table",
+    "check_stepsize",
+]
 
 #: Standard errors a difference must exceed to count (one-sided normal tail 0.13%).
 Z_MARGIN = 3.0
@@ -70,8 +80,11 @@ def _trained(runs):
 def curve_file(covariates: str | None = None) -> str:
     """``learning_curve.json`` or, for a covariate override, ``learning_curve_<covariates>.json``
     (as :func:`pfntheory.nn.train.curve_file`, without importing torch)."""
-    return LEARNING_CURVE_FILE if covariates is None else LEARNING_CURVE_FILE.replace(
-        ".json", f"_{covariates}.json")
+    return (
+        LEARNING_CURVE_FILE
+        if covariates is None
+        else LEARNING_CURVE_FILE.replace(".json", f"_{covariates}.json")
+    )
 
 
 def run_convergence(run, covariates: str | None = None) -> dict:
@@ -80,8 +93,12 @@ def run_convergence(run, covariates: str | None = None) -> dict:
     gets ``{"plateaued": False, "criterion": "no learning curve"}``."""
     path = run.run_dir / curve_file(covariates)
     if not path.is_file():
-        return {"plateaued": False, "last_step": int(run.spec.steps), "criterion": "no learning curve",
-                "trend": f"no learning curve {path.name} (trained {run.spec.steps} steps)"}
+        return {
+            "plateaued": False,
+            "last_step": int(run.spec.steps),
+            "criterion": "no learning curve",
+            "trend": f"no learning curve {path.name} (trained {run.spec.steps} steps)",
+        }
     st = plateau_status(json.loads(path.read_text())["points"], metric="tv")
     return {**st, "trend": trend_text(st)}
 
@@ -90,22 +107,33 @@ def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:
     """Attach the convergence of every run ``result`` rests on, and make its verdict "undecided"
     unless all of them have plateaued (module docstring). ``curves``: the learning curves that must
     have plateaued, by covariate law (None: the task's own; "uniform": the shift curve)."""
-    conv = {r.run_dir.name + ("" if cov is None else f" [{cov}]"): run_convergence(r, cov)
-            for r in _trained(runs) for cov in curves}
+    conv = {
+        r.run_dir.name + ("" if cov is None else f" [{cov}]"): run_convergence(r, cov)
+        for r in _trained(runs)
+        for cov in curves
+    }
     verdict = result.verdict
     if conv and not all(c["plateaued"] for c in conv.values()):
         steps = max(c["last_step"] for c in conv.values())
         verdict = UNDECIDED
-        result = dataclasses.replace(result, tolerance=result.tolerance + (
-            f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} "
-            f"{'runs' if curves == (None,) else 'learning curves (runs x designs)'} "
-            f"still improving (or without a learning curve) at {steps} steps"))
-    return dataclasses.replace(result, verdict=verdict, details={**result.details, "convergence": conv})
+        result = dataclasses.replace(
+            result,
+            tolerance=result.tolerance
+            + (
+                f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} "
+                f"{'runs' if curves == (None,) else 'learning curves (runs x designs)'} "
+                f"still improving (or without a learning curve) at {steps} steps"
+            ),
+        )
+    return dataclasses.replace(
+        result, verdict=verdict, details={**result.details, "convergence": conv}
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # fig:exp1
 # --------------------------------------------------------------------------------------------------
+
 
 def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """Per panel (task, mode): TV falls with C at the largest L, and with L at the largest C."""
@@ -124,34 +152,63 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         grid = [[tv[(L, C)][0] for C in Cs] for L in Ls]
         slope_C = slope_ci(np.log(Cs), np.log([tv[(Ls[-1], C)][0] for C in Cs]))
         slope_L = slope_ci(np.log(Ls), np.log([tv[(L, Cs[-1])][0] for L in Ls]))
-        details = {"L": Ls, "C": Cs, "tv_mean_grid": grid,
-                   "tv_se_grid": [[tv[(L, C)][1] for C in Cs] for L in Ls]}
+        details = {
+            "L": Ls,
+            "C": Cs,
+            "tv_mean_grid": grid,
+            "tv_se_grid": [[tv[(L, C)][1] for C in Cs] for L in Ls],
+        }
         D, se = _diff(tv[(Ls[-1], Cs[0])], tv[(Ls[-1], Cs[-1])])
-        out.append(gate(ClaimResult(
-            key=f"{prefix}.tv_falls_with_C",
-            label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with C at L={Ls[-1]} "
-                                        f"(C={Cs[0]} -> {Cs[-1]})",
-            holds=bool(D > z * se), observed=D, bound=z * se,
-            tolerance=f"TV(C_min) - TV(C_max) > {z:g} SE (SE={se:.2g}); log-log slope in C "
-                      f"{slope_C[0]:.3f} (95% CI {slope_C[1][0]:.2f} to {slope_C[1][1]:.2f}, 3 points)",
-            details={**details, "slope_logC": slope_C[0], "slope_logC_ci": list(slope_C[1])}),
-            by_panel[(kind, mode)]))
+        out.append(
+            gate(
+                ClaimResult(
+                    key=f"{prefix}.tv_falls_with_C",
+                    label="fig:exp1",
+                    statement=f"{kind}/{mode}: E[TV] falls with C at L={Ls[-1]} "
+                    f"(C={Cs[0]} -> {Cs[-1]})",
+                    holds=bool(D > z * se),
+                    observed=D,
+                    bound=z * se,
+                    tolerance=f"TV(C_min) - TV(C_max) > {z:g} SE (SE={se:.2g}); log-log slope in C "
+                    f"{slope_C[0]:.3f} (95% CI {slope_C[1][0]:.2f} to {slope_C[1][1]:.2f}, 3 points)",
+                    details={
+                        **details,
+                        "slope_logC": slope_C[0],
+                        "slope_logC_ci": list(slope_C[1]),
+                    },
+                ),
+                by_panel[(kind, mode)],
+            )
+        )
         D, se = _diff(tv[(Ls[0], Cs[-1])], tv[(Ls[-1], Cs[-1])])
-        out.append(gate(ClaimResult(
-            key=f"{prefix}.tv_falls_with_L",
-            label="fig:exp1", statement=f"{kind}/{mode}: E[TV] falls with L at C={Cs[-1]} "
-                                        f"(L={Ls[0]} -> {Ls[-1]})",
-            holds=bool(D > z * se), observed=D, bound=z * se,
-            tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE (SE={se:.2g}); log-log slope in L "
-                      f"{slope_L[0]:.3f} (95% CI {slope_L[1][0]:.2f} to {slope_L[1][1]:.2f}, 3 points)",
-            details={**details, "slope_logL": slope_L[0], "slope_logL_ci": list(slope_L[1])}),
-            by_panel[(kind, mode)]))
+        out.append(
+            gate(
+                ClaimResult(
+                    key=f"{prefix}.tv_falls_with_L",
+                    label="fig:exp1",
+                    statement=f"{kind}/{mode}: E[TV] falls with L at C={Cs[-1]} "
+                    f"(L={Ls[0]} -> {Ls[-1]})",
+                    holds=bool(D > z * se),
+                    observed=D,
+                    bound=z * se,
+                    tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE (SE={se:.2g}); log-log slope in L "
+                    f"{slope_L[0]:.3f} (95% CI {slope_L[1][0]:.2f} to {slope_L[1][1]:.2f}, 3 points)",
+                    details={
+                        **details,
+                        "slope_logL": slope_L[0],
+                        "slope_logL_ci": list(slope_L[1]),
+                    },
+                ),
+                by_panel[(kind, mode)],
+            )
+        )
     return out
 
 
 # --------------------------------------------------------------------------------------------------
 # fig:exp2-1
 # --------------------------------------------------------------------------------------------------
+
 
 def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """Unnormalised TV rises beyond n_max; the normalised model's relative rise is smaller."""
@@ -172,23 +229,42 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
 
     tin, tout, tlow, lr_tf, curve_tf = parts(tf)
     pin, pout, plow, lr_pr, curve_pr = parts(pr)
-    details = {"n_eval": ns.tolist(), "n_range": [n_min, n_max], "tv_tf": curve_tf, "tv_pr": curve_pr,
-               "tv_tf_se": tf.eval.se["tv"].tolist(), "tv_pr_se": pr.eval.se["tv"].tolist(),
-               "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0],
-               "tv_tf_low_minus_inside": tlow[0] - tin[0], "tv_pr_low_minus_inside": plow[0] - pin[0]}
+    details = {
+        "n_eval": ns.tolist(),
+        "n_range": [n_min, n_max],
+        "tv_tf": curve_tf,
+        "tv_pr": curve_pr,
+        "tv_tf_se": tf.eval.se["tv"].tolist(),
+        "tv_pr_se": pr.eval.se["tv"].tolist(),
+        "log_rise_tf": lr_tf[0],
+        "log_rise_pr": lr_pr[0],
+        "tv_tf_low_minus_inside": tlow[0] - tin[0],
+        "tv_pr_low_minus_inside": plow[0] - pin[0],
+    }
     D, se = _diff(tout, tin)
     r1 = ClaimResult(
-        key="fig_exp2_1.tf_rises_beyond_range", label="fig:exp2-1", statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
-                                      f"the pretraining range [{n_min},{n_max}]",
-        holds=bool(D > z * se), observed=D, bound=z * se,
-        tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})", details=details)
+        key="fig_exp2_1.tf_rises_beyond_range",
+        label="fig:exp2-1",
+        statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
+        f"the pretraining range [{n_min},{n_max}]",
+        holds=bool(D > z * se),
+        observed=D,
+        bound=z * se,
+        tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})",
+        details=details,
+    )
     D, se = lr_tf[0] - lr_pr[0], float(np.hypot(lr_tf[1], lr_pr[1]))
     r2 = ClaimResult(
-        key="fig_exp2_1.pr_flatter", label="fig:exp2-1", statement="normalised TF^pr stays flatter: its log TV rise from the "
-                                      "pretraining range to the largest n' is smaller than TF's",
-        holds=bool(D > z * se), observed=D, bound=z * se,
+        key="fig_exp2_1.pr_flatter",
+        label="fig:exp2-1",
+        statement="normalised TF^pr stays flatter: its log TV rise from the "
+        "pretraining range to the largest n' is smaller than TF's",
+        holds=bool(D > z * se),
+        observed=D,
+        bound=z * se,
         tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
-        details=details)
+        details=details,
+    )
     return [gate(r1, runs), gate(r2, runs)]
 
 
@@ -196,72 +272,124 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
 # fig:exp2-2, supp-fig:exp2-3 and companions
 # --------------------------------------------------------------------------------------------------
 
+
 def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> list[ClaimResult]:
     """Depth and n_max help; the solver error grows with n'; coverage near nominal (deepest, widest)."""
     cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in _trained(runs)}
     Ls = sorted({L for L, _ in cells})
     Nm = sorted({m for _, m in cells})
     tv = {k: e.average("tv") for k, e in cells.items()}
-    grid = {"L": Ls, "n_max": Nm, "tv_mean": [[tv[(L, m)][0] for m in Nm] for L in Ls],
-            "tv_se": [[tv[(L, m)][1] for m in Nm] for L in Ls], "eval_file": eval_file}
+    grid = {
+        "L": Ls,
+        "n_max": Nm,
+        "tv_mean": [[tv[(L, m)][0] for m in Nm] for L in Ls],
+        "tv_se": [[tv[(L, m)][1] for m in Nm] for L in Ls],
+        "eval_file": eval_file,
+    }
     out = []
     # depth, for each n_max
     comps = {m: _diff(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
     worst = min(comps, key=lambda m: comps[m][0] / comps[m][1])
-    out.append(ClaimResult(
-        key="exp2_2.depth_helps",
-        label="fig:exp2-2", statement=f"E[TV] over n' falls from L={Ls[0]} to L={Ls[-1]} for every n_max",
-        holds=all(D > z * se for D, se in comps.values()), observed=comps[worst][0],
-        bound=z * comps[worst][1],
-        tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE at each n_max (worst n_max={worst})",
-        details={**grid, "diff_by_n_max": {str(m): v for m, v in comps.items()}}))
+    out.append(
+        ClaimResult(
+            key="exp2_2.depth_helps",
+            label="fig:exp2-2",
+            statement=f"E[TV] over n' falls from L={Ls[0]} to L={Ls[-1]} for every n_max",
+            holds=all(D > z * se for D, se in comps.values()),
+            observed=comps[worst][0],
+            bound=z * comps[worst][1],
+            tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE at each n_max (worst n_max={worst})",
+            details={**grid, "diff_by_n_max": {str(m): v for m, v in comps.items()}},
+        )
+    )
     # n_max: generalisation beyond the shorter pretraining range, at the largest depth (a depth-
     # starved model is limited by its truncated solver, not by the range it saw: the smaller depths
     # are reported in the details, not tested)
     beyond = {L: cells[(L, Nm[0])].n_eval > Nm[0] for L in Ls}
-    comps = {L: _diff(cells[(L, Nm[0])].average("tv", beyond[L]),
-                      cells[(L, Nm[-1])].average("tv", beyond[L])) for L in Ls}
+    comps = {
+        L: _diff(
+            cells[(L, Nm[0])].average("tv", beyond[L]), cells[(L, Nm[-1])].average("tv", beyond[L])
+        )
+        for L in Ls
+    }
     D, se = comps[Ls[-1]]
-    out.append(ClaimResult(
-        key="exp2_2.n_max_helps", label="fig:exp2-2",
-        statement=(f"E[TV] over n' > {Nm[0]} falls from n_max={Nm[0]} to n_max={Nm[-1]} "
-                   f"(L={Ls[-1]})"),
-        holds=bool(D > z * se), observed=D, bound=z * se,
-        tolerance=f"TV(n_max small) - TV(n_max large), mean over n' > {Nm[0]}, > {z:g} SE",
-        details={**grid, "diff_by_L": {str(L): v for L, v in comps.items()}}))
+    out.append(
+        ClaimResult(
+            key="exp2_2.n_max_helps",
+            label="fig:exp2-2",
+            statement=(
+                f"E[TV] over n' > {Nm[0]} falls from n_max={Nm[0]} to n_max={Nm[-1]} (L={Ls[-1]})"
+            ),
+            holds=bool(D > z * se),
+            observed=D,
+            bound=z * se,
+            tolerance=f"TV(n_max small) - TV(n_max large), mean over n' > {Nm[0]}, > {z:g} SE",
+            details={**grid, "diff_by_L": {str(L): v for L, v in comps.items()}},
+        )
+    )
     # growth with n', for each (L, n_max)
     slopes = {}
     for (L, m), e in cells.items():
         s, ci, _ = slope_ci(e.n_eval, np.log(e.mean["tv"]))
         slopes[f"L{L}-nmax{m}"] = (s, ci)
     worst = min(slopes, key=lambda k: slopes[k][1][0])
-    out.append(ClaimResult(
-        key="exp2_2.tv_grows_with_n", label="supp-fig:exp2-3", statement="for fixed L and n_max, E[TV] grows with n' (every cell)",
-        holds=all(ci[0] > 0 for _, ci in slopes.values()), observed=slopes[worst][0], bound=0.0,
-        tolerance="95% CI of the slope of log E[TV] on n' lies above 0 in every cell "
-                  f"(worst {worst})", ci=slopes[worst][1],
-        details={"slopes": {k: [s, list(ci)] for k, (s, ci) in slopes.items()},
-                 "mse_mean": {f"L{L}-nmax{m}": e.mean["mse_mean"].tolist() for (L, m), e in cells.items()}}))
+    out.append(
+        ClaimResult(
+            key="exp2_2.tv_grows_with_n",
+            label="supp-fig:exp2-3",
+            statement="for fixed L and n_max, E[TV] grows with n' (every cell)",
+            holds=all(ci[0] > 0 for _, ci in slopes.values()),
+            observed=slopes[worst][0],
+            bound=0.0,
+            tolerance="95% CI of the slope of log E[TV] on n' lies above 0 in every cell "
+            f"(worst {worst})",
+            ci=slopes[worst][1],
+            details={
+                "slopes": {k: [s, list(ci)] for k, (s, ci) in slopes.items()},
+                "mse_mean": {
+                    f"L{L}-nmax{m}": e.mean["mse_mean"].tolist() for (L, m), e in cells.items()
+                },
+            },
+        )
+    )
     # coverage of the deepest, widest model
-    out.append(_coverage_claim(cells[(Ls[-1], Nm[-1])], Ls[-1], Nm[-1], eval_file, z, "fig:exp2-2",
-                               "exp2_2.coverage_near_nominal"))
+    out.append(
+        _coverage_claim(
+            cells[(Ls[-1], Nm[-1])],
+            Ls[-1],
+            Nm[-1],
+            eval_file,
+            z,
+            "fig:exp2-2",
+            "exp2_2.coverage_near_nominal",
+        )
+    )
     return [gate(r, runs) for r in out]
 
 
-def _coverage_claim(e, L: int, n_max: int, eval_file: str, z: float, label: str,
-                    key: str) -> ClaimResult:
+def _coverage_claim(
+    e, L: int, n_max: int, eval_file: str, z: float, label: str, key: str
+) -> ClaimResult:
     """90% coverage of one run within COVERAGE_SLACK + z SE of nominal at every n'."""
     dev = np.abs(e.mean["coverage_90"] - 0.9) - z * e.se["coverage_90"]
     i = int(np.argmax(dev))
     return ClaimResult(
-        key=key, label=label, statement=f"90% coverage near nominal for L={L}, n_max={n_max} at every n'",
-        holds=bool(np.all(dev <= COVERAGE_SLACK)), observed=float(e.mean["coverage_90"][i]), bound=0.9,
+        key=key,
+        label=label,
+        statement=f"90% coverage near nominal for L={L}, n_max={n_max} at every n'",
+        holds=bool(np.all(dev <= COVERAGE_SLACK)),
+        observed=float(e.mean["coverage_90"][i]),
+        bound=0.9,
         tolerance=f"|coverage - 0.9| <= {COVERAGE_SLACK} + {z:g} SE (worst n'={e.n_eval[i]})",
-        details={"n_eval": e.n_eval.tolist(), "coverage_90": e.mean["coverage_90"].tolist(),
-                 "coverage_90_exact": e.mean.get("coverage_90_exact", np.array([])).tolist(),
-                 "width_90": e.mean["width_90"].tolist(),
-                 "width_90_exact": e.mean.get("width_90_exact", np.array([])).tolist(),
-                 "eval_file": eval_file})
+        details={
+            "n_eval": e.n_eval.tolist(),
+            "coverage_90": e.mean["coverage_90"].tolist(),
+            "coverage_90_exact": e.mean.get("coverage_90_exact", np.array([])).tolist(),
+            "width_90": e.mean["width_90"].tolist(),
+            "width_90_exact": e.mean.get("width_90_exact", np.array([])).tolist(),
+            "eval_file": eval_file,
+        },
+    )
 
 
 def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
@@ -277,19 +405,42 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     tr = _trained(runs)
     r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L))
     in_regime = bool(r.spec.task.d == 4 and r.spec.n_max >= 512 and r.spec.model.L >= 16)
-    regime = {"d": r.spec.task.d, "L": r.spec.model.L, "C": r.spec.model.C, "n_min": r.spec.n_min,
-              "n_max": r.spec.n_max, "steps": r.spec.steps, "lr": r.spec.lr,
-              "in_claimed_regime": in_regime,
-              "claimed_regime": "d=4, TF^pr, n_max=512, L>=16 (supp-sec:exp additional)"}
+    regime = {
+        "d": r.spec.task.d,
+        "L": r.spec.model.L,
+        "C": r.spec.model.C,
+        "n_min": r.spec.n_min,
+        "n_max": r.spec.n_max,
+        "steps": r.spec.steps,
+        "lr": r.spec.lr,
+        "in_claimed_regime": in_regime,
+        "claimed_regime": "d=4, TF^pr, n_max=512, L>=16 (supp-sec:exp additional)",
+    }
     out = []
     for eval_file, what, key, cov, curves in (
-            ("eval_uniform.json", "shifted inputs Unif[-1/sqrt d, 1/sqrt d]^d", "shifted", "uniform",
-             (None, "uniform")),
-            ("eval.json", "pretraining design N(0, I/d)", "pretraining", "gaussian", (None,))):
-        c = _coverage_claim(r.evals[eval_file], r.spec.model.L, r.spec.n_max, eval_file, z,
-                            "supp-fig:exp2 d4-1 (covariate shift)", f"shift_regime.coverage.{key}")
-        c = dataclasses.replace(c, statement=f"{what}: {c.statement}",
-                                details={**c.details, "covariates": cov, "regime": regime})
+        (
+            "eval_uniform.json",
+            "shifted inputs Unif[-1/sqrt d, 1/sqrt d]^d",
+            "shifted",
+            "uniform",
+            (None, "uniform"),
+        ),
+        ("eval.json", "pretraining design N(0, I/d)", "pretraining", "gaussian", (None,)),
+    ):
+        c = _coverage_claim(
+            r.evals[eval_file],
+            r.spec.model.L,
+            r.spec.n_max,
+            eval_file,
+            z,
+            "supp-fig:exp2 d4-1 (covariate shift)",
+            f"shift_regime.coverage.{key}",
+        )
+        c = dataclasses.replace(
+            c,
+            statement=f"{what}: {c.statement}",
+            details={**c.details, "covariates": cov, "regime": regime},
+        )
         out.append(gate(c, [r], curves=curves))
     return out
 
@@ -298,10 +449,14 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
 # tables
 # --------------------------------------------------------------------------------------------------
 
+
 def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal; CRPS floor."""
-    label = ("supp-tab:hierarchical-gp" if any(r.spec.task.kind == "hier_rbf" for r in runs)
-             else "supp-tab:lengthscale-crps")
+    label = (
+        "supp-tab:hierarchical-gp"
+        if any(r.spec.task.kind == "hier_rbf" for r in runs)
+        else "supp-tab:lengthscale-crps"
+    )
     trained = _trained(runs)
     refs = {r.spec.task: r.result for r in runs if isinstance(r.spec, ExactPPDSpec)}
     Ls = sorted({r.spec.model.L for r in trained})
@@ -325,16 +480,27 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     out = []
     # CRPS falls with depth, averaged over all rows
     k = len(rows)
-    a = (np.mean([r[f"crps_L{Ls[0]}"] for r in rows]),
-         np.sqrt(np.sum([r[f"crps_se_L{Ls[0]}"] ** 2 for r in rows])) / k)
-    b = (np.mean([r[f"crps_L{Ls[-1]}"] for r in rows]),
-         np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k)
+    a = (
+        np.mean([r[f"crps_L{Ls[0]}"] for r in rows]),
+        np.sqrt(np.sum([r[f"crps_se_L{Ls[0]}"] ** 2 for r in rows])) / k,
+    )
+    b = (
+        np.mean([r[f"crps_L{Ls[-1]}"] for r in rows]),
+        np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k,
+    )
     D, se = _diff(a, b)
-    out.append(ClaimResult(
-        key="table.crps_falls_with_L", label=label, statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
-        holds=bool(D > z * se), observed=D, bound=z * se,
-        tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE (unpaired, conservative; SE={se:.2g})",
-        details={"rows": rows, "L": Ls}))
+    out.append(
+        ClaimResult(
+            key="table.crps_falls_with_L",
+            label=label,
+            statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
+            holds=bool(D > z * se),
+            observed=D,
+            bound=z * se,
+            tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE (unpaired, conservative; SE={se:.2g})",
+            details={"rows": rows, "L": Ls},
+        )
+    )
     # coverage near nominal at the deepest L, 90% and 95%
     worst, devs = None, []
     for t in tasks:
@@ -342,35 +508,54 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         for lv in (90, 95):
             dev = np.abs(e.mean[f"coverage_{lv}"] - lv / 100) - z * e.se[f"coverage_{lv}"]
             for j, n in enumerate(e.n_eval):
-                devs.append((float(dev[j]), t.lengthscale, lv, int(n), float(e.mean[f"coverage_{lv}"][j])))
+                devs.append(
+                    (float(dev[j]), t.lengthscale, lv, int(n), float(e.mean[f"coverage_{lv}"][j]))
+                )
     worst = max(devs)
-    out.append(ClaimResult(
-        key="table.coverage_near_nominal", label=label, statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
-                               f"(including n' > n_max)",
-        holds=bool(worst[0] <= COVERAGE_SLACK), observed=worst[4], bound=worst[2] / 100,
-        tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: lengthscale={worst[1]}, "
-                  f"level={worst[2]}%, n'={worst[3]})",
-        details={"rows": rows}))
+    out.append(
+        ClaimResult(
+            key="table.coverage_near_nominal",
+            label=label,
+            statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
+            f"(including n' > n_max)",
+            holds=bool(worst[0] <= COVERAGE_SLACK),
+            observed=worst[4],
+            bound=worst[2] / 100,
+            tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: lengthscale={worst[1]}, "
+            f"level={worst[2]}%, n'={worst[3]})",
+            details={"rows": rows},
+        )
+    )
     # no model beats the exact PPD (same instances: crps_exact in the eval file)
     gaps = []
     for (t, L), e in cell.items():
         for j, n in enumerate(e.n_eval):
-            D, se = _diff((e.mean["crps"][j], e.se["crps"][j]),
-                          (e.mean["crps_exact"][j], e.se["crps_exact"][j]))
+            D, se = _diff(
+                (e.mean["crps"][j], e.se["crps"][j]),
+                (e.mean["crps_exact"][j], e.se["crps_exact"][j]),
+            )
             gaps.append((D / se if se > 0 else np.inf, D, se, t.lengthscale, L, int(n)))
     worst = min(gaps)
-    out.append(ClaimResult(
-        key="table.crps_not_below_exact", label=label, statement="no trained model's CRPS is below the exact PPD's on the same instances",
-        holds=bool(worst[1] > -z * worst[2]), observed=worst[1], bound=-z * worst[2],
-        tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, L={worst[4]}, "
-                  f"n'={worst[5]})",
-        details={"gaps": [list(g[1:]) for g in gaps]}))
+    out.append(
+        ClaimResult(
+            key="table.crps_not_below_exact",
+            label=label,
+            statement="no trained model's CRPS is below the exact PPD's on the same instances",
+            holds=bool(worst[1] > -z * worst[2]),
+            observed=worst[1],
+            bound=-z * worst[2],
+            tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, L={worst[4]}, "
+            f"n'={worst[5]})",
+            details={"gaps": [list(g[1:]) for g in gaps]},
+        )
+    )
     return [gate(r, runs) for r in out]
 
 
 # --------------------------------------------------------------------------------------------------
 # fig:stepsize
 # --------------------------------------------------------------------------------------------------
+
 
 def check_stepsize(runs) -> list[ClaimResult]:
     """The admissible step ``2/(lambda_1 + sigma^2)`` is of order 1/n: the log-log slope is -1.
@@ -384,9 +569,17 @@ def check_stepsize(runs) -> list[ClaimResult]:
             continue
         ns = np.asarray(r.result["ns"], float)
         s, ci, _ = slope_ci(np.log(ns), np.log(r.result["mean"]))
-        out.append(ClaimResult(
-            key=f"fig_stepsize.{r.spec.kernel}.slope", label="fig:stepsize", statement=f"{r.spec.kernel} d={r.spec.d}: admissible step ~ 1/n",
-            holds=bool(-1.1 <= s <= -0.9), observed=s, bound=-1.0,
-            tolerance="fitted log-log slope in [-1.1, -0.9] (O(n^-1/2) finite-n bias of lambda_1/n)",
-            ci=ci, details={"ns": ns.tolist(), "mean": r.result["mean"], "limit": r.result["limit"]}))
+        out.append(
+            ClaimResult(
+                key=f"fig_stepsize.{r.spec.kernel}.slope",
+                label="fig:stepsize",
+                statement=f"{r.spec.kernel} d={r.spec.d}: admissible step ~ 1/n",
+                holds=bool(-1.1 <= s <= -0.9),
+                observed=s,
+                bound=-1.0,
+                tolerance="fitted log-log slope in [-1.1, -0.9] (O(n^-1/2) finite-n bias of lambda_1/n)",
+                ci=ci,
+                details={"ns": ns.tolist(), "mean": r.result["mean"], "limit": r.result["limit"]},
+            )
+        )
     return out

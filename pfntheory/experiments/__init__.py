@@ -17,6 +17,14 @@ from .published import HIERARCHICAL_GP, LENGTHSCALE_CRPS, PUBLISHED, published_r
 from .specs import EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec
 
 __all__ = [
-    "TaskSpec", "ModelSpec", "EvalSpec", "RunSpec", "StepsizeSpec", "ExactPPDSpec",
-    "LENGTHSCALE_CRPS", "HIERARCHICAL_GP", "PUBLISHED", "published_rows",
+    "TaskSpec",
+    "ModelSpec",
+    "EvalSpec",
+    "RunSpec",
+    "StepsizeSpec",
+    "ExactPPDSpec",
+    "LENGTHSCALE_CRPS",
+    "HIERARCHICAL_GP",
+    "PUBLISHED",
+    "published_rows",
 ]

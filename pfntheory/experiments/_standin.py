@@ -31,20 +31,30 @@ def train(spec, run_dir: Path) -> None:
         runfiles.atomic_write_bytes(ckpt, str(spec.steps // 2).encode())
         raise RuntimeError("stand-in killed after its checkpoint")
     runfiles.atomic_write_bytes(run_dir / runfiles.WEIGHTS, b"stand-in weights")
-    runfiles.save_json(run_dir / runfiles.METRICS, {"completed": True, "steps": spec.steps,
-                                                    "resumed_from": start, "standin": True})
+    runfiles.save_json(
+        run_dir / runfiles.METRICS,
+        {"completed": True, "steps": spec.steps, "resumed_from": start, "standin": True},
+    )
 
 
 def fake_metrics(spec, n: int, covariates: str) -> dict:
     """Made-up metrics of a run at n' (see the module docstring)."""
     L, C = spec.model.L, spec.model.C
     shift = 1.5 if covariates != spec.task.covariates else 1.0
-    tv = shift * (math.exp(-L / 8) * (n / spec.n_max) * (1 if spec.model.normalised else n / spec.n_max)
-                  + 1.0 / C)
+    tv = shift * (
+        math.exp(-L / 8) * (n / spec.n_max) * (1 if spec.model.normalised else n / spec.n_max)
+        + 1.0 / C
+    )
     out = {"n_instances": 0}
-    for name, v in (("tv", tv), ("mse_mean", tv**2), ("mse_second_moment", 2 * tv**2),
-                    ("mse_y", 0.1 + tv**2), ("crps", 0.3 + tv / 10), ("crps_exact", 0.3),
-                    ("nll", 0.5 + tv)):
+    for name, v in (
+        ("tv", tv),
+        ("mse_mean", tv**2),
+        ("mse_second_moment", 2 * tv**2),
+        ("mse_y", 0.1 + tv**2),
+        ("crps", 0.3 + tv / 10),
+        ("crps_exact", 0.3),
+        ("nll", 0.5 + tv),
+    ):
         out[name], out[name + "_se"] = v, v / 50
     for lv in (50, 90, 95):
         out[f"coverage_{lv}"] = lv / 100 - tv / 20
@@ -59,17 +69,25 @@ def evaluate(run_dir: Path, ev) -> None:
 
     run_dir = Path(run_dir)
     s = runfiles.load_json(run_dir / "spec.json")["spec"]
-    spec = RunSpec(task=TaskSpec(**{k: tuple(v) if isinstance(v, list) else v
-                                    for k, v in s["task"].items()}),
-                   model=ModelSpec(**s["model"]),
-                   **{k: s[k] for k in ("n_min", "n_max", "steps", "lr", "batch_size", "seed")},
-                   evals=tuple(EvalSpec(**{**e, "n_eval": tuple(e["n_eval"])}) for e in s["evals"]))
+    spec = RunSpec(
+        task=TaskSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in s["task"].items()}),
+        model=ModelSpec(**s["model"]),
+        **{k: s[k] for k in ("n_min", "n_max", "steps", "lr", "batch_size", "seed")},
+        evals=tuple(EvalSpec(**{**e, "n_eval": tuple(e["n_eval"])}) for e in s["evals"]),
+    )
     cov = ev.covariates or spec.task.covariates
     results = {}
     for n in ev.n_eval:
         m = fake_metrics(spec, n, cov)
         m["n_instances"] = ev.n_instances
         results[str(n)] = m
-    runfiles.save_json(run_dir / ev.filename, {"seed": ev.seed, "n_instances": ev.n_instances,
-                                               "covariates": cov, "standin": True,
-                                               "results": results})
+    runfiles.save_json(
+        run_dir / ev.filename,
+        {
+            "seed": ev.seed,
+            "n_instances": ev.n_instances,
+            "covariates": cov,
+            "standin": True,
+            "results": results,
+        },
+    )

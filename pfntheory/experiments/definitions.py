@@ -45,8 +45,17 @@ from .._checks import choice
 from ..config import SCALES
 from .specs import EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec
 
-__all__ = ["SCALES", "Design", "Experiment", "EXPERIMENTS", "get_experiment", "experiment_names",
-           "estimated_cpu_seconds", "CPU_SUBSET", "SHIFT_CPU_STEPS"]
+__all__ = [
+    "SCALES",
+    "Design",
+    "Experiment",
+    "EXPERIMENTS",
+    "get_experiment",
+    "experiment_names",
+    "estimated_cpu_seconds",
+    "CPU_SUBSET",
+    "SHIFT_CPU_STEPS",
+]
 
 PAPER_EVAL_INSTANCES = 4096  # supp-sec:exp details: "evaluated on 4096 evaluation samples"
 
@@ -108,6 +117,7 @@ class Experiment:
 # helpers
 # --------------------------------------------------------------------------------------------------
 
+
 def _range_grid(n_min: int, n_max: int, k: int = 8) -> tuple[int, ...]:
     """``k`` evaluation sizes spread evenly over ``[n_min, n_max]`` (stands in for n' ~ Unif)."""
     return tuple(sorted({int(round(v)) for v in np.linspace(n_min, n_max, k)}))
@@ -118,8 +128,14 @@ def _ev(n_eval, per_n: int, covariates: str | None = None) -> EvalSpec:
 
 
 def _rbf(d: int, **kw) -> TaskSpec:
-    return TaskSpec(kind="rbf", d=d, noise_var=DEFAULT_NOISE_VAR, alpha=1.0,
-                    lengthscale=kw.pop("lengthscale", 0.8), **kw)
+    return TaskSpec(
+        kind="rbf",
+        d=d,
+        noise_var=DEFAULT_NOISE_VAR,
+        alpha=1.0,
+        lengthscale=kw.pop("lengthscale", 0.8),
+        **kw,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,8 +148,13 @@ def _rbf(d: int, **kw) -> TaskSpec:
 #: forward+backward of one solver layer ``RBF_N2_S * n^2`` (kernel scores over (n+1) x n) or
 #: ``LINEAR_N_S * n`` (the linear score never forms the kernel). Checked against a timed run of
 #: RBF d=2, L=8, C=64, n in [64,128]: 0.14 s per step measured, 0.13 s per step estimated.
-COST = {"DATA_S": 0.006, "DATA_N3_S": 1.0e-8, "RBF_N2_S": 1.6e-6, "LINEAR_N_S": 2.5e-5,
-        "EVAL_FRACTION": 0.35}
+COST = {
+    "DATA_S": 0.006,
+    "DATA_N3_S": 1.0e-8,
+    "RBF_N2_S": 1.6e-6,
+    "LINEAR_N_S": 2.5e-5,
+    "EVAL_FRACTION": 0.35,
+}
 
 
 def _mean_pow(n_min: int, n_max: int, k: int) -> float:
@@ -146,7 +167,9 @@ def _step_seconds(spec: RunSpec, n2: float, n3: float, batch: int) -> float:
     layers = max(m.L - 1, 0)
     per_layer = c["LINEAR_N_S"] * np.sqrt(n2) if m.score == "linear" else c["RBF_N2_S"] * n2
     scale = spec.task.d / 2 if m.score != "linear" else 1.0  # the score's inner dimension
-    return (batch / 128) * (c["DATA_S"] + c["DATA_N3_S"] * n3 + layers * per_layer * max(scale, 1.0) ** 0.5)
+    return (batch / 128) * (
+        c["DATA_S"] + c["DATA_N3_S"] * n3 + layers * per_layer * max(scale, 1.0) ** 0.5
+    )
 
 
 def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
@@ -162,10 +185,16 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
     if not isinstance(spec, RunSpec):
         if isinstance(spec, (StepsizeSpec, ExactPPDSpec)):
             return 0.0
-        raise TypeError(f"spec_or_experiment must be an Experiment, its name or a spec, got "
-                        f"{type(spec).__name__}")
-    train = spec.steps * _step_seconds(spec, _mean_pow(spec.n_min, spec.n_max, 2),
-                                       _mean_pow(spec.n_min, spec.n_max, 3), spec.batch_size)
+        raise TypeError(
+            f"spec_or_experiment must be an Experiment, its name or a spec, got "
+            f"{type(spec).__name__}"
+        )
+    train = spec.steps * _step_seconds(
+        spec,
+        _mean_pow(spec.n_min, spec.n_max, 2),
+        _mean_pow(spec.n_min, spec.n_max, 3),
+        spec.batch_size,
+    )
     # forward only ~ EVAL_FRACTION of a training step per instance; data drawn once per instance
     ev = 0.0
     for e in spec.evals:
@@ -174,7 +203,9 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
     if spec.curve_n_eval:
         n_pts = 13  # step 0, 12 log-spaced steps
         for n in spec.curve_n_eval:
-            ev += n_pts * _step_seconds(spec, n**2, 0.0, spec.curve_instances) * COST["EVAL_FRACTION"]
+            ev += (
+                n_pts * _step_seconds(spec, n**2, 0.0, spec.curve_instances) * COST["EVAL_FRACTION"]
+            )
     return float(train + ev)
 
 
@@ -197,11 +228,23 @@ def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order
         if not isinstance(r, RunSpec):
             runs.append(r)
             continue
-        evals = r.evals if per_n is None else tuple(
-            dataclasses.replace(e, n_instances=min(per_n, e.n_instances)) for e in r.evals)
-        runs.append(dataclasses.replace(
-            r, steps=steps(r) if callable(steps) else int(steps), lr=CPU_LR, evals=evals,
-            curve_n_eval=tuple(sorted({r.n_min, r.n_max})), curve_instances=CPU_CURVE_INSTANCES))
+        evals = (
+            r.evals
+            if per_n is None
+            else tuple(
+                dataclasses.replace(e, n_instances=min(per_n, e.n_instances)) for e in r.evals
+            )
+        )
+        runs.append(
+            dataclasses.replace(
+                r,
+                steps=steps(r) if callable(steps) else int(steps),
+                lr=CPU_LR,
+                evals=evals,
+                curve_n_eval=tuple(sorted({r.n_min, r.n_max})),
+                curve_instances=CPU_CURVE_INSTANCES,
+            )
+        )
     if order is not None:
         runs.sort(key=order)
     return Design(tuple(runs), shrunk=shrunk)
@@ -211,28 +254,45 @@ def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order
 # fig:exp1 (sec:exp1): TV against depth L and bins C, BLR and RBF, theory and learnable
 # --------------------------------------------------------------------------------------------------
 
+
 def _exp1(Ls, Cs, settings, per_n: int, k_eval: int) -> tuple:
     """``settings``: (task, score, mode, n_min, n_max, lr, steps) per panel."""
     runs = []
     for task, score, mode, n_min, n_max, lr, steps in settings:
         ev = _ev(_range_grid(n_min, n_max, k_eval), per_n)
         for L, C in itertools.product(Ls, Cs):
-            runs.append(RunSpec(task=task, model=ModelSpec(score=score, L=L, C=C, mode=mode),
-                                n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=(ev,)))
+            runs.append(
+                RunSpec(
+                    task=task,
+                    model=ModelSpec(score=score, L=L, C=C, mode=mode),
+                    n_min=n_min,
+                    n_max=n_max,
+                    steps=steps,
+                    lr=lr,
+                    evals=(ev,),
+                )
+            )
     return tuple(runs)
 
 
 _BLR5 = TaskSpec(kind="blr", d=5, noise_var=DEFAULT_NOISE_VAR)
 _RBF2 = _rbf(2)
 
-_FIG_EXP1_PAPER = Design(_exp1(
-    Ls=(2, 4, 8, 16, 32), Cs=(16, 32, 64, 128, 256),
-    # supp-tab:pretraining hyperparameters: (lr, N) per task and mode
-    settings=((_BLR5, "linear", "theory", 128, 512, 2e-4, 10_000),
-              (_BLR5, "linear", "learnable", 128, 512, 2e-4, 20_000),
-              (_RBF2, "rbf", "theory", 64, 128, 1e-3, 50_000),
-              (_RBF2, "rbf", "learnable", 64, 128, 2e-4, 100_000)),
-    per_n=PAPER_EVAL_INSTANCES // 8, k_eval=8))
+_FIG_EXP1_PAPER = Design(
+    _exp1(
+        Ls=(2, 4, 8, 16, 32),
+        Cs=(16, 32, 64, 128, 256),
+        # supp-tab:pretraining hyperparameters: (lr, N) per task and mode
+        settings=(
+            (_BLR5, "linear", "theory", 128, 512, 2e-4, 10_000),
+            (_BLR5, "linear", "learnable", 128, 512, 2e-4, 20_000),
+            (_RBF2, "rbf", "theory", 64, 128, 1e-3, 50_000),
+            (_RBF2, "rbf", "learnable", 64, 128, 2e-4, 100_000),
+        ),
+        per_n=PAPER_EVAL_INSTANCES // 8,
+        k_eval=8,
+    )
+)
 
 
 def _exp1_priority(r: RunSpec) -> tuple:
@@ -246,97 +306,190 @@ FIG_EXP1 = Experiment(
     name="fig_exp1",
     labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
     title="E[TV] against depth L and bin count C (BLR d=5, RBF d=2; theory and learnable TF)",
-    claims=("log TV decreases linearly as log C increases (at large L)",
-            "log TV decreases with depth L",),
+    claims=(
+        "log TV decreases linearly as log C increases (at large L)",
+        "log TV decreases with depth L",
+    ),
     paper=_FIG_EXP1_PAPER,
-    quick=Design(_exp1(
-        Ls=(2, 8, 32), Cs=(16, 64, 256),
-        settings=((_BLR5, "linear", "theory", 32, 64, 5e-3, 300),
-                  (_BLR5, "linear", "learnable", 32, 64, 5e-3, 300),
-                  (_RBF2, "rbf", "theory", 32, 64, 5e-3, 300),
-                  (_RBF2, "rbf", "learnable", 32, 64, 5e-3, 300)),
-        per_n=128, k_eval=4),
-        shrunk=("3x3 sub-grid L in {2,8,32} x C in {16,64,256} (keeps both ends of both axes); "
-                "n in [32,64] for both tasks (BLR [128,512] and RBF [64,128] in the paper: the cost is "
-                "quadratic in n); 300 Adam steps at lr 5e-3 instead of 1e4-1e5 at 2e-4-1e-3 (a tiny "
-                "model converges in few steps at a larger rate); 4 n' x 128 = 512 evaluation "
-                "instances instead of 4096.")),
-    cpu=_cpu(_FIG_EXP1_PAPER, steps=lambda r: 1000 if r.task.kind == "blr" else 2000,
-             order=lambda r: _exp1_priority(r),
-             shrunk=("Every task setting of the paper (full 5x5 L x C grid, BLR d=5 n in [128,512], RBF "
-                     "d=2 n in [64,128], both modes, 8 n' x 512 = 4096 evaluation instances); "
-                     "2000 steps (RBF) and 1000 (BLR: each batch needs 128 Cholesky factorisations "
-                     "at n up to 512) at lr 1e-3 instead of 1e4-1e5 steps at 2e-4-1e-3. Runs are "
-                     "ordered cheapest and most informative first: the slices the paper plots "
-                     "(C = 256 across L, L = 32 across C), then the rest, each by estimated cost.")),
+    quick=Design(
+        _exp1(
+            Ls=(2, 8, 32),
+            Cs=(16, 64, 256),
+            settings=(
+                (_BLR5, "linear", "theory", 32, 64, 5e-3, 300),
+                (_BLR5, "linear", "learnable", 32, 64, 5e-3, 300),
+                (_RBF2, "rbf", "theory", 32, 64, 5e-3, 300),
+                (_RBF2, "rbf", "learnable", 32, 64, 5e-3, 300),
+            ),
+            per_n=128,
+            k_eval=4,
+        ),
+        shrunk=(
+            "3x3 sub-grid L in {2,8,32} x C in {16,64,256} (keeps both ends of both axes); "
+            "n in [32,64] for both tasks (BLR [128,512] and RBF [64,128] in the paper: the cost is "
+            "quadratic in n); 300 Adam steps at lr 5e-3 instead of 1e4-1e5 at 2e-4-1e-3 (a tiny "
+            "model converges in few steps at a larger rate); 4 n' x 128 = 512 evaluation "
+            "instances instead of 4096."
+        ),
+    ),
+    cpu=_cpu(
+        _FIG_EXP1_PAPER,
+        steps=lambda r: 1000 if r.task.kind == "blr" else 2000,
+        order=lambda r: _exp1_priority(r),
+        shrunk=(
+            "Every task setting of the paper (full 5x5 L x C grid, BLR d=5 n in [128,512], RBF "
+            "d=2 n in [64,128], both modes, 8 n' x 512 = 4096 evaluation instances); "
+            "2000 steps (RBF) and 1000 (BLR: each batch needs 128 Cholesky factorisations "
+            "at n up to 512) at lr 1e-3 instead of 1e4-1e5 steps at 2e-4-1e-3. Runs are "
+            "ordered cheapest and most informative first: the slices the paper plots "
+            "(C = 256 across L, L = 32 across C), then the rest, each by estimated cost."
+        ),
+    ),
 )
 
 # --------------------------------------------------------------------------------------------------
 # fig:exp2-1 (sec:exp2): normalised vs unnormalised attention, RBF d=8
 # --------------------------------------------------------------------------------------------------
 
+
 def _exp2_1(d, L, C, n_min, n_max, n_eval, steps, lr, per_n) -> tuple:
     ev = _ev(n_eval, per_n)
-    return tuple(RunSpec(task=_rbf(d), model=ModelSpec(score="rbf", L=L, C=C, normalised=nz),
-                         n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=(ev,))
-                 for nz in (False, True))
+    return tuple(
+        RunSpec(
+            task=_rbf(d),
+            model=ModelSpec(score="rbf", L=L, C=C, normalised=nz),
+            n_min=n_min,
+            n_max=n_max,
+            steps=steps,
+            lr=lr,
+            evals=(ev,),
+        )
+        for nz in (False, True)
+    )
 
 
-_FIG_EXP2_1_PAPER = Design(_exp2_1(d=8, L=32, C=256, n_min=64, n_max=128, n_eval=range(40, 201, 10),
-                                   steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES))
+_FIG_EXP2_1_PAPER = Design(
+    _exp2_1(
+        d=8,
+        L=32,
+        C=256,
+        n_min=64,
+        n_max=128,
+        n_eval=range(40, 201, 10),
+        steps=100_000,
+        lr=2e-4,
+        per_n=PAPER_EVAL_INSTANCES,
+    )
+)
 
 FIG_EXP2_1 = Experiment(
     name="fig_exp2_1",
     labels=("fig:exp2-1", "sec:exp2"),
     title="Normalised (TF^pr) vs unnormalised (TF) attention: E[TV] against n' (RBF d=8)",
-    claims=("the unnormalised model's TV rises outside the pretraining range of n",
-            "the normalised model's TV stays flat across n'"),
+    claims=(
+        "the unnormalised model's TV rises outside the pretraining range of n",
+        "the normalised model's TV stays flat across n'",
+    ),
     paper=_FIG_EXP2_1_PAPER,
-    cpu=_cpu(_FIG_EXP2_1_PAPER, steps=2000, per_n=1024,
-             shrunk=("The paper's task and model (RBF d=8, L=32, C=256, n in [64,128], n' in "
-                     "{40,...,200}); 2000 steps at lr 1e-3 instead of 1e5 at 2e-4; 1024 instances "
-                     "per n' instead of 4096.")),
-    quick=Design(_exp2_1(d=8, L=16, C=64, n_min=64, n_max=128, n_eval=(40, 64, 96, 128, 160, 200),
-                         steps=400, lr=5e-3, per_n=256),
-                 shrunk=("L=16 and C=64 instead of 32 and 256 (half the cost; the claim is about n', "
-                         "not L or C); 400 steps at lr 5e-3 instead of 1e5 at 2e-4; n' in "
-                         "{40,64,96,128,160,200} (both sides of [64,128]) x 256 instances.")),
+    cpu=_cpu(
+        _FIG_EXP2_1_PAPER,
+        steps=2000,
+        per_n=1024,
+        shrunk=(
+            "The paper's task and model (RBF d=8, L=32, C=256, n in [64,128], n' in "
+            "{40,...,200}); 2000 steps at lr 1e-3 instead of 1e5 at 2e-4; 1024 instances "
+            "per n' instead of 4096."
+        ),
+    ),
+    quick=Design(
+        _exp2_1(
+            d=8,
+            L=16,
+            C=64,
+            n_min=64,
+            n_max=128,
+            n_eval=(40, 64, 96, 128, 160, 200),
+            steps=400,
+            lr=5e-3,
+            per_n=256,
+        ),
+        shrunk=(
+            "L=16 and C=64 instead of 32 and 256 (half the cost; the claim is about n', "
+            "not L or C); 400 steps at lr 5e-3 instead of 1e5 at 2e-4; n' in "
+            "{40,64,96,128,160,200} (both sides of [64,128]) x 256 instances."
+        ),
+    ),
 )
 
 # --------------------------------------------------------------------------------------------------
 # fig:exp2-2, supp-fig:exp2-3 (sec:exp3) and the d=4, d=8, covariate-shift companions
 # --------------------------------------------------------------------------------------------------
 
+
 def _exp2_2(d, Ls, n_maxs, n_eval, steps, lr, per_n, C=256, n_min=64, shift=False) -> tuple:
     evals = (_ev(n_eval, per_n),)
     if shift:  # supp-sec:exp additional: evaluation inputs Unif[-1/sqrt(d), 1/sqrt(d)]^d
         evals += (_ev(n_eval, per_n, covariates="uniform"),)
-    return tuple(RunSpec(task=_rbf(d), model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
-                         n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=evals)
-                 for L, n_max in itertools.product(Ls, n_maxs))
+    return tuple(
+        RunSpec(
+            task=_rbf(d),
+            model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
+            n_min=n_min,
+            n_max=n_max,
+            steps=steps,
+            lr=lr,
+            evals=evals,
+        )
+        for L, n_max in itertools.product(Ls, n_maxs)
+    )
 
 
-_EXP2_2_CLAIMS = ("generalisation in n' improves with depth L",
-                  "generalisation in n' improves with the pretraining range n_max",
-                  "for fixed L and n_max the solver error (TV, moment MSEs) grows with n'",
-                  "90% coverage near nominal for the deepest, widest-range model")
+_EXP2_2_CLAIMS = (
+    "generalisation in n' improves with depth L",
+    "generalisation in n' improves with the pretraining range n_max",
+    "for fixed L and n_max the solver error (TV, moment MSEs) grows with n'",
+    "90% coverage near nominal for the deepest, widest-range model",
+)
 _PAPER_NE = tuple(64 * i for i in range(1, 17))
-_QUICK_EXP2_SHRINK = ("L in {2,8} instead of {4,8,16,32} and n_max in {96,192} instead of "
-                      "{128,256,512}, n_min=32 and n' in {32,64,...,384} (the cost is quadratic in n "
-                      "and linear in L); C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 256 "
-                      "instances per n'.")
+_QUICK_EXP2_SHRINK = (
+    "L in {2,8} instead of {4,8,16,32} and n_max in {96,192} instead of "
+    "{128,256,512}, n_min=32 and n' in {32,64,...,384} (the cost is quadratic in n "
+    "and linear in L); C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 256 "
+    "instances per n'."
+)
 
 
 def _exp2_2_quick(d, shift=False):
-    return _exp2_2(d=d, Ls=(2, 8), n_maxs=(96, 192), n_eval=tuple(32 * i for i in (1, 2, 4, 6, 8, 12)),
-                   steps=400, lr=5e-3, per_n=256, C=64, n_min=32, shift=shift)
+    return _exp2_2(
+        d=d,
+        Ls=(2, 8),
+        n_maxs=(96, 192),
+        n_eval=tuple(32 * i for i in (1, 2, 4, 6, 8, 12)),
+        steps=400,
+        lr=5e-3,
+        per_n=256,
+        C=64,
+        n_min=32,
+        shift=shift,
+    )
 
 
-_FIG_EXP2_2_PAPER = Design(_exp2_2(d=16, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
-                                   steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES))
-_CPU_EXP2_SHRINK = ("The paper's tasks and grids (C=256, L in {4,8,16,32}, n in [64, n_max], n_max in "
-                    "{128,256,512}, n' in {64,...,1024}); 1000 steps at lr 1e-3 instead of 1e5 at "
-                    "2e-4 (a step at n=512 costs ~30x one at n=96); 512 instances per n'.")
+_FIG_EXP2_2_PAPER = Design(
+    _exp2_2(
+        d=16,
+        Ls=(4, 8, 16, 32),
+        n_maxs=(128, 256, 512),
+        n_eval=_PAPER_NE,
+        steps=100_000,
+        lr=2e-4,
+        per_n=PAPER_EVAL_INSTANCES,
+    )
+)
+_CPU_EXP2_SHRINK = (
+    "The paper's tasks and grids (C=256, L in {4,8,16,32}, n in [64, n_max], n_max in "
+    "{128,256,512}, n' in {64,...,1024}); 1000 steps at lr 1e-3 instead of 1e5 at "
+    "2e-4 (a step at n=512 costs ~30x one at n=96); 512 instances per n'."
+)
 
 
 def _by_cost(r) -> tuple:
@@ -349,24 +502,45 @@ FIG_EXP2_2 = Experiment(
     title="Depth L and pretraining range n_max against n' (RBF TF^pr; d=16, C=256 at paper scale)",
     claims=_EXP2_2_CLAIMS,
     paper=_FIG_EXP2_2_PAPER,
-    cpu=_cpu(_FIG_EXP2_2_PAPER, steps=1000, per_n=512, order=_by_cost,
-             shrunk=_CPU_EXP2_SHRINK),
-    quick=Design(_exp2_2_quick(d=4), shrunk="d=4 instead of 16 (the d=16 task needs far more "
-                 "steps to learn); " + _QUICK_EXP2_SHRINK),
+    cpu=_cpu(_FIG_EXP2_2_PAPER, steps=1000, per_n=512, order=_by_cost, shrunk=_CPU_EXP2_SHRINK),
+    quick=Design(
+        _exp2_2_quick(d=4),
+        shrunk="d=4 instead of 16 (the d=16 task needs far more "
+        "steps to learn); " + _QUICK_EXP2_SHRINK,
+    ),
 )
 
 
 def _companion(d: int) -> Experiment:
-    paper = Design(_exp2_2(d=d, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), n_eval=_PAPER_NE,
-                           steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES, shift=True))
+    paper = Design(
+        _exp2_2(
+            d=d,
+            Ls=(4, 8, 16, 32),
+            n_maxs=(128, 256, 512),
+            n_eval=_PAPER_NE,
+            steps=100_000,
+            lr=2e-4,
+            per_n=PAPER_EVAL_INSTANCES,
+            shift=True,
+        )
+    )
     return Experiment(
         name=f"supp_exp2_d{d}",
-        labels=(f"supp-fig:exp2 d{d}-1", f"supp-fig:exp2 d{d}-2",
-                f"supp-fig:exp2 d{d}-1 uni", f"supp-fig:exp2 d{d}-2 uni"),
-        title=(f"fig:exp2-2 repeated for d={d}, evaluated on N(0,I/d) inputs (eval.json) and under "
-               f"the covariate shift Unif[-1/sqrt(d),1/sqrt(d)]^d (eval_uniform.json)"),
-        claims=_EXP2_2_CLAIMS + ("under covariate shift, coverage and width comparable to the true "
-                                 "PPD for n_max=512 and L>=16",),
+        labels=(
+            f"supp-fig:exp2 d{d}-1",
+            f"supp-fig:exp2 d{d}-2",
+            f"supp-fig:exp2 d{d}-1 uni",
+            f"supp-fig:exp2 d{d}-2 uni",
+        ),
+        title=(
+            f"fig:exp2-2 repeated for d={d}, evaluated on N(0,I/d) inputs (eval.json) and under "
+            f"the covariate shift Unif[-1/sqrt(d),1/sqrt(d)]^d (eval_uniform.json)"
+        ),
+        claims=_EXP2_2_CLAIMS
+        + (
+            "under covariate shift, coverage and width comparable to the true "
+            "PPD for n_max=512 and L>=16",
+        ),
         paper=paper,
         cpu=_cpu(paper, steps=1000, per_n=512, order=_by_cost, shrunk=_CPU_EXP2_SHRINK),
         quick=Design(_exp2_2_quick(d=d, shift=True), shrunk=_QUICK_EXP2_SHRINK),
@@ -380,8 +554,18 @@ SUPP_EXP2_D8 = _companion(8)
 #: ("comparable to the true baseline for n_max=512 and L>=16"), at d=4: the quick companions stop at
 #: L=8, n_max=192, so this experiment asks whether their collapse under the shift is a matter of
 #: depth and range or persists in the paper's regime.
-_SHIFT_PAPER = Design(_exp2_2(d=4, Ls=(16, 32), n_maxs=(512,), n_eval=_PAPER_NE, steps=100_000,
-                              lr=2e-4, per_n=PAPER_EVAL_INSTANCES, shift=True))
+_SHIFT_PAPER = Design(
+    _exp2_2(
+        d=4,
+        Ls=(16, 32),
+        n_maxs=(512,),
+        n_eval=_PAPER_NE,
+        steps=100_000,
+        lr=2e-4,
+        per_n=PAPER_EVAL_INSTANCES,
+        shift=True,
+    )
+)
 
 #: cpu scale of the shift regime: one run (L=16, the paper's smallest depth of the regime) that a
 #: single CPU core trains in under an hour (~3 s per step at n up to 512), with learning curves on
@@ -392,38 +576,71 @@ SHIFT_CPU_STEPS = 600
 #: every task setting kept), because the paper's design does not fit a CPU budget at all.
 CPU_SUBSET = ("supp_exp2_shift_regime",)
 _SHIFT_CPU_NE = (64, 128, 256, 512, 768, 1024)
-_SHIFT_CPU_RUNS = tuple(dataclasses.replace(
-    r, steps=SHIFT_CPU_STEPS, lr=CPU_LR, curve_n_eval=(64, 512), curve_instances=128,
-    curve_covariates=("uniform",),
-    evals=tuple(dataclasses.replace(e, n_eval=_SHIFT_CPU_NE, n_instances=256) for e in r.evals))
-    for r in _SHIFT_PAPER.runs if r.model.L == 16)
-_SHIFT_CPU_SHRINK = (f"The paper's regime (d=4, C=256, n in [64,512], TF^pr) at L=16 only (not 32); "
-                     f"{SHIFT_CPU_STEPS} steps at lr 1e-3 instead of 1e5 at 2e-4 (one core, under an "
-                     f"hour); n' in {{64,128,256,512,768,1024}} x 256 instances instead of "
-                     f"{{64,...,1024}} x 4096; learning curves at n' in {{64,512}} x 128 instances on "
-                     f"both designs.")
+_SHIFT_CPU_RUNS = tuple(
+    dataclasses.replace(
+        r,
+        steps=SHIFT_CPU_STEPS,
+        lr=CPU_LR,
+        curve_n_eval=(64, 512),
+        curve_instances=128,
+        curve_covariates=("uniform",),
+        evals=tuple(dataclasses.replace(e, n_eval=_SHIFT_CPU_NE, n_instances=256) for e in r.evals),
+    )
+    for r in _SHIFT_PAPER.runs
+    if r.model.L == 16
+)
+_SHIFT_CPU_SHRINK = (
+    f"The paper's regime (d=4, C=256, n in [64,512], TF^pr) at L=16 only (not 32); "
+    f"{SHIFT_CPU_STEPS} steps at lr 1e-3 instead of 1e5 at 2e-4 (one core, under an "
+    f"hour); n' in {{64,128,256,512,768,1024}} x 256 instances instead of "
+    f"{{64,...,1024}} x 4096; learning curves at n' in {{64,512}} x 128 instances on "
+    f"both designs."
+)
 
 SUPP_EXP2_SHIFT_REGIME = Experiment(
     name="supp_exp2_shift_regime",
     labels=("supp-fig:exp2 d4-1 uni", "supp-fig:exp2 d4-2 uni"),
     title="Covariate shift in the paper's claimed regime (d=4, TF^pr, L=16, n_max=512)",
-    claims=("under covariate shift, coverage and width comparable to the true PPD for n_max=512 "
-            "and L>=16",),
+    claims=(
+        "under covariate shift, coverage and width comparable to the true PPD for n_max=512 "
+        "and L>=16",
+    ),
     paper=_SHIFT_PAPER,
     cpu=Design(_SHIFT_CPU_RUNS, shrunk=_SHIFT_CPU_SHRINK),
-    quick=Design(_exp2_2(d=4, Ls=(16,), n_maxs=(512,), n_eval=(64, 128, 256, 512, 768),
-                         steps=400, lr=5e-3, per_n=256, C=64, n_min=64, shift=True),
-                 shrunk="L=16 only (not 32), C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; "
-                        "n' in {64,...,768} x 256 instances."),
+    quick=Design(
+        _exp2_2(
+            d=4,
+            Ls=(16,),
+            n_maxs=(512,),
+            n_eval=(64, 128, 256, 512, 768),
+            steps=400,
+            lr=5e-3,
+            per_n=256,
+            C=64,
+            n_min=64,
+            shift=True,
+        ),
+        shrunk="L=16 only (not 32), C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; "
+        "n' in {64,...,768} x 256 instances.",
+    ),
 )
 
 # --------------------------------------------------------------------------------------------------
 # fig:stepsize: admissible Richardson step against n (exact, no training)
 # --------------------------------------------------------------------------------------------------
 
-_STEPSIZE_PAPER = Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
-                                            n_trials=100, noise_var=DEFAULT_NOISE_VAR)
-                               for k in ("rbf", "linear")))
+_STEPSIZE_PAPER = Design(
+    tuple(
+        StepsizeSpec(
+            kernel=k,
+            d=16,
+            ns=tuple(100 * i for i in range(1, 11)),
+            n_trials=100,
+            noise_var=DEFAULT_NOISE_VAR,
+        )
+        for k in ("rbf", "linear")
+    )
+)
 
 FIG_STEPSIZE = Experiment(
     name="fig_stepsize",
@@ -432,42 +649,76 @@ FIG_STEPSIZE = Experiment(
     claims=("the admissible step size decreases like 1/n",),
     paper=_STEPSIZE_PAPER,
     cpu=Design(_STEPSIZE_PAPER.runs, shrunk="Exact side: the paper's design as is."),
-    quick=Design(tuple(StepsizeSpec(kernel=k, d=16, ns=tuple(100 * i for i in range(1, 11)),
-                                    n_trials=10, noise_var=DEFAULT_NOISE_VAR)
-                       for k in ("rbf", "linear")),
-                 shrunk="10 trials per n instead of 100."),
+    quick=Design(
+        tuple(
+            StepsizeSpec(
+                kernel=k,
+                d=16,
+                ns=tuple(100 * i for i in range(1, 11)),
+                n_trials=10,
+                noise_var=DEFAULT_NOISE_VAR,
+            )
+            for k in ("rbf", "linear")
+        ),
+        shrunk="10 trials per n instead of 100.",
+    ),
 )
 
 # --------------------------------------------------------------------------------------------------
 # supp-tab:lengthscale-crps and supp-tab:hierarchical-gp
 # --------------------------------------------------------------------------------------------------
 
+
 def _table(tasks, Ls, n_max, n_eval, steps, lr, per_n, ref_instances, C=256, n_min=64) -> tuple:
     ev = _ev(n_eval, per_n)
-    runs = [RunSpec(task=t, model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
-                    n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=(ev,))
-            for t, L in itertools.product(tasks, Ls)]
+    runs = [
+        RunSpec(
+            task=t,
+            model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
+            n_min=n_min,
+            n_max=n_max,
+            steps=steps,
+            lr=lr,
+            evals=(ev,),
+        )
+        for t, L in itertools.product(tasks, Ls)
+    ]
     runs += [ExactPPDSpec(task=t, n_eval=tuple(n_eval), n_instances=ref_instances) for t in tasks]
     return tuple(runs)
 
 
-_TABLE_CLAIMS = ("CRPS improves with depth L",
-                 "90% and 95% coverage reasonably close to nominal, also at n' > n_max, "
-                 "especially for larger depths",
-                 "no model beats the exact PPD's expected CRPS")
-_QUICK_TABLE_SHRINK = ("d=4 instead of 16, n in [32,96] instead of [64,256] and n' in {96,384} "
-                       "(both ends: inside and 4x beyond n_max, like 256 and 1024 vs 256); L in {2,8} "
-                       "instead of {8,16,32}; C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 512 "
-                       "instances per n'; exact-PPD reference on 512 contexts per n'. The CRPS values "
-                       "are therefore not comparable with the published d=16 table; compare each row "
-                       "with its exact-PPD reference instead.")
+_TABLE_CLAIMS = (
+    "CRPS improves with depth L",
+    "90% and 95% coverage reasonably close to nominal, also at n' > n_max, "
+    "especially for larger depths",
+    "no model beats the exact PPD's expected CRPS",
+)
+_QUICK_TABLE_SHRINK = (
+    "d=4 instead of 16, n in [32,96] instead of [64,256] and n' in {96,384} "
+    "(both ends: inside and 4x beyond n_max, like 256 and 1024 vs 256); L in {2,8} "
+    "instead of {8,16,32}; C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; 512 "
+    "instances per n'; exact-PPD reference on 512 contexts per n'. The CRPS values "
+    "are therefore not comparable with the published d=16 table; compare each row "
+    "with its exact-PPD reference instead."
+)
 
-_TAB_LS_PAPER = Design(_table(tasks=tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
-                              Ls=(8, 16, 32), n_max=256, n_eval=(256, 1024), steps=100_000, lr=2e-4,
-                              per_n=PAPER_EVAL_INSTANCES, ref_instances=PAPER_EVAL_INSTANCES))
-_CPU_TABLE_SHRINK = ("The paper's tables (d=16, C=256, L in {8,16,32}, n in [64,256], the paper's n', "
-                     "exact-PPD reference on 4096 contexts); 1000 steps at lr 1e-3 instead of 1e5 at "
-                     "2e-4; 1024 instances per n' for the trained models.")
+_TAB_LS_PAPER = Design(
+    _table(
+        tasks=tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
+        Ls=(8, 16, 32),
+        n_max=256,
+        n_eval=(256, 1024),
+        steps=100_000,
+        lr=2e-4,
+        per_n=PAPER_EVAL_INSTANCES,
+        ref_instances=PAPER_EVAL_INSTANCES,
+    )
+)
+_CPU_TABLE_SHRINK = (
+    "The paper's tables (d=16, C=256, L in {8,16,32}, n in [64,256], the paper's n', "
+    "exact-PPD reference on 4096 contexts); 1000 steps at lr 1e-3 instead of 1e5 at "
+    "2e-4; 1024 instances per n' for the trained models."
+)
 
 SUPP_TAB_LENGTHSCALE = Experiment(
     name="supp_tab_lengthscale",
@@ -476,34 +727,78 @@ SUPP_TAB_LENGTHSCALE = Experiment(
     claims=_TABLE_CLAIMS,
     paper=_TAB_LS_PAPER,
     cpu=_cpu(_TAB_LS_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
-    quick=Design(_table(tasks=tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
-                        Ls=(2, 8), n_max=96, n_min=32, n_eval=(96, 384), steps=400, lr=5e-3,
-                        per_n=512, ref_instances=512, C=64),
-                 shrunk=_QUICK_TABLE_SHRINK),
+    quick=Design(
+        _table(
+            tasks=tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
+            Ls=(2, 8),
+            n_max=96,
+            n_min=32,
+            n_eval=(96, 384),
+            steps=400,
+            lr=5e-3,
+            per_n=512,
+            ref_instances=512,
+            C=64,
+        ),
+        shrunk=_QUICK_TABLE_SHRINK,
+    ),
 )
 
 _HIER16 = TaskSpec(kind="hier_rbf", d=16, noise_var=DEFAULT_NOISE_VAR)
-_TAB_HIER_PAPER = Design(_table(tasks=(_HIER16,), Ls=(8, 16, 32), n_max=256, n_eval=(256, 512, 1024),
-                                steps=100_000, lr=2e-4, per_n=PAPER_EVAL_INSTANCES,
-                                ref_instances=PAPER_EVAL_INSTANCES))
+_TAB_HIER_PAPER = Design(
+    _table(
+        tasks=(_HIER16,),
+        Ls=(8, 16, 32),
+        n_max=256,
+        n_eval=(256, 512, 1024),
+        steps=100_000,
+        lr=2e-4,
+        per_n=PAPER_EVAL_INSTANCES,
+        ref_instances=PAPER_EVAL_INSTANCES,
+    )
+)
 
 SUPP_TAB_HIER = Experiment(
     name="supp_tab_hier",
     labels=("supp-tab:hierarchical-gp",),
-    title=("Hierarchical GP prior, uniform over lengthscale {0.4,0.8,1.2} x noise std {0.1,0.2,0.3}: "
-           "CRPS and 50/90/95% coverage (TF^pr, n_max=256)"),
+    title=(
+        "Hierarchical GP prior, uniform over lengthscale {0.4,0.8,1.2} x noise std {0.1,0.2,0.3}: "
+        "CRPS and 50/90/95% coverage (TF^pr, n_max=256)"
+    ),
     claims=_TABLE_CLAIMS,
     paper=_TAB_HIER_PAPER,
     cpu=_cpu(_TAB_HIER_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
-    quick=Design(_table(tasks=(TaskSpec(kind="hier_rbf", d=4, noise_var=DEFAULT_NOISE_VAR),),
-                        Ls=(2, 8), n_max=96, n_min=32, n_eval=(96, 192, 384), steps=400, lr=5e-3,
-                        per_n=512, ref_instances=512, C=64),
-                 shrunk=_QUICK_TABLE_SHRINK.replace("n' in {96,384}", "n' in {96,192,384}")),
+    quick=Design(
+        _table(
+            tasks=(TaskSpec(kind="hier_rbf", d=4, noise_var=DEFAULT_NOISE_VAR),),
+            Ls=(2, 8),
+            n_max=96,
+            n_min=32,
+            n_eval=(96, 192, 384),
+            steps=400,
+            lr=5e-3,
+            per_n=512,
+            ref_instances=512,
+            C=64,
+        ),
+        shrunk=_QUICK_TABLE_SHRINK.replace("n' in {96,384}", "n' in {96,192,384}"),
+    ),
 )
 
-EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
-    FIG_EXP1, FIG_EXP2_1, FIG_EXP2_2, SUPP_EXP2_D4, SUPP_EXP2_D8, SUPP_EXP2_SHIFT_REGIME,
-    FIG_STEPSIZE, SUPP_TAB_LENGTHSCALE, SUPP_TAB_HIER)}
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        FIG_EXP1,
+        FIG_EXP2_1,
+        FIG_EXP2_2,
+        SUPP_EXP2_D4,
+        SUPP_EXP2_D8,
+        SUPP_EXP2_SHIFT_REGIME,
+        FIG_STEPSIZE,
+        SUPP_TAB_LENGTHSCALE,
+        SUPP_TAB_HIER,
+    )
+}
 
 
 def experiment_names() -> tuple[str, ...]:
@@ -514,4 +809,3 @@ def get_experiment(name: str) -> Experiment:
     """The experiment called ``name`` (see :data:`EXPERIMENTS`); unknown names raise ValueError."""
     choice(name, "experiment", tuple(EXPERIMENTS))
     return EXPERIMENTS[name]
-

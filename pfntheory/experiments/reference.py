@@ -78,8 +78,8 @@ def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true
     n = X.shape[0]
     H = len(kernels)
     k, s2 = kernels[h_true], noise_vars[h_true]
-    chol = np.linalg.cholesky(k(X) + s2 * np.eye(n))                   # G_h + sigma_h^2 I = L L^T
-    Y = chol @ rng.standard_normal(n)                                  # Y ~ N(0, G_h + sigma_h^2 I)
+    chol = np.linalg.cholesky(k(X) + s2 * np.eye(n))  # G_h + sigma_h^2 I = L L^T
+    Y = chol @ rng.standard_normal(n)  # Y ~ N(0, G_h + sigma_h^2 I)
     ppd = gp.mixture_ppd(kernels, noise_vars, np.full(H, 1.0 / H), X, Y, xq[None, :])
     return ppd.weights, ppd.mu[:, 0], ppd.tau[:, 0]
 
@@ -108,8 +108,14 @@ def expected_crps(w, mu, tau) -> np.ndarray:
     return 0.5 * np.sum(w[..., :, None] * w[..., None, :] * _abs_normal_mean(dm, dv), axis=(-2, -1))
 
 
-def exact_ppd_reference(task: TaskSpec, n_eval, n_instances: int, rng: np.random.Generator,
-                        levels=(0.5, 0.9, 0.95), covariates: str | None = None) -> dict:
+def exact_ppd_reference(
+    task: TaskSpec,
+    n_eval,
+    n_instances: int,
+    rng: np.random.Generator,
+    levels=(0.5, 0.9, 0.95),
+    covariates: str | None = None,
+) -> dict:
     """CRPS, coverage and width of the exact PPD on ``n_instances`` contexts per ``n'``.
 
     Parameters
@@ -145,18 +151,24 @@ def exact_ppd_reference(task: TaskSpec, n_eval, n_instances: int, rng: np.random
         vals = np.asarray(vals, dtype=float)
         out.setdefault(name, {"mean": [], "se": []})
         out[name]["mean"].append(float(vals.mean()))
-        out[name]["se"].append(float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0)
+        out[name]["se"].append(
+            float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0
+        )
 
     n_eval = [positive_int(n, "n_eval") for n in n_eval]
     for n in n_eval:
-        W, MU, TAU, y = (np.empty((n_instances, H)), np.empty((n_instances, H)),
-                         np.empty((n_instances, H)), np.empty(n_instances))
+        W, MU, TAU, y = (
+            np.empty((n_instances, H)),
+            np.empty((n_instances, H)),
+            np.empty((n_instances, H)),
+            np.empty(n_instances),
+        )
         for i in range(n_instances):
             X = sample_design(n, task.d, rng, design)
             xq = sample_design(1, task.d, rng, design)[0]
-            h = int(rng.integers(H))                                # theta ~ uniform over the grid
+            h = int(rng.integers(H))  # theta ~ uniform over the grid
             W[i], MU[i], TAU[i] = ppd_at_query(kernels, noise_vars, X, xq, rng=rng, h_true=h)
-            c = rng.choice(H, p=W[i] / W[i].sum())                  # y ~ sum_h w_h N(mu_h, tau_h)
+            c = rng.choice(H, p=W[i] / W[i].sum())  # y ~ sum_h w_h N(mu_h, tau_h)
             y[i] = MU[i, c] + np.sqrt(TAU[i, c]) * rng.standard_normal()
         add("crps", expected_crps(W, MU, TAU))
         add("crps_realised", metrics.mixture_crps(W, MU, TAU, y))

@@ -17,8 +17,14 @@ from .definitions import get_experiment
 from .runner import RESULT_FILE, default_root, is_complete, run_dir_of
 from .specs import RunSpec
 
-__all__ = ["EvalTable", "LoadedRun", "MissingRunsError", "load_eval", "load_experiment",
-           "COVERAGE_LEVELS"]
+__all__ = [
+    "EvalTable",
+    "LoadedRun",
+    "MissingRunsError",
+    "load_eval",
+    "load_experiment",
+    "COVERAGE_LEVELS",
+]
 
 COVERAGE_LEVELS = (50, 90, 95)
 
@@ -28,8 +34,10 @@ class MissingRunsError(FileNotFoundError):
 
     def __init__(self, experiment: str, scale: str, missing: list[str]):
         self.experiment, self.scale, self.missing = experiment, scale, missing
-        super().__init__(f"{experiment} [{scale}]: {len(missing)} run(s) missing or incomplete, e.g. "
-                         f"{missing[:3]}; run `pfntheory sweep {experiment} --scale {scale}`")
+        super().__init__(
+            f"{experiment} [{scale}]: {len(missing)} run(s) missing or incomplete, e.g. "
+            f"{missing[:3]}; run `pfntheory sweep {experiment} --scale {scale}`"
+        )
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,10 @@ class EvalTable:
         k = int(m.sum())
         if k == 0:
             raise ValueError("empty n' mask")
-        return (float(self.mean[metric][m].mean()),
-                float(np.sqrt(np.sum(self.se[metric][m] ** 2)) / k))
+        return (
+            float(self.mean[metric][m].mean()),
+            float(np.sqrt(np.sum(self.se[metric][m] ** 2)) / k),
+        )
 
 
 def load_eval(path) -> EvalTable:
@@ -74,7 +84,11 @@ def load_eval(path) -> EvalTable:
     res = doc["results"]
     ns = sorted(int(n) for n in res)
     N = int(doc["n_instances"])
-    keys = [k for k, v in res[str(ns[0])].items() if isinstance(v, (int, float)) and not k.endswith("_se")]
+    keys = [
+        k
+        for k, v in res[str(ns[0])].items()
+        if isinstance(v, (int, float)) and not k.endswith("_se")
+    ]
     mean = {k: np.array([float(res[str(n)][k]) for n in ns]) for k in keys}
     se = {}
     for k in keys:
@@ -120,11 +134,18 @@ def load_experiment(experiment: str, scale: str = "quick", root=None) -> list[Lo
             missing.append(spec.name)
             continue
         if isinstance(spec, RunSpec):
-            out.append(LoadedRun(spec=spec, run_dir=rd,
-                                 evals={ev.filename: load_eval(rd / ev.filename) for ev in spec.evals},
-                                 train_metrics=runfiles.load_json(rd / runfiles.METRICS)))
+            out.append(
+                LoadedRun(
+                    spec=spec,
+                    run_dir=rd,
+                    evals={ev.filename: load_eval(rd / ev.filename) for ev in spec.evals},
+                    train_metrics=runfiles.load_json(rd / runfiles.METRICS),
+                )
+            )
         else:
-            out.append(LoadedRun(spec=spec, run_dir=rd, result=runfiles.load_json(rd / RESULT_FILE)))
+            out.append(
+                LoadedRun(spec=spec, run_dir=rd, result=runfiles.load_json(rd / RESULT_FILE))
+            )
     if missing:
         raise MissingRunsError(exp.name, scale, missing)
     return out

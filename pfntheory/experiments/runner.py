@@ -155,12 +155,14 @@ def is_complete(spec, run_dir) -> bool:
 
 def _jsonable(d):
     import json
+
     return json.loads(canonical_json(d))
 
 
 # --------------------------------------------------------------------------------------------------
 # backends: how a RunSpec is trained and evaluated
 # --------------------------------------------------------------------------------------------------
+
 
 def _train_nn(spec: RunSpec, run_dir: Path) -> None:
     from pfntheory.nn.train import train
@@ -174,8 +176,14 @@ def _evaluate_nn(run_dir: Path, ev) -> None:
     from pfntheory.nn.evaluate import evaluate
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    evaluate(run_dir, list(ev.n_eval), n_instances=ev.n_instances, seed=ev.seed,
-             covariates=ev.covariates, device=device)
+    evaluate(
+        run_dir,
+        list(ev.n_eval),
+        n_instances=ev.n_instances,
+        seed=ev.seed,
+        covariates=ev.covariates,
+        device=device,
+    )
 
 
 def _backend(name: str):
@@ -183,6 +191,7 @@ def _backend(name: str):
     if name == "nn":
         return _train_nn, _evaluate_nn
     from . import _standin
+
     return _standin.train, _standin.evaluate
 
 
@@ -196,7 +205,9 @@ def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
             runfiles.atomic_write_bytes(run_dir / f, (other / f).read_bytes())
         for ev in spec.evals:
             if _eval_complete(other, ev) and not (run_dir / ev.filename).exists():
-                runfiles.atomic_write_bytes(run_dir / ev.filename, (other / ev.filename).read_bytes())
+                runfiles.atomic_write_bytes(
+                    run_dir / ev.filename, (other / ev.filename).read_bytes()
+                )
         return True
     return False
 
@@ -209,21 +220,43 @@ def _execute_exact(spec, run_dir: Path) -> None:
         from ..kernels import LinearKernel, RBFKernel, blr_sigma_diag
         from ..spectral import admissible_step_curve
 
-        kernel = (RBFKernel(spec.alpha, spec.lengthscale) if spec.kernel == "rbf"
-                  else LinearKernel(blr_sigma_diag(spec.d)))
-        c = admissible_step_curve(kernel, spec.ns, spec.d, spec.noise_var, spec.n_trials,
-                                  np.random.default_rng(spec.seed))
-        body = {"ns": c.ns, "mean": c.mean, "std": c.std, "se": c.std / np.sqrt(spec.n_trials),
-                "reference_1_over_n": c.reference, "limit": c.limit, "steps": c.steps}
+        kernel = (
+            RBFKernel(spec.alpha, spec.lengthscale)
+            if spec.kernel == "rbf"
+            else LinearKernel(blr_sigma_diag(spec.d))
+        )
+        c = admissible_step_curve(
+            kernel, spec.ns, spec.d, spec.noise_var, spec.n_trials, np.random.default_rng(spec.seed)
+        )
+        body = {
+            "ns": c.ns,
+            "mean": c.mean,
+            "std": c.std,
+            "se": c.std / np.sqrt(spec.n_trials),
+            "reference_1_over_n": c.reference,
+            "limit": c.limit,
+            "steps": c.steps,
+        }
     elif isinstance(spec, ExactPPDSpec):
         from .reference import exact_ppd_reference
 
-        body = exact_ppd_reference(spec.task, spec.n_eval, spec.n_instances,
-                                   np.random.default_rng(spec.seed), levels=spec.levels)
+        body = exact_ppd_reference(
+            spec.task,
+            spec.n_eval,
+            spec.n_instances,
+            np.random.default_rng(spec.seed),
+            levels=spec.levels,
+        )
     else:  # pragma: no cover - guarded by execute
         raise ValueError(f"not an exact-side spec: {type(spec).__name__}")
-    runfiles.save_json(run_dir / RESULT_FILE, {"spec": _jsonable(dataclasses.asdict(spec)),
-                                               "wall_time_s": time.perf_counter() - t0, **body})
+    runfiles.save_json(
+        run_dir / RESULT_FILE,
+        {
+            "spec": _jsonable(dataclasses.asdict(spec)),
+            "wall_time_s": time.perf_counter() - t0,
+            **body,
+        },
+    )
 
 
 def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
@@ -245,7 +278,9 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
         ``{"name", "status": "skipped"|"done"|"adopted", "seconds"}``.
     """
     if not isinstance(spec, (RunSpec, StepsizeSpec, ExactPPDSpec)):
-        raise ValueError(f"spec must be a RunSpec, StepsizeSpec or ExactPPDSpec, got {type(spec).__name__}")
+        raise ValueError(
+            f"spec must be a RunSpec, StepsizeSpec or ExactPPDSpec, got {type(spec).__name__}"
+        )
     run_dir = Path(run_dir)
     root = Path(root) if root is not None else run_dir.parent.parent
     t0 = time.perf_counter()
@@ -301,8 +336,12 @@ def _execute_job(spec, run_dir: str, backend: str, root: str, threads: int) -> d
     try:
         return execute(spec, run_dir, backend=backend, root=root)
     except Exception as err:  # noqa: BLE001 - reported to the sweep, which fails at the end
-        return {"name": spec.name, "status": "failed", "seconds": time.perf_counter() - t0,
-                "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()[-3000:]}"}
+        return {
+            "name": spec.name,
+            "status": "failed",
+            "seconds": time.perf_counter() - t0,
+            "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()[-3000:]}",
+        }
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -331,10 +370,13 @@ def _on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def _worker_main(conn, spec, run_dir: str, backend: str, root: str, threads: int,
-                 parent_pid: int) -> None:
+def _worker_main(
+    conn, spec, run_dir: str, backend: str, root: str, threads: int, parent_pid: int
+) -> None:
     """Body of a local worker process: one run, its result sent through ``conn``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # Ctrl-C reaches the whole group; the parent decides
     signal.signal(signal.SIGTERM, _on_sigterm)  # unwinds: atomic writes delete their temp files
     _die_with_parent(parent_pid)
     result = _execute_job(spec, run_dir, backend, root, threads)
@@ -396,6 +438,7 @@ def _limit_threads(threads: int) -> None:
         os.environ[var] = str(threads)
     try:
         import torch
+
         torch.set_num_threads(threads)
     except ImportError:  # pragma: no cover
         pass
@@ -405,12 +448,15 @@ def _limit_threads(threads: int) -> None:
 # sweeps
 # --------------------------------------------------------------------------------------------------
 
+
 def plan(experiment: str, scale: str = "quick", root=None) -> list[tuple[object, Path, bool]]:
     """``(spec, run_dir, complete)`` for every run of ``experiment`` at ``scale``."""
     exp = get_experiment(experiment)
     root = Path(root) if root is not None else default_root()
-    return [(s, run_dir_of(exp.name, s, root), is_complete(s, run_dir_of(exp.name, s, root)))
-            for s in exp.runs(scale)]
+    return [
+        (s, run_dir_of(exp.name, s, root), is_complete(s, run_dir_of(exp.name, s, root)))
+        for s in exp.runs(scale)
+    ]
 
 
 def _run_local(todo, backend, root, workers, threads, progress, desc):
@@ -442,9 +488,11 @@ def _run_local(todo, backend, root, workers, threads, progress, desc):
                 while pending and len(running) < workers:
                     spec, rd = pending.pop(0)
                     reader, writer = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_worker_main, daemon=True,
-                                       args=(writer, spec, str(rd), backend, str(root), threads,
-                                             os.getpid()))
+                    proc = ctx.Process(
+                        target=_worker_main,
+                        daemon=True,
+                        args=(writer, spec, str(rd), backend, str(root), threads, os.getpid()),
+                    )
                     proc.start()
                     writer.close()  # the worker holds the write end: EOF when it exits
                     running[reader] = (proc, spec)
@@ -457,9 +505,13 @@ def _run_local(todo, backend, root, workers, threads, progress, desc):
                     reader.close()
                     proc.join()
                     if res is None:
-                        res = {"name": spec.name, "status": "failed", "seconds": float("nan"),
-                               "error": f"worker process exited with code {proc.exitcode} "
-                                        f"before reporting (killed?); the run resumes on re-run"}
+                        res = {
+                            "name": spec.name,
+                            "status": "failed",
+                            "seconds": float("nan"),
+                            "error": f"worker process exited with code {proc.exitcode} "
+                            f"before reporting (killed?); the run resumes on re-run",
+                        }
                     results.append(res)
                     bar.update()
                     bar.set_postfix_str(f"{res['status']} {res['name'][:40]}")
@@ -475,7 +527,9 @@ def _run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
     try:
         import submitit
     except ImportError as err:  # pragma: no cover - exercised only without the extra
-        raise RuntimeError("the slurm executor needs submitit: pip install 'pfntheory[slurm]'") from err
+        raise RuntimeError(
+            "the slurm executor needs submitit: pip install 'pfntheory[slurm]'"
+        ) from err
     from tqdm.auto import tqdm
 
     slurm = dict(slurm or {})
@@ -487,8 +541,14 @@ def _run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
     params.update({k: v for k, v in slurm.items() if v is not None})
     ex.update_parameters(**params)
     specs = [s for s, _ in todo]
-    jobs = ex.map_array(_execute_job, specs, [str(rd) for _, rd in todo], [backend] * len(todo),
-                        [str(root)] * len(todo), [threads] * len(todo))
+    jobs = ex.map_array(
+        _execute_job,
+        specs,
+        [str(rd) for _, rd in todo],
+        [backend] * len(todo),
+        [str(root)] * len(todo),
+        [threads] * len(todo),
+    )
     bar = tqdm(total=len(jobs), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
     results: dict[int, dict] = {}
     try:
@@ -511,9 +571,13 @@ def _poll_jobs(jobs, specs, results: dict, bar, poll: float) -> None:
                 try:
                     results[i] = job.result()
                 except Exception as err:  # noqa: BLE001 - job killed, timed out, node failure
-                    results[i] = {"name": specs[i].name, "status": "failed", "seconds": float("nan"),
-                                  "error": f"{type(err).__name__}: {err}"[-3000:],
-                                  "job_id": job.job_id}
+                    results[i] = {
+                        "name": specs[i].name,
+                        "status": "failed",
+                        "seconds": float("nan"),
+                        "error": f"{type(err).__name__}: {err}"[-3000:],
+                        "job_id": job.job_id,
+                    }
                 bar.update()
         if len(results) < len(jobs):
             time.sleep(poll)
@@ -524,9 +588,19 @@ def slurm_available() -> bool:
     return shutil.which("sbatch") is not None
 
 
-def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", root=None,
-          workers: int | None = None, threads: int = 1, backend: str = "nn", progress: bool = True,
-          slurm: dict | None = None, wait_lock_s: float = 0.0) -> dict:
+def sweep(
+    experiment: str,
+    scale: str = "quick",
+    *,
+    executor: str = "local",
+    root=None,
+    workers: int | None = None,
+    threads: int = 1,
+    backend: str = "nn",
+    progress: bool = True,
+    slurm: dict | None = None,
+    wait_lock_s: float = 0.0,
+) -> dict:
     """Run every missing run of ``experiment`` at ``scale``.
 
     Parameters
@@ -562,8 +636,11 @@ def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", roo
     choice(backend, "backend", BACKENDS)
     root = Path(root) if root is not None else default_root()
     threads = positive_int(threads, "threads", maximum=1024)
-    workers = (positive_int(workers, "workers", maximum=1024) if workers is not None
-               else min(2, os.cpu_count() or 1))
+    workers = (
+        positive_int(workers, "workers", maximum=1024)
+        if workers is not None
+        else min(2, os.cpu_count() or 1)
+    )
     wait_lock_s = positive_scalar(wait_lock_s, "wait_lock_s", allow_zero=True)
     if slurm is not None and not isinstance(slurm, dict):
         raise ValueError(f"slurm must be a dict of submitit parameters, got {type(slurm).__name__}")
@@ -571,9 +648,11 @@ def sweep(experiment: str, scale: str = "quick", *, executor: str = "local", roo
         cluster = (slurm or {}).get("cluster")
         choice(cluster, "slurm['cluster']", (None, "slurm", "local", "debug"))
         if cluster in (None, "slurm") and not slurm_available():
-            raise ValueError("executor 'slurm': SLURM is not available on this machine (no sbatch "
-                             "on the PATH); use --executor local, or ask for submitit's local mode "
-                             "explicitly with --submitit-cluster local")
+            raise ValueError(
+                "executor 'slurm': SLURM is not available on this machine (no sbatch "
+                "on the PATH); use --executor local, or ask for submitit's local mode "
+                "explicitly with --submitit-cluster local"
+            )
     with runfiles.root_lock(root, wait_s=wait_lock_s):
         return _sweep_locked(exp, scale, executor, root, workers, threads, backend, progress, slurm)
 
@@ -596,13 +675,21 @@ def _sweep_locked(exp, scale, executor, root, workers, threads, backend, progres
     else:
         results = _run_slurm(todo, backend, root, threads, progress, desc, exp.name, slurm)
     done_names = {r["name"] for r in results}
-    results += [{"name": s.name, "status": "skipped", "seconds": 0.0}
-                for s, _, done in items if done and s.name not in done_names]
+    results += [
+        {"name": s.name, "status": "skipped", "seconds": 0.0}
+        for s, _, done in items
+        if done and s.name not in done_names
+    ]
     summary = {
-        "experiment": exp.name, "scale": scale, "executor": executor, "backend": backend,
-        "workers": workers if executor == "local" else None, "threads": threads,
+        "experiment": exp.name,
+        "scale": scale,
+        "executor": executor,
+        "backend": backend,
+        "workers": workers if executor == "local" else None,
+        "threads": threads,
         "finished": _dt.datetime.now().isoformat(timespec="seconds"),
-        "wall_time_s": time.perf_counter() - t0, "n_runs": len(items),
+        "wall_time_s": time.perf_counter() - t0,
+        "n_runs": len(items),
         "n_failed": sum(r["status"] == "failed" for r in results),
         "runs": sorted(results, key=lambda r: r["name"]),
     }
@@ -621,32 +708,66 @@ def run_sweep(experiments: Sequence[str] | None = None, scale: str = "quick", **
 # command line: ``pfntheory sweep``
 # --------------------------------------------------------------------------------------------------
 
+
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("experiments", nargs="*", metavar="EXPERIMENT",
-                   help=f"experiments to run (default: all): {', '.join(EXPERIMENTS)}")
-    p.add_argument("--scale", choices=SCALES, default="quick",
-                   help="quick (CPU, shrunk) or paper (supp-tab:pretraining hyperparameters)")
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="local process pool (default) or a SLURM job array via submitit")
-    p.add_argument("--workers", type=_count, default=None,
-                   help="local worker processes (default min(2, CPUs))")
-    p.add_argument("--threads", type=_count, default=1, help="torch/BLAS threads per run (default 1)")
-    p.add_argument("--wait-lock", type=_seconds, default=0.0, metavar="SECONDS",
-                   help="wait this long for another sweep on the same root (default: refuse at once)")
-    p.add_argument("--root", default=None, help="runs root (default reports/runs of the repository)")
+    p.add_argument(
+        "experiments",
+        nargs="*",
+        metavar="EXPERIMENT",
+        help=f"experiments to run (default: all): {', '.join(EXPERIMENTS)}",
+    )
+    p.add_argument(
+        "--scale",
+        choices=SCALES,
+        default="quick",
+        help="quick (CPU, shrunk) or paper (supp-tab:pretraining hyperparameters)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local process pool (default) or a SLURM job array via submitit",
+    )
+    p.add_argument(
+        "--workers", type=_count, default=None, help="local worker processes (default min(2, CPUs))"
+    )
+    p.add_argument(
+        "--threads", type=_count, default=1, help="torch/BLAS threads per run (default 1)"
+    )
+    p.add_argument(
+        "--wait-lock",
+        type=_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for another sweep on the same root (default: refuse at once)",
+    )
+    p.add_argument(
+        "--root", default=None, help="runs root (default reports/runs of the repository)"
+    )
     p.add_argument("--list", action="store_true", help="list the runs and their state; run nothing")
-    p.add_argument("--dry-run", action="store_true",
-                   help="use a seconds-long stand-in instead of training (checks the plumbing)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="use a seconds-long stand-in instead of training (checks the plumbing)",
+    )
     p.add_argument("--no-progress", action="store_true")
     g = p.add_argument_group("slurm executor (submitit)")
     g.add_argument("--partition", default=None, help="slurm partition")
     g.add_argument("--timeout-min", type=_count, default=240, help="time limit per run (minutes)")
     g.add_argument("--gpus-per-node", type=_count, default=None)
     g.add_argument("--mem-gb", type=_seconds, default=None)
-    g.add_argument("--array-parallelism", type=_count, default=None,
-                   help="at most this many array tasks at once")
-    g.add_argument("--submitit-cluster", choices=("slurm", "local", "debug"), default=None,
-                   help="force submitit's executor (local/debug run the array on this machine)")
+    g.add_argument(
+        "--array-parallelism",
+        type=_count,
+        default=None,
+        help="at most this many array tasks at once",
+    )
+    g.add_argument(
+        "--submitit-cluster",
+        choices=("slurm", "local", "debug"),
+        default=None,
+        help="force submitit's executor (local/debug run the array on this machine)",
+    )
     p.set_defaults(func=_cmd)
 
 
@@ -690,20 +811,35 @@ def _cmd(args: argparse.Namespace) -> int:
     names = args.experiments or list(EXPERIMENTS)
     for n in names:
         get_experiment(n)
-    if (args.executor == "slurm" and not args.list and args.submitit_cluster in (None, "slurm")
-            and not slurm_available()):
-        raise ValueError("--executor slurm: SLURM is not available on this machine (no sbatch on the "
-                         "PATH); use --executor local, or --submitit-cluster local to run the job "
-                         "array on this machine through submitit")
-    if args.dry_run and not args.list and args.root is None and not os.environ.get("PFNTHEORY_RUNS"):
+    if (
+        args.executor == "slurm"
+        and not args.list
+        and args.submitit_cluster in (None, "slurm")
+        and not slurm_available()
+    ):
+        raise ValueError(
+            "--executor slurm: SLURM is not available on this machine (no sbatch on the "
+            "PATH); use --executor local, or --submitit-cluster local to run the job "
+            "array on this machine through submitit"
+        )
+    if (
+        args.dry_run
+        and not args.list
+        and args.root is None
+        and not os.environ.get("PFNTHEORY_RUNS")
+    ):
         # stand-in runs in the real runs root would count as complete and be served as trained runs
-        raise ValueError("--dry-run needs --root (or $PFNTHEORY_RUNS): stand-in runs must not land "
-                         f"in {default_root()}")
+        raise ValueError(
+            "--dry-run needs --root (or $PFNTHEORY_RUNS): stand-in runs must not land "
+            f"in {default_root()}"
+        )
     if args.list:
         for n in names:
             exp = get_experiment(n)
             items = plan(n, args.scale, args.root)
-            print(f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} complete -- {exp.title}")
+            print(
+                f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} complete -- {exp.title}"
+            )
             shrunk = exp.design(args.scale).shrunk
             if shrunk:
                 print(f"    shrunk: {shrunk}")
@@ -713,16 +849,32 @@ def _cmd(args: argparse.Namespace) -> int:
             for _spec, rd, done in items:
                 print(f"    {'done' if done else 'todo'}  {rd}")
         return 0
-    slurm = {"cluster": args.submitit_cluster, "slurm_partition": args.partition,
-             "timeout_min": args.timeout_min, "gpus_per_node": args.gpus_per_node,
-             "mem_gb": args.mem_gb, "slurm_array_parallelism": args.array_parallelism}
+    slurm = {
+        "cluster": args.submitit_cluster,
+        "slurm_partition": args.partition,
+        "timeout_min": args.timeout_min,
+        "gpus_per_node": args.gpus_per_node,
+        "mem_gb": args.mem_gb,
+        "slurm_array_parallelism": args.array_parallelism,
+    }
     failed = 0
     for n in names:
-        s = sweep(n, args.scale, executor=args.executor, root=args.root, workers=args.workers,
-                  threads=args.threads, backend="standin" if args.dry_run else "nn",
-                  progress=not args.no_progress, slurm=slurm, wait_lock_s=args.wait_lock)
-        print(f"{n} [{args.scale}]: {s['n_runs']} runs, {s['n_failed']} failed, "
-              f"{s['wall_time_s']:.0f} s")
+        s = sweep(
+            n,
+            args.scale,
+            executor=args.executor,
+            root=args.root,
+            workers=args.workers,
+            threads=args.threads,
+            backend="standin" if args.dry_run else "nn",
+            progress=not args.no_progress,
+            slurm=slurm,
+            wait_lock_s=args.wait_lock,
+        )
+        print(
+            f"{n} [{args.scale}]: {s['n_runs']} runs, {s['n_failed']} failed, "
+            f"{s['wall_time_s']:.0f} s"
+        )
         for r in s["runs"]:
             if r["status"] == "failed":
                 print(f"  FAILED {r['name']}: {r.get('error', '')[:2000]}")
@@ -732,9 +884,12 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the ``sweep`` sub-command to a CLI's ``subparsers`` (sets ``func``; returns an exit code)."""
-    p = subparsers.add_parser("sweep", help="run an experiment's runs (idempotent, resumable)",
-                              description="Run every missing run of the paper's experiments, at quick "
-                                          "or paper scale, locally or as a SLURM job array.")
+    p = subparsers.add_parser(
+        "sweep",
+        help="run an experiment's runs (idempotent, resumable)",
+        description="Run every missing run of the paper's experiments, at quick "
+        "or paper scale, locally or as a SLURM job array.",
+    )
     _add_arguments(p)
     return p
 

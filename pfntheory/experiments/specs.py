@@ -116,12 +116,18 @@ class TaskSpec:
         """The ``pfntheory.nn.priors.TaskConfig`` of this task (optionally with other covariates)."""
         from pfntheory.nn.priors import TaskConfig
 
-        kw = dict(kind=self.kind, d=self.d, noise_var=self.noise_var,
-                  covariates=covariates or self.covariates)
+        kw = dict(
+            kind=self.kind,
+            d=self.d,
+            noise_var=self.noise_var,
+            covariates=covariates or self.covariates,
+        )
         if self.kind in ("rbf", "hier_rbf"):
             kw.update(alpha=self.alpha, lengthscale=self.lengthscale)
         if self.kind == "hier_rbf":
-            kw.update(hier_lengthscales=self.hier_lengthscales, hier_noise_stds=self.hier_noise_stds)
+            kw.update(
+                hier_lengthscales=self.hier_lengthscales, hier_noise_stds=self.hier_noise_stds
+            )
         return TaskConfig(**kw)
 
 
@@ -247,8 +253,10 @@ class RunSpec:
     @property
     def name(self) -> str:
         """``<task>-<model>-n<n_min>-<n_max>-s<steps>-<hash>`` (see the module docstring)."""
-        return (f"{self.task.slug()}-{self.model.slug()}-n{self.n_min}-{self.n_max}"
-                f"-s{self.steps}-{spec_hash(self.training())}")
+        return (
+            f"{self.task.slug()}-{self.model.slug()}-n{self.n_min}-{self.n_max}"
+            f"-s{self.steps}-{spec_hash(self.training())}"
+        )
 
     def train_config(self, device: str = "auto", checkpoint_every: int = 200):
         """The ``pfntheory.nn.train.TrainConfig`` of this run (imports torch)."""
@@ -256,23 +264,47 @@ class RunSpec:
         from pfntheory.nn.train import TrainConfig
 
         m = self.model
-        model = ModelConfig(score=m.score, d=self.task.d, L=m.L, C=m.C, mode=m.mode,
-                            normalised=m.normalised, head=m.head,
-                            noise_var_init=self.task.noise_var)
+        model = ModelConfig(
+            score=m.score,
+            d=self.task.d,
+            L=m.L,
+            C=m.C,
+            mode=m.mode,
+            normalised=m.normalised,
+            head=m.head,
+            noise_var_init=self.task.noise_var,
+        )
         curve = {}
         if self.curve_n_eval:
-            curve = dict(curve_n_eval=tuple(self.curve_n_eval), curve_instances=self.curve_instances,
-                         curve_seed=LEARNING_CURVE_SEED,
-                         curve_covariates=tuple(self.curve_covariates))
-        return TrainConfig(task=self.task.to_nn(), model=model, n_min=self.n_min, n_max=self.n_max,
-                           steps=self.steps, lr=self.lr, batch_size=self.batch_size, seed=self.seed,
-                           checkpoint_every=checkpoint_every, device=device,
-                           lr_units=self.lr_units, **curve)
+            curve = dict(
+                curve_n_eval=tuple(self.curve_n_eval),
+                curve_instances=self.curve_instances,
+                curve_seed=LEARNING_CURVE_SEED,
+                curve_covariates=tuple(self.curve_covariates),
+            )
+        return TrainConfig(
+            task=self.task.to_nn(),
+            model=model,
+            n_min=self.n_min,
+            n_max=self.n_max,
+            steps=self.steps,
+            lr=self.lr,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            checkpoint_every=checkpoint_every,
+            device=device,
+            lr_units=self.lr_units,
+            **curve,
+        )
 
 
 #: RunSpec fields that are omitted from the hashed identity when they hold these values.
-_LATE_DEFAULTS = {"lr_units": "absolute", "curve_n_eval": (), "curve_instances": 256,
-                  "curve_covariates": ()}
+_LATE_DEFAULTS = {
+    "lr_units": "absolute",
+    "curve_n_eval": (),
+    "curve_instances": 256,
+    "curve_covariates": (),
+}
 
 
 class _ExactSide:
@@ -311,7 +343,6 @@ class StepsizeSpec(_ExactSide):
         for n in self.ns:
             positive_int(n, "ns")
 
-
     @property
     def name(self) -> str:
         return f"stepsize-{self.kernel}-d{self.d}-t{self.n_trials}-{spec_hash(self.training())}"
@@ -344,7 +375,6 @@ class ExactPPDSpec(_ExactSide):
         for lv in self.levels:
             if not 0 < lv < 1:
                 raise ValueError(f"levels must lie in (0, 1), got {lv}")
-
 
     @property
     def name(self) -> str:

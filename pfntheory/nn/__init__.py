@@ -27,7 +27,22 @@ from .model import (
 )
 
 __all__ = [
-    "SCORES", "HEADS", "MODES", "kernel_attention", "scaled_kernel_attention", "masked_attention_dense", "score_matrix",
-    "score_vector", "PsiHead", "MLPHead", "positive_tau", "ModelConfig", "PFNOutput",
-    "PFNTransformer", "DenseTransformer", "default_eta", "load_handset", "select_device",
+    "SCORES",
+    "HEADS",
+    "MODES",
+    "kernel_attention",
+    "scaled_kernel_attention",
+    "masked_attention_dense",
+    "score_matrix",
+    "score_vector",
+    "PsiHead",
+    "MLPHead",
+    "positive_tau",
+    "ModelConfig",
+    "PFNOutput",
+    "PFNTransformer",
+    "DenseTransformer",
+    "default_eta",
+    "load_handset",
+    "select_device",
 ]

@@ -36,8 +36,14 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["SCORES", "score_matrix", "score_vector", "kernel_attention", "scaled_kernel_attention",
-           "masked_attention_dense"]
+__all__ = [
+    "SCORES",
+    "score_matrix",
+    "score_vector",
+    "kernel_attention",
+    "scaled_kernel_attention",
+    "masked_attention_dense",
+]
 
 #: Attention score functions kappa of Sec. 3.
 SCORES = ("linear", "rbf", "softmax")
@@ -65,13 +71,13 @@ def score_matrix(a: torch.Tensor, b: torch.Tensor, score: str) -> torch.Tensor:
         work is one matmul) or ``exp(a_i.b_j)``.
     """
     _check_score(score)
-    ab = a @ b.transpose(-1, -2)                                             # (..., Ta, Tb)
+    ab = a @ b.transpose(-1, -2)  # (..., Ta, Tb)
     if score == "linear":
         return ab
     if score == "softmax":
         return torch.exp(ab)
-    half_a = 0.5 * (a * a).sum(-1, keepdim=True)                             # (..., Ta, 1)
-    half_b = 0.5 * (b * b).sum(-1).unsqueeze(-2)                             # (..., 1, Tb)
+    half_a = 0.5 * (a * a).sum(-1, keepdim=True)  # (..., Ta, 1)
+    half_b = 0.5 * (b * b).sum(-1).unsqueeze(-2)  # (..., 1, Tb)
     # exp(-||a-b||^2/2) = exp(a.b - |a|^2/2 - |b|^2/2); the exponent is clamped at 0 from above
     # because the expansion can round to tiny positive values where the true value is <= 0.
     return torch.exp(torch.clamp(ab - half_a - half_b, max=0.0))
@@ -91,9 +97,9 @@ def score_vector(a: torch.Tensor, b: torch.Tensor, score: str) -> torch.Tensor:
     """
     _check_score(score)
     if score == "rbf":
-        diff = a - b.unsqueeze(-2)                                           # (B, T, p)
-        return torch.exp(-0.5 * (diff * diff).sum(-1))                       # exp(-||a-b||^2/2)
-    ab = (a * b.unsqueeze(-2)).sum(-1)                                       # (B, T)
+        diff = a - b.unsqueeze(-2)  # (B, T, p)
+        return torch.exp(-0.5 * (diff * diff).sum(-1))  # exp(-||a-b||^2/2)
+    ab = (a * b.unsqueeze(-2)).sum(-1)  # (B, T)
     return ab if score == "linear" else torch.exp(ab)
 
 
@@ -136,13 +142,13 @@ class _ExpKernelMatVec(torch.autograd.Function):
     def forward(ctx, A, BT, v):
         nb, Tq, _ = A.shape
         Tk, m = v.shape[1], v.shape[2]
-        vT = v.transpose(1, 2).contiguous()                                  # (B, m, Tk)
+        vT = v.transpose(1, 2).contiguous()  # (B, m, Tk)
         outT = A.new_empty(nb, m, Tq)
         for i, j in _chunks(nb, Tq, Tk):
-            P = torch.bmm(A[i:j], BT[i:j]).exp_()                            # (b, Tq, Tk) kappa
-            torch.bmm(vT[i:j], P.transpose(1, 2), out=outT[i:j])             # (P v)^T = v^T P^T
+            P = torch.bmm(A[i:j], BT[i:j]).exp_()  # (b, Tq, Tk) kappa
+            torch.bmm(vT[i:j], P.transpose(1, 2), out=outT[i:j])  # (P v)^T = v^T P^T
         ctx.save_for_backward(A, BT, v)
-        return outT.transpose(1, 2)                                          # (B, Tq, m)
+        return outT.transpose(1, 2)  # (B, Tq, m)
 
     @staticmethod
     def backward(ctx, g):
@@ -150,19 +156,19 @@ class _ExpKernelMatVec(torch.autograd.Function):
         nb, Tq, p = A.shape
         Tk, m = v.shape[1], v.shape[2]
         chunks = _chunks(nb, Tq, Tk)
-        gT = g.transpose(1, 2).contiguous()                                  # (B, m, Tq)
+        gT = g.transpose(1, 2).contiguous()  # (B, m, Tq)
         gc = g.contiguous()
-        vT = v.transpose(1, 2).contiguous()                                  # (B, m, Tk)
-        AT = A.transpose(1, 2).contiguous()                                  # (B, p, Tq)
+        vT = v.transpose(1, 2).contiguous()  # (B, m, Tk)
+        AT = A.transpose(1, 2).contiguous()  # (B, p, Tq)
         dvT = A.new_empty(nb, m, Tk)
         dAT = A.new_empty(nb, p, Tq)
         dBT = A.new_empty(nb, p, Tk)
         for i, j in chunks:
-            P = torch.bmm(A[i:j], BT[i:j]).exp_()                            # recomputed
-            torch.bmm(gT[i:j], P, out=dvT[i:j])                              # (P^T g)^T = g^T P
-            E = torch.bmm(gc[i:j], vT[i:j]).mul_(P)                          # P * (g v^T)
-            torch.bmm(BT[i:j], E.transpose(1, 2), out=dAT[i:j])              # (E B)^T = B^T E^T
-            torch.bmm(AT[i:j], E, out=dBT[i:j])                              # (E^T A)^T = A^T E
+            P = torch.bmm(A[i:j], BT[i:j]).exp_()  # recomputed
+            torch.bmm(gT[i:j], P, out=dvT[i:j])  # (P^T g)^T = g^T P
+            E = torch.bmm(gc[i:j], vT[i:j]).mul_(P)  # P * (g v^T)
+            torch.bmm(BT[i:j], E.transpose(1, 2), out=dAT[i:j])  # (E B)^T = B^T E^T
+            torch.bmm(AT[i:j], E, out=dBT[i:j])  # (E^T A)^T = A^T E
         return dAT.transpose(1, 2), dBT, dvT.transpose(1, 2)
 
 
@@ -189,18 +195,18 @@ class _ScaledKernelMatVec(torch.autograd.Function):
         nb, T, d = x.shape
         n, m = v.shape[1], v.shape[2]
         A, BT = _features(x, s, n, rbf)
-        vT = v.transpose(1, 2).contiguous()                                  # (B, m, n)
+        vT = v.transpose(1, 2).contiguous()  # (B, m, n)
         outT = x.new_empty(nb, m, T)
         if keep is None:
             keep = nb * T * n * x.element_size() <= SAVE_KERNEL_MAX_BYTES
         Pall = x.new_empty(nb, T, n) if keep else None
         for i, j in _chunks(nb, T, n):
             P = torch.bmm(A[i:j], BT[i:j], out=Pall[i:j]) if keep else torch.bmm(A[i:j], BT[i:j])
-            P.exp_()                                                         # (b, T, n) kappa
-            torch.bmm(vT[i:j], P.transpose(1, 2), out=outT[i:j])             # (P v)^T = v^T P^T
+            P.exp_()  # (b, T, n) kappa
+            torch.bmm(vT[i:j], P.transpose(1, 2), out=outT[i:j])  # (P v)^T = v^T P^T
         ctx.save_for_backward(x, s, v, outT, A, BT, Pall)
         ctx.rbf = rbf
-        return outT.transpose(1, 2)                                          # (B, T, m)
+        return outT.transpose(1, 2)  # (B, T, m)
 
     @staticmethod
     def backward(ctx, g):
@@ -209,28 +215,28 @@ class _ScaledKernelMatVec(torch.autograd.Function):
             raise RuntimeError("no gradient with respect to the token inputs x is implemented")
         nb, T, d = x.shape
         n, m = v.shape[1], v.shape[2]
-        xk = x[:, :n]                                                        # keys (B, n, d)
-        gT = g.transpose(1, 2).contiguous()                                  # (B, m, T)
+        xk = x[:, :n]  # keys (B, n, d)
+        gT = g.transpose(1, 2).contiguous()  # (B, m, T)
         # [v_r * X]^T, row r d + k = v_r * x_k over the keys; formed from the transposed (B, m, n)
         # and (B, d, n) factors so the broadcast runs along the contiguous key axis (15x faster than
         # the (B, n, m, 1) * (B, n, 1, d) outer product followed by a transposed copy)
-        vT = v.transpose(1, 2).contiguous()                                  # (B, m, n)
-        xkT = xk.transpose(1, 2).contiguous()                                # (B, d, n)
-        Xl = (vT.unsqueeze(2) * xkT.unsqueeze(1)).reshape(nb, m * d, n)      # (B, m d, n)
+        vT = v.transpose(1, 2).contiguous()  # (B, m, n)
+        xkT = xk.transpose(1, 2).contiguous()  # (B, d, n)
+        Xl = (vT.unsqueeze(2) * xkT.unsqueeze(1)).reshape(nb, m * d, n)  # (B, m d, n)
         dvT = x.new_empty(nb, m, n)
         leftT = x.new_empty(nb, m * d, T)
         for i, j in _chunks(nb, T, n):
             P = Pall[i:j] if Pall is not None else torch.bmm(A[i:j], BT[i:j]).exp_()  # recomputed
-            torch.bmm(gT[i:j], P, out=dvT[i:j])                              # (P^T g)^T = g^T P
-            torch.bmm(Xl[i:j], P.transpose(1, 2), out=leftT[i:j])            # [v_r X]^T P^T
-        dv = dvT.transpose(1, 2)                                             # (B, n, m)
-        EX = (gT.unsqueeze(2) * leftT.reshape(nb, m, d, T)).sum(1)          # (E X)^T (B, d, T)
-        cross = (x.transpose(1, 2) * EX).sum((0, 2))                         # sum_i x_ik (E X)_ik
+            torch.bmm(gT[i:j], P, out=dvT[i:j])  # (P^T g)^T = g^T P
+            torch.bmm(Xl[i:j], P.transpose(1, 2), out=leftT[i:j])  # [v_r X]^T P^T
+        dv = dvT.transpose(1, 2)  # (B, n, m)
+        EX = (gT.unsqueeze(2) * leftT.reshape(nb, m, d, T)).sum(1)  # (E X)^T (B, d, T)
+        cross = (x.transpose(1, 2) * EX).sum((0, 2))  # sum_i x_ik (E X)_ik
         if ctx.rbf:
-            row = (gT * outT).sum(1)                                         # rowsum(E) (B, T)
-            col = (v * dv).sum(-1)                                           # colsum(E) (B, n)
-            sq_q = (x * x * row.unsqueeze(-1)).sum((0, 1))                   # (d,)
-            sq_k = (xk * xk * col.unsqueeze(-1)).sum((0, 1))                 # (d,)
+            row = (gT * outT).sum(1)  # rowsum(E) (B, T)
+            col = (v * dv).sum(-1)  # colsum(E) (B, n)
+            sq_q = (x * x * row.unsqueeze(-1)).sum((0, 1))  # (d,)
+            sq_k = (xk * xk * col.unsqueeze(-1)).sum((0, 1))  # (d,)
             ds = -s * (sq_q + sq_k - 2.0 * cross)
         else:
             ds = 2.0 * s * cross
@@ -239,14 +245,19 @@ class _ScaledKernelMatVec(torch.autograd.Function):
 
 def _features(x: torch.Tensor, s: torch.Tensor, n: int, rbf: bool):
     """Augmented features ``A`` (B, T, p) and ``B^T`` (B, p, n) with ``A B^T = log kappa``."""
-    a = x * s                                                                # (B, T, d)
+    a = x * s  # (B, T, d)
     A, B = _augment(a, a[:, :n], "rbf" if rbf else "softmax")
     return A.contiguous(), B.transpose(1, 2).contiguous()
 
 
-def scaled_kernel_attention(x: torch.Tensor, scale: torch.Tensor, v: torch.Tensor, score: str,
-                            normalised: bool = False, save_kernel: bool | None = None
-                            ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def scaled_kernel_attention(
+    x: torch.Tensor,
+    scale: torch.Tensor,
+    v: torch.Tensor,
+    score: str,
+    normalised: bool = False,
+    save_kernel: bool | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention of one solver layer: queries ``diag(scale) x_j`` for every token, keys the first
     ``n = v.shape[1]`` tokens (mask ``M_ij = 1{i <= n}``), ``K = Q = diag(scale)``.
 
@@ -276,33 +287,34 @@ def scaled_kernel_attention(x: torch.Tensor, scale: torch.Tensor, v: torch.Tenso
     """
     _check_score(score)
     if not (torch.is_grad_enabled() and (scale.requires_grad or v.requires_grad)):
-        save_kernel = False                                                  # no backward pass
+        save_kernel = False  # no backward pass
     if score == "linear":
         a = x * scale
-        return kernel_attention(a, a[:, :v.shape[1]], v, score, normalised)
+        return kernel_attention(a, a[:, : v.shape[1]], v, score, normalised)
     m = v.shape[-1]
     if normalised:
-        v = torch.cat([v, torch.ones_like(v[..., :1])], -1)                  # s_j = P @ 1
+        v = torch.cat([v, torch.ones_like(v[..., :1])], -1)  # s_j = P @ 1
     out = _ScaledKernelMatVec.apply(x.detach(), scale, v, score == "rbf", save_kernel)
     if not normalised:
         return out, None
     s = out[..., m]
-    return out[..., :m] / s.unsqueeze(-1), s                                 # Attn^na
+    return out[..., :m] / s.unsqueeze(-1), s  # Attn^na
 
 
 def _augment(a: torch.Tensor, b: torch.Tensor, score: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Features with ``A B^T = log kappa(a_i, b_j)``: rbf ``-||a-b||^2/2``, softmax ``a.b``."""
     if score == "softmax":
         return a, b
-    half_a = 0.5 * (a * a).sum(-1, keepdim=True)                             # (B, Tq, 1)
-    half_b = 0.5 * (b * b).sum(-1, keepdim=True)                             # (B, Tk, 1)
-    A = torch.cat([a, -half_a, torch.ones_like(half_a)], -1)                 # [a, -|a|^2/2, 1]
-    B = torch.cat([b, torch.ones_like(half_b), -half_b], -1)                 # [b, 1, -|b|^2/2]
+    half_a = 0.5 * (a * a).sum(-1, keepdim=True)  # (B, Tq, 1)
+    half_b = 0.5 * (b * b).sum(-1, keepdim=True)  # (B, Tk, 1)
+    A = torch.cat([a, -half_a, torch.ones_like(half_a)], -1)  # [a, -|a|^2/2, 1]
+    B = torch.cat([b, torch.ones_like(half_b), -half_b], -1)  # [b, 1, -|b|^2/2]
     return A, B
 
 
-def kernel_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score: str,
-                     normalised: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+def kernel_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score: str, normalised: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Kernel attention of every query over a set of unmasked keys (fast form of eqn:std attn).
 
     ``out_j = sum_i kappa(k_i, q_j) v_i`` over the keys passed (the mask is applied by the caller
@@ -328,28 +340,39 @@ def kernel_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, score: s
     """
     _check_score(score)
     if q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
-        raise ValueError(f"q, k, v must be 3-d (B, T, channels), got {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"q, k, v must be 3-d (B, T, channels), got {tuple(q.shape)}, "
+            f"{tuple(k.shape)}, {tuple(v.shape)}"
+        )
     if k.shape[:2] != v.shape[:2] or q.shape[0] != k.shape[0] or q.shape[2] != k.shape[2]:
-        raise ValueError(f"incompatible q, k, v shapes {tuple(q.shape)}, {tuple(k.shape)}, "
-                         f"{tuple(v.shape)}")
+        raise ValueError(
+            f"incompatible q, k, v shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     m = v.shape[-1]
-    if normalised:                                                           # s_j = P @ 1
-        v = torch.cat([v, torch.ones_like(v[..., :1])], -1)                  # (B, Tk, m+1)
+    if normalised:  # s_j = P @ 1
+        v = torch.cat([v, torch.ones_like(v[..., :1])], -1)  # (B, Tk, m+1)
     if score == "linear":
-        out = torch.bmm(q, torch.bmm(k.transpose(1, 2), v))                  # a_j^T (K^T V), O(T p m)
+        out = torch.bmm(q, torch.bmm(k.transpose(1, 2), v))  # a_j^T (K^T V), O(T p m)
     else:
         A, B = _augment(q, k, score)
-        out = _ExpKernelMatVec.apply(A.contiguous(), B.transpose(1, 2).contiguous(), v)  # (B, Tq, m[+1])
+        out = _ExpKernelMatVec.apply(
+            A.contiguous(), B.transpose(1, 2).contiguous(), v
+        )  # (B, Tq, m[+1])
     if not normalised:
         return out, None
-    s = out[..., m]                                                          # (B, Tq)
-    return out[..., :m] / s.unsqueeze(-1), s                                 # Attn^na
+    s = out[..., m]  # (B, Tq)
+    return out[..., :m] / s.unsqueeze(-1), s  # Attn^na
 
 
-def masked_attention_dense(Z: torch.Tensor, V: torch.Tensor, K: torch.Tensor, Q: torch.Tensor,
-                           M: torch.Tensor, score: str, normalised: bool = False
-                           ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def masked_attention_dense(
+    Z: torch.Tensor,
+    V: torch.Tensor,
+    K: torch.Tensor,
+    Q: torch.Tensor,
+    M: torch.Tensor,
+    score: str,
+    normalised: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Literal eqn:std attn (and ``Attn^na``) in the paper's column layout, dense over all channels.
 
     Parameters
@@ -371,11 +394,11 @@ def masked_attention_dense(Z: torch.Tensor, V: torch.Tensor, K: torch.Tensor, Q:
         ``s_j`` when ``normalised``.
     """
     _check_score(score)
-    KZ = (K @ Z).transpose(1, 2)                                             # (B, T, d') rows k_i
-    QZ = (Q @ Z).transpose(1, 2)                                             # (B, T, d') rows q_j
-    h = score_matrix(KZ, QZ, score) * M                                      # [h]_ij, eqn:std attn
+    KZ = (K @ Z).transpose(1, 2)  # (B, T, d') rows k_i
+    QZ = (Q @ Z).transpose(1, 2)  # (B, T, d') rows q_j
+    h = score_matrix(KZ, QZ, score) * M  # [h]_ij, eqn:std attn
     s = None
     if normalised:
-        s = h.sum(1)                                                         # s_j, (B, T)
-        h = h / s.unsqueeze(1)                                               # Attn^na weights
-    return V @ Z @ h, s                                                      # V Z h, eqn:std attn
+        s = h.sum(1)  # s_j, (B, T)
+        h = h / s.unsqueeze(1)  # Attn^na weights
+    return V @ Z @ h, s  # V Z h, eqn:std attn

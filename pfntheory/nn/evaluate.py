@@ -48,7 +48,9 @@ LEVELS = (0.5, 0.9, 0.95)
 
 
 def _eval_generator(seed: int, n: int, chunk: int) -> torch.Generator:
-    s = np.random.SeedSequence([int(seed), int(n), int(chunk), 0xE7A1]).generate_state(2, dtype=np.uint32)
+    s = np.random.SeedSequence([int(seed), int(n), int(chunk), 0xE7A1]).generate_state(
+        2, dtype=np.uint32
+    )
     return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
 
 
@@ -58,8 +60,11 @@ def predict(model, batch, device) -> dict:
     dtype = next(model.parameters()).dtype
     out = model(batch.X.to(device, dtype), batch.Y.to(device, dtype), batch.xq.to(device, dtype))
     probs = torch.softmax(out.logits.double(), dim=-1)
-    return {"probs": probs.cpu().numpy(), "mu_L": out.mu.double().cpu().numpy(),
-            "tau_L": out.tau.double().cpu().numpy()}
+    return {
+        "probs": probs.cpu().numpy(),
+        "mu_L": out.mu.double().cpu().numpy(),
+        "tau_L": out.tau.double().cpu().numpy(),
+    }
 
 
 def _mean_se(x) -> tuple[float, float]:
@@ -128,7 +133,9 @@ def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
     put("nll", M.histogram_nll(edges, probs, y))
     if hier:
         s = np.sqrt(th)
-        dens = np.sum(w * np.exp(-0.5 * ((y[:, None] - mh) / s) ** 2) / (s * np.sqrt(2 * np.pi)), -1)
+        dens = np.sum(
+            w * np.exp(-0.5 * ((y[:, None] - mh) / s) ** 2) / (s * np.sqrt(2 * np.pi)), -1
+        )
         Z = np.sum(w * (ndtr((b - mh) / s) - ndtr((a - mh) / s)), -1)
     else:
         s = np.sqrt(tau)
@@ -143,9 +150,18 @@ def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
     return res
 
 
-def evaluate(run_dir, n_eval, n_instances: int = 4096, seed: int = 12345, *,
-             covariates: str | None = None, batch_size: int = 512, device="cpu",
-             levels=LEVELS, progress: bool = False) -> dict:
+def evaluate(
+    run_dir,
+    n_eval,
+    n_instances: int = 4096,
+    seed: int = 12345,
+    *,
+    covariates: str | None = None,
+    batch_size: int = 512,
+    device="cpu",
+    levels=LEVELS,
+    progress: bool = False,
+) -> dict:
     """Evaluate a finished run at each evaluation size in ``n_eval``; write ``eval*.json``.
 
     Parameters
@@ -188,11 +204,18 @@ def evaluate(run_dir, n_eval, n_instances: int = 4096, seed: int = 12345, *,
         task = dataclasses.replace(task, covariates=covariates)
     interval = tuple(train_metrics["interval"])
     edges = bin_edges(*interval, config.model.C)
-    name = runs.EVAL if task.covariates == config.task.covariates else f"eval_{task.covariates}.json"
+    name = (
+        runs.EVAL if task.covariates == config.task.covariates else f"eval_{task.covariates}.json"
+    )
     out_path = run_dir / name
-    settings = {"seed": seed, "n_instances": n_instances, "covariates": task.covariates,
-                "label_law": "truncated PPD p_(a,b]", "interval": list(interval),
-                "levels": list(levels)}
+    settings = {
+        "seed": seed,
+        "n_instances": n_instances,
+        "covariates": task.covariates,
+        "label_law": "truncated PPD p_(a,b]",
+        "interval": list(interval),
+        "levels": list(levels),
+    }
     doc = {"run_dir": str(run_dir), **settings, "results": {}}
     if out_path.is_file():
         old = runs.load_json(out_path)
@@ -201,17 +224,21 @@ def evaluate(run_dir, n_eval, n_instances: int = 4096, seed: int = 12345, *,
     it = n_eval
     if progress:
         from tqdm.auto import tqdm
+
         it = tqdm(n_eval, desc=f"evaluate {run_dir.name}")
     for n in it:
         cols: dict[str, list] = {}
         for chunk, start in enumerate(range(0, n_instances, batch_size)):
             m = min(batch_size, n_instances - start)
-            bt = sample_batch(task, m, n, _eval_generator(seed, n, chunk), dtype=torch.float64,
-                              interval=interval)
+            bt = sample_batch(
+                task, m, n, _eval_generator(seed, n, chunk), dtype=torch.float64, interval=interval
+            )
             pred = predict(model, bt, device)
             part = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy(), **pred}
             if bt.weights is not None:
-                part.update(weights=bt.weights.numpy(), mu_h=bt.mu_h.numpy(), tau_h=bt.tau_h.numpy())
+                part.update(
+                    weights=bt.weights.numpy(), mu_h=bt.mu_h.numpy(), tau_h=bt.tau_h.numpy()
+                )
             for k, v in part.items():
                 cols.setdefault(k, []).append(v)
         r = {k: np.concatenate(v) for k, v in cols.items()}
@@ -224,14 +251,16 @@ def _prescribed_scale(task) -> np.ndarray:
     """Diagonal of ``K = Q`` in supp-eqn:weights for the task's kernel written as a unit kernel."""
     if task.kind == "blr":
         from ..kernels import blr_sigma_diag
+
         return np.sqrt(np.asarray(task.sigma_diag or blr_sigma_diag(task.d)))  # sqrt(Sigma_kk)
     if task.kind == "ard_rbf":
         return 1.0 / np.asarray(task.lengthscales)
     return np.full(task.d, 1.0 / task.lengthscale)  # 1 / ell
 
 
-def compare_to_construction(run_dir, n: int | None = None, n_instances: int = 32,
-                            seed: int = 0, eta: float | None = None) -> dict:
+def compare_to_construction(
+    run_dir, n: int | None = None, n_instances: int = 32, seed: int = 0, eta: float | None = None
+) -> dict:
     """Trained weights beside the values the construction of thm:TFdoPPD prescribes.
 
     Prescribed (supp-eqn:weights, sec:generalization): ``K = Q = diag(scale)`` with
@@ -282,8 +311,14 @@ def compare_to_construction(run_dir, n: int | None = None, n_instances: int = 32
     else:
         eta_attn, eta_drift = V[:, 0] / amp_true, -S[:, 0] / s2
 
-    bt = sample_batch(task, n_instances, n, _eval_generator(seed, n, 10**6), dtype=torch.float64,
-                      interval=tuple(train_metrics["interval"]))
+    bt = sample_batch(
+        task,
+        n_instances,
+        n,
+        _eval_generator(seed, n, 10**6),
+        dtype=torch.float64,
+        interval=tuple(train_metrics["interval"]),
+    )
     X, Y, xq = bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()
     with torch.no_grad():
         out = model.double()(bt.X, bt.Y, bt.xq)
@@ -310,21 +345,35 @@ def compare_to_construction(run_dir, n: int | None = None, n_instances: int = 32
         return float(np.sqrt(np.mean((a - b) ** 2)))
 
     doc = {
-        "n": n, "n_instances": n_instances, "solver_eta": "optimal" if eta is None else eta,
-        "mode": mc.mode, "normalised": mc.normalised,
-        "scale": {"learned": coef["scale"].tolist(), "prescribed": _prescribed_scale(task).tolist()},
+        "n": n,
+        "n_instances": n_instances,
+        "solver_eta": "optimal" if eta is None else eta,
+        "mode": mc.mode,
+        "normalised": mc.normalised,
+        "scale": {
+            "learned": coef["scale"].tolist(),
+            "prescribed": _prescribed_scale(task).tolist(),
+        },
         "amp": {"learned": float(coef["amp"]), "prescribed": amp_true},
-        "eta": {"learned_attention": eta_attn.tolist(), "learned_drift": eta_drift.tolist(),
-                "V_ff_over_V_fy": (V[:, 1] / V[:, 0]).tolist(),
-                "V_gk_over_V_fy": (V[:, 2] / V[:, 0]).tolist(),
-                "V_gg_over_V_fy": (V[:, 3] / V[:, 0]).tolist(),
-                "optimal_median": float(np.median(eta_star)),
-                "optimal_min": float(eta_star.min()), "optimal_max": float(eta_star.max())},
+        "eta": {
+            "learned_attention": eta_attn.tolist(),
+            "learned_drift": eta_drift.tolist(),
+            "V_ff_over_V_fy": (V[:, 1] / V[:, 0]).tolist(),
+            "V_gk_over_V_fy": (V[:, 2] / V[:, 0]).tolist(),
+            "V_gg_over_V_fy": (V[:, 3] / V[:, 0]).tolist(),
+            "optimal_median": float(np.median(eta_star)),
+            "optimal_min": float(eta_star.min()),
+            "optimal_max": float(eta_star.max()),
+        },
         "W": {"learned": coef["W"].tolist(), "prescribed": [1.0, s2, 1.0, -1.0]},
         "readout_rms": {
-            "trained_vs_solver_mu": rms(mu_tr, mu_sol), "trained_vs_solver_tau": rms(tau_tr, tau_sol),
-            "trained_vs_exact_mu": rms(mu_tr, mu), "trained_vs_exact_tau": rms(tau_tr, tau),
-            "solver_vs_exact_mu": rms(mu_sol, mu), "solver_vs_exact_tau": rms(tau_sol, tau)},
+            "trained_vs_solver_mu": rms(mu_tr, mu_sol),
+            "trained_vs_solver_tau": rms(tau_tr, tau_sol),
+            "trained_vs_exact_mu": rms(mu_tr, mu),
+            "trained_vs_exact_tau": rms(tau_tr, tau),
+            "solver_vs_exact_mu": rms(mu_sol, mu),
+            "solver_vs_exact_tau": rms(tau_sol, tau),
+        },
     }
     runs.save_json(run_dir / "construction.json", doc)
     return doc

@@ -67,8 +67,9 @@ def check_edges(edges, C: int | None = None) -> torch.Tensor:
     if not edges.is_floating_point():
         edges = edges.to(torch.float64)
     if edges.dim() != 1 or edges.numel() < 3:
-        raise ValueError(f"edges must be 1-d with at least 3 entries (C >= 2), got shape "
-                         f"{tuple(edges.shape)}")
+        raise ValueError(
+            f"edges must be 1-d with at least 3 entries (C >= 2), got shape {tuple(edges.shape)}"
+        )
     if C is not None and edges.numel() != C + 1:
         raise ValueError(f"edges must have C + 1 = {C + 1} entries, got {edges.numel()}")
     if not bool(torch.isfinite(edges).all()):
@@ -96,7 +97,7 @@ class PsiHead(nn.Module):
         super().__init__()
         ones = torch.ones(2)
         if learn_scales:
-            self.s = nn.Parameter(ones)                                      # (s1, s2)
+            self.s = nn.Parameter(ones)  # (s1, s2)
         else:
             self.register_buffer("s", ones)
         self.tau_min = float(tau_min)
@@ -104,15 +105,15 @@ class PsiHead(nn.Module):
     def psi(self, mu: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
         """``psi(mu, tau_+) = (mu/tau_+, -1/(2 tau_+))``; shape (B, 2)."""
         tau_p = positive_tau(tau, self.tau_min)
-        return torch.stack([mu / tau_p, -0.5 / tau_p], -1)                   # psi(mu, tau), Sec. 4
+        return torch.stack([mu / tau_p, -0.5 / tau_p], -1)  # psi(mu, tau), Sec. 4
 
     def forward(self, mu: torch.Tensor, tau: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
         """Logits (B, C) from moments ``mu, tau`` of shape (B,) and edges (C + 1,)."""
         edges = edges.to(mu.dtype)
-        xi = 0.5 * (edges[1:] + edges[:-1])                                  # midpoints xi_c
-        Xi = torch.stack([xi, xi * xi], -1)                                  # Xi_{c,:} = T(xi_c), (C, 2)
-        log_delta = torch.log(edges[1:] - edges[:-1])                        # log Delta_c
-        return (self.psi(mu, tau) * self.s) @ Xi.T + log_delta               # Xi (s1 psi1, s2 psi2) + log Delta
+        xi = 0.5 * (edges[1:] + edges[:-1])  # midpoints xi_c
+        Xi = torch.stack([xi, xi * xi], -1)  # Xi_{c,:} = T(xi_c), (C, 2)
+        log_delta = torch.log(edges[1:] - edges[:-1])  # log Delta_c
+        return (self.psi(mu, tau) * self.s) @ Xi.T + log_delta  # Xi (s1 psi1, s2 psi2) + log Delta
 
 
 class MLPHead(nn.Module):
@@ -130,9 +131,9 @@ class MLPHead(nn.Module):
 
     def __init__(self, in_dim: int, width: int, C: int):
         super().__init__()
-        self.lin1 = nn.Linear(in_dim, width)                                 # W_1, h_1
-        self.lin2 = nn.Linear(width, C)                                      # W_2, h_2
+        self.lin1 = nn.Linear(in_dim, width)  # W_1, h_1
+        self.lin2 = nn.Linear(width, C)  # W_2, h_2
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         """Logits (B, C) from the query token ``z`` of shape (B, d + 4)."""
-        return self.lin2(torch.relu(self.lin1(z)))                           # eqn:tabPFN mlp
+        return self.lin2(torch.relu(self.lin1(z)))  # eqn:tabPFN mlp

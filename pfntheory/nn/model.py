@@ -66,8 +66,16 @@ from .attention import (
 )
 from .head import HEADS, MLPHead, PsiHead, check_edges
 
-__all__ = ["ModelConfig", "PFNOutput", "PFNTransformer", "DenseTransformer", "load_handset",
-           "select_device", "default_eta", "MODES"]
+__all__ = [
+    "ModelConfig",
+    "PFNOutput",
+    "PFNTransformer",
+    "DenseTransformer",
+    "load_handset",
+    "select_device",
+    "default_eta",
+    "MODES",
+]
 
 #: Parameterisation modes of sec:sims.
 MODES = ("theory", "learnable")
@@ -169,12 +177,16 @@ class ModelConfig:
         # largest parameter block, the dense (L, d+4, d+4) matrices, and the MLP head (C' x C)
         if self.d > MAX_DIM:
             raise ValueError(f"d must be <= MAX_DIM = {MAX_DIM}, got {self.d}")
-        for name, size in (("L * (d + 4)^2", self.L * (self.d + 4) ** 2),
-                           ("C * mlp_width", self.C * self.mlp_width if self.head == "mlp" else 0)):
+        for name, size in (
+            ("L * (d + 4)^2", self.L * (self.d + 4) ** 2),
+            ("C * mlp_width", self.C * self.mlp_width if self.head == "mlp" else 0),
+        ):
             if size > MAX_ELEMENTS:
-                raise ValueError(f"{name} = {size:.3g} parameters exceeds the limit MAX_ELEMENTS = "
-                                 f"{MAX_ELEMENTS:.3g} (L={self.L}, d={self.d}, C={self.C}, "
-                                 f"mlp_width={self.mlp_width})")
+                raise ValueError(
+                    f"{name} = {size:.3g} parameters exceeds the limit MAX_ELEMENTS = "
+                    f"{MAX_ELEMENTS:.3g} (L={self.L}, d={self.d}, C={self.C}, "
+                    f"mlp_width={self.mlp_width})"
+                )
         if not isinstance(self.normalised, (bool, np.bool_)):
             raise ValueError(f"normalised must be a bool, got {self.normalised!r}")
         if not isinstance(self.shared_scale, (bool, np.bool_)):
@@ -200,9 +212,11 @@ SHARED_KERNEL_CHUNK_ELEMENTS = 1 << 20
 def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
     """Refuse a kernel matrix beyond ``MAX_ELEMENTS`` before allocating it."""
     if size > MAX_ELEMENTS:
-        raise ValueError(f"X of batch B={B} with n={n} context points needs {what} of {size:.3g} "
-                         f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}; use "
-                         f"smaller batches")
+        raise ValueError(
+            f"X of batch B={B} with n={n} context points needs {what} of {size:.3g} "
+            f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}; use "
+            f"smaller batches"
+        )
 
 
 def default_eta(config: ModelConfig) -> float:
@@ -230,8 +244,9 @@ class PFNOutput:
     tau: torch.Tensor
 
 
-def select_device(spec: str | torch.device = "auto", *, cuda_available: bool | None = None
-                  ) -> torch.device:
+def select_device(
+    spec: str | torch.device = "auto", *, cuda_available: bool | None = None
+) -> torch.device:
     """Resolve a device spec: ``'auto'`` -> CUDA when available, else CPU.
 
     Parameters
@@ -288,29 +303,33 @@ class PFNTransformer(nn.Module):
         dt = torch.get_default_dtype()
         eta = default_eta(cfg)
         s2, amp = cfg.noise_var_init, cfg.amp_init
-        eta_a = eta if cfg.normalised else eta * amp                      # step in V (attention)
-        eta_d = eta / amp if cfg.normalised else eta                      # step in S (ridge drift)
+        eta_a = eta if cfg.normalised else eta * amp  # step in V (attention)
+        eta_d = eta / amp if cfg.normalised else eta  # step in S (ridge drift)
         rbf = cfg.score == "rbf"
         n_scale = 1 if cfg.shared_scale else L
         self.scale = nn.Parameter(torch.full((n_scale, d), cfg.scale_init, dtype=dt))  # diag K=Q
         if cfg.mode == "learnable" or rbf:
-            self.amp = nn.Parameter(torch.tensor(amp, dtype=dt))             # V^(0)_{k,y}
+            self.amp = nn.Parameter(torch.tensor(amp, dtype=dt))  # V^(0)_{k,y}
         else:
             self.register_buffer("amp", torch.tensor(amp, dtype=dt))
         if cfg.mode == "theory":
             if not rbf and not math.isclose(eta_a, eta_d):
-                raise ValueError("amp_init must be 1 in theory mode for the "
-                                 f"{cfg.score} score (one tied step size), got {amp}")
-            self.register_buffer("noise_var", torch.tensor(s2, dtype=dt))    # sigma^2
-            self.eta = nn.Parameter(torch.full((L - 1,), eta_a, dtype=dt))    # eta_l
+                raise ValueError(
+                    "amp_init must be 1 in theory mode for the "
+                    f"{cfg.score} score (one tied step size), got {amp}"
+                )
+            self.register_buffer("noise_var", torch.tensor(s2, dtype=dt))  # sigma^2
+            self.eta = nn.Parameter(torch.full((L - 1,), eta_a, dtype=dt))  # eta_l
             if rbf:
                 self.eta_drift = nn.Parameter(torch.full((L - 1,), eta_d, dtype=dt))  # eta'_l
             self.register_buffer("W", torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt))
         else:
-            V = torch.tensor([eta_a, -eta_a, eta_a, -eta_a], dtype=dt)       # V_fy V_ff V_gk V_gg
-            self.V = nn.Parameter(V.repeat(L - 1, 1))                        # (L-1, 4)
+            V = torch.tensor([eta_a, -eta_a, eta_a, -eta_a], dtype=dt)  # V_fy V_ff V_gk V_gg
+            self.V = nn.Parameter(V.repeat(L - 1, 1))  # (L-1, 4)
             self.S = nn.Parameter(torch.full((L - 1, 2), -eta_d * s2, dtype=dt))  # S_ff S_gg
-            self.W = nn.Parameter(torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt))   # W_1f W_2y W_2k W_2g
+            self.W = nn.Parameter(
+                torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt)
+            )  # W_1f W_2y W_2k W_2g
         if cfg.head == "psi":
             self.head = PsiHead(learn_scales=cfg.mode == "learnable", tau_min=cfg.tau_min)
         else:
@@ -337,8 +356,8 @@ class PFNTransformer(nn.Module):
         if cfg.mode == "theory":
             eta = self.eta
             eta_d = self.eta_drift if cfg.score == "rbf" else eta
-            V = torch.stack([eta, -eta, eta, -eta], -1)                      # supp-eqn:weights
-            S = (-eta_d * self.noise_var).unsqueeze(-1).expand(-1, 2)        # -eta sigma^2
+            V = torch.stack([eta, -eta, eta, -eta], -1)  # supp-eqn:weights
+            S = (-eta_d * self.noise_var).unsqueeze(-1).expand(-1, 2)  # -eta sigma^2
             return {"scale": scale, "amp": self.amp, "V": V, "S": S, "W": self.W}
         return {"scale": scale, "amp": self.amp, "V": self.V, "S": self.S, "W": self.W}
 
@@ -353,7 +372,7 @@ class PFNTransformer(nn.Module):
         K = torch.diag_embed(torch.cat([c["scale"], ref.new_zeros(L, 4)], -1))  # diag(scale, 0_4)
         V = ref.new_zeros(L, D, D)
         S = ref.new_zeros(L, D, D)
-        V[0, k, y] = c["amp"]                                                    # V^(0)_{d+2,d+1}
+        V[0, k, y] = c["amp"]  # V^(0)_{d+2,d+1}
         V[1:, f, y], V[1:, f, f] = c["V"][:, 0], c["V"][:, 1]
         V[1:, g, k], V[1:, g, g] = c["V"][:, 2], c["V"][:, 3]
         S[1:, f, f], S[1:, g, g] = c["S"][:, 0], c["S"][:, 1]
@@ -372,22 +391,29 @@ class PFNTransformer(nn.Module):
                 try:
                     t = torch.as_tensor(np.asarray(t, dtype=np.float64))
                 except (TypeError, ValueError) as err:
-                    raise ValueError(f"{name} must be a real array, got {type(t).__name__}") from err
+                    raise ValueError(
+                        f"{name} must be a real array, got {type(t).__name__}"
+                    ) from err
             if t.dim() != nd:
                 raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
             if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
                 raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
             t = t.to(device=p.device, dtype=p.dtype)
-            if not bool(torch.isfinite(t).all()):                          # no NaN in, NaN out
-                raise ValueError(f"{name} contains NaN or infinite values (after the cast to "
-                                 f"{p.dtype})")
+            if not bool(torch.isfinite(t).all()):  # no NaN in, NaN out
+                raise ValueError(
+                    f"{name} contains NaN or infinite values (after the cast to {p.dtype})"
+                )
             out.append(t)
         X, Y, xq = out
         B, n, d = X.shape
         if d != self.config.d:
-            raise ValueError(f"X must have d = {self.config.d} features, got shape {tuple(X.shape)}")
+            raise ValueError(
+                f"X must have d = {self.config.d} features, got shape {tuple(X.shape)}"
+            )
         if n < 1 or B < 1:
-            raise ValueError(f"X must have n >= 1 context points and B >= 1, got shape {tuple(X.shape)}")
+            raise ValueError(
+                f"X must have n >= 1 context points and B >= 1, got shape {tuple(X.shape)}"
+            )
         if Y.shape != (B, n):
             raise ValueError(f"Y must have shape (B, n) = {(B, n)}, got {tuple(Y.shape)}")
         if xq.shape != (B, d):
@@ -418,42 +444,54 @@ class PFNTransformer(nn.Module):
         B, n, d = X.shape
         c = self.coefficients()
         scale, V, S, W = c["scale"], c["V"], c["S"], c["W"]
-        xa = torch.cat([X, xq.unsqueeze(1)], 1)                              # (B, n+1, d) x rows of Z
+        xa = torch.cat([X, xq.unsqueeze(1)], 1)  # (B, n+1, d) x rows of Z
         # eqn:1st attn: mask M^(0) leaves one key, the query token n+1, so the layer writes
         # row k of token j as V^(0)_{k,y} * 1 * kappa(x_{n+1}, x_j): k_x and kappa(x, x).
-        a = xa * scale[0]                                                    # (B, n+1, d) K^(0) z_j
-        k = c["amp"] * score_vector(a, a[:, n], cfg.score)                  # (B, n+1) row d+2
-        R = torch.stack([Y, k[:, :n]], -1)                                   # (B, n, 2) rows y, k
-        H = xa.new_zeros(B, n + 1, 2)                                        # rows d+3, d+4: f, g
+        a = xa * scale[0]  # (B, n+1, d) K^(0) z_j
+        k = c["amp"] * score_vector(a, a[:, n], cfg.score)  # (B, n+1) row d+2
+        R = torch.stack([Y, k[:, :n]], -1)  # (B, n, 2) rows y, k
+        H = xa.new_zeros(B, n + 1, 2)  # rows d+3, d+4: f, g
         grad = torch.is_grad_enabled()
-        if cfg.L > 1 and cfg.score != "linear" and (cfg.shared_scale or (
-                not grad and bool((scale[1:] == scale[1]).all()))):
+        if (
+            cfg.L > 1
+            and cfg.score != "linear"
+            and (cfg.shared_scale or (not grad and bool((scale[1:] == scale[1]).all())))
+        ):
             # one kernel for every solver layer: shared K = Q, or equal per-layer scales without
             # autograd (evaluation of a theory-mode or hand-set model): the exp is paid once
-            a = xa * scale[1]                                                # (B, n+1, d)
+            a = xa * scale[1]  # (B, n+1, d)
             if grad:
                 _check_kernel_size(B * (n + 1) * n, "the shared (B, n+1, n) kernel", B, n)
                 H = self._solve_shared(score_matrix(a, a[:, :n], cfg.score), R, H, V, S)
-            else:                                                            # instance chunks in cache
+            else:  # instance chunks in cache
                 step = max(1, SHARED_KERNEL_CHUNK_ELEMENTS // ((n + 1) * n))
-                H = torch.cat([self._solve_shared(score_matrix(a[i:i + step], a[i:i + step, :n],
-                                                               cfg.score),
-                                                  R[i:i + step], H[i:i + step], V, S)
-                               for i in range(0, B, step)])
+                H = torch.cat(
+                    [
+                        self._solve_shared(
+                            score_matrix(a[i : i + step], a[i : i + step, :n], cfg.score),
+                            R[i : i + step],
+                            H[i : i + step],
+                            V,
+                            S,
+                        )
+                        for i in range(0, B, step)
+                    ]
+                )
         elif cfg.L > 1 and cfg.score == "linear":
             H = self._solve_linear(xa, R, H, scale, V, S)
         else:
             budget = SAVE_KERNEL_BUDGET_BYTES
-            for layer in range(1, cfg.L):                                    # eqn:l attn, mask M
+            for layer in range(1, cfg.L):  # eqn:l attn, mask M
                 v, S_l = V[layer - 1], S[layer - 1]
                 # (V z_i)_{f,g} = (V_fy y_i + V_ff f_i, V_gk k_i + V_gg g_i) for the keys i <= n
-                vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])         # (B, n, 2)
+                vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])  # (B, n, 2)
                 size = B * (n + 1) * n * xa.element_size()
-                keep = size <= budget                                        # keep P for backward
+                keep = size <= budget  # keep P for backward
                 budget -= size if keep else 0
                 # K^(l) = Q^(l) = diag(scale_l)
-                att, s = scaled_kernel_attention(xa, scale[layer], vals, cfg.score, cfg.normalised,
-                                                 save_kernel=keep)
+                att, s = scaled_kernel_attention(
+                    xa, scale[layer], vals, cfg.score, cfg.normalised, save_kernel=keep
+                )
                 H = self._skip(H, att, s, S_l)
         f, g = H[..., 0], H[..., 1]
         # readout W [Z^(L)]_{:, n+1}; the query's y-row holds 1 (thm:TFdoPPD)
@@ -463,7 +501,7 @@ class PFNTransformer(nn.Module):
             logits = self.head(mu, tau, self.edges)
         else:
             ones = xq.new_ones(B, 1)
-            zq = torch.cat([xq, ones, k[:, n:], f[:, n:], g[:, n:]], -1)     # [Z^(L)]_{:, n+1}
+            zq = torch.cat([xq, ones, k[:, n:], f[:, n:], g[:, n:]], -1)  # [Z^(L)]_{:, n+1}
             logits = self.head(zq)
         return PFNOutput(logits=logits, mu=mu, tau=tau)
 
@@ -485,34 +523,34 @@ class PFNTransformer(nn.Module):
         no gain over a step, measured.)
         """
         n = R.shape[1]
-        xk = xa[:, :n]                                                       # keys (B, n, d)
-        xkT = xk.transpose(1, 2)                                             # (B, d, n)
-        XR = torch.bmm(xkT, R)                                               # X^T [Y, k], (B, d, 2)
-        xsum = xk.sum(1) if self.config.normalised else None                 # X^T 1, (B, d)
+        xk = xa[:, :n]  # keys (B, n, d)
+        xkT = xk.transpose(1, 2)  # (B, d, n)
+        XR = torch.bmm(xkT, R)  # X^T [Y, k], (B, d, 2)
+        xsum = xk.sum(1) if self.config.normalised else None  # X^T 1, (B, d)
         for layer in range(1, self.config.L):
             v, S_l = V[layer - 1], S[layer - 1]
-            s2 = scale[layer] * scale[layer]                                 # diag(K^T Q), (d,)
+            s2 = scale[layer] * scale[layer]  # diag(K^T Q), (d,)
             XV = torch.addcmul(XR * v[0::2], torch.bmm(xkT, H[:, :n]), v[1::2])  # X^T V, (B, d, 2)
-            att = torch.bmm(xa, XV * s2.unsqueeze(-1))                       # (B, n+1, 2)
+            att = torch.bmm(xa, XV * s2.unsqueeze(-1))  # (B, n+1, 2)
             s = None
             if xsum is not None:
-                s = (xa * (xsum * s2).unsqueeze(1)).sum(-1)                  # s_j, (B, n+1)
-                att = att / s.unsqueeze(-1)                                  # Attn^na
+                s = (xa * (xsum * s2).unsqueeze(1)).sum(-1)  # s_j, (B, n+1)
+                att = att / s.unsqueeze(-1)  # Attn^na
             H = self._skip(H, att, s, S_l)
         return H
 
     def _solve_shared(self, P, R, H, V, S):
         """The ``L-1`` solver layers with one kernel ``P`` (B, n+1, n) for all of them."""
         n = R.shape[1]
-        s = P.sum(-1) if self.config.normalised else None                   # s_j, (B, n+1)
-        PT = P.transpose(1, 2)                                               # (B, n, n+1) view
+        s = P.sum(-1) if self.config.normalised else None  # s_j, (B, n+1)
+        PT = P.transpose(1, 2)  # (B, n, n+1) view
         for layer in range(1, self.config.L):
             v, S_l = V[layer - 1], S[layer - 1]
-            vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])             # (B, n, 2)
+            vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])  # (B, n, 2)
             # (P v)^T = v^T P^T: MKL's batched GEMM is ~4x faster with the kernel on the right
             att = torch.bmm(vals.transpose(1, 2).contiguous(), PT).transpose(1, 2)  # (B, n+1, 2)
             if s is not None:
-                att = att / s.unsqueeze(-1)                                  # Attn^na
+                att = att / s.unsqueeze(-1)  # Attn^na
             H = self._skip(H, att, s, S_l)
         return H
 
@@ -528,29 +566,30 @@ class PFNTransformer(nn.Module):
         T = n + 1
         _check_kernel_size(B * T * T, "the dense (B, n+1, n+1) attention matrix", B, n)
         w = self.dense_weights()
-        Z = X.new_zeros(B, d + 4, T)                                         # Z^(0), thm:TFdoPPD
+        Z = X.new_zeros(B, d + 4, T)  # Z^(0), thm:TFdoPPD
         Z[:, :d, :n] = X.transpose(1, 2)
         Z[:, :d, n] = xq
         Z[:, d, :n] = Y
         Z[:, d, n] = 1.0
         idx = torch.arange(T, device=X.device)
-        M0 = (idx >= n).to(X.dtype).unsqueeze(1).expand(T, T)                # M^(0)_ij = 1{i > n}
-        M = (idx < n).to(X.dtype).unsqueeze(1).expand(T, T)                  # M_ij = 1{i <= n}
+        M0 = (idx >= n).to(X.dtype).unsqueeze(1).expand(T, T)  # M^(0)_ij = 1{i > n}
+        M = (idx < n).to(X.dtype).unsqueeze(1).expand(T, T)  # M_ij = 1{i <= n}
         att, _ = masked_attention_dense(Z, w["V"][0], w["K"][0], w["K"][0], M0, cfg.score, False)
-        Z = Z + att                                                          # eqn:1st attn
+        Z = Z + att  # eqn:1st attn
 
-        def solver_layer(Z, V, K, S):                                        # eqn:l attn
+        def solver_layer(Z, V, K, S):  # eqn:l attn
             att, s = masked_attention_dense(Z, V, K, K, M, cfg.score, cfg.normalised)
             skip = S @ Z
             if cfg.normalised:
-                skip = skip / s.unsqueeze(1)                                 # TF^pr: 1/s_{x_j}
+                skip = skip / s.unsqueeze(1)  # TF^pr: 1/s_{x_j}
             return Z + att + skip
 
         for layer in range(1, cfg.L):
-            Z = checkpoint(solver_layer, Z, w["V"][layer], w["K"][layer], w["S"][layer],
-                           use_reentrant=False)
-        zq = Z[:, :, n]                                                      # (B, d+4)
-        mu_tau = zq @ w["W"].T                                               # TF = W [Z^(L)]_{:, n+1}
+            Z = checkpoint(
+                solver_layer, Z, w["V"][layer], w["K"][layer], w["S"][layer], use_reentrant=False
+            )
+        zq = Z[:, :, n]  # (B, d+4)
+        mu_tau = zq @ w["W"].T  # TF = W [Z^(L)]_{:, n+1}
         mu, tau = mu_tau[:, 0], mu_tau[:, 1]
         logits = self.head(mu, tau, self.edges) if cfg.head == "psi" else self.head(zq)
         return PFNOutput(logits=logits, mu=mu, tau=tau)
@@ -569,6 +608,7 @@ class DenseTransformer(PFNTransformer):
 # ----------------------------------------------------------------------------------------------
 # hand-set weights of thm:TFdoPPD
 # ----------------------------------------------------------------------------------------------
+
 
 def _layers(obj, name: str) -> list[np.ndarray]:
     arr = getattr(obj, name) if not isinstance(obj, dict) else obj[name]
@@ -604,8 +644,10 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
         S = [np.zeros((D, D))] + S
     for nm, arr in (("V", V), ("K", K), ("Q", Q), ("S", S)):
         if len(arr) != L or any(a.shape != (D, D) for a in arr):
-            raise ValueError(f"weights.{nm} must hold L = {L} arrays of shape {(D, D)}, got "
-                             f"{len(arr)} of shapes {sorted({a.shape for a in arr})}")
+            raise ValueError(
+                f"weights.{nm} must hold L = {L} arrays of shape {(D, D)}, got "
+                f"{len(arr)} of shapes {sorted({a.shape for a in arr})}"
+            )
     if W.shape != (2, D):
         raise ValueError(f"weights.W must have shape {(2, D)}, got {W.shape}")
     scale = np.zeros((L, d))
@@ -636,7 +678,9 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
         _outside(S[layer], allowed_S, f"S^({layer})")
     _outside(W, allowed_W, "W")
     amp = V[0][k, y]
-    Vc = np.array([[V[m][f, y], V[m][f, f], V[m][g, k], V[m][g, g]] for m in range(1, L)]).reshape(L - 1, 4)
+    Vc = np.array([[V[m][f, y], V[m][f, f], V[m][g, k], V[m][g, g]] for m in range(1, L)]).reshape(
+        L - 1, 4
+    )
     Sc = np.array([[S[m][f, f], S[m][g, g]] for m in range(1, L)]).reshape(L - 1, 2)
     Wc = np.array([W[0, f], W[1, y], W[1, k], W[1, g]])
     if cfg.shared_scale and not np.all(scale == scale[0]):
@@ -658,20 +702,26 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
     if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and s2 > 0):
         raise ValueError("weights: W is not the readout of supp-eqn:weights (1, sigma^2, 1, -1)")
     eta = Vc[:, 0]
-    if not (np.array_equal(Vc[:, 2], eta) and np.array_equal(Vc[:, 1], -eta)
-            and np.array_equal(Vc[:, 3], -eta) and np.array_equal(Sc[:, 0], Sc[:, 1])):
+    if not (
+        np.array_equal(Vc[:, 2], eta)
+        and np.array_equal(Vc[:, 1], -eta)
+        and np.array_equal(Vc[:, 3], -eta)
+        and np.array_equal(Sc[:, 0], Sc[:, 1])
+    ):
         raise ValueError("weights: V, S do not have the theory structure of supp-eqn:weights")
     eta_d = -Sc[:, 0] / s2
     if cfg.score != "rbf" and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
-        raise ValueError("weights: separate drift / attention step sizes need the rbf score in "
-                         "theory mode")
+        raise ValueError(
+            "weights: separate drift / attention step sizes need the rbf score in theory mode"
+        )
     if cfg.score != "rbf" and amp != cfg.amp_init:
-        raise ValueError(f"weights: V^(0)_(k,y) = {amp} but theory mode fixes it at amp_init = "
-                         f"{cfg.amp_init} for the {cfg.score} score")
+        raise ValueError(
+            f"weights: V^(0)_(k,y) = {amp} but theory mode fixes it at amp_init = "
+            f"{cfg.amp_init} for the {cfg.score} score"
+        )
     _set(model.noise_var, s2)
     _set(model.W, Wc)
     _set(model.eta, eta)
     if cfg.score == "rbf":
         _set(model.eta_drift, eta_d)
     return model
-

@@ -129,17 +129,26 @@ class TaskConfig:
             object.__setattr__(self, "x_scale", positive_scalar(self.x_scale, "x_scale"))
         object.__setattr__(self, "lengthscales", _float_tuple(self.lengthscales, "lengthscales", d))
         object.__setattr__(self, "sigma_diag", _float_tuple(self.sigma_diag, "sigma_diag", d))
-        object.__setattr__(self, "hier_lengthscales",
-                           _float_tuple(self.hier_lengthscales, "hier_lengthscales"))
-        object.__setattr__(self, "hier_noise_stds", _float_tuple(self.hier_noise_stds, "hier_noise_stds"))
+        object.__setattr__(
+            self, "hier_lengthscales", _float_tuple(self.hier_lengthscales, "hier_lengthscales")
+        )
+        object.__setattr__(
+            self, "hier_noise_stds", _float_tuple(self.hier_noise_stds, "hier_noise_stds")
+        )
         if self.kind == "ard_rbf" and self.lengthscales is None:
             raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
 
     @classmethod
     def from_fit(cls, fit, **kw) -> TaskConfig:
         """The fitted ARD RBF prior of supp-sec:real data from a :class:`pfntheory.gp.EBFit`."""
-        return cls(kind="ard_rbf", d=len(fit.lengthscales), alpha=fit.alpha,
-                   lengthscales=tuple(fit.lengthscales), noise_var=fit.noise_var, **kw)
+        return cls(
+            kind="ard_rbf",
+            d=len(fit.lengthscales),
+            alpha=fit.alpha,
+            lengthscales=tuple(fit.lengthscales),
+            noise_var=fit.noise_var,
+            **kw,
+        )
 
     @property
     def scale(self) -> float:
@@ -148,7 +157,11 @@ class TaskConfig:
 
     @property
     def n_components(self) -> int:
-        return len(self.hier_lengthscales) * len(self.hier_noise_stds) if self.kind == "hier_rbf" else 1
+        return (
+            len(self.hier_lengthscales) * len(self.hier_noise_stds)
+            if self.kind == "hier_rbf"
+            else 1
+        )
 
 
 @dataclass(frozen=True)
@@ -172,8 +185,12 @@ class _Component:
         if self.linear:
             return A @ B.transpose(-1, -2)
         # ||a - b||^2 = |a|^2 + |b|^2 - 2 a.b in one fused call, then in-place (no temporaries)
-        D = torch.baddbmm((A * A).sum(-1)[..., :, None] + (B * B).sum(-1)[..., None, :],
-                          A, B.transpose(-1, -2), alpha=-2.0)
+        D = torch.baddbmm(
+            (A * A).sum(-1)[..., :, None] + (B * B).sum(-1)[..., None, :],
+            A,
+            B.transpose(-1, -2),
+            alpha=-2.0,
+        )
         return D.clamp_(min=0.0).mul_(-0.5).exp_().mul_(self.alpha2)
 
     def diag(self, A: torch.Tensor) -> torch.Tensor:
@@ -188,15 +205,36 @@ def _components(task: TaskConfig) -> list[_Component]:
     d = task.d
     if task.kind == "blr":
         sig = task.sigma_diag or blr_sigma_diag(d)
-        return [_Component(True, tuple(math.sqrt(s) for s in sig), 1.0, task.noise_var, LinearKernel(sig))]
+        return [
+            _Component(
+                True, tuple(math.sqrt(s) for s in sig), 1.0, task.noise_var, LinearKernel(sig)
+            )
+        ]
     if task.kind == "rbf":
-        return [_Component(False, (1.0 / task.lengthscale,) * d, task.alpha**2, task.noise_var,
-                           RBFKernel(task.alpha, task.lengthscale))]
+        return [
+            _Component(
+                False,
+                (1.0 / task.lengthscale,) * d,
+                task.alpha**2,
+                task.noise_var,
+                RBFKernel(task.alpha, task.lengthscale),
+            )
+        ]
     if task.kind == "ard_rbf":
-        return [_Component(False, tuple(1.0 / ell for ell in task.lengthscales), task.alpha**2,
-                           task.noise_var, ARDRBFKernel(task.alpha, task.lengthscales))]
-    return [_Component(False, (1.0 / ell,) * d, task.alpha**2, sd**2, RBFKernel(task.alpha, ell))
-            for ell in task.hier_lengthscales for sd in task.hier_noise_stds]
+        return [
+            _Component(
+                False,
+                tuple(1.0 / ell for ell in task.lengthscales),
+                task.alpha**2,
+                task.noise_var,
+                ARDRBFKernel(task.alpha, task.lengthscales),
+            )
+        ]
+    return [
+        _Component(False, (1.0 / ell,) * d, task.alpha**2, sd**2, RBFKernel(task.alpha, ell))
+        for ell in task.hier_lengthscales
+        for sd in task.hier_noise_stds
+    ]
 
 
 def exact_kernels(task: TaskConfig) -> tuple[list, np.ndarray, np.ndarray]:
@@ -287,8 +325,10 @@ def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
     bad = (info != 0).nonzero()
     if bad.numel():
         i = int(bad[0, 0]) if bad.dim() == 2 else 0
-        raise ValueError(f"{what} is not numerically positive definite (instance {offset + i} of the batch, "
-                         f"leading minor {int(info.reshape(-1)[i])}); increase noise_var")
+        raise ValueError(
+            f"{what} is not numerically positive definite (instance {offset + i} of the batch, "
+            f"leading minor {int(info.reshape(-1)[i])}); increase noise_var"
+        )
     return Lc
 
 
@@ -297,15 +337,15 @@ def _blr_draw(Phi: torch.Tensor, phi_q: torch.Tensor, w: torch.Tensor, e: torch.
 
     Phi (B, n, d), phi_q (B, d), w (B, d), e (B, n) -> Y (B, n), mu (B,), tau (B,).
     """
-    Y = (Phi @ w[..., None])[..., 0] + math.sqrt(s2) * e                # Y = Phi w + sigma e
-    A = Phi.transpose(1, 2) @ Phi                                        # (B, d, d) Phi^T Phi
-    A.diagonal(dim1=-2, dim2=-1).add_(s2)                                # + sigma^2 I_d
-    Lw = _cholesky(A, "Phi^T Phi + noise_var I")                         # A = Lw Lw^T
+    Y = (Phi @ w[..., None])[..., 0] + math.sqrt(s2) * e  # Y = Phi w + sigma e
+    A = Phi.transpose(1, 2) @ Phi  # (B, d, d) Phi^T Phi
+    A.diagonal(dim1=-2, dim2=-1).add_(s2)  # + sigma^2 I_d
+    Lw = _cholesky(A, "Phi^T Phi + noise_var I")  # A = Lw Lw^T
     rhs = torch.stack([(Phi.transpose(1, 2) @ Y[..., None])[..., 0], phi_q], -1)  # (B, d, 2)
-    sol = _solve_lower(Lw, rhs)                                          # [r, u] = Lw^{-1} [Phi^T Y, phi_x]
+    sol = _solve_lower(Lw, rhs)  # [r, u] = Lw^{-1} [Phi^T Y, phi_x]
     r, u = sol[..., 0], sol[..., 1]
-    mu = (u * r).sum(-1)                                                 # phi_x^T A^{-1} Phi^T Y
-    tau = s2 * (1.0 + (u * u).sum(-1))                                   # s2 + s2 phi_x^T A^{-1} phi_x
+    mu = (u * r).sum(-1)  # phi_x^T A^{-1} Phi^T Y
+    tau = s2 * (1.0 + (u * u).sum(-1))  # s2 + s2 phi_x^T A^{-1} phi_x
     return Y, mu, tau
 
 
@@ -349,17 +389,27 @@ def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
         mus.append((v * alpha_).sum(-1))
         taus.append(c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1))
         logdet = 2.0 * torch.log(torch.diagonal(Lc, dim1=-2, dim2=-1)).sum(-1)
-        lmls.append(-0.5 * (alpha_ * alpha_).sum(-1) - 0.5 * logdet - 0.5 * n * _LOG_2PI)  # R&W 2.30
+        lmls.append(
+            -0.5 * (alpha_ * alpha_).sum(-1) - 0.5 * logdet - 0.5 * n * _LOG_2PI
+        )  # R&W 2.30
     mu_h, tau_h = torch.stack(mus, -1), torch.stack(taus, -1)  # (b, H)
-    weights = torch.softmax(torch.stack(lmls, -1) - math.log(H), dim=-1)  # w_h ∝ pi_h p(Y | theta_h)
+    weights = torch.softmax(
+        torch.stack(lmls, -1) - math.log(H), dim=-1
+    )  # w_h ∝ pi_h p(Y | theta_h)
     mu = (weights * mu_h).sum(-1)
     tau = (weights * (tau_h + mu_h**2)).sum(-1) - mu**2
     return Y, mu, tau, mu_h, tau_h, weights
 
 
-def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Generator,
-                 device=None, dtype: torch.dtype = torch.float32,
-                 interval: tuple[float, float] | None = None) -> Batch:
+def sample_batch(
+    task: TaskConfig,
+    batch_size: int,
+    n: int,
+    generator: torch.Generator,
+    device=None,
+    dtype: torch.dtype = torch.float32,
+    interval: tuple[float, float] | None = None,
+) -> Batch:
     """Draw ``batch_size`` instances with ``n`` context points each, and their exact PPD.
 
     Parameters
@@ -396,11 +446,15 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
     H = len(comps)
     # refuse before allocating: the inputs (B, n + 1, d) and, for the function-space kinds, one
     # instance's (n, n) Gram matrix (sub-batches hold GRAM_CHUNK_ELEMENTS), in float64
-    for what, size in (("the inputs (B, n + 1, d)", B * (n + 1) * d),
-                       ("one (n, n) Gram matrix", n * n if task.kind != "blr" else 0)):
+    for what, size in (
+        ("the inputs (B, n + 1, d)", B * (n + 1) * d),
+        ("one (n, n) Gram matrix", n * n if task.kind != "blr" else 0),
+    ):
         if size > MAX_ELEMENTS:
-            raise ValueError(f"batch_size={B}, n={n}: {what} would need {size:.3g} float64 "
-                             f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}")
+            raise ValueError(
+                f"batch_size={B}, n={n}: {what} would need {size:.3g} float64 "
+                f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}"
+            )
     X_all = _covariates(task, (B, n + 1, d), generator, gdev)  # (B, n+1, d)
     X, xq = X_all[:, :n], X_all[:, n:]  # (B, n, d), (B, 1, d)
     if task.kind == "blr":
@@ -414,14 +468,26 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
         c = comps[0]
         f = torch.as_tensor(c.feat, dtype=torch.float64, device=gdev)  # sqrt(diag Sigma)
         Y, mu, tau = _blr_draw(X * f, xq[:, 0] * f, w, z, c.s2)
-        mu_h, tau_h, weights = mu[:, None], tau[:, None], torch.ones(B, 1, dtype=torch.float64, device=gdev)
+        mu_h, tau_h, weights = (
+            mu[:, None],
+            tau[:, None],
+            torch.ones(B, 1, dtype=torch.float64, device=gdev),
+        )
     else:
         # function space, in sub-batches of GRAM_CHUNK_ELEMENTS Gram entries (every random number
         # was drawn above for the whole batch, so the split does not change the draws)
         step = max(1, GRAM_CHUNK_ELEMENTS // (n * n))
-        parts = [_gp_oracle(comps, X[i:i + step], xq[i:i + step], z[i:i + step],
-                            None if h0 is None else h0[i:i + step], i)
-                 for i in range(0, B, step)]
+        parts = [
+            _gp_oracle(
+                comps,
+                X[i : i + step],
+                xq[i : i + step],
+                z[i : i + step],
+                None if h0 is None else h0[i : i + step],
+                i,
+            )
+            for i in range(0, B, step)
+        ]
         Y, mu, tau, mu_h, tau_h, weights = (torch.cat(t) for t in zip(*parts, strict=True))
 
     # the query label: component from the (truncated-)mixture weights, then the (truncated) normal
@@ -447,8 +513,15 @@ def sample_batch(task: TaskConfig, batch_size: int, n: int, generator: torch.Gen
     extra = {}
     if H > 1:
         extra = dict(weights=weights.to(device), mu_h=mu_h.to(device), tau_h=tau_h.to(device))
-    return Batch(X=out(X), Y=out(Y), xq=out(xq[:, 0]), y=out(y), mu=mu.to(device), tau=tau.to(device),
-                 **extra)
+    return Batch(
+        X=out(X),
+        Y=out(Y),
+        xq=out(xq[:, 0]),
+        y=out(y),
+        mu=mu.to(device),
+        tau=tau.to(device),
+        **extra,
+    )
 
 
 def sample_context_size(n_min: int, n_max: int, generator: torch.Generator) -> int:
@@ -460,9 +533,15 @@ def sample_context_size(n_min: int, n_max: int, generator: torch.Generator) -> i
     return int(torch.randint(n_min, n_max + 1, (1,), generator=generator, device=generator.device))
 
 
-def calibrate_task_interval(task: TaskConfig, n_min: int, n_max: int, n_instances: int = 2000,
-                            outside_mass: float = 0.002, seed: int = 0,
-                            chunk: int = 100) -> tuple[float, float]:
+def calibrate_task_interval(
+    task: TaskConfig,
+    n_min: int,
+    n_max: int,
+    n_instances: int = 2000,
+    outside_mass: float = 0.002,
+    seed: int = 0,
+    chunk: int = 100,
+) -> tuple[float, float]:
     """Truncation interval ``(a, b]`` by Monte-Carlo calibration (sec:sims).
 
     Draws ``n_instances`` instances (in chunks of ``chunk``, each chunk with its own
@@ -488,7 +567,9 @@ def calibrate_task_interval(task: TaskConfig, n_min: int, n_max: int, n_instance
             taus.append(bt.tau)
         else:
             u = torch.rand(m, 1, generator=g, dtype=torch.float64)
-            k = torch.searchsorted(torch.cumsum(bt.weights, -1), u).clamp_max(bt.weights.shape[1] - 1)
+            k = torch.searchsorted(torch.cumsum(bt.weights, -1), u).clamp_max(
+                bt.weights.shape[1] - 1
+            )
             mus.append(bt.mu_h.gather(1, k)[:, 0])
             taus.append(bt.tau_h.gather(1, k)[:, 0])
         left -= m

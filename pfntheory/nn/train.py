@@ -139,7 +139,9 @@ def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int
         return QUICK_SCHEDULE["lr"], QUICK_SCHEDULE["steps"]
     key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")
     if key not in PAPER_SCHEDULE:
-        raise ValueError(f"unknown task kind {kind!r}; expected one of {sorted({k for k, _ in PAPER_SCHEDULE})}")
+        raise ValueError(
+            f"unknown task kind {kind!r}; expected one of {sorted({k for k, _ in PAPER_SCHEDULE})}"
+        )
     return PAPER_SCHEDULE[key]
 
 
@@ -227,21 +229,30 @@ class TrainConfig:
         choice(self.lr_units, "lr_units", LR_UNITS)
         if not isinstance(self.curve_n_eval, (tuple, list)):
             raise ValueError(f"curve_n_eval must be a tuple of ints, got {self.curve_n_eval!r}")
-        object.__setattr__(self, "curve_n_eval",
-                           tuple(positive_int(n, "curve_n_eval") for n in self.curve_n_eval))
+        object.__setattr__(
+            self, "curve_n_eval", tuple(positive_int(n, "curve_n_eval") for n in self.curve_n_eval)
+        )
         if not isinstance(self.curve_covariates, (tuple, list)):
-            raise ValueError(f"curve_covariates must be a tuple of str, got {self.curve_covariates!r}")
+            raise ValueError(
+                f"curve_covariates must be a tuple of str, got {self.curve_covariates!r}"
+            )
         covs = tuple(choice(c, "curve_covariates", COVARIATES) for c in self.curve_covariates)
         if self.task.covariates in covs or len(set(covs)) != len(covs):
-            raise ValueError(f"curve_covariates must be distinct and differ from the task's "
-                             f"covariates {self.task.covariates!r}, got {covs}")
+            raise ValueError(
+                f"curve_covariates must be distinct and differ from the task's "
+                f"covariates {self.task.covariates!r}, got {covs}"
+            )
         if covs and not self.curve_n_eval:
             raise ValueError("curve_covariates needs curve_n_eval (the learning curve's n')")
         object.__setattr__(self, "curve_covariates", covs)
-        object.__setattr__(self, "curve_instances",
-                           positive_int(self.curve_instances, "curve_instances", minimum=2))
-        object.__setattr__(self, "curve_points", positive_int(self.curve_points, "curve_points",
-                                                              minimum=2))
+        object.__setattr__(
+            self,
+            "curve_instances",
+            positive_int(self.curve_instances, "curve_instances", minimum=2),
+        )
+        object.__setattr__(
+            self, "curve_points", positive_int(self.curve_points, "curve_points", minimum=2)
+        )
         for name in ("seed", "calib_seed", "curve_seed"):
             object.__setattr__(self, name, positive_int(getattr(self, name), name, minimum=0))
         object.__setattr__(self, "lr", positive_scalar(self.lr, "lr"))
@@ -255,9 +266,12 @@ class TrainConfig:
         if m >= 1:
             raise ValueError(f"outside_mass must be < 1, got {m}")
         if self.interval is not None:
-            object.__setattr__(self, "interval", check_interval(*self.interval, "interval a", "interval b"))
-        if not isinstance(self.device, str) or not (self.device in ("auto", "cpu")
-                                                    or self.device.startswith("cuda")):
+            object.__setattr__(
+                self, "interval", check_interval(*self.interval, "interval a", "interval b")
+            )
+        if not isinstance(self.device, str) or not (
+            self.device in ("auto", "cpu") or self.device.startswith("cuda")
+        ):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:k]', got {self.device!r}")
 
     @classmethod
@@ -300,8 +314,10 @@ def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) ->
     Tensor of shape (B,)
     """
     if logits.dim() != 2 or edges.dim() != 1 or logits.shape[1] + 1 != edges.numel():
-        raise ValueError(f"logits (B, C) and edges (C+1,) required, got {tuple(logits.shape)} and "
-                         f"{tuple(edges.shape)}")
+        raise ValueError(
+            f"logits (B, C) and edges (C+1,) required, got {tuple(logits.shape)} and "
+            f"{tuple(edges.shape)}"
+        )
     if y.shape != logits.shape[:1]:
         raise ValueError(f"y must have shape ({logits.shape[0]},), got {tuple(y.shape)}")
     e = edges.to(device=y.device, dtype=y.dtype)
@@ -310,9 +326,11 @@ def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) ->
     outside = (y <= e[0]) | (y > e[-1])
     if bool(outside.any()):  # the truncated NLL is undefined there: never put it in an end bin
         bad = y[outside]
-        raise ValueError(f"y must lie in the bins' range (a, b] = ({float(e[0])}, {float(e[-1])}]; "
-                         f"{int(outside.sum())} label(s) outside, e.g. {float(bad[0])}")
-    c = torch.searchsorted(e, y.contiguous(), right=False) - 1             # y in (g_c, g_c+1]
+        raise ValueError(
+            f"y must lie in the bins' range (a, b] = ({float(e[0])}, {float(e[-1])}]; "
+            f"{int(outside.sum())} label(s) outside, e.g. {float(bad[0])}"
+        )
+    c = torch.searchsorted(e, y.contiguous(), right=False) - 1  # y in (g_c, g_c+1]
     log_delta = torch.log(e[1:] - e[:-1]).to(logits.dtype)
     logq = torch.log_softmax(logits, dim=-1).gather(1, c[:, None])[:, 0]
     return -logq + log_delta[c]
@@ -348,7 +366,9 @@ def load_trained(run_dir, device="cpu") -> tuple[torch.nn.Module, TrainConfig, d
     run_dir = Path(run_dir)
     config = read_config(run_dir)
     if not (run_dir / runs.WEIGHTS).is_file() or not (run_dir / runs.METRICS).is_file():
-        raise FileNotFoundError(f"{run_dir} holds no finished training (weights.pt / metrics.json missing)")
+        raise FileNotFoundError(
+            f"{run_dir} holds no finished training (weights.pt / metrics.json missing)"
+        )
     metrics = runs.load_json(run_dir / runs.METRICS)
     device = torch.device(device)
     model = build_model(config, tuple(metrics["interval"]), device)
@@ -356,8 +376,9 @@ def load_trained(run_dir, device="cpu") -> tuple[torch.nn.Module, TrainConfig, d
     try:
         model.load_state_dict(state)
     except (RuntimeError, KeyError) as err:
-        raise runs.CorruptFileError(f"{run_dir / runs.WEIGHTS} does not match the model of "
-                                    f"config.json: {err}") from err
+        raise runs.CorruptFileError(
+            f"{run_dir / runs.WEIGHTS} does not match the model of config.json: {err}"
+        ) from err
     model.eval()
     return model, config, metrics
 
@@ -369,14 +390,20 @@ def _loss_summary(losses: list[float], n_points: int = 200) -> dict:
     m = len(L) // w
     with np.errstate(invalid="ignore"):
         curve = np.nanmean(L[: m * w].reshape(m, w), axis=1)  # skipped steps are NaN
-        final = float(np.nanmean(L[-max(1, len(L) // 20):]))
-    return {"window": w, "step": [int((i + 1) * w) for i in range(m)], "loss": curve.tolist(),
-            "final_loss": final, "first_loss": float(L[0])}
+        final = float(np.nanmean(L[-max(1, len(L) // 20) :]))
+    return {
+        "window": w,
+        "step": [int((i + 1) * w) for i in range(m)],
+        "loss": curve.tolist(),
+        "final_loss": final,
+        "first_loss": float(L[0]),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
 # learning curves
 # --------------------------------------------------------------------------------------------------
+
 
 def curve_steps(steps: int, n_points: int) -> list[int]:
     """Evaluation steps of a learning curve: 0 (the initialisation), ``n_points`` log-spaced steps
@@ -388,7 +415,9 @@ def curve_steps(steps: int, n_points: int) -> list[int]:
 
 
 def _curve_generator(seed: int, n: int, chunk: int) -> torch.Generator:
-    s = np.random.SeedSequence([int(seed), int(n), int(chunk), 0xC0FE]).generate_state(2, dtype=np.uint32)
+    s = np.random.SeedSequence([int(seed), int(n), int(chunk), 0xC0FE]).generate_state(
+        2, dtype=np.uint32
+    )
     return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
 
 
@@ -401,19 +430,32 @@ def curve_file(covariates: str | None = None) -> str:
     return LEARNING_CURVE.replace(".json", f"_{covariates}.json")
 
 
-def _heldout_set(config: TrainConfig, interval, chunk_size: int = 256,
-                 covariates: str | None = None) -> list[tuple[int, list]]:
+def _heldout_set(
+    config: TrainConfig, interval, chunk_size: int = 256, covariates: str | None = None
+) -> list[tuple[int, list]]:
     """The held-out instances of the learning curve, per n': drawn once per run from
     ``(curve_seed, n', chunk)`` only, so a resumed run (and every run of one task) sees the same set.
     ``covariates`` replaces the task's covariate law (the covariate-shift curve)."""
-    task = config.task if covariates is None else dataclasses.replace(config.task, covariates=covariates)
+    task = (
+        config.task
+        if covariates is None
+        else dataclasses.replace(config.task, covariates=covariates)
+    )
     out = []
     for n in config.curve_n_eval:
         batches = []
         for chunk, start in enumerate(range(0, config.curve_instances, chunk_size)):
             m = min(chunk_size, config.curve_instances - start)
-            batches.append(sample_batch(task, m, n, _curve_generator(config.curve_seed, n, chunk),
-                                        dtype=torch.float64, interval=interval))
+            batches.append(
+                sample_batch(
+                    task,
+                    m,
+                    n,
+                    _curve_generator(config.curve_seed, n, chunk),
+                    dtype=torch.float64,
+                    interval=interval,
+                )
+            )
         out.append((n, batches))
     return out
 
@@ -423,8 +465,15 @@ def _tv_per_instance(bt, edges: np.ndarray, probs: np.ndarray) -> np.ndarray:
         return M.tv_truncnorm_histogram(bt.mu.numpy(), bt.tau.numpy(), edges, probs)
     from .evaluate import _tv_mixture  # the mixture TV of the hierarchical prior (no closed form)
 
-    return _tv_mixture(bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy(), edges, probs,
-                       float(edges[0]), float(edges[-1]))
+    return _tv_mixture(
+        bt.weights.numpy(),
+        bt.mu_h.numpy(),
+        bt.tau_h.numpy(),
+        edges,
+        probs,
+        float(edges[0]),
+        float(edges[-1]),
+    )
 
 
 @torch.no_grad()
@@ -438,8 +487,9 @@ def _curve_points(model, heldout, edges: np.ndarray, step: int) -> list[dict]:
     for n, batches in heldout:
         cols: dict[str, list] = {"tv": [], "nll": [], "cov": [], "crps": []}
         for bt in batches:
-            out = model(bt.X.to(p.device, p.dtype), bt.Y.to(p.device, p.dtype),
-                        bt.xq.to(p.device, p.dtype))
+            out = model(
+                bt.X.to(p.device, p.dtype), bt.Y.to(p.device, p.dtype), bt.xq.to(p.device, p.dtype)
+            )
             probs = torch.softmax(out.logits.double(), -1).cpu().numpy()
             y = bt.y.numpy()
             lo, hi = M.central_interval(edges, probs, 0.9)
@@ -502,8 +552,12 @@ def _param_groups(model: torch.nn.Module, lr: float, units: str) -> list[dict]:
     return groups
 
 
-def train(config: TrainConfig, run_dir, progress: bool = True,
-          callback: Callable[[int, float], None] | None = None) -> Path:
+def train(
+    config: TrainConfig,
+    run_dir,
+    progress: bool = True,
+    callback: Callable[[int, float], None] | None = None,
+) -> Path:
     """Train (or resume, or skip if finished) the run ``config`` in ``run_dir``.
 
     Parameters
@@ -534,8 +588,10 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
         except (ValueError, TypeError):
             same = False
         if not same:
-            raise ValueError(f"{run_dir} already holds a run with a different config; use another "
-                             f"run directory or delete it")
+            raise ValueError(
+                f"{run_dir} already holds a run with a different config; use another "
+                f"run directory or delete it"
+            )
     else:
         runs.save_json(cfg_path, cfg_dict)
     if (run_dir / runs.WEIGHTS).is_file() and (run_dir / runs.METRICS).is_file():
@@ -551,18 +607,33 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
     elif config.interval is not None:
         interval = config.interval
     else:
-        interval = calibrate_task_interval(config.task, config.n_min, config.n_max,
-                                           config.calib_instances, config.outside_mass,
-                                           seed=config.calib_seed)
+        interval = calibrate_task_interval(
+            config.task,
+            config.n_min,
+            config.n_max,
+            config.calib_instances,
+            config.outside_mass,
+            seed=config.calib_seed,
+        )
     model = build_model(config, interval, device)
     # "elementwise": per-entry units |theta_0| (from the seeded initialisation, so identical on resume)
-    units = ([torch.where(p.detach() != 0, p.detach().abs(), torch.ones_like(p)) for p in model.parameters()]
-             if config.lr_units == "elementwise" else None)
-    edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64, device=device)
-    opt = torch.optim.Adam(_param_groups(model, config.lr, config.lr_units), lr=config.lr,
-                           weight_decay=0.0)
+    units = (
+        [
+            torch.where(p.detach() != 0, p.detach().abs(), torch.ones_like(p))
+            for p in model.parameters()
+        ]
+        if config.lr_units == "elementwise"
+        else None
+    )
+    edges = torch.as_tensor(
+        bin_edges(*interval, config.model.C), dtype=torch.float64, device=device
+    )
+    opt = torch.optim.Adam(
+        _param_groups(model, config.lr, config.lr_units), lr=config.lr, weight_decay=0.0
+    )
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: lr_factor(s, config.steps, config.warmup_frac, config.min_lr_ratio))
+        opt, lambda s: lr_factor(s, config.steps, config.warmup_frac, config.min_lr_ratio)
+    )
     dtype = next(model.parameters()).dtype
     start, losses, wall, skipped, bad = 0, [], 0.0, 0, 0
     if ckpt is not None:
@@ -576,17 +647,27 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
             start, losses, wall = int(ckpt["step"]), list(ckpt["losses"]), float(ckpt["wall_time"])
             skipped, bad = int(ckpt["skipped"]), int(ckpt["bad"])
         except (KeyError, RuntimeError, ValueError) as err:
-            raise runs.CorruptFileError(f"{ckpt_path} is not a checkpoint of this run: {err}") from err
+            raise runs.CorruptFileError(
+                f"{ckpt_path} is not a checkpoint of this run: {err}"
+            ) from err
 
     # learning curve: held-out set drawn once; a resumed run keeps the points up to its checkpoint
     # (later ones are recomputed, identically, since evaluation touches neither weights nor RNG)
     curve_at = set(curve_steps(config.steps, config.curve_points)) if config.curve_n_eval else set()
     # one curve per covariate law: the task's own (None) and each of config.curve_covariates
     designs = (None, *config.curve_covariates) if curve_at else ()
-    curves = {cov: {"schema": 1, "eval_seed": config.curve_seed,
-                    "n_instances": config.curve_instances, "n_eval": list(config.curve_n_eval),
-                    "covariates": config.task.covariates if cov is None else cov,
-                    "points": [], "eval_seconds": 0.0} for cov in designs}
+    curves = {
+        cov: {
+            "schema": 1,
+            "eval_seed": config.curve_seed,
+            "n_instances": config.curve_instances,
+            "n_eval": list(config.curve_n_eval),
+            "covariates": config.task.covariates if cov is None else cov,
+            "points": [],
+            "eval_seconds": 0.0,
+        }
+        for cov in designs
+    }
     heldout, np_edges = {}, None
     if curve_at:
         np_edges = bin_edges(*interval, config.model.C)
@@ -610,25 +691,41 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
             runs.save_json(run_dir / curve_file(cov), curve)
 
     def save_checkpoint(step):
-        runs.save_torch(ckpt_path, {
-            "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-            "scheduler": sched.state_dict(), "rng_cpu": torch.get_rng_state(),
-            "rng_cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-            "losses": losses, "wall_time": wall + time.perf_counter() - t0,
-            "skipped": skipped, "bad": bad,
-            "interval": list(interval)})
+        runs.save_torch(
+            ckpt_path,
+            {
+                "step": step,
+                "model": model.state_dict(),
+                "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict(),
+                "rng_cpu": torch.get_rng_state(),
+                "rng_cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                "losses": losses,
+                "wall_time": wall + time.perf_counter() - t0,
+                "skipped": skipped,
+                "bad": bad,
+                "interval": list(interval),
+            },
+        )
 
     model.train()
     t0 = time.perf_counter()
     if start == 0 and 0 in curve_at:
         record_curve(0)
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress,
-               desc=run_dir.name, dynamic_ncols=True)
+    bar = tqdm(
+        range(start, config.steps),
+        initial=start,
+        total=config.steps,
+        disable=not progress,
+        desc=run_dir.name,
+        dynamic_ncols=True,
+    )
     for step in bar:
         g = step_generator(config.seed, step, device)
         n = sample_context_size(config.n_min, config.n_max, g)
-        batch = sample_batch(config.task, config.batch_size, n, g, device=device, dtype=dtype,
-                             interval=interval)
+        batch = sample_batch(
+            config.task, config.batch_size, n, g, device=device, dtype=dtype, interval=interval
+        )
         out = model(batch.X, batch.Y, batch.xq)
         loss = truncated_nll(out.logits, batch.y, edges).mean()
         opt.zero_grad(set_to_none=True)
@@ -638,7 +735,9 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
             if units is None:
                 opt.step()
             else:  # Adam in u = theta/theta_0 - 1: Adam is invariant to a fixed per-coordinate scale of
-                before = [p.detach().clone() for p in model.parameters()]  # the gradient, so its step
+                before = [
+                    p.detach().clone() for p in model.parameters()
+                ]  # the gradient, so its step
                 opt.step()  # in u is its step in theta; theta then moves by theta_0 times it
                 with torch.no_grad():
                     for p, b, u in zip(model.parameters(), before, units, strict=True):
@@ -648,8 +747,10 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
             skipped += 1  # the weights; a model that keeps producing such batches is an error
             bad += 1
             if bad >= MAX_NONFINITE:
-                raise FloatingPointError(f"non-finite gradients in {bad} consecutive steps (last "
-                                         f"loss {float(loss.detach())}) at step {step + 1} of {run_dir}")
+                raise FloatingPointError(
+                    f"non-finite gradients in {bad} consecutive steps (last "
+                    f"loss {float(loss.detach())}) at step {step + 1} of {run_dir}"
+                )
         sched.step()
         losses.append(float(loss.detach()) if torch.isfinite(gnorm) else float("nan"))
         if progress and (step + 1) % 20 == 0:
@@ -665,12 +766,17 @@ def train(config: TrainConfig, run_dir, progress: bool = True,
 
     runs.save_torch(run_dir / runs.WEIGHTS, model.state_dict())
     metrics = {
-        "completed": True, "steps": config.steps, "interval": list(interval),
-        "device": str(device), "device_name": (torch.cuda.get_device_name(device)
-                                               if device.type == "cuda" else "cpu"),
-        "wall_time_s": wall, "curve_eval_s": eval_seconds(),
-        "skipped_steps": skipped, "n_params": int(sum(p.numel() for p in model.parameters())),
-        "torch_version": torch.__version__, "loss": _loss_summary(losses)}
+        "completed": True,
+        "steps": config.steps,
+        "interval": list(interval),
+        "device": str(device),
+        "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"),
+        "wall_time_s": wall,
+        "curve_eval_s": eval_seconds(),
+        "skipped_steps": skipped,
+        "n_params": int(sum(p.numel() for p in model.parameters())),
+        "torch_version": torch.__version__,
+        "loss": _loss_summary(losses),
+    }
     runs.save_json(run_dir / runs.METRICS, metrics)
     return run_dir
-

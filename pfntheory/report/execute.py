@@ -83,10 +83,15 @@ def _read_notebook(path: Path):
     return nb
 
 
-def execute_notebook(name: str, out_dir: str | os.PathLike | None = None, *,
-                     timeout: int = 600, scale_: str = "quick",
-                     notebooks_dir: str | os.PathLike | None = None,
-                     write_html: bool = True) -> NotebookRun:
+def execute_notebook(
+    name: str,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    timeout: int = 600,
+    scale_: str = "quick",
+    notebooks_dir: str | os.PathLike | None = None,
+    write_html: bool = True,
+) -> NotebookRun:
     """Execute ``notebooks/<name>.py`` and write ``<out_dir>/<name>.html``.
 
     Parameters
@@ -133,8 +138,12 @@ def execute_notebook(name: str, out_dir: str | os.PathLike | None = None, *,
 
     nb = _read_notebook(src)
     client = nbclient.NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", allow_errors=False,
-        resources={"metadata": {"path": str(nbdir)}})
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(nbdir)}},
+    )
     ok, error = True, ""
     t0 = time.perf_counter()
     with temporary_environ({ENV_OUT: str(out_dir.resolve()), ENV_SCALE: scale_, **KERNEL_ENV}):
@@ -146,8 +155,9 @@ def execute_notebook(name: str, out_dir: str | os.PathLike | None = None, *,
             ok, error = False, f"{type(err).__name__}: {err}"
     seconds = time.perf_counter() - t0
     html_path = export_html(nb, out_dir / f"{name}.html", ok=ok) if write_html else None
-    return NotebookRun(name=name, ok=ok, seconds=seconds,
-                       html=str(html_path) if html_path else None, error=error)
+    return NotebookRun(
+        name=name, ok=ok, seconds=seconds, html=str(html_path) if html_path else None, error=error
+    )
 
 
 _HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$", re.M)
@@ -185,16 +195,19 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
 
     nb, toc = _anchored(nb)
     items = "".join(
-        f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc)
-    status = "" if ok else ' &mdash; <b>this notebook failed; see the traceback below</b>'
+        f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc
+    )
+    status = "" if ok else " &mdash; <b>this notebook failed; see the traceback below</b>"
     header = nbformat.v4.new_markdown_cell(
         f'<p><a href="index.html">&larr; verification index</a>{status}</p>\n\n'
-        f'<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>')
+        f'<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>'
+    )
     header.id = "pfn-header"
     first_md = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
     nb.cells.insert(first_md + 1, header)
-    exporter = HTMLExporter(template_name="lab",
-                            extra_loaders=[jinja2.DictLoader({"pfn_page.html.j2": _TEMPLATE})])
+    exporter = HTMLExporter(
+        template_name="lab", extra_loaders=[jinja2.DictLoader({"pfn_page.html.j2": _TEMPLATE})]
+    )
     exporter.template_file = "pfn_page.html.j2"
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
@@ -224,9 +237,16 @@ def retrain(scale_: str) -> None:
             run_casestudy(name, scale_)
 
 
-def run_report(only: Sequence[str] | None = None, *, retrain_runs: bool = False, timeout: int = 600,
-               scale_: str = "quick", out_dir: str | os.PathLike | None = None,
-               notebooks_dir: str | os.PathLike | None = None, progress: bool = True) -> int:
+def run_report(
+    only: Sequence[str] | None = None,
+    *,
+    retrain_runs: bool = False,
+    timeout: int = 600,
+    scale_: str = "quick",
+    out_dir: str | os.PathLike | None = None,
+    notebooks_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> int:
     """Execute the notebooks, write their pages and the index; return the exit status (0 = ok).
 
     Parameters
@@ -251,8 +271,11 @@ def run_report(only: Sequence[str] | None = None, *, retrain_runs: bool = False,
         specs = [find_spec(n) for n in only] if only else list(NOTEBOOKS)
     else:  # any folder of jupytext sources (used by the tests)
         stems = sorted(p.stem for p in Path(notebooks_dir).glob("*.py"))
-        specs = [NotebookSpec(s, s, ()) for s in stems
-                 if not only or any(s == o or s.startswith(o) for o in only)]
+        specs = [
+            NotebookSpec(s, s, ())
+            for s in stems
+            if not only or any(s == o or s.startswith(o) for o in only)
+        ]
         if not specs:
             raise ValueError(f"notebooks_dir: no notebook matches {only!r} in {notebooks_dir}")
     if retrain_runs:
@@ -263,8 +286,9 @@ def run_report(only: Sequence[str] | None = None, *, retrain_runs: bool = False,
     for s in specs:
         if progress:
             print(f"[report] {s.name} ...", end=" ", flush=True)
-        run = execute_notebook(s.name, out, timeout=timeout, scale_=scale_,
-                               notebooks_dir=notebooks_dir)
+        run = execute_notebook(
+            s.name, out, timeout=timeout, scale_=scale_, notebooks_dir=notebooks_dir
+        )
         status[s.name] = {"ok": run.ok, "error": run.error[-2000:]}
         status_path.parent.mkdir(parents=True, exist_ok=True)
         status_path.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")

@@ -21,9 +21,15 @@ from .spec import NOTEBOOKS, NotebookSpec, output_dir
 
 __all__ = ["build_index", "row_card", "fmt", "CSS"]
 
-_VERDICT_CLASS = {"holds": "ok", "holds with a caveat": "caveat", "does not hold": "fail",
-                  "erratum": "erratum", "outside the paper's regime": "outside",
-                  "undecided": "undecided", PENDING: "pending"}
+_VERDICT_CLASS = {
+    "holds": "ok",
+    "holds with a caveat": "caveat",
+    "does not hold": "fail",
+    "erratum": "erratum",
+    "outside the paper's regime": "outside",
+    "undecided": "undecided",
+    PENDING: "pending",
+}
 _COMPARE_WORD = {"bound": "bound", "threshold": "threshold", "reference": "reference"}
 
 
@@ -62,7 +68,9 @@ def _notes(r) -> list[str]:
     """The lines under a row's verdict: caveat, erratum, regime, convergence."""
     out = []
     if _get(r, "erratum"):
-        out.append(f'<span class="note">corrected statement: {math_html(_get(r, "erratum"))}</span>')
+        out.append(
+            f'<span class="note">corrected statement: {math_html(_get(r, "erratum"))}</span>'
+        )
     if _get(r, "outside"):
         out.append(f'<span class="note">{math_html(_get(r, "outside"))}</span>')
     if _get(r, "caveat"):
@@ -72,8 +80,10 @@ def _notes(r) -> list[str]:
     if _get(r, "erratum") and _get(r, "verdict") == "does not hold":
         out.append('<span class="note">the check did not confirm the corrected statement</span>')
     if _get(r, "verdict") in ("erratum", "outside the paper's regime", "undecided"):
-        out.append(f'<span class="note">the check itself: {"holds" if _get(r, "holds") else "fails"}'
-                   "</span>")
+        out.append(
+            f'<span class="note">the check itself: {"holds" if _get(r, "holds") else "fails"}'
+            "</span>"
+        )
     return out
 
 
@@ -84,14 +94,14 @@ def _measurement(r) -> str:
         parts.append(f'<div class="missing">{html.escape(_get(r, "missing"))}</div>')
         return "".join(parts)
     if _get(r, "measured"):
-        parts.append(f'<div><b>measured:</b> {math_html(_get(r, "measured"))}</div>')
+        parts.append(f"<div><b>measured:</b> {math_html(_get(r, 'measured'))}</div>")
     if _get(r, "tolerance"):
-        parts.append(f'<div><b>tolerance:</b> {math_html(_get(r, "tolerance"))}</div>')
+        parts.append(f"<div><b>tolerance:</b> {math_html(_get(r, 'tolerance'))}</div>")
     src = []
     if _get(r, "run_dir"):
-        src.append(f'read <code>{html.escape(_get(r, "run_dir"))}</code>')
+        src.append(f"read <code>{html.escape(_get(r, 'run_dir'))}</code>")
     if _get(r, "command"):
-        src.append(f'regenerate: <code>{html.escape(_get(r, "command"))}</code>')
+        src.append(f"regenerate: <code>{html.escape(_get(r, 'command'))}</code>")
     if src:
         parts.append(f'<div class="src">{" · ".join(src)}</div>')
     return "".join(parts)
@@ -103,7 +113,7 @@ def _ours(r) -> str:
     s = fmt(_get(r, "observed", None))
     ci = _get(r, "ci", None)
     if _ci_brackets(_get(r, "observed", None), ci):
-        s += f'<br><small>95% CI [{fmt(ci[0])}, {fmt(ci[1])}]</small>'
+        s += f"<br><small>95% CI [{fmt(ci[0])}, {fmt(ci[1])}]</small>"
     return s
 
 
@@ -111,7 +121,7 @@ def _compared(r) -> str:
     b = _get(r, "bound", None)
     if b is None or _get(r, "verdict") == PENDING:
         return "—"
-    return f'{fmt(b)}<br><small>{_COMPARE_WORD.get(_get(r, "compare", "bound"), "")}</small>'
+    return f"{fmt(b)}<br><small>{_COMPARE_WORD.get(_get(r, 'compare', 'bound'), '')}</small>"
 
 
 def row_card(row: Row) -> str:
@@ -125,7 +135,7 @@ def row_card(row: Row) -> str:
             nums += f"; paper: <b>{fmt(row.paper_value)}</b>"
         body.append(f"<div>{nums}</div>")
     body += [f"<div>{n}</div>" for n in _notes(row)]
-    return (f'<div id="{row.anchor}" class="pfn-card pfn-{cls}">{"".join(body)}</div>')
+    return f'<div id="{row.anchor}" class="pfn-card pfn-{cls}">{"".join(body)}</div>'
 
 
 #: Style of the index and of the cards inside the notebook pages (injected into each page).
@@ -212,8 +222,9 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
     out_dir = Path(out_dir) if out_dir is not None else output_dir()
     results = _load_results(out_dir)
     status = _load_status(out_dir)
-    specs = list(NOTEBOOKS) + [NotebookSpec(n, n, ()) for n in results
-                               if n not in {s.name for s in NOTEBOOKS}]
+    specs = list(NOTEBOOKS) + [
+        NotebookSpec(n, n, ()) for n in results if n not in {s.name for s in NOTEBOOKS}
+    ]
 
     counts = dict.fromkeys(VERDICTS, 0)
     body: list[str] = []
@@ -228,11 +239,15 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
         if st.get("ok") is False:
             failed.append(spec.name)
             extra = ' &mdash; <span class="verdict v-fail">notebook failed</span>'
-        body.append(f'<tr class="part" id="part-{html.escape(spec.name)}"><td colspan="6">{link}{extra}'
-                    '</td></tr>')
+        body.append(
+            f'<tr class="part" id="part-{html.escape(spec.name)}"><td colspan="6">{link}{extra}'
+            "</td></tr>"
+        )
         if spec.name not in results:
-            body.append('<tr><td colspan="6" class="missing">not executed yet: run '
-                        f'<code>pfntheory report --only {html.escape(spec.name)}</code></td></tr>')
+            body.append(
+                '<tr><td colspan="6" class="missing">not executed yet: run '
+                f"<code>pfntheory report --only {html.escape(spec.name)}</code></td></tr>"
+            )
             continue
         rows = results[spec.name].get("rows", [])
         if not rows:
@@ -244,26 +259,32 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
             anchor = r.get("anchor") or ""
             lab = f'<a href="{page}#{anchor}">{lab}</a>' if has_page and anchor else lab
             if r.get("variant"):
-                lab += f'<br><small>{math_html(r["variant"])}</small>'
+                lab += f"<br><small>{math_html(r['variant'])}</small>"
             verdict = _badge(v) + "".join(_notes(r))
             paper = fmt(r.get("paper_value")) if r.get("paper_value") is not None else "—"
             body.append(
                 f'<tr><td class="label">{lab}</td><td>{_measurement(r)}</td>'
                 f'<td class="num">{_ours(r)}</td><td class="num">{_compared(r)}</td>'
-                f'<td class="num">{paper}</td><td>{verdict}</td></tr>')
+                f'<td class="num">{paper}</td><td>{verdict}</td></tr>'
+            )
 
     kinds = "".join(
         f'<tr><td>{_badge(v)}</td><td class="n">{counts.get(v, 0)}</td>'
-        f'<td>{html.escape(VERDICT_DEFINITIONS[v])}</td></tr>'
-        for v in VERDICTS if v != PENDING or counts.get(v))
+        f"<td>{html.escape(VERDICT_DEFINITIONS[v])}</td></tr>"
+        for v in VERDICTS
+        if v != PENDING or counts.get(v)
+    )
     banner = ""
     if failed:
-        banner = ('<p class="failed"><b>Some notebooks failed:</b> '
-                  + ", ".join(f'<a href="{n}.html">{n}</a>' for n in failed)
-                  + ". Their rows may be incomplete.</p>")
+        banner = (
+            '<p class="failed"><b>Some notebooks failed:</b> '
+            + ", ".join(f'<a href="{n}.html">{n}</a>' for n in failed)
+            + ". Their rows may be incomplete.</p>"
+        )
     scales = sorted({d.get("scale", "quick") for d in results.values()}) or ["quick"]
-    toc = " · ".join(f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>'
-                     for s in specs)
+    toc = " · ".join(
+        f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>' for s in specs
+    )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

@@ -85,6 +85,8 @@ PAPER_LABELS: tuple[str, ...] = (
 def check_label(label: str) -> str:
     """``label`` if it is one of the paper's labels; a ValueError naming it otherwise."""
     if not isinstance(label, str) or label not in PAPER_LABELS:
-        raise ValueError(f"label must be one of the paper's \\label{{}}s (pfntheory.report.labels), "
-                         f"got {label!r}; put what varies in variant=")
+        raise ValueError(
+            f"label must be one of the paper's \\label{{}}s (pfntheory.report.labels), "
+            f"got {label!r}; put what varies in variant="
+        )
     return label

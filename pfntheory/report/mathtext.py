@@ -14,20 +14,56 @@ import re
 __all__ = ["math_html", "markdown_math"]
 
 _GREEK = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "Gamma": "Γ", "delta": "δ", "Delta": "Δ",
-    "epsilon": "ε", "eps": "ε", "eta": "η", "theta": "θ", "Theta": "Θ", "kappa": "κ",
-    "lambda": "λ", "Lambda": "Λ", "mu": "μ", "xi": "ξ", "Xi": "Ξ", "pi": "π", "rho": "ρ",
-    "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "Phi": "Φ", "psi": "ψ", "Psi": "Ψ",
-    "omega": "ω", "Omega": "Ω",
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "Gamma": "Γ",
+    "delta": "δ",
+    "Delta": "Δ",
+    "epsilon": "ε",
+    "eps": "ε",
+    "eta": "η",
+    "theta": "θ",
+    "Theta": "Θ",
+    "kappa": "κ",
+    "lambda": "λ",
+    "Lambda": "Λ",
+    "mu": "μ",
+    "xi": "ξ",
+    "Xi": "Ξ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "Sigma": "Σ",
+    "tau": "τ",
+    "phi": "φ",
+    "Phi": "Φ",
+    "psi": "ψ",
+    "Psi": "Ψ",
+    "omega": "ω",
+    "Omega": "Ω",
 }
-_GREEK_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted(_GREEK, key=len, reverse=True))
-                       + r")(?![A-Za-z])")
+_GREEK_RE = re.compile(
+    r"(?<![A-Za-z])(" + "|".join(sorted(_GREEK, key=len, reverse=True)) + r")(?![A-Za-z])"
+)
 # relation signs, after html.escape (so "<=" reads "&lt;=")
-_SIGNS = (("&lt;=", "≤"), ("&gt;=", "≥"), ("&lt;~", "≲"), ("&gt;~", "≳"), ("!=", "≠"),
-          ("-&gt;", "→"), ("+-", "±"), ("sqrt(", "√("), ("||_inf", "‖<sub>∞</sub>"), ("||", "‖"))
+_SIGNS = (
+    ("&lt;=", "≤"),
+    ("&gt;=", "≥"),
+    ("&lt;~", "≲"),
+    ("&gt;~", "≳"),
+    ("!=", "≠"),
+    ("-&gt;", "→"),
+    ("+-", "±"),
+    ("sqrt(", "√("),
+    ("||_inf", "‖<sub>∞</sub>"),
+    ("||", "‖"),
+)
 _SYMBOL = r"(?:[A-Za-z]|[α-ωΑ-Ω]|\)|‖)"
 # x_1, lambda_{n+1}, n_max: a subscript of at most 4 characters after a single symbol
-_SUB_RE = re.compile(r"(?<![A-Za-z0-9_])(" + _SYMBOL + r")_(\{[^{}]*\}|[A-Za-z0-9]{1,4})(?![A-Za-z0-9_])")
+_SUB_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(" + _SYMBOL + r")_(\{[^{}]*\}|[A-Za-z0-9]{1,4})(?![A-Za-z0-9_])"
+)
 # e^{2 Delta}, sigma^2, n^-1
 _SUP_RE = re.compile(r"\^(\{[^{}]*\}|-?[A-Za-z0-9.]+(?:/[0-9]+)?)")
 
@@ -61,7 +97,7 @@ def markdown_math(md: str) -> str:
     module or a snake_case identifier, and fenced code blocks, are left as code."""
     parts, last = [], 0
     for m in _FENCE.finditer(md):
-        parts.append(_CODE_SPAN.sub(_span, md[last:m.start()]))
+        parts.append(_CODE_SPAN.sub(_span, md[last : m.start()]))
         parts.append(m.group(0))
         last = m.end()
     parts.append(_CODE_SPAN.sub(_span, md[last:]))
@@ -69,8 +105,10 @@ def markdown_math(md: str) -> str:
 
 
 # a code span that names a file, a command, a module or an identifier stays code
-_CODE_LIKE = re.compile(r"(^(pfntheory|python|pytest|pip)\b|\.(json|py|csv|png|html)\b|/[\w<>.-]+/|^--"
-                        r"|\b[a-z]\w*\.[a-z]\w*\.|[a-z]{2,}_[a-z]{2,}|\w\(\)$)")
+_CODE_LIKE = re.compile(
+    r"(^(pfntheory|python|pytest|pip)\b|\.(json|py|csv|png|html)\b|/[\w<>.-]+/|^--"
+    r"|\b[a-z]\w*\.[a-z]\w*\.|[a-z]{2,}_[a-z]{2,}|\w\(\)$)"
+)
 
 
 def _span(m: re.Match) -> str:

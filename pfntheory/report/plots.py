@@ -16,8 +16,15 @@ from pathlib import Path
 
 from .spec import output_dir
 
-__all__ = ["setup_plots", "save_figure", "show_png", "log_axis", "read_learning_curve",
-           "plot_learning_curves", "LEARNING_CURVE"]
+__all__ = [
+    "setup_plots",
+    "save_figure",
+    "show_png",
+    "log_axis",
+    "read_learning_curve",
+    "plot_learning_curves",
+    "LEARNING_CURVE",
+]
 
 LEARNING_CURVE = "learning_curve.json"
 _POINT_KEYS = ("step", "n", "tv", "tv_se")
@@ -28,11 +35,20 @@ def setup_plots() -> None:
     metadata (no software version in the file, so that a rebuild writes the same bytes)."""
     import matplotlib as mpl
 
-    mpl.rcParams.update({
-        "figure.constrained_layout.use": True, "figure.dpi": 100, "axes.grid": True,
-        "grid.alpha": 0.25, "legend.fontsize": 8, "axes.titlesize": 11, "axes.labelsize": 10,
-        "xtick.labelsize": 9, "ytick.labelsize": 9, "savefig.dpi": 100,
-    })
+    mpl.rcParams.update(
+        {
+            "figure.constrained_layout.use": True,
+            "figure.dpi": 100,
+            "axes.grid": True,
+            "grid.alpha": 0.25,
+            "legend.fontsize": 8,
+            "axes.titlesize": 11,
+            "axes.labelsize": 10,
+            "xtick.labelsize": 9,
+            "ytick.labelsize": 9,
+            "savefig.dpi": 100,
+        }
+    )
 
 
 def save_figure(fig, name: str, *, dpi: int = 100) -> Path:

@@ -36,8 +36,17 @@ from pfntheory.claims import CAVEAT, ERRATUM, FAILS, HOLDS, OUTSIDE, UNDECIDED, 
 from .labels import check_label
 from .spec import ROOT, output_dir, scale
 
-__all__ = ["PENDING", "VERDICTS", "VERDICT_DEFINITIONS", "Row", "Recorder", "decide_verdict",
-           "verdict_of", "convergence_of", "SIGNIFICANT"]
+__all__ = [
+    "PENDING",
+    "VERDICTS",
+    "VERDICT_DEFINITIONS",
+    "Row",
+    "Recorder",
+    "decide_verdict",
+    "verdict_of",
+    "convergence_of",
+    "SIGNIFICANT",
+]
 
 #: A result whose data is not available on this machine (never used for missing code).
 PENDING = "pending"
@@ -49,11 +58,11 @@ VERDICT_DEFINITIONS = {
     CAVEAT: "it holds, but only under a condition or reading the paper does not state (see the row)",
     FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
     ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected statement "
-             "given in the row",
+    "given in the row",
     OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
-             "for nor against the paper",
+    "for nor against the paper",
     UNDECIDED: "rests on a trained run that is still improving (its learning curve has not "
-               "plateaued): no verdict until it does",
+    "plateaued): no verdict until it does",
     PENDING: "the data it needs is not on this machine",
 }
 #: Significant digits of every number saved (so that a rebuild on another host changes no byte
@@ -81,7 +90,11 @@ def _scalars(details: dict[str, Any]) -> dict[str, Any]:
     for k, v in details.items():
         if isinstance(v, bool) or v is None or isinstance(v, str):
             out[str(k)] = v
-        elif isinstance(v, (int, float)) or type(v).__module__ == "numpy" and getattr(v, "ndim", 1) == 0:
+        elif (
+            isinstance(v, (int, float))
+            or type(v).__module__ == "numpy"
+            and getattr(v, "ndim", 1) == 0
+        ):
             f = float(v)
             out[str(k)] = _round(f) if math.isfinite(f) else str(f)
     return out
@@ -129,8 +142,11 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     try:
         from pfntheory.convergence import plateau_status
     except ImportError:
-        return {"status": "unknown", "runs": {},
-                "text": "convergence unknown: pfntheory.convergence is not available"}
+        return {
+            "status": "unknown",
+            "runs": {},
+            "text": "convergence unknown: pfntheory.convergence is not available",
+        }
     per_run, missing, improving = {}, [], []
     for rd in run_dirs:
         f = rd / "learning_curve.json"
@@ -145,19 +161,35 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
             improving.append((rd, st))
     if improving:
         rd, st = improving[0]
-        return {"status": "improving", "runs": per_run,
-                "text": f"still improving: {len(improving)} of {len(run_dirs)} runs have not plateaued "
-                        f"(e.g. {_rel(rd)} at {st['last_step']} steps; {st['criterion']})"}
+        return {
+            "status": "improving",
+            "runs": per_run,
+            "text": f"still improving: {len(improving)} of {len(run_dirs)} runs have not plateaued "
+            f"(e.g. {_rel(rd)} at {st['last_step']} steps; {st['criterion']})",
+        }
     if missing:
-        return {"status": "unknown", "runs": per_run,
-                "text": f"convergence unknown: {len(missing)} of {len(run_dirs)} runs have no "
-                        f"learning_curve.json (e.g. {_rel(missing[0])})"}
-    return {"status": "plateaued", "runs": per_run,
-            "text": f"all {len(run_dirs)} runs plateaued in {metric}"}
+        return {
+            "status": "unknown",
+            "runs": per_run,
+            "text": f"convergence unknown: {len(missing)} of {len(run_dirs)} runs have no "
+            f"learning_curve.json (e.g. {_rel(missing[0])})",
+        }
+    return {
+        "status": "plateaued",
+        "runs": per_run,
+        "text": f"all {len(run_dirs)} runs plateaued in {metric}",
+    }
 
 
-def decide_verdict(holds: bool, *, explicit: str | None = None, caveat: str = "",
-                   erratum: str = "", outside: str = "", convergence: str | None = None) -> str:
+def decide_verdict(
+    holds: bool,
+    *,
+    explicit: str | None = None,
+    caveat: str = "",
+    erratum: str = "",
+    outside: str = "",
+    convergence: str | None = None,
+) -> str:
     """The verdict kind of a measured row (rules 1-5 of the module docstring)."""
     if explicit is not None and explicit not in VERDICT_KINDS:
         raise ValueError(f"explicit must be one of {VERDICT_KINDS}, got {explicit!r}")
@@ -176,28 +208,28 @@ def decide_verdict(holds: bool, *, explicit: str | None = None, caveat: str = ""
 class Row:
     """One line of the index: a measured paper result."""
 
-    label: str                      # the paper's \\label{}
+    label: str  # the paper's \\label{}
     statement: str
     verdict: str
-    variant: str = ""               # what distinguishes this row from others of the same label
-    key: str = ""                   # the claim's stable key
-    holds: bool | None = None       # the check's own outcome
+    variant: str = ""  # what distinguishes this row from others of the same label
+    key: str = ""  # the claim's stable key
+    holds: bool | None = None  # the check's own outcome
     observed: float | None = None
     ci: tuple[float, float] | None = None
-    bound: float | None = None      # what ``observed`` is compared with (see ``compare``)
-    compare: str = "bound"          # "bound" | "threshold" | "reference"
+    bound: float | None = None  # what ``observed`` is compared with (see ``compare``)
+    compare: str = "bound"  # "bound" | "threshold" | "reference"
     paper_value: float | None = None  # the paper's printed number, never a threshold
-    measured: str = ""              # what exactly ``observed`` is
-    tolerance: str = ""             # the tolerance and its reason
+    measured: str = ""  # what exactly ``observed`` is
+    tolerance: str = ""  # the tolerance and its reason
     caveat: str = ""
-    erratum: str = ""               # the corrected statement our check confirms
-    outside: str = ""               # why the measurement is outside the paper's regime
-    convergence: str = ""           # the trained runs' convergence, in one line
-    run_dir: str = ""               # the run directory (or directories) read
-    command: str = ""               # the command that regenerates the row
+    erratum: str = ""  # the corrected statement our check confirms
+    outside: str = ""  # why the measurement is outside the paper's regime
+    convergence: str = ""  # the trained runs' convergence, in one line
+    run_dir: str = ""  # the run directory (or directories) read
+    command: str = ""  # the command that regenerates the row
     notebook: str = ""
     anchor: str = ""
-    missing: str = ""               # for pending rows: what is not available
+    missing: str = ""  # for pending rows: what is not available
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -242,13 +274,27 @@ class Recorder:
     def _default_command(self) -> str:
         return f"pfntheory report --only {self.notebook.split('_')[0]}"
 
-    def add(self, result, *, label: str | None = None, variant: str = "",
-            statement: str | None = None, measured: str = "", tolerance: str | None = None,
-            compare: str = "bound", caveat: str = "", erratum: str = "", outside: str = "",
-            runs: Sequence[str | os.PathLike] | None = None, run_dir: str | os.PathLike | None = None,
-            command: str | None = None,
-            paper_value: float | None = None, holds: bool | None = None,
-            observed: float | None = None, show: bool = True):
+    def add(
+        self,
+        result,
+        *,
+        label: str | None = None,
+        variant: str = "",
+        statement: str | None = None,
+        measured: str = "",
+        tolerance: str | None = None,
+        compare: str = "bound",
+        caveat: str = "",
+        erratum: str = "",
+        outside: str = "",
+        runs: Sequence[str | os.PathLike] | None = None,
+        run_dir: str | os.PathLike | None = None,
+        command: str | None = None,
+        paper_value: float | None = None,
+        holds: bool | None = None,
+        observed: float | None = None,
+        show: bool = True,
+    ):
         """Record one :class:`~pfntheory.claims.ClaimResult` (or a list of them) as a row.
 
         Parameters
@@ -291,11 +337,25 @@ class Recorder:
         """
         if isinstance(result, (list, tuple)):
             for r in result:
-                self.add(r, label=label, variant=variant, statement=statement, measured=measured,
-                         tolerance=tolerance, compare=compare, caveat=caveat, erratum=erratum,
-                         outside=outside, runs=runs, run_dir=run_dir, command=command,
-                         paper_value=paper_value,
-                         holds=holds, observed=observed, show=show)
+                self.add(
+                    r,
+                    label=label,
+                    variant=variant,
+                    statement=statement,
+                    measured=measured,
+                    tolerance=tolerance,
+                    compare=compare,
+                    caveat=caveat,
+                    erratum=erratum,
+                    outside=outside,
+                    runs=runs,
+                    run_dir=run_dir,
+                    command=command,
+                    paper_value=paper_value,
+                    holds=holds,
+                    observed=observed,
+                    show=show,
+                )
             return result
         if compare not in _COMPARE:
             raise ValueError(f"compare must be one of {_COMPARE}, got {compare!r}")
@@ -309,34 +369,59 @@ class Recorder:
         if runs is not None and not run_dir:
             dirs = sorted({_rel(Path(r).parent) for r in runs})
             run_dir = ", ".join(d + "/" for d in dirs)
-        verdict = decide_verdict(h, explicit=getattr(result, "verdict", None), caveat=caveat,
-                                 erratum=erratum, outside=outside,
-                                 convergence=conv["status"] if conv else None)
+        verdict = decide_verdict(
+            h,
+            explicit=getattr(result, "verdict", None),
+            caveat=caveat,
+            erratum=erratum,
+            outside=outside,
+            convergence=conv["status"] if conv else None,
+        )
         pv = paper_value if paper_value is not None else getattr(result, "paper_value", None)
         row = Row(
-            label=lab, statement=statement or result.statement, verdict=verdict, variant=variant,
-            key=getattr(result, "key", "") or "", holds=h,
+            label=lab,
+            statement=statement or result.statement,
+            verdict=verdict,
+            variant=variant,
+            key=getattr(result, "key", "") or "",
+            holds=h,
             observed=_finite_or_none(result.observed if observed is None else observed),
             ci=tuple(result.ci) if result.ci is not None and observed is None else None,
-            bound=_finite_or_none(result.bound), compare=compare, paper_value=_finite_or_none(pv),
+            bound=_finite_or_none(result.bound),
+            compare=compare,
+            paper_value=_finite_or_none(pv),
             measured=measured or str(details.get("measured", "")),
             tolerance=result.tolerance if tolerance is None else tolerance,
-            caveat=caveat, erratum=erratum, outside=outside,
-            convergence=conv["text"] if conv else "", run_dir=run_dir,
-            command=command or self._default_command(), notebook=self.notebook,
-            anchor=self._anchor(lab, variant), details=_scalars(details))
+            caveat=caveat,
+            erratum=erratum,
+            outside=outside,
+            convergence=conv["text"] if conv else "",
+            run_dir=run_dir,
+            command=command or self._default_command(),
+            notebook=self.notebook,
+            anchor=self._anchor(lab, variant),
+            details=_scalars(details),
+        )
         self._append(row, show)
         return result
 
-    def pending(self, label: str, statement: str, missing: str, *, variant: str = "",
-                show: bool = True) -> None:
+    def pending(
+        self, label: str, statement: str, missing: str, *, variant: str = "", show: bool = True
+    ) -> None:
         """Record a result whose data is not on this machine, saying plainly what is missing."""
         if not missing:
             raise ValueError("missing must say what is not available")
         lab = check_label(label)
-        row = Row(label=lab, statement=statement, verdict=PENDING, variant=variant, missing=missing,
-                  notebook=self.notebook, anchor=self._anchor(lab, variant),
-                  command=self._default_command())
+        row = Row(
+            label=lab,
+            statement=statement,
+            verdict=PENDING,
+            variant=variant,
+            missing=missing,
+            notebook=self.notebook,
+            anchor=self._anchor(lab, variant),
+            command=self._default_command(),
+        )
         self._append(row, show)
 
     def _append(self, row: Row, show: bool) -> None:
@@ -351,8 +436,11 @@ class Recorder:
         """Write ``results/<notebook>.json`` under :func:`output_dir` (atomically)."""
         path = output_dir() / "results" / f"{self.notebook}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"notebook": self.notebook, "scale": scale(),
-                   "rows": [r.to_dict() for r in self.rows]}
+        payload = {
+            "notebook": self.notebook,
+            "scale": scale(),
+            "rows": [r.to_dict() for r in self.rows],
+        }
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
         tmp.replace(path)
@@ -362,10 +450,20 @@ class Recorder:
         """The rows so far as a :class:`pandas.DataFrame` (for display at the end of a notebook)."""
         import pandas as pd
 
-        return pd.DataFrame([{"result": r.label, "variant": r.variant, "verdict": r.verdict,
-                              "measured": r.measured, "ours": r.observed, "compared with": r.bound,
-                              "paper": r.paper_value}
-                             for r in self.rows])
+        return pd.DataFrame(
+            [
+                {
+                    "result": r.label,
+                    "variant": r.variant,
+                    "verdict": r.verdict,
+                    "measured": r.measured,
+                    "ours": r.observed,
+                    "compared with": r.bound,
+                    "paper": r.paper_value,
+                }
+                for r in self.rows
+            ]
+        )
 
 
 def _display_html(markup: str) -> None:

@@ -10,8 +10,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ROOT", "NOTEBOOKS_DIR", "DEFAULT_OUT", "ENV_OUT", "ENV_SCALE", "SCALES", "NotebookSpec",
-           "NOTEBOOKS", "find_spec", "output_dir", "scale"]
+__all__ = [
+    "ROOT",
+    "NOTEBOOKS_DIR",
+    "DEFAULT_OUT",
+    "ENV_OUT",
+    "ENV_SCALE",
+    "SCALES",
+    "NotebookSpec",
+    "NOTEBOOKS",
+    "find_spec",
+    "output_dir",
+    "scale",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = ROOT / "notebooks"
@@ -44,27 +55,63 @@ class NotebookSpec:
 
 
 NOTEBOOKS: tuple[NotebookSpec, ...] = (
-    NotebookSpec("01_richardson_construction", "Richardson iteration and the construction",
-                 ("supp-sec:richardson", "supp-thm:KRR", "thm:TFdoPPD", "eqn:recursion prec")),
-    NotebookSpec("02_discretisation_ppd", "Discretisation and the PPD bound",
-                 ("supp-lem:discretization error", "supp-lem:smax quad", "supp-thm:popmini",
-                  "thm:PPD convergence")),
-    NotebookSpec("03_spectra_generalisation", "Gram spectra and generalisation in n",
-                 ("supp-lem:lienar kernel Gram", "supp-lem:rbf kernel Gram",
-                  "supp-lem:rbf kernel Gram ridge", "supp-lem:rbf kernel Gram ridge prec",
-                  "thm:lambda1", "thm:cond number", "thm:L growth", "fig:stepsize")),
-    NotebookSpec("04_trained_experiments", "Trained experiments",
-                 ("fig:exp1", "fig:exp2-1", "fig:exp2-2", "supp-fig:exp2-3",
-                  "supp-tab:lengthscale-crps", "supp-tab:hierarchical-gp"), needs_training=True),
-    NotebookSpec("05_case_studies", "Real-data case studies",
-                 ("fig:sacramento", "fig:walker"), needs_training=True),
+    NotebookSpec(
+        "01_richardson_construction",
+        "Richardson iteration and the construction",
+        ("supp-sec:richardson", "supp-thm:KRR", "thm:TFdoPPD", "eqn:recursion prec"),
+    ),
+    NotebookSpec(
+        "02_discretisation_ppd",
+        "Discretisation and the PPD bound",
+        (
+            "supp-lem:discretization error",
+            "supp-lem:smax quad",
+            "supp-thm:popmini",
+            "thm:PPD convergence",
+        ),
+    ),
+    NotebookSpec(
+        "03_spectra_generalisation",
+        "Gram spectra and generalisation in n",
+        (
+            "supp-lem:lienar kernel Gram",
+            "supp-lem:rbf kernel Gram",
+            "supp-lem:rbf kernel Gram ridge",
+            "supp-lem:rbf kernel Gram ridge prec",
+            "thm:lambda1",
+            "thm:cond number",
+            "thm:L growth",
+            "fig:stepsize",
+        ),
+    ),
+    NotebookSpec(
+        "04_trained_experiments",
+        "Trained experiments",
+        (
+            "fig:exp1",
+            "fig:exp2-1",
+            "fig:exp2-2",
+            "supp-fig:exp2-3",
+            "supp-tab:lengthscale-crps",
+            "supp-tab:hierarchical-gp",
+        ),
+        needs_training=True,
+    ),
+    NotebookSpec(
+        "05_case_studies",
+        "Real-data case studies",
+        ("fig:sacramento", "fig:walker"),
+        needs_training=True,
+    ),
     NotebookSpec("06_errata", "Errata and ambiguities", ()),
 )
 
 
 def find_spec(name: str) -> NotebookSpec:
     """The notebook whose name is ``name``, or starts with it (``"01"``, ``"01_richardson"``)."""
-    hits = [s for s in NOTEBOOKS if s.name == name] or [s for s in NOTEBOOKS if s.name.startswith(name)]
+    hits = [s for s in NOTEBOOKS if s.name == name] or [
+        s for s in NOTEBOOKS if s.name.startswith(name)
+    ]
     if len(hits) != 1:
         names = ", ".join(s.name for s in NOTEBOOKS)
         raise ValueError(f"only must name one notebook ({names}), got {name!r}")
