@@ -86,15 +86,25 @@ def int_in(lo: int, hi: int):
     return parse
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
+def _finite_float(text: str, what: str, ok, unparsed: str) -> float:
+    """A finite number for which ``ok(v)`` holds; ``what`` names it in the error message."""
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {unparsed}, got {text!r}") from None
+    if not (math.isfinite(v) and ok(v)):
+        raise argparse.ArgumentTypeError(f"expected a finite {what} number, got {text!r}")
     return v
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    return _finite_float(text, "positive", lambda v: v > 0, unparsed="a number")
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    return _finite_float(text, "non-negative", lambda v: v >= 0, unparsed="a non-negative number")
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -255,7 +265,7 @@ def _run_train(args) -> int:
     _check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
     run_dir = _prepare_run_dir(args.run_dir)
 
-    from pfntheory.nn.model import ModelConfig
+    from pfntheory.experiments.specs import ModelSpec
     from pfntheory.nn.priors import TaskConfig
     from pfntheory.nn.train import TrainConfig, schedule_for, train
 
@@ -273,15 +283,9 @@ def _run_train(args) -> int:
             covariates=args.covariates,
         ),
     )
-    model = ModelConfig(
-        score=score,
-        d=args.d,
-        L=args.L,
-        C=args.C,
-        mode=args.mode,
-        normalised=args.normalised,
-        head=args.head,
-        noise_var_init=task.noise_var,
+    model = ModelSpec(score, args.L, args.C, args.mode, args.normalised, args.head).to_nn(
+        args.d,
+        task.noise_var,
         **given(tau_min=args.tau_min, eta_init=args.eta_init, scale_init=args.scale_init),
     )
     lr, steps = schedule_for(args.task, args.mode, args.scale)

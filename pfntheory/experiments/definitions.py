@@ -127,6 +127,15 @@ def _ev(n_eval, per_n: int, covariates: str | None = None) -> EvalSpec:
     return EvalSpec(n_eval=tuple(int(n) for n in n_eval), n_instances=per_n, covariates=covariates)
 
 
+def _trained(cells, n_min: int, steps: int, lr: float, evals) -> tuple[RunSpec, ...]:
+    """One RunSpec per ``(task, model, n_max)`` in ``cells``, all with the same pretraining
+    ``n_min``, budget (``steps`` at ``lr``) and evaluations."""
+    return tuple(
+        RunSpec(task=t, model=m, n_min=n_min, n_max=n_max, steps=steps, lr=lr, evals=evals)
+        for t, m, n_max in cells
+    )
+
+
 def _rbf(d: int, **kw) -> TaskSpec:
     return TaskSpec(
         kind="rbf",
@@ -257,22 +266,14 @@ def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order
 
 def _exp1(Ls, Cs, settings, per_n: int, k_eval: int) -> tuple:
     """``settings``: (task, score, mode, n_min, n_max, lr, steps) per panel."""
-    runs = []
+    runs: tuple = ()
     for task, score, mode, n_min, n_max, lr, steps in settings:
-        ev = _ev(_range_grid(n_min, n_max, k_eval), per_n)
-        for L, C in itertools.product(Ls, Cs):
-            runs.append(
-                RunSpec(
-                    task=task,
-                    model=ModelSpec(score=score, L=L, C=C, mode=mode),
-                    n_min=n_min,
-                    n_max=n_max,
-                    steps=steps,
-                    lr=lr,
-                    evals=(ev,),
-                )
-            )
-    return tuple(runs)
+        cells = (
+            (task, ModelSpec(score=score, L=L, C=C, mode=mode), n_max)
+            for L, C in itertools.product(Ls, Cs)
+        )
+        runs += _trained(cells, n_min, steps, lr, (_ev(_range_grid(n_min, n_max, k_eval), per_n),))
+    return runs
 
 
 _BLR5 = TaskSpec(kind="blr", d=5, noise_var=DEFAULT_NOISE_VAR)
@@ -353,19 +354,10 @@ FIG_EXP1 = Experiment(
 
 
 def _exp2_1(d, L, C, n_min, n_max, n_eval, steps, lr, per_n) -> tuple:
-    ev = _ev(n_eval, per_n)
-    return tuple(
-        RunSpec(
-            task=_rbf(d),
-            model=ModelSpec(score="rbf", L=L, C=C, normalised=nz),
-            n_min=n_min,
-            n_max=n_max,
-            steps=steps,
-            lr=lr,
-            evals=(ev,),
-        )
-        for nz in (False, True)
+    cells = (
+        (_rbf(d), ModelSpec(score="rbf", L=L, C=C, normalised=nz), n_max) for nz in (False, True)
     )
+    return _trained(cells, n_min, steps, lr, (_ev(n_eval, per_n),))
 
 
 _FIG_EXP2_1_PAPER = Design(
@@ -430,18 +422,11 @@ def _exp2_2(d, Ls, n_maxs, n_eval, steps, lr, per_n, C=256, n_min=64, shift=Fals
     evals = (_ev(n_eval, per_n),)
     if shift:  # supp-sec:exp additional: evaluation inputs Unif[-1/sqrt(d), 1/sqrt(d)]^d
         evals += (_ev(n_eval, per_n, covariates="uniform"),)
-    return tuple(
-        RunSpec(
-            task=_rbf(d),
-            model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
-            n_min=n_min,
-            n_max=n_max,
-            steps=steps,
-            lr=lr,
-            evals=evals,
-        )
+    cells = (
+        (_rbf(d), ModelSpec(score="rbf", L=L, C=C, normalised=True), n_max)
         for L, n_max in itertools.product(Ls, n_maxs)
     )
+    return _trained(cells, n_min, steps, lr, evals)
 
 
 _EXP2_2_CLAIMS = (
@@ -459,32 +444,37 @@ _QUICK_EXP2_SHRINK = (
 )
 
 
-def _exp2_2_quick(d, shift=False):
+def _exp2_2_quick(
+    d,
+    Ls=(2, 8),
+    n_maxs=(96, 192),
+    n_eval=tuple(32 * i for i in (1, 2, 4, 6, 8, 12)),
+    n_min=32,
+    shift=False,
+) -> tuple:
+    """The quick scale of sec:exp3: C=64, 400 steps at lr 5e-3, 256 instances per n'."""
     return _exp2_2(
-        d=d,
-        Ls=(2, 8),
-        n_maxs=(96, 192),
-        n_eval=tuple(32 * i for i in (1, 2, 4, 6, 8, 12)),
-        steps=400,
-        lr=5e-3,
-        per_n=256,
-        C=64,
-        n_min=32,
-        shift=shift,
+        d, Ls, n_maxs, n_eval, steps=400, lr=5e-3, per_n=256, C=64, n_min=n_min, shift=shift
     )
 
 
-_FIG_EXP2_2_PAPER = Design(
-    _exp2_2(
-        d=16,
-        Ls=(4, 8, 16, 32),
-        n_maxs=(128, 256, 512),
-        n_eval=_PAPER_NE,
-        steps=100_000,
-        lr=2e-4,
-        per_n=PAPER_EVAL_INSTANCES,
+def _exp2_2_paper(d, Ls=(4, 8, 16, 32), n_maxs=(128, 256, 512), shift=False) -> Design:
+    """The paper scale of sec:exp3 (supp-tab:pretraining hyperparameters: 1e5 steps at 2e-4)."""
+    return Design(
+        _exp2_2(
+            d,
+            Ls,
+            n_maxs,
+            _PAPER_NE,
+            steps=100_000,
+            lr=2e-4,
+            per_n=PAPER_EVAL_INSTANCES,
+            shift=shift,
+        )
     )
-)
+
+
+_FIG_EXP2_2_PAPER = _exp2_2_paper(d=16)
 _CPU_EXP2_SHRINK = (
     "The paper's tasks and grids (C=256, L in {4,8,16,32}, n in [64, n_max], n_max in "
     "{128,256,512}, n' in {64,...,1024}); 1000 steps at lr 1e-3 instead of 1e5 at "
@@ -512,18 +502,7 @@ FIG_EXP2_2 = Experiment(
 
 
 def _companion(d: int) -> Experiment:
-    paper = Design(
-        _exp2_2(
-            d=d,
-            Ls=(4, 8, 16, 32),
-            n_maxs=(128, 256, 512),
-            n_eval=_PAPER_NE,
-            steps=100_000,
-            lr=2e-4,
-            per_n=PAPER_EVAL_INSTANCES,
-            shift=True,
-        )
-    )
+    paper = _exp2_2_paper(d=d, shift=True)
     return Experiment(
         name=f"supp_exp2_d{d}",
         labels=(
@@ -554,18 +533,7 @@ SUPP_EXP2_D8 = _companion(8)
 #: ("comparable to the true baseline for n_max=512 and L>=16"), at d=4: the quick companions stop at
 #: L=8, n_max=192, so this experiment asks whether their collapse under the shift is a matter of
 #: depth and range or persists in the paper's regime.
-_SHIFT_PAPER = Design(
-    _exp2_2(
-        d=4,
-        Ls=(16, 32),
-        n_maxs=(512,),
-        n_eval=_PAPER_NE,
-        steps=100_000,
-        lr=2e-4,
-        per_n=PAPER_EVAL_INSTANCES,
-        shift=True,
-    )
-)
+_SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 
 #: cpu scale of the shift regime: one run (L=16, the paper's smallest depth of the regime) that a
 #: single CPU core trains in under an hour (~3 s per step at n up to 512), with learning curves on
@@ -608,17 +576,8 @@ SUPP_EXP2_SHIFT_REGIME = Experiment(
     paper=_SHIFT_PAPER,
     cpu=Design(_SHIFT_CPU_RUNS, shrunk=_SHIFT_CPU_SHRINK),
     quick=Design(
-        _exp2_2(
-            d=4,
-            Ls=(16,),
-            n_maxs=(512,),
-            n_eval=(64, 128, 256, 512, 768),
-            steps=400,
-            lr=5e-3,
-            per_n=256,
-            C=64,
-            n_min=64,
-            shift=True,
+        _exp2_2_quick(
+            d=4, Ls=(16,), n_maxs=(512,), n_eval=(64, 128, 256, 512, 768), n_min=64, shift=True
         ),
         shrunk="L=16 only (not 32), C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; "
         "n' in {64,...,768} x 256 instances.",
@@ -629,18 +588,22 @@ SUPP_EXP2_SHIFT_REGIME = Experiment(
 # fig:stepsize: admissible Richardson step against n (exact, no training)
 # --------------------------------------------------------------------------------------------------
 
-_STEPSIZE_PAPER = Design(
-    tuple(
+
+def _stepsize(n_trials: int) -> tuple:
+    """Both kernels of fig:stepsize at d = 16, n in {100, ..., 1000}, ``n_trials`` draws per n."""
+    return tuple(
         StepsizeSpec(
             kernel=k,
             d=16,
             ns=tuple(100 * i for i in range(1, 11)),
-            n_trials=100,
+            n_trials=n_trials,
             noise_var=DEFAULT_NOISE_VAR,
         )
         for k in ("rbf", "linear")
     )
-)
+
+
+_STEPSIZE_PAPER = Design(_stepsize(n_trials=100))
 
 FIG_STEPSIZE = Experiment(
     name="fig_stepsize",
@@ -649,19 +612,7 @@ FIG_STEPSIZE = Experiment(
     claims=("the admissible step size decreases like 1/n",),
     paper=_STEPSIZE_PAPER,
     cpu=Design(_STEPSIZE_PAPER.runs, shrunk="Exact side: the paper's design as is."),
-    quick=Design(
-        tuple(
-            StepsizeSpec(
-                kernel=k,
-                d=16,
-                ns=tuple(100 * i for i in range(1, 11)),
-                n_trials=10,
-                noise_var=DEFAULT_NOISE_VAR,
-            )
-            for k in ("rbf", "linear")
-        ),
-        shrunk="10 trials per n instead of 100.",
-    ),
+    quick=Design(_stepsize(n_trials=10), shrunk="10 trials per n instead of 100."),
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -670,21 +621,14 @@ FIG_STEPSIZE = Experiment(
 
 
 def _table(tasks, Ls, n_max, n_eval, steps, lr, per_n, ref_instances, C=256, n_min=64) -> tuple:
-    ev = _ev(n_eval, per_n)
-    runs = [
-        RunSpec(
-            task=t,
-            model=ModelSpec(score="rbf", L=L, C=C, normalised=True),
-            n_min=n_min,
-            n_max=n_max,
-            steps=steps,
-            lr=lr,
-            evals=(ev,),
-        )
+    cells = (
+        (t, ModelSpec(score="rbf", L=L, C=C, normalised=True), n_max)
         for t, L in itertools.product(tasks, Ls)
-    ]
-    runs += [ExactPPDSpec(task=t, n_eval=tuple(n_eval), n_instances=ref_instances) for t in tasks]
-    return tuple(runs)
+    )
+    trained = _trained(cells, n_min, steps, lr, (_ev(n_eval, per_n),))
+    return trained + tuple(
+        ExactPPDSpec(task=t, n_eval=tuple(n_eval), n_instances=ref_instances) for t in tasks
+    )
 
 
 _TABLE_CLAIMS = (
@@ -702,17 +646,42 @@ _QUICK_TABLE_SHRINK = (
     "with its exact-PPD reference instead."
 )
 
-_TAB_LS_PAPER = Design(
-    _table(
-        tasks=tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
-        Ls=(8, 16, 32),
-        n_max=256,
-        n_eval=(256, 1024),
-        steps=100_000,
-        lr=2e-4,
-        per_n=PAPER_EVAL_INSTANCES,
-        ref_instances=PAPER_EVAL_INSTANCES,
+
+def _table_paper(tasks, n_eval) -> Design:
+    """The paper scale of the tables: L in {8,16,32}, n in [64,256], 1e5 steps at 2e-4, 4096
+    instances per n' (trained models and exact-PPD reference)."""
+    return Design(
+        _table(
+            tasks=tasks,
+            Ls=(8, 16, 32),
+            n_max=256,
+            n_eval=n_eval,
+            steps=100_000,
+            lr=2e-4,
+            per_n=PAPER_EVAL_INSTANCES,
+            ref_instances=PAPER_EVAL_INSTANCES,
+        )
     )
+
+
+def _table_quick(tasks, n_eval) -> tuple:
+    """The quick scale of the tables (see :data:`_QUICK_TABLE_SHRINK`)."""
+    return _table(
+        tasks=tasks,
+        Ls=(2, 8),
+        n_max=96,
+        n_min=32,
+        n_eval=n_eval,
+        steps=400,
+        lr=5e-3,
+        per_n=512,
+        ref_instances=512,
+        C=64,
+    )
+
+
+_TAB_LS_PAPER = _table_paper(
+    tuple(_rbf(16, lengthscale=ell) for ell in (0.4, 0.8, 1.6)), n_eval=(256, 1024)
 )
 _CPU_TABLE_SHRINK = (
     "The paper's tables (d=16, C=256, L in {8,16,32}, n in [64,256], the paper's n', "
@@ -728,35 +697,13 @@ SUPP_TAB_LENGTHSCALE = Experiment(
     paper=_TAB_LS_PAPER,
     cpu=_cpu(_TAB_LS_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
     quick=Design(
-        _table(
-            tasks=tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)),
-            Ls=(2, 8),
-            n_max=96,
-            n_min=32,
-            n_eval=(96, 384),
-            steps=400,
-            lr=5e-3,
-            per_n=512,
-            ref_instances=512,
-            C=64,
-        ),
+        _table_quick(tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)), (96, 384)),
         shrunk=_QUICK_TABLE_SHRINK,
     ),
 )
 
 _HIER16 = TaskSpec(kind="hier_rbf", d=16, noise_var=DEFAULT_NOISE_VAR)
-_TAB_HIER_PAPER = Design(
-    _table(
-        tasks=(_HIER16,),
-        Ls=(8, 16, 32),
-        n_max=256,
-        n_eval=(256, 512, 1024),
-        steps=100_000,
-        lr=2e-4,
-        per_n=PAPER_EVAL_INSTANCES,
-        ref_instances=PAPER_EVAL_INSTANCES,
-    )
-)
+_TAB_HIER_PAPER = _table_paper((_HIER16,), n_eval=(256, 512, 1024))
 
 SUPP_TAB_HIER = Experiment(
     name="supp_tab_hier",
@@ -769,17 +716,8 @@ SUPP_TAB_HIER = Experiment(
     paper=_TAB_HIER_PAPER,
     cpu=_cpu(_TAB_HIER_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
     quick=Design(
-        _table(
-            tasks=(TaskSpec(kind="hier_rbf", d=4, noise_var=DEFAULT_NOISE_VAR),),
-            Ls=(2, 8),
-            n_max=96,
-            n_min=32,
-            n_eval=(96, 192, 384),
-            steps=400,
-            lr=5e-3,
-            per_n=512,
-            ref_instances=512,
-            C=64,
+        _table_quick(
+            (TaskSpec(kind="hier_rbf", d=4, noise_var=DEFAULT_NOISE_VAR),), (96, 192, 384)
         ),
         shrunk=_QUICK_TABLE_SHRINK.replace("n' in {96,384}", "n' in {96,192,384}"),
     ),

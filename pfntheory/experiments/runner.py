@@ -53,6 +53,7 @@ from pathlib import Path
 
 from .. import runs as runfiles
 from .._checks import choice, positive_int, positive_scalar
+from ..cli import int_in, nonnegative_float
 from .definitions import EXPERIMENTS, SCALES, get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
 
@@ -709,6 +710,11 @@ def run_sweep(experiments: Sequence[str] | None = None, scale: str = "quick", **
 # --------------------------------------------------------------------------------------------------
 
 
+#: argparse types of ``pfntheory sweep``: a count in [1, 10**6]; a finite number of seconds >= 0
+_count = int_in(1, 10**6)
+_seconds = nonnegative_float
+
+
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "experiments",
@@ -769,28 +775,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="force submitit's executor (local/debug run the array on this machine)",
     )
     p.set_defaults(func=_cmd)
-
-
-def _count(text: str) -> int:
-    """argparse type: an integer in [1, 10**6]."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= v <= 10**6:
-        raise argparse.ArgumentTypeError(f"expected an integer in [1, 1000000], got {v}")
-    return v
-
-
-def _seconds(text: str) -> float:
-    """argparse type: a finite non-negative number."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
-    if not (v >= 0 and v < float("inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite non-negative number, got {text!r}")
-    return v
 
 
 def _estimate_line(name: str, scale: str) -> str | None:

@@ -157,6 +157,23 @@ class ModelSpec:
     def slug(self) -> str:
         return f"{'pr' if self.normalised else 'tf'}-{self.mode[:5]}-L{self.L}-C{self.C}"
 
+    def to_nn(self, d: int, noise_var_init: float, **extra):
+        """The ``pfntheory.nn.model.ModelConfig`` of this model for inputs of dimension ``d``, its
+        noise variance initialised at the task's; ``extra``: further ModelConfig fields (imports torch)."""
+        from pfntheory.nn.model import ModelConfig
+
+        return ModelConfig(
+            score=self.score,
+            d=d,
+            L=self.L,
+            C=self.C,
+            mode=self.mode,
+            normalised=self.normalised,
+            head=self.head,
+            noise_var_init=noise_var_init,
+            **extra,
+        )
+
 
 @dataclass(frozen=True)
 class EvalSpec:
@@ -260,20 +277,9 @@ class RunSpec:
 
     def train_config(self, device: str = "auto", checkpoint_every: int = 200):
         """The ``pfntheory.nn.train.TrainConfig`` of this run (imports torch)."""
-        from pfntheory.nn.model import ModelConfig
         from pfntheory.nn.train import TrainConfig
 
-        m = self.model
-        model = ModelConfig(
-            score=m.score,
-            d=self.task.d,
-            L=m.L,
-            C=m.C,
-            mode=m.mode,
-            normalised=m.normalised,
-            head=m.head,
-            noise_var_init=self.task.noise_var,
-        )
+        model = self.model.to_nn(self.task.d, self.task.noise_var)
         curve = {}
         if self.curve_n_eval:
             curve = dict(
