@@ -258,32 +258,37 @@ def check_artefacts(run_dir) -> dict[str, str]:
     """
     run_dir = Path(run_dir)
     problems: dict[str, str] = {}
-    for name in (CONFIG, METRICS):
-        path = run_dir / name
-        if path.is_file():
+    for names, load, problem in (
+        ((CONFIG, METRICS), load_json, _json_problem),
+        ((WEIGHTS, CHECKPOINT), load_torch, _torch_problem),
+    ):
+        for name in names:
+            path = run_dir / name
+            if not path.is_file():
+                continue
             try:
-                doc = load_json(path)
+                obj = load(path)
             except CorruptFileError as err:
                 problems[name] = str(err)
                 continue
-            msg = (
-                "is not a JSON object"
-                if not isinstance(doc, dict)
-                else (_check_metrics(doc) if name == METRICS else None)
-            )
+            msg = problem(name, obj)
             if msg:
                 problems[name] = f"{path} {msg}"
-    for name in (WEIGHTS, CHECKPOINT):
-        path = run_dir / name
-        if path.is_file():
-            try:
-                obj = load_torch(path)
-            except CorruptFileError as err:
-                problems[name] = str(err)
-                continue
-            if name == WEIGHTS and not (isinstance(obj, dict) and obj):
-                problems[name] = f"{path} does not hold a state dict"
     return problems
+
+
+def _json_problem(name: str, doc) -> str | None:
+    """What is wrong with the loaded JSON artefact ``name`` (None: nothing)."""
+    if not isinstance(doc, dict):
+        return "is not a JSON object"
+    return _check_metrics(doc) if name == METRICS else None
+
+
+def _torch_problem(name: str, obj) -> str | None:
+    """What is wrong with the loaded torch artefact ``name`` (None: nothing)."""
+    if name == WEIGHTS and not (isinstance(obj, dict) and obj):
+        return "does not hold a state dict"
+    return None
 
 
 def remove_corrupt_artefacts(run_dir) -> list[str]:
