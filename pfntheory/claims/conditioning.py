@@ -33,7 +33,7 @@ from ..spectral import (
 )
 from ..stats import EPS
 from . import ClaimResult
-from .gram import eig_atol, seed_slopes
+from .gram import band_tolerance, eig_atol, in_band, seed_slopes
 from .richardson import as_erratum
 
 __all__ = [
@@ -153,11 +153,11 @@ def check_cond_rate(
         key=f"cond_rate_{which}",
         label=label,
         statement=f"cond of the {which} system = Theta(n): slope of log cond vs log n is 1",
-        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]),
+        holds=in_band(ci, band),
         observed=m,
         bound=1.0,
         ci=ci,
-        tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
+        tolerance=band_tolerance(n_seeds, band),
         details=dict(
             ns=ns,
             d=d,
@@ -322,7 +322,7 @@ def check_L_growth(
         seed_slopes(np.log(ns), np.log(Lm)) if finite else (np.nan, (np.nan, np.nan), None)
     )
     suff_ok = bool(np.all(errD < eps))
-    holds = finite and band[0] <= ci[0] and ci[1] <= band[1] and suff_ok
+    holds = finite and in_band(ci, band) and suff_ok
     return ClaimResult(
         key="L_growth",
         label="thm:L growth",
@@ -331,7 +331,7 @@ def check_L_growth(
         observed=float(m),
         bound=1.0,
         ci=ci,
-        tolerance=f"95% t-CI over {n_seeds} seeds inside {band}; D-norm error at the sufficient depth < eps",
+        tolerance=band_tolerance(n_seeds, band) + "; D-norm error at the sufficient depth < eps",
         details=dict(
             ns=ns,
             eps=eps,

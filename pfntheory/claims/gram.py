@@ -6,7 +6,7 @@ supp-lem:rbf kernel Gram (``lambda_1 >= 1'G1/n`` and its limit, the Mercer eigen
 by quadrature and against Nystrom eigenvalues, the truncation chain of the proof, the
 super-polynomial growth of ``cond(G)``), and the naming clash of ``rho`` (mean kernel value) with
 ``rho*`` (convergence factor). Shared helpers: :func:`clopper_pearson`, :func:`seed_slopes`,
-:func:`eig_atol`.
+:func:`in_band`, :func:`band_tolerance`, :func:`eig_atol`.
 
 Each ``check_*`` function measures one claim and returns a :class:`ClaimResult`; ``verify/``
 asserts on ``holds`` and the notebooks tabulate ``observed``, ``bound`` and ``details``.
@@ -44,6 +44,8 @@ from . import ClaimResult
 __all__ = [
     "clopper_pearson",
     "seed_slopes",
+    "in_band",
+    "band_tolerance",
     "check_linear_interval",
     "check_linear_rate",
     "check_lambda1_lower",
@@ -74,6 +76,16 @@ def seed_slopes(x, Y, level: float = 0.95) -> tuple[float, tuple[float, float], 
     slopes = np.array([slope_ci(x, y)[0] for y in Y])
     m, ci = t_interval(slopes, level)
     return m, ci, slopes
+
+
+def in_band(ci, band) -> bool:
+    """Whether the confidence interval ``ci`` of a fitted rate lies inside ``band``."""
+    return bool(band[0] <= ci[0] and ci[1] <= band[1])
+
+
+def band_tolerance(n_seeds: int, band) -> str:
+    """The ``tolerance`` of a rate claim decided by :func:`seed_slopes` and :func:`in_band`."""
+    return f"95% t-CI over {n_seeds} seeds inside {band}"
 
 
 def eig_atol(n: int, scale: float) -> float:
@@ -163,11 +175,11 @@ def check_linear_rate(
         key="linear_rate",
         label="supp-lem:lienar kernel Gram",
         statement="lambda_j = (1 + O_P(n^-1/2)) n/d: slope of log|lambda_j d/n - 1| vs log n is -1/2",
-        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]),
+        holds=in_band(ci, band),
         observed=m,
         bound=-0.5,
         ci=ci,
-        tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
+        tolerance=band_tolerance(n_seeds, band),
         details=dict(ns=ns, slopes=slopes, mean_dev=dev.mean(axis=0), d=d),
     )
 
@@ -246,14 +258,9 @@ def check_lambda1_limit(
     )
 
 
-def operator_eigenvalues_quadrature(
-    d: int, lengthscale: float, var: float, n_nodes: int, alpha: float = 1.0
-) -> np.ndarray:
-    """Eigenvalues of the integral operator ``(T f)(x) = E_{x'} kappa(x, x') f(x')``, ``x' ~ N(0, var I_d)``,
-    by tensor Gauss-Hermite quadrature with ``n_nodes`` per coordinate (Nystrom method with
-    quadrature weights; converges exponentially fast for the analytic RBF kernel). An independent
-    reference for the Mercer formula: it uses only the kernel and the measure. Descending, shape
-    ``(n_nodes**d,)``."""
+def _gauss_hermite_grid(d: int, var: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor Gauss-Hermite rule for ``E f(x)``, ``x ~ N(0, var I_d)``: nodes of shape
+    ``(n_nodes**d, d)`` and weights of shape ``(n_nodes**d,)`` (summing to 1)."""
     z, w = np.polynomial.hermite_e.hermegauss(n_nodes)  # weight exp(-z^2/2)
     x1 = np.sqrt(var) * z
     w1 = w / np.sqrt(2.0 * np.pi)
@@ -262,6 +269,18 @@ def operator_eigenvalues_quadrature(
     W = np.ones(X.shape[0])
     for wg in np.meshgrid(*([w1] * d), indexing="ij"):
         W = W * wg.ravel()
+    return X, W
+
+
+def operator_eigenvalues_quadrature(
+    d: int, lengthscale: float, var: float, n_nodes: int, alpha: float = 1.0
+) -> np.ndarray:
+    """Eigenvalues of the integral operator ``(T f)(x) = E_{x'} kappa(x, x') f(x')``, ``x' ~ N(0, var I_d)``,
+    by tensor Gauss-Hermite quadrature with ``n_nodes`` per coordinate (Nystrom method with
+    quadrature weights; converges exponentially fast for the analytic RBF kernel). An independent
+    reference for the Mercer formula: it uses only the kernel and the measure. Descending, shape
+    ``(n_nodes**d,)``."""
+    X, W = _gauss_hermite_grid(d, var, n_nodes)
     K = RBFKernel(alpha, lengthscale)(X)
     r = np.sqrt(W)
     return np.linalg.eigvalsh(r[:, None] * K * r[None, :])[::-1]
@@ -431,12 +450,7 @@ def check_mercer_truncation(
     tail = mer.tail_sum(M)
     # E r(x) = E[kappa(x,x) - kappa_<M(x,x)] by tensor Gauss-Hermite quadrature (the per-point residual
     # is heavy-tailed, so a Monte-Carlo mean over a few draws is not a reliable check of the identity)
-    z, w = np.polynomial.hermite_e.hermegauss(n_quad)
-    grids = np.meshgrid(*([np.sqrt(mer.variance) * z] * d), indexing="ij")
-    Xq = np.stack([g.ravel() for g in grids], axis=1)
-    Wq = np.ones(Xq.shape[0])
-    for wg in np.meshgrid(*([w / np.sqrt(2 * np.pi)] * d), indexing="ij"):
-        Wq = Wq * wg.ravel()
+    Xq, Wq = _gauss_hermite_grid(d, mer.variance, n_quad)
     Phq = mer.features(Xq, M)
     e_r = float(np.sum(Wq * (1.0 - np.sum(Phq * Phq, axis=1))))
     mc_ok = abs(e_r - tail) <= 1e-8 * tail + 1e-14

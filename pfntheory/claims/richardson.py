@@ -282,27 +282,34 @@ def check_krr(
         "L": Ls,
         "rho": rich.krr_convergence_factor(G, noise_var, eta),
     }
+    bound_claims = [
+        ClaimResult(
+            key=f"krr_{where}_bound",
+            label="supp-thm:KRR",
+            statement=statement,
+            holds=bool(np.all(e <= b * (1 + rtol) + atol)),
+            observed=float(np.max(e / (b * (1 + rtol) + atol))),
+            bound=1.0,
+            tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
+            details={**common, "error": e, "bound": b},
+        )
+        for where, statement, e, b in (
+            (
+                "training",
+                "|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+s2) ||Y||",
+                e_train,
+                b_train,
+            ),
+            (
+                "testing",
+                "|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+s2) ||Y||",
+                e_test,
+                b_test,
+            ),
+        )
+    ]
     return [
-        ClaimResult(
-            key="krr_training_bound",
-            label="supp-thm:KRR",
-            statement="|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+s2) ||Y||",
-            holds=bool(np.all(e_train <= b_train * (1 + rtol) + atol)),
-            observed=float(np.max(e_train / (b_train * (1 + rtol) + atol))),
-            bound=1.0,
-            tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
-            details={**common, "error": e_train, "bound": b_train},
-        ),
-        ClaimResult(
-            key="krr_testing_bound",
-            label="supp-thm:KRR",
-            statement="|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+s2) ||Y||",
-            holds=bool(np.all(e_test <= b_test * (1 + rtol) + atol)),
-            observed=float(np.max(e_test / (b_test * (1 + rtol) + atol))),
-            bound=1.0,
-            tolerance=f"atol {atol:.2e} (roundoff_atol), rtol {rtol:.2e}",
-            details={**common, "error": e_test, "bound": b_test},
-        ),
+        *bound_claims,
         ClaimResult(
             key="krr_closed_form",
             label="supp-thm:KRR",

@@ -29,7 +29,7 @@ from ..spectral import (
 )
 from ..stats import slope_ci
 from . import ClaimResult
-from .gram import seed_slopes
+from .gram import band_tolerance, in_band, seed_slopes
 from .richardson import as_erratum
 
 __all__ = [
@@ -78,11 +78,11 @@ def check_stepsize_rate(
         key=f"stepsize_rate_{kernel if isinstance(kernel, str) else kern.name}",
         label="thm:lambda1",
         statement=f"admissible step 2/(lambda_1+s2) = Theta(1/n) ({kern.name}, d={d})",
-        holds=bool(band[0] <= ci[0] and ci[1] <= band[1]),
+        holds=in_band(ci, band),
         observed=m,
         bound=-1.0,
         ci=ci,
-        tolerance=f"95% t-CI over {n_seeds} seeds inside {band}",
+        tolerance=band_tolerance(n_seeds, band),
         details=dict(ns=ns, d=d, slopes=slopes, mean_step=S.mean(0), n_times_step=S.mean(0) * ns),
     )
 
