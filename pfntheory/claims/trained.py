@@ -73,6 +73,12 @@ def _diff(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]
     return a[0] - b[0], float(np.hypot(a[1], b[1]))
 
 
+def _exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
+    """The claim that a difference ``D`` with standard error ``se`` exceeds ``z`` standard errors
+    (the decision rule of the module docstring); ``claim``: the other ClaimResult fields."""
+    return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, **claim)
+
+
 def _trained(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
 
@@ -165,14 +171,14 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             D, se = _diff(tv[line[0]], tv[line[-1]])
             out.append(
                 gate(
-                    ClaimResult(
+                    _exceeds(
+                        D,
+                        se,
+                        z,
                         key=f"{prefix}.tv_falls_with_{axis}",
                         label="fig:exp1",
                         statement=f"{kind}/{mode}: E[TV] falls with {axis} at {at} "
                         f"({axis}={values[0]} -> {values[-1]})",
-                        holds=bool(D > z * se),
-                        observed=D,
-                        bound=z * se,
                         tolerance=f"TV({axis}_min) - TV({axis}_max) > {z:g} SE (SE={se:.2g}); "
                         f"log-log slope in {axis} {slope[0]:.3f} "
                         f"(95% CI {slope[1][0]:.2f} to {slope[1][1]:.2f}, 3 points)",
@@ -225,26 +231,26 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         "tv_pr_low_minus_inside": plow[0] - pin[0],
     }
     D, se = _diff(tout, tin)
-    r1 = ClaimResult(
+    r1 = _exceeds(
+        D,
+        se,
+        z,
         key="fig_exp2_1.tf_rises_beyond_range",
         label="fig:exp2-1",
         statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
         f"the pretraining range [{n_min},{n_max}]",
-        holds=bool(D > z * se),
-        observed=D,
-        bound=z * se,
         tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})",
         details=details,
     )
     D, se = lr_tf[0] - lr_pr[0], float(np.hypot(lr_tf[1], lr_pr[1]))
-    r2 = ClaimResult(
+    r2 = _exceeds(
+        D,
+        se,
+        z,
         key="fig_exp2_1.pr_flatter",
         label="fig:exp2-1",
         statement="normalised TF^pr stays flatter: its log TV rise from the "
         "pretraining range to the largest n' is smaller than TF's",
-        holds=bool(D > z * se),
-        observed=D,
-        bound=z * se,
         tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
         details=details,
     )
@@ -297,15 +303,15 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     }
     D, se = comps[Ls[-1]]
     out.append(
-        ClaimResult(
+        _exceeds(
+            D,
+            se,
+            z,
             key="exp2_2.n_max_helps",
             label="fig:exp2-2",
             statement=(
                 f"E[TV] over n' > {Nm[0]} falls from n_max={Nm[0]} to n_max={Nm[-1]} (L={Ls[-1]})"
             ),
-            holds=bool(D > z * se),
-            observed=D,
-            bound=z * se,
             tolerance=f"TV(n_max small) - TV(n_max large), mean over n' > {Nm[0]}, > {z:g} SE",
             details={**grid, "diff_by_L": {str(L): v for L, v in comps.items()}},
         )
@@ -473,13 +479,13 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     )
     D, se = _diff(a, b)
     out.append(
-        ClaimResult(
+        _exceeds(
+            D,
+            se,
+            z,
             key="table.crps_falls_with_L",
             label=label,
             statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
-            holds=bool(D > z * se),
-            observed=D,
-            bound=z * se,
             tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE (unpaired, conservative; SE={se:.2g})",
             details={"rows": rows, "L": Ls},
         )
