@@ -21,6 +21,7 @@ __all__ = [
     "EvalTable",
     "LoadedRun",
     "MissingRunsError",
+    "load_available",
     "load_eval",
     "load_experiment",
     "COVERAGE_LEVELS",
@@ -117,6 +118,53 @@ class LoadedRun:
         return self.evals["eval.json"]
 
 
+def _load_run(spec, run_dir: Path) -> LoadedRun:
+    """One complete run: a trained run's evaluations and training metrics, or an exact-side result."""
+    if isinstance(spec, RunSpec):
+        return LoadedRun(
+            spec=spec,
+            run_dir=run_dir,
+            evals={ev.filename: load_eval(run_dir / ev.filename) for ev in spec.evals},
+            train_metrics=runfiles.load_json(run_dir / runfiles.METRICS),
+        )
+    return LoadedRun(spec=spec, run_dir=run_dir, result=runfiles.load_json(run_dir / RESULT_FILE))
+
+
+def load_available(
+    experiment: str, scale: str = "quick", root=None
+) -> tuple[list[LoadedRun], list[str]]:
+    """The complete runs ``experiment`` declares at ``scale`` and the names of the others.
+
+    For a design that is still being swept: every complete run is read (as :func:`load_experiment`
+    reads it), in the design's order; absent or unfinished runs are skipped and named.
+
+    Parameters
+    ----------
+    experiment : str
+        An experiment name (:func:`pfntheory.experiments.definitions.get_experiment`).
+    scale : {"quick", "cpu", "paper"}
+    root : path, optional
+        Runs root (default ``reports/runs`` or ``$PFNTHEORY_RUNS``).
+
+    Returns
+    -------
+    runs : list of LoadedRun
+        The complete runs.
+    missing : list of str
+        Spec names of the declared runs that are absent or incomplete (design order).
+    """
+    exp = get_experiment(experiment)
+    root = Path(root) if root is not None else default_root()
+    out, missing = [], []
+    for spec in exp.runs(scale):
+        rd = run_dir_of(exp.name, spec, root)
+        if is_complete(spec, rd):
+            out.append(_load_run(spec, rd))
+        else:
+            missing.append(spec.name)
+    return out, missing
+
+
 def load_experiment(experiment: str, scale: str = "quick", root=None) -> list[LoadedRun]:
     """Every run ``experiment`` declares at ``scale``, read from ``root`` (default ``reports/runs``).
 
@@ -125,27 +173,7 @@ def load_experiment(experiment: str, scale: str = "quick", root=None) -> list[Lo
     MissingRunsError
         If any declared run is absent or incomplete.
     """
-    exp = get_experiment(experiment)
-    root = Path(root) if root is not None else default_root()
-    out, missing = [], []
-    for spec in exp.runs(scale):
-        rd = run_dir_of(exp.name, spec, root)
-        if not is_complete(spec, rd):
-            missing.append(spec.name)
-            continue
-        if isinstance(spec, RunSpec):
-            out.append(
-                LoadedRun(
-                    spec=spec,
-                    run_dir=rd,
-                    evals={ev.filename: load_eval(rd / ev.filename) for ev in spec.evals},
-                    train_metrics=runfiles.load_json(rd / runfiles.METRICS),
-                )
-            )
-        else:
-            out.append(
-                LoadedRun(spec=spec, run_dir=rd, result=runfiles.load_json(rd / RESULT_FILE))
-            )
+    runs, missing = load_available(experiment, scale, root)
     if missing:
-        raise MissingRunsError(exp.name, scale, missing)
-    return out
+        raise MissingRunsError(get_experiment(experiment).name, scale, missing)
+    return runs

@@ -11,6 +11,8 @@ One module per job:
 - :mod:`.labels` -- the paper's ``\\label{}``s, the only names a row may carry;
 - :mod:`.recorder` -- the notebooks' API: :class:`Recorder` and how a verdict is decided;
 - :mod:`.plots` -- figure style, saving and showing, learning curves;
+- :mod:`.cpu` -- the ``cpu``-scale runs of designs still being swept: grids with holes, plateau
+  status per run, fig:exp1 claims on the cells present (the page ``07_cpu_scale``);
 - :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline);
 - :mod:`.html` -- the index page and the inline cards;
 - :mod:`.execute` -- executing notebooks and exporting their pages;

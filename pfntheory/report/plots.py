@@ -92,15 +92,18 @@ def log_axis(ax, which: str = "x", ticks: Sequence[float] | None = None) -> None
         axis.set_minor_formatter(NullFormatter())
 
 
-def read_learning_curve(run_dir: str | os.PathLike) -> dict | None:
+def read_learning_curve(run_dir: str | os.PathLike, filename: str = LEARNING_CURVE) -> dict | None:
     """The ``learning_curve.json`` of ``run_dir`` (schema 1), or None if the run has none.
+
+    ``filename`` reads another curve of the run instead (``learning_curve_uniform.json``: the same
+    model scored on the covariate shift).
 
     Raises
     ------
     ValueError
         If the file exists but is not schema 1 or a point lacks ``step``, ``n``, ``tv``, ``tv_se``.
     """
-    f = Path(run_dir) / LEARNING_CURVE
+    f = Path(run_dir) / filename
     if not f.is_file():
         return None
     doc = json.loads(f.read_text())

@@ -104,6 +104,12 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         needs_training=True,
     ),
     NotebookSpec("06_errata", "Errata and ambiguities", ()),
+    NotebookSpec(
+        "07_cpu_scale",
+        "The paper's tasks on a CPU budget",
+        ("fig:exp1", "fig:exp2-1", "supp-fig:exp2 d4-1", "supp-fig:exp2 d4-1 uni"),
+        needs_training=True,
+    ),
 )
 
 

@@ -1,0 +1,347 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 7. The paper's tasks on a CPU budget
+#
+# Paper results: **fig:exp1** (`E[TV]` falls with depth `L` and with the number of bins `C`), the
+# covariate shift of **supp-fig:exp2 d4-1 uni** in the paper's claimed regime, and **fig:exp2-1**
+# and the other trained experiments as their runs arrive.
+#
+# The `cpu` scale keeps every task setting of the paper (dimensions, pretraining ranges, the full
+# `5 x 5` grid of fig:exp1, the evaluation sizes) and shortens only training (1000-2000 steps
+# instead of `10^4`-`10^5`). Its sweeps run for hours, so this page reads the `cpu` runs that are
+# **complete** under `reports/runs/<experiment>/`, whatever the report's own scale, and says which
+# are not: a cell not on disk is hatched, and a claim rests only on the cells named in its row.
+# Every run records a learning curve; a claim is decided only where all the runs it rests on have
+# plateaued (`pfntheory.convergence.plateau_status`), otherwise it is "undecided", never "does not
+# hold". Missing runs are made by `pfntheory sweep <experiment> --scale cpu` (resumable).
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from pfntheory import report
+from pfntheory.claims import trained as xclaims
+from pfntheory.experiments import definitions as xdefs
+from pfntheory.experiments import results as xres
+from pfntheory.report import cpu as rcpu
+
+report.setup_plots()
+rec = report.Recorder("07_cpu_scale")
+SCALE = rcpu.CPU
+
+
+def available(name):
+    """The complete cpu runs of ``name``, the names of the others, and the declared design."""
+    runs, missing = xres.load_available(name, SCALE)
+    return runs, missing, xdefs.get_experiment(name).runs(SCALE)
+
+
+def trained(runs):
+    return [r for r in runs if hasattr(r.spec, "model")]
+
+
+def pending(name, label, missing, declared):
+    exp = xdefs.get_experiment(name)
+    rec.pending(
+        label,
+        exp.title,
+        f"{len(missing)} of {len(declared)} runs of {name} [cpu] are not on disk; run "
+        f"`{rcpu.sweep_command(name)}`",
+        variant="cpu scale",
+    )
+
+
+def add_all(results, runs, name, measured="", variant="cpu scale", **kw):
+    """Record trained claims, gated by the runs' learning curves, as cpu-scale rows."""
+    tr = trained(runs)
+    for r in results:
+        rec.add(
+            r,
+            measured=r.details.get("measured") or measured,
+            compare="threshold",
+            variant=variant,
+            runs=[x.run_dir for x in tr] if tr else None,
+            run_dir=None if tr else runs[0].run_dir.parent,
+            command=rcpu.sweep_command(name),
+            **kw,
+        )
+
+
+# %% [markdown]
+# ## The cpu runs on disk
+#
+# Complete runs out of those each experiment declares at the `cpu` scale (a chart of the same at the
+# end of the page).
+
+# %%
+EXPERIMENTS = xdefs.experiment_names()
+loaded = {name: available(name) for name in EXPERIMENTS}
+counts = {name: (len(runs), len(decl)) for name, (runs, _, decl) in loaded.items()}
+display(
+    pd.DataFrame(
+        [
+            {"experiment": n, "complete": d, "declared": t, "command": rcpu.sweep_command(n)}
+            for n, (d, t) in counts.items()
+        ]
+    )
+)
+
+# %% [markdown]
+# ## fig:exp1: TV against depth L and bins C
+#
+# `log10 E[TV(p_(a,b], q_theta)]` averaged over the evaluation sizes `n'`, for BLR (`d = 5`) and RBF
+# (`d = 2`), theory and learnable parameterisations, all four panels on **one colour scale**; cells
+# whose run is not complete are hatched. Below: the two slices the paper plots, the largest `C`
+# across `L` and the largest `L` across `C` (±2 SE), with the cells present.
+
+# %%
+runs1, missing1, declared1 = loaded["fig_exp1"]
+panels = rcpu.exp1_panels(runs1, declared1)
+display(
+    Markdown(
+        f"**{len(trained(runs1))} of {len(declared1)} cells** of fig_exp1 [cpu] are complete; "
+        + (f"the rest are made by `{rcpu.sweep_command('fig_exp1')}`." if missing1 else "")
+    )
+)
+fig = plt.figure(figsize=(3.4 * len(panels) + 1, 7.4))
+sub = fig.subfigures(2, 1, height_ratios=[1, 0.95])
+axs = sub[0].subplots(1, len(panels), squeeze=False)[0]
+im = rcpu.plot_exp1_heatmaps(axs, panels)
+if im is not None:
+    sub[0].colorbar(im, ax=list(axs), label="log10 E[TV]", shrink=0.9)
+ax_L, ax_C = sub[1].subplots(1, 2)
+rcpu.plot_exp1_slices(ax_L, ax_C, panels)
+fig.suptitle(f"fig:exp1 at the cpu scale: {len(trained(runs1))} of {len(declared1)} cells")
+report.save_figure(fig, "07_exp1")
+plt.show()
+
+# %% [markdown]
+# The same numbers as a table: `log10 E[TV]` per cell (rows `C`, columns `L`, one block per panel)
+# with the cell's learning-curve status: **plateaued**, **still improving**, **diverging** (its
+# held-out `E[TV]` got significantly worse over the last half of training) or **no curve**; `-` where
+# the run is not on disk.
+
+
+# %%
+def cell_text(H, status, L, C, i, j):
+    if (L, C) not in status:
+        return "-"
+    return f"{np.log10(H[i, j]):.3f} ({status[(L, C)]})"
+
+
+blocks = []
+for p in panels:
+    H, _ = p.grid()
+    st = p.status()
+    blocks.append(
+        pd.DataFrame(
+            {
+                f"L={L}": [cell_text(H, st, L, C, i, j) for j, C in enumerate(p.C)]
+                for i, L in enumerate(p.L)
+            },
+            index=pd.MultiIndex.from_product([[p.title], list(p.C)], names=["panel", "C"]),
+        )
+    )
+display(pd.concat(blocks))
+words = pd.Series([w for p in panels for w in p.status().values()], dtype=object)
+display(
+    Markdown(
+        "Cells by learning-curve status: "
+        + (
+            ", ".join(f"{w}: {int((words == w).sum())}" for w in rcpu.STATUS_WORDS)
+            if len(words)
+            else "none on disk"
+        )
+    )
+)
+
+# %% [markdown]
+# ### Learning curves of the fig:exp1 runs
+#
+# Held-out `E[TV]` against the training step at the largest held-out `n'` of each curve (±2 SE), one
+# panel per task and parameterisation.
+
+# %%
+curves = {
+    p.title: {
+        f"L={L}, C={C}": doc
+        for (L, C), r in sorted(p.cells.items())
+        if (doc := report.read_learning_curve(r.run_dir)) is not None
+    }
+    for p in panels
+}
+curves = {k: v for k, v in curves.items() if v}
+if curves:
+    fig, axs = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.8), squeeze=False)
+    for ax, (title, cs) in zip(axs[0], curves.items(), strict=True):
+        report.plot_learning_curves(ax, cs, metric="tv")
+        ax.set_title(title)
+        ax.legend(fontsize=6)
+    report.save_figure(fig, "07_exp1_learning_curves")
+    plt.show()
+else:
+    display(Markdown("*No fig_exp1 cpu run with a learning curve is on disk yet.*"))
+
+# %% [markdown]
+# ### The claims on the cells present
+#
+# Per panel, as in `pfntheory.claims.trained.check_exp1`: `E[TV]` falls with `L` at the largest
+# declared `C`, and with `C` at the largest declared `L`, comparing the smallest and largest value of
+# the slice **present** (a drop of more than 3 SE). Each row names the cells it rests on; a slice
+# with fewer than two cells on disk is pending.
+
+# %%
+for p in panels:
+    for c in rcpu.exp1_slice_claims(p):
+        variant = f"cpu scale, {p.title}, {c.cells_text}"
+        if c.result is None:
+            rec.pending(
+                "fig:exp1",
+                f"{p.kind}/{p.mode}: E[TV] falls with {c.axis} at "
+                f"{'C' if c.axis == 'L' else 'L'}={c.at}",
+                f"{len(c.present)} of {len(c.declared)} cells of this slice are on disk (two "
+                f"are needed); run `{rcpu.sweep_command('fig_exp1')}`",
+                variant=variant,
+            )
+        else:
+            add_all([c.result], c.runs, "fig_exp1", variant=variant)
+
+# %% [markdown]
+# ## The covariate shift in the claimed regime (supp-fig:exp2 d4-1 uni)
+#
+# `supp_exp2_shift_regime` trains one `d = 4` `TF^pr` model in the regime where the paper claims
+# robustness to the covariate shift (`L = 16`, `n_max = 512`) and evaluates it on the pretraining
+# design `N(0, I/d)` and under the shift `Unif[-1/sqrt d, 1/sqrt d]^d`. Its two learning curves
+# (held-out `E[TV]` and 90% coverage against the training step, at the largest held-out `n'`)
+# decide whether the claim can be judged yet.
+
+# %%
+runs_s, missing_s, declared_s = loaded["supp_exp2_shift_regime"]
+DESIGNS = {"pretraining N(0, I/d)": None, "shift Unif[-1/sqrt d, 1/sqrt d]^d": "uniform"}
+if missing_s:
+    pending("supp_exp2_shift_regime", "supp-fig:exp2 d4-1 uni", missing_s, declared_s)
+for r in trained(runs_s):
+    docs = {
+        design: report.read_learning_curve(r.run_dir, xclaims.curve_file(cov))
+        for design, cov in DESIGNS.items()
+    }
+    docs = {k: v for k, v in docs.items() if v is not None}
+    display(rcpu.runs_frame([r]))
+    if docs:
+        fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
+        for ax, metric in zip(axs, ("tv", "coverage90"), strict=True):
+            report.plot_learning_curves(ax, docs, metric=metric)
+            if metric == "coverage90":
+                ax.axhline(0.9, color="r", ls="--", lw=1, label="nominal 0.9")
+            ax.legend(fontsize=7)
+        fig.suptitle(
+            f"{r.run_dir.name}: d={r.spec.task.d}, L={r.spec.model.L}, C={r.spec.model.C}, "
+            f"n in [{r.spec.n_min}, {r.spec.n_max}], {r.spec.steps} steps"
+        )
+        report.save_figure(fig, "07_shift_regime_learning_curves")
+        plt.show()
+    display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
+    display(rcpu.curve_status_frame(r, DESIGNS))
+for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
+    reg = c.details["regime"]
+    add_all(
+        [c],
+        runs_s,
+        "supp_exp2_shift_regime",
+        "worst 90% coverage over n'",
+        label="supp-fig:exp2 d4-1 uni"
+        if c.details["covariates"] == "uniform"
+        else "supp-fig:exp2 d4-1",
+        variant=f"cpu scale, d={reg['d']}, L={reg['L']}, n_max={reg['n_max']}, "
+        f"{reg['steps']} steps, {c.details['covariates']} design",
+        outside=""
+        if reg["in_claimed_regime"]
+        else f"outside the claimed regime ({reg['claimed_regime']})",
+    )
+
+# %% [markdown]
+# ## fig:exp2-1 and the other experiments
+#
+# Where every cpu sweep stands (complete runs out of those declared), then, for each other
+# experiment with complete cpu runs, `E[TV]` (±2 SE) against the evaluation size `n'` per run with
+# its learning-curve status. An experiment whose design is complete gets the claims of notebook 4
+# (`pfntheory.claims.trained`, gated by convergence); otherwise a pending row says what to run.
+
+
+# %%
+def claims_of(name, runs):
+    """The trained-claim checks notebook 4 applies to ``name`` (its complete design), with the
+    label each row carries."""
+    exp = xdefs.get_experiment(name)
+    if name == "fig_exp2_1":
+        return [(c, None) for c in xclaims.check_exp2_1(runs)]
+    if name == "fig_exp2_2":
+        return [(c, None) for c in xclaims.check_exp2_2(runs)]
+    if name in ("supp_exp2_d4", "supp_exp2_d8"):
+        out = [(c, exp.labels[0]) for c in xclaims.check_exp2_2(runs)]
+        return out + [
+            (c, exp.labels[2]) for c in xclaims.check_exp2_2(runs, eval_file="eval_uniform.json")
+        ]
+    if name in ("supp_tab_lengthscale", "supp_tab_hier"):
+        return [(c, None) for c in xclaims.check_table(runs)]
+    if name == "fig_stepsize":
+        return [(c, None) for c in xclaims.check_stepsize(runs)]
+    return []
+
+
+OTHERS = [n for n in EXPERIMENTS if n not in ("fig_exp1", "supp_exp2_shift_regime")]
+fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
+rcpu.plot_progress(ax, counts)
+ax.set_title("cpu sweeps: complete runs")
+report.save_figure(fig, "07_progress")
+plt.show()
+for name in OTHERS:
+    runs, missing, declared = loaded[name]
+    exp = xdefs.get_experiment(name)
+    display(Markdown(f"### {name}: {len(runs)} of {len(declared)} cpu runs complete"))
+    tr = trained(runs)
+    if tr:
+        display(rcpu.runs_frame(tr))
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        for r in tr:
+            e = r.eval
+            ax.errorbar(
+                e.n_eval,
+                e.mean["tv"],
+                yerr=2 * e.se["tv"],
+                fmt="o-",
+                ms=3,
+                capsize=2,
+                label=f"L={r.spec.model.L}, C={r.spec.model.C}, n_max={r.spec.n_max}"
+                + (", TF^pr" if r.spec.model.normalised else ""),
+            )
+        ax.set(yscale="log", xlabel="evaluation size n'", ylabel="E[TV] (±2 SE)", title=name)
+        ax.legend(fontsize=6)
+        report.save_figure(fig, f"07_{name}")
+        plt.show()
+    if missing:
+        pending(name, exp.labels[0], missing, declared)
+        continue
+    for c, label in claims_of(name, runs):
+        kw = {"label": label} if label else {}
+        add_all([c], runs, name, variant=f"cpu scale, {name}", **kw)
+
+# %% [markdown]
+# ## Summary of this part
+
+# %%
+rec.table()

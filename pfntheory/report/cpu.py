@@ -1,0 +1,431 @@
+"""The ``cpu``-scale runs of designs that are still being swept, for the page "The paper's tasks on
+a CPU budget" (``notebooks/07_cpu_scale.py``).
+
+The ``cpu`` scale keeps every task setting of the paper and shortens training only; its sweeps fill
+their grids over hours, so this page reads whatever runs are complete
+(:func:`pfntheory.experiments.results.load_available`) and says which are not. Here:
+
+- :func:`plateau_word` -- one run's learning-curve status in one word (plateaued, still improving,
+  diverging, no curve), by :func:`pfntheory.claims.trained.run_convergence`;
+- :class:`Exp1Panel`, :func:`exp1_panels` -- fig:exp1's (L, C) grids per task and parameterisation,
+  with holes where a run is not on disk;
+- :func:`exp1_slice_claims` -- the fig:exp1 claims ("E[TV] falls with L at the largest C", "... with
+  C at the largest L") decided on the cells of the slice that are present, gated by convergence
+  exactly as :func:`pfntheory.claims.trained.check_exp1` is; on a complete grid they are its claims;
+- :func:`plot_exp1_heatmaps`, :func:`plot_exp1_slices`, :func:`plot_progress` -- the page's figures;
+- :func:`runs_frame`, :func:`curve_status_frame` -- its tables.
+
+Nothing here reads a number that is not in the run files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from pfntheory.claims import ClaimResult
+from pfntheory.claims import trained as xclaims
+from pfntheory.convergence import plateau_status, trend_text
+from pfntheory.experiments.specs import RunSpec
+from pfntheory.stats import slope_ci
+
+__all__ = [
+    "CPU",
+    "STATUS_WORDS",
+    "plateau_word",
+    "Exp1Panel",
+    "exp1_panels",
+    "SliceClaim",
+    "exp1_slice_claims",
+    "plot_exp1_heatmaps",
+    "plot_exp1_slices",
+    "plot_progress",
+    "runs_frame",
+    "curve_status_frame",
+    "sweep_command",
+]
+
+#: The scale this page reads, whatever the report's own scale.
+CPU = "cpu"
+#: The words :func:`plateau_word` returns.
+STATUS_WORDS = ("plateaued", "still improving", "diverging", "no curve")
+
+
+def sweep_command(experiment: str) -> str:
+    """The command that trains (or resumes) the missing ``cpu`` runs of ``experiment``."""
+    return f"pfntheory sweep {experiment} --scale {CPU}"
+
+
+def plateau_word(run, covariates: str | None = None) -> str:
+    """The learning-curve status of one loaded run in one of :data:`STATUS_WORDS`.
+
+    Parameters
+    ----------
+    run : LoadedRun
+        A trained run.
+    covariates : str, optional
+        Read ``learning_curve_<covariates>.json`` (e.g. ``"uniform"``, the covariate shift) instead
+        of the run's own curve.
+    """
+    st = xclaims.run_convergence(run, covariates)
+    if st.get("criterion") == "no learning curve":
+        return "no curve"
+    if st["plateaued"]:
+        return "plateaued"
+    return "diverging" if st.get("diverging") else "still improving"
+
+
+@dataclass(frozen=True)
+class Exp1Panel:
+    """One panel of fig:exp1 (a task and a parameterisation) over its declared (L, C) grid.
+
+    Attributes
+    ----------
+    kind, mode : str
+        Task kind (``"blr"``, ``"rbf"``) and parameterisation (``"theory"``, ``"learnable"``).
+    L, C : tuple of int
+        The declared depths and bin counts (sorted).
+    cells : dict of (int, int) -> LoadedRun
+        The complete runs, by (L, C).
+    """
+
+    kind: str
+    mode: str
+    L: tuple[int, ...]
+    C: tuple[int, ...]
+    cells: dict = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return f"{self.kind.upper()} ({self.mode})"
+
+    @property
+    def n_declared(self) -> int:
+        return len(self.L) * len(self.C)
+
+    def grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, se)`` of E[TV] averaged over n', arrays of shape (len(L), len(C)); NaN where the
+        run is not on disk."""
+        H = np.full((len(self.L), len(self.C)), np.nan)
+        S = np.full_like(H, np.nan)
+        for (L, C), r in self.cells.items():
+            H[self.L.index(L), self.C.index(C)], S[self.L.index(L), self.C.index(C)] = (
+                r.eval.average("tv")
+            )
+        return H, S
+
+    def status(self) -> dict:
+        """(L, C) -> :func:`plateau_word` of each present cell."""
+        return {k: plateau_word(r) for k, r in self.cells.items()}
+
+
+def exp1_panels(runs: Sequence, declared: Sequence) -> list[Exp1Panel]:
+    """fig:exp1's panels, sorted by (task, mode), each over its declared grid.
+
+    Parameters
+    ----------
+    runs : sequence of LoadedRun
+        The complete runs (:func:`~pfntheory.experiments.results.load_available`).
+    declared : sequence of RunSpec
+        Every run of the design (``get_experiment("fig_exp1").runs(scale)``): it fixes the grids,
+        so that a panel with no run on disk still shows every cell, blank.
+    """
+    keys = sorted({(s.task.kind, s.model.mode) for s in declared if isinstance(s, RunSpec)})
+    panels = []
+    for kind, mode in keys:
+        specs = [s for s in declared if (s.task.kind, s.model.mode) == (kind, mode)]
+        cells = {
+            (r.spec.model.L, r.spec.model.C): r
+            for r in runs
+            if isinstance(r.spec, RunSpec) and (r.spec.task.kind, r.spec.model.mode) == (kind, mode)
+        }
+        panels.append(
+            Exp1Panel(
+                kind=kind,
+                mode=mode,
+                L=tuple(sorted({s.model.L for s in specs})),
+                C=tuple(sorted({s.model.C for s in specs})),
+                cells=cells,
+            )
+        )
+    return panels
+
+
+@dataclass(frozen=True)
+class SliceClaim:
+    """One fig:exp1 claim on one slice of one panel.
+
+    Attributes
+    ----------
+    panel : Exp1Panel
+    axis : {"L", "C"}
+        The axis along which E[TV] should fall.
+    at : int
+        The fixed value of the other axis (the declared largest C, resp. L: the slices the paper
+        plots).
+    present, declared : tuple of int
+        The values of ``axis`` on disk, and those the design declares.
+    result : ClaimResult or None
+        The gated claim; None when fewer than two cells of the slice are present.
+    runs : list of LoadedRun
+        The runs the claim rests on.
+    """
+
+    panel: Exp1Panel
+    axis: str
+    at: int
+    present: tuple[int, ...]
+    declared: tuple[int, ...]
+    result: ClaimResult | None
+    runs: list
+
+    @property
+    def cells_text(self) -> str:
+        """Which cells the claim rests on, e.g. ``"L in {2, 4, 8} at C=256 (3 of 5 cells)"``."""
+        other = "C" if self.axis == "L" else "L"
+        vals = ", ".join(map(str, self.present)) or "none"
+        return (
+            f"{self.axis} in {{{vals}}} at {other}={self.at} "
+            f"({len(self.present)} of {len(self.declared)} cells)"
+        )
+
+
+def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[SliceClaim]:
+    """The two fig:exp1 claims of ``panel`` on the cells present: E[TV] falls with L at the declared
+    largest C, and with C at the declared largest L.
+
+    Each compares the smallest and largest value of the slice present (as
+    :func:`pfntheory.claims.trained.check_exp1` compares the ends of a complete grid): it holds iff
+    ``TV(first) - TV(last) > z SE`` with the unpaired SE; the log-log slope over the present cells
+    is reported beside it. The result is gated by :func:`pfntheory.claims.trained.gate` on exactly
+    the runs of the slice. On a complete grid the numbers equal ``check_exp1``'s.
+    """
+    out = []
+    for axis in ("L", "C"):
+        if axis == "L":
+            at, declared = panel.C[-1], panel.L
+            cells = {L: panel.cells[(L, at)] for L in panel.L if (L, at) in panel.cells}
+        else:
+            at, declared = panel.L[-1], panel.C
+            cells = {C: panel.cells[(at, C)] for C in panel.C if (at, C) in panel.cells}
+        present = tuple(sorted(cells))
+        runs = [cells[v] for v in present]
+        claim = SliceClaim(panel, axis, at, present, tuple(declared), None, runs)
+        if len(present) < 2:
+            out.append(claim)
+            continue
+        tv = {v: cells[v].eval.average("tv") for v in present}
+        first, last = tv[present[0]], tv[present[-1]]
+        D, se = first[0] - last[0], float(np.hypot(first[1], last[1]))
+        slope, ci, _ = slope_ci(np.log(present), np.log([tv[v][0] for v in present]))
+        ci_text = (
+            f"95% CI {ci[0]:.2f} to {ci[1]:.2f}, {len(present)} points"
+            if len(present) > 2
+            else "2 points, no CI"
+        )
+        other = "C" if axis == "L" else "L"
+        result = ClaimResult(
+            key=f"fig_exp1.{panel.kind}.{panel.mode}.tv_falls_with_{axis}",
+            label="fig:exp1",
+            statement=f"{panel.kind}/{panel.mode}: E[TV] falls with {axis} at {other}={at} "
+            f"({axis}={present[0]} -> {present[-1]}; cpu scale, on {claim.cells_text})",
+            holds=bool(D > z * se),
+            observed=D,
+            bound=z * se,
+            tolerance=f"TV({axis}={present[0]}) - TV({axis}={present[-1]}) > {z:g} SE "
+            f"(SE={se:.2g}); log-log slope in {axis} {slope:.3f} ({ci_text})",
+            ci=None,
+            details={
+                "measured": f"drop in E[TV] from {axis}={present[0]} to {axis}={present[-1]} at "
+                f"{other}={at}, against {z:g} SE",
+                "cells": claim.cells_text,
+                "runs": ", ".join(r.run_dir.name for r in runs),
+                f"slope_log{axis}": slope,
+                "tv_first": first[0],
+                "tv_last": last[0],
+            },
+        )
+        out.append(replace(claim, result=xclaims.gate(result, runs)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# figures
+# --------------------------------------------------------------------------------------------------
+
+
+def _log_range(panels: Sequence[Exp1Panel]) -> tuple[float, float] | None:
+    logs = np.concatenate([np.log10(p.grid()[0]).ravel() for p in panels]) if panels else []
+    logs = np.asarray(logs)[np.isfinite(logs)]
+    return (float(logs.min()), float(logs.max())) if logs.size else None
+
+
+def plot_exp1_heatmaps(axs, panels: Sequence[Exp1Panel]):
+    """One heatmap of log10 E[TV] per panel on ``axs``, all on one colour scale; cells not on disk
+    hatched and left blank; the title counts the cells present.
+
+    Returns
+    -------
+    image or None
+        The last ``imshow`` image (for a shared colour bar); None when no cell is present.
+    """
+    from matplotlib.patches import Rectangle
+
+    rng = _log_range(panels)
+    vmin, vmax = rng if rng is not None else (0.0, 1.0)
+    im = None
+    for ax, p in zip(axs, panels, strict=True):
+        H, _ = p.grid()
+        logH = np.ma.masked_invalid(np.log10(H))
+        im = ax.imshow(logH, origin="lower", cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
+        ax.set(
+            xticks=range(len(p.C)),
+            xticklabels=p.C,
+            yticks=range(len(p.L)),
+            yticklabels=p.L,
+            xlabel="bins C",
+            ylabel="depth L",
+            title=f"{p.title}: {len(p.cells)} of {p.n_declared} cells",
+        )
+        ax.grid(False)
+        ax.set_facecolor("white")
+        for (a, b), v in np.ndenumerate(logH.filled(np.nan)):
+            if np.isfinite(v):
+                ax.text(
+                    b,
+                    a,
+                    f"{v:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="w" if v < (vmin + vmax) / 2 else "k",
+                )
+            else:
+                ax.add_patch(
+                    Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="//", ec="0.75", lw=0)
+                )
+    return im if rng is not None else None
+
+
+def plot_exp1_slices(ax_L, ax_C, panels: Sequence[Exp1Panel]) -> None:
+    """The two slices the paper plots: E[TV] (±2 SE) against L at each panel's largest declared C on
+    ``ax_L``, against C at its largest declared L on ``ax_C``; one line per panel, log-log; only the
+    cells present."""
+    from .plots import log_axis
+
+    for j, p in enumerate(panels):
+        H, S = p.grid()
+        colour = f"C{j}"
+        for ax, x, y, s in (
+            (ax_L, np.array(p.L), H[:, -1], S[:, -1]),
+            (ax_C, np.array(p.C), H[-1, :], S[-1, :]),
+        ):
+            ok = np.isfinite(y)
+            if ok.any():
+                ax.errorbar(
+                    x[ok],
+                    y[ok],
+                    yerr=2 * s[ok],
+                    fmt="o-",
+                    ms=4,
+                    capsize=2,
+                    color=colour,
+                    label=p.title,
+                )
+    for ax, axis, at, ticks in (
+        (ax_L, "depth L", "C", panels[0].L if panels else ()),
+        (ax_C, "bins C", "L", panels[0].C if panels else ()),
+    ):
+        fixed = (panels[0].C[-1] if at == "C" else panels[0].L[-1]) if panels else "?"
+        ax.set(xlabel=axis, ylabel="E[TV] (±2 SE)", title=f"{at} = {fixed}, varying {axis[-1]}")
+        if ax.lines:
+            log_axis(ax, "xy")
+            ax.set_xticks(list(ticks), [str(t) for t in ticks])
+            ax.legend(fontsize=7)
+        else:
+            ax.text(
+                0.5,
+                0.5,
+                "no cell of this slice on disk yet",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
+
+
+def plot_progress(ax, counts: dict[str, tuple[int, int]]) -> None:
+    """Horizontal bars: for each experiment, its complete runs out of those declared."""
+    names = list(counts)
+    done = np.array([counts[n][0] for n in names])
+    total = np.array([counts[n][1] for n in names])
+    y = np.arange(len(names))
+    ax.barh(y, np.where(total > 0, 1.0, 0.0), color="0.9", edgecolor="0.6", lw=0.5)
+    ax.barh(y, np.where(total > 0, done / np.maximum(total, 1), 0.0), color="C2")
+    for i, (d, t) in enumerate(zip(done, total, strict=True)):
+        ax.text(1.01, i, f"{d} / {t}", va="center", fontsize=8)
+    ax.set_yticks(y, names)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1.15), xlabel="fraction of the declared cpu runs complete")
+    ax.grid(False)
+
+
+# --------------------------------------------------------------------------------------------------
+# tables
+# --------------------------------------------------------------------------------------------------
+
+
+def runs_frame(runs: Sequence, eval_file: str = "eval.json"):
+    """One row per trained run: its settings, E[TV] averaged over n' (± SE) and its plateau status."""
+    import pandas as pd
+
+    rows = []
+    for r in runs:
+        if not isinstance(r.spec, RunSpec) or eval_file not in r.evals:
+            continue
+        m, se = r.evals[eval_file].average("tv")
+        rows.append(
+            {
+                "run": r.run_dir.name,
+                "task": r.spec.task.kind,
+                "d": r.spec.task.d,
+                "TF^pr": r.spec.model.normalised,
+                "mode": r.spec.model.mode,
+                "L": r.spec.model.L,
+                "C": r.spec.model.C,
+                "n range": f"[{r.spec.n_min}, {r.spec.n_max}]",
+                "steps": r.spec.steps,
+                "E[TV] over n'": float(m),
+                "SE": float(se),
+                "learning curve": plateau_word(r),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "coverage90")):
+    """The plateau status of each learning curve of ``run`` (``curves``: design name -> covariates,
+    None for the run's own curve) in each metric of ``metrics``; missing curves say so."""
+    import pandas as pd
+
+    rows = []
+    for design, cov in curves.items():
+        path = run.run_dir / xclaims.curve_file(cov)
+        for metric in metrics:
+            if not path.is_file():
+                rows.append({"design": design, "metric": metric, "status": "no curve", "trend": ""})
+                continue
+            st = plateau_status(json.loads(path.read_text())["points"], metric=metric)
+            word = (
+                "plateaued"
+                if st["plateaued"]
+                else "diverging"
+                if st["diverging"]
+                else "still improving"
+            )
+            rows.append(
+                {"design": design, "metric": metric, "status": word, "trend": trend_text(st)}
+            )
+    return pd.DataFrame(rows)

@@ -1,0 +1,218 @@
+"""The cpu-scale page (``notebooks/07_cpu_scale.py``) and what it rests on: reading the complete runs
+of a partial design (:func:`pfntheory.experiments.results.load_available`), fig:exp1's grids with
+holes and the claims decided on the cells present (:mod:`pfntheory.report.cpu`), and the page
+itself on an empty and on a partial runs root.
+
+Nothing here trains: runs are written by the seconds-long stand-in backend
+(:mod:`pfntheory.experiments._standin`) under ``tmp_path``, and learning curves are written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pfntheory import report
+from pfntheory.claims import UNDECIDED
+from pfntheory.claims import trained as xclaims
+from pfntheory.experiments import definitions, runner
+from pfntheory.experiments.results import MissingRunsError, load_available, load_experiment
+from pfntheory.report import cpu as rcpu
+
+EXP1 = "fig_exp1"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch):
+    """The machine is shared: keep every run on one thread; no simulated crashes."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("PFNTHEORY_STANDIN_CRASH", raising=False)
+
+
+def _write(experiment: str, scale: str, root, pick) -> list:
+    """Stand-in runs of the specs of ``experiment`` at ``scale`` for which ``pick(spec)``."""
+    specs = [s for s in definitions.get_experiment(experiment).runs(scale) if pick(s)]
+    for s in specs:
+        runner.execute(s, runner.run_dir_of(experiment, s, root), backend="standin", root=root)
+    return specs
+
+
+def _curve(run_dir, tv_by_step, se=0.01, filename="learning_curve.json"):
+    """A schema-1 learning curve at one n' with E[TV] ``tv_by_step`` (step -> value)."""
+    pts = [
+        {"step": s, "n": 64, "tv": v, "tv_se": se, "coverage90": 0.9, "coverage90_se": 0.01}
+        for s, v in tv_by_step.items()
+    ]
+    (run_dir / filename).write_text(json.dumps({"schema": 1, "points": pts}))
+
+
+STEPS = (0, 10, 30, 100, 300, 1000)
+FLAT = {s: 0.1 for s in STEPS}
+FALLING = {s: 1.0 - s / 2000 for s in STEPS}  # halves over the last half of training
+RISING = {s: 0.1 + s / 1000 for s in STEPS}
+
+
+# --------------------------------------------------------------------------------------------------
+# load_available
+# --------------------------------------------------------------------------------------------------
+
+
+def test_load_available_reads_the_complete_runs_and_names_the_rest(tmp_path):
+    """Three of the 100 cpu cells on disk: those three are read (in the design's order), the other
+    97 are named, and load_experiment refuses the same design naming the same runs."""
+    declared = definitions.get_experiment(EXP1).runs("cpu")
+    picked = [s for s in declared if s.model.C == 256 and s.model.L in (2, 4)][:3]
+    _write(EXP1, "cpu", tmp_path, lambda s: s in picked)
+    unfinished = next(s for s in declared if s not in picked)
+    _write(EXP1, "cpu", tmp_path, lambda s: s == unfinished)
+    (runner.run_dir_of(EXP1, unfinished, tmp_path) / "eval.json").unlink()  # incomplete
+    runs, missing = load_available(EXP1, "cpu", tmp_path)
+    assert [r.spec for r in runs] == [s for s in declared if s in picked]
+    assert missing == [s.name for s in declared if s not in picked]
+    assert len(runs) + len(missing) == len(declared)
+    assert all(r.eval.n_eval.size > 0 and r.train_metrics["completed"] for r in runs)
+    with pytest.raises(MissingRunsError) as err:
+        load_experiment(EXP1, "cpu", tmp_path)
+    assert err.value.missing == missing
+
+
+def test_load_available_on_an_empty_root_and_a_complete_design(tmp_path):
+    runs, missing = load_available("fig_exp2_1", "cpu", tmp_path / "empty")
+    assert runs == [] and len(missing) == len(definitions.get_experiment("fig_exp2_1").runs("cpu"))
+    _write("fig_exp2_1", "quick", tmp_path, lambda s: True)
+    runs, missing = load_available("fig_exp2_1", "quick", tmp_path)
+    assert missing == []
+    assert [r.spec for r in runs] == [
+        r.spec for r in load_experiment("fig_exp2_1", "quick", tmp_path)
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# fig:exp1 on a partial grid
+# --------------------------------------------------------------------------------------------------
+
+
+def test_slice_claims_on_a_complete_grid_are_check_exp1(tmp_path):
+    """On a complete grid (quick, 3 x 3 per panel) the slice claims measure exactly what
+    check_exp1 measures: same keys, same drop, same threshold, same outcome."""
+    _write(EXP1, "quick", tmp_path, lambda s: True)
+    runs = load_experiment(EXP1, "quick", tmp_path)
+    ours = {
+        c.result.key: c.result
+        for p in rcpu.exp1_panels(runs, definitions.get_experiment(EXP1).runs("quick"))
+        for c in rcpu.exp1_slice_claims(p)
+    }
+    theirs = {r.key: r for r in xclaims.check_exp1(runs)}
+    assert ours.keys() == theirs.keys() and len(ours) == 8
+    for k, r in theirs.items():
+        assert ours[k].holds == r.holds, k
+        assert ours[k].observed == pytest.approx(r.observed, rel=1e-12, abs=0), k
+        assert ours[k].bound == pytest.approx(r.bound, rel=1e-12, abs=0), k
+        assert ours[k].verdict == r.verdict == UNDECIDED  # stand-in runs have no learning curve
+
+
+def test_partial_grid_panels_claims_and_gating(tmp_path):
+    """The C=256 slice of the BLR theory panel at L in {2, 4, 8}: the heatmap has 3 of 25 cells;
+    the L-claim rests on those three runs and says so; the C-claim (no cell at L=32) is not made.
+    Plateaued curves leave the verdict to the measurement; one still-improving curve makes it
+    undecided; a diverging curve is called so."""
+    pick = lambda s: (  # noqa: E731
+        (s.task.kind, s.model.mode) == ("blr", "theory") and s.model.C == 256 and s.model.L <= 8
+    )
+    _write(EXP1, "cpu", tmp_path, pick)
+    runs, missing = load_available(EXP1, "cpu", tmp_path)
+    declared = definitions.get_experiment(EXP1).runs("cpu")
+    panels = rcpu.exp1_panels(runs, declared)
+    assert [(p.kind, p.mode) for p in panels] == [
+        ("blr", "learnable"),
+        ("blr", "theory"),
+        ("rbf", "learnable"),
+        ("rbf", "theory"),
+    ]
+    (p,) = [p for p in panels if p.cells]
+    H, S = p.grid()
+    assert H.shape == (len(p.L), len(p.C)) == (5, 5)
+    assert int((H == H).sum()) == 3 and sorted(p.cells) == [(2, 256), (4, 256), (8, 256)]
+    assert set(p.status().values()) == {"no curve"}
+
+    by_axis = {c.axis: c for c in rcpu.exp1_slice_claims(p)}
+    assert by_axis["C"].result is None and by_axis["C"].present == ()
+    c = by_axis["L"]
+    assert c.present == (2, 4, 8) and c.at == 256
+    assert c.cells_text == "L in {2, 4, 8} at C=256 (3 of 5 cells)"
+    assert c.cells_text in c.result.statement and "cpu scale" in c.result.statement
+    assert c.result.holds  # stand-in TV falls with L
+    assert c.result.verdict == UNDECIDED  # no learning curves: not known to have plateaued
+
+    for r in c.runs:
+        _curve(r.run_dir, FLAT)
+    c = rcpu.exp1_slice_claims(p)[0]
+    assert c.result.verdict is None and all(rcpu.plateau_word(r) == "plateaued" for r in c.runs)
+    _curve(c.runs[0].run_dir, FALLING)
+    assert rcpu.plateau_word(c.runs[0]) == "still improving"
+    assert rcpu.exp1_slice_claims(p)[0].result.verdict == UNDECIDED
+    _curve(c.runs[0].run_dir, RISING)
+    assert rcpu.plateau_word(c.runs[0]) == "diverging"
+
+
+def test_curve_status_frame_reads_both_designs(tmp_path):
+    _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: True)
+    (r,) = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)
+    _curve(r.run_dir, FLAT)
+    _curve(r.run_dir, FALLING, filename=xclaims.curve_file("uniform"))
+    df = rcpu.curve_status_frame(r, {"own": None, "shift": "uniform", "other": "nowhere"})
+    st = {(d, m): s for d, m, s in df[["design", "metric", "status"]].itertuples(index=False)}
+    assert st[("own", "tv")] == "plateaued" and st[("shift", "tv")] == "still improving"
+    assert st[("other", "tv")] == "no curve"
+
+
+# --------------------------------------------------------------------------------------------------
+# the page
+# --------------------------------------------------------------------------------------------------
+
+
+def _execute_page(tmp_path, monkeypatch, runs_root):
+    monkeypatch.setenv("PFNTHEORY_RUNS", str(runs_root))
+    out = tmp_path / "rep"
+    run = report.execute_notebook("07_cpu_scale", out, timeout=300, write_html=False)
+    assert run.ok, run.error[-4000:]
+    rows = json.loads((out / "results" / "07_cpu_scale.json").read_text())["rows"]
+    assert rows and all(r["label"] in report.PAPER_LABELS for r in rows)
+    assert all(r["variant"].startswith("cpu scale") for r in rows)
+    return rows
+
+
+def test_page_with_no_cpu_run_is_all_pending(tmp_path, monkeypatch):
+    """With an empty runs root the page executes and every row is pending, naming the command."""
+    (tmp_path / "runs").mkdir()
+    rows = _execute_page(tmp_path, monkeypatch, tmp_path / "runs")
+    assert {r["verdict"] for r in rows} == {report.PENDING}
+    assert all("--scale cpu" in r["missing"] for r in rows)
+    assert {"fig:exp1", "fig:exp2-1", "supp-fig:exp2 d4-1 uni"} <= {r["label"] for r in rows}
+
+
+def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypatch):
+    """A partial fig:exp1 grid (the BLR theory C=256 slice, L <= 8, plateaued) and the shift run
+    (no curves): the slice's row names its cells and decides; the shift rows are undecided."""
+    root = tmp_path / "runs"
+    _write(
+        EXP1,
+        "cpu",
+        root,
+        lambda s: (
+            (s.task.kind, s.model.mode) == ("blr", "theory") and s.model.C == 256 and s.model.L <= 8
+        ),
+    )
+    for d in (root / EXP1).iterdir():
+        _curve(d, FLAT)
+    _write("supp_exp2_shift_regime", "cpu", root, lambda s: True)
+    rows = _execute_page(tmp_path, monkeypatch, root)
+    decided = [r for r in rows if r["label"] == "fig:exp1" and r["verdict"] != report.PENDING]
+    assert len(decided) == 1
+    (r,) = decided
+    assert r["verdict"] == "holds" and "L in {2, 4, 8} at C=256 (3 of 5 cells)" in r["variant"]
+    assert r["command"] == "pfntheory sweep fig_exp1 --scale cpu"
+    assert r["convergence"].startswith("all 3 runs plateaued")
+    shift = [r for r in rows if r["label"].startswith("supp-fig:exp2 d4-1") and r["run_dir"]]
+    assert len(shift) == 2 and {r["verdict"] for r in shift} == {UNDECIDED}
