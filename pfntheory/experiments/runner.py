@@ -726,7 +726,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "--scale",
         choices=SCALES,
         default="quick",
-        help="quick (CPU, shrunk) or paper (supp-tab:pretraining hyperparameters)",
+        help="quick (minutes on a laptop, shrunk tasks), cpu (the paper's tasks, fewer steps; "
+        "hours on one core) or paper (supp-tab:pretraining hyperparameters; a GPU or a cluster)",
     )
     p.add_argument(
         "--executor",
