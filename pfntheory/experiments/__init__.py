@@ -1,4 +1,4 @@
-"""Every experiment of the paper, declared once, run at ``quick`` or ``paper`` scale.
+"""Every experiment of the paper, declared once, run at ``quick``, ``cpu`` or ``paper`` scale.
 
 Implements the experiment designs of sec:sims, sec:exp1 (fig:exp1), sec:exp2 (fig:exp2-1),
 sec:exp3 (fig:exp2-2, supp-fig:exp2-3 and the d=4, d=8, covariate-shift companions), fig:stepsize,
@@ -6,7 +6,7 @@ and supp-sec:exp additional (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp
 pretraining budgets of supp-tab:pretraining hyperparameters.
 
 * :mod:`.specs` -- frozen run specifications and the run-directory naming (prefix + config hash);
-* :mod:`.definitions` -- one :class:`Experiment` per figure/table, at two scales;
+* :mod:`.definitions` -- one :class:`Experiment` per figure/table, at three scales;
 * :mod:`.published` -- the paper's numbers for the two tables, as data;
 * :mod:`.reference` -- the exact-PPD reference (CRPS/coverage floor) for the tables;
 * :mod:`.runner` -- idempotent, resumable sweeps (local process pool or SLURM via submitit);
