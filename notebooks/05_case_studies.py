@@ -125,6 +125,36 @@ for name in ("sacramento", "walker"):
         )
 
 # %% [markdown]
+# ## Has the PFN's pretraining converged?
+#
+# Each case-study run records a learning curve: E[TV] between the PFN's binned PPD and the exact PPD
+# of the fitted prior on held-out synthetic data sets at the two ends of the pretraining
+# context-size range. A caption claim may read "holds" or "does not hold" only when the curve has
+# plateaued (`pfntheory.convergence`); while it is still improving the verdict is "undecided",
+# whatever the measurement.
+
+# %%
+curves = {}
+for name in ("sacramento", "walker"):
+    res_file = CASE_DIR / name / "results.json"
+    if res_file.exists():
+        res = json.loads(res_file.read_text())
+        doc = report.read_learning_curve(CASE_DIR / name / res["pfn"]["run_dir"])
+        if doc is not None:
+            curves[name] = doc
+            display(Markdown(f"**{name}**: {res['summary']['pfn_learning_curve']}"))
+if curves:
+    import matplotlib.pyplot as plt
+
+    fig, axs = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 3.8), squeeze=False)
+    for ax, (name, doc) in zip(axs[0], curves.items(), strict=True):
+        for n in doc["n_eval"]:
+            report.plot_learning_curves(ax, {"PFN": doc}, metric="tv", n=n)
+        ax.set_title(f"{name}: held-out E[TV] to the exact PPD")
+        ax.legend(fontsize=8)
+    plt.show()
+
+# %% [markdown]
 # ## Summary of this part
 
 # %%

@@ -20,7 +20,16 @@ FIT = EBFit(
     alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836, log_marginal_likelihood=float("nan")
 )
 #: Tiny sizes for the end-to-end tests: a few seconds of training and calibration.
-TINY = cpfn.PFNScale(L=2, C=16, steps=2, lr=1e-3, batch_size=4, checkpoint_every=1, n_range=(8, 16))
+TINY = cpfn.PFNScale(
+    L=2,
+    C=16,
+    steps=2,
+    lr=1e-3,
+    batch_size=4,
+    checkpoint_every=1,
+    n_range=(8, 16),
+    curve_instances=8,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -155,6 +164,49 @@ def test_claims_hold_and_fail_honestly():
         assert ClaimResult(**runs._jsonable(c)).label == "fig:sacramento"
 
 
+def test_claims_are_undecided_while_the_run_improves(tmp_path):
+    """The project's rule for trained results: no "holds"/"does not hold" from a run that has not
+    plateaued (or has no learning curve); ``holds`` stays the measurement."""
+    c = ClaimResult(label="fig:walker", statement="s", holds=False, observed=0.5, bound=0.2)
+    conv = crun.run_convergence(tmp_path)  # no learning_curve.json
+    assert not conv["plateaued"] and "no learning curve" in conv["trend"]
+    g = crun.gate(c, conv)
+    assert g.verdict == "undecided" and g.holds is False and "undecided" in g.tolerance
+    flat = [{"step": s, "n": 8, "tv": 0.1, "tv_se": 0.01} for s in (0, 10, 30, 100, 300)]
+    falling = [{**p, "tv": 1.0 / (1 + p["step"]), "tv_se": 1e-4} for p in flat]
+    for points, plateaued in ((flat, True), (falling, False)):
+        runs.save_json(tmp_path / "learning_curve.json", {"schema": 1, "points": points})
+        conv = crun.run_convergence(tmp_path)
+        assert conv["plateaued"] is plateaued
+        assert crun.gate(c, conv).verdict == (None if plateaued else "undecided")
+
+
+def test_eb_fit_is_rounded_so_the_run_config_is_stable():
+    """The pretraining prior goes into config.json: rounded to SIGNIFICANT digits, a round-off
+    change of the optimum (another BLAS) gives the same config."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (30, 2))
+    Y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(30)
+    f = crun._fit(X, Y, seed=0, n_restarts=0)
+    for v in (f.alpha, *f.lengthscales, f.noise_std):
+        assert v == float(f"{v:.{crun.SIGNIFICANT}g}")
+
+
+def test_other_config_is_refused_in_one_line_naming_the_fields(tmp_path):
+    cfg = cpfn.pretraining_config(FIT, "sacramento", TINY)
+    runs.save_json(tmp_path / runs.CONFIG, runs.config_to_dict(cfg))
+    crun._refuse_other_config(cfg, tmp_path)  # the same config: accepted
+    other = cpfn.pretraining_config(
+        dataclasses.replace(FIT, alpha=0.7), "sacramento", dataclasses.replace(TINY, steps=3)
+    )
+    with pytest.raises(ValueError) as e:
+        crun._refuse_other_config(other, tmp_path)
+    msg = str(e.value)
+    assert "\n" not in msg and "--out-dir" in msg and "delete" in msg
+    for field in ("steps", "task.alpha", "model.amp_init"):
+        assert field in msg
+
+
 # ----------------------------------------------------------------------------------------------
 # the shared-context forward
 # ----------------------------------------------------------------------------------------------
@@ -239,6 +291,12 @@ def test_run_sacramento_tiny(tmp_path, monkeypatch):
     # deterministic: no wall times or time stamps, so a rerun rewrites the same bytes
     assert (out / "results.json").read_bytes() == first
     assert "timing_s" not in res2 and "pfn_train_wall_s" not in res2["summary"]
+    # files readable by all (the atomic writer's temporary files are 0600)
+    for f in [out / "results.json", *(out / "run-custom").iterdir()]:
+        assert f.stat().st_mode & 0o777 == crun.FILE_MODE, f
+    # a tiny run has not plateaued: every claim is undecided, whatever it measured
+    assert all(c["verdict"] == "undecided" for c in res2["claims"])
+    assert (out / "run-custom" / "learning_curve.json").is_file()
 
 
 @pytest.mark.skipif(

@@ -45,7 +45,9 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
 Quick scale (:data:`SCALES` ``['quick']``, one CPU core, a few minutes): ``L = 8`` instead of 32,
 ``C = 64`` bins instead of 256, batch 32 instead of 128, 300 steps at ``LR_base = 3e-3`` instead of
 100,000 at 2e-4; the context-size range stays the paper's, so the PFN is pretrained on the context
-sizes it is used at.
+sizes it is used at. Every scale records a learning curve (E[TV] to the exact PPD of the fitted prior
+at ``n' = n_min`` and ``n_max``, 256 held-out instances each, 12 log-spaced steps), so the case
+study's claims are gated on convergence like every trained result (:mod:`pfntheory.convergence`).
 
 Fast inference with one shared context
 --------------------------------------
@@ -113,6 +115,11 @@ class PFNScale:
     checkpoint_every : int
     n_range : (int, int) or None
         Pretraining context sizes; ``None`` is the paper's :data:`CONTEXT_RANGES` for the data set.
+    curve_instances : int
+        Held-out instances per n' of the learning curve (``learning_curve.json``, E[TV] to the exact
+        GP PPD at the two ends of the context-size range, as the experiments' runs); 0: none. The
+        curve decides whether a claim on the run may say "holds" / "does not hold" (plateaued) or
+        only "undecided" (still improving), :mod:`pfntheory.convergence`.
     """
 
     L: int
@@ -122,6 +129,7 @@ class PFNScale:
     batch_size: int
     checkpoint_every: int = 100
     n_range: tuple[int, int] | None = None
+    curve_instances: int = 256
 
 
 _PAPER_LR, _PAPER_STEPS = PAPER_SCHEDULE[("ard_rbf", "learnable")]
@@ -191,6 +199,9 @@ def pretraining_config(
         amp_init=fit.alpha**2,
         scale_init=1.0 / float(np.exp(np.mean(np.log(fit.lengthscales)))),
     )  # 1/geomean(ell)
+    curve = {}
+    if positive_int(sc.curve_instances, "curve_instances", minimum=0):
+        curve = {"curve_n_eval": (n_min, n_max), "curve_instances": sc.curve_instances}
     return TrainConfig(
         task=task,
         model=model,
@@ -202,6 +213,7 @@ def pretraining_config(
         seed=positive_int(seed, "seed", minimum=0),
         checkpoint_every=sc.checkpoint_every,
         device=device,
+        **curve,
     )
 
 
