@@ -61,11 +61,23 @@ class CorruptFileError(ValueError):
     """A run file exists but cannot be read (truncated, corrupted, or not what it claims to be)."""
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: Mode of the files written by :func:`_atomic_write`: 0666 less the process's umask (read once).
+FILE_MODE = 0o666 & ~_umask()
+
+
 def _atomic_write(path, write) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp creates 0600; a run's files get the mode of any other file the user writes
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()

@@ -148,3 +148,14 @@ def test_root_lock_is_exclusive_and_released(tmp_path):
                 pass
     with runs.root_lock(tmp_path):  # released on exit
         pass
+
+
+def test_atomic_writes_get_the_usual_file_mode(tmp_path):
+    """mkstemp creates 0600; a run's files must be readable like any other file the user writes
+    (0666 less the umask), so that a shared runs root or a committed run is readable by others."""
+    p = runs.save_json(tmp_path / "a.json", {"x": 1})
+    q = runs.atomic_write_bytes(tmp_path / "b.bin", b"1")
+    mask = os.umask(0)
+    os.umask(mask)
+    for f in (p, q):
+        assert f.stat().st_mode & 0o777 == 0o666 & ~mask, oct(f.stat().st_mode)

@@ -136,8 +136,8 @@ QUANTITIES = ("mean", "q05", "q95")
 #: Significant digits kept in ``results.json`` and of the EB fits (the pretraining prior): the last
 #: digits of BLAS sums differ between hosts.
 SIGNIFICANT = 6
-#: Mode of the files the case study writes (the atomic writer's temporary files are 0600).
-FILE_MODE = 0o644
+#: Mode of the files the case study writes (those of :func:`pfntheory.runs.save_json`: 0666 less the umask).
+FILE_MODE = runs.FILE_MODE
 _LABELS = {"sacramento": "fig:sacramento", "walker": "fig:walker"}
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -710,9 +710,6 @@ def pretrain_pfn(
     ckpt = run_dir / runs.CHECKPOINT
     if ckpt.is_file() and (run_dir / runs.WEIGHTS).is_file():
         ckpt.unlink()  # finished: weights, config and metrics are what is kept
-    for f in run_dir.iterdir():
-        if f.is_file() and not f.name.startswith("."):
-            f.chmod(FILE_MODE)
     model, _, train_metrics = load_pfn(run_dir, device="cpu")
     return model, config, train_metrics
 
@@ -1184,7 +1181,7 @@ def run_casestudy(
             out_dir=out_dir,
             threshold=threshold,
         )
-        runs.save_json(out_dir / "results.json", results).chmod(FILE_MODE)
+        runs.save_json(out_dir / "results.json", results)
     return runs.load_json(out_dir / "results.json")
 
 
