@@ -104,7 +104,7 @@ def test_calibrated_interval_recorded(tmp_path):
 
 def test_different_config_in_same_dir_is_refused(tmp_path):
     train(tiny(steps=1), tmp_path / "r", progress=False)
-    with pytest.raises(ValueError, match="different config"):
+    with pytest.raises(ValueError, match=r"different config \(differs in steps\)"):
         train(tiny(steps=2), tmp_path / "r", progress=False)
 
 

@@ -714,36 +714,13 @@ def pretrain_pfn(
     return model, config, train_metrics
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
-    return out
-
-
 def _refuse_other_config(config, run_dir: Path) -> None:
-    """One-line ``ValueError`` naming the fields when ``run_dir`` holds a run of another config
-    (a ``config.json`` written before a field existed reads back with that field's default)."""
-    from ..nn.train import TrainConfig
+    """One-line ``ValueError`` naming the fields when ``run_dir`` holds a run of another config."""
+    from ..nn.train import refuse_other_config
 
-    path = run_dir / runs.CONFIG
-    if not path.is_file():
-        return
-    try:
-        old = _flat(runs.config_to_dict(TrainConfig.from_dict(runs.load_json(path))))
-    except (ValueError, TypeError) as err:
-        raise ValueError(
-            f"{run_dir} holds a run whose config.json cannot be read ({err}); delete that "
-            "directory to retrain, or pass a different --out-dir"
-        ) from err
-    new = _flat(runs.config_to_dict(config))
-    fields = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-    if fields:
-        shown = ", ".join(fields[:6]) + (f" and {len(fields) - 6} more" if len(fields) > 6 else "")
-        raise ValueError(
-            f"{run_dir} holds a run trained with a different config (differs in {shown}); delete "
-            "that directory to retrain, or pass a different --out-dir"
-        )
+    refuse_other_config(
+        config, run_dir, hint="delete that directory to retrain, or pass a different --out-dir"
+    )
 
 
 def predict_grid(

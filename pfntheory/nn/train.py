@@ -131,6 +131,41 @@ LR_UNITS = ("absolute", "relative", "elementwise")
 LEARNING_CURVE = LEARNING_CURVE_FILE
 
 
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+
+def refuse_other_config(
+    config: TrainConfig, run_dir, hint: str = "use another run directory or delete it"
+) -> None:
+    """Raise a one-line ``ValueError`` naming the differing fields when ``run_dir`` holds a
+    ``config.json`` of another run (a file written before a field existed reads back with that
+    field's default, so it is not "different" for the fields it lacks)."""
+    run_dir = Path(run_dir)
+    path = run_dir / runs.CONFIG
+    if not path.is_file():
+        return
+    try:
+        doc = runs.load_json(path)
+        if doc == runs.config_to_dict(config):
+            return
+        old = _flat(runs.config_to_dict(TrainConfig.from_dict(doc)))
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"{run_dir} holds a run whose config.json cannot be read ({err}); {hint}"
+        ) from err
+    new = _flat(runs.config_to_dict(config))
+    fields = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    if fields:
+        shown = ", ".join(fields[:6]) + (f" and {len(fields) - 6} more" if len(fields) > 6 else "")
+        raise ValueError(
+            f"{run_dir} holds a run trained with a different config (differs in {shown}); {hint}"
+        )
+
+
 def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
     """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or 'quick'
     (the ``cpu`` scale chooses its steps per experiment, see :mod:`pfntheory.experiments.definitions`)."""
@@ -579,21 +614,11 @@ def train(
         raise ValueError(f"config must be a TrainConfig, got {type(config).__name__}")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    cfg_dict = runs.config_to_dict(config)
     cfg_path = run_dir / runs.CONFIG
     if cfg_path.is_file():
-        old = runs.load_json(cfg_path)
-        try:  # a config.json written before a field existed reads back with that field's default
-            same = old == cfg_dict or TrainConfig.from_dict(old) == config
-        except (ValueError, TypeError):
-            same = False
-        if not same:
-            raise ValueError(
-                f"{run_dir} already holds a run with a different config; use another "
-                f"run directory or delete it"
-            )
+        refuse_other_config(config, run_dir)
     else:
-        runs.save_json(cfg_path, cfg_dict)
+        runs.save_json(cfg_path, runs.config_to_dict(config))
     if (run_dir / runs.WEIGHTS).is_file() and (run_dir / runs.METRICS).is_file():
         done = runs.load_json(run_dir / runs.METRICS)
         if done.get("completed") and done.get("steps") == config.steps:
