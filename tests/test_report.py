@@ -229,6 +229,9 @@ def test_math_html_typesets_offline():
     assert report.math_html("eval_uniform.json mse_y") == "eval_uniform.json mse_y"
     assert report.math_html("<script>") == "&lt;script&gt;"
     assert 'class="math"' in report.markdown_math("the step `eta* = 2/lambda_1`")
+    # module names stay code, relative ones too
+    for code in ("`pfntheory.claims.gram`", "`.conditioning`", "`sweep.py`"):
+        assert report.markdown_math(f"from {code} on") == f"from {code} on"
 
 
 def test_save_figure(out):

@@ -104,10 +104,10 @@ def markdown_math(md: str) -> str:
     return "".join(parts)
 
 
-# a code span that names a file, a command, a module or an identifier stays code
+# a code span that names a file, a command, a module (``.stepsize`` too) or an identifier stays code
 _CODE_LIKE = re.compile(
     r"(^(pfntheory|python|pytest|pip)\b|\.(json|py|csv|png|html)\b|/[\w<>.-]+/|^--"
-    r"|\b[a-z]\w*\.[a-z]\w*\.|[a-z]{2,}_[a-z]{2,}|\w\(\)$)"
+    r"|\b[a-z]\w*\.[a-z]\w*\.|[a-z]{2,}_[a-z]{2,}|\w\(\)$|^\.[a-z_]\w*$)"
 )
 
 
