@@ -153,6 +153,13 @@ def _query(k_x, n: int) -> np.ndarray:
     return k_x
 
 
+def _krr_inputs(G, k_x, Y, noise_var) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """The checked ``(G, sigma^2, k_x, Y)`` of a query-side KRR function (G first: it sets ``n``)."""
+    G, s2 = _gram(G, noise_var)
+    n = G.shape[0]
+    return G, s2, _query(k_x, n), _vec(Y, "Y", n)
+
+
 # --------------------------------------------------------------------------------------------------
 # supp-sec:richardson
 # --------------------------------------------------------------------------------------------------
@@ -308,9 +315,8 @@ def krr_solution(G, k_x, Y, noise_var: float) -> tuple[np.ndarray, np.ndarray]:
     u_X : ndarray of shape (n,)
     u_x : float or ndarray of shape (m,)
     """
-    G, s2 = _gram(G, noise_var)
+    G, s2, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
     n = G.shape[0]
-    k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
     alpha = np.linalg.solve(G + s2 * np.eye(n), Y)
     return G @ alpha, k_x @ alpha
 
@@ -382,12 +388,10 @@ def krr_testing_recursion(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarra
 
     Parameters
     ----------
-    G : ndarray of shape (n, n)
+    G, Y, noise_var, eta, L
+        As :func:`krr_training_recursion`.
     k_x : ndarray of shape (n,) or (m, n)
-    Y : ndarray of shape (n,)
-    noise_var : float
-    eta : float or sequence of length L
-    L : int
+        Kernel row(s) ``kappa(X, x)`` of one or ``m`` queries.
 
     Returns
     -------
@@ -401,10 +405,8 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
 
     Parameters
     ----------
-    G : ndarray of shape (n, n)
-    k_x : ndarray of shape (n,) or (m, n)
-    Y : ndarray of shape (n,)
-    noise_var : float
+    G, k_x, Y, noise_var
+        As :func:`krr_solution`.
     eta : float
         Constant step size.
     l : int
@@ -414,9 +416,8 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
     -------
     e : float or ndarray of shape (m,)
     """
-    G, s2 = _gram(G, noise_var)
+    G, s2, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
     n = G.shape[0]
-    k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
     eta = positive_scalar(eta, "eta")
     l = positive_int(l, "l", minimum=0, maximum=MAX_ITERATIONS)
     A = G + s2 * np.eye(n)
@@ -479,19 +480,16 @@ def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
 
     Parameters
     ----------
-    G : ndarray of shape (n, n)
+    G, Y, noise_var, eta, L
+        As :func:`krr_training_bound`.
     k_x : ndarray of shape (n,) or (m, n)
-    Y : ndarray of shape (n,)
-    noise_var, eta : float
-    L : int or ndarray of int
+        Kernel row(s) ``kappa(X, x)`` of one or ``m`` queries.
 
     Returns
     -------
     bound : ndarray of shape ``np.shape(L) + k_x.shape[:-1]``
     """
-    G, s2 = _gram(G, noise_var)
-    n = G.shape[0]
-    k_x, Y = _query(k_x, n), _vec(Y, "Y", n)
+    G, s2, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
     rho = krr_convergence_factor(G, s2, eta)
     _, lam_n = _extremes(G)
     L = _depths(L)
