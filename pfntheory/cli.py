@@ -145,6 +145,22 @@ def check_device(device) -> None:
 _SEED = int_in(0, LIMITS["seed"])
 
 
+def add_run_options(
+    p, *, seed: int | None = 0, device: str | None = "auto", progress: bool = True
+) -> None:
+    """Add the options that commands starting work share, each with its checked type: ``--seed``
+    (an integer in ``[0, LIMITS["seed"]]``, default ``seed``), ``--device`` (:func:`device_spec`,
+    default ``device``) and ``--no-progress``; ``None`` (``False``) leaves one out."""
+    if seed is not None:
+        p.add_argument("--seed", type=_SEED, default=seed)
+    if device is not None:
+        p.add_argument(
+            "--device", type=device_spec, default=device, help="auto, cpu, cuda or cuda:<k>"
+        )
+    if progress:
+        p.add_argument("--no-progress", action="store_true")
+
+
 def _check_attention_size(batch: int, n: int, what: str) -> None:
     elements = batch * (n + 1) * n
     if elements > LIMITS["attention_elements"]:
@@ -227,10 +243,8 @@ def _add_train(sub) -> None:
         "--lr", type=positive_float, default=None, help="LR_base (default: from --scale)"
     )
     g.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=128)
-    g.add_argument("--seed", type=_SEED, default=0)
     g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
-    g.add_argument("--device", type=device_spec, default="auto")
-    g.add_argument("--no-progress", action="store_true")
+    add_run_options(g)
     p.set_defaults(func=_run_train)
 
 
@@ -322,10 +336,9 @@ def _add_evaluate(sub) -> None:
         help="evaluation sizes n'",
     )
     p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
-    p.add_argument("--seed", type=_SEED, default=12345)
     p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
-    p.add_argument("--device", type=device_spec, default="cpu")
+    add_run_options(p, seed=12345, device="cpu", progress=False)
     p.add_argument(
         "--curve",
         choices=("tv", "nll", "coverage90", "crps"),
@@ -431,7 +444,7 @@ def _add_compare(sub) -> None:
         help="context size (default (n_min+n_max)//2)",
     )
     p.add_argument("--n-instances", type=int_in(1, 100_000), default=32)
-    p.add_argument("--seed", type=_SEED, default=0)
+    add_run_options(p, device=None, progress=False)
     p.set_defaults(func=_run_compare)
 
 

@@ -76,6 +76,7 @@ import numpy as np
 from .. import runs
 from .._checks import choice, positive_int, positive_scalar
 from ..claims import UNDECIDED, ClaimResult
+from ..cli import add_run_options
 from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood
 from .baseline import PAPER_FITS, gaussian_quantiles, gp_predict, walker_splits
 from .data import (
@@ -1230,9 +1231,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
     )
     p.add_argument("--out-dir", default=None, help="default reports/casestudy/<dataset>")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")
-    p.add_argument("--device", default="auto", help="training device: auto, cpu, cuda[:k]")
-    p.add_argument("--no-progress", action="store_true")
+    add_run_options(p)
     p.set_defaults(func=_run_cli)
     return p

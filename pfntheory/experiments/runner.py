@@ -53,7 +53,7 @@ from pathlib import Path
 
 from .. import runs as runfiles
 from .._checks import choice, positive_int, positive_scalar
-from ..cli import int_in, nonnegative_float
+from ..cli import add_run_options, int_in, nonnegative_float
 from .definitions import EXPERIMENTS, SCALES, get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
 
@@ -757,7 +757,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="use a seconds-long stand-in instead of training (checks the plumbing)",
     )
-    p.add_argument("--no-progress", action="store_true")
+    add_run_options(p, seed=None, device=None)
     g = p.add_argument_group("slurm executor (submitit)")
     g.add_argument("--partition", default=None, help="slurm partition")
     g.add_argument("--timeout-min", type=_count, default=240, help="time limit per run (minutes)")
