@@ -143,6 +143,7 @@ def check_device(device) -> None:
 
 
 _SEED = int_in(0, LIMITS["seed"])
+_N = int_in(1, LIMITS["n"])
 
 
 def add_run_options(
@@ -225,8 +226,8 @@ def _add_train(sub) -> None:
         help="initial diagonal of K = Q (e.g. 1/lengthscale)",
     )
     g = p.add_argument_group("training")
-    g.add_argument("--n-min", type=int_in(1, LIMITS["n"]), required=True)
-    g.add_argument("--n-max", type=int_in(1, LIMITS["n"]), required=True)
+    g.add_argument("--n-min", type=_N, required=True)
+    g.add_argument("--n-max", type=_N, required=True)
     g.add_argument(
         "--scale",
         choices=("quick", "paper"),
@@ -320,21 +321,22 @@ def _run_train(args) -> int:
     return 0
 
 
+def _add_run_dir_command(sub, name: str, help: str, description: str):
+    """A subcommand that reads the trained run in its positional ``RUN_DIR`` (evaluate, compare)."""
+    p = sub.add_parser(name, help=help, description=description)
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    return p
+
+
 def _add_evaluate(sub) -> None:
-    p = sub.add_parser(
+    p = _add_run_dir_command(
+        sub,
         "evaluate",
         help="evaluate a trained run against the exact PPD",
         description="Evaluate a run at evaluation sizes n' (sec:sims, Inference); "
         "writes eval.json (or eval_<covariates>.json) in RUN_DIR.",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument(
-        "--n-eval",
-        type=int_in(1, LIMITS["n"]),
-        nargs="+",
-        required=True,
-        help="evaluation sizes n'",
-    )
+    p.add_argument("--n-eval", type=_N, nargs="+", required=True, help="evaluation sizes n'")
     p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
     p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
@@ -428,7 +430,8 @@ def _run_evaluate(args) -> int:
 
 
 def _add_compare(sub) -> None:
-    p = sub.add_parser(
+    p = _add_run_dir_command(
+        sub,
         "compare",
         help="trained weights beside the construction of thm:TFdoPPD",
         description="Learned feature scales, step sizes and readout of a trained run "
@@ -436,13 +439,7 @@ def _add_compare(sub) -> None:
         "its (mu_L, tau_L) to the exact Richardson solver after the same "
         "depth; writes construction.json in RUN_DIR.",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument(
-        "--n",
-        type=int_in(1, LIMITS["n"]),
-        default=None,
-        help="context size (default (n_min+n_max)//2)",
-    )
+    p.add_argument("--n", type=_N, default=None, help="context size (default (n_min+n_max)//2)")
     p.add_argument("--n-instances", type=int_in(1, 100_000), default=32)
     add_run_options(p, device=None, progress=False)
     p.set_defaults(func=_run_compare)
