@@ -33,7 +33,7 @@ from ..spectral import (
 )
 from ..stats import EPS
 from . import ClaimResult
-from .gram import band_tolerance, eig_atol, in_band, seed_slopes
+from .gram import band_tolerance, eig_atol, in_band, rate_claim, seed_slopes
 from .richardson import as_erratum
 
 __all__ = [
@@ -147,18 +147,15 @@ def check_cond_rate(
             C[s, i] = (
                 prec_spectrum(G, noise_var).cond if which == "prec" else ridge_cond(G, noise_var)
             )
-    m, ci, slopes = seed_slopes(np.log(ns), np.log(C))
-    label = "thm:cond number" if which == "prec" else "supp-lem:rbf kernel Gram ridge"
-    return ClaimResult(
+    return rate_claim(
         key=f"cond_rate_{which}",
-        label=label,
+        label="thm:cond number" if which == "prec" else "supp-lem:rbf kernel Gram ridge",
         statement=f"cond of the {which} system = Theta(n): slope of log cond vs log n is 1",
-        holds=in_band(ci, band),
-        observed=m,
-        bound=1.0,
-        ci=ci,
-        tolerance=band_tolerance(n_seeds, band),
-        details=dict(
+        ns=ns,
+        values=C,
+        target=1.0,
+        band=band,
+        details=lambda slopes: dict(
             ns=ns,
             d=d,
             lengthscale=lengthscale,

@@ -6,7 +6,7 @@ supp-lem:rbf kernel Gram (``lambda_1 >= 1'G1/n`` and its limit, the Mercer eigen
 by quadrature and against Nystrom eigenvalues, the truncation chain of the proof, the
 super-polynomial growth of ``cond(G)``), and the naming clash of ``rho`` (mean kernel value) with
 ``rho*`` (convergence factor). Shared helpers: :func:`clopper_pearson`, :func:`seed_slopes`,
-:func:`in_band`, :func:`band_tolerance`, :func:`eig_atol`.
+:func:`in_band`, :func:`band_tolerance`, :func:`rate_claim`, :func:`eig_atol`.
 
 Each ``check_*`` function measures one claim and returns a :class:`ClaimResult`; ``verify/``
 asserts on ``holds`` and the notebooks tabulate ``observed``, ``bound`` and ``details``.
@@ -46,6 +46,7 @@ __all__ = [
     "seed_slopes",
     "in_band",
     "band_tolerance",
+    "rate_claim",
     "check_linear_interval",
     "check_linear_rate",
     "check_lambda1_lower",
@@ -86,6 +87,27 @@ def in_band(ci, band) -> bool:
 def band_tolerance(n_seeds: int, band) -> str:
     """The ``tolerance`` of a rate claim decided by :func:`seed_slopes` and :func:`in_band`."""
     return f"95% t-CI over {n_seeds} seeds inside {band}"
+
+
+def rate_claim(
+    *, key: str, label: str, statement: str, ns, values, target: float, band, details
+) -> ClaimResult:
+    """A rate claim decided by :func:`seed_slopes` and :func:`in_band`: the per-seed slopes of
+    ``log values`` (shape (seeds, len(ns))) on ``log ns``, their 95% t-CI inside ``band``;
+    ``observed`` is the mean slope, ``bound`` the paper's rate ``target``, and ``details`` a function
+    of the per-seed slopes giving the result's ``details``."""
+    m, ci, slopes = seed_slopes(np.log(ns), np.log(values))
+    return ClaimResult(
+        key=key,
+        label=label,
+        statement=statement,
+        holds=in_band(ci, band),
+        observed=m,
+        bound=target,
+        ci=ci,
+        tolerance=band_tolerance(len(values), band),
+        details=details(slopes),
+    )
 
 
 def eig_atol(n: int, scale: float) -> float:
@@ -170,17 +192,15 @@ def check_linear_rate(
         for i, n in enumerate(ns):
             lam = linear_gram_eigenvalues(sample_design(int(n), d, rng, size=(reps,)))
             dev[s, i] = np.mean(np.max(np.abs(lam * d / n - 1.0), axis=1))
-    m, ci, slopes = seed_slopes(np.log(ns), np.log(dev))
-    return ClaimResult(
+    return rate_claim(
         key="linear_rate",
         label="supp-lem:lienar kernel Gram",
         statement="lambda_j = (1 + O_P(n^-1/2)) n/d: slope of log|lambda_j d/n - 1| vs log n is -1/2",
-        holds=in_band(ci, band),
-        observed=m,
-        bound=-0.5,
-        ci=ci,
-        tolerance=band_tolerance(n_seeds, band),
-        details=dict(ns=ns, slopes=slopes, mean_dev=dev.mean(axis=0), d=d),
+        ns=ns,
+        values=dev,
+        target=-0.5,
+        band=band,
+        details=lambda slopes: dict(ns=ns, slopes=slopes, mean_dev=dev.mean(axis=0), d=d),
     )
 
 

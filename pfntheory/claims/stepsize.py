@@ -29,7 +29,7 @@ from ..spectral import (
 )
 from ..stats import slope_ci
 from . import ClaimResult
-from .gram import band_tolerance, in_band, seed_slopes
+from .gram import rate_claim
 from .richardson import as_erratum
 
 __all__ = [
@@ -73,17 +73,17 @@ def check_stepsize_rate(
     S = np.empty((n_seeds, ns.size))
     for s in range(n_seeds):
         S[s] = admissible_step_curve(kern, ns, d, noise_var, 1, rng).mean
-    m, ci, slopes = seed_slopes(np.log(ns), np.log(S))
-    return ClaimResult(
+    return rate_claim(
         key=f"stepsize_rate_{kernel if isinstance(kernel, str) else kern.name}",
         label="thm:lambda1",
         statement=f"admissible step 2/(lambda_1+s2) = Theta(1/n) ({kern.name}, d={d})",
-        holds=in_band(ci, band),
-        observed=m,
-        bound=-1.0,
-        ci=ci,
-        tolerance=band_tolerance(n_seeds, band),
-        details=dict(ns=ns, d=d, slopes=slopes, mean_step=S.mean(0), n_times_step=S.mean(0) * ns),
+        ns=ns,
+        values=S,
+        target=-1.0,
+        band=band,
+        details=lambda slopes: dict(
+            ns=ns, d=d, slopes=slopes, mean_step=S.mean(0), n_times_step=S.mean(0) * ns
+        ),
     )
 
 
