@@ -556,10 +556,6 @@ _SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 #: both designs (``learning_curve.json`` on N(0, I/d), ``learning_curve_uniform.json`` under the
 #: shift) so that its verdict is gated by convergence on the design it is about.
 SHIFT_CPU_STEPS = 600
-#: Plain Adam ("absolute") at the paper's largest lr: the shift run was trained before the cpu scale
-#: moved to :data:`CPU_LR_UNITS` and is kept (an hour of one core); its verdict is gated on its own
-#: learning curves like every other.
-SHIFT_CPU_LR = 1e-3
 #: Experiments whose cpu design is a declared subset of the paper's (fewer runs or n'; the rest of
 #: every task setting kept), because the paper's design does not fit a CPU budget at all.
 CPU_SUBSET = ("supp_exp2_shift_regime",)
@@ -568,7 +564,8 @@ _SHIFT_CPU_RUNS = tuple(
     dataclasses.replace(
         r,
         steps=SHIFT_CPU_STEPS,
-        lr=SHIFT_CPU_LR,
+        lr=CPU_LR,
+        lr_units=CPU_LR_UNITS,
         curve_n_eval=(64, 512),
         curve_instances=128,
         curve_covariates=("uniform",),
@@ -579,7 +576,7 @@ _SHIFT_CPU_RUNS = tuple(
 )
 _SHIFT_CPU_SHRINK = (
     f"The paper's regime (d=4, C=256, n in [64,512], TF^pr) at L=16 only (not 32); "
-    f"{SHIFT_CPU_STEPS} steps at lr {SHIFT_CPU_LR:g} (plain Adam) instead of 1e5 at 2e-4 (one core, under an "
+    f"{SHIFT_CPU_STEPS} steps with {_CPU_OPT} instead of 1e5 at 2e-4 (one core, under an "
     f"hour); n' in {{64,128,256,512,768,1024}} x 256 instances instead of "
     f"{{64,...,1024}} x 4096; learning curves at n' in {{64,512}} x 128 instances on "
     f"both designs."
