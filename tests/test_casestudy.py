@@ -293,7 +293,7 @@ def test_run_sacramento_tiny(tmp_path, monkeypatch):
     assert "timing_s" not in res2 and "pfn_train_wall_s" not in res2["summary"]
     # files readable by all (the atomic writer's temporary files are 0600)
     for f in [out / "results.json", *(out / "run-custom").iterdir()]:
-        assert f.stat().st_mode & 0o777 == crun.FILE_MODE, f
+        assert f.stat().st_mode & 0o777 == runs.FILE_MODE, f
     # a tiny run has not plateaued: every claim is undecided, whatever it measured
     assert all(c["verdict"] == "undecided" for c in res2["claims"])
     assert (out / "run-custom" / "learning_curve.json").is_file()

@@ -31,7 +31,7 @@ supp-sec:real data, step by step (:func:`run_casestudy` calls one function per s
    of the 90% central intervals, a flat ``summary`` and the ``claims``
    (:class:`pfntheory.claims.ClaimResult` kwargs, labels fig:sacramento / fig:walker, keys
    :data:`CLAIM_KEYS`), each "undecided" unless the PFN's learning curve has plateaued
-   (:func:`gate`). Files are written with mode :data:`FILE_MODE`.
+   (:func:`gate`). Files are written with mode :data:`pfntheory.runs.FILE_MODE`.
 
 Definitions (fixed before any result was seen)
 ----------------------------------------------
@@ -137,8 +137,6 @@ QUANTITIES = ("mean", "q05", "q95")
 #: Significant digits kept in ``results.json`` and of the EB fits (the pretraining prior): the last
 #: digits of BLAS sums differ between hosts.
 SIGNIFICANT = 6
-#: Mode of the files the case study writes (those of :func:`pfntheory.runs.save_json`: 0666 less the umask).
-FILE_MODE = runs.FILE_MODE
 _LABELS = {"sacramento": "fig:sacramento", "walker": "fig:walker"}
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -53,6 +53,8 @@ __all__ = [
     "curve_file",
     "run_convergence",
     "gate",
+    "diff_se",
+    "exceeds",
     "check_exp1",
     "check_exp2_1",
     "check_exp2_2",
@@ -68,12 +70,12 @@ Z_MARGIN = 3.0
 COVERAGE_SLACK = 0.05
 
 
-def _diff(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+def diff_se(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
     """``(a - b, SE)`` of two (mean, SE) pairs (unpaired SE; conservative, see module docstring)."""
     return a[0] - b[0], float(np.hypot(a[1], b[1]))
 
 
-def _exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
+def exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
     """The claim that a difference ``D`` with standard error ``se`` exceeds ``z`` standard errors
     (the decision rule of the module docstring); ``claim``: the other ClaimResult fields."""
     return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, **claim)
@@ -168,10 +170,10 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             ("L", Ls, f"C={Cs[-1]}", [(L, Cs[-1]) for L in Ls]),
         ):
             slope = slope_ci(np.log(values), np.log([tv[cell][0] for cell in line]))
-            D, se = _diff(tv[line[0]], tv[line[-1]])
+            D, se = diff_se(tv[line[0]], tv[line[-1]])
             out.append(
                 gate(
-                    _exceeds(
+                    exceeds(
                         D,
                         se,
                         z,
@@ -230,8 +232,8 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         "tv_tf_low_minus_inside": tlow[0] - tin[0],
         "tv_pr_low_minus_inside": plow[0] - pin[0],
     }
-    D, se = _diff(tout, tin)
-    r1 = _exceeds(
+    D, se = diff_se(tout, tin)
+    r1 = exceeds(
         D,
         se,
         z,
@@ -243,7 +245,7 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         details=details,
     )
     D, se = lr_tf[0] - lr_pr[0], float(np.hypot(lr_tf[1], lr_pr[1]))
-    r2 = _exceeds(
+    r2 = exceeds(
         D,
         se,
         z,
@@ -277,7 +279,7 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     }
     out = []
     # depth, for each n_max
-    comps = {m: _diff(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
+    comps = {m: diff_se(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
     worst = min(comps, key=lambda m: comps[m][0] / comps[m][1])
     out.append(
         ClaimResult(
@@ -296,14 +298,14 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     # are reported in the details, not tested)
     beyond = {L: cells[(L, Nm[0])].n_eval > Nm[0] for L in Ls}
     comps = {
-        L: _diff(
+        L: diff_se(
             cells[(L, Nm[0])].average("tv", beyond[L]), cells[(L, Nm[-1])].average("tv", beyond[L])
         )
         for L in Ls
     }
     D, se = comps[Ls[-1]]
     out.append(
-        _exceeds(
+        exceeds(
             D,
             se,
             z,
@@ -477,9 +479,9 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         np.mean([r[f"crps_L{Ls[-1]}"] for r in rows]),
         np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k,
     )
-    D, se = _diff(a, b)
+    D, se = diff_se(a, b)
     out.append(
-        _exceeds(
+        exceeds(
             D,
             se,
             z,
@@ -519,7 +521,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     gaps = []
     for (t, L), e in cell.items():
         for j, n in enumerate(e.n_eval):
-            D, se = _diff(
+            D, se = diff_se(
                 (e.mean["crps"][j], e.se["crps"][j]),
                 (e.mean["crps_exact"][j], e.se["crps_exact"][j]),
             )

@@ -219,7 +219,7 @@ def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[Sli
             continue
         tv = {v: cells[v].eval.average("tv") for v in present}
         first, last = tv[present[0]], tv[present[-1]]
-        D, se = first[0] - last[0], float(np.hypot(first[1], last[1]))
+        D, se = xclaims.diff_se(first, last)
         slope, ci, _ = slope_ci(np.log(present), np.log([tv[v][0] for v in present]))
         ci_text = (
             f"95% CI {ci[0]:.2f} to {ci[1]:.2f}, {len(present)} points"
@@ -227,17 +227,16 @@ def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[Sli
             else "2 points, no CI"
         )
         other = "C" if axis == "L" else "L"
-        result = ClaimResult(
+        result = xclaims.exceeds(
+            D,
+            se,
+            z,
             key=f"fig_exp1.{panel.kind}.{panel.mode}.tv_falls_with_{axis}",
             label="fig:exp1",
             statement=f"{panel.kind}/{panel.mode}: E[TV] falls with {axis} at {other}={at} "
             f"({axis}={present[0]} -> {present[-1]}; cpu scale, on {claim.cells_text})",
-            holds=bool(D > z * se),
-            observed=D,
-            bound=z * se,
             tolerance=f"TV({axis}={present[0]}) - TV({axis}={present[-1]}) > {z:g} SE "
             f"(SE={se:.2g}); log-log slope in {axis} {slope:.3f} ({ci_text})",
-            ci=None,
             details={
                 "measured": f"drop in E[TV] from {axis}={present[0]} to {axis}={present[-1]} at "
                 f"{other}={at}, against {z:g} SE",
