@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from pfntheory.config import COVARIATES, HEADS, MODES, SCORES, TASK_KINDS
+from pfntheory.config import COVARIATES, HEADS, LR_UNITS, MODES, SCORES, TASK_KINDS
 
 __all__ = ["SUBCOMMAND_MODULES", "LIMITS", "build_parser", "main", "register"]
 
@@ -244,6 +244,18 @@ def _add_train(sub) -> None:
         "--lr", type=positive_float, default=None, help="LR_base (default: from --scale)"
     )
     g.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=128)
+    g.add_argument(
+        "--context-groups",
+        type=int_in(1, LIMITS["batch_size"]),
+        default=1,
+        help="context sizes mixed per step, one dense group each (default 1: one n per step)",
+    )
+    g.add_argument(
+        "--lr-units",
+        choices=LR_UNITS,
+        default="absolute",
+        help="absolute: plain Adam (the paper's); elementwise: each weight in its own unit",
+    )
     g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
     add_run_options(g)
     p.set_defaults(func=_run_train)
@@ -312,6 +324,8 @@ def _run_train(args) -> int:
         steps=steps if args.steps is None else args.steps,
         lr=lr if args.lr is None else args.lr,
         batch_size=args.batch_size,
+        context_groups=args.context_groups,
+        lr_units=args.lr_units,
         seed=args.seed,
         checkpoint_every=args.checkpoint_every,
         device=args.device,

@@ -60,6 +60,13 @@ PAPER_SCHEDULE = {
 #: Quick scale (CPU minutes): fewer steps, so a larger base learning rate.
 QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
 
+#: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
+#: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of its
+#: initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry: every
+#: weight moves about ``lr`` of its own initial size per step; "Sample efficiency" in
+#: :mod:`pfntheory.nn.train`).
+LR_UNITS = ("absolute", "relative", "elementwise")
+
 #: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x LR_base,
 #: gradient clipping at global norm 1.
 BATCH_SIZE = 128

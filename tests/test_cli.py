@@ -68,6 +68,20 @@ def test_train_then_evaluate(tmp_path, capsys):
     assert (rd / "construction.json").is_file()
 
 
+def test_train_options_reach_the_config(tmp_path, capsys):
+    """--context-groups and --lr-units land in config.json; a value above --batch-size is refused
+    with the option's name."""
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd, "--context-groups", "2", "--lr-units", "elementwise")) == 0
+    cfg = runs.load_json(rd / runs.CONFIG)
+    assert cfg["context_groups"] == 2 and cfg["lr_units"] == "elementwise"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli.main(_train_args(tmp_path / "bad", "--context-groups", "5"))
+    assert e.value.code == 2
+    assert "context_groups must be <= batch_size=4" in capsys.readouterr().err
+
+
 def test_every_subcommand_is_registered():
     """The README's commands all exist: train, evaluate, compare, sweep, report, casestudy."""
     parser = cli.build_parser()

@@ -750,7 +750,7 @@ def test_estimated_cpu_seconds():
 
 
 def test_late_runspec_fields_keep_old_run_names():
-    """Adding lr_units / curve fields must not rename the committed runs: at their defaults they are
+    """Adding lr_units / curve / context_groups fields must not rename the committed runs: at their defaults they are
     left out of the hashed identity; set, they enter it."""
     r = get_experiment("fig_exp1").runs("quick")[0]
     assert "curve_n_eval" not in r.training() and "lr_units" not in r.training()
@@ -758,3 +758,8 @@ def test_late_runspec_fields_keep_old_run_names():
     assert r2.name != r.name and r2.training()["curve_n_eval"] == (32, 64)
     with pytest.raises(ValueError, match="lr_units"):
         dataclasses.replace(r, lr_units="fast")
+    assert "context_groups" not in r.training()
+    r3 = dataclasses.replace(r, context_groups=4)
+    assert r3.name != r.name and r3.train_config(device="cpu").context_groups == 4
+    with pytest.raises(ValueError, match="context_groups must be <= batch_size"):
+        dataclasses.replace(r, context_groups=r.batch_size + 1)

@@ -182,6 +182,8 @@ def test_paper_schedule_table():
         (dict(interval=(1.0, 1.0)), "interval"),
         (dict(model=ModelConfig(score="rbf", d=3, L=2, C=8)), "model.d"),
         (dict(task={"kind": "rbf"}), "task must be"),
+        (dict(context_groups=0), "context_groups"),
+        (dict(context_groups=9), "context_groups must be <= batch_size=8"),
     ],
 )
 def test_train_config_errors(kw, match):
@@ -499,6 +501,7 @@ def test_config_json_without_late_fields_still_resumes(tmp_path):
         "curve_points",
         "curve_seed",
         "curve_covariates",
+        "context_groups",
     ):
         doc.pop(late)
     path.write_text(json.dumps(doc))
@@ -538,3 +541,103 @@ def test_elementwise_lr_units_move_each_weight_by_lr_of_its_own_size(tmp_path):
     b = train(cfg, tmp_path / "b", progress=False)
     wa, wb = _weights(a), _weights(b)
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+# ---------------------------------------------------------------------------------------------
+# mixed context sizes (context_groups)
+
+
+def test_group_sizes_split_the_batch_near_equally():
+    from pfntheory.nn.train import group_sizes
+
+    assert group_sizes(128, 1) == [128]
+    assert group_sizes(128, 3) == [43, 43, 42]
+    assert group_sizes(5, 5) == [1] * 5
+    for B in range(1, 40):
+        for G in range(1, B + 1):
+            s = group_sizes(B, G)
+            assert sum(s) == B and len(s) == G and max(s) - min(s) <= 1 and min(s) >= 1
+    with pytest.raises(ValueError, match="groups must be <= batch_size=4"):
+        group_sizes(4, 5)
+    with pytest.raises(ValueError, match="groups"):
+        group_sizes(4, 0)
+
+
+def _grads(model):
+    return {k: p.grad.detach().clone() for k, p in model.named_parameters()}
+
+
+def test_one_group_is_bitwise_the_single_n_step():
+    """context_groups=1 draws the same data and gives bitwise the same loss and gradient as the step
+    before groups existed (one ``n``, ``loss.mean()``): fails if the grouped path changes the data
+    stream or the arithmetic of the runs already committed."""
+    from pfntheory.discretize import bin_edges
+    from pfntheory.nn.priors import sample_batch, sample_context_size
+    from pfntheory.nn.train import accumulate_gradients, build_model, step_batches
+
+    cfg = tiny()
+    model = build_model(cfg, cfg.interval, "cpu")
+    edges = torch.as_tensor(bin_edges(*cfg.interval, cfg.model.C), dtype=torch.float64)
+    g = step_generator(cfg.seed, 5, "cpu")
+    n = sample_context_size(cfg.n_min, cfg.n_max, g)
+    b = sample_batch(cfg.task, cfg.batch_size, n, g, device="cpu", interval=cfg.interval)
+    out = model(b.X, b.Y, b.xq)
+    old = truncated_nll(out.logits, b.y, edges).mean()
+    old.backward()
+    ref = _grads(model)
+    model.zero_grad(set_to_none=True)
+    batches = step_batches(
+        cfg, step_generator(cfg.seed, 5, "cpu"), "cpu", torch.float32, cfg.interval
+    )
+    assert len(batches) == 1 and torch.equal(batches[0].X, b.X) and torch.equal(batches[0].y, b.y)
+    new = accumulate_gradients(model, batches, edges)
+    assert torch.equal(new, old.detach())
+    assert all(torch.equal(v, ref[k]) for k, v in _grads(model).items())
+
+
+def test_grouped_gradient_is_the_mean_over_every_instance():
+    """With 4 groups of different ``n``, the accumulated gradient equals the mean of the per-instance
+    gradients, each instance run alone (no padding anywhere), to rtol 1e-4 / atol 1e-7 (float32 sums
+    of 16 terms in another order: a few ulp of the largest term). Fails if a group is weighted by
+    1/G instead of B_g/B (the groups here have unequal sizes 5, 4, 4, 4), if a group is dropped, or
+    if instances were padded to a common ``n`` (the per-instance forward would then differ)."""
+    from pfntheory.discretize import bin_edges
+    from pfntheory.nn.train import accumulate_gradients, build_model, step_batches
+
+    cfg = tiny(batch_size=17, context_groups=4, n_min=3, n_max=30)
+    model = build_model(cfg, cfg.interval, "cpu")
+    edges = torch.as_tensor(bin_edges(*cfg.interval, cfg.model.C), dtype=torch.float64)
+    batches = step_batches(
+        cfg, step_generator(cfg.seed, 0, "cpu"), "cpu", torch.float32, cfg.interval
+    )
+    assert [b.X.shape[0] for b in batches] == [5, 4, 4, 4]
+    assert len({b.X.shape[1] for b in batches}) >= 2  # the step mixes context sizes
+    loss = accumulate_gradients(model, batches, edges)
+    grouped = _grads(model)
+    model.zero_grad(set_to_none=True)
+    total = 0.0
+    for b in batches:
+        for i in range(b.X.shape[0]):
+            out = model(b.X[i : i + 1], b.Y[i : i + 1], b.xq[i : i + 1])
+            li = truncated_nll(out.logits, b.y[i : i + 1], edges).sum() / 17
+            li.backward()
+            total += float(li.detach())
+    assert math.isclose(float(loss), total, rel_tol=1e-5)
+    for k, v in _grads(model).items():
+        torch.testing.assert_close(grouped[k], v, rtol=1e-4, atol=1e-7, msg=k)
+
+
+def test_grouped_training_resumes_bitwise_and_differs_from_one_group(tmp_path):
+    """Kill-and-resume with context_groups=3 reaches bitwise the weights of a straight run, and the
+    groups change the run (a context_groups that were ignored would give the one-group weights)."""
+    cfg = tiny(context_groups=3, n_min=3, n_max=20)
+    a = train(cfg, tmp_path / "a", progress=False)
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "b", progress=False, callback=_kill_at(5))
+    b = train(cfg, tmp_path / "b", progress=False)
+    wa, wb = _weights(a), _weights(b)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    one = _weights(train(tiny(n_min=3, n_max=20), tmp_path / "one", progress=False))
+    assert any(not torch.equal(wa[k], one[k]) for k in wa if wa[k].is_floating_point())
+    with pytest.raises(ValueError, match="context_groups"):
+        train(tiny(n_min=3, n_max=20, context_groups=2), tmp_path / "a", progress=False)

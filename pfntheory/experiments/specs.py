@@ -30,6 +30,7 @@ from ..config import (
     COVARIATES,
     HEADS,
     LEARNING_CURVE_SEED,
+    LR_UNITS,
     MODES,
     SCORES,
     SPEC_TASK_KINDS,
@@ -48,8 +49,6 @@ __all__ = [
 ]
 
 TASK_KINDS = SPEC_TASK_KINDS
-#: Optimiser units of :class:`pfntheory.nn.train.TrainConfig` (kept here so this module needs no torch).
-LR_UNITS = ("absolute", "relative", "elementwise")
 
 
 def canonical_json(obj) -> str:
@@ -237,6 +236,7 @@ class RunSpec:
     curve_n_eval: tuple[int, ...] = ()
     curve_instances: int = 256
     curve_covariates: tuple[str, ...] = ()
+    context_groups: int = 1
 
     def __post_init__(self):
         positive_int(self.n_min, "n_min")
@@ -246,6 +246,10 @@ class RunSpec:
         positive_int(self.steps, "steps")
         positive_scalar(self.lr, "lr")
         positive_int(self.batch_size, "batch_size")
+        if positive_int(self.context_groups, "context_groups") > self.batch_size:
+            raise ValueError(
+                f"context_groups must be <= batch_size={self.batch_size}, got {self.context_groups}"
+            )
         choice(self.lr_units, "lr_units", LR_UNITS)
         for n in self.curve_n_eval:
             positive_int(n, "curve_n_eval")
@@ -300,6 +304,7 @@ class RunSpec:
             checkpoint_every=checkpoint_every,
             device=device,
             lr_units=self.lr_units,
+            context_groups=self.context_groups,
             **curve,
         )
 
@@ -310,6 +315,7 @@ _LATE_DEFAULTS = {
     "curve_n_eval": (),
     "curve_instances": 256,
     "curve_covariates": (),
+    "context_groups": 1,
 }
 
 

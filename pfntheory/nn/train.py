@@ -17,6 +17,16 @@ batches and reaches bitwise the same weights as an uninterrupted run. A checkpoi
 optimiser, scheduler, RNG states, step, loss history) is written atomically every
 ``checkpoint_every`` steps.
 
+Mixed context sizes
+-------------------
+``context_groups = G > 1`` mixes ``G`` context sizes in every step without padding: the batch is split
+into ``G`` groups, each a dense ``(B_g, n_g)`` batch with its own ``n_g ~ Unif{n_min..n_max}``, and the
+gradients of ``(B_g / B) mean_g NLL`` are accumulated group by group before the one optimiser step
+(:func:`accumulate_gradients`). The step computes exactly ``sum_g B_g (n_g + 1) n_g`` kernel entries
+(padding every instance to the step's largest ``n`` would compute ``B (n_max + 1) n_max``) and holds
+one group's graph at a time. The gradient averages over ``G`` context sizes instead of one, at the
+price of ``G`` smaller matrix products (``benchmarks/train_step.py --context-groups`` measures it).
+
 Non-finite gradients
 --------------------
 A batch whose gradient is not finite (e.g. a transient ``tau_L <= 0`` that the head's positivity map
@@ -80,6 +90,7 @@ from ..config import (
     CLIP_NORM,
     LEARNING_CURVE_FILE,
     LEARNING_CURVE_SEED,
+    LR_UNITS,
     MIN_LR_RATIO,
     PAPER_SCHEDULE,
     QUICK_SCHEDULE,
@@ -91,6 +102,7 @@ from ..stats import mean_se
 from .model import ModelConfig, PFNTransformer, select_device
 from .priors import (
     COVARIATES,
+    Batch,
     TaskConfig,
     calibrate_task_interval,
     sample_batch,
@@ -106,6 +118,9 @@ __all__ = [
     "lr_factor",
     "truncated_nll",
     "step_generator",
+    "group_sizes",
+    "step_batches",
+    "accumulate_gradients",
     "build_model",
     "train",
     "load_trained",
@@ -120,13 +135,6 @@ __all__ = [
 
 #: Consecutive steps with non-finite gradients (skipped) after which training stops with an error.
 MAX_NONFINITE = 50
-#: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
-#: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of its
-#: initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry: every
-#: weight moves about ``lr`` of its own initial size per step, e.g. the ridge weight
-#: ``S_ff = -eta sigma^2 ~ 2e-4`` as slowly, relatively, as ``W = 1``; see "Sample efficiency" in the
-#: module docstring).
-LR_UNITS = ("absolute", "relative", "elementwise")
 #: File of the learning curve in a run directory (schema 1, see :func:`read_learning_curve`).
 LEARNING_CURVE = LEARNING_CURVE_FILE
 
@@ -189,7 +197,8 @@ class TrainConfig:
     task : TaskConfig
     model : ModelConfig
     n_min, n_max : int
-        Pretraining context sizes ``n ~ Unif{n_min..n_max}`` per batch.
+        Pretraining context sizes ``n ~ Unif{n_min..n_max}`` per batch (per group, see
+        ``context_groups``).
     steps : int
         Optimiser steps ``N``.
     lr : float
@@ -205,10 +214,14 @@ class TrainConfig:
     interval : (a, b), optional
         Truncation interval; ``None`` calibrates it (sec:sims) with ``calib_instances`` instances,
         ``outside_mass`` and ``calib_seed`` (fixed across runs, so runs on one task share ``(a, b]``).
-    lr_units : {"absolute", "relative"}
+    lr_units : {"absolute", "relative", "elementwise"}
         See :data:`LR_UNITS`. "absolute" is plain Adam (the paper's wording); "relative" scales each
-        parameter tensor's rate by the magnitude of its initial values (the fix of the early loss
-        spikes, module docstring).
+        parameter tensor's rate by the magnitude of its initial values; "elementwise" trains each
+        weight in its own unit (the fix of the early loss spikes, module docstring).
+    context_groups : int
+        ``G``: each step splits its batch into ``G`` near-equal groups, each with its own context size
+        ``n_g ~ Unif{n_min..n_max}`` (see "Mixed context sizes" in the module docstring). ``1`` (the
+        default) is one ``n`` per step, the paper's sec:sims, bitwise as before the option existed.
     curve_n_eval : tuple of int
         Held-out context sizes n' of the learning curve; empty: no learning curve.
     curve_instances : int
@@ -248,6 +261,7 @@ class TrainConfig:
     curve_points: int = 12
     curve_seed: int = LEARNING_CURVE_SEED
     curve_covariates: tuple[str, ...] = ()
+    context_groups: int = 1
 
     def __post_init__(self):
         if not isinstance(self.task, TaskConfig):
@@ -259,8 +273,19 @@ class TrainConfig:
         n_min, n_max = positive_int(self.n_min, "n_min"), positive_int(self.n_max, "n_max")
         if n_min > n_max:
             raise ValueError(f"n_min <= n_max is required, got n_min={n_min}, n_max={n_max}")
-        for name in ("steps", "batch_size", "checkpoint_every", "calib_instances"):
+        for name in (
+            "steps",
+            "batch_size",
+            "checkpoint_every",
+            "calib_instances",
+            "context_groups",
+        ):
             object.__setattr__(self, name, positive_int(getattr(self, name), name))
+        if self.context_groups > self.batch_size:
+            raise ValueError(
+                f"context_groups must be <= batch_size={self.batch_size} (every group needs an "
+                f"instance), got {self.context_groups}"
+            )
         choice(self.lr_units, "lr_units", LR_UNITS)
         if not isinstance(self.curve_n_eval, (tuple, list)):
             raise ValueError(f"curve_n_eval must be a tuple of ints, got {self.curve_n_eval!r}")
@@ -377,6 +402,53 @@ def step_generator(seed: int, step: int, device) -> torch.Generator:
     g = torch.Generator(device=device)
     g.manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
     return g
+
+
+def group_sizes(batch_size: int, groups: int) -> list[int]:
+    """``batch_size`` split into ``groups`` near-equal positive parts (the first ``B mod G`` one
+    larger), e.g. ``group_sizes(128, 3) == [43, 43, 42]``."""
+    batch_size = positive_int(batch_size, "batch_size")
+    groups = positive_int(groups, "groups")
+    if groups > batch_size:
+        raise ValueError(f"groups must be <= batch_size={batch_size}, got {groups}")
+    q, r = divmod(batch_size, groups)
+    return [q + 1] * r + [q] * (groups - r)
+
+
+def step_batches(
+    config: TrainConfig, generator: torch.Generator, device, dtype, interval
+) -> list[Batch]:
+    """The data of one step: ``config.context_groups`` dense batches, group ``g`` with
+    ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order from
+    ``generator`` (with one group this is the draw of a step before groups existed)."""
+    out = []
+    for size in group_sizes(config.batch_size, config.context_groups):
+        n = sample_context_size(config.n_min, config.n_max, generator)
+        out.append(
+            sample_batch(
+                config.task, size, n, generator, device=device, dtype=dtype, interval=interval
+            )
+        )
+    return out
+
+
+def accumulate_gradients(
+    model: torch.nn.Module, batches: list[Batch], edges: torch.Tensor
+) -> torch.Tensor:
+    """Backpropagate the mean truncated NLL over every instance of ``batches`` and return it.
+
+    Group ``g`` contributes ``(B_g / B) mean_g NLL``, backpropagated on its own, so the gradients
+    add up to the gradient of the mean over all ``B`` instances while only one group's graph is
+    alive at a time; no instance is padded. One group is ``loss.mean()`` exactly (the factor is 1.0).
+    """
+    total_size = sum(b.X.shape[0] for b in batches)
+    total = None
+    for b in batches:
+        out = model(b.X, b.Y, b.xq)
+        loss = truncated_nll(out.logits, b.y, edges).mean() * (b.X.shape[0] / total_size)
+        loss.backward()
+        total = loss.detach() if total is None else total + loss.detach()
+    return total
 
 
 def build_model(config: TrainConfig, interval: tuple[float, float], device) -> torch.nn.Module:
@@ -747,14 +819,9 @@ def train(
     )
     for step in bar:
         g = step_generator(config.seed, step, device)
-        n = sample_context_size(config.n_min, config.n_max, g)
-        batch = sample_batch(
-            config.task, config.batch_size, n, g, device=device, dtype=dtype, interval=interval
-        )
-        out = model(batch.X, batch.Y, batch.xq)
-        loss = truncated_nll(out.logits, batch.y, edges).mean()
+        batches = step_batches(config, g, device=device, dtype=dtype, interval=interval)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = accumulate_gradients(model, batches, edges)
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
         if torch.isfinite(gnorm):
             if units is None:
@@ -779,7 +846,10 @@ def train(
         sched.step()
         losses.append(float(loss.detach()) if torch.isfinite(gnorm) else float("nan"))
         if progress and (step + 1) % 20 == 0:
-            bar.set_postfix(loss=f"{np.nanmean(losses[-20:]):.4f}", n=n)
+            bar.set_postfix(
+                loss=f"{np.nanmean(losses[-20:]):.4f}",
+                n=",".join(str(b.X.shape[1]) for b in batches),
+            )
         if step + 1 in curve_at:
             record_curve(step + 1)
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
