@@ -27,6 +27,13 @@ Usage::
 
     python benchmarks/train_step.py                      # a, b, c, e; one thread
     python benchmarks/train_step.py --configs a --steps 10 --dense-steps 2 --threads 2
+    python benchmarks/train_step.py --configs a --context-groups 4 --steps 8   # mixed n per step
+
+``--context-groups G`` (G > 1) adds, per configuration, steps with one ``n`` and steps that mix ``G``
+context sizes (``TrainConfig.context_groups``: dense groups, no padding), alternating in one process:
+milliseconds per step, nanoseconds per kernel entry ``B_g (n_g + 1) n_g`` (the efficiency lost to
+smaller matrix products) and the entries a padded batch (every instance at the step's largest ``n``)
+would have computed instead.
 
 Timings on a shared machine are noisy: compare the ratios printed in one run.
 """
@@ -45,7 +52,7 @@ from pfntheory.nn import model as model_mod
 from pfntheory.nn.evaluate import predict
 from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer
 from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
-from pfntheory.nn.train import truncated_nll
+from pfntheory.nn.train import accumulate_gradients, group_sizes, truncated_nll
 
 BATCH = 128
 INTERVAL = (-4.0, 4.0)  # fixed truncation interval: timing does not depend on its calibration
@@ -227,6 +234,40 @@ def run(
     }
 
 
+def run_mixed(
+    bench: Bench, groups: int, steps: int, warmup: int, L: int, C: int, seed: int, dtype
+) -> dict:
+    """One-``n`` steps and ``groups``-group steps, alternating on one model (see the docstring)."""
+    edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
+    torch.manual_seed(seed)
+    model = PFNTransformer(bench.model_config(L, C), edges).to(dtype)
+    opt = torch.optim.Adam(model.parameters(), lr=2e-4)
+    g = torch.Generator().manual_seed(seed)
+    task = TaskConfig(kind=bench.kind, d=bench.d)
+    acc = {G: {"s": 0.0, "entries": 0.0, "padded": 0.0, "k": 0} for G in (1, groups)}
+    for i in range(warmup + steps):
+        for G in (1, groups):
+            batches = []
+            for size in group_sizes(BATCH, G):
+                n = sample_context_size(bench.n_min, bench.n_max, g)
+                batches.append(sample_batch(task, size, n, g, dtype=dtype, interval=INTERVAL))
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            accumulate_gradients(model, batches, edges)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                ns = [(b.X.shape[0], b.X.shape[1]) for b in batches]
+                top = max(n for _, n in ns)
+                a = acc[G]
+                a["s"] += dt
+                a["entries"] += sum(s * (n + 1) * n for s, n in ns)
+                a["padded"] += BATCH * (top + 1) * top
+                a["k"] += 1
+    return acc
+
+
 # ----------------------------------------------------------------------------------------------
 # the paper's evaluation
 # ----------------------------------------------------------------------------------------------
@@ -306,6 +347,12 @@ def main(argv=None):
         help="instances of the paper's evaluation actually run (scaled to 4096)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--context-groups",
+        type=int,
+        default=1,
+        help="G > 1: also time steps that mix G context sizes (no padding) against one-n steps",
+    )
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
@@ -353,6 +400,25 @@ def main(argv=None):
             f"{limit_ms / r['fast_ms']:5.2f} {r['diff32']:8.1e}/{r['diff64']:7.1e}",
             flush=True,
         )
+    if args.context_groups > 1:
+        G = args.context_groups
+        print(
+            f"\nmixed context sizes: one n per step vs {G} groups per step (alternating, same model)"
+            f"\n{'config':26s} {'G':>3s} {'ms/step':>8s} {'M entries':>10s} {'ns/entry':>9s} "
+            f"{'padded would be':>16s}"
+        )
+        for key in keys:
+            if key == "e":
+                continue
+            bench = BENCHES[key]
+            acc = run_mixed(bench, G, args.steps, args.warmup, args.L, args.C, args.seed, dtype)
+            for g_, a in acc.items():
+                print(
+                    f"{bench.name:26s} {g_:3d} {1e3 * a['s'] / a['k']:8.0f} "
+                    f"{a['entries'] / a['k'] / 1e6:10.2f} {1e9 * a['s'] / a['entries']:9.2f} "
+                    f"{a['padded'] / a['entries']:15.2f}x",
+                    flush=True,
+                )
     if "e" in keys:
         e = run_eval(args.eval_instances, min(args.eval_instances, 16), args.L, args.C)
         chol = bmm_rate(1, 1024, 1024, 1024)  # float32 GEMM as a bound

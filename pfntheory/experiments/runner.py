@@ -872,8 +872,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "sweep",
         help="run an experiment's runs (idempotent, resumable)",
-        description="Run every missing run of the paper's experiments, at quick "
-        "or paper scale, locally or as a SLURM job array.",
+        description="Run every missing run of the paper's experiments, at quick, "
+        "cpu or paper scale, locally or as a SLURM job array.",
     )
     _add_arguments(p)
     return p
