@@ -56,6 +56,15 @@ def _weights(run_dir):
     return runs.load_torch(run_dir / runs.WEIGHTS)
 
 
+def _straight_and_resumed(cfg, tmp_path, kill_at: int):
+    """Weights of ``cfg`` trained straight and trained with a kill after step ``kill_at``, resumed."""
+    a = train(cfg, tmp_path / "a", progress=False)
+    with pytest.raises(Kill):
+        train(cfg, tmp_path / "b", progress=False, callback=_kill_at(kill_at))
+    b = train(cfg, tmp_path / "b", progress=False)
+    return _weights(a), _weights(b)
+
+
 def test_resume_after_kill_reaches_identical_weights(tmp_path):
     """Train 8 steps straight vs. kill after step 7 (last checkpoint at 6) and resume: bitwise equal.
 
@@ -534,12 +543,7 @@ def test_elementwise_lr_units_move_each_weight_by_lr_of_its_own_size(tmp_path):
         assert float(rel.max()) <= lr * (1 + 1e-4), (k, float(rel.max()))
         moved += int((rel > lr * (1 - 1e-4)).sum())
     assert moved >= 0.5 * sum(p.numel() for p in theta0.values())
-    cfg = tiny(lr_units="elementwise")
-    a = train(cfg, tmp_path / "a", progress=False)
-    with pytest.raises(Kill):
-        train(cfg, tmp_path / "b", progress=False, callback=_kill_at(4))
-    b = train(cfg, tmp_path / "b", progress=False)
-    wa, wb = _weights(a), _weights(b)
+    wa, wb = _straight_and_resumed(tiny(lr_units="elementwise"), tmp_path, kill_at=4)
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
@@ -630,12 +634,7 @@ def test_grouped_gradient_is_the_mean_over_every_instance():
 def test_grouped_training_resumes_bitwise_and_differs_from_one_group(tmp_path):
     """Kill-and-resume with context_groups=3 reaches bitwise the weights of a straight run, and the
     groups change the run (a context_groups that were ignored would give the one-group weights)."""
-    cfg = tiny(context_groups=3, n_min=3, n_max=20)
-    a = train(cfg, tmp_path / "a", progress=False)
-    with pytest.raises(Kill):
-        train(cfg, tmp_path / "b", progress=False, callback=_kill_at(5))
-    b = train(cfg, tmp_path / "b", progress=False)
-    wa, wb = _weights(a), _weights(b)
+    wa, wb = _straight_and_resumed(tiny(context_groups=3, n_min=3, n_max=20), tmp_path, kill_at=5)
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     one = _weights(train(tiny(n_min=3, n_max=20), tmp_path / "one", progress=False))
     assert any(not torch.equal(wa[k], one[k]) for k in wa if wa[k].is_floating_point())
