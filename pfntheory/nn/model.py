@@ -56,6 +56,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from .. import DEFAULT_NOISE_VAR
 from .._checks import MAX_DIM, MAX_ELEMENTS
 from .attention import (
     SCORES,
@@ -155,7 +156,7 @@ class ModelConfig:
     normalised: bool = False
     head: str = "psi"
     mlp_width: int = 64
-    noise_var_init: float = 0.04
+    noise_var_init: float = DEFAULT_NOISE_VAR
     eta_init: float | None = None
     scale_init: float = 1.0
     amp_init: float = 1.0
