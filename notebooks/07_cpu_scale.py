@@ -85,7 +85,9 @@ def add_all(results, runs, name, measured="", variant="cpu scale", **kw):
 # ## The cpu runs on disk
 #
 # Complete runs out of those each experiment declares at the `cpu` scale (a chart of the same at the
-# end of the page).
+# end of the page), the training hours the complete runs took (wall time on one core of a shared
+# 2-core machine, learning curves included, final evaluation not) and the cost model's estimate for
+# the whole design (`pfntheory sweep --list`).
 
 # %%
 EXPERIMENTS = xdefs.experiment_names()
@@ -94,7 +96,14 @@ counts = {name: (len(runs), len(decl)) for name, (runs, _, decl) in loaded.items
 display(
     pd.DataFrame(
         [
-            {"experiment": n, "complete": d, "declared": t, "command": rcpu.sweep_command(n)}
+            {
+                "experiment": n,
+                "complete": d,
+                "declared": t,
+                "training h (measured)": round(rcpu.training_hours(loaded[n][0]), 2),
+                "estimated h (design)": round(xdefs.estimated_cpu_seconds(n, SCALE) / 3600, 2),
+                "command": rcpu.sweep_command(n),
+            }
             for n, (d, t) in counts.items()
         ]
     )

@@ -216,3 +216,16 @@ def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypat
     assert r["convergence"].startswith("all 3 runs plateaued")
     shift = [r for r in rows if r["label"].startswith("supp-fig:exp2 d4-1") and r["run_dir"]]
     assert len(shift) == 2 and {r["verdict"] for r in shift} == {UNDECIDED}
+
+
+def test_training_hours_sums_the_runs_wall_time():
+    """training_hours adds metrics.json's wall_time_s over the runs (seconds -> hours) and counts a
+    result without training metrics as 0; fails on a unit slip or a dropped run."""
+
+    class R:
+        def __init__(self, m):
+            self.train_metrics = m
+
+    runs = [R({"wall_time_s": 1800.0}), R({"wall_time_s": 5400.0}), R(None), R({})]
+    assert rcpu.training_hours(runs) == pytest.approx(2.0, rel=1e-12)
+    assert rcpu.training_hours([]) == 0.0

@@ -763,3 +763,47 @@ def test_late_runspec_fields_keep_old_run_names():
     assert r3.name != r.name and r3.train_config(device="cpu").context_groups == 4
     with pytest.raises(ValueError, match="context_groups must be <= batch_size"):
         dataclasses.replace(r, context_groups=r.batch_size + 1)
+
+
+_PRELOAD_SCRIPT = """
+import json, sys
+from pathlib import Path
+from pfntheory.experiments import runner
+from pfntheory.experiments.specs import (
+    EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec,
+)
+root, backend = Path(sys.argv[1]), sys.argv[2]
+task = TaskSpec(kind="rbf", d=2)
+specs = [
+    RunSpec(task=task, model=ModelSpec(score="rbf", L=2, C=8, normalised=True), n_min=4, n_max=8,
+            steps=2, lr=1e-3, evals=(EvalSpec(n_eval=(4,), n_instances=4),)),
+    StepsizeSpec(kernel="rbf", d=2, ns=(10, 20), n_trials=2),
+    ExactPPDSpec(task=task, n_eval=(4,), n_instances=4),
+]
+runner._preload(backend, specs)
+before = {m for m in sys.modules if m.startswith("pfntheory")}
+for s in specs:
+    runner.execute(s, root / "x" / s.name, backend=backend, root=root)
+print(json.dumps(sorted({m for m in sys.modules if m.startswith("pfntheory")} - before)))
+"""
+
+
+@pytest.mark.parametrize("backend", ["nn", "standin"])
+def test_sweep_workers_import_nothing_after_the_fork(tmp_path, backend):
+    """A forked worker must run the code the sweep started with: after the parent's preload, running
+    a trained, a fig:stepsize and an exact-PPD spec (in a fresh interpreter) imports no further
+    pfntheory module from disk. Fails if a backend's modules are left out of ``worker_modules``
+    (with an empty preload the worker imports nn.train, nn.evaluate, spectral, reference ...)."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_SCRIPT, str(tmp_path), backend],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

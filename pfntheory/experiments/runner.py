@@ -460,9 +460,41 @@ def plan(experiment: str, scale: str = "quick", root=None) -> list[tuple[object,
     ]
 
 
+def worker_modules(backend: str, specs: Iterable) -> list[str]:
+    """The modules that running ``specs`` with ``backend`` imports (see :func:`_preload`)."""
+    choice(backend, "backend", BACKENDS)
+    names = []
+    specs = list(specs)
+    if any(isinstance(s, RunSpec) for s in specs):
+        if backend == "nn":
+            names += ["pfntheory.nn.train", "pfntheory.nn.evaluate"]
+        else:
+            names.append("pfntheory.experiments._standin")
+    if any(isinstance(s, StepsizeSpec) for s in specs):
+        names += ["pfntheory.kernels", "pfntheory.spectral"]
+    if any(isinstance(s, ExactPPDSpec) for s in specs):
+        names.append("pfntheory.experiments.reference")
+    return names
+
+
+def _preload(backend: str, specs: Iterable) -> None:
+    """Import in this process everything the runs will import, before any worker starts.
+
+    Forked workers then run the code the sweep started with, whatever happens to the source tree
+    during a sweep of hours. Without it a worker imports the rest of the package from disk at its
+    first run, beside the parent's copies imported earlier: an edit made meanwhile (a constant moved
+    from one module to another) once failed every remaining run of a sweep with an ImportError.
+    """
+    import importlib
+
+    for name in worker_modules(backend, specs):
+        importlib.import_module(name)
+
+
 def _run_local(todo, backend, root, workers, threads, progress, desc):
     from tqdm.auto import tqdm
 
+    _preload(backend, (spec for spec, _ in todo))
     results = []
     if workers == 1:
         bar = tqdm(total=len(todo), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)

@@ -33,6 +33,7 @@ from pfntheory.experiments.specs import RunSpec
 from pfntheory.stats import slope_ci
 
 __all__ = [
+    "training_hours",
     "CPU",
     "STATUS_WORDS",
     "plateau_word",
@@ -57,6 +58,17 @@ STATUS_WORDS = ("plateaued", "still improving", "diverging", "no curve")
 def sweep_command(experiment: str) -> str:
     """The command that trains (or resumes) the missing ``cpu`` runs of ``experiment``."""
     return f"pfntheory sweep {experiment} --scale {CPU}"
+
+
+def training_hours(runs: Sequence) -> float:
+    """Measured training hours of ``runs`` (the sum of ``wall_time_s`` in their ``metrics.json``:
+    the optimiser steps and the learning-curve evaluations, not the final evaluation); 0 for runs
+    without training metrics (exact-side results)."""
+    total = 0.0
+    for r in runs:
+        m = getattr(r, "train_metrics", None) or {}
+        total += float(m.get("wall_time_s", 0.0))
+    return total / 3600.0
 
 
 def plateau_word(run, covariates: str | None = None) -> str:
