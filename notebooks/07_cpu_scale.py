@@ -122,8 +122,8 @@ runs1, missing1, declared1 = loaded["fig_exp1"]
 panels = rcpu.exp1_panels(runs1, declared1)
 display(
     Markdown(
-        f"**{len(trained(runs1))} of {len(declared1)} cells** of fig_exp1 [cpu] are complete; "
-        + (f"the rest are made by `{rcpu.sweep_command('fig_exp1')}`." if missing1 else "")
+        f"**{len(trained(runs1))} of {len(declared1)} cells** of fig_exp1 [cpu] are complete"
+        + (f"; the rest are made by `{rcpu.sweep_command('fig_exp1')}`." if missing1 else ".")
     )
 )
 fig = plt.figure(figsize=(3.4 * len(panels) + 1, 7.4))
