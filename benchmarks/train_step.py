@@ -52,7 +52,7 @@ from pfntheory.nn import model as model_mod
 from pfntheory.nn.evaluate import predict
 from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer
 from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
-from pfntheory.nn.train import accumulate_gradients, group_sizes, truncated_nll
+from pfntheory.nn.train import accumulate_gradients, group_sizes
 
 BATCH = 128
 INTERVAL = (-4.0, 4.0)  # fixed truncation interval: timing does not depend on its calibration
@@ -144,14 +144,13 @@ def work(bench: Bench, n: float, L: int) -> dict:
 # ----------------------------------------------------------------------------------------------
 
 
-def _step(model, opt, batch, edges):
-    out = model(batch.X, batch.Y, batch.xq)
-    loss = truncated_nll(out.logits, batch.y, edges).mean()
+def _step(model, opt, batches, edges):
+    """One optimiser step on ``batches`` (one group per context size, as training does)."""
     opt.zero_grad(set_to_none=True)
-    loss.backward()
+    loss = accumulate_gradients(model, batches, edges)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
-    return float(loss.detach())
+    return float(loss)
 
 
 def run(
@@ -195,12 +194,12 @@ def run(
     for i in range(warmup + steps):
         b, n, td = draw()
         t0 = time.perf_counter()
-        _step(fast, opt_f, b, edges)
+        _step(fast, opt_f, [b], edges)
         tf = time.perf_counter() - t0
         tdn = None
         if i < warmup + dense_steps:
             t0 = time.perf_counter()
-            _step(dense, opt_d, b, edges)
+            _step(dense, opt_d, [b], edges)
             tdn = time.perf_counter() - t0
         if i >= warmup:
             t_data.append(td)
@@ -252,10 +251,7 @@ def run_mixed(
                 n = sample_context_size(bench.n_min, bench.n_max, g)
                 batches.append(sample_batch(task, size, n, g, dtype=dtype, interval=INTERVAL))
             t0 = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            accumulate_gradients(model, batches, edges)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+            _step(model, opt, batches, edges)
             dt = time.perf_counter() - t0
             if i >= warmup:
                 ns = [(b.X.shape[0], b.X.shape[1]) for b in batches]

@@ -23,6 +23,7 @@ import numpy as np
 
 __all__ = [
     "MAX_ELEMENTS",
+    "context_groups",
     "MAX_DIM",
     "ArgumentTypeError",
     "as_float_array",
@@ -187,6 +188,18 @@ def positive_int(x, name: str, *, minimum: int = 1, maximum: int | None = None) 
     if maximum is not None and v > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {v}")
     return int(v)
+
+
+def context_groups(groups, batch_size: int) -> int:
+    """Return ``groups`` (the context sizes mixed per training step) as an int in
+    ``[1, batch_size]``: every group needs at least one instance."""
+    groups = positive_int(groups, "context_groups")
+    if groups > batch_size:
+        raise ValueError(
+            f"context_groups must be <= batch_size={batch_size} (every group needs an instance), "
+            f"got {groups}"
+        )
+    return groups
 
 
 def interval(a, b, name_a: str = "a", name_b: str = "b") -> tuple[float, float]:

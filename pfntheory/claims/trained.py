@@ -244,7 +244,7 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})",
         details=details,
     )
-    D, se = lr_tf[0] - lr_pr[0], float(np.hypot(lr_tf[1], lr_pr[1]))
+    D, se = diff_se(lr_tf, lr_pr)
     r2 = exceeds(
         D,
         se,

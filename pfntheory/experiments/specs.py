@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import choice, positive_int, positive_scalar
+from .._checks import context_groups as check_context_groups
 from ..config import (
     BATCH_SIZE,
     COVARIATES,
@@ -246,10 +247,7 @@ class RunSpec:
         positive_int(self.steps, "steps")
         positive_scalar(self.lr, "lr")
         positive_int(self.batch_size, "batch_size")
-        if positive_int(self.context_groups, "context_groups") > self.batch_size:
-            raise ValueError(
-                f"context_groups must be <= batch_size={self.batch_size}, got {self.context_groups}"
-            )
+        check_context_groups(self.context_groups, self.batch_size)
         choice(self.lr_units, "lr_units", LR_UNITS)
         for n in self.curve_n_eval:
             positive_int(n, "curve_n_eval")

@@ -84,6 +84,7 @@ from tqdm.auto import tqdm
 from .. import metrics as M
 from .. import runs
 from .._checks import choice, positive_int, positive_scalar
+from .._checks import context_groups as check_context_groups
 from .._checks import interval as check_interval
 from ..config import (
     BATCH_SIZE,
@@ -273,19 +274,11 @@ class TrainConfig:
         n_min, n_max = positive_int(self.n_min, "n_min"), positive_int(self.n_max, "n_max")
         if n_min > n_max:
             raise ValueError(f"n_min <= n_max is required, got n_min={n_min}, n_max={n_max}")
-        for name in (
-            "steps",
-            "batch_size",
-            "checkpoint_every",
-            "calib_instances",
-            "context_groups",
-        ):
+        for name in ("steps", "batch_size", "checkpoint_every", "calib_instances"):
             object.__setattr__(self, name, positive_int(getattr(self, name), name))
-        if self.context_groups > self.batch_size:
-            raise ValueError(
-                f"context_groups must be <= batch_size={self.batch_size} (every group needs an "
-                f"instance), got {self.context_groups}"
-            )
+        object.__setattr__(
+            self, "context_groups", check_context_groups(self.context_groups, self.batch_size)
+        )
         choice(self.lr_units, "lr_units", LR_UNITS)
         if not isinstance(self.curve_n_eval, (tuple, list)):
             raise ValueError(f"curve_n_eval must be a tuple of ints, got {self.curve_n_eval!r}")
@@ -408,9 +401,7 @@ def group_sizes(batch_size: int, groups: int) -> list[int]:
     """``batch_size`` split into ``groups`` near-equal positive parts (the first ``B mod G`` one
     larger), e.g. ``group_sizes(128, 3) == [43, 43, 42]``."""
     batch_size = positive_int(batch_size, "batch_size")
-    groups = positive_int(groups, "groups")
-    if groups > batch_size:
-        raise ValueError(f"groups must be <= batch_size={batch_size}, got {groups}")
+    groups = check_context_groups(groups, batch_size)
     q, r = divmod(batch_size, groups)
     return [q + 1] * r + [q] * (groups - r)
 
@@ -841,10 +832,10 @@ def train(
             if bad >= MAX_NONFINITE:
                 raise FloatingPointError(
                     f"non-finite gradients in {bad} consecutive steps (last "
-                    f"loss {float(loss.detach())}) at step {step + 1} of {run_dir}"
+                    f"loss {float(loss)}) at step {step + 1} of {run_dir}"
                 )
         sched.step()
-        losses.append(float(loss.detach()) if torch.isfinite(gnorm) else float("nan"))
+        losses.append(float(loss) if torch.isfinite(gnorm) else float("nan"))
         if progress and (step + 1) % 20 == 0:
             bar.set_postfix(
                 loss=f"{np.nanmean(losses[-20:]):.4f}",
