@@ -19,6 +19,7 @@ from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions, runner
 from pfntheory.experiments.results import MissingRunsError, load_available, load_experiment
 from pfntheory.report import cpu as rcpu
+from pfntheory.nn.train import curve_steps
 
 EXP1 = "fig_exp1"
 
@@ -38,7 +39,7 @@ def _write(experiment: str, scale: str, root, pick) -> list:
     return specs
 
 
-def _curve(run_dir, tv_by_step, se=0.01, filename="learning_curve.json"):
+def _curve(run_dir, tv_by_step, se=0.001, filename="learning_curve.json"):
     """A schema-1 learning curve at one n' with E[TV] ``tv_by_step`` (step -> value)."""
     pts = [
         {"step": s, "n": 64, "tv": v, "tv_se": se, "coverage90": 0.9, "coverage90_se": 0.01}
@@ -47,7 +48,7 @@ def _curve(run_dir, tv_by_step, se=0.01, filename="learning_curve.json"):
     (run_dir / filename).write_text(json.dumps({"schema": 1, "points": pts}))
 
 
-STEPS = (0, 10, 30, 100, 300, 1000)
+STEPS = tuple(curve_steps(1000, 12))  # the cpu runs' evaluation steps
 FLAT = {s: 0.1 for s in STEPS}
 FALLING = {s: 1.0 - s / 2000 for s in STEPS}  # halves over the last half of training
 RISING = {s: 0.1 + s / 1000 for s in STEPS}

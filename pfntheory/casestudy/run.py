@@ -912,7 +912,11 @@ def run_convergence(run_dir: Path) -> dict:
 
     path = Path(run_dir) / "learning_curve.json"
     if not path.is_file():
-        return {"plateaued": False, "trend": f"no learning curve ({path.name} missing)"}
+        return {
+            "state": "no curve",
+            "plateaued": False,
+            "trend": f"no learning curve ({path.name} missing)",
+        }
     st = plateau_status(runs.load_json(path)["points"], metric="tv")
     return {**st, "trend": trend_text(st)}
 

@@ -98,10 +98,11 @@ def curve_file(covariates: str | None = None) -> str:
 def run_convergence(run, covariates: str | None = None) -> dict:
     """Plateau status (E[TV]) of one loaded run from its ``learning_curve.json`` (with
     ``covariates``: its curve on that covariate law, e.g. the covariate shift); a run without one
-    gets ``{"plateaued": False, "criterion": "no learning curve"}``."""
+    gets ``{"state": "no curve", "plateaued": False, "criterion": "no learning curve"}``."""
     path = run.run_dir / curve_file(covariates)
     if not path.is_file():
         return {
+            "state": "no curve",
             "plateaued": False,
             "last_step": int(run.spec.steps),
             "criterion": "no learning curve",
@@ -123,6 +124,10 @@ def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:
     verdict = result.verdict
     if conv and not all(c["plateaued"] for c in conv.values()):
         steps = max(c["last_step"] for c in conv.values())
+        states: dict[str, int] = defaultdict(int)
+        for c in conv.values():
+            if not c["plateaued"]:
+                states[c["state"]] += 1
         verdict = UNDECIDED
         result = dataclasses.replace(
             result,
@@ -130,7 +135,9 @@ def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:
             + (
                 f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} "
                 f"{'runs' if curves == (None,) else 'learning curves (runs x designs)'} "
-                f"still improving (or without a learning curve) at {steps} steps"
+                f"have not plateaued at {steps} steps ("
+                + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
+                + ")"
             ),
         )
     return dataclasses.replace(

@@ -5,8 +5,9 @@ The ``cpu`` scale keeps every task setting of the paper and shortens training on
 their grids over hours, so this page reads whatever runs are complete
 (:func:`pfntheory.experiments.results.load_available`) and says which are not. Here:
 
-- :func:`plateau_word` -- one run's learning-curve status in one word (plateaued, still improving,
-  diverging, no curve), by :func:`pfntheory.claims.trained.run_convergence`;
+- :func:`plateau_word` -- one run's learning-curve status in words (a state of
+  :data:`pfntheory.convergence.STATES`, or "no curve"), by
+  :func:`pfntheory.claims.trained.run_convergence`;
 - :class:`Exp1Panel`, :func:`exp1_panels` -- fig:exp1's (L, C) grids per task and parameterisation,
   with holes where a run is not on disk;
 - :func:`exp1_slice_claims` -- the fig:exp1 claims ("E[TV] falls with L at the largest C", "... with
@@ -28,7 +29,7 @@ import numpy as np
 
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import trained as xclaims
-from pfntheory.convergence import plateau_status, trend_text
+from pfntheory.convergence import STATES, plateau_status, trend_text
 from pfntheory.experiments.specs import RunSpec
 from pfntheory.stats import slope_ci
 
@@ -52,7 +53,7 @@ __all__ = [
 #: The scale this page reads, whatever the report's own scale.
 CPU = "cpu"
 #: The words :func:`plateau_word` returns.
-STATUS_WORDS = ("plateaued", "still improving", "diverging", "no curve")
+STATUS_WORDS = (*STATES, "no curve")
 
 
 def sweep_command(experiment: str) -> str:
@@ -82,12 +83,7 @@ def plateau_word(run, covariates: str | None = None) -> str:
         Read ``learning_curve_<covariates>.json`` (e.g. ``"uniform"``, the covariate shift) instead
         of the run's own curve.
     """
-    st = xclaims.run_convergence(run, covariates)
-    if st.get("criterion") == "no learning curve":
-        return "no curve"
-    if st["plateaued"]:
-        return "plateaued"
-    return "diverging" if st.get("diverging") else "still improving"
+    return xclaims.run_convergence(run, covariates)["state"]
 
 
 @dataclass(frozen=True)
@@ -429,14 +425,7 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
                 rows.append({"design": design, "metric": metric, "status": "no curve", "trend": ""})
                 continue
             st = plateau_status(json.loads(path.read_text())["points"], metric=metric)
-            word = (
-                "plateaued"
-                if st["plateaued"]
-                else "diverging"
-                if st["diverging"]
-                else "still improving"
-            )
             rows.append(
-                {"design": design, "metric": metric, "status": word, "trend": trend_text(st)}
+                {"design": design, "metric": metric, "status": st["state"], "trend": trend_text(st)}
             )
     return pd.DataFrame(rows)

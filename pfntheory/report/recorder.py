@@ -61,8 +61,8 @@ VERDICT_DEFINITIONS = {
     "given in the row",
     OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
     "for nor against the paper",
-    UNDECIDED: "rests on a trained run that is still improving (its learning curve has not "
-    "plateaued): no verdict until it does",
+    UNDECIDED: "rests on a trained run whose learning curve has not plateaued by the stated "
+    "criterion (still improving, getting worse, or too noisy to tell): no verdict until it does",
     PENDING: "the data it needs is not on this machine",
 }
 #: Significant digits of every number saved (so that a rebuild on another host changes no byte
@@ -164,8 +164,8 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
         return {
             "status": "improving",
             "runs": per_run,
-            "text": f"still improving: {len(improving)} of {len(run_dirs)} runs have not plateaued "
-            f"(e.g. {_rel(rd)} at {st['last_step']} steps; {st['criterion']})",
+            "text": f"not plateaued: {len(improving)} of {len(run_dirs)} runs (e.g. {_rel(rd)}: "
+            f"{st['state']} at {st['last_step']} steps; {st['criterion']})",
         }
     if missing:
         return {
