@@ -172,7 +172,10 @@ def test_claims_are_undecided_while_the_run_improves(tmp_path):
     assert not conv["plateaued"] and "no learning curve" in conv["trend"]
     g = crun.gate(c, conv)
     assert g.verdict == "undecided" and g.holds is False and "undecided" in g.tolerance
-    flat = [{"step": s, "n": 8, "tv": 0.1, "tv_se": 0.001} for s in (0, 10, 15, 25, 40, 60, 100, 150, 300)]
+    flat = [
+        {"step": s, "n": 8, "tv": 0.1, "tv_se": 0.001}
+        for s in (0, 10, 15, 25, 40, 60, 100, 150, 300)
+    ]
     falling = [{**p, "tv": 1.0 / (1 + p["step"]), "tv_se": 1e-4} for p in flat]
     for points, plateaued in ((flat, True), (falling, False)):
         runs.save_json(tmp_path / "learning_curve.json", {"schema": 1, "points": points})

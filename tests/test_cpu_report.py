@@ -18,8 +18,8 @@ from pfntheory.claims import UNDECIDED
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions, runner
 from pfntheory.experiments.results import MissingRunsError, load_available, load_experiment
-from pfntheory.report import cpu as rcpu
 from pfntheory.nn.train import curve_steps
+from pfntheory.report import cpu as rcpu
 
 EXP1 = "fig_exp1"
 
