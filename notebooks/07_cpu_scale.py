@@ -181,6 +181,24 @@ display(
 )
 
 # %% [markdown]
+# Why each cell has its status: the fitted fall of `E[TV]` over the last log-half of its training
+# (a linear trend in log-step) with its 90% confidence interval, the error taken from the residuals
+# about the trend (the optimiser's jitter between evaluations) and floored at the held-out standard
+# error, both divided by the cell's tolerance (10% of its `E[TV]`). An interval inside the green band
+# is **plateaued**; above 0, **still improving**; below 0, **diverging**; straddling 0 and leaving the
+# band, **too noisy to tell**. The axis is linear within ±1 and logarithmic outside.
+
+# %%
+if any(p.cells for p in panels):
+    fig, axs = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 7.5), squeeze=False)
+    handles = rcpu.plot_plateau_intervals(axs[0], panels)
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
+    fig.suptitle("fig:exp1 at the cpu scale: plateau test per cell")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    report.save_figure(fig, "07_exp1_plateau")
+    plt.show()
+
+# %% [markdown]
 # ### Learning curves of the fig:exp1 runs
 #
 # Held-out `E[TV]` against the training step at the largest held-out `n'` of each curve (±2 SE), one

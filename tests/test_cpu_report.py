@@ -157,6 +157,41 @@ def test_partial_grid_panels_claims_and_gating(tmp_path):
     assert rcpu.plateau_word(c.runs[0]) == "diverging"
 
 
+def test_plateau_intervals_plot_one_row_per_curve_in_tolerance_units(tmp_path):
+    """plot_plateau_intervals: a row per cell with a curve (none for cells without), the interval
+    drawn in units of the cell's tolerance and coloured by its state; every state has a colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pfntheory.convergence import STATES
+
+    assert set(rcpu.STATE_COLOURS) == set(STATES)
+    pick = lambda s: (  # noqa: E731
+        (s.task.kind, s.model.mode) == ("blr", "theory") and s.model.C == 256 and s.model.L <= 8
+    )
+    _write(EXP1, "cpu", tmp_path, pick)
+    runs, _ = load_available(EXP1, "cpu", tmp_path)
+    panels = [p for p in rcpu.exp1_panels(runs, definitions.get_experiment(EXP1).runs("cpu"))]
+    (p,) = [p for p in panels if p.cells]
+    by_L = {L: r for (L, _), r in p.cells.items()}
+    _curve(by_L[2].run_dir, FLAT)
+    _curve(by_L[4].run_dir, FALLING)  # L=8 has no curve: no row
+    fig, axs = plt.subplots(1, 2)
+    rcpu.plot_plateau_intervals(axs, [p, panels[0]])
+    labels = [t.get_text() for t in axs[0].get_yticklabels()]
+    assert labels == ["L2 C256", "L4 C256"]
+    lines = [ln for ln in axs[0].get_lines() if len(ln.get_xdata()) == 2 and ln.get_ydata()[0] >= 0]
+    flat, falling = (xclaims.run_convergence(by_L[L]) for L in (2, 4))
+    for ln, st in zip(lines[1:], (flat, falling), strict=True):  # lines[0]: the axvline at 0
+        assert ln.get_color() == rcpu.STATE_COLOURS[st["state"]]
+        assert ln.get_xdata()[1] == pytest.approx(st["ci"][1] / st["tol"])
+    assert max(abs(v) for v in lines[1].get_xdata()) <= 1  # plateaued: inside the band
+    assert min(lines[2].get_xdata()) > 1  # still improving by far more than the tolerance
+    plt.close(fig)
+
+
 def test_curve_status_frame_reads_both_designs(tmp_path):
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: True)
     (r,) = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)

@@ -44,6 +44,8 @@ __all__ = [
     "exp1_slice_claims",
     "plot_exp1_heatmaps",
     "plot_exp1_slices",
+    "plot_plateau_intervals",
+    "STATE_COLOURS",
     "plot_progress",
     "runs_frame",
     "curve_status_frame",
@@ -315,6 +317,46 @@ def plot_exp1_heatmaps(axs, panels: Sequence[Exp1Panel]):
                     Rectangle((b - 0.5, a - 0.5), 1, 1, fill=False, hatch="//", ec="0.75", lw=0)
                 )
     return im if rng is not None else None
+
+
+#: Colour of each learning-curve state in :func:`plot_plateau_intervals`.
+STATE_COLOURS = {
+    "plateaued": "tab:green",
+    "still improving": "tab:blue",
+    "diverging": "tab:red",
+    "too noisy to tell": "tab:orange",
+    "too short": "0.5",
+}
+
+
+def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
+    """Why each cell has its status: per panel (one axis of ``axs`` each), one row per present cell
+    with a learning curve, its fitted fall of E[TV] over the last log-half of training and the 90%
+    confidence interval (:func:`pfntheory.convergence.plateau_status`), both divided by the cell's
+    tolerance, so the band ``[-1, 1]`` is "plateaued" for every cell; coloured by state. Returns
+    the legend handles (one per state) for a figure legend."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    for ax, p in zip(axs, panels, strict=True):
+        rows = []
+        for (L, C), r in sorted(p.cells.items()):
+            st = xclaims.run_convergence(r)
+            if np.isfinite(st.get("change", np.nan)) and st["tol"] > 0:
+                rows.append((f"L{L} C{C}", st))
+        ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
+        ax.axvline(0, color="k", lw=0.6)
+        for y, (_, st) in enumerate(rows):
+            lo, hi = st["ci"]
+            c = STATE_COLOURS[st["state"]]
+            ax.plot([lo / st["tol"], hi / st["tol"]], [y, y], color=c, lw=2)
+            ax.plot(st["change"] / st["tol"], y, "o", color=c, ms=3)
+        ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize=6)
+        ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set(xlabel="fitted fall / tolerance (90% CI)", title=p.title)
+    return [Line2D([], [], color=c, lw=2, label=w) for w, c in STATE_COLOURS.items()]
 
 
 def plot_exp1_slices(ax_L, ax_C, panels: Sequence[Exp1Panel]) -> None:
