@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import DEFAULT_NOISE_VAR
 
 __all__ = [
+    "CASESTUDY_SCALES",
     "DEFAULT_NOISE_VAR",
     "TASK_KINDS",
     "SPEC_TASK_KINDS",
@@ -66,6 +67,9 @@ QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
 #: weight moves about ``lr`` of its own initial size per step; "Sample efficiency" in
 #: :mod:`pfntheory.nn.train`).
 LR_UNITS = ("absolute", "relative", "elementwise")
+#: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, named here so that
+#: the CLI lists them without importing torch).
+CASESTUDY_SCALES = ("quick", "cpu", "paper")
 
 #: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x LR_base,
 #: gradient clipping at global norm 1.

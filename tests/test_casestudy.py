@@ -70,6 +70,21 @@ def test_pfn_config_bad_input():
         cpfn.pretraining_task((0.6, (1.0, 1.0), 0.8))
 
 
+def test_cpu_scale_keeps_the_paper_model_and_range_and_the_cli_lists_every_scale():
+    """The cpu scale is the paper's model (L=32, C=256, TF^pr) on the paper's context-size range,
+    shortened in steps and batch only, with the experiments' cpu optimiser; the CLI's scale names
+    (torch-free, pfntheory.config) are the keys of SCALES."""
+    from pfntheory.config import CASESTUDY_SCALES
+    from pfntheory.experiments.definitions import CPU_LR, CPU_LR_UNITS
+
+    assert set(cpfn.SCALES) == set(CASESTUDY_SCALES)
+    cfg = cpfn.pretraining_config(FIT, "sacramento", "cpu")
+    assert (cfg.model.L, cfg.model.C, cfg.model.normalised) == (32, 256, True)
+    assert (cfg.n_min, cfg.n_max) == cpfn.CONTEXT_RANGES["sacramento"]
+    assert (cfg.lr, cfg.lr_units) == (CPU_LR, CPU_LR_UNITS)
+    assert cfg.steps < cpfn.SCALES["paper"].steps and cfg.curve_instances > 0
+
+
 def test_pretraining_config_is_the_paper_setting():
     """supp-sec:real data: TF^pr (normalised, learnable), C=256, L=32, n' ~ Unif[128, 552] / [128, 384]
     on the fitted ARD prior; covariates with the standardised inputs' variance 1/0.3^2."""

@@ -112,6 +112,9 @@ class PFNScale:
     lr : float
         ``LR_base`` (warm-up and cosine decay as in supp-sec:exp details).
     batch_size : int
+    lr_units : str
+        Units of ``lr`` (:data:`pfntheory.config.LR_UNITS`): ``"absolute"`` (plain Adam) or
+        ``"elementwise"`` (each weight's step in its natural units, the experiments' cpu scale).
     checkpoint_every : int
     n_range : (int, int) or None
         Pretraining context sizes; ``None`` is the paper's :data:`CONTEXT_RANGES` for the data set.
@@ -130,21 +133,34 @@ class PFNScale:
     checkpoint_every: int = 100
     n_range: tuple[int, int] | None = None
     curve_instances: int = 256
+    lr_units: str = "absolute"
 
 
 _PAPER_LR, _PAPER_STEPS = PAPER_SCHEDULE[("ard_rbf", "learnable")]
 #: ``paper``: supp-sec:real data (C = 256, L = 32) with the schedule of supp-tab:pretraining
-#: hyperparameters; ``quick``: what one CPU core trains in a few minutes (see the module docstring).
+#: hyperparameters; ``cpu``: the paper's model (L = 32, C = 256) and context-size range, trained
+#: for 1000 steps in batches of 32 with the experiments' cpu optimiser (Adam in natural units at
+#: 3e-2, :data:`pfntheory.experiments.definitions.CPU_LR`): about half an hour of one core;
+#: ``quick``: what one CPU core trains in a few minutes (see the module docstring).
 SCALES = {
     "paper": PFNScale(
         L=32, C=256, steps=_PAPER_STEPS, lr=_PAPER_LR, batch_size=128, checkpoint_every=500
+    ),
+    "cpu": PFNScale(
+        L=32,
+        C=256,
+        steps=1000,
+        lr=3e-2,
+        batch_size=32,
+        checkpoint_every=100,
+        lr_units="elementwise",
     ),
     "quick": PFNScale(L=8, C=64, steps=300, lr=3e-3, batch_size=32, checkpoint_every=50),
 }
 
 
 def scale_settings(scale: str) -> PFNScale:
-    """The :class:`PFNScale` of ``scale`` ('quick' or 'paper')."""
+    """The :class:`PFNScale` of ``scale`` (a key of :data:`SCALES`)."""
     return SCALES[choice(scale, "scale", tuple(SCALES))]
 
 
@@ -177,7 +193,7 @@ def pretraining_config(
         The empirical-Bayes fit (the pretraining prior).
     dataset : {'sacramento', 'walker'}
         Selects the context-size range :data:`CONTEXT_RANGES` (unless the scale sets one).
-    scale : {'quick', 'paper'} or PFNScale
+    scale : {'quick', 'cpu', 'paper'} or PFNScale
     seed : int
         Model initialisation and data stream of :func:`pfntheory.nn.train.train`.
     device : str
@@ -210,6 +226,7 @@ def pretraining_config(
         steps=sc.steps,
         lr=sc.lr,
         batch_size=sc.batch_size,
+        lr_units=sc.lr_units,
         seed=positive_int(seed, "seed", minimum=0),
         checkpoint_every=sc.checkpoint_every,
         device=device,

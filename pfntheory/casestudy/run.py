@@ -74,6 +74,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import runs
+from ..config import CASESTUDY_SCALES
 from .._checks import choice, positive_int, positive_scalar
 from ..claims import UNDECIDED, ClaimResult
 from ..cli import add_run_options
@@ -584,7 +585,7 @@ def _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_
         from .pfn import PFNScale
 
         if not isinstance(scale, PFNScale):
-            raise ValueError(f"scale must be 'quick', 'paper' or a PFNScale, got {scale!r}")
+            raise ValueError(f"scale must be one of {tuple(SCALES)} or a PFNScale, got {scale!r}")
     else:
         choice(scale, "scale", tuple(SCALES))
     for arg, path in (("walker_csv", walker_csv), ("walker_exh_csv", walker_exh_csv)):
@@ -1083,7 +1084,7 @@ def run_casestudy(
     Parameters
     ----------
     name : {'sacramento', 'walker'}
-    scale : {'quick', 'paper'} or pfntheory.casestudy.pfn.PFNScale
+    scale : {'quick', 'cpu', 'paper'} or pfntheory.casestudy.pfn.PFNScale
         PFN sizes (:data:`pfntheory.casestudy.pfn.SCALES`).
     out_dir : path, optional
         Default ``reports/casestudy/<name>``; the PFN run lands in ``out_dir/run-<scale>``.
@@ -1211,7 +1212,7 @@ def _run_cli(args) -> int:
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    """Add ``pfntheory casestudy sacramento|walker [--scale quick|paper] [--walker-csv PATH]``."""
+    """Add ``pfntheory casestudy sacramento|walker [--scale quick|cpu|paper] [--walker-csv PATH]``."""
     p = subparsers.add_parser(
         "casestudy",
         help="real-data case studies (fig:sacramento, fig:walker)",
@@ -1219,7 +1220,13 @@ def register(subparsers) -> argparse.ArgumentParser:
         "numbers into reports/casestudy/<dataset>/ (supp-sec:real data).",
     )
     p.add_argument("dataset", choices=DATASETS)
-    p.add_argument("--scale", choices=("quick", "paper"), default="quick")
+    p.add_argument(
+        "--scale",
+        choices=CASESTUDY_SCALES,
+        default="quick",
+        help="PFN sizes and budget (pfntheory.casestudy.pfn.SCALES): quick (minutes), cpu (the "
+        "paper's L=32, C=256, 1000 steps; about half an hour of one core), paper (1e5 steps)",
+    )
     p.add_argument(
         "--walker-csv",
         default=None,
