@@ -74,10 +74,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import runs
-from ..config import CASESTUDY_SCALES
 from .._checks import choice, positive_int, positive_scalar
 from ..claims import UNDECIDED, ClaimResult
 from ..cli import add_run_options
+from ..config import CASESTUDY_SCALES
 from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood
 from .baseline import PAPER_FITS, gaussian_quantiles, gp_predict, walker_splits
 from .data import (
