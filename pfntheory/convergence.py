@@ -61,8 +61,11 @@ to tell; one with a non-finite value there is **too noisy to tell**; neither is 
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -74,6 +77,7 @@ __all__ = [
     "STATES",
     "TOLERANCES",
     "curve_means",
+    "curve_status",
     "plateau_status",
     "trend_text",
 ]
@@ -263,3 +267,25 @@ def trend_text(status: dict) -> str:
         f"[{lo:.3g}, {hi:.3g}], tolerance {status['tol']:.3g}; jitter {status['jitter']:.3g} vs "
         f"instance se {status['instance_se']:.3g})"
     )
+
+
+def curve_status(path: str | os.PathLike, metric: str = "tv") -> dict:
+    """:func:`plateau_status` of the learning-curve file ``path`` (``learning_curve*.json``) with its
+    one-line ``trend`` (:func:`trend_text`); a missing file gives ``state`` "no curve" (never
+    plateaued) and says so in ``trend``."""
+    path = Path(path)
+    if not path.is_file():
+        return {
+            "state": "no curve",
+            "plateaued": False,
+            "diverging": False,
+            "last_step": None,
+            "criterion": "no learning curve",
+            "trend": f"no learning curve ({path.name} missing)",
+        }
+    try:
+        points = json.loads(path.read_text())["points"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is not a learning curve (no 'points'): {err}") from err
+    st = plateau_status(points, metric=metric)
+    return {**st, "trend": trend_text(st)}

@@ -13,6 +13,7 @@ from pfntheory.casestudy import pfn as cpfn
 from pfntheory.casestudy import run as crun
 from pfntheory.casestudy.data import walker_data_available
 from pfntheory.claims import ClaimResult
+from pfntheory.claims import casestudy as cclaims
 from pfntheory.gp import EBFit
 from pfntheory.nn.train import build_model
 
@@ -108,7 +109,7 @@ def test_pretraining_config_is_the_paper_setting():
 # near / far numbers and claims on a tiny synthetic case
 # ----------------------------------------------------------------------------------------------
 def _maps(values):
-    return {q: np.asarray(values, dtype=float) for q in crun.QUANTITIES}
+    return {q: np.asarray(values, dtype=float) for q in cclaims.QUANTITIES}
 
 
 def test_near_far_summary_by_hand():
@@ -116,7 +117,7 @@ def test_near_far_summary_by_hand():
     gp = _maps([0.0, 0.0, 0.0, 0.0])
     pfn = _maps([0.1, -0.3, 1.0, -2.0])
     sd = np.array([1.0, 0.5, 2.0, 4.0])
-    s = crun.near_far_summary(pfn, gp, dist, sd, threshold=1.0)
+    s = cclaims.near_far_summary(pfn, gp, dist, sd, threshold=1.0)
     assert (s["n_near"], s["n_far"], s["frac_near"]) == (2, 2, 0.5)
     m = s["mean"]
     tol = dict(rtol=1e-12, atol=1e-15)  # exact arithmetic on four numbers
@@ -132,47 +133,47 @@ def test_near_far_summary_by_hand():
 def test_near_far_summary_nonfinite_and_errors():
     dist = np.array([0.5, 2.0, 3.0])
     pfn = _maps([0.0, np.inf, 1.0])
-    s = crun.near_far_summary(pfn, _maps([0.0, 0.0, 0.0]), dist, np.ones(3))
+    s = cclaims.near_far_summary(pfn, _maps([0.0, 0.0, 0.0]), dist, np.ones(3))
     assert s["mean"]["n_nonfinite"] == 1 and s["mean"]["mad_far"] == np.inf  # never averaged away
     assert s["mean"]["mad_near"] == 0.0
     with pytest.raises(ValueError, match="map 'mean'"):
-        crun.near_far_summary({**pfn, "mean": np.zeros(2)}, _maps([0, 0, 0]), dist, np.ones(3))
+        cclaims.near_far_summary({**pfn, "mean": np.zeros(2)}, _maps([0, 0, 0]), dist, np.ones(3))
     with pytest.raises(ValueError, match="missing 'q05'"):
-        crun.near_far_summary({"mean": np.zeros(3)}, _maps([0, 0, 0]), dist, np.ones(3))
+        cclaims.near_far_summary({"mean": np.zeros(3)}, _maps([0, 0, 0]), dist, np.ones(3))
     with pytest.raises(ValueError, match="threshold"):
-        crun.near_far_summary(pfn, pfn, dist, np.ones(3), threshold=-1.0)
+        cclaims.near_far_summary(pfn, pfn, dist, np.ones(3), threshold=-1.0)
 
 
 def test_coverage_summary():
-    c = crun.coverage_summary([0, 0, 0, 0], [1, 1, 1, 1], [0.5, 1.0, 2.0, -0.1])
+    c = cclaims.coverage_summary([0, 0, 0, 0], [1, 1, 1, 1], [0.5, 1.0, 2.0, -0.1])
     assert c["coverage"] == 0.5 and c["n"] == 4 and c["mean_width"] == 1.0  # closed interval
     np.testing.assert_allclose(c["se_nominal"], math.sqrt(0.09 / 4), rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="equal shape"):
-        crun.coverage_summary([0, 0], [1, 1], [0.5])
+        cclaims.coverage_summary([0, 0], [1, 1], [0.5])
 
 
 def test_claims_hold_and_fail_honestly():
     dist = np.array([0.1, 0.5, 2.0, 3.0] * 5)
     gp = _maps(np.linspace(0, 10, 20))  # spread >> the differences: grid correlation > 0.99
     sd = np.ones(20)
-    good = {q: gp[q] + np.where(dist <= 1, 0.01, 0.5) for q in crun.QUANTITIES}
+    good = {q: gp[q] + np.where(dist <= 1, 0.01, 0.5) for q in cclaims.QUANTITIES}
     cov = {
-        "pfn": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
-        "gp": crun.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
+        "pfn": cclaims.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
+        "gp": cclaims.coverage_summary(-np.ones(50), np.ones(50), np.zeros(50)),
     }
-    claims = crun.make_claims(
-        "walker", crun.near_far_summary(good, gp, dist, sd), cov, scale="t", baseline="GP"
+    claims = cclaims.make_claims(
+        "walker", cclaims.near_far_summary(good, gp, dist, sd), cov, scale="t", baseline="GP"
     )
     assert [c.label for c in claims] == ["fig:walker"] * 5
-    assert [c.key for c in claims] == list(crun.CLAIM_KEYS)  # picked by key, never by position
+    assert [c.key for c in claims] == list(cclaims.CLAIM_KEYS)  # picked by key, never by position
     assert all(c.details["measured"] and c.details["variant"] for c in claims)
     assert [c.holds for c in claims] == [True, True, True, True, True]
     # PFN worse near the data than far from it, and a coverage gap of 0.3 (> 2 SE = 0.085)
-    bad = {q: gp[q] + np.where(dist <= 1, 0.5, 0.01) for q in crun.QUANTITIES}
+    bad = {q: gp[q] + np.where(dist <= 1, 0.5, 0.01) for q in cclaims.QUANTITIES}
     lo = np.where(np.arange(50) < 15, 1.0, -1.0)
-    cov_bad = {"pfn": crun.coverage_summary(lo, lo + 2, np.zeros(50)), "gp": cov["gp"]}
-    claims = crun.make_claims(
-        "sacramento", crun.near_far_summary(bad, gp, dist, sd), cov_bad, scale="t", baseline="GP"
+    cov_bad = {"pfn": cclaims.coverage_summary(lo, lo + 2, np.zeros(50)), "gp": cov["gp"]}
+    claims = cclaims.make_claims(
+        "sacramento", cclaims.near_far_summary(bad, gp, dist, sd), cov_bad, scale="t", baseline="GP"
     )
     assert [c.holds for c in claims] == [False, False, False, True, False]
     for c in claims:  # results.json round trip: each entry is ClaimResult kwargs
@@ -183,9 +184,9 @@ def test_claims_are_undecided_while_the_run_improves(tmp_path):
     """The project's rule for trained results: no "holds"/"does not hold" from a run that has not
     plateaued (or has no learning curve); ``holds`` stays the measurement."""
     c = ClaimResult(label="fig:walker", statement="s", holds=False, observed=0.5, bound=0.2)
-    conv = crun.run_convergence(tmp_path)  # no learning_curve.json
+    conv = cclaims.run_convergence(tmp_path)  # no learning_curve.json
     assert not conv["plateaued"] and "no learning curve" in conv["trend"]
-    g = crun.gate(c, conv)
+    g = cclaims.gate(c, conv)
     assert g.verdict == "undecided" and g.holds is False and "undecided" in g.tolerance
     flat = [
         {"step": s, "n": 8, "tv": 0.1, "tv_se": 0.001}
@@ -194,9 +195,9 @@ def test_claims_are_undecided_while_the_run_improves(tmp_path):
     falling = [{**p, "tv": 1.0 / (1 + p["step"]), "tv_se": 1e-4} for p in flat]
     for points, plateaued in ((flat, True), (falling, False)):
         runs.save_json(tmp_path / "learning_curve.json", {"schema": 1, "points": points})
-        conv = crun.run_convergence(tmp_path)
+        conv = cclaims.run_convergence(tmp_path)
         assert conv["plateaued"] is plateaued
-        assert crun.gate(c, conv).verdict == (None if plateaued else "undecided")
+        assert cclaims.gate(c, conv).verdict == (None if plateaued else "undecided")
 
 
 def test_eb_fit_is_rounded_so_the_run_config_is_stable():

@@ -176,7 +176,6 @@ def _curve(steps, tv):
 def test_trained_rows_are_undecided_while_improving(out, tmp_path):
     """A row whose run is still improving reads 'undecided'; a plateaued run lets the check decide;
     a run without a learning curve is 'convergence unknown' and says so."""
-    pytest.importorskip("pfntheory.convergence")
     steps = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     improving, flat, bare = tmp_path / "improving", tmp_path / "flat", tmp_path / "bare"
     for d in (improving, flat, bare):

@@ -37,13 +37,12 @@ Claims (labels)
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import defaultdict
 
 import numpy as np
 
 from ..config import LEARNING_CURVE_FILE
-from ..convergence import plateau_status, trend_text
+from ..convergence import curve_status
 from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
 from . import UNDECIDED, ClaimResult, slope_ci
 
@@ -99,17 +98,11 @@ def run_convergence(run, covariates: str | None = None) -> dict:
     """Plateau status (E[TV]) of one loaded run from its ``learning_curve.json`` (with
     ``covariates``: its curve on that covariate law, e.g. the covariate shift); a run without one
     gets ``{"state": "no curve", "plateaued": False, "criterion": "no learning curve"}``."""
-    path = run.run_dir / curve_file(covariates)
-    if not path.is_file():
-        return {
-            "state": "no curve",
-            "plateaued": False,
-            "last_step": int(run.spec.steps),
-            "criterion": "no learning curve",
-            "trend": f"no learning curve {path.name} (trained {run.spec.steps} steps)",
-        }
-    st = plateau_status(json.loads(path.read_text())["points"], metric="tv")
-    return {**st, "trend": trend_text(st)}
+    st = curve_status(run.run_dir / curve_file(covariates), metric="tv")
+    if st["state"] == "no curve":
+        st["last_step"] = int(run.spec.steps)
+        st["trend"] += f" (trained {run.spec.steps} steps)"
+    return st
 
 
 def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:

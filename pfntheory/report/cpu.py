@@ -21,7 +21,6 @@ Nothing here reads a number that is not in the run files.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -29,7 +28,7 @@ import numpy as np
 
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import trained as xclaims
-from pfntheory.convergence import STATES, plateau_status, trend_text
+from pfntheory.convergence import STATES, curve_status
 from pfntheory.experiments.specs import RunSpec
 from pfntheory.stats import slope_ci
 
@@ -463,11 +462,7 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
     for design, cov in curves.items():
         path = run.run_dir / xclaims.curve_file(cov)
         for metric in metrics:
-            if not path.is_file():
-                rows.append({"design": design, "metric": metric, "status": "no curve", "trend": ""})
-                continue
-            st = plateau_status(json.loads(path.read_text())["points"], metric=metric)
-            rows.append(
-                {"design": design, "metric": metric, "status": st["state"], "trend": trend_text(st)}
-            )
+            st = curve_status(path, metric=metric)
+            trend = st["trend"] if st["state"] != "no curve" else ""
+            rows.append({"design": design, "metric": metric, "status": st["state"], "trend": trend})
     return pd.DataFrame(rows)

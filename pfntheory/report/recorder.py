@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from pfntheory.claims import CAVEAT, ERRATUM, FAILS, HOLDS, OUTSIDE, UNDECIDED, VERDICT_KINDS
+from pfntheory.config import LEARNING_CURVE_FILE
+from pfntheory.convergence import curve_status
 
 from .labels import check_label
 from .spec import ROOT, output_dir, scale
@@ -130,32 +132,21 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     -------
     dict
         ``status``: ``"plateaued"`` (all runs), ``"improving"`` (at least one run has not
-        plateaued) or ``"unknown"`` (a run has no learning curve, or
-        :mod:`pfntheory.convergence` is not installed); ``text``: one line for the row; ``runs``:
-        the per-run status (``{run_dir: plateau_status dict or None}``).
+        plateaued) or ``"unknown"`` (a run has no learning curve); ``text``: one line for the row;
+        ``runs``: the per-run status (``{run_dir: plateau_status dict or None}``).
     """
     if isinstance(run_dirs, (str, os.PathLike)):
         raise TypeError("run_dirs must be a sequence of run directories, not one path")
     run_dirs = [Path(r) for r in run_dirs]
     if not run_dirs:
         raise ValueError("run_dirs must name at least one run directory")
-    try:
-        from pfntheory.convergence import plateau_status
-    except ImportError:
-        return {
-            "status": "unknown",
-            "runs": {},
-            "text": "convergence unknown: pfntheory.convergence is not available",
-        }
     per_run, missing, improving = {}, [], []
     for rd in run_dirs:
-        f = rd / "learning_curve.json"
-        if not f.is_file():
+        st = curve_status(rd / LEARNING_CURVE_FILE, metric=metric)
+        if st["state"] == "no curve":
             missing.append(rd)
             per_run[_rel(rd)] = None
             continue
-        doc = json.loads(f.read_text())
-        st = plateau_status(doc["points"], metric=metric)
         per_run[_rel(rd)] = st
         if not st["plateaued"]:
             improving.append((rd, st))

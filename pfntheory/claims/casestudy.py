@@ -1,0 +1,303 @@
+"""The claims of the real-data case studies (fig:sacramento, fig:walker), measured on the PFN's and
+the GP's maps (:mod:`pfntheory.casestudy.run` computes them) and gated on the PFN's convergence.
+
+The definitions (near / far, the margins, the coverage test) are stated in
+:mod:`pfntheory.casestudy.run`'s docstring and fixed before any result was seen. Here:
+
+- :func:`near_far_summary` -- PFN-vs-GP differences on a grid split into cells near / far from the
+  observations; :func:`coverage_summary` -- empirical coverage of central intervals;
+- :func:`make_claims` -- the captions' claims (keys :data:`CLAIM_KEYS`);
+- :func:`run_convergence`, :func:`gate` -- "undecided" unless the PFN's learning curve has plateaued
+  (:mod:`pfntheory.convergence`), the project's rule for every trained result.
+
+NumPy only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from .._checks import choice, positive_scalar
+from ..casestudy.data import DATASETS
+from ..config import LEARNING_CURVE_FILE
+from ..convergence import curve_status
+from . import UNDECIDED, ClaimResult
+
+__all__ = [
+    "NEAR_THRESHOLD",
+    "CLOSE_MARGIN_SD",
+    "PATTERN_CORR_MIN",
+    "COVERAGE_LEVEL",
+    "COVERAGE_SE_MULT",
+    "QUANTITIES",
+    "LABELS",
+    "CLAIM_KEYS",
+    "grid_corr",
+    "near_far_summary",
+    "coverage_summary",
+    "make_claims",
+    "run_convergence",
+    "gate",
+]
+
+#: Near/far threshold in lengthscale units (definition: :mod:`pfntheory.casestudy.run`).
+NEAR_THRESHOLD = 1.0
+#: "Tracks closely": near-cell MAD at most this many GP predictive standard deviations.
+CLOSE_MARGIN_SD = 0.2
+#: "Similar spatial patterns": grid correlation of PFN and GP maps at least this.
+PATTERN_CORR_MIN = 0.9
+#: Central interval of the coverage check and the binomial standard errors allowed.
+COVERAGE_LEVEL = 0.9
+COVERAGE_SE_MULT = 2.0
+#: The three maps of each figure: PPD mean, 5% and 95% quantiles.
+QUANTITIES = ("mean", "q05", "q95")
+#: The paper label of each case study.
+LABELS = {"sacramento": "fig:sacramento", "walker": "fig:walker"}
+
+
+def _mad(a, b) -> float:
+    return float(np.mean(np.abs(a - b))) if a.size else float("nan")
+
+
+def grid_corr(a, b) -> float:
+    """Pearson correlation, NaN when undefined (fewer than 3 points or a constant map)."""
+    if a.size < 3 or np.std(a) == 0 or np.std(b) == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_THRESHOLD) -> dict:
+    """PFN-vs-GP differences on a grid split into cells near / far from the observations.
+
+    Parameters
+    ----------
+    pfn, gp : dict of ndarray of shape (m,)
+        Maps keyed by :data:`QUANTITIES` (same units).
+    dist : ndarray of shape (m,)
+        Distance of each cell to its nearest observation in lengthscale units.
+    sd_gp : ndarray of shape (m,)
+        GP predictive standard deviation at each cell (same units as the maps).
+    threshold : float
+        Near means ``dist <= threshold``.
+
+    Returns
+    -------
+    dict
+        ``threshold``, ``n_cells``, ``n_near``, ``n_far``, ``frac_near`` and per quantity
+        ``mad_all``, ``mad_near``, ``mad_far`` (original units), ``mad_near_sd``, ``mad_far_sd``
+        (``mean(|PFN - GP| / sd_gp)``), ``ratio_far_near`` (``mad_far / mad_near``), ``corr``
+        (Pearson over the grid), ``corr_near`` (over the near cells), ``max_abs`` and
+        ``n_nonfinite`` (cells where the PFN output is not finite; they count as an infinite
+        difference, so any such cell makes the region's MAD infinite).
+    """
+    dist = np.asarray(dist, dtype=float)
+    sd_gp = np.asarray(sd_gp, dtype=float)
+    threshold = positive_scalar(threshold, "threshold")
+    if dist.ndim != 1 or sd_gp.shape != dist.shape:
+        raise ValueError(
+            f"dist and sd_gp must be 1-d of equal length, got {dist.shape} and {sd_gp.shape}"
+        )
+    near = dist <= threshold
+    out = {
+        "threshold": threshold,
+        "n_cells": int(dist.size),
+        "n_near": int(near.sum()),
+        "n_far": int((~near).sum()),
+        "frac_near": float(near.mean()) if dist.size else float("nan"),
+    }
+    for q in QUANTITIES:
+        if q not in pfn or q not in gp:
+            raise ValueError(f"pfn and gp must hold the maps {QUANTITIES}, missing {q!r}")
+        a, b = np.asarray(pfn[q], dtype=float), np.asarray(gp[q], dtype=float)
+        if a.shape != dist.shape or b.shape != dist.shape:
+            raise ValueError(f"map {q!r} must have shape {dist.shape}, got {a.shape} and {b.shape}")
+        diff = np.where(np.isfinite(a), np.abs(a - b), np.inf)
+        fin = np.isfinite(a)
+        r = {
+            "mad_all": float(np.mean(diff)) if diff.size else float("nan"),
+            "mad_near": _mad(diff[near], 0.0),
+            "mad_far": _mad(diff[~near], 0.0),
+            "mad_near_sd": _mad(diff[near] / sd_gp[near], 0.0),
+            "mad_far_sd": _mad(diff[~near] / sd_gp[~near], 0.0),
+            "max_abs": float(np.max(diff)) if diff.size else float("nan"),
+            "n_nonfinite": int((~fin).sum()),
+            "n_nonfinite_near": int((~fin & near).sum()),
+        }
+        with np.errstate(divide="ignore", invalid="ignore"):  # x/0 = inf, 0/0 = nan
+            r["ratio_far_near"] = float(np.float64(r["mad_far"]) / np.float64(r["mad_near"]))
+        r["corr"] = grid_corr(a[fin], b[fin])
+        r["corr_near"] = grid_corr(a[fin & near], b[fin & near])
+        out[q] = r
+    return out
+
+
+def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
+    """Empirical coverage of ``[lo, hi]`` (closed) for ``y``, with its binomial standard error at
+    the nominal ``level`` and the mean width. Non-finite bounds count as not covering."""
+    lo, hi, y = (np.asarray(v, dtype=float) for v in (lo, hi, y))
+    if not (lo.shape == hi.shape == y.shape) or y.ndim != 1 or y.size == 0:
+        raise ValueError(
+            f"lo, hi, y must be non-empty 1-d of equal shape, got {lo.shape}, {hi.shape}, {y.shape}"
+        )
+    inside = (lo <= y) & (y <= hi)
+    return {
+        "coverage": float(inside.mean()),
+        "n": int(y.size),
+        "nominal": float(level),
+        "se_nominal": float(np.sqrt(level * (1 - level) / y.size)),
+        "mean_width": float(np.mean(hi - lo)) if np.all(np.isfinite(hi - lo)) else float("inf"),
+    }
+
+
+#: The keys of :func:`make_claims`' claims, in order (pick a claim by key, never by position).
+CLAIM_KEYS = ("near_close", "mean_far_vs_near", "quantiles_far_vs_near", "pattern_corr", "coverage")
+_MEASURED = {
+    "near_close": "worst near-cell mean |PFN - GP| over mean, 5% and 95% maps, in GP predictive sds",
+    "mean_far_vs_near": "mean |PFN - GP| of the PPD mean, far cells / near cells",
+    "quantiles_far_vs_near": "mean |PFN - GP| far / near, the smaller of the 5% and 95% quantiles",
+    "pattern_corr": "smallest grid correlation of PFN and GP maps (mean, 5%, 95%)",
+    "coverage": "held-out 90% coverage, PFN minus GP",
+}
+
+
+def make_claims(
+    name: str,
+    comparison: dict,
+    coverage: dict,
+    *,
+    scale: str,
+    baseline: str,
+    extra: dict | None = None,
+    key_prefix: str = "",
+) -> list[ClaimResult]:
+    """The claims of fig:sacramento / fig:walker measured on ``comparison`` (from
+    :func:`near_far_summary`) and ``coverage`` (``{'pfn': .., 'gp': ..}`` from
+    :func:`coverage_summary`). ``baseline`` names the GP compared with; ``extra`` adds details.
+    Each claim's key is ``key_prefix`` + one of :data:`CLAIM_KEYS`; its details say what was
+    measured (``measured``) and against which GP (``variant``)."""
+    label = LABELS[choice(name, "dataset", DATASETS)]
+    c = comparison
+    where = f"{name}, {scale} scale, PFN vs {baseline}"
+    common = {
+        "scale": scale,
+        "baseline": baseline,
+        "near_threshold": c["threshold"],
+        "n_near": c["n_near"],
+        "n_far": c["n_far"],
+        **(extra or {}),
+        "variant": f"PFN vs {baseline.split(' (')[0]}",
+    }
+
+    def claim(key, statement, holds, observed, bound, tolerance, **details) -> ClaimResult:
+        return ClaimResult(
+            label=label,
+            statement=f"{where}: {statement}",
+            holds=bool(holds),
+            observed=float(observed),
+            bound=bound,
+            tolerance=tolerance,
+            details={**common, **details, "measured": _MEASURED[key]},
+            key=key_prefix + key,
+        )
+
+    near_sd = {q: c[q]["mad_near_sd"] for q in QUANTITIES}
+    worst = max(near_sd.values())
+    r_mean = c["mean"]["ratio_far_near"]
+    ratios = {q: c[q]["ratio_far_near"] for q in ("q05", "q95")}
+    r_q = min(ratios.values())
+    corr = {q: c[q]["corr"] for q in QUANTITIES}
+    cmin = min(corr.values())
+    cp, cg = coverage["pfn"], coverage["gp"]
+    tol = COVERAGE_SE_MULT * cp["se_nominal"]
+    gap = cp["coverage"] - cg["coverage"]
+    claims = [
+        claim(
+            "near_close",
+            "near the observations the PFN's mean and 5%/95% quantiles track the GP's "
+            f"(near-cell MAD <= {CLOSE_MARGIN_SD} GP predictive sd)",
+            np.isfinite(worst) and worst <= CLOSE_MARGIN_SD,
+            worst,
+            CLOSE_MARGIN_SD,
+            f"margin {CLOSE_MARGIN_SD} GP sd, fixed in advance (a 0.2-sd shift of a 5% quantile "
+            f"moves its level by about 2 points); near = r <= {c['threshold']} lengthscales",
+            mad_near_sd=near_sd,
+            mad_near={q: c[q]["mad_near"] for q in QUANTITIES},
+        ),
+        claim(
+            "mean_far_vs_near",
+            "the PFN mean tracks the GP mean near the data better than far from it "
+            "(MAD far / MAD near > 1)",
+            r_mean > 1.0,
+            r_mean,
+            1.0,
+            "strict: ratio > 1 (the caption: 'closely overall except in the regions with no "
+            "nearby observations'); both regions need cells",
+            mad_near=c["mean"]["mad_near"],
+            mad_far=c["mean"]["mad_far"],
+        ),
+        claim(
+            "quantiles_far_vs_near",
+            "the PFN's 5% and 95% quantiles track the GP's near the data better than "
+            "far from it (MAD far / MAD near > 1 for both)",
+            r_q > 1.0,
+            r_q,
+            1.0,
+            "strict: both ratios > 1",
+            ratio_far_near=ratios,
+            mad_near={q: c[q]["mad_near"] for q in ("q05", "q95")},
+            mad_far={q: c[q]["mad_far"] for q in ("q05", "q95")},
+        ),
+        claim(
+            "pattern_corr",
+            f"PFN and GP maps show similar spatial patterns (grid correlation >= "
+            f"{PATTERN_CORR_MIN} for the mean and both quantiles)",
+            np.isfinite(cmin) and cmin >= PATTERN_CORR_MIN,
+            cmin,
+            PATTERN_CORR_MIN,
+            f"Pearson correlation over all grid cells >= {PATTERN_CORR_MIN}",
+            corr=corr,
+            corr_near={q: c[q]["corr_near"] for q in QUANTITIES},
+            corr_without_expanding=c.get("query_recursion", {}).get("corr_without_expanding"),
+        ),
+        claim(
+            "coverage",
+            "the PFN's 90% central intervals cover held-out observations as often as "
+            f"the GP's (|difference| <= {COVERAGE_SE_MULT:g} binomial SE)",
+            abs(gap) <= tol,
+            gap,
+            0.0,
+            f"|cov_PFN - cov_GP| <= {COVERAGE_SE_MULT:g} sqrt(0.9*0.1/n) = {tol:.3f} "
+            f"(n = {cp['n']})",
+            coverage_pfn=cp["coverage"],
+            coverage_gp=cg["coverage"],
+            n_heldout=cp["n"],
+            width_pfn=cp["mean_width"],
+            width_gp=cg["mean_width"],
+        ),
+    ]
+    assert tuple(cl.key for cl in claims) == tuple(key_prefix + k for k in CLAIM_KEYS)
+    return claims
+
+
+def run_convergence(run_dir: Path) -> dict:
+    """Plateau status of the PFN's E[TV] learning curve (:func:`pfntheory.convergence.plateau_status`
+    on ``learning_curve.json``) with its one-line ``trend``; a run without a curve never plateaued."""
+    return curve_status(Path(run_dir) / LEARNING_CURVE_FILE, metric="tv")
+
+
+def gate(claim: ClaimResult, conv: dict) -> ClaimResult:
+    """``claim`` with verdict "undecided" unless the PFN's run has plateaued (the project's rule for
+    every trained result, :func:`pfntheory.claims.trained.gate`): a run that is still improving
+    says neither "holds" nor "does not hold". ``holds`` stays the measurement."""
+    details = {**claim.details, "convergence": conv["trend"]}
+    if conv["plateaued"]:
+        return dataclasses.replace(claim, details=details)
+    return dataclasses.replace(
+        claim,
+        verdict=UNDECIDED,
+        tolerance=f"{claim.tolerance}; undecided: the PFN's run is {conv['trend']}",
+        details=details,
+    )
