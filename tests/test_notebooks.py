@@ -1,6 +1,6 @@
 """Execute every notebook of the report and fail on any cell error, as ``pfntheory report`` does.
 
-Parts 1, 2, 3 and the errata compute everything; parts 4 and 5 read the committed quick-scale runs
+Parts 1, 2, 3 and the errata compute everything; parts 4, 5 and 7 read the committed runs
 (``reports/runs/``) and case-study results (``reports/casestudy/``) and train nothing. Each runs at
 the quick scale in under a minute on this 2-core machine."""
 
