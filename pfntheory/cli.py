@@ -162,6 +162,13 @@ def add_run_options(
         p.add_argument("--no-progress", action="store_true")
 
 
+def pick(args, *names: str, given: bool = False) -> dict:
+    """``{name: args.name}`` for the parsed options ``names`` (with ``given``, only those not None):
+    how a command hands its options on to the function that does the work."""
+    values = {name: getattr(args, name) for name in names}
+    return {k: v for k, v in values.items() if v is not None} if given else values
+
+
 def _check_attention_size(batch: int, n: int, what: str) -> None:
     elements = batch * (n + 1) * n
     if elements > LIMITS["attention_elements"]:
@@ -292,43 +299,25 @@ def _run_train(args) -> int:
     _check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
     run_dir = _prepare_run_dir(args.run_dir)
 
-    from pfntheory.experiments.specs import ModelSpec
-    from pfntheory.nn.priors import TaskConfig
+    from pfntheory.config import ModelConfig, TaskConfig
     from pfntheory.nn.train import TrainConfig, schedule_for, train
 
-    def given(**kw):
-        return {k: v for k, v in kw.items() if v is not None}
-
-    task = TaskConfig(
-        kind=args.task,
-        d=args.d,
-        **given(
-            noise_var=args.noise_var,
-            alpha=args.alpha,
-            lengthscale=args.lengthscale,
-            lengthscales=args.lengthscales,
-            covariates=args.covariates,
-        ),
-    )
-    model = ModelSpec(score, args.L, args.C, args.mode, args.normalised, args.head).to_nn(
-        args.d,
-        task.noise_var,
-        **given(tau_min=args.tau_min, eta_init=args.eta_init, scale_init=args.scale_init),
+    task_options = ("noise_var", "alpha", "lengthscale", "lengthscales", "covariates")
+    task = TaskConfig(kind=args.task, d=args.d, **pick(args, *task_options, given=True))
+    model = ModelConfig(
+        score=score,
+        noise_var_init=task.noise_var,
+        **pick(args, "d", "L", "C", "mode", "normalised", "head"),
+        **pick(args, "tau_min", "eta_init", "scale_init", given=True),
     )
     lr, steps = schedule_for(args.task, args.mode, args.scale)
     cfg = TrainConfig(
         task=task,
         model=model,
-        n_min=args.n_min,
-        n_max=args.n_max,
         steps=steps if args.steps is None else args.steps,
         lr=lr if args.lr is None else args.lr,
-        batch_size=args.batch_size,
-        context_groups=args.context_groups,
-        lr_units=args.lr_units,
-        seed=args.seed,
-        checkpoint_every=args.checkpoint_every,
-        device=args.device,
+        **pick(args, "n_min", "n_max", "batch_size", "context_groups", "lr_units", "seed"),
+        **pick(args, "checkpoint_every", "device"),
     )
     out = train(cfg, run_dir, progress=not args.no_progress)
     print(out)
@@ -424,10 +413,8 @@ def _run_evaluate(args) -> int:
         args.n_eval,
         args.n_instances,
         args.seed,
-        covariates=args.covariates,
-        batch_size=args.batch_size,
-        device=args.device,
         progress=True,
+        **pick(args, "covariates", "batch_size", "device"),
     )
     summary = {
         n: {

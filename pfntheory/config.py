@@ -9,9 +9,19 @@ Implements the settings of supp-sec:exp details and supp-tab:pretraining hyperpa
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
 from . import DEFAULT_NOISE_VAR
+from ._checks import MAX_DIM, MAX_ELEMENTS, choice, positive_int, positive_scalar
 
 __all__ = [
+    "TaskSpec",
+    "TaskConfig",
+    "ModelSpec",
+    "ModelConfig",
     "CASESTUDY_SCALES",
     "DEFAULT_NOISE_VAR",
     "TASK_KINDS",
@@ -83,3 +93,264 @@ CLIP_NORM = 1.0
 LEARNING_CURVE_SEED = 777
 #: File of the learning curve in a run directory (schema 1, :func:`pfntheory.nn.train.read_learning_curve`).
 LEARNING_CURVE_FILE = "learning_curve.json"
+
+
+# --------------------------------------------------------------------------------------------------
+# The prior and the architecture: one definition each, shared by nn, experiments and the CLI.
+# ``TaskSpec`` / ``ModelSpec`` hold what an experiment sets (their fields are the hashed identity of
+# a run directory, pfntheory.experiments.specs); ``TaskConfig`` / ``ModelConfig`` extend them with
+# what only the PyTorch layer needs. Importing them needs no torch.
+# --------------------------------------------------------------------------------------------------
+
+
+def _float_tuple(x, name: str, length: int | None = None) -> tuple[float, ...] | None:
+    if x is None:
+        return None
+    t = tuple(positive_scalar(v, name) for v in x)
+    if len(t) == 0 or (length is not None and len(t) != length):
+        want = f"{length}" if length is not None else "at least 1"
+        raise ValueError(f"{name} must have {want} entries, got {len(t)}")
+    return t
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}".replace(".", "p")
+
+
+def _field_values(obj) -> dict:
+    """The dataclass fields of ``obj`` as a shallow dict (tuples stay tuples)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A pretraining prior as an experiment sets it (sec:sims, supp-sec:exp details).
+
+    Attributes
+    ----------
+    kind : {'blr', 'rbf', 'hier_rbf', 'ard_rbf'}
+        The experiments of the paper use the first three (:data:`SPEC_TASK_KINDS`); the fitted ARD
+        prior of the case studies needs :class:`TaskConfig`'s ``lengthscales``.
+    d : int
+        Input dimension.
+    noise_var : float
+        Noise variance ``sigma^2`` (``DEFAULT_NOISE_VAR``, i.e. std 0.2; see the README finding;
+        unused by 'hier_rbf', whose noise is on the grid).
+    alpha, lengthscale : float
+        RBF amplitude and lengthscale (sec:sims: 1 and 0.8).
+    hier_lengthscales, hier_noise_stds : tuple of float
+        The grid ``Theta = {ell_h} x {sigma_h}`` of the hierarchical prior (uniform prior over it);
+        noise given as *standard deviations*, as the paper writes it (supp-tab:hierarchical-gp).
+    covariates : {'gaussian', 'uniform'}
+        ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` inputs.
+    """
+
+    kind: str
+    d: int
+    noise_var: float = DEFAULT_NOISE_VAR
+    alpha: float = 1.0
+    lengthscale: float = 0.8
+    hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
+    hier_noise_stds: tuple[float, ...] = (0.1, 0.2, 0.3)
+    covariates: str = "gaussian"
+
+    def __post_init__(self):
+        choice(self.kind, "task kind", TASK_KINDS)
+        choice(self.covariates, "covariates", COVARIATES)
+        object.__setattr__(self, "d", positive_int(self.d, "d", maximum=MAX_DIM))
+        for name in ("noise_var", "alpha", "lengthscale"):
+            object.__setattr__(self, name, positive_scalar(getattr(self, name), name))
+        for name in ("hier_lengthscales", "hier_noise_stds"):
+            object.__setattr__(self, name, _float_tuple(getattr(self, name), name))
+
+    def slug(self) -> str:
+        """The readable prefix of a run directory (``rbf-d2``, ``rbf-d16-ell0p4-uniform``...)."""
+        s = f"{self.kind}-d{self.d}"
+        if self.kind == "rbf" and self.lengthscale != 0.8:
+            s += f"-ell{_fmt(self.lengthscale)}"
+        if self.covariates != "gaussian":
+            s += f"-{self.covariates}"
+        return s
+
+    def to_nn(self, covariates: str | None = None, **extra) -> TaskConfig:
+        """The :class:`TaskConfig` of this prior (optionally with other covariates; ``extra``: the
+        fields only :class:`TaskConfig` has)."""
+        kw = _field_values(self) | extra
+        if covariates is not None:
+            kw["covariates"] = covariates
+        return TaskConfig(**kw)
+
+
+@dataclass(frozen=True)
+class TaskConfig(TaskSpec):
+    """A pretraining prior as :mod:`pfntheory.nn.priors` samples it: a :class:`TaskSpec` plus
+
+    Attributes
+    ----------
+    lengthscales : tuple of float, shape (d,), optional
+        ARD lengthscales ('ard_rbf', required there; supp-sec:real data).
+    sigma_diag : tuple of float, shape (d,), optional
+        BLR prior covariance diagonal; default :func:`pfntheory.kernels.blr_sigma_diag`.
+    x_scale : float, optional
+        Covariate scale: ``N(0, x_scale^2 I)`` or ``Unif[-x_scale, x_scale]^d``; default
+        ``1/sqrt(d)`` (the paper's design).
+    """
+
+    lengthscales: tuple[float, ...] | None = None
+    sigma_diag: tuple[float, ...] | None = None
+    x_scale: float | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.x_scale is not None:
+            object.__setattr__(self, "x_scale", positive_scalar(self.x_scale, "x_scale"))
+        for name in ("lengthscales", "sigma_diag"):
+            object.__setattr__(self, name, _float_tuple(getattr(self, name), name, self.d))
+        if self.kind == "ard_rbf" and self.lengthscales is None:
+            raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
+
+    @classmethod
+    def from_fit(cls, fit, **kw) -> TaskConfig:
+        """The fitted ARD RBF prior of supp-sec:real data from a :class:`pfntheory.gp.EBFit`."""
+        return cls(
+            kind="ard_rbf",
+            d=len(fit.lengthscales),
+            alpha=fit.alpha,
+            lengthscales=tuple(fit.lengthscales),
+            noise_var=fit.noise_var,
+            **kw,
+        )
+
+    @property
+    def scale(self) -> float:
+        """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
+        return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
+
+    @property
+    def n_components(self) -> int:
+        """Components of the prior's mixture PPD (the grid size for 'hier_rbf', else 1)."""
+        if self.kind != "hier_rbf":
+            return 1
+        return len(self.hier_lengthscales) * len(self.hier_noise_stds)
+
+
+def _check_bool(x, name: str) -> None:
+    if not isinstance(x, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, got {x!r}")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The transformer's architecture as an experiment sets it (sec:sims, supp-sec:exp details).
+
+    Attributes
+    ----------
+    score : {'linear', 'rbf', 'softmax'}
+        Attention score ``kappa`` (Sec. 3): ``linear`` for BLR, ``rbf`` for the RBF tasks.
+    L : int
+        Number of attention layers including the first (k_x-writing) layer (>= 1).
+    C : int
+        Number of bins (>= 2).
+    mode : {'theory', 'learnable'}
+        Parameterisation of sec:sims (see :mod:`pfntheory.nn.model`).
+    normalised : bool
+        False: ``TF`` (eqn:std attn); True: ``TF^pr`` (``Attn^na`` in the solver layers and the
+        ``1/s_x`` skip scaling). With the ``linear`` score ``s_x`` can vanish or change sign (the
+        paper restricts ``TF^pr`` to positive kernels); it is computed as is, not guarded.
+    head : {'psi', 'mlp'}
+        The analytic psi head (Sec. 4, supp-sec:exp details) or the MLP of eqn:tabPFN mlp.
+    """
+
+    score: str
+    L: int
+    C: int
+    mode: str = "learnable"
+    normalised: bool = False
+    head: str = "psi"
+
+    def __post_init__(self):
+        choice(self.score, "score", SCORES)
+        choice(self.mode, "mode", MODES)
+        choice(self.head, "head", HEADS)
+        object.__setattr__(self, "L", positive_int(self.L, "L"))
+        object.__setattr__(self, "C", positive_int(self.C, "C", minimum=2))
+        _check_bool(self.normalised, "normalised")
+
+    def slug(self) -> str:
+        """The model part of a run directory's name (``pr-learn-L32-C256``...)."""
+        return f"{'pr' if self.normalised else 'tf'}-{self.mode[:5]}-L{self.L}-C{self.C}"
+
+    def to_nn(self, d: int, noise_var_init: float, **extra) -> ModelConfig:
+        """The :class:`ModelConfig` of this architecture for inputs of dimension ``d``, its noise
+        variance initialised at the task's; ``extra``: further :class:`ModelConfig` fields."""
+        return ModelConfig(**_field_values(self), d=d, noise_var_init=noise_var_init, **extra)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig(ModelSpec):
+    """The PFN transformer as :mod:`pfntheory.nn.model` builds it (frozen; ``dataclasses.asdict``
+    goes into checkpoints): a :class:`ModelSpec` plus (keyword-only)
+
+    Attributes
+    ----------
+    d : int
+        Input dimension (>= 1).
+    mlp_width : int
+        ``C'`` of the MLP head (>= 1).
+    noise_var_init : float
+        ``sigma^2`` of supp-eqn:weights (the fixed value in theory mode, the init in learnable mode).
+    eta_init : float or None
+        Initial step size ``eta`` of every solver layer. ``None`` gives
+        :func:`pfntheory.nn.model.default_eta`: ``1 / (1 + noise_var_init)`` for ``normalised`` (the
+        Jacobi-preconditioned spectrum lies in ``[lambda_n, 1 + sigma^2/alpha^2]``,
+        sec:generalization, so this is admissible for every n) and ``0.005`` otherwise (admissible,
+        ``eta < 2/(lambda_1 + sigma^2)``, for ``lambda_1 <= 400``, which covers the paper's tasks up
+        to n = 512: BLR d = 5 has ``lambda_1 ~ 2n/5 * 1.2``, RBF ``lambda_1 ~ n rho`` with
+        ``rho <= 0.4``).
+    scale_init : float
+        Initial diagonal of ``K = Q`` (``1/lengthscale`` for rbf, ``sqrt(Sigma_kk)`` for linear).
+    amp_init : float
+        Initial ``V^(0)_{k,y}`` (``alpha^2`` for rbf). The step size enters ``V`` as
+        ``eta * amp`` (unnormalised) or ``eta`` (normalised) and ``S`` as ``-eta sigma^2``
+        (unnormalised) or ``-eta sigma^2 / amp`` (normalised), so that the layer is the Richardson
+        step eqn:recursion / eqn:recursion prec for the kernel ``amp * kappa``.
+    tau_min : float
+        Threshold of the head's smooth positivity map of ``tau`` (see :mod:`pfntheory.nn.head`).
+        Optional extension of the contract.
+    shared_scale : bool
+        One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward.
+        Optional extension of the contract (the paper learns it per layer).
+    """
+
+    d: int
+    mlp_width: int = 64
+    noise_var_init: float = DEFAULT_NOISE_VAR
+    eta_init: float | None = None
+    scale_init: float = 1.0
+    amp_init: float = 1.0
+    tau_min: float = 1e-3
+    shared_scale: bool = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "d", positive_int(self.d, "d"))
+        if self.d > MAX_DIM:
+            raise ValueError(f"d must be <= MAX_DIM = {MAX_DIM}, got {self.d}")
+        object.__setattr__(self, "mlp_width", positive_int(self.mlp_width, "mlp_width"))
+        # sizes refused before any parameter is allocated: the largest parameter block, the dense
+        # (L, d+4, d+4) matrices, and the MLP head (C' x C)
+        for name, size in (
+            ("L * (d + 4)^2", self.L * (self.d + 4) ** 2),
+            ("C * mlp_width", self.C * self.mlp_width if self.head == "mlp" else 0),
+        ):
+            if size > MAX_ELEMENTS:
+                raise ValueError(
+                    f"{name} = {size:.3g} parameters exceeds the limit MAX_ELEMENTS = "
+                    f"{MAX_ELEMENTS:.3g} (L={self.L}, d={self.d}, C={self.C}, "
+                    f"mlp_width={self.mlp_width})"
+                )
+        _check_bool(self.shared_scale, "shared_scale")
+        for name in ("noise_var_init", "scale_init", "amp_init", "tau_min"):
+            positive_scalar(getattr(self, name), name)
+        if self.eta_init is not None:
+            positive_scalar(self.eta_init, "eta_init")

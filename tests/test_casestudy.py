@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from pfntheory import cli, runs
+from pfntheory.casestudy import cli as casestudy_cli
 from pfntheory.casestudy import pfn as cpfn
 from pfntheory.casestudy import run as crun
 from pfntheory.casestudy.data import walker_data_available
@@ -347,7 +348,7 @@ def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):
         "w.csv",
         4,
     )
-    assert args.func is crun._run_cli
+    assert args.func is casestudy_cli._run_cli
     args = cli.build_parser().parse_args(["casestudy", "sacramento"])
     assert args.scale == "quick" and args.walker_csv is None
     with pytest.raises(SystemExit) as e:

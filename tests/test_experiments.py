@@ -807,3 +807,29 @@ def test_sweep_workers_import_nothing_after_the_fork(tmp_path, backend):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_specs_are_the_nn_configs_bases():
+    """One definition of the prior and of the architecture: the nn layer's TaskConfig / ModelConfig
+    extend the experiments' TaskSpec / ModelSpec (pfntheory.config), the conversion carries every
+    field, and a RunSpec refuses the extended classes, whose extra fields would enter (and silently
+    change) the hashed identity of its directory."""
+    from pfntheory.config import ModelConfig, TaskConfig
+
+    spec = get_experiment("supp_tab_hier").runs("cpu")[-1]
+    task, model = spec.task.to_nn(), spec.model.to_nn(spec.task.d, spec.task.noise_var)
+    assert isinstance(task, TaskSpec) and isinstance(model, ModelSpec)
+    for base, ext in ((spec.task, task), (spec.model, model)):
+        for f in dataclasses.fields(base):
+            assert getattr(ext, f.name) == getattr(base, f.name), f.name
+    assert spec.task.to_nn(covariates="uniform").covariates == "uniform"
+    with pytest.raises(TypeError, match="task must be a TaskSpec"):
+        dataclasses.replace(spec, task=task)
+    with pytest.raises(TypeError, match="model must be a ModelSpec"):
+        dataclasses.replace(spec, model=model)
+    with pytest.raises(ValueError, match="task kind"):
+        dataclasses.replace(spec, task=TaskSpec(kind="ard_rbf", d=2))
+    with pytest.raises(ValueError, match="requires lengthscales"):
+        TaskConfig(kind="ard_rbf", d=2)
+    with pytest.raises(TypeError):  # d is keyword-only: a positional (score, d, L, C) is refused
+        ModelConfig("rbf", 2, 8, 64)  # type: ignore[misc]

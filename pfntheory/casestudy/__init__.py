@@ -33,7 +33,7 @@ __all__ = [
 
 
 def register(subparsers) -> None:
-    """Add ``pfntheory casestudy sacramento|walker`` to the ``pfntheory`` CLI (see :mod:`.run`)."""
-    from .run import register as _register
+    """Add ``pfntheory casestudy sacramento|walker`` to the ``pfntheory`` CLI (see :mod:`.cli`)."""
+    from .cli import register as _register
 
     _register(subparsers)

@@ -1,4 +1,4 @@
-"""End-to-end real-data case studies (fig:sacramento, fig:walker) and ``pfntheory casestudy``.
+"""End-to-end real-data case studies (fig:sacramento, fig:walker); the command is :mod:`.cli`.
 
 Implements
 ----------
@@ -66,7 +66,6 @@ Claims (each from the paper's caption; thresholds stated in each ClaimResult; co
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import time
@@ -88,8 +87,6 @@ from ..claims.casestudy import (
     near_far_summary,
     run_convergence,
 )
-from ..cli import add_run_options
-from ..config import CASESTUDY_SCALES
 from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood
 from .baseline import PAPER_FITS, gaussian_quantiles, gp_predict, walker_splits
 from .data import (
@@ -117,7 +114,6 @@ __all__ = [
     "draw_maps",
     "collect_results",
     "run_casestudy",
-    "register",
 ]
 
 #: Sacramento held-out coverage: folds of the cross-validation.
@@ -921,59 +917,3 @@ class _StageClock:
                 )
 
         return timed()
-
-
-# ----------------------------------------------------------------------------------------------
-# CLI
-# ----------------------------------------------------------------------------------------------
-def _run_cli(args) -> int:
-    import json
-
-    res = run_casestudy(
-        args.dataset,
-        args.scale,
-        args.out_dir,
-        walker_csv=args.walker_csv,
-        walker_exh_csv=args.walker_exh_csv,
-        seed=args.seed,
-        grid_stride=args.grid_stride,
-        device=args.device,
-        progress=not args.no_progress,
-    )
-    print(json.dumps(res["summary"], indent=1))
-    return 0
-
-
-def register(subparsers) -> argparse.ArgumentParser:
-    """Add ``pfntheory casestudy sacramento|walker [--scale quick|cpu|paper] [--walker-csv PATH]``."""
-    p = subparsers.add_parser(
-        "casestudy",
-        help="real-data case studies (fig:sacramento, fig:walker)",
-        description="EB GP fit, PFN pretraining on the fitted prior (resumable), PFN-vs-GP maps and "
-        "numbers into reports/casestudy/<dataset>/ (supp-sec:real data).",
-    )
-    p.add_argument("dataset", choices=DATASETS)
-    p.add_argument(
-        "--scale",
-        choices=CASESTUDY_SCALES,
-        default="quick",
-        help="PFN sizes and budget (pfntheory.casestudy.pfn.SCALES): quick (minutes), cpu (the "
-        "paper's L=32, C=256, 1000 steps; about half an hour of one core), paper (1e5 steps)",
-    )
-    p.add_argument(
-        "--walker-csv",
-        default=None,
-        metavar="PATH",
-        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
-    )
-    p.add_argument(
-        "--walker-exh-csv",
-        default=None,
-        metavar="PATH",
-        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
-    )
-    p.add_argument("--out-dir", default=None, help="default reports/casestudy/<dataset>")
-    p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")
-    add_run_options(p)
-    p.set_defaults(func=_run_cli)
-    return p

@@ -10,10 +10,11 @@ Two different training configurations therefore never share a directory; the eva
 beside the weights, each file recording the :class:`EvalSpec` it was computed with, so changing an
 evaluation re-evaluates without retraining.
 
-These specs mirror the fields of ``pfntheory.nn`` (``TaskConfig``, ``ModelConfig``, ``TrainConfig``)
-that an experiment sets, and build those configs lazily (:meth:`RunSpec.train_config`), so this module
-imports without torch. Every field the paper fixes is spelt out here (never left to a default of the
-nn layer), so the hash identifies the experiment.
+The prior and the architecture are :class:`pfntheory.config.TaskSpec` and
+:class:`pfntheory.config.ModelSpec`, the torch-free bases of the nn layer's ``TaskConfig`` and
+``ModelConfig`` (one definition each, no mirror); :meth:`RunSpec.train_config` builds the
+``TrainConfig`` lazily, so this module imports without torch. Every field the paper fixes is a field of
+the spec (never left to a default of the training loop), so the hash identifies the experiment.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ from .._checks import context_groups as check_context_groups
 from ..config import (
     BATCH_SIZE,
     COVARIATES,
-    HEADS,
     LEARNING_CURVE_SEED,
     LR_UNITS,
-    MODES,
-    SCORES,
     SPEC_TASK_KINDS,
+    ModelSpec,
+    TaskSpec,
 )
 
 __all__ = [
@@ -49,7 +49,18 @@ __all__ = [
     "run_name",
 ]
 
-TASK_KINDS = SPEC_TASK_KINDS
+
+def _exact_type(value, name: str, cls: type) -> None:
+    """Refuse anything but ``cls`` itself: a subclass (the nn layer's TaskConfig / ModelConfig)
+    carries more fields, which would enter the hashed identity of the run."""
+    if type(value) is not cls:
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
+
+
+def _spec_task(task) -> None:
+    """An experiment's prior: a :class:`TaskSpec` of one of the paper's families."""
+    _exact_type(task, "task", TaskSpec)
+    choice(task.kind, "task kind", SPEC_TASK_KINDS)
 
 
 def canonical_json(obj) -> str:
@@ -62,117 +73,6 @@ def canonical_json(obj) -> str:
 def spec_hash(obj, length: int = 10) -> str:
     """First ``length`` hex digits of the SHA-256 of :func:`canonical_json`."""
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}".replace(".", "p")
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """The pretraining prior (sec:sims, supp-sec:exp details); mirrors ``pfntheory.nn.priors.TaskConfig``.
-
-    Attributes
-    ----------
-    kind : {"blr", "rbf", "hier_rbf"}
-    d : int
-        Input dimension.
-    noise_var : float
-        Noise variance sigma^2 (``DEFAULT_NOISE_VAR``, i.e. std 0.2; see the README finding).
-    alpha, lengthscale : float
-        RBF amplitude and lengthscale (sec:sims: 1 and 0.8).
-    hier_lengthscales, hier_noise_stds : tuple of float
-        The grid of the hierarchical prior (supp-tab:hierarchical-gp); the noise values are STDs.
-    covariates : {"gaussian", "uniform"}
-        ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` inputs.
-    """
-
-    kind: str
-    d: int
-    noise_var: float = DEFAULT_NOISE_VAR
-    alpha: float = 1.0
-    lengthscale: float = 0.8
-    hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
-    hier_noise_stds: tuple[float, ...] = (0.1, 0.2, 0.3)
-    covariates: str = "gaussian"
-
-    def __post_init__(self):
-        choice(self.kind, "kind", TASK_KINDS)
-        positive_int(self.d, "d")
-        positive_scalar(self.noise_var, "noise_var")
-        positive_scalar(self.alpha, "alpha")
-        positive_scalar(self.lengthscale, "lengthscale")
-        choice(self.covariates, "covariates", COVARIATES)
-
-    def slug(self) -> str:
-        s = f"{self.kind}-d{self.d}"
-        if self.kind == "rbf" and self.lengthscale != 0.8:
-            s += f"-ell{_fmt(self.lengthscale)}"
-        if self.covariates != "gaussian":
-            s += f"-{self.covariates}"
-        return s
-
-    def to_nn(self, covariates: str | None = None):
-        """The ``pfntheory.nn.priors.TaskConfig`` of this task (optionally with other covariates)."""
-        from pfntheory.nn.priors import TaskConfig
-
-        kw = dict(
-            kind=self.kind,
-            d=self.d,
-            noise_var=self.noise_var,
-            covariates=covariates or self.covariates,
-        )
-        if self.kind in ("rbf", "hier_rbf"):
-            kw.update(alpha=self.alpha, lengthscale=self.lengthscale)
-        if self.kind == "hier_rbf":
-            kw.update(
-                hier_lengthscales=self.hier_lengthscales, hier_noise_stds=self.hier_noise_stds
-            )
-        return TaskConfig(**kw)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """The transformer; mirrors the fields of ``pfntheory.nn.model.ModelConfig`` that experiments set.
-
-    ``score`` is the attention kernel (``linear`` for BLR, ``rbf`` for the RBF tasks), ``L`` counts
-    attention layers including the first, ``C`` bins, ``mode`` theory/learnable, ``normalised`` selects
-    TF^pr (Attn^na in the solver layers), ``head`` the analytic psi head (supp-sec:exp details).
-    """
-
-    score: str
-    L: int
-    C: int
-    mode: str = "learnable"
-    normalised: bool = False
-    head: str = "psi"
-
-    def __post_init__(self):
-        choice(self.score, "score", SCORES)
-        positive_int(self.L, "L")
-        positive_int(self.C, "C", minimum=2)
-        choice(self.mode, "mode", MODES)
-        choice(self.head, "head", HEADS)
-
-    def slug(self) -> str:
-        return f"{'pr' if self.normalised else 'tf'}-{self.mode[:5]}-L{self.L}-C{self.C}"
-
-    def to_nn(self, d: int, noise_var_init: float, **extra):
-        """The ``pfntheory.nn.model.ModelConfig`` of this model for inputs of dimension ``d``, its
-        noise variance initialised at the task's; ``extra``: further ModelConfig fields (imports torch)."""
-        from pfntheory.nn.model import ModelConfig
-
-        return ModelConfig(
-            score=self.score,
-            d=d,
-            L=self.L,
-            C=self.C,
-            mode=self.mode,
-            normalised=self.normalised,
-            head=self.head,
-            noise_var_init=noise_var_init,
-            **extra,
-        )
 
 
 @dataclass(frozen=True)
@@ -240,6 +140,8 @@ class RunSpec:
     context_groups: int = 1
 
     def __post_init__(self):
+        _spec_task(self.task)
+        _exact_type(self.model, "model", ModelSpec)
         positive_int(self.n_min, "n_min")
         positive_int(self.n_max, "n_max")
         if self.n_min > self.n_max:
@@ -379,6 +281,7 @@ class ExactPPDSpec(_ExactSide):
     seed: int = 2024
 
     def __post_init__(self):
+        _spec_task(self.task)
         for n in self.n_eval:
             positive_int(n, "n_eval")
         positive_int(self.n_instances, "n_instances")

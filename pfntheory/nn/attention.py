@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import torch
 
+from .._checks import choice
+from ..config import SCORES
+
 __all__ = [
     "SCORES",
     "score_matrix",
@@ -45,14 +48,9 @@ __all__ = [
     "masked_attention_dense",
 ]
 
-#: Attention score functions kappa of Sec. 3.
-SCORES = ("linear", "rbf", "softmax")
-
 
 def _check_score(score: str) -> str:
-    if score not in SCORES:
-        raise ValueError(f"unknown score {score!r}; expected one of {sorted(SCORES)}")
-    return score
+    return choice(score, "score", SCORES)
 
 
 def score_matrix(a: torch.Tensor, b: torch.Tensor, score: str) -> torch.Tensor:

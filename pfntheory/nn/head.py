@@ -35,10 +35,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["positive_tau", "check_edges", "PsiHead", "MLPHead", "HEADS"]
+from ..config import HEADS
 
-#: Head names of :class:`~pfntheory.nn.model.ModelConfig`.
-HEADS = ("psi", "mlp")
+__all__ = ["positive_tau", "check_edges", "PsiHead", "MLPHead", "HEADS"]
 
 
 def positive_tau(tau: torch.Tensor, tau_min: float) -> torch.Tensor:

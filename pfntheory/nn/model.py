@@ -56,16 +56,15 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .. import DEFAULT_NOISE_VAR
-from .._checks import MAX_DIM, MAX_ELEMENTS
+from .._checks import MAX_ELEMENTS
+from ..config import MODES, ModelConfig
 from .attention import (
-    SCORES,
     masked_attention_dense,
     scaled_kernel_attention,
     score_matrix,
     score_vector,
 )
-from .head import HEADS, MLPHead, PsiHead, check_edges
+from .head import MLPHead, PsiHead, check_edges
 
 __all__ = [
     "ModelConfig",
@@ -78,126 +77,7 @@ __all__ = [
     "MODES",
 ]
 
-#: Parameterisation modes of sec:sims.
-MODES = ("theory", "learnable")
-
 _REAL_INT_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-
-
-def _finite_positive(x, name: str) -> float:
-    try:
-        v = float(x)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a real scalar, got {x!r}") from err
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be finite and positive, got {x!r}")
-    return v
-
-
-def _int_at_least(x, name: str, minimum: int) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise ValueError(f"{name} must be an integer, got {x!r}")
-    if int(x) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {x}")
-    return int(x)
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Architecture of the PFN transformer (frozen; ``dataclasses.asdict`` goes into checkpoints).
-
-    Parameters
-    ----------
-    score : {'linear', 'rbf', 'softmax'}
-        Attention score ``kappa`` (Sec. 3).
-    d : int
-        Input dimension (>= 1).
-    L : int
-        Number of attention layers including the first (k_x-writing) layer (>= 1).
-    C : int
-        Number of bins (>= 2).
-    mode : {'theory', 'learnable'}
-    normalised : bool
-        False: ``TF`` (eqn:std attn); True: ``TF^pr`` (``Attn^na`` in the solver layers and the
-        ``1/s_x`` skip scaling). With the ``linear`` score ``s_x`` can vanish or change sign (the
-        paper restricts ``TF^pr`` to positive kernels); it is computed as is, not guarded.
-    head : {'psi', 'mlp'}
-    mlp_width : int
-        ``C'`` of the MLP head (>= 1).
-    noise_var_init : float
-        ``sigma^2`` of supp-eqn:weights (the fixed value in theory mode, the init in learnable mode).
-    eta_init : float or None
-        Initial step size ``eta`` of every solver layer. ``None`` gives :func:`default_eta`:
-        ``1 / (1 + noise_var_init)`` for ``normalised`` (the Jacobi-preconditioned spectrum lies in
-        ``[lambda_n, 1 + sigma^2/alpha^2]``, sec:generalization, so this is admissible for every n)
-        and ``0.005`` otherwise (admissible, ``eta < 2/(lambda_1 + sigma^2)``, for
-        ``lambda_1 <= 400``, which covers the paper's tasks up to n = 512: BLR d = 5 has
-        ``lambda_1 ~ 2n/5 * 1.2``, RBF ``lambda_1 ~ n rho`` with ``rho <= 0.4``).
-    scale_init : float
-        Initial diagonal of ``K = Q`` (``1/lengthscale`` for rbf, ``sqrt(Sigma_kk)`` for linear).
-    amp_init : float
-        Initial ``V^(0)_{k,y}`` (``alpha^2`` for rbf). The step size enters ``V`` as
-        ``eta * amp`` (unnormalised) or ``eta`` (normalised) and ``S`` as ``-eta sigma^2``
-        (unnormalised) or ``-eta sigma^2 / amp`` (normalised), so that the layer is the Richardson
-        step eqn:recursion / eqn:recursion prec for the kernel ``amp * kappa``.
-    tau_min : float
-        Threshold of the head's smooth positivity map of ``tau`` (see :mod:`pfntheory.nn.head`).
-        Optional extension of the contract.
-    shared_scale : bool
-        One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward.
-        Optional extension of the contract (the paper learns it per layer).
-    """
-
-    score: str
-    d: int
-    L: int
-    C: int
-    mode: str = "learnable"
-    normalised: bool = False
-    head: str = "psi"
-    mlp_width: int = 64
-    noise_var_init: float = DEFAULT_NOISE_VAR
-    eta_init: float | None = None
-    scale_init: float = 1.0
-    amp_init: float = 1.0
-    tau_min: float = 1e-3
-    shared_scale: bool = False
-
-    def __post_init__(self):
-        if self.score not in SCORES:
-            raise ValueError(f"unknown score {self.score!r}; expected one of {sorted(SCORES)}")
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; expected one of {sorted(MODES)}")
-        if self.head not in HEADS:
-            raise ValueError(f"unknown head {self.head!r}; expected one of {sorted(HEADS)}")
-        _int_at_least(self.d, "d", 1)
-        _int_at_least(self.L, "L", 1)
-        _int_at_least(self.C, "C", 2)
-        _int_at_least(self.mlp_width, "mlp_width", 1)
-        # sizes refused before any parameter is allocated: d (pfntheory._checks.MAX_DIM), and the
-        # largest parameter block, the dense (L, d+4, d+4) matrices, and the MLP head (C' x C)
-        if self.d > MAX_DIM:
-            raise ValueError(f"d must be <= MAX_DIM = {MAX_DIM}, got {self.d}")
-        for name, size in (
-            ("L * (d + 4)^2", self.L * (self.d + 4) ** 2),
-            ("C * mlp_width", self.C * self.mlp_width if self.head == "mlp" else 0),
-        ):
-            if size > MAX_ELEMENTS:
-                raise ValueError(
-                    f"{name} = {size:.3g} parameters exceeds the limit MAX_ELEMENTS = "
-                    f"{MAX_ELEMENTS:.3g} (L={self.L}, d={self.d}, C={self.C}, "
-                    f"mlp_width={self.mlp_width})"
-                )
-        if not isinstance(self.normalised, (bool, np.bool_)):
-            raise ValueError(f"normalised must be a bool, got {self.normalised!r}")
-        if not isinstance(self.shared_scale, (bool, np.bool_)):
-            raise ValueError(f"shared_scale must be a bool, got {self.shared_scale!r}")
-        _finite_positive(self.noise_var_init, "noise_var_init")
-        _finite_positive(self.scale_init, "scale_init")
-        _finite_positive(self.amp_init, "amp_init")
-        _finite_positive(self.tau_min, "tau_min")
-        if self.eta_init is not None:
-            _finite_positive(self.eta_init, "eta_init")
 
 
 #: Bytes of solver-layer kernels one training forward keeps for its backward pass (first layers

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .. import DEFAULT_NOISE_VAR
-from .._checks import MAX_DIM, MAX_ELEMENTS, choice, positive_int, positive_scalar
+from .._checks import MAX_ELEMENTS, positive_int
 from .._checks import interval as check_interval
+from ..config import COVARIATES, TASK_KINDS, TaskConfig
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
 __all__ = [
@@ -58,110 +58,12 @@ __all__ = [
     "MAX_ELEMENTS",
 ]
 
-TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
-COVARIATES = ("gaussian", "uniform")
 _LOG_2PI = math.log(2.0 * math.pi)
 
 #: Gram-matrix entries factorised at once by :func:`sample_batch` (the batch is split into
 #: sub-batches of ``max(1, GRAM_CHUNK_ELEMENTS // n^2)`` instances: 128 MiB of float64, so that
 #: evaluating 512 instances at n' = 1024 does not hold 4 GiB Gram matrices).
 GRAM_CHUNK_ELEMENTS = 1 << 24
-
-
-def _float_tuple(x, name: str, length: int | None = None) -> tuple[float, ...] | None:
-    if x is None:
-        return None
-    t = tuple(positive_scalar(v, name) for v in x)
-    if len(t) == 0 or (length is not None and len(t) != length):
-        want = f"{length}" if length is not None else "at least 1"
-        raise ValueError(f"{name} must have {want} entries, got {len(t)}")
-    return t
-
-
-@dataclass(frozen=True)
-class TaskConfig:
-    """A pretraining prior (sec:sims, supp-sec:exp additional, supp-sec:real data).
-
-    Parameters
-    ----------
-    kind : {'blr', 'rbf', 'hier_rbf', 'ard_rbf'}
-    d : int
-        Input dimension.
-    noise_var : float
-        Noise variance ``sigma^2`` (unused by 'hier_rbf', whose noise is on the grid).
-    alpha : float
-        RBF amplitude (all RBF kinds).
-    lengthscale : float
-        RBF lengthscale ``ell`` ('rbf').
-    lengthscales : tuple of float, shape (d,), optional
-        ARD lengthscales ('ard_rbf', required there).
-    sigma_diag : tuple of float, shape (d,), optional
-        BLR prior covariance diagonal; default ``blr_sigma_diag(d)``.
-    hier_lengthscales, hier_noise_stds : tuple of float
-        The grid ``Theta = {ell_h} x {sigma_h}`` of the hierarchical prior (uniform prior over it);
-        noise given as *standard deviations*, as the paper writes it.
-    covariates : {'gaussian', 'uniform'}
-        ``N(0, x_scale^2 I)`` or ``Unif[-x_scale, x_scale]^d``.
-    x_scale : float, optional
-        Default ``1/sqrt(d)`` (the paper's design).
-    """
-
-    kind: str
-    d: int
-    noise_var: float = DEFAULT_NOISE_VAR
-    alpha: float = 1.0
-    lengthscale: float = 0.8
-    lengthscales: tuple[float, ...] | None = None
-    sigma_diag: tuple[float, ...] | None = None
-    hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
-    hier_noise_stds: tuple[float, ...] = (0.1, 0.2, 0.3)
-    covariates: str = "gaussian"
-    x_scale: float | None = None
-
-    def __post_init__(self):
-        choice(self.kind, "task kind", TASK_KINDS)
-        choice(self.covariates, "covariates", COVARIATES)
-        d = positive_int(self.d, "d", maximum=MAX_DIM)
-        object.__setattr__(self, "d", d)
-        for name in ("noise_var", "alpha", "lengthscale"):
-            object.__setattr__(self, name, positive_scalar(getattr(self, name), name))
-        if self.x_scale is not None:
-            object.__setattr__(self, "x_scale", positive_scalar(self.x_scale, "x_scale"))
-        object.__setattr__(self, "lengthscales", _float_tuple(self.lengthscales, "lengthscales", d))
-        object.__setattr__(self, "sigma_diag", _float_tuple(self.sigma_diag, "sigma_diag", d))
-        object.__setattr__(
-            self, "hier_lengthscales", _float_tuple(self.hier_lengthscales, "hier_lengthscales")
-        )
-        object.__setattr__(
-            self, "hier_noise_stds", _float_tuple(self.hier_noise_stds, "hier_noise_stds")
-        )
-        if self.kind == "ard_rbf" and self.lengthscales is None:
-            raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
-
-    @classmethod
-    def from_fit(cls, fit, **kw) -> TaskConfig:
-        """The fitted ARD RBF prior of supp-sec:real data from a :class:`pfntheory.gp.EBFit`."""
-        return cls(
-            kind="ard_rbf",
-            d=len(fit.lengthscales),
-            alpha=fit.alpha,
-            lengthscales=tuple(fit.lengthscales),
-            noise_var=fit.noise_var,
-            **kw,
-        )
-
-    @property
-    def scale(self) -> float:
-        """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
-        return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
-
-    @property
-    def n_components(self) -> int:
-        return (
-            len(self.hier_lengthscales) * len(self.hier_noise_stds)
-            if self.kind == "hier_rbf"
-            else 1
-        )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,67 @@
+"""``pfntheory casestudy sacramento|walker``: the command line of the real-data case studies.
+
+Parses the options and hands them to :func:`pfntheory.casestudy.run.run_casestudy` (imported when the
+command runs, so that building the parser imports neither torch nor the pipeline).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..cli import add_run_options, pick
+from ..config import CASESTUDY_SCALES
+from .data import DATASETS
+
+__all__ = ["register"]
+
+
+def _run_cli(args) -> int:
+    import json
+
+    from .run import run_casestudy
+
+    options = ("walker_csv", "walker_exh_csv", "seed", "grid_stride", "device")
+    res = run_casestudy(
+        args.dataset,
+        args.scale,
+        args.out_dir,
+        progress=not args.no_progress,
+        **pick(args, *options),
+    )
+    print(json.dumps(res["summary"], indent=1))
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add ``pfntheory casestudy sacramento|walker [--scale quick|cpu|paper] [--walker-csv PATH]``."""
+    p = subparsers.add_parser(
+        "casestudy",
+        help="real-data case studies (fig:sacramento, fig:walker)",
+        description="EB GP fit, PFN pretraining on the fitted prior (resumable), PFN-vs-GP maps and "
+        "numbers into reports/casestudy/<dataset>/ (supp-sec:real data).",
+    )
+    p.add_argument("dataset", choices=DATASETS)
+    p.add_argument(
+        "--scale",
+        choices=CASESTUDY_SCALES,
+        default="quick",
+        help="PFN sizes and budget (pfntheory.casestudy.pfn.SCALES): quick (minutes), cpu (the "
+        "paper's L=32, C=256, 1000 steps; about half an hour of one core), paper (1e5 steps)",
+    )
+    p.add_argument(
+        "--walker-csv",
+        default=None,
+        metavar="PATH",
+        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
+    )
+    p.add_argument(
+        "--walker-exh-csv",
+        default=None,
+        metavar="PATH",
+        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
+    )
+    p.add_argument("--out-dir", default=None, help="default reports/casestudy/<dataset>")
+    p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")
+    add_run_options(p)
+    p.set_defaults(func=_run_cli)
+    return p
