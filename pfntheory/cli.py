@@ -324,21 +324,32 @@ def _run_train(args) -> int:
     return 0
 
 
-def _add_run_dir_command(sub, name: str, help: str, description: str):
+#: The subcommands that read a trained run in their positional ``RUN_DIR``: (help, description).
+_RUN_DIR_COMMANDS = {
+    "evaluate": (
+        "evaluate a trained run against the exact PPD",
+        "Evaluate a run at evaluation sizes n' (sec:sims, Inference); writes eval.json (or "
+        "eval_<covariates>.json) in RUN_DIR.",
+    ),
+    "compare": (
+        "trained weights beside the construction of thm:TFdoPPD",
+        "Learned feature scales, step sizes and readout of a trained run beside the values "
+        "supp-eqn:weights prescribes, and the distance of its (mu_L, tau_L) to the exact "
+        "Richardson solver after the same depth; writes construction.json in RUN_DIR.",
+    ),
+}
+
+
+def _add_run_dir_command(sub, name: str):
     """A subcommand that reads the trained run in its positional ``RUN_DIR`` (evaluate, compare)."""
+    help, description = _RUN_DIR_COMMANDS[name]
     p = sub.add_parser(name, help=help, description=description)
     p.add_argument("run_dir", metavar="RUN_DIR")
     return p
 
 
 def _add_evaluate(sub) -> None:
-    p = _add_run_dir_command(
-        sub,
-        "evaluate",
-        help="evaluate a trained run against the exact PPD",
-        description="Evaluate a run at evaluation sizes n' (sec:sims, Inference); "
-        "writes eval.json (or eval_<covariates>.json) in RUN_DIR.",
-    )
+    p = _add_run_dir_command(sub, "evaluate")
     p.add_argument("--n-eval", type=_N, nargs="+", required=True, help="evaluation sizes n'")
     p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
     p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
@@ -431,15 +442,7 @@ def _run_evaluate(args) -> int:
 
 
 def _add_compare(sub) -> None:
-    p = _add_run_dir_command(
-        sub,
-        "compare",
-        help="trained weights beside the construction of thm:TFdoPPD",
-        description="Learned feature scales, step sizes and readout of a trained run "
-        "beside the values supp-eqn:weights prescribes, and the distance of "
-        "its (mu_L, tau_L) to the exact Richardson solver after the same "
-        "depth; writes construction.json in RUN_DIR.",
-    )
+    p = _add_run_dir_command(sub, "compare")
     p.add_argument("--n", type=_N, default=None, help="context size (default (n_min+n_max)//2)")
     p.add_argument("--n-instances", type=int_in(1, 100_000), default=32)
     add_run_options(p, device=None, progress=False)

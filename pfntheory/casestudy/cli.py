@@ -32,14 +32,16 @@ def _run_cli(args) -> int:
     return 0
 
 
+_HELP = "real-data case studies (fig:sacramento, fig:walker)"
+_DESCRIPTION = (
+    "EB GP fit, PFN pretraining on the fitted prior (resumable), PFN-vs-GP maps and numbers into "
+    "reports/casestudy/<dataset>/ (supp-sec:real data)."
+)
+
+
 def register(subparsers) -> argparse.ArgumentParser:
     """Add ``pfntheory casestudy sacramento|walker [--scale quick|cpu|paper] [--walker-csv PATH]``."""
-    p = subparsers.add_parser(
-        "casestudy",
-        help="real-data case studies (fig:sacramento, fig:walker)",
-        description="EB GP fit, PFN pretraining on the fitted prior (resumable), PFN-vs-GP maps and "
-        "numbers into reports/casestudy/<dataset>/ (supp-sec:real data).",
-    )
+    p = subparsers.add_parser("casestudy", help=_HELP, description=_DESCRIPTION)
     p.add_argument("dataset", choices=DATASETS)
     p.add_argument(
         "--scale",
