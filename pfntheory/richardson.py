@@ -480,10 +480,8 @@ def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
 
     Parameters
     ----------
-    G, Y, noise_var, eta, L
-        As :func:`krr_training_bound`.
-    k_x : ndarray of shape (n,) or (m, n)
-        Kernel row(s) ``kappa(X, x)`` of one or ``m`` queries.
+    G, k_x, Y, noise_var, eta, L
+        ``k_x`` as :func:`krr_testing_recursion`, the others as :func:`krr_training_bound`.
 
     Returns
     -------

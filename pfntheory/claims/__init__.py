@@ -2,8 +2,8 @@
 notebooks (which tabulate the very same numbers).
 
 Each submodule covers one part of the paper and exposes functions ``check_<label>(...)`` that
-return a :class:`ClaimResult` (or a list of them). A function never asserts; it measures and reports
-whether the claim held, so that a report can show a claim that fails.
+return a :class:`ClaimResult` (or a list of them). A function never asserts: it measures, and
+reports whether the claim held (so a report can show a claim that fails).
 """
 
 from __future__ import annotations

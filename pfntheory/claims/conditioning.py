@@ -167,12 +167,7 @@ def check_cond_rate(
 
 
 def check_prec_amplitude(
-    rng: np.random.Generator,
-    alpha: float = 0.5,
-    noise_var: float = 0.2,
-    n: int = 50,
-    d: int = 8,
-    lengthscale: float = 0.3,
+    rng: np.random.Generator, alpha=0.5, noise_var=0.2, n=50, d=8, lengthscale=0.3
 ) -> ClaimResult:
     """supp-lem:rbf kernel Gram ridge prec uses ``s_i >= 1`` and ``lambda_1 in [1, 1 + s2]``: true for the
     unit kernel. For amplitude ``alpha^2 < 1`` only ``s_i >= alpha^2`` and
@@ -194,35 +189,30 @@ def check_prec_amplitude(
         and sp2.lambda_1 <= general + tol
         and sp.lambda_1 <= general + tol
     )
-    return as_erratum(
-        ClaimResult(
-            key="prec_amplitude",
-            label="supp-lem:rbf kernel Gram ridge prec",
-            statement="lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1",
-            holds=bool(holds),
-            observed=sp.lambda_1,
-            bound=paper,
-            tolerance="atol 10 n eps (1+s2/alpha^2)",
-            details=dict(
-                alpha=alpha,
-                two_points_lambda1=sp2.lambda_1,
-                random_lambda1=sp.lambda_1,
-                paper_upper=paper,
-                general_upper=general,
-                s_min=sp.s_min,
-                step_2_over_1_plus_s2=2 / paper,
-                admissible_step=2 / sp.lambda_1,
-            ),
-        )
+    result = ClaimResult(
+        key="prec_amplitude",
+        label="supp-lem:rbf kernel Gram ridge prec",
+        statement="lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1",
+        holds=bool(holds),
+        observed=sp.lambda_1,
+        bound=paper,
+        tolerance="atol 10 n eps (1+s2/alpha^2)",
+        details=dict(
+            alpha=alpha,
+            two_points_lambda1=sp2.lambda_1,
+            random_lambda1=sp.lambda_1,
+            paper_upper=paper,
+            general_upper=general,
+            s_min=sp.s_min,
+            step_2_over_1_plus_s2=2 / paper,
+            admissible_step=2 / sp.lambda_1,
+        ),
     )
+    return as_erratum(result)
 
 
 def check_row_sum_limit(
-    rng: np.random.Generator,
-    n: int = 2000,
-    d: int = 16,
-    lengthscale: float = 1.0,
-    k_se: float = 5.0,
+    rng: np.random.Generator, n=2000, d=16, lengthscale=1.0, k_se=5.0
 ) -> ClaimResult:
     """The proof of supp-lem:rbf kernel Gram ridge prec writes ``s_max >= s_i = 1 + (n-1) rho``. In fact
     ``(s_i - 1)/(n-1) -> g(x_i) = E_x kappa(x_i, x)``, which depends on ``x_i``; only the average of the
@@ -240,29 +230,27 @@ def check_row_sum_limit(
     se = np.sqrt(g * (1 - g) / (n - 1)) * np.sqrt(2 * np.log(n))
     to_g = float(np.max(np.abs(t - g) / se))
     to_rho = float(np.max(np.abs(t - rho) / se))
-    holds = to_g <= k_se and to_rho > k_se and s.max() >= s.mean()
-    return as_erratum(
-        ClaimResult(
-            key="row_sum_limit",
-            label="supp-lem:rbf kernel Gram ridge prec",
-            statement="(s_i - 1)/(n-1) -> E_x kappa(x_i, x), not rho; s_max >= 1'G1/n ~ 1 + (n-1) rho",
-            holds=bool(holds),
-            observed=to_g,
-            bound=k_se,
-            tolerance=f"{k_se} standard errors with a sqrt(2 log n) union factor",
-            details=dict(
-                n=n,
-                d=d,
-                max_z_to_g=to_g,
-                max_z_to_rho=to_rho,
-                rho=rho,
-                g_range=(float(g.min()), float(g.max())),
-                s_max_over_n=float(s.max() / n),
-                s_mean_over_n=float(s.mean() / n),
-                g0=float(expected_rbf_gaussian_given(np.zeros(d), 1.0, lengthscale)),
-            ),
-        )
+    result = ClaimResult(
+        key="row_sum_limit",
+        label="supp-lem:rbf kernel Gram ridge prec",
+        statement="(s_i - 1)/(n-1) -> E_x kappa(x_i, x), not rho; s_max >= 1'G1/n ~ 1 + (n-1) rho",
+        holds=bool(to_g <= k_se and to_rho > k_se and s.max() >= s.mean()),
+        observed=to_g,
+        bound=k_se,
+        tolerance=f"{k_se} standard errors with a sqrt(2 log n) union factor",
+        details=dict(
+            n=n,
+            d=d,
+            max_z_to_g=to_g,
+            max_z_to_rho=to_rho,
+            rho=rho,
+            g_range=(float(g.min()), float(g.max())),
+            s_max_over_n=float(s.max() / n),
+            s_mean_over_n=float(s.mean() / n),
+            g0=float(expected_rbf_gaussian_given(np.zeros(d), 1.0, lengthscale)),
+        ),
     )
+    return as_erratum(result)
 
 
 def check_L_growth(
@@ -323,7 +311,10 @@ def check_L_growth(
     return ClaimResult(
         key="L_growth",
         label="thm:L growth",
-        statement="depth to reach eps at the optimal preconditioned step grows ~ n; (c_n+1)/2 log(1/eps) suffices",
+        statement=(
+            "depth to reach eps at the optimal preconditioned step grows ~ n; "
+            "(c_n+1)/2 log(1/eps) suffices"
+        ),
         holds=bool(holds),
         observed=float(m),
         bound=1.0,
@@ -377,18 +368,17 @@ def check_rho_star_convention(
                 depth_ratio=float(np.log(right) / np.log(typo)),
             )
         )
-    return as_erratum(
-        ClaimResult(
-            key="rho_star_convention",
-            label="thm:L growth",
-            statement="rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)",
-            holds=bool(holds),
-            observed=rows[-1]["radius"],
-            bound=rows[-1]["appendix"],
-            tolerance="atol 10 n eps cond",
-            details=dict(rows=rows),
-        )
+    result = ClaimResult(
+        key="rho_star_convention",
+        label="thm:L growth",
+        statement="rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)",
+        holds=bool(holds),
+        observed=rows[-1]["radius"],
+        bound=rows[-1]["appendix"],
+        tolerance="atol 10 n eps cond",
+        details=dict(rows=rows),
     )
+    return as_erratum(result)
 
 
 def check_depth_inequality_direction(
@@ -400,15 +390,14 @@ def check_depth_inequality_direction(
     c = np.asarray(conds, float)
     need = depth_needed(c, eps)
     suff = depth_sufficient(c, eps)
-    return as_erratum(
-        ClaimResult(
-            key="depth_inequality_direction",
-            label="thm:L growth",
-            statement="log(eps)/log(rho*) <= (c+1)/2 log(1/eps) (paper prints >=)",
-            holds=bool(np.all(need <= suff) and np.all(need < suff)),
-            observed=float(np.max(need / suff)),
-            bound=1.0,
-            tolerance="exact (strict inequality of real numbers)",
-            details=dict(conds=c, needed=need, sufficient=suff),
-        )
+    result = ClaimResult(
+        key="depth_inequality_direction",
+        label="thm:L growth",
+        statement="log(eps)/log(rho*) <= (c+1)/2 log(1/eps) (paper prints >=)",
+        holds=bool(np.all(need <= suff) and np.all(need < suff)),
+        observed=float(np.max(need / suff)),
+        bound=1.0,
+        tolerance="exact (strict inequality of real numbers)",
+        details=dict(conds=c, needed=need, sufficient=suff),
     )
+    return as_erratum(result)

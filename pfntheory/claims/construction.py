@@ -118,17 +118,7 @@ def _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
 
 
 def check_tf_rows(
-    kernel,
-    X,
-    Y,
-    x,
-    noise_var: float,
-    eta,
-    L: int,
-    *,
-    normalised: bool = False,
-    weights=None,
-    forward_kwargs=None,
+    kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False, weights=None, forward_kwargs=None
 ) -> ClaimResult:
     """thm:TFdoPPD (``normalised=False``) or TF^pr (``True``): rows of every ``Z^(l)``.
 
@@ -140,9 +130,7 @@ def check_tf_rows(
     Tolerance: :func:`~pfntheory.claims.richardson.roundoff_atol` with the size of the rows as scale
     (``eps n ||G||_inf / sigma^2``, see there), plus ``rtol = 16 n eps``.
     """
-    X = np.asarray(X, float)
-    Y = np.asarray(Y, float)
-    x = np.asarray(x, float)
+    X, Y, x = (np.asarray(a, float) for a in (X, Y, x))
     n, d = X.shape
     G, k_x, kxx, _, _ = _parts(kernel, X, Y, x, noise_var)
     w, mu_L, tau_L, path = _tf(
@@ -264,17 +252,7 @@ def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: flo
 
 
 def check_tf_convergence(
-    kernel,
-    X,
-    Y,
-    x,
-    noise_var: float,
-    eta,
-    L: int,
-    *,
-    normalised: bool = False,
-    weights=None,
-    forward_kwargs=None,
+    kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False, weights=None, forward_kwargs=None
 ) -> ClaimResult:
     """``|TF_L - (mu, tau)|`` within the theorem's bound (thm:TFdoPPD; TF^pr: sec:generalization).
 
@@ -288,9 +266,7 @@ def check_tf_convergence(
 
     Tolerance: ``roundoff_atol`` scaled by ``max(|mu|, tau)``.
     """
-    X = np.asarray(X, float)
-    Y = np.asarray(Y, float)
-    x = np.asarray(x, float)
+    X, Y, x = (np.asarray(a, float) for a in (X, Y, x))
     G, k_x, kxx, mu, tau = _parts(kernel, X, Y, x, noise_var)
     steps = _solver_steps(eta, L)
     w, mu_L, tau_L, _ = _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
@@ -730,7 +706,9 @@ def check_ppd_floor_C(
     return ClaimResult(
         label="thm:PPD convergence",
         key="ppd_floor_C",
-        statement="floor: TV(p_(a,b], q) falls like 1/C and eps_tail <= TV(p_n, q) <= eps_tail + that",
+        statement=(
+            "floor: TV(p_(a,b], q) falls like 1/C and eps_tail <= TV(p_n, q) <= eps_tail + that"
+        ),
         holds=ok,
         observed=m,
         bound=-1.0,
@@ -764,7 +742,7 @@ def check_ppd_bound_terms(
     """
     mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, int(max(Ls)), width)
     delta = delta_mlp(mlp)
-    rows, ok = [], True
+    rows = []
     tol = 1e-9
     with np.errstate(over="ignore"):
         for C in Cs:
@@ -779,7 +757,6 @@ def check_ppd_bound_terms(
                     and t.disc_tv <= t.disc_bound * (1 + tol) + tol
                     and t.tv <= t.bound * (1 + tol) + tol
                 )
-                ok &= good
                 rows.append(
                     {
                         "C": C,
@@ -813,7 +790,7 @@ def check_ppd_bound_terms(
         label="thm:PPD convergence",
         key="ppd_bound_terms",
         statement="each term of the composed TV bound holds (supp-sec:thrm4.1)",
-        holds=bool(ok),
+        holds=all(r["ok"] for r in rows),
         observed=worst,
         bound=1.0,
         tolerance="rtol 1e-9",

@@ -179,6 +179,26 @@ def _atol_grid(density: Density, edges: np.ndarray) -> float:
     return (edges.shape[0] - 1) * density.lipschitz * w * w / 4
 
 
+def _worst_ratio_claim(
+    rows: list[dict], *, label: str, key: str, statement: str, holds, roundoff: str, **details
+) -> ClaimResult:
+    """A bound checked on every case of ``rows`` (instances with ``"tv"`` and ``"bound"``):
+    ``observed`` is the worst ratio ``TV / bound`` (at most 1 where every bound held, up to
+    round-off), compared with 1. ``roundoff`` says what the tolerance covers beyond
+    ``RTOL_ROUNDOFF``/``ATOL_ROUNDOFF``; ``details`` go between the ratios and the cases."""
+    ratios = [r["tv"] / r["bound"] for r in rows]
+    return ClaimResult(
+        label=label,
+        key=key,
+        statement=statement,
+        holds=bool(holds),
+        observed=float(max(ratios)),
+        bound=1.0,
+        tolerance=f"rtol={RTOL_ROUNDOFF} atol={ATOL_ROUNDOFF} ({roundoff})",
+        details={"ratios": ratios, **details, "n_cases": len(rows), "rows": rows},
+    )
+
+
 def check_discretization_error(cases) -> ClaimResult:
     """supp-lem:discretization error on every ``(density, edges)`` of ``cases``.
 
@@ -195,24 +215,17 @@ def check_discretization_error(cases) -> ClaimResult:
         ok_sharp &= r["tv"] <= r["sharp_bound"] + tol
         ok_lower &= r["tv"] >= r["eps"] - tol
         rows.append(r)
-    ratios = [r["tv"] / r["bound"] for r in rows]
     first_ratio = [(r["tv"] - r["eps"]) / r["first_term"] for r in rows if r["first_term"] > 0]
-    return ClaimResult(
+    return _worst_ratio_claim(
+        rows,
         label="supp-lem:discretization error",
         key="discretization_error",
         statement="TV(p, p~) <= L|Gamma|(b-a)/2 + eps for L-Lipschitz p and any partition of (a,b]",
-        holds=bool(ok and ok_lower),
-        observed=float(max(ratios)),
-        bound=1.0,
-        tolerance=f"rtol={RTOL_ROUNDOFF} atol={ATOL_ROUNDOFF} (+ grid bracketing term L w^2/4 per bin)",
-        details={
-            "ratios": ratios,
-            "max_first_term_ratio": float(max(first_ratio, default=0.0)),
-            "sharp_bound_holds": bool(ok_sharp),
-            "lower_bound_eps_holds": bool(ok_lower),
-            "n_cases": len(rows),
-            "rows": rows,
-        },
+        holds=ok and ok_lower,
+        roundoff="+ grid bracketing term L w^2/4 per bin",
+        max_first_term_ratio=float(max(first_ratio, default=0.0)),
+        sharp_bound_holds=bool(ok_sharp),
+        lower_bound_eps_holds=bool(ok_lower),
     )
 
 
@@ -267,24 +280,18 @@ def check_smax_quad(cases, readout: Callable | None = None) -> ClaimResult:
         ok_l &= r["tv"] <= r["bound"] * (1 + RTOL_ROUNDOFF) + ATOL_ROUNDOFF
         ok_m &= r["tv"] <= r["bound_modulus"] * (1 + RTOL_ROUNDOFF) + ATOL_ROUNDOFF
         rows.append(r)
-    ratios = [r["tv"] / r["bound"] for r in rows]
-    ratios_m = [r["tv"] / r["bound_modulus"] for r in rows]
-    return ClaimResult(
+    return _worst_ratio_claim(
+        rows,
         label="supp-lem:smax quad",
         key="smax_quad",
-        statement="TV(p_C, p^_C) <= (b-a) L |Gamma| / (4(1-eps)) and <= (b-a) omega(|Gamma|/2)/(1-eps)",
-        holds=bool(ok_l and ok_m),
-        observed=float(max(ratios)),
-        bound=1.0,
-        tolerance=f"rtol={RTOL_ROUNDOFF} atol={ATOL_ROUNDOFF} (round-off of a C-term sum)",
-        details={
-            "ratios": ratios,
-            "ratios_modulus": ratios_m,
-            "lipschitz_form_holds": bool(ok_l),
-            "modulus_form_holds": bool(ok_m),
-            "n_cases": len(rows),
-            "rows": rows,
-        },
+        statement=(
+            "TV(p_C, p^_C) <= (b-a) L |Gamma| / (4(1-eps)) and <= (b-a) omega(|Gamma|/2)/(1-eps)"
+        ),
+        holds=ok_l and ok_m,
+        roundoff="round-off of a C-term sum",
+        ratios_modulus=[r["tv"] / r["bound_modulus"] for r in rows],
+        lipschitz_form_holds=bool(ok_l),
+        modulus_form_holds=bool(ok_m),
     )
 
 

@@ -165,7 +165,10 @@ def check_linear_interval(
     return ClaimResult(
         key="linear_interval",
         label="supp-lem:lienar kernel Gram",
-        statement="P(all lambda_j(XX^T) in [n/d(1-sqrt(d/n)-t/sqrt n)^2, n/d(1+sqrt(d/n)+t/sqrt n)^2]) >= 1-2e^{-t^2/2}",
+        statement=(
+            "P(all lambda_j(XX^T) in [n/d(1-sqrt(d/n)-t/sqrt n)^2, n/d(1+sqrt(d/n)+t/sqrt n)^2]) "
+            ">= 1-2e^{-t^2/2}"
+        ),
         holds=bool(holds),
         observed=worst,
         bound=1.0,
@@ -363,29 +366,25 @@ def check_mercer_quadrature(
         holds=bool(rel.max() <= rtol and mult_ok),
         observed=float(rel.max()),
         bound=rtol,
-        tolerance=f"rtol {rtol:.3g} vs {n_nodes}^{d}-node Gauss-Hermite operator eigenvalues, atol 0",
-        details=dict(
-            d=d,
-            lengthscale=lengthscale,
-            var=var,
-            T=T,
-            multiplicities_ok=mult_ok,
-            quad_err=quad_err,
-            conventions=conventions,
-            top=ref[:T],
-            formula=pred,
+        tolerance=(
+            f"rtol {rtol:.3g} vs {n_nodes}^{d}-node Gauss-Hermite operator eigenvalues, atol 0"
         ),
+        details={
+            "d": d,
+            "lengthscale": lengthscale,
+            "var": var,
+            "T": T,
+            "multiplicities_ok": mult_ok,
+            "quad_err": quad_err,
+            "conventions": conventions,
+            "top": ref[:T],
+            "formula": pred,
+        },
     )
 
 
 def check_mercer_nystrom(
-    rng: np.random.Generator,
-    n: int = 1000,
-    d: int = 2,
-    lengthscale: float = 1.0,
-    n_seeds: int = 2,
-    n_degrees: int = 3,
-    k_se: float = 4.0,
+    rng: np.random.Generator, n=1000, d=2, lengthscale=1.0, n_seeds=2, n_degrees=3, k_se=4.0
 ) -> ClaimResult:
     """Nystrom check: ``eigvalsh(G)/n`` grouped by degree block (sizes ``C(k+d-1, d-1)``) against
     ``m_k mu^{(k)}``.
@@ -486,21 +485,21 @@ def check_mercer_truncation(
         observed=float(traces.mean()),
         bound=float(n * tail),
         tolerance="eigen round-off 10 n eps lambda_1; E r(x) by quadrature, rtol 1e-8",
-        details=dict(
-            n=n,
-            d=d,
-            M=M,
-            T=T,
-            tail=tail,
-            tail_bound=mer.tail_bound(M, q) if bound_ok else None,
-            chain_ok=chain_ok,
-            rank_ok=rank_ok,
-            expectation_ok=bool(mc_ok),
-            E_r_quadrature=e_r,
-            mean_trace_over_n=float(traces.mean() / n),
-            se=se,
-            max_lambda_T1_over_trace=float(np.max(margins)),
-        ),
+        details={
+            "n": n,
+            "d": d,
+            "M": M,
+            "T": T,
+            "tail": tail,
+            "tail_bound": mer.tail_bound(M, q) if bound_ok else None,
+            "chain_ok": chain_ok,
+            "rank_ok": rank_ok,
+            "expectation_ok": bool(mc_ok),
+            "E_r_quadrature": e_r,
+            "mean_trace_over_n": float(traces.mean() / n),
+            "se": se,
+            "max_lambda_T1_over_trace": float(np.max(margins)),
+        },
     )
 
 

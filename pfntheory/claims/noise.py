@@ -25,9 +25,9 @@ def exact_ppd_expected_crps(
     n: int,
     noise_var: float,
     *,
+    rng: np.random.Generator,
     d: int = 16,
     n_instances: int = 200,
-    rng: np.random.Generator,
     chunk: int = 50,
 ) -> tuple[float, float]:
     """Mean and standard error over instances of ``sqrt(tau / pi)`` for the RBF task.

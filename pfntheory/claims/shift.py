@@ -29,6 +29,8 @@ largest difference (``details["parity_max_abs"]``), which verify asserts at roun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.stats
 
@@ -168,16 +170,19 @@ def shift_cell(
     n: int,
     L: int,
     *,
-    d: int = 4,
-    n_instances: int = 64,
-    seeds=(0, 1, 2, 3),
-    noise_var: float = DEFAULT_NOISE_VAR,
+    d: int,
+    n_instances: int,
+    seeds: Sequence[int],
+    noise_var: float,
+    step_fraction: float,
+    n_parity: int,
     lengthscale: float = 0.8,
-    step_fraction: float = 0.9,
-    n_parity: int = 1,
     parity_max_n: int = 128,
 ) -> dict:
     """Coverage, width ratio and distance to the exact PPD of the hand-set TF^pr on one cell.
+
+    The options without a default are those of :func:`check_shift_construction`, which holds their
+    defaults (the paper's regime) and passes them on.
 
     ``n_instances`` contexts per seed; per-seed means, pooled mean and standard error over all
     contexts (:func:`pfntheory.stats.mean_se`); ``parity_max_abs``: the largest difference between

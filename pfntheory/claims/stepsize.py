@@ -183,30 +183,28 @@ def check_covariate_shift(
         and rho_u > rho_g
         and stats["uniform"]["step"] < stats["gaussian"]["step"]
     )
-    return as_erratum(
-        ClaimResult(
-            key="covariate_shift",
-            label="supp-sec:exp additional",
-            statement="Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coordinate: larger rho, smaller admissible step",
-            holds=bool(holds),
-            observed=rho_u,
-            bound=rho_g,
-            tolerance="5 Monte-Carlo SE for variance and rho",
-            details=dict(
-                d=d,
-                lengthscale=lengthscale,
-                var_hat=v_hat,
-                var_uniform=1 / (3 * d),
-                var_gaussian=1 / d,
-                rho_uniform=rho_u,
-                rho_uniform_mc=rho_mc,
-                rho_gaussian=rho_g,
-                rho_gaussian_var_1_3d=rho_g3,
-                step_ratio_uniform_over_gaussian=stats["uniform"]["step"]
-                / stats["gaussian"]["step"],
-                cond_ratio_uniform_over_gaussian=stats["uniform"]["prec_cond"]
-                / stats["gaussian"]["prec_cond"],
-                **{f"{k}_{kk}": vv for k, v in stats.items() for kk, vv in v.items()},
-            ),
-        )
+    result = ClaimResult(
+        key="covariate_shift",
+        label="supp-sec:exp additional",
+        statement="Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coordinate: larger rho, smaller admissible step",
+        holds=bool(holds),
+        observed=rho_u,
+        bound=rho_g,
+        tolerance="5 Monte-Carlo SE for variance and rho",
+        details=dict(
+            d=d,
+            lengthscale=lengthscale,
+            var_hat=v_hat,
+            var_uniform=1 / (3 * d),
+            var_gaussian=1 / d,
+            rho_uniform=rho_u,
+            rho_uniform_mc=rho_mc,
+            rho_gaussian=rho_g,
+            rho_gaussian_var_1_3d=rho_g3,
+            step_ratio_uniform_over_gaussian=stats["uniform"]["step"] / stats["gaussian"]["step"],
+            cond_ratio_uniform_over_gaussian=stats["uniform"]["prec_cond"]
+            / stats["gaussian"]["prec_cond"],
+            **{f"{k}_{kk}": vv for k, v in stats.items() for kk, vv in v.items()},
+        ),
     )
+    return as_erratum(result)

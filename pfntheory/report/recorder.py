@@ -265,6 +265,18 @@ class Recorder:
     def _default_command(self) -> str:
         return f"pfntheory report --only {self.notebook.split('_')[0]}"
 
+    def _row(self, label: str, variant: str, command: str | None = None, **fields) -> Row:
+        """A :class:`Row` of this notebook, with its anchor and the command that regenerates it
+        (default :meth:`_default_command`); ``fields`` are the row's other columns."""
+        return Row(
+            label=label,
+            variant=variant,
+            notebook=self.notebook,
+            anchor=self._anchor(label, variant),
+            command=command or self._default_command(),
+            **fields,
+        )
+
     def add(
         self,
         result,
@@ -369,11 +381,12 @@ class Recorder:
             convergence=conv["status"] if conv else None,
         )
         pv = paper_value if paper_value is not None else getattr(result, "paper_value", None)
-        row = Row(
-            label=lab,
+        row = self._row(
+            lab,
+            variant,
+            command,
             statement=statement or result.statement,
             verdict=verdict,
-            variant=variant,
             key=getattr(result, "key", "") or "",
             holds=h,
             observed=_finite_or_none(result.observed if observed is None else observed),
@@ -388,9 +401,6 @@ class Recorder:
             outside=outside,
             convergence=conv["text"] if conv else "",
             run_dir=run_dir,
-            command=command or self._default_command(),
-            notebook=self.notebook,
-            anchor=self._anchor(lab, variant),
             details=_scalars(details),
         )
         self._append(row, show)
@@ -402,16 +412,8 @@ class Recorder:
         """Record a result whose data is not on this machine, saying plainly what is missing."""
         if not missing:
             raise ValueError("missing must say what is not available")
-        lab = check_label(label)
-        row = Row(
-            label=lab,
-            statement=statement,
-            verdict=PENDING,
-            variant=variant,
-            missing=missing,
-            notebook=self.notebook,
-            anchor=self._anchor(lab, variant),
-            command=self._default_command(),
+        row = self._row(
+            check_label(label), variant, statement=statement, verdict=PENDING, missing=missing
         )
         self._append(row, show)
 
