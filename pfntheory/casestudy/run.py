@@ -407,16 +407,8 @@ def prepare_data(name: str, *, walker_csv=None, grid_stride: int = 1, seed: int 
         ctx_idx = splits["context"]
         grid_raw, axes_raw = walker_grid(grid_stride)
         shape = (axes_raw[1].size, axes_raw[0].size)
-    return CaseData(
-        name=name,
-        data=data,
-        ctx_idx=ctx_idx,
-        splits=splits,
-        grid_raw=grid_raw,
-        axes_raw=axes_raw,
-        shape=shape,
-        Xq=data.transform.transform_x(grid_raw),
-    )
+    Xq = data.transform.transform_x(grid_raw)
+    return CaseData(name, data, ctx_idx, splits, grid_raw, axes_raw, shape, Xq)
 
 
 def fit_priors(case: CaseData, *, seed: int = 0, n_restarts: int = 2) -> tuple[EBFit, EBFit, dict]:

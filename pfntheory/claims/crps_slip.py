@@ -168,20 +168,9 @@ def check_crps_slip(
             z_raw = (mean - v) / se_tot
             z_fix = (mean - (v + w / 3)) / se_tot
             worst_raw, worst_fix = max(worst_raw, z_raw), max(worst_fix, z_fix)
-            rows.append(
-                dict(
-                    lengthscale=ell,
-                    n=n,
-                    L=L,
-                    paper=v,
-                    exact=mean,
-                    exact_se=se,
-                    paper_se=se_paper,
-                    deficit=mean - v,
-                    z_raw=z_raw,
-                    z_corrected=z_fix,
-                )
-            )
+            row = {"lengthscale": ell, "n": n, "L": L, "paper": v, "exact": mean, "exact_se": se}
+            row |= {"paper_se": se_paper, "deficit": mean - v, "z_raw": z_raw, "z_corrected": z_fix}
+            rows.append(row)
     holds = bool(worst_fix <= k_se)
     if not holds:
         verdict = FAILS

@@ -169,13 +169,13 @@ def shift_cell(
     design: str,
     n: int,
     L: int,
-    *,
     d: int,
     n_instances: int,
     seeds: Sequence[int],
     noise_var: float,
     step_fraction: float,
     n_parity: int,
+    *,
     lengthscale: float = 0.8,
     parity_max_n: int = 128,
 ) -> dict:
@@ -273,17 +273,7 @@ def check_shift_construction(
     in ``details["cells"]``; the verdict follows from the measurement (``holds``).
     """
     cells = [
-        shift_cell(
-            design,
-            n,
-            L,
-            d=d,
-            n_instances=n_instances,
-            seeds=seeds,
-            noise_var=noise_var,
-            step_fraction=step_fraction,
-            n_parity=n_parity,
-        )
+        shift_cell(design, n, L, d, n_instances, seeds, noise_var, step_fraction, n_parity)
         for design in DESIGNS
         for L in Ls
         for n in ns

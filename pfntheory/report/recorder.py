@@ -277,27 +277,7 @@ class Recorder:
             **fields,
         )
 
-    def add(
-        self,
-        result,
-        *,
-        label: str | None = None,
-        variant: str = "",
-        statement: str | None = None,
-        measured: str = "",
-        tolerance: str | None = None,
-        compare: str = "bound",
-        caveat: str = "",
-        erratum: str = "",
-        outside: str = "",
-        runs: Sequence[str | os.PathLike] | None = None,
-        run_dir: str | os.PathLike | None = None,
-        command: str | None = None,
-        paper_value: float | None = None,
-        holds: bool | None = None,
-        observed: float | None = None,
-        show: bool = True,
-    ):
+    def add(self, result, **options):
         """Record one :class:`~pfntheory.claims.ClaimResult` (or a list of them) as a row.
 
         Parameters
@@ -338,28 +318,32 @@ class Recorder:
         result
             The argument, unchanged, so that a cell can keep using it.
         """
-        if isinstance(result, (list, tuple)):
-            for r in result:
-                self.add(
-                    r,
-                    label=label,
-                    variant=variant,
-                    statement=statement,
-                    measured=measured,
-                    tolerance=tolerance,
-                    compare=compare,
-                    caveat=caveat,
-                    erratum=erratum,
-                    outside=outside,
-                    runs=runs,
-                    run_dir=run_dir,
-                    command=command,
-                    paper_value=paper_value,
-                    holds=holds,
-                    observed=observed,
-                    show=show,
-                )
-            return result
+        for r in result if isinstance(result, (list, tuple)) else (result,):
+            self._add_one(r, **options)
+        return result
+
+    def _add_one(
+        self,
+        result,
+        *,
+        label: str | None = None,
+        variant: str = "",
+        statement: str | None = None,
+        measured: str = "",
+        tolerance: str | None = None,
+        compare: str = "bound",
+        caveat: str = "",
+        erratum: str = "",
+        outside: str = "",
+        runs: Sequence[str | os.PathLike] | None = None,
+        run_dir: str | os.PathLike | None = None,
+        command: str | None = None,
+        paper_value: float | None = None,
+        holds: bool | None = None,
+        observed: float | None = None,
+        show: bool = True,
+    ) -> None:
+        """One row of :meth:`add` (whose docstring describes the options)."""
         if compare not in _COMPARE:
             raise ValueError(f"compare must be one of {_COMPARE}, got {compare!r}")
         if not hasattr(result, "holds") or not hasattr(result, "statement"):
@@ -404,7 +388,6 @@ class Recorder:
             details=_scalars(details),
         )
         self._append(row, show)
-        return result
 
     def pending(
         self, label: str, statement: str, missing: str, *, variant: str = "", show: bool = True
