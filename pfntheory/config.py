@@ -172,6 +172,13 @@ class TaskSpec:
             s += f"-{self.covariates}"
         return s
 
+    @property
+    def n_components(self) -> int:
+        """Components of the prior's mixture PPD (the grid size for 'hier_rbf', else 1)."""
+        if self.kind != "hier_rbf":
+            return 1
+        return len(self.hier_lengthscales) * len(self.hier_noise_stds)
+
     def to_nn(self, covariates: str | None = None, **extra) -> TaskConfig:
         """The :class:`TaskConfig` of this prior (optionally with other covariates; ``extra``: the
         fields only :class:`TaskConfig` has)."""
@@ -225,13 +232,6 @@ class TaskConfig(TaskSpec):
     def scale(self) -> float:
         """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
         return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
-
-    @property
-    def n_components(self) -> int:
-        """Components of the prior's mixture PPD (the grid size for 'hier_rbf', else 1)."""
-        if self.kind != "hier_rbf":
-            return 1
-        return len(self.hier_lengthscales) * len(self.hier_noise_stds)
 
 
 def _check_bool(x, name: str) -> None:

@@ -161,6 +161,10 @@ def _rbf(d: int, **kw) -> TaskSpec:
 #: linear score: fig:exp1's cpu BLR cells (1000 steps, n in [128,512], 4096 evaluation instances) took
 #: 25-45 s at L = 2-8 and 110-150 s at L = 32 on a shared core; ``RUN_S`` is what a run costs
 #: besides its steps (building the model, the oracle and evaluation loops; ~20 s at L = 2).
+#: ``EXACT_N2D_S``: an exact-PPD reference (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs
+#: this per context, mixture component and ``n'^2 d``: forming the ``n' x n'`` RBF Gram matrix
+#: dominates the Cholesky factor up to ``n' = 1024`` (measured at d = 16 on the 9-component
+#: hierarchical prior: 0.039 / 0.19 / 0.76 s per context at n' = 256 / 512 / 1024).
 COST = {
     "DATA_S": 0.006,
     "DATA_N3_S": 1.0e-8,
@@ -168,6 +172,7 @@ COST = {
     "LINEAR_N_S": 1.1e-5,
     "EVAL_FRACTION": 0.35,
     "RUN_S": 20.0,
+    "EXACT_N2D_S": 5.1e-9,
 }
 
 
@@ -189,7 +194,8 @@ def _step_seconds(spec: RunSpec, n2: float, n3: float, batch: int) -> float:
 def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
     """Estimated single-core CPU seconds of a run (a RunSpec) or of every run of an experiment at
     ``scale``: training steps, learning-curve evaluations and the final evaluations, from the cost
-    model :data:`COST`. Exact-side specs count as 0 (seconds to minutes of NumPy)."""
+    model :data:`COST`. An exact-PPD reference counts its Gram matrices (``EXACT_N2D_S``); fig:stepsize
+    counts as 0 (seconds of NumPy)."""
     choice(scale, "scale", SCALES)
     if isinstance(spec_or_experiment, str):
         spec_or_experiment = get_experiment(spec_or_experiment)
@@ -197,7 +203,10 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
         return float(sum(estimated_cpu_seconds(r, scale) for r in spec_or_experiment.runs(scale)))
     spec = spec_or_experiment
     if not isinstance(spec, RunSpec):
-        if isinstance(spec, (StepsizeSpec, ExactPPDSpec)):
+        if isinstance(spec, ExactPPDSpec):
+            grams = spec.n_instances * spec.task.n_components * sum(n * n for n in spec.n_eval)
+            return float(COST["EXACT_N2D_S"] * grams * spec.task.d)
+        if isinstance(spec, StepsizeSpec):
             return 0.0
         raise TypeError(
             f"spec_or_experiment must be an Experiment, its name or a spec, got "
