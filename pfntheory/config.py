@@ -1,7 +1,10 @@
-"""Choices and defaults shared by the PyTorch layer, the experiment specs and the CLI (torch-free).
+"""The prior, the architecture, and the choices and defaults that the PyTorch layer, the experiment
+specs and the CLI share (torch-free).
 
-One place for the tuples of allowed values and the schedule tables, so that ``pfntheory.nn``,
-``pfntheory.experiments`` and ``pfntheory.cli`` import them instead of keeping copies.
+One place for the pretraining prior (:class:`TaskSpec`, extended by :class:`TaskConfig`), the
+transformer's architecture (:class:`ModelSpec`, extended by :class:`ModelConfig`), the tuples of
+allowed values and the schedule tables, so that ``pfntheory.nn``, ``pfntheory.experiments`` and
+``pfntheory.cli`` import them instead of keeping copies.
 
 Implements the settings of supp-sec:exp details and supp-tab:pretraining hyperparameters; the
 ``cpu`` and ``quick`` scales are this project's (see :mod:`pfntheory.experiments.definitions`).
