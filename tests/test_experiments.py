@@ -743,16 +743,18 @@ def test_estimated_cpu_seconds():
     }
     assert all(by_L[a] < by_L[b] for a, b in zip((2, 4, 8, 16), (4, 8, 16, 32), strict=True))
     assert estimated_cpu_seconds(get_experiment("fig_stepsize").runs("cpu")[0]) == 0.0
-    # an exact-PPD reference counts its Gram matrices: 9 components cost 9 x one, n' doubled 4 x
+    # an exact-PPD reference counts its Gram matrices (one per component, ~ n'^2 d) and its draws
+    # (~ n'^3): 9 components cost between 1 and 9 x one, n' doubled between 4 and 8 x
     ref = next(
         r for r in get_experiment("supp_tab_hier").runs("cpu") if isinstance(r, ExactPPDSpec)
     )
     one = dataclasses.replace(ref, task=TaskSpec(kind="rbf", d=ref.task.d))
-    assert estimated_cpu_seconds(ref) == pytest.approx(9 * estimated_cpu_seconds(one))
+    assert estimated_cpu_seconds(one) < estimated_cpu_seconds(ref) < 9 * estimated_cpu_seconds(one)
     small = dataclasses.replace(one, n_eval=(256,))
-    assert estimated_cpu_seconds(dataclasses.replace(small, n_eval=(512,))) == pytest.approx(
-        4 * estimated_cpu_seconds(small)
-    )
+    ratio = estimated_cpu_seconds(
+        dataclasses.replace(small, n_eval=(512,))
+    ) / estimated_cpu_seconds(small)
+    assert 4 < ratio < 8
     with pytest.raises(TypeError, match="spec_or_experiment"):
         estimated_cpu_seconds(3.0)
     with pytest.raises(ValueError, match="scale"):

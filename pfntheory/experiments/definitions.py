@@ -161,10 +161,11 @@ def _rbf(d: int, **kw) -> TaskSpec:
 #: linear score: fig:exp1's cpu BLR cells (1000 steps, n in [128,512], 4096 evaluation instances) took
 #: 25-45 s at L = 2-8 and 110-150 s at L = 32 on a shared core; ``RUN_S`` is what a run costs
 #: besides its steps (building the model, the oracle and evaluation loops; ~20 s at L = 2).
-#: ``EXACT_N2D_S``: an exact-PPD reference (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs
-#: this per context, mixture component and ``n'^2 d``: forming the ``n' x n'`` RBF Gram matrix
-#: dominates the Cholesky factor up to ``n' = 1024`` (measured at d = 16 on the 9-component
-#: hierarchical prior: 0.039 / 0.19 / 0.76 s per context at n' = 256 / 512 / 1024).
+#: An exact-PPD reference (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs, per context,
+#: ``EXACT_N2D_S`` per mixture component and ``n'^2 d`` (forming each ``n' x n'`` RBF Gram matrix,
+#: which dominates its Cholesky factor up to ``n' = 1024``) plus ``EXACT_N3_S`` per ``n'^3`` (the
+#: draw of the context); fitted to two references at d = 16, 4096 contexts: the 9-component
+#: hierarchical prior at n' = 256/512/1024 (4252 s) and the RBF prior at n' = 256/1024 (521-536 s).
 COST = {
     "DATA_S": 0.006,
     "DATA_N3_S": 1.0e-8,
@@ -172,7 +173,8 @@ COST = {
     "LINEAR_N_S": 1.1e-5,
     "EVAL_FRACTION": 0.35,
     "RUN_S": 20.0,
-    "EXACT_N2D_S": 5.1e-9,
+    "EXACT_N2D_S": 5.0e-9,
+    "EXACT_N3_S": 3.7e-11,
 }
 
 
@@ -184,11 +186,13 @@ def _mean_pow(n_min: int, n_max: int, k: int) -> float:
 def _step_seconds(spec: RunSpec, n2: float, n3: float, batch: int) -> float:
     c, m = COST, spec.model
     layers = max(m.L - 1, 0)
+    # the RBF layer's cost is its n x n kernel (exp-bound); the inner dimension d adds little: a
+    # sqrt(d/2) factor here overestimated d = 8 (fig_exp2_1: 1.18 h estimated, 0.54 h measured) and
+    # d = 16 (supp_tab_lengthscale L = 8: 21 min estimated, 4.4 min of training measured)
     per_layer = c["LINEAR_N_S"] * np.sqrt(n2) if m.score == "linear" else c["RBF_N2_S"] * n2
-    scale = spec.task.d / 2 if m.score != "linear" else 1.0  # the score's inner dimension
     # BLR tasks are drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix)
     data = c["DATA_S"] + (0.0 if spec.task.kind == "blr" else c["DATA_N3_S"] * n3)
-    return (batch / 128) * (data + layers * per_layer * max(scale, 1.0) ** 0.5)
+    return (batch / 128) * (data + layers * per_layer)
 
 
 def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
@@ -204,8 +208,10 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
     spec = spec_or_experiment
     if not isinstance(spec, RunSpec):
         if isinstance(spec, ExactPPDSpec):
-            grams = spec.n_instances * spec.task.n_components * sum(n * n for n in spec.n_eval)
-            return float(COST["EXACT_N2D_S"] * grams * spec.task.d)
+            grams = spec.task.n_components * spec.task.d * sum(n * n for n in spec.n_eval)
+            draws = sum(n**3 for n in spec.n_eval)
+            per_context = COST["EXACT_N2D_S"] * grams + COST["EXACT_N3_S"] * draws
+            return float(spec.n_instances * per_context)
         if isinstance(spec, StepsizeSpec):
             return 0.0
         raise TypeError(
