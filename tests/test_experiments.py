@@ -235,15 +235,20 @@ def test_sweep_creates_files_and_is_idempotent(tmp_path, tiny):
 
 def test_identical_run_of_another_experiment_is_adopted(tmp_path):
     """fig_exp2_2 and supp_exp2_d4 share their trained runs at quick scale (d=4): the second sweep
-    copies the weights and only adds the covariate-shift evaluation."""
+    copies the weights and the learning curves (both designs' files; the stand-in writes none, so
+    the test plants them: without them an adopted run would read as "no learning curve") and only
+    adds the covariate-shift evaluation."""
     _sweep("fig_exp2_2", tmp_path)
+    curves = ("learning_curve.json", "learning_curve_uniform.json")
+    for spec, rd, _ in plan("fig_exp2_2", "quick", tmp_path):
+        for i, f in enumerate(curves):
+            runfiles.save_json(rd / f, {"planted": spec.name, "design": i})
     s = _sweep("supp_exp2_d4", tmp_path)
     assert set(_statuses(s).values()) == {"adopted"}
     for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
         assert done and (rd / "eval_uniform.json").is_file()
-        assert (rd / runfiles.WEIGHTS).read_bytes() == (
-            tmp_path / "fig_exp2_2" / spec.name / runfiles.WEIGHTS
-        ).read_bytes()
+        for f in (runfiles.WEIGHTS, *curves):
+            assert (rd / f).read_bytes() == (tmp_path / "fig_exp2_2" / spec.name / f).read_bytes()
 
 
 def test_killed_run_resumes_from_checkpoint(tmp_path, monkeypatch):

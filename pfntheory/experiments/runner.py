@@ -54,6 +54,7 @@ from pathlib import Path
 from .. import runs as runfiles
 from .._checks import choice, positive_int, positive_scalar
 from ..cli import add_run_options, int_in, nonnegative_float
+from ..config import LEARNING_CURVE_FILE
 from .definitions import EXPERIMENTS, SCALES, get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
 
@@ -197,12 +198,18 @@ def _backend(name: str):
 
 
 def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
-    """Copy an identical finished run from another experiment's directory instead of retraining."""
+    """Copy an identical finished run from another experiment's directory instead of retraining:
+    its config, metrics, weights and learning curves (``learning_curve*.json``, one per covariate
+    design: the curve belongs to the training, which the shared name fixes), and each evaluation
+    this experiment asks for that the other run already has."""
+    curves = LEARNING_CURVE_FILE.replace(".json", "*.json")
     for other in sorted(root.glob(f"*/{spec.name}")):
         if other.resolve() == run_dir.resolve() or not _trained(other, spec):
             continue
         run_dir.mkdir(parents=True, exist_ok=True)
-        for f in (runfiles.CONFIG, runfiles.METRICS, runfiles.WEIGHTS):
+        names = [runfiles.CONFIG, runfiles.METRICS, runfiles.WEIGHTS]
+        names += sorted(p.name for p in other.glob(curves))
+        for f in names:
             runfiles.atomic_write_bytes(run_dir / f, (other / f).read_bytes())
         for ev in spec.evals:
             if _eval_complete(other, ev) and not (run_dir / ev.filename).exists():
