@@ -36,6 +36,7 @@ from IPython.display import Markdown, display
 from pfntheory import report
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
+from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
 from pfntheory.report import cpu as rcpu
 
@@ -362,6 +363,16 @@ for name in OTHERS:
         ax.legend(fontsize=6)
         report.save_figure(fig, f"07_{name}")
         plt.show()
+    if name in published.PUBLISHED and runs:
+        display(
+            Markdown(
+                "The table's cells on disk beside the paper's (same tasks: d=16, n in [64, 256], "
+                "the paper's n'; our runs are shorter), each model's CRPS minus the exact PPD's on "
+                "the same task and n' (the exact PPD's CRPS is the floor of every model's), and the "
+                "run's learning-curve status:"
+            )
+        )
+        display(rcpu.table_frame(runs, name).round(3))
     if missing:
         pending(name, exp.labels[0], missing, declared)
         continue

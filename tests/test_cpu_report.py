@@ -16,8 +16,14 @@ import pytest
 from pfntheory import report
 from pfntheory.claims import UNDECIDED
 from pfntheory.claims import trained as xclaims
-from pfntheory.experiments import definitions, runner
-from pfntheory.experiments.results import MissingRunsError, load_available, load_experiment
+from pfntheory.experiments import definitions, published, runner
+from pfntheory.experiments.results import (
+    LoadedRun,
+    MissingRunsError,
+    load_available,
+    load_experiment,
+)
+from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
 from pfntheory.nn.train import curve_steps
 from pfntheory.report import cpu as rcpu
 
@@ -243,6 +249,12 @@ def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypat
     for d in (root / EXP1).iterdir():
         _curve(d, FLAT)
     _write("supp_exp2_shift_regime", "cpu", root, lambda s: True)
+    _write(  # one cell of a table: the page shows it beside the paper's (table_frame)
+        "supp_tab_lengthscale",
+        "cpu",
+        root,
+        lambda s: isinstance(s, RunSpec) and s.model.L == 8 and s.task.lengthscale == 0.4,
+    )
     rows = _execute_page(tmp_path, monkeypatch, root)
     decided = [r for r in rows if r["label"] == "fig:exp1" and r["verdict"] != report.PENDING]
     assert len(decided) == 1
@@ -265,3 +277,46 @@ def test_training_hours_sums_the_runs_wall_time():
     runs = [R({"wall_time_s": 1800.0}), R({"wall_time_s": 5400.0}), R(None), R({})]
     assert rcpu.training_hours(runs) == pytest.approx(2.0, rel=1e-12)
     assert rcpu.training_hours([]) == 0.0
+
+
+def test_table_frame_sets_the_cells_on_disk_beside_the_paper_and_the_exact_ppd(tmp_path):
+    """supp-tab:lengthscale-crps at the cpu scale with only its L=8 runs and one exact-PPD
+    reference (ell=0.8) on disk: one row per (ell, n', model) present and none for the missing
+    depths; the paper's CRPS and 90% coverage joined on (ell, n', L); CRPS minus the exact PPD's
+    where that reference exists and empty elsewhere. Fails on a join on the wrong key (the paper's
+    L=16 value, another ell) or a missing/invented row."""
+    name = "supp_tab_lengthscale"
+    _write(name, "cpu", tmp_path, lambda s: isinstance(s, RunSpec) and s.model.L == 8)
+    runs, _ = load_available(name, "cpu", tmp_path)
+    ref_spec = next(
+        s
+        for s in definitions.get_experiment(name).runs("cpu")
+        if isinstance(s, ExactPPDSpec) and s.task.lengthscale == 0.8
+    )
+    metrics = {
+        "crps": {"mean": [0.30, 0.25], "se": [0.002, 0.002]},
+        **{f"cov{lv}": {"mean": [lv / 100] * 2, "se": [0.005] * 2} for lv in (50, 90, 95)},
+    }
+    runs.append(
+        LoadedRun(
+            spec=ref_spec, run_dir=tmp_path, result={"n_eval": [256, 1024], "metrics": metrics}
+        )
+    )
+    df = rcpu.table_frame(runs, name)
+    assert len(df) == 3 * 2 + 2  # three lengthscales x two n' at L=8, and the reference's two n'
+    assert set(df["model"]) == {"L=8", "exact PPD"}
+    pub = {(r["lengthscale"], r["n_prime"], r["L"]): r for r in published.published_rows(name)}
+    for _, row in df[df["model"] == "L=8"].iterrows():
+        p = pub[(row["lengthscale"], row["n'"], 8)]
+        assert row["paper CRPS"] == p["crps"] and row["paper cov90"] == p["cov90"]
+        assert row["steps"] == 1000 and row["learning curve"] == "no curve"
+        if row["lengthscale"] == 0.8:
+            exact = 0.30 if row["n'"] == 256 else 0.25
+            assert row["CRPS - exact"] == pytest.approx(row["CRPS"] - exact, abs=1e-15)
+        else:
+            assert row["CRPS - exact"] is None or row["CRPS - exact"] != row["CRPS - exact"]
+    ex = df[df["model"] == "exact PPD"]
+    assert ex["CRPS"].tolist() == [0.30, 0.25] and ex["lengthscale"].tolist() == [0.8, 0.8]
+    assert ex["paper CRPS"].isna().all()
+    hier = rcpu.table_frame([], "supp_tab_hier")
+    assert hier.empty

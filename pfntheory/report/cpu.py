@@ -29,7 +29,8 @@ import numpy as np
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import trained as xclaims
 from pfntheory.convergence import STATES, curve_status
-from pfntheory.experiments.specs import RunSpec
+from pfntheory.experiments import published
+from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
 from pfntheory.stats import slope_ci
 
 __all__ = [
@@ -466,3 +467,86 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
             trend = st["trend"] if st["state"] != "no curve" else ""
             rows.append({"design": design, "metric": metric, "status": st["state"], "trend": trend})
     return pd.DataFrame(rows)
+
+
+def table_frame(runs: Sequence, experiment: str):
+    """The runs of a table design that are on disk, cell by cell, beside the paper's numbers.
+
+    At the ``cpu`` scale the tables keep the paper's tasks (d = 16, n in [64, 256], the paper's
+    n'), so the published cells are comparable as they stand. One row per (lengthscale, n', model),
+    ``model`` being ``"exact PPD"`` (the reference run: the lower bound of every model's CRPS on its
+    task) or ``"L=<L>"`` (a trained run, with its steps and E[TV] learning-curve status). Columns:
+    our CRPS (± SE) and 50/90/95% coverages, the paper's CRPS and 90% coverage at that (lengthscale,
+    n', L) (empty for the exact PPD, which the paper does not list) and, for a trained run, its CRPS
+    minus the exact PPD's on the same task and n' (empty while the reference is missing). Cells not
+    on disk have no row.
+
+    Parameters
+    ----------
+    runs : sequence of LoadedRun
+        Complete runs of ``experiment`` (e.g. from ``load_available``).
+    experiment : str
+        ``"supp_tab_lengthscale"`` or ``"supp_tab_hier"``.
+    """
+    import pandas as pd
+
+    pub = {
+        (row.get("lengthscale"), row["n_prime"], row["L"]): row
+        for row in published.published_rows(experiment)
+    }
+
+    def ell(task):
+        return task.lengthscale if task.kind == "rbf" else None
+
+    exact = {}
+    for r in runs:
+        if isinstance(r.spec, ExactPPDSpec):
+            m = r.result["metrics"]
+            for j, n in enumerate(r.result["n_eval"]):
+                exact[(ell(r.spec.task), int(n))] = {
+                    "CRPS": m["crps"]["mean"][j],
+                    "SE": m["crps"]["se"][j],
+                    **{f"cov{lv}": m[f"cov{lv}"]["mean"][j] for lv in (50, 90, 95)},
+                }
+    rows = [
+        {"lengthscale": k[0], "n'": k[1], "model": "exact PPD", "steps": None, **v}
+        for k, v in exact.items()
+    ]
+    for r in runs:
+        if not isinstance(r.spec, RunSpec):
+            continue
+        e, L, key = r.eval, r.spec.model.L, ell(r.spec.task)
+        status = plateau_word(r)
+        for j, n in enumerate(e.n_eval.tolist()):
+            p = pub.get((key, int(n), L), {})
+            ref = exact.get((key, int(n)))
+            crps = float(e.mean["crps"][j])
+            rows.append(
+                {
+                    "lengthscale": key,
+                    "n'": int(n),
+                    "model": f"L={L}",
+                    "steps": r.spec.steps,
+                    "CRPS": crps,
+                    "SE": float(e.se["crps"][j]),
+                    **{f"cov{lv}": float(e.mean[f"coverage_{lv}"][j]) for lv in (50, 90, 95)},
+                    "paper CRPS": p.get("crps"),
+                    "paper cov90": p.get("cov90"),
+                    "CRPS - exact": None if ref is None else crps - ref["CRPS"],
+                    "learning curve": status,
+                }
+            )
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["steps"] = df["steps"].astype("Int64")
+    if experiment != "supp_tab_lengthscale":
+        df = df.drop(columns="lengthscale")
+    order = [c for c in ("lengthscale", "n'") if c in df]
+    df["_exact_last"] = df["model"] == "exact PPD"
+    df["_L"] = df["model"].str.extract(r"L=(\d+)", expand=False).astype(float)
+    return (
+        df.sort_values([*order, "_exact_last", "_L"])
+        .drop(columns=["_exact_last", "_L"])
+        .reset_index(drop=True)
+    )
