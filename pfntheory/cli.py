@@ -28,6 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from pfntheory.config import COVARIATES, HEADS, LR_UNITS, MODES, SCORES, TASK_KINDS
+from pfntheory.convergence import METRICS
 
 __all__ = ["SUBCOMMAND_MODULES", "LIMITS", "build_parser", "main", "register"]
 
@@ -357,7 +358,7 @@ def _add_evaluate(sub) -> None:
     add_run_options(p, seed=12345, device="cpu", progress=False)
     p.add_argument(
         "--curve",
-        choices=("tv", "nll", "coverage90", "crps"),
+        choices=METRICS,
         default="tv",
         help="metric of the run's learning curve printed after the evaluation",
     )

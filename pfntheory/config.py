@@ -1,10 +1,11 @@
 """The prior, the architecture, and the choices and defaults that the PyTorch layer, the experiment
 specs and the CLI share (torch-free).
 
-One place for the pretraining prior (:class:`TaskSpec`, extended by :class:`TaskConfig`), the
-transformer's architecture (:class:`ModelSpec`, extended by :class:`ModelConfig`), the tuples of
-allowed values and the schedule tables, so that ``pfntheory.nn``, ``pfntheory.experiments`` and
-``pfntheory.cli`` import them instead of keeping copies.
+One place for the pretraining prior (:class:`TaskSpec`, extended by :class:`TaskConfig`) and its
+Gaussian-process components (:func:`prior_components`), the transformer's architecture
+(:class:`ModelSpec`, extended by :class:`ModelConfig`), the tuples of allowed values, the schedule
+tables and the learning-curve file names (:func:`curve_file`), so that ``pfntheory.nn``,
+``pfntheory.experiments`` and ``pfntheory.cli`` import them instead of keeping copies.
 
 Implements the settings of supp-sec:exp details and supp-tab:pretraining hyperparameters; the
 ``cpu`` and ``quick`` scales are this project's (see :mod:`pfntheory.experiments.definitions`).
@@ -19,6 +20,7 @@ import numpy as np
 
 from . import DEFAULT_NOISE_VAR
 from ._checks import MAX_DIM, MAX_ELEMENTS, choice, positive_int, positive_scalar
+from .kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
 __all__ = [
     "TaskSpec",
@@ -42,6 +44,8 @@ __all__ = [
     "CLIP_NORM",
     "LEARNING_CURVE_SEED",
     "LEARNING_CURVE_FILE",
+    "curve_file",
+    "prior_components",
 ]
 
 #: Prior families of :class:`pfntheory.nn.priors.TaskConfig` (sec:sims, supp-sec:real data).
@@ -96,6 +100,17 @@ CLIP_NORM = 1.0
 LEARNING_CURVE_SEED = 777
 #: File of the learning curve in a run directory (schema 1, :func:`pfntheory.nn.train.read_learning_curve`).
 LEARNING_CURVE_FILE = "learning_curve.json"
+
+
+def curve_file(covariates: str | None = None) -> str:
+    """File name of a learning curve: ``learning_curve.json`` (the task's own covariates, ``None``)
+    or ``learning_curve_<covariates>.json`` (a covariate override, as ``eval_<covariates>.json``).
+
+    Only names the file: a reader of an unknown covariate law finds no file ("no curve"); the
+    trainer, which writes the files, checks its laws against :data:`COVARIATES`."""
+    if covariates is None:
+        return LEARNING_CURVE_FILE
+    return LEARNING_CURVE_FILE.replace(".json", f"_{covariates}.json")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,6 +250,39 @@ class TaskConfig(TaskSpec):
     def scale(self) -> float:
         """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
         return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
+
+
+def prior_components(task: TaskSpec) -> tuple[list, np.ndarray]:
+    """Kernels and noise variances of the prior's Gaussian-process components (the one definition:
+    the exact references of :mod:`pfntheory.experiments.reference` and the samplers of
+    :mod:`pfntheory.nn.priors` both read it).
+
+    One component for 'blr' (``Sigma`` = the :class:`TaskConfig`'s ``sigma_diag``, default
+    :func:`~pfntheory.kernels.blr_sigma_diag`), 'rbf' and 'ard_rbf' (a :class:`TaskConfig` with
+    ``lengthscales``); for 'hier_rbf' the grid ``{ell_h} x {sigma_h}`` (lengthscale outer, noise
+    standard deviation inner; noise variance ``sigma_h^2``, supp-tab:hierarchical-gp).
+
+    Returns
+    -------
+    kernels : list of kernel, length H
+    noise_vars : ndarray of shape (H,)
+    """
+    if task.kind == "blr":
+        sig = getattr(task, "sigma_diag", None) or blr_sigma_diag(task.d)
+        return [LinearKernel(sig)], np.array([task.noise_var])
+    if task.kind == "rbf":
+        return [RBFKernel(task.alpha, task.lengthscale)], np.array([task.noise_var])
+    if task.kind == "ard_rbf":
+        lengthscales = getattr(task, "lengthscales", None)
+        if lengthscales is None:
+            raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
+        return [ARDRBFKernel(task.alpha, lengthscales)], np.array([task.noise_var])
+    kernels, noise_vars = [], []
+    for ell in task.hier_lengthscales:
+        for s in task.hier_noise_stds:  # the grid lists noise STDs (supp-tab:hierarchical-gp)
+            kernels.append(RBFKernel(task.alpha, ell))
+            noise_vars.append(s**2)
+    return kernels, np.array(noise_vars)
 
 
 def _check_bool(x, name: str) -> None:

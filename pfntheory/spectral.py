@@ -51,6 +51,7 @@ from ._checks import (
     positive_int,
     positive_scalar,
 )
+from .config import COVARIATES
 from .kernels import LinearKernel, RBFKernel, expected_rbf_gaussian
 
 __all__ = [
@@ -78,7 +79,8 @@ __all__ = [
     "rbf_cond_lower_shape",
 ]
 
-DESIGNS = ("gaussian", "uniform")
+#: Covariate designs of :func:`sample_design`: the covariate laws :data:`pfntheory.config.COVARIATES`.
+DESIGNS = COVARIATES
 
 
 # --------------------------------------------------------------------------------------------- #

@@ -25,17 +25,20 @@ def _level(level) -> float:
     return v
 
 
-def mean_se(x, *, allow_inf: bool = False) -> tuple[float, float]:
+def mean_se(x, *, allow_inf: bool = False, allow_nan: bool = False) -> tuple[float, float]:
     """Mean of ``x`` and its standard error ``std(x, ddof=1) / sqrt(len(x))``.
 
-    One value gives a standard error of 0 (nothing to estimate it from). NaN is always refused. With
-    ``allow_inf=True`` an infinite value (an NLL where a model gives a bin zero mass) is accepted: it
-    makes the mean infinite and the standard error NaN (undefined), without a NumPy warning.
-    An empty ``x`` is refused.
+    One value gives a standard error of 0 (nothing to estimate it from). An empty ``x`` is refused.
+    Non-finite values are refused unless allowed: with ``allow_inf=True`` an infinite value (an NLL
+    where a model gives a bin zero mass) is accepted, with ``allow_nan=True`` a NaN is; either makes
+    the standard error NaN (undefined) and the mean infinite or NaN as NumPy's mean has it, without a
+    NumPy warning.
     """
     x = as_float_array(x, "x", allow_nan=True, non_empty=True).ravel()
-    if np.any(np.isnan(x)) or (not allow_inf and not np.all(np.isfinite(x))):
+    if not allow_nan and np.any(np.isnan(x)):
         raise ValueError("x contains NaN" + ("" if allow_inf else " or infinite values"))
+    if not allow_inf and np.any(np.isinf(x)):
+        raise ValueError("x contains " + ("" if allow_nan else "NaN or ") + "infinite values")
     if x.size < 2:
         return float(x[0]), 0.0
     if not np.all(np.isfinite(x)):

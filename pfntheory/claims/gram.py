@@ -38,7 +38,7 @@ from ..spectral import (
     sample_design,
     top_eigenvalue,
 )
-from ..stats import EPS, slope_ci, t_interval
+from ..stats import EPS, mean_se, slope_ci, t_interval
 from . import ClaimResult
 
 __all__ = [
@@ -255,8 +255,8 @@ def check_lambda1_limit(
             G = k(sample_design(int(n), d, rng))
             r1[s, i] = top_eigenvalue(G) / n
             r2[s, i] = G.sum() / n**2
-    m1, se1 = r1[:, -1].mean(), r1[:, -1].std(ddof=1) / np.sqrt(n_seeds)
-    m2, se2 = r2[:, -1].mean(), r2[:, -1].std(ddof=1) / np.sqrt(n_seeds)
+    m1, se1 = mean_se(r1[:, -1])
+    m2, se2 = mean_se(r2[:, -1])
     tol1 = k_se * se1 + alpha**2 / ns[-1]
     tol2 = k_se * se2 + alpha**2 / ns[-1]
     holds = abs(m1 - mu0) <= tol1 and abs(m1 - rho) > tol1 and abs(m2 - rho) <= tol2
@@ -409,7 +409,7 @@ def check_mercer_nystrom(
             blk = np.sum(
                 Phi[:, starts[k] : starts[k + 1]] ** 2, axis=1
             )  # sum_{|i|=k} mu phi_i(x)^2
-            ses[s, k] = blk.std(ddof=1) / np.sqrt(n)
+            ses[s, k] = mean_se(blk)[1]
     pred = np.array([float(mer.eig_degree(k)) * sizes[k] for k in range(n_degrees)])
     se = np.sqrt(np.mean(ses**2, axis=0) / n_seeds)
     allow = float(mer.eig_degree(0)) * np.array(sizes) / n
@@ -473,7 +473,7 @@ def check_mercer_truncation(
     Phq = mer.features(Xq, M)
     e_r = float(np.sum(Wq * (1.0 - np.sum(Phq * Phq, axis=1))))
     mc_ok = abs(e_r - tail) <= 1e-8 * tail + 1e-14
-    se = traces.std(ddof=1) / np.sqrt(n_seeds)
+    se = mean_se(traces)[1]
     ratio = mer.beta * (1 + (d - 1) / (M + 1))
     q = 0.5 * (ratio + 1.0) if q is None else q
     bound_ok = ratio < 1 and tail <= mer.tail_bound(M, q)

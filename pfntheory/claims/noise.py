@@ -15,6 +15,7 @@ import numpy as np
 from .._checks import positive_int, positive_scalar
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
+from ..stats import mean_se
 from . import ClaimResult
 
 __all__ = ["exact_ppd_expected_crps", "check_noise_parameterisation"]
@@ -51,8 +52,7 @@ def exact_ppd_expected_crps(
         xq = rng.standard_normal((b, 1, d)) / np.sqrt(d)
         _, tau = posterior_predictive(k, X, np.zeros((b, n)), xq, s2)
         vals.append(np.sqrt(tau[:, 0] / np.pi))
-    v = np.concatenate(vals)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(m))
+    return mean_se(np.concatenate(vals))
 
 
 def check_noise_parameterisation(

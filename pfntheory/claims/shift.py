@@ -37,6 +37,7 @@ import scipy.stats
 from .. import DEFAULT_NOISE_VAR
 from .. import construction as con
 from .._checks import choice, positive_int, positive_scalar
+from ..config import COVARIATES
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
 from ..stats import mean_se
@@ -53,8 +54,9 @@ __all__ = [
     "check_shift_construction",
 ]
 
-#: Covariate designs: the pretraining design of sec:sims and the shift of supp-sec:exp additional.
-DESIGNS = ("gaussian", "uniform")
+#: Covariate designs: the pretraining design of sec:sims and the shift of supp-sec:exp additional
+#: (the covariate laws :data:`pfntheory.config.COVARIATES`).
+DESIGNS = COVARIATES
 #: Allowed |coverage - 0.9| beyond Z_SE standard errors: the paper's own "reasonably close to nominal"
 #: (.848 at the 90% level in supp-tab:lengthscale-crps), as in :mod:`pfntheory.claims.trained`.
 COVERAGE_SLACK = 0.05

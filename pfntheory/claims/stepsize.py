@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import DEFAULT_NOISE_VAR
+from ..config import COVARIATES
 from ..kernels import (
     LinearKernel,
     RBFKernel,
@@ -27,7 +28,7 @@ from ..spectral import (
     sample_design,
     top_eigenvalue,
 )
-from ..stats import slope_ci
+from ..stats import mean_se, slope_ci
 from . import ClaimResult
 from .gram import rate_claim
 from .richardson import as_erratum
@@ -160,13 +161,13 @@ def check_covariate_shift(
     )  # SD of sample var of Unif ~ 0.89*var*sqrt(2/N)
     Xa, Xb = sample_design(n_mc, d, rng, "uniform"), sample_design(n_mc, d, rng, "uniform")
     kv = np.exp(-0.5 * np.sum((Xa - Xb) ** 2, axis=1) / lengthscale**2)
-    rho_mc, rho_se = float(kv.mean()), float(kv.std(ddof=1) / np.sqrt(n_mc))
+    rho_mc, rho_se = mean_se(kv)
     rho_u = expected_rbf_uniform(1.0, lengthscale, d)
     rho_g = expected_rbf_gaussian(1.0, lengthscale, d)
     rho_g3 = expected_rbf_gaussian(1.0, lengthscale, d, 1.0 / (3 * d))
     kern = RBFKernel(1.0, lengthscale)
     stats = {}
-    for design in ("gaussian", "uniform"):
+    for design in COVARIATES:
         l1, st, cd = [], [], []
         for _ in range(n_trials):
             G = kern(sample_design(n, d, rng, design))

@@ -41,7 +41,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..config import LEARNING_CURVE_FILE
+from ..config import curve_file
 from ..convergence import curve_status
 from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
 from . import UNDECIDED, ClaimResult, slope_ci
@@ -82,16 +82,6 @@ def exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
 
 def _trained(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
-
-
-def curve_file(covariates: str | None = None) -> str:
-    """``learning_curve.json`` or, for a covariate override, ``learning_curve_<covariates>.json``
-    (as :func:`pfntheory.nn.train.curve_file`, without importing torch)."""
-    return (
-        LEARNING_CURVE_FILE
-        if covariates is None
-        else LEARNING_CURVE_FILE.replace(".json", f"_{covariates}.json")
-    )
 
 
 def run_convergence(run, covariates: str | None = None) -> dict:

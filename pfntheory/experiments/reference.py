@@ -27,31 +27,12 @@ import scipy.special
 
 from .. import gp, metrics
 from .._checks import positive_int
-from ..kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from ..config import prior_components as components
 from ..spectral import sample_design
+from ..stats import mean_se
 from .specs import TaskSpec
 
 __all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
-
-
-def components(task: TaskSpec) -> tuple[list, np.ndarray]:
-    """Kernels and noise variances of the prior's components (one for BLR/RBF, a grid for hier_rbf).
-
-    Returns
-    -------
-    kernels : list of kernel, length H
-    noise_vars : ndarray of shape (H,)
-    """
-    if task.kind == "blr":
-        return [LinearKernel(blr_sigma_diag(task.d))], np.array([task.noise_var])
-    if task.kind == "rbf":
-        return [RBFKernel(task.alpha, task.lengthscale)], np.array([task.noise_var])
-    ks, nv = [], []
-    for ell in task.hier_lengthscales:
-        for s in task.hier_noise_stds:  # the grid lists noise STDs (supp-tab:hierarchical-gp)
-            ks.append(RBFKernel(task.alpha, ell))
-            nv.append(s**2)
-    return ks, np.array(nv)
 
 
 def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true: int):
@@ -148,12 +129,10 @@ def exact_ppd_reference(
     out: dict[str, dict[str, list]] = {}
 
     def add(name, vals):
-        vals = np.asarray(vals, dtype=float)
+        m, se = mean_se(vals)
         out.setdefault(name, {"mean": [], "se": []})
-        out[name]["mean"].append(float(vals.mean()))
-        out[name]["se"].append(
-            float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else 0.0
-        )
+        out[name]["mean"].append(m)
+        out[name]["se"].append(se)
 
     n_eval = [positive_int(n, "n_eval") for n in n_eval]
     for n in n_eval:

@@ -38,7 +38,7 @@ from .. import metrics as M
 from .. import runs
 from .._checks import choice, positive_int
 from ..discretize import bin_edges
-from ..stats import EPS
+from ..stats import EPS, mean_se
 from .priors import COVARIATES, sample_batch
 from .train import load_trained
 
@@ -66,17 +66,6 @@ def predict(model, batch, device) -> dict:
         "mu_L": out.mu.double().cpu().numpy(),
         "tau_L": out.tau.double().cpu().numpy(),
     }
-
-
-def _mean_se(x) -> tuple[float, float]:
-    """Mean and its standard error; an infinite value (an NLL where the model gives a bin zero mass)
-    makes the mean infinite and the standard error undefined (NaN), without a NumPy warning."""
-    x = np.asarray(x, dtype=float)
-    if x.size < 2:
-        return float(np.mean(x)), 0.0
-    if not np.all(np.isfinite(x)):
-        return float(np.mean(x)), float("nan")
-    return float(np.mean(x)), float(np.std(x, ddof=1) / np.sqrt(x.size))
 
 
 #: Round-off allowed, per mixture component, of a mixture's mass above 1 (a few ulps per term of
@@ -119,7 +108,9 @@ def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
     res: dict = {"n_instances": int(mu.size)}
 
     def put(name, values):
-        res[name], res[name + "_se"] = _mean_se(values)
+        # an infinite value (an NLL where the model gives a bin zero mass) makes the mean infinite
+        # and the standard error NaN; a NaN (a diverged readout) is recorded, not refused
+        res[name], res[name + "_se"] = mean_se(values, allow_inf=True, allow_nan=True)
 
     if hier:
         w, mh, th = r["weights"], r["mu_h"], r["tau_h"]

@@ -43,8 +43,8 @@ import torch
 
 from .._checks import MAX_ELEMENTS, positive_int
 from .._checks import interval as check_interval
-from ..config import COVARIATES, TASK_KINDS, TaskConfig
-from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
+from ..config import COVARIATES, TASK_KINDS, TaskConfig, prior_components
+from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
 
 __all__ = [
     "TASK_KINDS",
@@ -103,44 +103,30 @@ class _Component:
         return torch.full(A.shape[:-1], self.alpha2, dtype=A.dtype, device=A.device)
 
 
+def _component(kernel, noise_var: float, d: int) -> _Component:
+    """The torch form of one exact kernel of :func:`pfntheory.config.prior_components`."""
+    if isinstance(kernel, LinearKernel):
+        return _Component(
+            True, tuple(math.sqrt(s) for s in kernel.sigma_diag), 1.0, noise_var, kernel
+        )
+    if isinstance(kernel, ARDRBFKernel):
+        feat = tuple(1.0 / ell for ell in kernel.lengthscales)
+        return _Component(False, feat, kernel.alpha**2, noise_var, kernel)
+    if isinstance(kernel, RBFKernel):
+        return _Component(
+            False, (1.0 / kernel.lengthscale,) * d, kernel.alpha**2, noise_var, kernel
+        )
+    raise TypeError(f"no torch form of the kernel {kernel!r}")
+
+
 def _components(task: TaskConfig) -> list[_Component]:
-    d = task.d
-    if task.kind == "blr":
-        sig = task.sigma_diag or blr_sigma_diag(d)
-        return [
-            _Component(
-                True, tuple(math.sqrt(s) for s in sig), 1.0, task.noise_var, LinearKernel(sig)
-            )
-        ]
-    if task.kind == "rbf":
-        return [
-            _Component(
-                False,
-                (1.0 / task.lengthscale,) * d,
-                task.alpha**2,
-                task.noise_var,
-                RBFKernel(task.alpha, task.lengthscale),
-            )
-        ]
-    if task.kind == "ard_rbf":
-        return [
-            _Component(
-                False,
-                tuple(1.0 / ell for ell in task.lengthscales),
-                task.alpha**2,
-                task.noise_var,
-                ARDRBFKernel(task.alpha, task.lengthscales),
-            )
-        ]
-    return [
-        _Component(False, (1.0 / ell,) * d, task.alpha**2, sd**2, RBFKernel(task.alpha, ell))
-        for ell in task.hier_lengthscales
-        for sd in task.hier_noise_stds
-    ]
+    kernels, noise_vars = prior_components(task)
+    return [_component(k, float(s2), task.d) for k, s2 in zip(kernels, noise_vars, strict=True)]
 
 
 def exact_kernels(task: TaskConfig) -> tuple[list, np.ndarray, np.ndarray]:
-    """The task's components as NumPy kernels of :mod:`pfntheory.kernels` (for the exact side).
+    """The task's components as NumPy kernels of :mod:`pfntheory.kernels` (for the exact side):
+    :func:`pfntheory.config.prior_components` with the (uniform) prior weights.
 
     Returns
     -------
@@ -148,9 +134,9 @@ def exact_kernels(task: TaskConfig) -> tuple[list, np.ndarray, np.ndarray]:
     noise_vars : ndarray of shape (H,)
     prior_weights : ndarray of shape (H,)   (uniform)
     """
-    comps = _components(task)
-    H = len(comps)
-    return [c.exact for c in comps], np.array([c.s2 for c in comps]), np.full(H, 1.0 / H)
+    kernels, noise_vars = prior_components(task)
+    H = len(kernels)
+    return kernels, noise_vars, np.full(H, 1.0 / H)
 
 
 @dataclass

@@ -97,7 +97,9 @@ from ..config import (
     QUICK_SCHEDULE,
     SCALES,
     WARMUP_FRAC,
+    curve_file,
 )
+from ..convergence import METRICS
 from ..discretize import bin_edges
 from ..stats import mean_se
 from .model import ModelConfig, PFNTransformer, select_device
@@ -519,15 +521,6 @@ def _curve_generator(seed: int, n: int, chunk: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
 
 
-def curve_file(covariates: str | None = None) -> str:
-    """File name of a learning curve: ``learning_curve.json`` (the task's own covariates, ``None``)
-    or ``learning_curve_<covariates>.json`` (a covariate override, as ``eval_<covariates>.json``)."""
-    if covariates is None:
-        return LEARNING_CURVE
-    choice(covariates, "covariates", COVARIATES)
-    return LEARNING_CURVE.replace(".json", f"_{covariates}.json")
-
-
 def _heldout_set(
     config: TrainConfig, interval, chunk_size: int = 256, covariates: str | None = None
 ) -> list[tuple[int, list]]:
@@ -612,6 +605,8 @@ def read_learning_curve(run_dir, covariates: str | None = None) -> dict | None:
     "n", "tv", "tv_se", "nll", "nll_se", "coverage90", "coverage90_se", "crps", "crps_se"}, ...],
     "eval_seconds", "train_seconds"}``; one point per evaluated step and n'.
     """
+    if covariates is not None:
+        choice(covariates, "covariates", COVARIATES)
     path = Path(run_dir) / curve_file(covariates)
     if not path.is_file():
         return None
@@ -623,7 +618,7 @@ def read_learning_curve(run_dir, covariates: str | None = None) -> dict | None:
 
 def format_learning_curve(doc: dict, metric: str = "tv") -> str:
     """A text table of a learning curve: one row per step, one column per n' (``metric +- se``)."""
-    choice(metric, "metric", ("tv", "nll", "coverage90", "crps"))
+    choice(metric, "metric", METRICS)
     ns = list(doc["n_eval"])
     by = {(p["step"], p["n"]): p for p in doc["points"]}
     steps = sorted({p["step"] for p in doc["points"]})
