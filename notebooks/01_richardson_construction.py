@@ -110,8 +110,7 @@ display(pd.DataFrame(r.details["rows"]).round(6))
 # `exp(-(1-rho)L) ||k_x||/(lambda_n + sigma^2) ||Y||`, `rho = 1 - eta(lambda_n + sigma^2)`.
 
 # %%
-lam1 = np.linalg.eigvalsh(G)[-1]
-eta = 0.9 / (lam1 + noise_var)
+eta = rich.safe_step(A)  # 0.9 / lambda_1(A) = 0.9 / (lambda_1(G) + sigma^2)
 L_krr = 400 if SCALE == "quick" else 2000
 uX_star, ux_star = rich.krr_solution(G, k_x, Y, noise_var)
 train = rich.krr_training_recursion(G, Y, noise_var, eta, L_krr)  # (L+1, n)
@@ -162,11 +161,8 @@ mu, tau = (v[0] for v in gp.posterior_predictive(kernel, X, Y, x0[None, :], nois
 depths = np.unique(np.geomspace(2, 2048 if SCALE == "quick" else 8192, 10).astype(int))
 out = {}
 for normalised in (False, True):
-    if normalised:
-        s = G.sum(axis=1)  # D = diag(G 1)
-        eta_l = rich.safe_step(A, D=s)
-    else:
-        eta_l = 0.9 / (lam1 + noise_var)
+    D = G.sum(axis=1) if normalised else None  # D = diag(G 1)
+    eta_l = rich.safe_step(A, D=D)
     errs, rows_dev = [], []
     for L in depths:
         w = cons.handset_weights(d, int(L), eta_l, noise_var, kernel, normalised=normalised)
@@ -211,9 +207,9 @@ plt.show()
 
 # %%
 Xc, Yc, xc = cclaims.context(kernel, 32, d, noise_var, np.random.default_rng(1))
-lam1_c = np.linalg.eigvalsh(kernel(Xc))[-1]
-eta_c = 0.9 / (lam1_c + noise_var)
-eta_pr = rich.safe_step(kernel(Xc) + noise_var * np.eye(32), D=kernel(Xc).sum(axis=1))
+Ac = kernel(Xc) + noise_var * np.eye(32)
+eta_c = rich.safe_step(Ac)
+eta_pr = rich.safe_step(Ac, D=kernel(Xc).sum(axis=1))
 rec.add(
     cclaims.check_tf_rows(kernel, Xc, Yc, xc, noise_var, eta_c, 64),
     measured="max |token row - recursion|, 64 layers",

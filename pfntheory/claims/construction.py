@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import construction as con
 from .. import richardson as rich
+from .._checks import choice
 from ..discretize import bin_edges
 from ..gp import posterior_predictive
 from ..mlp import delta_mlp, fit_psi_mlp
@@ -426,6 +427,7 @@ def check_tf_rate(
     the median ratio is within ``1 +- RATE_RTOL`` (the rate is attained). A seed whose slowest mode
     has a tiny weight decays faster over the fitted window (ratio > 1); that is allowed.
     """
+    choice(step, "step", ("rate", "optimal", "beyond"))
     ratio_l: list[float] = []
     rows = []
     for seed in seeds:
@@ -438,13 +440,12 @@ def check_tf_rate(
             eta = rich.optimal_step(A, s) if step == "optimal" else rich.safe_step(A, s)
             rho = prec_query_factor(G, k_x, noise_var, eta)
         else:
-            lam = np.linalg.eigvalsh(G)
-            eta_star = 2.0 / (lam[-1] + max(lam[0], 0.0) + 2 * noise_var)
-            eta = {
-                "rate": 0.9 / (lam[-1] + noise_var),
-                "optimal": eta_star,
-                "beyond": 0.5 * eta_star + 0.5 * 2.0 / (lam[-1] + noise_var),
-            }[step]
+            if step == "rate":
+                eta = rich.safe_step(A)  # 0.9 / (lambda_1(G) + sigma^2)
+            elif step == "optimal":
+                eta = rich.optimal_step(A)  # 2 / (lambda_1(G) + lambda_n(G) + 2 sigma^2)
+            else:  # "beyond": midway between eta* and the convergence limit 2 / (lambda_1 + sigma^2)
+                eta = 0.5 * rich.optimal_step(A) + 0.5 * rich.admissible_step(A)
             rho = (
                 effective_factor(G, k_x, Y, noise_var, eta)
                 if factor == "effective"

@@ -214,7 +214,7 @@ def check_rate_bound(
     Tolerance: ``atol = 16 L eps cond`` on the relative error (round-off of ``L`` steps).
     """
     lam = rich.spectrum(A, D)
-    eta = eta_fraction / lam[0]
+    eta = rich.safe_step(A, D, eta_fraction)  # eta_fraction / lambda_1
     Ls = np.asarray(Ls, dtype=int)
     err, unorm = _err_path(A, b, eta, int(Ls.max()), D)
     rel = err[Ls] / unorm
@@ -260,7 +260,7 @@ def check_krr(
     Y = np.asarray(Y, dtype=float)
     n = G.shape[0]
     lam = np.linalg.eigvalsh(G)
-    eta = eta_fraction / (lam[-1] + noise_var)
+    eta = rich.safe_step(G + noise_var * np.eye(n), fraction=eta_fraction)
     Ls = np.asarray(Ls, dtype=int)
     Lmax = int(Ls.max())
     train = rich.krr_training_recursion(G, Y, noise_var, eta, Lmax)  # (Lmax+1, n)
