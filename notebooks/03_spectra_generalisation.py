@@ -131,8 +131,8 @@ report.log_axis(ax, "x", ticks=ns)
 iv = [sp.linear_gram_interval(int(n), d_lin, 2.0) for n in ns]
 ax.fill_between(
     ns,
-    [v.lo / (n / d_lin) for v, n in zip(iv, ns, strict=False)],
-    [v.hi / (n / d_lin) for v, n in zip(iv, ns, strict=False)],
+    [v.lo / (n / d_lin) for v, n in zip(iv, ns, strict=True)],
+    [v.hi / (n / d_lin) for v, n in zip(iv, ns, strict=True)],
     color="r",
     alpha=0.15,
     label=f"lemma's interval, t=2 (prob >= {iv[0].prob:.2f})",

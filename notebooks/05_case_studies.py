@@ -32,6 +32,7 @@ from pfntheory import report
 from pfntheory.casestudy import baseline, load_dataset
 from pfntheory.casestudy.data import walker_data_available
 from pfntheory.claims import ClaimResult
+from pfntheory.claims import real_data_eb as eb_claims
 
 report.setup_plots()
 rec = report.Recorder("05_case_studies")
@@ -66,7 +67,7 @@ for name in ("sacramento", "walker"):
         continue
     data = datasets[name] = load_dataset(name)
     idx = baseline.walker_splits(data.n)["eb"] if name == "walker" else None
-    r = baseline.check_eb_optimum(data, idx, n_restarts=2)
+    r = eb_claims.check_eb_optimum(data, idx, n_restarts=2)
     rec.add(
         r,
         label=LABELS[name],
@@ -79,7 +80,7 @@ for name in ("sacramento", "walker"):
 
 # %%
 if "walker" in datasets:
-    r = baseline.check_walker_coordinate_convention(datasets["walker"])
+    r = eb_claims.check_walker_coordinate_convention(datasets["walker"])
     rec.add(
         r,
         label="fig:walker",

@@ -1,11 +1,13 @@
 """The report names results only by the paper's ``\\label{}``s (``pfntheory.report.labels``).
 
 The constant list must equal the labels of ``paper.tex`` (so a typo in the list, or a label the paper
-renames, fails here), and every row of the committed report must carry one of them (variants such as
-a dimension or a design go in the row's ``variant`` field)."""
+renames, fails here), and every row of the committed report, every notebook and every experiment
+definition (``Experiment.labels``) must carry one of them (variants such as a dimension or a design go
+in the row's ``variant`` field)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pfntheory import report
+from pfntheory.experiments.definitions import EXPERIMENTS
 
 PAPER = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
 needs_paper = pytest.mark.skipif(
@@ -54,3 +57,23 @@ def test_check_label_refuses_free_text():
     with pytest.raises(ValueError, match="label"):
         report.check_label("TF^pr")
     assert report.check_label("thm:TFdoPPD") == "thm:TFdoPPD"
+
+
+def _non_paper_labels(experiments) -> list[tuple[str, str]]:
+    """``(experiment, label)`` for every label of ``experiments`` that is not a paper label."""
+    return [
+        (e.name, lab) for e in experiments for lab in e.labels if lab not in report.PAPER_LABELS
+    ]
+
+
+def test_experiment_labels_are_paper_labels():
+    """Every label an experiment says it reproduces (``Experiment.labels``) is a paper label."""
+    assert EXPERIMENTS and all(e.labels for e in EXPERIMENTS.values())
+    assert _non_paper_labels(EXPERIMENTS.values()) == []
+
+
+def test_experiment_label_check_rejects_an_unknown_label():
+    """The check above can fail: an experiment carrying a label the paper lacks is named."""
+    exp = next(iter(EXPERIMENTS.values()))
+    bad = dataclasses.replace(exp, labels=(*exp.labels, "fig:no such figure"))
+    assert _non_paper_labels([bad]) == [(exp.name, "fig:no such figure")]

@@ -24,14 +24,13 @@ import numpy as np
 import pytest
 
 from pfntheory.casestudy import load_dataset
-from pfntheory.casestudy.baseline import (
-    PAPER_FITS,
+from pfntheory.casestudy.baseline import PAPER_FITS, walker_splits
+from pfntheory.casestudy.data import walker_data_available
+from pfntheory.claims.real_data_eb import (
     check_eb_optimum,
     check_sklearn_agreement,
     check_walker_coordinate_convention,
-    walker_splits,
 )
-from pfntheory.casestudy.data import walker_data_available
 from pfntheory.gp import fit_empirical_bayes
 
 pytest.importorskip("sklearn")

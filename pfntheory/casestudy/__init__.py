@@ -1,9 +1,10 @@
 """Real-data case studies of supp-sec:real data: Sacramento home prices and Walker Lake.
 
 Implements fig:sacramento, fig:walker and supp-sec:real data: the data and preprocessing
-(:mod:`.data`), the empirical-Bayes GP baseline and its checks against the paper and scikit-learn
-(:mod:`.baseline`), the PFN pretrained on the fitted prior (:mod:`.pfn`, PyTorch) and the end-to-end
-runner with maps, numbers and the ``pfntheory casestudy`` subcommand (:mod:`.run`).
+(:mod:`.data`), the empirical-Bayes GP baseline with its scikit-learn reference (:mod:`.baseline`;
+its checks against the paper and scikit-learn are :mod:`pfntheory.claims.real_data_eb`), the PFN
+pretrained on the fitted prior (:mod:`.pfn`, PyTorch) and the end-to-end runner with maps, numbers
+and the ``pfntheory casestudy`` subcommand (:mod:`.run`).
 
 Only the NumPy side is imported here; :mod:`.pfn` and :mod:`.run` import torch when used.
 """
