@@ -4,7 +4,9 @@ Every generated case satisfies the hypotheses of supp-lem:discretization error a
 supp-lem:smax quad: a density that is Lipschitz on R (with a known Lipschitz constant), an interval
 (a, b] with outside mass eps in (0, 1), and a partition of (a, b] into C >= 2 bins, equidistant or
 not. For supp-lem:smax quad the density is also continuous and positive on [a, b] (the interval is
-taken between two interior quantiles, inside the support).
+taken between two interior quantiles, inside the support). What this rests on -- each family's
+declared Lipschitz constant and :func:`pfntheory.densities.quantile_interval` -- is unit-tested in
+``tests/test_densities.py``.
 """
 
 import numpy as np

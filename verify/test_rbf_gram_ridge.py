@@ -4,13 +4,16 @@ Statement: for the unit RBF Gram and ``sigma^2 > 0``,
 ``(lambda_1 + sigma^2)/(lambda_n + sigma^2) = Theta(n)`` a.s. for large ``n``, via
 ``(1 + (n-1) rho + sigma^2)/(1 + sigma^2) <= cond(G + sigma^2 I) <= (n + sigma^2)/sigma^2``.
 
-The upper bound and the lower bound with the *empirical* off-diagonal mean hold on every draw
-(deterministic sandwich, generalised to amplitude alpha: alpha^2 in place of 1); with the population
-``rho`` the lower bound is asymptotic and is checked at moderate ``n``. Generated cases: Gaussian
-designs, RBF kernels with positive amplitude and lengthscale, ``sigma^2 > 0``.
+The upper bound and the lower bound with the *empirical* off-diagonal mean hold on every design
+(deterministic sandwich, generalised to amplitude alpha: alpha^2 in place of 1), so its designs are drawn
+by hypothesis (``verify/_array_strategies.py``; failures shrink): ``2 <= n <= 150``, ``1 <= d <= 16``,
+RBF kernels with positive amplitude and lengthscale, ``sigma^2 > 0``. With the population ``rho`` the
+lower bound is asymptotic, a claim about ``x ~ N(0, I/d)``: it is checked at moderate ``n`` on draws of
+that law (a seeded generator), as is the ``Theta(n)`` rate.
 """
 
 import numpy as np
+from _array_strategies import FINITE, designs
 from hypothesis import given, target
 from hypothesis import strategies as st
 
@@ -19,24 +22,25 @@ from pfntheory.claims.conditioning import check_cond_rate, check_ridge_sandwich
 from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
 from pfntheory.spectral import sample_design
 
-pos = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
-cases = st.tuples(
-    st.integers(2, 150),
-    st.integers(1, 16),
-    st.floats(0.2, 3.0, **pos),
-    st.floats(0.3, 2.0, **pos),
-    st.floats(1e-3, 2.0, **pos),
-    st.integers(0, 2**31 - 1),
-)
+
+@st.composite
+def cases(draw):
+    """(X, lengthscale, alpha, sigma^2): a drawn design (n in [2, 150], d in [1, 16]) and kernel."""
+    n, d = draw(st.integers(2, 150)), draw(st.integers(1, 16))
+    X = draw(designs(n, d))
+    return X, *(
+        draw(st.floats(lo, hi, **FINITE)) for lo, hi in ((0.2, 3.0), (0.3, 2.0), (1e-3, 2.0))
+    )
 
 
-@given(cases)
+@given(cases())
 def test_sandwich_every_draw(c):
-    """Deterministic sandwich with the empirical rho on every draw; tolerance 10 n eps cond (1 + n
-    alpha^2/s2) (eigen round-off). Fails if the trace bound lambda_1 <= n alpha^2 or the Rayleigh bound
-    were misapplied."""
-    n, d, ell, alpha, s2, seed = c
-    G = RBFKernel(alpha, ell)(sample_design(n, d, np.random.default_rng(seed)))
+    """Deterministic sandwich with the empirical rho on every drawn design; tolerance 10 n eps cond
+    (1 + n alpha^2/s2) (eigen round-off). Fails if the trace bound lambda_1 <= n alpha^2 or the
+    Rayleigh bound were misapplied (halving the upper bound fails it, shrunk to n = 2 coincident
+    points: the upper bound is attained when all points coincide)."""
+    X, ell, alpha, s2 = c
+    G = RBFKernel(alpha, ell)(X)
     r = check_ridge_sandwich(G, s2, alpha)
     assert r.holds, str(r)
     target(r.observed / r.bound, label="cond / upper bound")  # hunt draws near the upper bound
