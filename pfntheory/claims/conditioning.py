@@ -59,8 +59,12 @@ def check_ridge_sandwich(
     n = G.shape[0]
     a2 = alpha**2
     rho_hat = (G.sum() - np.trace(G)) / (n * (n - 1)) if rho is None else rho
-    # a mean of kernel values lies in [0, alpha^2]; round-off moves it an ulp past alpha^2 when all
-    # points coincide
+    # A mean of RBF kernel values lies in [0, alpha^2]; round-off moves it an ulp past alpha^2 when
+    # all points coincide. Only such a round-off excess (16 eps alpha^2) is taken back; a larger one
+    # is a wrong Gram or rho and is refused.
+    slack = 16 * EPS * a2
+    if not -slack <= rho_hat <= a2 + slack:
+        raise ValueError(f"rho must lie in [0, alpha^2 = {a2:g}] up to round-off, got {rho_hat!r}")
     lo, hi = ridge_cond_bounds(n, min(max(rho_hat, 0.0), a2), noise_var, alpha)
     c = ridge_cond(G, noise_var)
     tol = 10 * n * EPS * c * (1 + a2 * n / noise_var)
