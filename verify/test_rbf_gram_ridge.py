@@ -13,6 +13,7 @@ that law (a seeded generator), as is the ``Theta(n)`` rate.
 """
 
 import numpy as np
+import pytest
 from _array_strategies import FINITE, designs
 from hypothesis import given, target
 from hypothesis import strategies as st
@@ -63,3 +64,13 @@ def test_ridge_cond_theta_n():
     1 +- 0.2. Fails for the unridged super-polynomial growth or for a constant."""
     r = check_cond_rate(np.random.default_rng(4), which="ridge")
     assert r.holds, str(r)
+
+
+def test_rho_outside_its_range_is_refused_not_clipped():
+    """A rho above alpha^2 (or below 0) by more than round-off is a wrong input: the check refuses
+    it, naming rho, instead of clipping it into [0, alpha^2] (an ulp of excess is taken back)."""
+    G = RBFKernel()(np.zeros((3, 2)))  # coincident points: every entry is alpha^2 = 1
+    assert check_ridge_sandwich(G, DEFAULT_NOISE_VAR, 1.0, rho=1.0 + 2e-16).holds
+    for rho in (1.01, -0.01):
+        with pytest.raises(ValueError, match="rho must lie"):
+            check_ridge_sandwich(G, DEFAULT_NOISE_VAR, 1.0, rho=rho)
