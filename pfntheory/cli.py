@@ -351,9 +351,16 @@ def _add_run_dir_command(sub, name: str):
 
 def _add_evaluate(sub) -> None:
     p = _add_run_dir_command(sub, "evaluate")
-    p.add_argument("--n-eval", type=_N, nargs="+", required=True, help="evaluation sizes n'")
+    p.add_argument(
+        "--n-eval", type=_N, nargs="+", help="evaluation sizes n' (required unless --curve-only)"
+    )
     p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
-    p.add_argument("--covariates", choices=COVARIATES, default=None, help="covariate shift")
+    p.add_argument(
+        "--covariates",
+        choices=COVARIATES,
+        default=None,
+        help="covariate shift (with --curve-only: the run's learning curve on that design)",
+    )
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
     add_run_options(p, seed=12345, device="cpu", progress=False)
     p.add_argument(
@@ -370,19 +377,22 @@ def _add_evaluate(sub) -> None:
     p.set_defaults(func=_run_evaluate)
 
 
-def _print_learning_curve(run_dir, metric: str, file=None) -> None:
-    """The run's learning curve (learning_curve.json) and whether it has plateaued, or a line saying
-    that the run has none (runs trained before learning curves existed)."""
+def _print_learning_curve(run_dir, metric: str, file=None, covariates: str | None = None) -> None:
+    """The run's learning curve (learning_curve.json, or with ``covariates`` its curve on that
+    covariate design, learning_curve_<covariates>.json) and whether it has plateaued, or a line
+    saying that the run has none (runs trained before learning curves existed, or no curve was
+    recorded on that design)."""
     import sys
 
     file = file or sys.stdout
     from pfntheory.convergence import plateau_status, trend_text
     from pfntheory.nn.train import format_learning_curve, read_learning_curve
 
-    doc = read_learning_curve(run_dir)
+    doc = read_learning_curve(run_dir, covariates)
     if doc is None:
+        which = "" if covariates is None else f" on the {covariates} design"
         print(
-            f"{run_dir}: no learning curve (trained before learning curves were recorded): "
+            f"{run_dir}: no learning curve{which} (none was recorded in training): "
             "convergence unknown",
             file=file,
         )
@@ -415,8 +425,10 @@ def _run_evaluate(args) -> int:
 
     run_dir = _finished_run(args.run_dir)
     if args.curve_only:
-        _print_learning_curve(run_dir, args.curve)
+        _print_learning_curve(run_dir, args.curve, covariates=args.covariates)
         return 0
+    if args.n_eval is None:
+        raise ValueError("--n-eval is required unless --curve-only is given")
     _check_attention_size(args.batch_size, max(args.n_eval), "--batch-size/--n-eval")
     from pfntheory.nn.evaluate import evaluate
 

@@ -56,12 +56,19 @@ def test_train_then_evaluate(tmp_path, capsys):
     assert set(printed) == {"4", "6"} and 0 <= printed["4"]["tv"] <= 1
     assert set(runs.load_json(rd / runs.EVAL)["results"]) == {"4", "6"}
     capsys.readouterr()
-    assert cli.main(["evaluate", str(rd), "--n-eval", "4", "--curve-only", "--curve", "nll"]) == 0
+    assert cli.main(["evaluate", str(rd), "--curve-only", "--curve", "nll"]) == 0
     out = capsys.readouterr().out
     # the run's learning curve (if training recorded one) or a plain statement that it has none
     assert (
         "step" in out and ("plateaued" in out or "still improving" in out)
     ) or "no learning curve" in out
+    # the curve on another covariate design: none was recorded for this run, and it says so
+    assert cli.main(["evaluate", str(rd), "--curve-only", "--covariates", "uniform"]) == 0
+    assert "no learning curve on the uniform design" in capsys.readouterr().out
+    # without --curve-only the evaluation sizes are required, and the error names the option
+    with pytest.raises(SystemExit) as err:
+        cli.main(["evaluate", str(rd)])
+    assert err.value.code == 2 and "--n-eval is required" in capsys.readouterr().err
     assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["n"] == 6 and len(printed["scale"]["learned"]) == cfg["task"]["d"]
