@@ -1,12 +1,14 @@
-"""Milliseconds per training step of the PFN transformer, the paper's evaluation, and the machine's limit.
+"""Milliseconds per training step of the PFN transformer, the paper's evaluation, and the
+machine's limit.
 
 One training step = draw a batch (``pfntheory.nn.priors.sample_batch``, timed separately), forward,
-truncated-NLL loss, backward, gradient clipping and an Adam step, batch 128, ``n ~ Unif[n_min, n_max]``
-drawn per step as in training (sec:sims). The fast model (:class:`~pfntheory.nn.model.PFNTransformer`)
-and the dense reference (:class:`~pfntheory.nn.model.DenseTransformer`, the literal eqn:tabPFN attn
-with per-layer checkpointing) start from the same weights and see the same batches, so the ratio
-of their step times is measured on one sequence of n in one run. Before timing, the two forward
-passes are compared on the first batch (max |logits difference|, float32 and float64).
+truncated-NLL loss, backward, gradient clipping and an Adam step, batch 128,
+``n ~ Unif[n_min, n_max]`` drawn per step as in training (sec:sims). The fast model
+(:class:`~pfntheory.nn.model.PFNTransformer`) and the dense reference
+(:class:`~pfntheory.nn.model.DenseTransformer`, the literal eqn:tabPFN attn with per-layer
+checkpointing) start from the same weights and see the same batches, so the ratio of their step
+times is measured on one sequence of n in one run. Before timing, the two forward passes are
+compared on the first batch (max |logits difference|, float32 and float64).
 
 Configurations (supp-tab:pretraining hyperparameters sizes) and targets (issue 14, one thread):
 
@@ -29,11 +31,11 @@ Usage::
     python benchmarks/train_step.py --configs a --steps 10 --dense-steps 2 --threads 2
     python benchmarks/train_step.py --configs a --context-groups 4 --steps 8   # mixed n per step
 
-``--context-groups G`` (G > 1) adds, per configuration, steps with one ``n`` and steps that mix ``G``
-context sizes (``TrainConfig.context_groups``: dense groups, no padding), alternating in one process:
-milliseconds per step, nanoseconds per kernel entry ``B_g (n_g + 1) n_g`` (the efficiency lost to
-smaller matrix products) and the entries a padded batch (every instance at the step's largest ``n``)
-would have computed instead.
+``--context-groups G`` (G > 1) adds, per configuration, steps with one ``n`` and steps that mix
+``G`` context sizes (``TrainConfig.context_groups``: dense groups, no padding), alternating in one
+process: milliseconds per step, nanoseconds per kernel entry ``B_g (n_g + 1) n_g`` (the efficiency
+lost to smaller matrix products) and the entries a padded batch (every instance at the step's
+largest ``n``) would have computed instead.
 
 Timings on a shared machine are noisy: compare the ratios printed in one run.
 """
@@ -280,7 +282,8 @@ def run_eval(
     seed: int = 0,
 ) -> dict:
     """Oracle + labels (``sample_batch``, float64) and the model's forward (float32, the dtype of a
-    trained model, as :func:`pfntheory.nn.evaluate.evaluate` runs it) on ``instances`` instances, scaled to ``total``.
+    trained model, as :func:`pfntheory.nn.evaluate.evaluate` runs it) on ``instances`` instances,
+    scaled to ``total``.
 
     Two models: a learnable TF^pr whose solver layers have distinct scales (a trained model: one
     kernel per layer) and the same model with equal scales (theory mode / hand-set weights: the
@@ -355,8 +358,9 @@ def main(argv=None):
     dense_steps = min(args.dense_steps, args.steps)
     keys = [k.strip() for k in args.configs.split(",")]
     print(
-        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.dtype}, batch {BATCH}, "
-        f"L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after {args.warmup} warm-up"
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {args.dtype}, batch "
+        f"{BATCH}, L={args.L}, C={args.C}, steps {args.steps} (dense {dense_steps}) after "
+        f"{args.warmup} warm-up"
     )
     exp32, exp16 = exp_rate(torch.float32), exp_rate(torch.bfloat16)
     exp64 = exp_rate(torch.float64)
@@ -399,8 +403,8 @@ def main(argv=None):
     if args.context_groups > 1:
         G = args.context_groups
         print(
-            f"\nmixed context sizes: one n per step vs {G} groups per step (alternating, same model)"
-            f"\n{'config':26s} {'G':>3s} {'ms/step':>8s} {'M entries':>10s} {'ns/entry':>9s} "
+            f"\nmixed context sizes: one n per step vs {G} groups per step (alternating, same "
+            f"model)\n{'config':26s} {'G':>3s} {'ms/step':>8s} {'M entries':>10s} {'ns/entry':>9s} "
             f"{'padded would be':>16s}"
         )
         for key in keys:
@@ -421,8 +425,8 @@ def main(argv=None):
         print(
             f"\ne: paper evaluation (4096 instances, n'=1024, d=16, L={args.L}, C={args.C}, TF^pr, "
             f"float32 model), from {args.eval_instances} instances scaled to 4096:\n"
-            f"   oracle + labels {e['data_s']:.0f} s ({e['chol_flop'] / 1e12:.2f} TFLOP of Cholesky; "
-            f"float32 GEMM peak here {chol:.0f} GFLOP/s)\n"
+            f"   oracle + labels {e['data_s']:.0f} s ({e['chol_flop'] / 1e12:.2f} TFLOP of "
+            f"Cholesky; float32 GEMM peak here {chol:.0f} GFLOP/s)\n"
             f"   model, per-layer kernels (trained) {e['per_layer_s']:.0f} s "
             f"({e['exps_per_layer'] / 1e9:.0f} G exps: {e['exps_per_layer'] / exp32:.0f} s at the "
             f"exp rate alone)\n"

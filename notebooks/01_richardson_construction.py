@@ -22,7 +22,8 @@
 # variant implements the Jacobi-preconditioned recursion eqn:recursion prec).
 #
 # Nothing here computes a formula of its own: every number comes from `pfntheory` — the figures
-# from the library modules, the verdicts from `pfntheory.claims` (the functions `verify/` asserts on).
+# from the library modules, the verdicts from `pfntheory.claims` (the functions `verify/`
+# asserts on).
 
 # %%
 import matplotlib.pyplot as plt
@@ -233,8 +234,8 @@ rec.add(
     compare="reference",
     variant="rate, BLR",
     measured="slope / log(effective rho) (median)",
-    caveat=f"G = X Sigma X' is rank d < n, so lambda_n(G) = 0 and the theorem's rho = 1 - eta sigma^2 "
-    f"understates the speed (slope / log rho = {r_thm.observed:.1f}); the rate is set by "
+    caveat="G = X Sigma X' is rank d < n, so lambda_n(G) = 0 and the theorem's rho = 1 - eta "
+    f"sigma^2 understates the speed (slope / log rho = {r_thm.observed:.1f}); the rate is set by "
     "the smallest nonzero eigenvalue",
 )
 rec.add(

@@ -165,7 +165,9 @@ rec.add(
     label="thm:PPD convergence",
     variant="proof step: logit perturbation",
     measured="worst ||sm(l1) - sm(l3)||_1 / (e^{2 Delta} - 1)",
-    statement="proof step: ||l1 - l3||_inf <= Delta implies ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1",
+    statement=(
+        "proof step: ||l1 - l3||_inf <= Delta implies ||sm(l1) - sm(l3)||_1 <= e^{2 Delta} - 1"
+    ),
 )
 # the settings of verify/test_ppd_convergence.py
 kern, n_ctx, d_ctx, s2 = RBFKernel(1.0, 0.4), 10, 2, DEFAULT_NOISE_VAR

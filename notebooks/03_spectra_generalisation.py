@@ -21,8 +21,8 @@
 # **fig:stepsize** (the admissible step `2/(lambda_1 + sigma^2)` is of order `1/n`) and
 # **thm:L growth** (the depth for a tolerance `eps` grows like `n log(1/eps)`).
 #
-# Figures from `pfntheory.spectral`; verdicts from `pfntheory.claims.gram`, `.conditioning` and `.stepsize` (the functions
-# `verify/` asserts on).
+# Figures from `pfntheory.spectral`; verdicts from `pfntheory.claims.gram`, `.conditioning` and
+# `.stepsize` (the functions `verify/` asserts on).
 
 # %%
 import matplotlib.pyplot as plt
@@ -254,7 +254,8 @@ rec.add(
 # ## Depth needed for a tolerance (thm:L growth)
 #
 # With the optimal constant step, `rho* = 1 - 2/(c_n + 1)` and the depth for tolerance `eps` is
-# `log(eps)/log(rho*)`; the proof's sufficient depth is `(c_n + 1)/2 log(1/eps)`. Both grow like `n`.
+# `log(eps)/log(rho*)`; the proof's sufficient depth is `(c_n + 1)/2 log(1/eps)`. Both
+# grow like `n`.
 
 # %%
 eps = 1e-3

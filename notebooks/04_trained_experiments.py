@@ -22,9 +22,9 @@
 #
 # Everything is read from the committed runs under `reports/runs/<experiment>/` (written by
 # `pfntheory sweep`, or by `pfntheory report --retrain`); nothing is trained here. The verdicts come
-# from `pfntheory.experiments.claims` (the checks `verify/test_trained_claims.py` asserts on). At the
-# `quick` scale the experiments are shrunk versions of the paper's (each definition says how), so
-# their numbers are compared with the claims' *direction*, not with the paper's values.
+# from `pfntheory.experiments.claims` (the checks `verify/test_trained_claims.py` asserts on). At
+# the `quick` scale the experiments are shrunk versions of the paper's (each definition says how),
+# so their numbers are compared with the claims' *direction*, not with the paper's values.
 
 # %%
 import json
@@ -92,10 +92,10 @@ def add_all(results, runs, experiment, measured, **kw):
 # %% [markdown]
 # ## Learning curves
 #
-# Held-out `E[TV]` at log-spaced training steps (`learning_curve.json`, written by the training loop)
-# for every run that has one, at the largest evaluated `n'`, with ±2 SE bands. A trained claim is
-# decided only on runs whose curve has plateaued (`pfntheory.convergence.plateau_status`); each row
-# below says whether its runs have.
+# Held-out `E[TV]` at log-spaced training steps (`learning_curve.json`, written by the training
+# loop) for every run that has one, at the largest evaluated `n'`, with ±2 SE bands. A trained claim
+# is decided only on runs whose curve has plateaued (`pfntheory.convergence.plateau_status`); each
+# row below says whether its runs have.
 
 # %%
 curves = {}
@@ -126,8 +126,8 @@ else:
 # %% [markdown]
 # ## fig:exp1: TV against depth L and bins C
 #
-# As in the paper's figure: `log10 E[TV(p_(a,b], q_theta)]` over the full `(L, C)` grid for each task
-# and parameterisation, all panels on **one colour scale** (so that theory and learnable can be
+# As in the paper's figure: `log10 E[TV(p_(a,b], q_theta)]` over the full `(L, C)` grid for each
+# task and parameterisation, all panels on **one colour scale** (so that theory and learnable can be
 # compared), and the two slices: the largest `L` with varying `C`, the largest `C` with varying `L`
 # (±2 SE).
 
@@ -211,8 +211,8 @@ if runs is not None:
 # %% [markdown]
 # ## fig:exp2-1: normalised vs unnormalised attention across n'
 #
-# `E[TV]` (log scale, ±2 SE) against the evaluation size `n'` for the learnable unnormalised `TF` and
-# the normalised `TF^pr`, both pretrained on `n in [n_min, n_max]` (shaded).
+# `E[TV]` (log scale, ±2 SE) against the evaluation size `n'` for the learnable unnormalised `TF`
+# and the normalised `TF^pr`, both pretrained on `n in [n_min, n_max]` (shaded).
 
 # %%
 runs = load("fig_exp2_1")
@@ -338,8 +338,8 @@ if runs is not None:
     )
 
 # %% [markdown]
-# The companions at `d = 4` and `d = 8` repeat fig:exp2-2 (supp-fig:exp2 d4-1, d8-1) and evaluate the
-# same models under the covariate shift (the `uni` figures). The paper claims robustness to the
+# The companions at `d = 4` and `d = 8` repeat fig:exp2-2 (supp-fig:exp2 d4-1, d8-1) and evaluate
+# the same models under the covariate shift (the `uni` figures). The paper claims robustness to the
 # shift only "for n_max = 512 and L >= 16" (at `d = 4`): rows measured on a design outside that
 # regime are marked so and count neither for nor against the paper.
 
@@ -419,8 +419,8 @@ if runs is not None:
 # ## supp-tab:lengthscale-crps and supp-tab:hierarchical-gp
 #
 # Our CRPS and coverages beside the exact PPD's CRPS on the same instances and the paper's numbers.
-# At the `quick` scale the design is shrunk (see the note above each table), so the paper's column is
-# for orientation only; compare each row with its exact-PPD reference.
+# At the `quick` scale the design is shrunk (see the note above each table), so the paper's column
+# is for orientation only; compare each row with its exact-PPD reference.
 
 
 # %%
@@ -531,9 +531,10 @@ if cmp_rows:
     plt.show()
     display(
         Markdown(
-            "Read the table as follows: a trained model that found the mechanism has learned scales near "
-            "the prescribed `1/ell`, step sizes of the order of `eta*`, `W` near `(1; sigma^2, 1, -1)`, "
-            "and a trained-vs-solver distance smaller than its distance to the exact PPD."
+            "Read the table as follows: a trained model that found the mechanism has learned "
+            "scales near the prescribed `1/ell`, step sizes of the order of `eta*`, `W` near "
+            "`(1; sigma^2, 1, -1)`, and a trained-vs-solver distance smaller than its "
+            "distance to the exact PPD."
         )
     )
 else:

@@ -18,8 +18,8 @@
 # the empirical-Bayes (EB) GP prior fitted to the data gives predictive means and 5%/95% quantiles
 # close to those of the EB GP itself, except far from the observations.
 #
-# First the EB fits against the hyperparameters printed in the paper (NumPy only), then the PFN-vs-GP
-# maps and numbers from `reports/casestudy/` (written by `pfntheory casestudy`).
+# First the EB fits against the hyperparameters printed in the paper (NumPy only), then the
+# PFN-vs-GP maps and numbers from `reports/casestudy/` (written by `pfntheory casestudy`).
 
 # %%
 import json
@@ -57,8 +57,9 @@ def available(name):
 # %% [markdown]
 # ## Empirical-Bayes fits against the paper's printed hyperparameters
 #
-# A maximiser of the log marginal likelihood (LML) cannot do worse than the paper's parameters on the
-# same standardised data; the table shows both fits and whether ours reproduces the printed digits.
+# A maximiser of the log marginal likelihood (LML) cannot do worse than the paper's parameters on
+# the same standardised data; the table shows both fits and whether ours reproduces the
+# printed digits.
 
 # %%
 datasets = {}

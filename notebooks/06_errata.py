@@ -110,8 +110,8 @@ display(table.round(4))
 #
 # supp-sec:richardson gives `rho* = 1 - 2/(cond + 1)`; the proof of thm:L growth writes
 # `1 - 2/(c_n + 2)`, and displays `log(eps)/log(rho) >= (c_n + 1)/2 log(1/eps)` where `<=` is
-# meant. The measured spectral radius at the optimal step is `1 - 2/(cond + 1)`, and the needed depth
-# is *below* the sufficient one, so the theorem's conclusion stands.
+# meant. The measured spectral radius at the optimal step is `1 - 2/(cond + 1)`, and the needed
+# depth is *below* the sufficient one, so the theorem's conclusion stands.
 
 # %%
 r = conditioning.check_rho_star_convention(np.random.default_rng(0))
@@ -142,8 +142,8 @@ rec.add(
 #
 # The theorem's factor `rho = 1 - eta(lambda_n + sigma^2)` is the true one only for
 # `eta <= eta* = 2/(lambda_1 + lambda_n + 2 sigma^2)`; supp-thm:KRR assumes
-# `eta < 1/(lambda_1 + sigma^2)` (stricter than needed), while thm:TFdoPPD states no condition. Between
-# `eta*` and `2/(lambda_1 + sigma^2)` the transformer converges, but at the slower factor
+# `eta < 1/(lambda_1 + sigma^2)` (stricter than needed), while thm:TFdoPPD states no condition.
+# Between `eta*` and `2/(lambda_1 + sigma^2)` the transformer converges, but at the slower factor
 # `eta(lambda_1 + sigma^2) - 1`.
 
 # %%
@@ -164,7 +164,10 @@ rec.add(
     variant="step condition: beyond eta*",
     compare="reference",
     measured="slope / log rho beyond eta* (median)",
-    statement="thm:TFdoPPD's rate exp(-(1-rho)L) for any convergent step (the theorem states no condition)",
+    statement=(
+        "thm:TFdoPPD's rate exp(-(1-rho)L) for any convergent step (the theorem "
+        "states no condition)"
+    ),
     erratum="the rate needs eta <= eta*; beyond it the decay is slower than the theorem's rho "
     "(ratio well below 1), at the factor eta(lambda_1 + sigma^2) - 1",
     holds=not beyond_thm.holds,
@@ -217,8 +220,8 @@ rec.add(
 # %% [markdown]
 # ## 5. The preconditioned spectrum for a kernel amplitude alpha != 1
 #
-# supp-lem:rbf kernel Gram ridge prec uses `s_i >= 1` and concludes `lambda_1 in [1, 1 + sigma^2]`, so
-# that `eta < 2/(1 + sigma^2)` is "a conservative range". That needs the unit kernel: for
+# supp-lem:rbf kernel Gram ridge prec uses `s_i >= 1` and concludes `lambda_1 in [1, 1 + sigma^2]`,
+# so that `eta < 2/(1 + sigma^2)` is "a conservative range". That needs the unit kernel: for
 # `kappa = alpha^2 exp(...)` with `alpha < 1` (the Sacramento fit has `alpha = 0.666`) only
 # `lambda_1 <= 1 + sigma^2/alpha^2` holds and `2/(1 + sigma^2)` is not admissible. The proof also
 # writes `s_i = 1 + (n-1) rho` for every row, whereas `(s_i - 1)/(n-1)` tends to
@@ -294,7 +297,8 @@ rec.add(
     r_norm,
     label="eqn:true piece ppd",
     measured="worst |integral of the binned PPD - 1|",
-    holds=not r_norm.holds,  # the check measures the printed statement; its failure confirms the erratum
+    # the check measures the printed statement; its failure confirms the erratum
+    holds=not r_norm.holds,
     erratum="with the marginal eps the per-context histogram is not normalised; divide by the "
     "per-context mass (supp-thm:popmini)",
 )
@@ -319,7 +323,8 @@ rec.add(
     observed=r.details["max_ratio_paper"],
     measured="worst observed / (e^{2 Delta} - 1)",
     caveat=f"the sharp bound is 2 tanh(Delta/2) (attained: worst observed/sharp = "
-    f"{r.details['max_ratio_sharp']:.3f}); e^{{2 Delta}} - 1 is 2x loose as Delta -> 0 and unbounded",
+    f"{r.details['max_ratio_sharp']:.3f}); e^{{2 Delta}} - 1 is 2x loose as "
+    "Delta -> 0 and unbounded",
 )
 
 # %% [markdown]
@@ -337,24 +342,28 @@ rec.add(
     variant="covariate-shift design",
     measured="rho = E kappa(x, x') under the uniform design (reference: Gaussian design)",
     compare="reference",
-    statement="the covariate shift Unif[-1/sqrt(d), 1/sqrt(d)]^d changes only the shape of the inputs",
-    caveat=f"variance 1/(3d) instead of 1/d (measured {r.details['var_hat']:.4f} at d={r.details['d']}): "
-    f"the admissible step shrinks by {r.details['step_ratio_uniform_over_gaussian']:.2f}x; "
-    "the shift changes the scale as well as the shape",
+    statement=(
+        "the covariate shift Unif[-1/sqrt(d), 1/sqrt(d)]^d changes only the shape of the inputs"
+    ),
+    caveat=f"variance 1/(3d) instead of 1/d (measured {r.details['var_hat']:.4f} at "
+    f"d={r.details['d']}): the admissible step shrinks by "
+    f"{r.details['step_ratio_uniform_over_gaussian']:.2f}x; the shift changes the scale "
+    "as well as the shape",
 )
 
 # %% [markdown]
 # ## 10. TF^pr at a query far from the context
 #
 # sec:generalization divides the skip term of *every* token by `s_{x_j}`, the query's included, so
-# the query's rows follow `f(x) <- (1 - eta sigma^2/s_x) f(x) + (eta/s_x) sum_j kappa(x, x_j)(y_j - f_j)`.
-# For a step admissible for the preconditioned system the context part converges, but the query's
-# own factor `|1 - eta sigma^2/s_x|` exceeds 1 once `s_x < eta sigma^2/2`: a query with little kernel
-# mass on the context (far from the inputs) makes the hand-set TF^pr diverge. The paper states no
-# such condition. The same mechanism shows in the Sacramento case study, where the PFN's far cells in
-# the south-west corner blow up (`reports/casestudy/sacramento/results.json`, `query_recursion`), and
-# it made pretraining on the Gaussian covariate design unstable there (non-finite steps).
-# Check: `verify/test_tfpr_far_query.py`.
+# the query's rows follow
+# `f(x) <- (1 - eta sigma^2/s_x) f(x) + (eta/s_x) sum_j kappa(x, x_j)(y_j - f_j)`. For a step
+# admissible for the preconditioned system the context part converges, but the query's own factor
+# `|1 - eta sigma^2/s_x|` exceeds 1 once `s_x < eta sigma^2/2`: a query with little kernel mass on
+# the context (far from the inputs) makes the hand-set TF^pr diverge. The paper states no such
+# condition. The same mechanism shows in the Sacramento case study, where the PFN's far cells in the
+# south-west corner blow up (`reports/casestudy/sacramento/results.json`, `query_recursion`), and it
+# made pretraining on the Gaussian covariate design unstable there (non-finite steps). Check:
+# `verify/test_tfpr_far_query.py`.
 
 # %%
 far_rows = []
@@ -384,9 +393,10 @@ for d_, n_, seed_ in ((2, 64, 0), (4, 48, 1), (8, 96, 2)):
         compare="reference",
         statement="TF^pr converges at every query (no condition stated)",
         measured="far query: error at L=200 / error at L=100 (must be < 1 to converge)",
-        holds=not r.holds,  # the check measures the printed statement; its failure confirms the erratum
-        erratum="TF^pr converges at the query only if s_x > eta sigma^2 / 2; far queries diverge at "
-        "the predicted rate |1 - eta sigma^2/s_x|^L",
+        # the check measures the printed statement; its failure confirms the erratum
+        holds=not r.holds,
+        erratum="TF^pr converges at the query only if s_x > eta sigma^2 / 2; far queries diverge "
+        "at the predicted rate |1 - eta sigma^2/s_x|^L",
     )
 display(pd.DataFrame(far_rows).round(4))
 

@@ -143,9 +143,9 @@ plt.show()
 # The same numbers as a table: `log10 E[TV]` per cell (rows `C`, columns `L`, one block per panel)
 # with the cell's learning-curve status (`pfntheory.convergence.plateau_status`: the 90% confidence
 # interval of the fitted fall of `E[TV]` over the last log-half of training, its error from the
-# residuals about the trend): **plateaued** (inside +-10% of the value), **still improving** (above 0),
-# **diverging** (below 0: significantly worse), **too noisy to tell** (straddles 0 and reaches beyond
-# the tolerance) or **no curve**; `-` where the run is not on disk.
+# residuals about the trend): **plateaued** (inside +-10% of the value), **still improving** (above
+# 0), **diverging** (below 0: significantly worse), **too noisy to tell** (straddles 0 and reaches
+# beyond the tolerance) or **no curve**; `-` where the run is not on disk.
 
 
 # %%
@@ -185,9 +185,9 @@ display(
 # Why each cell has its status: the fitted fall of `E[TV]` over the last log-half of its training
 # (a linear trend in log-step) with its 90% confidence interval, the error taken from the residuals
 # about the trend (the optimiser's jitter between evaluations) and floored at the held-out standard
-# error, both divided by the cell's tolerance (10% of its `E[TV]`). An interval inside the green band
-# is **plateaued**; above 0, **still improving**; below 0, **diverging**; straddling 0 and leaving the
-# band, **too noisy to tell**. The axis is linear within ±1 and logarithmic outside.
+# error, both divided by the cell's tolerance (10% of its `E[TV]`). An interval inside the green
+# band is **plateaued**; above 0, **still improving**; below 0, **diverging**; straddling 0 and
+# leaving the band, **too noisy to tell**. The axis is linear within ±1 and logarithmic outside.
 
 # %%
 if any(p.cells for p in panels):
@@ -230,8 +230,8 @@ else:
 # ### The claims on the cells present
 #
 # Per panel, as in `pfntheory.claims.trained.check_exp1`: `E[TV]` falls with `L` at the largest
-# declared `C`, and with `C` at the largest declared `L`, comparing the smallest and largest value of
-# the slice **present** (a drop of more than 3 SE). Each row names the cells it rests on; a slice
+# declared `C`, and with `C` at the largest declared `L`, comparing the smallest and largest value
+# of the slice **present** (a drop of more than 3 SE). Each row names the cells it rests on; a slice
 # with fewer than two cells on disk is pending.
 
 # %%
@@ -368,8 +368,8 @@ for name in OTHERS:
             Markdown(
                 "The table's cells on disk beside the paper's (same tasks: d=16, n in [64, 256], "
                 "the paper's n'; our runs are shorter), each model's CRPS minus the exact PPD's on "
-                "the same task and n' (the exact PPD's CRPS is the floor of every model's), and the "
-                "run's learning-curve status:"
+                "the same task and n' (the exact PPD's CRPS is the floor of every model's), and "
+                "the run's learning-curve status:"
             )
         )
         display(rcpu.table_frame(runs, name).round(3))

@@ -14,6 +14,7 @@ Constants named once: :data:`DEFAULT_NOISE_VAR` here, :data:`pfntheory.stats.EPS
 
 __version__ = "0.1.0"
 
-#: Default noise variance sigma^2 of the synthetic tasks. The paper text says sigma^2 = 0.2, but only
-#: noise *standard deviation* 0.2 (variance 0.04) is consistent with supp-tab:lengthscale-crps; see README.
+#: Default noise variance sigma^2 of the synthetic tasks. The paper text says sigma^2 = 0.2, but
+#: only noise *standard deviation* 0.2 (variance 0.04) is consistent with
+#: supp-tab:lengthscale-crps; see README.
 DEFAULT_NOISE_VAR = 0.04

@@ -50,7 +50,8 @@ MAX_DIM = 100_000
 
 
 class ArgumentTypeError(TypeError, ValueError):
-    """An argument of the wrong kind (string, None, complex...). Both a TypeError and a ValueError."""
+    """An argument of the wrong kind (string, None, complex...). Both a TypeError and a
+    ValueError."""
 
 
 def _describe(x) -> str:

@@ -1,5 +1,6 @@
 """Command-line interface: ``pfntheory train ...``, ``pfntheory evaluate RUN_DIR --n-eval ...``,
-``pfntheory compare RUN_DIR``, and the subcommands other modules register (sweep, report, casestudy).
+``pfntheory compare RUN_DIR``, and the subcommands other modules register (sweep,
+report, casestudy).
 
 Each subcommand lives in a module with a ``register(subparsers)`` function that adds its parser and
 sets ``func`` (called with the parsed namespace, returns an exit code). To add a subcommand, write
@@ -12,8 +13,8 @@ Errors
 :func:`main` is the one error boundary: every failure -- a bad option, bad input found by the
 library, an unreadable or unwritable path, a corrupt run file, Ctrl-C -- ends as one line on stderr
 (``pfntheory COMMAND: error: ...``) and ``SystemExit`` with a non-zero status (2: bad input or
-files, 1: anything else, 130: interrupted), never as a traceback; ``--debug`` (anywhere on the line) or
-``PFNTHEORY_DEBUG=1`` re-raises to show it. Values given explicitly, 0 included, are used or
+files, 1: anything else, 130: interrupted), never as a traceback; ``--debug`` (anywhere on the line)
+or ``PFNTHEORY_DEBUG=1`` re-raises to show it. Values given explicitly, 0 included, are used or
 refused, never replaced by a default. ``--device`` is checked before any work starts.
 """
 

@@ -79,17 +79,17 @@ PAPER_SCHEDULE = {
 QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
 
 #: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
-#: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of its
-#: initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry: every
-#: weight moves about ``lr`` of its own initial size per step; "Sample efficiency" in
+#: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of
+#: its initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry:
+#: every weight moves about ``lr`` of its own initial size per step; "Sample efficiency" in
 #: :mod:`pfntheory.nn.train`).
 LR_UNITS = ("absolute", "relative", "elementwise")
 #: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, named here so that
 #: the CLI lists them without importing torch).
 CASESTUDY_SCALES = ("quick", "cpu", "paper")
 
-#: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x LR_base,
-#: gradient clipping at global norm 1.
+#: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x
+#: LR_base, gradient clipping at global norm 1.
 BATCH_SIZE = 128
 WARMUP_FRAC = 0.05
 MIN_LR_RATIO = 0.1
@@ -98,7 +98,8 @@ CLIP_NORM = 1.0
 #: Seed of the held-out set of every learning curve (drawn once per run, the same for every run of
 #: one task, so curves of different runs are comparable).
 LEARNING_CURVE_SEED = 777
-#: File of the learning curve in a run directory (schema 1, :func:`pfntheory.nn.train.read_learning_curve`).
+#: File of the learning curve in a run directory (schema 1,
+#: :func:`pfntheory.nn.train.read_learning_curve`).
 LEARNING_CURVE_FILE = "learning_curve.json"
 
 
@@ -349,7 +350,8 @@ class ModelConfig(ModelSpec):
     mlp_width : int
         ``C'`` of the MLP head (>= 1).
     noise_var_init : float
-        ``sigma^2`` of supp-eqn:weights (the fixed value in theory mode, the init in learnable mode).
+        ``sigma^2`` of supp-eqn:weights (the fixed value in theory mode, the init in
+        learnable mode).
     eta_init : float or None
         Initial step size ``eta`` of every solver layer. ``None`` gives
         :func:`pfntheory.nn.model.default_eta`: ``1 / (1 + noise_var_init)`` for ``normalised`` (the

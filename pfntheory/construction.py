@@ -8,30 +8,30 @@ Implements
 * thm:TFdoPPD, supp-eqn:weights, eqn:1st attn, eqn:l attn, eqn:std attn: the token layout ``Z^(0)``
   (``d + 4`` rows), the masks ``M^(0)_{ij} = 1{i > n}`` and ``M_{ij} = 1{i <= n}``, the weights
   ``K = Q, V^(l), S^(l), W`` and the literal forward pass with dense matrix products.
-* sec:generalization (``Attn^na``, ``TF^pr``, eqn:recursion prec): normalised attention in the solver
-  layers, with the skip term ``S Z`` scaled token-wise by ``1 / s_{x_j}``. The first layer stays
-  unnormalised: it has a single key per query, so normalising it makes every weight 1 and turns the
-  ``k_x`` row into a constant (DESIGN.md, "Known ambiguities").
-* "MLP for natural parameter conversion" (sec. From Moments to PPD) and supp-sec:thrm4.1: an explicit
-  one-hidden-layer ReLU MLP ``psi~`` approximating ``psi(mu, tau) = (mu/tau, -1/(2 tau))`` on a box,
-  built deterministically (fixed ReLU ridge features + least-squares readout), its measured
-  ``delta_MLP`` and a Lipschitz bound ``L_psi~``.
+* sec:generalization (``Attn^na``, ``TF^pr``, eqn:recursion prec): normalised attention in the
+  solver layers, with the skip term ``S Z`` scaled token-wise by ``1 / s_{x_j}``. The first layer
+  stays unnormalised: it has a single key per query, so normalising it makes every weight 1 and
+  turns the ``k_x`` row into a constant (DESIGN.md, "Known ambiguities").
+* "MLP for natural parameter conversion" (sec. From Moments to PPD) and supp-sec:thrm4.1: an
+  explicit one-hidden-layer ReLU MLP ``psi~`` approximating ``psi(mu, tau) = (mu/tau, -1/(2 tau))``
+  on a box, built deterministically (fixed ReLU ridge features + least-squares readout), its
+  measured ``delta_MLP`` and a Lipschitz bound ``L_psi~``.
 * supp-sec:thrm4.1 (proof of thm:PPD convergence): the logits ``l1 = Xi psi~(mu_L, tau_L)``,
-  ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)`` and every term of the bound next to the measured
-  ``TV(p_n, q_theta)``.
+  ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)`` and every term of the bound next to the
+  measured ``TV(p_n, q_theta)``.
 
 Index conventions
 -----------------
 The paper numbers token rows from 1; here rows are 0-based, so the paper's row ``d+1`` (labels) is
 ``d``, ``d+2`` (``k_x``) is ``d+1``, ``d+3`` (mean recursion ``f``) is ``d+2`` and ``d+4`` (variance
-recursion ``g``) is ``d+3``. Layer 0 (eqn:1st attn) writes ``k_x``; layers ``1..L-1`` (eqn:l attn) are
-Richardson steps, so ``Z^(l)`` (``l >= 1``) holds the ``(l-1)``-th Richardson iterate and a depth-``L``
-transformer returns the ``(L-1)``-th iterate.
+recursion ``g``) is ``d+3``. Layer 0 (eqn:1st attn) writes ``k_x``; layers ``1..L-1`` (eqn:l attn)
+are Richardson steps, so ``Z^(l)`` (``l >= 1``) holds the ``(l-1)``-th Richardson iterate and a
+depth-``L`` transformer returns the ``(L-1)``-th iterate.
 
 Kernels: for ``RBFKernel(alpha, ell)`` (and ``ARDRBFKernel``) the lengthscale is folded into
 ``K = Q = diag(1/ell)`` on the ``x`` rows and the attention score is the unit RBF
-``exp(-||a - b||^2 / 2)``; ``alpha^2`` is folded into ``V``. For ``LinearKernel(Sigma)`` the score is
-``a^T b`` and ``K = Q = diag(sqrt(Sigma))``.
+``exp(-||a - b||^2 / 2)``; ``alpha^2`` is folded into ``V``. For ``LinearKernel(Sigma)`` the score
+is ``a^T b`` and ``K = Q = diag(sqrt(Sigma))``.
 """
 
 from __future__ import annotations
@@ -206,9 +206,9 @@ def handset_weights(
     kernel : LinearKernel, RBFKernel or ARDRBFKernel
         The GP kernel to encode (see the module docstring for how it is folded in).
     normalised : bool
-        Set the solver weights for TF^pr. The normalised weights ``kappa/s`` are free of ``alpha``, so
-        ``V`` carries ``eta`` and ``S`` carries ``-eta sigma^2 / alpha^2``; then the skip scaled by
-        ``1/s_unit = alpha^2/s_x`` gives the ``-eta sigma^2 / s_x`` of eqn:recursion prec.
+        Set the solver weights for TF^pr. The normalised weights ``kappa/s`` are free of ``alpha``,
+        so ``V`` carries ``eta`` and ``S`` carries ``-eta sigma^2 / alpha^2``; then the skip scaled
+        by ``1/s_unit = alpha^2/s_x`` gives the ``-eta sigma^2 / s_x`` of eqn:recursion prec.
 
     Returns
     -------
@@ -439,7 +439,8 @@ def expected_rows(
     Row ``d+3`` of ``Z^(l)`` (``l >= 1``) is ``f^(l-1)`` (eqn:recur mean, ``v = Y``) and row ``d+4``
     is ``g^(l-1)`` (eqn:recur var, ``v = k_x``) at the ``n`` context points and the query; with
     ``normalised=True`` the preconditioned recursion eqn:recursion prec. Computed with
-    :mod:`pfntheory.richardson` from the kernel's own Gram matrix, independently of the attention code.
+    :mod:`pfntheory.richardson` from the kernel's own Gram matrix, independently of the
+    attention code.
 
     Parameters
     ----------

@@ -10,15 +10,16 @@ Criterion: an equivalence test on the trend over the last log-half
 Average the metric over the held-out sizes n' at each evaluated step (its standard error is
 ``sqrt(sum se_n^2) / len(n')``: the sizes are drawn independently). Take the log-spaced steps
 ``s > 0``; the *last log-half* is the steps ``s >= sqrt(s_first * s_last)``. Over it, fit the metric
-by least squares as ``a + b log(s)`` and call ``fall = -b (log s_last - log s_half)`` the fitted fall
-over the last log-half (positive: the metric improved; for ``coverage90``, which should approach
-0.9 rather than fall, the fitted quantity is ``|coverage - 0.9|``). Its standard error comes from the
-residuals about the fit, floored at the held-out instances' standard error:
+by least squares as ``a + b log(s)`` and call ``fall = -b (log s_last - log s_half)`` the fitted
+fall over the last log-half (positive: the metric improved; for ``coverage90``, which should
+approach 0.9 rather than fall, the fitted quantity is ``|coverage - 0.9|``). Its standard error
+comes from the residuals about the fit, floored at the held-out instances' standard error:
 
-    sigma^2 = max(RSS / (m - 2), mean(se_i^2)),    se(fall) = (log s_last - log s_half) sigma / sqrt(Sxx)
+    sigma^2 = max(RSS / (m - 2), mean(se_i^2)),
+    se(fall) = (log s_last - log s_half) sigma / sqrt(Sxx)
 
-over the ``m`` points of the last half (``Sxx``: the centred sum of squares of their log-steps). With
-``t = t_{m-2}(1 - alpha)`` the two-sided ``1 - 2 alpha`` confidence interval of the fall is
+over the ``m`` points of the last half (``Sxx``: the centred sum of squares of their log-steps).
+With ``t = t_{m-2}(1 - alpha)`` the two-sided ``1 - 2 alpha`` confidence interval of the fall is
 ``fall -+ t se(fall)``, and the curve is
 
 - **plateaued** iff that interval lies inside ``[-tol, tol]`` (two one-sided tests at level
@@ -88,8 +89,8 @@ ALPHA = 0.05
 MIN_POINTS = 4
 #: Metrics of the learning-curve points.
 METRICS = ("tv", "nll", "coverage90", "crps")
-#: Equivalence tolerance per metric: ``("rel", r)`` is ``r`` times the fitted value at the last step,
-#: ``("abs", a)`` is ``a`` in the metric's units (module docstring: why these).
+#: Equivalence tolerance per metric: ``("rel", r)`` is ``r`` times the fitted value at the last
+#: step, ``("abs", a)`` is ``a`` in the metric's units (module docstring: why these).
 TOLERANCES = {
     "tv": ("rel", 0.10),
     "crps": ("rel", 0.10),
@@ -165,8 +166,8 @@ def plateau_status(
     -------
     dict
         ``state`` (one of :data:`STATES`), ``plateaued`` and ``diverging`` (bools of the state),
-        ``last_step`` (int), ``value`` (the metric at the last step), ``change`` (the fitted fall over
-        the last log-half; for coverage, of the distance to 0.9), ``se`` (its standard error),
+        ``last_step`` (int), ``value`` (the metric at the last step), ``change`` (the fitted fall
+        over the last log-half; for coverage, of the distance to 0.9), ``se`` (its standard error),
         ``ci`` (its ``1 - 2 alpha`` confidence interval), ``tol`` (in the metric's units),
         ``jitter`` (residual SD about the trend), ``instance_se`` (RMS held-out standard error over
         the last half), ``n_points``, ``mid_step`` (first step of the last half), ``alpha`` and
@@ -262,16 +263,16 @@ def trend_text(status: dict) -> str:
     pct = 100 * (1 - 2 * status.get("alpha", ALPHA))
     lo, hi = status.get("ci", (float("nan"), float("nan")))
     return (
-        f"{status['state']} at {status['last_step']} steps ({status.get('value', float('nan')):.4g}; "
-        f"fitted fall over the last log-half {status['change']:.3g}, {pct:g}% CI "
-        f"[{lo:.3g}, {hi:.3g}], tolerance {status['tol']:.3g}; jitter {status['jitter']:.3g} vs "
-        f"instance se {status['instance_se']:.3g})"
+        f"{status['state']} at {status['last_step']} steps "
+        f"({status.get('value', float('nan')):.4g}; fitted fall over the last log-half "
+        f"{status['change']:.3g}, {pct:g}% CI [{lo:.3g}, {hi:.3g}], tolerance {status['tol']:.3g}; "
+        f"jitter {status['jitter']:.3g} vs instance se {status['instance_se']:.3g})"
     )
 
 
 def curve_status(path: str | os.PathLike, metric: str = "tv") -> dict:
-    """:func:`plateau_status` of the learning-curve file ``path`` (``learning_curve*.json``) with its
-    one-line ``trend`` (:func:`trend_text`); a missing file gives ``state`` "no curve" (never
+    """:func:`plateau_status` of the learning-curve file ``path`` (``learning_curve*.json``) with
+    its one-line ``trend`` (:func:`trend_text`); a missing file gives ``state`` "no curve" (never
     plateaued) and says so in ``trend``."""
     path = Path(path)
     if not path.is_file():

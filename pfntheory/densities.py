@@ -91,7 +91,8 @@ class Density:
 
 
 def _sup_abs(f: Callable, lo: float, hi: float, n: int = 20001) -> float:
-    """``sup |f|`` on ``[lo, hi]``: dense-grid argmax refined by bounded Brent (to ~1e-12 relative)."""
+    """``sup |f|`` on ``[lo, hi]``: dense-grid argmax refined by bounded Brent (to ~1e-12
+    relative)."""
     y = np.linspace(lo, hi, n)
     v = np.abs(f(y))
     k = int(np.argmax(v))
@@ -117,7 +118,8 @@ def _trivial_family(pdf):
 
 
 def gaussian(mu: float, tau: float) -> Density:
-    """``N(mu, tau)``; ``L = 1 / (tau sqrt(2 pi e))``; readout ``psi = (mu/tau, -1/(2 tau))``, ``T = (y, y^2)``."""
+    """``N(mu, tau)``; ``L = 1 / (tau sqrt(2 pi e))``; readout ``psi = (mu/tau, -1/(2 tau))``,
+    ``T = (y, y^2)``."""
     s = np.sqrt(tau)
     return Density(
         name="gaussian",
@@ -162,7 +164,8 @@ def gaussian_mixture(w, mu, tau) -> Density:
 
 
 def triangular(lo: float, mode: float, hi: float) -> Density:
-    """Triangular density on ``[lo, hi]`` (Lipschitz on R, kinks at ``lo, mode, hi``); exact ``L``."""
+    """Triangular density on ``[lo, hi]`` (Lipschitz on R, kinks at ``lo, mode, hi``);
+    exact ``L``."""
     if not lo < mode < hi:
         raise ValueError(f"lo < mode < hi required, got {lo}, {mode}, {hi}")
     H = 2.0 / (hi - lo)
@@ -251,7 +254,8 @@ def inverse_gaussian(mu: float, tau: float) -> Density:
 
 
 def random_density(rng: np.random.Generator, kind: str | None = None) -> Density:
-    """Draw a test density: ``kind`` in {gaussian, mixture, triangular, laplace} (random if None)."""
+    """Draw a test density: ``kind`` in {gaussian, mixture, triangular, laplace} (random
+    if None)."""
     kind = DENSITY_KINDS[rng.integers(len(DENSITY_KINDS))] if kind is None else kind
     if kind == "gaussian":
         return gaussian(float(rng.normal()), float(rng.uniform(0.05, 2.0)))

@@ -1,9 +1,11 @@
 """Output discretisation of the PFN head: bins, softmax readout, population minimiser, bounds.
 
-A PFN outputs logits ``ell in R^C``; with a partition ``Gamma = {a = gamma_1 < ... < gamma_{C+1} = b}``
-of ``(a, b]`` their softmax is read as the piecewise-constant density (eqn:TF piece ppd)
+A PFN outputs logits ``ell in R^C``; with a partition
+``Gamma = {a = gamma_1 < ... < gamma_{C+1} = b}`` of ``(a, b]`` their softmax is read as the
+piecewise-constant density (eqn:TF piece ppd)
 
-    q(y) = sum_c 1{y in (gamma_c, gamma_{c+1}]} sm(ell)_c / Delta_c,   Delta_c = gamma_{c+1} - gamma_c.
+    q(y) = sum_c 1{y in (gamma_c, gamma_{c+1}]} sm(ell)_c / Delta_c,
+    Delta_c = gamma_{c+1} - gamma_c.
 
 Paper results implemented here
 ------------------------------
@@ -92,7 +94,8 @@ __all__ = [
 
 
 def bin_edges(a, b, C) -> np.ndarray:
-    """Equidistant partition ``Gamma`` of ``(a, b]`` into ``C`` bins (Sec. 4, "Softmax discretization").
+    """Equidistant partition ``Gamma`` of ``(a, b]`` into ``C`` bins (Sec. 4, "Softmax
+    discretization").
 
     Parameters
     ----------
@@ -219,7 +222,8 @@ def _norm_mass(z1, z2):
 
 
 def gaussian_interval_mass(mu, tau, a, b) -> np.ndarray:
-    """``P(y in (a, b])`` for ``y ~ N(mu, tau)`` (= ``1 - eps_tail``); shape of ``broadcast(mu, tau)``."""
+    """``P(y in (a, b])`` for ``y ~ N(mu, tau)`` (= ``1 - eps_tail``); shape of
+    ``broadcast(mu, tau)``."""
     mu, tau = _mu_tau(mu, tau)
     a, b = interval(a, b)
     s = np.sqrt(tau)
@@ -292,7 +296,8 @@ def calibrate_interval(mu, tau, outside_mass: float = 0.002) -> tuple[float, flo
     ``N`` instances drawn from the prior, the marginal law of the query label is the mixture
     ``(1/N) sum_i N(mu_i, tau_i)``. We choose **equal tails**:
 
-        (1/N) sum_i Phi((a - mu_i)/sqrt(tau_i)) = outside_mass / 2 = (1/N) sum_i Phi((mu_i - b)/sqrt(tau_i)),
+        (1/N) sum_i Phi((a - mu_i)/sqrt(tau_i)) = outside_mass / 2
+                                                = (1/N) sum_i Phi((mu_i - b)/sqrt(tau_i)),
 
     solved by Brent's method on the (monotone) averaged CDF. Averaging the exact Gaussian CDFs
     (Rao-Blackwellisation) rather than taking empirical quantiles of sampled labels targets the same
@@ -417,7 +422,8 @@ def logits_from_natural(
 
 
 def softmax(ell, axis: int = -1) -> np.ndarray:
-    """``sm(ell)_c = exp(ell_c) / sum_c' exp(ell_c')`` (Sec. 2), shifted by the max for stability."""
+    """``sm(ell)_c = exp(ell_c) / sum_c' exp(ell_c')`` (Sec. 2), shifted by the max for
+    stability."""
     ell = as_float_array(ell, "ell", min_ndim=1)
     axis = positive_int(axis, "axis", minimum=-ell.ndim, maximum=ell.ndim - 1)
     if ell.shape[axis] == 0:
@@ -521,8 +527,8 @@ def population_nll_minimizer(mu, tau, edges) -> np.ndarray:
 def discretization_bound(L_lip, edges, eps) -> float:
     """Right-hand side of supp-lem:discretization error: ``L |Gamma| (b - a) / 2 + eps``.
 
-    Bounds ``TV(p, p~)`` between an ``L``-Lipschitz density ``p`` with mass ``eps`` outside ``(a, b]``
-    and its bin-average ``p~`` normalised by ``1 - eps``.
+    Bounds ``TV(p, p~)`` between an ``L``-Lipschitz density ``p`` with mass ``eps`` outside
+    ``(a, b]`` and its bin-average ``p~`` normalised by ``1 - eps``.
     """
     L = positive_scalar(L_lip, "L_lip", allow_zero=True)
     e = check_edges(edges)
@@ -533,7 +539,8 @@ def discretization_bound(L_lip, edges, eps) -> float:
 
 
 def smax_quad_bound(L_lip, edges, eps) -> float:
-    """Lipschitz form of supp-lem:smax quad: ``TV(p_C, p^_C) <= (b - a) L |Gamma| / (4 (1 - eps))``."""
+    """Lipschitz form of supp-lem:smax quad:
+    ``TV(p_C, p^_C) <= (b - a) L |Gamma| / (4 (1 - eps))``."""
     L = positive_scalar(L_lip, "L_lip", allow_zero=True)
     e = check_edges(edges)
     eps = positive_scalar(eps, "eps", allow_zero=True)
@@ -569,7 +576,8 @@ def softmax_perturbation_bound(Delta) -> np.ndarray:
 
 
 def softmax_perturbation_sharp(Delta) -> np.ndarray:
-    """Sharp value of ``sup ||sm(l + d) - sm(l)||_1`` over ``||d||_inf <= Delta``: ``2 tanh(Delta / 2)``.
+    """Sharp value of ``sup ||sm(l + d) - sm(l)||_1`` over ``||d||_inf <= Delta``:
+    ``2 tanh(Delta / 2)``.
 
     With ``d = +Delta`` on a set ``A`` of mass ``P`` and ``-Delta`` off it, the TV is
     ``P k / (P k + 1 - P) - P`` with ``k = e^{2 Delta}``, maximised at ``P = 1 / (1 + sqrt k)`` with
@@ -621,7 +629,8 @@ def inverse_gaussian_pdf(y, mu, tau) -> np.ndarray:
 
 
 def inverse_gaussian_psi(mu, tau) -> np.ndarray:
-    """Expanded natural parameters of the paper: ``psi = (-mu/(2 tau), -mu^3/(2 tau), -3/2)``; (..., 3)."""
+    """Expanded natural parameters of the paper: ``psi = (-mu/(2 tau), -mu^3/(2 tau), -3/2)``;
+    (..., 3)."""
     mu, tau = _ig_params(mu, tau)
     return np.stack([-mu / (2 * tau), -(mu**3) / (2 * tau), np.full_like(mu, -1.5)], axis=-1)
 

@@ -117,7 +117,8 @@ def posterior_predictive(kernel, X, Y, Xq, noise_var: float) -> tuple[np.ndarray
     Returns
     -------
     mu, tau : ndarray of shape (..., m)
-        ``mu = k_x^T (G + sigma^2 I)^{-1} Y``, ``tau = kappa(x,x) + sigma^2 - k_x^T (G+sigma^2 I)^{-1} k_x``.
+        ``mu = k_x^T (G + sigma^2 I)^{-1} Y``,
+        ``tau = kappa(x,x) + sigma^2 - k_x^T (G+sigma^2 I)^{-1} k_x``.
     """
     _check_kernel(kernel)
     if Xq is None:
@@ -215,8 +216,8 @@ class MixturePPD:
 def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
     """PPD of the hierarchical GP prior of supp-sec:exp additional.
 
-    ``theta ~ sum_h pi_h delta_{theta_h}``; given ``theta_h = (kernel_h, noise_var_h)`` the PPD is the
-    GP predictive ``N(mu_h, tau_h)``, and the posterior weight of component ``h`` is
+    ``theta ~ sum_h pi_h delta_{theta_h}``; given ``theta_h = (kernel_h, noise_var_h)`` the PPD is
+    the GP predictive ``N(mu_h, tau_h)``, and the posterior weight of component ``h`` is
     ``pi_h p(Y | X, theta_h) / sum_h' pi_h' p(Y | X, theta_h')``.
     """
     if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__iter__"):
@@ -310,7 +311,8 @@ def fit_empirical_bayes(
     """Maximise the log marginal likelihood of an ARD RBF GP with amplitude and Gaussian noise.
 
     L-BFGS-B on log-parameters with the analytic gradient (R&W Sec. 5.4.1); ``n_restarts`` random
-    starts drawn log-uniformly within ``bounds`` plus one start at all-ones. Returns the best optimum.
+    starts drawn log-uniformly within ``bounds`` plus one start at all-ones. Returns the
+    best optimum.
     """
     X = as_float_array(X, "X", ndim=2)
     Y = as_float_array(Y, "Y", ndim=1)

@@ -2,8 +2,8 @@
 
 Implements
 ----------
-* Sec. 2 / sec:sims: the BLR kernel ``kappa_blr(x, x') = x' Sigma x`` with diagonal ``Sigma`` and the
-  RBF kernel ``kappa_rbf(x, x') = alpha^2 exp(-||x - x'||^2 / (2 ell^2))``.
+* Sec. 2 / sec:sims: the BLR kernel ``kappa_blr(x, x') = x' Sigma x`` with diagonal ``Sigma`` and
+  the RBF kernel ``kappa_rbf(x, x') = alpha^2 exp(-||x - x'||^2 / (2 ell^2))``.
 * supp-sec:real data: the anisotropic (ARD) RBF kernel.
 * supp-lem:rbf kernel Gram, supp-lem:rbf kernel Gram ridge prec: the closed forms of
   ``rho = E[k(x, x')]`` and ``E_x[k(x_i, x)]`` for Gaussian inputs.
@@ -42,7 +42,8 @@ __all__ = [
 
 
 def _inputs(X, name: str) -> np.ndarray:
-    """Inputs of shape ``(..., n, d)`` with ``n >= 1`` and ``1 <= d <= MAX_DIM``, finite and real."""
+    """Inputs of shape ``(..., n, d)`` with ``n >= 1`` and ``1 <= d <= MAX_DIM``, finite
+    and real."""
     X = as_float_array(X, name, min_ndim=2)
     if X.shape[-1] == 0 or X.shape[-1] > MAX_DIM:
         raise ValueError(f"{name} must have 1 <= d <= {MAX_DIM} features, got shape {X.shape}")
@@ -204,8 +205,8 @@ KERNEL_NAMES = ("linear", "rbf", "ard_rbf")
 def blr_sigma_diag(d: int) -> tuple[float, ...]:
     """Diagonal of the BLR prior covariance ``Sigma`` (supp-sec:exp details).
 
-    ``Sigma_kk = 2.0`` for ``k < floor(d/3)``, ``1.0`` for ``floor(d/3) <= k < floor(2d/3)``, ``0.4``
-    otherwise (0-based ``k``).
+    ``Sigma_kk = 2.0`` for ``k < floor(d/3)``, ``1.0`` for ``floor(d/3) <= k < floor(2d/3)``,
+    ``0.4`` otherwise (0-based ``k``).
     """
     d = positive_int(d, "d", maximum=MAX_DIM)
     out = []
@@ -246,8 +247,8 @@ def expected_rbf_gaussian(
     """``rho = E[kappa(x, x')]`` for ``x, x' iid N(0, var I_d)`` and the RBF kernel.
 
     ``x - x' ~ N(0, 2 var I_d)`` so ``E exp(-||z||^2/(2 ell^2)) = (1 + 2 var / ell^2)^(-d/2)``.
-    ``var`` defaults to ``1/d`` (the design of the paper). This is the constant ``rho`` of the proofs
-    of supp-lem:rbf kernel Gram and supp-lem:rbf kernel Gram ridge.
+    ``var`` defaults to ``1/d`` (the design of the paper). This is the constant ``rho`` of the
+    proofs of supp-lem:rbf kernel Gram and supp-lem:rbf kernel Gram ridge.
     """
     alpha = positive_scalar(alpha, "alpha")
     ell = positive_scalar(lengthscale, "lengthscale")
@@ -261,8 +262,8 @@ def expected_rbf_gaussian_given(
 ) -> np.ndarray:
     """``E_{x'}[kappa(x, x')]`` for fixed ``x`` (shape ``(..., d)``) and ``x' ~ N(0, var I_d)``.
 
-    Gaussian integral: ``alpha^2 (1 + var/ell^2)^(-d/2) exp(-||x||^2 / (2 (ell^2 + var)))``; the limit
-    of ``s_i / n`` in the proof of supp-lem:rbf kernel Gram ridge prec.
+    Gaussian integral: ``alpha^2 (1 + var/ell^2)^(-d/2) exp(-||x||^2 / (2 (ell^2 + var)))``; the
+    limit of ``s_i / n`` in the proof of supp-lem:rbf kernel Gram ridge prec.
     """
     x = as_float_array(x, "x", min_ndim=1)
     d = x.shape[-1]

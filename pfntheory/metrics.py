@@ -88,9 +88,9 @@ def _l1_gauss_vs_histogram(mu, tau, Z, e, p):
 
     On bin ``c`` the level is ``h = p_c / Delta_c``. The scaled Gaussian ``phi / Z`` exceeds ``h``
     exactly on ``(mu - r, mu + r)`` with ``r = sqrt(-2 tau log(h Z sqrt(2 pi tau)))`` when
-    ``h Z sqrt(2 pi tau) < 1`` (else nowhere; ``h = 0``: everywhere). With ``I`` that set intersected
-    with the bin, ``int_bin |phi/Z - h| = (h Delta - P_bin) + 2 (P(I) - h |I|)``, all masses from
-    normal CDFs.
+    ``h Z sqrt(2 pi tau) < 1`` (else nowhere; ``h = 0``: everywhere). With ``I`` that set
+    intersected with the bin, ``int_bin |phi/Z - h| = (h Delta - P_bin) + 2 (P(I) - h |I|)``, all
+    masses from normal CDFs.
     """
     s = np.sqrt(tau)[..., None]  # (..., 1)
     m = mu[..., None]
@@ -114,7 +114,8 @@ def _l1_gauss_vs_histogram(mu, tau, Z, e, p):
 
 
 def tv_truncnorm_histogram(mu, tau, edges, probs) -> np.ndarray:
-    """``TV(p_(a,b], q)`` between the truncated Gaussian PPD and a binned predictive, in closed form.
+    """``TV(p_(a,b], q)`` between the truncated Gaussian PPD and a binned predictive, in
+    closed form.
 
     ``p_(a,b] = N(mu, tau) 1_(a,b] / (1 - eps_tail)`` (sec:sims); ``q`` is the histogram density of
     ``(edges, probs)``. ``TV = (1/2) int_a^b |p_(a,b] - q|``; in each bin the Gaussian meets the
@@ -365,8 +366,8 @@ def histogram_crps(edges, probs, y) -> np.ndarray:
     """Exact CRPS ``int (F_q(t) - 1{t >= y})^2 dt`` of the histogram distribution.
 
     ``F_q`` is linear on each bin, so each piece integrates in closed form:
-    ``int_u^v G^2 = (v - u)(G_u^2 + G_u G_v + G_v^2) / 3`` for linear ``G``. Bins are split at ``y``;
-    left of ``y`` the integrand is ``F^2``, right of it ``(1 - F)^2``; outside ``(a, b]`` add
+    ``int_u^v G^2 = (v - u)(G_u^2 + G_u G_v + G_v^2) / 3`` for linear ``G``. Bins are split at
+    ``y``; left of ``y`` the integrand is ``F^2``, right of it ``(1 - F)^2``; outside ``(a, b]`` add
     ``max(a - y, 0) + max(y - b, 0)``.
 
     Parameters
@@ -411,7 +412,8 @@ def histogram_nll(edges, probs, y) -> np.ndarray:
 
 
 def gaussian_crps(mu, tau, y) -> np.ndarray:
-    """Closed-form CRPS of ``N(mu, tau)`` at ``y``: ``s [z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)]``."""
+    """Closed-form CRPS of ``N(mu, tau)`` at ``y``:
+    ``s [z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)]``."""
     mu, tau = _mu_tau(mu, tau)
     y = as_float_array(y, "y")
     _broadcast(("mu", mu.shape), ("y", y.shape))
@@ -421,7 +423,8 @@ def gaussian_crps(mu, tau, y) -> np.ndarray:
 
 
 def gaussian_interval(mu, tau, level) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed ``level`` interval of ``N(mu, tau)``: ``mu -+ sqrt(tau) Phi^{-1}((1 + level)/2)``."""
+    """Equal-tailed ``level`` interval of ``N(mu, tau)``:
+    ``mu -+ sqrt(tau) Phi^{-1}((1 + level)/2)``."""
     mu, tau = _mu_tau(mu, tau)
     lv = _level(level)
     half = np.sqrt(tau) * ndtri((1 + lv) / 2)

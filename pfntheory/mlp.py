@@ -7,7 +7,8 @@ Implements
   explicit ReLU MLP ``psi~`` approximating ``psi(mu, tau) = (mu/tau, -1/(2 tau))`` on a box ``K``,
   built deterministically (fixed ReLU ridge features + least-squares readout, no SGD);
 * its ``delta_MLP = sup_K ||psi - psi~||_2`` as a *certified* upper bound (grid maximum plus a
-  per-cell Lipschitz constant times the half-diagonal of the cell), and a Lipschitz bound ``L_psi~``.
+  per-cell Lipschitz constant times the half-diagonal of the cell), and a Lipschitz
+  bound ``L_psi~``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from .discretize import psi_gaussian
 __all__ = ["ReLUMLP", "fit_psi_mlp", "delta_mlp", "delta_mlp_interval", "MAX_GRID_CELLS"]
 
 #: Largest ``4 x cells x width`` (corners times hidden units) :func:`delta_mlp_interval` will
-#: allocate at once (3e7 booleans/floats, at most 240 MB per array); a larger initial grid is refused
-#: naming ``n_grid``, and refinement stops before it.
+#: allocate at once (3e7 booleans/floats, at most 240 MB per array); a larger initial grid is
+#: refused naming ``n_grid``, and refinement stops before it.
 MAX_GRID_CELLS = 3 * 10**7
 
 
@@ -94,9 +95,9 @@ def fit_psi_mlp(
     The hidden layer is fixed, not trained: inputs are mapped affinely to ``t in [-1, 1]^2`` and
     feature ``j`` is the ridge function ``relu(a_j . t + b_j)``. Deterministically (``rng=None``),
     the directions ``a_j`` take ``m = floor(sqrt(C'))`` angles equally spaced on ``[0, 2 pi)`` and
-    the offsets ``b_j`` take ``k = ceil(C'/m)`` equally spaced levels inside ``(-sqrt 2, sqrt 2)`` (the
-    range of ``a . t`` on the square), a discrete Radon-type grid; with ``rng`` the angles and offsets
-    are uniform draws. The readout ``(W2, h2)`` is the least-squares fit to ``psi`` on an
+    the offsets ``b_j`` take ``k = ceil(C'/m)`` equally spaced levels inside ``(-sqrt 2, sqrt 2)``
+    (the range of ``a . t`` on the square), a discrete Radon-type grid; with ``rng`` the angles and
+    offsets are uniform draws. The readout ``(W2, h2)`` is the least-squares fit to ``psi`` on an
     ``n_fit x n_fit`` grid, solved by the normal equations with a relative Tikhonov term ``ridge``
     (only to keep nearly collinear features solvable). No SGD.
 
@@ -200,8 +201,9 @@ def delta_mlp_interval(
     rectangular cell lies within the half-diagonal ``r`` of a corner, so on that cell
     ``||f|| <= max_corners ||f|| + r (Lip_cell(psi) + Lip_cell(psi~))`` with ``f = psi - psi~``:
 
-    * ``Lip_cell(psi)``: the Frobenius norm of the Jacobian ``[[1/tau, -mu/tau^2], [0, 1/(2 tau^2)]]``
-      at the cell's smallest ``tau`` and largest ``|mu|`` (every entry is largest there);
+    * ``Lip_cell(psi)``: the Frobenius norm of the Jacobian
+      ``[[1/tau, -mu/tau^2], [0, 1/(2 tau^2)]]`` at the cell's smallest ``tau`` and largest ``|mu|``
+      (every entry is largest there);
     * ``Lip_cell(psi~)``: ``psi~`` is piecewise linear with Jacobian ``W2 diag(a) W1``, ``a`` the
       active units. A unit whose pre-activation (affine) has one sign at all four corners has that
       activity on the whole cell; the others are bounded one by one:

@@ -3,8 +3,8 @@
 Implements
 ----------
 * supp-sec:thrm4.1 (proof of thm:PPD convergence): the logits ``l1 = Xi psi~(mu_L, tau_L)``,
-  ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)`` of the transformer output, the MLP at the exact
-  moments and the exact natural parameters, and every term of the bound
+  ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)`` of the transformer output, the MLP at the
+  exact moments and the exact natural parameters, and every term of the bound
   (``||Xi|| L_psi~ ||.||``, ``||Xi|| delta_MLP``, the softmax perturbation, the discretisation and
   softmax-quadrature bounds with the tail mass) next to the measured ``TV(p_n, q_theta)``.
 """
@@ -36,7 +36,8 @@ __all__ = ["PPDBoundTerms", "ppd_bound_terms"]
 
 @dataclass(frozen=True)
 class PPDBoundTerms:
-    """Measured ``TV(p_n, q_theta)`` and every term of the proof of thm:PPD convergence (one context).
+    """Measured ``TV(p_n, q_theta)`` and every term of the proof of thm:PPD convergence
+    (one context).
 
     Attributes
     ----------

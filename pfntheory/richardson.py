@@ -10,8 +10,8 @@ Implements
   (supp-eqn:grad test), the closed form of the test error
   ``e^(l)(x) = -k_x^T (I - eta (G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y`` and the two bounds.
 * eqn:recursion, eqn:richardson (``(G + sigma^2 I) u = G v``), eqn:richardson prec and
-  eqn:recursion prec: the preconditioned recursions with ``D = diag(G 1)`` at the training points and
-  ``s_x = sum_i kappa(x_i, x)`` at a query.
+  eqn:recursion prec: the preconditioned recursions with ``D = diag(G 1)`` at the training points
+  and ``s_x = sum_i kappa(x_i, x)`` at a query.
 
 Conventions: ``sigma^2`` is ``noise_var`` (a variance). Paths have shape ``(L + 1, ...)`` with the
 initial iterate ``u^(0) = 0`` first. ``eta`` is a positive scalar or a length-``L`` sequence
@@ -154,7 +154,8 @@ def _query(k_x, n: int) -> np.ndarray:
 
 
 def _krr_inputs(G, k_x, Y, noise_var) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """The checked ``(G, sigma^2, k_x, Y)`` of a query-side KRR function (G first: it sets ``n``)."""
+    """The checked ``(G, sigma^2, k_x, Y)`` of a query-side KRR function (G first: it
+    sets ``n``)."""
     G, s2 = _gram(G, noise_var)
     n = G.shape[0]
     return G, s2, _query(k_x, n), _vec(Y, "Y", n)
@@ -225,9 +226,10 @@ def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
 def spectrum(A, D=None) -> np.ndarray:
     """Eigenvalues of ``D^{-1} A`` in decreasing order, from the similar symmetric matrix.
 
-    ``D^{-1} A`` is similar to ``D^{-1/2} A D^{-1/2}`` (supp-sec:richardson, Preconditioning), so the
-    spectrum comes from :func:`numpy.linalg.eigvalsh` of a symmetric matrix. ``A`` must be symmetric
-    positive definite (the iteration's standing assumption; checked by a Cholesky factorisation).
+    ``D^{-1} A`` is similar to ``D^{-1/2} A D^{-1/2}`` (supp-sec:richardson, Preconditioning), so
+    the spectrum comes from :func:`numpy.linalg.eigvalsh` of a symmetric matrix. ``A`` must be
+    symmetric positive definite (the iteration's standing assumption; checked by a Cholesky
+    factorisation).
 
     Returns
     -------
@@ -263,7 +265,8 @@ def admissible_step(A, D=None) -> float:
 
 
 def safe_step(A, D=None, fraction: float = 0.9) -> float:
-    """``fraction / lambda_1(D^{-1} A) = fraction * admissible_step / 2``, with ``0 < fraction < 1``.
+    """``fraction / lambda_1(D^{-1} A) = fraction * admissible_step / 2``, with
+    ``0 < fraction < 1``.
 
     Inside the rate condition of supp-thm:KRR and thm:TFdoPPD (``eta < 1/(lambda_1(G) + sigma^2)``
     for ``A = G + sigma^2 I``), which is half the convergence range ``2/lambda_1``; the default 0.9
@@ -276,13 +279,15 @@ def safe_step(A, D=None, fraction: float = 0.9) -> float:
 
 
 def optimal_step(A, D=None) -> float:
-    """``eta* = 2 / (lambda_1 + lambda_n)`` of ``D^{-1} A`` (supp-sec:richardson, Optimal Step Size)."""
+    """``eta* = 2 / (lambda_1 + lambda_n)`` of ``D^{-1} A`` (supp-sec:richardson, Optimal
+    Step Size)."""
     lam = _pd_spectrum(A, D)
     return float(2.0 / (lam[0] + lam[-1]))
 
 
 def convergence_factor(A, eta, D=None) -> float:
-    """``max_i |1 - eta lambda_i(D^{-1} A)|`` (supp-sec:richardson); < 1 iff the iteration converges."""
+    """``max_i |1 - eta lambda_i(D^{-1} A)|`` (supp-sec:richardson); < 1 iff the iteration
+    converges."""
     eta = positive_scalar(eta, "eta")
     lam = _pd_spectrum(A, D)
     return float(np.max(np.abs(1.0 - eta * lam)))
@@ -326,7 +331,8 @@ def _krr_recursion(G, k_x, Y, noise_var, eta, L, *, preconditioned: bool):
 
     With ``s = 1`` (plain: supp-eqn:grad train / supp-eqn:grad test) or ``s = G 1`` and
     ``s_x = sum_i kappa(x_i, x)`` (preconditioned: eqn:recursion prec), every token follows
-    ``u^{l+1} = (1 - eta_l sigma^2 / s) u^l + (eta_l / s) k^T (Y - u_X^l)`` with ``k`` its kernel row.
+    ``u^{l+1} = (1 - eta_l sigma^2 / s) u^l + (eta_l / s) k^T (Y - u_X^l)`` with ``k``
+    its kernel row.
 
     Returns the training path of shape (L + 1, n) and, if ``k_x`` is given, the query path of shape
     (L + 1,) or (L + 1, m).
@@ -401,7 +407,8 @@ def krr_testing_recursion(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarra
 
 
 def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
-    """``e^(l)(x) = -k_x^T (I - eta (G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y`` (proof of supp-thm:KRR).
+    """``e^(l)(x) = -k_x^T (I - eta (G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y`` (proof of
+    supp-thm:KRR).
 
     Parameters
     ----------
@@ -451,7 +458,8 @@ def krr_convergence_factor(G, noise_var: float, eta: float) -> float:
 
 
 def krr_training_bound(G, Y, noise_var: float, eta: float, L):
-    """``exp(-(1 - rho) L) lambda_1 / (lambda_n + sigma^2) ||Y||_2`` (supp-thm:KRR, training points).
+    """``exp(-(1 - rho) L) lambda_1 / (lambda_n + sigma^2) ||Y||_2`` (supp-thm:KRR,
+    training points).
 
     Valid (by the theorem) for constant ``eta in (0, 1/(lambda_1 + sigma^2))``; computed for any
     ``eta > 0`` so that the hypothesis can be probed.
@@ -523,7 +531,8 @@ def krr_training_recursion_prec(G, Y, noise_var: float, eta, L: int) -> np.ndarr
 
 
 def krr_testing_recursion_prec(G, k_x, Y, noise_var: float, eta, L: int) -> np.ndarray:
-    """Preconditioned testing recursion (eqn:recursion prec) at queries, ``s_x = sum_i kappa(x_i, x)``.
+    """Preconditioned testing recursion (eqn:recursion prec) at queries,
+    ``s_x = sum_i kappa(x_i, x)``.
 
     ``u^{l+1}(x) = (1 - eta_l sigma^2 / s_x) u^l(x) + (eta_l / s_x) k_x^T (Y - u_X^l)``.
 

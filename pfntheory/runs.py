@@ -185,7 +185,8 @@ def _convert(tp, value):
 
 
 def dataclass_from_dict(cls, data: dict):
-    """Rebuild a (nested) frozen dataclass from its ``asdict`` form; unknown keys raise ValueError."""
+    """Rebuild a (nested) frozen dataclass from its ``asdict`` form; unknown keys raise
+    ValueError."""
     if not isinstance(data, dict):
         raise ValueError(f"expected a dict for {cls.__name__}, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)

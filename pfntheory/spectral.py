@@ -5,18 +5,18 @@ Implements
 * supp-lem:lienar kernel Gram: the concentration interval of the nonzero eigenvalues of
   ``G = X X^T`` for ``x_i ~ N(0, I_d/d)`` and its probability ``1 - 2 exp(-t^2/2)``.
 * supp-lem:rbf kernel Gram: the lower bound ``lambda_1(G) >= 1'G1/n`` and its almost-sure limit
-  ``kappa(x,x) + (n-1) rho`` with ``rho = E kappa(x, x')``; the Mercer eigen-decomposition of the RBF
-  kernel under a Gaussian measure (Zhu et al. 1998; Rasmussen & Williams 2006, Sec. 4.3.1, eqs.
+  ``kappa(x,x) + (n-1) rho`` with ``rho = E kappa(x, x')``; the Mercer eigen-decomposition of the
+  RBF kernel under a Gaussian measure (Zhu et al. 1998; Rasmussen & Williams 2006, Sec. 4.3.1, eqs.
   4.41-4.42): the 1-D eigenvalues and eigenfunctions, the d-dim degree-``k`` eigenvalue
   ``alpha^{d/2} beta^k`` with multiplicity ``C(k+d-1, d-1)``, ``T_{<M}``, the exact tail sum and the
   proof's bound ``C beta^M M^{d-1}``; the truncated kernel ``kappa_{<M}`` and the residual trace
   ``tr R_{>T}`` used in the proof.
 * supp-lem:rbf kernel Gram ridge: the sandwich of ``cond(G + sigma^2 I)``.
-* supp-lem:rbf kernel Gram ridge prec / thm:cond number: the spectrum of ``D^{-1}(G + sigma^2 I)`` and
-  every interval of the proof (``lambda_1``, ``lambda_n``, the condition number).
-* sec:generalization (eqn:convg cond, thm:lambda1, fig:stepsize): the curve in ``n`` of the admissible
-  step ``2 / (lambda_1(G) + sigma^2)`` (for one matrix: :func:`pfntheory.richardson.admissible_step`
-  of ``G + sigma^2 I``).
+* supp-lem:rbf kernel Gram ridge prec / thm:cond number: the spectrum of ``D^{-1}(G + sigma^2 I)``
+  and every interval of the proof (``lambda_1``, ``lambda_n``, the condition number).
+* sec:generalization (eqn:convg cond, thm:lambda1, fig:stepsize): the curve in ``n`` of the
+  admissible step ``2 / (lambda_1(G) + sigma^2)`` (for one matrix:
+  :func:`pfntheory.richardson.admissible_step` of ``G + sigma^2 I``).
 * thm:L growth: the depth needed for a tolerance ``eps`` at the optimal constant step,
   ``log(eps)/log(rho*)`` with ``rho* = 1 - 2/(c_n + 1)``, and the proof's sufficient depth
   ``(c_n + 1)/2 log(1/eps)``.
@@ -25,9 +25,9 @@ Implements
 Conventions: the paper's RBF lemmas use the unit kernel ``exp(-||x - x'||^2/2)`` and ``var = 1/d``;
 everything here also takes the amplitude ``alpha`` (``kappa(x, x) = alpha^2``), the lengthscale
 ``ell`` and the per-coordinate input variance ``var``. The Mercer constants that the proof calls
-``alpha`` and ``beta`` are named ``mercer_alpha`` and ``beta`` to keep them apart from the amplitude.
-The symbol ``rho`` means ``E kappa(x, x')`` in the Gram lemmas and the convergence factor ``rho*`` in
-thm:L growth; here the latter is always ``rho_star``.
+``alpha`` and ``beta`` are named ``mercer_alpha`` and ``beta`` to keep them apart from the
+amplitude. The symbol ``rho`` means ``E kappa(x, x')`` in the Gram lemmas and the convergence factor
+``rho*`` in thm:L growth; here the latter is always ``rho_star``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ __all__ = [
     "rbf_cond_lower_shape",
 ]
 
-#: Covariate designs of :func:`sample_design`: the covariate laws :data:`pfntheory.config.COVARIATES`.
+#: Covariate designs of :func:`sample_design`: the covariate laws
+#: :data:`pfntheory.config.COVARIATES`.
 DESIGNS = COVARIATES
 
 
@@ -254,7 +255,8 @@ def lambda1_lower_limit(
 
 
 def top_eigenvalue(G) -> float:
-    """``lambda_1(G)`` of one symmetric PSD matrix by Lanczos (ARPACK), started at the all-ones vector.
+    """``lambda_1(G)`` of one symmetric PSD matrix by Lanczos (ARPACK), started at the
+    all-ones vector.
 
     For kernel Grams the top eigenvalue is separated by a factor ``~ mu_0/mu_1`` from the next, so
     ARPACK converges in a few dozen mat-vecs; it agrees with ``numpy.linalg.eigvalsh`` to ~1e-12
@@ -375,7 +377,8 @@ class RBFMercer:
         return comb(M + self.d - 1, self.d)
 
     def eigenvalues(self, T: int) -> np.ndarray:
-        """The ``T`` largest eigenvalues, descending, each repeated by its multiplicity. Shape (T,)."""
+        """The ``T`` largest eigenvalues, descending, each repeated by its multiplicity.
+        Shape (T,)."""
         T = positive_int(T, "T")
         out: list[float] = []
         k = 0
@@ -419,7 +422,8 @@ class RBFMercer:
             k += 1
 
     def tail_bound(self, M: int, q: float) -> float:
-        """The proof's bound ``sum_{k>=M} ... <= alpha^2 mercer_alpha^{d/2} C(M+d-1, d-1) beta^M/(1-q)``
+        """The proof's bound
+        ``sum_{k>=M} ... <= alpha^2 mercer_alpha^{d/2} C(M+d-1, d-1) beta^M/(1-q)``
         (``= C beta^M M^{d-1}`` asymptotically), valid when (supp-eqn:q)
         ``beta (1 + (d-1)/(M+1)) < q < 1``; a ``ValueError`` names ``q`` or ``M`` otherwise."""
         M = positive_int(M, "M", minimum=0)
@@ -437,9 +441,10 @@ class RBFMercer:
     def eigfun_1d(self, x, k_max: int) -> np.ndarray:
         """Orthonormal 1-D eigenfunctions ``phi_0..phi_{k_max}`` at ``x`` (R&W eq. 4.42).
 
-        ``phi_k(x) propto exp(-(c-a) x^2) H_k(sqrt(2c) x)``; normalised in ``L^2(N(0, var))`` this is
-        ``(pi c/a)^{1/4} exp(a x^2) psi_k(sqrt(2c) x)`` with the Hermite functions ``psi_k``, computed by
-        their stable three-term recurrence with the factor ``exp(a x^2)`` folded into ``psi_0``.
+        ``phi_k(x) propto exp(-(c-a) x^2) H_k(sqrt(2c) x)``; normalised in ``L^2(N(0, var))`` this
+        is ``(pi c/a)^{1/4} exp(a x^2) psi_k(sqrt(2c) x)`` with the Hermite functions ``psi_k``,
+        computed by their stable three-term recurrence with the factor ``exp(a x^2)`` folded
+        into ``psi_0``.
 
         Returns
         -------
@@ -460,8 +465,9 @@ class RBFMercer:
         return out * (np.pi * c / a) ** 0.25
 
     def features(self, X, M: int) -> np.ndarray:
-        """Mercer features ``sqrt(mu^{(|i|)}) prod_j phi_{i_j}(x_j)`` over the ``T_{<M}`` multi-indices
-        of degree ``|i| < M``, so that ``Phi Phi^T = G_{<M}`` (the truncated Gram of the proof).
+        """Mercer features ``sqrt(mu^{(|i|)}) prod_j phi_{i_j}(x_j)`` over the ``T_{<M}``
+        multi-indices of degree ``|i| < M``, so that ``Phi Phi^T = G_{<M}`` (the truncated Gram
+        of the proof).
 
         Parameters
         ----------
@@ -495,7 +501,8 @@ class RBFMercer:
 
 
 def _compositions(k: int, d: int):
-    """All ``(i_1, ..., i_d)`` of non-negative integers with sum ``k`` (``C(k+d-1, d-1)`` of them)."""
+    """All ``(i_1, ..., i_d)`` of non-negative integers with sum ``k`` (``C(k+d-1, d-1)``
+    of them)."""
     for bars in itertools.combinations(range(k + d - 1), d - 1):
         prev, idx = -1, []
         for b in bars:
@@ -538,12 +545,13 @@ def ridge_cond_bounds(
     n: int, rho: float, noise_var: float, alpha: float = 1.0
 ) -> tuple[float, float]:
     """Sandwich of supp-lem:rbf kernel Gram ridge:
-    ``(alpha^2 + (n-1) rho + sigma^2)/(alpha^2 + sigma^2) <= cond(G + sigma^2 I) <= (n alpha^2 + sigma^2)/sigma^2``.
+    ``(alpha^2 + (n-1) rho + sigma^2)/(alpha^2 + sigma^2) <= cond(G + sigma^2 I) <= (n alpha^2 +
+    sigma^2)/sigma^2``.
 
     The upper bound uses ``lambda_1 <= tr G = n alpha^2`` and ``lambda_n >= 0`` and holds for every
-    draw. The lower bound uses ``lambda_1 >= 1'G1/n`` and ``lambda_n <= tr G/n = alpha^2``; with ``rho``
-    the empirical off-diagonal mean ``(1'G1 - n alpha^2)/(n(n-1))`` it holds for every draw, with
-    ``rho = E kappa(x, x')`` only for large ``n`` (almost surely). The paper states it for
+    draw. The lower bound uses ``lambda_1 >= 1'G1/n`` and ``lambda_n <= tr G/n = alpha^2``; with
+    ``rho`` the empirical off-diagonal mean ``(1'G1 - n alpha^2)/(n(n-1))`` it holds for every draw,
+    with ``rho = E kappa(x, x')`` only for large ``n`` (almost surely). The paper states it for
     ``alpha = 1``.
     """
     n = positive_int(n, "n")
@@ -711,7 +719,8 @@ class StepCurve:
         The ``1/n`` reference ``mean[0] * ns[0] / ns``.
     limit : ndarray of shape (m,)
         ``2/(n lambda_inf + sigma^2)`` with ``lambda_inf = lim lambda_1(G)/n``: the top Mercer
-        eigenvalue for RBF, ``max(Sigma)/d`` for linear (``x ~ N(0, I/d)``); NaN for the uniform design.
+        eigenvalue for RBF, ``max(Sigma)/d`` for linear (``x ~ N(0, I/d)``); NaN for the
+        uniform design.
     """
 
     ns: np.ndarray

@@ -31,8 +31,8 @@ def mean_se(x, *, allow_inf: bool = False, allow_nan: bool = False) -> tuple[flo
     One value gives a standard error of 0 (nothing to estimate it from). An empty ``x`` is refused.
     Non-finite values are refused unless allowed: with ``allow_inf=True`` an infinite value (an NLL
     where a model gives a bin zero mass) is accepted, with ``allow_nan=True`` a NaN is; either makes
-    the standard error NaN (undefined) and the mean infinite or NaN as NumPy's mean has it, without a
-    NumPy warning.
+    the standard error NaN (undefined) and the mean infinite or NaN as NumPy's mean has it, without
+    a NumPy warning.
     """
     x = as_float_array(x, "x", allow_nan=True, non_empty=True).ravel()
     if not allow_nan and np.any(np.isnan(x)):

@@ -1,5 +1,6 @@
-"""Unit tests of pfntheory.casestudy.pfn / .run: input errors, the near/far numbers, the shared-context
-forward against ``model.forward``, results.json end to end at a tiny scale, and the CLI."""
+"""Unit tests of pfntheory.casestudy.pfn / .run: input errors, the near/far numbers, the
+shared-context forward against ``model.forward``, results.json end to end at a tiny scale,
+and the CLI."""
 
 import dataclasses
 import math
@@ -88,8 +89,8 @@ def test_cpu_scale_keeps_the_paper_model_and_range_and_the_cli_lists_every_scale
 
 
 def test_pretraining_config_is_the_paper_setting():
-    """supp-sec:real data: TF^pr (normalised, learnable), C=256, L=32, n' ~ Unif[128, 552] / [128, 384]
-    on the fitted ARD prior; covariates with the standardised inputs' variance 1/0.3^2."""
+    """supp-sec:real data: TF^pr (normalised, learnable), C=256, L=32, n' ~ Unif[128, 552] / [128,
+    384] on the fitted ARD prior; covariates with the standardised inputs' variance 1/0.3^2."""
     cfg = cpfn.pretraining_config(FIT, "sacramento", "paper")
     assert (cfg.model.L, cfg.model.C, cfg.model.normalised, cfg.model.mode) == (
         32,

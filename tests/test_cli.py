@@ -127,7 +127,8 @@ def test_evaluate_missing_run(tmp_path, capsys):
 
 def test_corrupted_checkpoint_is_redone(tmp_path, capsys):
     """A corrupt checkpoint cannot be resumed from: re-running train says so on stderr, removes it
-    and trains from step 0 (the contract: a corrupt artefact is redone by the command that made it)."""
+    and trains from step 0 (the contract: a corrupt artefact is redone by the command that
+    made it)."""
     rd = tmp_path / "run"
     rd.mkdir()
     cli.main(_train_args(rd, "--checkpoint-every", "1"))
@@ -187,7 +188,8 @@ def test_metrics_without_interval_is_one_line(tmp_path, capsys):
     ],
 )
 def test_explicit_values_are_refused_not_replaced(tmp_path, flag, value, capsys):
-    """Issue 12: --steps 0 and --lr 0 were silently replaced by the defaults (args.steps or steps)."""
+    """Issue 12: --steps 0 and --lr 0 were silently replaced by the defaults (args.steps
+    or steps)."""
     argv = _train_args(tmp_path / "r")
     i = argv.index(flag) if flag in argv else None
     if i is None:

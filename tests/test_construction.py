@@ -84,7 +84,8 @@ def test_mlp_fit_and_lipschitz():
 
 
 def _dense_sup(m, box, n=801):
-    """max of ||psi - psi~|| on an n x n grid, a row of mu at a time (a lower estimate of the sup)."""
+    """max of ||psi - psi~|| on an n x n grid, a row of mu at a time (a lower estimate of
+    the sup)."""
     tau = np.linspace(*box[1], n)
     best = 0.0
     for mu in np.linspace(*box[0], n):
@@ -103,11 +104,12 @@ def _dense_sup(m, box, n=801):
     ids=["small-tau-w16", "small-tau-w144", "shifted-w64"],
 )
 def test_delta_mlp_is_a_certified_upper_bound(box, width):
-    """issue 12: the grid maximum was 1.6-5.7% below the true sup. The certified bound must lie above
-    a dense evaluation (801^2 points, 16x finer than the initial grid) and within its stated
+    """issue 12: the grid maximum was 1.6-5.7% below the true sup. The certified bound must lie
+    above a dense evaluation (801^2 points, 16x finer than the initial grid) and within its stated
     relative gap rtol of the value ``lower`` it found (a value of ||psi - psi~|| at a point, so a
     lower bound of the sup); the plain 51-node grid maximum (the old estimate) lies below the dense
-    value in the second and third case (1.329 < 1.378, 0.326 < 0.357), so it could not pass there."""
+    value in the second and third case (1.329 < 1.378, 0.326 < 0.357), so it could not
+    pass there."""
     m = mlp.fit_psi_mlp(box, width)
     lower, upper = mlp.delta_mlp_interval(m, rtol=0.05)
     dense = _dense_sup(m, box)

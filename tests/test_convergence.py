@@ -105,10 +105,10 @@ def test_flat_jittery_curves_usually_plateau():
 
 
 def test_two_lucky_points_do_not_make_a_plateau():
-    """The criterion this one replaced compared two points (first of the last half, last) against the
-    instance se: on this curve, whose four inner points of the last half fall by 30%, its two end
-    points happen to be equal (0.085), so it said "plateaued". The trend test does not: the inner
-    points leave a fall of up to 0.023 (over twice the tolerance) inside the 90% CI."""
+    """The criterion this one replaced compared two points (first of the last half, last) against
+    the instance se: on this curve, whose four inner points of the last half fall by 30%, its two
+    end points happen to be equal (0.085), so it said "plateaued". The trend test does not: the
+    inner points leave a fall of up to 0.023 (over twice the tolerance) inside the 90% CI."""
     v = list(_linear_tail(0.03, level=0.1))
     i_half = STEPS.index(HALF[0])
     v[i_half] = v[-1] = 0.085  # the two points the old test read
@@ -126,8 +126,9 @@ def test_noisy_flat_curve_is_too_noisy_to_tell():
 
 
 def test_rising_curve_is_diverging_not_plateaued():
-    """A curve that gets significantly worse over the last half (the trained TF^pr under the covariate
-    shift: TV 0.30 at step 196, 0.81 from step 414 on) is still moving, so never "plateaued"."""
+    """A curve that gets significantly worse over the last half (the trained TF^pr under the
+    covariate shift: TV 0.30 at step 196, 0.81 from step 414 on) is still moving, so never
+    "plateaued"."""
     v = [0.3] * 7 + [0.3 + 0.1 * i for i in range(1, len(STEPS) - 6)]
     st = plateau_status(_curve(v, se=0.01))
     assert st["state"] == "diverging" and st["diverging"] and st["ci"][1] < 0, st

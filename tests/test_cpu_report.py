@@ -1,6 +1,6 @@
-"""The cpu-scale page (``notebooks/07_cpu_scale.py``) and what it rests on: reading the complete runs
-of a partial design (:func:`pfntheory.experiments.results.load_available`), fig:exp1's grids with
-holes and the claims decided on the cells present (:mod:`pfntheory.report.cpu`), and the page
+"""The cpu-scale page (``notebooks/07_cpu_scale.py``) and what it rests on: reading the complete
+runs of a partial design (:func:`pfntheory.experiments.results.load_available`), fig:exp1's grids
+with holes and the claims decided on the cells present (:mod:`pfntheory.report.cpu`), and the page
 itself on an empty and on a partial runs root.
 
 Nothing here trains: runs are written by the seconds-long stand-in backend

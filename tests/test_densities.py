@@ -2,16 +2,16 @@
 ``verify/`` (supp-lem:discretization error, supp-lem:smax quad) take for granted about them.
 
 * The declared Lipschitz constant is ``sup |p'|``: no secant slope of the pdf exceeds it, and a
-  secant slope comes within 2% of it (so it is neither understated, which would make a violated bound
-  look satisfied, nor loose, which would make the bounds easier to meet).
+  secant slope comes within 2% of it (so it is neither understated, which would make a violated
+  bound look satisfied, nor loose, which would make the bounds easier to meet).
 * The pdf integrates to the CDF's differences.
 * :func:`pfntheory.densities.quantile_interval` puts ``(a, b]`` at the asked tail masses and inside
   the support (``p > 0`` on ``[a, b]``, the hypothesis of supp-lem:smax quad), so the outside mass
   ``eps = lower + upper`` lies in ``(0, 1)``.
 
 The parameters are drawn over ranges containing those of ``verify/_discretization_strategies.py``.
-Each check measures a number; the ``*_detects_*`` tests show it fails on a broken density (a halved or
-doubled Lipschitz constant, a CDF off by 10%, an interval reaching outside the support).
+Each check measures a number; the ``*_detects_*`` tests show it fails on a broken density (a halved
+or doubled Lipschitz constant, a CDF off by 10%, an interval reaching outside the support).
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def interval_errors(d: Density, a: float, b: float, lower: float, upper: float) 
 
 @given(densities(LIPSCHITZ_KINDS))
 def test_lipschitz_constant_is_sup_abs_derivative(d):
-    """No secant slope exceeds the declared constant (rtol 1e-9: the grid search and Brent refinement
-    of the mixtures' constant), and one comes within 2% of it (grid spacing)."""
+    """No secant slope exceeds the declared constant (rtol 1e-9: the grid search and Brent
+    refinement of the mixtures' constant), and one comes within 2% of it (grid spacing)."""
     r = lipschitz_ratio(d)
     assert 0.98 <= r <= 1 + 1e-9, (d.name, d.params, r)
 

@@ -226,7 +226,8 @@ def test_calibrate_interval_equal_tails_and_errors():
 @pytest.mark.parametrize("mu,tau", [(1.0, 1.0), (1.3, 0.7), (0.5, 2.0), (3.0, 0.1)])
 def test_inverse_gaussian_example(mu, tau):
     """The paper's IG density integrates to 1 with mean mu and variance tau, equals scipy's invgauss
-    with shape mu^3/tau, and its (psi, T, A) representation reproduces it (see the check's tolerances)."""
+    with shape mu^3/tau, and its (psi, T, A) representation reproduces it (see the check's
+    tolerances)."""
     r = check_inverse_gaussian_example(mu, tau)
     assert r.holds, str(r)
 

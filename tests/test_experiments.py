@@ -1,4 +1,5 @@
-"""Unit tests of pfntheory.experiments: definitions, run naming, sweeps, published tables, claim checks.
+"""Unit tests of pfntheory.experiments: definitions, run naming, sweeps, published tables,
+claim checks.
 
 Nothing here trains: every sweep uses ``backend="standin"`` (seconds-long fake runs with the real
 files, :mod:`pfntheory.experiments._standin`) under ``tmp_path``, never ``reports/runs``. The claim
@@ -133,7 +134,8 @@ def _all_runs():
 def test_run_names_derive_from_config_and_never_collide():
     """Over every run of every experiment at both scales: the directory name ends in the hash of the
     training config, and one name never stands for two different training configs (the same config
-    in two experiments -- fig_exp2_2 and supp_exp2_d4 at quick scale -- shares a name on purpose)."""
+    in two experiments -- fig_exp2_2 and supp_exp2_d4 at quick scale -- shares a name on
+    purpose)."""
     by_name: dict[str, str] = {}
     n = 0
     for _, _, spec in _all_runs():
@@ -430,7 +432,8 @@ def _triple(cell: str) -> tuple[float, ...]:
 
 @pytest.mark.skipif(not PAPER_TEX.is_file(), reason=f"{PAPER_TEX} not on disk")
 def test_published_tables_match_the_tex():
-    """Every number of published.py against the LaTeX source (exact: both are the printed decimals)."""
+    """Every number of published.py against the LaTeX source (exact: both are the printed
+    decimals)."""
     rows = _tex_table("supp-tab:lengthscale-crps")
     header, rows = rows[0], rows[1:]
     assert header[2:] == ["CRPS", "50\\%", "90\\%", "95\\%"]
@@ -767,8 +770,8 @@ def test_estimated_cpu_seconds():
 
 
 def test_late_runspec_fields_keep_old_run_names():
-    """Adding lr_units / curve / context_groups fields must not rename the committed runs: at their defaults they are
-    left out of the hashed identity; set, they enter it."""
+    """Adding lr_units / curve / context_groups fields must not rename the committed runs: at their
+    defaults they are left out of the hashed identity; set, they enter it."""
     r = get_experiment("fig_exp1").runs("quick")[0]
     assert "curve_n_eval" not in r.training() and "lr_units" not in r.training()
     r2 = dataclasses.replace(r, curve_n_eval=(32, 64))

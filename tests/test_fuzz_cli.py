@@ -332,8 +332,8 @@ _GARBAGE = st.one_of(
 @given(opt=st.sampled_from(_INT_OPTS + _FLOAT_OPTS), value=_GARBAGE)
 def test_random_garbage_values(opt, value, tmp_path_factory):
     """40 random (option, garbage) pairs on ``train``: either refused in one line, or (for a value
-    that parses to a valid number, e.g. '1_000') accepted -- never a traceback. Every accepted one is
-    a valid number in range, so it is not replaced by a default either."""
+    that parses to a valid number, e.g. '1_000') accepted -- never a traceback. Every accepted one
+    is a valid number in range, so it is not replaced by a default either."""
     from pfntheory.nn import train as train_mod
 
     def fake_train(cfg, run_dir, progress=True):  # records the config instead of training

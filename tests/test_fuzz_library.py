@@ -9,8 +9,9 @@ reported as an unrelated exception (AttributeError, LinAlgError, IndexError...).
 How the cases are made: :data:`SPECS` gives, for every public function, one *valid* call and the
 kind of each argument; :func:`bad_values` derives the bad values of each kind; each case is the
 valid call with exactly one argument replaced. ``test_valid_base_calls`` shows the valid calls
-succeed (so a refusal is caused by the one bad argument), and ``test_every_public_function_is_driven``
-that no public function is left out. Hand-written cases add the defects the issue lists.
+succeed (so a refusal is caused by the one bad argument), and
+``test_every_public_function_is_driven`` that no public function is left out. Hand-written cases add
+the defects the issue lists.
 
 An outcome is *clear* when the exception is a ValueError/TypeError whose message contains the
 argument's name as a word. Cases of modules another engineer is restructuring that do not meet the

@@ -22,7 +22,8 @@ from pfntheory.kernels import (
 )
 
 # sklearn and our code solve the same SPD system in float64 by Cholesky; the systems here have
-# cond(G + s2 I) <= (n + s2)/s2 ~ 1e3, so agreement to ~1e3 * eps * n is expected. 1e-9 leaves margin.
+# cond(G + s2 I) <= (n + s2)/s2 ~ 1e3, so agreement to ~1e3 * eps * n is expected. 1e-9
+# leaves margin.
 RTOL, ATOL = 1e-9, 1e-10
 
 

@@ -1,9 +1,9 @@
 """The report names results only by the paper's ``\\label{}``s (``pfntheory.report.labels``).
 
-The constant list must equal the labels of ``paper.tex`` (so a typo in the list, or a label the paper
-renames, fails here), and every row of the committed report, every notebook and every experiment
-definition (``Experiment.labels``) must carry one of them (variants such as a dimension or a design go
-in the row's ``variant`` field)."""
+The constant list must equal the labels of ``paper.tex`` (so a typo in the list, or a label the
+paper renames, fails here), and every row of the committed report, every notebook and every
+experiment definition (``Experiment.labels``) must carry one of them (variants such as a dimension
+or a design go in the row's ``variant`` field)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Unit tests of pfntheory.metrics against independent references (quad, scipy.stats, Monte Carlo)."""
+"""Unit tests of pfntheory.metrics against independent references (quad, scipy.stats,
+Monte Carlo)."""
 
 import numpy as np
 import pytest

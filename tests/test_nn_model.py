@@ -56,9 +56,9 @@ def test_output_shapes_and_finite(score, normalised, mode, head):
 
 
 def test_parameter_sets_of_the_modes():
-    """theory: only K=Q diagonals, step sizes (and amp, drift steps for rbf) learn; W, sigma^2, s1, s2
-    fixed. learnable: every non-zero entry of supp-eqn:weights. Fails if a mode frees or fixes the
-    wrong weights."""
+    """theory: only K=Q diagonals, step sizes (and amp, drift steps for rbf) learn; W, sigma^2, s1,
+    s2 fixed. learnable: every non-zero entry of supp-eqn:weights. Fails if a mode frees or fixes
+    the wrong weights."""
     d, L = 3, 5
     names = lambda m: {k: tuple(p.shape) for k, p in m.named_parameters()}  # noqa: E731
     lin = names(PFNTransformer(ModelConfig(score="linear", d=d, L=L, C=8, mode="theory"), EDGES))
@@ -294,7 +294,8 @@ def test_theory_tied_step_needs_unit_amp():
 
 
 def test_select_device_logic():
-    """'auto' picks CUDA exactly when available; explicit CUDA without CUDA and unknown specs raise."""
+    """'auto' picks CUDA exactly when available; explicit CUDA without CUDA and unknown
+    specs raise."""
     assert select_device("auto", cuda_available=True) == torch.device("cuda")
     assert select_device("auto", cuda_available=False) == torch.device("cpu")
     assert select_device("cpu", cuda_available=True) == torch.device("cpu")

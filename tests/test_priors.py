@@ -1,4 +1,5 @@
-"""Unit tests of pfntheory.nn.priors: oracle agreement with pfntheory.gp, laws of the draws, errors."""
+"""Unit tests of pfntheory.nn.priors: oracle agreement with pfntheory.gp, laws of the
+draws, errors."""
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ from pfntheory.nn.priors import (
     sample_context_size,
 )
 
-# Both sides solve the same SPD system (cond(G + s2 I) <= 1 + n max k / s2 ~ 1e3 here) by Cholesky in
-# float64: agreement to ~cond * n * eps ~ 1e-11 is expected; 1e-9 leaves margin.
+# Both sides solve the same SPD system (cond(G + s2 I) <= 1 + n max k / s2 ~ 1e3 here) by Cholesky
+# in float64: agreement to ~cond * n * eps ~ 1e-11 is expected; 1e-9 leaves margin.
 RTOL, ATOL = 1e-9, 1e-10
 
 TASKS = [
@@ -246,7 +247,8 @@ def test_blr_weight_space_law_equals_function_space_law():
 
 
 def test_blr_ppd_equals_gp_at_training_size():
-    """At the benchmark's size (d = 5, n = 300) the d x d weight-space oracle equals gp.py's n x n one.
+    """At the benchmark's size (d = 5, n = 300) the d x d weight-space oracle equals
+    gp.py's n x n one.
 
     Round-off: both solve SPD systems in float64 with cond(G + s2 I) <= 1 + n max|phi|^2 / s2
     ~ 1e4, so agreement to ~cond * n * eps ~ 1e-9 relative; RTOL = ATOL = 1e-8 leaves margin.
@@ -278,7 +280,8 @@ def test_cholesky_failure_is_a_clear_error():
 
 @pytest.mark.parametrize("kind,B,n", [("rbf", 2, 20_000), ("blr", 10_000, 100_000)])
 def test_size_limit_before_allocating(kind, B, n):
-    """Requests beyond MAX_ELEMENTS float64 values are refused up front (the call returns at once)."""
+    """Requests beyond MAX_ELEMENTS float64 values are refused up front (the call returns
+    at once)."""
     from pfntheory.nn.priors import MAX_ELEMENTS
 
     assert max(n * n if kind == "rbf" else 0, B * n * 4) > MAX_ELEMENTS

@@ -19,7 +19,8 @@ RTOL, ATOL = 1e-9, 1e-10
 @pytest.mark.parametrize("h_true", [0, 4, 8])
 def test_ppd_at_query_matches_mixture_ppd_and_dense(h_true):
     """Weights, mu_h, tau_h of ppd_at_query equal gp.mixture_ppd on the same Y, and a dense
-    solve (mu_h = k_x^T A_h^{-1} Y, tau_h = k(x,x) + s2 - k_x^T A_h^{-1} k_x, w_h oc N(Y; 0, A_h))."""
+    solve (mu_h = k_x^T A_h^{-1} Y, tau_h = k(x,x) + s2 - k_x^T A_h^{-1} k_x, w_h oc N(Y;
+    0, A_h))."""
     task = TaskSpec(kind="hier_rbf", d=2)
     kernels, nv = components(task)
     rng = np.random.default_rng(3)
@@ -49,7 +50,8 @@ def test_ppd_at_query_matches_mixture_ppd_and_dense(h_true):
 
 
 def test_expected_crps_of_a_gaussian():
-    """E CRPS(N(mu, tau), y ~ N(mu, tau)) = sqrt(tau / pi) (Gneiting & Raftery 2007), to round-off."""
+    """E CRPS(N(mu, tau), y ~ N(mu, tau)) = sqrt(tau / pi) (Gneiting & Raftery 2007), to
+    round-off."""
     tau = np.array([0.04, 1.0, 9.0])
     got = expected_crps(np.ones((3, 1)), np.zeros((3, 1)), tau[:, None])
     np.testing.assert_allclose(got, np.sqrt(tau / np.pi), rtol=1e-12, atol=0)

@@ -86,7 +86,8 @@ def test_verdicts_are_the_claim_kinds_plus_pending():
 
 
 def test_recorder_writes_rows(out):
-    """Every added ClaimResult becomes one JSON row with its numbers, verdict and a unique anchor."""
+    """Every added ClaimResult becomes one JSON row with its numbers, verdict and a
+    unique anchor."""
     rec = report.Recorder("nb_test")
     rec.add(_claim(), measured="worst ratio", show=False)
     rec.add(
@@ -111,7 +112,8 @@ def test_recorder_writes_rows(out):
 
 
 def test_recorder_rounds_numbers(out):
-    """Saved numbers carry 6 significant digits, so host round-off never changes a committed byte."""
+    """Saved numbers carry 6 significant digits, so host round-off never changes a
+    committed byte."""
     rec = report.Recorder("nb_round")
     rec.add(_claim(observed=0.12345678912345), show=False)
     row = json.loads((out / "results" / "nb_round.json").read_text())["rows"][0]

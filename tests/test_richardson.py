@@ -115,7 +115,8 @@ def test_krr_bad_input():
 
 
 def test_not_positive_definite_is_refused():
-    """issue 12: ``richardson(A=-I)`` used to run; A (and G + sigma^2 I) must be positive definite."""
+    """issue 12: ``richardson(A=-I)`` used to run; A (and G + sigma^2 I) must be positive
+    definite."""
     with pytest.raises(ValueError, match="A must be positive definite"):
         rich.richardson(-np.eye(2), np.ones(2), 0.5, 3)
     with pytest.raises(ValueError, match="positive definite"):

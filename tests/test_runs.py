@@ -1,4 +1,5 @@
-"""Unit tests of pfntheory.runs: atomic writes, JSON round trips of frozen configs, corrupt files."""
+"""Unit tests of pfntheory.runs: atomic writes, JSON round trips of frozen configs,
+corrupt files."""
 
 import json
 import os
@@ -31,7 +32,8 @@ def _config():
 
 
 def test_config_json_round_trip(tmp_path):
-    """asdict -> JSON -> TrainConfig gives an equal frozen config (tuples restored, nesting kept)."""
+    """asdict -> JSON -> TrainConfig gives an equal frozen config (tuples restored,
+    nesting kept)."""
     cfg = _config()
     runs.save_json(tmp_path / runs.CONFIG, runs.config_to_dict(cfg))
     back = TrainConfig.from_dict(runs.load_json(tmp_path / runs.CONFIG))
@@ -77,7 +79,8 @@ def test_torch_round_trip_weights_only(tmp_path):
 
 
 def test_weights_only_refuses_arbitrary_objects(tmp_path):
-    """A pickle of an arbitrary class is refused by weights_only loading (clear error, no code run)."""
+    """A pickle of an arbitrary class is refused by weights_only loading (clear error, no
+    code run)."""
     torch.save({"e": Evil()}, tmp_path / "e.pt")
     with pytest.raises(runs.CorruptFileError, match="e.pt"):
         runs.load_torch(tmp_path / "e.pt")

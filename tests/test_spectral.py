@@ -1,5 +1,5 @@
-"""Unit tests of :mod:`pfntheory.spectral`: shapes, references, and bad input -> ValueError naming the
-argument."""
+"""Unit tests of :mod:`pfntheory.spectral`: shapes, references, and bad input -> ValueError naming
+the argument."""
 
 import numpy as np
 import pytest

@@ -57,7 +57,8 @@ def _weights(run_dir):
 
 
 def _straight_and_resumed(cfg, tmp_path, kill_at: int):
-    """Weights of ``cfg`` trained straight and trained with a kill after step ``kill_at``, resumed."""
+    """Weights of ``cfg`` trained straight and trained with a kill after step
+    ``kill_at``, resumed."""
     a = train(cfg, tmp_path / "a", progress=False)
     with pytest.raises(Kill):
         train(cfg, tmp_path / "b", progress=False, callback=_kill_at(kill_at))
@@ -66,7 +67,8 @@ def _straight_and_resumed(cfg, tmp_path, kill_at: int):
 
 
 def test_resume_after_kill_reaches_identical_weights(tmp_path):
-    """Train 8 steps straight vs. kill after step 7 (last checkpoint at 6) and resume: bitwise equal.
+    """Train 8 steps straight vs. kill after step 7 (last checkpoint at 6) and resume:
+    bitwise equal.
 
     Fails if any state is lost across the restart: data stream, optimiser moments, LR schedule,
     or the step counter (a replayed or skipped step changes the weights).
@@ -256,8 +258,9 @@ def test_metrics_of_the_exact_discretised_ppd(kind):
     checked per instance, with a round-off allowance of 1e-9;
     coverage within 4 binomial standard errors of nominal (1500 instances); CRPS and NLL of q*
     within the discretisation effect of the exact ones (|dCRPS| < 0.01, |dNLL| < 0.05);
-    solver error exactly 0 (mu_L = mu); (a, b] = (-3.5, 3.5] leaves ~0.1% of the prior mass out. Fails on a wrong TV/coverage/CRPS wiring (e.g. comparing
-    against the untruncated PPD, or mixing up the interval ends).
+    solver error exactly 0 (mu_L = mu); (a, b] = (-3.5, 3.5] leaves ~0.1% of the prior mass out.
+    Fails on a wrong TV/coverage/CRPS wiring (e.g. comparing against the untruncated PPD, or mixing
+    up the interval ends).
     """
     from pfntheory.nn.evaluate import _metrics
 
@@ -444,9 +447,9 @@ def test_relative_lr_units_scale_each_tensor_by_its_initial_size():
 
 
 def test_shift_learning_curve_written_on_both_designs_and_resumes_bitwise(tmp_path):
-    """``curve_covariates=("uniform",)``: a second curve (``learning_curve_uniform.json``, same schema)
-    on a held-out set with only the covariates replaced; killed and resumed, both curves are bitwise
-    those of a straight run."""
+    """``curve_covariates=("uniform",)``: a second curve (``learning_curve_uniform.json``, same
+    schema) on a held-out set with only the covariates replaced; killed and resumed, both curves are
+    bitwise those of a straight run."""
     from pfntheory.nn.train import curve_file, read_learning_curve
 
     cfg = tiny(
@@ -600,11 +603,12 @@ def test_one_group_is_bitwise_the_single_n_step():
 
 
 def test_grouped_gradient_is_the_mean_over_every_instance():
-    """With 4 groups of different ``n``, the accumulated gradient equals the mean of the per-instance
-    gradients, each instance run alone (no padding anywhere), to rtol 1e-4 / atol 1e-7 (float32 sums
-    of 16 terms in another order: a few ulp of the largest term). Fails if a group is weighted by
-    1/G instead of B_g/B (the groups here have unequal sizes 5, 4, 4, 4), if a group is dropped, or
-    if instances were padded to a common ``n`` (the per-instance forward would then differ)."""
+    """With 4 groups of different ``n``, the accumulated gradient equals the mean of the
+    per-instance gradients, each instance run alone (no padding anywhere), to rtol 1e-4 / atol 1e-7
+    (float32 sums of 16 terms in another order: a few ulp of the largest term). Fails if a group is
+    weighted by 1/G instead of B_g/B (the groups here have unequal sizes 5, 4, 4, 4), if a group is
+    dropped, or if instances were padded to a common ``n`` (the per-instance forward would
+    then differ)."""
     from pfntheory.discretize import bin_edges
     from pfntheory.nn.train import accumulate_gradients, build_model, step_batches
 

@@ -1,10 +1,11 @@
-"""Hypothesis strategies for inputs of claims that hold for *every* input (deterministic inequalities
-and identities), shared by the verify modules, so that a failing input shrinks to a small one.
+"""Hypothesis strategies for inputs of claims that hold for *every* input (deterministic
+inequalities and identities), shared by the verify modules, so that a failing input shrinks to
+a small one.
 
 Data drawn from a NumPy generator seeded by a drawn integer do not shrink (a smaller seed is not a
 simpler input), so these draw every number through hypothesis. Claims about a probability law (the
-paper's ``x ~ N(0, I/d)``, rates in ``n``) keep their law and their generator instead; each such test
-says so in its docstring.
+paper's ``x ~ N(0, I/d)``, rates in ``n``) keep their law and their generator instead; each such
+test says so in its docstring.
 
 - :func:`designs` -- an ``n x d`` design. Every coordinate lies in ``[-B/sqrt(d), B/sqrt(d)]``
   (``B = 3``: the scale of the paper's ``x ~ N(0, I/d)``, whose coordinates fall inside with
@@ -34,15 +35,17 @@ def vectors(size, bound: float):
 
 
 def spread_design(n: int, d: int) -> np.ndarray:
-    """A fixed ``n x d`` design spread like ``N(0, I/d)``: unscrambled Halton points (the first, at the
-    origin of the cube, skipped) through the normal quantile function, divided by ``sqrt(d)``."""
+    """A fixed ``n x d`` design spread like ``N(0, I/d)``: unscrambled Halton points (the first, at
+    the origin of the cube, skipped) through the normal quantile function, divided by
+    ``sqrt(d)``."""
     u = scipy.stats.qmc.Halton(d, scramble=False).random(n + 1)[1:]
     return scipy.stats.norm.ppf(u) / np.sqrt(d)
 
 
 @st.composite
 def designs(draw, n: int, d: int, bound: float = DESIGN_BOUND):
-    """An ``n x d`` design, coordinates in ``[-bound/sqrt(d), bound/sqrt(d)]`` (module docstring)."""
+    """An ``n x d`` design, coordinates in ``[-bound/sqrt(d), bound/sqrt(d)]`` (module
+    docstring)."""
     s = bound / np.sqrt(d)
     if n * d <= FULL_DRAW_MAX:
         return draw(vectors((n, d), s))

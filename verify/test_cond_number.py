@@ -4,8 +4,8 @@ Statement: with ``x_i ~ N(0, I_d/d)`` for fixed ``d`` and RBF kernel,
 ``cond(D^{-1}(G + sigma^2 I)) = Theta(n)`` a.s. for large ``n``.
 
 Checked as the slope of log cond on log n (95% t-CI over seeds inside 1 +- 0.2). Also checked: the
-Theta(n) claim is consistent with the super-polynomial growth of cond(G) in supp-lem:rbf kernel Gram,
-because the ridge caps ``cond(G + sigma^2 I) <= (n + sigma^2)/sigma^2`` and the Jacobi-scaled
+Theta(n) claim is consistent with the super-polynomial growth of cond(G) in supp-lem:rbf kernel
+Gram, because the ridge caps ``cond(G + sigma^2 I) <= (n + sigma^2)/sigma^2`` and the Jacobi-scaled
 condition number is sandwiched by ``s_max`` (numbers in the report).
 """
 

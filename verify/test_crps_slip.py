@@ -44,11 +44,11 @@ def test_slip_is_the_only_difference():
 
 
 def test_crps_slip_against_the_lengthscale_table():
-    """supp-tab:lengthscale-crps: every cell (lengthscale, n', L) against the exact PPD's expected CRPS
-    E sqrt(tau/pi) (d=16, sigma^2 = 0.04, 60 contexts per cell, seed 0), with the combined SE of our
-    reference and the paper's 4096-instance mean; K_SE = 3 SE. The recorded verdict is "erratum" if
-    the slip explains the cells below the exact PPD, "holds" if none is below beyond the Monte-Carlo
-    error; the test fails if a cell stays below after undoing the slip."""
+    """supp-tab:lengthscale-crps: every cell (lengthscale, n', L) against the exact PPD's expected
+    CRPS E sqrt(tau/pi) (d=16, sigma^2 = 0.04, 60 contexts per cell, seed 0), with the combined SE
+    of our reference and the paper's 4096-instance mean; K_SE = 3 SE. The recorded verdict is
+    "erratum" if the slip explains the cells below the exact PPD, "holds" if none is below beyond
+    the Monte-Carlo error; the test fails if a cell stays below after undoing the slip."""
     r = check_crps_slip({k: v["crps"] for k, v in LENGTHSCALE_CRPS.items()}, n_instances=60)
     print(r)
     print(

@@ -87,10 +87,11 @@ def test_tv_matches_quadrature(density):
 
 
 def test_eps_term_is_tight():
-    """The eps term cannot be dropped or shrunk: TV(p, p~) = eps + int_(a,b] (p - p~)_+ >= eps always
-    (p~ has no mass outside (a, b]), and once p~ = mean_c / (1 - eps) exceeds p on every bin (finite C)
-    TV = eps exactly. So the truth behaves like max(eps, first-order term), not their sum. Fails if
-    TV < eps, or TV does not reach eps to round-off (atol 1e-15) at C = 256 and 4096."""
+    """The eps term cannot be dropped or shrunk: TV(p, p~) = eps + int_(a,b] (p - p~)_+ >= eps
+    always (p~ has no mass outside (a, b]), and once p~ = mean_c / (1 - eps) exceeds p on every bin
+    (finite C) TV = eps exactly. So the truth behaves like max(eps, first-order term), not their
+    sum. Fails if TV < eps, or TV does not reach eps to round-off (atol 1e-15) at C = 256
+    and 4096."""
     d = gaussian(0.0, 1.0)
     a, b = quantile_interval(d, 0.02, 0.03)
     excess = []

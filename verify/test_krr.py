@@ -2,8 +2,9 @@
 
 Statement: with ``0 < eta < 1/(lambda_1(G) + sigma^2)`` constant and ``u^(0) = 0``,
 ``|u^L(x_i) - u*(x_i)| <= exp(-(1-rho)L) lambda_1/(lambda_n + sigma^2) ||Y||`` and
-``|u^L(x) - u*(x)| <= exp(-(1-rho)L) ||k_x||/(lambda_n + sigma^2) ||Y||``, ``rho = 1 - eta(lambda_n +
-sigma^2)``; the proof's closed form ``e^(l)(x) = -k_x'(I - eta(G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y``.
+``|u^L(x) - u*(x)| <= exp(-(1-rho)L) ||k_x||/(lambda_n + sigma^2) ||Y||``,
+``rho = 1 - eta(lambda_n + sigma^2)``; the proof's closed form
+``e^(l)(x) = -k_x'(I - eta(G + sigma^2 I))^l (G + sigma^2 I)^{-1} Y``.
 
 Generated cases: n in [3, 25], d in [1, 5], linear / RBF / ARD RBF kernels with random parameters,
 noise variance in [0.01, 1], inputs and query in [-3, 3]^d / sqrt(d), labels in [-3, 3] (all drawn
@@ -26,8 +27,8 @@ _f = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
 @st.composite
 def krr_cases(draw, kernels=("linear", "rbf", "ard_rbf")):
     """Every number is drawn by hypothesis (no seeded NumPy generator), so a failure shrinks to a
-    small context with simple values. Inputs in [-3, 3]^d / sqrt(d) (the bounds hold for any inputs),
-    labels in [-3, 3]."""
+    small context with simple values. Inputs in [-3, 3]^d / sqrt(d) (the bounds hold for any
+    inputs), labels in [-3, 3]."""
     n = draw(st.integers(3, 25))
     d = draw(st.integers(1, 5))
     name = draw(st.sampled_from(kernels))
@@ -64,8 +65,8 @@ def test_both_bounds_and_closed_form(case):
 
 
 def test_fixed_point_matches_sklearn_gp():
-    """u*(x) = k_x'(G + s2 I)^{-1} Y equals sklearn's GP posterior mean (optimizer=None), rtol 1e-9 /
-    atol 1e-10 (two Cholesky solves of a matrix with cond < 1e4); and the recursion reaches it."""
+    """u*(x) = k_x'(G + s2 I)^{-1} Y equals sklearn's GP posterior mean (optimizer=None), rtol 1e-9
+    / atol 1e-10 (two Cholesky solves of a matrix with cond < 1e4); and the recursion reaches it."""
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
@@ -88,9 +89,9 @@ def test_fixed_point_matches_sklearn_gp():
 
 @given(krr_cases(kernels=("rbf", "ard_rbf")))
 def test_preconditioned_recursion(case):
-    """eqn:recursion prec with D = diag(G 1), s_x = sum k_x: equals preconditioned Richardson and has
-    the fixed points of eqn:richardson (bound from the D-norm contraction). Fails if 1/s_x or D were
-    misplaced.
+    """eqn:recursion prec with D = diag(G 1), s_x = sum k_x: equals preconditioned Richardson and
+    has the fixed points of eqn:richardson (bound from the D-norm contraction). Fails if 1/s_x or D
+    were misplaced.
 
     Hypothesis of the query part: |1 - eta sigma^2 / s_x| < 1, i.e. s_x > eta sigma^2 / 2. The paper
     does not state it; without it the query recursion diverges (an erratum, shown in

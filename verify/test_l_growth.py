@@ -1,9 +1,9 @@
 """thm:L growth.
 
 Statement: if TF^pr encodes the optimal constant step for the Richardson iteration on
-eqn:richardson prec, then for RBF kernels ``L >~ n log(1/eps)`` suffices for error ``< eps`` a.s. for
-large ``n``. The proof: ``rho = 1 - 2/(c_n + 2)`` [sic], ``L > log eps/log rho >= (c_n + 1)/2 log(1/eps)``
-[sic], ``c_n = Theta(n)``.
+eqn:richardson prec, then for RBF kernels ``L >~ n log(1/eps)`` suffices for error ``< eps`` a.s.
+for large ``n``. The proof: ``rho = 1 - 2/(c_n + 2)`` [sic],
+``L > log eps/log rho >= (c_n + 1)/2 log(1/eps)`` [sic], ``c_n = Theta(n)``.
 
 Checked: (i) measured depth to reach eps with pfntheory.richardson.richardson at
 pfntheory.richardson.optimal_step grows ~ n (slope CI inside 1 +- 0.2); (ii) the proof's

@@ -1,7 +1,7 @@
 """thm:lambda1.
 
-Statement: with ``x_i ~ N(0, I_d/d)`` for fixed ``d``, linear and RBF kernels yield a Richardson step
-size bound (eqn:convg cond: ``2/(lambda_1(G) + sigma^2)``) of order ``1/n``.
+Statement: with ``x_i ~ N(0, I_d/d)`` for fixed ``d``, linear and RBF kernels yield a Richardson
+step size bound (eqn:convg cond: ``2/(lambda_1(G) + sigma^2)``) of order ``1/n``.
 
 Checked as the slope of log step on log n over seeds (95% t-CI inside -1 +- 0.1). For the linear
 kernel ``lambda_1 ~ (sqrt n + sqrt d)^2/d`` so ``n >> d`` is used (n = 1000..16000, d = 16, via the

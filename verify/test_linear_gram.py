@@ -1,8 +1,9 @@
 """supp-lem:lienar kernel Gram (Linear kernel).
 
-Statement: for ``x_i ~ N(0, I_d/d)``, ``n > d``, the ``d`` nonzero eigenvalues of ``G = X X^T`` satisfy
-``lambda_j = (1 + O_P(n^{-1/2})) n/d``; in the proof, with probability ``>= 1 - 2 exp(-t^2/2)`` all of
-them lie in ``[n/d (1 - sqrt(d/n) - t/sqrt n)^2, n/d (1 + sqrt(d/n) + t/sqrt n)^2]``.
+Statement: for ``x_i ~ N(0, I_d/d)``, ``n > d``, the ``d`` nonzero eigenvalues of ``G = X X^T``
+satisfy ``lambda_j = (1 + O_P(n^{-1/2})) n/d``; in the proof, with probability
+``>= 1 - 2 exp(-t^2/2)`` all of them lie in
+``[n/d (1 - sqrt(d/n) - t/sqrt n)^2, n/d (1 + sqrt(d/n) + t/sqrt n)^2]``.
 
 Generated cases: the interval's shape and the d x d eigenvalue route are deterministic, so their
 inputs are drawn by hypothesis (``n > d``; designs from ``verify/_array_strategies.py``, every
@@ -57,15 +58,15 @@ def test_small_gram_matches_full_eigvalsh(X):
 
 def test_interval_probability_bound():
     """Violation frequency over 4000 draws: its 99% Clopper-Pearson lower bound must not exceed
-    2 exp(-t^2/2) for t in {1.5, 2, 2.5}. Can fail: a too-narrow interval does (the negative control,
-    t/n in place of t/sqrt(n) and no sqrt(d/n) shift, is violated on nearly every draw)."""
+    2 exp(-t^2/2) for t in {1.5, 2, 2.5}. Can fail: a too-narrow interval does (the negative
+    control, t/n in place of t/sqrt(n) and no sqrt(d/n) shift, is violated on nearly every draw)."""
     r = check_linear_interval(np.random.default_rng(20240601))
     assert r.holds, str(r)
     assert r.details["control_fails"], "the negative control should violate the bound (power check)"
 
 
 def test_rate_n_to_minus_half():
-    """Slope of log max_j |lambda_j d/n - 1| on log n, n = 100..6400, 6 seeds: the 95% CI must lie in
-    -1/2 +- 0.1. Fails for a rate n^-1 or n^-1/4."""
+    """Slope of log max_j |lambda_j d/n - 1| on log n, n = 100..6400, 6 seeds: the 95% CI must lie
+    in -1/2 +- 0.1. Fails for a rate n^-1 or n^-1/4."""
     r = check_linear_rate(np.random.default_rng(7))
     assert r.holds, str(r)

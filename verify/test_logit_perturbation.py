@@ -33,7 +33,8 @@ def perturbed_logits(draw):
 @given(perturbed_logits())
 def test_ratio_and_l1_bounds(case):
     """Per-coordinate ratio in [e^{-2Delta}, e^{2Delta}] and ||p1 - p3||_1 <= e^{2Delta} - 1, also
-    <= 2 tanh(Delta/2) (sharp). rtol 1e-12 / atol 1e-15: softmax round-off. Fails on any violation."""
+    <= 2 tanh(Delta/2) (sharp). rtol 1e-12 / atol 1e-15: softmax round-off. Fails on any
+    violation."""
     ell3, ell1, D = case
     p1, p3 = softmax(ell1), softmax(ell3)
     pos = (p3 > 1e-300) & (p1 > 1e-300)
@@ -49,7 +50,8 @@ def test_ratio_and_l1_bounds(case):
 def test_bound_and_its_slack():
     """check_logit_perturbation over 2000 draws (incl. the extremal pair): the paper's bound holds,
     the sharp value 2 tanh(Delta/2) is attained (max observed/sharp = 1 to 1e-9) and observed/paper
-    stays <= 1/2 (2 tanh(D/2) <= (e^{2D} - 1)/2). Fails on a violation or if the sharp value is wrong."""
+    stays <= 1/2 (2 tanh(D/2) <= (e^{2D} - 1)/2). Fails on a violation or if the sharp value
+    is wrong."""
     r = check_logit_perturbation(np.random.default_rng(1))
     assert r.holds, str(r)
     assert abs(r.details["max_ratio_sharp"] - 1) <= 1e-9, r.details

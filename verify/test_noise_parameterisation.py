@@ -1,13 +1,14 @@
-"""Which noise convention reproduces supp-tab:lengthscale-crps (supp-sec:exp details, sigma^2 = 0.2)?
+"""Which noise convention reproduces supp-tab:lengthscale-crps (supp-sec:exp details,
+sigma^2 = 0.2)?
 
 Statement checked: supp-sec:exp details says "we fix the noise variance at sigma^2 = 0.2", and
 supp-tab:lengthscale-crps reports the CRPS of trained models on the RBF task (d = 16, alpha = 1,
 x ~ N(0, I/d), n_max = 256, lengthscale in {0.4, 0.8, 1.6}).
 
 A trained model cannot beat the exact PPD in expected CRPS (CRPS is proper), and the exact PPD's
-expected CRPS is E sqrt(tau / pi) (:mod:`pfntheory.claims.noise`). So every published CRPS must be at
-least that lower bound, up to Monte-Carlo error. The tests measure the bound under both conventions:
-noise variance 0.2 (the text) and noise standard deviation 0.2 (variance 0.04).
+expected CRPS is E sqrt(tau / pi) (:mod:`pfntheory.claims.noise`). So every published CRPS must be
+at least that lower bound, up to Monte-Carlo error. The tests measure the bound under both
+conventions: noise variance 0.2 (the text) and noise standard deviation 0.2 (variance 0.04).
 
 Tolerance: a published value is "consistent" when it is >= exact - 4 standard errors of our
 Monte-Carlo mean (fixed seed, 200 instances per cell; the paper's own Monte-Carlo error over 4096
@@ -56,9 +57,10 @@ def test_noise_std_convention_fits_better(both_conventions):
     exact PPD's expected CRPS; under variance 0.04 the deficit is at most 3.2% ((0.4, 256)) and only
     the two n' = 256 cells at lengthscale 0.4 and 1.6 are more than 4 SE below the bound.
 
-    Can fail: the relative gap |paper(L=32) - exact| / exact must be smaller under 0.04 than under 0.2
-    in every cell; every relative deficit (exact - best paper) / exact must exceed 5% under 0.2 and
-    stay below 5% under 0.04; the inconsistent cells under 0.04 must be among the two named above.
+    Can fail: the relative gap |paper(L=32) - exact| / exact must be smaller under 0.04 than under
+    0.2 in every cell; every relative deficit (exact - best paper) / exact must exceed 5% under 0.2
+    and stay below 5% under 0.04; the inconsistent cells under 0.04 must be among the two
+    named above.
     """
     gaps, deficits = {}, {}
     for nv, r in both_conventions.items():
@@ -83,10 +85,11 @@ def test_noise_std_convention_fits_better(both_conventions):
 
 def test_lengthscale_04_row_is_below_the_exact_ppd(both_conventions):
     """Erratum: at lengthscale 0.4, n' = 256 the published CRPS (.538-.547) is below the exact PPD's
-    expected CRPS even with noise std 0.2: no predictor achieves that in expectation under the stated
-    design, so that row was produced under a setting the paper does not describe.
+    expected CRPS even with noise std 0.2: no predictor achieves that in expectation under the
+    stated design, so that row was produced under a setting the paper does not describe.
 
-    Can fail: if the exact bound at (0.4, 256) were within 4 SE of (or below) the best published value.
+    Can fail: if the exact bound at (0.4, 256) were within 4 SE of (or below) the best
+    published value.
     """
     row = next(
         r
@@ -98,9 +101,9 @@ def test_lengthscale_04_row_is_below_the_exact_ppd(both_conventions):
 
 @pytest.mark.slow
 def test_full_table_both_conventions():
-    """All six cells (n' = 256 and 1024) with 400 instances: variance 0.2 is inconsistent everywhere;
-    variance 0.04 is consistent at n' = 1024 and at (0.8, 256); (0.4, 256) is 18 SE below the bound
-    and (1.6, 256) 4.4 SE below (seed 1)."""
+    """All six cells (n' = 256 and 1024) with 400 instances: variance 0.2 is inconsistent
+    everywhere; variance 0.04 is consistent at n' = 1024 and at (0.8, 256); (0.4, 256) is 18 SE
+    below the bound and (1.6, 256) 4.4 SE below (seed 1)."""
     tab = _table({256, 1024})
     r2 = check_noise_parameterisation(tab, 0.2, n_instances=400, k_se=K_SE, seed=1)
     r04 = check_noise_parameterisation(tab, 0.04, n_instances=400, k_se=K_SE, seed=1)

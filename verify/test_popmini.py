@@ -106,9 +106,10 @@ def test_masses_against_scipy_truncnorm(inst):
 
 
 def test_truncated_nll_against_monte_carlo():
-    """The closed-form truncated NLL sum_c p_c(-log q_c + log Delta_c) equals the Monte-Carlo mean of
-    -log q(y) over y ~ scipy.stats.truncnorm (200000 draws, fixed seed), within 4 standard errors;
-    for q = q* and for a perturbed q. Fails if the NLL formula (or the histogram density) is wrong."""
+    """The closed-form truncated NLL sum_c p_c(-log q_c + log Delta_c) equals the Monte-Carlo mean
+    of -log q(y) over y ~ scipy.stats.truncnorm (200000 draws, fixed seed), within 4 standard
+    errors; for q = q* and for a perturbed q. Fails if the NLL formula (or the histogram density)
+    is wrong."""
     rng = np.random.default_rng(3)
     e = np.sort(np.r_[-2.0, rng.uniform(-2, 3, 15), 3.0])
     mu, tau = 0.4, 0.6

@@ -5,11 +5,12 @@ Statement: there is vartheta such that
 
 Construction used: the hand-set transformer of thm:TFdoPPD (optimal step), the explicit
 one-hidden-layer ReLU MLP of pfntheory.mlp.fit_psi_mlp (deterministic ridge features,
-least-squares readout; delta_MLP its certified upper bound, pfntheory.mlp) on a box K around the context's (mu, tau) that contains every (mu_L, tau_L),
-and the readout Xi (rows [xi_c, xi_c^2] at bin midpoints, plus log Delta_c) on C equal bins of
-(a, b] = (-3, 3]. Contexts: RBF(1, 0.4), n = 10, d = 2, x ~ N(0, I/d), Y ~ N(0, G + sigma^2 I),
-sigma^2 = DEFAULT_NOISE_VAR = 0.04 (4 seeds). Hypotheses of supp-sec:thrm4.1 hold: (mu, tau) in K, Gaussian PPD
-(exponential family, Lipschitz), equidistant grid.
+least-squares readout; delta_MLP its certified upper bound, pfntheory.mlp) on a box K around the
+context's (mu, tau) that contains every (mu_L, tau_L), and the readout Xi (rows [xi_c, xi_c^2] at
+bin midpoints, plus log Delta_c) on C equal bins of (a, b] = (-3, 3]. Contexts: RBF(1, 0.4), n = 10,
+d = 2, x ~ N(0, I/d), Y ~ N(0, G + sigma^2 I), sigma^2 = DEFAULT_NOISE_VAR = 0.04 (4 seeds).
+Hypotheses of supp-sec:thrm4.1 hold: (mu, tau) in K, Gaussian PPD (exponential family, Lipschitz),
+equidistant grid.
 """
 
 import numpy as np
@@ -41,8 +42,8 @@ def test_tv_falls_exponentially_in_L():
 
 def test_floor_falls_like_1_over_C_plus_tail():
     """Floor (L = inf): truncated TV order in C within -1 +- 0.1 (95% t-CI over 4 seeds), and
-    eps_tail <= TV(p_n, q) <= eps_tail + TV(p_(a,b], q). Fails for a 1/C^2 or a stalling floor, or if
-    the tail mass were not accounted for."""
+    eps_tail <= TV(p_n, q) <= eps_tail + TV(p_(a,b], q). Fails for a 1/C^2 or a stalling floor, or
+    if the tail mass were not accounted for."""
     r = check_ppd_floor_C(KERNEL, N, D, S2)
     assert r.holds, str(r)
 

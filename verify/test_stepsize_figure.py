@@ -15,7 +15,8 @@ from pfntheory.spectral import expected_rbf_uniform
 
 def test_stepsize_curve_like_one_over_n():
     """Mean step decreasing in n for RBF (ell = 0.8) and BLR; RBF log-log slope within 0.1 of -1 and
-    n * step within 10% of 2/mu_0 at n = 1000 (mu_0 = top Mercer eigenvalue). Fails for a flat curve."""
+    n * step within 10% of 2/mu_0 at n = 1000 (mu_0 = top Mercer eigenvalue). Fails for a
+    flat curve."""
     r = check_stepsize_figure(np.random.default_rng(37), n_trials=3)
     assert r.holds, str(r)
 
@@ -39,7 +40,7 @@ def test_uniform_rho_closed_form_matches_quadrature():
 
 
 def test_covariate_shift_changes_scale():
-    """Ambiguity: the shifted design has variance 1/(3d), so rho doubles (d=4, ell=0.8: 0.315 -> 0.621)
-    and the admissible step roughly halves; MC checks within 5 SE."""
+    """Ambiguity: the shifted design has variance 1/(3d), so rho doubles (d=4, ell=0.8: 0.315 ->
+    0.621) and the admissible step roughly halves; MC checks within 5 SE."""
     r = check_covariate_shift(np.random.default_rng(41))
     assert r.holds, str(r)

@@ -2,17 +2,19 @@
 
 Statement: with the weights of supp-eqn:weights, rows d+3 / d+4 of the query column of ``Z^(l)``
 carry the Richardson recursions eqn:recur mean / eqn:recur var, and
-``||TF_{vartheta,L} - (mu, tau)||_inf <~ exp(-(1 - rho) L)``, ``rho = 1 - eta(lambda_n(G) + sigma^2)``.
-TF^pr (normalised solver layers, skip scaled by ``1/s_{x_j}``) implements eqn:recursion prec.
+``||TF_{vartheta,L} - (mu, tau)||_inf <~ exp(-(1 - rho) L)``,
+``rho = 1 - eta(lambda_n(G) + sigma^2)``. TF^pr (normalised solver layers, skip scaled by
+``1/s_{x_j}``) implements eqn:recursion prec.
 
 Generated cases (every number drawn by hypothesis, so failures shrink; the theorem holds for every
 context, so no law is needed): n in [2, 15], d in [1, 4], a design X and a query x with coordinates
-in [-3/sqrt(d), 3/sqrt(d)] (``verify/_array_strategies.py``; the scale of the paper's x ~ N(0, I/d)),
-responses Y in [-3, 3], linear / RBF / ARD kernels with drawn parameters, noise variance in
+in [-3/sqrt(d), 3/sqrt(d)] (``verify/_array_strategies.py``; the scale of the paper's x ~ N(0,
+I/d)), responses Y in [-3, 3], linear / RBF / ARD kernels with drawn parameters, noise variance in
 [0.01, 0.5], eta = f/(lambda_1 + sigma^2) with f in (0.05, 1.9) (convergent), depth in [2, 60]; the
 bound check uses f in (0.3, 0.99) (the theorem's eta < 1/(lambda_1 + sigma^2)), noise variance
->= 0.04, a query that carries information (||k_x||^2 >= 1e-6) and the informative depth (see there). Depth convention: a depth-L transformer performs L - 1 Richardson steps (layer 0 writes
-k_x), so "the l-th iterate" sits in Z^(l+1). Round-off tolerance: claims.richardson.roundoff_atol
+>= 0.04, a query that carries information (||k_x||^2 >= 1e-6) and the informative depth (see there).
+Depth convention: a depth-L transformer performs L - 1 Richardson steps (layer 0 writes k_x), so
+"the l-th iterate" sits in Z^(l+1). Round-off tolerance: claims.richardson.roundoff_atol
 (eps n ||G||_inf / sigma^2, times the size of the rows, safety 16).
 """
 
@@ -85,9 +87,10 @@ def test_tfpr_rows_equal_preconditioned_recursion(case):
     k, X, Y, x, s2, frac, L = case
     G = k(X)
     eta = frac / 2 * rich.admissible_step(G + s2 * np.eye(len(Y)), rich.jacobi_preconditioner(G))
-    # A query with s_x = sum_j kappa(x, x_j) < eta sigma^2/2 makes TF^pr diverge (its own skip factor;
-    # verify/test_tfpr_far_query.py measures that rate): the relative round-off then grows with the
-    # depth past the 16 n eps of this identity check (3e-14 after 18 layers growing 3e4-fold each).
+    # A query with s_x = sum_j kappa(x, x_j) < eta sigma^2/2 makes TF^pr diverge (its own skip
+    # factor; verify/test_tfpr_far_query.py measures that rate): the relative round-off then grows
+    # with the depth past the 16 n eps of this identity check (3e-14 after 18 layers growing
+    # 3e4-fold each).
     assume(np.sum(k(X, x[None, :])) >= eta * s2 / 2)
     r = check_tf_rows(k, X, Y, x, s2, eta, L, normalised=True)
     assert r.holds, str(r) + str(r.details)
@@ -114,11 +117,11 @@ def _do_nothing(w):
 
 def test_per_layer_steps_bounded_with_every_step():
     """The convergence bound of a per-layer step sequence counts every step (issue 13: it used the
-    first step only). (a) First step tiny, the rest 0.9/(lambda_1 + sigma^2), at the informative depth
-    of the constant step plus one: the correct transformer passes with an informative bound and a
-    do-nothing transformer fails (a bound read off the tiny first step would barely decay and let it
-    pass). (b) First step 0.9/(lambda_1 + sigma^2), the rest 100x smaller: the correct transformer
-    passes (a bound read off the first step would decay too fast and call it wrong)."""
+    first step only). (a) First step tiny, the rest 0.9/(lambda_1 + sigma^2), at the informative
+    depth of the constant step plus one: the correct transformer passes with an informative bound
+    and a do-nothing transformer fails (a bound read off the tiny first step would barely decay and
+    let it pass). (b) First step 0.9/(lambda_1 + sigma^2), the rest 100x smaller: the correct
+    transformer passes (a bound read off the first step would decay too fast and call it wrong)."""
     rng = np.random.default_rng(6)
     k = RBFKernel(1.0, 0.8)
     X, Y, x = context(k, 9, 2, S2, rng)
@@ -146,9 +149,9 @@ def test_error_within_theorem_bound(case):
 
     Informative depth: L is raised to :func:`informative_depth`, where the bound on |tau_L - tau| is
     half the error of a transformer whose solver layers do nothing; draws needing more than
-    MAX_INFORMATIVE_DEPTH layers are rejected. On every accepted draw the do-nothing transformer must
-    fail the same check (issue 13: with L <= 60 it passed 226 of 300 draws). ``target`` steers the
-    search towards draws where the error comes closest to its bound."""
+    MAX_INFORMATIVE_DEPTH layers are rejected. On every accepted draw the do-nothing transformer
+    must fail the same check (issue 13: with L <= 60 it passed 226 of 300 draws). ``target`` steers
+    the search towards draws where the error comes closest to its bound."""
     k, X, Y, x, s2, frac, L = case
     k_x = k(X, x[None, :])[:, 0]
     # a query with k_x = 0 (x = 0 for a linear kernel, or far from every point) is predicted exactly
@@ -198,8 +201,8 @@ def test_rate_matches_log_rho_rbf():
 
 def test_rate_linear_kernel_uses_smallest_nonzero_eigenvalue():
     """BLR (n=20 > d=5, rank-deficient G): lambda_n(G) = 0 so the theorem's rho = 1 - eta sigma^2,
-    but k_x and the errors live in range(G): the observed rate is 1 - eta(lambda_d + sigma^2) (effective
-    factor). The theorem's rho is then a loose bound (slope ratio >> 1)."""
+    but k_x and the errors live in range(G): the observed rate is 1 - eta(lambda_d + sigma^2)
+    (effective factor). The theorem's rho is then a loose bound (slope ratio >> 1)."""
     k = LinearKernel(blr_sigma_diag(5))
     r = check_tf_rate(k, 20, 5, S2, seeds=range(5), factor="effective")
     assert r.holds, str(r) + str(r.details["rows"])
@@ -214,10 +217,11 @@ def test_rate_tfpr_matches_preconditioned_factor():
 
 
 def test_ambiguity_step_condition_for_rate():
-    """DESIGN.md: "rate needs eta < 1/(lambda_1+sigma^2)". True condition for rho = 1 - eta(lambda_n +
-    sigma^2) to be the factor is eta <= eta* = 2/(lambda_1 + lambda_n + 2 sigma^2): at eta* the theorem's
-    rate still holds; between eta* and 2/(lambda_1+sigma^2) the iteration converges but slower than
-    the theorem's rho (ratio ~0.5), at the factor eta(lambda_1+sigma^2) - 1."""
+    """DESIGN.md: "rate needs eta < 1/(lambda_1+sigma^2)". True condition for
+    rho = 1 - eta(lambda_n + sigma^2) to be the factor is eta <= eta* = 2/(lambda_1 + lambda_n +
+    2 sigma^2): at eta* the theorem's rate still holds; between eta* and 2/(lambda_1+sigma^2) the
+    iteration converges but slower than the theorem's rho (ratio ~0.5), at the factor
+    eta(lambda_1+sigma^2) - 1."""
     at_star, beyond_thm, beyond_true = check_rate_step_condition(
         RBFKernel(1.0, 0.4), 10, 2, S2, seeds=range(5)
     )
@@ -227,8 +231,8 @@ def test_ambiguity_step_condition_for_rate():
 
 
 def test_first_layer_normalised_breaks_kx():
-    """Normalising eqn:1st attn (a single key per query) turns the k_x row into the constant alpha^2,
-    the DESIGN.md reason to keep it unnormalised."""
+    """Normalising eqn:1st attn (a single key per query) turns the k_x row into the constant
+    alpha^2, the DESIGN.md reason to keep it unnormalised."""
     rng = np.random.default_rng(0)
     k = RBFKernel(1.3, 0.8)
     X, Y, x = context(k, 6, 2, S2, rng)

@@ -3,9 +3,9 @@
 Statement examined: TF^pr (normalised solver layers, skip term of every token divided by
 ``s_{x_j}``) computes the preconditioned Richardson recursions and so converges to ``(mu, tau)``
 for every step admissible for ``D^{-1}(G + sigma^2 I)``. The query column, however, follows
-``f^(l+1)(x) = (1 - eta sigma^2/s_x) f^(l)(x) + (eta/s_x) sum_j kappa(x, x_j)(y_j - f_j^(l))``, whose
-own factor leaves ``(-1, 1)`` when ``s_x < eta sigma^2 / 2`` (a query with little kernel mass on
-the context, e.g. far from the inputs). The paper states no such condition: this is an erratum
+``f^(l+1)(x) = (1 - eta sigma^2/s_x) f^(l)(x) + (eta/s_x) sum_j kappa(x, x_j)(y_j - f_j^(l))``,
+whose own factor leaves ``(-1, 1)`` when ``s_x < eta sigma^2 / 2`` (a query with little kernel mass
+on the context, e.g. far from the inputs). The paper states no such condition: this is an erratum
 (reported in the report's "Errata and ambiguities"; also the cause of the unstable far cells of the
 Sacramento case study).
 

@@ -1,4 +1,5 @@
-"""The paper's trained claims, checked on the committed runs in ``reports/runs/`` (no training here).
+"""The paper's trained claims, checked on the committed runs in ``reports/runs/`` (no
+training here).
 
 Results: fig:exp1 (sec:exp1), fig:exp2-1 (sec:exp2), fig:exp2-2 and supp-fig:exp2-3 (sec:exp3) with
 their d=4 and d=8 companions (supp-fig:exp2 d4-1 ... supp-fig:exp2 d8-2), supp-tab:lengthscale-crps,
@@ -6,20 +7,21 @@ supp-tab:hierarchical-gp, and fig:stepsize (exact side, no training).
 
 The runs are those that :mod:`pfntheory.experiments.definitions` declares at ``--scale`` (default
 ``quick``; ``cpu``: the paper's tasks with fewer steps; each design's ``shrunk`` note says how it
-differs from the paper), produced by ``pfntheory sweep <experiment> --scale <scale>`` and read with :func:`~pfntheory.experiments.results.load_experiment`.
-Every measurement is :mod:`pfntheory.claims.trained`; this module picks each
-:class:`~pfntheory.claims.ClaimResult` by its stable ``key``, asserts on it and prints it (observed
-value beside its bound, and its verdict: "undecided" where a run it rests on is still improving).
+differs from the paper), produced by ``pfntheory sweep <experiment> --scale <scale>`` and read with
+:func:`~pfntheory.experiments.results.load_experiment`. Every measurement is
+:mod:`pfntheory.claims.trained`; this module picks each :class:`~pfntheory.claims.ClaimResult` by
+its stable ``key``, asserts on it and prints it (observed value beside its bound, and its verdict:
+"undecided" where a run it rests on is still improving).
 
 Statistical margin: a difference of two means over evaluation instances counts only when it exceeds
 ``Z_MARGIN = 3`` standard errors (unpaired SE, conservative since all runs of one task share their
 evaluation instances; one-sided normal tail 0.13% per comparison). Coverage may deviate from nominal
 by ``COVERAGE_SLACK = 0.05`` plus ``Z_MARGIN`` binomial SEs. Rates are fitted slopes with a 95% CI.
 
-A run that is missing or incomplete FAILS its test (it is a defect, never a reason to skip); so does a
-stand-in run (``pfntheory sweep --dry-run``) found where a trained run should be. How each check can
-fail is shown in ``tests/test_experiments.py``, which runs the same checks on stand-in runs built to
-satisfy the claim and on inverted copies that must fail it.
+A run that is missing or incomplete FAILS its test (it is a defect, never a reason to skip); so does
+a stand-in run (``pfntheory sweep --dry-run``) found where a trained run should be. How each check
+can fail is shown in ``tests/test_experiments.py``, which runs the same checks on stand-in runs
+built to satisfy the claim and on inverted copies that must fail it.
 """
 
 from functools import cache
@@ -89,11 +91,12 @@ _EXP1_IDS = [f"{k}-{m}" for k, m in EXP1_PANELS]
 
 @pytest.mark.parametrize("kind,mode", EXP1_PANELS, ids=_EXP1_IDS)
 def test_exp1_tv_falls_with_depth(scale, kind, mode):
-    """fig:exp1 / thm:PPD convergence: "log TV ... decreases ... with respect to the log of the depth".
+    """fig:exp1 / thm:PPD convergence: "log TV ... decreases ... with respect to the log
+    of the depth".
 
     Per panel (task x theory/learnable), at the largest C: E[TV] over the evaluation n' at the
-    smallest L minus that at the largest L must exceed Z_MARGIN = 3 SE. Prints the log-log slope in L
-    with its 95% CI. Fails when depth does not help (shown on stand-in runs with mirrored depths).
+    smallest L minus that at the largest L must exceed Z_MARGIN = 3 SE. Prints the log-log slope in
+    L with its 95% CI. Fails when depth does not help (shown on stand-in runs with mirrored depths).
     """
     _check(
         _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_L")
@@ -119,10 +122,11 @@ def test_exp1_tv_falls_with_bins(scale, kind, mode):
 
 
 def test_exp2_1_unnormalised_tv_rises_beyond_pretraining_range(scale):
-    """fig:exp2-1 / sec:exp2: "the unnormalized model's TV errors spike outside the pretraining range".
+    """fig:exp2-1 / sec:exp2: "the unnormalized model's TV errors spike outside the
+    pretraining range".
 
-    E[TV] of the unnormalised TF at the largest n' minus its mean over n' in [n_min, n_max] must exceed
-    Z_MARGIN = 3 SE. Fails for a model whose error does not grow beyond n_max.
+    E[TV] of the unnormalised TF at the largest n' minus its mean over n' in [n_min, n_max] must
+    exceed Z_MARGIN = 3 SE. Fails for a model whose error does not grow beyond n_max.
     """
     _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.tf_rises_beyond_range"))
 
@@ -130,9 +134,9 @@ def test_exp2_1_unnormalised_tv_rises_beyond_pretraining_range(scale):
 def test_exp2_1_normalised_attention_stays_flatter(scale):
     """fig:exp2-1 / sec:exp2: "Normalization yields stable performance across n'".
 
-    The rise of log E[TV] from the pretraining range to the largest n' must be smaller for TF^pr than
-    for TF by Z_MARGIN = 3 SE (delta-method SE of each log ratio). Fails when normalisation does not
-    flatten the curve (stand-in runs with the two curves swapped).
+    The rise of log E[TV] from the pretraining range to the largest n' must be smaller for TF^pr
+    than for TF by Z_MARGIN = 3 SE (delta-method SE of each log ratio). Fails when normalisation
+    does not flatten the curve (stand-in runs with the two curves swapped).
     """
     _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.pr_flatter"))
 
@@ -161,8 +165,8 @@ def test_exp2_wider_pretraining_range_generalises_better(scale, experiment):
 
     At the largest depth (a depth-starved model is limited by its truncated solver, not by the range
     it saw; the smaller depths are recorded in the details): E[TV] averaged over the n' beyond the
-    smaller n_max, for the smaller n_max minus for the larger one, exceeds Z_MARGIN = 3 SE. Fails when
-    the wider range does not help (stand-in runs with mirrored n_max).
+    smaller n_max, for the smaller n_max minus for the larger one, exceeds Z_MARGIN = 3 SE. Fails
+    when the wider range does not help (stand-in runs with mirrored n_max).
     """
     _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.n_max_helps"))
 
@@ -172,9 +176,9 @@ def test_exp2_solver_error_grows_with_n(scale, experiment):
     """supp-fig:exp2-3 / thm:L growth: "for fixed L and n_max, the error of the finite-iteration
     solver increases as the evaluation sample size grows".
 
-    In every (L, n_max) cell the slope of log E[TV] on n' has a 95% CI above 0. Prints the worst cell
-    and the moment MSEs. Fails for a cell whose error is flat or falling in n' (stand-in runs with
-    TV frozen in n').
+    In every (L, n_max) cell the slope of log E[TV] on n' has a 95% CI above 0. Prints the worst
+    cell and the moment MSEs. Fails for a cell whose error is flat or falling in n' (stand-in runs
+    with TV frozen in n').
     """
     _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.tv_grows_with_n"))
 
@@ -196,8 +200,9 @@ def test_exp2_coverage_near_nominal(scale, experiment):
     reason=(
         "finding at quick scale: under the uniform covariate shift the L=8, n_max=192 model's 90% "
         "coverage collapses to 0.27 (d=4) and 0.20 (d=8) against 0.88-0.90 for the exact PPD, and "
-        "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, which "
-        "needs the paper-scale runs (GPU). strict: an unexpected pass fails and must be re-examined"
+        "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, "
+        "which needs the paper-scale runs (GPU). strict: an unexpected pass fails "
+        "and must be re-examined"
     ),
 )
 def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
@@ -234,11 +239,12 @@ def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "finding: in the regime where the paper claims robustness (n_max=512, L=16; d=4, quick-scale "
-        "training of 400 steps), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs collapses to "
-        "0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) while the same model "
-        "covers 0.90-0.92 on its pretraining design. Whether the paper's 1e5 training steps remove the "
-        "gap needs the paper-scale run (GPU). strict: an unexpected pass fails and must be re-examined"
+        "finding: in the regime where the paper claims robustness (n_max=512, L=16; d=4, "
+        "quick-scale training of 400 steps), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs "
+        "collapses to 0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) "
+        "while the same model covers 0.90-0.92 on its pretraining design. Whether the paper's 1e5 "
+        "training steps remove the gap needs the paper-scale run (GPU). strict: an unexpected pass "
+        "fails and must be re-examined"
     ),
 )
 def test_shift_regime_coverage_under_covariate_shift(scale):
@@ -274,8 +280,8 @@ def test_table_crps_falls_with_depth(scale, experiment):
 
 @pytest.mark.parametrize("experiment", TABLES)
 def test_table_coverage_near_nominal(scale, experiment):
-    """supp-tab:lengthscale-crps / supp-tab:hierarchical-gp: "coverage values remain reasonably close
-    to nominal even at n' > n_max, especially for larger depths".
+    """supp-tab:lengthscale-crps / supp-tab:hierarchical-gp: "coverage values remain reasonably
+    close to nominal even at n' > n_max, especially for larger depths".
 
     At the largest L, every row's 90% and 95% coverage within COVERAGE_SLACK = 0.05 (the paper's own
     worst "reasonably close" cell, .848 at 90%) + Z_MARGIN = 3 binomial SE. Fails for a
@@ -289,9 +295,10 @@ def test_table_no_model_beats_exact_ppd(scale, experiment):
     """supp-tab:lengthscale-crps / supp-tab:hierarchical-gp: CRPS is strictly proper, so no trained
     model's expected CRPS lies below that of the exact PPD (the tables' floor).
 
-    On the same instances, CRPS(model) - CRPS(exact PPD) > -Z_MARGIN = 3 SE in every cell (model, n').
-    Fails when a model scores better than the true posterior predictive -- which would mean a wrong
-    reference PPD (e.g. the noise variance/std ambiguity) or a leak (stand-in runs built that way).
+    On the same instances, CRPS(model) - CRPS(exact PPD) > -Z_MARGIN = 3 SE in every cell (model,
+    n'). Fails when a model scores better than the true posterior predictive -- which would mean a
+    wrong reference PPD (e.g. the noise variance/std ambiguity) or a leak (stand-in runs
+    built that way).
     """
     _check(_pick(xc.check_table(_runs(experiment, scale)), "table.crps_not_below_exact"))
 
@@ -305,10 +312,10 @@ def test_table_no_model_beats_exact_ppd(scale, experiment):
 def test_stepsize_decreases_like_one_over_n(scale, kernel):
     """fig:stepsize ("Richardson step size varies with n without normalization"; thm:lambda1).
 
-    The admissible step 2/(lambda_1(G) + sigma^2) of eqn:convg cond, averaged over the recorded trials
-    for n in {100, ..., 1000} and d = 16: the fitted log-log slope lies in [-1.1, -0.9] (lambda_1 =
-    n lambda_inf + O(sqrt n), so -1 up to an O(n^-1/2) finite-n bias). Fails for a flat or
-    1/sqrt(n) curve (tests/test_experiments.py).
+    The admissible step 2/(lambda_1(G) + sigma^2) of eqn:convg cond, averaged over the recorded
+    trials for n in {100, ..., 1000} and d = 16: the fitted log-log slope lies in [-1.1, -0.9]
+    (lambda_1 = n lambda_inf + O(sqrt n), so -1 up to an O(n^-1/2) finite-n bias). Fails for a flat
+    or 1/sqrt(n) curve (tests/test_experiments.py).
     """
     runs = [
         r

@@ -6,9 +6,10 @@ Implements
   ell_k^2)`` with Gaussian noise ``sigma``, fitted by maximising the log marginal likelihood (R&W
   Ch. 5) with :func:`pfntheory.gp.fit_empirical_bayes`; the GP predictive mean and Gaussian 5%/95%
   quantiles (fig:sacramento, fig:walker, bottom rows).
-* The paper's printed hyperparameters (:data:`PAPER_FITS`) and an independent reference, scikit-learn's
-  ``GaussianProcessRegressor`` (``ConstantKernel * RBF(ARD) + WhiteKernel``): its LML at our
-  parameters, its own optimum, and its predictive moments with ``optimizer=None`` at our parameters.
+* The paper's printed hyperparameters (:data:`PAPER_FITS`) and an independent reference,
+  scikit-learn's ``GaussianProcessRegressor`` (``ConstantKernel * RBF(ARD) + WhiteKernel``): its LML
+  at our parameters, its own optimum, and its predictive moments with ``optimizer=None`` at
+  our parameters.
 
 The claims measured on this baseline (our optimum against the printed fit, scikit-learn's
 agreement, Walker Lake's coordinate convention) are in :mod:`pfntheory.claims.real_data_eb`; the
@@ -159,8 +160,8 @@ def sklearn_lml(fit: EBFit, X, Y) -> float:
 def sklearn_predict(fit: EBFit, X, Y, Xq) -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn predictive mean and variance at ``fit``'s parameters (``optimizer=None``).
 
-    The ``WhiteKernel`` contributes ``sigma^2`` to ``kernel.diag(Xq)``, so sklearn's ``std**2`` is the
-    predictive variance of ``y`` (noise included), the same quantity as our ``tau``.
+    The ``WhiteKernel`` contributes ``sigma^2`` to ``kernel.diag(Xq)``, so sklearn's ``std**2`` is
+    the predictive variance of ``y`` (noise included), the same quantity as our ``tau``.
     """
     mu, sd = _sk_fixed(fit, X, Y).predict(as_float_array(Xq, "Xq", ndim=2), return_std=True)
     return mu, sd**2

@@ -1,7 +1,7 @@
 """``pfntheory casestudy sacramento|walker``: the command line of the real-data case studies.
 
-Parses the options and hands them to :func:`pfntheory.casestudy.run.run_casestudy` (imported when the
-command runs, so that building the parser imports neither torch nor the pipeline).
+Parses the options and hands them to :func:`pfntheory.casestudy.run.run_casestudy` (imported when
+the command runs, so that building the parser imports neither torch nor the pipeline).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ _DESCRIPTION = (
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    """Add ``pfntheory casestudy sacramento|walker [--scale quick|cpu|paper] [--walker-csv PATH]``."""
+    """Add ``pfntheory casestudy sacramento|walker [--scale quick|cpu|paper]
+    [--walker-csv PATH]``."""
     p = subparsers.add_parser("casestudy", help=_HELP, description=_DESCRIPTION)
     p.add_argument("dataset", choices=DATASETS)
     p.add_argument(

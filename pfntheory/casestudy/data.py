@@ -9,8 +9,8 @@ Implements
 * supp-sec:real data (Walker Lake): gstat's ``walker`` sample (470 rows, inputs (x, y) in metres,
   response V in ppm) read from a CSV path; the "full spatial grid" is the 260 x 300 grid of the
   exhaustive data ``walker.exh`` (fig:walker).
-* The preprocessing of supp-sec:real data: coordinates centred and standardised coordinate-wise, then
-  divided by the constant 0.3; the response centred and standardised (scaling constant 1). The
+* The preprocessing of supp-sec:real data: coordinates centred and standardised coordinate-wise,
+  then divided by the constant 0.3; the response centred and standardised (scaling constant 1). The
   standard deviations are R's ``sd`` (``ddof=1``), which reproduces the paper's Sacramento fit to
   every printed digit (``ddof=0`` moves ell_1 by 1e-3). :class:`Standardizer` keeps the transform so
   that predictions map back to the original scale.
@@ -196,8 +196,8 @@ def walker_csv_path(csv_path=None) -> Path:
 
 
 def walker_data_available() -> bool:
-    """Whether the Walker Lake sample and exhaustive CSVs are found (argument-free defaults): the data
-    live outside the repository, so tests and reports that need them check this first."""
+    """Whether the Walker Lake sample and exhaustive CSVs are found (argument-free defaults): the
+    data live outside the repository, so tests and reports that need them check this first."""
     try:
         walker_csv_path()
         walker_exh_csv_path()
@@ -309,7 +309,8 @@ def load_walker_exhaustive(exh_csv_path=None, walker_csv=None) -> tuple[np.ndarr
 
 
 def split_indices(n: int, sizes, rng: np.random.Generator) -> list[np.ndarray]:
-    """Disjoint random index sets of the given ``sizes`` (sum <= n), plus the rest as the last set."""
+    """Disjoint random index sets of the given ``sizes`` (sum <= n), plus the rest as the
+    last set."""
     n = positive_int(n, "n")
     sizes = [positive_int(s, "sizes", minimum=0) for s in sizes]
     if sum(sizes) > n:

@@ -22,9 +22,9 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
   supp-sec:exp additional with the per-coordinate variance ``1/0.3^2`` of the standardised inputs.
   Resampling the observed inputs would need a covariate sampler that :mod:`pfntheory.nn.priors`
   does not have.
-  The variance-matched *Gaussian* design ``N(0, (1/0.3)^2 I)`` was tried first and rejected: its tail
-  queries are isolated, and TF^pr's query-token recursion (eqn:recursion prec at ``x``, skip scaled
-  by ``1/s_x``; the paper includes the query token) multiplies the query row by
+  The variance-matched *Gaussian* design ``N(0, (1/0.3)^2 I)`` was tried first and rejected: its
+  tail queries are isolated, and TF^pr's query-token recursion (eqn:recursion prec at ``x``, skip
+  scaled by ``1/s_x``; the paper includes the query token) multiplies the query row by
   ``1 - eta sigma^2 / (alpha^2 s_x)`` per layer, which is ``< -1`` once the kernel mass
   ``s_x < eta sigma^2 / (2 alpha^2)`` (about 0.47 for the Sacramento fit, whose noise dominates:
   ``sigma^2 / alpha^2 = 1.58``). At initialisation (Sacramento fit, L = 8, 1024 instances with
@@ -35,8 +35,8 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
   south-west corner of fig:sacramento). :func:`pfn_forward_shared` reports the factor per query
   (``skip_factor_max``) so that such cells can be counted.
 * Initial attention scale. :class:`~pfntheory.nn.model.ModelConfig` has one scalar ``scale_init``;
-  we use ``1 / sqrt(ell_1 ell_2)`` (geometric mean of the fitted lengthscales) and let training learn
-  the per-coordinate diagonal of ``K = Q`` (mode ``learnable``). ``amp_init = alpha^2`` and
+  we use ``1 / sqrt(ell_1 ell_2)`` (geometric mean of the fitted lengthscales) and let training
+  learn the per-coordinate diagonal of ``K = Q`` (mode ``learnable``). ``amp_init = alpha^2`` and
   ``noise_var_init = sigma^2`` are the fitted values.
 * Learning rate and steps at paper scale: supp-tab:pretraining hyperparameters has no row for the
   fitted prior; :data:`pfntheory.nn.train.PAPER_SCHEDULE` uses the RBF learnable row
@@ -45,9 +45,10 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
 Quick scale (:data:`SCALES` ``['quick']``, one CPU core, a few minutes): ``L = 8`` instead of 32,
 ``C = 64`` bins instead of 256, batch 32 instead of 128, 300 steps at ``LR_base = 3e-3`` instead of
 100,000 at 2e-4; the context-size range stays the paper's, so the PFN is pretrained on the context
-sizes it is used at. Every scale records a learning curve (E[TV] to the exact PPD of the fitted prior
-at ``n' = n_min`` and ``n_max``, 256 held-out instances each, 12 log-spaced steps), so the case
-study's claims are gated on convergence like every trained result (:mod:`pfntheory.convergence`).
+sizes it is used at. Every scale records a learning curve (E[TV] to the exact PPD of the fitted
+prior at ``n' = n_min`` and ``n_max``, 256 held-out instances each, 12 log-spaced steps), so the
+case study's claims are gated on convergence like every trained result
+(:mod:`pfntheory.convergence`).
 
 Fast inference with one shared context
 --------------------------------------
@@ -270,9 +271,9 @@ def pfn_forward_shared(
     Returns
     -------
     dict with ``logits`` (m, C), ``mu_L`` (m,), ``tau_L`` (m,) as float64 NumPy arrays, and
-    ``skip_factor_max`` (m,): the largest ``|1 + S_ff^(l) / s_x^(l)|`` over the solver layers (TF^pr;
-    ``|1 + S_ff^(l)|`` for TF), the per-layer factor of the query's own ``f`` row; above 1 the
-    query recursion expands (see the module docstring).
+    ``skip_factor_max`` (m,): the largest ``|1 + S_ff^(l) / s_x^(l)|`` over the solver layers
+    (TF^pr; ``|1 + S_ff^(l)|`` for TF), the per-layer factor of the query's own ``f`` row; above 1
+    the query recursion expands (see the module docstring).
     """
     if not isinstance(model, PFNTransformer):
         raise ValueError(f"model must be a PFNTransformer, got {type(model).__name__}")

@@ -15,8 +15,8 @@ supp-sec:real data, step by step (:func:`run_casestudy` calls one function per s
    ``reports/casestudy/<name>/run-<scale>/`` (resumable; ``checkpoint.pt`` deleted when finished;
    a directory holding a run of another config is refused, naming the fields that differ), with
    its learning curve ``learning_curve.json``;
-4. PFN and GP predictive mean and 5%/95% quantiles on the evaluation grid, given the observed data as
-   context -- Sacramento: all 552 homes, the 100 x 100 grid over ``[-121.53, -121.33] x [38.38,
+4. PFN and GP predictive mean and 5%/95% quantiles on the evaluation grid, given the observed data
+   as context -- Sacramento: all 552 homes, the 100 x 100 grid over ``[-121.53, -121.33] x [38.38,
    38.69]`` (fig:sacramento); Walker Lake: a separate context of 200 sample points
    (``walker_splits(..)['context']``) and the full 260 x 300 grid of ``walker_exh.csv``
    (fig:walker). The GP of fig:sacramento is the EB GP of the same (full) context, i.e. the PFN's
@@ -30,15 +30,16 @@ supp-sec:real data, step by step (:func:`run_casestudy` calls one function per s
    beside the paper's, PFN-vs-GP differences near and far from the observations, held-out coverage
    of the 90% central intervals, a flat ``summary`` and the ``claims``
    (:class:`pfntheory.claims.ClaimResult` kwargs, labels fig:sacramento / fig:walker, keys
-   :data:`pfntheory.claims.casestudy.CLAIM_KEYS`), each "undecided" unless the PFN's learning curve has plateaued
-   (:func:`pfntheory.claims.casestudy.gate`). Files are written with mode :data:`pfntheory.runs.FILE_MODE`.
+   :data:`pfntheory.claims.casestudy.CLAIM_KEYS`), each "undecided" unless the PFN's learning curve
+   has plateaued (:func:`pfntheory.claims.casestudy.gate`). Files are written with mode
+   :data:`pfntheory.runs.FILE_MODE`.
 
 Definitions (fixed before any result was seen)
 ----------------------------------------------
 * Near / far: a grid cell is *near* the observations when the distance to its nearest context point
   in lengthscale units of the pretraining prior, ``r = min_i sqrt(sum_k (x_k - x_ik)^2 / ell_k^2)``,
-  is at most :data:`~pfntheory.claims.casestudy.NEAR_THRESHOLD` ``= 1`` (kernel correlation ``exp(-1/2) = 0.61`` with the
-  nearest observation), *far* otherwise.
+  is at most :data:`~pfntheory.claims.casestudy.NEAR_THRESHOLD` ``= 1`` (kernel correlation
+  ``exp(-1/2) = 0.61`` with the nearest observation), *far* otherwise.
 * Differences: mean absolute difference (MAD) PFN - GP over the cells of a region, on the original
   response scale and in units of the GP's predictive standard deviation at each cell.
 * Held-out coverage: Sacramento, 5-fold cross-validation (each home predicted once from the other
@@ -55,13 +56,14 @@ Claims (each from the paper's caption; thresholds stated in each ClaimResult; co
 * "except in the regions with no nearby observations": far-cell MAD larger than near-cell MAD (mean;
   and both quantiles);
 * "similar spatial patterns": Pearson correlation over the grid of PFN and GP maps at least
-  :data:`~pfntheory.claims.casestudy.PATTERN_CORR_MIN` ``= 0.9`` for the mean and both quantiles (the text of fig:walker; for
-  fig:sacramento it is stricter than the caption, which excepts "the regions with no nearby
-  observations": the whole grid includes them). Its details also give the correlation without the
-  cells where TF^pr's query recursion expands (``corr_without_expanding``), which is what a low
-  value comes from when it comes from those cells;
+  :data:`~pfntheory.claims.casestudy.PATTERN_CORR_MIN` ``= 0.9`` for the mean and both quantiles
+  (the text of fig:walker; for fig:sacramento it is stricter than the caption, which excepts "the
+  regions with no nearby observations": the whole grid includes them). Its details also give the
+  correlation without the cells where TF^pr's query recursion expands (``corr_without_expanding``),
+  which is what a low value comes from when it comes from those cells;
 * held-out coverage of the PFN's 90% interval equal to the GP's within
-  :data:`~pfntheory.claims.casestudy.COVERAGE_SE_MULT` ``= 2`` binomial standard errors ``sqrt(0.9 * 0.1 / n_heldout)``.
+  :data:`~pfntheory.claims.casestudy.COVERAGE_SE_MULT` ``= 2`` binomial standard errors
+  ``sqrt(0.9 * 0.1 / n_heldout)``.
 """
 
 from __future__ import annotations
@@ -415,8 +417,8 @@ def fit_priors(case: CaseData, *, seed: int = 0, n_restarts: int = 2) -> tuple[E
     """Stage 2: the empirical-Bayes fits, beside the paper's printed values.
 
     Returns ``(prior_fit, context_fit, eb)``: the pretraining prior (Sacramento: all homes; Walker
-    Lake: the EB subset), the GP compared with on the maps (Sacramento: the same; Walker Lake: refitted
-    on the context, as the text says) and the ``eb_fit`` entry of ``results.json``.
+    Lake: the EB subset), the GP compared with on the maps (Sacramento: the same; Walker Lake:
+    refitted on the context, as the text says) and the ``eb_fit`` entry of ``results.json``.
     """
     data = case.data
     eb_idx = case.ctx_idx if case.name == "sacramento" else case.splits["eb"]
@@ -814,8 +816,8 @@ def run_casestudy(
     seed : int
         Seeds the EB restarts, the data splits, the folds and the PFN's training.
     grid_stride : int
-        Every ``grid_stride``-th node per axis of the Walker Lake grid (1 = the full 260 x 300 grid);
-        ignored for Sacramento.
+        Every ``grid_stride``-th node per axis of the Walker Lake grid (1 = the full 260 x 300
+        grid); ignored for Sacramento.
     n_restarts : int
         Random restarts of each EB fit besides the start at all-ones.
     device : str

@@ -155,7 +155,9 @@ def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
 #: The keys of :func:`make_claims`' claims, in order (pick a claim by key, never by position).
 CLAIM_KEYS = ("near_close", "mean_far_vs_near", "quantiles_far_vs_near", "pattern_corr", "coverage")
 _MEASURED = {
-    "near_close": "worst near-cell mean |PFN - GP| over mean, 5% and 95% maps, in GP predictive sds",
+    "near_close": (
+        "worst near-cell mean |PFN - GP| over mean, 5% and 95% maps, in GP predictive sds"
+    ),
     "mean_far_vs_near": "mean |PFN - GP| of the PPD mean, far cells / near cells",
     "quantiles_far_vs_near": "mean |PFN - GP| far / near, the smaller of the 5% and 95% quantiles",
     "pattern_corr": "smallest grid correlation of PFN and GP maps (mean, 5%, 95%)",
@@ -283,8 +285,9 @@ def make_claims(
 
 
 def run_convergence(run_dir: Path) -> dict:
-    """Plateau status of the PFN's E[TV] learning curve (:func:`pfntheory.convergence.plateau_status`
-    on ``learning_curve.json``) with its one-line ``trend``; a run without a curve never plateaued."""
+    """Plateau status of the PFN's E[TV] learning curve
+    (:func:`pfntheory.convergence.plateau_status` on ``learning_curve.json``) with its one-line
+    ``trend``; a run without a curve never plateaued."""
     return curve_status(Path(run_dir) / LEARNING_CURVE_FILE, metric="tv")
 
 

@@ -8,7 +8,8 @@ rate), supp-lem:rbf kernel Gram ridge prec and thm:cond number (every interval o
 ``1 - 2/(c+2)``, and the printed direction of the depth inequality).
 
 Errata checks return ``verdict="erratum"`` when they confirm the corrected statement
-(:func:`~pfntheory.claims.richardson.as_erratum`). Round-off: :func:`~pfntheory.claims.gram.eig_atol`.
+(:func:`~pfntheory.claims.richardson.as_erratum`). Round-off:
+:func:`~pfntheory.claims.gram.eig_atol`.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ __all__ = [
 def check_ridge_sandwich(
     G, noise_var: float, alpha: float = 1.0, rho: float | None = None
 ) -> ClaimResult:
-    """``(alpha^2 + (n-1) rho + s2)/(alpha^2 + s2) <= cond(G + s2 I) <= (n alpha^2 + s2)/s2`` for one
-    RBF Gram (supp-lem:rbf kernel Gram ridge). ``rho`` defaults to the empirical off-diagonal mean
-    (then the sandwich is deterministic); pass ``E kappa`` for the paper's (asymptotic) version.
-    Tolerance: ``rtol = 10 n eps cond`` (relative round-off of the eigenvalue ratio)."""
+    """``(alpha^2 + (n-1) rho + s2)/(alpha^2 + s2) <= cond(G + s2 I) <= (n alpha^2 + s2)/s2`` for
+    one RBF Gram (supp-lem:rbf kernel Gram ridge). ``rho`` defaults to the empirical off-diagonal
+    mean (then the sandwich is deterministic); pass ``E kappa`` for the paper's (asymptotic)
+    version. Tolerance: ``rtol = 10 n eps cond`` (relative round-off of the eigenvalue ratio)."""
     G = np.asarray(G, float)
     n = G.shape[0]
     a2 = alpha**2
@@ -82,10 +83,10 @@ def check_ridge_sandwich(
 
 def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimResult:
     """Every inequality of the proof of supp-lem:rbf kernel Gram ridge prec on one Gram:
-    ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + s2/s_min]`` and in the
-    paper's ``[1, 1 + s2/alpha^2]``; ``lambda_n in [s2/s_max, (alpha^2 + s2)/s_max]``; and the cond
-    interval. Round-off: ``atol = 10 n eps (1 + s2/s_min)`` on eigenvalues of the scaled matrix
-    (norm ``<= 1 + s2/s_min``), relative ``10 n eps cond`` on the condition number."""
+    ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + s2/s_min]`` and
+    in the paper's ``[1, 1 + s2/alpha^2]``; ``lambda_n in [s2/s_max, (alpha^2 + s2)/s_max]``; and
+    the cond interval. Round-off: ``atol = 10 n eps (1 + s2/s_min)`` on eigenvalues of the scaled
+    matrix (norm ``<= 1 + s2/s_min``), relative ``10 n eps cond`` on the condition number."""
     G = np.asarray(G, float)
     n = G.shape[0]
     sp = prec_spectrum(G, noise_var)
@@ -109,7 +110,10 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
     return ClaimResult(
         key="prec_inequalities",
         label="supp-lem:rbf kernel Gram ridge prec",
-        statement="lambda_1 in [1,1+s2], lambda_n in [s2/s_max,(1+s2)/s_max], cond in [s_max/(1+s2), s_max(1+s2)/s2]",
+        statement=(
+            "lambda_1 in [1,1+s2], lambda_n in [s2/s_max,(1+s2)/s_max], cond in "
+            "[s_max/(1+s2), s_max(1+s2)/s2]"
+        ),
         holds=bool(all(checks.values())),
         observed=sp.cond,
         bound=b.cond[1],
@@ -136,11 +140,12 @@ def check_cond_rate(
     n_seeds: int = 3,
     band=(0.8, 1.2),
 ) -> ClaimResult:
-    """``cond = Theta(n)``: per-seed slope of ``log cond`` on ``log n`` for the Jacobi-preconditioned
-    (``which="prec"``, thm:cond number / supp-lem:rbf kernel Gram ridge prec) or the ridge
-    (``which="ridge"``, supp-lem:rbf kernel Gram ridge) system; the 95% t-CI over seeds must lie in
-    ``band``. The band (1 +- 0.2) is a pre-asymptotic allowance: the ratio ``cond/n`` converges but is
-    only sandwiched in a factor ``(1 + s2)^2/s2`` at finite ``n``; ``details`` holds the measured slopes.
+    """``cond = Theta(n)``: per-seed slope of ``log cond`` on ``log n`` for the
+    Jacobi-preconditioned (``which="prec"``, thm:cond number / supp-lem:rbf kernel Gram ridge prec)
+    or the ridge (``which="ridge"``, supp-lem:rbf kernel Gram ridge) system; the 95% t-CI over seeds
+    must lie in ``band``. The band (1 +- 0.2) is a pre-asymptotic allowance: the ratio ``cond/n``
+    converges but is only sandwiched in a factor ``(1 + s2)^2/s2`` at finite ``n``; ``details``
+    holds the measured slopes.
     """
     if which not in ("prec", "ridge"):
         raise ValueError(f"which must be 'prec' or 'ridge', got {which!r}")
@@ -175,13 +180,13 @@ def check_cond_rate(
 def check_prec_amplitude(
     rng: np.random.Generator, alpha=0.5, noise_var=0.2, n=50, d=8, lengthscale=0.3
 ) -> ClaimResult:
-    """supp-lem:rbf kernel Gram ridge prec uses ``s_i >= 1`` and ``lambda_1 in [1, 1 + s2]``: true for the
-    unit kernel. For amplitude ``alpha^2 < 1`` only ``s_i >= alpha^2`` and
-    ``lambda_1 in [1, 1 + s2/alpha^2]`` hold, and ``lambda_1 > 1 + s2`` happens (so the "conservative"
-    step ``2/(1 + s2)`` of sec:generalization is not admissible). Two far-apart points give
-    ``lambda_1 -> 1 + s2/alpha^2`` exactly; a random design with a short lengthscale is also scored.
-    Holds (i.e. the erratum is confirmed) if both examples exceed ``1 + s2`` while respecting
-    ``1 + s2/alpha^2``."""
+    """supp-lem:rbf kernel Gram ridge prec uses ``s_i >= 1`` and ``lambda_1 in [1, 1 + s2]``: true
+    for the unit kernel. For amplitude ``alpha^2 < 1`` only ``s_i >= alpha^2`` and
+    ``lambda_1 in [1, 1 + s2/alpha^2]`` hold, and ``lambda_1 > 1 + s2`` happens (so the
+    "conservative" step ``2/(1 + s2)`` of sec:generalization is not admissible). Two far-apart
+    points give ``lambda_1 -> 1 + s2/alpha^2`` exactly; a random design with a short lengthscale is
+    also scored. Holds (i.e. the erratum is confirmed) if both examples exceed ``1 + s2`` while
+    respecting ``1 + s2/alpha^2``."""
     kern = RBFKernel(alpha, lengthscale)
     X2 = np.array([[0.0], [100.0]])
     sp2 = prec_spectrum(RBFKernel(alpha, 1.0)(X2), noise_var)
@@ -198,7 +203,9 @@ def check_prec_amplitude(
     result = ClaimResult(
         key="prec_amplitude",
         label="supp-lem:rbf kernel Gram ridge prec",
-        statement="lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1",
+        statement=(
+            "lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1"
+        ),
         holds=bool(holds),
         observed=sp.lambda_1,
         bound=paper,
@@ -220,12 +227,12 @@ def check_prec_amplitude(
 def check_row_sum_limit(
     rng: np.random.Generator, n=2000, d=16, lengthscale=1.0, k_se=5.0
 ) -> ClaimResult:
-    """The proof of supp-lem:rbf kernel Gram ridge prec writes ``s_max >= s_i = 1 + (n-1) rho``. In fact
-    ``(s_i - 1)/(n-1) -> g(x_i) = E_x kappa(x_i, x)``, which depends on ``x_i``; only the average of the
-    ``s_i`` tracks ``1 + (n-1) rho``. Holds if ``max_i |(s_i-1)/(n-1) - g(x_i)|`` is within ``k_se``
-    binomial-type standard errors (``sqrt(g(1-g)/(n-1))``, a bound on the SD of a mean of ``[0,1]``
-    variables with mean ``g``, times a union factor ``sqrt(2 log n)``) while ``max_i |.. - rho|`` is not, and
-    ``s_max >= mean(s) = 1'G1/n`` (the corrected step)."""
+    """The proof of supp-lem:rbf kernel Gram ridge prec writes ``s_max >= s_i = 1 + (n-1) rho``. In
+    fact ``(s_i - 1)/(n-1) -> g(x_i) = E_x kappa(x_i, x)``, which depends on ``x_i``; only the
+    average of the ``s_i`` tracks ``1 + (n-1) rho``. Holds if ``max_i |(s_i-1)/(n-1) - g(x_i)|`` is
+    within ``k_se`` binomial-type standard errors (``sqrt(g(1-g)/(n-1))``, a bound on the SD of a
+    mean of ``[0,1]`` variables with mean ``g``, times a union factor ``sqrt(2 log n)``) while
+    ``max_i |.. - rho|`` is not, and ``s_max >= mean(s) = 1'G1/n`` (the corrected step)."""
     kern = RBFKernel(1.0, lengthscale)
     X = sample_design(n, d, rng)
     G = kern(X)
@@ -270,14 +277,15 @@ def check_L_growth(
     band=(0.8, 1.2),
 ) -> ClaimResult:
     """thm:L growth with the optimal constant step of the Jacobi-preconditioned system
-    (eqn:richardson prec, ``A = G + s2 I``, ``b = G Y``, ``D = diag(G 1)``, ``Y`` a GP draw plus noise).
+    (eqn:richardson prec, ``A = G + s2 I``, ``b = G Y``, ``D = diag(G 1)``, ``Y`` a GP draw
+    plus noise).
 
     Measures ``L_needed``: the first ``l`` with ``||u^l - u*||_2/||u*||_2 < eps`` from
     :func:`pfntheory.richardson.richardson`. Holds if (i) the per-seed slope of ``log L_needed`` on
-    ``log n`` has its 95% t-CI in ``band`` and (ii) at the proof's depth ``L = ceil((c_n+1)/2 log 1/eps)``
-    the error in the ``D``-norm (where ``rho*^L`` bounds it exactly) is below ``eps`` for every draw. The
-    Euclidean error at that depth and ``L_needed`` vs the worst-case ``log eps/log rho*`` are in
-    ``details``.
+    ``log n`` has its 95% t-CI in ``band`` and (ii) at the proof's depth
+    ``L = ceil((c_n+1)/2 log 1/eps)`` the error in the ``D``-norm (where ``rho*^L`` bounds it
+    exactly) is below ``eps`` for every draw. The Euclidean error at that depth and ``L_needed`` vs
+    the worst-case ``log eps/log rho*`` are in ``details``.
     """
     ns = np.asarray(ns)
     kern = RBFKernel(1.0, lengthscale)
@@ -377,7 +385,9 @@ def check_rho_star_convention(
     result = ClaimResult(
         key="rho_star_convention",
         label="thm:L growth",
-        statement="rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)",
+        statement=(
+            "rho* = 1 - 2/(c_n+1) (supp-sec:richardson), not 1 - 2/(c_n+2) (proof of thm:L growth)"
+        ),
         holds=bool(holds),
         observed=rows[-1]["radius"],
         bound=rows[-1]["appendix"],
@@ -391,8 +401,9 @@ def check_depth_inequality_direction(
     conds=(2.0, 10.0, 100.0, 1e4), eps: float = 1e-6
 ) -> ClaimResult:
     """The proof of thm:L growth writes ``log eps/log rho >= (c+1)/2 log(1/eps)``; since
-    ``log(1 - x) <= -x`` the correct direction is ``<=``. Holds if ``depth_needed <= depth_sufficient``
-    for every ``c`` (so the theorem's sufficiency conclusion stands; the displayed ``>=`` is reversed)."""
+    ``log(1 - x) <= -x`` the correct direction is ``<=``. Holds if
+    ``depth_needed <= depth_sufficient`` for every ``c`` (so the theorem's sufficiency conclusion
+    stands; the displayed ``>=`` is reversed)."""
     c = np.asarray(conds, float)
     need = depth_needed(c, eps)
     suff = depth_sufficient(c, eps)

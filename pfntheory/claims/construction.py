@@ -123,10 +123,11 @@ def check_tf_rows(
 ) -> ClaimResult:
     """thm:TFdoPPD (``normalised=False``) or TF^pr (``True``): rows of every ``Z^(l)``.
 
-    Checks, for every layer ``l`` and every token: row ``d+2`` equals ``k_x`` (``kappa(x, x)`` at the
-    query) after layer 0, rows ``d+3`` / ``d+4`` equal the ``(l-1)``-th iterate of the (preconditioned)
-    Richardson recursions with ``v = Y`` / ``v = k_x`` computed by :mod:`pfntheory.richardson`, and the
-    readout ``W [Z^(L)]_{:, n+1}`` equals ``(f^(L-1)(x), kappa(x,x) + sigma^2 - g^(L-1)(x))``.
+    Checks, for every layer ``l`` and every token: row ``d+2`` equals ``k_x`` (``kappa(x, x)`` at
+    the query) after layer 0, rows ``d+3`` / ``d+4`` equal the ``(l-1)``-th iterate of the
+    (preconditioned) Richardson recursions with ``v = Y`` / ``v = k_x`` computed by
+    :mod:`pfntheory.richardson`, and the readout ``W [Z^(L)]_{:, n+1}`` equals
+    ``(f^(L-1)(x), kappa(x,x) + sigma^2 - g^(L-1)(x))``.
 
     Tolerance: :func:`~pfntheory.claims.richardson.roundoff_atol` with the size of the rows as scale
     (``eps n ||G||_inf / sigma^2``, see there), plus ``rtol = 16 n eps``.
@@ -185,8 +186,8 @@ def _tf_bounds(G, k_x, Y, noise_var, steps, normalised):
     (one per solver layer; every step counts, not only the first).
 
     Unnormalised: the theorem's bound of supp-thm:KRR with its exponent summed over the layers,
-    ``exp(-(lambda_n + sigma^2) sum_l eta_l) ||k_x|| ||v|| / (lambda_n + sigma^2)``; for a constant step
-    it is exactly :func:`pfntheory.richardson.krr_testing_bound`. It holds when every
+    ``exp(-(lambda_n + sigma^2) sum_l eta_l) ||k_x|| ||v|| / (lambda_n + sigma^2)``; for a constant
+    step it is exactly :func:`pfntheory.richardson.krr_testing_bound`. It holds when every
     ``eta_l <= 2/(lambda_1 + lambda_n + 2 sigma^2)`` (then ``|1 - eta_l (lambda_i + sigma^2)| <=
     1 - eta_l (lambda_n + sigma^2) <= exp(-eta_l (lambda_n + sigma^2))``), so a step past that range
     is caught. Normalised: the unrolled
@@ -263,7 +264,8 @@ def check_tf_convergence(
     the unrolled bound of the preconditioned query recursion. ``(mu, tau)`` from
     :func:`pfntheory.gp.posterior_predictive` (Cholesky). A divergent transformer (inf/NaN, or
     above the bound) fails. ``details["informative"]`` says whether the bound is below the error of
-    a do-nothing transformer (``(0, kappa(x,x) + sigma^2)``), i.e. whether this draw could reject one.
+    a do-nothing transformer (``(0, kappa(x,x) + sigma^2)``), i.e. whether this draw
+    could reject one.
 
     Tolerance: ``roundoff_atol`` scaled by ``max(|mu|, tau)``.
     """
@@ -307,20 +309,22 @@ def check_tf_convergence(
 def check_tfpr_far_query(
     kernel, n: int, d: int, noise_var: float, *, L: int = 200, step_frac: float = 0.9, seed: int = 0
 ) -> ClaimResult:
-    """TF^pr converges at a query only if ``|1 - eta sigma^2 / s_x| < 1``, i.e. ``s_x > eta sigma^2/2``.
+    """TF^pr converges at a query only if ``|1 - eta sigma^2 / s_x| < 1``, i.e.
+    ``s_x > eta sigma^2/2``.
 
-    sec:generalization replaces the solver layers' attention by ``Attn^na`` and divides the skip term
-    of every token by ``s_{x_j}``, the query's included. The query's rows then follow
-    ``f^(l+1)(x) = (1 - eta sigma^2 / s_x) f^(l)(x) + (eta / s_x) sum_j kappa(x, x_j)(y_j - f_j^(l))``:
-    the context part converges for every step admissible for ``D^{-1}(G + sigma^2 I)``
-    (``eta < 2 / lambda_1``), but the query's own factor ``1 - eta sigma^2 / s_x`` leaves ``(-1, 1)``
-    when the query has little kernel mass on the context. The paper states no such condition.
+    sec:generalization replaces the solver layers' attention by ``Attn^na`` and divides the skip
+    term of every token by ``s_{x_j}``, the query's included. The query's rows then follow
+    ``f^(l+1)(x) = (1 - eta sigma^2 / s_x) f^(l)(x) + (eta / s_x) sum_j kappa(x, x_j)(y_j -
+    f_j^(l))``: the context part converges for every step admissible for ``D^{-1}(G + sigma^2 I)``
+    (``eta < 2 / lambda_1``), but the query's own factor ``1 - eta sigma^2 / s_x`` leaves
+    ``(-1, 1)`` when the query has little kernel mass on the context. The paper states no
+    such condition.
 
     Measured: on one context of sec:sims, the hand-set TF^pr at ``step_frac`` times the admissible
     step, for a query drawn from the design (``s_x`` large) and for a query moved away from the
-    inputs until ``s_x < eta sigma^2 / 2``. ``holds`` is the paper's implicit claim "TF^pr converges at
-    both queries"; ``observed`` is ``|TF^pr_L - (mu, tau)|_inf`` at the far query, ``bound`` its value
-    at the near query.
+    inputs until ``s_x < eta sigma^2 / 2``. ``holds`` is the paper's implicit claim "TF^pr converges
+    at both queries"; ``observed`` is ``|TF^pr_L - (mu, tau)|_inf`` at the far query, ``bound`` its
+    value at the near query.
     """
     rng = np.random.default_rng(seed)
     X, Y, x_near = context(kernel, n, d, noise_var, rng)
@@ -418,14 +422,15 @@ def check_tf_rate(
     For each seed a context is drawn (:func:`context`); the step is ``0.9/(lambda_1 + sigma^2)``
     (``step="rate"``, the theorem's hypothesis), the optimal ``eta*`` (``"optimal"``), or a step in
     ``(eta*, 2/(lambda_1+sigma^2))`` (``"beyond"``, 0.5/0.5 between them). Depths are spread up to
-    the depth where ``rho^L = 1e-10``; the slope is fitted on the last half of the depths whose error
-    is above ``1e3 *`` round-off. The predicted factor is the theorem's
+    the depth where ``rho^L = 1e-10``; the slope is fitted on the last half of the depths whose
+    error is above ``1e3 *`` round-off. The predicted factor is the theorem's
     ``rho = 1 - eta (lambda_n + sigma^2)`` (``factor="theorem"``) or the factor of the modes present
     (``"effective"``, :func:`effective_factor`; for TF^pr :func:`prec_query_factor`).
 
-    The claim holds if ``slope / log(rho)`` is at least ``1 - RATE_RTOL`` on every seed (the error decays at least at rate ``rho``: the theorem is an upper bound) and
-    the median ratio is within ``1 +- RATE_RTOL`` (the rate is attained). A seed whose slowest mode
-    has a tiny weight decays faster over the fitted window (ratio > 1); that is allowed.
+    The claim holds if ``slope / log(rho)`` is at least ``1 - RATE_RTOL`` on every seed (the error
+    decays at least at rate ``rho``: the theorem is an upper bound) and the median ratio is within
+    ``1 +- RATE_RTOL`` (the rate is attained). A seed whose slowest mode has a tiny weight decays
+    faster over the fitted window (ratio > 1); that is allowed.
     """
     choice(step, "step", ("rate", "optimal", "beyond"))
     ratio_l: list[float] = []
@@ -444,7 +449,8 @@ def check_tf_rate(
                 eta = rich.safe_step(A)  # 0.9 / (lambda_1(G) + sigma^2)
             elif step == "optimal":
                 eta = rich.optimal_step(A)  # 2 / (lambda_1(G) + lambda_n(G) + 2 sigma^2)
-            else:  # "beyond": midway between eta* and the convergence limit 2 / (lambda_1 + sigma^2)
+            else:
+                # "beyond": midway between eta* and the convergence limit 2 / (lambda_1 + sigma^2)
                 eta = 0.5 * rich.optimal_step(A) + 0.5 * rich.admissible_step(A)
             rho = (
                 effective_factor(G, k_x, Y, noise_var, eta)
@@ -513,12 +519,14 @@ def check_rate_step_condition(
 
     The theorem's factor ``rho = 1 - eta (lambda_n + sigma^2)`` is the true factor exactly when
     ``eta <= eta* = 2/(lambda_1 + lambda_n + 2 sigma^2)``: checked at ``eta*`` (beyond the stated
-    ``1/(lambda_1+sigma^2)``, rate still matches) and in ``(eta*, 2/(lambda_1+sigma^2))`` (converges,
-    but slower than the theorem's rho: the measured slope is then ``log(eta(lambda_1+sigma^2) - 1)``).
+    ``1/(lambda_1+sigma^2)``, rate still matches) and in ``(eta*, 2/(lambda_1+sigma^2))``
+    (converges, but slower than the theorem's rho: the measured slope is then
+    ``log(eta(lambda_1+sigma^2) - 1)``).
 
     Returns [at eta*: rate matches theorem's rho (expected holds=True),
              beyond eta*: rate matches theorem's rho (expected holds=False),
-             beyond eta*: rate matches the true factor max_i|1 - eta(lambda_i + sigma^2)| (holds=True)].
+             beyond eta*: rate matches the true factor max_i|1 - eta(lambda_i + sigma^2)|
+             (holds=True)].
     """
     return [
         check_tf_rate(kernel, n, d, noise_var, seeds, step="optimal", factor="theorem"),
@@ -528,9 +536,11 @@ def check_rate_step_condition(
 
 
 def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> ClaimResult:
-    """ "MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls with ``C'``.
+    """ "MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls
+    with ``C'``.
 
-    ``delta_MLP`` is the certified upper bound of :func:`pfntheory.mlp.delta_mlp`. Fits ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
+    ``delta_MLP`` is the certified upper bound of :func:`pfntheory.mlp.delta_mlp`. Fits
+    ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
     approximation claim: ``delta_MLP -> 0``). The fitted order is reported (``observed``).
     """
     deltas = np.array([delta_mlp(fit_psi_mlp(box, w), n_grid=n_grid) for w in widths])
@@ -590,12 +600,12 @@ def check_ppd_convergence_L(
     Hand-set transformer (optimal step) + explicit MLP (box around the context's ``(mu, tau)``) +
     softmax readout on ``C`` equal bins of ``ab``. With ``TV_inf`` the TV at the exact ``(mu, tau)``
     (the floor) and ``E_L = |TV_L - TV_inf|``, the theorem's ``E_L <~ exp(-(1 - rho)(L - 1))`` is
-    checked as: with ``K = max_{L <= L_max/4} E_L exp((1 - rho)(L - 1))`` (the constant, read off the
-    first quarter of depths), ``E_L <= K exp(-(1 - rho)(L - 1)) + TV_ROUNDOFF`` at every deeper ``L``;
-    and ``E_{L_max} <= 1e-6``. ``rho`` is the effective factor of the modes present. The fitted
-    slope of ``log E_L`` (running maximum from the right, since TV is not monotone in the solver
-    error) over ``log rho`` is reported per seed: 1 where ``TV`` is linear in the moment error, 2
-    where the exact moments sit at a local minimum of the TV (quadratic excess).
+    checked as: with ``K = max_{L <= L_max/4} E_L exp((1 - rho)(L - 1))`` (the constant, read off
+    the first quarter of depths), ``E_L <= K exp(-(1 - rho)(L - 1)) + TV_ROUNDOFF`` at every deeper
+    ``L``; and ``E_{L_max} <= 1e-6``. ``rho`` is the effective factor of the modes present. The
+    fitted slope of ``log E_L`` (running maximum from the right, since TV is not monotone in the
+    solver error) over ``log rho`` is reported per seed: 1 where ``TV`` is linear in the moment
+    error, 2 where the exact moments sit at a local minimum of the TV (quadratic excess).
     """
     e = bin_edges(ab[0], ab[1], C)
     ratios, rows, ok = [], [], True
@@ -648,7 +658,9 @@ def check_ppd_convergence_L(
         observed=worst,
         bound=1.0,
         ci=ci,
-        tolerance=f"K from the first quarter of depths; + TV_ROUNDOFF={TV_ROUNDOFF}; final excess <= 1e-6",
+        tolerance=(
+            f"K from the first quarter of depths; + TV_ROUNDOFF={TV_ROUNDOFF}; final excess <= 1e-6"
+        ),
         details={"rows": rows, "C": C, "width": width, "ab": ab, "mean_slope_ratio": m},
     )
 
@@ -668,13 +680,13 @@ def check_ppd_floor_C(
     """thm:PPD convergence in ``C``: the floor at ``L = inf`` falls like ``1/C`` plus the tail mass.
 
     With the explicit MLP at the exact moments and equal bins of a fixed ``ab``: the truncated
-    ``TV(p_(a,b], q_theta)`` (the quantity of fig:exp1) is fitted against ``log C`` per seed, and the
-    untruncated ``TV(p_n, q_theta)`` is checked to lie in ``[eps_tail, eps_tail + TV(p_(a,b], q)]``
-    (lower: the mass a histogram on ``(a, b]`` cannot place; upper: triangle inequality through
-    ``p_(a,b]``, since ``TV(p_n, p_(a,b]) = eps_tail``). Holds if the 95 % t-CI over seeds of the
-    order lies within ``-1 +- order_band`` (first order: a piecewise-constant density is ``O(1/C)``
-    from a smooth one in TV; the midpoint rule only makes the softmax-vs-bin-mass part
-    ``O(1/C^2)``) and the sandwich holds for every ``C``.
+    ``TV(p_(a,b], q_theta)`` (the quantity of fig:exp1) is fitted against ``log C`` per seed, and
+    the untruncated ``TV(p_n, q_theta)`` is checked to lie in
+    ``[eps_tail, eps_tail + TV(p_(a,b], q)]`` (lower: the mass a histogram on ``(a, b]`` cannot
+    place; upper: triangle inequality through ``p_(a,b]``, since ``TV(p_n, p_(a,b]) = eps_tail``).
+    Holds if the 95 % t-CI over seeds of the order lies within ``-1 +- order_band`` (first order: a
+    piecewise-constant density is ``O(1/C)`` from a smooth one in TV; the midpoint rule only makes
+    the softmax-vs-bin-mass part ``O(1/C^2)``) and the sandwich holds for every ``C``.
     """
     orders, rows, sandwich = [], [], True
     for seed in seeds:

@@ -8,9 +8,10 @@ so a trained model's table entry cannot lie below the exact PPD's expected CRPS
 
 The slip (as issue 10 describes the authors' public code): the histogram CRPS
 ``int (F(t) - 1{t >= y})^2 dt`` is assembled bin by bin, and in the bin that holds ``y`` a term
-``w F(y)^2`` (``w`` the bin width) is subtracted and never added back. :func:`slipped_histogram_crps`
-models exactly that (``pfntheory.metrics.histogram_crps`` stays correct); for a calibrated forecast
-``F(Y) ~ Unif(0, 1)``, so the slip biases the mean CRPS by ``-w E[F(Y)^2] = -w / 3``.
+``w F(y)^2`` (``w`` the bin width) is subtracted and never added back.
+:func:`slipped_histogram_crps` models exactly that (``pfntheory.metrics.histogram_crps`` stays
+correct); for a calibrated forecast ``F(Y) ~ Unif(0, 1)``, so the slip biases the mean CRPS by
+``-w E[F(Y)^2] = -w / 3``.
 
 The check, per cell (lengthscale, n'): ``deficit = exact - paper`` against the combined Monte-Carlo
 standard error of our exact reference and of the paper's own 4096-instance mean (estimated from the
@@ -120,8 +121,9 @@ def check_slip_bias(
 
 
 def _crps_spread_factor() -> float:
-    """``E[g(Z)^2]`` for the standard-normal CRPS ``g(z) = z(2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)``,
-    by quadrature on a fine grid (the integrand decays like z^2 phi(z))."""
+    """``E[g(Z)^2]`` for the standard-normal CRPS
+    ``g(z) = z(2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)``, by quadrature on a fine grid (the integrand
+    decays like z^2 phi(z))."""
     z = np.linspace(-12, 12, 200001)
     g = z * (2 * ndtr(z) - 1) + 2 * norm.pdf(z) - 1 / np.sqrt(np.pi)
     return float(np.trapezoid(g**2 * norm.pdf(z), z))

@@ -2,8 +2,8 @@
 
 Paper results measured here
 ---------------------------
-* supp-lem:discretization error -- :func:`discretization_instance`, :func:`check_discretization_error`,
-  rate :func:`check_discretization_rate`.
+* supp-lem:discretization error -- :func:`discretization_instance`,
+  :func:`check_discretization_error`, rate :func:`check_discretization_rate`.
 * supp-lem:smax quad -- :func:`smax_quad_instance`, :func:`check_smax_quad`, rate
   :func:`check_smax_quad_rate`, readout identity :func:`check_readout_identity`.
 * supp-thm:popmini -- :func:`check_popmini`; the normaliser of eqn:true piece ppd
@@ -95,7 +95,8 @@ N_GRID = 64
 def random_partition(
     a: float, b: float, C: int, rng: np.random.Generator, ratio: float = 4.0
 ) -> np.ndarray:
-    """Non-equidistant partition of ``(a, b]``: widths ``~ Unif[1, ratio]``, normalised to ``b - a``."""
+    """Non-equidistant partition of ``(a, b]``: widths ``~ Unif[1, ratio]``, normalised to
+    ``b - a``."""
     w = rng.uniform(1.0, ratio, C)
     e = a + (b - a) * np.concatenate([[0.0], np.cumsum(w) / w.sum()])
     e[0], e[-1] = a, b
@@ -105,7 +106,8 @@ def random_partition(
 def warped_partition(
     a: float, b: float, C: int, beta: float = 0.5, phase: float = 0.0
 ) -> np.ndarray:
-    """Smoothly non-equidistant partition ``a + (b - a) g(t)``, ``g(t) = t + beta (sin(2 pi t + phase)
+    """Smoothly non-equidistant partition ``a + (b - a) g(t)``, ``g(t) = t + beta (sin(2
+    pi t + phase)
     - sin(phase)) / (2 pi)`` on ``t = 0, 1/C, ..., 1``. Monotone for ``|beta| < 1``; refining ``C``
     keeps the width profile, so convergence orders are those of an equidistant grid."""
     if not abs(beta) < 1:
@@ -298,7 +300,8 @@ def check_smax_quad(cases, readout: Callable | None = None) -> ClaimResult:
 def check_readout_identity(
     density: Density, edges, readout: Callable | None = None, rtol: float = 1e-12
 ) -> ClaimResult:
-    """The step of supp-lem:smax quad's proof: ``sm(ell)_c = p(xi_c) Delta_c / sum_j p(xi_j) Delta_j``.
+    """The step of supp-lem:smax quad's proof:
+    ``sm(ell)_c = p(xi_c) Delta_c / sum_j p(xi_j) Delta_j``.
 
     ``A(theta)`` cancels in the softmax, so the readout reproduces the density at the midpoints.
     Tolerance: ``rtol`` on each probability (softmax of O(1) logits: relative error ~ C eps).
@@ -392,7 +395,8 @@ def check_discretization_rate(
     partition: str = "uniform",
     band: float = 0.1,
 ) -> ClaimResult:
-    """Order in ``C`` of ``TV(p_(a,b], p~)`` (the part of supp-lem:discretization error that vanishes).
+    """Order in ``C`` of ``TV(p_(a,b], p~)`` (the part of supp-lem:discretization error
+    that vanishes).
 
     Expected order 1 (``int |p - bin mean| ~ Delta^2 |p'| / 4`` per bin: first order for any
     non-constant density); the paper claims ``O(1/C)`` (thm:PPD convergence).
@@ -428,8 +432,8 @@ def check_smax_quad_rate(
 
     The lemma gives ``O(|Gamma|)``; the midpoint rule is second order (``g_c - p(xi_c) Delta_c =
     p''(xi_c) Delta_c^3 / 24 + ...``), so expected order 2 for smooth densities (the default
-    ``kinds``). For kinked densities (triangular, Laplace) a kink costs its bin ``O(Delta^2)`` with a
-    constant that depends on where the kink falls in the bin, so per-seed slopes scatter; check
+    ``kinds``). For kinked densities (triangular, Laplace) a kink costs its bin ``O(Delta^2)`` with
+    a constant that depends on where the kink falls in the bin, so per-seed slopes scatter; check
     ``details["paper_rate_holds"]`` there.
     """
     return _rate(
@@ -469,12 +473,13 @@ def check_popmini(
     n_perturb: int = 200,
     minimizer: Callable = population_nll_minimizer,
 ) -> ClaimResult:
-    """supp-thm:popmini: the minimiser of the truncated NLL over histograms is ``q*_c = int_bin p_(a,b]``.
+    """supp-thm:popmini: the minimiser of the truncated NLL over histograms is
+    ``q*_c = int_bin p_(a,b]``.
 
-    For each instance (``mu, tau`` of shape (m,)) the candidate ``q = minimizer(mu, tau, edges)`` must
-    (i) lie on the simplex (|sum - 1| <= C eps); (ii) have truncated NLL no larger than any of
-    ``n_perturb`` random simplex points (Dirichlet draws and mixtures ``(1-t) q + t r``), with the gap
-    equal to ``KL(p || q') - KL(p || q)`` to round-off; (iii) have no lower NLL at ``n_perturb``
+    For each instance (``mu, tau`` of shape (m,)) the candidate ``q = minimizer(mu, tau, edges)``
+    must (i) lie on the simplex (|sum - 1| <= C eps); (ii) have truncated NLL no larger than any of
+    ``n_perturb`` random simplex points (Dirichlet draws and mixtures ``(1-t) q + t r``), with the
+    gap equal to ``KL(p || q') - KL(p || q)`` to round-off; (iii) have no lower NLL at ``n_perturb``
     local two-sided perturbations ``q (1 +- t v)`` (``sum q v = 0``, relative size 1e-3), which
     detects a first-order descent direction, i.e. any non-minimiser. ``p_c`` comes from
     :func:`_reference_masses` (the definition), not from the candidate.
@@ -549,10 +554,10 @@ def check_popmini(
 
 
 def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimResult:
-    """eqn:true piece ppd divides the bin masses of ``p_n`` by ``1 - eps`` with ``eps`` the *marginal*
-    outside mass ("marginally P(y not in (a,b]) = eps"). For one context the histogram then
-    integrates to ``(1 - eps_tail(Z)) / (1 - eps)``, not 1; supp-thm:popmini's minimiser divides by
-    the per-instance mass ``int_a^b p_n``.
+    """eqn:true piece ppd divides the bin masses of ``p_n`` by ``1 - eps`` with ``eps`` the
+    *marginal* outside mass ("marginally P(y not in (a,b]) = eps"). For one context the histogram
+    then integrates to ``(1 - eps_tail(Z)) / (1 - eps)``, not 1; supp-thm:popmini's minimiser
+    divides by the per-instance mass ``int_a^b p_n``.
 
     holds iff the literal eqn:true piece ppd integrates to 1 (within 1e-12) for every instance
     (an erratum when it does not). observed = worst ``|integral - 1|``.
@@ -590,8 +595,9 @@ def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimRes
 def check_interval_conventions(
     mu, tau, edges, probs, rng: np.random.Generator, n: int = 2000
 ) -> ClaimResult:
-    """``(gamma_c, gamma_{c+1}]`` (eqn:TF piece ppd, supp-lem:smax quad) vs ``[gamma_c, gamma_{c+1})``
-    (supp-lem:discretization error, supp-thm:popmini): the densities differ only on the edges.
+    """``(gamma_c, gamma_{c+1}]`` (eqn:TF piece ppd, supp-lem:smax quad) vs
+    ``[gamma_c, gamma_{c+1})`` (supp-lem:discretization error, supp-thm:popmini): the densities
+    differ only on the edges.
 
     Measures (i) the number of ``y ~ N(mu, tau)`` draws (continuous) where the two densities differ
     (must be 0); (ii) that they *do* differ at the interior edges (so the check can fail);
@@ -646,7 +652,8 @@ def check_logit_perturbation(
     Draws random logits ``ell_3`` (scale up to 10, C up to ``C_max``), perturbations with
     ``||.||_inf <= Delta`` (uniform, sign patterns ``+-Delta`` and the extremal pair of
     :func:`~pfntheory.discretize.softmax_perturbation_sharp`). holds iff every draw obeys ``bound``.
-    Records observed/paper ratios and observed/sharp ratios (the sharp value is attained: max ratio 1).
+    Records observed/paper ratios and observed/sharp ratios (the sharp value is attained:
+    max ratio 1).
     """
     ratios, ratios_sharp, ok = [], [], True
     for k in range(n_draws):
@@ -736,8 +743,8 @@ def check_inverse_gaussian_example(mu: float, tau: float) -> ClaimResult:
     return ClaimResult(
         label="supp-sec:thrm4.1",
         key="inverse_gaussian_example",
-        statement="IG(mean mu, var tau) = exp(<(-mu/2tau, -mu^3/2tau, -3/2), (y,1/y,log y)> + mu^2/tau "
-        "+ (log(mu^3/tau) - log 2pi)/2) 1{y>0}",
+        statement="IG(mean mu, var tau) = exp(<(-mu/2tau, -mu^3/2tau, -3/2), (y,1/y,log y)> + "
+        "mu^2/tau + (log(mu^3/tau) - log 2pi)/2) 1{y>0}",
         holds=bool(holds),
         observed=float(max(errs.values())),
         bound=1e-8,

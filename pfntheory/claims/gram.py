@@ -2,8 +2,8 @@
 matrix scale with the context size ``n``.
 
 Labels: supp-lem:lienar kernel Gram (concentration interval and its ``n^{-1/2}`` rate),
-supp-lem:rbf kernel Gram (``lambda_1 >= 1'G1/n`` and its limit, the Mercer eigenvalue formula checked
-by quadrature and against Nystrom eigenvalues, the truncation chain of the proof, the
+supp-lem:rbf kernel Gram (``lambda_1 >= 1'G1/n`` and its limit, the Mercer eigenvalue formula
+checked by quadrature and against Nystrom eigenvalues, the truncation chain of the proof, the
 super-polynomial growth of ``cond(G)``), and the naming clash of ``rho`` (mean kernel value) with
 ``rho*`` (convergence factor). Shared helpers: :func:`clopper_pearson`, :func:`seed_slopes`,
 :func:`in_band`, :func:`band_tolerance`, :func:`rate_claim`, :func:`eig_atol`.
@@ -94,8 +94,8 @@ def rate_claim(
 ) -> ClaimResult:
     """A rate claim decided by :func:`seed_slopes` and :func:`in_band`: the per-seed slopes of
     ``log values`` (shape (seeds, len(ns))) on ``log ns``, their 95% t-CI inside ``band``;
-    ``observed`` is the mean slope, ``bound`` the paper's rate ``target``, and ``details`` a function
-    of the per-seed slopes giving the result's ``details``."""
+    ``observed`` is the mean slope, ``bound`` the paper's rate ``target``, and ``details`` a
+    function of the per-seed slopes giving the result's ``details``."""
     m, ci, slopes = seed_slopes(np.log(ns), np.log(values))
     return ClaimResult(
         key=key,
@@ -186,9 +186,9 @@ def check_linear_rate(
     band=(-0.6, -0.4),
 ) -> ClaimResult:
     """``lambda_j d/n - 1 = O_P(n^{-1/2})`` (supp-lem:lienar kernel Gram): per seed, the slope of
-    ``log mean_reps max_j |lambda_j d/n - 1|`` on ``log n``; the t-CI over seeds must lie in ``band``
-    (-1/2 +- 0.1: the next term of ``(1 + sqrt(d/n))^2 - 1`` is ``d/n``, which moves the local slope
-    by at most ``sqrt(d/n_min)/2 = 0.1`` at ``n_min = 100``, ``d = 4``)."""
+    ``log mean_reps max_j |lambda_j d/n - 1|`` on ``log n``; the t-CI over seeds must lie in
+    ``band`` (-1/2 +- 0.1: the next term of ``(1 + sqrt(d/n))^2 - 1`` is ``d/n``, which moves the
+    local slope by at most ``sqrt(d/n_min)/2 = 0.1`` at ``n_min = 100``, ``d = 4``)."""
     ns = np.asarray(ns)
     dev = np.empty((n_seeds, ns.size))
     for s in range(n_seeds):
@@ -198,7 +198,9 @@ def check_linear_rate(
     return rate_claim(
         key="linear_rate",
         label="supp-lem:lienar kernel Gram",
-        statement="lambda_j = (1 + O_P(n^-1/2)) n/d: slope of log|lambda_j d/n - 1| vs log n is -1/2",
+        statement=(
+            "lambda_j = (1 + O_P(n^-1/2)) n/d: slope of log|lambda_j d/n - 1| vs log n is -1/2"
+        ),
         ns=ns,
         values=dev,
         target=-0.5,
@@ -240,8 +242,8 @@ def check_lambda1_limit(
     The lemma only needs ``lambda_1 >~ n``; its lower bound ``1'G1/n ~ n rho`` is not the limit of
     ``lambda_1``: ``rho = <1, T 1> <= mu_0`` with equality only if the constant is an eigenfunction.
     Holds if at the largest ``n`` the seed mean of ``lambda_1/n`` is within ``k_se`` standard errors
-    (over seeds) plus a bias allowance ``alpha^2/n`` of ``mu_0``, and farther than that from ``rho``;
-    and ``1'G1/n^2`` is within the same tolerance of ``rho``.
+    (over seeds) plus a bias allowance ``alpha^2/n`` of ``mu_0``, and farther than that from
+    ``rho``; and ``1'G1/n^2`` is within the same tolerance of ``rho``.
     """
     ns = np.asarray(ns)
     mer = RBFMercer(d, lengthscale, None, alpha)
@@ -298,11 +300,11 @@ def _gauss_hermite_grid(d: int, var: float, n_nodes: int) -> tuple[np.ndarray, n
 def operator_eigenvalues_quadrature(
     d: int, lengthscale: float, var: float, n_nodes: int, alpha: float = 1.0
 ) -> np.ndarray:
-    """Eigenvalues of the integral operator ``(T f)(x) = E_{x'} kappa(x, x') f(x')``, ``x' ~ N(0, var I_d)``,
-    by tensor Gauss-Hermite quadrature with ``n_nodes`` per coordinate (Nystrom method with
-    quadrature weights; converges exponentially fast for the analytic RBF kernel). An independent
-    reference for the Mercer formula: it uses only the kernel and the measure. Descending, shape
-    ``(n_nodes**d,)``."""
+    """Eigenvalues of the integral operator ``(T f)(x) = E_{x'} kappa(x, x') f(x')``,
+    ``x' ~ N(0, var I_d)``, by tensor Gauss-Hermite quadrature with ``n_nodes`` per coordinate
+    (Nystrom method with quadrature weights; converges exponentially fast for the analytic RBF
+    kernel). An independent reference for the Mercer formula: it uses only the kernel and the
+    measure. Descending, shape ``(n_nodes**d,)``."""
     X, W = _gauss_hermite_grid(d, var, n_nodes)
     K = RBFKernel(alpha, lengthscale)(X)
     r = np.sqrt(W)
@@ -318,17 +320,17 @@ def check_mercer_quadrature(
     n_degrees: int = 5,
     rtol: float = 1e-9,
 ) -> ClaimResult:
-    """The Mercer eigenvalues ``alpha^2 mercer_alpha^{d/2} beta^k`` with multiplicity ``C(k+d-1, d-1)``
-    (proof of supp-lem:rbf kernel Gram; 1/a = 4 sigma^2, 1/b = 2 ell^2) against Gauss-Hermite
-    operator eigenvalues, for degrees ``k < n_degrees``: every eigenvalue of the block within
-    ``max(rtol, 10 x quadrature error)``, the quadrature error estimated by refining the rule from
-    ``n_nodes - 6`` to ``n_nodes`` nodes (it converges exponentially for the analytic kernel; the
-    floor ``rtol = 1e-9`` leaves room for the ``n eps`` round-off of ``eigvalsh`` relative to the
-    smallest checked eigenvalue).
+    """The Mercer eigenvalues ``alpha^2 mercer_alpha^{d/2} beta^k`` with multiplicity
+    ``C(k+d-1, d-1)`` (proof of supp-lem:rbf kernel Gram; 1/a = 4 sigma^2, 1/b = 2 ell^2) against
+    Gauss-Hermite operator eigenvalues, for degrees ``k < n_degrees``: every eigenvalue of the block
+    within ``max(rtol, 10 x quadrature error)``, the quadrature error estimated by refining the rule
+    from ``n_nodes - 6`` to ``n_nodes`` nodes (it converges exponentially for the analytic kernel;
+    the floor ``rtol = 1e-9`` leaves room for the ``n eps`` round-off of ``eigvalsh`` relative to
+    the smallest checked eigenvalue).
 
-    ``details['conventions']`` scores the alternatives ``1/a = 2 sigma^2`` and ``1/b = ell^2``, which
-    must fail (the test has power to tell the conventions apart). Rescaling ``a`` and ``b`` together
-    leaves the eigenvalues unchanged (they depend on ``a/b = ell^2/(2 sigma^2)`` only); the
+    ``details['conventions']`` scores the alternatives ``1/a = 2 sigma^2`` and ``1/b = ell^2``,
+    which must fail (the test has power to tell the conventions apart). Rescaling ``a`` and ``b``
+    together leaves the eigenvalues unchanged (they depend on ``a/b = ell^2/(2 sigma^2)`` only); the
     eigenfunctions (R&W eq. 4.42) do see it, and the kernel-reconstruction test checks them.
     """
     var = 1.0 / d if var is None else float(var)
@@ -348,7 +350,8 @@ def check_mercer_quadrature(
     )
 
     def alt(a_scale, b_scale):
-        # eigenvalues under a different reading of a, b: 1/a = 4 var * a_scale, 1/b = 2 ell^2 * b_scale
+        # eigenvalues under a different reading of a, b: 1/a = 4 var * a_scale, 1/b = 2
+        # ell^2 * b_scale
         m2 = RBFMercer(d, lengthscale * np.sqrt(b_scale), var * a_scale, alpha)
         return float(np.max(np.abs(ref[:T] / m2.eigenvalues(T) - 1.0)))
 
@@ -362,7 +365,10 @@ def check_mercer_quadrature(
     return ClaimResult(
         key="mercer_quadrature",
         label="supp-lem:rbf kernel Gram",
-        statement="Mercer eigenvalues of RBF under N(0, var I): alpha^{d/2} beta^k, multiplicity C(k+d-1,d-1)",
+        statement=(
+            "Mercer eigenvalues of RBF under N(0, var I): alpha^{d/2} beta^k, "
+            "multiplicity C(k+d-1,d-1)"
+        ),
         holds=bool(rel.max() <= rtol and mult_ok),
         observed=float(rel.max()),
         bound=rtol,
@@ -389,10 +395,11 @@ def check_mercer_nystrom(
     """Nystrom check: ``eigvalsh(G)/n`` grouped by degree block (sizes ``C(k+d-1, d-1)``) against
     ``m_k mu^{(k)}``.
 
-    First-order perturbation gives the block sum as ``(1/n) sum_i sum_{|i|=k} mu^{(k)} phi_i(x_i)^2``,
-    whose CLT standard error ``SE_k`` is estimated from the Mercer features at the same points; the
-    claim holds if the mean over seeds is within ``k_se`` standard errors (pooled over seeds) plus a
-    second-order allowance ``mu_0 m_k / n`` of the prediction.
+    First-order perturbation gives the block sum as
+    ``(1/n) sum_i sum_{|i|=k} mu^{(k)} phi_i(x_i)^2``, whose CLT standard error ``SE_k`` is
+    estimated from the Mercer features at the same points; the claim holds if the mean over seeds is
+    within ``k_se`` standard errors (pooled over seeds) plus a second-order allowance
+    ``mu_0 m_k / n`` of the prediction.
     """
     mer = RBFMercer(d, lengthscale)
     kern = RBFKernel(1.0, lengthscale)
@@ -422,7 +429,10 @@ def check_mercer_nystrom(
         holds=bool(holds),
         observed=float(z.max()),
         bound=k_se,
-        tolerance=f"{k_se} CLT standard errors (first-order perturbation, pooled over {n_seeds} seeds) + mu_0 m_k/n",
+        tolerance=(
+            f"{k_se} CLT standard errors (first-order perturbation, pooled over "
+            f"{n_seeds} seeds) + mu_0 m_k/n"
+        ),
         details=dict(n=n, d=d, block_sums=sums.mean(0), predicted=pred, se=se, z=z),
     )
 
@@ -438,8 +448,8 @@ def check_mercer_truncation(
     n_quad: int = 40,
 ) -> ClaimResult:
     """The chain of the proof of supp-lem:rbf kernel Gram for one ``T = T_{<M} < n``:
-    ``lambda_{T+1}(G) <= lambda_1(R_{>T}) <= tr R_{>T}`` on every draw (``R = G - Phi Phi^T``, with the
-    Mercer features ``Phi`` of degree ``< M``), ``lambda_{T+1}(G_{<M}) = 0``,
+    ``lambda_{T+1}(G) <= lambda_1(R_{>T}) <= tr R_{>T}`` on every draw (``R = G - Phi Phi^T``, with
+    the Mercer features ``Phi`` of degree ``< M``), ``lambda_{T+1}(G_{<M}) = 0``,
     ``E tr R_{>T} = n sum_{t > T} mu_t`` (within ``k_se`` Monte-Carlo SE over draws), and the tail
     sum below the bound ``C beta^M M^{d-1}`` (supp-eqn:q)."""
     mer = RBFMercer(d, lengthscale)
@@ -467,8 +477,9 @@ def check_mercer_truncation(
         margins.append(lamG[T] / trR)
     traces = np.asarray(traces_l)
     tail = mer.tail_sum(M)
-    # E r(x) = E[kappa(x,x) - kappa_<M(x,x)] by tensor Gauss-Hermite quadrature (the per-point residual
-    # is heavy-tailed, so a Monte-Carlo mean over a few draws is not a reliable check of the identity)
+    # E r(x) = E[kappa(x,x) - kappa_<M(x,x)] by tensor Gauss-Hermite quadrature (the per-point
+    # residual is heavy-tailed, so a Monte-Carlo mean over a few draws is not a reliable check of
+    # the identity)
     Xq, Wq = _gauss_hermite_grid(d, mer.variance, n_quad)
     Phq = mer.features(Xq, M)
     e_r = float(np.sum(Wq * (1.0 - np.sum(Phq * Phq, axis=1))))
@@ -480,7 +491,10 @@ def check_mercer_truncation(
     return ClaimResult(
         key="mercer_truncation",
         label="supp-lem:rbf kernel Gram",
-        statement="lambda_n(G) <= lambda_{T+1}(G) <= lambda_1(R_>T) <= tr R_>T, E tr R = n sum_{t>T} mu_t <= n C beta^M M^{d-1}",
+        statement=(
+            "lambda_n(G) <= lambda_{T+1}(G) <= lambda_1(R_>T) <= tr R_>T, E tr R = n "
+            "sum_{t>T} mu_t <= n C beta^M M^{d-1}"
+        ),
         holds=bool(chain_ok and rank_ok and mc_ok and bound_ok),
         observed=float(traces.mean()),
         bound=float(n * tail),
@@ -513,15 +527,15 @@ def check_rbf_cond_growth(
 ) -> ClaimResult:
     """Super-polynomial growth of ``cond(G)`` (supp-lem:rbf kernel Gram), where float64 can see it.
 
-    ``lambda_n(G)`` is resolved only while it exceeds the round-off floor ``n eps lambda_1``; an ``n`` is
-    kept only if every draw has ``lambda_n > floor_factor * n eps lambda_1`` (``details`` records the
-    first ``n`` that is not). On the resolved window, with ``y = mean_seeds log cond(G)``: (i) the fit
-    ``y = a + b log n + c (log n)^2`` has ``c > 0`` with its 95% CI above 0 (convex in log-log: the local
-    polynomial degree keeps growing, so no polynomial bound fits), and (ii)
-    ``y + (2 + (d-1)/d) log n`` regressed on ``n^{1/d}`` has slope ``gamma_hat`` with CI above 0 (the
-    shape ``exp(gamma n^{1/d})/n^{2+(d-1)/d}`` of the lemma). Also records
-    ``cond(G + s2 I) <= (n + s2)/s2`` at the same ``n``: the ridge caps the growth (consistency of the
-    lemma with thm:cond number).
+    ``lambda_n(G)`` is resolved only while it exceeds the round-off floor ``n eps lambda_1``; an
+    ``n`` is kept only if every draw has ``lambda_n > floor_factor * n eps lambda_1`` (``details``
+    records the first ``n`` that is not). On the resolved window, with
+    ``y = mean_seeds log cond(G)``: (i) the fit ``y = a + b log n + c (log n)^2`` has ``c > 0`` with
+    its 95% CI above 0 (convex in log-log: the local polynomial degree keeps growing, so no
+    polynomial bound fits), and (ii) ``y + (2 + (d-1)/d) log n`` regressed on ``n^{1/d}`` has slope
+    ``gamma_hat`` with CI above 0 (the shape ``exp(gamma n^{1/d})/n^{2+(d-1)/d}`` of the lemma).
+    Also records ``cond(G + s2 I) <= (n + s2)/s2`` at the same ``n``: the ridge caps the growth
+    (consistency of the lemma with thm:cond number).
     """
     kern = RBFKernel()
     ns = np.asarray(ns)
@@ -565,8 +579,8 @@ def check_rbf_cond_growth(
         bound=0.0,
         ci=gci,
         tolerance=(
-            f"only n with lambda_n > {floor_factor:g} n eps lambda_1 on all {n_seeds} draws (float64 floor); "
-            "95% CIs of the log-log curvature and of gamma_hat above 0"
+            f"only n with lambda_n > {floor_factor:g} n eps lambda_1 on all {n_seeds} draws "
+            "(float64 floor); 95% CIs of the log-log curvature and of gamma_hat above 0"
         ),
         details=dict(
             d=d,
@@ -588,9 +602,10 @@ def check_rbf_cond_growth(
 def check_rho_naming(
     rng: np.random.Generator, n: int = 200, d: int = 16, noise_var: float = 0.2
 ) -> ClaimResult:
-    """The proof of supp-lem:rbf kernel Gram (and the ridge lemmas) use ``rho = E kappa(x, x')``; the
-    convergence analysis (sec:generalization, supp-sec:richardson, thm:L growth) uses ``rho`` for the
-    convergence factor. Reports both for the same design; holds if they differ (different objects)."""
+    """The proof of supp-lem:rbf kernel Gram (and the ridge lemmas) use ``rho = E kappa(x, x')``;
+    the convergence analysis (sec:generalization, supp-sec:richardson, thm:L growth) uses ``rho``
+    for the convergence factor. Reports both for the same design; holds if they differ (different
+    objects)."""
     rho_k = expected_rbf_gaussian(1.0, 1.0, d)
     G = RBFKernel()(sample_design(n, d, rng))
     c = prec_spectrum(G, noise_var).cond

@@ -1,11 +1,11 @@
 """Which noise parameterisation reproduces the paper (supp-tab:lengthscale-crps)?
 
-The text of supp-sec:exp details says the noise variance is ``sigma^2 = 0.2``. A trained model cannot
-beat the exact PPD in expected CRPS (CRPS is a proper scoring rule, so the true predictive distribution
-minimises its expectation), and for ``y ~ N(mu, tau)`` the expected CRPS of the exact PPD is
-``E[CRPS(N(mu, tau), y)] = E|Y - Y'| / 2 = sqrt(tau / pi)``. Averaging ``sqrt(tau / pi)`` over
-instances of the RBF task (d = 16, alpha = 1, x ~ N(0, I/d)) therefore gives a lower bound on any
-model's average CRPS, which we compare with the paper's table for both conventions.
+The text of supp-sec:exp details says the noise variance is ``sigma^2 = 0.2``. A trained model
+cannot beat the exact PPD in expected CRPS (CRPS is a proper scoring rule, so the true predictive
+distribution minimises its expectation), and for ``y ~ N(mu, tau)`` the expected CRPS of the exact
+PPD is ``E[CRPS(N(mu, tau), y)] = E|Y - Y'| / 2 = sqrt(tau / pi)``. Averaging ``sqrt(tau / pi)``
+over instances of the RBF task (d = 16, alpha = 1, x ~ N(0, I/d)) therefore gives a lower bound on
+any model's average CRPS, which we compare with the paper's table for both conventions.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def check_noise_parameterisation(
     seed: int = 0,
     d: int = 16,
 ) -> ClaimResult:
-    """Is every CRPS of the paper's table at least the exact PPD's expected CRPS under ``noise_var``?
+    """Is every CRPS of the paper's table at least the exact PPD's expected CRPS under
+    ``noise_var``?
 
     Parameters
     ----------
@@ -74,7 +75,8 @@ def check_noise_parameterisation(
         The noise variance to test (0.2 for the text's convention, 0.04 for std 0.2).
     k_se : float
         A paper value counts as consistent if it is >= exact - k_se standard errors (the paper's own
-        4096-instance Monte-Carlo error is smaller than ours and is ignored: conservative for "holds").
+        4096-instance Monte-Carlo error is smaller than ours and is ignored: conservative
+        for "holds").
 
     Returns
     -------
@@ -111,6 +113,9 @@ def check_noise_parameterisation(
         holds=bool(worst <= k_se),
         observed=float(worst),
         bound=k_se,
-        tolerance=f"paper value >= exact mean - {k_se} Monte-Carlo SE ({n_instances} instances, seed {seed})",
+        tolerance=(
+            f"paper value >= exact mean - {k_se} Monte-Carlo SE ({n_instances} "
+            f"instances, seed {seed})"
+        ),
         details=dict(noise_var=noise_var, rows=rows),
     )

@@ -1,4 +1,5 @@
-"""The empirical-Bayes fits of the real-data case studies (supp-sec:real data), measured on the data.
+"""The empirical-Bayes fits of the real-data case studies (supp-sec:real data), measured
+on the data.
 
 - :func:`check_eb_optimum` -- our EB optimum against the paper's printed fit (a maximiser cannot do
   worse; Sacramento reproduces every printed digit);
@@ -51,7 +52,8 @@ def check_eb_optimum(
     ``LML(ours) >= LML(paper) - tol`` with ``tol = 1e-6 |LML|`` (L-BFGS-B stopping tolerance
     ``ftol ~ 2.2e-9`` relative, with margin). Details hold both fits, the LML gap, the LML of the
     paper's values with the lengthscales swapped (which input each ell belongs to), and whether our
-    fit reproduces the printed digits (``|ours - paper| <= 5e-4`` rounding ``+ 5e-4`` optimiser slack).
+    fit reproduces the printed digits (``|ours - paper| <= 5e-4`` rounding ``+ 5e-4``
+    optimiser slack).
     """
     X, Y = data.X, data.Y
     if idx is not None:
@@ -103,8 +105,8 @@ def check_sklearn_agreement(
       (two Cholesky factorisations of ``G + sigma^2 I``, cond <= 1 + n alpha^2/sigma^2 ~ 1e3: the
       log-determinant and quadratic form carry ~ n cond eps ~ 1e-10 relative error).
     * Optimum: sklearn's maximised LML may not exceed ours by more than 1e-4 nats + 1e-6 relative
-      (both L-BFGS-B; sklearn's default ``ftol`` ~ 2.2e-9 relative) -- ours is at least as good -- and
-      the parameters agree to rtol 2e-2 (the LML is flat along some directions; 2e-2 covers the
+      (both L-BFGS-B; sklearn's default ``ftol`` ~ 2.2e-9 relative) -- ours is at least as good --
+      and the parameters agree to rtol 2e-2 (the LML is flat along some directions; 2e-2 covers the
       parameter spread of optimiser stopping on these data), atol 1e-3.
     * Predictive mean/variance with ``optimizer=None`` at our parameters: rtol 1e-8, atol 1e-10
       (round-off, as for the LML).
@@ -182,12 +184,14 @@ def check_walker_coordinate_convention(
     gaps_text, gaps_alt = np.array(gaps_text), np.array(gaps_alt)
     return ClaimResult(
         label="supp-sec:real data",
-        statement=f"Walker: the paper's (alpha, ell, sigma) fit coordinates standardised / {alt_divisor}"
-        f" better than the text's standardised / {COORD_DIVISOR}",
+        statement="Walker: the paper's (alpha, ell, sigma) fit coordinates standardised / "
+        f"{alt_divisor} better than the text's standardised / {COORD_DIVISOR}",
         holds=bool(np.all(gaps_alt < gaps_text)),
         observed=float(np.median(gaps_alt)),
         bound=float(np.median(gaps_text)),
-        tolerance="strict inequality of LML gaps on every subset (exact arithmetic on the same fit)",
+        tolerance=(
+            "strict inequality of LML gaps on every subset (exact arithmetic on the same fit)"
+        ),
         details={
             "seeds": list(seeds),
             "lml_gap_text_convention": gaps_text,

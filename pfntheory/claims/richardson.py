@@ -2,11 +2,11 @@
 
 Every function measures and returns :class:`~pfntheory.claims.ClaimResult`; none asserts.
 
-* :func:`check_convergence_iff` -- Richardson converges iff ``0 < eta < 2/lambda_1(D^{-1}A)``, and the
-  measured per-step contraction never exceeds ``max_i |1 - eta lambda_i|``.
+* :func:`check_convergence_iff` -- Richardson converges iff ``0 < eta < 2/lambda_1(D^{-1}A)``, and
+  the measured per-step contraction never exceeds ``max_i |1 - eta lambda_i|``.
 * :func:`check_optimal_step` -- ``eta* = 2/(lambda_1 + lambda_n)`` minimises the convergence factor,
-  whose minimum is ``rho* = 1 - 2/(cond + 1)`` (and not ``1 - 2/(c_n + 2)`` as written in the proof of
-  thm:L growth).
+  whose minimum is ``rho* = 1 - 2/(cond + 1)`` (and not ``1 - 2/(c_n + 2)`` as written in the proof
+  of thm:L growth).
 * :func:`check_rate_bound` -- for ``eta < 1/lambda_1``,
   ``||u^L - u*|| / ||u*|| <= (1 - eta lambda_n)^L <= exp(-(1 - rho) L)``.
 * :func:`check_krr` -- supp-thm:KRR: both bounds on every ``L`` of a grid, and the closed form of
@@ -43,9 +43,9 @@ ROUNDOFF_SAFETY = 16.0
 
 
 def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
-    """``r`` with verdict ``kind`` when it holds, i.e. when the check confirms the corrected statement
-    (of an erratum or a caveat); otherwise the verdict follows from ``holds`` (the check stopped
-    confirming it, and the report says so)."""
+    """``r`` with verdict ``kind`` when it holds, i.e. when the check confirms the corrected
+    statement (of an erratum or a caveat); otherwise the verdict follows from ``holds`` (the check
+    stopped confirming it, and the report says so)."""
     return dataclasses.replace(r, verdict=kind if r.holds else None)
 
 
@@ -97,9 +97,9 @@ def check_convergence_iff(
     """supp-sec:richardson: ``u^(l) -> u*`` iff ``0 < eta < 2 / lambda_1(D^{-1} A)``.
 
     For each ``eta = f * 2/lambda_1`` the empirical factor ``(||e^L||_D / ||e^0||_D)^{1/L}`` is
-    measured (``u^0 = 0``; ``D``-norm, see :func:`_dnorm`). The claim holds if (i) it is below 1 exactly for ``f < 1`` and above 1 for
-    ``f > 1``, and (ii) it never exceeds the predicted ``max_i |1 - eta lambda_i|`` (the spectral
-    bound) by more than round-off.
+    measured (``u^0 = 0``; ``D``-norm, see :func:`_dnorm`). The claim holds if (i) it is below 1
+    exactly for ``f < 1`` and above 1 for ``f > 1``, and (ii) it never exceeds the predicted
+    ``max_i |1 - eta lambda_i|`` (the spectral bound) by more than round-off.
 
     Tolerance: (ii) allows a relative ``1e-9`` on the L-th root (round-off ``~ L eps cond`` on
     ``||e^L||``, after the root far below 1e-9).
@@ -188,7 +188,9 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     r2 = ClaimResult(
         key="rho_star_L_growth",
         label="thm:L growth",
-        statement="optimal factor is 1-2/(cond+1) (Appendix A), not 1-2/(c_n+2) (proof of thm:L growth)",
+        statement=(
+            "optimal factor is 1-2/(cond+1) (Appendix A), not 1-2/(c_n+2) (proof of thm:L growth)"
+        ),
         holds=bool(attained and abs(rho_lgrowth - at_star) > tol),
         observed=at_star,
         bound=float(rho_lgrowth),
@@ -249,8 +251,8 @@ def check_krr(
     Returns three results: the training-point bound, the query bound (both on every ``L`` of
     ``Ls``), and the closed form ``e^(l)(x)`` against the testing recursion for every ``l``.
     The observed value is the worst ratio of the error to its allowed value
-    ``bound (1 + rtol) + atol`` (<= 1 iff the bound holds; defined when ``Y = 0`` makes the bound 0),
-    or the worst closed-form error.
+    ``bound (1 + rtol) + atol`` (<= 1 iff the bound holds; defined when ``Y = 0`` makes the bound
+    0), or the worst closed-form error.
 
     Tolerance: :func:`roundoff_atol` with ``scale = max(||Y||_inf, ||u*_X||_inf, |u*(x)|)`` (the
     magnitude of the iterates), and ``rtol = 16 n eps``.
@@ -329,7 +331,8 @@ def check_krr(
 def check_krr_preconditioned(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, L: int = 4000
 ) -> list[ClaimResult]:
-    """eqn:richardson prec / eqn:recursion prec with ``D = diag(G 1)`` and ``s_x = sum_i kappa(x_i, x)``.
+    """eqn:richardson prec / eqn:recursion prec with ``D = diag(G 1)`` and
+    ``s_x = sum_i kappa(x_i, x)``.
 
     Returns two results: (1) the training recursion equals generic preconditioned Richardson on
     ``(G + sigma^2 I) u = G Y`` to round-off; (2) both recursions approach the fixed points of

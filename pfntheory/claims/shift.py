@@ -1,30 +1,32 @@
-"""Is the architecture itself calibrated under the covariate shift? The hand-set TF^pr on both designs.
+"""Is the architecture itself calibrated under the covariate shift? The hand-set TF^pr on
+both designs.
 
-supp-sec:exp additional claims that the normalised PFN stays calibrated when the inputs move from the
-pretraining design ``x ~ N(0, I_d/d)`` to ``x ~ Unif[-1/sqrt(d), 1/sqrt(d)]^d`` ("coverage and width
-comparable to the true PPD for n_max = 512 and L >= 16", d = 4). A trained model can fail this for two
-reasons: its weights (learned on the Gaussian design) or the architecture (a depth-L truncated
-preconditioned Richardson solver, sec:generalization). This module measures the second, with no
-training: the **hand-set** TF^pr of :mod:`pfntheory.construction` (exact weights of thm:TFdoPPD with
-``Attn^na`` in the solver layers, float64) at the paper's d = 4 and L in {16, 32}, with the paper's
-n-independent step for eqn:richardson prec (``0 < eta < 2/(1+sigma^2)``, taken at 90% of the bound).
+supp-sec:exp additional claims that the normalised PFN stays calibrated when the inputs move from
+the pretraining design ``x ~ N(0, I_d/d)`` to ``x ~ Unif[-1/sqrt(d), 1/sqrt(d)]^d`` ("coverage and
+width comparable to the true PPD for n_max = 512 and L >= 16", d = 4). A trained model can fail this
+for two reasons: its weights (learned on the Gaussian design) or the architecture (a depth-L
+truncated preconditioned Richardson solver, sec:generalization). This module measures the second,
+with no training: the **hand-set** TF^pr of :mod:`pfntheory.construction` (exact weights of
+thm:TFdoPPD with ``Attn^na`` in the solver layers, float64) at the paper's d = 4 and L in {16, 32},
+with the paper's n-independent step for eqn:richardson prec (``0 < eta < 2/(1+sigma^2)``, taken at
+90% of the bound).
 
 Measured per design, depth and context size n (``n_instances`` contexts from GP draws, over several
 seeds):
 
 * the 90% coverage of TF^pr's Gaussian PPD ``N(mu_L, tau_L)`` for ``y`` drawn from the true GP given
   the context. Per context it is computed exactly (the probability that ``y ~ N(mu, tau)`` falls in
-  ``mu_L +- z_0.95 sqrt(tau_L)``), i.e. the expectation over the label draw, so only the contexts are
-  Monte Carlo; a context with ``tau_L <= 0`` has no interval and counts as not covered (counted in
-  the details);
+  ``mu_L +- z_0.95 sqrt(tau_L)``), i.e. the expectation over the label draw, so only the contexts
+  are Monte Carlo; a context with ``tau_L <= 0`` has no interval and counts as not covered (counted
+  in the details);
 * the width ratio ``sqrt(tau_L / tau)`` of its 90% interval to the exact PPD's;
 * the distance ``max(|mu_L - mu|, |tau_L - tau|)`` to the exact PPD (mu, tau) of gp.py.
 
 The moments come from the preconditioned Richardson recursion eqn:recursion prec run batched
 (:func:`tfpr_moments`); that the hand-set transformer computes exactly this recursion is checked on
 every call: :func:`check_shift_construction` runs the literal forward pass
-:func:`pfntheory.construction.tf_forward` on ``n_parity`` contexts per design and depth and records the
-largest difference (``details["parity_max_abs"]``), which verify asserts at round-off.
+:func:`pfntheory.construction.tf_forward` on ``n_parity`` contexts per design and depth and records
+the largest difference (``details["parity_max_abs"]``), which verify asserts at round-off.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ __all__ = [
 #: Covariate designs: the pretraining design of sec:sims and the shift of supp-sec:exp additional
 #: (the covariate laws :data:`pfntheory.config.COVARIATES`).
 DESIGNS = COVARIATES
-#: Allowed |coverage - 0.9| beyond Z_SE standard errors: the paper's own "reasonably close to nominal"
-#: (.848 at the 90% level in supp-tab:lengthscale-crps), as in :mod:`pfntheory.claims.trained`.
+#: Allowed |coverage - 0.9| beyond Z_SE standard errors: the paper's own "reasonably close to
+#: nominal" (.848 at the 90% level in supp-tab:lengthscale-crps), as in
+#: :mod:`pfntheory.claims.trained`.
 COVERAGE_SLACK = 0.05
 #: Standard errors of the Monte-Carlo mean over contexts allowed on top of the slack (one-sided
 #: normal tail 0.13% per cell).
@@ -110,8 +113,8 @@ def draw_contexts(
 
 def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     """The paper's n-independent step for TF^pr: ``fraction * 2/(1 + sigma^2)`` (sec:generalization:
-    "a conservative range is 0 < eta < 2/(1+sigma^2)", since lambda_1(D^-1(G+sigma^2 I)) <= 1+sigma^2
-    when kappa(x, x) = 1)."""
+    "a conservative range is 0 < eta < 2/(1+sigma^2)", since lambda_1(D^-1(G+sigma^2 I)) <=
+    1+sigma^2 when kappa(x, x) = 1)."""
     s2 = positive_scalar(noise_var, "noise_var")
     f = positive_scalar(fraction, "fraction")
     if f >= 1:
@@ -124,8 +127,9 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
 
     A depth-``L`` transformer returns the ``(L-1)``-th iterate (layer 0 writes ``k_x``,
     :mod:`pfntheory.construction`), started from 0, for ``v = Y`` (mean) and ``v = k_x`` (variance):
-    ``u^(l+1)(x) = (1 - eta sigma^2 / s_x) u^(l)(x) + (eta / s_x) sum_i kappa(x_i, x)(v_i - u^(l)(x_i))``
-    at the context points and at the query; ``tau_L = sigma^2 + kappa(x, x) - g^(L-1)(x)``.
+    ``u^(l+1)(x) = (1 - eta sigma^2 / s_x) u^(l)(x) + (eta / s_x) sum_i kappa(x_i, x)(v_i -
+    u^(l)(x_i))`` at the context points and at the query;
+    ``tau_L = sigma^2 + kappa(x, x) - g^(L-1)(x)``.
 
     Parameters
     ----------
@@ -189,8 +193,8 @@ def shift_cell(
     ``n_instances`` contexts per seed; per-seed means, pooled mean and standard error over all
     contexts (:func:`pfntheory.stats.mean_se`); ``parity_max_abs``: the largest difference between
     :func:`tfpr_moments` and the literal :func:`pfntheory.construction.tf_forward` on the first
-    ``n_parity`` contexts of the first seed, when ``n <= parity_max_n`` (the literal pass is dense in
-    ``(n+1)^2`` per layer; NaN: not checked).
+    ``n_parity`` contexts of the first seed, when ``n <= parity_max_n`` (the literal pass is dense
+    in ``(n+1)^2`` per layer; NaN: not checked).
     """
     kernel = RBFKernel(1.0, lengthscale)
     eta = tfpr_step(noise_var, step_fraction)
@@ -264,12 +268,12 @@ def check_shift_construction(
 
     Returns three claims:
 
-    * ``shift_construction.coverage.uniform``: the supp-sec:exp additional claim for the architecture
-      itself: on the shifted design, at every L in ``Ls`` and n in ``ns``, ``|coverage - 0.9| <=
-      COVERAGE_SLACK + Z_SE SE``. ``observed`` is the worst cell's coverage.
+    * ``shift_construction.coverage.uniform``: the supp-sec:exp additional claim for the
+      architecture itself: on the shifted design, at every L in ``Ls`` and n in ``ns``,
+      ``|coverage - 0.9| <= COVERAGE_SLACK + Z_SE SE``. ``observed`` is the worst cell's coverage.
     * ``shift_construction.coverage.gaussian``: the same on the pretraining design (reference).
-    * ``shift_construction.shift_not_worse``: the mean distance ``|TF^pr - (mu, tau)|_inf`` under the
-      shift exceeds the one on the pretraining design by at most ``Z_SE`` SE in every (L, n).
+    * ``shift_construction.shift_not_worse``: the mean distance ``|TF^pr - (mu, tau)|_inf`` under
+      the shift exceeds the one on the pretraining design by at most ``Z_SE`` SE in every (L, n).
 
     Both carry every cell (coverage, width ratio, distance to the exact PPD, with standard errors)
     in ``details["cells"]``; the verdict follows from the measurement (``holds``).
@@ -323,7 +327,9 @@ def check_shift_construction(
                         ),
                         default=float("nan"),
                     ),
-                    "regime": f"the paper's claimed regime: d={d}, L in {list(Ls)}, n up to {max(ns)}",
+                    "regime": (
+                        f"the paper's claimed regime: d={d}, L in {list(Ls)}, n up to {max(ns)}"
+                    ),
                 },
             )
         )

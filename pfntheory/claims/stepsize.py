@@ -49,8 +49,8 @@ def check_stepsize_rate(
     n_seeds: int = 3,
     band=(-1.1, -0.9),
 ) -> ClaimResult:
-    """thm:lambda1: the admissible step ``2/(lambda_1(G) + s2)`` is of order ``1/n``: per seed, the slope
-    of log step on log n; the 95% t-CI over seeds must lie in ``band``. For the linear kernel
+    """thm:lambda1: the admissible step ``2/(lambda_1(G) + s2)`` is of order ``1/n``: per seed, the
+    slope of log step on log n; the 95% t-CI over seeds must lie in ``band``. For the linear kernel
     ``lambda_1 ~ (sqrt(n) + sqrt(d))^2/d`` approaches ``n/d`` only as ``sqrt(d/n) -> 0``, so use
     ``n >> d`` (the local slope is ``-1 + sqrt(d/n)/(1 + sqrt(d/n))`` roughly).
 
@@ -148,12 +148,12 @@ def check_covariate_shift(
     n_trials: int = 3,
     n_mc: int = 200_000,
 ) -> ClaimResult:
-    """Covariate shift (supp-sec:exp additional): ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` has per-coordinate
-    variance ``1/(3d)``, not ``1/d``. Quantifies ``rho = E kappa`` (closed form, checked by Monte Carlo
-    within 5 SE), ``lambda_1/n``, the admissible step ``2/(lambda_1 + s2)`` and ``cond(D^{-1}(G + s2 I))``
-    under both designs. Holds if the measured per-coordinate variance matches ``1/(3d)`` (5 SE), the MC
-    rho matches the closed form (5 SE), and the uniform design has larger ``rho`` and smaller
-    admissible step than the Gaussian one."""
+    """Covariate shift (supp-sec:exp additional): ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` has
+    per-coordinate variance ``1/(3d)``, not ``1/d``. Quantifies ``rho = E kappa`` (closed form,
+    checked by Monte Carlo within 5 SE), ``lambda_1/n``, the admissible step ``2/(lambda_1 + s2)``
+    and ``cond(D^{-1}(G + s2 I))`` under both designs. Holds if the measured per-coordinate variance
+    matches ``1/(3d)`` (5 SE), the MC rho matches the closed form (5 SE), and the uniform design has
+    larger ``rho`` and smaller admissible step than the Gaussian one."""
     Xu = sample_design(n_mc // d, d, rng, "uniform")
     v_hat = float(Xu.var())
     v_se = float(
@@ -187,7 +187,10 @@ def check_covariate_shift(
     result = ClaimResult(
         key="covariate_shift",
         label="supp-sec:exp additional",
-        statement="Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coordinate: larger rho, smaller admissible step",
+        statement=(
+            "Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coordinate: larger rho, "
+            "smaller admissible step"
+        ),
         holds=bool(holds),
         observed=rho_u,
         bound=rho_g,

@@ -1,7 +1,8 @@
 """Checks of the paper's trained claims on committed runs (read-only; no training).
 
-Every function takes the runs of one experiment (:func:`pfntheory.experiments.results.load_experiment`)
-and returns :class:`pfntheory.claims.ClaimResult` objects, each with a stable ``key``;
+Every function takes the runs of one experiment
+(:func:`pfntheory.experiments.results.load_experiment`) and returns
+:class:`pfntheory.claims.ClaimResult` objects, each with a stable ``key``;
 ``verify/test_trained_claims.py`` picks them by key and asserts on them.
 
 Convergence gate
@@ -23,13 +24,13 @@ one-sided normal tail of 0.13% per comparison. A mean over several n' has SE ``s
 
 Claims (labels)
 ---------------
-* fig:exp1 / thm:PPD convergence: E[TV] falls with C (at the largest depth, where the solver error no
-  longer dominates) and falls with depth L (at the largest C).
+* fig:exp1 / thm:PPD convergence: E[TV] falls with C (at the largest depth, where the solver error
+  no longer dominates) and falls with depth L (at the largest C).
 * fig:exp2-1: the unnormalised TF's E[TV] rises beyond the pretraining range of n; the normalised
   TF^pr's relative rise is smaller (its curve is flatter).
-* fig:exp2-2 / supp-fig:exp2-3 / thm:L growth: E[TV] over n' falls with L (each n_max) and with n_max
-  (each L); for fixed (L, n_max) it grows with n' (fitted slope of log E[TV] on n', 95% CI above 0);
-  90% coverage of the deepest, widest-range model near nominal.
+* fig:exp2-2 / supp-fig:exp2-3 / thm:L growth: E[TV] over n' falls with L (each n_max) and with
+  n_max (each L); for fixed (L, n_max) it grows with n' (fitted slope of log E[TV] on n', 95% CI
+  above 0); 90% coverage of the deepest, widest-range model near nominal.
 * supp-tab:lengthscale-crps, supp-tab:hierarchical-gp: CRPS falls with L; 90/95% coverage of the
   deepest model near nominal at every n'; no model beats the exact PPD's CRPS.
 """
@@ -64,8 +65,9 @@ __all__ = [
 
 #: Standard errors a difference must exceed to count (one-sided normal tail 0.13%).
 Z_MARGIN = 3.0
-#: Allowed |coverage - nominal| beyond Z_MARGIN standard errors: the largest deviation that the paper
-#: itself calls "reasonably close to nominal" (.848 at the 90% level, supp-tab:lengthscale-crps, L=8).
+#: Allowed |coverage - nominal| beyond Z_MARGIN standard errors: the largest deviation that the
+#: paper itself calls "reasonably close to nominal" (.848 at the 90% level,
+#: supp-tab:lengthscale-crps, L=8).
 COVERAGE_SLACK = 0.05
 
 
@@ -255,7 +257,8 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
 
 
 def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> list[ClaimResult]:
-    """Depth and n_max help; the solver error grows with n'; coverage near nominal (deepest, widest)."""
+    """Depth and n_max help; the solver error grows with n'; coverage near nominal
+    (deepest, widest)."""
     cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in _trained(runs)}
     Ls = sorted({L for L, _ in cells})
     Nm = sorted({m for _, m in cells})
@@ -379,10 +382,10 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     so is its coverage on the pretraining design (``eval.json``), for reference.
 
     ``details["covariates"]`` names the design a claim is measured on and ``details["regime"]`` the
-    run's (d, L, C, n range, steps) with ``in_claimed_regime`` (d=4, n_max >= 512, L >= 16; the quick
-    design is not). The shifted claim is gated on both learning curves (``learning_curve.json`` and
-    ``learning_curve_uniform.json``): "undecided" unless the run has plateaued on the design the
-    claim is about as well as on its own."""
+    run's (d, L, C, n range, steps) with ``in_claimed_regime`` (d=4, n_max >= 512, L >= 16; the
+    quick design is not). The shifted claim is gated on both learning curves
+    (``learning_curve.json`` and ``learning_curve_uniform.json``): "undecided" unless the run has
+    plateaued on the design the claim is about as well as on its own."""
     tr = _trained(runs)
     r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L))
     in_regime = bool(r.spec.task.d == 4 and r.spec.n_max >= 512 and r.spec.model.L >= 16)
@@ -432,7 +435,8 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
 
 
 def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
-    """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal; CRPS floor."""
+    """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal;
+    CRPS floor."""
     label = (
         "supp-tab:hierarchical-gp"
         if any(r.spec.task.kind == "hier_rbf" for r in runs)
@@ -502,8 +506,8 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             holds=bool(worst[0] <= COVERAGE_SLACK),
             observed=worst[4],
             bound=worst[2] / 100,
-            tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: lengthscale={worst[1]}, "
-            f"level={worst[2]}%, n'={worst[3]})",
+            tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: "
+            f"lengthscale={worst[1]}, level={worst[2]}%, n'={worst[3]})",
             details={"rows": rows},
         )
     )
@@ -525,8 +529,8 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             holds=bool(worst[1] > -z * worst[2]),
             observed=worst[1],
             bound=-z * worst[2],
-            tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, L={worst[4]}, "
-            f"n'={worst[5]})",
+            tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, "
+            f"L={worst[4]}, n'={worst[5]})",
             details={"gaps": [list(g[1:]) for g in gaps]},
         )
     )
@@ -541,8 +545,9 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
 def check_stepsize(runs) -> list[ClaimResult]:
     """The admissible step ``2/(lambda_1 + sigma^2)`` is of order 1/n: the log-log slope is -1.
 
-    ``lambda_1(G) = n lambda_inf + O(sqrt(n))`` (thm:lambda1), so the slope of log step on log n over
-    n in [100, 1000] is -1 up to the O(n^-1/2) relative correction; the band [-1.1, -0.9] holds it.
+    ``lambda_1(G) = n lambda_inf + O(sqrt(n))`` (thm:lambda1), so the slope of log step on log n
+    over n in [100, 1000] is -1 up to the O(n^-1/2) relative correction; the band
+    [-1.1, -0.9] holds it.
     """
     out = []
     for r in runs:
@@ -558,7 +563,9 @@ def check_stepsize(runs) -> list[ClaimResult]:
                 holds=bool(-1.1 <= s <= -0.9),
                 observed=s,
                 bound=-1.0,
-                tolerance="fitted log-log slope in [-1.1, -0.9] (O(n^-1/2) finite-n bias of lambda_1/n)",
+                tolerance=(
+                    "fitted log-log slope in [-1.1, -0.9] (O(n^-1/2) finite-n bias of lambda_1/n)"
+                ),
                 ci=ci,
                 details={"ns": ns.tolist(), "mean": r.result["mean"], "limit": r.result["limit"]},
             )

@@ -8,20 +8,20 @@ Scales
 ------
 ``paper``
     The sizes of sec:sims and sec:exp1-sec:exp3, the learning rates and step counts of
-    supp-tab:pretraining hyperparameters (batch 128), and 4096 evaluation instances (per n' where the
-    paper evaluates at listed n'; spread over an 8-point grid of the range where it draws
+    supp-tab:pretraining hyperparameters (batch 128), and 4096 evaluation instances (per n' where
+    the paper evaluates at listed n'; spread over an 8-point grid of the range where it draws
     n' ~ Unif[n_min, n_max]).
 ``cpu``
-    Every task setting of the paper kept (d, lengthscale, noise, alpha, the pretraining n ranges, the
-    L x C grids, the evaluation n') and only the number of steps shortened, with the learning-rate
-    schedule scaled with it (warm-up 5% of the shorter run, cosine to 0.1 x LR). Every run records a
-    learning curve (``learning_curve.json``, 2 held-out n' x 256 instances), so a claim read from
-    these runs is decided only where the curves have plateaued
+    Every task setting of the paper kept (d, lengthscale, noise, alpha, the pretraining n ranges,
+    the L x C grids, the evaluation n') and only the number of steps shortened, with the
+    learning-rate schedule scaled with it (warm-up 5% of the shorter run, cosine to 0.1 x LR). Every
+    run records a learning curve (``learning_curve.json``, 2 held-out n' x 256 instances), so a
+    claim read from these runs is decided only where the curves have plateaued
     (:func:`pfntheory.convergence.plateau_status`). The step counts and the CPU budget are stated in
     each design's ``shrunk``; :func:`estimated_cpu_seconds` gives the cost before a run.
 ``quick``
-    The same experiments shrunk to run on a 2-core CPU in well under an hour while still showing each
-    claimed effect. Each definition's ``quick.shrunk`` says what was changed.
+    The same experiments shrunk to run on a 2-core CPU in well under an hour while still showing
+    each claimed effect. Each definition's ``quick.shrunk`` says what was changed.
 
 Implements the designs of: fig:exp1 (sec:exp1), fig:exp2-1 (sec:exp2), fig:exp2-2 and
 supp-fig:exp2-3 (sec:exp3), supp-fig:exp2 d4-1 ... supp-fig:exp2 d8-2 uni (supp-sec:exp additional),
@@ -158,8 +158,8 @@ def _rbf(d: int, **kw) -> TaskSpec:
 #: ``LINEAR_N_S * n`` (the linear score never forms the kernel). Checked against a timed run of
 #: RBF d=2, L=8, C=64, n in [64,128]: 0.14 s per step measured, 0.13 s per step estimated. The
 #: linear score's coefficient was refitted after the weight-space BLR sampler and the feature-space
-#: linear score: fig:exp1's cpu BLR cells (1000 steps, n in [128,512], 4096 evaluation instances) took
-#: 25-45 s at L = 2-8 and 110-150 s at L = 32 on a shared core; ``RUN_S`` is what a run costs
+#: linear score: fig:exp1's cpu BLR cells (1000 steps, n in [128,512], 4096 evaluation instances)
+#: took 25-45 s at L = 2-8 and 110-150 s at L = 32 on a shared core; ``RUN_S`` is what a run costs
 #: besides its steps (building the model, the oracle and evaluation loops; ~20 s at L = 2).
 #: An exact-PPD reference (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs, per context,
 #: ``EXACT_N2D_S`` per mixture component and ``n'^2 d`` (forming each ``n' x n'`` RBF Gram matrix,
@@ -198,8 +198,8 @@ def _step_seconds(spec: RunSpec, n2: float, n3: float, batch: int) -> float:
 def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
     """Estimated single-core CPU seconds of a run (a RunSpec) or of every run of an experiment at
     ``scale``: training steps, learning-curve evaluations and the final evaluations, from the cost
-    model :data:`COST`. An exact-PPD reference counts its Gram matrices (``EXACT_N2D_S``); fig:stepsize
-    counts as 0 (seconds of NumPy)."""
+    model :data:`COST`. An exact-PPD reference counts its Gram matrices (``EXACT_N2D_S``);
+    fig:stepsize counts as 0 (seconds of NumPy)."""
     choice(scale, "scale", SCALES)
     if isinstance(spec_or_experiment, str):
         spec_or_experiment = get_experiment(spec_or_experiment)
@@ -260,8 +260,9 @@ CPU_CURVE_INSTANCES = 256
 def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order=None) -> Design:
     """The ``cpu`` design of an experiment: its paper design with only ``steps`` (an int, or a
     function of the RunSpec) and the learning rate (:data:`CPU_LR`) changed, a learning curve at
-    ``(n_min, n_max)`` added, and optionally fewer evaluation instances per n' (``per_n``); ``order``
-    (a key function) sorts the runs so that a sweep does the cheapest, most informative ones first."""
+    ``(n_min, n_max)`` added, and optionally fewer evaluation instances per n' (``per_n``);
+    ``order`` (a key function) sorts the runs so that a sweep does the cheapest, most informative
+    ones first."""
     runs = []
     for r in paper.runs:
         if not isinstance(r, RunSpec):
@@ -567,8 +568,8 @@ SUPP_EXP2_D8 = _companion(8)
 _SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 
 #: cpu scale of the shift regime: one run (L=16, the paper's smallest depth of the regime) that a
-#: single CPU core trains in about 70 minutes (~2 s per step at n up to 512), with learning curves on
-#: both designs (``learning_curve.json`` on N(0, I/d), ``learning_curve_uniform.json`` under the
+#: single CPU core trains in about 70 minutes (~2 s per step at n up to 512), with learning curves
+#: on both designs (``learning_curve.json`` on N(0, I/d), ``learning_curve_uniform.json`` under the
 #: shift) so that its verdict is gated by convergence on the design it is about. 2000 steps: a first
 #: run of 600 steps (1181 s) was still improving on its own design, so the budget was raised to the
 #: largest that one session's core affords.

@@ -1,10 +1,10 @@
 """The paper's own numbers for the two tables of supp-sec:exp additional, kept as data.
 
 Transcribed from the .tex of the paper (``supp-tab:lengthscale-crps`` and
-``supp-tab:hierarchical-gp``). In both tables every cell lists three values, ordered by attention depth
-``L = 8, 16, 32``; the columns are CRPS and the empirical coverage of the central 50%, 90% and 95%
-intervals. ``tests/test_experiments.py`` checks the shape of this transcription and, where the .tex is
-on disk, every number against it.
+``supp-tab:hierarchical-gp``). In both tables every cell lists three values, ordered by attention
+depth ``L = 8, 16, 32``; the columns are CRPS and the empirical coverage of the central 50%, 90% and
+95% intervals. ``tests/test_experiments.py`` checks the shape of this transcription and, where the
+.tex is on disk, every number against it.
 
 Use :func:`published_rows` for a long table (one row per cell and depth) that a reproduced table
 can be joined with.
@@ -49,7 +49,8 @@ def _table(text: str) -> dict:
     return table
 
 
-#: supp-tab:lengthscale-crps (d=16, n_max=256): key (lengthscale, n'), value metric -> (L8, L16, L32).
+#: supp-tab:lengthscale-crps (d=16, n_max=256): key (lengthscale, n'), value metric ->
+#: (L8, L16, L32).
 LENGTHSCALE_CRPS: dict[tuple[float, int], dict[str, tuple[float, float, float]]] = _table(
     """
     # ell  n'    CRPS                 cov50                cov90                cov95
@@ -62,8 +63,8 @@ LENGTHSCALE_CRPS: dict[tuple[float, int], dict[str, tuple[float, float, float]]]
     """
 )
 
-#: supp-tab:hierarchical-gp (d=16, n_max=256, uniform prior on {0.4,0.8,1.2} x noise std {0.1,0.2,0.3}):
-#: key n', value metric -> (L8, L16, L32).
+#: supp-tab:hierarchical-gp (d=16, n_max=256, uniform prior on {0.4,0.8,1.2} x noise std
+#: {0.1,0.2,0.3}): key n', value metric -> (L8, L16, L32).
 HIERARCHICAL_GP: dict[int, dict[str, tuple[float, float, float]]] = _table(
     """
     # n'   CRPS                 cov50                cov90                cov95

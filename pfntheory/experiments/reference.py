@@ -1,9 +1,9 @@
 """Exact-PPD references for the tables of supp-sec:exp additional (float64 NumPy, no torch).
 
 A trained model cannot beat the true posterior predictive distribution: its expected CRPS is the
-smallest any predictive distribution attains (CRPS is strictly proper), and the central intervals of the
-true PPD cover exactly at their nominal level. :func:`exact_ppd_reference` measures both on contexts
-drawn from the prior of a table, so that every reproduced table (and the published one,
+smallest any predictive distribution attains (CRPS is strictly proper), and the central intervals of
+the true PPD cover exactly at their nominal level. :func:`exact_ppd_reference` measures both on
+contexts drawn from the prior of a table, so that every reproduced table (and the published one,
 :mod:`~pfntheory.experiments.published`) can be read against the floor.
 
 Implements
@@ -14,10 +14,10 @@ Implements
   ``w_h oc pi_h N(Y; 0, G_h + sigma_h^2 I)``.
 
 Expected CRPS given the context is in closed form: for ``y ~ F``, ``E CRPS(F, y) = E|X - X'| / 2``
-(Gneiting & Raftery 2007, eq. 21, with X, X' iid F), which is ``sqrt(tau / pi)`` for ``N(mu, tau)`` and
-``(1/2) sum_{h,h'} w_h w_h' E|N(mu_h - mu_h', tau_h + tau_h')|`` for a mixture. Coverage is measured
-with ``y`` drawn from the PPD (its expectation is the nominal level). The truncation of the response to
-``(a, b]`` (outside mass 0.002 by construction, sec:sims) is ignored here.
+(Gneiting & Raftery 2007, eq. 21, with X, X' iid F), which is ``sqrt(tau / pi)`` for ``N(mu, tau)``
+and ``(1/2) sum_{h,h'} w_h w_h' E|N(mu_h - mu_h', tau_h + tau_h')|`` for a mixture. Coverage is
+measured with ``y`` drawn from the PPD (its expectation is the nominal level). The truncation of the
+response to ``(a, b]`` (outside mass 0.002 by construction, sec:sims) is ignored here.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def exact_ppd_reference(
         ``{"n_eval": [...], "n_instances": int, "metrics": {name: {"mean": [...], "se": [...]}}}``
         with names ``crps`` (expected CRPS given the context, the floor for any model),
         ``crps_realised`` (CRPS at a draw ``y`` from the PPD), ``cov50``/``cov90``/``cov95``
-        (coverage of the PPD's own central intervals at that draw) and ``width50``... (their widths).
-        ``se`` is the standard error of the mean over the instances.
+        (coverage of the PPD's own central intervals at that draw) and ``width50``... (their
+        widths). ``se`` is the standard error of the mean over the instances.
     """
     n_instances = positive_int(n_instances, "n_instances")
     kernels, noise_vars = components(task)

@@ -119,7 +119,8 @@ class LoadedRun:
 
 
 def _load_run(spec, run_dir: Path) -> LoadedRun:
-    """One complete run: a trained run's evaluations and training metrics, or an exact-side result."""
+    """One complete run: a trained run's evaluations and training metrics, or an
+    exact-side result."""
     if isinstance(spec, RunSpec):
         return LoadedRun(
             spec=spec,
@@ -166,7 +167,8 @@ def load_available(
 
 
 def load_experiment(experiment: str, scale: str = "quick", root=None) -> list[LoadedRun]:
-    """Every run ``experiment`` declares at ``scale``, read from ``root`` (default ``reports/runs``).
+    """Every run ``experiment`` declares at ``scale``, read from ``root`` (default
+    ``reports/runs``).
 
     Raises
     ------

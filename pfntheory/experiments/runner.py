@@ -13,8 +13,8 @@ repository; the name is a readable prefix plus a hash of the training config, se
 4. deletes ``checkpoint.pt`` (weights, config, metrics and evaluations are small enough to commit).
 
 Exact-side runs (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`) write
-``result.json``. Every file is written atomically (temporary file + ``os.replace``), so a killed sweep
-leaves complete files only, and re-running the sweep does only what is missing.
+``result.json``. Every file is written atomically (temporary file + ``os.replace``), so a killed
+sweep leaves complete files only, and re-running the sweep does only what is missing.
 
 Executors: ``local`` runs the missing runs in worker processes on this machine (one torch thread
 per worker); ``slurm`` submits them as one job array through ``submitit`` (optional extra
@@ -142,7 +142,8 @@ def _trained(run_dir: Path, spec: RunSpec) -> bool:
 
 
 def is_complete(spec, run_dir) -> bool:
-    """Whether ``run_dir`` holds the finished run ``spec`` (trained and every evaluation on disk)."""
+    """Whether ``run_dir`` holds the finished run ``spec`` (trained and every evaluation
+    on disk)."""
     run_dir = Path(run_dir)
     if isinstance(spec, RunSpec):
         return _trained(run_dir, spec) and all(_eval_complete(run_dir, ev) for ev in spec.evals)
@@ -278,7 +279,8 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
         ``nn``: :mod:`pfntheory.nn` training and evaluation; ``standin``: a seconds-long fake with
         the same files (plumbing tests, ``pfntheory sweep --dry-run``).
     root : path, optional
-        Runs root searched for an identical finished run to adopt (default: ``run_dir``'s grandparent).
+        Runs root searched for an identical finished run to adopt (default: ``run_dir``'s
+        grandparent).
 
     Returns
     -------
@@ -515,9 +517,9 @@ def _run_local(todo, backend, root, workers, threads, progress, desc):
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
-    # fork (POSIX): the workers need nothing from the parent but the specs, and unlike spawn it works
-    # from any __main__ (a notebook, ``python -``). One process per run, at most ``workers`` at once:
-    # the parent can then stop each of them (and learn how each ended) on its own.
+    # fork (POSIX): the workers need nothing from the parent but the specs, and unlike spawn it
+    # works from any __main__ (a notebook, ``python -``). One process per run, at most ``workers``
+    # at once: the parent can then stop each of them (and learn how each ended) on its own.
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pending = list(todo)
     running: dict = {}  # reader connection -> (process, spec)
@@ -862,7 +864,8 @@ def _cmd(args: argparse.Namespace) -> int:
             exp = get_experiment(n)
             items = plan(n, args.scale, args.root)
             print(
-                f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} complete -- {exp.title}"
+                f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} "
+                f"complete -- {exp.title}"
             )
             shrunk = exp.design(args.scale).shrunk
             if shrunk:
@@ -907,7 +910,8 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    """Add the ``sweep`` sub-command to a CLI's ``subparsers`` (sets ``func``; returns an exit code)."""
+    """Add the ``sweep`` sub-command to a CLI's ``subparsers`` (sets ``func``; returns an
+    exit code)."""
     p = subparsers.add_parser(
         "sweep",
         help="run an experiment's runs (idempotent, resumable)",

@@ -2,7 +2,8 @@
 
 A trained run is a :class:`RunSpec`: the prior it is pretrained on (:class:`TaskSpec`), the
 transformer (:class:`ModelSpec`), the optimisation budget, and the evaluations to perform once it is
-trained (:class:`EvalSpec`). An exact-side run (fig:stepsize, no training) is a :class:`StepsizeSpec`.
+trained (:class:`EvalSpec`). An exact-side run (fig:stepsize, no training) is a
+:class:`StepsizeSpec`.
 
 The directory of a run is ``<readable prefix>-<hash>``, where the hash is the first 10 hex digits of
 the SHA-256 of the canonical JSON (sorted keys, no whitespace) of the *training* part of the spec.
@@ -13,8 +14,8 @@ evaluation re-evaluates without retraining.
 The prior and the architecture are :class:`pfntheory.config.TaskSpec` and
 :class:`pfntheory.config.ModelSpec`, the torch-free bases of the nn layer's ``TaskConfig`` and
 ``ModelConfig`` (one definition each, no mirror); :meth:`RunSpec.train_config` builds the
-``TrainConfig`` lazily, so this module imports without torch. Every field the paper fixes is a field of
-the spec (never left to a default of the training loop), so the hash identifies the experiment.
+``TrainConfig`` lazily, so this module imports without torch. Every field the paper fixes is a field
+of the spec (never left to a default of the training loop), so the hash identifies the experiment.
 """
 
 from __future__ import annotations
@@ -235,7 +236,8 @@ class _ExactSide:
 class StepsizeSpec(_ExactSide):
     """fig:stepsize (exact side, no training): ``2/(lambda_1(G) + sigma^2)`` against ``n``.
 
-    Computed by :func:`pfntheory.spectral.admissible_step_curve`, averaged over ``n_trials`` designs.
+    Computed by :func:`pfntheory.spectral.admissible_step_curve`, averaged over
+    ``n_trials`` designs.
     """
 
     kernel: str

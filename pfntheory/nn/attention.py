@@ -123,7 +123,8 @@ class _ExpKernelMatVec(torch.autograd.Function):
     """``out = exp(A B^T) @ v`` for augmented features ``A`` (B, Tq, p), ``B^T`` (B, p, Tk).
 
     rbf: ``A = [a, -|a|^2/2, 1]``, ``B = [b, 1, -|b|^2/2]`` so ``A B^T = -||a - b||^2/2`` in one
-    matmul; softmax: ``A = a``, ``B = b``. Autograd maps the gradients of ``A, B^T`` back to ``a, b``.
+    matmul; softmax: ``A = a``, ``B = b``. Autograd maps the gradients of ``A, B^T`` back
+    to ``a, b``.
 
     Only ``(A, B^T, v)`` are saved: ``P = exp(A B^T)`` is recomputed in the backward pass, chunk by
     chunk over the batch (gradient checkpointing at the level of one matrix), so memory is
@@ -133,7 +134,8 @@ class _ExpKernelMatVec(torch.autograd.Function):
 
     Backward, with ``g = dL/dout`` (B, Tq, m) and ``E = P * (g v^T)`` the gradient of ``A B^T``:
     ``dA = E B``, ``dB = E^T A``, ``dv = P^T g``, all formed per chunk. (Using the rank-``m``
-    structure of ``g v^T`` to avoid forming ``E`` needs products of width ``m p`` and measured slower.)
+    structure of ``g v^T`` to avoid forming ``E`` needs products of width ``m p`` and
+    measured slower.)
     """
 
     @staticmethod
@@ -171,14 +173,16 @@ class _ExpKernelMatVec(torch.autograd.Function):
 
 
 class _ScaledKernelMatVec(torch.autograd.Function):
-    """``out = P v`` with ``P_ij = kappa(s * x_i, s * x_j)`` over keys ``j < n``, gradients for ``s, v``.
+    """``out = P v`` with ``P_ij = kappa(s * x_i, s * x_j)`` over keys ``j < n``, gradients
+    for ``s, v``.
 
     The layer form of the model: queries are all tokens ``x`` (B, T, d), keys their first ``n``
     (``n = v.shape[1]``), ``K = Q = diag(s)``. Forward as :class:`_ExpKernelMatVec`. Backward uses
     that ``log P`` depends on ``s`` only through ``s_k^2``:
 
     rbf ``log P_ij = -1/2 sum_k s_k^2 (x_ik - x_jk)^2``, so with ``E = P * (g v^T)``
-        ``ds_k = -s_k [sum_i x_ik^2 rowsum(E)_i + sum_j x_jk^2 colsum(E)_j - 2 sum_i x_ik (E X)_ik]``
+        ``ds_k = -s_k [sum_i x_ik^2 rowsum(E)_i + sum_j x_jk^2 colsum(E)_j -
+                       2 sum_i x_ik (E X)_ik]``
     softmax ``log P_ij = sum_k s_k^2 x_ik x_jk``, so ``ds_k = 2 s_k sum_i x_ik (E X)_ik``,
 
     where ``rowsum(E)_i = g_i . out_i``, ``colsum(E)_j = v_j . dv_j`` (free) and
@@ -316,8 +320,8 @@ def kernel_attention(
     """Kernel attention of every query over a set of unmasked keys (fast form of eqn:std attn).
 
     ``out_j = sum_i kappa(k_i, q_j) v_i`` over the keys passed (the mask is applied by the caller
-    choosing the keys); with ``normalised=True`` (``Attn^na``, sec:generalization) the sum is divided
-    by ``s_j = sum_i kappa(k_i, q_j)``.
+    choosing the keys); with ``normalised=True`` (``Attn^na``, sec:generalization) the sum is
+    divided by ``s_j = sum_i kappa(k_i, q_j)``.
 
     Parameters
     ----------

@@ -7,8 +7,8 @@ Implements
   ``p_(a,b]``, the true PPD truncated to ``(a, b]``.
 * sec:exp1, sec:exp2, sec:exp3 metrics: ``E[TV(p_(a,b], q)]``, the moment MSEs ``E(mu - m1)^2`` and
   ``E(tau + mu^2 - m2)^2``, the point-prediction MSE ``E(y - m1)^2``, coverage and mean width of the
-  central 50/90/95% intervals (beside the true PPD's width), and (supp-sec:exp additional) CRPS beside
-  the exact PPD's CRPS, and NLL.
+  central 50/90/95% intervals (beside the true PPD's width), and (supp-sec:exp additional) CRPS
+  beside the exact PPD's CRPS, and NLL.
 * thm:TFdoPPD: the solver error of the readout ``(mu_L, tau_L)`` against the oracle ``(mu, tau)``.
 
 Evaluation labels
@@ -75,7 +75,8 @@ MIXTURE_MASS_ATOL = 8 * EPS
 
 def _tv_mixture(w, mu_h, tau_h, edges, probs, a, b) -> np.ndarray:
     """Per-instance ``TV(p_(a,b], q)`` for a Gaussian-mixture PPD (no closed form: crossings of the
-    mixture density with each bin level found numerically by :func:`metrics.tv_density_histogram`)."""
+    mixture density with each bin level found numerically by
+    :func:`metrics.tv_density_histogram`)."""
     out = np.empty(len(w))
     for i in range(len(w)):
         s = np.sqrt(tau_h[i])

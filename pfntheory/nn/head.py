@@ -5,16 +5,18 @@ Paper results implemented here
 * Sec. 4 "From Moments to PPD" and supp-sec:exp details (MLP head): the analytic head
   ``ell = Xi (s1 psi_1, s2 psi_2)^T + log Delta_c`` with ``psi(mu, tau) = (mu/tau, -1/(2 tau))``,
   the fixed readout ``Xi_{c,:} = T(xi_c) = (xi_c, xi_c^2)`` at the bin midpoints and two scalar
-  rescalings ``s1, s2`` (learned in *learnable* mode, fixed at 1 in *theory* mode): :class:`PsiHead`.
-  ``log Delta_c`` turns bin masses into the piecewise-constant density of eqn:TF piece ppd on a
-  non-uniform grid (it is a constant, cancelled by the softmax, on an equidistant one).
+  rescalings ``s1, s2`` (learned in *learnable* mode, fixed at 1 in *theory* mode):
+  :class:`PsiHead`. ``log Delta_c`` turns bin masses into the piecewise-constant density of eqn:TF
+  piece ppd on a non-uniform grid (it is a constant, cancelled by the softmax, on an
+  equidistant one).
 * eqn:tabPFN mlp: the general one-hidden-layer head ``ell = W_2 act(W_1 z + h_1) + h_2`` of width
   ``C'`` (ReLU) on the query token: :class:`MLPHead`.
 
 Positivity of tau
 -----------------
-``psi`` needs ``tau > 0`` but the readout ``tau_L = sigma^2 + [Z]_{k} - [Z]_{g}`` of a transformer in
-training can be ``<= 0``. The head therefore applies the smooth positivity map :func:`positive_tau`
+``psi`` needs ``tau > 0`` but the readout ``tau_L = sigma^2 + [Z]_{k} - [Z]_{g}`` of a transformer
+in training can be ``<= 0``. The head therefore applies the smooth positivity map
+:func:`positive_tau`
 
     tau_+ = tau                              if tau >= tau_min,
     tau_+ = tau_min^2 / (2 tau_min - tau)    otherwise,
@@ -41,9 +43,9 @@ __all__ = ["positive_tau", "check_edges", "PsiHead", "MLPHead", "HEADS"]
 
 
 def positive_tau(tau: torch.Tensor, tau_min: float) -> torch.Tensor:
-    """Smooth positivity map: identity on ``[tau_min, inf)``, ``tau_min^2 / (2 tau_min - tau)`` below
-    (C^1, strictly increasing, > 0, decaying like ``tau_min^2/|tau|`` so it never underflows). Shape
-    preserved."""
+    """Smooth positivity map: identity on ``[tau_min, inf)``, ``tau_min^2 / (2 tau_min - tau)``
+    below (C^1, strictly increasing, > 0, decaying like ``tau_min^2/|tau|`` so it never underflows).
+    Shape preserved."""
     # clamp the unused branch so it stays finite (inf * 0 = nan in backward).
     low = tau_min * tau_min / (2.0 * tau_min - torch.clamp(tau, max=tau_min))
     return torch.where(tau >= tau_min, tau, low)
@@ -55,8 +57,8 @@ def check_edges(edges, C: int | None = None) -> torch.Tensor:
     Raises
     ------
     ValueError
-        Naming ``edges`` if it is not 1-d, has fewer than 3 entries, does not have ``C + 1`` entries,
-        is not finite, or is not strictly increasing.
+        Naming ``edges`` if it is not 1-d, has fewer than 3 entries, does not have ``C + 1``
+        entries, is not finite, or is not strictly increasing.
     """
     if not isinstance(edges, torch.Tensor):
         try:
@@ -81,8 +83,8 @@ def check_edges(edges, C: int | None = None) -> torch.Tensor:
 class PsiHead(nn.Module):
     """Analytic head ``ell_c = s1 psi_1 xi_c + s2 psi_2 xi_c^2 + log Delta_c`` (Sec. 4).
 
-    ``Xi`` and ``log Delta`` are derived from the edges passed to :meth:`forward` (``O(C)`` work), so
-    that the model's ``edges`` buffer is the single source of truth and float64 edges stay exact.
+    ``Xi`` and ``log Delta`` are derived from the edges passed to :meth:`forward` (``O(C)`` work),
+    so that the model's ``edges`` buffer is the single source of truth and float64 edges stay exact.
 
     Parameters
     ----------

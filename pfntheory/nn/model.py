@@ -1,4 +1,5 @@
-"""The PFN transformer of the paper: ``TF_{theta,L}`` and ``TF^pr_{theta,L}`` with a psi or MLP head.
+"""The PFN transformer of the paper: ``TF_{theta,L}`` and ``TF^pr_{theta,L}`` with a psi
+or MLP head.
 
 Paper results implemented here
 ------------------------------
@@ -18,15 +19,15 @@ Paper results implemented here
 Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d-1``, ``y = d``,
 ``k = d+1``, ``f = d+2``, ``g = d+3``)
 ---------------------------------------------------------------------------------------------
-``theory``  ``K^(l) = Q^(l) = diag(scale_l, 0_4)`` learned per layer (``scale_0`` for the first layer);
-            ``V^(l)_{f,y} = V^(l)_{g,k} = eta_l``, ``V^(l)_{f,f} = V^(l)_{g,g} = -eta_l``,
-            ``S^(l)_{f,f} = S^(l)_{g,g} = -eta'_l sigma^2`` with ``eta'_l = eta_l`` (supp-eqn:weights),
-            except for the ``rbf`` score where ``eta'_l`` is a second learned step size
-            (supp-sec:exp details: separate step sizes for the ridge drift and the attention
-            residual; it absorbs the amplitude ``alpha^2`` that the kernel folds into ``V``).
-            ``V^(0)_{k,y} = amp`` (``alpha^2``) is learned for ``rbf`` and fixed at ``amp_init``
-            otherwise; ``sigma^2 = noise_var_init`` and ``W`` (supp-eqn:weights) are fixed; the psi
-            head's ``s1 = s2 = 1`` are fixed.
+``theory``  ``K^(l) = Q^(l) = diag(scale_l, 0_4)`` learned per layer (``scale_0`` for the first
+            layer); ``V^(l)_{f,y} = V^(l)_{g,k} = eta_l``, ``V^(l)_{f,f} = V^(l)_{g,g} = -eta_l``,
+            ``S^(l)_{f,f} = S^(l)_{g,g} = -eta'_l sigma^2`` with ``eta'_l = eta_l``
+            (supp-eqn:weights), except for the ``rbf`` score where ``eta'_l`` is a second learned
+            step size (supp-sec:exp details: separate step sizes for the ridge drift and the
+            attention residual; it absorbs the amplitude ``alpha^2`` that the kernel folds into
+            ``V``). ``V^(0)_{k,y} = amp`` (``alpha^2``) is learned for ``rbf`` and fixed at
+            ``amp_init`` otherwise; ``sigma^2 = noise_var_init`` and ``W`` (supp-eqn:weights) are
+            fixed; the psi head's ``s1 = s2 = 1`` are fixed.
 ``learnable`` every non-zero entry of supp-eqn:weights is a free parameter per layer: ``scale_l``
             (the diagonal of ``K = Q``), ``V^(0)_{k,y}``, ``V^(l)_{f,y}, V^(l)_{f,f}, V^(l)_{g,k},
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
@@ -38,9 +39,9 @@ never change, so the kernel needs only ``scale_l * x``; a solver layer writes tw
 ``(B, n+1, n)`` kernel (never for ``linear``: ``a_j^T (A^T V)``) and a width-2 product; the first
 layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True``, and without autograd
 whenever the solver layers' scales are equal (theory mode at its initial values, hand-set weights),
-the kernel is computed once and reused by every solver layer (per chunk of instances, so that it stays
-in cache). In training, each layer's kernel is kept for the backward pass while a budget for the
-whole forward lasts (``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
+the kernel is computed once and reused by every solver layer (per chunk of instances, so that it
+stays in cache). In training, each layer's kernel is kept for the backward pass while a budget for
+the whole forward lasts (``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
 :meth:`PFNTransformer.forward_dense` is the literal eqn:tabPFN attn over every channel with full
 ``(d+4) x (d+4)`` matrices and per-layer gradient checkpointing, the parity reference
 (:class:`DenseTransformer` runs it as ``forward``).
@@ -512,8 +513,8 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
     ------
     ValueError
         Naming ``weights`` when a shape differs, ``K != Q``, ``K`` is not ``diag(scale, 0_4)``, a
-        non-zero entry falls outside the model's sparsity pattern (supp-eqn:weights), or (theory mode)
-        the entries do not have the theory structure (tied step sizes, fixed ``W``).
+        non-zero entry falls outside the model's sparsity pattern (supp-eqn:weights), or (theory
+        mode) the entries do not have the theory structure (tied step sizes, fixed ``W``).
     """
     cfg = model.config
     d, L = cfg.d, cfg.L

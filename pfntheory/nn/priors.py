@@ -4,32 +4,33 @@ Implements
 ----------
 * sec:sims (Pretraining): instances ``(D_n, x, y)`` of GP regression with the BLR kernel
   ``x^T Sigma x'`` (diagonal ``Sigma`` by thirds of d, supp-sec:exp details) or the RBF kernel
-  ``alpha^2 exp(-||x - x'||^2 / (2 ell^2))``; covariates ``x ~ N(0, I_d / d)``; the label ``y`` drawn
-  from the PPD ``N(mu(Z), tau(Z))`` truncated to ``(a, b]``; ``(a, b]`` set by Monte-Carlo calibration
-  over 2000 instances with outside mass 0.002.
-* supp-sec:exp additional (Hierarchical GP prior): ``theta = (ell_h, sigma_h)`` uniform over a finite
-  grid; the PPD is the finite mixture with posterior weights from the marginal likelihoods.
+  ``alpha^2 exp(-||x - x'||^2 / (2 ell^2))``; covariates ``x ~ N(0, I_d / d)``; the label ``y``
+  drawn from the PPD ``N(mu(Z), tau(Z))`` truncated to ``(a, b]``; ``(a, b]`` set by Monte-Carlo
+  calibration over 2000 instances with outside mass 0.002.
+* supp-sec:exp additional (Hierarchical GP prior): ``theta = (ell_h, sigma_h)`` uniform over a
+  finite grid; the PPD is the finite mixture with posterior weights from the marginal likelihoods.
 * supp-sec:exp additional (Covariate shifts): ``x ~ Unif[-1/sqrt(d), 1/sqrt(d)]^d``.
 * supp-sec:real data: the fitted (empirical-Bayes) ARD RBF prior.
 
 How an instance is drawn (cheaply, and with its oracle from the same factorisation)
 -----------------------------------------------------------------------------------
-BLR (weight space, ``O(n d^2)`` per instance): with features ``Phi = X Sigma^{1/2}`` (rows ``phi_i``),
-``w ~ N(0, I_d)`` and ``e ~ N(0, I_n)``, ``Y = Phi w + sigma e`` has the law ``N(0, Phi Phi^T + sigma^2 I)
-= N(0, G + sigma^2 I)`` of the function-space draw below, and the PPD follows from the ``d x d``
-posterior of ``w``: with ``A = Phi^T Phi + sigma^2 I_d = Lw Lw^T``, ``r = Lw^{-1} Phi^T Y`` and
-``u = Lw^{-1} phi_x``, ``mu = u . r`` and ``tau = sigma^2 (1 + u . u)`` (eqn:GPreg by the push-through
-identity ``Phi^T (Phi Phi^T + sigma^2 I)^{-1} = A^{-1} Phi^T``). No ``n x n`` matrix is formed.
+BLR (weight space, ``O(n d^2)`` per instance): with features ``Phi = X Sigma^{1/2}`` (rows
+``phi_i``), ``w ~ N(0, I_d)`` and ``e ~ N(0, I_n)``, ``Y = Phi w + sigma e`` has the law ``N(0, Phi
+Phi^T + sigma^2 I) = N(0, G + sigma^2 I)`` of the function-space draw below, and the PPD follows
+from the ``d x d`` posterior of ``w``: with ``A = Phi^T Phi + sigma^2 I_d = Lw Lw^T``,
+``r = Lw^{-1} Phi^T Y`` and ``u = Lw^{-1} phi_x``, ``mu = u . r`` and ``tau = sigma^2 (1 + u . u)``
+(eqn:GPreg by the push-through identity ``Phi^T (Phi Phi^T + sigma^2 I)^{-1} = A^{-1} Phi^T``). No
+``n x n`` matrix is formed.
 
 RBF kinds (function space): instead of drawing ``phi ~ GP`` and then ``y_i = phi(x_i) + eps_i``,
-the context labels are drawn from their marginal ``Y ~ N(0, G + sigma^2 I)`` (the same law): with ``Lc = chol(G + sigma^2 I)`` and
-``z ~ N(0, I_n)``, ``Y = Lc z``. The oracle PPD then costs one triangular solve:
-``v = Lc^{-1} k_x``, ``mu = k_x^T (G + sigma^2 I)^{-1} Y = v . z`` and
+the context labels are drawn from their marginal ``Y ~ N(0, G + sigma^2 I)`` (the same law): with
+``Lc = chol(G + sigma^2 I)`` and ``z ~ N(0, I_n)``, ``Y = Lc z``. The oracle PPD then costs one
+triangular solve: ``v = Lc^{-1} k_x``, ``mu = k_x^T (G + sigma^2 I)^{-1} Y = v . z`` and
 ``tau = kappa(x, x) + sigma^2 - v . v`` (eqn:GPreg). Everything on the exact side runs in float64 on
 the device of the generator; the returned inputs are cast to the model dtype.
 
-For the hierarchical prior the generating component ``h0`` is drawn first (uniform prior), then ``Y``
-from component ``h0``; the oracle is the mixture over *all* components, with
+For the hierarchical prior the generating component ``h0`` is drawn first (uniform prior), then
+``Y`` from component ``h0``; the oracle is the mixture over *all* components, with
 ``w_h ∝ pi_h N(Y; 0, G_h + sigma_h^2 I)`` (mu_h, tau_h from each component's Cholesky factor).
 """
 
@@ -149,7 +150,8 @@ class Batch:
     Y : Tensor of shape (B, n)          context labels (model dtype)
     xq : Tensor of shape (B, d)         query inputs (model dtype)
     y : Tensor of shape (B,)            query label (model dtype), from the (truncated) PPD
-    mu, tau : Tensor of shape (B,)      float64 PPD mean and variance (mixture moments for 'hier_rbf')
+    mu, tau : Tensor of shape (B,)      float64 PPD mean and variance (mixture moments
+    for 'hier_rbf')
     weights, mu_h, tau_h : Tensor of shape (B, H) or None
         'hier_rbf' only: posterior component weights and componentwise moments (float64).
     """

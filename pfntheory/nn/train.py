@@ -6,8 +6,9 @@ Implements
   ``y`` drawn from the PPD truncated to the calibrated ``(a, b]``, and the truncated NLL
   ``-log q(y) = -log sm(ell)_{c(y)} + log Delta_c`` (eqn:TF piece ppd).
 * supp-sec:exp details (Pretraining details): Adam without weight decay, linear warm-up over the
-  first 5% of steps, cosine decay to ``0.1 x LR_base``, gradient clipping at global norm 1, batch 128;
-  the learning rates and step counts of supp-tab:pretraining hyperparameters (:data:`PAPER_SCHEDULE`).
+  first 5% of steps, cosine decay to ``0.1 x LR_base``, gradient clipping at global norm 1, batch
+  128; the learning rates and step counts of supp-tab:pretraining hyperparameters
+  (:data:`PAPER_SCHEDULE`).
 
 Exact resumption
 ----------------
@@ -19,13 +20,14 @@ optimiser, scheduler, RNG states, step, loss history) is written atomically ever
 
 Mixed context sizes
 -------------------
-``context_groups = G > 1`` mixes ``G`` context sizes in every step without padding: the batch is split
-into ``G`` groups, each a dense ``(B_g, n_g)`` batch with its own ``n_g ~ Unif{n_min..n_max}``, and the
-gradients of ``(B_g / B) mean_g NLL`` are accumulated group by group before the one optimiser step
-(:func:`accumulate_gradients`). The step computes exactly ``sum_g B_g (n_g + 1) n_g`` kernel entries
-(padding every instance to the step's largest ``n`` would compute ``B (n_max + 1) n_max``) and holds
-one group's graph at a time. The gradient averages over ``G`` context sizes instead of one, at the
-price of ``G`` smaller matrix products (``benchmarks/train_step.py --context-groups`` measures it).
+``context_groups = G > 1`` mixes ``G`` context sizes in every step without padding: the batch is
+split into ``G`` groups, each a dense ``(B_g, n_g)`` batch with its own
+``n_g ~ Unif{n_min..n_max}``, and the gradients of ``(B_g / B) mean_g NLL`` are accumulated group by
+group before the one optimiser step (:func:`accumulate_gradients`). The step computes exactly
+``sum_g B_g (n_g + 1) n_g`` kernel entries (padding every instance to the step's largest ``n`` would
+compute ``B (n_max + 1) n_max``) and holds one group's graph at a time. The gradient averages over
+``G`` context sizes instead of one, at the price of ``G`` smaller matrix products
+(``benchmarks/train_step.py --context-groups`` measures it).
 
 Non-finite gradients
 --------------------
@@ -178,8 +180,9 @@ def refuse_other_config(
 
 
 def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
-    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or 'quick'
-    (the ``cpu`` scale chooses its steps per experiment, see :mod:`pfntheory.experiments.definitions`)."""
+    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or
+    'quick' (the ``cpu`` scale chooses its steps per experiment, see
+    :mod:`pfntheory.experiments.definitions`)."""
     choice(scale, "scale", tuple(x for x in SCALES if x != "cpu"))
     if scale == "quick":
         return QUICK_SCHEDULE["lr"], QUICK_SCHEDULE["steps"]
@@ -216,15 +219,17 @@ class TrainConfig:
         'auto' (CUDA when present), 'cpu', 'cuda', 'cuda:1', ...
     interval : (a, b), optional
         Truncation interval; ``None`` calibrates it (sec:sims) with ``calib_instances`` instances,
-        ``outside_mass`` and ``calib_seed`` (fixed across runs, so runs on one task share ``(a, b]``).
+        ``outside_mass`` and ``calib_seed`` (fixed across runs, so runs on one task share
+        ``(a, b]``).
     lr_units : {"absolute", "relative", "elementwise"}
         See :data:`LR_UNITS`. "absolute" is plain Adam (the paper's wording); "relative" scales each
         parameter tensor's rate by the magnitude of its initial values; "elementwise" trains each
         weight in its own unit (the fix of the early loss spikes, module docstring).
     context_groups : int
-        ``G``: each step splits its batch into ``G`` near-equal groups, each with its own context size
-        ``n_g ~ Unif{n_min..n_max}`` (see "Mixed context sizes" in the module docstring). ``1`` (the
-        default) is one ``n`` per step, the paper's sec:sims, bitwise as before the option existed.
+        ``G``: each step splits its batch into ``G`` near-equal groups, each with its own context
+        size ``n_g ~ Unif{n_min..n_max}`` (see "Mixed context sizes" in the module docstring). ``1``
+        (the default) is one ``n`` per step, the paper's sec:sims, bitwise as before the
+        option existed.
     curve_n_eval : tuple of int
         Held-out context sizes n' of the learning curve; empty: no learning curve.
     curve_instances : int
@@ -355,7 +360,8 @@ def lr_factor(step: int, steps: int, warmup_frac: float = 0.05, min_lr_ratio: fl
 
 
 def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
-    """Per-instance truncated NLL ``-log q(y) = -log sm(ell)_{c(y)} + log Delta_c`` (eqn:TF piece ppd).
+    """Per-instance truncated NLL ``-log q(y) = -log sm(ell)_{c(y)} + log Delta_c``
+    (eqn:TF piece ppd).
 
     Parameters
     ----------
@@ -412,8 +418,8 @@ def step_batches(
     config: TrainConfig, generator: torch.Generator, device, dtype, interval
 ) -> list[Batch]:
     """The data of one step: ``config.context_groups`` dense batches, group ``g`` with
-    ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order from
-    ``generator`` (with one group this is the draw of a step before groups existed)."""
+    ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order
+    from ``generator`` (with one group this is the draw of a step before groups existed)."""
     out = []
     for size in group_sizes(config.batch_size, config.context_groups):
         n = sample_context_size(config.n_min, config.n_max, generator)
@@ -432,7 +438,8 @@ def accumulate_gradients(
 
     Group ``g`` contributes ``(B_g / B) mean_g NLL``, backpropagated on its own, so the gradients
     add up to the gradient of the mean over all ``B`` instances while only one group's graph is
-    alive at a time; no instance is padded. One group is ``loss.mean()`` exactly (the factor is 1.0).
+    alive at a time; no instance is padded. One group is ``loss.mean()`` exactly (the
+    factor is 1.0).
     """
     total_size = sum(b.X.shape[0] for b in batches)
     total = None
@@ -462,7 +469,8 @@ def read_config(run_dir) -> TrainConfig:
 
 
 def load_trained(run_dir, device="cpu") -> tuple[torch.nn.Module, TrainConfig, dict]:
-    """Load a finished run: ``(model in eval mode, config, metrics)``; weights via ``weights_only``."""
+    """Load a finished run: ``(model in eval mode, config, metrics)``; weights via
+    ``weights_only``."""
     run_dir = Path(run_dir)
     config = read_config(run_dir)
     if not (run_dir / runs.WEIGHTS).is_file() or not (run_dir / runs.METRICS).is_file():
@@ -507,7 +515,8 @@ def _loss_summary(losses: list[float], n_points: int = 200) -> dict:
 
 def curve_steps(steps: int, n_points: int) -> list[int]:
     """Evaluation steps of a learning curve: 0 (the initialisation), ``n_points`` log-spaced steps
-    from 10 (or 1 for short runs) to ``steps``, rounded and de-duplicated; always ends at ``steps``."""
+    from 10 (or 1 for short runs) to ``steps``, rounded and de-duplicated; always ends at
+    ``steps``."""
     steps, n_points = positive_int(steps, "steps"), positive_int(n_points, "n_points")
     first = 10 if steps >= 100 else 1
     grid = np.unique(np.round(np.geomspace(first, steps, n_points)).astype(int))
@@ -525,8 +534,8 @@ def _heldout_set(
     config: TrainConfig, interval, chunk_size: int = 256, covariates: str | None = None
 ) -> list[tuple[int, list]]:
     """The held-out instances of the learning curve, per n': drawn once per run from
-    ``(curve_seed, n', chunk)`` only, so a resumed run (and every run of one task) sees the same set.
-    ``covariates`` replaces the task's covariate law (the covariate-shift curve)."""
+    ``(curve_seed, n', chunk)`` only, so a resumed run (and every run of one task) sees the same
+    set. ``covariates`` replaces the task's covariate law (the covariate-shift curve)."""
     task = (
         config.task
         if covariates is None
@@ -634,8 +643,9 @@ def format_learning_curve(doc: dict, metric: str = "tv") -> str:
 
 
 def _param_groups(model: torch.nn.Module, lr: float, units: str) -> list[dict]:
-    """Adam parameter groups. "relative": rate ``lr * max|theta_0|`` per tensor, so every weight moves
-    by about ``lr`` of its own initial size per step (Adam's update is scale-free per coordinate)."""
+    """Adam parameter groups. "relative": rate ``lr * max|theta_0|`` per tensor, so every weight
+    moves by about ``lr`` of its own initial size per step (Adam's update is scale-free per
+    coordinate)."""
     if units in ("absolute", "elementwise"):  # elementwise: scaled after the step (train())
         return [{"params": list(model.parameters()), "lr": lr}]
     groups = []
@@ -699,7 +709,8 @@ def train(
             seed=config.calib_seed,
         )
     model = build_model(config, interval, device)
-    # "elementwise": per-entry units |theta_0| (from the seeded initialisation, so identical on resume)
+    # "elementwise": per-entry units |theta_0| (from the seeded initialisation, so
+    # identical on resume)
     units = (
         [
             torch.where(p.detach() != 0, p.detach().abs(), torch.ones_like(p))
@@ -812,11 +823,12 @@ def train(
         if torch.isfinite(gnorm):
             if units is None:
                 opt.step()
-            else:  # Adam in u = theta/theta_0 - 1: Adam is invariant to a fixed per-coordinate scale of
-                before = [
-                    p.detach().clone() for p in model.parameters()
-                ]  # the gradient, so its step
-                opt.step()  # in u is its step in theta; theta then moves by theta_0 times it
+            else:
+                # Adam in u = theta/theta_0 - 1: Adam is invariant to a fixed per-coordinate scale
+                # of the gradient, so its step in u is its step in theta; theta then moves by
+                # theta_0 times it
+                before = [p.detach().clone() for p in model.parameters()]
+                opt.step()
                 with torch.no_grad():
                     for p, b, u in zip(model.parameters(), before, units, strict=True):
                         p.copy_(b + u * (p - b))

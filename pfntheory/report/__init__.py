@@ -1,9 +1,9 @@
 """The verification report: executed notebooks, one per part of the paper, and an index.
 
 ``pfntheory report`` executes every notebook under ``notebooks/`` (jupytext percent-format ``.py``
-sources, run with nbclient), writes one HTML page per notebook and ``reports/index.html``: one row per
-paper result with what was measured, the tolerance, our number beside what it is compared with and
-the paper's number, and a verdict of one of :data:`VERDICTS`. Any cell error fails the command.
+sources, run with nbclient), writes one HTML page per notebook and ``reports/index.html``: one row
+per paper result with what was measured, the tolerance, our number beside what it is compared with
+and the paper's number, and a verdict of one of :data:`VERDICTS`. Any cell error fails the command.
 
 One module per job:
 

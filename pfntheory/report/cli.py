@@ -66,7 +66,8 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def register(subparsers) -> argparse.ArgumentParser:
-    """Add the ``report`` sub-command to a CLI's ``subparsers``; it sets ``func`` (returns exit code).
+    """Add the ``report`` sub-command to a CLI's ``subparsers``; it sets ``func``
+    (returns exit code).
 
     Usage in a CLI: ``args = parser.parse_args(); sys.exit(args.func(args))``.
     """

@@ -427,7 +427,8 @@ def plot_progress(ax, counts: dict[str, tuple[int, int]]) -> None:
 
 
 def runs_frame(runs: Sequence, eval_file: str = "eval.json"):
-    """One row per trained run: its settings, E[TV] averaged over n' (± SE) and its plateau status."""
+    """One row per trained run: its settings, E[TV] averaged over n' (± SE) and its
+    plateau status."""
     import pandas as pd
 
     rows = []

@@ -1,7 +1,7 @@
 """The index page (``reports/index.html``) and the inline card of each row, as plain HTML.
 
-The index is built from ``results/*.json`` only: the verdict kinds counted separately at the top with
-their definitions, then one row per measured result, grouped by notebook. Every row shows what
+The index is built from ``results/*.json`` only: the verdict kinds counted separately at the top
+with their definitions, then one row per measured result, grouped by notebook. Every row shows what
 exactly was measured, the tolerance and its reason, our number, what it was compared with, the
 paper's number in its own column, the run directory read and the command that regenerates it. Maths
 is typeset as plain HTML (:mod:`.mathtext`): no page needs a script or the network.
@@ -282,6 +282,20 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
             + ". Their rows may be incomplete.</p>"
         )
     scales = sorted({d.get("scale", "quick") for d in results.values()}) or ["quick"]
+    scale_names = html.escape(", ".join(scales))
+    paper = "Transformers Can Learn Posterior Predictive Distributions In-Context"
+    intro = (
+        '<p class="sub">Each row is one result of the paper, named by its LaTeX '
+        "<code>\\label{}</code>\n"
+        "(a variant of it, such as a dimension or a design, is named under the label), "
+        "measured by\n"
+        "<code>pfntheory.claims</code> (the numbers <code>verify/</code> asserts on) "
+        "or read from the trained\n"
+        "runs. <b>ours</b> is the measured quantity; <b>compared with</b> is the bound, "
+        "threshold or reference\n"
+        "the check compares it with; <b>paper</b> is the number the paper prints, "
+        "where it prints one.\n"
+    )
     toc = " · ".join(
         f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>' for s in specs
     )
@@ -290,13 +304,8 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>pfntheory — verification report</title><style>{_INDEX_CSS}{CSS}</style></head>
 <body>
-<h1>Transformers Can Learn Posterior Predictive Distributions In-Context — verification report</h1>
-<p class="sub">Each row is one result of the paper, named by its LaTeX <code>\\label{{}}</code>
-(a variant of it, such as a dimension or a design, is named under the label), measured by
-<code>pfntheory.claims</code> (the numbers <code>verify/</code> asserts on) or read from the trained
-runs. <b>ours</b> is the measured quantity; <b>compared with</b> is the bound, threshold or reference
-the check compares it with; <b>paper</b> is the number the paper prints, where it prints one.
-Click a label for the figure or table beside the claim. Scale: <b>{html.escape(", ".join(scales))}</b>.</p>
+<h1>{paper} — verification report</h1>
+{intro}Click a label for the figure or table beside the claim. Scale: <b>{scale_names}</b>.</p>
 <h2>Verdicts by kind</h2>
 <table class="kinds">{kinds}</table>
 {banner}

@@ -57,10 +57,12 @@ VERDICTS = (*VERDICT_KINDS, PENDING)
 #: One line per verdict kind, shown at the top of the index.
 VERDICT_DEFINITIONS = {
     HOLDS: "every measured instance satisfies the paper's statement within the stated tolerance",
-    CAVEAT: "it holds, but only under a condition or reading the paper does not state (see the row)",
+    CAVEAT: (
+        "it holds, but only under a condition or reading the paper does not state (see the row)"
+    ),
     FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
-    ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected statement "
-    "given in the row",
+    ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected "
+    "statement given in the row",
     OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
     "for nor against the paper",
     UNDECIDED: "rests on a trained run whose learning curve has not plateaued by the stated "
@@ -87,7 +89,8 @@ def _finite_or_none(x):
 
 
 def _scalars(details: dict[str, Any]) -> dict[str, Any]:
-    """The JSON-friendly scalar entries of ``details`` (arrays stay in the notebook, not the index)."""
+    """The JSON-friendly scalar entries of ``details`` (arrays stay in the notebook, not
+    the index)."""
     out = {}
     for k, v in details.items():
         if isinstance(v, bool) or v is None or isinstance(v, str):
@@ -107,7 +110,8 @@ def _slug(text: str) -> str:
 
 
 def _rel(path) -> str:
-    """``path`` relative to the repository when inside it (what a reader can open), else as given."""
+    """``path`` relative to the repository when inside it (what a reader can open), else
+    as given."""
     p = Path(path).resolve()
     try:
         return p.relative_to(ROOT).as_posix()
@@ -116,8 +120,8 @@ def _rel(path) -> str:
 
 
 def verdict_of(holds: bool | None, caveat: str = "") -> str:
-    """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a false
-    ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
+    """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a
+    false ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
     if holds is None:
         return PENDING
     if not holds:
@@ -301,7 +305,8 @@ class Recorder:
             For an erratum row: the corrected statement the check measures. The verdict is
             "erratum" when the check holds (computed, never fixed) and "does not hold" otherwise.
         outside : str
-            Why this measurement is outside the paper's regime (verdict "outside the paper's regime").
+            Why this measurement is outside the paper's regime (verdict "outside the
+            paper's regime").
         runs : sequence of path, optional
             The trained run directories read; their learning curves decide "undecided".
         run_dir : path, optional
@@ -311,7 +316,8 @@ class Recorder:
         paper_value : float, optional
             The paper's printed number for this quantity (default ``result.paper_value``).
         holds, observed : optional
-            Override the result's (e.g. when the row judges the paper's rate, not the check's bound).
+            Override the result's (e.g. when the row judges the paper's rate, not the
+            check's bound).
 
         Returns
         -------

@@ -1,7 +1,8 @@
 """Where the report lives and which notebooks make it up.
 
 The runner passes the output folder and the scale to the notebook kernel through the environment
-variables :data:`ENV_OUT` and :data:`ENV_SCALE`; :func:`output_dir` and :func:`scale` read them back.
+variables :data:`ENV_OUT` and :data:`ENV_SCALE`; :func:`output_dir` and :func:`scale`
+read them back.
 """
 
 from __future__ import annotations
@@ -125,7 +126,8 @@ def find_spec(name: str) -> NotebookSpec:
 
 
 def output_dir() -> Path:
-    """The report's output folder: ``$PFNTHEORY_REPORT_DIR``, else ``reports/`` of the repository."""
+    """The report's output folder: ``$PFNTHEORY_REPORT_DIR``, else ``reports/`` of the
+    repository."""
     return Path(os.environ.get(ENV_OUT) or DEFAULT_OUT)
 
 
