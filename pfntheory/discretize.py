@@ -37,6 +37,7 @@ All functions are float64 NumPy/SciPy and broadcast over leading batch dimension
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 import scipy.optimize
@@ -442,7 +443,7 @@ def softmax(ell, axis: int = -1) -> np.ndarray:
 
 def _bin_index(edges: np.ndarray, y: np.ndarray, closed: str) -> np.ndarray:
     """0-based bin index of ``y`` (``-1`` or ``C`` outside), right- or left-closed bins."""
-    side = "left" if closed == "right" else "right"
+    side: Literal["left", "right"] = "left" if closed == "right" else "right"
     return np.searchsorted(edges, y, side=side) - 1
 
 

@@ -338,9 +338,8 @@ def fit_empirical_bayes(
     starts = [np.zeros(d + 2)] + [
         rng.uniform(np.log(0.05), np.log(5.0), size=d + 2) for _ in range(n_restarts)
     ]
-    best = None
-    for x0 in starts:
-        res = scipy.optimize.minimize(
+    fits = (
+        scipy.optimize.minimize(
             _neg_lml_and_grad,
             x0,
             args=(X, Y),
@@ -348,8 +347,9 @@ def fit_empirical_bayes(
             method="L-BFGS-B",
             bounds=[(lo, hi)] * (d + 2),
         )
-        if best is None or res.fun < best.fun:
-            best = res
+        for x0 in starts
+    )
+    best = min(fits, key=lambda res: res.fun)  # the first of the lowest, as the starts are listed
     p = np.exp(best.x)
     return EBFit(
         alpha=float(p[0]),

@@ -385,6 +385,12 @@ class CaseData:
     shape: tuple
     Xq: np.ndarray
 
+    def split(self, key: str) -> np.ndarray:
+        """Walker Lake's index set ``key`` of :attr:`splits`; Sacramento has none."""
+        if self.splits is None:
+            raise ValueError(f"the {self.name} case study has no data splits (Walker Lake only)")
+        return self.splits[key]
+
     @property
     def Xc(self) -> np.ndarray:
         return self.data.X[self.ctx_idx]
@@ -421,7 +427,7 @@ def fit_priors(case: CaseData, *, seed: int = 0, n_restarts: int = 2) -> tuple[E
     refitted on the context, as the text says) and the ``eb_fit`` entry of ``results.json``.
     """
     data = case.data
-    eb_idx = case.ctx_idx if case.name == "sacramento" else case.splits["eb"]
+    eb_idx = case.ctx_idx if case.name == "sacramento" else case.split("eb")
     coord_divisor = data.transform.coord_divisor
     prior_fit = _fit(data.X[eb_idx], data.Y[eb_idx], seed, n_restarts)
     eb = _paper_vs_ours(case.name, prior_fit, data.X[eb_idx], data.Y[eb_idx], coord_divisor)
@@ -563,7 +569,7 @@ def heldout_coverage(
             f"other folds, ~{data.n - data.n // N_FOLDS}); GP and PFN prior fitted on all "
             "homes",
         }
-    ho = case.splits["heldout"]
+    ho = case.split("heldout")
     Xc, Yc, y_ho = case.Xc, case.Yc, data.Y[ho]
     pm = _pfn_maps(model, Xc, Yc, data.X[ho])
     gm, _ = _gp_maps(ctx_fit, Xc, Yc, data.X[ho])

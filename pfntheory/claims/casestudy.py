@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
             f"dist and sd_gp must be 1-d of equal length, got {dist.shape} and {sd_gp.shape}"
         )
     near = dist <= threshold
-    out = {
+    out: dict[str, Any] = {
         "threshold": threshold,
         "n_cells": int(dist.size),
         "n_near": int(near.sum()),

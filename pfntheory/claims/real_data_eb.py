@@ -168,7 +168,9 @@ def check_walker_coordinate_convention(
     """
     if data.name != "walker":
         raise ValueError(f"data must be the Walker Lake data set, got {data.name!r}")
-    gaps_text, gaps_alt, fits = [], [], []
+    text_gaps: list[float] = []
+    alt_gaps: list[float] = []
+    fits = []
     for seed in seeds:
         idx = walker_splits(data.n, seed)["eb"]
         X, Y = data.X[idx], data.Y[idx]
@@ -177,11 +179,11 @@ def check_walker_coordinate_convention(
         u = data.transform.coord_divisor
         X_text = X * u / COORD_DIVISOR
         X_alt = X * u / alt_divisor
-        gaps_text.append(fit.log_marginal_likelihood - paper_lml("walker", X_text, Y))
-        gaps_alt.append(fit.log_marginal_likelihood - paper_lml("walker", X_alt, Y))
+        text_gaps.append(fit.log_marginal_likelihood - paper_lml("walker", X_text, Y))
+        alt_gaps.append(fit.log_marginal_likelihood - paper_lml("walker", X_alt, Y))
         # our fitted lengthscales expressed in the alternative convention
         fits.append([fit.alpha, *(np.asarray(fit.lengthscales) * u / alt_divisor), fit.noise_std])
-    gaps_text, gaps_alt = np.array(gaps_text), np.array(gaps_alt)
+    gaps_text, gaps_alt = np.array(text_gaps), np.array(alt_gaps)
     return ClaimResult(
         label="supp-sec:real data",
         statement="Walker: the paper's (alpha, ell, sigma) fit coordinates standardised / "

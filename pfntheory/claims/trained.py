@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -137,7 +138,7 @@ def gate(result: ClaimResult, runs, curves: tuple = (None,)) -> ClaimResult:
 
 def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """Per panel (task, mode): TV falls with C at the largest L, and with L at the largest C."""
-    panels = defaultdict(dict)
+    panels: defaultdict[tuple[str, str], dict[tuple[int, int], Any]] = defaultdict(dict)
     for r in _trained(runs):
         panels[(r.spec.task.kind, r.spec.model.mode)][(r.spec.model.L, r.spec.model.C)] = r.eval
     out = []
@@ -450,7 +451,10 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     rows = []
     for t in tasks:
         for j, n in enumerate(cell[(t, Ls[0])].n_eval):
-            row = {"lengthscale": t.lengthscale if t.kind == "rbf" else None, "n_prime": int(n)}
+            row: dict[str, Any] = {
+                "lengthscale": t.lengthscale if t.kind == "rbf" else None,
+                "n_prime": int(n),
+            }
             for L in Ls:
                 e = cell[(t, L)]
                 row[f"crps_L{L}"] = float(e.mean["crps"][j])
@@ -487,7 +491,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         )
     )
     # coverage near nominal at the deepest L, 90% and 95%
-    worst, devs = None, []
+    devs: list[tuple[float, float, int, int, float]] = []
     for t in tasks:
         e = cell[(t, Ls[-1])]
         for lv in (90, 95):
@@ -496,18 +500,18 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
                 devs.append(
                     (float(dev[j]), t.lengthscale, lv, int(n), float(e.mean[f"coverage_{lv}"][j]))
                 )
-    worst = max(devs)
+    worst_cov = max(devs)
     out.append(
         ClaimResult(
             key="table.coverage_near_nominal",
             label=label,
             statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
             f"(including n' > n_max)",
-            holds=bool(worst[0] <= COVERAGE_SLACK),
-            observed=worst[4],
-            bound=worst[2] / 100,
+            holds=bool(worst_cov[0] <= COVERAGE_SLACK),
+            observed=worst_cov[4],
+            bound=worst_cov[2] / 100,
             tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: "
-            f"lengthscale={worst[1]}, level={worst[2]}%, n'={worst[3]})",
+            f"lengthscale={worst_cov[1]}, level={worst_cov[2]}%, n'={worst_cov[3]})",
             details={"rows": rows},
         )
     )
@@ -520,17 +524,17 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
                 (e.mean["crps_exact"][j], e.se["crps_exact"][j]),
             )
             gaps.append((D / se if se > 0 else np.inf, D, se, t.lengthscale, L, int(n)))
-    worst = min(gaps)
+    worst_gap = min(gaps)
     out.append(
         ClaimResult(
             key="table.crps_not_below_exact",
             label=label,
             statement="no trained model's CRPS is below the exact PPD's on the same instances",
-            holds=bool(worst[1] > -z * worst[2]),
-            observed=worst[1],
-            bound=-z * worst[2],
-            tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: lengthscale={worst[3]}, "
-            f"L={worst[4]}, n'={worst[5]})",
+            holds=bool(worst_gap[1] > -z * worst_gap[2]),
+            observed=worst_gap[1],
+            bound=-z * worst_gap[2],
+            tolerance=f"CRPS(model) - CRPS(exact) > -{z:g} SE (worst: "
+            f"lengthscale={worst_gap[3]}, L={worst_gap[4]}, n'={worst_gap[5]})",
             details={"gaps": [list(g[1:]) for g in gaps]},
         )
     )

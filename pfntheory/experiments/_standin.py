@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 from .. import runs as runfiles
 
@@ -45,7 +46,7 @@ def fake_metrics(spec, n: int, covariates: str) -> dict:
         math.exp(-L / 8) * (n / spec.n_max) * (1 if spec.model.normalised else n / spec.n_max)
         + 1.0 / C
     )
-    out = {"n_instances": 0}
+    out: dict[str, float] = {"n_instances": 0}
     for name, v in (
         ("tv", tv),
         ("mse_mean", tv**2),
@@ -64,13 +65,17 @@ def fake_metrics(spec, n: int, covariates: str) -> dict:
     return out
 
 
+def _lists_as_tuples(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
+
+
 def evaluate(run_dir: Path, ev) -> None:
     from .specs import EvalSpec, ModelSpec, RunSpec, TaskSpec
 
     run_dir = Path(run_dir)
     s = runfiles.load_json(run_dir / "spec.json")["spec"]
     spec = RunSpec(
-        task=TaskSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in s["task"].items()}),
+        task=TaskSpec(**_lists_as_tuples(s["task"])),
         model=ModelSpec(**s["model"]),
         **{k: s[k] for k in ("n_min", "n_max", "steps", "lr", "batch_size", "seed")},
         evals=tuple(EvalSpec(**{**e, "n_eval": tuple(e["n_eval"])}) for e in s["evals"]),

@@ -451,7 +451,7 @@ FIG_EXP2_1 = Experiment(
 
 
 def _exp2_2(d, Ls, n_maxs, n_eval, steps, lr, per_n, C=256, n_min=64, shift=False) -> tuple:
-    evals = (_ev(n_eval, per_n),)
+    evals: tuple[EvalSpec, ...] = (_ev(n_eval, per_n),)
     if shift:  # supp-sec:exp additional: evaluation inputs Unif[-1/sqrt(d), 1/sqrt(d)]^d
         evals += (_ev(n_eval, per_n, covariates="uniform"),)
     cells = (
@@ -480,7 +480,7 @@ def _exp2_2_quick(
     d,
     Ls=(2, 8),
     n_maxs=(96, 192),
-    n_eval=tuple(32 * i for i in (1, 2, 4, 6, 8, 12)),
+    n_eval=(32, 64, 128, 192, 256, 384),
     n_min=32,
     shift=False,
 ) -> tuple:

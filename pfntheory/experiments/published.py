@@ -12,6 +12,8 @@ can be joined with.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "PUBLISHED_DEPTHS",
     "PUBLISHED_METRICS",
@@ -75,7 +77,7 @@ HIERARCHICAL_GP: dict[int, dict[str, tuple[float, float, float]]] = _table(
 )
 
 #: Experiment name -> its published table.
-PUBLISHED = {
+PUBLISHED: dict[str, dict[Any, dict[str, tuple[float, float, float]]]] = {
     "supp_tab_lengthscale": LENGTHSCALE_CRPS,
     "supp_tab_hier": HIERARCHICAL_GP,
 }

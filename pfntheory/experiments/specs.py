@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import choice, positive_int, positive_scalar
@@ -185,7 +186,7 @@ class RunSpec:
         from pfntheory.nn.train import TrainConfig
 
         model = self.model.to_nn(self.task.d, self.task.noise_var)
-        curve = {}
+        curve: dict[str, Any] = {}
         if self.curve_n_eval:
             curve = dict(
                 curve_n_eval=tuple(self.curve_n_eval),
@@ -223,6 +224,9 @@ _LATE_DEFAULTS = {
 class _ExactSide:
     """Exact-side specs (no training): no evaluations; the whole spec is the "training" config that
     the run name hashes."""
+
+    if TYPE_CHECKING:  # every subclass is a dataclass
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     @property
     def evals(self) -> tuple:

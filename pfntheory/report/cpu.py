@@ -267,8 +267,10 @@ def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[Sli
 
 
 def _log_range(panels: Sequence[Exp1Panel]) -> tuple[float, float] | None:
-    logs = np.concatenate([np.log10(p.grid()[0]).ravel() for p in panels]) if panels else []
-    logs = np.asarray(logs)[np.isfinite(logs)]
+    if not panels:
+        return None
+    logs = np.concatenate([np.log10(p.grid()[0]).ravel() for p in panels])
+    logs = logs[np.isfinite(logs)]
     return (float(logs.min()), float(logs.max())) if logs.size else None
 
 

@@ -91,7 +91,7 @@ def _finite_or_none(x):
 def _scalars(details: dict[str, Any]) -> dict[str, Any]:
     """The JSON-friendly scalar entries of ``details`` (arrays stay in the notebook, not
     the index)."""
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in details.items():
         if isinstance(v, bool) or v is None or isinstance(v, str):
             out[str(k)] = v
@@ -141,11 +141,13 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     """
     if isinstance(run_dirs, (str, os.PathLike)):
         raise TypeError("run_dirs must be a sequence of run directories, not one path")
-    run_dirs = [Path(r) for r in run_dirs]
-    if not run_dirs:
+    paths = [Path(r) for r in run_dirs]
+    if not paths:
         raise ValueError("run_dirs must name at least one run directory")
-    per_run, missing, improving = {}, [], []
-    for rd in run_dirs:
+    per_run: dict[str, dict | None] = {}
+    missing: list[Path] = []
+    improving: list[tuple[Path, dict]] = []
+    for rd in paths:
         st = curve_status(rd / LEARNING_CURVE_FILE, metric=metric)
         if st["state"] == "no curve":
             missing.append(rd)
@@ -159,20 +161,20 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
         return {
             "status": "improving",
             "runs": per_run,
-            "text": f"not plateaued: {len(improving)} of {len(run_dirs)} runs (e.g. {_rel(rd)}: "
+            "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. {_rel(rd)}: "
             f"{st['state']} at {st['last_step']} steps; {st['criterion']})",
         }
     if missing:
         return {
             "status": "unknown",
             "runs": per_run,
-            "text": f"convergence unknown: {len(missing)} of {len(run_dirs)} runs have no "
+            "text": f"convergence unknown: {len(missing)} of {len(paths)} runs have no "
             f"learning_curve.json (e.g. {_rel(missing[0])})",
         }
     return {
         "status": "plateaued",
         "runs": per_run,
-        "text": f"all {len(run_dirs)} runs plateaued in {metric}",
+        "text": f"all {len(paths)} runs plateaued in {metric}",
     }
 
 
