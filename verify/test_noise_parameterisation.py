@@ -10,9 +10,11 @@ expected CRPS is E sqrt(tau / pi) (:mod:`pfntheory.claims.noise`). So every publ
 at least that lower bound, up to Monte-Carlo error. The tests measure the bound under both
 conventions: noise variance 0.2 (the text) and noise standard deviation 0.2 (variance 0.04).
 
-Tolerance: a published value is "consistent" when it is >= exact - 4 standard errors of our
-Monte-Carlo mean (fixed seed, 200 instances per cell; the paper's own Monte-Carlo error over 4096
-instances is smaller and is ignored, which only makes "consistent" easier to reach).
+Tolerance: a published value is "consistent" when it is >= exact - 4 combined standard errors:
+those of our Monte-Carlo mean (fixed seed, 200 instances per cell) and of the paper's own cell, a
+mean over 4096 instances (its SE from the exact PPD's CRPS spread, 0.002-0.007). An earlier
+version left the paper's error out; it then called the (0.4, 256) row "impossible under the stated
+design", a refutation that the paper's own sampling error does not support.
 """
 
 import numpy as np
@@ -54,8 +56,8 @@ def test_noise_std_convention_fits_better(both_conventions):
     """With noise std 0.2 (variance 0.04) the bound sits at or just below the published values.
 
     Measured (seed 0, 200 instances): under variance 0.2 every published CRPS is 7-50% below the
-    exact PPD's expected CRPS; under variance 0.04 the deficit is at most 3.2% ((0.4, 256)) and only
-    the two n' = 256 cells at lengthscale 0.4 and 1.6 are more than 4 SE below the bound.
+    exact PPD's expected CRPS (9.6-41 combined SE); under variance 0.04 the deficit is at most 3.2%
+    ((0.4, 256)) and every cell is within 4 combined SE (worst 3.1).
 
     Can fail: the relative gap |paper(L=32) - exact| / exact must be smaller under 0.04 than under
     0.2 in every cell; every relative deficit (exact - best paper) / exact must exceed 5% under 0.2
@@ -79,35 +81,36 @@ def test_noise_std_convention_fits_better(both_conventions):
         for row in both_conventions[0.04].details["rows"]
         if not row["consistent"]
     }
-    assert bad <= {(0.4, 256), (1.6, 256)}, both_conventions[0.04].details["rows"]
+    assert not bad, both_conventions[0.04].details["rows"]
+    assert both_conventions[0.04].holds
     assert DEFAULT_NOISE_VAR == 0.04
 
 
-def test_lengthscale_04_row_is_below_the_exact_ppd(both_conventions):
-    """Erratum: at lengthscale 0.4, n' = 256 the published CRPS (.538-.547) is below the exact PPD's
-    expected CRPS even with noise std 0.2: no predictor achieves that in expectation under the
-    stated design, so that row was produced under a setting the paper does not describe.
+def test_lengthscale_04_row_is_low_but_within_the_papers_error(both_conventions):
+    """At lengthscale 0.4, n' = 256 the published CRPS (.538-.547) lies below the exact PPD's
+    expected CRPS (~0.555) even with noise std 0.2, but by at most 4 combined SE (measured 3.1 with
+    200 contexts; 2.8 against the 4096-context cpu reference, verify/test_crps_slip.py): the
+    paper's own 4096-instance error (0.006) covers it, the more so as the best of three depths is
+    the one compared. So the row is no evidence of an undisclosed setting.
 
-    Can fail: if the exact bound at (0.4, 256) were within 4 SE of (or below) the best
-    published value.
+    Can fail: if the best published value at (0.4, 256) were above the exact bound (no deficit
+    left to explain) or more than 4 combined SE below it.
     """
     row = next(
         r
         for r in both_conventions[0.04].details["rows"]
         if r["lengthscale"] == 0.4 and r["n"] == 256
     )
-    assert row["deficit_in_se"] > K_SE, row
+    assert 0 < row["deficit_in_se"] <= K_SE, row
 
 
 @pytest.mark.slow
 def test_full_table_both_conventions():
     """All six cells (n' = 256 and 1024) with 400 instances: variance 0.2 is inconsistent
-    everywhere; variance 0.04 is consistent at n' = 1024 and at (0.8, 256); (0.4, 256) is 18 SE
-    below the bound and (1.6, 256) 4.4 SE below (seed 1)."""
+    everywhere; variance 0.04 is consistent in every cell within 4 combined SE (seed 1)."""
     tab = _table({256, 1024})
     r2 = check_noise_parameterisation(tab, 0.2, n_instances=400, k_se=K_SE, seed=1)
     r04 = check_noise_parameterisation(tab, 0.04, n_instances=400, k_se=K_SE, seed=1)
     assert not r2.holds and all(row["deficit_in_se"] > K_SE for row in r2.details["rows"]), str(r2)
-    bad = [(row["lengthscale"], row["n"]) for row in r04.details["rows"] if not row["consistent"]]
-    assert (0.4, 256) in bad and set(bad) <= {(0.4, 256), (1.6, 256)}, r04.details["rows"]
+    assert r04.holds, r04.details["rows"]
     assert np.isfinite(r04.observed)

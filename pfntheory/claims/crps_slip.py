@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtr, ndtri
-from scipy.stats import norm
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import positive_int, positive_scalar
@@ -34,7 +33,7 @@ from ..discretize import bin_edges, gaussian_bin_masses
 from ..metrics import histogram_cdf, histogram_crps
 from ..stats import mean_se
 from . import ERRATUM, FAILS, HOLDS, ClaimResult
-from .noise import exact_ppd_expected_crps
+from .noise import PAPER_INSTANCES, exact_ppd_expected_crps, paper_cell_se
 
 __all__ = [
     "slipped_histogram_crps",
@@ -47,8 +46,6 @@ __all__ = [
 
 #: Standard errors a deficit may reach before a cell counts as below the exact PPD.
 K_SE = 3.0
-#: supp-sec:exp details: "evaluated on 4096 evaluation samples".
-PAPER_INSTANCES = 4096
 
 
 def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
@@ -120,15 +117,6 @@ def check_slip_bias(
     )
 
 
-def _crps_spread_factor() -> float:
-    """``E[g(Z)^2]`` for the standard-normal CRPS
-    ``g(z) = z(2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)``, by quadrature on a fine grid (the integrand
-    decays like z^2 phi(z))."""
-    z = np.linspace(-12, 12, 200001)
-    g = z * (2 * ndtr(z) - 1) + 2 * norm.pdf(z) - 1 / np.sqrt(np.pi)
-    return float(np.trapezoid(g**2 * norm.pdf(z), z))
-
-
 def check_crps_slip(
     paper_crps: dict,
     *,
@@ -168,7 +156,6 @@ def check_crps_slip(
             raise ValueError(f"exact lacks the cells {missing} of paper_crps")
     rng = np.random.default_rng(seed)
     w = paper_bin_width(C, noise_var)
-    Eg2 = _crps_spread_factor()
     rows, worst_raw, worst_fix = [], -np.inf, -np.inf
     for (ell, n), vals in sorted(paper_crps.items()):
         if exact is None:
@@ -178,9 +165,7 @@ def check_crps_slip(
             n_ref = n_instances
         else:
             mean, se, n_ref = exact[(ell, n)]
-        E_tau = np.pi * (mean**2 + n_ref * se**2)  # E[tau] from E[sqrt(tau/pi)^2]
-        sd_inst = float(np.sqrt(max(E_tau * Eg2 - mean**2, 0.0)))
-        se_paper = sd_inst / np.sqrt(PAPER_INSTANCES)
+        se_paper = paper_cell_se(mean, se, n_ref)
         se_tot = float(np.hypot(se, se_paper))
         for L, v in zip((8, 16, 32), vals, strict=True):
             z_raw = (mean - v) / se_tot
