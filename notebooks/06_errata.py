@@ -23,6 +23,8 @@
 # explained beside it.
 
 # %%
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from IPython.display import display
@@ -30,8 +32,19 @@ from IPython.display import display
 from pfntheory import DEFAULT_NOISE_VAR, report
 from pfntheory import discretize as disc
 from pfntheory import richardson as rich
-from pfntheory.claims import conditioning, construction, discretization, gram, noise, stepsize
+from pfntheory.claims import (
+    conditioning,
+    construction,
+    crps_slip,
+    discretization,
+    gram,
+    noise,
+    published_tables,
+    stepsize,
+)
 from pfntheory.experiments import published
+from pfntheory.experiments import results as xres
+from pfntheory.experiments.specs import ExactPPDSpec
 from pfntheory.kernels import RBFKernel
 
 report.setup_plots()
@@ -49,7 +62,8 @@ s2 = DEFAULT_NOISE_VAR
 # `E sqrt(tau/pi)`. Under `sigma^2 = 0.2` that floor lies *above* the paper's trained models in
 # supp-tab:lengthscale-crps, which is impossible. The project uses `noise_var = 0.04` (std 0.2), the
 # convention of the authors' released code; the table below shows, cell by cell, whether the paper's
-# best CRPS is above the exact floor under each convention (Monte-Carlo mean and standard error).
+# best CRPS is above the exact floor under each convention, within the combined Monte-Carlo error
+# of our floor and of the paper's own 4096-instance cell (`claims.noise.paper_cell_se`).
 
 # %%
 # quick scale: the n' = 256 cells only (n' = 1024 costs a 1024 x 1024 Cholesky per instance)
@@ -71,18 +85,19 @@ rec.add(
     r02,
     label="supp-sec:exp details",
     variant="noise: variance 0.2",
-    statement="the text's sigma^2 = 0.2 (variance) is consistent with supp-tab:lengthscale-crps",
-    measured="worst (exact-PPD CRPS floor - paper CRPS) in standard errors",
-    caveat=""
-    if r02.holds
-    else "paper CRPS below the exact PPD's floor at " + "; ".join(inconsistent(r02)),
+    statement="the text's sigma^2 = 0.2 is the noise variance behind supp-tab:lengthscale-crps",
+    measured="worst (exact-PPD CRPS floor - paper CRPS) in combined SE, at variance 0.2",
+    holds=not r02.holds and r004.holds,  # the text's variance contradicted, std 0.2 consistent
+    erratum=f"0.2 is the noise standard deviation (variance {s2:g}): only then does every cell "
+    "lie above the exact PPD's CRPS floor within the Monte-Carlo error (at variance 0.2 the floor "
+    "is above " + "; ".join(inconsistent(r02)) + ")",
 )
 rec.add(
     r004,
     label="supp-sec:exp details",
     variant=f"noise: variance {s2:g} (std 0.2)",
     statement=f"noise std 0.2 (variance {s2:g}) is consistent with supp-tab:lengthscale-crps",
-    measured="worst (floor - paper CRPS) in standard errors",
+    measured="worst (floor - paper CRPS) in combined SE",
     caveat=""
     if r004.holds
     else f"paper CRPS below the exact PPD's floor even at variance {s2:g} at "
@@ -99,6 +114,8 @@ table = pd.DataFrame(
             floor_var_0p04=v["exact_mean"],
             se_0p04=v["exact_se"],
             paper_best=min(w["paper"]),
+            paper_se=v["paper_se"],
+            deficit_se_0p04=v["deficit_in_se"],
         )
         for w, v in zip(r02.details["rows"], r004.details["rows"], strict=True)
     ]
@@ -399,6 +416,113 @@ for d_, n_, seed_ in ((2, 64, 0), (4, 48, 1), (8, 96, 2)):
         "at the predicted rate |1 - eta sigma^2/s_x|^L",
     )
 display(pd.DataFrame(far_rows).round(4))
+
+# %% [markdown]
+# ## 11. The histogram CRPS of the authors' code, and the cells below the exact PPD
+#
+# The authors' public code assembles a histogram's CRPS bin by bin and, in the bin holding `y`,
+# subtracts a term `w F(y)^2` that it never adds back (`claims.crps_slip`): on a calibrated forecast
+# `F(y)` is uniform, so the mean CRPS is biased by `-w/3` (`w` the bin width, 0.0246 at C = 256).
+# Does that explain the cells of supp-tab:lengthscale-crps that lie below the exact PPD's expected
+# CRPS? Against the exact floor of our cpu-scale reference runs (d = 16, 4096 contexts per n';
+# without them, a Monte-Carlo floor on 60 contexts) and the paper's own 4096-instance error.
+
+# %%
+r_bias = crps_slip.check_slip_bias()
+rec.add(
+    r_bias,
+    label="supp-tab:lengthscale-crps",
+    variant="histogram CRPS of the authors' code",
+    statement="the slip biases the mean histogram CRPS by -w/3",
+    measured="mean (slipped - exact) CRPS",
+    compare="reference",
+)
+ls_runs, _ = xres.load_available("supp_tab_lengthscale", "cpu")
+exact_refs = {}
+for run in ls_runs:
+    if isinstance(run.spec, ExactPPDSpec) and run.spec.task.d == 16:
+        m = run.result["metrics"]["crps"]
+        for j, n in enumerate(run.result["n_eval"]):
+            exact_refs[(run.spec.task.lengthscale, n)] = (
+                m["mean"][j],
+                m["se"][j],
+                run.result["n_instances"],
+            )
+table_crps = {k: v["crps"] for k, v in published.LENGTHSCALE_CRPS.items()}
+if set(table_crps) <= set(exact_refs):
+    r_slip = crps_slip.check_crps_slip(table_crps, exact=exact_refs)
+else:
+    r_slip = crps_slip.check_crps_slip(table_crps, n_instances=60)
+rec.add(
+    r_slip,
+    label="supp-tab:lengthscale-crps",
+    variant="cells below the exact PPD",
+    statement="no cell of supp-tab:lengthscale-crps lies below the exact PPD's expected CRPS",
+    measured="largest deficit after adding back w/3, in combined SE",
+    caveat=f"{r_slip.details['n_below_raw']} cell(s) more than 3 SE below before the correction "
+    f"(worst {r_slip.details['worst_z_raw']:.2f} SE): the slip is consistent with the low cells "
+    "but not needed to explain them"
+    if r_slip.verdict != "erratum"
+    else "",
+)
+display(pd.DataFrame(r_slip.details["rows"]).round(4))
+
+# %% [markdown]
+# ## 12. The tables' coverages against nominal
+#
+# A calibrated predictive (the exact PPD first) covers its central l-interval with probability l
+# under the prior, so each printed coverage (4096 instances) can be set against l with the binomial
+# standard error (`claims.published_tables`). The paper: "reasonably close to nominal even at
+# n' = 1024 > n_max, especially for larger depths" (lengthscale table) and "reasonably calibrated
+# ..., especially at the 90% and 95% levels" (hierarchical table). Our exact-PPD references cover
+# nominal within 3 SE (the premise, `verify/test_published_coverage.py`).
+
+# %%
+cov_rows = []
+for exp_name in ("supp_tab_lengthscale", "supp_tab_hier"):
+    levels = {
+        r.key.rsplit(".", 1)[1]: r for r in published_tables.check_published_coverage(exp_name)
+    }
+    for r in levels.values():
+        d_ = r.details
+        cov_rows.append(
+            {
+                "table": exp_name,
+                "level": d_["level"],
+                "min": d_["cov_min"],
+                "max": d_["cov_max"],
+                "worst z": d_["worst_z"],
+                "worst |z| at L=32": d_["worst_abs_z_deepest_L"],
+                "cells beyond 3 SE": f"{d_['n_beyond']} of {d_['n_cells']}",
+            }
+        )
+    if exp_name == "supp_tab_lengthscale":
+        deep = max(levels.values(), key=lambda r: r.details["worst_abs_z_deepest_L"])
+        rec.add(
+            dataclasses.replace(
+                deep,
+                observed=deep.details["worst_abs_z_deepest_L"],
+                holds=all(r.details["worst_abs_z_deepest_L"] <= r.bound for r in levels.values()),
+            ),
+            variant="coverage at the deepest L (50/90/95%)",
+            statement="coverage close to nominal, especially for larger depths",
+            measured="largest |z| at L=32 over all cells and levels (binomial SE)",
+            caveat="",
+        )
+    else:
+        c90, c50, c95 = levels["cov90"], levels["cov50"], levels["cov95"]
+        rec.add(
+            c90,
+            variant="coverage at 50/90/95%",
+            statement="coverage reasonably calibrated, especially at the 90% and 95% levels",
+            measured="largest |z| of the 90% cells (binomial SE)",
+            caveat=f"only the 90% level is within 3 SE: every 50% cell is "
+            f"{c50.details['cov_min']:.3f}-{c50.details['cov_max']:.3f} "
+            f"({c50.details['worst_z']:.1f} SE at worst, L=32 included) and "
+            f"{c95.details['n_beyond']} of {c95.details['n_cells']} 95% cells lie more than 3 SE "
+            f"below 0.95 (down to {c95.details['cov_min']:.3f}); the exact PPD covers nominal",
+        )
+display(pd.DataFrame(cov_rows).round(3))
 
 # %% [markdown]
 # ## Summary
