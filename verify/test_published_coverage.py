@@ -8,12 +8,17 @@ through the binomial standard error sqrt(l(1-l)/4096) (0.0078 at 50%, 0.0047 at 
 are deterministic; they fail if the transcription or the finding changes.
 """
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from pfntheory import runs
-from pfntheory.claims.published_tables import check_published_coverage, check_reference_calibrated
+from pfntheory.claims.published_tables import (
+    check_published_coverage,
+    check_reference_calibrated,
+    check_single_kernel_signature,
+)
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs"
 
@@ -76,3 +81,33 @@ def test_a_miscalibrated_reference_is_caught():
     assert not check_reference_calibrated(doc).holds
     with pytest.raises(ValueError, match="experiment"):
         check_published_coverage("fig_exp1")
+
+
+def _hier_task(**kw):
+    from pfntheory.experiments.definitions import get_experiment
+    from pfntheory.experiments.specs import ExactPPDSpec
+
+    spec = next(
+        s for s in get_experiment("supp_tab_hier").runs("cpu") if isinstance(s, ExactPPDSpec)
+    )
+    return dataclasses.replace(spec.task, **kw)
+
+
+def test_a_single_kernel_predictive_shows_the_hierarchical_tables_pattern():
+    """Why the hierarchical table over-covers at 50%: the paper's TF / TF^pr computes one kernel
+    attention with one noise level, so it cannot select (ell, sigma) per context. The NLL-best
+    single-kernel predictive of the grid (one fixed component's GP posterior, variance rescaled
+    NLL-optimally) on the d=16 hierarchical prior, 256 contexts at n'=128 (seed 0; coverage given a
+    context exact): its 50% coverage lies more than 3 SE above 0.5 (measured 0.588, 7.6 SE), its
+    90% within 3 SE of 0.9 and its 95% below 0.95: the published pattern (0.56-0.60 / 0.89-0.90 /
+    0.93-0.94). Fault injection: with a one-component grid the single kernel is the true one and
+    the 50% excess vanishes (the check then fails)."""
+    r = check_single_kernel_signature(_hier_task(), n=128, n_instances=256)
+    best = r.details["best"]
+    print(r, best)
+    assert r.holds, str(r)
+    assert abs(best["cov90"] - 0.9) <= 3 * best["cov90_se"], best
+    assert best["cov95"] < 0.95, best
+    one = _hier_task(hier_lengthscales=(0.8,), hier_noise_stds=(0.2,))
+    r1 = check_single_kernel_signature(one, n=128, n_instances=256)
+    assert not r1.holds and abs(r1.details["best"]["cov50"] - 0.5) < 0.03, r1.details["best"]
