@@ -63,6 +63,7 @@ __all__ = [
     "mixture_quantile",
     "mixture_interval",
     "mixture_crps",
+    "mixture_expected_crps",
 ]
 
 _SQRT2PI = np.sqrt(2 * np.pi)
@@ -543,7 +544,20 @@ def mixture_crps(weights, mu, tau, y) -> np.ndarray:
     y = as_float_array(y, "y")
     _broadcast(("y", y.shape), ("weights[..., 0]", w.shape[:-1]))
     t1 = np.sum(w * _abs_moment(y[..., None] - mu, tau), -1)
+    return t1 - _half_mean_spread(w, mu, tau)
+
+
+def _half_mean_spread(w, mu, tau) -> np.ndarray:
+    """``(1/2) E|X - X'|`` for ``X, X'`` iid ``sum_h w_h N(mu_h, tau_h)`` (validated inputs)."""
     dm = mu[..., :, None] - mu[..., None, :]
     dv = tau[..., :, None] + tau[..., None, :]
-    t2 = np.sum(w[..., :, None] * w[..., None, :] * _abs_moment(dm, dv), axis=(-2, -1))
-    return t1 - 0.5 * t2
+    return 0.5 * np.sum(w[..., :, None] * w[..., None, :] * _abs_moment(dm, dv), axis=(-2, -1))
+
+
+def mixture_expected_crps(weights, mu, tau) -> np.ndarray:
+    """Expected CRPS of a Gaussian mixture at its own draws, ``E_{y ~ F} CRPS(F, y) =
+    E|X - X'| / 2`` (Gneiting & Raftery 2007, eq. 21): ``sqrt(tau / pi)`` for one component.
+
+    Components on the last axis (..., H); returns shape (...).
+    """
+    return _half_mean_spread(*_mixture(weights, mu, tau))
