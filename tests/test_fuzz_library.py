@@ -420,6 +420,7 @@ def _specs() -> list[Spec]:
         ("mixture_quantile", {"q": 0.3, "n_iter": 200}, {"q": "prob", "n_iter": "int1"}),
         ("mixture_interval", {"level": 0.9}, {"level": "prob"}),
         ("mixture_crps", {"y": 0.3}, {"y": "array"}),
+        ("mixture_expected_crps", {}, {}),
     ):
         add(
             f"metrics.{f}",
