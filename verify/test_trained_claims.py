@@ -28,6 +28,7 @@ from functools import cache
 
 import pytest
 
+from pfntheory.claims import UNDECIDED
 from pfntheory.claims import trained as xc
 from pfntheory.config import SCALES
 from pfntheory.experiments.definitions import get_experiment
@@ -69,8 +70,15 @@ def _pick(results, key: str):
     return found[0]
 
 
-def _check(result) -> None:
+def _check(scale: str, result) -> None:
+    """Assert the claim, except where the rule of the report forbids a refutation: at the ``cpu``
+    and ``paper`` scales a claim that does not hold on runs still improving is *undecided*, and the
+    test says so as an xfail carrying the measurement (never a pass). At the ``quick`` scale the
+    committed runs (no learning curves) are a fixed fixture and every claim is asserted as measured,
+    so a change that breaks one fails."""
     print(result)  # observed beside bound, shown by pytest -rA / on failure
+    if not result.holds and scale != "quick" and result.verdict == UNDECIDED:
+        pytest.xfail(f"undecided, not refuted: {result}")
     assert result.holds, str(result)
 
 
@@ -99,7 +107,8 @@ def test_exp1_tv_falls_with_depth(scale, kind, mode):
     L with its 95% CI. Fails when depth does not help (shown on stand-in runs with mirrored depths).
     """
     _check(
-        _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_L")
+        scale,
+        _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_L"),
     )
 
 
@@ -112,7 +121,8 @@ def test_exp1_tv_falls_with_bins(scale, kind, mode):
     slope in C with its 95% CI. Fails when bins do not help (stand-in runs with mirrored C).
     """
     _check(
-        _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_C")
+        scale,
+        _pick(xc.check_exp1(_runs("fig_exp1", scale)), f"fig_exp1.{kind}.{mode}.tv_falls_with_C"),
     )
 
 
@@ -128,7 +138,10 @@ def test_exp2_1_unnormalised_tv_rises_beyond_pretraining_range(scale):
     E[TV] of the unnormalised TF at the largest n' minus its mean over n' in [n_min, n_max] must
     exceed Z_MARGIN = 3 SE. Fails for a model whose error does not grow beyond n_max.
     """
-    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.tf_rises_beyond_range"))
+    _check(
+        scale,
+        _pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.tf_rises_beyond_range"),
+    )
 
 
 def test_exp2_1_normalised_attention_stays_flatter(scale):
@@ -138,7 +151,7 @@ def test_exp2_1_normalised_attention_stays_flatter(scale):
     than for TF by Z_MARGIN = 3 SE (delta-method SE of each log ratio). Fails when normalisation
     does not flatten the curve (stand-in runs with the two curves swapped).
     """
-    _check(_pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.pr_flatter"))
+    _check(scale, _pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.pr_flatter"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -156,7 +169,7 @@ def test_exp2_deeper_models_generalise_better(scale, experiment):
     smallest L minus that at the largest L exceeds Z_MARGIN = 3 SE. Prints the worst n_max. Fails
     when depth does not help at some n_max.
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.depth_helps"))
+    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.depth_helps"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -168,7 +181,7 @@ def test_exp2_wider_pretraining_range_generalises_better(scale, experiment):
     smaller n_max, for the smaller n_max minus for the larger one, exceeds Z_MARGIN = 3 SE. Fails
     when the wider range does not help (stand-in runs with mirrored n_max).
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.n_max_helps"))
+    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.n_max_helps"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -180,7 +193,7 @@ def test_exp2_solver_error_grows_with_n(scale, experiment):
     cell and the moment MSEs. Fails for a cell whose error is flat or falling in n' (stand-in runs
     with TV frozen in n').
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.tv_grows_with_n"))
+    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.tv_grows_with_n"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -191,7 +204,7 @@ def test_exp2_coverage_near_nominal(scale, experiment):
     |coverage - 0.9| <= COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE at each n'. Fails for a
     miscalibrated model (stand-in runs with coverage 0.2 short).
     """
-    _check(_pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.coverage_near_nominal"))
+    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.coverage_near_nominal"))
 
 
 @pytest.mark.parametrize("experiment", ["supp_exp2_d4", "supp_exp2_d8"])
@@ -216,10 +229,11 @@ def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
     n_max=192, short of the claim's regime (L>=16, n_max=512). Fails for a miscalibrated model.
     """
     _check(
+        scale,
         _pick(
             xc.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
             "exp2_2.coverage_near_nominal",
-        )
+        ),
     )
 
 
@@ -229,10 +243,11 @@ def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
     nominal at every n' in {64, ..., 768}. Fails if the model is miscalibrated even without a shift
     (then the shift test would say nothing about the shift)."""
     _check(
+        scale,
         _pick(
             xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
             "shift_regime.coverage.pretraining",
-        )
+        ),
     )
 
 
@@ -253,10 +268,11 @@ def test_shift_regime_coverage_under_covariate_shift(scale):
     90% coverage on ``eval_uniform.json`` within COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE of
     0.9 at every n'. Fails for a miscalibrated model (as measured: see the xfail reason)."""
     _check(
+        scale,
         _pick(
             xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
             "shift_regime.coverage.shifted",
-        )
+        ),
     )
 
 
@@ -275,7 +291,7 @@ def test_table_crps_falls_with_depth(scale, experiment):
     CRPS averaged over the table's rows (lengthscale x n') at the smallest L minus that at the
     largest L exceeds Z_MARGIN = 3 SE (unpaired, conservative). Fails when depth does not help.
     """
-    _check(_pick(xc.check_table(_runs(experiment, scale)), "table.crps_falls_with_L"))
+    _check(scale, _pick(xc.check_table(_runs(experiment, scale)), "table.crps_falls_with_L"))
 
 
 @pytest.mark.parametrize("experiment", TABLES)
@@ -287,7 +303,7 @@ def test_table_coverage_near_nominal(scale, experiment):
     worst "reasonably close" cell, .848 at 90%) + Z_MARGIN = 3 binomial SE. Fails for a
     miscalibrated model (stand-in runs with coverage 0.2 short).
     """
-    _check(_pick(xc.check_table(_runs(experiment, scale)), "table.coverage_near_nominal"))
+    _check(scale, _pick(xc.check_table(_runs(experiment, scale)), "table.coverage_near_nominal"))
 
 
 @pytest.mark.parametrize("experiment", TABLES)
@@ -300,7 +316,7 @@ def test_table_no_model_beats_exact_ppd(scale, experiment):
     wrong reference PPD (e.g. the noise variance/std ambiguity) or a leak (stand-in runs
     built that way).
     """
-    _check(_pick(xc.check_table(_runs(experiment, scale)), "table.crps_not_below_exact"))
+    _check(scale, _pick(xc.check_table(_runs(experiment, scale)), "table.crps_not_below_exact"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -324,4 +340,4 @@ def test_stepsize_decreases_like_one_over_n(scale, kernel):
     ]
     assert len(runs) == 1, f"fig_stepsize declares {len(runs)} {kernel} runs"
     (result,) = xc.check_stepsize(runs)
-    _check(result)
+    _check(scale, result)
