@@ -439,16 +439,9 @@ rec.add(
     compare="reference",
 )
 ls_runs, _ = xres.load_available("supp_tab_lengthscale", "cpu")
-exact_refs = {}
-for run in ls_runs:
-    if isinstance(run.spec, ExactPPDSpec) and run.spec.task.d == 16:
-        m = run.result["metrics"]["crps"]
-        for j, n in enumerate(run.result["n_eval"]):
-            exact_refs[(run.spec.task.lengthscale, n)] = (
-                m["mean"][j],
-                m["se"][j],
-                run.result["n_instances"],
-            )
+exact_refs = crps_slip.reference_floors(
+    run.result for run in ls_runs if isinstance(run.spec, ExactPPDSpec)
+)
 table_crps = {k: v["crps"] for k, v in published.LENGTHSCALE_CRPS.items()}
 if set(table_crps) <= set(exact_refs):
     r_slip = crps_slip.check_crps_slip(table_crps, exact=exact_refs)

@@ -54,3 +54,13 @@ def designs(draw, n: int, d: int, bound: float = DESIGN_BOUND):
     )
     base = spread_design(n, d) if draw(st.booleans()) else np.zeros((n, d))
     return np.clip(base + perturbation, -s, s)
+
+
+@st.composite
+def kernel_cases(draw, max_n: int, *ranges: tuple[float, float]):
+    """``(X, *params)``: a design with ``n`` in ``[2, max_n]`` and ``d`` in ``[1, 16]``
+    (:func:`designs`), then one finite float per ``(lo, hi)`` of ``ranges`` (a kernel's
+    lengthscale, amplitude, noise variance ...)."""
+    n, d = draw(st.integers(2, max_n)), draw(st.integers(1, 16))
+    X = draw(designs(n, d))
+    return X, *(draw(st.floats(lo, hi, **FINITE)) for lo, hi in ranges)

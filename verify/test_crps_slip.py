@@ -67,15 +67,10 @@ def _cpu_references() -> dict:
     from pathlib import Path
 
     from pfntheory import runs
+    from pfntheory.claims.crps_slip import reference_floors
 
     root = Path(__file__).resolve().parents[1] / "reports" / "runs" / "supp_tab_lengthscale"
-    out = {}
-    for p in sorted(root.glob("exact-ppd-rbf-d16-*i4096-*/result.json")):
-        doc = runs.load_json(p)
-        ell, m = doc["spec"]["task"]["lengthscale"], doc["metrics"]["crps"]
-        for j, n in enumerate(doc["n_eval"]):
-            out[(ell, n)] = (m["mean"][j], m["se"][j], doc["n_instances"])
-    return out
+    return reference_floors(runs.load_json(p) for p in root.glob("exact-ppd-*/result.json"))
 
 
 def test_crps_slip_against_the_cpu_references():

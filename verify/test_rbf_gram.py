@@ -17,7 +17,7 @@ growth is limited by float64: ``lambda_n`` is lost below ``n eps lambda_1`` (d=1
 
 import numpy as np
 import pytest
-from _array_strategies import FINITE, designs
+from _array_strategies import FINITE, kernel_cases
 from hypothesis import given, target
 from hypothesis import strategies as st
 
@@ -34,15 +34,9 @@ from pfntheory.kernels import RBFKernel
 from pfntheory.spectral import RBFMercer, sample_design
 
 
-@st.composite
-def gram_cases(draw):
+def gram_cases():
     """(X, lengthscale, alpha): a drawn design (n in [2, 120], d in [1, 16]) and kernel."""
-    n, d = draw(st.integers(2, 120)), draw(st.integers(1, 16))
-    return (
-        draw(designs(n, d)),
-        draw(st.floats(0.2, 3.0, **FINITE)),
-        draw(st.floats(0.3, 2.0, **FINITE)),
-    )
+    return kernel_cases(120, (0.2, 3.0), (0.3, 2.0))
 
 
 mercer_cases = st.tuples(

@@ -14,9 +14,8 @@ moderate ``n`` on draws of that law (a seeded generator), as is the ``Theta(n)``
 
 import numpy as np
 import pytest
-from _array_strategies import FINITE, designs
+from _array_strategies import kernel_cases
 from hypothesis import given, target
-from hypothesis import strategies as st
 
 from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.conditioning import check_cond_rate, check_ridge_sandwich
@@ -24,14 +23,9 @@ from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
 from pfntheory.spectral import sample_design
 
 
-@st.composite
-def cases(draw):
+def cases():
     """(X, lengthscale, alpha, sigma^2): a drawn design (n in [2, 150], d in [1, 16]) and kernel."""
-    n, d = draw(st.integers(2, 150)), draw(st.integers(1, 16))
-    X = draw(designs(n, d))
-    return X, *(
-        draw(st.floats(lo, hi, **FINITE)) for lo, hi in ((0.2, 3.0), (0.3, 2.0), (1e-3, 2.0))
-    )
+    return kernel_cases(150, (0.2, 3.0), (0.3, 2.0), (1e-3, 2.0))
 
 
 @given(cases())

@@ -18,7 +18,7 @@ about ``x ~ N(0, I/d)`` and keep that law (a seeded generator).
 """
 
 import numpy as np
-from _array_strategies import FINITE, designs
+from _array_strategies import FINITE, kernel_cases
 from hypothesis import given, target
 from hypothesis import strategies as st
 
@@ -31,15 +31,9 @@ from pfntheory.claims.conditioning import (
 from pfntheory.kernels import RBFKernel
 
 
-@st.composite
-def cases(draw):
+def cases():
     """(X, lengthscale, sigma^2): a drawn design (n in [2, 150], d in [1, 16]) and kernel."""
-    n, d = draw(st.integers(2, 150)), draw(st.integers(1, 16))
-    return (
-        draw(designs(n, d)),
-        draw(st.floats(0.2, 3.0, **FINITE)),
-        draw(st.floats(1e-3, 2.0, **FINITE)),
-    )
+    return kernel_cases(150, (0.2, 3.0), (1e-3, 2.0))
 
 
 @given(cases())

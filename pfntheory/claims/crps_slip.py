@@ -40,6 +40,7 @@ __all__ = [
     "paper_bin_width",
     "check_slip_bias",
     "check_crps_slip",
+    "reference_floors",
     "K_SE",
     "PAPER_INSTANCES",
 ]
@@ -115,6 +116,21 @@ def check_slip_bias(
         ci=(m - 2 * se, m + 2 * se),
         details={"w": w, "bias_mean": m, "bias_se": se},
     )
+
+
+def reference_floors(results, d: int = 16) -> dict:
+    """``{(lengthscale, n'): (mean, se, n_instances)}`` of the exact PPD's expected CRPS, the
+    ``exact=`` argument of :func:`check_crps_slip`, from exact-PPD reference results
+    (``result.json`` documents of RBF tasks); results at another ``d`` are left out."""
+    out = {}
+    for doc in results:
+        task = doc["spec"]["task"]
+        if task["d"] != d:
+            continue
+        m = doc["metrics"]["crps"]
+        for j, n in enumerate(doc["n_eval"]):
+            out[(task["lengthscale"], n)] = (m["mean"][j], m["se"][j], doc["n_instances"])
+    return out
 
 
 def check_crps_slip(
