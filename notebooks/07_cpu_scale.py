@@ -38,6 +38,7 @@ from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
+from pfntheory.experiments import runner as xrun
 from pfntheory.report import cpu as rcpu
 
 report.setup_plots()
@@ -253,25 +254,37 @@ for p in panels:
 # %% [markdown]
 # ## The covariate shift in the claimed regime (supp-fig:exp2 d4-1 uni)
 #
-# `supp_exp2_shift_regime` trains one `d = 4` `TF^pr` model in the regime where the paper claims
-# robustness to the covariate shift (`L = 16`, `n_max = 512`) and evaluates it on the pretraining
-# design `N(0, I/d)` and under the shift `Unif[-1/sqrt d, 1/sqrt d]^d`. Its two learning curves
-# (held-out `E[TV]` and 90% coverage against the training step, at the largest held-out `n'`)
-# decide whether the claim can be judged yet.
+# `supp_exp2_shift_regime` trains `d = 4` `TF^pr` models in the regime where the paper claims
+# robustness to the covariate shift (`L = 16`, `n_max = 512`; 2000 steps with 128 held-out
+# instances per curve point, and 8000 steps with 1024) and evaluates them on the pretraining design
+# `N(0, I/d)` and under the shift `Unif[-1/sqrt d, 1/sqrt d]^d`. Their learning curves (held-out
+# `E[TV]` and 90% coverage against the training step, at each held-out `n'`) decide whether the
+# claim can be judged yet; the longest complete run decides it. A run still training shows the
+# curve it has so far (marked "in progress"): it decides nothing until it is complete.
 
 # %%
 runs_s, missing_s, declared_s = loaded["supp_exp2_shift_regime"]
 DESIGNS = {"pretraining N(0, I/d)": None, "shift Unif[-1/sqrt d, 1/sqrt d]^d": "uniform"}
 if missing_s:
     pending("supp_exp2_shift_regime", "supp-fig:exp2 d4-1 uni", missing_s, declared_s)
-for r in trained(runs_s):
+shift_dirs = [(r.run_dir, r.spec, "complete") for r in trained(runs_s)]
+shift_dirs += [
+    (xrun.run_dir_of("supp_exp2_shift_regime", s, xrun.default_root()), s, "in progress")
+    for s in declared_s
+    if s.name in missing_s
+]
+for run_dir, spec, state in shift_dirs:
     docs = {
-        design: report.read_learning_curve(r.run_dir, xclaims.curve_file(cov))
+        design: report.read_learning_curve(run_dir, xclaims.curve_file(cov))
         for design, cov in DESIGNS.items()
     }
     docs = {k: v for k, v in docs.items() if v is not None}
-    display(rcpu.runs_frame([r]))
+    if state == "complete":
+        display(rcpu.runs_frame([r for r in runs_s if r.run_dir == run_dir]))
+    elif not docs:
+        continue
     if docs:
+        last = max(p["step"] for doc in docs.values() for p in doc["points"])
         fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
         for ax, metric in zip(axs, ("tv", "coverage90"), strict=True):
             report.plot_learning_curves(ax, docs, metric=metric)
@@ -279,13 +292,16 @@ for r in trained(runs_s):
                 ax.axhline(0.9, color="r", ls="--", lw=1, label="nominal 0.9")
             ax.legend(fontsize=7)
         fig.suptitle(
-            f"{r.run_dir.name}: d={r.spec.task.d}, L={r.spec.model.L}, C={r.spec.model.C}, "
-            f"n in [{r.spec.n_min}, {r.spec.n_max}], {r.spec.steps} steps"
+            f"{run_dir.name}: d={spec.task.d}, L={spec.model.L}, C={spec.model.C}, "
+            f"n in [{spec.n_min}, {spec.n_max}], {spec.curve_instances} held-out instances per "
+            f"point; {state} (step {last} of {spec.steps})"
         )
-        report.save_figure(fig, "07_shift_regime_learning_curves")
+        report.save_figure(fig, f"07_shift_regime_learning_curves_s{spec.steps}")
         plt.show()
-    display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
-    display(rcpu.curve_status_frame(r, DESIGNS))
+    if state == "complete":
+        r = next(r for r in runs_s if r.run_dir == run_dir)
+        display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
+        display(rcpu.curve_status_frame(r, DESIGNS))
 for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
     reg = c.details["regime"]
     add_all(

@@ -200,13 +200,40 @@ def test_plateau_intervals_plot_one_row_per_curve_in_tolerance_units(tmp_path):
 
 def test_curve_status_frame_reads_both_designs(tmp_path):
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: True)
-    (r,) = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)
+    r = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)[0]
     _curve(r.run_dir, FLAT)
     _curve(r.run_dir, FALLING, filename=xclaims.curve_file("uniform"))
     df = rcpu.curve_status_frame(r, {"own": None, "shift": "uniform", "other": "nowhere"})
     st = {(d, m): s for d, m, s in df[["design", "metric", "status"]].itertuples(index=False)}
     assert st[("own", "tv")] == "plateaued" and st[("shift", "tv")] == "still improving"
     assert st[("other", "tv")] == "no curve"
+
+
+def test_the_longest_complete_shift_run_decides(tmp_path):
+    """supp_exp2_shift_regime [cpu] declares a 2000-step and an 8000-step run at the same (L,
+    n_max): the claim rests on the longest complete one, and on the shorter while the longer is
+    unfinished (its curve alone on disk). Fails if the pick ignores steps or takes an incomplete
+    run."""
+    specs = _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 2000)
+    assert [s.steps for s in definitions.get_experiment("supp_exp2_shift_regime").runs("cpu")] == [
+        2000,
+        8000,
+    ]
+    long_spec = next(
+        s
+        for s in definitions.get_experiment("supp_exp2_shift_regime").runs("cpu")
+        if s.steps > 2000
+    )
+    unfinished = runner.run_dir_of("supp_exp2_shift_regime", long_spec, tmp_path)
+    unfinished.mkdir()
+    _curve(unfinished, FLAT)
+    runs, missing = load_available("supp_exp2_shift_regime", "cpu", tmp_path)
+    assert missing == [long_spec.name] and len(runs) == 1
+    claims = xclaims.check_shift_regime(runs)
+    assert {c.details["regime"]["steps"] for c in claims} == {specs[0].steps}
+    _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
+    runs = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)
+    assert {c.details["regime"]["steps"] for c in xclaims.check_shift_regime(runs)} == {8000}
 
 
 # --------------------------------------------------------------------------------------------------

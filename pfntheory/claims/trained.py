@@ -380,7 +380,8 @@ def _coverage_claim(
 def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """supp-sec:exp additional, covariate shift: in the claimed regime (n_max=512, L>=16) the
     deepest model's 90% coverage on the shifted inputs (``eval_uniform.json``) is near nominal, and
-    so is its coverage on the pretraining design (``eval.json``), for reference.
+    so is its coverage on the pretraining design (``eval.json``), for reference. Of several runs
+    the one with the largest (n_max, L, steps) decides: the longest-trained in the regime.
 
     ``details["covariates"]`` names the design a claim is measured on and ``details["regime"]`` the
     run's (d, L, C, n range, steps) with ``in_claimed_regime`` (d=4, n_max >= 512, L >= 16; the
@@ -388,7 +389,7 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     (``learning_curve.json`` and ``learning_curve_uniform.json``): "undecided" unless the run has
     plateaued on the design the claim is about as well as on its own."""
     tr = _trained(runs)
-    r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L))
+    r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L, r.spec.steps))
     in_regime = bool(r.spec.task.d == 4 and r.spec.n_max >= 512 and r.spec.model.L >= 16)
     regime = {
         "d": r.spec.task.d,
