@@ -18,7 +18,7 @@ import pytest
 from pfntheory import cli
 from pfntheory import runs as runfiles
 from pfntheory.claims import trained as xclaims
-from pfntheory.experiments import _standin, definitions, reference
+from pfntheory.experiments import _standin, definitions, reference, runner
 from pfntheory.experiments.definitions import (
     CPU_SUBSET,
     EXPERIMENTS,
@@ -379,6 +379,27 @@ def test_cli_sweep_list_and_dry_run(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["sweep", "fig_exp9", "--list", "--root", root])
     assert e.value.code == 2 and "unknown experiment" in capsys.readouterr().err
+
+
+def test_sweep_list_shows_how_far_an_unfinished_run_got(tmp_path, capsys):
+    """``sweep --list`` marks a run with a checkpoint ``part`` and gives its step (what the next
+    session resumes from); an unreadable checkpoint is named, not taken for progress."""
+    pytest.importorskip("torch")
+    root = str(tmp_path)
+    spec, rd, _ = plan("fig_exp2_1", "quick", tmp_path)[0]
+    rd.mkdir(parents=True)
+    runfiles.save_torch(rd / runfiles.CHECKPOINT, {"step": 200, "wall_time": 600.0})
+    assert (
+        runner.partial_progress(spec, rd)
+        == f"checkpoint at step 200 of {spec.steps}, 10 min trained"
+    )
+    assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
+    out = capsys.readouterr().out
+    assert out.count("part") == 1 and out.count("todo") == 1 and "step 200 of" in out
+    (rd / runfiles.CHECKPOINT).write_bytes(b"truncated")
+    assert "checkpoint unreadable" in runner.partial_progress(spec, rd)
+    (rd / runfiles.CHECKPOINT).unlink()
+    assert runner.partial_progress(spec, rd) is None
 
 
 # --------------------------------------------------------------------------------------------------

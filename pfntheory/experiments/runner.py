@@ -68,6 +68,7 @@ __all__ = [
     "is_complete",
     "execute",
     "plan",
+    "partial_progress",
     "sweep",
     "run_sweep",
     "register",
@@ -819,6 +820,21 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_cmd)
 
 
+def partial_progress(spec, run_dir) -> str | None:
+    """How far an unfinished trained run has got, from its ``checkpoint.pt`` (None: no checkpoint,
+    or not a trained run). A checkpoint committed at the end of one session lets the next resume
+    the run bitwise (README, "What ran where"); ``sweep --list`` shows it as ``part``."""
+    ckpt = Path(run_dir) / "checkpoint.pt"
+    if not isinstance(spec, RunSpec) or not ckpt.is_file():
+        return None
+    try:
+        doc = runfiles.load_torch(ckpt)
+        step, wall = int(doc["step"]), float(doc["wall_time"])
+    except (runfiles.CorruptFileError, KeyError, TypeError, ValueError) as err:
+        return f"checkpoint unreadable, the run restarts: {err}"
+    return f"checkpoint at step {step} of {spec.steps}, {wall / 60:.0f} min trained"
+
+
 def _estimate_line(name: str, scale: str) -> str | None:
     """The CPU-time estimate of an experiment, when :mod:`.definitions` provides one."""
     from . import definitions
@@ -873,8 +889,10 @@ def _cmd(args: argparse.Namespace) -> int:
             line = _estimate_line(n, args.scale)
             if line:
                 print(line)
-            for _spec, rd, done in items:
-                print(f"    {'done' if done else 'todo'}  {rd}")
+            for spec, rd, done in items:
+                part = None if done else partial_progress(spec, rd)
+                state = "done" if done else ("part" if part else "todo")
+                print(f"    {state}  {rd}" + (f"  ({part})" if part else ""))
         return 0
     slurm = {
         "cluster": args.submitit_cluster,
