@@ -45,10 +45,11 @@ def _write(experiment: str, scale: str, root, pick) -> list:
     return specs
 
 
-def _curve(run_dir, tv_by_step, se=0.001, filename="learning_curve.json"):
-    """A schema-1 learning curve at one n' with E[TV] ``tv_by_step`` (step -> value)."""
+def _curve(run_dir, tv_by_step, se=0.001, filename="learning_curve.json", cov_se=0.01):
+    """A schema-1 learning curve at one n' with E[TV] ``tv_by_step`` (step -> value) and coverage
+    0.9 (standard error ``cov_se``)."""
     pts = [
-        {"step": s, "n": 64, "tv": v, "tv_se": se, "coverage90": 0.9, "coverage90_se": 0.01}
+        {"step": s, "n": 64, "tv": v, "tv_se": se, "coverage90": 0.9, "coverage90_se": cov_se}
         for s, v in tv_by_step.items()
     ]
     (run_dir / filename).write_text(json.dumps({"schema": 1, "points": pts}))
@@ -234,6 +235,26 @@ def test_the_longest_complete_shift_run_decides(tmp_path):
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
     runs = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)
     assert {c.details["regime"]["steps"] for c in xclaims.check_shift_regime(runs)} == {8000}
+
+
+def test_shift_claims_wait_for_the_coverage_curve_too(tmp_path):
+    """The shift claims are about 90% coverage, so they stay undecided while a coverage curve still
+    moves even if E[TV] has plateaued; with every curve flat they decide. Fails if the gate looks at
+    E[TV] only."""
+    _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
+    (r,) = load_available("supp_exp2_shift_regime", "cpu", tmp_path)[0]
+    for cov in (None, "uniform"):  # SE 0.003: a flat coverage curve is resolved within 0.02
+        _curve(r.run_dir, FLAT, filename=xclaims.curve_file(cov), cov_se=0.003)
+    assert all(c.verdict != UNDECIDED for c in xclaims.check_shift_regime([r]))
+    doc = json.loads((r.run_dir / xclaims.curve_file("uniform")).read_text())
+    for p in doc["points"]:  # coverage drifting from 0.6 up to 0.9: still improving
+        p["coverage90"] = 0.6 + 0.3 * min(1.0, p["step"] / 1000)
+    (r.run_dir / xclaims.curve_file("uniform")).write_text(json.dumps(doc))
+    shifted, own = sorted(
+        xclaims.check_shift_regime([r]), key=lambda c: c.key != "shift_regime.coverage.shifted"
+    )
+    assert shifted.verdict == UNDECIDED and "coverage90" in " ".join(shifted.details["convergence"])
+    assert own.verdict != UNDECIDED  # its own design's curves are flat
 
 
 # --------------------------------------------------------------------------------------------------

@@ -804,6 +804,12 @@ def test_late_runspec_fields_keep_old_run_names():
     assert r3.name != r.name and r3.train_config(device="cpu").context_groups == 4
     with pytest.raises(ValueError, match="context_groups must be <= batch_size"):
         dataclasses.replace(r, context_groups=r.batch_size + 1)
+    assert "curve_points" not in r.training()
+    r4 = dataclasses.replace(r, curve_n_eval=(32,), curve_points=24)
+    assert r4.name != dataclasses.replace(r, curve_n_eval=(32,)).name
+    assert r4.train_config(device="cpu").curve_points == 24
+    with pytest.raises(ValueError, match="curve_points"):
+        dataclasses.replace(r, curve_points=1)
 
 
 _PRELOAD_SCRIPT = """

@@ -230,7 +230,8 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
         for n in e.n_eval:
             ev += _step_seconds(spec, n**2, n**3, e.n_instances) * COST["EVAL_FRACTION"] * 2
     if spec.curve_n_eval:
-        n_pts = 13  # step 0, 12 log-spaced steps
+        # step 0 and curve_points log-spaced steps, on the task's design and each curve_covariates
+        n_pts = (spec.curve_points + 1) * (1 + len(spec.curve_covariates))
         for n in spec.curve_n_eval:
             ev += (
                 n_pts * _step_seconds(spec, n**2, 0.0, spec.curve_instances) * COST["EVAL_FRACTION"]
@@ -579,13 +580,18 @@ _SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 #:   128 instances give a per-point SE (0.02-0.04 in coverage) above the coverage tolerance, so its
 #:   curves could not decide the claim.
 #: * :data:`SHIFT_CPU_LONG_STEPS` = 8000 steps, curves of :data:`SHIFT_CPU_LONG_CURVE` = 1024
-#:   instances per n' (SE about 0.01 in coverage, 0.002 in E[TV]): about 5 hours of one core, so it
+#:   instances per n' (SE about 0.01 in coverage, 0.002 in E[TV]) at :data:`SHIFT_CPU_LONG_POINTS`
+#:   = 24 log-spaced steps, 12 of them in the last log-half: there a flat coverage curve at the
+#:   instance SE gives a 90% interval of its fitted fall of +-0.012, inside the 0.02 tolerance
+#:   (+-0.019 with 12 points, 6 in the last half: too close to decide). About 5 hours of one core,
+#:   so it
 #:   is trained over several sessions (its ``checkpoint.pt`` is committed while it is unfinished and
 #:   every sweep resumes it bitwise; README "What ran where"). The claim is decided on the longest
 #:   complete run (:func:`pfntheory.claims.trained.check_shift_regime`).
 SHIFT_CPU_STEPS = 2000
 SHIFT_CPU_LONG_STEPS = 8000
 SHIFT_CPU_LONG_CURVE = 1024
+SHIFT_CPU_LONG_POINTS = 24
 #: Experiments whose cpu design is a declared subset of the paper's (fewer runs or n'; the rest of
 #: every task setting kept), because the paper's design does not fit a CPU budget at all.
 CPU_SUBSET = ("supp_exp2_shift_regime",)
@@ -598,10 +604,14 @@ _SHIFT_CPU_RUNS = tuple(
         lr_units=CPU_LR_UNITS,
         curve_n_eval=(64, 512),
         curve_instances=curve,
+        curve_points=points,
         curve_covariates=("uniform",),
         evals=tuple(dataclasses.replace(e, n_eval=_SHIFT_CPU_NE, n_instances=256) for e in r.evals),
     )
-    for steps, curve in ((SHIFT_CPU_STEPS, 128), (SHIFT_CPU_LONG_STEPS, SHIFT_CPU_LONG_CURVE))
+    for steps, curve, points in (
+        (SHIFT_CPU_STEPS, 128, 12),
+        (SHIFT_CPU_LONG_STEPS, SHIFT_CPU_LONG_CURVE, SHIFT_CPU_LONG_POINTS),
+    )
     for r in _SHIFT_PAPER.runs
     if r.model.L == 16
 )

@@ -140,6 +140,7 @@ class RunSpec:
     curve_instances: int = 256
     curve_covariates: tuple[str, ...] = ()
     context_groups: int = 1
+    curve_points: int = 12
 
     def __post_init__(self):
         _spec_task(self.task)
@@ -156,6 +157,7 @@ class RunSpec:
         for n in self.curve_n_eval:
             positive_int(n, "curve_n_eval")
         positive_int(self.curve_instances, "curve_instances", minimum=2)
+        positive_int(self.curve_points, "curve_points", minimum=2)
         names = [e.filename for e in self.evals]
         if len(set(names)) != len(names):
             raise ValueError(f"evals must write distinct files, got {names}")
@@ -191,6 +193,7 @@ class RunSpec:
             curve = dict(
                 curve_n_eval=tuple(self.curve_n_eval),
                 curve_instances=self.curve_instances,
+                curve_points=self.curve_points,
                 curve_seed=LEARNING_CURVE_SEED,
                 curve_covariates=tuple(self.curve_covariates),
             )
@@ -218,6 +221,7 @@ _LATE_DEFAULTS = {
     "curve_instances": 256,
     "curve_covariates": (),
     "context_groups": 1,
+    "curve_points": 12,
 }
 
 
