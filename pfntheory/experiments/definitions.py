@@ -583,11 +583,11 @@ _SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 #:   instances per n' (SE about 0.01 in coverage, 0.002 in E[TV]) at :data:`SHIFT_CPU_LONG_POINTS`
 #:   = 24 log-spaced steps, 12 of them in the last log-half: there a flat coverage curve at the
 #:   instance SE gives a 90% interval of its fitted fall of +-0.012, inside the 0.02 tolerance
-#:   (+-0.019 with 12 points, 6 in the last half: too close to decide). About 5 hours of one core,
-#:   so it
-#:   is trained over several sessions (its ``checkpoint.pt`` is committed while it is unfinished and
-#:   every sweep resumes it bitwise; README "What ran where"). The claim is decided on the longest
-#:   complete run (:func:`pfntheory.claims.trained.check_shift_regime`).
+#:   (+-0.019 with 12 points, 6 in the last half: too close to decide). About 3 hours of one core
+#:   (1.3 s per step measured over its first 1000 steps), more than one session leaves beside the
+#:   rest, so it is trained over several sessions: its ``checkpoint.pt`` is committed while it is
+#:   unfinished and every sweep resumes it bitwise (README "What ran where"). The claim is decided
+#:   on the longest complete run (:func:`pfntheory.claims.trained.check_shift_regime`).
 SHIFT_CPU_STEPS = 2000
 SHIFT_CPU_LONG_STEPS = 8000
 SHIFT_CPU_LONG_CURVE = 1024
@@ -618,7 +618,7 @@ _SHIFT_CPU_RUNS = tuple(
 _SHIFT_CPU_SHRINK = (
     f"The paper's regime (d=4, C=256, n in [64,512], TF^pr) at L=16 only (not 32); "
     f"{SHIFT_CPU_STEPS} and {SHIFT_CPU_LONG_STEPS} steps with {_CPU_OPT} instead of 1e5 at 2e-4 "
-    f"(one core: about 70 minutes and 5 hours; the longer run spans sessions through its "
+    f"(one core: about 70 minutes and 3 hours; the longer run spans sessions through its "
     f"committed checkpoint); n' in {{64,128,256,512,768,1024}} x 256 instances instead of "
     f"{{64,...,1024}} x 4096; learning curves at n' in {{64,512}} x 128 (2000 steps) and "
     f"x {SHIFT_CPU_LONG_CURVE} instances ({SHIFT_CPU_LONG_STEPS} steps) on both designs."
