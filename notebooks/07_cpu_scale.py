@@ -304,6 +304,14 @@ for run_dir, spec, state in shift_dirs:
         display(rcpu.curve_status_frame(r, DESIGNS))
 for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
     reg = c.details["regime"]
+    display(
+        Markdown(
+            f"**{c.key}** ({reg['steps']} steps): {c.verdict}; measured worst 90% coverage "
+            f"{c.observed:.3f} over n' = {c.details['n_eval']} (exact PPD on the same instances: "
+            f"{min(c.details['coverage_90_exact']):.3f}-{max(c.details['coverage_90_exact']):.3f})"
+            f"; {c.tolerance}"
+        )
+    )
     add_all(
         [c],
         runs_s,

@@ -257,6 +257,61 @@ def test_shift_claims_wait_for_the_coverage_curve_too(tmp_path):
     assert own.verdict != UNDECIDED  # its own design's curves are flat
 
 
+def test_coverage_along_the_curve_follows_the_claims_own_test(tmp_path):
+    """coverage_along_curve applies the claim's |coverage - 0.9| <= slack + z SE at every curve
+    step: a curve that dips out of the band and comes back held since the return; one that leaves
+    the band at the last step has held_since None; the worst n' decides a step. Fails if the test
+    ignores the SE, an n', or the order of the steps."""
+    _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
+    (r,) = load_available("supp_exp2_shift_regime", "cpu", tmp_path)[0]
+    path = r.run_dir / xclaims.curve_file("uniform")
+
+    def write(cov_by_step, se=0.01, other=0.9):
+        pts = [
+            {"step": s, "n": n, "coverage90": c if n == 64 else other, "coverage90_se": se}
+            for s, c in cov_by_step.items()
+            for n in (64, 512)
+        ]
+        path.write_text(json.dumps({"schema": 1, "points": pts}))
+        return xclaims.coverage_along_curve(r, "uniform")
+
+    # 0.5 at steps <= 100 (out of 0.05 + 3 x 0.01), 0.85 after (0.05 off: inside)
+    a = write({s: 0.5 if s <= 100 else 0.85 for s in STEPS})
+    later = [s for s in STEPS if s > 100]
+    assert a["held_since"] == later[0] and a["points_held"] == len(later)
+    assert a["held"] == [s > 100 for s in STEPS if s > 0]
+    assert a["held_over_last_half"]
+    # with a zero SE: 0.86 is 0.04 off and holds, 0.84 is 0.06 off and fails everywhere
+    assert write({s: 0.86 for s in STEPS}, se=0.0)["held_since"] == min(s for s in STEPS if s)
+    assert write({s: 0.84 for s in STEPS}, se=0.0)["held_since"] is None
+    # out of the band at the last step only, then at another n' only
+    b = write({s: 0.9 if s < STEPS[-1] else 0.7 for s in STEPS})
+    assert b["held_since"] is None and b["points_held"] == 0 and not b["held_over_last_half"]
+    c = write({s: 0.9 for s in STEPS}, other=0.7)
+    assert c["held_since"] is None and all(w > 0.05 for w in c["worst"])
+    # no curve on that design, and a file that is no curve
+    path.unlink()
+    assert xclaims.coverage_along_curve(r, "uniform")["steps"] == []
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="not a learning curve"):
+        xclaims.coverage_along_curve(r, "uniform")
+
+
+def test_an_undecided_shift_claim_says_how_the_measurement_behaved(tmp_path):
+    """While the gate keeps a shift claim undecided (E[TV] still falling), its tolerance text says
+    since which step the coverage test has held along the curve of its design."""
+    _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
+    (r,) = load_available("supp_exp2_shift_regime", "cpu", tmp_path)[0]
+    for cov in (None, "uniform"):
+        _curve(r.run_dir, FALLING, filename=xclaims.curve_file(cov), cov_se=0.003)
+    shifted = next(
+        c for c in xclaims.check_shift_regime([r]) if c.key == "shift_regime.coverage.shifted"
+    )
+    assert shifted.verdict == UNDECIDED
+    assert shifted.details["along_curve"]["uniform"]["held_since"] == min(s for s in STEPS if s)
+    assert "along its uniform learning curve the measurement held" in shifted.tolerance
+
+
 # --------------------------------------------------------------------------------------------------
 # the page
 # --------------------------------------------------------------------------------------------------

@@ -207,18 +207,18 @@ def test_exp2_coverage_near_nominal(scale, experiment):
     _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.coverage_near_nominal"))
 
 
+def _quick_finding(request, scale: str, reason: str) -> None:
+    """Mark the calling test a strict xfail at the ``quick`` scale only: its finding is about the
+    quick runs. At ``cpu`` and ``paper`` the runs are others (the claim's own regime, learning
+    curves) and the test asserts, or xfails as undecided through :func:`_check`; a strict marker
+    there would turn a claim that holds as measured into a failure, and a missing run into an
+    xfail instead of the failure it is."""
+    if scale == "quick":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
 @pytest.mark.parametrize("experiment", ["supp_exp2_d4", "supp_exp2_d8"])
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "finding at quick scale: under the uniform covariate shift the L=8, n_max=192 model's 90% "
-        "coverage collapses to 0.27 (d=4) and 0.20 (d=8) against 0.88-0.90 for the exact PPD, and "
-        "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, "
-        "which needs the paper-scale runs (GPU). strict: an unexpected pass fails "
-        "and must be re-examined"
-    ),
-)
-def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
+def test_exp2_covariate_shift_coverage_near_nominal(request, scale, experiment):
     """supp-fig:exp2 d4-1 uni / supp-fig:exp2 d8-1 uni (supp-sec:exp additional, covariate shift):
     "Despite the shift in covariates ... the generalization performance is comparable to the true
     baseline for n_max=512 and L>=16" (with the d=8, L=16 model as the stated exception).
@@ -228,6 +228,15 @@ def test_exp2_covariate_shift_coverage_near_nominal(scale, experiment):
     Z_MARGIN = 3 binomial SE of 0.9 at every n'. At quick scale the deepest, widest model is L=8,
     n_max=192, short of the claim's regime (L>=16, n_max=512). Fails for a miscalibrated model.
     """
+    _quick_finding(
+        request,
+        scale,
+        "finding at quick scale: under the uniform covariate shift the L=8, n_max=192 model's 90% "
+        "coverage collapses to 0.27 (d=4) and 0.20 (d=8) against 0.88-0.90 for the exact PPD, and "
+        "depth and n_max stop helping; the paper claims robustness only for L>=16, n_max=512, "
+        "which the quick design does not reach. strict: an unexpected pass fails and must be "
+        "re-examined",
+    )
     _check(
         scale,
         _pick(
@@ -251,22 +260,23 @@ def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "finding: in the regime where the paper claims robustness (n_max=512, L=16; d=4, "
-        "quick-scale training of 400 steps), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs "
-        "collapses to 0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) "
-        "while the same model covers 0.90-0.92 on its pretraining design. Whether the paper's 1e5 "
-        "training steps remove the gap needs the paper-scale run (GPU). strict: an unexpected pass "
-        "fails and must be re-examined"
-    ),
-)
-def test_shift_regime_coverage_under_covariate_shift(scale):
+def test_shift_regime_coverage_under_covariate_shift(request, scale):
     """supp-sec:exp additional (covariate shift): "the generalization performance is comparable to
     the true baseline for n_max=512 and L>=16". Checked on the one run of supp_exp2_shift_regime:
     90% coverage on ``eval_uniform.json`` within COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE of
-    0.9 at every n'. Fails for a miscalibrated model (as measured: see the xfail reason)."""
+    0.9 at every n'. Fails for a miscalibrated model: as measured on the quick run (see the xfail
+    reason). At the cpu scale the 8000-step run holds as measured (worst 0.83) but is undecided:
+    its E[TV] curves still fall."""
+    _quick_finding(
+        request,
+        scale,
+        "finding at quick scale: in the regime where the paper claims robustness (n_max=512, "
+        "L=16; d=4, 400 steps at lr 5e-3), 90% coverage on Unif[-1/sqrt d, 1/sqrt d]^d inputs "
+        "collapses to 0.23-0.53 (interval width 0.15-0.41 against 0.68-0.80 for the exact PPD) "
+        "while the same model covers 0.90-0.92 on its pretraining design; the cpu-scale runs "
+        "(2000 and 8000 steps, elementwise Adam) cover 0.83-0.90 under the shift. strict: an "
+        "unexpected pass fails and must be re-examined",
+    )
     _check(
         scale,
         _pick(

@@ -38,6 +38,8 @@ Claims (labels)
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -60,6 +62,7 @@ __all__ = [
     "check_exp2_1",
     "check_exp2_2",
     "check_shift_regime",
+    "coverage_along_curve",
     "check_table",
     "check_stepsize",
 ]
@@ -385,6 +388,93 @@ def _coverage_claim(
     )
 
 
+def coverage_along_curve(
+    run, covariates: str | None = None, z: float = Z_MARGIN, slack: float = COVERAGE_SLACK
+) -> dict:
+    """The coverage claim's own test applied at every point of a run's learning curve.
+
+    A claim gated on a curve that is still improving is "undecided" (:func:`gate`); this says how
+    the *measurement* behaved meanwhile, which the gate does not: at each evaluated step ``s > 0``
+    of ``learning_curve*.json`` (``covariates`` as in :func:`run_convergence`) the claim "90%
+    coverage near nominal" is tested as in :func:`_coverage_claim`, ``|coverage - 0.9| <= slack +
+    z SE`` at every curve n'. It decides nothing (the curve's n' and instances are not the eval
+    file's); it shows whether the measured verdict was stable while the run trained.
+
+    Returns
+    -------
+    dict
+        ``steps`` (list of int), ``held`` (list of bool, per step), ``worst`` (per step, the
+        largest ``|coverage - 0.9| - z SE`` over n'), ``held_since`` (the first step from which the
+        claim held at every later step, or None when it fails at the last step), ``points_held``
+        (how many of the steps from ``held_since`` on), ``last_half_step`` (first step of the
+        last log-half, :mod:`pfntheory.convergence`) and ``held_over_last_half`` (bool); a run
+        without that curve gives ``{"steps": [], "held_since": None, ...}`` with ``file`` named.
+    """
+    path = run.run_dir / curve_file(covariates)
+    empty = {
+        "file": path.name,
+        "steps": [],
+        "held": [],
+        "worst": [],
+        "held_since": None,
+        "points_held": 0,
+        "last_half_step": None,
+        "held_over_last_half": False,
+    }
+    if not path.is_file():
+        return empty
+    try:
+        points = json.loads(path.read_text())["points"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is not a learning curve (no 'points'): {err}") from err
+    worst_by_step: dict[int, float] = {}
+    for i, p in enumerate(points):
+        try:
+            step, cov, se = int(p["step"]), float(p["coverage90"]), float(p["coverage90_se"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}: points[{i}] lacks step/coverage90/coverage90_se") from err
+        if step <= 0:
+            continue
+        dev = abs(cov - 0.9) - z * se if np.isfinite(cov) and np.isfinite(se) else np.inf
+        worst_by_step[step] = max(worst_by_step.get(step, -np.inf), dev)
+    steps = sorted(worst_by_step)
+    if not steps:
+        return empty
+    worst = [float(worst_by_step[s]) for s in steps]
+    held = [w <= slack for w in worst]
+    k = len(held)
+    while k > 0 and held[k - 1]:
+        k -= 1
+    half = math.sqrt(steps[0] * steps[-1])
+    return {
+        "file": path.name,
+        "steps": steps,
+        "held": held,
+        "worst": worst,
+        "held_since": steps[k] if k < len(steps) else None,
+        "points_held": len(steps) - k,
+        "last_half_step": next(s for s in steps if s >= half),
+        "held_over_last_half": all(h for s, h in zip(steps, held, strict=True) if s >= half),
+    }
+
+
+def _along_text(a: dict, covariates: str | None) -> str:
+    design = "N(0, I/d)" if covariates is None else covariates
+    if not a["steps"]:
+        return f"no {design} learning curve to follow the measurement along"
+    if a["held_since"] is None:
+        return (
+            f"along its {design} learning curve the measurement fails at the last step "
+            f"{a['steps'][-1]}"
+        )
+    return (
+        f"along its {design} learning curve the measurement held at each of the last "
+        f"{a['points_held']} of {len(a['steps'])} evaluated steps ({a['held_since']} to "
+        f"{a['steps'][-1]}; last log-half from step {a['last_half_step']}: "
+        f"{'held throughout' if a['held_over_last_half'] else 'not throughout'})"
+    )
+
+
 def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     """supp-sec:exp additional, covariate shift: in the claimed regime (n_max=512, L>=16) the
     deepest model's 90% coverage on the shifted inputs (``eval_uniform.json``) is near nominal, and
@@ -433,12 +523,18 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             "supp-fig:exp2 d4-1 (covariate shift)",
             f"shift_regime.coverage.{key}",
         )
+        along = {str(k): coverage_along_curve(r, k, z) for k in curves}
         c = dataclasses.replace(
             c,
             statement=f"{what}: {c.statement}",
-            details={**c.details, "covariates": cov, "regime": regime},
+            details={**c.details, "covariates": cov, "regime": regime, "along_curve": along},
         )
-        out.append(gate(c, [r], curves=curves, metrics=("tv", "coverage90")))
+        c = gate(c, [r], curves=curves, metrics=("tv", "coverage90"))
+        if c.verdict == UNDECIDED:  # what the measurement did while the run trained
+            c = dataclasses.replace(
+                c, tolerance=c.tolerance + "; " + _along_text(along[str(curves[-1])], curves[-1])
+            )
+        out.append(c)
     return out
 
 
