@@ -458,10 +458,9 @@ def coverage_along_curve(
     }
 
 
-def _along_text(a: dict, covariates: str | None) -> str:
-    design = "N(0, I/d)" if covariates is None else covariates
-    if not a["steps"]:
-        return f"no {design} learning curve to follow the measurement along"
+def _along_text(a: dict, covariates: str) -> str:
+    """One line on :func:`coverage_along_curve`'s result ``a`` (a curve with at least one step)."""
+    design = "N(0, I/d)" if covariates == "gaussian" else covariates
     if a["held_since"] is None:
         return (
             f"along its {design} learning curve the measurement fails at the last step "
@@ -530,10 +529,9 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             details={**c.details, "covariates": cov, "regime": regime, "along_curve": along},
         )
         c = gate(c, [r], curves=curves, metrics=("tv", "coverage90"))
-        if c.verdict == UNDECIDED:  # what the measurement did while the run trained
-            c = dataclasses.replace(
-                c, tolerance=c.tolerance + "; " + _along_text(along[str(curves[-1])], curves[-1])
-            )
+        followed = along[str(curves[-1])]
+        if c.verdict == UNDECIDED and followed["steps"]:  # the measurement while the run trained
+            c = dataclasses.replace(c, tolerance=c.tolerance + "; " + _along_text(followed, cov))
         out.append(c)
     return out
 
