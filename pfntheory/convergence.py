@@ -170,8 +170,11 @@ def plateau_status(
         over the last log-half; for coverage, of the distance to 0.9), ``se`` (its standard error),
         ``ci`` (its ``1 - 2 alpha`` confidence interval), ``tol`` (in the metric's units),
         ``jitter`` (residual SD about the trend), ``instance_se`` (RMS held-out standard error over
-        the last half), ``n_points``, ``mid_step`` (first step of the last half), ``alpha`` and
-        ``criterion`` (text).
+        the last half), ``halfwidth`` (the interval's half-width, ``t se``) and ``resolvable``
+        (``halfwidth <= tol``: False means that no fitted fall, not even 0, could put the interval
+        inside the tolerance, so the curve cannot be called plateaued at its jitter and steps,
+        however long the run; both only once a trend was fitted), ``n_points``, ``mid_step``
+        (first step of the last half), ``alpha`` and ``criterion`` (text).
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
@@ -248,6 +251,8 @@ def plateau_status(
         "tol": tol_units,
         "jitter": jitter,
         "instance_se": inst,
+        "halfwidth": t * se,
+        "resolvable": bool(t * se <= tol_units),
     }
 
 
@@ -267,6 +272,12 @@ def trend_text(status: dict) -> str:
         f"({status.get('value', float('nan')):.4g}; fitted fall over the last log-half "
         f"{status['change']:.3g}, {pct:g}% CI [{lo:.3g}, {hi:.3g}], tolerance {status['tol']:.3g}; "
         f"jitter {status['jitter']:.3g} vs instance se {status['instance_se']:.3g})"
+        + (
+            f"; the CI's half-width {status['halfwidth']:.3g} exceeds the tolerance, so at this "
+            "jitter and these steps even a flat curve could not be called plateaued"
+            if status.get("resolvable") is False
+            else ""
+        )
     )
 
 

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from pfntheory.convergence import (
     ALPHA,
@@ -123,6 +124,30 @@ def test_noisy_flat_curve_is_too_noisy_to_tell():
     st = plateau_status(_curve(v, se=0.01))
     assert st["state"] == "too noisy to tell", st
     assert st["ci"][0] < 0 < st["ci"][1] and st["ci"][1] - st["ci"][0] > 2 * st["tol"]
+
+
+def test_an_unresolvable_curve_says_so():
+    """``resolvable`` is whether the interval's half-width ``t se`` fits inside the tolerance,
+    whatever the fitted fall. Flat curves at 0.1 (tolerance 0.01) with residuals of SD ``s`` about
+    the trend: the half-width is ``t_4(0.95) se``, with ``se`` about 1.2 ``s`` for these six
+    log-spaced points, so s = 0.001 resolves and s = 0.008 does not (half-width about 0.02). The
+    second, although its fitted fall is exactly 0, is not plateaued, and its trend line says why.
+    Fails if the half-width is not t se, or if resolvable ignores it."""
+    x = np.log(HALF)
+    xc = x - x.mean()
+    # residuals orthogonal to (1, log s): the fitted fall is exactly 0 and the residual SD is s
+    r = np.array([1, -1, 1, -1, 1, -1], float)
+    r -= r.mean() + (r @ xc) / (xc @ xc) * xc
+    r /= np.sqrt(r @ r / (len(HALF) - 2))
+    t = float(stats.t.ppf(1 - ALPHA, len(HALF) - 2))
+    for s, ok in ((0.001, True), (0.008, False)):
+        v = [0.1] * (len(STEPS) - len(HALF)) + list(0.1 + s * r)
+        st = plateau_status(_curve(v, se=0.0001))
+        assert abs(st["change"]) < 1e-12 and st["jitter"] == pytest.approx(s, rel=1e-9)
+        assert st["halfwidth"] == pytest.approx(t * st["se"], rel=1e-12)
+        assert st["halfwidth"] == pytest.approx((st["ci"][1] - st["ci"][0]) / 2, rel=1e-12)
+        assert st["resolvable"] is ok and st["plateaued"] is ok, st
+        assert ("even a flat curve could not be called plateaued" in trend_text(st)) is (not ok)
 
 
 def test_rising_curve_is_diverging_not_plateaued():
