@@ -201,6 +201,24 @@ if any(p.cells for p in panels):
     plt.show()
 
 # %% [markdown]
+# ### Could the test decide at all?
+#
+# A curve is **resolvable** when the 90% interval of its fitted fall is no wider than its tolerance
+# (`halfwidth <= tol` in `plateau_status`); otherwise no trend, not even a perfectly flat one, could
+# put the interval inside the band, and the curve cannot be called plateaued however long its run.
+# The half-width is `t_(m-2)(0.95)` times the fall's standard error, and that error is about
+# `1.2 x` the residual SD about the trend for the `m = 6` points in the last log-half of a 12-point
+# curve (half-width `2.5 x` the SD), `0.92 x` for the 12 points of a 24-point curve (half-width
+# `1.7 x`). The residuals hold the optimiser's jitter between evaluations and, on a curve still
+# bending, the misfit of the straight trend. Per experiment, the E[TV] curves
+# (each run's own design) by state, how many are resolvable, and the median half-width in units of
+# the tolerance: where most curves are not resolvable, "undecided" says as much about how densely
+# the curves were evaluated as about how long the runs trained.
+
+# %%
+display(rcpu.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS}).round(2))
+
+# %% [markdown]
 # ### Learning curves of the fig:exp1 runs
 #
 # Held-out `E[TV]` against the training step at the largest held-out `n'` of each curve (±2 SE), one

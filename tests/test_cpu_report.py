@@ -10,6 +10,7 @@ Nothing here trains: runs are written by the seconds-long stand-in backend
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -255,6 +256,28 @@ def test_shift_claims_wait_for_the_coverage_curve_too(tmp_path):
     )
     assert shifted.verdict == UNDECIDED and "coverage90" in " ".join(shifted.details["convergence"])
     assert own.verdict != UNDECIDED  # its own design's curves are flat
+
+
+def test_resolution_frame_counts_the_curves_that_could_plateau(tmp_path):
+    """Four fig:exp1 cells: a flat curve with a small SE (plateaued, resolvable), one still falling
+    steadily (resolvable: a smooth trend, no jitter), and a flat one with jitter of 10%
+    of its value (its interval cannot fit +-10%: not resolvable); a run without a curve counts
+    under "no curve" and not as resolvable. Fails if resolvable is read from the state instead of
+    the interval's width."""
+    picked = [s for s in definitions.get_experiment(EXP1).runs("cpu") if s.model.C == 256][:4]
+    _write(EXP1, "cpu", tmp_path, lambda s: s in picked)
+    runs = load_available(EXP1, "cpu", tmp_path)[0]
+    by = {r.spec: r for r in runs}
+    jittery = {s: 0.1 * (1 + 0.1 * (-1) ** i) for i, s in enumerate(STEPS)}
+    falling = {s: 0.5 - 0.1 * math.log1p(s) for s in STEPS}
+    for spec, curve in zip(picked, (FLAT, falling, jittery), strict=False):
+        _curve(by[spec].run_dir, curve, se=0.0005)
+    df = rcpu.resolution_frame({EXP1: runs, "fig_exp2_1": []})
+    assert list(df["experiment"]) == [EXP1]
+    row = df.iloc[0]
+    assert row["curves"] == 4 and row["no curve"] == 1
+    assert row["plateaued"] == 1 and row["still improving"] == 1
+    assert row["resolvable"] == 2, row
 
 
 def test_coverage_along_the_curve_follows_the_claims_own_test(tmp_path):

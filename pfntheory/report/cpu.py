@@ -14,7 +14,7 @@ their grids over hours, so this page reads whatever runs are complete
   C at the largest L") decided on the cells of the slice that are present, gated by convergence
   exactly as :func:`pfntheory.claims.trained.check_exp1` is; on a complete grid they are its claims;
 - :func:`plot_exp1_heatmaps`, :func:`plot_exp1_slices`, :func:`plot_progress` -- the page's figures;
-- :func:`runs_frame`, :func:`curve_status_frame` -- its tables.
+- :func:`runs_frame`, :func:`curve_status_frame`, :func:`resolution_frame` -- its tables.
 
 Nothing here reads a number that is not in the run files.
 """
@@ -49,6 +49,7 @@ __all__ = [
     "plot_progress",
     "runs_frame",
     "curve_status_frame",
+    "resolution_frame",
     "sweep_command",
 ]
 
@@ -469,6 +470,36 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
             st = curve_status(path, metric=metric)
             trend = st["trend"] if st["state"] != "no curve" else ""
             rows.append({"design": design, "metric": metric, "status": st["state"], "trend": trend})
+    return pd.DataFrame(rows)
+
+
+def resolution_frame(runs_by_experiment: dict[str, Sequence]):
+    """Could the plateau test decide at all? Per experiment, its trained runs' own E[TV] learning
+    curves counted by state, and how many of them are *resolvable*: the 90% interval of the fitted
+    fall is no wider than the tolerance (``halfwidth <= tol``,
+    :func:`pfntheory.convergence.plateau_status`). An unresolvable curve cannot be called plateaued
+    whatever its trend: its undecided verdict says as much about the curve's evaluation density
+    and the optimiser's jitter as about training. ``median halfwidth / tol`` over the curves with
+    a fitted trend; experiments without a trained run are left out."""
+    import pandas as pd
+
+    rows = []
+    for name, runs in runs_by_experiment.items():
+        tr = [r for r in runs if isinstance(r.spec, RunSpec)]
+        if not tr:
+            continue
+        sts = [xclaims.run_convergence(r) for r in tr]
+        fitted = [st for st in sts if "resolvable" in st]
+        row: dict = {"experiment": name, "curves": len(tr)}
+        for w in STATUS_WORDS:
+            row[w] = sum(st["state"] == w for st in sts)
+        row["resolvable"] = sum(st["resolvable"] for st in fitted)
+        row["median halfwidth / tol"] = (
+            float(np.median([st["halfwidth"] / st["tol"] for st in fitted]))
+            if fitted
+            else float("nan")
+        )
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
