@@ -742,6 +742,29 @@ def test_cpu_scale_keeps_every_task_setting_of_the_paper(name):
             assert r.curve_n_eval == (r.n_min, r.n_max) and r.steps < 10_000
 
 
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_paper_scale_run_records_the_curves_its_claims_are_gated_on(name):
+    """Every trained verdict waits for its runs' learning curves, so a paper-scale run (a GPU
+    user's) without one could never be decided: each records a curve at (n_min, n_max) on its own
+    design and on every covariate law one of its evaluations uses (the covariate shift), dense
+    enough that its interval can fit the tolerance (``PAPER_CURVE_POINTS``). The paper's own
+    settings (steps, lr, evaluations) are untouched. Fails for a paper design built without
+    ``_paper_curves``."""
+    from pfntheory.experiments.definitions import PAPER_CURVE_INSTANCES, PAPER_CURVE_POINTS
+
+    for r in get_experiment(name).runs("paper"):
+        if not isinstance(r, RunSpec):
+            continue
+        shifted = {e.covariates for e in r.evals} - {None, r.task.covariates}
+        assert r.curve_n_eval == tuple(sorted({r.n_min, r.n_max})), r.name
+        assert r.curve_points == PAPER_CURVE_POINTS >= 48, r.name
+        assert r.curve_instances == PAPER_CURVE_INSTANCES, r.name
+        assert set(r.curve_covariates) == shifted, r.name
+        assert r.steps >= 10_000 and r.lr_units != "elementwise", r.name
+    if name == "supp_exp2_shift_regime":
+        assert all(r.curve_covariates == ("uniform",) for r in get_experiment(name).runs("paper"))
+
+
 def test_fig_exp1_cpu_covers_the_full_grid_in_priority_order():
     runs = get_experiment("fig_exp1").runs("cpu")
     cells = {(r.task.kind, r.model.mode, r.model.L, r.model.C) for r in runs}

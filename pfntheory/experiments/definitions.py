@@ -292,6 +292,42 @@ def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order
     return Design(tuple(runs), shrunk=shrunk)
 
 
+#: paper scale: log-spaced learning-curve points per run. Every trained verdict is gated on its
+#: runs' learning curves (:mod:`pfntheory.convergence`), so a paper-scale run without one could
+#: never be decided. 48 points put 24 in the last log-half, where the 90% interval of the fitted
+#: fall reaches about 1.2x the residual SD about the trend on each side (2.5x with the cpu scale's
+#: 12 points, which left 83 of fig:exp1's 100 cpu curves unable to fit their tolerance:
+#: ``report.cpu.resolution_frame``). The curves add under 1% to the cost model's estimate of a
+#: paper-scale design (fig:exp1: 209.0 -> 210.0 h of one core).
+PAPER_CURVE_POINTS = 48
+#: paper scale: held-out instances per n' of a learning curve (coverage SE about 0.01, so that the
+#: coverage tolerance of 0.02 can be resolved).
+PAPER_CURVE_INSTANCES = 1024
+
+
+def _paper_curves(paper: Design) -> Design:
+    """The paper design with a learning curve on every trained run: at ``(n_min, n_max)``,
+    :data:`PAPER_CURVE_POINTS` points of :data:`PAPER_CURVE_INSTANCES` instances, on the run's own
+    design and on every other covariate law one of its evaluations uses (the covariate shift), so
+    that each claim can be gated on the design it is about. The tasks, steps and evaluations are
+    the paper's, unchanged."""
+    runs = []
+    for r in paper.runs:
+        if isinstance(r, RunSpec):
+            other = sorted(
+                {e.covariates for e in r.evals if e.covariates not in (None, r.task.covariates)}
+            )
+            r = dataclasses.replace(
+                r,
+                curve_n_eval=tuple(sorted({r.n_min, r.n_max})),
+                curve_instances=PAPER_CURVE_INSTANCES,
+                curve_points=PAPER_CURVE_POINTS,
+                curve_covariates=tuple(other),
+            )
+        runs.append(r)
+    return Design(tuple(runs), shrunk=paper.shrunk)
+
+
 # --------------------------------------------------------------------------------------------------
 # fig:exp1 (sec:exp1): TV against depth L and bins C, BLR and RBF, theory and learnable
 # --------------------------------------------------------------------------------------------------
@@ -344,7 +380,7 @@ FIG_EXP1 = Experiment(
         "log TV decreases linearly as log C increases (at large L)",
         "log TV decreases with depth L",
     ),
-    paper=_FIG_EXP1_PAPER,
+    paper=_paper_curves(_FIG_EXP1_PAPER),
     quick=Design(
         _exp1(
             Ls=(2, 8, 32),
@@ -415,7 +451,7 @@ FIG_EXP2_1 = Experiment(
         "the unnormalised model's TV rises outside the pretraining range of n",
         "the normalised model's TV stays flat across n'",
     ),
-    paper=_FIG_EXP2_1_PAPER,
+    paper=_paper_curves(_FIG_EXP2_1_PAPER),
     cpu=_cpu(
         _FIG_EXP2_1_PAPER,
         steps=2000,
@@ -524,7 +560,7 @@ FIG_EXP2_2 = Experiment(
     labels=("fig:exp2-2", "supp-fig:exp2-3", "sec:exp3", "thm:L growth"),
     title="Depth L and pretraining range n_max against n' (RBF TF^pr; d=16, C=256 at paper scale)",
     claims=_EXP2_2_CLAIMS,
-    paper=_FIG_EXP2_2_PAPER,
+    paper=_paper_curves(_FIG_EXP2_2_PAPER),
     cpu=_cpu(_FIG_EXP2_2_PAPER, steps=1000, per_n=512, order=_by_cost, shrunk=_CPU_EXP2_SHRINK),
     quick=Design(
         _exp2_2_quick(d=4),
@@ -553,7 +589,7 @@ def _companion(d: int) -> Experiment:
             "under covariate shift, coverage and width comparable to the true "
             "PPD for n_max=512 and L>=16",
         ),
-        paper=paper,
+        paper=_paper_curves(paper),
         cpu=_cpu(paper, steps=1000, per_n=512, order=_by_cost, shrunk=_CPU_EXP2_SHRINK),
         quick=Design(_exp2_2_quick(d=d, shift=True), shrunk=_QUICK_EXP2_SHRINK),
     )
@@ -632,7 +668,7 @@ SUPP_EXP2_SHIFT_REGIME = Experiment(
         "under covariate shift, coverage and width comparable to the true PPD for n_max=512 "
         "and L>=16",
     ),
-    paper=_SHIFT_PAPER,
+    paper=_paper_curves(_SHIFT_PAPER),
     cpu=Design(_SHIFT_CPU_RUNS, shrunk=_SHIFT_CPU_SHRINK),
     quick=Design(
         _exp2_2_quick(
@@ -753,7 +789,7 @@ SUPP_TAB_LENGTHSCALE = Experiment(
     labels=("supp-tab:lengthscale-crps",),
     title="Sensitivity to the RBF lengthscale: CRPS and 50/90/95% coverage (TF^pr, n_max=256)",
     claims=_TABLE_CLAIMS,
-    paper=_TAB_LS_PAPER,
+    paper=_paper_curves(_TAB_LS_PAPER),
     cpu=_cpu(_TAB_LS_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
     quick=Design(
         _table_quick(tuple(_rbf(4, lengthscale=ell) for ell in (0.4, 0.8, 1.6)), (96, 384)),
@@ -772,7 +808,7 @@ SUPP_TAB_HIER = Experiment(
         "CRPS and 50/90/95% coverage (TF^pr, n_max=256)"
     ),
     claims=_TABLE_CLAIMS,
-    paper=_TAB_HIER_PAPER,
+    paper=_paper_curves(_TAB_HIER_PAPER),
     cpu=_cpu(_TAB_HIER_PAPER, steps=1000, per_n=1024, order=_by_cost, shrunk=_CPU_TABLE_SHRINK),
     quick=Design(
         _table_quick(
