@@ -522,14 +522,14 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             "supp-fig:exp2 d4-1 (covariate shift)",
             f"shift_regime.coverage.{key}",
         )
-        along = {str(k): coverage_along_curve(r, k, z) for k in curves}
+        along = {k or "own": coverage_along_curve(r, k, z) for k in curves}  # by curve's design
         c = dataclasses.replace(
             c,
             statement=f"{what}: {c.statement}",
             details={**c.details, "covariates": cov, "regime": regime, "along_curve": along},
         )
         c = gate(c, [r], curves=curves, metrics=("tv", "coverage90"))
-        followed = along[str(curves[-1])]
+        followed = along[curves[-1] or "own"]
         if c.verdict == UNDECIDED and followed["steps"]:  # the measurement while the run trained
             c = dataclasses.replace(c, tolerance=c.tolerance + "; " + _along_text(followed, cov))
         out.append(c)
