@@ -253,6 +253,42 @@ def test_identical_run_of_another_experiment_is_adopted(tmp_path):
             assert (rd / f).read_bytes() == (tmp_path / "fig_exp2_2" / spec.name / f).read_bytes()
 
 
+def test_a_sweep_of_several_experiments_shares_one_pool(tmp_path, monkeypatch):
+    """``sweep_many`` (and ``pfntheory sweep A B``) hands the missing runs of all its experiments to
+    one worker pool, so a worker freed by one experiment takes the next experiment's run instead of
+    idling through the other's last run; a spec declared by two experiments (fig_exp2_2 and
+    supp_exp2_d4 share their quick runs) is trained once, in a first pass, and adopted by the
+    second copy in a second pass. Each experiment keeps its own summary. Fails if the experiments
+    are swept one after another (one pool call per experiment) or a shared run is trained twice."""
+    calls = []
+    real = runner._run_local
+
+    def spy(todo, *a, **kw):
+        calls.append([rd.parent.name for _, rd in todo])
+        return real(todo, *a, **kw)
+
+    monkeypatch.setattr(runner, "_run_local", spy)
+    names = ["fig_exp2_1", "fig_exp2_2", "supp_exp2_d4"]
+    out = runner.sweep_many(
+        names, "quick", root=tmp_path, backend="standin", workers=2, progress=False
+    )
+    n = {k: len(get_experiment(k).runs("quick")) for k in names}
+    assert calls[0] == ["fig_exp2_1"] * n["fig_exp2_1"] + ["fig_exp2_2"] * n["fig_exp2_2"]
+    assert calls[1:] == [["supp_exp2_d4"] * n["supp_exp2_d4"]]  # the copies of fig_exp2_2's runs
+    assert [s["experiment"] for s in out] == names
+    assert set(_statuses(out[0]).values()) == set(_statuses(out[1]).values()) == {"done"}
+    assert set(_statuses(out[2]).values()) == {"adopted"}
+    for k, s in zip(names, out, strict=True):
+        assert runfiles.load_json(tmp_path / k / "sweep-quick.json") == s
+        assert s["n_runs"] == n[k] and s["n_failed"] == 0
+    again = runner.sweep_many(names, "quick", root=tmp_path, backend="standin", progress=False)
+    assert all(set(_statuses(s).values()) == {"skipped"} for s in again) and len(calls) == 2
+    with pytest.raises(ValueError, match="repeat"):
+        runner.sweep_many(["fig_exp2_1", "fig_exp2_1"], "quick", root=tmp_path)
+    with pytest.raises(ValueError, match="at least one"):
+        runner.sweep_many([], "quick", root=tmp_path)
+
+
 def test_killed_run_resumes_from_checkpoint(tmp_path, monkeypatch):
     monkeypatch.setenv("PFNTHEORY_STANDIN_CRASH", "1")
     s = _sweep("fig_exp2_1", tmp_path)

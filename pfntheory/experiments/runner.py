@@ -70,6 +70,7 @@ __all__ = [
     "plan",
     "partial_progress",
     "sweep",
+    "sweep_many",
     "run_sweep",
     "register",
 ]
@@ -650,7 +651,7 @@ def sweep(
     ----------
     experiment : str
         A name of :data:`~.definitions.EXPERIMENTS`.
-    scale : {"quick", "paper"}
+    scale : {"quick", "cpu", "paper"}
     executor : {"local", "slurm"}
         ``local``: a process pool of ``workers`` (default: ``min(2, cpu count)``; 1 runs in this
         process). ``slurm``: one submitit job array; ``slurm`` holds the submitit parameters
@@ -673,7 +674,56 @@ def sweep(
         total wall time, and the number of failures. A failed run does not stop the others; the CLI
         exits non-zero when any failed.
     """
-    exp = get_experiment(experiment)
+    return sweep_many(
+        [experiment],
+        scale,
+        executor=executor,
+        root=root,
+        workers=workers,
+        threads=threads,
+        backend=backend,
+        progress=progress,
+        slurm=slurm,
+        wait_lock_s=wait_lock_s,
+    )[0]
+
+
+def sweep_many(
+    experiments: Sequence[str],
+    scale: str = "quick",
+    *,
+    executor: str = "local",
+    root=None,
+    workers: int | None = None,
+    threads: int = 1,
+    backend: str = "nn",
+    progress: bool = True,
+    slurm: dict | None = None,
+    wait_lock_s: float = 0.0,
+) -> list[dict]:
+    """:func:`sweep` over several experiments under one lock, with **one** local worker pool.
+
+    With ``executor="local"`` the missing runs of all ``experiments`` share the pool (in the order
+    of ``experiments``, each design's order within), so no worker idles while another experiment
+    still has runs: one experiment at a time left all but one worker idle during each
+    experiment's last, longest run. A run declared by two experiments (the same spec, e.g. the
+    d = 16 runs of fig:exp2-2 and the lengthscale table) is trained once: its second copy waits
+    for a second pass over the pool, where it adopts the first. ``executor="slurm"`` submits one
+    array per experiment, as :func:`sweep` does. Options as in :func:`sweep`.
+
+    Returns
+    -------
+    list of dict
+        One summary per experiment, as :func:`sweep` returns and writes; with a shared pool
+        ``wall_time_s`` is the wall time of the whole sweep.
+    """
+    if isinstance(experiments, str) or not isinstance(experiments, Sequence):
+        raise ValueError(f"experiments must be a list of names, got {experiments!r}")
+    if not experiments:
+        raise ValueError("experiments must name at least one experiment")
+    exps = [get_experiment(e) for e in experiments]
+    if len({e.name for e in exps}) != len(exps):
+        raise ValueError(f"experiments must not repeat a name, got {list(experiments)}")
     choice(scale, "scale", SCALES)
     choice(executor, "executor", EXECUTORS)
     choice(backend, "backend", BACKENDS)
@@ -697,54 +747,82 @@ def sweep(
                 "explicitly with --submitit-cluster local"
             )
     with runfiles.root_lock(root, wait_s=wait_lock_s):
-        return _sweep_locked(exp, scale, executor, root, workers, threads, backend, progress, slurm)
+        return _sweep_locked(
+            exps, scale, executor, root, workers, threads, backend, progress, slurm
+        )
 
 
-def _sweep_locked(exp, scale, executor, root, workers, threads, backend, progress, slurm) -> dict:
-    exp_dir = root / exp.name
-    exp_dir.mkdir(parents=True, exist_ok=True)
-    runfiles.clean_orphan_temps(exp_dir, recursive=True)
-    gi = exp_dir / ".gitignore"
-    if not gi.is_file():
-        runfiles.atomic_write_bytes(gi, _GITIGNORE.encode())
-    items = plan(exp.name, scale, root)
-    todo = [(s, rd) for s, rd, done in items if not done]
+def _sweep_locked(exps, scale, executor, root, workers, threads, backend, progress, slurm) -> list:
+    plans = {}
+    for exp in exps:
+        exp_dir = root / exp.name
+        exp_dir.mkdir(parents=True, exist_ok=True)
+        runfiles.clean_orphan_temps(exp_dir, recursive=True)
+        gi = exp_dir / ".gitignore"
+        if not gi.is_file():
+            runfiles.atomic_write_bytes(gi, _GITIGNORE.encode())
+        plans[exp.name] = plan(exp.name, scale, root)
+    todo = {n: [(s, rd) for s, rd, done in items if not done] for n, items in plans.items()}
     t0 = time.perf_counter()
-    desc = f"{exp.name} [{scale}]"
-    if not todo:
-        results = []
-    elif executor == "local":
-        results = _run_local(todo, backend, root, min(workers, len(todo)), threads, progress, desc)
+    results: dict[str, list[dict]] = {n: [] for n in plans}
+    if executor == "local":
+        # pass k holds the k-th copy of each spec name: a later copy adopts the first one's run
+        passes: list[list[tuple[str, RunSpec, Path]]] = []
+        seen: dict[str, int] = {}
+        for n, items in todo.items():
+            for spec, rd in items:
+                k = seen.get(spec.name, 0)
+                seen[spec.name] = k + 1
+                if k == len(passes):
+                    passes.append([])
+                passes[k].append((n, spec, rd))
+        desc = f"{'+'.join(plans)} [{scale}]"
+        for batch in passes:
+            owner = {spec.name: n for n, spec, _ in batch}
+            jobs = [(spec, rd) for _, spec, rd in batch]
+            for res in _run_local(
+                jobs, backend, root, min(workers, len(jobs)), threads, progress, desc
+            ):
+                results[owner[res["name"]]].append(res)
     else:
-        results = _run_slurm(todo, backend, root, threads, progress, desc, exp.name, slurm)
-    done_names = {r["name"] for r in results}
-    results += [
-        {"name": s.name, "status": "skipped", "seconds": 0.0}
-        for s, _, done in items
-        if done and s.name not in done_names
-    ]
-    summary = {
-        "experiment": exp.name,
-        "scale": scale,
-        "executor": executor,
-        "backend": backend,
-        "workers": workers if executor == "local" else None,
-        "threads": threads,
-        "finished": _dt.datetime.now().isoformat(timespec="seconds"),
-        "wall_time_s": time.perf_counter() - t0,
-        "n_runs": len(items),
-        "n_failed": sum(r["status"] == "failed" for r in results),
-        "runs": sorted(results, key=lambda r: r["name"]),
-    }
-    if todo:  # a no-op sweep keeps the record of the sweep that did the work
-        runfiles.save_json(exp_dir / f"sweep-{scale}.json", summary)
-    return summary
+        for n, items in todo.items():
+            if items:
+                desc = f"{n} [{scale}]"
+                results[n] = _run_slurm(items, backend, root, threads, progress, desc, n, slurm)
+    wall = time.perf_counter() - t0
+    summaries = []
+    for exp in exps:
+        items, res = plans[exp.name], results[exp.name]
+        done_names = {r["name"] for r in res}
+        res = res + [
+            {"name": s.name, "status": "skipped", "seconds": 0.0}
+            for s, _, done in items
+            if done and s.name not in done_names
+        ]
+        summary = {
+            "experiment": exp.name,
+            "scale": scale,
+            "executor": executor,
+            "backend": backend,
+            "workers": workers if executor == "local" else None,
+            "threads": threads,
+            "finished": _dt.datetime.now().isoformat(timespec="seconds"),
+            "wall_time_s": wall,
+            "n_runs": len(items),
+            "n_failed": sum(r["status"] == "failed" for r in res),
+            "runs": sorted(res, key=lambda r: r["name"]),
+        }
+        if todo[exp.name]:  # a no-op sweep keeps the record of the sweep that did the work
+            runfiles.save_json(root / exp.name / f"sweep-{scale}.json", summary)
+        summaries.append(summary)
+    return summaries
 
 
 def run_sweep(experiments: Sequence[str] | None = None, scale: str = "quick", **kw) -> list[dict]:
-    """:func:`sweep` over several experiments (all of them by default); returns their summaries."""
+    """:func:`sweep_many` over ``experiments`` (all of them by default); returns their
+    summaries."""
     names = list(experiments) if experiments else list(EXPERIMENTS)
-    return [sweep(name, scale, **kw) for name in names]
+    return sweep_many(names, scale, **kw)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -850,7 +928,7 @@ def _estimate_line(name: str, scale: str) -> str | None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    names = args.experiments or list(EXPERIMENTS)
+    names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
     for n in names:
         get_experiment(n)
     if (
@@ -903,19 +981,19 @@ def _cmd(args: argparse.Namespace) -> int:
         "slurm_array_parallelism": args.array_parallelism,
     }
     failed = 0
-    for n in names:
-        s = sweep(
-            n,
-            args.scale,
-            executor=args.executor,
-            root=args.root,
-            workers=args.workers,
-            threads=args.threads,
-            backend="standin" if args.dry_run else "nn",
-            progress=not args.no_progress,
-            slurm=slurm,
-            wait_lock_s=args.wait_lock,
-        )
+    summaries = sweep_many(
+        names,
+        args.scale,
+        executor=args.executor,
+        root=args.root,
+        workers=args.workers,
+        threads=args.threads,
+        backend="standin" if args.dry_run else "nn",
+        progress=not args.no_progress,
+        slurm=slurm,
+        wait_lock_s=args.wait_lock,
+    )
+    for n, s in zip(names, summaries, strict=True):
         print(
             f"{n} [{args.scale}]: {s['n_runs']} runs, {s['n_failed']} failed, "
             f"{s['wall_time_s']:.0f} s"
