@@ -393,21 +393,10 @@ for name in OTHERS:
     tr = trained(runs)
     if tr:
         display(rcpu.runs_frame(tr))
-        fig, ax = plt.subplots(figsize=(6.5, 3.8))
-        for r in tr:
-            e = r.eval
-            ax.errorbar(
-                e.n_eval,
-                e.mean["tv"],
-                yerr=2 * e.se["tv"],
-                fmt="o-",
-                ms=3,
-                capsize=2,
-                label=f"L={r.spec.model.L}, C={r.spec.model.C}, n_max={r.spec.n_max}"
-                + (", TF^pr" if r.spec.model.normalised else ""),
-            )
-        ax.set(yscale="log", xlabel="evaluation size n'", ylabel="E[TV] (±2 SE)", title=name)
-        ax.legend(fontsize=6)
+        k = sum(any(f in r.evals for r in tr) for f in rcpu.EVAL_DESIGNS)
+        fig, axs = plt.subplots(1, k, figsize=(6.5 * k, 4.2), squeeze=False, sharey=True)
+        rcpu.plot_tv_against_n(axs[0], tr)
+        fig.suptitle(name)
         report.save_figure(fig, f"07_{name}")
         plt.show()
     if name in published.PUBLISHED and runs:

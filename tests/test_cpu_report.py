@@ -280,6 +280,35 @@ def test_resolution_frame_counts_the_curves_that_could_plateau(tmp_path):
     assert row["resolvable"] == 2, row
 
 
+def test_tv_against_n_plots_both_designs_and_keeps_runs_apart(tmp_path):
+    """supp_exp2_d4's runs are evaluated as pretrained and under the covariate shift: one panel
+    each, every run a line in both, no two runs with the same colour and line style (colour is L,
+    style n_max), and a design without a shift evaluation gets one panel. Fails if the shift
+    evaluation is left out or two runs share a look."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _write("supp_exp2_d4", "quick", tmp_path, lambda s: True)
+    runs = load_experiment("supp_exp2_d4", "quick", tmp_path)
+    fig, axs = plt.subplots(1, 2)
+    assert rcpu.plot_tv_against_n(axs, runs) == ["eval.json", "eval_uniform.json"]
+    for ax in axs:
+        data = [c.lines[0] for c in ax.containers]  # one errorbar container per run
+        looks = {(line.get_color(), line.get_linestyle()) for line in data}
+        assert len(data) == len(runs) and len(looks) == len(runs), looks
+        assert ax.get_yscale() == "log"
+    plt.close(fig)
+    _write("fig_exp2_1", "quick", tmp_path, lambda s: True)
+    fig, axs = plt.subplots(1, 2)
+    assert rcpu.plot_tv_against_n(axs, load_experiment("fig_exp2_1", "quick", tmp_path)) == [
+        "eval.json"
+    ]
+    assert len(axs[0].containers) == 2 and not axs[1].containers
+    plt.close(fig)
+
+
 def test_coverage_along_the_curve_follows_the_claims_own_test(tmp_path):
     """coverage_along_curve applies the claim's |coverage - 0.9| <= slack + z SE at every curve
     step: a curve that dips out of the band and comes back held since the return; one that leaves

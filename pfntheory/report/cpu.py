@@ -13,7 +13,8 @@ their grids over hours, so this page reads whatever runs are complete
 - :func:`exp1_slice_claims` -- the fig:exp1 claims ("E[TV] falls with L at the largest C", "... with
   C at the largest L") decided on the cells of the slice that are present, gated by convergence
   exactly as :func:`pfntheory.claims.trained.check_exp1` is; on a complete grid they are its claims;
-- :func:`plot_exp1_heatmaps`, :func:`plot_exp1_slices`, :func:`plot_progress` -- the page's figures;
+- :func:`plot_exp1_heatmaps`, :func:`plot_exp1_slices`, :func:`plot_progress`,
+  :func:`plot_tv_against_n` -- the page's figures;
 - :func:`runs_frame`, :func:`curve_status_frame`, :func:`resolution_frame` -- its tables.
 
 Nothing here reads a number that is not in the run files.
@@ -47,6 +48,7 @@ __all__ = [
     "plot_plateau_intervals",
     "STATE_COLOURS",
     "plot_progress",
+    "plot_tv_against_n",
     "runs_frame",
     "curve_status_frame",
     "resolution_frame",
@@ -422,6 +424,62 @@ def plot_progress(ax, counts: dict[str, tuple[int, int]]) -> None:
     ax.invert_yaxis()
     ax.set(xlim=(0, 1.15), xlabel="fraction of the declared cpu runs complete")
     ax.grid(False)
+
+
+#: The covariate designs a run may be evaluated on, by evaluation file, with their titles.
+EVAL_DESIGNS = {
+    "eval.json": "as pretrained",
+    "eval_uniform.json": "covariate shift Unif[-1/sqrt d, 1/sqrt d]^d",
+}
+
+
+def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
+    """E[TV] (±2 SE) against the evaluation size n', one line per trained run: colour by depth L,
+    marker and line style by n_max (and by the task where the runs' tasks differ, e.g. a table's
+    lengthscales, which the label then names), so that twelve runs of a grid stay apart. One axis
+    of ``axs`` per evaluation file in :data:`EVAL_DESIGNS` that some run has (in that order), on a
+    log y-axis. Returns the evaluation files plotted."""
+    from .plots import log_axis
+
+    tr = [r for r in runs if isinstance(r.spec, RunSpec)]
+    files = [f for f in EVAL_DESIGNS if any(f in r.evals for r in tr)]
+    Ls = sorted({r.spec.model.L for r in tr})
+
+    def variant(r):  # what besides L tells the runs apart: n_max, and the task (table rows)
+        t = r.spec.task
+        return (r.spec.n_max, t.kind, t.lengthscale if t.kind == "rbf" else 0.0)
+
+    variants = sorted({variant(r) for r in tr})
+    tasks_vary = len({v[1:] for v in variants}) > 1
+    styles = ["-", "--", ":", "-."]
+    markers = ["o", "s", "^", "D", "v", "P"]
+    for ax, f in zip(axs, files, strict=False):
+        for r in sorted(tr, key=lambda r: (r.spec.model.L, variant(r))):
+            if f not in r.evals:
+                continue
+            e = r.evals[f]
+            j = variants.index(variant(r))
+            task = ""
+            if tasks_vary:
+                t = r.spec.task
+                task = f", {t.kind}" + (f" ell={t.lengthscale:g}" if t.kind == "rbf" else "")
+            ax.errorbar(
+                e.n_eval,
+                e.mean["tv"],
+                yerr=2 * e.se["tv"],
+                color=f"C{Ls.index(r.spec.model.L)}",
+                ls=styles[j % len(styles)],
+                marker=markers[j % len(markers)],
+                ms=3,
+                capsize=2,
+                label=f"L={r.spec.model.L}, C={r.spec.model.C}, n_max={r.spec.n_max}{task}"
+                + (", TF^pr" if r.spec.model.normalised else ""),
+            )
+        ax.set(xlabel="evaluation size n'", ylabel="E[TV] (±2 SE)", title=EVAL_DESIGNS[f])
+        if ax.lines:
+            log_axis(ax, "y")
+        ax.legend(fontsize=6)
+    return files
 
 
 # --------------------------------------------------------------------------------------------------
