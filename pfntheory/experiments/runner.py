@@ -632,40 +632,17 @@ def slurm_available() -> bool:
     return shutil.which("sbatch") is not None
 
 
-def sweep(
-    experiment: str,
-    scale: str = "quick",
-    *,
-    executor: str = "local",
-    root=None,
-    workers: int | None = None,
-    threads: int = 1,
-    backend: str = "nn",
-    progress: bool = True,
-    slurm: dict | None = None,
-    wait_lock_s: float = 0.0,
-) -> dict:
-    """Run every missing run of ``experiment`` at ``scale``.
+def sweep(experiment: str, scale: str = "quick", **options) -> dict:
+    """Run every missing run of ``experiment`` at ``scale``: :func:`sweep_many` of one experiment.
 
     Parameters
     ----------
     experiment : str
         A name of :data:`~.definitions.EXPERIMENTS`.
     scale : {"quick", "cpu", "paper"}
-    executor : {"local", "slurm"}
-        ``local``: a process pool of ``workers`` (default: ``min(2, cpu count)``; 1 runs in this
-        process). ``slurm``: one submitit job array; ``slurm`` holds the submitit parameters
-        (``slurm_partition``, ``timeout_min``, ``gpus_per_node``, ``cpus_per_task``, ``mem_gb``,
-        ``slurm_array_parallelism``, ...) plus ``cluster`` (None = detect; ``"local"``/``"debug"``
-        run the same array on this machine, for testing) and ``poll_s``.
-    root : path, optional
-        Runs root (default :func:`default_root`).
-    threads : int
-        Torch/BLAS threads per run.
-    backend : {"nn", "standin"}
-    wait_lock_s : float
-        How long to wait for another sweep holding the runs root's lock before refusing
-        (:class:`pfntheory.runs.LockHeldError`).
+    **options
+        ``executor``, ``root``, ``workers``, ``threads``, ``backend``, ``progress``, ``slurm``,
+        ``wait_lock_s``, as in :func:`sweep_many`.
 
     Returns
     -------
@@ -674,18 +651,7 @@ def sweep(
         total wall time, and the number of failures. A failed run does not stop the others; the CLI
         exits non-zero when any failed.
     """
-    return sweep_many(
-        [experiment],
-        scale,
-        executor=executor,
-        root=root,
-        workers=workers,
-        threads=threads,
-        backend=backend,
-        progress=progress,
-        slurm=slurm,
-        wait_lock_s=wait_lock_s,
-    )[0]
+    return sweep_many([experiment], scale, **options)[0]
 
 
 def sweep_many(
@@ -701,7 +667,7 @@ def sweep_many(
     slurm: dict | None = None,
     wait_lock_s: float = 0.0,
 ) -> list[dict]:
-    """:func:`sweep` over several experiments under one lock, with **one** local worker pool.
+    """Run every missing run of several experiments under one lock, with **one** local worker pool.
 
     With ``executor="local"`` the missing runs of all ``experiments`` share the pool (in the order
     of ``experiments``, each design's order within), so no worker idles while another experiment
@@ -709,7 +675,27 @@ def sweep_many(
     experiment's last, longest run. A run declared by two experiments (the same spec, e.g. the
     d = 16 runs of fig:exp2-2 and the lengthscale table) is trained once: its second copy waits
     for a second pass over the pool, where it adopts the first. ``executor="slurm"`` submits one
-    array per experiment, as :func:`sweep` does. Options as in :func:`sweep`.
+    array per experiment.
+
+    Parameters
+    ----------
+    experiments : list of str
+        Names of :data:`~.definitions.EXPERIMENTS`, each once.
+    scale : {"quick", "cpu", "paper"}
+    executor : {"local", "slurm"}
+        ``local``: a process pool of ``workers`` (default: ``min(2, cpu count)``; 1 runs in this
+        process). ``slurm``: submitit job arrays; ``slurm`` holds the submitit parameters
+        (``slurm_partition``, ``timeout_min``, ``gpus_per_node``, ``cpus_per_task``, ``mem_gb``,
+        ``slurm_array_parallelism``, ...) plus ``cluster`` (None = detect; ``"local"``/``"debug"``
+        run the same array on this machine, for testing) and ``poll_s``.
+    root : path, optional
+        Runs root (default :func:`default_root`).
+    threads : int
+        Torch/BLAS threads per run.
+    backend : {"nn", "standin"}
+    wait_lock_s : float
+        How long to wait for another sweep holding the runs root's lock before refusing
+        (:class:`pfntheory.runs.LockHeldError`).
 
     Returns
     -------
