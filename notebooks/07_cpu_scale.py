@@ -330,11 +330,8 @@ for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
             f"; {c.tolerance}"
         )
     )
-    deciding = [  # the run the claim rests on (the longest complete one), not every run on disk
-        r
-        for r in runs_s
-        if any(k.split(" ")[0] == r.run_dir.name for k in c.details["convergence"])
-    ]
+    # the run the claim rests on (the longest complete one), not every run on disk
+    deciding = [r for r in runs_s if r.run_dir.name == reg["run"]]
     add_all(
         [c],
         deciding,
@@ -393,7 +390,7 @@ for name in OTHERS:
     tr = trained(runs)
     if tr:
         display(rcpu.runs_frame(tr))
-        k = sum(any(f in r.evals for r in tr) for f in rcpu.EVAL_DESIGNS)
+        k = len(rcpu.eval_files(tr))
         fig, axs = plt.subplots(1, k, figsize=(6.5 * k, 4.2), squeeze=False, sharey=True)
         rcpu.plot_tv_against_n(axs[0], tr)
         fig.suptitle(name)

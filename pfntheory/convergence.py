@@ -79,7 +79,9 @@ __all__ = [
     "TOLERANCES",
     "curve_means",
     "curve_status",
+    "last_half_start",
     "plateau_status",
+    "read_curve_points",
     "trend_text",
 ]
 
@@ -200,7 +202,8 @@ def plateau_status(
         f"{metric}: the {100 * (1 - 2 * alpha):g}% confidence interval of its fitted fall over the "
         f"last log-half of the curve lies within +-{tol_text}"
     )
-    half = [c for c in curve if curve and c[0] >= math.sqrt(curve[0][0] * curve[-1][0])]
+    start = last_half_start([c[0] for c in curve]) if curve else 0
+    half = [c for c in curve if c[0] >= start]
     if len(half) < MIN_POINTS:
         return {
             **base,
@@ -281,23 +284,41 @@ def trend_text(status: dict) -> str:
     )
 
 
+def last_half_start(steps: Sequence[int]) -> int:
+    """The first step of the *last log-half* of log-spaced evaluation steps ``s > 0`` (sorted):
+    the first with ``s >= sqrt(s_first * s_last)``."""
+    if not steps:
+        raise ValueError("steps must hold at least one step")
+    mid = math.sqrt(steps[0] * steps[-1])
+    return next(s for s in steps if s >= mid)
+
+
+def read_curve_points(path: str | os.PathLike) -> list | None:
+    """The ``points`` of the learning-curve file ``path`` (``learning_curve*.json``), or None when
+    the file is absent; a file without a ``points`` list is refused, naming it."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        points = json.loads(path.read_text())["points"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path} is not a learning curve (no 'points'): {err}") from err
+    return points
+
+
 def curve_status(path: str | os.PathLike, metric: str = "tv") -> dict:
     """:func:`plateau_status` of the learning-curve file ``path`` (``learning_curve*.json``) with
     its one-line ``trend`` (:func:`trend_text`); a missing file gives ``state`` "no curve" (never
     plateaued) and says so in ``trend``."""
-    path = Path(path)
-    if not path.is_file():
+    points = read_curve_points(path)
+    if points is None:
         return {
             "state": "no curve",
             "plateaued": False,
             "diverging": False,
             "last_step": None,
             "criterion": "no learning curve",
-            "trend": f"no learning curve ({path.name} missing)",
+            "trend": f"no learning curve ({Path(path).name} missing)",
         }
-    try:
-        points = json.loads(path.read_text())["points"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path} is not a learning curve (no 'points'): {err}") from err
     st = plateau_status(points, metric=metric)
     return {**st, "trend": trend_text(st)}

@@ -38,15 +38,13 @@ Claims (labels)
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from ..config import curve_file
-from ..convergence import curve_status
+from ..convergence import curve_status, last_half_start, read_curve_points
 from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
 from . import UNDECIDED, ClaimResult, slope_ci
 
@@ -421,12 +419,9 @@ def coverage_along_curve(
         "last_half_step": None,
         "held_over_last_half": False,
     }
-    if not path.is_file():
+    points = read_curve_points(path)
+    if points is None:
         return empty
-    try:
-        points = json.loads(path.read_text())["points"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path} is not a learning curve (no 'points'): {err}") from err
     worst_by_step: dict[int, float] = {}
     for i, p in enumerate(points):
         try:
@@ -445,7 +440,7 @@ def coverage_along_curve(
     k = len(held)
     while k > 0 and held[k - 1]:
         k -= 1
-    half = math.sqrt(steps[0] * steps[-1])
+    half = last_half_start(steps)
     return {
         "file": path.name,
         "steps": steps,
@@ -453,7 +448,7 @@ def coverage_along_curve(
         "worst": worst,
         "held_since": steps[k] if k < len(steps) else None,
         "points_held": len(steps) - k,
-        "last_half_step": next(s for s in steps if s >= half),
+        "last_half_step": half,
         "held_over_last_half": all(h for s, h in zip(steps, held, strict=True) if s >= half),
     }
 
@@ -501,6 +496,7 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         "lr": r.spec.lr,
         "in_claimed_regime": in_regime,
         "claimed_regime": "d=4, TF^pr, n_max=512, L>=16 (supp-sec:exp additional)",
+        "run": r.run_dir.name,
     }
     out = []
     for eval_file, what, key, cov, curves in (

@@ -49,6 +49,7 @@ __all__ = [
     "STATE_COLOURS",
     "plot_progress",
     "plot_tv_against_n",
+    "eval_files",
     "runs_frame",
     "curve_status_frame",
     "resolution_frame",
@@ -433,6 +434,13 @@ EVAL_DESIGNS = {
 }
 
 
+def eval_files(runs: Sequence) -> list[str]:
+    """The evaluation files of :data:`EVAL_DESIGNS` that some trained run of ``runs`` has, in that
+    order (one panel each in :func:`plot_tv_against_n`)."""
+    tr = [r for r in runs if isinstance(r.spec, RunSpec)]
+    return [f for f in EVAL_DESIGNS if any(f in r.evals for r in tr)]
+
+
 def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
     """E[TV] (±2 SE) against the evaluation size n', one line per trained run: colour by depth L,
     marker and line style by n_max (and by the task where the runs' tasks differ, e.g. a table's
@@ -442,7 +450,7 @@ def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
     from .plots import log_axis
 
     tr = [r for r in runs if isinstance(r.spec, RunSpec)]
-    files = [f for f in EVAL_DESIGNS if any(f in r.evals for r in tr)]
+    files = eval_files(tr)
     Ls = sorted({r.spec.model.L for r in tr})
 
     def variant(r):  # what besides L tells the runs apart: n_max, and the task (table rows)
