@@ -849,6 +849,38 @@ def test_estimated_cpu_seconds():
         estimated_cpu_seconds(exp, "huge")
 
 
+def test_cost_model_refit_recovers_known_coefficients():
+    """benchmarks/cost_model.py refits COST to timed runs: on runs timed exactly by a known set of
+    coefficients (each training coefficient scaled by its own factor) the fit returns those
+    coefficients; it would not for a model whose estimate is not linear in COST, or a fit that
+    ignored a term. The estimate of a run is sum(COST[k] * training_terms[k]) plus its
+    evaluations."""
+    import importlib.util
+
+    from pfntheory.experiments import definitions as D
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "cost_model.py"
+    loader = importlib.util.spec_from_file_location("cost_model", path)
+    mod = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(mod)
+    specs = [
+        s
+        for name in ("fig_exp1", "fig_exp2_2", "supp_tab_hier")
+        for s in D.get_experiment(name).runs("cpu")
+        if isinstance(s, RunSpec)
+    ]
+    scale = {"DATA_S": 1.5, "DATA_N3_S": 0.5, "HIER_DATA_N3_S": 2.0}
+    scale |= {"RBF_N_S": 0.8, "RBF_N2_S": 1.7, "LINEAR_N_S": 1.2}
+    truth = {k: v * scale.get(k, 1.0) for k, v in D.COST.items()}
+    runs = [("x", s, mod.estimate(s, truth)) for s in specs]
+    fitted = mod.fit(runs)
+    for k in D.COST:
+        assert fitted[k] == pytest.approx(truth[k], rel=1e-6), k
+    spec = specs[0]
+    train = sum(D.COST[k] * v for k, v in D.training_terms(spec).items())
+    assert D.estimated_cpu_seconds(spec) > train > 0
+
+
 def test_late_runspec_fields_keep_old_run_names():
     """Adding lr_units / curve / context_groups fields must not rename the committed runs: at their
     defaults they are left out of the hashed identity; set, they enter it."""

@@ -152,25 +152,28 @@ def _rbf(d: int, **kw) -> TaskSpec:
 # --------------------------------------------------------------------------------------------------
 
 #: Seconds on one core of the development machine (2-core x86 laptop, torch 2.13, float32, one
-#: thread, shared), fitted to the step timings of benchmarks/train_step.py and to timed runs:
-#: drawing a batch of 128 (one Cholesky per instance) costs ``DATA_S + DATA_N3_S * n^3``; the
-#: forward+backward of one solver layer ``RBF_N2_S * n^2`` (kernel scores over (n+1) x n) or
-#: ``LINEAR_N_S * n`` (the linear score never forms the kernel). Checked against a timed run of
-#: RBF d=2, L=8, C=64, n in [64,128]: 0.14 s per step measured, 0.13 s per step estimated. The
-#: linear score's coefficient was refitted after the weight-space BLR sampler and the feature-space
-#: linear score: fig:exp1's cpu BLR cells (1000 steps, n in [128,512], 4096 evaluation instances)
-#: took 25-45 s at L = 2-8 and 110-150 s at L = 32 on a shared core; ``RUN_S`` is what a run costs
-#: besides its steps (building the model, the oracle and evaluation loops; ~20 s at L = 2).
-#: An exact-PPD reference (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs, per context,
-#: ``EXACT_N2D_S`` per mixture component and ``n'^2 d`` (forming each ``n' x n'`` RBF Gram matrix,
-#: which dominates its Cholesky factor up to ``n' = 1024``) plus ``EXACT_N3_S`` per ``n'^3`` (the
-#: draw of the context); fitted to two references at d = 16, 4096 contexts: the 9-component
-#: hierarchical prior at n' = 256/512/1024 (4252 s) and the RBF prior at n' = 256/1024 (521-536 s).
+#: thread, two workers sharing the machine). Training (:func:`training_terms`): drawing a batch of
+#: 128 costs ``DATA_S + DATA_N3_S * n^3`` (one Cholesky per context; ``HIER_DATA_N3_S * n^3`` more
+#: for the hierarchical prior, whose contexts each have their own Gram matrix); the
+#: forward+backward of one solver layer ``RBF_N_S * n + RBF_N2_S * n^2`` (kernel scores over
+#: (n+1) x n) or ``LINEAR_N_S * n`` (the linear score never forms the kernel); ``RUN_S`` is what a
+#: run costs besides its steps (building the model and the oracle; ~20 s at L = 2). The training
+#: coefficients are refitted by ``benchmarks/cost_model.py`` to the 148 cpu-scale runs committed on
+#: 2026-11-25 (relative least squares): per experiment the estimate is 0.70-1.14x the measured
+#: training hours (0.68-2.32x with the previous pure-n^2 model, which overestimated every TF^pr
+#: design at n_max = 512 about 2x), per run 0.70-1.24x (10%-90%). An exact-PPD reference
+#: (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs, per context, ``EXACT_N2D_S`` per
+#: mixture component and ``n'^2 d`` (forming each ``n' x n'`` RBF Gram matrix, which dominates its
+#: Cholesky factor up to ``n' = 1024``) plus ``EXACT_N3_S`` per ``n'^3`` (the draw of the
+#: context); fitted to two references at d = 16, 4096 contexts: the 9-component hierarchical prior
+#: at n' = 256/512/1024 (4252 s) and the RBF prior at n' = 256/1024 (521-536 s).
 COST = {
-    "DATA_S": 0.006,
-    "DATA_N3_S": 1.0e-8,
-    "RBF_N2_S": 1.6e-6,
-    "LINEAR_N_S": 1.1e-5,
+    "DATA_S": 7.9e-3,
+    "DATA_N3_S": 1.26e-8,
+    "HIER_DATA_N3_S": 1.48e-7,
+    "RBF_N_S": 7.5e-5,
+    "RBF_N2_S": 2.9e-7,
+    "LINEAR_N_S": 9.3e-6,
     "EVAL_FRACTION": 0.35,
     "RUN_S": 20.0,
     "EXACT_N2D_S": 5.0e-9,
@@ -183,16 +186,44 @@ def _mean_pow(n_min: int, n_max: int, k: int) -> float:
     return float(np.mean(n**k))
 
 
-def _step_seconds(spec: RunSpec, n2: float, n3: float, batch: int) -> float:
-    c, m = COST, spec.model
+def step_terms(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> dict[str, float]:
+    """The multipliers of the :data:`COST` coefficients in the seconds of one forward+backward step
+    of ``spec`` on a batch of ``batch`` contexts with mean ``n``, ``n^2``, ``n^3`` equal to ``n1``,
+    ``n2``, ``n3`` (the cost model is linear in its coefficients, so that
+    ``benchmarks/cost_model.py`` can refit them to timed runs)."""
+    m, b = spec.model, batch / 128
     layers = max(m.L - 1, 0)
-    # the RBF layer's cost is its n x n kernel (exp-bound); the inner dimension d adds little: a
-    # sqrt(d/2) factor here overestimated d = 8 (fig_exp2_1: 1.18 h estimated, 0.54 h measured) and
-    # d = 16 (supp_tab_lengthscale L = 8: 21 min estimated, 4.4 min of training measured)
-    per_layer = c["LINEAR_N_S"] * np.sqrt(n2) if m.score == "linear" else c["RBF_N2_S"] * n2
-    # BLR tasks are drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix)
-    data = c["DATA_S"] + (0.0 if spec.task.kind == "blr" else c["DATA_N3_S"] * n3)
-    return (batch / 128) * (data + layers * per_layer)
+    terms = {"DATA_S": b}
+    # BLR tasks are drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix); the
+    # hierarchical prior builds a Gram matrix per context's own (lengthscale, noise)
+    if spec.task.kind != "blr":
+        terms["DATA_N3_S"] = b * n3
+    if spec.task.kind == "hier_rbf":
+        terms["HIER_DATA_N3_S"] = b * n3
+    # the RBF layer's cost is its n x n kernel (exp-bound) plus per-row work; the inner dimension d
+    # adds little (a sqrt(d/2) factor overestimated d = 8 and d = 16 runs 2-5x); the linear score
+    # never forms the kernel
+    if m.score == "linear":
+        terms["LINEAR_N_S"] = b * layers * n1
+    else:
+        terms["RBF_N_S"] = b * layers * n1
+        terms["RBF_N2_S"] = b * layers * n2
+    return terms
+
+
+def _step_seconds(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> float:
+    return float(sum(COST[k] * v for k, v in step_terms(spec, n1, n2, n3, batch).items()))
+
+
+def training_terms(spec: RunSpec) -> dict[str, float]:
+    """The multipliers of the :data:`COST` coefficients in the seconds of training ``spec`` (its
+    steps, with ``n ~ Unif{n_min..n_max}`` per step, and ``RUN_S`` once); the learning-curve and
+    final evaluations are not included."""
+    n1, n2, n3 = (_mean_pow(spec.n_min, spec.n_max, k) for k in (1, 2, 3))
+    terms = {"RUN_S": 1.0}
+    for k, v in step_terms(spec, n1, n2, n3, spec.batch_size).items():
+        terms[k] = spec.steps * v
+    return terms
 
 
 def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
@@ -218,24 +249,18 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
             f"spec_or_experiment must be an Experiment, its name or a spec, got "
             f"{type(spec).__name__}"
         )
-    train = COST["RUN_S"] + spec.steps * _step_seconds(
-        spec,
-        _mean_pow(spec.n_min, spec.n_max, 2),
-        _mean_pow(spec.n_min, spec.n_max, 3),
-        spec.batch_size,
-    )
+    train = float(sum(COST[k] * v for k, v in training_terms(spec).items()))
     # forward only ~ EVAL_FRACTION of a training step per instance; data drawn once per instance
     ev = 0.0
     for e in spec.evals:
         for n in e.n_eval:
-            ev += _step_seconds(spec, n**2, n**3, e.n_instances) * COST["EVAL_FRACTION"] * 2
+            ev += _step_seconds(spec, n, n**2, n**3, e.n_instances) * COST["EVAL_FRACTION"] * 2
     if spec.curve_n_eval:
         # step 0 and curve_points log-spaced steps, on the task's design and each curve_covariates
         n_pts = (spec.curve_points + 1) * (1 + len(spec.curve_covariates))
         for n in spec.curve_n_eval:
-            ev += (
-                n_pts * _step_seconds(spec, n**2, 0.0, spec.curve_instances) * COST["EVAL_FRACTION"]
-            )
+            step = _step_seconds(spec, n, n**2, 0.0, spec.curve_instances)
+            ev += n_pts * step * COST["EVAL_FRACTION"]
     return float(train + ev)
 
 
@@ -298,7 +323,7 @@ def _cpu(paper: Design, steps, per_n: int | None = None, shrunk: str = "", order
 #: fall reaches about 1.2x the residual SD about the trend on each side (2.5x with the cpu scale's
 #: 12 points, which left 83 of fig:exp1's 100 cpu curves unable to fit their tolerance:
 #: ``report.cpu.resolution_frame``). The curves add under 1% to the cost model's estimate of a
-#: paper-scale design (fig:exp1: 209.0 -> 210.0 h of one core).
+#: paper-scale design (fig:exp1: 209.0 -> 210.0 h of one core, by the cost model of that day).
 PAPER_CURVE_POINTS = 48
 #: paper scale: held-out instances per n' of a learning curve (coverage SE about 0.01, so that the
 #: coverage tolerance of 0.02 can be resolved).
