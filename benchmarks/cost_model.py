@@ -21,14 +21,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 
 import numpy as np
 from scipy.optimize import nnls
 
 from pfntheory.experiments import definitions as D
-from pfntheory.experiments.runner import default_root, run_dir_of
+from pfntheory.experiments.results import load_available
 from pfntheory.experiments.specs import RunSpec
 
 #: Coefficients the fit leaves as they are: ``RUN_S`` (a run's fixed cost) is not identifiable
@@ -38,39 +37,30 @@ FIXED = ("RUN_S", "EVAL_FRACTION", "EXACT_N2D_S", "EXACT_N3_S")
 
 
 def timed_runs(root, scale: str) -> list[tuple[str, RunSpec, float]]:
-    """(experiment, spec, measured training seconds) of every completed trained run under
-    ``root`` at ``scale``; a spec shared by two experiments counts once."""
+    """(experiment, spec, measured training seconds) of every complete trained run under ``root``
+    at ``scale`` (:func:`~pfntheory.experiments.results.load_available`); a spec shared by two
+    experiments counts once."""
     out, seen = [], set()
     for name in D.experiment_names():
-        for spec in D.get_experiment(name).runs(scale):
-            if not isinstance(spec, RunSpec) or spec.name in seen:
+        for r in load_available(name, scale, root)[0]:
+            m = r.train_metrics
+            if not isinstance(r.spec, RunSpec) or not m or r.spec.name in seen:
                 continue
-            path = run_dir_of(name, spec, root) / "metrics.json"
-            if not path.is_file():
-                continue
-            m = json.loads(path.read_text())
-            if not m.get("completed"):
-                continue
-            seen.add(spec.name)
-            out.append((name, spec, float(m["wall_time_s"]) - float(m.get("curve_eval_s", 0.0))))
+            seen.add(r.spec.name)
+            out.append((name, r.spec, float(m["wall_time_s"]) - float(m.get("curve_eval_s", 0.0))))
     return out
 
 
 def fit(runs: list[tuple[str, RunSpec, float]]) -> dict[str, float]:
     """The COST coefficients refitted to ``runs`` (relative least squares, non-negative); the
     :data:`FIXED` ones keep their values."""
-    free = sorted({k for _, s, _ in runs for k in D.training_terms(s)} - set(FIXED))
-    A = np.array([[D.training_terms(s).get(k, 0.0) for k in free] for _, s, _ in runs])
-    fixed = np.array(
-        [estimate(s, {k: D.COST[k] if k in FIXED else 0.0 for k in D.COST}) for _, s, _ in runs]
-    )
+    terms = [D.training_terms(s) for _, s, _ in runs]
+    free = sorted({k for t in terms for k in t} - set(FIXED))
+    A = np.array([[t.get(k, 0.0) for k in free] for t in terms])
+    fixed = np.array([sum(D.COST[k] * v for k, v in t.items() if k in FIXED) for t in terms])
     y = np.array([t for _, _, t in runs])
     coef, _ = nnls(A / y[:, None], (y - fixed) / y)
     return {**D.COST, **dict(zip(free, coef.tolist(), strict=True))}
-
-
-def estimate(spec: RunSpec, cost: dict[str, float]) -> float:
-    return float(sum(cost[k] * v for k, v in D.training_terms(spec).items()))
 
 
 def main(argv=None) -> int:
@@ -78,7 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--root", default=None, help="runs root (default: reports/runs)")
     ap.add_argument("--scale", default="cpu", choices=D.SCALES)
     args = ap.parse_args(argv)
-    runs = timed_runs(args.root if args.root is not None else default_root(), args.scale)
+    runs = timed_runs(args.root, args.scale)
     if len(runs) < 8:
         raise SystemExit(f"--root: only {len(runs)} completed runs at scale {args.scale}; need 8")
     new = fit(runs)
@@ -88,15 +78,15 @@ def main(argv=None) -> int:
         print(f"{k:<18} {D.COST[k]:>11.3g}  {new[k]:>11.3g}")
     by_exp: dict[str, list] = defaultdict(list)
     for name, spec, t in runs:
-        by_exp[name].append((t, estimate(spec, D.COST), estimate(spec, new)))
+        by_exp[name].append((t, D.training_seconds(spec), D.training_seconds(spec, new)))
     print("\nexperiment               runs  measured h  current h (x)  refitted h (x)")
     for name, rows in by_exp.items():
         m, c, r = (sum(col) / 3600 for col in zip(*rows, strict=True))
         line = f"{name:<24} {len(rows):>4}  {m:>10.2f}  {c:>6.2f} ({c / m:4.2f})"
         print(f"{line}  {r:>7.2f} ({r / m:4.2f})")
     ratios = {
-        "current": np.array([estimate(s, D.COST) / t for _, s, t in runs]),
-        "refitted": np.array([estimate(s, new) / t for _, s, t in runs]),
+        "current": np.array([D.training_seconds(s) / t for _, s, t in runs]),
+        "refitted": np.array([D.training_seconds(s, new) / t for _, s, t in runs]),
     }
     print("\nestimated / measured per run: median [10%, 90%]")
     for k, r in ratios.items():

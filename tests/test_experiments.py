@@ -872,12 +872,12 @@ def test_cost_model_refit_recovers_known_coefficients():
     scale = {"DATA_S": 1.5, "DATA_N3_S": 0.5, "HIER_DATA_N3_S": 2.0}
     scale |= {"RBF_N_S": 0.8, "RBF_N2_S": 1.7, "LINEAR_N_S": 1.2}
     truth = {k: v * scale.get(k, 1.0) for k, v in D.COST.items()}
-    runs = [("x", s, mod.estimate(s, truth)) for s in specs]
+    runs = [("x", s, D.training_seconds(s, truth)) for s in specs]
     fitted = mod.fit(runs)
     for k in D.COST:
         assert fitted[k] == pytest.approx(truth[k], rel=1e-6), k
     spec = specs[0]
-    train = sum(D.COST[k] * v for k, v in D.training_terms(spec).items())
+    train = D.training_seconds(spec)
     assert D.estimated_cpu_seconds(spec) > train > 0
 
 

@@ -211,8 +211,13 @@ def step_terms(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> di
     return terms
 
 
+def _seconds(terms: dict[str, float], cost: dict[str, float] | None = None) -> float:
+    cost = COST if cost is None else cost
+    return float(sum(cost[k] * v for k, v in terms.items()))
+
+
 def _step_seconds(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> float:
-    return float(sum(COST[k] * v for k, v in step_terms(spec, n1, n2, n3, batch).items()))
+    return _seconds(step_terms(spec, n1, n2, n3, batch))
 
 
 def training_terms(spec: RunSpec) -> dict[str, float]:
@@ -224,6 +229,12 @@ def training_terms(spec: RunSpec) -> dict[str, float]:
     for k, v in step_terms(spec, n1, n2, n3, spec.batch_size).items():
         terms[k] = spec.steps * v
     return terms
+
+
+def training_seconds(spec: RunSpec, cost: dict[str, float] | None = None) -> float:
+    """Estimated seconds of training ``spec`` (:func:`training_terms`) under the coefficients
+    ``cost`` (default :data:`COST`)."""
+    return _seconds(training_terms(spec), cost)
 
 
 def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
@@ -249,7 +260,7 @@ def estimated_cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
             f"spec_or_experiment must be an Experiment, its name or a spec, got "
             f"{type(spec).__name__}"
         )
-    train = float(sum(COST[k] * v for k, v in training_terms(spec).items()))
+    train = training_seconds(spec)
     # forward only ~ EVAL_FRACTION of a training step per instance; data drawn once per instance
     ev = 0.0
     for e in spec.evals:
