@@ -26,6 +26,8 @@ __all__ = [
     "ERRATUM",
     "OUTSIDE",
     "UNDECIDED",
+    "HOLDS_AT_BUDGET",
+    "FAILS_AT_BUDGET",
 ]
 
 # The kinds of verdict a measured claim can have (the report counts each kind separately).
@@ -34,8 +36,12 @@ CAVEAT = "holds with a caveat"  # holds, under a condition the paper does not st
 FAILS = "does not hold"  # measured in the paper's regime, and contradicted
 ERRATUM = "erratum"  # the paper's text is wrong; our check confirms the corrected one
 OUTSIDE = "outside the paper's regime"  # measured, but not where the paper makes the claim
-UNDECIDED = "undecided"  # rests on a trained run that is still improving
-VERDICT_KINDS = (HOLDS, CAVEAT, FAILS, ERRATUM, OUTSIDE, UNDECIDED)
+# trained claims whose runs still improve (docs/verdicts.md): the check has one outcome at every
+# point of the last log-half of the learning curves, so it is a statement about the stated budget
+HOLDS_AT_BUDGET = "holds at budget"
+FAILS_AT_BUDGET = "fails at budget"
+UNDECIDED = "undecided"  # still improving, and the check's outcome changes within the last log-half
+VERDICT_KINDS = (HOLDS, CAVEAT, FAILS, ERRATUM, OUTSIDE, HOLDS_AT_BUDGET, FAILS_AT_BUDGET, UNDECIDED)
 
 
 @dataclass(frozen=True)

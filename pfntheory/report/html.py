@@ -27,6 +27,8 @@ _VERDICT_CLASS = {
     "does not hold": "fail",
     "erratum": "erratum",
     "outside the paper's regime": "outside",
+    "holds at budget": "budget-ok",
+    "fails at budget": "budget-fail",
     "undecided": "undecided",
     PENDING: "pending",
 }
@@ -146,6 +148,8 @@ CSS = """
 .v-fail{background:#ffebe9;color:#a40e26} .v-pending{background:#eaeef2;color:#57606a}
 .v-erratum{background:#ddf4ff;color:#0a3069} .v-outside{background:#f0e6ff;color:#512a97}
 .v-undecided{background:#ffefd6;color:#873800}
+.v-budget-ok{background:#e6f4ea;color:#1e6b35;border:1px dashed #1e6b35}
+.v-budget-fail{background:#fff0ee;color:#a40e26;border:1px dashed #a40e26}
 .note{display:block;color:#57606a;font-size:12px;margin-top:2px} .note.caveat{color:#7d4e00}
 .missing{color:#57606a;font-size:12px;font-style:italic}
 .math{font-family:"Cambria Math","STIX Two Math","Latin Modern Math",Cambria,Georgia,serif;

@@ -31,7 +31,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfntheory.claims import CAVEAT, ERRATUM, FAILS, HOLDS, OUTSIDE, UNDECIDED, VERDICT_KINDS
+from pfntheory.claims import (
+    CAVEAT,
+    ERRATUM,
+    FAILS,
+    FAILS_AT_BUDGET,
+    HOLDS,
+    HOLDS_AT_BUDGET,
+    OUTSIDE,
+    UNDECIDED,
+    VERDICT_KINDS,
+)
 from pfntheory.config import LEARNING_CURVE_FILE
 from pfntheory.convergence import curve_status
 
@@ -65,8 +75,12 @@ VERDICT_DEFINITIONS = {
     "statement given in the row",
     OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
     "for nor against the paper",
-    UNDECIDED: "rests on a trained run whose learning curve has not plateaued by the stated "
-    "criterion (still improving, getting worse, or too noisy to tell): no verdict until it does",
+    HOLDS_AT_BUDGET: "its runs are still improving, but the check holds at every point of the last "
+    "log-half of their learning curves: it holds at the stated number of steps",
+    FAILS_AT_BUDGET: "its runs are still improving, and the check fails at every point of the last "
+    "log-half of their learning curves: it fails at the stated number of steps",
+    UNDECIDED: "rests on a trained run that has not plateaued, and the check's outcome changes "
+    "within the last log-half of its learning curve (or it has none): no verdict until it settles",
     PENDING: "the data it needs is not on this machine",
 }
 #: Significant digits of every number saved (so that a rebuild on another host changes no byte
