@@ -664,3 +664,47 @@ def test_mixture_tv_tolerates_round_off_of_the_weights_only():
     assert 0.0 <= tv[0] <= 1.0 and abs(tv[0] - ref[0]) <= 1e-12
     with pytest.raises(ValueError, match="beyond round-off: its weights sum to 1.1"):
         _tv_mixture(np.array([[0.5, 0.6]]), mu, tau, edges, probs, -40.0, 40.0)
+
+
+def test_labels_stay_inside_the_bins_in_the_training_dtype():
+    """Issue 24 item 0: replaying fig_exp1's ``blr-d5-tf-learn-L8-C256-n128-512-s1000`` run to 2000
+    steps drew, at step 1595, a label inside (a, b] in float64 that rounded to float32(a); the
+    truncated NLL refused it and, the data being a function of (seed, step), every resume hit the
+    same batch. The label must now lie inside the float32 bins and the loss be finite (fails
+    without ``priors._inside_bins``: the ValueError "y must lie in the bins' range")."""
+    from pfntheory.discretize import bin_edges
+    from pfntheory.experiments.definitions import get_experiment
+    from pfntheory.nn.train import step_batches
+
+    spec = next(
+        r
+        for r in get_experiment("fig_exp1").runs("cpu")
+        if r.name == "blr-d5-tf-learn-L8-C256-n128-512-s1000-c91ac10d6d"
+    )
+    interval = (-3.841841829282938, 3.881161906030049)  # the run's calibrated (a, b]
+    config = dataclasses.replace(spec.train_config(device="cpu"), steps=2000)
+    edges = torch.as_tensor(bin_edges(*interval, 256), dtype=torch.float64)
+    (batch,) = step_batches(
+        config, step_generator(config.seed, 1594, "cpu"), "cpu", torch.float32, interval
+    )
+    e32 = edges.float()
+    assert bool(((batch.y > e32[0]) & (batch.y <= e32[-1])).all())
+    logits = torch.zeros(batch.y.shape[0], 256)
+    assert bool(torch.isfinite(truncated_nll(logits, batch.y, edges)).all())
+
+
+def test_inside_bins_moves_only_the_label_at_the_edge():
+    """A float64 label half an ulp above ``a`` rounds onto ``a`` in float32 and is moved one float32
+    ulp up; a label already inside is returned bitwise; float64 labels equal to ``a`` (the clamp of
+    the draw) move to the next float64 (fails if the nudge changed any other label)."""
+    from pfntheory.nn.priors import _inside_bins
+
+    a = -3.841841829282938
+    y64 = torch.tensor([a, np.nextafter(a, 0.0), 0.5, 3.0], dtype=torch.float64)
+    y32 = _inside_bins(y64.float(), a)
+    a32 = torch.tensor(a, dtype=torch.float32)
+    assert bool((y32 > a32).all())
+    assert y32[0] == y32[1] == torch.nextafter(a32, torch.tensor(1.0))
+    assert torch.equal(y32[2:], y64[2:].float())
+    y = _inside_bins(y64, a)
+    assert y[0] == np.nextafter(a, 1.0) and torch.equal(y[1:], y64[1:])

@@ -203,6 +203,21 @@ def _sample_truncnorm(mu, sd, a: float, b: float, u: torch.Tensor) -> torch.Tens
     return (mu + sd * t).clamp(a, b)
 
 
+def _inside_bins(y: torch.Tensor, a: float) -> torch.Tensor:
+    """Labels drawn in ``(a, b]`` in float64, kept inside the bins once cast to ``y.dtype``.
+
+    Rounding is monotone and ``b`` rounds to the top edge in any dtype, so only the bottom can be
+    crossed: a label within half an ulp above ``a`` (or at ``a``, where the float64 draw clamps)
+    rounds to ``a`` in the training dtype, which the right-closed bins ``(a, gamma_1]`` exclude
+    (:func:`pfntheory.nn.train.truncated_nll` refuses it). Such a label is moved to the next value
+    of the dtype above ``a``: a change below one ulp of the dtype that affects only labels that
+    could not be scored, so every other batch is bitwise unchanged.
+    """
+    a_t = torch.tensor(a, dtype=y.dtype, device=y.device)
+    above = torch.nextafter(a_t, torch.tensor(math.inf, dtype=y.dtype, device=y.device))
+    return torch.where(y <= a_t, above, y)
+
+
 def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
     return torch.linalg.solve_triangular(Lc, R, upper=False)
 
@@ -400,6 +415,10 @@ def sample_batch(
     def out(t):
         return t.to(device=device, dtype=dtype)
 
+    y_out = out(y)
+    if interval is not None:
+        y_out = _inside_bins(y_out, a)
+
     extra = {}
     if H > 1:
         extra = dict(weights=weights.to(device), mu_h=mu_h.to(device), tau_h=tau_h.to(device))
@@ -407,7 +426,7 @@ def sample_batch(
         X=out(X),
         Y=out(Y),
         xq=out(xq[:, 0]),
-        y=out(y),
+        y=y_out,
         mu=mu.to(device),
         tau=tau.to(device),
         **extra,
