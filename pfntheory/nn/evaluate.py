@@ -222,7 +222,9 @@ def evaluate(
         "interval": list(interval),
         "levels": list(levels),
     }
-    doc = {"run_dir": str(run_dir), **settings, "results": {}}
+    # no path in the document: the file lives in its run directory, and a run moved or cloned
+    # elsewhere must not carry the absolute path of the machine that evaluated it
+    doc = {**settings, "results": {}}
     if out_path.is_file():
         old = runs.load_json(out_path)
         if all(old.get(k) == v for k, v in settings.items()):
