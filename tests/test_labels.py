@@ -77,3 +77,89 @@ def test_experiment_label_check_rejects_an_unknown_label():
     exp = next(iter(EXPERIMENTS.values()))
     bad = dataclasses.replace(exp, labels=(*exp.labels, "fig:no such figure"))
     assert _non_paper_labels([bad]) == [(exp.name, "fig:no such figure")]
+
+
+# -- the numbers LaTeX prints -------------------------------------------------------------------
+
+
+@needs_paper
+def test_paper_numbers_are_what_latex_prints_for_the_paper():
+    """The committed map (the report never reads the paper) equals a fresh numbering of paper.tex,
+    and spot checks against the paper's own cross-references hold."""
+    from pfntheory.report.numbering import number_labels
+
+    assert report.PAPER_NUMBERS == number_labels(PAPER.read_text())
+    assert set(report.PAPER_NUMBERS) == set(report.PAPER_LABELS)
+    assert report.PAPER_NUMBERS["thm:TFdoPPD"] == "Theorem 3.1"
+    assert report.PAPER_NUMBERS["supp-lem:lienar kernel Gram"] == "Lemma B.3"
+    assert report.PAPER_NUMBERS["supp-tab:lengthscale-crps"] == "Table 2"
+    assert report.PAPER_NUMBERS["fig:walker"] == "Figure 15"
+
+
+def test_numbering_follows_latex_rules():
+    """Theorem counter per section and shared with lemmas, lettered appendix, figures and tables by
+    their caption, align rows without \\nonumber, a nested split as one row, starred sections and
+    environments unnumbered."""
+    from pfntheory.report.numbering import number_labels
+
+    tex = r"""
+\newtheorem{theorem}{Theorem}[section]
+\newtheorem{lemma}[theorem]{Lemma}
+\begin{document}
+\section{One}\label{s1}
+\begin{theorem}\label{t1} x \end{theorem}
+\begin{lemma}[named]\label{l1} x \end{lemma}
+\begin{equation}\label{e1} a \end{equation}
+\begin{align}
+a \nonumber \\
+b \label{e2} \\
+\begin{split} c \\ d \label{e3} \end{split}
+\end{align}
+\begin{align*} x \\ y \end{align*}
+\begin{figure}\label{fbefore}\caption{A {nested} caption}\label{f1}\end{figure}
+\section*{Unnumbered}
+\section{Two}\label{s2}
+\subsection{Sub}\label{ss}
+\begin{theorem}\label{t2} x \end{theorem}
+\begin{table}\caption{T}\label{tab1}\end{table}
+\appendix
+\section{Supp}\label{a}
+\subsection{Supp sub}\label{ab}
+\begin{lemma}\label{la} % \label{commented}
+x \end{lemma}
+\begin{figure*}\caption{F}\label{f2}\end{figure*}
+\begin{align}\label{e4} z \end{align}
+\end{document}
+"""
+    assert number_labels(tex) == {
+        "s1": "Section 1",
+        "t1": "Theorem 1.1",
+        "l1": "Lemma 1.2",
+        "e1": "Equation (1)",
+        "e2": "Equation (2)",
+        "e3": "Equation (3)",
+        "fbefore": "Section 1",
+        "f1": "Figure 1",
+        "s2": "Section 2",
+        "ss": "Section 2.1",
+        "t2": "Theorem 2.1",
+        "tab1": "Table 1",
+        "a": "Appendix A",
+        "ab": "Appendix A.1",
+        "la": "Lemma A.1",
+        "f2": "Figure 2",
+        "e4": "Equation (4)",
+    }
+
+
+def test_numbering_refuses_unbalanced_environments():
+    from pfntheory.report.numbering import number_labels
+
+    with pytest.raises(ValueError, match="closes"):
+        number_labels(r"\begin{theorem}\end{lemma}")
+
+
+def test_paper_number_of_every_label():
+    """Every label has a number (rows show it beside the label); unknown labels give ""."""
+    assert all(report.paper_number(lab) for lab in report.PAPER_LABELS)
+    assert report.paper_number("no such label") == ""

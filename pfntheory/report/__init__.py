@@ -8,7 +8,8 @@ and the paper's number, and a verdict of one of :data:`VERDICTS`. Any cell error
 One module per job:
 
 - :mod:`.spec` -- the notebooks of the report, the output folder and the scale;
-- :mod:`.labels` -- the paper's ``\\label{}``s, the only names a row may carry;
+- :mod:`.labels` -- the paper's ``\\label{}``s, the only names a row may carry, and the numbers
+  LaTeX prints for them (:mod:`.numbering` derives those from ``paper.tex``);
 - :mod:`.recorder` -- the notebooks' API: :class:`Recorder` and how a verdict is decided;
 - :mod:`.plots` -- figure style, saving and showing, learning curves;
 - :mod:`.cpu` -- the ``cpu``-scale runs of designs still being swept: grids with holes, plateau
@@ -31,7 +32,7 @@ from . import plots
 from .cli import main, register
 from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
 from .html import build_index
-from .labels import PAPER_LABELS, check_label
+from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     log_axis,
@@ -76,6 +77,8 @@ __all__ = [
     "output_dir",
     "scale",
     "PAPER_LABELS",
+    "PAPER_NUMBERS",
+    "paper_number",
     "check_label",
     "Recorder",
     "Row",
