@@ -346,13 +346,14 @@ def test_compare_to_construction_at_initialisation(tmp_path):
         ),
     )
     rd = train(cfg, tmp_path / "r", progress=False)
-    doc = compare_to_construction(rd, n=6, n_instances=5, eta=eta)
+    doc = compare_to_construction(rd, n=6, n_instances=5, eta=eta, out=tmp_path / "c.json")
     rms = doc["readout_rms"]
     assert rms["trained_vs_solver_mu"] < 1e-4 and rms["trained_vs_solver_tau"] < 1e-4, rms
     assert doc["scale"]["prescribed"] == pytest.approx([1.25, 1.25])
     assert doc["eta"]["learned_attention"] == pytest.approx([eta] * 3, rel=1e-6)
     assert 0 < doc["eta"]["optimal_min"] <= doc["eta"]["optimal_max"]
-    assert (rd / "construction.json").is_file()
+    # written only where asked: the run directory is left as it was
+    assert (tmp_path / "c.json").is_file() and not (rd / "construction.json").exists()
     optimal = compare_to_construction(rd, n=6, n_instances=5)
     assert optimal["solver_eta"] == "optimal" and np.isfinite(
         optimal["readout_rms"]["solver_vs_exact_mu"]

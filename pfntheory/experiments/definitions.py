@@ -454,6 +454,69 @@ FIG_EXP1 = Experiment(
 )
 
 # --------------------------------------------------------------------------------------------------
+# fig:exp1 at budget: the claim-carrying cells, weight-averaged, at S and 2S steps (issue 24)
+# --------------------------------------------------------------------------------------------------
+
+#: Decay of the weight average of the budget runs (``TrainConfig.ema_decay``): measured on replays
+#: of committed fig:exp1 runs (BLR learnable L=8 C=256, 1000 steps, 48 curve points) it cut the
+#: jitter between curve points from 13x to 6.8x the held-out SE and the final E[TV] from 0.037 to
+#: 0.026; 0.998 cut the jitter further (4.4x) but lagged a curve still falling (0.030).
+BUDGET_EMA_DECAY = 0.99
+#: Learning-curve points of the budget runs: 24 in the last log-half (docs/verdicts.md).
+BUDGET_CURVE_POINTS = 48
+
+
+def _on_slice(r: RunSpec) -> bool:
+    """A cell the paper's fig:exp1 claims rest on: the C = 256 row and the L = 32 column."""
+    return r.model.C == 256 or r.model.L == 32
+
+
+def _budget_runs(design: Design, factor: int = 2) -> tuple:
+    """The claim-carrying runs of ``design`` with a weight average and 48 curve points, each at its
+    own steps S and at ``factor`` S (its own cosine schedule; the doubling test of
+    :func:`pfntheory.convergence.doubling_status` pairs the two on the same held-out
+    instances)."""
+    out = []
+    for r in design.runs:
+        if isinstance(r, RunSpec) and _on_slice(r):
+            for steps in (r.steps, factor * r.steps):
+                out.append(
+                    dataclasses.replace(
+                        r,
+                        steps=steps,
+                        ema_decay=BUDGET_EMA_DECAY,
+                        curve_points=BUDGET_CURVE_POINTS,
+                    )
+                )
+    return tuple(
+        sorted(out, key=lambda r: (r.task.kind != "blr", estimated_cpu_seconds(r, "cpu"), r.name))
+    )
+
+
+FIG_EXP1_BUDGET = Experiment(
+    name="fig_exp1_budget",
+    labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
+    title="fig:exp1's claim-carrying cells, weight-averaged, at S and 2S steps (convergence by "
+    "budget doubling)",
+    claims=FIG_EXP1.claims,
+    paper=Design(_budget_runs(FIG_EXP1.paper)),
+    quick=Design(
+        _budget_runs(FIG_EXP1.quick),
+        shrunk="fig:exp1's quick design restricted to its C = 256 row and L = 32 column, at S and "
+        "2S steps, weight-averaged: " + FIG_EXP1.quick.shrunk,
+    ),
+    cpu=Design(
+        _budget_runs(FIG_EXP1.cpu),
+        shrunk=(
+            "fig:exp1's cpu design restricted to the cells its claims rest on (C = 256 across L, "
+            "L = 32 across C), each trained twice, at the cpu steps S (1000 BLR, 2000 RBF) and at "
+            f"2S, with an exponential weight average (decay {BUDGET_EMA_DECAY}) and "
+            f"{BUDGET_CURVE_POINTS} learning-curve points."
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
 # fig:exp2-1 (sec:exp2): normalised vs unnormalised attention, RBF d=8
 # --------------------------------------------------------------------------------------------------
 
@@ -858,6 +921,7 @@ EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
         FIG_EXP1,
+        FIG_EXP1_BUDGET,
         FIG_EXP2_1,
         FIG_EXP2_2,
         SUPP_EXP2_D4,

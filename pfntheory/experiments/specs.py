@@ -141,6 +141,7 @@ class RunSpec:
     curve_covariates: tuple[str, ...] = ()
     context_groups: int = 1
     curve_points: int = 12
+    ema_decay: float = 0.0
 
     def __post_init__(self):
         _spec_task(self.task)
@@ -158,6 +159,8 @@ class RunSpec:
             positive_int(n, "curve_n_eval")
         positive_int(self.curve_instances, "curve_instances", minimum=2)
         positive_int(self.curve_points, "curve_points", minimum=2)
+        if not 0 <= positive_scalar(self.ema_decay, "ema_decay", allow_zero=True) < 1:
+            raise ValueError(f"ema_decay must lie in [0, 1), got {self.ema_decay}")
         names = [e.filename for e in self.evals]
         if len(set(names)) != len(names):
             raise ValueError(f"evals must write distinct files, got {names}")
@@ -210,6 +213,7 @@ class RunSpec:
             device=device,
             lr_units=self.lr_units,
             context_groups=self.context_groups,
+            ema_decay=self.ema_decay,
             **curve,
         )
 
@@ -222,6 +226,7 @@ _LATE_DEFAULTS = {
     "curve_covariates": (),
     "context_groups": 1,
     "curve_points": 12,
+    "ema_decay": 0.0,
 }
 
 

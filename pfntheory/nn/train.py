@@ -116,6 +116,10 @@ from .priors import (
 
 __all__ = [
     "TrainConfig",
+    "CURVE_METRICS",
+    "WEIGHTS_LAST",
+    "ema_decay_at",
+    "weight_average",
     "PAPER_SCHEDULE",
     "QUICK_SCHEDULE",
     "schedule_for",
@@ -244,6 +248,13 @@ class TrainConfig:
         with only the covariates replaced (e.g. ``("uniform",)``: the covariate shift of
         supp-sec:exp additional). Each is written to ``learning_curve_<covariates>.json``
         (:func:`curve_file`), same schema.
+    ema_decay : float
+        ``0`` (the default): the run is its last iterate. ``beta in (0, 1)``: an exponential
+        average of the weights, ``bar theta <- d_t bar theta + (1 - d_t) theta`` with
+        ``d_t = min(beta, (1 + t) / (10 + t))`` after the ``t``-th update, is kept beside them;
+        the learning curve and ``weights.pt`` are the average's, and the last iterate's curve
+        values (keys ``last_<metric>``) and weights (``weights_last.pt``) are kept beside them
+        (docs/verdicts.md, "Weight averaging").
     """
 
     task: TaskConfig
@@ -270,6 +281,7 @@ class TrainConfig:
     curve_seed: int = LEARNING_CURVE_SEED
     curve_covariates: tuple[str, ...] = ()
     context_groups: int = 1
+    ema_decay: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.task, TaskConfig):
@@ -322,6 +334,10 @@ class TrainConfig:
             if v > 1:
                 raise ValueError(f"{name} must lie in [0, 1], got {v}")
             object.__setattr__(self, name, v)
+        ema = positive_scalar(self.ema_decay, "ema_decay", allow_zero=True)
+        if ema >= 1:
+            raise ValueError(f"ema_decay must lie in [0, 1), got {ema}")
+        object.__setattr__(self, "ema_decay", ema)
         m = positive_scalar(self.outside_mass, "outside_mass")
         if m >= 1:
             raise ValueError(f"outside_mass must be < 1, got {m}")
@@ -576,10 +592,39 @@ def _tv_per_instance(bt, edges: np.ndarray, probs: np.ndarray) -> np.ndarray:
     )
 
 
+#: Metrics of a learning-curve point (each with ``<metric>_se``).
+CURVE_METRICS = ("tv", "nll", "coverage90", "crps")
+#: Weights of the last iterate of a weight-averaged run (``weights.pt`` holds the average).
+WEIGHTS_LAST = "weights_last.pt"
+
+
+def ema_decay_at(beta: float, updates: int) -> float:
+    """Decay of the weight average at its ``updates``-th update (1-based):
+    ``min(beta, (1 + t) / (10 + t))`` with ``t = updates - 1``, so the first updates follow the
+    weights closely instead of holding on to the initialisation (see ``TrainConfig.ema_decay``)."""
+    t = updates - 1
+    return min(float(beta), (1.0 + t) / (10.0 + t))
+
+
+def weight_average(model: torch.nn.Module, beta: float) -> torch.optim.swa_utils.AveragedModel:
+    """The exponential weight average of ``model`` (torch's ``AveragedModel``) at decay ``beta``
+    (:func:`ema_decay_at`); ``update_parameters(model)`` after each optimiser update."""
+
+    def avg_fn(avg: torch.Tensor, new: torch.Tensor, num_averaged) -> torch.Tensor:
+        d = ema_decay_at(beta, int(num_averaged) + 1)
+        return avg * d + new * (1.0 - d)
+
+    return torch.optim.swa_utils.AveragedModel(model, avg_fn=avg_fn)
+
+
 @torch.no_grad()
-def _curve_points(model, heldout, edges: np.ndarray, step: int) -> list[dict]:
+def _curve_points(
+    model, heldout, edges: np.ndarray, step: int, instances: bool = False
+) -> list[dict]:
     """One learning-curve point per n' at ``step``: E[TV], truncated NLL, 90% coverage, CRPS, each
-    with its standard error over the held-out instances (:func:`pfntheory.stats.mean_se`)."""
+    with its standard error over the held-out instances (:func:`pfntheory.stats.mean_se`);
+    ``instances``: also each instance's TV (``tv_instances``, 6 significant digits), for comparisons
+    paired on the held-out instances (:func:`pfntheory.convergence.doubling_status`)."""
     was_training = model.training
     model.eval()
     p = next(model.parameters())
@@ -601,6 +646,8 @@ def _curve_points(model, heldout, edges: np.ndarray, step: int) -> list[dict]:
         for key, name in (("tv", "tv"), ("nll", "nll"), ("cov", "coverage90"), ("crps", "crps")):
             # an NLL may be infinite (a bin of zero mass under the label): mean inf, se NaN
             pt[name], pt[name + "_se"] = mean_se(np.concatenate(cols[key]), allow_inf=key == "nll")
+        if instances:
+            pt["tv_instances"] = [float(f"{v:.6g}") for v in np.concatenate(cols["tv"])]
         pts.append(pt)
     model.train(was_training)
     return pts
@@ -709,6 +756,7 @@ def train(
             seed=config.calib_seed,
         )
     model = build_model(config, interval, device)
+    ema = weight_average(model, config.ema_decay) if config.ema_decay > 0 else None
     # "elementwise": per-entry units |theta_0| (from the seeded initialisation, so
     # identical on resume)
     units = (
@@ -740,7 +788,9 @@ def train(
                 torch.cuda.set_rng_state(ckpt["rng_cuda"].cpu(), device)
             start, losses, wall = int(ckpt["step"]), list(ckpt["losses"]), float(ckpt["wall_time"])
             skipped, bad = int(ckpt["skipped"]), int(ckpt["bad"])
-        except (KeyError, RuntimeError, ValueError) as err:
+            if ema is not None:
+                ema.load_state_dict(ckpt["ema"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as err:
             raise runs.CorruptFileError(
                 f"{ckpt_path} is not a checkpoint of this run: {err}"
             ) from err
@@ -759,6 +809,7 @@ def train(
             "covariates": config.task.covariates if cov is None else cov,
             "points": [],
             "eval_seconds": 0.0,
+            **({"weights": "average", "ema_decay": config.ema_decay} if ema is not None else {}),
         }
         for cov in designs
     }
@@ -778,7 +829,15 @@ def train(
     def record_curve(step):
         for cov, curve in curves.items():
             te = time.perf_counter()
-            curve["points"] += _curve_points(model, heldout[cov], np_edges, step)
+            final = step == config.steps
+            if ema is None:
+                curve["points"] += _curve_points(model, heldout[cov], np_edges, step, final)
+            else:  # the average's metrics, the last iterate's beside them as last_<metric>
+                pts = _curve_points(ema.module, heldout[cov], np_edges, step, final)
+                last = _curve_points(model, heldout[cov], np_edges, step)
+                for p, q in zip(pts, last, strict=True):
+                    p.update({f"last_{k}": q[k] for k in q if k not in ("step", "n")})
+                curve["points"] += pts
             curve["eval_seconds"] += time.perf_counter() - te
         for cov, curve in curves.items():
             curve["train_seconds"] = wall + time.perf_counter() - t0 - eval_seconds()
@@ -799,6 +858,7 @@ def train(
                 "skipped": skipped,
                 "bad": bad,
                 "interval": list(interval),
+                "ema": ema.state_dict() if ema is not None else None,
             },
         )
 
@@ -832,6 +892,8 @@ def train(
                 with torch.no_grad():
                     for p, b, u in zip(model.parameters(), before, units, strict=True):
                         p.copy_(b + u * (p - b))
+            if ema is not None:
+                ema.update_parameters(model)
             bad = 0
         else:  # skip the update (as a GradScaler would), so one pathological batch cannot poison
             skipped += 1  # the weights; a model that keeps producing such batches is an error
@@ -857,7 +919,11 @@ def train(
     bar.close()
     wall += time.perf_counter() - t0
 
-    runs.save_torch(run_dir / runs.WEIGHTS, model.state_dict())
+    if ema is not None:
+        runs.save_torch(run_dir / WEIGHTS_LAST, model.state_dict())
+    runs.save_torch(
+        run_dir / runs.WEIGHTS, (ema.module if ema is not None else model).state_dict()
+    )
     metrics = {
         "completed": True,
         "steps": config.steps,
@@ -870,6 +936,7 @@ def train(
         "n_params": int(sum(p.numel() for p in model.parameters())),
         "torch_version": torch.__version__,
         "loss": _loss_summary(losses),
+        **({"weights": "average", "ema_decay": config.ema_decay} if ema is not None else {}),
     }
     runs.save_json(run_dir / runs.METRICS, metrics)
     return run_dir
