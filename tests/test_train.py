@@ -670,9 +670,9 @@ def test_mixture_tv_tolerates_round_off_of_the_weights_only():
 def test_labels_stay_inside_the_bins_in_the_training_dtype():
     """Issue 24 item 0: replaying fig_exp1's ``blr-d5-tf-learn-L8-C256-n128-512-s1000`` run to 2000
     steps drew, at step 1595 (0-based), a label inside (a, b] in float64 that rounded to
-    float32(a); the truncated NLL refused it and, the data being a function of (seed, step), every resume hit the
-    same batch. The label must now lie inside the float32 bins and the loss be finite (fails
-    without ``priors._inside_bins``: the ValueError "y must lie in the bins' range")."""
+    float32(a); the truncated NLL refused it and, the data being a function of (seed, step),
+    every resume hit the same batch. The label must now lie inside the float32 bins and the loss
+    be finite (fails without ``priors._inside_bins``: "y must lie in the bins' range")."""
     from pfntheory.discretize import bin_edges
     from pfntheory.experiments.definitions import get_experiment
     from pfntheory.nn.train import step_batches
