@@ -51,10 +51,11 @@ def test_train_then_evaluate(tmp_path, capsys):
     assert cfg["task"]["kind"] == "rbf" and cfg["model"]["score"] == "rbf" and cfg["steps"] == 2
     assert (rd / runs.WEIGHTS).is_file()
     capsys.readouterr()
-    assert cli.main(["evaluate", str(rd), "--n-eval", "4", "6", "--n-instances", "16"]) == 0
+    argv = ["evaluate", str(rd), "--n-eval", "4", "6", "--n-instances", "16", "--json"]
+    assert cli.main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) == {"4", "6"} and 0 <= printed["4"]["tv"] <= 1
-    assert set(runs.load_json(rd / runs.EVAL)["results"]) == {"4", "6"}
+    assert not (rd / runs.EVAL).exists()  # inspection writes nothing unless --out is given
     capsys.readouterr()
     assert cli.main(["evaluate", str(rd), "--curve-only", "--curve", "nll"]) == 0
     out = capsys.readouterr().out
@@ -69,10 +70,75 @@ def test_train_then_evaluate(tmp_path, capsys):
     with pytest.raises(SystemExit) as err:
         cli.main(["evaluate", str(rd)])
     assert err.value.code == 2 and "--n-eval is required" in capsys.readouterr().err
-    assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3"]) == 0
+    assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["n"] == 6 and len(printed["scale"]["learned"]) == cfg["task"]["d"]
-    assert (rd / "construction.json").is_file()
+    assert printed["n"] == 6 and len(printed["scale"]["learned"][0]) == cfg["task"]["d"]
+    assert not (rd / "construction.json").exists()
+
+
+def _snapshot(rd):
+    return {f.name: f.read_bytes() for f in sorted(rd.iterdir())}
+
+
+def test_inspecting_a_run_never_rewrites_it(tmp_path, capsys):
+    """Issue 25: `compare RUN` with its defaults rewrote the run's committed construction.json
+    (16 instances became 32). evaluate and compare now read the run and print rounded, labelled
+    tables; every file of the run directory keeps its bytes."""
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd)) == 0
+    runs.save_json(rd / "construction.json", {"n_instances": 16, "committed": True})
+    runs.save_json(rd / runs.EVAL, {"seed": 12345, "n_instances": 4096, "results": {}})
+    before = _snapshot(rd)
+    capsys.readouterr()
+    assert cli.main(["compare", str(rd), "--n", "6", "--n-instances", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "readout distances" in out and "trained and exact PPD" in out and "{" not in out
+    assert "prescribed (supp-eqn:weights)" in out and "eta (attention)" in out
+    assert cli.main(["evaluate", str(rd), "--n-eval", "4", "6", "--n-instances", "8"]) == 0
+    out = capsys.readouterr().out
+    table = out.splitlines()
+    assert "8 instances per n'" in table[0] and table[1].split()[:2] == ["n'", "E[TV]"]
+    assert [r.split()[0] for r in table[3:5]] == ["4", "6"]  # one row per n', after the rule
+    assert "{" not in out and "e-0" not in table[3]  # rounded: no raw float reprs
+    assert _snapshot(rd) == before
+
+
+def test_out_writes_only_where_asked(tmp_path, capsys):
+    """--out FILE writes the document there (evaluate keeps results of other n' under the same
+    settings); the run directory is untouched."""
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd)) == 0
+    before = _snapshot(rd)
+    ev, cmp = tmp_path / "inspect" / "eval.json", tmp_path / "inspect" / "construction.json"
+    base = ["evaluate", str(rd), "--n-instances", "8", "--out", str(ev)]
+    assert cli.main([*base, "--n-eval", "4"]) == 0
+    assert cli.main([*base, "--n-eval", "6"]) == 0
+    doc = runs.load_json(ev)
+    assert set(doc["results"]) == {"4", "6"} and doc["n_instances"] == 8 and "run_dir" not in doc
+    assert "wrote" in capsys.readouterr().err
+    assert cli.main(["compare", str(rd), "--n-instances", "2", "--out", str(cmp)]) == 0
+    assert runs.load_json(cmp)["n_instances"] == 2
+    assert _snapshot(rd) == before
+
+
+def test_evaluate_that_cannot_write_still_prints(tmp_path, capsys):
+    """An --out that cannot be written is a one-line error after the numbers were printed."""
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd)) == 0
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    capsys.readouterr()
+    argv = ["evaluate", str(rd), "--n-eval", "4", "--n-instances", "8"]
+    with pytest.raises(SystemExit) as e:
+        cli.main([*argv, "--out", str(blocker / "eval.json")])
+    captured = capsys.readouterr()
+    assert e.value.code == 2
+    assert "E[TV]" in captured.out and any(r.startswith("4 ") for r in captured.out.splitlines())
+    err = captured.err.strip().splitlines()[-1]
+    assert "could not be written" in err and "not saved" in err and "Traceback" not in captured.err
+    with pytest.raises(SystemExit):
+        cli.main(["compare", str(rd), "--n-instances", "2", "--out", str(blocker / "c.json")])
+    assert "readout distances" in capsys.readouterr().out
 
 
 def test_train_options_reach_the_config(tmp_path, capsys):

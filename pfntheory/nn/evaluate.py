@@ -167,6 +167,7 @@ def evaluate(
     device="cpu",
     levels=LEVELS,
     progress: bool = False,
+    save: bool = True,
 ) -> dict:
     """Evaluate a finished run at each evaluation size in ``n_eval``; write ``eval*.json``.
 
@@ -188,11 +189,16 @@ def evaluate(
     device : str or torch.device
     levels : tuple of float
         Central-interval levels.
+    save : bool
+        Write (and extend) the run's ``eval*.json`` after each ``n'``, as a sweep does. False
+        reads and writes nothing in the run directory (``pfntheory evaluate``: inspecting a run
+        never rewrites its committed artefacts).
 
     Returns
     -------
     dict
-        The content of the written JSON file: settings and ``results[str(n')]`` -> metrics.
+        The content of the JSON file: settings and ``results[str(n')]`` -> metrics (with
+        ``save``, also the results of other ``n'`` already in the file under the same settings).
     """
     run_dir = Path(run_dir)
     if isinstance(n_eval, int):
@@ -225,7 +231,7 @@ def evaluate(
     # no path in the document: the file lives in its run directory, and a run moved or cloned
     # elsewhere must not carry the absolute path of the machine that evaluated it
     doc = {**settings, "results": {}}
-    if out_path.is_file():
+    if save and out_path.is_file():
         old = runs.load_json(out_path)
         if all(old.get(k) == v for k, v in settings.items()):
             doc["results"] = old.get("results", {})
@@ -251,7 +257,8 @@ def evaluate(
                 cols.setdefault(k, []).append(v)
         r = {k: np.concatenate(v) for k, v in cols.items()}
         doc["results"][str(n)] = _metrics(r, edges, levels)
-        runs.save_json(out_path, doc)
+        if save:
+            runs.save_json(out_path, doc)
     return doc
 
 
@@ -267,7 +274,12 @@ def _prescribed_scale(task) -> np.ndarray:
 
 
 def compare_to_construction(
-    run_dir, n: int | None = None, n_instances: int = 32, seed: int = 0, eta: float | None = None
+    run_dir,
+    n: int | None = None,
+    n_instances: int = 32,
+    seed: int = 0,
+    eta: float | None = None,
+    out=None,
 ) -> dict:
     """Trained weights beside the values the construction of thm:TFdoPPD prescribes.
 
@@ -286,7 +298,8 @@ def compare_to_construction(
     Also reported: the RMS distance between the trained readout ``(mu_L, tau_L)`` and the exact
     Richardson solver after the same number of layers with step ``eta*`` (construction's
     :func:`~pfntheory.construction.expected_rows`), and both their distances to the exact PPD.
-    Written to ``construction.json`` in the run directory.
+    Read-only: the document is written only to ``out`` when given (the committed runs keep
+    theirs as ``construction.json``, made with ``n_instances=16``).
 
     Parameters
     ----------
@@ -297,6 +310,8 @@ def compare_to_construction(
     seed : int
     eta : float, optional
         Step of the reference solver; default: the per-instance optimal step ``eta*``.
+    out : path, optional
+        JSON file to write the document to; default: none (nothing is written).
     """
     from ..construction import expected_rows
     from ..richardson import jacobi_preconditioner, optimal_step
@@ -329,8 +344,8 @@ def compare_to_construction(
     )
     X, Y, xq = bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()
     with torch.no_grad():
-        out = model.double()(bt.X, bt.Y, bt.xq)
-    mu_tr, tau_tr = out.mu.numpy(), out.tau.numpy()
+        fwd = model.double()(bt.X, bt.Y, bt.xq)
+    mu_tr, tau_tr = fwd.mu.numpy(), fwd.tau.numpy()
     eta_star, mu_sol, tau_sol = [], [], []
     for i in range(n_instances):
         G = kernel(X[i])
@@ -383,5 +398,6 @@ def compare_to_construction(
             "solver_vs_exact_tau": rms(tau_sol, tau),
         },
     }
-    runs.save_json(run_dir / "construction.json", doc)
+    if out is not None:
+        runs.save_json(out, doc)
     return doc
