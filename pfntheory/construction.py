@@ -11,7 +11,7 @@ Implements
 * sec:generalization (``Attn^na``, ``TF^pr``, eqn:recursion prec): normalised attention in the
   solver layers, with the skip term ``S Z`` scaled token-wise by ``1 / s_{x_j}``. The first layer
   stays unnormalised: it has a single key per query, so normalising it makes every weight 1 and
-  turns the ``k_x`` row into a constant (DESIGN.md, "Known ambiguities").
+  turns the ``k_x`` row into a constant (docs/design.md, "Known ambiguities").
 * "MLP for natural parameter conversion" (sec. From Moments to PPD) and supp-sec:thrm4.1: an
   explicit one-hidden-layer ReLU MLP ``psi~`` approximating ``psi(mu, tau) = (mu/tau, -1/(2 tau))``
   on a box, built deterministically (fixed ReLU ridge features + least-squares readout), its

@@ -1,7 +1,7 @@
 """Has a trained run stopped improving? The plateau criterion that gates every trained verdict.
 
 A trained claim may say "holds" or "does not hold" only when each run it rests on has plateaued
-(issue 10, DESIGN.md "Scales and verdicts of trained results"); otherwise its verdict is
+(issue 10, docs/design.md "Verdicts"); otherwise its verdict is
 "undecided". This module states and implements that criterion on a learning curve
 (``learning_curve.json``, written by :func:`pfntheory.nn.train.train`). Torch-free.
 

@@ -107,7 +107,7 @@ def test_handset_parity_with_numpy_construction(task, normalised, mode):
 def test_handset_model_converges_to_exact_ppd(task, normalised):
     """With an admissible step and enough layers the loaded model returns the exact GP moments
     (gp.posterior_predictive, Cholesky): thm:TFdoPPD for TF, eqn:recursion prec for TF^pr, whose
-    first layer stays unnormalised (DESIGN.md). Tolerance 1e-6: L is chosen from the measured
+    first layer stays unnormalised (docs/design.md). Tolerance 1e-6: L is chosen from the measured
     contraction factor rho = max |1 - eta lambda| of these draws (0.991-0.995, so a few thousand
     layers) so that rho^(L-1) <= 1e-9, a factor 1e3 below the tolerance to absorb the O(cond) gap
     between the iterate error and the moment error. Fails if the first layer were normalised (the

@@ -8,8 +8,8 @@ factor ``rho* = 1 - 2/(cond + 1)``; for ``0 < eta < 1/lambda_1``,
 Generated cases (:func:`spd_systems`; every number drawn by hypothesis, so failures shrink):
 ``A = Q diag(lambda) Q'`` with ``lambda`` in ``[0.05, 20]`` (positive definite by construction, the
 hypothesis) and ``Q`` the orthogonal QR factor of a drawn matrix, optional positive diagonal ``D``,
-and ``b`` exciting every mode of the iteration. Also checks the DESIGN.md ambiguity: the proof of
-thm:L growth writes ``rho = 1 - 2/(c_n + 2)``.
+and ``b`` exciting every mode of the iteration. Also checks an ambiguity of docs/design.md: the
+proof of thm:L growth writes ``rho = 1 - 2/(c_n + 2)``.
 """
 
 import numpy as np
@@ -77,7 +77,7 @@ def test_optimal_step_and_factor(sys_):
 
 
 def test_ambiguity_L_growth_rho_is_not_optimal_factor():
-    """DESIGN.md ambiguity: the optimal factor is 1 - 2/(cond+1); the proof of thm:L growth's
+    """docs/design.md ambiguity: the optimal factor is 1 - 2/(cond+1); the proof of thm:L growth's
     1 - 2/(c_n+2) exceeds it by 2/((c+1)(c+2)) (a valid but non-optimal factor, inconsistent with
     the 1 - 2/(c_n+1) used two lines later). Fails if the two coincided or the Appendix formula
     were off."""

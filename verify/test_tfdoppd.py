@@ -178,7 +178,7 @@ def test_error_within_theorem_bound(case):
 
 def test_tf_converges_to_ppd_exactly():
     """Deep hand-set TF and TF^pr reach the exact (mu, tau) to 1e-9 (first layer of TF^pr kept
-    unnormalised, DESIGN.md). Fails if TF^pr lost the k_x row (tau would be wrong)."""
+    unnormalised, docs/design.md). Fails if TF^pr lost the k_x row (tau would be wrong)."""
     rng = np.random.default_rng(2)
     k = RBFKernel(1.0, 0.4)
     X, Y, x = context(k, 10, 2, S2, rng)
@@ -217,7 +217,7 @@ def test_rate_tfpr_matches_preconditioned_factor():
 
 
 def test_ambiguity_step_condition_for_rate():
-    """DESIGN.md: "rate needs eta < 1/(lambda_1+sigma^2)". True condition for
+    """docs/design.md: "rate needs eta < 1/(lambda_1+sigma^2)". True condition for
     rho = 1 - eta(lambda_n + sigma^2) to be the factor is eta <= eta* = 2/(lambda_1 + lambda_n +
     2 sigma^2): at eta* the theorem's rate still holds; between eta* and 2/(lambda_1+sigma^2) the
     iteration converges but slower than the theorem's rho (ratio ~0.5), at the factor
@@ -232,7 +232,7 @@ def test_ambiguity_step_condition_for_rate():
 
 def test_first_layer_normalised_breaks_kx():
     """Normalising eqn:1st attn (a single key per query) turns the k_x row into the constant
-    alpha^2, the DESIGN.md reason to keep it unnormalised."""
+    alpha^2, the docs/design.md reason to keep it unnormalised."""
     rng = np.random.default_rng(0)
     k = RBFKernel(1.3, 0.8)
     X, Y, x = context(k, 6, 2, S2, rng)

@@ -515,7 +515,7 @@ def check_tf_rate(
 def check_rate_step_condition(
     kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4)
 ) -> list[ClaimResult]:
-    """DESIGN.md ambiguity: "the rate in thm:TFdoPPD needs eta < 1/(lambda_1 + sigma^2)".
+    """docs/design.md ambiguity: "the rate in thm:TFdoPPD needs eta < 1/(lambda_1 + sigma^2)".
 
     The theorem's factor ``rho = 1 - eta (lambda_n + sigma^2)`` is the true factor exactly when
     ``eta <= eta* = 2/(lambda_1 + lambda_n + 2 sigma^2)``: checked at ``eta*`` (beyond the stated

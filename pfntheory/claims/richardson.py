@@ -149,7 +149,7 @@ def check_convergence_iff(
 
 
 def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
-    """supp-sec:richardson, Optimal Step Size; and the DESIGN.md ambiguity about thm:L growth.
+    """supp-sec:richardson, Optimal Step Size; and the docs/design.md ambiguity about thm:L growth.
 
     Returns two results: (1) ``convergence_factor(eta*) == 1 - 2/(cond+1)`` to round-off and no
     ``eta`` on a fine grid over ``(0, 2/lambda_1)`` does better; (2) the factor ``1 - 2/(c+2)``

@@ -13,7 +13,7 @@ Paper results implemented here
 * sec:generalization: ``TF^pr`` (``normalised=True``) replaces the *solver* layers' attention by
   ``Attn^na`` and scales their skip term token-wise by ``1/s_{x_j}``. The first layer stays
   unnormalised: it has a single key per query, so normalising it would make every weight 1 and turn
-  the ``k_x`` row into a constant (DESIGN.md, "Known ambiguities").
+  the ``k_x`` row into a constant (docs/design.md, "Known ambiguities").
 * Sec. 4 / supp-sec:exp details / eqn:tabPFN mlp: the head, see :mod:`pfntheory.nn.head`.
 
 Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d-1``, ``y = d``,
