@@ -79,6 +79,9 @@ __all__ = [
     "TOLERANCES",
     "curve_means",
     "curve_status",
+    "doubling_status",
+    "final_instances",
+    "last_half_values",
     "last_half_start",
     "plateau_status",
     "read_curve_points",
@@ -322,3 +325,144 @@ def curve_status(path: str | os.PathLike, metric: str = "tv") -> dict:
         }
     st = plateau_status(points, metric=metric)
     return {**st, "trend": trend_text(st)}
+
+
+# --------------------------------------------------------------------------------------------------
+# budget doubling: a convergence test that the learning-rate schedule cannot fool
+# --------------------------------------------------------------------------------------------------
+
+
+def final_instances(points: Sequence[dict], metric: str = "tv") -> np.ndarray | None:
+    """Per-instance values of ``metric`` at the last step of a learning curve (the ``tv_instances``
+    that a weight-averaged run records at its final point), concatenated over n' in increasing
+    order; None when the curve has none."""
+    if metric != "tv":
+        raise ValueError(f"only per-instance 'tv' is recorded, got metric={metric!r}")
+    if not points:
+        return None
+    last = max(int(p["step"]) for p in points)
+    final = sorted((p for p in points if int(p["step"]) == last), key=lambda p: int(p["n"]))
+    if not all("tv_instances" in p for p in final):
+        return None
+    return np.concatenate([np.asarray(p["tv_instances"], dtype=float) for p in final])
+
+
+def doubling_status(
+    short: Sequence[dict], long: Sequence[dict], tol: float = 0.10, alpha: float = ALPHA
+) -> dict:
+    """Has a run stopped improving, by budget doubling (docs/verdicts.md, "Budget doubling").
+
+    ``short`` and ``long`` are the learning-curve points of the same run trained for ``S`` and
+    ``2S`` steps, each with its own schedule (warm-up, cosine decay to its own end), both ending
+    with per-instance E[TV] on the same held-out instances (:func:`final_instances`). The paired
+    differences ``d_i = TV_S,i - TV_2S,i`` give the fall the doubled budget bought and its
+    standard error ``sd(d) / sqrt(N)``. With the ``1 - 2 alpha`` interval ``fall -+ t se``, the run
+    is *plateaued* iff the interval lies within ``+-tol x E[TV_2S]`` (10%: the tolerance of the
+    log-half test, now per doubling of the whole schedule), *still improving* iff not and it lies
+    above 0, *diverging* iff it lies below 0, and *too noisy to tell* otherwise. Each end is the
+    end of a complete schedule, so an annealing rate cannot pass for a plateau as a bend of one
+    curve can; the pairing removes the instance-to-instance spread (the two means share
+    instances), so the interval is set by how differently the two models score each instance.
+    Its size (a true fall of ``tol`` called plateaued) is at most ``alpha`` for independent
+    instances: two one-sided t-tests (simulated in tests/test_convergence.py).
+
+    Returns the keys of :func:`plateau_status` (``change`` is the fall, ``value`` E[TV_2S],
+    ``last_step`` the long run's steps, ``jitter`` 0 and ``instance_se`` the paired SE) plus
+    ``short_step`` and ``n_instances``.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+        raise ValueError(f"tol must be a relative tolerance in (0, 1), got {tol!r}")
+    a, b = final_instances(short), final_instances(long)
+    s_short = max((int(p["step"]) for p in short), default=0)
+    s_long = max((int(p["step"]) for p in long), default=0)
+    crit = (
+        f"budget doubling: the {100 * (1 - 2 * alpha):g}% CI of the paired fall of E[TV] from "
+        f"{s_short} to {s_long} steps lies within +-{100 * tol:g}% of E[TV] at {s_long}"
+    )
+    base = {
+        "state": "too short",
+        "plateaued": False,
+        "diverging": False,
+        "last_step": s_long,
+        "short_step": s_short,
+        "value": float("nan"),
+        "change": float("nan"),
+        "se": float("nan"),
+        "ci": (float("nan"), float("nan")),
+        "tol": float("nan"),
+        "jitter": 0.0,
+        "instance_se": float("nan"),
+        "n_points": 2,
+        "n_instances": 0,
+        "mid_step": s_short,
+        "alpha": float(alpha),
+        "criterion": crit,
+    }
+    if a is None or b is None:
+        return {**base, "criterion": crit + " (a curve lacks per-instance values)"}
+    if a.shape != b.shape or a.size < 3:
+        raise ValueError(
+            f"short and long must end on the same held-out instances, got {a.size} and {b.size}"
+        )
+    if s_long <= s_short:
+        raise ValueError(f"long must train for more steps than short, got {s_long} <= {s_short}")
+    d = a - b
+    if not (np.all(np.isfinite(d))):
+        return {**base, "state": "too noisy to tell", "criterion": crit + " (non-finite TV)"}
+    n = d.size
+    fall = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(n))
+    t = float(stats.t.ppf(1 - alpha, n - 1))
+    lo, hi = fall - t * se, fall + t * se
+    value = float(b.mean())
+    tol_units = tol * value
+    if -tol_units <= lo and hi <= tol_units:
+        state = "plateaued"
+    elif lo > 0:
+        state = "still improving"
+    elif hi < 0:
+        state = "diverging"
+    else:
+        state = "too noisy to tell"
+    return {
+        **base,
+        "state": state,
+        "plateaued": state == "plateaued",
+        "diverging": state == "diverging",
+        "value": value,
+        "change": fall,
+        "se": se,
+        "ci": (lo, hi),
+        "tol": tol_units,
+        "instance_se": se,
+        "halfwidth": t * se,
+        "resolvable": bool(t * se <= tol_units),
+        "n_instances": n,
+    }
+
+
+def last_half_values(points: Sequence[dict]) -> dict[int, dict]:
+    """The curve's values at each step of its last log-half: ``step -> {metric: (mean over n',
+    se), ..., "by_n": {n': {metric: (mean, se)}}}`` for every metric present in the points (the
+    last iterate's ``last_<metric>`` are not read: a weight-averaged curve is judged on the
+    average)."""
+    steps = sorted({int(p["step"]) for p in points if int(p["step"]) > 0})
+    if not steps:
+        return {}
+    start = last_half_start(steps)
+    out: dict[int, dict] = {}
+    for metric in METRICS:
+        if not all(metric in p for p in points):
+            continue
+        for step, m, se in curve_means(points, metric):
+            if step >= start:
+                out.setdefault(step, {"by_n": {}})[metric] = (m, se)
+    for p in points:
+        step = int(p["step"])
+        if step in out:
+            out[step]["by_n"][int(p["n"])] = {
+                k: (float(p[k]), float(p[k + "_se"])) for k in METRICS if k in p
+            }
+    return out

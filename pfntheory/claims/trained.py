@@ -44,15 +44,22 @@ from typing import Any
 import numpy as np
 
 from ..config import curve_file
-from ..convergence import curve_status, last_half_start, read_curve_points
+from ..convergence import (
+    MIN_POINTS,
+    curve_status,
+    last_half_start,
+    last_half_values,
+    read_curve_points,
+)
 from ..experiments.specs import ExactPPDSpec, RunSpec, StepsizeSpec
-from . import UNDECIDED, ClaimResult, slope_ci
+from . import FAILS_AT_BUDGET, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult, slope_ci
 
 __all__ = [
     "Z_MARGIN",
     "COVERAGE_SLACK",
     "curve_file",
     "run_convergence",
+    "budget_outcomes",
     "gate",
     "diff_se",
     "exceeds",
@@ -100,23 +107,78 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> d
     return st
 
 
+def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
+    """A claim's check re-decided at every step of the last log-half of its runs' learning curves.
+
+    ``replay(value_of)`` returns the check's outcome (bool) from ``value_of(run)``, the run's curve
+    values at one step (:func:`pfntheory.convergence.last_half_values`: ``{metric: (mean, se),
+    "by_n": {n': {metric: (mean, se)}}}``). The steps are those of the last log-half common to all
+    runs (runs of one claim share their curve steps when they share their budget). Runs of one
+    task share their held-out instances, so comparisons between runs at one step are paired on
+    them (the unpaired SE used is conservative). Returns ``{"steps": [...], "held": [bool...]}``;
+    empty lists when a run has no curve or the runs share no step."""
+    vals = {}
+    for r in _trained(runs):
+        points = read_curve_points(r.run_dir / curve_file(covariates))
+        vals[r.run_dir.name] = last_half_values(points) if points else {}
+    if not vals or not all(vals.values()):
+        return {"steps": [], "held": []}
+    common = sorted(set.intersection(*(set(v) for v in vals.values())))
+    held = [bool(replay(lambda r, s=s: vals[r.run_dir.name][s])) for s in common]
+    return {"steps": common, "held": held}
+
+
 def gate(
-    result: ClaimResult, runs, curves: tuple = (None,), metrics: tuple = ("tv",)
+    result: ClaimResult,
+    runs,
+    curves: tuple = (None,),
+    metrics: tuple = ("tv",),
+    replay=None,
+    statuses: dict | None = None,
+    replay_curve: str | None = None,
 ) -> ClaimResult:
-    """Attach the convergence of every run ``result`` rests on, and make its verdict "undecided"
-    unless all of them have plateaued (module docstring). ``curves``: the learning curves that must
-    have plateaued, by covariate law (None: the task's own; "uniform": the shift curve);
-    ``metrics``: the curves' metrics that must have plateaued (E[TV]; a coverage claim whose curves
-    are precise enough to decide adds ``"coverage90"``)."""
-    conv = {
-        r.run_dir.name
-        + ("" if cov is None else f" [{cov}]")
-        + ("" if metric == "tv" else f" {metric}"): run_convergence(r, cov, metric)
-        for r in _trained(runs)
-        for cov in curves
-        for metric in metrics
-    }
+    """Attach the convergence of every run ``result`` rests on, and decide its verdict kind
+    (docs/verdicts.md): the measurement's verdict when all of them have plateaued; otherwise
+    "holds at budget" / "fails at budget" when ``replay`` (see :func:`budget_outcomes`) gives the
+    measured outcome at every one of at least ``MIN_POINTS`` steps of the last log-half of the
+    curves on ``replay_curve`` (None: the task's own design), and "undecided" when the outcome
+    changes there (or cannot be replayed). ``curves``: the learning curves that must have
+    plateaued, by covariate law (None: the task's own; "uniform": the shift curve); ``metrics``: the curves' metrics that must have
+    plateaued (E[TV]; a coverage claim whose curves are precise enough to decide adds
+    ``"coverage90"``); ``statuses``: convergence statuses to use instead (run name -> status, e.g.
+    :func:`pfntheory.convergence.doubling_status`)."""
+    conv = (
+        {r.run_dir.name: statuses[r.run_dir.name] for r in _trained(runs)}
+        if statuses is not None
+        else {
+            r.run_dir.name
+            + ("" if cov is None else f" [{cov}]")
+            + ("" if metric == "tv" else f" {metric}"): run_convergence(r, cov, metric)
+            for r in _trained(runs)
+            for cov in curves
+            for metric in metrics
+        }
+    )
     verdict = result.verdict
+    if conv and not all(c["plateaued"] for c in conv.values()) and replay is not None:
+        b = budget_outcomes(runs, replay, replay_curve)
+        steps = max(c["last_step"] for c in conv.values())
+        b["final_held"] = bool(result.holds)
+        if len(b["steps"]) >= MIN_POINTS and all(h == result.holds for h in b["held"]):
+            kind = HOLDS_AT_BUDGET if result.holds else FAILS_AT_BUDGET
+            word = "holds" if result.holds else "fails"
+            return dataclasses.replace(
+                result,
+                verdict=kind,
+                tolerance=result.tolerance
+                + f"; {word} at budget: at each of the {len(b['steps'])} steps "
+                f"{b['steps'][0]}-{b['steps'][-1]} of the last log-half of the learning "
+                f"curves and in the final evaluation, at {steps} steps; "
+                f"{sum(not c['plateaued'] for c in conv.values())} of {len(conv)} runs "
+                "still improving",
+                details={**result.details, "convergence": conv, "at_budget": b},
+            )
+        result = dataclasses.replace(result, details={**result.details, "at_budget": b})
     if conv and not all(c["plateaued"] for c in conv.values()):
         steps = max(c["last_step"] for c in conv.values())
         states: dict[str, int] = defaultdict(int)
@@ -133,10 +195,40 @@ def gate(
                 f"have not plateaued at {steps} steps ("
                 + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
                 + ")"
+                + _budget_note(result.details.get("at_budget"))
             ),
         )
     return dataclasses.replace(
         result, verdict=verdict, details={**result.details, "convergence": conv}
+    )
+
+
+def _budget_note(b: dict | None) -> str:
+    """Why a replayed check did not decide at budget (empty when it was not replayed)."""
+    if b is None:
+        return ""
+    if len(b["steps"]) < MIN_POINTS:
+        return (
+            f"; the check could not be replayed on the curves ({len(b['steps'])} common steps in "
+            f"the last log-half, {MIN_POINTS} needed)"
+        )
+    return (
+        f"; the check's outcome changes within the last log-half: it holds at "
+        f"{sum(b['held'])} of {len(b['held'])} steps ({b['steps'][0]}-{b['steps'][-1]}) and "
+        f"{'holds' if b['final_held'] else 'fails'} in the final evaluation"
+    )
+
+
+def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
+    """``a - b > z SE`` for two (mean, SE) pairs (:func:`exceeds`'s rule on curve values)."""
+    D, se = diff_se(a, b)
+    return bool(D > z * se)
+
+
+def _coverage_ok(v: dict, z: float, slack: float = COVERAGE_SLACK) -> bool:
+    """The coverage claim's rule at every n' of one curve point."""
+    return all(
+        abs(c["coverage90"][0] - 0.9) - z * c["coverage90"][1] <= slack for c in v["by_n"].values()
     )
 
 
@@ -145,15 +237,19 @@ def gate(
 # --------------------------------------------------------------------------------------------------
 
 
-def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
-    """Per panel (task, mode): TV falls with C at the largest L, and with L at the largest C."""
+def check_exp1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[ClaimResult]:
+    """Per panel (task, mode): TV falls with C at the largest L, and with L at the largest C.
+    ``statuses``: convergence statuses by run name to gate on instead of the curves' own (the
+    budget-doubling statuses of :func:`check_exp1_budget`)."""
     panels: defaultdict[tuple[str, str], dict[tuple[int, int], Any]] = defaultdict(dict)
     for r in _trained(runs):
         panels[(r.spec.task.kind, r.spec.model.mode)][(r.spec.model.L, r.spec.model.C)] = r.eval
     out = []
     by_panel = defaultdict(list)
+    run_of = {}
     for r in _trained(runs):
         by_panel[(r.spec.task.kind, r.spec.model.mode)].append(r)
+        run_of[(r.spec.task.kind, r.spec.model.mode, r.spec.model.L, r.spec.model.C)] = r
     for (kind, mode), cells in sorted(panels.items()):
         prefix = f"fig_exp1.{kind}.{mode}"
         Ls = sorted({L for L, _ in cells})
@@ -193,6 +289,10 @@ def check_exp1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
                         },
                     ),
                     by_panel[(kind, mode)],
+                    replay=lambda v, a=run_of[(kind, mode, *line[0])], b=run_of[(kind, mode, *line[-1])]: (
+                        _beats(v(a)["tv"], v(b)["tv"], z)
+                    ),
+                    statuses=statuses,
                 )
             )
     return out
@@ -270,6 +370,7 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     """Depth and n_max help; the solver error grows with n'; coverage near nominal
     (deepest, widest)."""
     cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in _trained(runs)}
+    run_of = {(r.spec.model.L, r.spec.n_max): r for r in _trained(runs)}
     Ls = sorted({L for L, _ in cells})
     Nm = sorted({m for _, m in cells})
     tv = {k: e.average("tv") for k, e in cells.items()}
@@ -358,7 +459,20 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
             "exp2_2.coverage_near_nominal",
         )
     )
-    return [gate(r, runs) for r in out]
+    # the checks replayed on the learning curves (n' in {n_min, n_max} of each run), on the curve of
+    # the design the eval file is about
+    cov = None if eval_file == "eval.json" else eval_file[len("eval_") : -len(".json")]
+    replays = {
+        "exp2_2.depth_helps": lambda v: all(
+            _beats(v(run_of[(Ls[0], m)])["tv"], v(run_of[(Ls[-1], m)])["tv"], z) for m in Nm
+        ),
+        "exp2_2.tv_grows_with_n": lambda v: all(
+            _beats(v(r)["by_n"][max(v(r)["by_n"])]["tv"], v(r)["by_n"][min(v(r)["by_n"])]["tv"], z)
+            for r in run_of.values()
+        ),
+        "exp2_2.coverage_near_nominal": lambda v: _coverage_ok(v(run_of[(Ls[-1], Nm[-1])]), z),
+    }
+    return [gate(r, runs, replay=replays.get(r.key), replay_curve=cov) for r in out]
 
 
 def _coverage_claim(
@@ -524,7 +638,14 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             statement=f"{what}: {c.statement}",
             details={**c.details, "covariates": cov, "regime": regime, "along_curve": along},
         )
-        c = gate(c, [r], curves=curves, metrics=("tv", "coverage90"))
+        c = gate(
+            c,
+            [r],
+            curves=curves,
+            metrics=("tv", "coverage90"),
+            replay=lambda v, r=r: _coverage_ok(v(r), z),
+            replay_curve=curves[-1],
+        )
         followed = along[curves[-1] or "own"]
         if c.verdict == UNDECIDED and followed["steps"]:  # the measurement while the run trained
             c = dataclasses.replace(c, tolerance=c.tolerance + "; " + _along_text(followed, cov))
@@ -547,6 +668,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     )
     trained = _trained(runs)
     refs = {r.spec.task: r.result for r in runs if isinstance(r.spec, ExactPPDSpec)}
+    run_of = {(r.spec.task, r.spec.model.L): r for r in trained}
     Ls = sorted({r.spec.model.L for r in trained})
     tasks = sorted({r.spec.task for r in trained}, key=lambda t: t.lengthscale)
     cell = {(r.spec.task, r.spec.model.L): r.eval for r in trained}
@@ -640,7 +762,28 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             details={"gaps": [list(g[1:]) for g in gaps]},
         )
     )
-    return [gate(r, runs) for r in out]
+
+    def crps_falls(v) -> bool:  # mean over the table's tasks of the curves' CRPS, as above
+        ends = []
+        for L in (Ls[0], Ls[-1]):
+            vals = [v(run_of[(t, L)])["crps"] for t in tasks]
+            se = np.sqrt(np.sum([e**2 for _, e in vals])) / len(vals)
+            ends.append((np.mean([m for m, _ in vals]), se))
+        return _beats(ends[0], ends[1], z)
+
+    replays = {
+        "table.crps_falls_with_L": crps_falls,
+        "table.coverage_near_nominal": lambda v: all(
+            _coverage_ok(v(run_of[(t, Ls[-1])]), z) for t in tasks
+        ),
+    }
+    # "no model beats the exact PPD" is not gated: the CRPS is a proper scoring rule, so every
+    # model, at every budget, scores at least the exact PPD's CRPS in expectation; training longer
+    # cannot change what the check expects, only how close the model comes
+    return [
+        r if r.key == "table.crps_not_below_exact" else gate(r, runs, replay=replays.get(r.key))
+        for r in out
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
