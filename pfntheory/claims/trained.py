@@ -143,10 +143,10 @@ def gate(
     measured outcome at every one of at least ``MIN_POINTS`` steps of the last log-half of the
     curves on ``replay_curve`` (None: the task's own design), and "undecided" when the outcome
     changes there (or cannot be replayed). ``curves``: the learning curves that must have
-    plateaued, by covariate law (None: the task's own; "uniform": the shift curve); ``metrics``: the curves' metrics that must have
-    plateaued (E[TV]; a coverage claim whose curves are precise enough to decide adds
-    ``"coverage90"``); ``statuses``: convergence statuses to use instead (run name -> status, e.g.
-    :func:`pfntheory.convergence.doubling_status`)."""
+    plateaued, by covariate law (None: the task's own; "uniform": the shift curve); ``metrics``:
+    the curves' metrics that must have plateaued (E[TV]; a coverage claim whose curves are
+    precise enough to decide adds ``"coverage90"``); ``statuses``: convergence statuses to use
+    instead (run name -> status, e.g. :func:`pfntheory.convergence.doubling_status`)."""
     conv = (
         {r.run_dir.name: statuses[r.run_dir.name] for r in _trained(runs)}
         if statuses is not None
@@ -225,6 +225,11 @@ def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
     return bool(D > z * se)
 
 
+def _tv_beats(a, b, z: float):
+    """The replay "run ``a``'s E[TV] exceeds run ``b``'s by ``z`` SE" (:func:`gate`)."""
+    return lambda v: _beats(v(a)["tv"], v(b)["tv"], z)
+
+
 def _coverage_ok(v: dict, z: float, slack: float = COVERAGE_SLACK) -> bool:
     """The coverage claim's rule at every n' of one curve point."""
     return all(
@@ -289,8 +294,8 @@ def check_exp1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[
                         },
                     ),
                     by_panel[(kind, mode)],
-                    replay=lambda v, a=run_of[(kind, mode, *line[0])], b=run_of[(kind, mode, *line[-1])]: (
-                        _beats(v(a)["tv"], v(b)["tv"], z)
+                    replay=_tv_beats(
+                        run_of[(kind, mode, *line[0])], run_of[(kind, mode, *line[-1])], z
                     ),
                     statuses=statuses,
                 )
