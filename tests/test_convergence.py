@@ -12,6 +12,7 @@ from pfntheory.convergence import (
     MIN_POINTS,
     STATES,
     curve_means,
+    doubling_status,
     plateau_status,
     trend_text,
 )
@@ -218,3 +219,64 @@ def test_coverage_plateau_is_distance_to_nominal():
         p["coverage90"] = 0.89 if p["step"] % 2 else 0.91
         p["coverage90_se"] = 0.001
     assert plateau_status(pts, metric="coverage90")["plateaued"]
+
+
+# --------------------------------------------------------------------------------------------------
+# budget doubling
+# --------------------------------------------------------------------------------------------------
+
+
+def _final(tv_by_n: dict[int, np.ndarray], step: int) -> list[dict]:
+    """A learning curve's final points with per-instance TV (as a weight-averaged run writes)."""
+    return [
+        {"step": step, "n": n, "tv": float(v.mean()), "tv_se": 0.0, "tv_instances": list(v)}
+        for n, v in tv_by_n.items()
+    ]
+
+
+def _pair(rng, fall_rel: float, n: int = 256, spread: float = 0.3, noise: float = 0.05):
+    """Instances with E[TV] 0.1 at 2S, TV_S = TV_2S (1 + fall_rel) plus independent noise."""
+    base = 0.1 * np.exp(spread * rng.standard_normal((2, n)))
+    long = base * (1 + noise * rng.standard_normal((2, n)))
+    short = base * (1 + fall_rel) * (1 + noise * rng.standard_normal((2, n)))
+    return (
+        _final({64: short[0], 128: short[1]}, 1000),
+        _final({64: long[0], 128: long[1]}, 2000),
+    )
+
+
+def test_doubling_false_plateau_rate_at_the_tolerance_is_at_most_alpha():
+    """The size of the doubling test: runs whose doubled budget still buys a 10% fall (the
+    tolerance) are called plateaued in at most alpha = 5% of 400 simulated pairs (+3 binomial SE:
+    0.05 + 3 sqrt(0.05 0.95 / 400) = 0.083); fails if the interval were one-sided or unpaired-wide
+    in the wrong direction."""
+    rng = np.random.default_rng(7)
+    hits = sum(doubling_status(*_pair(rng, 0.10))["plateaued"] for _ in range(400))
+    assert hits / 400 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400), hits
+
+
+def test_doubling_decides_flat_and_falling_runs():
+    """A run whose doubled budget changes nothing is plateaued (and resolvable) in >= 95% of pairs
+    (the pairing removes the instance spread); one that still falls 30% is still improving; one
+    that gets 30% worse is diverging (fails if the states were swapped or the pairing lost)."""
+    rng = np.random.default_rng(8)
+    flat = [doubling_status(*_pair(rng, 0.0)) for _ in range(200)]
+    assert sum(s["plateaued"] for s in flat) >= 190
+    assert all(s["resolvable"] for s in flat)
+    assert doubling_status(*_pair(rng, 0.3))["state"] == "still improving"
+    assert doubling_status(*_pair(rng, -0.3))["state"] == "diverging"
+
+
+def test_doubling_needs_per_instance_values_on_the_same_instances():
+    """Curves without per-instance values give "too short"; different instance counts or a long run
+    no longer than the short one are refused, naming the argument."""
+    rng = np.random.default_rng(9)
+    short, long = _pair(rng, 0.0)
+    bare = [{k: v for k, v in p.items() if k != "tv_instances"} for p in long]
+    assert doubling_status(short, bare)["state"] == "too short"
+    with pytest.raises(ValueError, match="same held-out instances"):
+        doubling_status(short, long[:1])
+    with pytest.raises(ValueError, match="more steps"):
+        doubling_status(long, long)
+    with pytest.raises(ValueError, match="tol"):
+        doubling_status(short, long, tol=0.0)

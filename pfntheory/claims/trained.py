@@ -60,6 +60,8 @@ __all__ = [
     "curve_file",
     "run_convergence",
     "budget_outcomes",
+    "tv_beats",
+    "doubling_statuses",
     "gate",
     "diff_se",
     "exceeds",
@@ -105,6 +107,53 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> d
         st["last_step"] = int(run.spec.steps)
         st["trend"] += f" (trained {run.spec.steps} steps)"
     return st
+
+
+def doubling_statuses(runs) -> dict:
+    """Budget-doubling convergence (:func:`pfntheory.convergence.doubling_status`) of every run of
+    ``runs`` that has a partner trained for half its steps (same spec otherwise), by run name;
+    runs without one get ``{"state": "no half-budget run", "plateaued": False, ...}``."""
+    from ..convergence import doubling_status
+
+    tr = _trained(runs)
+
+    def budgetless(spec):  # the spec with its budget and evaluations left out
+        return dataclasses.replace(spec, steps=1, evals=())
+
+    by_key = {(budgetless(r.spec), r.spec.steps): r for r in tr}
+    out = {}
+    for r in tr:
+        half = (
+            by_key.get((budgetless(r.spec), r.spec.steps // 2)) if r.spec.steps % 2 == 0 else None
+        )
+        if half is None:
+            out[r.run_dir.name] = {
+                "state": "no half-budget run",
+                "plateaued": False,
+                "diverging": False,
+                "last_step": int(r.spec.steps),
+                "criterion": "budget doubling needs the run at half the steps",
+                "trend": f"no half-budget run ({r.spec.steps} steps)",
+            }
+            continue
+        st = doubling_status(
+            read_curve_points(half.run_dir / curve_file(None)) or [],
+            read_curve_points(r.run_dir / curve_file(None)) or [],
+        )
+        out[r.run_dir.name] = {**st, "trend": doubling_text(st), "half_run": half.run_dir.name}
+    return out
+
+
+def doubling_text(st: dict) -> str:
+    """One line on a :func:`pfntheory.convergence.doubling_status`."""
+    if not np.isfinite(st["change"]):
+        return f"{st['state']} ({st['criterion']})"
+    lo, hi = st["ci"]
+    return (
+        f"{st['state']} by budget doubling: E[TV] {st['value']:.4g} at {st['last_step']} steps, "
+        f"fall from {st['short_step']} steps {st['change']:.3g} (90% CI [{lo:.3g}, {hi:.3g}], "
+        f"paired over {st['n_instances']} held-out instances), tolerance {st['tol']:.3g}"
+    )
 
 
 def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
@@ -225,7 +274,7 @@ def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
     return bool(D > z * se)
 
 
-def _tv_beats(a, b, z: float):
+def tv_beats(a, b, z: float):
     """The replay "run ``a``'s E[TV] exceeds run ``b``'s by ``z`` SE" (:func:`gate`)."""
     return lambda v: _beats(v(a)["tv"], v(b)["tv"], z)
 
@@ -294,7 +343,7 @@ def check_exp1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[
                         },
                     ),
                     by_panel[(kind, mode)],
-                    replay=_tv_beats(
+                    replay=tv_beats(
                         run_of[(kind, mode, *line[0])], run_of[(kind, mode, *line[-1])], z
                     ),
                     statuses=statuses,

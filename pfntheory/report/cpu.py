@@ -53,6 +53,8 @@ __all__ = [
     "runs_frame",
     "curve_status_frame",
     "resolution_frame",
+    "averaging_frame",
+    "doubling_frame",
     "sweep_command",
 ]
 
@@ -207,7 +209,9 @@ class SliceClaim:
         )
 
 
-def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[SliceClaim]:
+def exp1_slice_claims(
+    panel: Exp1Panel, z: float = xclaims.Z_MARGIN, statuses: dict | None = None
+) -> list[SliceClaim]:
     """The two fig:exp1 claims of ``panel`` on the cells present: E[TV] falls with L at the declared
     largest C, and with C at the declared largest L.
 
@@ -215,7 +219,10 @@ def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[Sli
     :func:`pfntheory.claims.trained.check_exp1` compares the ends of a complete grid): it holds iff
     ``TV(first) - TV(last) > z SE`` with the unpaired SE; the log-log slope over the present cells
     is reported beside it. The result is gated by :func:`pfntheory.claims.trained.gate` on exactly
-    the runs of the slice. On a complete grid the numbers equal ``check_exp1``'s.
+    the runs of the slice (``statuses``: convergence statuses by run name instead of the curves'
+    own, e.g. :func:`pfntheory.claims.trained.doubling_statuses`), replaying the comparison on the
+    learning curves for a verdict at budget. On a complete grid the numbers equal
+    ``check_exp1``'s.
     """
     out = []
     for axis in ("L", "C"):
@@ -261,7 +268,10 @@ def exp1_slice_claims(panel: Exp1Panel, z: float = xclaims.Z_MARGIN) -> list[Sli
                 "tv_last": last[0],
             },
         )
-        out.append(replace(claim, result=xclaims.gate(result, runs)))
+        gated = xclaims.gate(
+            result, runs, replay=xclaims.tv_beats(runs[0], runs[-1], z), statuses=statuses
+        )
+        out.append(replace(claim, result=gated))
     return out
 
 
@@ -566,6 +576,96 @@ def resolution_frame(runs_by_experiment: dict[str, Sequence]):
             else float("nan")
         )
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _jitter_ratio(points: list, key: str) -> tuple[float, float]:
+    """(residual SD about the trend over the last log-half / held-out SE, value at the last step)
+    of a curve read at ``key`` (``"tv"``: the weight average, ``"last_tv"``: the last iterate)."""
+    from pfntheory.convergence import plateau_status
+
+    alt = [{**p, "tv": p[key], "tv_se": p[key + "_se"]} for p in points]
+    st = plateau_status(alt)
+    return st["jitter"] / st["instance_se"], st["value"]
+
+
+def averaging_frame(runs: Sequence, before: Sequence = ()):
+    """Weight averaging, before and after, per weight-averaged run (issue 24 item 1): the jitter
+    ratio (residual SD of E[TV] about its trend over the last log-half / held-out SE) and the final
+    E[TV] of the last iterate and of the average, both read from the same run's learning curve
+    (same held-out instances, same steps), and the committed last-iterate run of the same cell
+    (``before``: runs of the design without averaging, 12 curve points) for reference."""
+    import pandas as pd
+
+    ref = {
+        (r.spec.task.kind, r.spec.model.mode, r.spec.model.L, r.spec.model.C, r.spec.steps): r
+        for r in before
+        if isinstance(r.spec, RunSpec)
+    }
+    rows = []
+    for r in runs:
+        if not isinstance(r.spec, RunSpec) or r.spec.ema_decay == 0:
+            continue
+        doc = read_curve(r)
+        if doc is None or not all("last_tv" in p for p in doc["points"]):
+            continue
+        j_last, tv_last = _jitter_ratio(doc["points"], "last_tv")
+        j_avg, tv_avg = _jitter_ratio(doc["points"], "tv")
+        s = r.spec
+        row = {
+            "task": s.task.kind,
+            "mode": s.model.mode,
+            "L": s.model.L,
+            "C": s.model.C,
+            "steps": s.steps,
+            "jitter/SE last": j_last,
+            "jitter/SE avg": j_avg,
+            "E[TV] last": tv_last,
+            "E[TV] avg": tv_avg,
+        }
+        old = ref.get((s.task.kind, s.model.mode, s.model.L, s.model.C, s.steps))
+        if old is not None and (od := read_curve(old)) is not None:
+            row["committed: jitter/SE"], row["committed: E[TV]"] = _jitter_ratio(od["points"], "tv")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def read_curve(run) -> dict | None:
+    """The run's own learning curve (``learning_curve.json``), or None."""
+    from pfntheory.convergence import read_curve_points
+
+    pts = read_curve_points(run.run_dir / xclaims.curve_file(None))
+    return None if pts is None else {"points": pts}
+
+
+def doubling_frame(runs: Sequence):
+    """Budget doubling per cell (:func:`pfntheory.claims.trained.doubling_statuses`): E[TV] at S and
+    2S steps, the paired fall with its 90% interval, the tolerance, the state and whether the
+    interval is narrow enough to fit the tolerance at all (resolvable)."""
+    import pandas as pd
+
+    sts = xclaims.doubling_statuses(runs)
+    rows = []
+    for r in runs:
+        st = sts.get(r.run_dir.name)
+        if not isinstance(r.spec, RunSpec) or st is None or "half_run" not in st:
+            continue
+        s = r.spec
+        rows.append(
+            {
+                "task": s.task.kind,
+                "mode": s.model.mode,
+                "L": s.model.L,
+                "C": s.model.C,
+                "S -> 2S": f"{st['short_step']} -> {st['last_step']}",
+                "E[TV] at 2S": st["value"],
+                "fall": st["change"],
+                "90% CI": f"[{st['ci'][0]:.4f}, {st['ci'][1]:.4f}]",
+                "tol": st["tol"],
+                "state": st["state"],
+                "resolvable": st.get("resolvable", False),
+            }
+        )
     return pd.DataFrame(rows)
 
 
