@@ -91,7 +91,8 @@ plt.show()
 print(f"2/lambda_1 = {eta_max:.4g}, eta* = {eta_opt:.4g}, rho* = {rho_opt:.6f}")
 
 # %%
-r = rec.add(rclaims.check_convergence_iff(A, b), measured="max |measured - predicted factor|")
+r = rclaims.check_convergence_iff(A, b)
+rec.add(r, measured="max |measured - predicted factor|")
 rec.add(rclaims.check_optimal_step(A)[0], measured="factor at eta* vs 1 - 2/(cond+1)")
 rec.add(rclaims.check_rate_bound(A, b), measured="worst error / (1 - eta lambda_n)^L")
 # the same statements for the Jacobi-preconditioned system D^-1 A, D = diag(G 1)

@@ -95,7 +95,7 @@ def test_recorder_writes_rows(out):
         caveat="small n only",
         show=False,
     )
-    rec.add(_claim(paper_value=0.318), variant="TF^pr", show=False)
+    assert rec.add(_claim(paper_value=0.318), variant="TF^pr", show=False) is None  # no repr
     rec.pending("fig:walker", "Walker Lake", "walker.csv not found", show=False)
     rows = json.loads((out / "results" / "nb_test.json").read_text())["rows"]
     assert [r["verdict"] for r in rows] == [
@@ -193,6 +193,8 @@ def test_trained_rows_are_undecided_while_improving(out, tmp_path):
     rows = json.loads((out / "results" / "nb_conv.json").read_text())["rows"]
     assert [r["verdict"] for r in rows] == ["undecided", "holds", "does not hold"]
     assert "still improving" in rows[0]["convergence"]
+    assert "Plateau criterion, not met:" in rows[0]["convergence"]
+    assert rows[0]["run_states"] == {str(improving): ["still improving", 1024]}
     assert "convergence unknown" in rows[2]["convergence"]
 
 
@@ -329,18 +331,154 @@ def test_build_index_one_row_per_result(out):
         in html_text
     )
     assert "corrected statement: ρ* = 1 - 2/(c+1)" in html_text
-    # the verdict kinds counted separately, with their definitions, before the rows
+    # the verdict kinds counted per part in the findings box, definitions before the rows
     kinds = html_text[: html_text.index('<table class="rows">')]
-    for verdict in ("holds", "holds with a caveat", "does not hold", "erratum", "pending"):
-        m = re.search(
-            rf'{re.escape(html.escape(verdict))}</span></td><td class="n">(\d+)</td>', kinds
-        )
-        assert m and m.group(1) == "1", verdict
+    assert _summary_counts(html_text) == {
+        "holds": 1,
+        "holds with a caveat": 1,
+        "does not hold": 1,
+        "erratum": 1,
+        "pending": 1,
+    }
     assert report.VERDICT_DEFINITIONS["erratum"] in html.unescape(kinds)
+    # the number the paper prints beside every label, on the row and in the errata line
+    assert '<span class="pnum">Theorem B.8</span>' in html_text
+    assert "<b>Theorem 5.3</b> (<code>thm:L growth</code>)" in html_text
+    assert 'id="r-supp-thm-krr"' in html_text  # the card's "index row" link lands here
     # no time stamp: the same results give the same bytes
     assert report.build_index(out).read_text() == html_text
     # notebooks without results are listed as not executed, not silently dropped
     assert "not executed yet" in html_text and "05_case_studies" in html_text
+
+
+def _summary_counts(page: str) -> dict[str, int]:
+    """The 'all parts' row of the findings box, by verdict kind (the columns' badges)."""
+    box = page[page.index('<section class="summary"') : page.index("</section>")]
+    table = box[: box.index("</table>")]
+    heads = re.findall(r'<th><span class="verdict[^"]*">([^<]+)</span></th>', table)
+    total = re.search(r'<tr class="total">(.*?)</tr>', table).group(1)
+    cells = re.findall(r"<td>([^<]*)</td>", total)[2:-1]  # after the name and the scale column
+    return {html.unescape(h): int(c) for h, c in zip(heads, cells, strict=True)}
+
+
+def test_summary_box_counts_errata_and_trained_runs(out):
+    """Findings first: counts by kind per part, the errata one line each (grouped by statement,
+    linked to their rows), and the trained runs' budget and plateau states."""
+    (out / "results").mkdir(parents=True)
+    rows = [
+        dict(
+            label="thm:L growth",
+            statement="s",
+            verdict="erratum",
+            erratum="rho* = 1 - 2/(c+1); a typo that does not change the order",
+            anchor="r-a",
+            variant="proof",
+        ),
+        dict(
+            label="sec:generalization",
+            statement="s",
+            verdict="erratum",
+            anchor="r-b",
+            erratum="TF^pr converges only if s_x > eta sigma^2/2; far queries diverge",
+            variant="d=2",
+        ),
+        dict(
+            label="sec:generalization",
+            statement="s",
+            verdict="erratum",
+            anchor="r-c",
+            erratum="TF^pr converges only if s_x > eta sigma^2/2; far queries diverge",
+            variant="d=4",
+        ),
+        dict(
+            label="fig:exp1",
+            statement="s",
+            verdict="undecided",
+            holds=True,
+            anchor="r-d",
+            command="pfntheory sweep fig_exp1 --scale cpu",
+            run_states={
+                "reports/runs/a": ["still improving", 2000],
+                "reports/runs/b": ["plateaued", 1000],
+            },
+        ),
+        dict(
+            label="fig:exp1",
+            statement="s",
+            verdict="holds at budget",
+            holds=True,
+            anchor="r-e",
+            command="pfntheory sweep fig_exp1 --scale cpu",
+            run_states={"reports/runs/a": ["still improving", 2000]},
+        ),
+    ]
+    (out / "results" / "07_cpu_scale.json").write_text(
+        json.dumps({"notebook": "07_cpu_scale", "scale": "quick", "rows": rows})
+    )
+    page = report.build_index(out).read_text()
+    box = page[page.index('<section class="summary"') : page.index("</section>")]
+    assert page.index('<section class="summary"') < page.index('<table class="rows">')
+    assert _summary_counts(page) == {"erratum": 3, "holds at budget": 1, "undecided": 1}
+    assert "runs: cpu" in box and "Scale: <b>quick</b>" not in page  # no quick over cpu rows
+    # one line per corrected statement; its first clause; the variants named; a link to the row
+    assert box.count("<li>") == 2
+    assert "ρ* = 1 - 2/(c+1) <a" in box and "a typo" not in box
+    assert "d=2, d=4" in box and 'href="#r-b"' in box
+    # the trained runs: verdicts, the check's outcome per figure, budget and plateau states
+    assert "2 runs trained for 2000–2000 steps" not in box
+    assert "2 runs trained for 1000–2000 steps" in box and "1 of 2 have plateaued" in box
+    assert "<b>Figure 2</b> (<code>fig:exp1</code>) 2 of 2" in box
+    assert "1 holds at budget, 1 undecided" in box
+
+
+def test_index_citation_block_is_deterministic(out, tmp_path, monkeypatch):
+    """The citation block names the version, the last commit touching the inputs and its date, and
+    the paper's BibTeX; no wall-clock time: two builds write the same bytes, and a commit that adds
+    only outputs (pages, results) leaves the stamp as it was."""
+    import subprocess
+
+    from pfntheory.report import citation
+
+    repo = tmp_path / "repo"
+    (repo / "pfntheory").mkdir(parents=True)
+    (repo / "reports").mkdir()
+    (repo / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "9.8.7"\n')
+    (repo / "pfntheory" / "a.py").write_text("x = 1\n")
+
+    def git(*args, date="2024-05-06T07:08:09"):
+        env = {
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_DATE": date,
+            "HOME": str(tmp_path),
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": __import__("os").environ["PATH"],
+        }
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+        ).stdout
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "code")
+    code = git("log", "-1", "--abbrev=10", "--format=%h").strip()
+    stamp = citation.build_stamp(repo)
+    assert stamp == citation.Stamp("9.8.7", code, "2024-05-06")
+    (repo / "reports" / "index.html").write_text("built")
+    git("add", ".")
+    git("commit", "-q", "-m", "pages", date="2024-06-01T00:00:00")
+    assert citation.build_stamp(repo) == stamp  # outputs are not inputs
+    block = citation.citation_html(stamp)
+    assert "9.8.7" in block and code in block and "2024-05-06" in block
+    assert "@inproceedings{kang2026transformers" in block and "Kang, Gyeonghun" in block
+    assert citation.build_stamp(tmp_path / "nowhere").commit == "unknown"
+
+    _fake_results(out)
+    first = report.build_index(out).read_bytes()
+    assert b"@inproceedings{kang2026transformers" in first
+    assert report.build_index(out).read_bytes() == first
 
 
 def test_build_index_flags_failed_notebooks(out):
@@ -420,3 +558,49 @@ def test_retrain_runs_every_sweep_and_missing_case_studies(monkeypatch, tmp_path
     (tmp_path / "casestudy" / "sacramento" / "results.json").write_text("{}")
     report.retrain("quick")
     assert calls == [("sweep", "quick"), ("walker", "quick")]
+
+
+def test_tables_print_no_raw_values():
+    """report.table: labelled columns, rounded numbers, "—" for None / NaN, no index column; the
+    Recorder's own summary table likewise (with the paper's number beside each label)."""
+    import numpy as np
+    import pandas as pd
+
+    from pfntheory.report.tables import table
+
+    df = pd.DataFrame(
+        {"n_prime": [96, 1024], "crps": [0.035330000001, np.nan], "paper": [None, 0.1234567]}
+    )
+    t = table(df, {"n_prime": "n'", "crps": "CRPS", "paper": "paper"}, digits={"crps": 3})
+    markup = t._repr_html_()
+    assert "<th>n&#x27;</th><th>CRPS</th><th>paper</th>" in markup
+    assert ">0.035<" in markup and ">0.1235<" in markup and ">1024<" in markup
+    for raw in ("NaN", "nan", "None", "e-02", "dataframe"):
+        assert raw not in markup, raw
+    assert markup.count("—") == 2 and "<Table: 2 rows" in repr(t)
+    assert table([{"a": True, "b": [1.23456, 2]}])._repr_html_().count("yes") == 1
+    with pytest.raises(ValueError, match="columns"):
+        table(df, ["nope"])
+
+
+def test_recorder_table_is_formatted(out):
+    rec = report.Recorder("nb_table")
+    rec.add(_claim(observed=0.035330000001, bound=None), measured="gap", show=False)
+    rec.pending("fig:walker", "Walker", "walker.csv not found", show=False)
+    markup = rec.table()._repr_html_()
+    assert "Theorem B.8 (supp-thm:KRR)" in markup and "Figure 15 (fig:walker)" in markup
+    assert ">0.03533<" in markup and "None" not in markup and "nan" not in markup
+
+
+def test_tolerance_reasons_and_plateau_wording():
+    """A coverage margin carries its reason (from claims.trained, never restated); a criterion is
+    printed as not met, never as if the run had plateaued."""
+    from pfntheory.claims import trained
+
+    tol = report.recorder.explain_tolerance(
+        f"|coverage - 0.9| <= {trained.COVERAGE_SLACK} + 3 SE (worst n'=384)"
+    )
+    assert "reasonably close to nominal" in tol and "0.848" in tol
+    assert report.recorder.explain_tolerance(tol) == tol  # once
+    assert report.recorder.explain_tolerance("atol 1e-9") == "atol 1e-9"
+    assert "why 3 SE" in report.recorder.explain_tolerance("TV(C_min) - TV(C_max) > 3 SE")

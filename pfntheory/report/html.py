@@ -1,10 +1,14 @@
 """The index page (``reports/index.html``) and the inline card of each row, as plain HTML.
 
-The index is built from ``results/*.json`` only: the verdict kinds counted separately at the top
-with their definitions, then one row per measured result, grouped by notebook. Every row shows what
-exactly was measured, the tolerance and its reason, our number, what it was compared with, the
-paper's number in its own column, the run directory read and the command that regenerates it. Maths
-is typeset as plain HTML (:mod:`.mathtext`): no page needs a script or the network.
+The index is built from ``results/*.json`` (and the git history, for the citation stamp of
+:mod:`.citation`) only. It opens with the findings: verdicts counted by kind for each part, the
+errata one line each, and what the trained runs show with how far they are from converged; then the
+citation block and the verdict definitions; then one row per measured result, grouped by notebook.
+Every row names the result by the number the paper prints for it ("Lemma B.3") beside its
+``\\label{}``, and shows what exactly was measured, the tolerance and its reason, our number, what
+it was compared with, the paper's number in its own column, the run directory read and the command
+that regenerates it. Maths is typeset as plain HTML (:mod:`.mathtext`): no page needs a script or
+the network.
 """
 
 from __future__ import annotations
@@ -13,8 +17,12 @@ import html
 import json
 import math
 import os
+import re
+from collections import Counter
 from pathlib import Path
 
+from .citation import PAPER_TITLE, build_stamp, citation_html
+from .labels import paper_number
 from .mathtext import math_html
 from .recorder import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
 from .spec import NOTEBOOKS, NotebookSpec, output_dir
@@ -128,11 +136,19 @@ def _compared(r) -> str:
 
 def row_card(row: Row) -> str:
     """The inline card a Recorder shows in the notebook (its id is the index's link target)."""
-    lab = html.escape(row.label) + (f" — {math_html(row.variant)}" if row.variant else "")
+    number = paper_number(row.label)
+    lab = (f"{html.escape(number)} " if number else "") + f"<code>{html.escape(row.label)}</code>"
+    lab += f" — {math_html(row.variant)}" if row.variant else ""
     cls = _VERDICT_CLASS[row.verdict]
-    body = [f'<div class="card-head">{_badge(row.verdict)} <b>{lab}</b></div>', _measurement(row)]
+    back = f'<a class="back" href="index.html#{row.anchor}">index row</a>'
+    body = [
+        f'<div class="card-head">{_badge(row.verdict)} <b>{lab}</b> {back}</div>',
+        _measurement(row),
+    ]
     if row.verdict != PENDING:
-        nums = f"ours: <b>{_ours(row)}</b>; compared with: <b>{fmt(row.bound)}</b> ({row.compare})"
+        nums = f"ours: <b>{_ours(row)}</b>"
+        if row.bound is not None:
+            nums += f"; compared with: <b>{fmt(row.bound)}</b> ({row.compare})"
         if row.paper_value is not None:
             nums += f"; paper: <b>{fmt(row.paper_value)}</b>"
         body.append(f"<div>{nums}</div>")
@@ -167,6 +183,15 @@ nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:6p
   font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px}
 nav.toc ol{margin:4px 0;padding-left:20px} nav.toc li.h3{margin-left:16px;list-style:circle}
 .jp-RenderedImage img,.jp-RenderedMarkdown img{max-width:100%;height:auto}
+.pfn-card a.back{font-size:11px;font-weight:400;color:#57606a;margin-left:6px}
+nav.pager{display:flex;justify-content:space-between;gap:12px;flex-wrap:wrap;margin:6px 0;
+  font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px}
+table.pfn-table{border-collapse:collapse;margin:6px 0;font-size:12.5px;
+  font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif}
+table.pfn-table caption{text-align:left;color:#57606a;font-size:12px;padding:2px 0}
+table.pfn-table th{background:#f6f8fa;text-align:left;font-weight:600}
+table.pfn-table th,table.pfn-table td{border:1px solid #d0d7de;padding:3px 8px;vertical-align:top}
+table.pfn-table td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 @media print{details.code,details.log{display:none} nav.toc{break-after:avoid}
   .jp-Cell{break-inside:avoid}}
 """
@@ -189,6 +214,20 @@ table.kinds{border-collapse:collapse;font-size:13px;margin:6px 0 10px}
 table.kinds td{padding:3px 8px;vertical-align:top;border-bottom:1px solid #eaeef2}
 table.kinds td.n{font-weight:700;text-align:right;font-family:ui-monospace,monospace}
 .failed{background:#ffebe9;border:1px solid #cf222e;padding:8px 12px;border-radius:6px}
+.summary{border:1px solid #d0d7de;border-radius:8px;padding:8px 16px 10px;background:#fbfcfd;
+  margin:10px 0 14px}
+.summary h2{margin-top:6px} .summary p{margin:6px 0} .summary ul{margin:4px 0;padding-left:20px}
+.summary li{margin:2px 0}
+table.counts{border-collapse:collapse;font-size:13px;margin:4px 0 8px}
+table.counts th,table.counts td{border-bottom:1px solid #eaeef2;padding:3px 8px;text-align:right}
+table.counts th:first-child,table.counts td:first-child{text-align:left}
+table.counts td.scale{text-align:left;color:#57606a;font-size:12px}
+table.counts tr.total td{font-weight:700;border-top:1px solid #8c959f}
+td.label .pnum{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-weight:600;
+  font-size:13px;display:block}
+details.cite,details.defs{margin:8px 0;font-size:13px} details.cite pre{font-size:12px;
+  background:#f6f8fa;padding:8px;border-radius:6px;overflow-x:auto}
+details>summary{cursor:pointer}
 code{font-size:12px;overflow-wrap:anywhere} small{color:#57606a}
 @media (max-width:1100px){body{margin:12px} col.c-meas{width:40%} col.c-verdict{width:17%}}
 @media print{body{margin:0;max-width:none} table.rows{font-size:10px} tr{break-inside:avoid}}
@@ -210,6 +249,172 @@ def _load_status(out_dir: Path) -> dict[str, dict]:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
+#: Verdicts of a trained claim (its runs are read), in the order the summary lists them.
+_TRAINED_ORDER = (
+    "holds",
+    "holds with a caveat",
+    "holds at budget",
+    "fails at budget",
+    "does not hold",
+    "undecided",
+    "outside the paper's regime",
+    "erratum",
+    PENDING,
+)
+
+
+def _numbered(label: str) -> str:
+    """``Lemma B.3 (supp-lem:...)`` as HTML: what the paper prints, then the label."""
+    number = paper_number(label)
+    lab = f"<code>{html.escape(label)}</code>"
+    return f"<b>{html.escape(number)}</b> ({lab})" if number else lab
+
+
+def _headline(text: str, limit: int = 150) -> str:
+    """The first clause of a corrected statement (up to the first '; ' or ': ' past 15 characters),
+    for a one-line summary; the full text stays on the row."""
+    m = re.search(r"[;:] ", text[15:])
+    head = text[: 15 + m.start()] if m else text
+    head = re.sub(r"\*([^*\s][^*]*?)\*", r"\1", head)  # Markdown emphasis, not rho*
+    return head if len(head) <= limit else head[: limit - 1].rstrip() + "…"
+
+
+def _scale_of(data: dict) -> str:
+    """How a part was run: the notebook's own sizes and, where its rows read runs, their scale."""
+    runs = sorted(
+        {
+            m.group(1)
+            for r in data.get("rows", [])
+            for m in [_SCALE.search(r.get("command", ""))]
+            if m
+        }
+    )
+    own = data.get("scale", "quick")
+    exact = any(not _SCALE.search(r.get("command", "")) for r in data.get("rows", []))
+    parts = ([f"sizes: {own}"] if exact or not runs else []) + (
+        [f"runs: {', '.join(runs)}"] if runs else []
+    )
+    return "; ".join(parts)
+
+
+_SCALE = re.compile(r"--scale (\w+)")
+
+
+def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None) -> str:
+    """The findings box at the top of the index, from the rows of ``results`` (notebook -> its
+    results JSON): verdicts counted by kind per part, the errata one line each, and what the
+    trained runs show with how far they are from converged. ``pages``: notebooks whose page exists
+    (rows link to them)."""
+    pages = set(results) if pages is None else pages
+    order = [s for s in specs if s.name in results]
+    counts = {
+        s.name: Counter(r.get("verdict", PENDING) for r in results[s.name].get("rows", []))
+        for s in order
+    }
+    total: Counter = sum(counts.values(), Counter())
+    kinds = [v for v in VERDICTS if total.get(v)]
+    head = "".join(f"<th>{_badge(v)}</th>" for v in kinds)
+    body = []
+    for s in order:
+        c = counts[s.name]
+        title = html.escape(s.title)
+        link = f'<a href="#part-{html.escape(s.name)}">{title}</a>'
+        cells = "".join(f"<td>{c.get(v) or ''}</td>" for v in kinds)
+        scale = html.escape(_scale_of(results[s.name]))
+        n = sum(c.values())
+        body.append(f'<tr><td>{link}</td><td class="scale">{scale}</td>{cells}<td>{n}</td></tr>')
+    cells = "".join(f"<td>{total.get(v, 0)}</td>" for v in kinds)
+    body.append(
+        f'<tr class="total"><td>all parts</td><td></td>{cells}<td>{sum(total.values())}</td></tr>'
+    )
+    counts_html = (
+        '<table class="counts"><thead><tr><th>part</th><th>scale</th>'
+        f"{head}<th>rows</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+    # errata and failures, one line each (rows of one statement grouped)
+    lines: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+    for s in order:
+        for r in results[s.name].get("rows", []):
+            v = r.get("verdict")
+            if v not in ("erratum", "does not hold"):
+                continue
+            text = r.get("erratum") or r.get("caveat") or r.get("statement", "")
+            lines.setdefault((v, r["label"], text), []).append(
+                (s.name, r.get("anchor", ""), r.get("variant", ""))
+            )
+    items = []
+    for (v, label, text), where in lines.items():
+        nb, anchor, _ = where[0]
+        variants = ", ".join(math_html(w[2]) for w in where if w[2])
+        what = f"{_numbered(label)}" + (f", {variants}" if variants else "")
+        link = f'<a href="#{html.escape(anchor)}">row</a>' if anchor else ""
+        kind = "" if v == "erratum" else f"{_badge(v)} "
+        items.append(f"<li>{kind}{what}: {math_html(_headline(text))} {link}</li>")
+    n_err = sum(len(w) for (v, _, _), w in lines.items() if v == "erratum")
+    n_fail = sum(len(w) for (v, _, _), w in lines.items() if v == "does not hold")
+    errata = (
+        f"<p><b>Errata</b> ({n_err} rows"
+        + (f", and {n_fail} that do not hold" if n_fail else "")
+        + "; the paper's statement is wrong as printed and the check confirms the corrected one):"
+        f"</p><ul>{''.join(items)}</ul>"
+        if items
+        else "<p><b>Errata</b>: none recorded.</p>"
+    )
+    return (
+        '<section class="summary" id="summary"><h2>Findings</h2>'
+        f"{counts_html}{errata}{_trained_summary(results, order)}</section>"
+    )
+
+
+def _trained_summary(results: dict[str, dict], order) -> str:
+    """One or two lines on the rows that rest on trained runs: their verdicts, the check's own
+    outcome per figure or table, and the runs' training budget and plateau states."""
+    rows = [
+        (s, r)
+        for s in order
+        for r in results[s.name].get("rows", [])
+        if r.get("run_states") and r.get("verdict") != PENDING
+    ]
+    if not rows:
+        return ""
+    verdicts = Counter(r["verdict"] for _, r in rows)
+    vtext = ", ".join(f"{verdicts[v]} {html.escape(v)}" for v in _TRAINED_ORDER if verdicts.get(v))
+    parts = sorted({s.name.split("_")[0].lstrip("0") for s, _ in rows})
+    by_label: dict[str, list[bool]] = {}
+    for _, r in rows:
+        if r["verdict"] != "outside the paper's regime":
+            by_label.setdefault(r["label"], []).append(bool(r.get("holds")))
+    outcome = "; ".join(
+        f"{_numbered(lab)} {sum(h)} of {len(h)}"
+        for lab, h in sorted(by_label.items(), key=lambda kv: _order_key(kv[0]))
+    )
+    runs: dict[str, list] = {}
+    for _, r in rows:
+        runs.update(r["run_states"])
+    states = Counter(st for st, _ in runs.values())
+    steps = [int(step) for _, step in runs.values() if step]
+    budget = f"{min(steps)}–{max(steps)} steps" if steps else "an unknown number of steps"
+    stext = ", ".join(
+        f"{n} {html.escape(st)}" for st, n in sorted(states.items(), key=lambda kv: -kv[1])
+    )
+    plateaued = states.get("plateaued", 0)
+    return (
+        f"<p><b>Trained runs</b> (parts {', '.join(parts)}; {len(rows)} rows: {vtext}). "
+        f"The check itself holds, verdict aside, in: {outcome}. "
+        f"They rest on {len(runs)} runs trained for {budget} (the paper trains 10<sup>4</sup>–"
+        f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}): "
+        f"{plateaued} of {len(runs)} have plateaued in E[TV] ({stext}), so no trained claim is "
+        "decided beyond its stated budget.</p>"
+    )
+
+
+def _order_key(label: str) -> tuple[int, str]:
+    from .labels import PAPER_LABELS
+
+    return (PAPER_LABELS.index(label) if label in PAPER_LABELS else len(PAPER_LABELS), label)
+
+
 def build_index(out_dir: str | os.PathLike | None = None) -> Path:
     """Write ``index.html`` from ``results/*.json`` (and ``results/_status.json``) in ``out_dir``.
 
@@ -221,7 +426,8 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
     Returns
     -------
     Path
-        The path of ``index.html``. Its bytes depend only on the results files (no time stamp).
+        The path of ``index.html``. Its bytes depend only on the results files and the git history
+        of the inputs (the citation stamp of :mod:`.citation`; no time stamp of the build).
     """
     out_dir = Path(out_dir) if out_dir is not None else output_dir()
     results = _load_results(out_dir)
@@ -229,20 +435,22 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
     specs = list(NOTEBOOKS) + [
         NotebookSpec(n, n, ()) for n in results if n not in {s.name for s in NOTEBOOKS}
     ]
+    pages = {s.name for s in specs if (out_dir / f"{s.name}.html").exists()}
 
-    counts = dict.fromkeys(VERDICTS, 0)
     body: list[str] = []
     failed: list[str] = []
     for spec in specs:
         st = status.get(spec.name, {})
         page = f"{spec.name}.html"
-        has_page = (out_dir / page).exists()
+        has_page = spec.name in pages
         title = html.escape(spec.title)
         link = f'<a href="{page}">{title}</a>' if has_page else title
         extra = ""
         if st.get("ok") is False:
             failed.append(spec.name)
             extra = ' &mdash; <span class="verdict v-fail">notebook failed</span>'
+        if spec.name in results:
+            extra += f" <small>({html.escape(_scale_of(results[spec.name]))})</small>"
         body.append(
             f'<tr class="part" id="part-{html.escape(spec.name)}"><td colspan="6">{link}{extra}'
             "</td></tr>"
@@ -258,25 +466,26 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
             body.append('<tr><td colspan="6" class="missing">no results recorded</td></tr>')
         for r in rows:
             v = r.get("verdict", PENDING)
-            counts[v] = counts.get(v, 0) + 1
-            lab = html.escape(r["label"])
             anchor = r.get("anchor") or ""
+            number = paper_number(r["label"])
+            lab = html.escape(r["label"])
             lab = f'<a href="{page}#{anchor}">{lab}</a>' if has_page and anchor else lab
+            if number:
+                lab = f'<span class="pnum">{html.escape(number)}</span>{lab}'
             if r.get("variant"):
                 lab += f"<br><small>{math_html(r['variant'])}</small>"
             verdict = _badge(v) + "".join(_notes(r))
             paper = fmt(r.get("paper_value")) if r.get("paper_value") is not None else "—"
+            rid = f' id="{html.escape(anchor)}"' if anchor else ""
             body.append(
-                f'<tr><td class="label">{lab}</td><td>{_measurement(r)}</td>'
+                f'<tr{rid}><td class="label">{lab}</td><td>{_measurement(r)}</td>'
                 f'<td class="num">{_ours(r)}</td><td class="num">{_compared(r)}</td>'
                 f'<td class="num">{paper}</td><td>{verdict}</td></tr>'
             )
 
     kinds = "".join(
-        f'<tr><td>{_badge(v)}</td><td class="n">{counts.get(v, 0)}</td>'
-        f"<td>{html.escape(VERDICT_DEFINITIONS[v])}</td></tr>"
+        f"<tr><td>{_badge(v)}</td><td>{html.escape(VERDICT_DEFINITIONS[v])}</td></tr>"
         for v in VERDICTS
-        if v != PENDING or counts.get(v)
     )
     banner = ""
     if failed:
@@ -285,20 +494,15 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
             + ", ".join(f'<a href="{n}.html">{n}</a>' for n in failed)
             + ". Their rows may be incomplete.</p>"
         )
-    scales = sorted({d.get("scale", "quick") for d in results.values()}) or ["quick"]
-    scale_names = html.escape(", ".join(scales))
-    paper = "Transformers Can Learn Posterior Predictive Distributions In-Context"
     intro = (
-        '<p class="sub">Each row is one result of the paper, named by its LaTeX '
-        "<code>\\label{}</code>\n"
-        "(a variant of it, such as a dimension or a design, is named under the label), "
-        "measured by\n"
-        "<code>pfntheory.claims</code> (the numbers <code>verify/</code> asserts on) "
-        "or read from the trained\n"
-        "runs. <b>ours</b> is the measured quantity; <b>compared with</b> is the bound, "
-        "threshold or reference\n"
-        "the check compares it with; <b>paper</b> is the number the paper prints, "
-        "where it prints one.\n"
+        '<p class="sub">The executable supplement of the paper: every result it states, measured. '
+        "Each row below is one result, named by the number the paper prints for it and its LaTeX "
+        "<code>\\label{}</code> (a variant, such as a dimension or a design, is named under it), "
+        "measured by <code>pfntheory.claims</code> (the numbers <code>verify/</code> asserts on) "
+        "or read from the trained runs. <b>ours</b> is the measured quantity the row names; "
+        "<b>compared with</b> is the bound, threshold or reference the check compares it with; "
+        "<b>paper</b> is the number the paper prints for that quantity, where it prints one. "
+        "Click a label for the figure or table beside the claim.</p>"
     )
     toc = " · ".join(
         f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>' for s in specs
@@ -308,11 +512,13 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>pfntheory — verification report</title><style>{_INDEX_CSS}{CSS}</style></head>
 <body>
-<h1>{paper} — verification report</h1>
-{intro}Click a label for the figure or table beside the claim. Scale: <b>{scale_names}</b>.</p>
-<h2>Verdicts by kind</h2>
-<table class="kinds">{kinds}</table>
+<h1>{PAPER_TITLE} — verification report</h1>
+{intro}
 {banner}
+{summary_html(results, specs, pages)}
+{citation_html(build_stamp())}
+<details class="defs"><summary><b>What the verdicts mean</b></summary>
+<table class="kinds">{kinds}</table></details>
 <p class="sub">Parts: {toc}</p>
 <table class="rows">
 <colgroup><col class="c-label"><col class="c-meas"><col class="c-num"><col class="c-num">

@@ -10,6 +10,8 @@ itself never reads the paper.
 
 from __future__ import annotations
 
+from .._checks import checked, instance_of
+
 __all__ = ["PAPER_LABELS", "PAPER_NUMBERS", "paper_number", "check_label"]
 
 #: Every ``\\label{...}`` of the paper, in the order they appear.
@@ -162,6 +164,7 @@ PAPER_NUMBERS: dict[str, str] = {
 }
 
 
+@checked(label=instance_of(str))
 def paper_number(label: str) -> str:
     """What the paper prints for ``label`` ("Theorem 3.1", "Figure 2", "Appendix A"), or "" for a
     label it does not number."""

@@ -23,6 +23,8 @@ import string
 import sys
 from dataclasses import dataclass, field
 
+from .._checks import checked, instance_of
+
 __all__ = ["number_labels", "theorem_environments"]
 
 _TOKEN = re.compile(
@@ -47,6 +49,7 @@ def _strip_comments(tex: str) -> str:
     return re.sub(r"(?<!\\)%.*", "", tex)
 
 
+@checked(tex=instance_of(str))
 def theorem_environments(tex: str) -> dict[str, tuple[str, str, str | None]]:
     """``{environment: (printed name, counter, reset-by counter or None)}`` from the
     ``\\newtheorem`` declarations of ``tex`` (shared counters resolved to their owner)."""
@@ -71,6 +74,7 @@ class _Frame:
     row_tag: str | None = None
 
 
+@checked(tex=instance_of(str))
 def number_labels(tex: str) -> dict[str, str]:
     """``{label: printed reference}`` for every ``\\label`` of the LaTeX source ``tex``.
 

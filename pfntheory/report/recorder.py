@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pfntheory._checks import checked, instance_of
 from pfntheory.claims import (
     CAVEAT,
     ERRATUM,
@@ -57,6 +58,7 @@ __all__ = [
     "decide_verdict",
     "verdict_of",
     "convergence_of",
+    "explain_tolerance",
     "SIGNIFICANT",
 ]
 
@@ -133,6 +135,46 @@ def _rel(path) -> str:
         return str(path)
 
 
+def _tolerance_reasons() -> list[tuple[re.Pattern, str]]:
+    """(pattern, reason) pairs: a tolerance that matches gets its reason appended once. The margins
+    are those of :mod:`pfntheory.claims.trained`, read from it (never restated)."""
+    from pfntheory.claims import trained
+
+    slack = getattr(trained, "COVERAGE_SLACK", None)
+    z = getattr(trained, "Z_MARGIN", None)
+    out = []
+    if slack is not None:
+        out.append(
+            (
+                re.compile(rf"\|coverage - (?:0\.9|nominal)\| <= {re.escape(str(slack))} \+"),
+                f"why {slack:g}: the largest deviation the paper itself calls 'reasonably close "
+                "to nominal' (0.848 at the 90% level, supp-tab:lengthscale-crps, L=8); why "
+                f"{z:g} SE: a one-sided normal tail of 0.13%, so that sampling noise alone does "
+                "not fail the check",
+            )
+        )
+    if z is not None:
+        out.append(
+            (
+                re.compile(rf"^(?:TV|CRPS|log-rise)\(.*> -?{re.escape(f'{z:g}')} SE"),
+                f"why {z:g} SE: a one-sided normal tail of 0.13% per comparison; the unpaired SE "
+                "over-states the paired one (both means are on the same instances), so the test is "
+                "conservative",
+            )
+        )
+    return out
+
+
+@checked(tolerance=instance_of(str))
+def explain_tolerance(tolerance: str) -> str:
+    """``tolerance`` with the reason for its margin appended where the report knows one and the
+    text does not already give it (e.g. why ``|coverage - 0.9| <= 0.05 + 3 SE``)."""
+    if not tolerance or "why " in tolerance:
+        return tolerance
+    reasons = [why for pat, why in _tolerance_reasons() if pat.search(tolerance)]
+    return tolerance + "".join(f" ({why})" for why in reasons[:1])
+
+
 def verdict_of(holds: bool | None, caveat: str = "") -> str:
     """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a
     false ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
@@ -176,7 +218,8 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
             "status": "improving",
             "runs": per_run,
             "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. {_rel(rd)}: "
-            f"{st['state']} at {st['last_step']} steps; {st['criterion']})",
+            f"{st['state']} at {st['last_step']} steps). Plateau criterion, not met: "
+            f"{st['criterion']}",
         }
     if missing:
         return {
@@ -242,6 +285,8 @@ class Row:
     anchor: str = ""
     missing: str = ""  # for pending rows: what is not available
     details: dict[str, Any] = field(default_factory=dict)
+    # per trained run read: [plateau state, last step] (the index sums them up)
+    run_states: dict[str, list] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -337,12 +382,12 @@ class Recorder:
 
         Returns
         -------
-        result
-            The argument, unchanged, so that a cell can keep using it.
+        None
+            Nothing, so that a cell ending in ``rec.add(...)`` shows the row's card and never the
+            result's repr (keep the result in a variable to use it further).
         """
         for r in result if isinstance(result, (list, tuple)) else (result,):
             self._add_one(r, **options)
-        return result
 
     def _add_one(
         self,
@@ -387,6 +432,10 @@ class Recorder:
             convergence=conv["status"] if conv else None,
         )
         pv = paper_value if paper_value is not None else getattr(result, "paper_value", None)
+        states = {
+            run: [st["state"], st.get("last_step")] if st else ["no curve", None]
+            for run, st in (conv["runs"].items() if conv else ())
+        }
         row = self._row(
             lab,
             variant,
@@ -401,13 +450,14 @@ class Recorder:
             compare=compare,
             paper_value=_finite_or_none(pv),
             measured=measured or str(details.get("measured", "")),
-            tolerance=result.tolerance if tolerance is None else tolerance,
+            tolerance=explain_tolerance(result.tolerance if tolerance is None else tolerance),
             caveat=caveat,
             erratum=erratum,
             outside=outside,
             convergence=conv["text"] if conv else "",
             run_dir=run_dir,
             details=_scalars(details),
+            run_states=states,
         )
         self._append(row, show)
 
@@ -445,23 +495,27 @@ class Recorder:
         return path
 
     def table(self):
-        """The rows so far as a :class:`pandas.DataFrame` (for display at the end of a notebook)."""
-        import pandas as pd
+        """The rows so far as a :class:`~pfntheory.report.tables.Table` (for display at the end of
+        a notebook): the paper's number and label, the variant, what was measured, our number,
+        what it is compared with, the paper's number and the verdict, rounded, "—" where absent."""
+        from .html import fmt
+        from .labels import paper_number
+        from .tables import Table
 
-        return pd.DataFrame(
+        rows = [
             [
-                {
-                    "result": r.label,
-                    "variant": r.variant,
-                    "verdict": r.verdict,
-                    "measured": r.measured,
-                    "ours": r.observed,
-                    "compared with": r.bound,
-                    "paper": r.paper_value,
-                }
-                for r in self.rows
+                f"{paper_number(r.label)} ({r.label})" if paper_number(r.label) else r.label,
+                r.variant or "—",
+                r.measured or r.missing or "—",
+                "—" if r.verdict == PENDING else fmt(r.observed),
+                "—" if r.verdict == PENDING or r.bound is None else f"{fmt(r.bound)} ({r.compare})",
+                fmt(r.paper_value),
+                r.verdict,
             ]
-        )
+            for r in self.rows
+        ]
+        columns = ["result", "variant", "measured", "ours", "compared with", "paper", "verdict"]
+        return Table(columns, rows, numeric=[False, False, False, True, True, True, False])
 
 
 def _display_html(markup: str) -> None:
