@@ -16,5 +16,5 @@ __version__ = "0.1.0"
 
 #: Default noise variance sigma^2 of the synthetic tasks. The paper text says sigma^2 = 0.2, but
 #: only noise *standard deviation* 0.2 (variance 0.04) is consistent with
-#: supp-tab:lengthscale-crps; see README.
+#: supp-tab:lengthscale-crps; see docs/findings.md, "Noise".
 DEFAULT_NOISE_VAR = 0.04

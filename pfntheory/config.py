@@ -153,8 +153,8 @@ class TaskSpec:
     d : int
         Input dimension.
     noise_var : float
-        Noise variance ``sigma^2`` (``DEFAULT_NOISE_VAR``, i.e. std 0.2; see the README finding;
-        unused by 'hier_rbf', whose noise is on the grid).
+        Noise variance ``sigma^2`` (``DEFAULT_NOISE_VAR``, i.e. std 0.2; see docs/findings.md,
+        "Noise"; unused by 'hier_rbf', whose noise is on the grid).
     alpha, lengthscale : float
         RBF amplitude and lengthscale (sec:sims: 1 and 0.8).
     hier_lengthscales, hier_noise_stds : tuple of float

@@ -162,6 +162,30 @@ def test_every_subcommand_is_registered():
     assert {"train", "evaluate", "compare", "sweep", "report", "casestudy"} <= set(sub.choices)
 
 
+def test_readme_runs_what_ci_runs():
+    """The README's whole-suite command is the last line of .ci/run, byte for byte, on its first
+    screen, after the CPU-only torch install; the README stays short and its links, and those of
+    docs/, resolve to files of the repository."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text().splitlines()
+    ci = [ln for ln in (root / ".ci" / "run").read_text().splitlines() if ln.strip()]
+    assert ci[-1] in readme, "README.md lost .ci/run's test command"
+    first_screen = readme[:40]
+    assert ci[-1] in first_screen and 'python -m pip install -e ".[test,data]"' in "\n".join(
+        first_screen
+    )
+    torch_line = next(i for i, ln in enumerate(readme) if "pip install torch" in ln)
+    assert torch_line < min(i for i, ln in enumerate(readme) if "pip install -e" in ln)
+    assert len(readme) <= 150
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+            if "://" not in target:
+                assert (doc.parent / target).exists(), f"{doc.name} links to missing {target}"
+
+
 @pytest.mark.parametrize(
     "argv,match",
     [

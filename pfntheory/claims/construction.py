@@ -365,7 +365,8 @@ def check_tfpr_far_query(
     converging = [
         bool(np.isfinite(v["error"]) and v["error"] < v["error_half_depth"]) for v in (near, far)
     ]
-    # the erratum (README): the paper's implicit claim fails exactly at the far query, as predicted
+    # the erratum (docs/findings.md, "Normalised attention"): the paper's implicit claim fails
+    # exactly at the far query, as predicted
     confirmed = bool(converging[0] and not converging[1] and far["query_factor"] > 1.0)
     return ClaimResult(
         label="sec:generalization (TF^pr)",

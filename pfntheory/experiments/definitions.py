@@ -28,8 +28,8 @@ supp-fig:exp2-3 (sec:exp3), supp-fig:exp2 d4-1 ... supp-fig:exp2 d8-2 uni (supp-
 fig:stepsize, supp-tab:lengthscale-crps, supp-tab:hierarchical-gp.
 
 Noise: every task uses ``noise_var = DEFAULT_NOISE_VAR = 0.04`` (std 0.2). The paper's text says
-sigma^2 = 0.2, but only std 0.2 is consistent with the CRPS of supp-tab:lengthscale-crps (see the
-README's errata); the hierarchical grid {0.1, 0.2, 0.3} lists noise STDs.
+sigma^2 = 0.2, but only std 0.2 is consistent with the CRPS of supp-tab:lengthscale-crps (see
+docs/findings.md, "Noise"); the hierarchical grid {0.1, 0.2, 0.3} lists noise STDs.
 """
 
 from __future__ import annotations
@@ -721,8 +721,9 @@ _SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 #:   (+-0.019 with 12 points, 6 in the last half: too close to decide). About 3 hours of one core
 #:   (1.3 s per step measured over its first 1000 steps), more than one session leaves beside the
 #:   rest, so it is trained over several sessions: its ``checkpoint.pt`` is committed while it is
-#:   unfinished and every sweep resumes it bitwise (README "What ran where"). The claim is decided
-#:   on the longest complete run (:func:`pfntheory.claims.trained.check_shift_regime`).
+#:   unfinished and every sweep resumes it bitwise (docs/scales.md, "Runs longer than a
+#:   session"). The claim is decided on the longest complete run
+#:   (:func:`pfntheory.claims.trained.check_shift_regime`).
 SHIFT_CPU_STEPS = 2000
 SHIFT_CPU_LONG_STEPS = 8000
 SHIFT_CPU_LONG_CURVE = 1024

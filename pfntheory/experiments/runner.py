@@ -887,7 +887,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def partial_progress(spec, run_dir) -> str | None:
     """How far an unfinished trained run has got, from its ``checkpoint.pt`` (None: no checkpoint,
     or not a trained run). A checkpoint committed at the end of one session lets the next resume
-    the run bitwise (README, "What ran where"); ``sweep --list`` shows it as ``part``."""
+    the run bitwise (docs/scales.md, "Runs longer than a session"); ``sweep --list`` shows it as
+    ``part``."""
     ckpt = Path(run_dir) / "checkpoint.pt"
     if not isinstance(spec, RunSpec) or not ckpt.is_file():
         return None
