@@ -37,6 +37,47 @@ def test_committed_page_holds_every_figure(name):
     )
 
 
+@pytest.mark.parametrize("name", [s.name for s in report.NOTEBOOKS])
+def test_committed_page_images_have_alt_text(name):
+    """Every image of a page has alt text of its own (a figure's titles and axes, or the section
+    it sits in), never nbconvert's placeholder."""
+    html = (report.DEFAULT_OUT / f"{name}.html").read_text()
+    imgs = re.findall(r"<img\b[^>]*>", html)
+    alts = [re.search(r'\balt="([^"]*)"', i) for i in imgs]
+    assert all(a and a.group(1).strip() for a in alts), f"{name}: an image without alt text"
+    assert "No description has been provided" not in html
+
+
+@pytest.mark.parametrize("name", [s.name for s in report.NOTEBOOKS])
+def test_committed_page_links_its_neighbours(name):
+    """Each page links to the index (and its part of it) and to the previous and next page, at
+    the top and at the bottom."""
+    html = (report.DEFAULT_OUT / f"{name}.html").read_text()
+    names = [s.name for s in report.NOTEBOOKS]
+    i = names.index(name)
+    assert html.count('<nav class="pager">') == 2
+    assert f'href="index.html#part-{name}"' in html
+    if i > 0:
+        assert f'href="{names[i - 1]}.html" rel="prev"' in html
+    if i + 1 < len(names):
+        assert f'href="{names[i + 1]}.html" rel="next"' in html
+
+
+#: Pages whose every table and output this task formats (page 07 is built by report.cpu).
+FORMATTED = [s.name for s in report.NOTEBOOKS if s.name != "07_cpu_scale"]
+
+
+@pytest.mark.parametrize("name", FORMATTED)
+def test_committed_page_has_no_raw_output(name):
+    """No ClaimResult repr, no default pandas frame, no NaN / None / unrounded scientific cell."""
+    html = (report.DEFAULT_OUT / f"{name}.html").read_text()
+    assert "ClaimResult(" not in html
+    assert 'class="dataframe' not in html
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
+    bad = [c for c in cells if c.strip() in ("NaN", "nan", "None") or re.search(r"\de[-+]0\d", c)]
+    assert not bad, f"{name}: raw cells {bad[:5]}"
+
+
 @pytest.mark.parametrize("name", ["index"] + [s.name for s in report.NOTEBOOKS])
 def test_committed_page_is_offline(name):
     html = (report.DEFAULT_OUT / f"{name}.html").read_text()
@@ -61,9 +102,14 @@ def test_runner_puts_figures_on_the_page(tmp_path):
         import matplotlib.pyplot as plt
         from pfntheory import report
         from pfntheory.claims import ClaimResult
+        report.setup_plots()
         rec = report.Recorder("zz_fig")
         fig, ax = plt.subplots()
         ax.plot([0, 1], [0, 1])
+        ax.set(title="A line", xlabel="x", ylabel="y")
+        plt.show()
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 0])
         plt.show()
         rec.add(ClaimResult("thm:lambda1", "a line", True, 1.0, 2.0))
         """)
@@ -71,7 +117,10 @@ def test_runner_puts_figures_on_the_page(tmp_path):
     out = tmp_path / "rep"
     assert report.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
     page = (out / "zz_fig.html").read_text()
-    assert len(re.findall(r"<img\b", page)) == 1
+    assert len(re.findall(r"<img\b", page)) == 2
+    assert 'alt="A line: y against x"' in page  # the figure describes itself
+    assert 'alt="Figure in the section' in page  # a figure that does not: its section
+    assert "ClaimResult(" not in page  # a cell ending in rec.add shows the card only
     assert '<nav class="toc">' in page and 'href="#sec-2"' in page  # table of contents
     assert "λ<sub>1</sub> ≤ σ<sup>2</sup>" in page  # maths typeset offline
     assert '<details class="code">' in page  # code folded

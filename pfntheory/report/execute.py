@@ -52,6 +52,21 @@ _TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {{ super() }}
 </details>
 {%- endblock input_group %}
+{% block data_png scoped %}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}"
+alt="{{ output | get_metadata('alt', 'image/png') | escape_html }}"
+{%- set width=output | get_metadata('width', 'image/png') -%}
+{%- if width is not none %}
+width={{ width | escape_html }}
+{%- endif %}
+{%- set height=output | get_metadata('height', 'image/png') -%}
+{%- if height is not none %}
+height={{ height | escape_html }}
+{%- endif %}
+>
+</div>
+{%- endblock data_png %}
 {% block stream_stderr -%}
 <details class="log"><summary>log (stderr)</summary>
 {{ super() }}
@@ -187,24 +202,73 @@ def _anchored(nb):
     return nb, toc
 
 
+def _pager(name: str) -> str:
+    """Links to the index, the part of the index that lists this page, and the previous and next
+    pages of the report (none for a notebook that is not one of :data:`NOTEBOOKS`)."""
+    names = [s.name for s in NOTEBOOKS]
+    links = ['<a href="index.html">&uarr; verification index</a>']
+    if name in names:
+        links.append(f'<a href="index.html#part-{name}">this part&#x27;s rows</a>')
+    left = right = ""
+    if name in names:
+        i = names.index(name)
+        if i > 0:
+            p = NOTEBOOKS[i - 1]
+            left = f'<a href="{p.name}.html" rel="prev">&larr; {html.escape(p.title)}</a>'
+        if i + 1 < len(names):
+            n = NOTEBOOKS[i + 1]
+            right = f'<a href="{n.name}.html" rel="next">{html.escape(n.title)} &rarr;</a>'
+    return (
+        f'<nav class="pager"><span>{left}</span><span>{" · ".join(links)}</span>'
+        f"<span>{right}</span></nav>"
+    )
+
+
+def _figure_alt(nb) -> None:
+    """Give every PNG output alt text: the kernel's (a figure's titles and axes, set by
+    :func:`~pfntheory.report.plots.setup_plots`, or an image's ``alt=``), else the section it
+    appears in."""
+    heading = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            found = re.findall(r"^#{1,3}\s+(.+?)\s*#*\s*$", cell.source, re.M)
+            if found:
+                heading = re.sub(r"<[^>]+>", "", found[-1])
+            continue
+        for out in cell.get("outputs", []):
+            if "image/png" not in out.get("data", {}):
+                continue
+            md = out.setdefault("metadata", {})
+            alt = (md.get("image/png") or {}).get("alt") or md.get("alt")
+            if not alt:
+                alt = f"Figure in the section '{html.unescape(heading)}'" if heading else "Figure"
+            md.setdefault("image/png", {})["alt"] = alt
+
+
 def export_html(nb, path: Path, *, ok: bool) -> Path:
-    """Write the executed notebook ``nb`` as a self-contained, offline HTML page at ``path``."""
+    """Write the executed notebook ``nb`` as a self-contained, offline HTML page at ``path``:
+    links to the index and to the previous and next pages at the top and at the bottom, a table of
+    contents, alt text on every figure."""
     import jinja2
     import nbformat
     from nbconvert import HTMLExporter
 
     nb, toc = _anchored(nb)
+    _figure_alt(nb)
     items = "".join(
         f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc
     )
-    status = "" if ok else " &mdash; <b>this notebook failed; see the traceback below</b>"
+    status = "" if ok else "<p><b>This notebook failed; see the traceback below.</b></p>\n\n"
+    pager = _pager(Path(path).stem)
     header = nbformat.v4.new_markdown_cell(
-        f'<p><a href="index.html">&larr; verification index</a>{status}</p>\n\n'
-        f'<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>'
+        f'{pager}\n\n{status}<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>'
     )
     header.id = "pfn-header"
     first_md = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
     nb.cells.insert(first_md + 1, header)
+    footer = nbformat.v4.new_markdown_cell(pager)
+    footer.id = "pfn-footer"
+    nb.cells.append(footer)
     exporter = HTMLExporter(
         template_name="lab", extra_loaders=[jinja2.DictLoader({"pfn_page.html.j2": _TEMPLATE})]
     )

@@ -18,6 +18,7 @@ from .spec import output_dir
 
 __all__ = [
     "setup_plots",
+    "describe_figure",
     "save_figure",
     "show_png",
     "log_axis",
@@ -30,10 +31,57 @@ LEARNING_CURVE = "learning_curve.json"
 _POINT_KEYS = ("step", "n", "tv", "tv_se")
 
 
+def describe_figure(fig, limit: int = 400) -> str:
+    """Alt text for a matplotlib figure, from what it says about itself: its suptitle, then per
+    panel "title: y-label against x-label" (panels without a title or an x-label, such as colour
+    bars, are skipped; repeated descriptions once); "" for a figure that says nothing."""
+    parts: list[str] = []
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text():
+        parts.append(sup.get_text())
+    for ax in fig.axes:
+        title = " ".join(
+            t for t in (ax.get_title("left"), ax.get_title(), ax.get_title("right")) if t
+        )
+        x, y = ax.get_xlabel(), ax.get_ylabel()
+        if not (title or x):
+            continue
+        desc = ": ".join(p for p in (title, f"{y} against {x}" if y and x else (y or x)) if p)
+        if desc not in parts:
+            parts.append(desc)
+    text = "; ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _describe_inline_figures() -> None:
+    """Make the inline backend send :func:`describe_figure` as each figure's alt text (the page
+    exporter writes it into the ``<img>``). A backend without the hook is left as it is."""
+    try:
+        from matplotlib_inline import backend_inline
+    except ImportError:  # pragma: no cover - installed with the report extra
+        return
+    original = getattr(backend_inline, "_fetch_figure_metadata", None)
+    if original is None or getattr(original, "_pfn_alt", False):
+        return
+
+    def with_alt(fig):
+        md = dict(original(fig) or {})
+        alt = describe_figure(fig)
+        if alt:
+            md["alt"] = alt
+        return md or None
+
+    with_alt._pfn_alt = True  # type: ignore[attr-defined]
+    backend_inline._fetch_figure_metadata = with_alt
+
+
 def setup_plots() -> None:
     """The report's matplotlib style: constrained layout, small legends, light grid, fixed PNG
-    metadata (no software version in the file, so that a rebuild writes the same bytes)."""
+    metadata (no software version in the file, so that a rebuild writes the same bytes); in a
+    notebook kernel, every figure shown inline carries alt text (:func:`describe_figure`)."""
     import matplotlib as mpl
+
+    _describe_inline_figures()
 
     mpl.rcParams.update(
         {
