@@ -11,13 +11,31 @@ Errors
 * :class:`ArgumentTypeError` -- a subclass of both :class:`TypeError` and :class:`ValueError` --
   for a value of the wrong kind (a string, ``None``, a complex array), so callers that catch either
   get it.
+
+Every message names the argument and the accepted range (docs/reliability.md states the contract;
+tests/test_contract.py checks it on every public callable it can find).
+
+Declaring the checks
+--------------------
+A function checks each argument either in its body (``n = positive_int(n, "n")``) or, for a
+function with many arguments, by declaring a *rule* per argument with :func:`checked`::
+
+    @checked(n=positive_int, noise_var=positive_scalar, seeds=seed_tuple, kernel=check_kernel)
+    def check_tf_rate(kernel, n, d, noise_var, seeds=(0, 1)): ...
+
+A rule is a callable ``rule(value, name) -> value`` that returns the checked (converted) value or
+raises; the validators below are rules, and :func:`ints`, :func:`floats`, :func:`pair`,
+:func:`one_of`, :func:`instance_of`, :func:`optional` and :func:`array` make rules.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -38,6 +56,24 @@ __all__ = [
     "check_callable",
     "check_size",
     "spd_matrix",
+    "Rule",
+    "checked",
+    "nonneg_int",
+    "nonneg_scalar",
+    "seed",
+    "seed_tuple",
+    "int_tuple",
+    "float_tuple",
+    "ints",
+    "floats",
+    "pair",
+    "one_of",
+    "instance_of",
+    "optional",
+    "array",
+    "mapping",
+    "sequence",
+    "check_kernel",
 ]
 
 #: Largest array (in elements) a public function will allocate or accept: 10**8 float64 values are
@@ -265,3 +301,195 @@ def spd_matrix(A, name: str, *, batch: bool = False) -> np.ndarray:
     except np.linalg.LinAlgError as err:
         raise ValueError(f"{name} must be positive definite (Cholesky failed)") from err
     return a
+
+
+# ------------------------------------------------------------------------------------------------
+# rules and the decorator that applies them
+# ------------------------------------------------------------------------------------------------
+
+#: A check of one argument: ``rule(value, name)`` returns the checked value or raises.
+Rule = Callable[[Any, str], Any]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Largest seed accepted (torch's generators take seeds below 2**64; NumPy's any non-negative int).
+MAX_SEED = 2**63 - 1
+
+
+def checked(**rules: Rule) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorator: check the named arguments with their rules where they enter.
+
+    Only arguments the caller passes are checked (a default is valid by construction); each is
+    replaced by what its rule returns (``3.0`` -> ``3`` for a count, a list -> a tuple...). A rule
+    for a parameter the function does not have is a programming error, reported at import.
+    """
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        sig = inspect.signature(fn)
+        unknown = sorted(set(rules) - set(sig.parameters))
+        if unknown:
+            raise TypeError(f"checked(): {fn.__qualname__} has no parameter(s) {unknown}")
+
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            bound = sig.bind(*args, **kwargs)
+            for name, value in bound.arguments.items():
+                rule = rules.get(name)
+                if rule is not None:
+                    bound.arguments[name] = rule(value, name)
+            return fn(*bound.args, **bound.kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def nonneg_int(x, name: str) -> int:
+    """An integer ``>= 0`` (a count that may be zero: restarts, an iteration index...)."""
+    return positive_int(x, name, minimum=0)
+
+
+def nonneg_scalar(x, name: str) -> float:
+    """A finite float ``>= 0``."""
+    return positive_scalar(x, name, allow_zero=True)
+
+
+def seed(x, name: str) -> int:
+    """A seed: an integer in ``[0, 2**63 - 1]``."""
+    return positive_int(x, name, minimum=0, maximum=MAX_SEED)
+
+
+def _items(x, name: str, what: str) -> list:
+    """The items of a sequence or 1-d array; None, strings, mappings, sets and scalars refused."""
+    if x is None or isinstance(x, (str, bytes, Mapping, set, frozenset)):
+        raise ArgumentTypeError(f"{name} must be a sequence of {what}, got {_describe(x)}")
+    if isinstance(x, np.ndarray):
+        if x.ndim != 1:
+            raise ValueError(f"{name} must be a 1-d sequence of {what}, got shape {x.shape}")
+        return list(x)
+    try:
+        return list(x)
+    except TypeError as err:
+        raise ArgumentTypeError(f"{name} must be a sequence of {what}, got {_describe(x)}") from err
+
+
+def int_tuple(
+    x, name: str, *, minimum: int = 1, maximum: int | None = None, non_empty: bool = True
+) -> tuple[int, ...]:
+    """A sequence of integers in ``[minimum, maximum]`` as a tuple (context sizes, seeds...)."""
+    items = _items(x, name, "integers")
+    if non_empty and not items:
+        raise ValueError(f"{name} must not be empty")
+    return tuple(positive_int(v, name, minimum=minimum, maximum=maximum) for v in items)
+
+
+def seed_tuple(x, name: str) -> tuple[int, ...]:
+    """A non-empty sequence of seeds."""
+    return int_tuple(x, name, minimum=0, maximum=MAX_SEED)
+
+
+def float_tuple(
+    x,
+    name: str,
+    *,
+    positive: bool = False,
+    unit: bool = False,
+    non_empty: bool = True,
+) -> tuple[float, ...]:
+    """A sequence of finite floats as a tuple; ``positive``: each ``> 0``; ``unit``: each in
+    ``(0, 1)``."""
+    items = _items(x, name, "real numbers")
+    if non_empty and not items:
+        raise ValueError(f"{name} must not be empty")
+    if unit:
+        return tuple(probability(v, name) for v in items)
+    if positive:
+        return tuple(positive_scalar(v, name) for v in items)
+    return tuple(finite_scalar(v, name) for v in items)
+
+
+def ints(minimum: int = 1, maximum: int | None = None, non_empty: bool = True) -> Rule:
+    """Rule: :func:`int_tuple` with these bounds."""
+    return functools.partial(int_tuple, minimum=minimum, maximum=maximum, non_empty=non_empty)
+
+
+def floats(positive: bool = False, unit: bool = False, non_empty: bool = True) -> Rule:
+    """Rule: :func:`float_tuple` with these conditions."""
+    return functools.partial(float_tuple, positive=positive, unit=unit, non_empty=non_empty)
+
+
+def pair(x, name: str) -> tuple[float, float]:
+    """An increasing pair of finite floats ``(lo, hi)``, ``lo < hi`` (a band, an interval)."""
+    items = _items(x, name, "two real numbers")
+    if len(items) != 2:
+        raise ValueError(f"{name} must be a pair (lo, hi), got {_describe(x)}")
+    return interval(items[0], items[1], f"{name}[0]", f"{name}[1]")
+
+
+def one_of(options: Sequence) -> Rule:
+    """Rule: :func:`choice` among ``options``."""
+
+    def rule(x, name: str):
+        return choice(x, name, options)
+
+    return rule
+
+
+def instance_of(*types: type, what: str | None = None) -> Rule:
+    """Rule: an instance of one of ``types`` (described as ``what`` in the message)."""
+    desc = what or " or ".join(t.__name__ for t in types)
+
+    def rule(x, name: str):
+        if not isinstance(x, types):
+            raise ArgumentTypeError(f"{name} must be a {desc}, got {_describe(x)}")
+        return x
+
+    return rule
+
+
+def optional(rule: Rule) -> Rule:
+    """Rule: None, or what ``rule`` accepts."""
+
+    def opt(x, name: str):
+        return None if x is None else rule(x, name)
+
+    return opt
+
+
+def array(**kw) -> Rule:
+    """Rule: :func:`as_float_array` with these keywords (``ndim``, ``non_empty``...)."""
+
+    def rule(x, name: str) -> np.ndarray:
+        return as_float_array(x, name, **kw)
+
+    return rule
+
+
+def mapping(x, name: str, *, non_empty: bool = True) -> Mapping:
+    """A mapping (a dict of results, a table of values); non-empty unless allowed."""
+    if not isinstance(x, Mapping):
+        raise ArgumentTypeError(f"{name} must be a mapping (dict), got {_describe(x)}")
+    if non_empty and not x:
+        raise ValueError(f"{name} must not be empty")
+    return x
+
+
+def sequence(x, name: str, *, non_empty: bool = True) -> list:
+    """A sequence of items of any kind as a list (None, strings, mappings refused)."""
+    items = _items(x, name, "items")
+    if non_empty and not items:
+        raise ValueError(f"{name} must not be empty")
+    return items
+
+
+def check_kernel(kernel, name: str = "kernel"):
+    """A kernel of :mod:`pfntheory.kernels` (callable, with a ``diag`` method)."""
+    if isinstance(kernel, type) or not (
+        callable(kernel) and callable(getattr(kernel, "diag", None))
+    ):
+        raise ArgumentTypeError(
+            f"{name} must be a kernel of pfntheory.kernels (callable with a "
+            f".diag method), got {_describe(kernel)}"
+        )
+    return kernel

@@ -24,6 +24,18 @@ import scipy.optimize
 import scipy.special
 from scipy.special import ndtr
 
+from ._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    check_rng,
+    check_size,
+    choice,
+    finite_scalar,
+    interval,
+    positive_int,
+    positive_scalar,
+    probability,
+)
 from .discretize import (
     gaussian_lipschitz,
     gaussian_T,
@@ -49,6 +61,9 @@ __all__ = [
 
 #: The kinds :func:`random_density` draws from.
 DENSITY_KINDS = ("gaussian", "mixture", "triangular", "laplace")
+
+#: Tolerance on ``sum(w) = 1`` for mixture weights (a few ulps per weight: ``w / w.sum()`` passes).
+WEIGHT_SUM_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -117,9 +132,18 @@ def _trivial_family(pdf):
     return np.ones(1), T
 
 
+def _check_density(density, name: str = "density") -> Density:
+    if not isinstance(density, Density):
+        raise ArgumentTypeError(
+            f"{name} must be a pfntheory.densities.Density, got {type(density).__name__}"
+        )
+    return density
+
+
 def gaussian(mu: float, tau: float) -> Density:
     """``N(mu, tau)``; ``L = 1 / (tau sqrt(2 pi e))``; readout ``psi = (mu/tau, -1/(2 tau))``,
-    ``T = (y, y^2)``."""
+    ``T = (y, y^2)``. ``mu`` finite, ``tau > 0`` finite."""
+    mu, tau = finite_scalar(mu, "mu"), positive_scalar(tau, "tau")
     s = np.sqrt(tau)
     return Density(
         name="gaussian",
@@ -134,8 +158,24 @@ def gaussian(mu: float, tau: float) -> Density:
 
 
 def gaussian_mixture(w, mu, tau) -> Density:
-    """``sum_k w_k N(mu_k, tau_k)``; ``L`` located numerically; trivial-family readout."""
-    w, mu, tau = (np.asarray(v, float) for v in (w, mu, tau))
+    """``sum_k w_k N(mu_k, tau_k)``; ``L`` located numerically; trivial-family readout.
+
+    ``w``, ``mu``, ``tau``: 1-d, non-empty, of one length; ``w >= 0`` summing to 1 (within
+    :data:`WEIGHT_SUM_TOL`; the weights are used as given, not renormalised), ``tau > 0``.
+    """
+    w = as_float_array(w, "w", ndim=1, non_empty=True)
+    mu = as_float_array(mu, "mu", ndim=1)
+    tau = as_float_array(tau, "tau", ndim=1)
+    if mu.shape != w.shape or tau.shape != w.shape:
+        raise ValueError(
+            f"w, mu and tau must have one length, got shapes {w.shape}, {mu.shape}, {tau.shape}"
+        )
+    if np.any(w < 0):
+        raise ValueError(f"w must be non-negative, got min {w.min()}")
+    if not abs(float(np.sum(w)) - 1.0) <= WEIGHT_SUM_TOL:
+        raise ValueError(f"w must sum to 1 (within {WEIGHT_SUM_TOL:g}), got sum {np.sum(w)!r}")
+    if np.any(tau <= 0):
+        raise ValueError(f"tau must be strictly positive, got min {tau.min()}")
     s = np.sqrt(tau)
 
     def pdf(y):
@@ -165,9 +205,11 @@ def gaussian_mixture(w, mu, tau) -> Density:
 
 def triangular(lo: float, mode: float, hi: float) -> Density:
     """Triangular density on ``[lo, hi]`` (Lipschitz on R, kinks at ``lo, mode, hi``);
-    exact ``L``."""
+    exact ``L``. Finite ``lo < mode < hi``."""
+    lo, hi = interval(lo, hi, "lo", "hi")
+    mode = finite_scalar(mode, "mode")
     if not lo < mode < hi:
-        raise ValueError(f"lo < mode < hi required, got {lo}, {mode}, {hi}")
+        raise ValueError(f"lo < mode < hi required, got lo={lo}, mode={mode}, hi={hi}")
     H = 2.0 / (hi - lo)
 
     def pdf(y):
@@ -197,7 +239,11 @@ def triangular(lo: float, mode: float, hi: float) -> Density:
 
 
 def laplace(m: float, b: float) -> Density:
-    """Laplace density ``exp(-|y - m|/b) / (2 b)`` (kink at ``m``); exact ``L = 1 / (2 b^2)``."""
+    """Laplace density ``exp(-|y - m|/b) / (2 b)`` (kink at ``m``); exact ``L = 1 / (2 b^2)``.
+    ``m`` finite, scale ``b > 0`` (``1 / (2 b^2)`` finite)."""
+    m, b = finite_scalar(m, "m"), positive_scalar(b, "b")
+    if not np.isfinite(1.0 / (2 * b * b)):
+        raise ValueError(f"b must be large enough for L = 1/(2 b^2) to be finite, got {b}")
 
     def pdf(y):
         return np.exp(-np.abs(np.asarray(y, float) - m) / b) / (2 * b)
@@ -216,8 +262,17 @@ def inverse_gaussian(mu: float, tau: float) -> Density:
     CDF (Chhikara-Folks): with ``lambda = mu^3 / tau``,
     ``F(y) = Phi(sqrt(lambda/y)(y/mu - 1)) + exp(2 lambda / mu) Phi(-sqrt(lambda/y)(y/mu + 1))``,
     the second term evaluated as ``exp(2 lambda/mu + log Phi(.))`` to avoid overflow.
+    ``mu > 0``, ``tau > 0``, with ``lambda`` finite and positive.
     """
-    lam = mu**3 / tau
+    mu, tau = positive_scalar(mu, "mu"), positive_scalar(tau, "tau")
+    try:
+        lam = mu**3 / tau
+    except OverflowError:
+        lam = float("inf")
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(
+            f"mu and tau must give a finite positive shape mu^3/tau, got mu={mu}, tau={tau}"
+        )
 
     def pdf(y):
         return inverse_gaussian_pdf(np.maximum(np.asarray(y, float), 0.0), mu, tau)
@@ -256,6 +311,9 @@ def inverse_gaussian(mu: float, tau: float) -> Density:
 def random_density(rng: np.random.Generator, kind: str | None = None) -> Density:
     """Draw a test density: ``kind`` in {gaussian, mixture, triangular, laplace} (random
     if None)."""
+    rng = check_rng(rng)
+    if kind is not None:
+        choice(kind, "kind", DENSITY_KINDS)
     kind = DENSITY_KINDS[rng.integers(len(DENSITY_KINDS))] if kind is None else kind
     if kind == "gaussian":
         return gaussian(float(rng.normal()), float(rng.uniform(0.05, 2.0)))
@@ -274,7 +332,16 @@ def random_density(rng: np.random.Generator, kind: str | None = None) -> Density
 
 
 def quantile_interval(density: Density, lower: float, upper: float) -> tuple[float, float]:
-    """``(a, b) = (F^{-1}(lower), F^{-1}(1 - upper))`` by bisection on the CDF."""
+    """``(a, b) = (F^{-1}(lower), F^{-1}(1 - upper))`` by bisection on the CDF.
+
+    ``lower``, ``upper`` in (0, 1) with ``lower + upper < 1`` (so that ``a < b``).
+    """
+    density = _check_density(density)
+    lower, upper = probability(lower, "lower"), probability(upper, "upper")
+    if not lower + upper < 1.0:
+        raise ValueError(
+            f"lower + upper must be < 1 (so that a < b), got lower={lower}, upper={upper}"
+        )
     lo, hi = density.support
     lo = -1e3 if not np.isfinite(lo) else lo
     hi = 1e3 if not np.isfinite(hi) else hi
@@ -294,12 +361,16 @@ def modulus_of_continuity(
 
     Sliding-window max minus min of ``p`` on an ``n``-point grid of spacing ``h`` over windows of
     ``delta + h``, plus ``L h`` (rounding ``y, y'`` to the grid moves each value by <= ``L h / 2``).
+    Finite ``a < b``, ``delta > 0``, ``n >= 2``.
     """
+    density = _check_density(density)
+    a, b = interval(a, b)
+    delta = positive_scalar(delta, "delta")
+    n = check_size(positive_int(n, "n", minimum=2), "n")
     y = np.linspace(a, b, n)
     h = y[1] - y[0]
     v = density.pdf(y)
-    k = int(np.ceil((delta + h) / h)) + 1
-    k = min(k, n)
+    k = int(min(np.ceil((delta + h) / h) + 1, n))  # a window wider than the grid is the grid
     mx = scipy.ndimage.maximum_filter1d(v, size=k, mode="nearest")
     mn = scipy.ndimage.minimum_filter1d(v, size=k, mode="nearest")
     return float(np.max(mx - mn) + density.lipschitz * h)

@@ -13,6 +13,12 @@ Implements
   eqn:recursion prec: the preconditioned recursions with ``D = diag(G 1)`` at the training points
   and ``s_x = sum_i kappa(x_i, x)`` at a query.
 
+Divergence: a step above the admissible ``2 / lambda_1(D^{-1} A)`` makes :func:`richardson` diverge
+(the "only if" of supp-sec:richardson): the iterates grow geometrically and eventually overflow to
+inf/NaN. Such a step is flagged with a :class:`RuntimeWarning` naming ``eta`` and the bound (an
+error under the test suite's warning filter) unless the caller passes ``allow_divergence=True``,
+as the checks that measure divergence on purpose do.
+
 Conventions: ``sigma^2`` is ``noise_var`` (a variance). Paths have shape ``(L + 1, ...)`` with the
 initial iterate ``u^(0) = 0`` first. ``eta`` is a positive scalar or a length-``L`` sequence
 ``(eta^(0), ..., eta^(L-1))``. A returned path may hold at most :data:`MAX_PATH_ELEMENTS` floats;
@@ -20,6 +26,8 @@ larger requests are refused before anything is allocated.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -174,7 +182,41 @@ def _apply_Dinv(P, r: np.ndarray) -> np.ndarray:
     return scipy.linalg.cho_solve((P, True), r)
 
 
-def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
+def _check_admissible(A: np.ndarray, D, P, eta: np.ndarray) -> None:
+    """Warn when a step exceeds the admissible ``2 / lambda_1(D^{-1} A)`` (the iteration then
+    diverges). Gershgorin's bound on ``lambda_1`` clears the usual case without an eigensolve."""
+    top = float(np.max(eta))
+    row = np.sum(np.abs(A), axis=1)
+    if P is None:
+        gersh = float(np.max(row))
+    elif P.ndim == 1:
+        gersh = float(np.max(row / P))  # rows of D^{-1} A
+    else:
+        gersh = np.inf
+    if top * gersh <= 2.0:
+        return
+    bound = admissible_step(A, D)
+    if top > bound:
+        warnings.warn(
+            f"eta={top:.6g} exceeds the admissible step 2/lambda_1(D^-1 A) = {bound:.6g}: the "
+            "Richardson iteration diverges (supp-sec:richardson) and its iterates may overflow "
+            "to inf/NaN; pass allow_divergence=True to run a divergent step on purpose",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def richardson(
+    A,
+    b,
+    eta,
+    L: int,
+    D=None,
+    u0=None,
+    return_path: bool = False,
+    *,
+    allow_divergence: bool = False,
+):
     """Preconditioned Richardson iteration ``u^{l+1} = u^l + eta_l D^{-1} (b - A u^l)``.
 
     Parameters
@@ -194,6 +236,10 @@ def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
         Initial iterate (default 0).
     return_path : bool
         Also return the iterates ``u^(0), ..., u^(L)``.
+    allow_divergence : bool
+        Run steps above the admissible ``2 / lambda_1(D^{-1} A)`` without the
+        :class:`RuntimeWarning` (the iterates then grow geometrically and may overflow to inf/NaN:
+        the documented non-finite result of a divergent step).
 
     Returns
     -------
@@ -210,6 +256,8 @@ def richardson(A, b, eta, L: int, D=None, u0=None, return_path: bool = False):
         raise ValueError(f"L={L} is above MAX_ITERATIONS={MAX_ITERATIONS:.0e}")
     eta = _steps(eta, L)
     P = _precond(D, n)
+    if not allow_divergence:
+        _check_admissible(A, D, P, eta)
     u = np.zeros_like(b) if u0 is None else as_float_array(u0, "u0")
     if u.shape != b.shape:
         raise ValueError(f"u0 must have the shape of b {b.shape}, got {u.shape}")

@@ -48,6 +48,7 @@ from ._checks import (
     check_rng,
     check_size,
     choice,
+    int_tuple,
     positive_int,
     positive_scalar,
 )
@@ -114,7 +115,7 @@ def sample_design(
     d = positive_int(d, "d", maximum=MAX_DIM)
     rng = check_rng(rng)
     choice(design, "design", DESIGNS)
-    shape = tuple(positive_int(s, "size", minimum=0) for s in size) + (n, d)
+    shape = int_tuple(size, "size", minimum=0, non_empty=False) + (n, d)
     check_size(np.prod(shape, dtype=float), "n * d * prod(size)")
     if design == "gaussian":
         return rng.standard_normal(shape) / np.sqrt(d)
@@ -514,8 +515,15 @@ def _compositions(k: int, d: int):
 
 def rbf_cond_lower_shape(n, d: int, gamma: float) -> np.ndarray:
     """The shape ``exp(gamma n^{1/d}) / n^{2 + (d-1)/d}`` of the lower bound on ``cond(G)`` in
-    supp-lem:rbf kernel Gram (the lemma holds it up to an unspecified constant)."""
+    supp-lem:rbf kernel Gram (the lemma holds it up to an unspecified constant).
+
+    ``n >= 1`` (context sizes, any shape), ``d >= 1``, ``gamma > 0``. The value is ``inf`` where
+    ``gamma n^{1/d}`` exceeds ~709 (float64 overflow of the exponential): the shape is then beyond
+    every representable condition number.
+    """
     n = as_float_array(n, "n")
+    if np.any(n < 1):
+        raise ValueError(f"n must be >= 1 (context sizes), got min {n.min()}")
     d = positive_int(d, "d")
     gamma = positive_scalar(gamma, "gamma")
     return np.exp(gamma * n ** (1.0 / d)) / n ** (2.0 + (d - 1.0) / d)

@@ -64,6 +64,10 @@ def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], flo
     """Least-squares slope of ``y`` on ``x`` with a Student-t confidence interval.
 
     Returns ``(slope, (lo, hi), r_value)`` from :func:`scipy.stats.linregress`.
+
+    ``x`` and ``y``: 1-d, finite, of one length >= 2, ``x`` not constant. Two points determine the
+    line exactly and leave no degree of freedom to estimate its error: the interval is then
+    ``(-inf, inf)`` (documented non-finite result; it lies inside no band).
     """
     level = _level(level)
     x = as_float_array(x, "x")
@@ -71,10 +75,14 @@ def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], flo
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(f"x and y must be 1-d of equal length, got {x.shape} and {y.shape}")
     if x.size < 2:
-        raise ValueError("a slope needs at least two points")
+        raise ValueError(f"x and y must hold at least two points for a slope, got {x.size}")
+    if np.all(x == x[0]):
+        raise ValueError("x must not be constant (the slope is undefined)")
     res = scipy.stats.linregress(x, y)
     dof = x.size - 2
-    t = scipy.stats.t.ppf(0.5 + level / 2, dof) if dof > 0 else np.inf
+    if dof == 0:
+        return float(res.slope), (-np.inf, np.inf), float(res.rvalue)
+    t = scipy.stats.t.ppf(0.5 + level / 2, dof)
     return (
         float(res.slope),
         (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)),

@@ -26,7 +26,20 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import as_float_array, choice, positive_int, positive_scalar
+from .._checks import (
+    as_float_array,
+    check_rng,
+    check_size,
+    choice,
+    finite_scalar,
+    float_tuple,
+    int_tuple,
+    pair,
+    positive_array,
+    positive_int,
+    positive_scalar,
+    sequence,
+)
 
 __all__ = [
     "DATASETS",
@@ -81,6 +94,17 @@ class Standardizer:
     y_mean: float
     y_std: float
     coord_divisor: float = COORD_DIVISOR
+
+    def __post_init__(self):
+        mean = float_tuple(self.x_mean, "x_mean")
+        std = float_tuple(self.x_std, "x_std", positive=True)
+        if len(mean) != len(std):
+            raise ValueError(
+                f"x_mean and x_std must have one length (d), got {len(mean)} and {len(std)}"
+            )
+        finite_scalar(self.y_mean, "y_mean")
+        positive_scalar(self.y_std, "y_std")
+        positive_scalar(self.coord_divisor, "coord_divisor")
 
     @classmethod
     def fit(cls, X, y, coord_divisor: float = COORD_DIVISOR, ddof: int = 1) -> Standardizer:
@@ -285,8 +309,15 @@ def regular_grid(box, shape) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]
         Row-major over ``(iy, ix)``: ``points.reshape(ny, nx, 2)`` is an image (rows = y).
     axes : (ndarray (nx,), ndarray (ny,))
     """
-    (x0, x1), (y0, y1) = box
-    nx, ny = (positive_int(v, "shape", minimum=2) for v in shape)
+    box_items = sequence(box, "box")
+    if len(box_items) != 2:
+        raise ValueError(f"box must be ((x0, x1), (y0, y1)), got {box!r}")
+    (x0, x1), (y0, y1) = (pair(v, "box") for v in box_items)
+    shape_items = int_tuple(shape, "shape", minimum=2)
+    if len(shape_items) != 2:
+        raise ValueError(f"shape must be (nx, ny), got {shape!r}")
+    nx, ny = shape_items
+    check_size(nx * ny * 2, "the grid of shape")
     gx, gy = np.linspace(x0, x1, nx), np.linspace(y0, y1, ny)
     XX, YY = np.meshgrid(gx, gy)  # (ny, nx)
     return np.column_stack([XX.ravel(), YY.ravel()]), (gx, gy)
@@ -312,7 +343,8 @@ def split_indices(n: int, sizes, rng: np.random.Generator) -> list[np.ndarray]:
     """Disjoint random index sets of the given ``sizes`` (sum <= n), plus the rest as the
     last set."""
     n = positive_int(n, "n")
-    sizes = [positive_int(s, "sizes", minimum=0) for s in sizes]
+    sizes = list(int_tuple(sizes, "sizes", minimum=0, non_empty=False))
+    rng = check_rng(rng)
     if sum(sizes) > n:
         raise ValueError(f"sizes {sizes} sum to more than n={n}")
     perm = rng.permutation(n)
@@ -337,12 +369,17 @@ def nearest_distance(Xq, X, lengthscales=None, chunk: int = 4096) -> np.ndarray:
     ndarray of shape (m,)
     """
     Xq = as_float_array(Xq, "Xq", ndim=2)
-    X = as_float_array(X, "X", ndim=2)
+    X = as_float_array(X, "X", ndim=2, non_empty=True)
+    if Xq.shape[1] != X.shape[1]:
+        raise ValueError(f"Xq and X must share d, got shapes {Xq.shape} and {X.shape}")
     ls = (
         np.ones(X.shape[1])
         if lengthscales is None
-        else as_float_array(lengthscales, "lengthscales", ndim=1)
+        else positive_array(lengthscales, "lengthscales", ndim=1)
     )
+    if ls.shape != (X.shape[1],):
+        raise ValueError(f"lengthscales must have shape ({X.shape[1]},), got {ls.shape}")
+    chunk = positive_int(chunk, "chunk")
     A, B = Xq / ls, X / ls
     out = np.empty(A.shape[0])
     for s in range(0, A.shape[0], chunk):

@@ -27,7 +27,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import DEFAULT_NOISE_VAR
-from .._checks import choice, positive_int, positive_scalar
+from .._checks import (
+    ArgumentTypeError,
+    choice,
+    float_tuple,
+    instance_of,
+    int_tuple,
+    positive_int,
+    positive_scalar,
+    seed,
+    sequence,
+)
 from .._checks import context_groups as check_context_groups
 from ..config import (
     BATCH_SIZE,
@@ -69,11 +79,17 @@ def canonical_json(obj) -> str:
     """Canonical JSON of a (nested) dataclass: sorted keys, no whitespace, tuples as lists."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         obj = dataclasses.asdict(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    try:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:  # an object JSON cannot hold, a NaN, unsortable keys
+        raise ArgumentTypeError(
+            f"obj must be a JSON-serialisable value (finite numbers, str keys), got: {err}"
+        ) from err
 
 
 def spec_hash(obj, length: int = 10) -> str:
-    """First ``length`` hex digits of the SHA-256 of :func:`canonical_json`."""
+    """First ``length`` hex digits (1 to 64) of the SHA-256 of :func:`canonical_json`."""
+    length = positive_int(length, "length", maximum=64)
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
 
 
@@ -104,11 +120,9 @@ class EvalSpec:
     covariates: str | None = None
 
     def __post_init__(self):
-        if len(self.n_eval) == 0:
-            raise ValueError("n_eval must be non-empty")
-        for n in self.n_eval:
-            positive_int(n, "n_eval")
+        int_tuple(self.n_eval, "n_eval")  # non-empty, each >= 1
         positive_int(self.n_instances, "n_instances", minimum=2)
+        seed(self.seed, "seed")
         if self.covariates is not None:
             choice(self.covariates, "covariates", COVARIATES)
 
@@ -155,8 +169,12 @@ class RunSpec:
         positive_int(self.batch_size, "batch_size")
         check_context_groups(self.context_groups, self.batch_size)
         choice(self.lr_units, "lr_units", LR_UNITS)
-        for n in self.curve_n_eval:
-            positive_int(n, "curve_n_eval")
+        seed(self.seed, "seed")
+        int_tuple(self.curve_n_eval, "curve_n_eval", non_empty=False)
+        for c in sequence(self.curve_covariates, "curve_covariates", non_empty=False):
+            choice(c, "curve_covariates", COVARIATES)
+        for e in sequence(self.evals, "evals", non_empty=False):
+            instance_of(EvalSpec)(e, "evals")
         positive_int(self.curve_instances, "curve_instances", minimum=2)
         positive_int(self.curve_points, "curve_points", minimum=2)
         if not 0 <= positive_scalar(self.ema_decay, "ema_decay", allow_zero=True) < 1:
@@ -267,8 +285,10 @@ class StepsizeSpec(_ExactSide):
         positive_int(self.d, "d")
         positive_int(self.n_trials, "n_trials")
         positive_scalar(self.noise_var, "noise_var")
-        for n in self.ns:
-            positive_int(n, "ns")
+        positive_scalar(self.alpha, "alpha")
+        positive_scalar(self.lengthscale, "lengthscale")
+        seed(self.seed, "seed")
+        int_tuple(self.ns, "ns")
 
     @property
     def name(self) -> str:
@@ -277,6 +297,9 @@ class StepsizeSpec(_ExactSide):
 
 def run_name(spec) -> str:
     """Directory name of a run (``spec.name``)."""
+    instance_of(RunSpec, StepsizeSpec, ExactPPDSpec, what="RunSpec, StepsizeSpec or ExactPPDSpec")(
+        spec, "spec"
+    )
     return spec.name
 
 
@@ -297,12 +320,10 @@ class ExactPPDSpec(_ExactSide):
 
     def __post_init__(self):
         _spec_task(self.task)
-        for n in self.n_eval:
-            positive_int(n, "n_eval")
+        int_tuple(self.n_eval, "n_eval")
         positive_int(self.n_instances, "n_instances")
-        for lv in self.levels:
-            if not 0 < lv < 1:
-                raise ValueError(f"levels must lie in (0, 1), got {lv}")
+        float_tuple(self.levels, "levels", unit=True)
+        seed(self.seed, "seed")
 
     @property
     def name(self) -> str:
