@@ -76,12 +76,68 @@ def trained(runs):
     return [r for r in runs if hasattr(r.spec, "model")]
 
 
-def add_all(results, runs, experiment, measured, **kw):
+#: What each trained check's number is, by its key (then by the key's last part): a difference of
+#: means in the metric's own units (E[TV], CRPS), a slope or a coverage, never a count of standard
+#: errors; "compared with" is then 3 SE of that difference (or the nominal level).
+MEASURED = {
+    "tv_falls_with_C": (
+        "in C",
+        "E[TV] at the smallest C minus at the largest C (at the largest L)",
+    ),
+    "tv_falls_with_L": (
+        "in L",
+        "E[TV] at the smallest L minus at the largest L (at the largest C)",
+    ),
+    "tf_rises_beyond_range": (
+        "TF beyond the range",
+        "TF: E[TV] at the largest n' minus its mean over the pretraining range",
+    ),
+    "pr_flatter": ("TF^pr flatter than TF", "log-rise of E[TV] beyond the range, TF minus TF^pr"),
+    "depth_helps": (
+        "depth",
+        "E[TV] over n', shallowest minus deepest model (at the n_max closest to the threshold)",
+    ),
+    "n_max_helps": (
+        "pretraining range",
+        "E[TV] over the n' beyond the narrowest range, narrowest minus widest n_max (largest L)",
+    ),
+    "tv_grows_with_n": (
+        "growth in n'",
+        "slope of log E[TV] on n' (per unit of n'; the (L, n_max) cell with the lowest CI)",
+    ),
+    "exp2_2.coverage_near_nominal": (
+        "coverage",
+        "90% coverage of the deepest, widest-range model at its worst n'",
+    ),
+    "crps_falls_with_L": ("CRPS in L", "CRPS at the smallest L minus at the largest L"),
+    "table.coverage_near_nominal": (
+        "coverage",
+        "coverage of the deepest model at its worst (row, level), against that level",
+    ),
+    "crps_not_below_exact": ("CRPS vs exact", "CRPS of a model minus the exact PPD's (worst cell)"),
+}
+
+
+def describe(r):
+    """(variant, measured) of a trained check, from its key (see MEASURED)."""
+    key = r.key or ""
+    variant, measured = MEASURED.get(key.split(".", 1)[-1]) or MEASURED.get(
+        key.rsplit(".", 1)[-1], ("", "")
+    )
+    if key.startswith("fig_exp1."):  # fig_exp1.<task>.<mode>.tv_falls_with_<axis>
+        _, task, mode, _ = key.split(".")
+        variant = f"{task.upper()} ({mode}), {variant}"
+    return variant, r.details.get("measured") or measured
+
+
+def add_all(results, runs, experiment, measured="", variant="", **kw):
     """Record trained claims: the run directories decide 'undecided' (learning curves)."""
     for r in results:
+        v, m = describe(r)
         rec.add(
             r,
-            measured=r.details.get("measured") or measured,
+            measured=m or measured,
+            variant=variant or v,
             compare="threshold",
             runs=[x.run_dir for x in trained(runs)],
             command=f"pfntheory sweep {experiment} --scale {SCALE}",
@@ -201,46 +257,58 @@ if runs is not None:
     fig.colorbar(im, ax=axs[0, :], label="log10 E[TV]", shrink=0.9)
     report.save_figure(fig, "04_exp1")
     plt.show()
-    add_all(
-        xclaims.check_exp1(runs),
-        runs,
-        "fig_exp1",
-        "drop in E[TV] from the smallest to the largest C (resp. L), in units of its SE",
-    )
+    add_all(xclaims.check_exp1(runs), runs, "fig_exp1")
 
 # %% [markdown]
 # ## fig:exp2-1: normalised vs unnormalised attention across n'
 #
 # `E[TV]` (log scale, ±2 SE) against the evaluation size `n'` for the learnable unnormalised `TF`
-# and the normalised `TF^pr`, both pretrained on `n in [n_min, n_max]` (shaded).
+# (blue circles) and the normalised `TF^pr` (orange squares), both pretrained on
+# `n in [n_min, n_max]` (shaded): the paper's claim is that TF's error spikes beyond the range
+# while TF^pr's stays flat. Left: this scale's runs; right, where they are on disk: the `cpu`-scale
+# runs of page 7, which keep the paper's task (d = 8, L = 32, C = 256, n' = 40, ..., 200) and
+# shorten only training.
 
 # %%
-runs = load("fig_exp2_1")
-if runs is not None:
-    tr = trained(runs)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+#: How fig:exp2-1 tells the two variants apart (colour and marker, as the paper's two panels do).
+VARIANT_STYLE = {
+    False: {"color": "C0", "fmt": "o-", "label": "TF (unnormalised)"},
+    True: {"color": "C1", "fmt": "s--", "label": "TF^pr (normalised)"},
+}
+
+
+def draw_exp2_1(ax, tr, where):
     for r in sorted(tr, key=lambda r: r.spec.model.normalised):
-        e = r.eval
-        name = "TF^pr (normalised)" if r.spec.model.normalised else "TF (unnormalised)"
-        ax.errorbar(e.n_eval, e.mean["tv"], yerr=2 * e.se["tv"], fmt="o-", capsize=2, label=name)
+        e, style = r.eval, VARIANT_STYLE[r.spec.model.normalised]
+        ax.errorbar(e.n_eval, e.mean["tv"], yerr=2 * e.se["tv"], capsize=2, ms=4, **style)
     ax.axvspan(
         tr[0].spec.n_min, tr[0].spec.n_max, color="gray", alpha=0.15, label="pretraining range"
     )
+    m = tr[0].spec
     ax.set(
         yscale="log",
         xlabel="evaluation size n'",
         ylabel="E[TV] (±2 SE)",
-        title=f"RBF, d={tr[0].spec.task.d}, L={tr[0].spec.model.L}, C={tr[0].spec.model.C}",
+        title=f"{where}: RBF, d={m.task.d}, L={m.model.L}, C={m.model.C}, {m.steps} steps",
     )
     ax.legend()
+
+
+runs = load("fig_exp2_1")
+if runs is not None:
+    cpu_runs, _ = xres.load_available("fig_exp2_1", "cpu")
+    cpu_tr = trained(cpu_runs) if SCALE != "cpu" else []
+    cpu_ok = {r.spec.model.normalised for r in cpu_tr} == {False, True}
+    fig, axs = plt.subplots(
+        1, 2 if cpu_ok else 1, figsize=(12 if cpu_ok else 6.5, 4), squeeze=False
+    )
+    draw_exp2_1(axs[0, 0], trained(runs), f"{SCALE} scale")
+    if cpu_ok:
+        draw_exp2_1(axs[0, 1], cpu_tr, "cpu scale (page 7)")
+    fig.suptitle("fig:exp2-1: normalised attention generalises in n', unnormalised does not")
     report.save_figure(fig, "04_exp2_1")
     plt.show()
-    add_all(
-        xclaims.check_exp2_1(runs),
-        runs,
-        "fig_exp2_1",
-        "rise of E[TV] beyond the pretraining range, in units of its SE",
-    )
+    add_all(xclaims.check_exp2_1(runs), runs, "fig_exp2_1")
 
 
 # %% [markdown]
@@ -330,12 +398,7 @@ def generalisation_figures(runs, tag, eval_file="eval.json"):
 runs = load("fig_exp2_2")
 if runs is not None:
     generalisation_figures(runs, "exp2_2")
-    add_all(
-        xclaims.check_exp2_2(runs),
-        runs,
-        "fig_exp2_2",
-        "E[TV] difference (units of SE), slope of log E[TV] on n', or worst coverage gap",
-    )
+    add_all(xclaims.check_exp2_2(runs), runs, "fig_exp2_2")
 
 # %% [markdown]
 # The companions at `d = 4` and `d = 8` repeat fig:exp2-2 (supp-fig:exp2 d4-1, d8-1) and evaluate
@@ -373,9 +436,9 @@ for name in ("supp_exp2_d4", "supp_exp2_d8"):
         rec.add(
             r,
             label=exp.labels[0],
-            variant=f"d={d}, as {r.label}",
+            variant=f"d={d}, {describe(r)[0]}, as {r.label}",
             compare="threshold",
-            measured=r.details.get("measured") or "as fig:exp2-2",
+            measured=describe(r)[1],
             runs=[x.run_dir for x in trained(runs)],
             command=f"pfntheory sweep {name} --scale {SCALE}",
         )
@@ -385,9 +448,9 @@ for name in ("supp_exp2_d4", "supp_exp2_d8"):
             rec.add(
                 r,
                 label=exp.labels[2],
-                variant=f"d={d}, covariate shift, as {r.label}",
+                variant=f"d={d}, covariate shift, {describe(r)[0]}, as {r.label}",
                 statement=f"evaluated on Unif[-1/sqrt d, 1/sqrt d]^d: {r.statement}",
-                measured=r.details.get("measured") or "as fig:exp2-2",
+                measured=describe(r)[1],
                 compare="threshold",
                 outside=why,
                 runs=[x.run_dir for x in trained(runs)],
@@ -424,28 +487,84 @@ if runs is not None:
 
 
 # %%
+#: Headings of the paper's table (published.published_rows columns).
+PAPER_HEADINGS = {
+    "lengthscale": "ell",
+    "n_prime": "n'",
+    "L": "L",
+    "crps": "CRPS",
+    "cov50": "50%",
+    "cov90": "90%",
+    "cov95": "95%",
+}
+
+
+def long_rows(rows, Ls, paper=None):
+    """One row per (lengthscale, n', L) of check_table's rows, as the paper's table lays them out;
+    ``paper``: the published rows to join (same cell and L), at the paper's scale only."""
+    pub = {(p.get("lengthscale"), p["n_prime"], p["L"]): p for p in paper or ()}
+    out = []
+    for r in rows:
+        for L in Ls:
+            row = {
+                "ell": r.get("lengthscale"),
+                "n'": r["n_prime"],
+                "L": L,
+                "CRPS": r[f"crps_L{L}"],
+                "CRPS SE": r[f"crps_se_L{L}"],
+                "50%": r[f"cov50_L{L}"],
+                "90%": r[f"cov90_L{L}"],
+                "95%": r[f"cov95_L{L}"],
+                "CRPS of the exact PPD": r.get("crps_exact_ppd"),
+            }
+            p = pub.get((r.get("lengthscale"), r["n_prime"], L))
+            if paper is not None:
+                row["paper CRPS"] = p["crps"] if p else None
+                row["paper 90%"] = p["cov90"] if p else None
+            out.append(row)
+    drop = {"ell"} if all(r["ell"] is None for r in out) else set()
+    return [{k: v for k, v in r.items() if k not in drop} for r in out]
+
+
 def table(name):
     runs = load(name)
     if runs is None:
         return
     res = xclaims.check_table(runs)
-    rows = pd.DataFrame(res[0].details["rows"])
-    if SCALE == "paper":
-        pub = pd.DataFrame(published.published_rows(name))
-        wide = pub.pivot_table(
-            index=[c for c in ("lengthscale", "n_prime") if c in pub],
-            columns="L",
-            values=["crps", "cov90"],
-        ).reset_index()
-        wide.columns = [f"paper_{a}_L{b}" if b != "" else a for a, b in wide.columns]
-        rows = rows.merge(wide, how="left", on=[c for c in ("lengthscale", "n_prime") if c in wide])
-    else:
-        display(Markdown("*The paper's numbers (d=16, L in {8,16,32}), for orientation:*"))
-        display(pd.DataFrame(published.published_rows(name)))
-    display(rows.round(3))
-    add_all(
-        res, runs, name, "CRPS drop (units of SE), worst coverage gap, or CRPS gap to the exact PPD"
+    det = res[0].details
+    paper_rows = published.published_rows(name)
+    if SCALE != "paper":
+        display(
+            report.table(
+                paper_rows,
+                {k: v for k, v in PAPER_HEADINGS.items() if k in paper_rows[0]},
+                digits=3,
+                caption="The paper's numbers (d=16, L in {8, 16, 32}; 4096 instances per cell), "
+                "for orientation only: this scale's design is shrunk",
+            )
+        )
+    display(
+        report.table(
+            long_rows(
+                det["rows"],
+                det.get("L") or sorted({r.spec.model.L for r in trained(runs)}),
+                paper_rows if SCALE == "paper" else None,
+            ),
+            digits={
+                "CRPS": 3,
+                "CRPS SE": 3,
+                "50%": 3,
+                "90%": 3,
+                "95%": 3,
+                "CRPS of the exact PPD": 3,
+                "paper CRPS": 3,
+                "paper 90%": 3,
+            },
+            caption=f"Ours ({SCALE} scale): CRPS and the coverage of the central 50/90/95% "
+            "intervals per cell and depth, beside the exact PPD's CRPS on the same instances",
+        )
     )
+    add_all(res, runs, name)
 
 
 table("supp_tab_lengthscale")
@@ -512,7 +631,35 @@ cmp_rows = construction_rows(
 ) + construction_rows("fig_exp2_1", lambda s: True)
 if cmp_rows:
     cmp = pd.DataFrame(cmp_rows)
-    display(cmp.round(4).T)
+    cmp["run"] = [
+        f"{r.experiment}: {r.task} {r.mode}{' TF^pr' if r['TF^pr'] else ''}, L={r.L}, C={r.C}"
+        for _, r in cmp.iterrows()
+    ]
+    display(
+        report.table(
+            cmp,
+            [
+                "run",
+                "n",
+                "scale learned (mean)",
+                "scale prescribed",
+                "eta attention (median over layers)",
+                "eta drift (median)",
+                "eta* (median over contexts)",
+                "W learned",
+            ],
+            caption="Learned weights beside the hand-set construction's (K = Q = diag(1/ell), "
+            "eta*, W = (1; sigma^2, 1, -1))",
+        )
+    )
+    display(
+        report.table(
+            cmp,
+            ["run"] + [c for c in cmp.columns if c.startswith("RMS")],
+            caption="RMS distance of the trained (mu_L, tau_L) to the Richardson solver after the "
+            "same number of layers and to the exact PPD, and of that solver to the exact PPD",
+        )
+    )
     fig, ax = plt.subplots(figsize=(6, 4))
     for mode, g in cmp[cmp.experiment == "fig_exp1"].groupby("mode"):
         ax.semilogy(

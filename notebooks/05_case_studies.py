@@ -24,8 +24,6 @@
 # %%
 import json
 
-import numpy as np
-import pandas as pd
 from IPython.display import Markdown, display
 
 from pfntheory import report
@@ -62,7 +60,7 @@ def available(name):
 # printed digits.
 
 # %%
-datasets = {}
+datasets, eb_rows = {}, []
 for name in ("sacramento", "walker"):
     if not available(name):
         continue
@@ -77,7 +75,18 @@ for name in ("sacramento", "walker"):
         measured="LML(ours) - LML(paper's printed fit)",
         statement=f"{name}: the EB optimum is at least as good as the paper's printed fit",
     )
-    display(pd.DataFrame({k: v for k, v in r.details.items() if np.isscalar(v)}, index=[name]).T)
+    det = r.details
+    for pname, ours, paper in zip(det["param_names"], det["ours"], det["paper"], strict=True):
+        eb_rows.append({"data": name, "parameter": pname, "ours": ours, "paper": paper})
+    eb_rows.append(
+        {"data": name, "parameter": "LML", "ours": det["lml_ours"], "paper": det["lml_paper"]}
+    )
+report.table(
+    eb_rows,
+    digits={"ours": 3, "paper": 3},
+    caption="Empirical-Bayes fits on the standardised data: ours beside the paper's printed "
+    "(alpha, ell, sigma), and the log marginal likelihood (LML) each attains",
+)
 
 # %%
 if "walker" in datasets:
@@ -88,7 +97,7 @@ if "walker" in datasets:
         variant="coordinate convention of the printed fit",
         statement="Walker Lake: the printed fit is in the text's coordinates (standardised / 0.3)",
         measured="LML gap of the printed fit, text's scaling vs standardised only",
-        erratum="the printed lengthscales fit the coordinates standardised *without* the /0.3",
+        erratum="the printed lengthscales fit the coordinates standardised without the /0.3",
     )
 
 # %% [markdown]
@@ -99,6 +108,30 @@ if "walker" in datasets:
 # and the claims of the captions (`pfntheory casestudy NAME` writes all of it).
 
 # %%
+#: The case-study summary, grouped for a reader (results.json's `summary`; other keys stay there).
+SUMMARY_ROWS = (
+    ("setting", "L", "depth L"),
+    ("setting", "C", "bins C"),
+    ("setting", "steps", "pretraining steps"),
+    ("setting", "n_pretrain_range", "pretraining n"),
+    ("setting", "n_context", "context size"),
+    ("setting", "n_grid", "grid cells"),
+    ("near / far", "frac_near", "share of near cells (within 1 lengthscale)"),
+    ("near / far", "mad_mean_near_sd", "near: mean |PFN - GP| of the PPD mean, in GP sd"),
+    ("near / far", "mad_q05_near_sd", "near: mean |PFN - GP| of the 5% quantile, in GP sd"),
+    ("near / far", "mad_q95_near_sd", "near: mean |PFN - GP| of the 95% quantile, in GP sd"),
+    ("near / far", "mad_mean_near", "near: mean |PFN - GP| of the PPD mean"),
+    ("near / far", "mad_mean_far", "far: mean |PFN - GP| of the PPD mean"),
+    ("maps", "corr_mean", "correlation of the PFN and GP maps: mean"),
+    ("maps", "corr_q05", "correlation: 5% quantile"),
+    ("maps", "corr_q95", "correlation: 95% quantile"),
+    ("maps", "frac_far_query_expanding", "share of cells where TF^pr's query factor exceeds 1"),
+    ("coverage", "coverage90_pfn", "held-out 90% coverage, PFN"),
+    ("coverage", "coverage90_gp", "held-out 90% coverage, GP"),
+    ("coverage", "n_heldout", "held-out points"),
+    ("claims", "claims_holding", "caption claims whose check holds"),
+)
+summaries = {}
 for name in ("sacramento", "walker"):
     if not available(name):
         continue
@@ -114,7 +147,7 @@ for name in ("sacramento", "walker"):
     display(Markdown(f"### {name}"))
     for fig in ("maps", "differences"):
         report.show_png(CASE_DIR / name / res["figures"][fig], alt=f"{name} {fig}")
-    display(pd.DataFrame([res["summary"]]).T.rename(columns={0: name}))
+    summaries[name] = res["summary"]
     for c in res["claims"]:
         r = ClaimResult(**{**c, "ci": tuple(c["ci"]) if c.get("ci") else None})
         rec.add(
@@ -125,6 +158,21 @@ for name in ("sacramento", "walker"):
             runs=[CASE_DIR / name / res["pfn"]["run_dir"]],
             command=f"pfntheory casestudy {name} --scale {res['scale']}",
         )
+
+# %%
+if summaries:
+    names = list(summaries)
+    display(
+        report.table(
+            [
+                {"": group, "quantity": text, **{n: summaries[n].get(key) for n in names}}
+                for group, key, text in SUMMARY_ROWS
+                if any(key in summaries[n] for n in names)
+            ],
+            digits={n: 3 for n in names},
+            caption="The two case studies side by side (reports/casestudy/NAME/results.json)",
+        )
+    )
 
 # %% [markdown]
 # ## Has the PFN's pretraining converged?

@@ -26,7 +26,6 @@
 import dataclasses
 
 import numpy as np
-import pandas as pd
 from IPython.display import display
 
 from pfntheory import DEFAULT_NOISE_VAR, report
@@ -105,23 +104,27 @@ rec.add(
     + "; ".join(inconsistent(r004))
     + ": no noise convention explains those cells",
 )
-table = pd.DataFrame(
+report.table(
     [
-        dict(
-            lengthscale=w["lengthscale"],
-            n_prime=w["n"],
-            floor_var_0p2=w["exact_mean"],
-            se_0p2=w["exact_se"],
-            floor_var_0p04=v["exact_mean"],
-            se_0p04=v["exact_se"],
-            paper_best=min(w["paper"]),
-            paper_se=v["paper_se"],
-            deficit_se_0p04=v["deficit_in_se"],
-        )
+        {
+            "ell": w["lengthscale"],
+            "n'": w["n"],
+            "exact CRPS floor, sigma^2 = 0.2": w["exact_mean"],
+            "SE (0.2)": w["exact_se"],
+            f"exact CRPS floor, sigma^2 = {s2:g}": v["exact_mean"],
+            f"SE ({s2:g})": v["exact_se"],
+            "paper's best CRPS": min(w["paper"]),
+            "paper SE": v["paper_se"],
+            f"floor - paper at {s2:g}, in SE": v["deficit_in_se"],
+        }
         for w, v in zip(r02.details["rows"], r004.details["rows"], strict=True)
-    ]
+    ],
+    digits={k: 4 for k in ("SE (0.2)", f"SE ({s2:g})", "paper SE")}
+    | {k: 3 for k in ("paper's best CRPS", f"floor - paper at {s2:g}, in SE")}
+    | {"exact CRPS floor, sigma^2 = 0.2": 3, f"exact CRPS floor, sigma^2 = {s2:g}": 3},
+    caption="Each cell of supp-tab:lengthscale-crps against the exact PPD's expected CRPS under "
+    "the two noise conventions (a positive last column: the paper's model beats the exact PPD)",
 )
-display(table.round(4))
 
 # %% [markdown]
 # ## 2. The convergence factor in the proof of thm:L growth
@@ -143,7 +146,20 @@ rec.add(
     erratum="rho* = 1 - 2/(c_n + 1) (supp-sec:richardson); a typo that does not change the order "
     "n log(1/eps)",
 )
-display(pd.DataFrame(r.details["rows"]))
+display(
+    report.table(
+        r.details["rows"],
+        {
+            "n": "n",
+            "cond": "cond c_n",
+            "radius": "measured spectral radius at eta*",
+            "appendix": "1 - 2/(c_n + 1)",
+            "proof": "1 - 2/(c_n + 2) (proof)",
+            "depth_ratio": "depth ratio, appendix / proof",
+        },
+        digits={"radius": 6, "appendix": 6, "proof": 6, "depth_ratio": 4},
+    )
+)
 r = conditioning.check_depth_inequality_direction()
 rec.add(
     r,
@@ -252,6 +268,7 @@ rec.add(
     label="supp-lem:rbf kernel Gram ridge prec",
     variant="kernel amplitude alpha != 1",
     measured="lambda_1(D^-1(G + sigma^2 I)), alpha=0.5",
+    paper_value=1 + s2,  # the lemma's lambda_1 <= 1 + sigma^2
     statement="lambda_1(D^-1(G + sigma^2 I)) <= 1 + sigma^2, so eta < 2/(1+sigma^2) is admissible",
     caveat="true only for alpha = 1 (as the lemma assumes); for alpha < 1 the bound is "
     "1 + sigma^2/alpha^2 and the 'conservative' step 2/(1+sigma^2) can diverge",
@@ -416,7 +433,12 @@ for d_, n_, seed_ in ((2, 64, 0), (4, 48, 1), (8, 96, 2)):
         erratum="TF^pr converges at the query only if s_x > eta sigma^2 / 2; far queries diverge "
         "at the predicted rate |1 - eta sigma^2/s_x|^L",
     )
-display(pd.DataFrame(far_rows).round(4))
+report.table(
+    far_rows,
+    digits={"eta / eta_admissible": 3},
+    caption="TF^pr at a query near the context and one far from it (L = 200): the far query's "
+    "factor |1 - eta sigma^2/s_x| exceeds 1 and its error grows at the predicted rate",
+)
 
 # %% [markdown]
 # ## 11. The histogram CRPS of the authors' code, and the cells below the exact PPD
@@ -459,7 +481,32 @@ rec.add(
     if r_slip.verdict != "erratum"
     else "",
 )
-display(pd.DataFrame(r_slip.details["rows"]).round(4))
+report.table(
+    r_slip.details["rows"],
+    {
+        "lengthscale": "ell",
+        "n": "n'",
+        "L": "L",
+        "paper": "paper CRPS",
+        "exact": "exact PPD CRPS",
+        "exact_se": "exact SE",
+        "paper_se": "paper SE",
+        "deficit": "exact - paper",
+        "z_raw": "in SE",
+        "z_corrected": "in SE after + w/3",
+    },
+    digits={
+        "paper": 3,
+        "exact": 4,
+        "exact_se": 4,
+        "paper_se": 4,
+        "deficit": 4,
+        "z_raw": 2,
+        "z_corrected": 2,
+    },
+    caption="Cells of supp-tab:lengthscale-crps against the exact PPD's CRPS, before and after "
+    "adding back the slip's w/3",
+)
 
 # %% [markdown]
 # ## 12. The tables' coverages against nominal
@@ -516,7 +563,12 @@ for exp_name in ("supp_tab_lengthscale", "supp_tab_hier"):
             f"{c95.details['n_beyond']} of {c95.details['n_cells']} 95% cells lie more than 3 SE "
             f"below 0.95 (down to {c95.details['cov_min']:.3f}); the exact PPD covers nominal",
         )
-display(pd.DataFrame(cov_rows).round(3))
+report.table(
+    cov_rows,
+    digits={"min": 3, "max": 3, "worst z": 2, "worst |z| at L=32": 2},
+    caption="The printed coverages per table and level: range, and the largest deviation from "
+    "nominal in binomial SE (4096 instances per cell)",
+)
 
 # %% [markdown]
 # Why the hierarchical table over-covers at 50%: TF / TF^pr compute one kernel attention with one
@@ -546,7 +598,24 @@ rec.add(
     "0.93-0.94)",
     compare="reference",
 )
-display(pd.DataFrame(r_sk.details["rows"]).round(4))
+report.table(
+    r_sk.details["rows"],
+    {
+        "lengthscale": "ell",
+        "noise_std": "sigma",
+        "scale": "variance scale",
+        "nll": "NLL",
+        "cov50": "50%",
+        "cov50_se": "SE",
+        "cov90": "90%",
+        "cov90_se": "SE ",
+        "cov95": "95%",
+        "cov95_se": "SE  ",
+    },
+    digits=3,
+    caption="Every single-kernel predictive of the hierarchical grid: coverage at 50/90/95% "
+    "(the NLL-best row is the one above)",
+)
 
 # %% [markdown]
 # ## Summary

@@ -15,7 +15,9 @@ One module per job:
 - :mod:`.cpu` -- the ``cpu``-scale runs of designs still being swept: grids with holes, plateau
   status per run, fig:exp1 claims on the cells present (the page ``07_cpu_scale``);
 - :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline);
-- :mod:`.html` -- the index page and the inline cards;
+- :mod:`.tables` -- tables as a reader sees them (labelled columns, rounded numbers, no index);
+- :mod:`.citation` -- the paper's BibTeX and the commit the report was built from;
+- :mod:`.html` -- the index page (findings first) and the inline cards;
 - :mod:`.execute` -- executing notebooks and exporting their pages;
 - :mod:`.cli` -- the ``report`` subcommand.
 
@@ -35,6 +37,7 @@ from .html import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
+    describe_figure,
     log_axis,
     plot_learning_curves,
     read_learning_curve,
@@ -64,6 +67,7 @@ from .spec import (
     output_dir,
     scale,
 )
+from .tables import Table, table
 
 __all__ = [
     "NOTEBOOKS",
@@ -91,6 +95,8 @@ __all__ = [
     "math_html",
     "markdown_math",
     "build_index",
+    "table",
+    "Table",
     "NotebookRun",
     "execute_notebook",
     "export_html",

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .html import fmt
+from .mathtext import math_html
 
 __all__ = ["cell", "Table", "table"]
 
@@ -28,21 +29,22 @@ def _is_number(v) -> bool:
 
 
 def cell(v, digits: int | None = None) -> str:
-    """One cell's text: ``digits`` fixed decimals (or :func:`fmt`) for a number, "yes"/"no" for a
-    bool, "—" for None / NaN / an empty string, items joined by ", " for a list."""
+    """One cell's text: an integer as it is, ``digits`` fixed decimals (or :func:`fmt`) for any
+    other number, "yes"/"no" for a bool, "—" for None / NaN / an empty string, items joined by ", "
+    for a list."""
     if v is None or (isinstance(v, str) and not v.strip()):
         return "—"
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return "yes" if v else "no"
     if _is_number(v):
+        if "int" in type(v).__name__:  # a count or a size: never decimals
+            return str(int(v))
         f = float(v)
         if math.isnan(f):
             return "—"
-        if digits is not None and math.isfinite(f):
-            return f"{f:.{digits}f}"
-        if float(f).is_integer() and abs(f) < 1e9 and "int" in type(v).__name__:
-            return str(int(f))
-        return fmt(f) if math.isfinite(f) else ("∞" if f > 0 else "−∞")
+        if not math.isfinite(f):
+            return "∞" if f > 0 else "−∞"
+        return f"{f:.{digits}f}" if digits is not None else fmt(f)
     if isinstance(v, (list, tuple)) or type(v).__name__ == "ndarray":
         return ", ".join(cell(x, digits) for x in list(v))
     return str(v)
@@ -58,7 +60,8 @@ class Table:
     rows : list of list of str
         The cells, already formatted.
     caption : str
-        A line above the table (HTML allowed).
+        A line above the table, in the report's ASCII maths (typeset by
+        :func:`~pfntheory.report.mathtext.math_html`, like the column headings).
     numeric : list of bool
         Per column: right-aligned (all its non-missing cells were numbers).
     """
@@ -77,7 +80,7 @@ class Table:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        head = "".join(f"<th>{e(c)}</th>" for c in self.columns)
+        head = "".join(f"<th>{math_html(c)}</th>" for c in self.columns)
         body = "".join(
             "<tr>"
             + "".join(
@@ -87,7 +90,7 @@ class Table:
             + "</tr>"
             for r in self.rows
         )
-        cap = f"<caption>{self.caption}</caption>" if self.caption else ""
+        cap = f"<caption>{math_html(self.caption)}</caption>" if self.caption else ""
         return (
             f'<table class="pfn-table">{cap}<thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table>"
@@ -130,7 +133,8 @@ def table(
         Fixed decimals for every number (int) or per source column (mapping); other numbers get 4
         significant digits.
     caption : str
-        A line above the table (HTML allowed; escape free text yourself).
+        A line above the table, in ASCII maths (``sigma^2``, ``lambda_1``), typeset like the
+        headings.
     """
     names, rows = _records(data)
     if columns is None:
