@@ -604,3 +604,43 @@ def test_tolerance_reasons_and_plateau_wording():
     assert report.recorder.explain_tolerance(tol) == tol  # once
     assert report.recorder.explain_tolerance("atol 1e-9") == "atol 1e-9"
     assert "why 3 SE" in report.recorder.explain_tolerance("TV(C_min) - TV(C_max) > 3 SE")
+
+
+def test_paper_values_only_for_like_quantities():
+    """A table claim gets the paper's number only where every cell it rests on is a printed cell
+    (the paper's design), and then the same quantity: the CRPS drop over the same cells, the
+    coverage of the same cell, level and depth; a stated rate by its claim key."""
+    from pfntheory.experiments.published import LENGTHSCALE_CRPS
+    from pfntheory.report.paper_values import published_value
+
+    (ell, n), cell = next(iter(LENGTHSCALE_CRPS.items()))
+    row = {"lengthscale": ell, "n_prime": n, "cov90_L32": 0.877, "cov95_L32": 0.93}
+    drop = ClaimResult(
+        "supp-tab:lengthscale-crps",
+        "s",
+        True,
+        0.01,
+        key="table.crps_falls_with_L",
+        details={"rows": [row], "L": [8, 32]},
+    )
+    assert published_value(drop) == pytest.approx(cell["crps"][0] - cell["crps"][2])
+    cov = ClaimResult(
+        "supp-tab:lengthscale-crps",
+        "s",
+        True,
+        0.93,
+        key="table.coverage_near_nominal",
+        details={"rows": [row]},
+    )
+    assert published_value(cov) == cell["cov95"][2]
+    shrunk = ClaimResult(
+        "supp-tab:lengthscale-crps",
+        "s",
+        True,
+        0.01,
+        key="table.crps_falls_with_L",
+        details={"rows": [{**row, "n_prime": 96}], "L": [8, 32]},
+    )
+    assert published_value(shrunk) is None  # n' = 96 is not a cell of the paper
+    assert published_value(_claim(key="fig_stepsize.rbf.slope")) == -1.0
+    assert published_value(_claim()) is None

@@ -37,7 +37,6 @@ from .html import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
-    describe_figure,
     log_axis,
     plot_learning_curves,
     read_learning_curve,

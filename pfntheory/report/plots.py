@@ -18,7 +18,6 @@ from .spec import output_dir
 
 __all__ = [
     "setup_plots",
-    "describe_figure",
     "save_figure",
     "show_png",
     "log_axis",

@@ -375,7 +375,8 @@ class Recorder:
         command : str, optional
             The command that regenerates the row (default: ``pfntheory report --only NN``).
         paper_value : float, optional
-            The paper's printed number for this quantity (default ``result.paper_value``).
+            The paper's printed number for this quantity (default ``result.paper_value``, else
+            :func:`~pfntheory.report.paper_values.published_value`).
         holds, observed : optional
             Override the result's (e.g. when the row judges the paper's rate, not the
             check's bound).
@@ -432,6 +433,10 @@ class Recorder:
             convergence=conv["status"] if conv else None,
         )
         pv = paper_value if paper_value is not None else getattr(result, "paper_value", None)
+        if pv is None:  # a printed table cell or a stated rate (report.paper_values)
+            from .paper_values import published_value
+
+            pv = published_value(result)
         states = {
             run: [st["state"], st.get("last_step")] if st else ["no curve", None]
             for run, st in (conv["runs"].items() if conv else ())
