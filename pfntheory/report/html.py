@@ -86,7 +86,14 @@ def _notes(r) -> list[str]:
     if _get(r, "caveat"):
         out.append(f'<span class="note caveat">{math_html(_get(r, "caveat"))}</span>')
     if _get(r, "convergence"):
-        out.append(f'<span class="note">{html.escape(_get(r, "convergence"))}</span>')
+        conv, _, crit = _get(r, "convergence").partition(". Plateau criterion, not met: ")
+        note = html.escape(conv + ("." if crit else ""))
+        if crit:  # the criterion, folded: it reads the same on every trained row
+            note += (
+                '<details class="crit"><summary>plateau criterion (not met)</summary>'
+                f"{html.escape(crit)}</details>"
+            )
+        out.append(f'<span class="note">{note}</span>')
     if _get(r, "erratum") and _get(r, "verdict") == "does not hold":
         out.append('<span class="note">the check did not confirm the corrected statement</span>')
     if _get(r, "verdict") in ("erratum", "outside the paper's regime", "undecided"):
@@ -183,6 +190,8 @@ nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:6p
   font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px}
 nav.toc ol{margin:4px 0;padding-left:20px} nav.toc li.h3{margin-left:16px;list-style:circle}
 .jp-RenderedImage img,.jp-RenderedMarkdown img{max-width:100%;height:auto}
+details.crit{display:inline} details.crit>summary{display:inline;cursor:pointer;color:#57606a;
+  margin-left:4px;font-size:11px}
 .pfn-card a.back{font-size:11px;font-weight:400;color:#57606a;margin-left:6px}
 nav.pager{display:flex;justify-content:space-between;gap:12px;flex-wrap:wrap;margin:6px 0;
   font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px}
