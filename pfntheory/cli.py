@@ -239,9 +239,11 @@ def _add_train(sub) -> None:
     g.add_argument("--n-max", type=_N, required=True)
     g.add_argument(
         "--scale",
-        choices=("quick", "paper"),
+        choices=("quick", "cpu", "paper"),
         default="paper",
-        help="default steps and LR: supp-tab:pretraining hyperparameters, or quick",
+        help="default steps and LR: supp-tab:pretraining hyperparameters (paper), the cpu "
+        "scale's (1000 steps BLR / 2000 otherwise, elementwise Adam at lr 3e-2, weight "
+        "average 0.99), or quick",
     )
     g.add_argument(
         "--steps",
@@ -262,8 +264,31 @@ def _add_train(sub) -> None:
     g.add_argument(
         "--lr-units",
         choices=LR_UNITS,
-        default="absolute",
-        help="absolute: plain Adam (the paper's); elementwise: each weight in its own unit",
+        default=None,
+        help="absolute: plain Adam (the paper's; default at quick and paper scale); "
+        "elementwise: each weight in its own unit (default at cpu scale)",
+    )
+    g.add_argument(
+        "--ema-decay",
+        type=float,
+        default=None,
+        help="decay of the exponential weight average evaluated and saved (0: the last iterate; "
+        "default 0.99 at cpu scale, else 0)",
+    )
+    g.add_argument(
+        "--curve-points",
+        type=int_in(2, 1000),
+        default=12,
+        help="log-spaced learning-curve points, evaluated at n' = n_min and n_max (default 12)",
+    )
+    g.add_argument(
+        "--curve-instances",
+        type=int_in(2, 100_000),
+        default=256,
+        help="held-out instances per n' of the learning curve (default 256)",
+    )
+    g.add_argument(
+        "--no-curve", action="store_true", help="record no learning curve (faster, undecidable)"
     )
     g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
     add_run_options(g)
@@ -312,14 +337,33 @@ def _run_train(args) -> int:
         **pick(args, "d", "L", "C", "mode", "normalised", "head"),
         **pick(args, "tau_min", "eta_init", "scale_init", given=True),
     )
-    lr, steps = schedule_for(args.task, args.mode, args.scale)
+    if args.scale == "cpu":  # the cpu scale's optimiser (pfntheory.experiments.definitions)
+        from pfntheory.experiments import definitions as xdefs
+
+        lr, steps = xdefs.CPU_LR, 1000 if args.task == "blr" else 2000
+        units, ema = xdefs.CPU_LR_UNITS, xdefs.BUDGET_EMA_DECAY
+    else:
+        lr, steps = schedule_for(args.task, args.mode, args.scale)
+        units, ema = "absolute", 0.0
+    curve = (
+        {}
+        if args.no_curve
+        else dict(
+            curve_n_eval=tuple(sorted({args.n_min, args.n_max})),
+            curve_points=args.curve_points,
+            curve_instances=args.curve_instances,
+        )
+    )
     cfg = TrainConfig(
         task=task,
         model=model,
         steps=steps if args.steps is None else args.steps,
         lr=lr if args.lr is None else args.lr,
-        **pick(args, "n_min", "n_max", "batch_size", "context_groups", "lr_units", "seed"),
+        lr_units=units if args.lr_units is None else args.lr_units,
+        ema_decay=ema if args.ema_decay is None else args.ema_decay,
+        **pick(args, "n_min", "n_max", "batch_size", "context_groups", "seed"),
         **pick(args, "checkpoint_every", "device"),
+        **curve,
     )
     out = train(cfg, run_dir, progress=not args.no_progress)
     print(out)
