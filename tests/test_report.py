@@ -425,8 +425,8 @@ def test_summary_box_counts_errata_and_trained_runs(out):
     assert "ρ* = 1 - 2/(c+1) <a" in box and "a typo" not in box
     assert "d=2, d=4" in box and 'href="#r-b"' in box
     # the trained runs: verdicts, the check's outcome per figure, budget and plateau states
-    assert "2 runs trained for 2000–2000 steps" not in box
-    assert "2 runs trained for 1000–2000 steps" in box and "1 of 2 have plateaued" in box
+    assert "rest on 2 runs: 2 have a learning curve, trained 1000–2000 steps" in box
+    assert "1 of those have plateaued" in box
     assert "<b>Figure 2</b> (<code>fig:exp1</code>) 2 of 2" in box
     assert "1 holds at budget, 1 undecided" in box
 
@@ -644,3 +644,19 @@ def test_paper_values_only_for_like_quantities():
     assert published_value(shrunk) is None  # n' = 96 is not a cell of the paper
     assert published_value(_claim(key="fig_stepsize.rbf.slope")) == -1.0
     assert published_value(_claim()) is None
+
+
+def test_export_hides_the_kernels_temporary_file_names(tmp_path):
+    """A warning quotes the kernel's cell file (/tmp/ipykernel_<pid>/<hash>.py), new in every
+    kernel: the page shows "<cell>" instead, so two builds write the same bytes."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("x")]
+    nb.cells[1].outputs = [
+        nbformat.v4.new_output(
+            "stream", name="stderr", text="/tmp/ipykernel_22937/855954077.py:6: UserWarning: w\n"
+        )
+    ]
+    page = report.export_html(nb, tmp_path / "t.html", ok=True).read_text()
+    assert "ipykernel_" not in page and "&lt;cell&gt;:6: UserWarning" in page

@@ -245,6 +245,21 @@ def _figure_alt(nb) -> None:
             md.setdefault("image/png", {})["alt"] = alt
 
 
+#: The file name IPython gives a cell's code (``/tmp/ipykernel_<pid>/<hash>.py``): it changes with
+#: every kernel, so a warning that quotes it would change the page on every rebuild.
+_KERNEL_FILE = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s:'\"]*ipykernel_\d+[/\\]\d+\.py")
+
+
+def _stable_outputs(nb) -> None:
+    """Replace the kernel's temporary cell file names in stream and error outputs by "<cell>"."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                out["text"] = _KERNEL_FILE.sub("<cell>", out.get("text", ""))
+            elif out.get("output_type") == "error":
+                out["traceback"] = [_KERNEL_FILE.sub("<cell>", t) for t in out.get("traceback", [])]
+
+
 def export_html(nb, path: Path, *, ok: bool) -> Path:
     """Write the executed notebook ``nb`` as a self-contained, offline HTML page at ``path``:
     links to the index and to the previous and next pages at the top and at the bottom, a table of
@@ -254,6 +269,7 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
     from nbconvert import HTMLExporter
 
     nb, toc = _anchored(nb)
+    _stable_outputs(nb)
     _figure_alt(nb)
     items = "".join(
         f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc

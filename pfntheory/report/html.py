@@ -227,8 +227,10 @@ table.kinds td.n{font-weight:700;text-align:right;font-family:ui-monospace,monos
   margin:10px 0 14px}
 .summary h2{margin-top:6px} .summary p{margin:6px 0} .summary ul{margin:4px 0;padding-left:20px}
 .summary li{margin:2px 0}
-table.counts{border-collapse:collapse;font-size:13px;margin:4px 0 8px}
-table.counts th,table.counts td{border-bottom:1px solid #eaeef2;padding:3px 8px;text-align:right}
+table.counts{border-collapse:collapse;font-size:13px;margin:4px 0 8px;width:100%}
+table.counts th,table.counts td{border-bottom:1px solid #eaeef2;padding:3px 6px;text-align:right}
+table.counts th .verdict{white-space:normal;font-size:11px;padding:1px 5px}
+table.counts th:first-child{width:24%}
 table.counts th:first-child,table.counts td:first-child{text-align:left}
 table.counts td.scale{text-align:left;color:#57606a;font-size:12px}
 table.counts tr.total td{font-weight:700;border-top:1px solid #8c959f}
@@ -401,20 +403,26 @@ def _trained_summary(results: dict[str, dict], order) -> str:
     runs: dict[str, list] = {}
     for _, r in rows:
         runs.update(r["run_states"])
-    states = Counter(st for st, _ in runs.values())
-    steps = [int(step) for _, step in runs.values() if step]
-    budget = f"{min(steps)}–{max(steps)} steps" if steps else "an unknown number of steps"
+    curved = {k: v for k, v in runs.items() if v[0] != "no curve"}
+    states = Counter(st for st, _ in curved.values())
+    steps = [int(step) for _, step in curved.values() if step]
+    budget = f", trained {min(steps)}–{max(steps)} steps" if steps else ""
     stext = ", ".join(
-        f"{n} {html.escape(st)}" for st, n in sorted(states.items(), key=lambda kv: -kv[1])
+        f"{n} {html.escape(st)}" for st, n in sorted(states.items(), key=lambda kv: (-kv[1], kv[0]))
     )
-    plateaued = states.get("plateaued", 0)
+    bare = len(runs) - len(curved)
+    curves = (
+        f"{len(curved)} have a learning curve{budget} (the paper trains 10<sup>4</sup>–"
+        f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}), "
+        f"and {states.get('plateaued', 0)} of those have plateaued in E[TV] ({stext})"
+        if curved
+        else "none has a learning curve"
+    )
+    none = f"; {bare} have none, so their convergence is unknown" if bare else ""
     return (
         f"<p><b>Trained runs</b> (parts {', '.join(parts)}; {len(rows)} rows: {vtext}). "
         f"The check itself holds, verdict aside, in: {outcome}. "
-        f"They rest on {len(runs)} runs trained for {budget} (the paper trains 10<sup>4</sup>–"
-        f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}): "
-        f"{plateaued} of {len(runs)} have plateaued in E[TV] ({stext}), so no trained claim is "
-        "decided beyond its stated budget.</p>"
+        f"These rows rest on {len(runs)} runs: {curves}{none}.</p>"
     )
 
 
