@@ -60,7 +60,7 @@ __all__ = [
     "checked",
     "nonneg_int",
     "nonneg_scalar",
-    "seed",
+    "seed_int",
     "seed_tuple",
     "int_tuple",
     "float_tuple",
@@ -74,6 +74,10 @@ __all__ = [
     "mapping",
     "sequence",
     "check_kernel",
+    "text",
+    "keys",
+    "square_matrix",
+    "shaped",
 ]
 
 #: Largest array (in elements) a public function will allocate or accept: 10**8 float64 values are
@@ -355,7 +359,7 @@ def nonneg_scalar(x, name: str) -> float:
     return positive_scalar(x, name, allow_zero=True)
 
 
-def seed(x, name: str) -> int:
+def seed_int(x, name: str) -> int:
     """A seed: an integer in ``[0, 2**63 - 1]``."""
     return positive_int(x, name, minimum=0, maximum=MAX_SEED)
 
@@ -475,12 +479,53 @@ def mapping(x, name: str, *, non_empty: bool = True) -> Mapping:
     return x
 
 
+def text(x, name: str) -> str:
+    """A string (a label, a statement, a prefix)."""
+    if not isinstance(x, str):
+        raise ArgumentTypeError(f"{name} must be a string, got {_describe(x)}")
+    return x
+
+
+def keys(*required: str) -> Rule:
+    """Rule: a mapping holding the ``required`` keys (a result document, a table of values)."""
+
+    def rule(x, name: str) -> Mapping:
+        m = mapping(x, name, non_empty=False)
+        missing = [k for k in required if k not in m]
+        if missing:
+            raise ValueError(
+                f"{name} must hold the keys {list(required)}, "
+                f"missing {', '.join(repr(k) for k in missing)}"
+            )
+        return m
+
+    return rule
+
+
 def sequence(x, name: str, *, non_empty: bool = True) -> list:
     """A sequence of items of any kind as a list (None, strings, mappings refused)."""
     items = _items(x, name, "items")
     if non_empty and not items:
         raise ValueError(f"{name} must not be empty")
     return items
+
+
+def square_matrix(x, name: str) -> np.ndarray:
+    """A finite, non-empty square matrix (a Gram matrix, a system matrix) as float64."""
+    a = as_float_array(x, name, ndim=2)
+    if a.shape[0] != a.shape[1] or a.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty square matrix, got shape {a.shape}")
+    return a
+
+
+def shaped(a: np.ndarray, name: str, shape: tuple, why: str = "") -> np.ndarray:
+    """``a`` if it has ``shape``; otherwise a ValueError naming ``name`` (and ``why``, e.g. "to
+    match G")."""
+    if a.shape != tuple(shape):
+        raise ValueError(
+            f"{name} must have shape {tuple(shape)}{' ' + why if why else ''}, got {a.shape}"
+        )
+    return a
 
 
 def check_kernel(kernel, name: str = "kernel"):

@@ -21,7 +21,21 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import choice, positive_scalar
+from .._checks import (
+    array,
+    as_float_array,
+    checked,
+    choice,
+    instance_of,
+    keys,
+    mapping,
+    one_of,
+    optional,
+    positive_array,
+    positive_scalar,
+    probability,
+    text,
+)
 from ..casestudy.data import DATASETS
 from ..config import LEARNING_CURVE_FILE
 from ..convergence import curve_status
@@ -63,13 +77,34 @@ def _mad(a, b) -> float:
     return float(np.mean(np.abs(a - b))) if a.size else float("nan")
 
 
+def _map(x, name: str) -> np.ndarray:
+    """A map over the grid: a finite 1-d array."""
+    return as_float_array(x, name, ndim=1)
+
+
+def _maps_rule(x, name: str):
+    """The maps of one predictor: a mapping holding :data:`QUANTITIES`."""
+    return keys(*QUANTITIES)(x, name)
+
+
+@checked(a=_map, b=_map)
 def grid_corr(a, b) -> float:
-    """Pearson correlation, NaN when undefined (fewer than 3 points or a constant map)."""
+    """Pearson correlation of two maps of one shape (finite 1-d arrays); NaN when undefined (fewer
+    than 3 points or a constant map): the documented non-finite result."""
+    if a.shape != b.shape:
+        raise ValueError(f"a and b must have one shape, got {a.shape} and {b.shape}")
     if a.size < 3 or np.std(a) == 0 or np.std(b) == 0:
         return float("nan")
     return float(np.corrcoef(a, b)[0, 1])
 
 
+@checked(
+    pfn=_maps_rule,
+    gp=_maps_rule,
+    dist=array(ndim=1, non_empty=True),
+    sd_gp=positive_array,
+    threshold=positive_scalar,
+)
 def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_THRESHOLD) -> dict:
     """PFN-vs-GP differences on a grid split into cells near / far from the observations.
 
@@ -135,9 +170,11 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
     return out
 
 
+@checked(lo=array(allow_nan=True), hi=array(allow_nan=True), y=array(), level=probability)
 def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
     """Empirical coverage of ``[lo, hi]`` (closed) for ``y``, with its binomial standard error at
-    the nominal ``level`` and the mean width. Non-finite bounds count as not covering."""
+    the nominal ``level`` and the mean width. Non-finite bounds count as not covering (the mean
+    width is then ``inf``: the documented non-finite result)."""
     lo, hi, y = (np.asarray(v, dtype=float) for v in (lo, hi, y))
     if not (lo.shape == hi.shape == y.shape) or y.ndim != 1 or y.size == 0:
         raise ValueError(
@@ -166,6 +203,15 @@ _MEASURED = {
 }
 
 
+@checked(
+    name=one_of(DATASETS),
+    comparison=keys("threshold", "n_near", "n_far", *QUANTITIES),
+    coverage=keys("pfn", "gp"),
+    scale=text,
+    baseline=text,
+    extra=optional(mapping),
+    key_prefix=text,
+)
 def make_claims(
     name: str,
     comparison: dict,
@@ -292,6 +338,7 @@ def run_convergence(run_dir: Path) -> dict:
     return curve_status(Path(run_dir) / LEARNING_CURVE_FILE, metric="tv")
 
 
+@checked(claim=instance_of(ClaimResult), conv=keys("trend", "plateaued"))
 def gate(claim: ClaimResult, conv: dict) -> ClaimResult:
     """``claim`` with verdict "undecided" unless the PFN's run has plateaued (the project's rule for
     every trained result, :func:`pfntheory.claims.trained.gate`): a run that is still improving

@@ -16,6 +16,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import (
+    check_rng,
+    checked,
+    finite_scalar,
+    floats,
+    ints,
+    one_of,
+    optional,
+    pair,
+    positive_int,
+    positive_scalar,
+    probability,
+    square_matrix,
+)
 from ..kernels import (
     RBFKernel,
     expected_rbf_gaussian,
@@ -49,6 +63,9 @@ __all__ = [
 ]
 
 
+@checked(
+    G=square_matrix, noise_var=positive_scalar, alpha=positive_scalar, rho=optional(finite_scalar)
+)
 def check_ridge_sandwich(
     G, noise_var: float, alpha: float = 1.0, rho: float | None = None
 ) -> ClaimResult:
@@ -81,6 +98,7 @@ def check_ridge_sandwich(
     )
 
 
+@checked(G=square_matrix, noise_var=positive_scalar, alpha=positive_scalar)
 def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimResult:
     """Every inequality of the proof of supp-lem:rbf kernel Gram ridge prec on one Gram:
     ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + s2/s_min]`` and
@@ -130,6 +148,16 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
     )
 
 
+@checked(
+    rng=check_rng,
+    which=one_of(("prec", "ridge")),
+    ns=ints(),
+    d=positive_int,
+    lengthscale=positive_scalar,
+    noise_var=positive_scalar,
+    n_seeds=positive_int,
+    band=pair,
+)
 def check_cond_rate(
     rng: np.random.Generator,
     which: str = "prec",
@@ -177,6 +205,14 @@ def check_cond_rate(
     )
 
 
+@checked(
+    rng=check_rng,
+    alpha=positive_scalar,
+    noise_var=positive_scalar,
+    n=positive_int,
+    d=positive_int,
+    lengthscale=positive_scalar,
+)
 def check_prec_amplitude(
     rng: np.random.Generator, alpha=0.5, noise_var=0.2, n=50, d=8, lengthscale=0.3
 ) -> ClaimResult:
@@ -224,6 +260,9 @@ def check_prec_amplitude(
     return as_erratum(result)
 
 
+@checked(
+    rng=check_rng, n=positive_int, d=positive_int, lengthscale=positive_scalar, k_se=positive_scalar
+)
 def check_row_sum_limit(
     rng: np.random.Generator, n=2000, d=16, lengthscale=1.0, k_se=5.0
 ) -> ClaimResult:
@@ -266,6 +305,16 @@ def check_row_sum_limit(
     return as_erratum(result)
 
 
+@checked(
+    rng=check_rng,
+    ns=ints(),
+    d=positive_int,
+    lengthscale=positive_scalar,
+    noise_var=positive_scalar,
+    eps=probability,
+    n_seeds=positive_int,
+    band=pair,
+)
 def check_L_growth(
     rng: np.random.Generator,
     ns=(50, 100, 200, 400),
@@ -350,6 +399,7 @@ def check_L_growth(
     )
 
 
+@checked(rng=check_rng, ns=ints(), d=positive_int, noise_var=positive_scalar)
 def check_rho_star_convention(
     rng: np.random.Generator, ns=(20, 80, 320), d: int = 2, noise_var: float = 0.2
 ) -> ClaimResult:
@@ -397,6 +447,7 @@ def check_rho_star_convention(
     return as_erratum(result)
 
 
+@checked(conds=floats(positive=True), eps=probability)
 def check_depth_inequality_direction(
     conds=(2.0, 10.0, 100.0, 1e4), eps: float = 1e-6
 ) -> ClaimResult:

@@ -16,7 +16,27 @@ import numpy as np
 
 from .. import construction as con
 from .. import richardson as rich
-from .._checks import choice
+from .._checks import (
+    array,
+    as_float_array,
+    check_kernel,
+    check_rng,
+    checked,
+    choice,
+    ints,
+    mapping,
+    one_of,
+    optional,
+    pair,
+    positive_int,
+    positive_scalar,
+    probability,
+    seed_int,
+    seed_tuple,
+    sequence,
+    shaped,
+    square_matrix,
+)
 from ..discretize import bin_edges
 from ..gp import posterior_predictive
 from ..mlp import delta_mlp, fit_psi_mlp
@@ -52,6 +72,37 @@ RATE_RTOL = 0.05
 TV_ROUNDOFF = 1e-9
 
 
+def _box(x, name: str):
+    """A box ``((mu_lo, mu_hi), (tau_lo, tau_hi))`` (checked in full by the MLP fit)."""
+    sequence(x, name)
+    return x
+
+
+def _n_grid(x, name: str) -> int:
+    return positive_int(x, name, minimum=2)
+
+
+def _bins(x, name: str) -> int:
+    return positive_int(x, name, minimum=2)
+
+
+def _context_shapes(X: np.ndarray, Y: np.ndarray, x: np.ndarray) -> None:
+    """``Y`` of shape (n,) and the query ``x`` of shape (d,) to match ``X`` (n, d)."""
+    shaped(Y, "Y", (X.shape[0],), "to match X (n, d)")
+    shaped(x, "x", (X.shape[1],), "to match X (n, d)")
+
+
+def _eta(x, name: str):
+    """A positive step, or one per solver layer (length checked where ``L`` is known)."""
+    e = as_float_array(x, name, ndim=(0, 1), non_empty=True)
+    if np.any(e <= 0):
+        raise ValueError(f"{name} must be positive, got min {e.min()}")
+    return x
+
+
+@checked(
+    kernel=check_kernel, n=positive_int, d=positive_int, noise_var=positive_scalar, rng=check_rng
+)
 def context(kernel, n: int, d: int, noise_var: float, rng: np.random.Generator):
     """A GP regression context of sec:sims: ``x_i ~ N(0, I/d)``, ``Y ~ N(0, G + sigma^2 I)``.
 
@@ -77,6 +128,14 @@ def _parts(kernel, X, Y, x, noise_var):
     return G, k_x, kxx, float(mu[0]), float(tau[0])
 
 
+@checked(
+    G=square_matrix,
+    k_x=array(),
+    Y=array(ndim=1),
+    noise_var=positive_scalar,
+    eta=positive_scalar,
+    rel=positive_scalar,
+)
 def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10) -> float:
     """``max_i |1 - eta (lambda_i + sigma^2)|`` over the eigenmodes present in the query error.
 
@@ -85,6 +144,9 @@ def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10
     the null space of a rank-deficient linear-kernel Gram, which ``k_x`` is orthogonal to) does not
     set the rate. Uses the larger of the two right-hand sides ``v = Y`` and ``v = k_x``.
     """
+    n = G.shape[0]
+    shaped(k_x, "k_x", (n,), "to match G")
+    shaped(Y, "Y", (n,), "to match G")
     lam, Q = np.linalg.eigh(G)
     a = Q.T @ k_x
     present = np.zeros(lam.shape, dtype=bool)
@@ -94,6 +156,7 @@ def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10
     return float(np.max(np.abs(1.0 - eta * (lam[present] + noise_var))))
 
 
+@checked(G=square_matrix, k_x=array(), noise_var=positive_scalar, eta=positive_scalar)
 def prec_query_factor(G, k_x, noise_var: float, eta: float) -> float:
     """Rate of the preconditioned query recursion: ``max(rho_pr, |1 - eta sigma^2 / s_x|)``.
 
@@ -102,6 +165,7 @@ def prec_query_factor(G, k_x, noise_var: float, eta: float) -> float:
     at the slower of the two.
     """
     n = G.shape[0]
+    shaped(k_x, "k_x", (n,), "to match G")
     A = G + noise_var * np.eye(n)
     s = rich.jacobi_preconditioner(G)
     return max(rich.convergence_factor(A, eta, s), abs(1.0 - eta * noise_var / float(np.sum(k_x))))
@@ -118,6 +182,16 @@ def _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
     return w, float(mu_L), float(tau_L), path
 
 
+@checked(
+    kernel=check_kernel,
+    X=array(ndim=2, non_empty=True),
+    Y=array(ndim=1),
+    x=array(ndim=1),
+    noise_var=positive_scalar,
+    eta=_eta,
+    L=positive_int,
+    forward_kwargs=optional(mapping),
+)
 def check_tf_rows(
     kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False, weights=None, forward_kwargs=None
 ) -> ClaimResult:
@@ -132,7 +206,7 @@ def check_tf_rows(
     Tolerance: :func:`~pfntheory.claims.richardson.roundoff_atol` with the size of the rows as scale
     (``eps n ||G||_inf / sigma^2``, see there), plus ``rtol = 16 n eps``.
     """
-    X, Y, x = (np.asarray(a, float) for a in (X, Y, x))
+    _context_shapes(X, Y, x)
     n, d = X.shape
     G, k_x, kxx, _, _ = _parts(kernel, X, Y, x, noise_var)
     w, mu_L, tau_L, path = _tf(
@@ -234,6 +308,14 @@ def _trivial_errors(k_x, kxx, noise_var, mu, tau) -> tuple[float, float]:
     return abs(mu), abs(kxx + noise_var - tau)
 
 
+@checked(
+    kernel=check_kernel,
+    X=array(ndim=2, non_empty=True),
+    x=array(ndim=1),
+    noise_var=positive_scalar,
+    eta=positive_scalar,
+    margin=positive_scalar,
+)
 def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: float = 0.5) -> int:
     """Smallest depth ``L`` at which the theorem's bound on ``|tau_L - tau|`` (constant ``eta``,
     unnormalised) is at most ``margin`` times the error of a do-nothing transformer
@@ -242,6 +324,7 @@ def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: flo
     With ``C = ||k_x||^2 / (lambda_n + sigma^2)`` and ``rho = 1 - eta (lambda_n + sigma^2)``:
     ``L = 1 + ceil(log(C / (margin t)) / (1 - rho))`` with ``t = kappa(x,x) + sigma^2 - tau > 0``.
     """
+    shaped(x, "x", (X.shape[1],), "to match X (n, d)")
     G = kernel(X)
     k_x = kernel(X, x[None, :])[:, 0]
     kxx = float(kernel.diag(x[None, :])[0])
@@ -253,6 +336,16 @@ def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: flo
     return 1 + max(0, int(np.ceil(np.log(C / (margin * t)) / gap)))
 
 
+@checked(
+    kernel=check_kernel,
+    X=array(ndim=2, non_empty=True),
+    Y=array(ndim=1),
+    x=array(ndim=1),
+    noise_var=positive_scalar,
+    eta=_eta,
+    L=positive_int,
+    forward_kwargs=optional(mapping),
+)
 def check_tf_convergence(
     kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False, weights=None, forward_kwargs=None
 ) -> ClaimResult:
@@ -269,7 +362,7 @@ def check_tf_convergence(
 
     Tolerance: ``roundoff_atol`` scaled by ``max(|mu|, tau)``.
     """
-    X, Y, x = (np.asarray(a, float) for a in (X, Y, x))
+    _context_shapes(X, Y, x)
     G, k_x, kxx, mu, tau = _parts(kernel, X, Y, x, noise_var)
     steps = _solver_steps(eta, L)
     w, mu_L, tau_L, _ = _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
@@ -306,6 +399,15 @@ def check_tf_convergence(
     )
 
 
+@checked(
+    kernel=check_kernel,
+    n=positive_int,
+    d=positive_int,
+    noise_var=positive_scalar,
+    L=positive_int,
+    step_frac=probability,
+    seed=seed_int,
+)
 def check_tfpr_far_query(
     kernel, n: int, d: int, noise_var: float, *, L: int = 200, step_frac: float = 0.9, seed: int = 0
 ) -> ClaimResult:
@@ -406,6 +508,16 @@ def _fit_window(errs: np.ndarray, Ls: np.ndarray, floor: float) -> np.ndarray:
     return keep & (idx >= last // 2)
 
 
+@checked(
+    kernel=check_kernel,
+    n=positive_int,
+    d=positive_int,
+    noise_var=positive_scalar,
+    seeds=seed_tuple,
+    step=one_of(("rate", "optimal", "beyond")),
+    factor=one_of(("effective", "theorem")),
+    n_layers=positive_int,
+)
 def check_tf_rate(
     kernel,
     n: int,
@@ -513,6 +625,9 @@ def check_tf_rate(
     )
 
 
+@checked(
+    kernel=check_kernel, n=positive_int, d=positive_int, noise_var=positive_scalar, seeds=seed_tuple
+)
 def check_rate_step_condition(
     kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4)
 ) -> list[ClaimResult]:
@@ -536,6 +651,7 @@ def check_rate_step_condition(
     ]
 
 
+@checked(box=_box, widths=ints(), n_grid=_n_grid)
 def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> ClaimResult:
     """ "MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls
     with ``C'``.
@@ -584,6 +700,17 @@ def _ppd_setup(kernel, n, d, noise_var, seed, L_max, width, box_rel=0.15):
     return mu, tau, out, mlp, rho, eta
 
 
+@checked(
+    kernel=check_kernel,
+    n=positive_int,
+    d=positive_int,
+    noise_var=positive_scalar,
+    seeds=seed_tuple,
+    C=_bins,
+    width=positive_int,
+    ab=pair,
+    n_layers=positive_int,
+)
 def check_ppd_convergence_L(
     kernel,
     n: int,
@@ -666,6 +793,17 @@ def check_ppd_convergence_L(
     )
 
 
+@checked(
+    kernel=check_kernel,
+    n=positive_int,
+    d=positive_int,
+    noise_var=positive_scalar,
+    seeds=seed_tuple,
+    Cs=ints(minimum=2),
+    width=positive_int,
+    ab=pair,
+    order_band=positive_scalar,
+)
 def check_ppd_floor_C(
     kernel,
     n: int,
@@ -732,6 +870,17 @@ def check_ppd_floor_C(
     )
 
 
+@checked(
+    kernel=check_kernel,
+    n=positive_int,
+    d=positive_int,
+    noise_var=positive_scalar,
+    seed=seed_int,
+    Ls=ints(),
+    Cs=ints(minimum=2),
+    width=positive_int,
+    ab=pair,
+)
 def check_ppd_bound_terms(
     kernel,
     n: int,

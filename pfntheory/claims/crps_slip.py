@@ -28,8 +28,18 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from .. import DEFAULT_NOISE_VAR
-from .._checks import positive_int, positive_scalar
-from ..discretize import bin_edges, gaussian_bin_masses
+from .._checks import (
+    array,
+    checked,
+    mapping,
+    optional,
+    positive_int,
+    positive_scalar,
+    probability,
+    seed_int,
+    sequence,
+)
+from ..discretize import bin_edges, check_edges, gaussian_bin_masses
 from ..metrics import histogram_cdf, histogram_crps
 from ..stats import mean_se
 from . import ERRATUM, FAILS, HOLDS, ClaimResult
@@ -49,6 +59,11 @@ __all__ = [
 K_SE = 3.0
 
 
+def _bins(x, name: str) -> int:
+    return positive_int(x, name, minimum=2)
+
+
+@checked(edges=check_edges, probs=array(min_ndim=1), y=array())
 def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     """The authors' histogram CRPS with the slip: exact CRPS minus ``w_c F(y)^2`` for the bin ``c``
     holding ``y`` (a model of their bug, not a metric to use).
@@ -73,6 +88,7 @@ def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     return histogram_crps(edges, probs, y) - w * F**2
 
 
+@checked(C=_bins, noise_var=positive_scalar, alpha=positive_scalar, outside_mass=probability)
 def paper_bin_width(
     C: int = 256,
     noise_var: float = DEFAULT_NOISE_VAR,
@@ -86,6 +102,7 @@ def paper_bin_width(
     return 2 * b / C
 
 
+@checked(C=_bins, n_instances=positive_int, seed=seed_int, k_se=positive_scalar)
 def check_slip_bias(
     C: int = 256, n_instances: int = 20000, seed: int = 0, k_se: float = 4.0
 ) -> ClaimResult:
@@ -118,6 +135,7 @@ def check_slip_bias(
     )
 
 
+@checked(results=sequence, d=positive_int)
 def reference_floors(results, d: int = 16) -> dict:
     """``{(lengthscale, n'): (mean, se, n_instances)}`` of the exact PPD's expected CRPS, the
     ``exact=`` argument of :func:`check_crps_slip`, from exact-PPD reference results
@@ -133,6 +151,16 @@ def reference_floors(results, d: int = 16) -> dict:
     return out
 
 
+@checked(
+    paper_crps=mapping,
+    noise_var=positive_scalar,
+    C=_bins,
+    n_instances=positive_int,
+    seed=seed_int,
+    d=positive_int,
+    k_se=positive_scalar,
+    exact=optional(mapping),
+)
 def check_crps_slip(
     paper_crps: dict,
     *,

@@ -32,6 +32,7 @@ from scipy.special import ndtr
 
 from pfntheory.claims import ERRATUM, ClaimResult
 from pfntheory.densities import (
+    DENSITY_KINDS,
     Density,
     modulus_of_continuity,
     quantile_interval,
@@ -59,6 +60,24 @@ from pfntheory.discretize import (
 )
 from pfntheory.metrics import l1_density_histogram, tv_gaussian_histogram, tv_truncnorm_histogram
 from pfntheory.stats import EPS, slope_ci, t_interval
+
+from .._checks import (
+    array,
+    check_callable,
+    check_rng,
+    checked,
+    choice,
+    finite_scalar,
+    instance_of,
+    ints,
+    one_of,
+    optional,
+    positive_array,
+    positive_int,
+    positive_scalar,
+    probability,
+    sequence,
+)
 
 __all__ = [
     "random_partition",
@@ -92,6 +111,62 @@ N_GRID = 64
 # --------------------------------------------------------------------------------------------
 
 
+#: Partitions of the rate checks: equidistant, or :func:`warped_partition`.
+PARTITIONS = ("uniform", "warped")
+
+
+def _bins(x, name: str) -> int:
+    return positive_int(x, name, minimum=2)
+
+
+def _ratio(x, name: str) -> float:
+    v = positive_scalar(x, name)
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1 (widths ~ Unif[1, {name}]), got {v}")
+    return v
+
+
+def _density(x, name: str) -> Density:
+    return instance_of(Density, what="pfntheory.densities.Density")(x, name)
+
+
+def _cases(x, name: str) -> list:
+    """A non-empty sequence of ``(density, edges)`` pairs."""
+    items = sequence(x, name)
+    for item in items:
+        pair_ = sequence(item, name)
+        if len(pair_) != 2:
+            raise ValueError(f"{name} must hold (density, edges) pairs, got {item!r:.60}")
+        _density(pair_[0], name)
+    return items
+
+
+def _kinds(x, name: str) -> tuple:
+    return tuple(choice(k, name, DENSITY_KINDS) for k in sequence(x, name))
+
+
+def _tau(x, name: str) -> np.ndarray:
+    """Variances: positive, a scalar or one per instance."""
+    return positive_array(x, name, ndim=(0, 1), non_empty=True)
+
+
+def _instances(mu: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mu`` and ``tau`` as 1-d arrays of one length (a scalar is one instance)."""
+    mu, tau = np.atleast_1d(mu), np.atleast_1d(tau)
+    try:
+        mu, tau = np.broadcast_arrays(mu, tau)
+    except ValueError as err:
+        raise ValueError(
+            f"mu and tau must have one length, got shapes {mu.shape}, {tau.shape}"
+        ) from err
+    return mu, tau
+
+
+def _eps_marginal(x, name: str) -> float:
+    return probability(x, name, open_low=False)
+
+
+@checked(a=finite_scalar, b=finite_scalar, C=positive_int, rng=check_rng, ratio=_ratio)
 def random_partition(
     a: float, b: float, C: int, rng: np.random.Generator, ratio: float = 4.0
 ) -> np.ndarray:
@@ -103,6 +178,7 @@ def random_partition(
     return e
 
 
+@checked(a=finite_scalar, b=finite_scalar, C=positive_int, beta=finite_scalar, phase=finite_scalar)
 def warped_partition(
     a: float, b: float, C: int, beta: float = 0.5, phase: float = 0.0
 ) -> np.ndarray:
@@ -130,6 +206,7 @@ def _bin_masses(density: Density, edges: np.ndarray) -> np.ndarray:
     return np.diff(F)
 
 
+@checked(density=_density, edges=check_edges)
 def discretization_instance(density: Density, edges) -> dict:
     """One instance of supp-lem:discretization error.
 
@@ -201,6 +278,7 @@ def _worst_ratio_claim(
     )
 
 
+@checked(cases=_cases)
 def check_discretization_error(cases) -> ClaimResult:
     """supp-lem:discretization error on every ``(density, edges)`` of ``cases``.
 
@@ -236,12 +314,14 @@ def check_discretization_error(cases) -> ClaimResult:
 # --------------------------------------------------------------------------------------------
 
 
+@checked(density=_density, edges=check_edges)
 def readout_midpoint(density: Density, edges) -> np.ndarray:
     """Logits of supp-lem:smax quad, ``ell_c = <psi, T(xi_c)> + log h(xi_c) + log Delta_c``."""
     psi, T, log_h = density.logpdf_T()
     return logits_from_natural(psi, edges, T, log_h)
 
 
+@checked(density=_density, edges=check_edges, readout=optional(check_callable))
 def smax_quad_instance(density: Density, edges, readout: Callable | None = None) -> dict:
     """One instance of supp-lem:smax quad: ``TV(p_C, p^_C) = ||q_C - sm(ell)||_1 / 2``.
 
@@ -271,6 +351,7 @@ def smax_quad_instance(density: Density, edges, readout: Callable | None = None)
     }
 
 
+@checked(cases=_cases, readout=optional(check_callable))
 def check_smax_quad(cases, readout: Callable | None = None) -> ClaimResult:
     """supp-lem:smax quad on every ``(density, edges)``: both the Lipschitz and the modulus form.
 
@@ -297,6 +378,9 @@ def check_smax_quad(cases, readout: Callable | None = None) -> ClaimResult:
     )
 
 
+@checked(
+    density=_density, edges=check_edges, readout=optional(check_callable), rtol=positive_scalar
+)
 def check_readout_identity(
     density: Density, edges, readout: Callable | None = None, rtol: float = 1e-12
 ) -> ClaimResult:
@@ -386,6 +470,14 @@ def _rate(
     )
 
 
+@checked(
+    rng=check_rng,
+    n_seeds=positive_int,
+    Cs=ints(minimum=2),
+    kinds=_kinds,
+    partition=one_of(PARTITIONS),
+    band=positive_scalar,
+)
 def check_discretization_rate(
     rng: np.random.Generator,
     *,
@@ -417,6 +509,16 @@ def check_discretization_rate(
     )
 
 
+@checked(
+    rng=check_rng,
+    n_seeds=positive_int,
+    Cs=ints(minimum=2),
+    kinds=_kinds,
+    partition=one_of(PARTITIONS),
+    band=positive_scalar,
+    readout=optional(check_callable),
+    expected_order=finite_scalar,
+)
 def check_smax_quad_rate(
     rng: np.random.Generator,
     *,
@@ -464,6 +566,14 @@ def _reference_masses(mu, tau, edges):
     return np.diff(F, axis=-1) / (F[..., -1:] - F[..., :1])
 
 
+@checked(
+    mu=array(ndim=(0, 1), non_empty=True),
+    tau=_tau,
+    edges=check_edges,
+    rng=check_rng,
+    n_perturb=positive_int,
+    minimizer=check_callable,
+)
 def check_popmini(
     mu,
     tau,
@@ -486,8 +596,7 @@ def check_popmini(
     """
     e = check_edges(edges)
     C = e.shape[0] - 1
-    mu = np.atleast_1d(np.asarray(mu, float))
-    tau = np.atleast_1d(np.asarray(tau, float))
+    mu, tau = _instances(mu, tau)
     q = np.asarray(minimizer(mu, tau, e), float)
     p = _reference_masses(mu, tau, e)
     simplex_err = float(np.max(np.abs(q.sum(-1) - 1)))
@@ -553,6 +662,9 @@ def check_popmini(
     )
 
 
+@checked(
+    mu=array(ndim=(0, 1), non_empty=True), tau=_tau, edges=check_edges, eps_marginal=_eps_marginal
+)
 def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimResult:
     """eqn:true piece ppd divides the bin masses of ``p_n`` by ``1 - eps`` with ``eps`` the
     *marginal* outside mass ("marginally P(y not in (a,b]) = eps"). For one context the histogram
@@ -563,8 +675,7 @@ def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimRes
     (an erratum when it does not). observed = worst ``|integral - 1|``.
     """
     e = check_edges(edges)
-    mu = np.atleast_1d(np.asarray(mu, float))
-    tau = np.atleast_1d(np.asarray(tau, float))
+    mu, tau = _instances(mu, tau)
     z = (e - mu[:, None]) / np.sqrt(tau)[:, None]
     g = np.diff(ndtr(z), axis=-1)  # int_bin p_n
     integral = np.sum(g, -1) / (1 - eps_marginal)  # eqn:true piece ppd, literal
@@ -592,6 +703,14 @@ def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimRes
     )
 
 
+@checked(
+    mu=finite_scalar,
+    tau=positive_scalar,
+    edges=check_edges,
+    probs=array(ndim=1),
+    rng=check_rng,
+    n=positive_int,
+)
 def check_interval_conventions(
     mu, tau, edges, probs, rng: np.random.Generator, n: int = 2000
 ) -> ClaimResult:
@@ -639,6 +758,13 @@ def check_interval_conventions(
 # --------------------------------------------------------------------------------------------
 
 
+@checked(
+    rng=check_rng,
+    n_draws=positive_int,
+    C_max=_bins,
+    Delta_max=positive_scalar,
+    bound=check_callable,
+)
 def check_logit_perturbation(
     rng: np.random.Generator,
     *,
@@ -696,6 +822,7 @@ def check_logit_perturbation(
 # --------------------------------------------------------------------------------------------
 
 
+@checked(mu=positive_scalar, tau=positive_scalar)
 def check_inverse_gaussian_example(mu: float, tau: float) -> ClaimResult:
     """The inverse-Gaussian example at the end of supp-sec:thrm4.1.
 

@@ -23,7 +23,26 @@ import numpy as np
 import scipy.stats
 
 from .. import DEFAULT_NOISE_VAR
-from .._checks import positive_int
+from .._checks import (
+    array,
+    as_float_array,
+    check_callable,
+    check_rng,
+    checked,
+    finite_scalar,
+    floats,
+    ints,
+    nonneg_int,
+    nonneg_scalar,
+    optional,
+    pair,
+    positive_array,
+    positive_int,
+    positive_scalar,
+    probability,
+    square_matrix,
+    text,
+)
 from ..kernels import (
     RBFKernel,
     expected_rbf_gaussian,
@@ -61,6 +80,15 @@ __all__ = [
 ]
 
 
+def _ci(x, name: str) -> tuple[float, float]:
+    """A confidence interval ``(lo, hi)``: two real numbers (an undefined one is NaN or +-inf)."""
+    a = as_float_array(x, name, ndim=1, allow_nan=True)
+    if a.shape != (2,):
+        raise ValueError(f"{name} must be a pair (lo, hi), got shape {a.shape}")
+    return float(a[0]), float(a[1])
+
+
+@checked(k=nonneg_int, n=positive_int, level=probability)
 def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
     """Two-sided Clopper-Pearson interval for a binomial proportion ``k/n``."""
     a = 1.0 - level
@@ -69,26 +97,40 @@ def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
     return lo, hi
 
 
+@checked(x=array(ndim=1), Y=array(ndim=(1, 2)), level=probability)
 def seed_slopes(x, Y, level: float = 0.95) -> tuple[float, tuple[float, float], np.ndarray]:
     """Per-seed least-squares slopes of the rows of ``Y`` (shape (seeds, m)) on ``x`` (shape (m,)),
     their mean and a Student-t confidence interval over seeds."""
-    x = np.asarray(x, float)
-    Y = np.atleast_2d(np.asarray(Y, float))
+    Y = np.atleast_2d(Y)
+    if Y.shape[0] == 0 or Y.shape[1:] != x.shape:
+        raise ValueError(f"Y must have shape (seeds, {x.size}) to match x, got {Y.shape}")
     slopes = np.array([slope_ci(x, y)[0] for y in Y])
     m, ci = t_interval(slopes, level)
     return m, ci, slopes
 
 
+@checked(ci=_ci, band=pair)
 def in_band(ci, band) -> bool:
     """Whether the confidence interval ``ci`` of a fitted rate lies inside ``band``."""
     return bool(band[0] <= ci[0] and ci[1] <= band[1])
 
 
+@checked(n_seeds=positive_int, band=pair)
 def band_tolerance(n_seeds: int, band) -> str:
     """The ``tolerance`` of a rate claim decided by :func:`seed_slopes` and :func:`in_band`."""
     return f"95% t-CI over {n_seeds} seeds inside {band}"
 
 
+@checked(
+    key=text,
+    label=text,
+    statement=text,
+    ns=floats(positive=True),
+    values=positive_array,
+    target=finite_scalar,
+    band=pair,
+    details=check_callable,
+)
 def rate_claim(
     *, key: str, label: str, statement: str, ns, values, target: float, band, details
 ) -> ClaimResult:
@@ -96,6 +138,10 @@ def rate_claim(
     ``log values`` (shape (seeds, len(ns))) on ``log ns``, their 95% t-CI inside ``band``;
     ``observed`` is the mean slope, ``bound`` the paper's rate ``target``, and ``details`` a
     function of the per-seed slopes giving the result's ``details``."""
+    if values.ndim != 2 or values.shape[0] == 0 or values.shape[1] != len(ns):
+        raise ValueError(
+            f"values must have shape (seeds, {len(ns)}) to match ns, got {values.shape}"
+        )
     m, ci, slopes = seed_slopes(np.log(ns), np.log(values))
     return ClaimResult(
         key=key,
@@ -110,10 +156,19 @@ def rate_claim(
     )
 
 
+@checked(n=positive_int, scale=nonneg_scalar)
 def eig_atol(n: int, scale: float) -> float:
     return 10.0 * n * EPS * scale  # round-off of eigvalsh, see module docstring
 
 
+@checked(
+    rng=check_rng,
+    n=positive_int,
+    d=positive_int,
+    ts=floats(positive=True),
+    n_draws=positive_int,
+    level=probability,
+)
 def check_linear_interval(
     rng: np.random.Generator,
     n: int = 200,
@@ -177,6 +232,9 @@ def check_linear_interval(
     )
 
 
+@checked(
+    rng=check_rng, ns=ints(), d=positive_int, n_seeds=positive_int, reps=positive_int, band=pair
+)
 def check_linear_rate(
     rng: np.random.Generator,
     ns=(100, 200, 400, 800, 1600, 3200, 6400),
@@ -209,6 +267,7 @@ def check_linear_rate(
     )
 
 
+@checked(G=square_matrix)
 def check_lambda1_lower(G) -> ClaimResult:
     """``lambda_1(G) >= 1'G1/n`` for one Gram ``G`` (Rayleigh quotient; supp-lem:rbf kernel Gram).
     Tolerance ``10 n eps lambda_1`` (round-off of both sides)."""
@@ -228,6 +287,15 @@ def check_lambda1_lower(G) -> ClaimResult:
     )
 
 
+@checked(
+    rng=check_rng,
+    ns=ints(),
+    d=positive_int,
+    lengthscale=positive_scalar,
+    alpha=positive_scalar,
+    n_seeds=positive_int,
+    k_se=positive_scalar,
+)
 def check_lambda1_limit(
     rng: np.random.Generator,
     ns=(200, 800),
@@ -297,6 +365,13 @@ def _gauss_hermite_grid(d: int, var: float, n_nodes: int) -> tuple[np.ndarray, n
     return X, W
 
 
+@checked(
+    d=positive_int,
+    lengthscale=positive_scalar,
+    var=positive_scalar,
+    n_nodes=positive_int,
+    alpha=positive_scalar,
+)
 def operator_eigenvalues_quadrature(
     d: int, lengthscale: float, var: float, n_nodes: int, alpha: float = 1.0
 ) -> np.ndarray:
@@ -311,6 +386,15 @@ def operator_eigenvalues_quadrature(
     return np.linalg.eigvalsh(r[:, None] * K * r[None, :])[::-1]
 
 
+@checked(
+    d=positive_int,
+    lengthscale=positive_scalar,
+    var=optional(positive_scalar),
+    alpha=positive_scalar,
+    n_nodes=positive_int,
+    n_degrees=positive_int,
+    rtol=positive_scalar,
+)
 def check_mercer_quadrature(
     d: int = 2,
     lengthscale: float = 1.0,
@@ -389,6 +473,15 @@ def check_mercer_quadrature(
     )
 
 
+@checked(
+    rng=check_rng,
+    n=positive_int,
+    d=positive_int,
+    lengthscale=positive_scalar,
+    n_seeds=positive_int,
+    n_degrees=positive_int,
+    k_se=positive_scalar,
+)
 def check_mercer_nystrom(
     rng: np.random.Generator, n=1000, d=2, lengthscale=1.0, n_seeds=2, n_degrees=3, k_se=4.0
 ) -> ClaimResult:
@@ -437,6 +530,16 @@ def check_mercer_nystrom(
     )
 
 
+@checked(
+    rng=check_rng,
+    n=positive_int,
+    d=positive_int,
+    M=optional(nonneg_int),
+    lengthscale=positive_scalar,
+    n_seeds=positive_int,
+    q=optional(probability),
+    n_quad=positive_int,
+)
 def check_mercer_truncation(
     rng: np.random.Generator,
     n: int = 60,
@@ -517,6 +620,14 @@ def check_mercer_truncation(
     )
 
 
+@checked(
+    rng=check_rng,
+    d=positive_int,
+    ns=ints(),
+    n_seeds=positive_int,
+    noise_var=positive_scalar,
+    floor_factor=positive_scalar,
+)
 def check_rbf_cond_growth(
     rng: np.random.Generator,
     d: int = 2,
@@ -599,6 +710,7 @@ def check_rbf_cond_growth(
     )
 
 
+@checked(rng=check_rng, n=positive_int, d=positive_int, noise_var=positive_scalar)
 def check_rho_naming(
     rng: np.random.Generator, n: int = 200, d: int = 16, noise_var: float = 0.2
 ) -> ClaimResult:

@@ -14,7 +14,15 @@ import numpy as np
 from scipy.special import ndtr
 from scipy.stats import norm
 
-from .._checks import positive_int, positive_scalar
+from .._checks import (
+    check_rng,
+    checked,
+    mapping,
+    nonneg_scalar,
+    positive_int,
+    positive_scalar,
+    seed_int,
+)
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
 from ..stats import mean_se
@@ -40,6 +48,7 @@ def _crps_spread_factor() -> float:
     return float(np.trapezoid(g**2 * norm.pdf(z), z))
 
 
+@checked(mean=positive_scalar, se=nonneg_scalar, n_ref=positive_int, n_paper=positive_int)
 def paper_cell_se(mean: float, se: float, n_ref: int, n_paper: int = PAPER_INSTANCES) -> float:
     """Standard error of a table cell (a mean CRPS over ``n_paper`` instances) for a model at the
     exact PPD, from the exact PPD's expected CRPS ``mean`` and its standard error ``se`` over
@@ -54,6 +63,15 @@ def paper_cell_se(mean: float, se: float, n_ref: int, n_paper: int = PAPER_INSTA
     return sd_inst / float(np.sqrt(n_paper))
 
 
+@checked(
+    lengthscale=positive_scalar,
+    n=positive_int,
+    noise_var=positive_scalar,
+    rng=check_rng,
+    d=positive_int,
+    n_instances=positive_int,
+    chunk=positive_int,
+)
 def exact_ppd_expected_crps(
     lengthscale: float,
     n: int,
@@ -88,6 +106,14 @@ def exact_ppd_expected_crps(
     return mean_se(np.concatenate(vals))
 
 
+@checked(
+    paper_crps=mapping,
+    noise_var=positive_scalar,
+    n_instances=positive_int,
+    k_se=positive_scalar,
+    seed=seed_int,
+    d=positive_int,
+)
 def check_noise_parameterisation(
     paper_crps: dict[tuple[float, int], tuple[float, ...]],
     noise_var: float,

@@ -21,7 +21,18 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._checks import positive_int, positive_scalar
+from .._checks import (
+    check_rng,
+    checked,
+    floats,
+    instance_of,
+    keys,
+    positive_int,
+    positive_scalar,
+    seed_int,
+    text,
+)
+from ..config import TaskSpec
 from ..experiments.published import PUBLISHED, PUBLISHED_DEPTHS, published_rows
 from ..experiments.reference import components, ppd_at_query
 from ..spectral import sample_design
@@ -51,6 +62,7 @@ def _binomial_z(p, level: float, n: int):
     return (np.asarray(p, float) - level) / np.sqrt(level * (1 - level) / n)
 
 
+@checked(experiment=text, k_se=positive_scalar, n_instances=positive_int)
 def check_published_coverage(
     experiment: str, *, k_se: float = K_SE, n_instances: int = PAPER_INSTANCES
 ) -> list[ClaimResult]:
@@ -120,6 +132,7 @@ def check_published_coverage(
     return out
 
 
+@checked(result=keys("spec", "n_instances", "metrics"), k_se=positive_scalar)
 def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResult:
     """The premise of :func:`check_published_coverage` on our exact-PPD reference run: its
     central-interval coverages lie within ``k_se`` binomial SE of nominal at every n'.
@@ -150,6 +163,13 @@ def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResu
     )
 
 
+@checked(
+    task=instance_of(TaskSpec),
+    n=positive_int,
+    n_instances=positive_int,
+    rng=check_rng,
+    levels=floats(unit=True),
+)
 def single_kernel_coverage(
     task, n: int, n_instances: int, rng: np.random.Generator, levels=(0.5, 0.9, 0.95)
 ) -> list[dict]:
@@ -221,6 +241,13 @@ def single_kernel_coverage(
     return out
 
 
+@checked(
+    task=instance_of(TaskSpec),
+    n=positive_int,
+    n_instances=positive_int,
+    seed=seed_int,
+    k_se=positive_scalar,
+)
 def check_single_kernel_signature(
     task, n: int = 256, n_instances: int = 256, seed: int = 0, *, k_se: float = K_SE
 ) -> ClaimResult:

@@ -18,7 +18,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_float_array
+from .._checks import (
+    array,
+    as_float_array,
+    checked,
+    instance_of,
+    nonneg_int,
+    optional,
+    positive_scalar,
+    seed_int,
+    seed_tuple,
+)
 from ..casestudy.baseline import (
     PAPER_FITS,
     PAPER_ROUNDING,
@@ -43,6 +53,12 @@ def _params(f: EBFit) -> np.ndarray:
     return np.array([f.alpha, *f.lengthscales, f.noise_std])
 
 
+@checked(
+    data=instance_of(SpatialData),
+    n_restarts=nonneg_int,
+    seed=seed_int,
+    fit=optional(instance_of(EBFit)),
+)
 def check_eb_optimum(
     data: SpatialData, idx=None, *, n_restarts: int = 2, seed: int = 0, fit: EBFit | None = None
 ) -> ClaimResult:
@@ -94,6 +110,15 @@ def check_eb_optimum(
     )
 
 
+@checked(
+    X=array(ndim=2),
+    Y=array(ndim=1),
+    fit=instance_of(EBFit),
+    Xq=array(ndim=2),
+    n_restarts=nonneg_int,
+    seed=seed_int,
+    sk_fit=optional(instance_of(EBFit)),
+)
 def check_sklearn_agreement(
     X, Y, fit: EBFit, Xq, *, n_restarts: int = 0, seed: int = 0, sk_fit: EBFit | None = None
 ) -> ClaimResult:
@@ -155,6 +180,12 @@ def check_sklearn_agreement(
     )
 
 
+@checked(
+    data=instance_of(SpatialData),
+    seeds=seed_tuple,
+    n_restarts=nonneg_int,
+    alt_divisor=positive_scalar,
+)
 def check_walker_coordinate_convention(
     data: SpatialData, seeds=(0, 1, 2), *, n_restarts: int = 1, alt_divisor: float = 1.0
 ) -> ClaimResult:

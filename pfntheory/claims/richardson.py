@@ -22,8 +22,23 @@ import dataclasses
 import numpy as np
 
 from .. import richardson as rich
+from .._checks import (
+    array,
+    checked,
+    floats,
+    instance_of,
+    ints,
+    nonneg_scalar,
+    one_of,
+    optional,
+    positive_int,
+    positive_scalar,
+    probability,
+    shaped,
+    square_matrix,
+)
 from ..stats import EPS
-from . import ERRATUM, ClaimResult
+from . import ERRATUM, VERDICT_KINDS, ClaimResult
 
 __all__ = [
     "ROUNDOFF_SAFETY",
@@ -42,6 +57,11 @@ __all__ = [
 ROUNDOFF_SAFETY = 16.0
 
 
+def _n_grid(x, name: str) -> int:
+    return positive_int(x, name, minimum=2)
+
+
+@checked(r=instance_of(ClaimResult), kind=one_of(VERDICT_KINDS))
 def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
     """``r`` with verdict ``kind`` when it holds, i.e. when the check confirms the corrected
     statement (of an erratum or a caveat); otherwise the verdict follows from ``holds`` (the check
@@ -49,6 +69,7 @@ def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
     return dataclasses.replace(r, verdict=kind if r.holds else None)
 
 
+@checked(G=square_matrix, noise_var=positive_scalar, scale=nonneg_scalar, n_ops=positive_int)
 def roundoff_atol(G: np.ndarray, noise_var: float, scale: float, *, n_ops: int = 1) -> float:
     """Absolute round-off tolerance for a Richardson/KRR iterate computed two ways.
 
@@ -59,7 +80,6 @@ def roundoff_atol(G: np.ndarray, noise_var: float, scale: float, *, n_ops: int =
     (max absolute row sum) bounds ``lambda_1`` and the Jacobi row sums ``s_x``, so the same formula
     covers the preconditioned recursion (damping ``1 - eta sigma^2 / s_x``).
     """
-    G = np.asarray(G, dtype=float)
     n = G.shape[0]
     g_inf = float(np.max(np.sum(np.abs(G), axis=1)))
     return ROUNDOFF_SAFETY * n_ops * EPS * n * (g_inf + noise_var) / noise_var * max(1.0, scale)
@@ -86,6 +106,14 @@ def _err_path(A, b, eta, L, D=None):
     return _dnorm(path - u_star, D), _dnorm(u_star, D)
 
 
+@checked(
+    A=square_matrix,
+    b=array(ndim=1),
+    D=optional(array()),
+    fractions=floats(positive=True),
+    L=positive_int,
+    claimed_step=optional(positive_scalar),
+)
 def check_convergence_iff(
     A,
     b,
@@ -108,7 +136,7 @@ def check_convergence_iff(
     ``claimed_step`` replaces the threshold ``2/lambda_1`` under test (fault injection: a wrong
     threshold must make the check fail).
     """
-    A = np.asarray(A, dtype=float)
+    shaped(b, "b", (A.shape[0],), "to match A")
     eta_adm = rich.admissible_step(A, D) if claimed_step is None else float(claimed_step)
     rows = []
     ok = True
@@ -166,6 +194,7 @@ def check_convergence_iff(
     )
 
 
+@checked(A=square_matrix, D=optional(array()), n_grid=_n_grid)
 def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     """supp-sec:richardson, Optimal Step Size; and the docs/design.md ambiguity about thm:L growth.
 
@@ -224,6 +253,7 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     return [r1, as_erratum(r2)]
 
 
+@checked(A=square_matrix, b=array(ndim=1), eta_fraction=probability, Ls=ints(), D=optional(array()))
 def check_rate_bound(
     A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100), D=None
 ) -> ClaimResult:
@@ -233,6 +263,7 @@ def check_rate_bound(
 
     Tolerance: ``atol = 16 L eps cond`` on the relative error (round-off of ``L`` steps).
     """
+    shaped(b, "b", (A.shape[0],), "to match A")
     lam = rich.spectrum(A, D)
     eta = rich.safe_step(A, D, eta_fraction)  # eta_fraction / lambda_1
     Ls = np.asarray(Ls, dtype=int)
@@ -261,6 +292,14 @@ def check_rate_bound(
     )
 
 
+@checked(
+    G=square_matrix,
+    k_x=array(),
+    Y=array(ndim=1),
+    noise_var=positive_scalar,
+    eta_fraction=probability,
+    Ls=ints(),
+)
 def check_krr(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100, 200)
 ) -> list[ClaimResult]:
@@ -275,10 +314,11 @@ def check_krr(
     Tolerance: :func:`roundoff_atol` with ``scale = max(||Y||_inf, ||u*_X||_inf, |u*(x)|)`` (the
     magnitude of the iterates), and ``rtol = 16 n eps``.
     """
-    G = np.asarray(G, dtype=float)
-    k_x = np.atleast_2d(np.asarray(k_x, dtype=float))
-    Y = np.asarray(Y, dtype=float)
     n = G.shape[0]
+    k_x = np.atleast_2d(k_x)
+    if k_x.ndim != 2 or k_x.shape[1] != n:
+        raise ValueError(f"k_x must have shape ({n},) or (m, {n}) to match G, got {k_x.shape}")
+    shaped(Y, "Y", (n,), "to match G")
     lam = np.linalg.eigvalsh(G)
     eta = rich.safe_step(G + noise_var * np.eye(n), fraction=eta_fraction)
     Ls = np.asarray(Ls, dtype=int)
@@ -346,6 +386,14 @@ def check_krr(
     ]
 
 
+@checked(
+    G=square_matrix,
+    k_x=array(),
+    Y=array(ndim=1),
+    noise_var=positive_scalar,
+    eta_fraction=probability,
+    L=positive_int,
+)
 def check_krr_preconditioned(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, L: int = 4000
 ) -> list[ClaimResult]:
@@ -359,10 +407,9 @@ def check_krr_preconditioned(
     and driven by the training error, so we check it against ``max(rho_pr, 1 - eta sigma^2/s_x)^L``
     times ``L`` -- a sum of ``L`` geometric terms).
     """
-    G = np.asarray(G, dtype=float)
-    k_x = np.asarray(k_x, dtype=float)
-    Y = np.asarray(Y, dtype=float)
     n = G.shape[0]
+    shaped(k_x, "k_x", (n,), "to match G (one query)")
+    shaped(Y, "Y", (n,), "to match G")
     A = G + noise_var * np.eye(n)
     s = rich.jacobi_preconditioner(G)
     eta = eta_fraction * rich.admissible_step(A, s)

@@ -38,7 +38,20 @@ import scipy.stats
 
 from .. import DEFAULT_NOISE_VAR
 from .. import construction as con
-from .._checks import choice, positive_int, positive_scalar
+from .._checks import (
+    array,
+    check_kernel,
+    check_rng,
+    checked,
+    choice,
+    ints,
+    nonneg_int,
+    one_of,
+    positive_int,
+    positive_scalar,
+    probability,
+    seed_tuple,
+)
 from ..config import COVARIATES
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
@@ -69,6 +82,15 @@ Z_SE = 3.0
 _Z90 = float(scipy.stats.norm.ppf(0.95))  # central 90% interval: mu +- z sqrt(tau)
 
 
+@checked(
+    design=one_of(DESIGNS),
+    n=positive_int,
+    d=positive_int,
+    n_instances=positive_int,
+    kernel=check_kernel,
+    noise_var=positive_scalar,
+    rng=check_rng,
+)
 def draw_contexts(
     design: str,
     n: int,
@@ -111,6 +133,7 @@ def draw_contexts(
     return X, Y, xq
 
 
+@checked(noise_var=positive_scalar, fraction=probability)
 def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     """The paper's n-independent step for TF^pr: ``fraction * 2/(1 + sigma^2)`` (sec:generalization:
     "a conservative range is 0 < eta < 2/(1+sigma^2)", since lambda_1(D^-1(G+sigma^2 I)) <=
@@ -122,6 +145,15 @@ def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     return f * 2.0 / (1.0 + s2)
 
 
+@checked(
+    kernel=check_kernel,
+    X=array(ndim=3),
+    Y=array(ndim=2),
+    xq=array(ndim=2),
+    noise_var=positive_scalar,
+    eta=positive_scalar,
+    L=positive_int,
+)
 def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     """``(mu_L, tau_L)`` of the hand-set depth-``L`` TF^pr, batched, via eqn:recursion prec.
 
@@ -171,6 +203,19 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     return u[:, 0], s2 + kxx - u[:, 1]
 
 
+@checked(
+    design=one_of(DESIGNS),
+    n=positive_int,
+    L=positive_int,
+    d=positive_int,
+    n_instances=positive_int,
+    seeds=seed_tuple,
+    noise_var=positive_scalar,
+    step_fraction=probability,
+    n_parity=nonneg_int,
+    lengthscale=positive_scalar,
+    parity_max_n=nonneg_int,
+)
 def shift_cell(
     design: str,
     n: int,
@@ -253,6 +298,16 @@ def shift_cell(
     return out
 
 
+@checked(
+    ns=ints(),
+    Ls=ints(),
+    d=positive_int,
+    n_instances=positive_int,
+    seeds=seed_tuple,
+    noise_var=positive_scalar,
+    step_fraction=probability,
+    n_parity=nonneg_int,
+)
 def check_shift_construction(
     ns=(64, 128, 256, 512),
     Ls=(16, 32),

@@ -13,6 +13,16 @@ from typing import Any
 import numpy as np
 
 from .. import DEFAULT_NOISE_VAR
+from .._checks import (
+    check_rng,
+    checked,
+    choice,
+    instance_of,
+    ints,
+    pair,
+    positive_int,
+    positive_scalar,
+)
 from ..config import COVARIATES
 from ..kernels import (
     LinearKernel,
@@ -40,6 +50,27 @@ __all__ = [
 ]
 
 
+#: The kernels :func:`check_stepsize_rate` builds by name.
+STEPSIZE_KERNELS = ("rbf", "linear", "blr")
+
+
+def _stepsize_kernel(x, name: str):
+    if isinstance(x, str):
+        return choice(x, name, STEPSIZE_KERNELS)
+    return instance_of(RBFKernel, LinearKernel, what="kernel name or RBFKernel/LinearKernel")(
+        x, name
+    )
+
+
+@checked(
+    rng=check_rng,
+    kernel=_stepsize_kernel,
+    ns=ints(),
+    d=positive_int,
+    noise_var=positive_scalar,
+    n_seeds=positive_int,
+    band=pair,
+)
 def check_stepsize_rate(
     rng: np.random.Generator,
     kernel: str | RBFKernel | LinearKernel = "rbf",
@@ -88,6 +119,14 @@ def check_stepsize_rate(
     )
 
 
+@checked(
+    rng=check_rng,
+    ns=ints(),
+    d=positive_int,
+    noise_var=positive_scalar,
+    n_trials=positive_int,
+    lengthscale=positive_scalar,
+)
 def check_stepsize_figure(
     rng: np.random.Generator,
     ns=tuple(range(100, 1001, 100)),
@@ -139,6 +178,15 @@ def check_stepsize_figure(
     )
 
 
+@checked(
+    rng=check_rng,
+    d=positive_int,
+    lengthscale=positive_scalar,
+    noise_var=positive_scalar,
+    n=positive_int,
+    n_trials=positive_int,
+    n_mc=positive_int,
+)
 def check_covariate_shift(
     rng: np.random.Generator,
     d: int = 4,

@@ -35,7 +35,7 @@ from .._checks import (
     int_tuple,
     positive_int,
     positive_scalar,
-    seed,
+    seed_int,
     sequence,
 )
 from .._checks import context_groups as check_context_groups
@@ -122,7 +122,7 @@ class EvalSpec:
     def __post_init__(self):
         int_tuple(self.n_eval, "n_eval")  # non-empty, each >= 1
         positive_int(self.n_instances, "n_instances", minimum=2)
-        seed(self.seed, "seed")
+        seed_int(self.seed, "seed")
         if self.covariates is not None:
             choice(self.covariates, "covariates", COVARIATES)
 
@@ -169,7 +169,7 @@ class RunSpec:
         positive_int(self.batch_size, "batch_size")
         check_context_groups(self.context_groups, self.batch_size)
         choice(self.lr_units, "lr_units", LR_UNITS)
-        seed(self.seed, "seed")
+        seed_int(self.seed, "seed")
         int_tuple(self.curve_n_eval, "curve_n_eval", non_empty=False)
         for c in sequence(self.curve_covariates, "curve_covariates", non_empty=False):
             choice(c, "curve_covariates", COVARIATES)
@@ -287,7 +287,7 @@ class StepsizeSpec(_ExactSide):
         positive_scalar(self.noise_var, "noise_var")
         positive_scalar(self.alpha, "alpha")
         positive_scalar(self.lengthscale, "lengthscale")
-        seed(self.seed, "seed")
+        seed_int(self.seed, "seed")
         int_tuple(self.ns, "ns")
 
     @property
@@ -323,7 +323,7 @@ class ExactPPDSpec(_ExactSide):
         int_tuple(self.n_eval, "n_eval")
         positive_int(self.n_instances, "n_instances")
         float_tuple(self.levels, "levels", unit=True)
-        seed(self.seed, "seed")
+        seed_int(self.seed, "seed")
 
     @property
     def name(self) -> str:
