@@ -77,6 +77,7 @@ __all__ = [
     "text",
     "keys",
     "square_matrix",
+    "symmetric_matrix",
     "shaped",
 ]
 
@@ -515,6 +516,16 @@ def square_matrix(x, name: str) -> np.ndarray:
     a = as_float_array(x, name, ndim=2)
     if a.shape[0] != a.shape[1] or a.shape[0] == 0:
         raise ValueError(f"{name} must be a non-empty square matrix, got shape {a.shape}")
+    return a
+
+
+def symmetric_matrix(x, name: str) -> np.ndarray:
+    """A finite, non-empty symmetric matrix (a Gram or system matrix), symmetric to the round-off
+    tolerance of :func:`spd_matrix` (``1e-10 max|A|``)."""
+    a = square_matrix(x, name)
+    scale = max(float(np.max(np.abs(a))), 1e-300)
+    if np.max(np.abs(a - a.T)) > 1e-10 * scale:
+        raise ValueError(f"{name} must be symmetric (a Gram or system matrix)")
     return a
 
 

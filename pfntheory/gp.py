@@ -219,6 +219,9 @@ def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
     ``theta ~ sum_h pi_h delta_{theta_h}``; given ``theta_h = (kernel_h, noise_var_h)`` the PPD is
     the GP predictive ``N(mu_h, tau_h)``, and the posterior weight of component ``h`` is
     ``pi_h p(Y | X, theta_h) / sum_h' pi_h' p(Y | X, theta_h')``.
+
+    ``prior_weights``: positive, one per component; only their ratios matter (they are normalised
+    here, so ``(1, 1)`` and ``(0.5, 0.5)`` are the same prior).
     """
     if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__iter__"):
         raise ArgumentTypeError(

@@ -28,7 +28,7 @@ from .._checks import (
     positive_int,
     positive_scalar,
     probability,
-    square_matrix,
+    symmetric_matrix,
 )
 from ..kernels import (
     RBFKernel,
@@ -64,7 +64,10 @@ __all__ = [
 
 
 @checked(
-    G=square_matrix, noise_var=positive_scalar, alpha=positive_scalar, rho=optional(finite_scalar)
+    G=symmetric_matrix,
+    noise_var=positive_scalar,
+    alpha=positive_scalar,
+    rho=optional(finite_scalar),
 )
 def check_ridge_sandwich(
     G, noise_var: float, alpha: float = 1.0, rho: float | None = None
@@ -98,7 +101,7 @@ def check_ridge_sandwich(
     )
 
 
-@checked(G=square_matrix, noise_var=positive_scalar, alpha=positive_scalar)
+@checked(G=symmetric_matrix, noise_var=positive_scalar, alpha=positive_scalar)
 def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimResult:
     """Every inequality of the proof of supp-lem:rbf kernel Gram ridge prec on one Gram:
     ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + s2/s_min]`` and

@@ -35,7 +35,7 @@ from .._checks import (
     seed_tuple,
     sequence,
     shaped,
-    square_matrix,
+    symmetric_matrix,
 )
 from ..discretize import bin_edges
 from ..gp import posterior_predictive
@@ -129,7 +129,7 @@ def _parts(kernel, X, Y, x, noise_var):
 
 
 @checked(
-    G=square_matrix,
+    G=symmetric_matrix,
     k_x=array(),
     Y=array(ndim=1),
     noise_var=positive_scalar,
@@ -156,7 +156,7 @@ def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10
     return float(np.max(np.abs(1.0 - eta * (lam[present] + noise_var))))
 
 
-@checked(G=square_matrix, k_x=array(), noise_var=positive_scalar, eta=positive_scalar)
+@checked(G=symmetric_matrix, k_x=array(), noise_var=positive_scalar, eta=positive_scalar)
 def prec_query_factor(G, k_x, noise_var: float, eta: float) -> float:
     """Rate of the preconditioned query recursion: ``max(rho_pr, |1 - eta sigma^2 / s_x|)``.
 

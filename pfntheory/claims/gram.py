@@ -40,7 +40,7 @@ from .._checks import (
     positive_int,
     positive_scalar,
     probability,
-    square_matrix,
+    symmetric_matrix,
     text,
 )
 from ..kernels import (
@@ -267,7 +267,7 @@ def check_linear_rate(
     )
 
 
-@checked(G=square_matrix)
+@checked(G=symmetric_matrix)
 def check_lambda1_lower(G) -> ClaimResult:
     """``lambda_1(G) >= 1'G1/n`` for one Gram ``G`` (Rayleigh quotient; supp-lem:rbf kernel Gram).
     Tolerance ``10 n eps lambda_1`` (round-off of both sides)."""

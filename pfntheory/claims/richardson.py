@@ -35,7 +35,7 @@ from .._checks import (
     positive_scalar,
     probability,
     shaped,
-    square_matrix,
+    symmetric_matrix,
 )
 from ..stats import EPS
 from . import ERRATUM, VERDICT_KINDS, ClaimResult
@@ -69,7 +69,7 @@ def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
     return dataclasses.replace(r, verdict=kind if r.holds else None)
 
 
-@checked(G=square_matrix, noise_var=positive_scalar, scale=nonneg_scalar, n_ops=positive_int)
+@checked(G=symmetric_matrix, noise_var=positive_scalar, scale=nonneg_scalar, n_ops=positive_int)
 def roundoff_atol(G: np.ndarray, noise_var: float, scale: float, *, n_ops: int = 1) -> float:
     """Absolute round-off tolerance for a Richardson/KRR iterate computed two ways.
 
@@ -107,7 +107,7 @@ def _err_path(A, b, eta, L, D=None):
 
 
 @checked(
-    A=square_matrix,
+    A=symmetric_matrix,
     b=array(ndim=1),
     D=optional(array()),
     fractions=floats(positive=True),
@@ -194,7 +194,7 @@ def check_convergence_iff(
     )
 
 
-@checked(A=square_matrix, D=optional(array()), n_grid=_n_grid)
+@checked(A=symmetric_matrix, D=optional(array()), n_grid=_n_grid)
 def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     """supp-sec:richardson, Optimal Step Size; and the docs/design.md ambiguity about thm:L growth.
 
@@ -253,7 +253,9 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     return [r1, as_erratum(r2)]
 
 
-@checked(A=square_matrix, b=array(ndim=1), eta_fraction=probability, Ls=ints(), D=optional(array()))
+@checked(
+    A=symmetric_matrix, b=array(ndim=1), eta_fraction=probability, Ls=ints(), D=optional(array())
+)
 def check_rate_bound(
     A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100), D=None
 ) -> ClaimResult:
@@ -293,7 +295,7 @@ def check_rate_bound(
 
 
 @checked(
-    G=square_matrix,
+    G=symmetric_matrix,
     k_x=array(),
     Y=array(ndim=1),
     noise_var=positive_scalar,
@@ -387,7 +389,7 @@ def check_krr(
 
 
 @checked(
-    G=square_matrix,
+    G=symmetric_matrix,
     k_x=array(),
     Y=array(ndim=1),
     noise_var=positive_scalar,
