@@ -121,8 +121,13 @@ MEASURED = {
 def describe(r):
     """(variant, measured) of a trained check, from its key (see MEASURED)."""
     key = r.key or ""
-    variant, measured = MEASURED.get(key.split(".", 1)[-1]) or MEASURED.get(
-        key.rsplit(".", 1)[-1], ("", "")
+    variant, measured = next(
+        (
+            MEASURED[k]
+            for k in (key, key.split(".", 1)[-1], key.rsplit(".", 1)[-1])
+            if k in MEASURED
+        ),
+        ("", ""),
     )
     if key.startswith("fig_exp1."):  # fig_exp1.<task>.<mode>.tv_falls_with_<axis>
         _, task, mode, _ = key.split(".")
@@ -539,7 +544,7 @@ def table(name):
                 paper_rows,
                 {k: v for k, v in PAPER_HEADINGS.items() if k in paper_rows[0]},
                 digits=3,
-                caption="The paper's numbers (d=16, L in {8, 16, 32}; 4096 instances per cell), "
+                folded="The paper's numbers (d=16, L in {8, 16, 32}; 4096 instances per cell), "
                 "for orientation only: this scale's design is shrunk",
             )
         )

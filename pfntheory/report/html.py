@@ -104,8 +104,9 @@ def _notes(r) -> list[str]:
     return out
 
 
-def _measurement(r) -> str:
-    """Statement, what was measured, tolerance, source: the wide wrapping column."""
+def _measurement(r, common_command: str = "") -> str:
+    """Statement, what was measured, tolerance, source: the wide wrapping column (the command is
+    left out when it is ``common_command``, which the part's heading then shows once)."""
     parts = [f'<div class="stmt">{math_html(_get(r, "statement"))}</div>']
     if _get(r, "verdict") == PENDING:
         parts.append(f'<div class="missing">{html.escape(_get(r, "missing"))}</div>')
@@ -113,11 +114,18 @@ def _measurement(r) -> str:
     if _get(r, "measured"):
         parts.append(f"<div><b>measured:</b> {math_html(_get(r, 'measured'))}</div>")
     if _get(r, "tolerance"):
-        parts.append(f"<div><b>tolerance:</b> {math_html(_get(r, 'tolerance'))}</div>")
+        tol, _, why = _get(r, "tolerance").partition(" (why ")
+        reason = ""
+        if why:  # the margin's reason (recorder.explain_tolerance), folded: it repeats across rows
+            reason = (
+                '<details class="crit"><summary>why this margin</summary>'
+                f"{math_html('why ' + why.removesuffix(')'))}</details>"
+            )
+        parts.append(f"<div><b>tolerance:</b> {math_html(tol)}{reason}</div>")
     src = []
     if _get(r, "run_dir"):
         src.append(f"read <code>{html.escape(_get(r, 'run_dir'))}</code>")
-    if _get(r, "command"):
+    if _get(r, "command") and _get(r, "command") != common_command:
         src.append(f"regenerate: <code>{html.escape(_get(r, 'command'))}</code>")
     if src:
         parts.append(f'<div class="src">{" · ".join(src)}</div>')
@@ -200,6 +208,7 @@ table.pfn-table{border-collapse:collapse;margin:6px 0;font-size:12.5px;
 table.pfn-table caption{text-align:left;color:#57606a;font-size:12px;padding:2px 0}
 table.pfn-table th{background:#f6f8fa;text-align:left;font-weight:600}
 table.pfn-table th,table.pfn-table td{border:1px solid #d0d7de;padding:3px 8px;vertical-align:top}
+details.table>summary{cursor:pointer;color:#0969da;font-size:13px;margin:4px 0}
 table.pfn-table td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 @media print{details.code,details.log{display:none} nav.toc{break-after:avoid}
   .jp-Cell{break-inside:avoid}}
@@ -214,7 +223,7 @@ table.rows{border-collapse:collapse;width:100%;font-size:13px;table-layout:fixed
 table.rows th,table.rows td{border-bottom:1px solid #d0d7de;padding:5px 6px;vertical-align:top;
   text-align:left;overflow-wrap:anywhere}
 table.rows th{background:#f6f8fa}
-col.c-label{width:13%} col.c-meas{width:45%} col.c-num{width:9%} col.c-verdict{width:15%}
+col.c-label{width:12%} col.c-meas{width:45%} col.c-num{width:7.5%} col.c-verdict{width:20.5%}
 tr.part td{background:#eef2f6;font-weight:600;font-size:14px;border-top:2px solid #8c959f}
 td.num{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 td.label{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
@@ -240,7 +249,7 @@ details.cite,details.defs{margin:8px 0;font-size:13px} details.cite pre{font-siz
   background:#f6f8fa;padding:8px;border-radius:6px;overflow-x:auto}
 details>summary{cursor:pointer}
 code{font-size:12px;overflow-wrap:anywhere} small{color:#57606a}
-@media (max-width:1100px){body{margin:12px} col.c-meas{width:40%} col.c-verdict{width:17%}}
+@media (max-width:1100px){body{margin:12px} col.c-meas{width:42%} col.c-verdict{width:23.5%}}
 @media print{body{margin:0;max-width:none} table.rows{font-size:10px} tr{break-inside:avoid}}
 """
 
@@ -466,8 +475,14 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
         if st.get("ok") is False:
             failed.append(spec.name)
             extra = ' &mdash; <span class="verdict v-fail">notebook failed</span>'
+        rows = results.get(spec.name, {}).get("rows", [])
+        common = Counter(r.get("command", "") for r in rows).most_common(1)
+        common_command = common[0][0] if common and common[0][1] > 1 else ""
         if spec.name in results:
-            extra += f" <small>({html.escape(_scale_of(results[spec.name]))})</small>"
+            extra += f" <small>({html.escape(_scale_of(results[spec.name]))}"
+            if common_command:
+                extra += f"; regenerate: <code>{html.escape(common_command)}</code>"
+            extra += ")</small>"
         body.append(
             f'<tr class="part" id="part-{html.escape(spec.name)}"><td colspan="6">{link}{extra}'
             "</td></tr>"
@@ -478,7 +493,6 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
                 f"<code>pfntheory report --only {html.escape(spec.name)}</code></td></tr>"
             )
             continue
-        rows = results[spec.name].get("rows", [])
         if not rows:
             body.append('<tr><td colspan="6" class="missing">no results recorded</td></tr>')
         for r in rows:
@@ -495,7 +509,7 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
             paper = fmt(r.get("paper_value")) if r.get("paper_value") is not None else "—"
             rid = f' id="{html.escape(anchor)}"' if anchor else ""
             body.append(
-                f'<tr{rid}><td class="label">{lab}</td><td>{_measurement(r)}</td>'
+                f'<tr{rid}><td class="label">{lab}</td><td>{_measurement(r, common_command)}</td>'
                 f'<td class="num">{_ours(r)}</td><td class="num">{_compared(r)}</td>'
                 f'<td class="num">{paper}</td><td>{verdict}</td></tr>'
             )

@@ -217,7 +217,7 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
         return {
             "status": "improving",
             "runs": per_run,
-            "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. {_rel(rd)}: "
+            "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. {rd.name}: "
             f"{st['state']} at {st['last_step']} steps). Plateau criterion, not met: "
             f"{st['criterion']}",
         }
@@ -226,7 +226,7 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
             "status": "unknown",
             "runs": per_run,
             "text": f"convergence unknown: {len(missing)} of {len(paths)} runs have no "
-            f"learning_curve.json (e.g. {_rel(missing[0])})",
+            f"learning curve (e.g. {missing[0].name})",
         }
     return {
         "status": "plateaued",

@@ -64,12 +64,15 @@ class Table:
         :func:`~pfntheory.report.mathtext.math_html`, like the column headings).
     numeric : list of bool
         Per column: right-aligned (all its non-missing cells were numbers).
+    folded : str
+        If given, the table is folded under a line with this text (a long table for reference).
     """
 
-    def __init__(self, columns, rows, caption: str = "", numeric=None):
+    def __init__(self, columns, rows, caption: str = "", numeric=None, folded: str = ""):
         self.columns = [str(c) for c in columns]
         self.rows = [list(r) for r in rows]
         self.caption = caption
+        self.folded = folded
         self.numeric = list(numeric) if numeric is not None else [False] * len(self.columns)
 
     def __len__(self) -> int:
@@ -91,10 +94,14 @@ class Table:
             for r in self.rows
         )
         cap = f"<caption>{math_html(self.caption)}</caption>" if self.caption else ""
-        return (
+        markup = (
             f'<table class="pfn-table">{cap}<thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table>"
         )
+        if self.folded:
+            summary = f"<summary>{math_html(self.folded)}</summary>"
+            return f'<details class="table">{summary}{markup}</details>'
+        return markup
 
 
 def _records(data) -> tuple[list[str], list[list[Any]]]:
@@ -120,6 +127,7 @@ def table(
     *,
     digits: int | Mapping[str, int] | None = None,
     caption: str = "",
+    folded: str = "",
 ) -> Table:
     """A :class:`Table` of ``data`` with labelled columns and rounded numbers.
 
@@ -135,6 +143,8 @@ def table(
     caption : str
         A line above the table, in ASCII maths (``sigma^2``, ``lambda_1``), typeset like the
         headings.
+    folded : str
+        Fold the table under a line with this text (for a long table kept for reference).
     """
     names, rows = _records(data)
     if columns is None:
@@ -157,4 +167,4 @@ def table(
         all(_is_number(r[i]) or r[i] is None for r in rows) and any(_is_number(r[i]) for r in rows)
         for i in idx
     ]
-    return Table([head for _, head in pick], out, caption=caption, numeric=numeric)
+    return Table([head for _, head in pick], out, caption=caption, numeric=numeric, folded=folded)
