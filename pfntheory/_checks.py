@@ -65,6 +65,7 @@ __all__ = [
     "int_tuple",
     "float_tuple",
     "ints",
+    "at_least",
     "floats",
     "pair",
     "one_of",
@@ -412,6 +413,11 @@ def float_tuple(
     if positive:
         return tuple(positive_scalar(v, name) for v in items)
     return tuple(finite_scalar(v, name) for v in items)
+
+
+def at_least(minimum: int) -> Rule:
+    """Rule: an integer ``>= minimum`` (:func:`positive_int`)."""
+    return functools.partial(positive_int, minimum=minimum)
 
 
 def ints(minimum: int = 1, maximum: int | None = None, non_empty: bool = True) -> Rule:

@@ -25,7 +25,6 @@ from .._checks import (
     array,
     as_float_array,
     checked,
-    choice,
     instance_of,
     keys,
     mapping,
@@ -131,7 +130,6 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
     """
     dist = np.asarray(dist, dtype=float)
     sd_gp = np.asarray(sd_gp, dtype=float)
-    threshold = positive_scalar(threshold, "threshold")
     if dist.ndim != 1 or sd_gp.shape != dist.shape:
         raise ValueError(
             f"dist and sd_gp must be 1-d of equal length, got {dist.shape} and {sd_gp.shape}"
@@ -227,7 +225,7 @@ def make_claims(
     :func:`coverage_summary`). ``baseline`` names the GP compared with; ``extra`` adds details.
     Each claim's key is ``key_prefix`` + one of :data:`CLAIM_KEYS`; its details say what was
     measured (``measured``) and against which GP (``variant``)."""
-    label = LABELS[choice(name, "dataset", DATASETS)]
+    label = LABELS[name]
     c = comparison
     where = f"{name}, {scale} scale, PFN vs {baseline}"
     common = {

@@ -22,7 +22,6 @@ from .._checks import (
     check_kernel,
     check_rng,
     checked,
-    choice,
     ints,
     mapping,
     one_of,
@@ -545,7 +544,6 @@ def check_tf_rate(
     ``1 +- RATE_RTOL`` (the rate is attained). A seed whose slowest mode has a tiny weight decays
     faster over the fitted window (ratio > 1); that is allowed.
     """
-    choice(step, "step", ("rate", "optimal", "beyond"))
     ratio_l: list[float] = []
     rows = []
     for seed in seeds:

@@ -96,9 +96,7 @@ def paper_bin_width(
     outside_mass: float = 0.002,
 ) -> float:
     """Bin width ``(b - a)/C`` with ``(a, b] = +- Phi^-1(1 - m/2) sqrt(alpha^2 + sigma^2)``."""
-    C = positive_int(C, "C", minimum=2)
-    s2 = positive_scalar(noise_var, "noise_var")
-    b = float(ndtri(1 - outside_mass / 2) * np.sqrt(alpha**2 + s2))
+    b = float(ndtri(1 - outside_mass / 2) * np.sqrt(alpha**2 + noise_var))
     return 2 * b / C
 
 

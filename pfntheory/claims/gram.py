@@ -185,7 +185,6 @@ def check_linear_interval(
     control (an interval narrowed to ``t/n`` in place of ``t/sqrt(n)``) is scored the same way and
     must fail, which shows the count has power.
     """
-    n, d, n_draws = positive_int(n, "n"), positive_int(d, "d"), positive_int(n_draws, "n_draws")
     X = sample_design(n, d, rng, size=(n_draws,))
     lam = linear_gram_eigenvalues(X)  # (n_draws, d)
     per_t, holds, worst = {}, True, 0.0

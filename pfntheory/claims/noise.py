@@ -15,6 +15,7 @@ from scipy.special import ndtr
 from scipy.stats import norm
 
 from .._checks import (
+    at_least,
     check_rng,
     checked,
     mapping,
@@ -69,7 +70,7 @@ def paper_cell_se(mean: float, se: float, n_ref: int, n_paper: int = PAPER_INSTA
     noise_var=positive_scalar,
     rng=check_rng,
     d=positive_int,
-    n_instances=positive_int,
+    n_instances=at_least(2),
     chunk=positive_int,
 )
 def exact_ppd_expected_crps(
@@ -91,10 +92,7 @@ def exact_ppd_expected_crps(
     mean, se : float
         Monte-Carlo mean of the exact PPD's expected CRPS and its standard error.
     """
-    ell = positive_scalar(lengthscale, "lengthscale")
-    n = positive_int(n, "n")
-    s2 = positive_scalar(noise_var, "noise_var")
-    m = positive_int(n_instances, "n_instances", minimum=2)
+    ell, s2, m = lengthscale, noise_var, n_instances
     k = RBFKernel(alpha=1.0, lengthscale=ell)
     vals = []
     for start in range(0, m, chunk):
@@ -109,7 +107,7 @@ def exact_ppd_expected_crps(
 @checked(
     paper_crps=mapping,
     noise_var=positive_scalar,
-    n_instances=positive_int,
+    n_instances=at_least(2),
     k_se=positive_scalar,
     seed=seed_int,
     d=positive_int,

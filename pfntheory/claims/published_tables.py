@@ -22,6 +22,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from .._checks import (
+    at_least,
     check_rng,
     checked,
     floats,
@@ -87,7 +88,6 @@ def check_published_coverage(
     """
     if experiment not in PUBLISHED:
         raise ValueError(f"experiment must be one of {sorted(PUBLISHED)}, got {experiment!r}")
-    k_se = positive_scalar(k_se, "k_se")
     rows = published_rows(experiment)
     deepest = max(PUBLISHED_DEPTHS)
     out = []
@@ -143,7 +143,6 @@ def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResu
         The ``result.json`` of an exact-PPD reference run (``n_eval``, ``n_instances`` and
         ``metrics`` with ``cov50``/``cov90``/``cov95``).
     """
-    k_se = positive_scalar(k_se, "k_se")
     kind = result["spec"]["task"]["kind"]
     n = int(result["n_instances"])
     zs = {
@@ -166,7 +165,7 @@ def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResu
 @checked(
     task=instance_of(TaskSpec),
     n=positive_int,
-    n_instances=positive_int,
+    n_instances=at_least(2),
     rng=check_rng,
     levels=floats(unit=True),
 )
@@ -208,8 +207,7 @@ def single_kernel_coverage(
     """
     if task.kind != "hier_rbf":
         raise ValueError(f"task must be a hier_rbf prior, got kind {task.kind!r}")
-    n = positive_int(n, "n")
-    m = positive_int(n_instances, "n_instances", minimum=2)
+    m = n_instances
     kernels, noise_vars = components(task)
     H = len(kernels)
     W, MU, TAU = (np.empty((m, H)) for _ in range(3))
@@ -244,7 +242,7 @@ def single_kernel_coverage(
 @checked(
     task=instance_of(TaskSpec),
     n=positive_int,
-    n_instances=positive_int,
+    n_instances=at_least(2),
     seed=seed_int,
     k_se=positive_scalar,
 )
@@ -258,7 +256,6 @@ def check_single_kernel_signature(
     published table does (:func:`check_published_coverage`); ``observed`` is that excess in SE, and
     ``details`` give its 90% and 95% coverages and every component's row.
     """
-    k_se = positive_scalar(k_se, "k_se")
     rows = single_kernel_coverage(task, n, n_instances, np.random.default_rng(seed))
     best = min(rows, key=lambda r: r["nll"])
     z50 = (best["cov50"] - 0.5) / best["cov50_se"]
