@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import richardson as rich
-from ._checks import as_float_array, choice, positive_int, positive_scalar
+from ._checks import ArgumentTypeError, as_float_array, choice, positive_int, positive_scalar
 from .kernels import ARDRBFKernel, LinearKernel, RBFKernel
 
 __all__ = [
@@ -168,7 +168,7 @@ def _kernel_geometry(kernel, d: int) -> tuple[str, np.ndarray, float]:
         if kernel.d != d:
             raise ValueError(f"kernel has d={kernel.d}, expected d={d}")
         return "linear", np.sqrt(np.asarray(kernel.sigma_diag)), 1.0
-    raise ValueError(
+    raise ArgumentTypeError(
         f"kernel must be LinearKernel, RBFKernel or ARDRBFKernel, got {type(kernel).__name__}"
     )
 
@@ -458,7 +458,9 @@ def expected_rows(
         Expected rows ``d+3`` and ``d+4``; column ``n`` is the query.
     """
     if not isinstance(kernel, (RBFKernel, ARDRBFKernel, LinearKernel)):
-        raise TypeError(f"kernel must be a LinearKernel, RBFKernel or ARDRBFKernel, got {kernel!r}")
+        raise ArgumentTypeError(
+            f"kernel must be a LinearKernel, RBFKernel or ARDRBFKernel, got {kernel!r}"
+        )
     Z0 = build_Z0(
         as_float_array(X, "X", ndim=2),
         as_float_array(Y, "Y", ndim=1),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_float_array, positive_int, positive_scalar
+from ._checks import ArgumentTypeError, as_float_array, positive_int, positive_scalar
 from .discretize import psi_gaussian
 
 __all__ = ["ReLUMLP", "fit_psi_mlp", "delta_mlp", "delta_mlp_interval", "MAX_GRID_CELLS"]
@@ -232,7 +232,7 @@ def delta_mlp_interval(
     lower, upper : float
     """
     if not isinstance(mlp, ReLUMLP):
-        raise TypeError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
+        raise ArgumentTypeError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
     box = _box(mlp.box if box is None else box)
     n_grid = positive_int(n_grid, "n_grid", minimum=2)
     rtol = positive_scalar(rtol, "rtol")

@@ -32,7 +32,13 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from ._checks import as_float_array, positive_array, positive_int, positive_scalar
+from ._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    positive_array,
+    positive_int,
+    positive_scalar,
+)
 
 __all__ = [
     "richardson",
@@ -150,7 +156,7 @@ def _vec(v, name: str, n: int, *, allow_matrix: bool = False) -> np.ndarray:
 
 def _required(x, name: str):
     if x is None:
-        raise TypeError(f"{name} must be given (an array), got None")
+        raise ArgumentTypeError(f"{name} must be given (an array), got None")
     return x
 
 
@@ -484,7 +490,7 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
 def _depths(L) -> np.ndarray:
     """``L`` (an int or an array of ints) as a float array of non-negative whole depths."""
     if isinstance(L, (bool, np.bool_)) or L is None or isinstance(L, (str, bytes)):
-        raise TypeError(f"L must be a non-negative integer or an array of them, got {L!r}")
+        raise ArgumentTypeError(f"L must be a non-negative integer or an array of them, got {L!r}")
     a = as_float_array(L, "L")
     if np.any(a < 0) or np.any(a != np.round(a)):
         raise ValueError(f"L must hold non-negative integers, got {L!r}")

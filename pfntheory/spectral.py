@@ -44,6 +44,7 @@ import scipy.special
 from ._checks import (
     MAX_DIM,
     MAX_ELEMENTS,
+    ArgumentTypeError,
     as_float_array,
     check_rng,
     check_size,
@@ -762,7 +763,9 @@ def admissible_step_curve(
     design : {"gaussian", "uniform"}
     """
     if not isinstance(kernel, (LinearKernel, RBFKernel)):
-        raise ValueError(f"kernel must be a LinearKernel or RBFKernel, got {type(kernel).__name__}")
+        raise ArgumentTypeError(
+            f"kernel must be a LinearKernel or RBFKernel, got {type(kernel).__name__}"
+        )
     ns = np.asarray([positive_int(v, "ns") for v in np.ravel(ns)])
     if ns.size == 0:
         raise ValueError("ns must be non-empty")

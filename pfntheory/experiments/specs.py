@@ -66,7 +66,7 @@ def _exact_type(value, name: str, cls: type) -> None:
     """Refuse anything but ``cls`` itself: a subclass (the nn layer's TaskConfig / ModelConfig)
     carries more fields, which would enter the hashed identity of the run."""
     if type(value) is not cls:
-        raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
 
 
 def _spec_task(task) -> None:
