@@ -438,6 +438,53 @@ for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
     )
 
 # %% [markdown]
+# ## fig:exp2-1: where the learned solver stops contracting
+#
+# The paper: "the unnormalized model's TV errors spike outside the pretraining range, while the
+# normalized model remains stable", by the mechanism of sec:generalization: the largest Gram
+# eigenvalue grows like `n mu_0` (thm:lambda1), so a step learned on `n <= n_max` violates
+# eqn:convg cond on a long enough context. From each trained run's learned solver weights and the
+# Gram spectrum of its learned kernel, `pfntheory.claims.breakdown` computes `G(n')`, the sum over
+# the solver layers of the log spectral radius of the layer's update of the mean channel (averaged
+# over two context draws): the recursion is guaranteed to contract where `G < 0`, and the
+# predicted breakdown is the first `n'` with `G > 0`. The runs are then evaluated beyond the
+# paper's `n' <= 200` (256 instances per `n'`, the evaluation seed of the committed file), to
+# check the curve against the prediction. (`python -m pfntheory.claims.breakdown` writes
+# `reports/runs/fig_exp2_1/breakdown.json`.)
+
+# %%
+runs21, missing21, declared21 = loaded["fig_exp2_1"]
+bd_path = xrun.default_root() / "fig_exp2_1" / "breakdown.json"
+if trained(runs21) and bd_path.is_file():
+    from pfntheory import runs as runfiles
+
+    bd = runfiles.load_json(bd_path)
+    fig, (ax_tv, ax_g) = plt.subplots(1, 2, figsize=(12, 4.2))
+    rcpu.plot_breakdown(ax_tv, ax_g, trained(runs21), bd)
+    ax_tv.set_title("E[TV] against n', with the predicted breakdown of TF")
+    ax_g.set_title("solver growth G(n'): > 0 is no longer guaranteed to contract")
+    fig.suptitle("fig:exp2-1 at the cpu scale, extended beyond n' = 200")
+    fig.tight_layout()
+    report.save_figure(fig, "07_exp2_1_breakdown")
+    plt.show()
+    display(
+        Markdown(
+            "\n".join(
+                f"- `{name}`: predicted breakdown n' = {a['predicted_breakdown']} (at "
+                f"initialisation: {a['predicted_breakdown_init']}); E[TV] at n' = "
+                f"{a['beyond']['n_eval']}: " + ", ".join(f"{v:.3f}" for v in a["beyond"]["tv"])
+                for name, a in bd.items()
+            )
+        )
+    )
+elif trained(runs21):
+    display(
+        Markdown(
+            "*The breakdown analysis has not been run: `python -m pfntheory.claims.breakdown`.*"
+        )
+    )
+
+# %% [markdown]
 # ## fig:exp2-1 and the other experiments
 #
 # Where every cpu sweep stands (complete runs out of those declared), then, for each other

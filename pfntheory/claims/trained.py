@@ -412,7 +412,76 @@ def check_exp2_1(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
         details=details,
     )
-    return [gate(r1, runs), gate(r2, runs)]
+    return [gate(r1, runs), gate(r2, runs), *_exp2_1_breakdown(tf, pr, inside, z)]
+
+
+def _exp2_1_breakdown(tf, pr, inside, z: float) -> list[ClaimResult]:
+    """fig:exp2-1 as the paper states it (sec:generalization): beyond the n' where a learned solver
+    stops contracting, the unnormalised TF's E[TV] spikes while TF^pr stays stable. Reads
+    ``breakdown.json`` beside the runs (:mod:`pfntheory.claims.breakdown`: each run's solver growth
+    ``G(n')`` from its learned weights and the Gram spectrum, its predicted breakdown, and its
+    E[TV] evaluated beyond n' = 200); none when the analysis has not been run."""
+    from pathlib import Path
+
+    from .. import runs as runfiles
+    from .breakdown import BREAKDOWN_FILE
+
+    path = Path(tf.run_dir).parent / BREAKDOWN_FILE
+    if not path.is_file():
+        return []
+    doc = runfiles.load_json(path)
+    if tf.run_dir.name not in doc or pr.run_dir.name not in doc:
+        return []
+    a, b = doc[tf.run_dir.name], doc[pr.run_dir.name]
+    ns = a["beyond"]["n_eval"]
+    t_in, p_in = tf.eval.average("tv", inside), pr.eval.average("tv", inside)
+    t_out = (a["beyond"]["tv"][-1], a["beyond"]["tv_se"][-1])
+    p_out = (b["beyond"]["tv"][-1], b["beyond"]["tv_se"][-1])
+    n_star = a["predicted_breakdown"]
+    details = {
+        "n_beyond": ns,
+        "tv_tf_beyond": a["beyond"]["tv"],
+        "tv_pr_beyond": b["beyond"]["tv"],
+        "tv_tf_beyond_se": a["beyond"]["tv_se"],
+        "tv_pr_beyond_se": b["beyond"]["tv_se"],
+        "growth_n": a["trained"]["n"],
+        "growth_tf_mean_channel": a["trained"]["growth_f"],
+        "growth_pr_mean_channel": b["trained"]["growth_f"],
+        "growth_tf_init": a["init"]["growth_f"],
+        "predicted_breakdown_tf": n_star,
+        "predicted_breakdown_pr": b["predicted_breakdown"],
+        "measured": "E[TV] at the largest n' beyond the evaluated range minus its mean over the "
+        "pretraining range",
+    }
+    D, se = diff_se(t_out, t_in)
+    spike = ClaimResult(
+        key="fig_exp2_1.tf_spikes_beyond_breakdown",
+        label="fig:exp2-1",
+        statement=f"unnormalised TF: its learned solver stops contracting at a predicted n' = "
+        f"{n_star} and its E[TV] spikes beyond (n' = {ns[-1]})",
+        holds=bool(D > z * se and n_star is not None and n_star <= ns[-1]),
+        observed=D,
+        bound=z * se,
+        tolerance=f"TV(n'={ns[-1]}) - TV(inside) > {z:g} SE (SE={se:.2g}), with the predicted "
+        f"breakdown (sum over layers of log spectral radius > 0) at or below n'={ns[-1]}",
+        details=details,
+    )
+    # TF^pr stays stable: its log-rise to the largest n' is smaller than TF's by z SE
+    lr_tf = (np.log(t_out[0] / t_in[0]), float(np.hypot(t_out[1] / t_out[0], t_in[1] / t_in[0])))
+    lr_pr = (np.log(p_out[0] / p_in[0]), float(np.hypot(p_out[1] / p_out[0], p_in[1] / p_in[0])))
+    D, se = diff_se(lr_tf, lr_pr)
+    stable = ClaimResult(
+        key="fig_exp2_1.pr_stable_beyond_breakdown",
+        label="fig:exp2-1",
+        statement=f"normalised TF^pr stays stable where TF breaks down: its log E[TV] rise to "
+        f"n' = {ns[-1]} is smaller than TF's",
+        holds=bool(D > z * se),
+        observed=D,
+        bound=z * se,
+        tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
+        details={**details, "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0]},
+    )
+    return [gate(spike, [tf]), gate(stable, [tf, pr])]
 
 
 # --------------------------------------------------------------------------------------------------

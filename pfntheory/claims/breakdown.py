@@ -1,0 +1,153 @@
+"""Where a trained transformer's solver stops contracting (sec:generalization, fig:exp2-1).
+
+sec:generalization explains fig:exp2-1's "the unnormalised model's TV errors spike outside the
+pretraining range": the largest Gram eigenvalue grows like ``n mu_0`` (thm:lambda1), so a step size
+learned on contexts of size ``n <= n_max`` violates the convergence condition (eqn:convg cond) on
+a long enough context, while TF^pr's row-normalised attention keeps its spectrum bounded.
+
+For a trained model this predicts an ``n'``. On the context tokens a solver layer ``l`` updates the
+mean and variance channels ``h in {f, g}`` as ``h <- M_l h + (input)`` with
+
+    M_l = I + V_l P_l + S_l I                        (TF)
+    M_l = I + D_l^{-1} (V_l P_l + S_l I)            (TF^pr, D_l = diag of P_l's row sums)
+
+(``V_l = V^(l)_{f,f}`` or ``V^(l)_{g,g}``, ``S_l = S^(l)_{f,f}`` or ``S^(l)_{g,g}``, ``P_l`` the
+layer's kernel Gram of the context under its learned feature scale; eqn:l attn). ``M_l`` is
+symmetric (TF) or similar to a symmetric matrix (TF^pr: ``D^{1/2} M D^{-1/2}``), so its spectral
+radius ``rho_l`` is its largest absolute eigenvalue and the error after the solver layers is at most
+``prod_l rho_l`` times the initial one. :func:`solver_growth` returns ``G(n') = sum_l log rho_l``
+averaged over context draws; the recursion is **guaranteed to contract** where ``G < 0``, and the
+predicted breakdown is the smallest ``n'`` with ``G > 0`` (:func:`predicted_breakdown`). It is a
+bound: the product can contract while a layer expands (the layers' top eigenvectors differ).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["solver_growth", "predicted_breakdown"]
+
+
+def _layer_factors(P: np.ndarray, V: float, S: float, normalised: bool) -> float:
+    """Spectral radius of one layer's ``M`` for the Gram ``P`` (n x n)."""
+    n = P.shape[0]
+    if not normalised:
+        lam = np.linalg.eigvalsh(P)
+        return float(max(abs(1 + S + V * lam[0]), abs(1 + S + V * lam[-1])))
+    s = P.sum(1)
+    r = 1.0 / np.sqrt(s)
+    sym = np.eye(n) + V * (r[:, None] * P * r[None, :]) + np.diag(S / s)
+    lam = np.linalg.eigvalsh(sym)
+    return float(max(abs(lam[0]), abs(lam[-1])))
+
+
+def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
+    """``G(n') = sum_l log rho_l`` of the mean (``f``) and variance (``g``) channels of a trained
+    ``model`` (:class:`pfntheory.nn.model.PFNTransformer`) on contexts of the prior ``task``
+    (:class:`pfntheory.nn.priors.TaskConfig`), per ``n'`` in ``ns``, averaged over ``draws``
+    context draws (module docstring).
+
+    Returns
+    -------
+    dict
+        ``n`` (list), ``growth_f``, ``growth_g`` (lists, mean over draws), ``worst_layer_f`` (the
+        largest single-layer ``log rho`` of the mean channel, per n').
+    """
+    import torch
+
+    from pfntheory.nn.attention import score_matrix
+    from pfntheory.nn.priors import sample_batch
+
+    ns = [int(n) for n in ns]
+    if not ns or min(ns) < 2:
+        raise ValueError(f"ns must hold context sizes >= 2, got {ns}")
+    if int(draws) < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    with torch.no_grad():
+        c = {k: v.detach().double().cpu() for k, v in model.coefficients().items()}
+    cfg = model.config
+    V, S, scale = c["V"].numpy(), c["S"].numpy(), c["scale"].numpy()
+    out: dict = {"n": ns, "growth_f": [], "growth_g": [], "worst_layer_f": []}
+    for n in ns:
+        gf, gg, wf = [], [], []
+        for k in range(int(draws)):
+            g = torch.Generator().manual_seed(int(seed) * 1000 + k)
+            X = sample_batch(task, 1, n, g, dtype=torch.float64).X[0]  # (n, d)
+            lf, lg = [], []
+            for layer in range(1, cfg.L):
+                a = X * torch.as_tensor(scale[layer])
+                P = score_matrix(a, a, cfg.score).numpy()
+                v, s = V[layer - 1], S[layer - 1]
+                lf.append(np.log(_layer_factors(P, v[1], s[0], cfg.normalised)))
+                lg.append(np.log(_layer_factors(P, v[3], s[1], cfg.normalised)))
+            gf.append(sum(lf))
+            gg.append(sum(lg))
+            wf.append(max(lf))
+        out["growth_f"].append(float(np.mean(gf)))
+        out["growth_g"].append(float(np.mean(gg)))
+        out["worst_layer_f"].append(float(np.mean(wf)))
+    return out
+
+
+def predicted_breakdown(growth: dict) -> int | None:
+    """The smallest ``n'`` of :func:`solver_growth`'s grid where either channel's ``G`` exceeds 0
+    (the recursion is no longer guaranteed to contract), or None when it contracts on the whole
+    grid."""
+    for n, f, g in zip(growth["n"], growth["growth_f"], growth["growth_g"], strict=True):
+        if f > 0 or g > 0:
+            return int(n)
+    return None
+
+
+#: Context sizes of the breakdown analysis of fig:exp2-1 (the evaluation's 40-200, and beyond).
+BREAKDOWN_NS = (40, 64, 96, 128, 160, 200, 250, 300, 400, 600)
+#: Evaluation sizes beyond the paper's n' <= 200, where the prediction says the TF breaks down.
+BEYOND_NS = (250, 300, 400, 600)
+#: File of the analysis, beside the experiment's runs.
+BREAKDOWN_FILE = "breakdown.json"
+
+
+def breakdown_analysis(run_dirs, ns=BREAKDOWN_NS, beyond=BEYOND_NS, n_instances: int = 256) -> dict:
+    """For each finished run: :func:`solver_growth` of the trained model and of its initialisation
+    (the theory values), the predicted breakdown, and the run evaluated at the ``beyond`` sizes
+    (:func:`pfntheory.nn.evaluate.evaluate`, read-only, ``n_instances`` per n', the evaluation
+    seed of the run's own eval file, so the instances at n' <= 200 are the committed ones)."""
+    from pathlib import Path
+
+    from pfntheory import runs as runfiles
+    from pfntheory.nn.evaluate import evaluate
+    from pfntheory.nn.train import build_model, load_trained
+
+    out = {}
+    for rd in run_dirs:
+        rd = Path(rd)
+        model, cfg, met = load_trained(rd)
+        init = build_model(cfg, tuple(met["interval"]), "cpu")
+        g = solver_growth(model, cfg.task, ns)
+        g0 = solver_growth(init, cfg.task, ns)
+        seed = runfiles.load_json(rd / "eval.json").get("seed", 12345)
+        ev = evaluate(rd, list(beyond), n_instances=n_instances, seed=seed, save=False)
+        out[rd.name] = {
+            "normalised": bool(cfg.model.normalised),
+            "trained": g,
+            "init": g0,
+            "predicted_breakdown": predicted_breakdown(g),
+            "predicted_breakdown_init": predicted_breakdown(g0),
+            "beyond": {
+                "n_eval": list(beyond),
+                "n_instances": int(n_instances),
+                "tv": [float(ev["results"][str(n)]["tv"]) for n in beyond],
+                "tv_se": [float(ev["results"][str(n)]["tv_se"]) for n in beyond],
+            },
+        }
+    return out
+
+
+if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: writes the committed analysis
+    from pfntheory import runs as runfiles
+    from pfntheory.experiments.results import load_experiment
+
+    loaded = load_experiment("fig_exp2_1", "cpu")
+    root = loaded[0].run_dir.parent
+    runfiles.save_json(root / BREAKDOWN_FILE, breakdown_analysis([r.run_dir for r in loaded]))
+    print(root / BREAKDOWN_FILE)
