@@ -45,6 +45,7 @@ __all__ = [
     "dataclass_from_dict",
     "clean_orphan_temps",
     "check_artefacts",
+    "curve_problems",
     "remove_corrupt_artefacts",
     "LockHeldError",
     "root_lock",
@@ -271,6 +272,7 @@ def check_artefacts(run_dir) -> dict[str, str]:
     """
     run_dir = Path(run_dir)
     problems: dict[str, str] = {}
+    curve_problems(run_dir, problems)
     for names, load, problem in (
         ((CONFIG, METRICS), load_json, _json_problem),
         ((WEIGHTS, CHECKPOINT), load_torch, _torch_problem),
@@ -287,6 +289,31 @@ def check_artefacts(run_dir) -> dict[str, str]:
             msg = problem(name, obj)
             if msg:
                 problems[name] = f"{path} {msg}"
+    return problems
+
+
+def curve_problems(run_dir, problems: dict | None = None) -> dict[str, str]:
+    """Problems of the learning curves (``learning_curve*.json``) of ``run_dir``, added to
+    ``problems``: unreadable, not schema 1 (:func:`pfntheory.convergence.curve_problem`), or, for a
+    finished run, not ending at its steps."""
+    from .convergence import curve_problem
+
+    run_dir = Path(run_dir)
+    problems = {} if problems is None else problems
+    steps = None
+    try:
+        done = load_json(run_dir / METRICS) if (run_dir / METRICS).is_file() else {}
+        if isinstance(done, dict) and done.get("completed") and isinstance(done.get("steps"), int):
+            steps = done["steps"]
+    except CorruptFileError:
+        pass
+    for path in sorted(run_dir.glob("learning_curve*.json")):
+        try:
+            msg = curve_problem(load_json(path), steps)
+        except CorruptFileError as err:
+            msg = str(err)
+        if msg:
+            problems[path.name] = msg if msg.startswith(str(path)) else f"{path} {msg}"
     return problems
 
 
@@ -310,7 +337,10 @@ def remove_corrupt_artefacts(run_dir) -> list[str]:
 
     * a corrupt ``weights.pt`` or ``metrics.json`` removes both (a finished run is the pair);
     * a corrupt ``checkpoint.pt`` is removed (training restarts from step 0);
-    * a corrupt ``config.json`` removes everything above as well (nothing can be matched to it).
+    * a corrupt ``config.json`` removes everything above as well (nothing can be matched to it);
+    * a corrupt or unfinished learning curve of a finished run (:func:`curve_problems`) removes the
+      curves, the weights, the metrics and the checkpoint: the curve records the training, whose
+      intermediate weights are gone, so the training is redone.
 
     Evaluation files (``eval*.json``) are validated by their readers, which redo unreadable ones.
     """
@@ -323,8 +353,11 @@ def remove_corrupt_artefacts(run_dir) -> list[str]:
         doomed |= {WEIGHTS, METRICS}
     if CHECKPOINT in problems:
         doomed.add(CHECKPOINT)
+    curves = sorted(k for k in problems if k.startswith("learning_curve"))
+    if curves:  # a curve is the record of a training: the training that wrote it is redone
+        doomed |= {*curves, METRICS, WEIGHTS, CHECKPOINT}
     messages = []
-    for name in (CONFIG, METRICS, WEIGHTS, CHECKPOINT):
+    for name in (CONFIG, METRICS, WEIGHTS, CHECKPOINT, *curves):
         path = run_dir / name
         if name in doomed and path.is_file():
             path.unlink()

@@ -8,6 +8,7 @@ show that the checks of ``verify/test_trained_claims.py`` can fail.
 """
 
 import dataclasses
+import json
 import os
 import re
 from pathlib import Path
@@ -973,3 +974,36 @@ def test_specs_are_the_nn_configs_bases():
         TaskConfig(kind="ard_rbf", d=2)
     with pytest.raises(TypeError):  # d is keyword-only: a positional (score, d, L, C) is refused
         ModelConfig("rbf", 2, 8, 64)  # type: ignore[misc]
+
+
+def test_a_run_with_a_corrupt_or_missing_learning_curve_is_not_complete(tmp_path):
+    """Issue 29: `sweep --list` and the sweep count a run as done only when its learning curves are
+    there, schema 1 and end at its steps (the curves gate every trained verdict); a truncated
+    curve of a committed cpu run's shape makes it incomplete, so the sweep redoes it."""
+    import torch
+
+    spec = next(r for r in get_experiment("fig_exp1").runs("cpu") if isinstance(r, RunSpec))
+    rd = tmp_path / spec.name
+    rd.mkdir()
+    runfiles.save_json(
+        rd / runfiles.METRICS, {"completed": True, "steps": spec.steps, "interval": [-3.0, 3.0]}
+    )
+    torch.save({"w": torch.zeros(1)}, rd / runfiles.WEIGHTS)
+    pts = [
+        {
+            "step": s,
+            "n": n,
+            **{k: 0.1 for k in ("tv", "nll", "coverage90", "crps")},
+            **{k + "_se": 0.01 for k in ("tv", "nll", "coverage90", "crps")},
+        }
+        for s in (0, spec.steps // 2, spec.steps)
+        for n in spec.curve_n_eval
+    ]
+    doc = {"schema": 1, "n_eval": list(spec.curve_n_eval), "points": pts}
+    assert not runner._trained(rd, spec)  # no curve
+    runfiles.save_json(rd / "learning_curve.json", doc)
+    assert runner._trained(rd, spec)
+    (rd / "learning_curve.json").write_text(json.dumps(doc)[:200])
+    assert not runner._trained(rd, spec)
+    runfiles.save_json(rd / "learning_curve.json", {**doc, "points": pts[:-2]})  # stops early
+    assert not runner._trained(rd, spec)

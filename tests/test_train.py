@@ -709,3 +709,55 @@ def test_inside_bins_moves_only_the_label_at_the_edge():
     assert torch.equal(y32[2:], y64[2:].float())
     y = _inside_bins(y64, a)
     assert y[0] == np.nextafter(a, 1.0) and torch.equal(y[1:], y64[1:])
+
+
+def _tiny_with_curve(**kw):
+    return tiny(curve_n_eval=(4, 8), curve_instances=4, curve_points=3, **kw)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "short", "schema"])
+def test_a_corrupt_learning_curve_is_detected_and_the_training_redone(tmp_path, damage):
+    """Issue 29: the learning curve is an artefact like the others. A truncated file, a curve that
+    stops before the run's steps, or another schema is named by runs.check_artefacts, removed with
+    the training it records by runs.remove_corrupt_artefacts (what `train` and `sweep` run first),
+    and training then redoes it to the same curve (fails if a corrupt curve passed as finished)."""
+    cfg = _tiny_with_curve()
+    train(cfg, tmp_path, progress=False)
+    path = tmp_path / "learning_curve.json"
+    good = runs.load_json(path)
+    if damage == "truncated":
+        path.write_text(path.read_text()[: len(path.read_text()) // 2])
+    elif damage == "short":
+        runs.save_json(path, {**good, "points": [p for p in good["points"] if p["step"] < 8]})
+    else:
+        runs.save_json(path, {**good, "schema": 7})
+    problems = runs.check_artefacts(tmp_path)
+    assert "learning_curve.json" in problems, problems
+    removed = runs.remove_corrupt_artefacts(tmp_path)
+    assert any("learning_curve.json" in m for m in removed)
+    assert not (tmp_path / runs.WEIGHTS).exists() and not (tmp_path / runs.METRICS).exists()
+    train(cfg, tmp_path, progress=False)
+    assert runs.check_artefacts(tmp_path) == {}
+    assert runs.load_json(path)["points"] == good["points"]
+
+
+@pytest.mark.parametrize("damage", ["architecture", "nan"])
+def test_weights_that_do_not_fit_the_config_are_redone(tmp_path, damage):
+    """Weights of another architecture, or non-finite ones, do not make a finished run: `train`
+    warns, removes them and retrains to the same weights; load_trained refuses them (fails if
+    train returned at once on such a run)."""
+    cfg = tiny()
+    train(cfg, tmp_path, progress=False)
+    good = runs.load_torch(tmp_path / runs.WEIGHTS)
+    if damage == "architecture":
+        other = tmp_path / "other"
+        train(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, L=2)), other, False)
+        runs.save_torch(tmp_path / runs.WEIGHTS, runs.load_torch(other / runs.WEIGHTS))
+    else:
+        runs.save_torch(tmp_path / runs.WEIGHTS, {k: v * float("nan") for k, v in good.items()})
+    with pytest.raises(runs.CorruptFileError):
+        load_trained(tmp_path)
+    with pytest.warns(RuntimeWarning, match="training redoes the run"):
+        train(cfg, tmp_path, progress=False)
+    again = runs.load_torch(tmp_path / runs.WEIGHTS)
+    assert all(torch.equal(again[k], good[k]) for k in good)

@@ -54,7 +54,7 @@ from pathlib import Path
 from .. import runs as runfiles
 from .._checks import choice, positive_int, positive_scalar
 from ..cli import add_run_options, int_in, nonnegative_float
-from ..config import LEARNING_CURVE_FILE
+from ..config import LEARNING_CURVE_FILE, curve_file
 from .definitions import EXPERIMENTS, SCALES, get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
 
@@ -139,8 +139,13 @@ def _trained(run_dir: Path, spec: RunSpec) -> bool:
         return False
     if not isinstance(doc, dict) or not (doc.get("completed") and doc.get("steps") == spec.steps):
         return False
-    # stand-in runs (plumbing tests, --dry-run) write placeholder bytes, not a torch file
-    return bool(doc.get("standin")) or _weights_readable(w)
+    if doc.get("standin"):  # stand-in runs (plumbing tests, --dry-run): placeholder bytes
+        return True
+    if spec.curve_n_eval:  # the learning curves that gate its verdicts, finished and schema 1
+        names = [curve_file(c) for c in (None, *spec.curve_covariates)]
+        if any(not (run_dir / n).is_file() for n in names) or runfiles.curve_problems(run_dir):
+            return False
+    return _weights_readable(w)
 
 
 def is_complete(spec, run_dir) -> bool:

@@ -75,6 +75,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,7 @@ __all__ = [
     "train",
     "load_trained",
     "read_config",
+    "weights_problem",
     "LR_UNITS",
     "LEARNING_CURVE",
     "curve_steps",
@@ -476,6 +478,21 @@ def build_model(config: TrainConfig, interval: tuple[float, float], device) -> t
     return model.to(device)
 
 
+def weights_problem(config: TrainConfig, run_dir, metrics: dict) -> str | None:
+    """What is wrong with a finished run's ``weights.pt`` for ``config`` (None: nothing): it must
+    load into the model ``config`` builds (same tensors and shapes) and hold finite values only."""
+    path = Path(run_dir) / runs.WEIGHTS
+    try:
+        state = runs.load_torch(path)
+        model = build_model(config, tuple(metrics["interval"]), "cpu")
+        model.load_state_dict(state)
+    except (runs.CorruptFileError, RuntimeError, KeyError, TypeError, ValueError) as err:
+        return f"{path} does not fit the run's config: {str(err).splitlines()[0]}"
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        return f"{path} holds non-finite weights"
+    return None
+
+
 def read_config(run_dir) -> TrainConfig:
     """The :class:`TrainConfig` of a run directory."""
     path = Path(run_dir) / runs.CONFIG
@@ -503,6 +520,8 @@ def load_trained(run_dir, device="cpu") -> tuple[torch.nn.Module, TrainConfig, d
         raise runs.CorruptFileError(
             f"{run_dir / runs.WEIGHTS} does not match the model of config.json: {err}"
         ) from err
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise runs.CorruptFileError(f"{run_dir / runs.WEIGHTS} holds non-finite weights")
     model.eval()
     return model, config, metrics
 
@@ -737,7 +756,14 @@ def train(
     if (run_dir / runs.WEIGHTS).is_file() and (run_dir / runs.METRICS).is_file():
         done = runs.load_json(run_dir / runs.METRICS)
         if done.get("completed") and done.get("steps") == config.steps:
-            return run_dir
+            problem = weights_problem(config, run_dir, done)
+            if problem is None:
+                return run_dir
+            # weights that do not fit the config (another architecture, non-finite values) do
+            # not make a finished run: they and the metrics go, and the training is redone
+            for name in (runs.WEIGHTS, runs.METRICS, WEIGHTS_LAST):
+                (run_dir / name).unlink(missing_ok=True)
+            warnings.warn(f"{problem}; training redoes the run", RuntimeWarning, stacklevel=2)
 
     device = resolve_device(config.device)
     ckpt_path = run_dir / runs.CHECKPOINT
@@ -921,9 +947,7 @@ def train(
 
     if ema is not None:
         runs.save_torch(run_dir / WEIGHTS_LAST, model.state_dict())
-    runs.save_torch(
-        run_dir / runs.WEIGHTS, (ema.module if ema is not None else model).state_dict()
-    )
+    runs.save_torch(run_dir / runs.WEIGHTS, (ema.module if ema is not None else model).state_dict())
     metrics = {
         "completed": True,
         "steps": config.steps,
