@@ -649,14 +649,21 @@ def test_paper_values_only_for_like_quantities():
 def test_export_hides_the_kernels_temporary_file_names(tmp_path):
     """A warning quotes the kernel's cell file (/tmp/ipykernel_<pid>/<hash>.py), new in every
     kernel: the page shows "<cell>" instead, so two builds write the same bytes."""
+    import sys
+
     import nbformat
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# T"), nbformat.v4.new_code_cell("x")]
     nb.cells[1].outputs = [
         nbformat.v4.new_output(
-            "stream", name="stderr", text="/tmp/ipykernel_22937/855954077.py:6: UserWarning: w\n"
+            "stream",
+            name="stderr",
+            text="/tmp/ipykernel_22937/855954077.py:6: UserWarning: w\n"
+            f"{sys.prefix}/lib/x.py:1: Warning: v\n{report.ROOT}/pfntheory/y.py:2: Warning: u\n",
         )
     ]
     page = report.export_html(nb, tmp_path / "t.html", ok=True).read_text()
     assert "ipykernel_" not in page and "&lt;cell&gt;:6: UserWarning" in page
+    assert "&lt;python&gt;/lib/x.py:1" in page and "\npfntheory/y.py:2" in page
+    assert sys.prefix not in page and str(report.ROOT) not in page

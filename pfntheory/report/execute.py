@@ -30,6 +30,7 @@ from .spec import (
     ENV_SCALE,
     NOTEBOOKS,
     NOTEBOOKS_DIR,
+    ROOT,
     SCALES,
     NotebookSpec,
     find_spec,
@@ -40,7 +41,13 @@ __all__ = ["NotebookRun", "execute_notebook", "export_html", "run_report", "retr
 #: Environment of the notebook kernel besides the output folder and the scale: the inline backend
 #: (``plt.show()`` emits the figure into the page) and no progress bars (a static page cannot
 #: animate them; without ipywidgets tqdm.auto would print a TqdmWarning instead).
-KERNEL_ENV = {"MPLBACKEND": "module://matplotlib_inline.backend_inline", "TQDM_DISABLE": "1"}
+#: ``PYTHONWARNINGS`` silences the one warning tqdm.auto prints on import without ipywidgets
+#: (matched by its message, so that no module is imported to parse the filter).
+KERNEL_ENV = {
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    "TQDM_DISABLE": "1",
+    "PYTHONWARNINGS": "ignore:IProgress not found",
+}
 
 _TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
@@ -250,14 +257,23 @@ def _figure_alt(nb) -> None:
 _KERNEL_FILE = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s:'\"]*ipykernel_\d+[/\\]\d+\.py")
 
 
+def _stable_text(text: str) -> str:
+    """``text`` without this machine's paths: the kernel's cell files become "<cell>", the Python
+    installation "<python>", the repository's root is dropped (paths stay relative to it)."""
+    text = _KERNEL_FILE.sub("<cell>", text)
+    for prefix, name in ((sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
+        text = text.replace(prefix.rstrip("/") + "/", name + "/")
+    return text.replace(str(ROOT) + "/", "")
+
+
 def _stable_outputs(nb) -> None:
-    """Replace the kernel's temporary cell file names in stream and error outputs by "<cell>"."""
+    """:func:`_stable_text` on every stream and error output (what a warning quotes)."""
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
-                out["text"] = _KERNEL_FILE.sub("<cell>", out.get("text", ""))
+                out["text"] = _stable_text(out.get("text", ""))
             elif out.get("output_type") == "error":
-                out["traceback"] = [_KERNEL_FILE.sub("<cell>", t) for t in out.get("traceback", [])]
+                out["traceback"] = [_stable_text(t) for t in out.get("traceback", [])]
 
 
 def export_html(nb, path: Path, *, ok: bool) -> Path:
