@@ -158,6 +158,9 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.trained.tv_beats": "a replay over loaded runs (reads run directories)",
     "pfntheory.convergence.curve_status": "reads a learning-curve file",
     "pfntheory.convergence.read_curve_points": "reads a learning-curve file",
+    "pfntheory.convergence.curve_problem": "checks a document: any value is valid input (it says "
+    "what is wrong)",
+    "pfntheory.nn.train.weights_problem": "reads a run directory",
     "pfntheory.nn.train.train": "trains a model",
     "pfntheory.nn.train.load_trained": "reads a run directory",
     "pfntheory.nn.train.read_config": "reads a run directory",
