@@ -96,7 +96,7 @@ EXPERIMENTS = xdefs.experiment_names()
 loaded = {name: available(name) for name in EXPERIMENTS}
 counts = {name: (len(runs), len(decl)) for name, (runs, _, decl) in loaded.items()}
 display(
-    pd.DataFrame(
+    report.table(
         [
             {
                 "experiment": n,
@@ -114,9 +114,10 @@ display(
 # %% [markdown]
 # ## fig:exp1: TV against depth L and bins C
 #
-# `log10 E[TV(p_(a,b], q_theta)]` averaged over the evaluation sizes `n'`, for BLR (`d = 5`) and RBF
-# (`d = 2`), theory and learnable parameterisations, all four panels on **one colour scale**; cells
-# whose run is not complete are hatched. Below: the two slices the paper plots, the largest `C`
+# `ln E[TV(p_(a,b], q_theta)]` (the natural log, as on the paper's axes) averaged over the
+# evaluation sizes `n'`, for BLR (`d = 5`) and RBF (`d = 2`), theory and learnable
+# parameterisations, all four panels on **one colour scale**; cells whose run is not complete are
+# hatched. Below: the two slices the paper plots, the largest `C`
 # across `L` and the largest `L` across `C` (±2 SE), with the cells present.
 
 # %%
@@ -133,7 +134,7 @@ sub = fig.subfigures(2, 1, height_ratios=[1, 0.95])
 axs = sub[0].subplots(1, len(panels), squeeze=False)[0]
 im = rcpu.plot_exp1_heatmaps(axs, panels)
 if im is not None:
-    sub[0].colorbar(im, ax=list(axs), label="log10 E[TV]", shrink=0.9)
+    sub[0].colorbar(im, ax=list(axs), label="ln E[TV]", shrink=0.9)
 ax_L, ax_C = sub[1].subplots(1, 2)
 rcpu.plot_exp1_slices(ax_L, ax_C, panels)
 fig.suptitle(f"fig:exp1 at the cpu scale: {len(trained(runs1))} of {len(declared1)} cells")
@@ -141,7 +142,7 @@ report.save_figure(fig, "07_exp1")
 plt.show()
 
 # %% [markdown]
-# The same numbers as a table: `log10 E[TV]` per cell (rows `C`, columns `L`, one block per panel)
+# The same numbers as a table: `ln E[TV]` per cell (rows `C`, columns `L`, one block per panel)
 # with the cell's learning-curve status (`pfntheory.convergence.plateau_status`: the 90% confidence
 # interval of the fitted fall of `E[TV]` over the last log-half of training, its error from the
 # residuals about the trend): **plateaued** (inside +-10% of the value), **still improving** (above
@@ -153,7 +154,7 @@ plt.show()
 def cell_text(H, status, L, C, i, j):
     if (L, C) not in status:
         return "-"
-    return f"{np.log10(H[i, j]):.3f} ({status[(L, C)]})"
+    return f"{np.log(H[i, j]):.3f} ({status[(L, C)]})"
 
 
 blocks = []
@@ -169,7 +170,7 @@ for p in panels:
             index=pd.MultiIndex.from_product([[p.title], list(p.C)], names=["panel", "C"]),
         )
     )
-display(pd.concat(blocks))
+display(report.table(pd.concat(blocks).reset_index()))
 words = pd.Series([w for p in panels for w in p.status().values()], dtype=object)
 display(
     Markdown(
@@ -194,9 +195,8 @@ display(
 if any(p.cells for p in panels):
     fig, axs = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 7.5), squeeze=False)
     handles = rcpu.plot_plateau_intervals(axs[0], panels)
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
     fig.suptitle("fig:exp1 at the cpu scale: plateau test per cell")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
     report.save_figure(fig, "07_exp1_plateau")
     plt.show()
 
@@ -216,30 +216,30 @@ if any(p.cells for p in panels):
 # the curves were evaluated as about how long the runs trained.
 
 # %%
-display(rcpu.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS}).round(2))
+display(report.table(rcpu.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS})))
 
 # %% [markdown]
 # ### Learning curves of the fig:exp1 runs
 #
 # Held-out `E[TV]` against the training step at the largest held-out `n'` of each curve (±2 SE), one
-# panel per task and parameterisation.
+# panel per task and parameterisation, one line per depth at the largest `C` (the depth slice).
 
 # %%
 curves = {
     p.title: {
-        f"L={L}, C={C}": doc
+        f"L={L}": doc
         for (L, C), r in sorted(p.cells.items())
-        if (doc := report.read_learning_curve(r.run_dir)) is not None
+        if C == p.C[-1] and (doc := report.read_learning_curve(r.run_dir)) is not None
     }
     for p in panels
 }
 curves = {k: v for k, v in curves.items() if v}
 if curves:
-    fig, axs = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.8), squeeze=False)
+    fig, axs = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 4.4), squeeze=False)
     for ax, (title, cs) in zip(axs[0], curves.items(), strict=True):
         report.plot_learning_curves(ax, cs, metric="tv")
-        ax.set_title(title)
-        ax.legend(fontsize=6)
+        ax.set_title(f"{title}, C={panels[0].C[-1]}")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
     report.save_figure(fig, "07_exp1_learning_curves")
     plt.show()
 else:
@@ -287,7 +287,7 @@ for p in panels:
 runs_b, missing_b, declared_b = loaded["fig_exp1_budget"]
 avg = rcpu.averaging_frame(runs_b, trained(runs1))
 if len(avg):
-    display(avg.round(4))
+    display(report.table(avg))
     display(
         Markdown(
             f"Over {len(avg)} runs: the median jitter ratio is "
@@ -312,7 +312,7 @@ else:
 # %%
 dbl = rcpu.doubling_frame(runs_b)
 if len(dbl):
-    display(dbl.round(4))
+    display(report.table(dbl))
     display(
         Markdown(
             f"**{int(dbl['resolvable'].sum())} of {len(dbl)}** doubled cells are resolvable by "
@@ -388,7 +388,7 @@ for run_dir, spec, state in shift_dirs:
     }
     docs = {k: v for k, v in docs.items() if v is not None}
     if state == "complete":
-        display(rcpu.runs_frame([r for r in runs_s if r.run_dir == run_dir]))
+        display(report.table(rcpu.runs_frame([r for r in runs_s if r.run_dir == run_dir])))
     elif not docs:
         continue
     if docs:
@@ -409,7 +409,7 @@ for run_dir, spec, state in shift_dirs:
     if state == "complete":
         r = next(r for r in runs_s if r.run_dir == run_dir)
         display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
-        display(rcpu.curve_status_frame(r, DESIGNS))
+        display(report.table(rcpu.curve_status_frame(r, DESIGNS)))
 for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
     reg = c.details["regime"]
     display(
@@ -464,7 +464,6 @@ if trained(runs21) and bd_path.is_file():
     ax_tv.set_title("E[TV] against n', with the predicted breakdown of TF")
     ax_g.set_title("solver growth G(n'): > 0 is no longer guaranteed to contract")
     fig.suptitle("fig:exp2-1 at the cpu scale, extended beyond n' = 200")
-    fig.tight_layout()
     report.save_figure(fig, "07_exp2_1_breakdown")
     plt.show()
     display(
@@ -528,7 +527,7 @@ for name in OTHERS:
     display(Markdown(f"### {name}: {len(runs)} of {len(declared)} cpu runs complete"))
     tr = trained(runs)
     if tr:
-        display(rcpu.runs_frame(tr))
+        display(report.table(rcpu.runs_frame(tr)))
         k = len(rcpu.eval_files(tr))
         fig, axs = plt.subplots(1, k, figsize=(6.5 * k, 4.2), squeeze=False, sharey=True)
         rcpu.plot_tv_against_n(axs[0], tr)
@@ -544,7 +543,7 @@ for name in OTHERS:
                 "the run's learning-curve status:"
             )
         )
-        display(rcpu.table_frame(runs, name).round(3))
+        display(report.table(rcpu.table_frame(runs, name)))
     if missing:
         pending(name, exp.labels[0], missing, declared)
         continue

@@ -284,13 +284,14 @@ def exp1_slice_claims(
 def _log_range(panels: Sequence[Exp1Panel]) -> tuple[float, float] | None:
     if not panels:
         return None
-    logs = np.concatenate([np.log10(p.grid()[0]).ravel() for p in panels])
+    logs = np.concatenate([np.log(p.grid()[0]).ravel() for p in panels])
     logs = logs[np.isfinite(logs)]
     return (float(logs.min()), float(logs.max())) if logs.size else None
 
 
 def plot_exp1_heatmaps(axs, panels: Sequence[Exp1Panel]):
-    """One heatmap of log10 E[TV] per panel on ``axs``, all on one colour scale; cells not on disk
+    """One heatmap of ln E[TV] (the natural log, as on the paper's fig:exp1 axes) per panel on
+    ``axs``, all on one colour scale; cells not on disk
     hatched and left blank; the title counts the cells present.
 
     Returns
@@ -305,7 +306,7 @@ def plot_exp1_heatmaps(axs, panels: Sequence[Exp1Panel]):
     im = None
     for ax, p in zip(axs, panels, strict=True):
         H, _ = p.grid()
-        logH = np.ma.masked_invalid(np.log10(H))
+        logH = np.ma.masked_invalid(np.log(H))
         im = ax.imshow(logH, origin="lower", cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
         ax.set(
             xticks=range(len(p.C)),
@@ -326,7 +327,7 @@ def plot_exp1_heatmaps(axs, panels: Sequence[Exp1Panel]):
                     f"{v:.2f}",
                     ha="center",
                     va="center",
-                    fontsize=7,
+                    fontsize=9,
                     color="w" if v < (vmin + vmax) / 2 else "k",
                 )
             else:
@@ -453,7 +454,8 @@ def eval_files(runs: Sequence) -> list[str]:
 
 
 def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
-    """E[TV] (±2 SE) against the evaluation size n', one line per trained run: colour by depth L,
+    """E[TV] (±2 SE) against the evaluation size n', one line per trained run: colour by depth L
+    (and TF / TF^pr),
     marker and line style by n_max (and by the task where the runs' tasks differ, e.g. a table's
     lengthscales, which the label then names), so that twelve runs of a grid stay apart. One axis
     of ``axs`` per evaluation file in :data:`EVAL_DESIGNS` that some run has (in that order), on a
@@ -462,7 +464,8 @@ def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
 
     tr = [r for r in runs if isinstance(r.spec, RunSpec)]
     files = eval_files(tr)
-    Ls = sorted({r.spec.model.L for r in tr})
+    # colour by depth, and by the attention's normalisation where it varies (fig:exp2-1)
+    Ls = sorted({(r.spec.model.L, r.spec.model.normalised) for r in tr})
 
     def variant(r):  # what besides L tells the runs apart: n_max, and the task (table rows)
         t = r.spec.task
@@ -486,7 +489,7 @@ def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
                 e.n_eval,
                 e.mean["tv"],
                 yerr=2 * e.se["tv"],
-                color=f"C{Ls.index(r.spec.model.L)}",
+                color=f"C{Ls.index((r.spec.model.L, r.spec.model.normalised))}",
                 ls=styles[j % len(styles)],
                 marker=markers[j % len(markers)],
                 ms=3,
