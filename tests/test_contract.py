@@ -1226,22 +1226,6 @@ def verdict(case: Case) -> tuple[bool, str]:
 #: entry match no failing case and the test fail until the entry is removed here; a new failure
 #: fails at once.
 KNOWN_GAPS: dict[str, str] = {
-    "pfntheory.casestudy.baseline.gaussian_quantiles[mu=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.gaussian_quantiles[tau=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.gaussian_quantiles[q=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.gp_predict[fit=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.gp_predict[Xq=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.paper_lml[name=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_fit[X=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_fit[Y=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_fit[seed=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_lml[fit=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_lml[X=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_lml[Y=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_predict[fit=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_predict[X=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_predict[Y=": "casestudy/baseline.py",
-    "pfntheory.casestudy.baseline.sklearn_predict[Xq=": "casestudy/baseline.py",
     "pfntheory.casestudy.pfn.PFNScale[L=": "casestudy/pfn.py",
     "pfntheory.casestudy.pfn.PFNScale[C=": "casestudy/pfn.py",
     "pfntheory.casestudy.pfn.PFNScale[steps=": "casestudy/pfn.py",

@@ -21,7 +21,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
-from .._checks import as_float_array, positive_int
+from .._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    choice,
+    instance_of,
+    positive_int,
+)
 from ..gp import EBFit, log_marginal_likelihood, posterior_predictive
 from .data import split_indices
 
@@ -62,6 +68,20 @@ PAPER_ROUNDING = 5e-4
 WALKER_EB_SIZE = 200
 WALKER_CONTEXT_SIZE = 200
 
+_check_fit = instance_of(EBFit, what="pfntheory.gp.EBFit (an empirical-Bayes fit)")
+#: scikit-learn's random_state takes seeds in [0, 2**32 - 1].
+_SK_MAX_SEED = 2**32 - 1
+
+
+def _points(X, name: str) -> np.ndarray:
+    """``X`` as an (n, d) float array of at least one point."""
+    return as_float_array(X, name, ndim=2, non_empty=True)
+
+
+def _targets(Y, name: str) -> np.ndarray:
+    """``Y`` as a non-empty 1-d float array."""
+    return as_float_array(Y, name, ndim=1, non_empty=True)
+
 
 def walker_splits(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Disjoint index sets of the Walker sample: ``eb`` (200, fits the prior), ``context`` (200,
@@ -74,7 +94,11 @@ def walker_splits(n: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 def paper_lml(name: str, X, Y) -> float:
     """Log marginal likelihood of ``(X, Y)`` at the paper's printed hyperparameters for ``name``."""
-    p = PAPER_FITS[name]
+    if not isinstance(name, str):
+        raise ArgumentTypeError(
+            f"name must be a string (one of {sorted(PAPER_FITS)}), got {name!r}"
+        )
+    p = PAPER_FITS[choice(name, "name", tuple(PAPER_FITS))]
     return float(log_marginal_likelihood(p.kernel, X, Y, p.noise_var))
 
 
@@ -85,7 +109,8 @@ def gp_predict(fit: EBFit, X, Y, Xq, chunk: int = 8192) -> tuple[np.ndarray, np.
     -------
     mu, tau : ndarray of shape (m,)
     """
-    Xq = as_float_array(Xq, "Xq", ndim=2)
+    fit = _check_fit(fit, "fit")
+    Xq = _points(Xq, "Xq")
     chunk = positive_int(chunk, "chunk")
     parts = [
         posterior_predictive(fit.kernel, X, Y, Xq[s : s + chunk], fit.noise_var)
@@ -95,11 +120,22 @@ def gp_predict(fit: EBFit, X, Y, Xq, chunk: int = 8192) -> tuple[np.ndarray, np.
 
 
 def gaussian_quantiles(mu, tau, q) -> np.ndarray:
-    """Quantiles ``mu + sqrt(tau) Phi^{-1}(q)``; shape ``q.shape + mu.shape``."""
-    z = scipy.stats.norm.ppf(np.asarray(q, dtype=float))
-    return np.asarray(mu)[None] + np.sqrt(np.asarray(tau))[None] * z.reshape(
-        -1, *([1] * np.ndim(mu))
-    )
+    """Quantiles ``mu + sqrt(tau) Phi^{-1}(q)``; shape ``q.shape + mu.shape``.
+
+    ``mu`` (means) and ``tau`` (variances, ``>= 0``) are finite arrays of one shape; each level of
+    ``q`` lies in ``(0, 1)``.
+    """
+    mu = as_float_array(mu, "mu")
+    tau = as_float_array(tau, "tau")
+    if tau.shape != mu.shape:
+        raise ValueError(f"tau must have the shape of mu {mu.shape}, got {tau.shape}")
+    if np.any(tau < 0):
+        raise ValueError(f"tau (predictive variances) must be >= 0, got min {tau.min()}")
+    q = as_float_array(q, "q")
+    if np.any((q <= 0) | (q >= 1)):
+        raise ValueError(f"q (quantile levels) must lie in (0, 1), got {q.ravel().tolist()}")
+    z = scipy.stats.norm.ppf(q)
+    return mu[None] + np.sqrt(tau)[None] * z.reshape(-1, *([1] * mu.ndim))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -128,7 +164,9 @@ def sklearn_fit(X, Y, n_restarts: int = 0, seed: int = 0) -> EBFit:
     starts), ``normalize_y=False``, no jitter (``alpha=0``: the white-noise kernel is the ridge)."""
     from sklearn.gaussian_process import GaussianProcessRegressor
 
-    X = as_float_array(X, "X", ndim=2)
+    X = _points(X, "X")
+    Y = _targets(Y, "Y")
+    seed = positive_int(seed, "seed", minimum=0, maximum=_SK_MAX_SEED)
     gpr = GaussianProcessRegressor(
         _sk_kernel(lengthscales=np.ones(X.shape[1])),
         alpha=0.0,
@@ -136,20 +174,22 @@ def sklearn_fit(X, Y, n_restarts: int = 0, seed: int = 0) -> EBFit:
         normalize_y=False,
         random_state=seed,
     )
-    gpr.fit(X, as_float_array(Y, "Y", ndim=1))
+    gpr.fit(X, Y)
     return _from_sk_kernel(gpr.kernel_, gpr.log_marginal_likelihood_value_)
 
 
 def _sk_fixed(fit: EBFit, X, Y):
     from sklearn.gaussian_process import GaussianProcessRegressor
 
+    fit = _check_fit(fit, "fit")
+    X, Y = _points(X, "X"), _targets(Y, "Y")
     gpr = GaussianProcessRegressor(
         _sk_kernel(fit.alpha, fit.lengthscales, fit.noise_std, fixed=True),
         alpha=0.0,
         optimizer=None,
         normalize_y=False,
     )
-    return gpr.fit(as_float_array(X, "X", ndim=2), as_float_array(Y, "Y", ndim=1))
+    return gpr.fit(X, Y)
 
 
 def sklearn_lml(fit: EBFit, X, Y) -> float:
@@ -163,5 +203,6 @@ def sklearn_predict(fit: EBFit, X, Y, Xq) -> tuple[np.ndarray, np.ndarray]:
     The ``WhiteKernel`` contributes ``sigma^2`` to ``kernel.diag(Xq)``, so sklearn's ``std**2`` is
     the predictive variance of ``y`` (noise included), the same quantity as our ``tau``.
     """
-    mu, sd = _sk_fixed(fit, X, Y).predict(as_float_array(Xq, "Xq", ndim=2), return_std=True)
+    Xq = _points(Xq, "Xq")
+    mu, sd = _sk_fixed(fit, X, Y).predict(Xq, return_std=True)
     return mu, sd**2
