@@ -65,11 +65,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
+
+from ._checks import ArgumentTypeError, int_tuple, keys, sequence
 
 __all__ = [
     "ALPHA",
@@ -108,6 +110,19 @@ STATES = ("plateaued", "still improving", "diverging", "too noisy to tell", "too
 _NOMINAL = {"coverage90": 0.9}
 
 
+def _curve(points, name: str = "points") -> list:
+    """``points`` as a list of learning-curve points (mappings); None, strings, numbers and
+    mappings are refused, naming the argument."""
+    items = sequence(points, name, non_empty=False)
+    for i, p in enumerate(items):
+        if not isinstance(p, Mapping):
+            raise ArgumentTypeError(
+                f"{name}[{i}] must be a learning-curve point (a dict with step, n and the "
+                f"metrics), got {p!r}"
+            )
+    return items
+
+
 def curve_means(points: Sequence[dict], metric: str = "tv") -> list[tuple[int, float, float]]:
     """``(step, mean over n', se)`` per evaluated step, sorted by step.
 
@@ -117,6 +132,7 @@ def curve_means(points: Sequence[dict], metric: str = "tv") -> list[tuple[int, f
         Learning-curve points with keys ``step``, ``n``, ``metric`` and ``metric + "_se"``.
     metric : {"tv", "nll", "coverage90", "crps"}
     """
+    points = _curve(points)
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     by_step: dict[int, list[tuple[float, float]]] = {}
@@ -180,10 +196,13 @@ def plateau_status(
         (``halfwidth <= tol``: False means that no fitted fall, not even 0, could put the interval
         inside the tolerance, so the curve cannot be called plateaued at its jitter and steps,
         however long the run; both only once a trend was fitted), ``n_points``, ``mid_step``
-        (first step of the last half), ``alpha`` and ``criterion`` (text).
+        (first step of the last half), ``alpha`` and ``criterion`` (text). Where no trend is
+        fitted (too few steps, or a non-finite value in the last half) the fitted quantities are
+        NaN, and so is ``value`` for a curve without a step > 0 (an empty curve is "too short").
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
+    points = _curve(points)
     curve = [c for c in curve_means(points, metric) if c[0] > 0]
     base = {
         "state": "too noisy to tell",
@@ -267,6 +286,7 @@ def trend_text(status: dict) -> str:
     """One line for a claim's details, e.g. "still improving at 2000 steps (0.123; fitted fall over
     the last log-half 0.021, 90% CI [0.012, 0.030], tolerance 0.0123; jitter 0.004 vs instance se
     0.001)"."""
+    status = keys("state", "last_step", "change", "criterion")(status, "status")
     if not math.isfinite(status["change"]):
         return (
             f"{status['state']} at {status['last_step']} steps "
@@ -291,8 +311,9 @@ def trend_text(status: dict) -> str:
 def last_half_start(steps: Sequence[int]) -> int:
     """The first step of the *last log-half* of log-spaced evaluation steps ``s > 0`` (sorted):
     the first with ``s >= sqrt(s_first * s_last)``."""
-    if not steps:
-        raise ValueError("steps must hold at least one step")
+    steps = int_tuple(steps, "steps", minimum=0)
+    if list(steps) != sorted(steps):
+        raise ValueError(f"steps must be sorted in increasing order, got {list(steps)}")
     mid = math.sqrt(steps[0] * steps[-1])
     return next(s for s in steps if s >= mid)
 
@@ -339,6 +360,7 @@ def final_instances(points: Sequence[dict], metric: str = "tv") -> np.ndarray | 
     order; None when the curve has none."""
     if metric != "tv":
         raise ValueError(f"only per-instance 'tv' is recorded, got metric={metric!r}")
+    points = _curve(points)
     if not points:
         return None
     last = max(int(p["step"]) for p in points)
@@ -369,12 +391,15 @@ def doubling_status(
 
     Returns the keys of :func:`plateau_status` (``change`` is the fall, ``value`` E[TV_2S],
     ``last_step`` the long run's steps, ``jitter`` 0 and ``instance_se`` the paired SE) plus
-    ``short_step`` and ``n_instances``.
+    ``short_step`` and ``n_instances``. Without per-instance values at either end (an empty
+    curve, a curve read from a missing file as ``[]``) the state is "too short" and the fitted
+    quantities are NaN.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
         raise ValueError(f"tol must be a relative tolerance in (0, 1), got {tol!r}")
+    short, long = _curve(short, "short"), _curve(long, "long")
     a, b = final_instances(short), final_instances(long)
     s_short = max((int(p["step"]) for p in short), default=0)
     s_long = max((int(p["step"]) for p in long), default=0)
@@ -449,6 +474,7 @@ def last_half_values(points: Sequence[dict]) -> dict[int, dict]:
     se), ..., "by_n": {n': {metric: (mean, se)}}}`` for every metric present in the points (the
     last iterate's ``last_<metric>`` are not read: a weight-averaged curve is judged on the
     average)."""
+    points = _curve(points)
     steps = sorted({int(p["step"]) for p in points if int(p["step"]) > 0})
     if not steps:
         return {}

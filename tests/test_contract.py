@@ -913,6 +913,10 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
 DOCUMENTED_NONFINITE: dict[str, str] = {
     "pfntheory.claims.casestudy.grid_corr": "NaN when the correlation is undefined",
     "pfntheory.claims.casestudy.coverage_summary": "mean width inf when a bound is not finite",
+    "pfntheory.convergence.plateau_status": "NaN fitted quantities (and value) for a curve too "
+    "short for a trend, an empty one included",
+    "pfntheory.convergence.doubling_status": "NaN fitted quantities when a curve has no "
+    "per-instance values (an empty one: a missing file)",
 }
 
 
@@ -1257,14 +1261,6 @@ KNOWN_GAPS: dict[str, str] = {
     "pfntheory.config.TaskSpec[hier_lengthscales=": "config.py",
     "pfntheory.config.TaskSpec[hier_noise_stds=": "config.py",
     "pfntheory.config.prior_components[task=": "config.py",
-    "pfntheory.convergence.curve_means[points=": "convergence.py",
-    "pfntheory.convergence.doubling_status[short=": "convergence.py",
-    "pfntheory.convergence.doubling_status[long=": "convergence.py",
-    "pfntheory.convergence.final_instances[points=": "convergence.py",
-    "pfntheory.convergence.last_half_start[steps=": "convergence.py",
-    "pfntheory.convergence.last_half_values[points=": "convergence.py",
-    "pfntheory.convergence.plateau_status[points=": "convergence.py",
-    "pfntheory.convergence.trend_text[status=": "convergence.py",
     "pfntheory.experiments.definitions.get_experiment[name=": "experiments/definitions.py",
     "pfntheory.experiments.published.published_rows[experiment=": "experiments/published.py",
     "pfntheory.experiments.reference.ppd_at_query[kernels=": "experiments/reference.py",
