@@ -19,7 +19,15 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from . import DEFAULT_NOISE_VAR
-from ._checks import MAX_DIM, MAX_ELEMENTS, choice, positive_int, positive_scalar
+from ._checks import (
+    MAX_DIM,
+    MAX_ELEMENTS,
+    ArgumentTypeError,
+    choice,
+    instance_of,
+    positive_int,
+    positive_scalar,
+)
 from .kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
 __all__ = [
@@ -180,7 +188,12 @@ class TaskSpec:
         for name in ("noise_var", "alpha", "lengthscale"):
             object.__setattr__(self, name, positive_scalar(getattr(self, name), name))
         for name in ("hier_lengthscales", "hier_noise_stds"):
-            object.__setattr__(self, name, _float_tuple(getattr(self, name), name))
+            value = getattr(self, name)
+            if value is None:
+                raise ArgumentTypeError(
+                    f"{name} must be a non-empty sequence of positive numbers, got None"
+                )
+            object.__setattr__(self, name, _float_tuple(value, name))
 
     def slug(self) -> str:
         """The readable prefix of a run directory (``rbf-d2``, ``rbf-d16-ell0p4-uniform``...)."""
@@ -253,6 +266,9 @@ class TaskConfig(TaskSpec):
         return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
 
 
+_check_task = instance_of(TaskSpec, what="pfntheory.config.TaskSpec (or TaskConfig)")
+
+
 def prior_components(task: TaskSpec) -> tuple[list, np.ndarray]:
     """Kernels and noise variances of the prior's Gaussian-process components (the one definition:
     the exact references of :mod:`pfntheory.experiments.reference` and the samplers of
@@ -268,6 +284,7 @@ def prior_components(task: TaskSpec) -> tuple[list, np.ndarray]:
     kernels : list of kernel, length H
     noise_vars : ndarray of shape (H,)
     """
+    task = _check_task(task, "task")
     if task.kind == "blr":
         sig = getattr(task, "sigma_diag", None) or blr_sigma_diag(task.d)
         return [LinearKernel(sig)], np.array([task.noise_var])
