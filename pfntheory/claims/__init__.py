@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pfntheory._checks import ArgumentTypeError
 from pfntheory.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
 
 __all__ = [
@@ -41,7 +42,16 @@ OUTSIDE = "outside the paper's regime"  # measured, but not where the paper make
 HOLDS_AT_BUDGET = "holds at budget"
 FAILS_AT_BUDGET = "fails at budget"
 UNDECIDED = "undecided"  # still improving, and the check's outcome changes within the last log-half
-VERDICT_KINDS = (HOLDS, CAVEAT, FAILS, ERRATUM, OUTSIDE, HOLDS_AT_BUDGET, FAILS_AT_BUDGET, UNDECIDED)
+VERDICT_KINDS = (
+    HOLDS,
+    CAVEAT,
+    FAILS,
+    ERRATUM,
+    OUTSIDE,
+    HOLDS_AT_BUDGET,
+    FAILS_AT_BUDGET,
+    UNDECIDED,
+)
 
 
 @dataclass(frozen=True)
@@ -114,4 +124,7 @@ def _jsonable(o):
         return o.item()
     if isinstance(o, np.bool_):
         return bool(o)
-    raise TypeError(f"not JSON serialisable: {type(o)}")
+    raise ArgumentTypeError(
+        f"a ClaimResult field holds a value that is not JSON serialisable: {type(o).__name__} "
+        "(numbers, strings, lists, dicts, NumPy arrays and scalars are)"
+    )

@@ -25,6 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import (
+    MAX_SEED,
+    ArgumentTypeError,
+    checked,
+    ints,
+    keys,
+    positive_int,
+    sequence,
+)
+
 __all__ = ["solver_growth", "predicted_breakdown"]
 
 
@@ -41,6 +51,12 @@ def _layer_factors(P: np.ndarray, V: float, S: float, normalised: bool) -> float
     return float(max(abs(lam[0]), abs(lam[-1])))
 
 
+def _draw_seed(seed, name: str) -> int:
+    """A seed of :func:`solver_growth`: ``seed * 1000 + k`` must stay a valid torch seed."""
+    return positive_int(seed, name, minimum=0, maximum=MAX_SEED // 1000 - 1)
+
+
+@checked(ns=ints(minimum=2), draws=positive_int, seed=_draw_seed)
 def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
     """``G(n') = sum_l log rho_l`` of the mean (``f``) and variance (``g``) channels of a trained
     ``model`` (:class:`pfntheory.nn.model.PFNTransformer`) on contexts of the prior ``task``
@@ -55,14 +71,20 @@ def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
     """
     import torch
 
+    from pfntheory.config import TaskConfig
     from pfntheory.nn.attention import score_matrix
+    from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch
 
-    ns = [int(n) for n in ns]
-    if not ns or min(ns) < 2:
-        raise ValueError(f"ns must hold context sizes >= 2, got {ns}")
-    if int(draws) < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
+    if not isinstance(model, PFNTransformer):
+        raise ArgumentTypeError(
+            f"model must be a pfntheory.nn.model.PFNTransformer, got {type(model).__name__}"
+        )
+    if not isinstance(task, TaskConfig):
+        raise ArgumentTypeError(
+            f"task must be a pfntheory.config.TaskConfig, got {type(task).__name__}"
+        )
+    ns = list(ns)
     with torch.no_grad():
         c = {k: v.detach().double().cpu() for k, v in model.coefficients().items()}
     cfg = model.config
@@ -93,6 +115,7 @@ def predicted_breakdown(growth: dict) -> int | None:
     """The smallest ``n'`` of :func:`solver_growth`'s grid where either channel's ``G`` exceeds 0
     (the recursion is no longer guaranteed to contract), or None when it contracts on the whole
     grid."""
+    growth = keys("n", "growth_f", "growth_g")(growth, "growth")
     for n, f, g in zip(growth["n"], growth["growth_f"], growth["growth_g"], strict=True):
         if f > 0 or g > 0:
             return int(n)
@@ -107,6 +130,7 @@ BEYOND_NS = (250, 300, 400, 600)
 BREAKDOWN_FILE = "breakdown.json"
 
 
+@checked(run_dirs=sequence, ns=ints(minimum=2), beyond=ints(minimum=2), n_instances=positive_int)
 def breakdown_analysis(run_dirs, ns=BREAKDOWN_NS, beyond=BEYOND_NS, n_instances: int = 256) -> dict:
     """For each finished run: :func:`solver_growth` of the trained model and of its initialisation
     (the theory values), the predicted breakdown, and the run evaluated at the ``beyond`` sizes

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import finite_scalar, float_tuple, nonneg_scalar, positive_scalar
 from ..config import curve_file
 from ..convergence import (
     MIN_POINTS,
@@ -83,13 +84,32 @@ COVERAGE_SLACK = 0.05
 
 
 def diff_se(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    """``(a - b, SE)`` of two (mean, SE) pairs (unpaired SE; conservative, see module docstring)."""
+    """``(a - b, SE)`` of two (mean, SE) pairs (unpaired SE; conservative, see module docstring).
+
+    Each pair holds a finite mean and a finite SE ``>= 0``.
+    """
+    a, b = _mean_se(a, "a"), _mean_se(b, "b")
     return a[0] - b[0], float(np.hypot(a[1], b[1]))
+
+
+def _mean_se(x, name: str) -> tuple[float, float]:
+    """``x`` as a ``(mean, SE)`` pair: two finite numbers, the SE ``>= 0``."""
+    t = float_tuple(x, name)
+    if len(t) != 2:
+        raise ValueError(f"{name} must be a (mean, SE) pair, got {len(t)} values")
+    nonneg_scalar(t[1], f"{name}[1] (the SE)")
+    return t[0], t[1]
 
 
 def exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
     """The claim that a difference ``D`` with standard error ``se`` exceeds ``z`` standard errors
-    (the decision rule of the module docstring); ``claim``: the other ClaimResult fields."""
+    (the decision rule of the module docstring); ``claim``: the other ClaimResult fields.
+
+    ``D`` is finite, ``se >= 0`` and ``z > 0``.
+    """
+    D = finite_scalar(D, "D")
+    se = nonneg_scalar(se, "se")
+    z = positive_scalar(z, "z")
     return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, **claim)
 
 
