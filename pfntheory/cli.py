@@ -58,6 +58,9 @@ LIMITS = {
 
 #: Exit statuses of :func:`main`.
 EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
+#: Exit status after the reader of stdout closed the pipe: 128 + SIGPIPE, as a shell reports a
+#: command killed by it.
+EXIT_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -312,7 +315,23 @@ def _prepare_run_dir(run_dir: str):
     return path
 
 
+#: The prior options of `train` and the task kinds each applies to (others are refused: an option
+#: that does not apply would otherwise be stored in config.json and mean nothing).
+_TASK_OPTIONS = {
+    "lengthscale": ("rbf",),
+    "lengthscales": ("ard_rbf",),
+    "alpha": ("rbf", "ard_rbf", "hier_rbf"),
+    "noise_var": ("blr", "rbf", "ard_rbf"),
+}
+
+
 def _run_train(args) -> int:
+    for opt, kinds in _TASK_OPTIONS.items():
+        if getattr(args, opt, None) is not None and args.task not in kinds:
+            raise ValueError(
+                f"--{opt.replace('_', '-')} does not apply to --task {args.task} "
+                f"(only to {', '.join(kinds)})"
+            )
     if args.n_min > args.n_max:
         raise ValueError(
             f"n_min <= n_max is required, got --n-min {args.n_min} --n-max {args.n_max}"
@@ -778,6 +797,26 @@ def _check_common(args) -> None:
         v = getattr(args, attr, None)
         if isinstance(v, (int, float)) and not v > 0:
             raise ValueError(f"--{attr.replace('_', '-')} must be positive, got {v}")
+    for attr in ("run_dir", "root", "out", "out_dir"):  # '' would silently mean the current dir
+        v = getattr(args, attr, None)
+        if isinstance(v, str) and not v.strip():
+            name = (
+                "RUN_DIR"
+                if attr == "run_dir" and args.command != "train"
+                else f"--{attr.replace('_', '-')}"
+            )
+            raise ValueError(
+                f"{name} must not be empty (an empty path would mean the "
+                "current directory; pass '.' to mean it)"
+            )
+    if getattr(args, "executor", None) == "local":  # SLURM-only options are refused, not ignored
+        slurm_only = ("partition", "gpus_per_node", "mem_gb", "array_parallelism")
+        given = [a for a in slurm_only if getattr(args, a, None) is not None]
+        if getattr(args, "timeout_min", 240) != 240:
+            given.append("timeout_min")
+        if given:
+            opts = ", ".join(f"--{a.replace('_', '-')}" for a in given)
+            raise ValueError(f"{opts}: only for --executor slurm, not for the local executor")
     if getattr(args, "list", False):
         return  # listing writes nothing
     for attr in ("root", "out", "out_dir"):
@@ -813,6 +852,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SystemExit:  # argparse (one line, see _Parser) and explicit exits
         raise
+    except BrokenPipeError:  # the reader closed the pipe (e.g. `| head -1`): end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that the final flush at exit cannot fail
+        raise SystemExit(EXIT_BROKEN_PIPE) from None
     except KeyboardInterrupt:
         if debug:
             raise

@@ -439,3 +439,111 @@ def test_train_records_a_learning_curve_by_default_and_takes_the_cpu_scale(tmp_p
     rd = tmp_path / "cpu-abs"
     assert cli.main(_train_args(rd, "--scale", "cpu", "--lr-units", "absolute", "--no-curve")) == 0
     assert runs.load_json(rd / runs.CONFIG)["lr_units"] == "absolute"
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (
+            [
+                "train",
+                "--run-dir",
+                "",
+                "--task",
+                "rbf",
+                "--d",
+                "2",
+                "--L",
+                "2",
+                "--C",
+                "8",
+                "--n-min",
+                "4",
+                "--n-max",
+                "6",
+            ],
+            "--run-dir must not be empty",
+        ),
+        (["evaluate", "", "--n-eval", "4"], "RUN_DIR must not be empty"),
+        (["compare", " "], "RUN_DIR must not be empty"),
+        (["sweep", "fig_exp1", "--root", "", "--list"], "--root must not be empty"),
+        (["report", "--out", ""], "--out must not be empty"),
+        (["casestudy", "sacramento", "--out-dir", ""], "--out-dir must not be empty"),
+        (
+            [
+                "train",
+                "--run-dir",
+                "x",
+                "--task",
+                "rbf",
+                "--lengthscales",
+                "1,2",
+                "--d",
+                "2",
+                "--L",
+                "2",
+                "--C",
+                "8",
+                "--n-min",
+                "4",
+                "--n-max",
+                "6",
+            ],
+            "--lengthscales does not apply to --task rbf",
+        ),
+        (
+            [
+                "train",
+                "--run-dir",
+                "x",
+                "--task",
+                "blr",
+                "--lengthscale",
+                "0.5",
+                "--d",
+                "2",
+                "--L",
+                "2",
+                "--C",
+                "8",
+                "--n-min",
+                "4",
+                "--n-max",
+                "6",
+            ],
+            "--lengthscale does not apply to --task blr",
+        ),
+        (["sweep", "fig_exp1", "--partition", "gpu", "--dry-run"], "only for --executor slurm"),
+    ],
+)
+def test_empty_paths_and_options_that_do_not_apply_are_refused(
+    argv, needle, tmp_path, capsys, monkeypatch
+):
+    """Issue 29: an empty path would silently mean the current directory, and an option that does
+    not apply would be stored and mean nothing: both end in one line on stderr and exit 2, before
+    any work (fails on a zero exit or a traceback)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as err:
+        cli.main(argv)
+    assert err.value.code == 2
+    out = capsys.readouterr().err
+    assert needle in out and out.count("\n") == 1 and "Traceback" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`pfntheory sweep --list | head -1` prints its first line and ends with no error message
+    (exit 141, 128 + SIGPIPE); it used to end in "error: BrokenPipeError"."""
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        f"{sys.executable} -m pfntheory sweep --list | head -1; echo rc=${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.stdout.splitlines()[0].startswith("fig_exp1")
+    assert "rc=141" in r.stdout and r.stderr == "", (r.stdout, r.stderr)
