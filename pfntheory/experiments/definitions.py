@@ -941,5 +941,5 @@ def experiment_names() -> tuple[str, ...]:
 
 def get_experiment(name: str) -> Experiment:
     """The experiment called ``name`` (see :data:`EXPERIMENTS`); unknown names raise ValueError."""
-    choice(name, "experiment", tuple(EXPERIMENTS))
+    choice(name, "experiment name", tuple(EXPERIMENTS))
     return EXPERIMENTS[name]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._checks import choice
+
 __all__ = [
     "PUBLISHED_DEPTHS",
     "PUBLISHED_METRICS",
@@ -92,8 +94,7 @@ def published_rows(experiment: str) -> list[dict]:
         One dict per (cell, depth) with keys ``lengthscale`` (lengthscale table only), ``n_prime``,
         ``L``, and one key per metric of :data:`PUBLISHED_METRICS`.
     """
-    if experiment not in PUBLISHED:
-        raise ValueError(f"unknown experiment {experiment!r}; expected one of {sorted(PUBLISHED)}")
+    choice(experiment, "experiment", tuple(PUBLISHED))
     rows = []
     for key, cell in PUBLISHED[experiment].items():
         base = (

@@ -25,7 +25,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import gp, metrics
-from .._checks import positive_int
+from .._checks import (
+    as_float_array,
+    check_kernel,
+    check_rng,
+    floats,
+    positive_array,
+    positive_int,
+    sequence,
+    shaped,
+)
 from ..config import prior_components as components
 from ..spectral import sample_design
 from ..stats import mean_se
@@ -55,6 +64,23 @@ def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true
     w, mu, tau : ndarray of shape (H,)
         Posterior weights (uniform prior) and componentwise predictive moments (eqn:GPreg).
     """
+    kernels = sequence(kernels, "kernels")
+    for i, k in enumerate(kernels):
+        check_kernel(k, f"kernels[{i}]")
+    H = len(kernels)
+    noise_vars = shaped(
+        positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (H,), "(one per kernel)"
+    )
+    X = as_float_array(X, "X", ndim=2, non_empty=True)
+    xq = shaped(as_float_array(xq, "xq", ndim=1), "xq", (X.shape[1],), "(one point of X's d)")
+    rng = check_rng(rng)
+    h_true = positive_int(h_true, "h_true", minimum=0, maximum=H - 1)
+    return _ppd_at_query(kernels, noise_vars, X, xq, rng, h_true)
+
+
+def _ppd_at_query(kernels, noise_vars, X, xq, rng, h_true):
+    """:func:`ppd_at_query` on checked arguments (the inner loop of
+    :func:`exact_ppd_reference`)."""
     n = X.shape[0]
     H = len(kernels)
     k, s2 = kernels[h_true], noise_vars[h_true]
@@ -102,6 +128,8 @@ def exact_ppd_reference(
         widths). ``se`` is the standard error of the mean over the instances.
     """
     n_instances = positive_int(n_instances, "n_instances")
+    rng = check_rng(rng)
+    levels = floats(unit=True)(levels, "levels")
     kernels, noise_vars = components(task)
     H = len(kernels)
     design = covariates or task.covariates
@@ -125,7 +153,7 @@ def exact_ppd_reference(
             X = sample_design(n, task.d, rng, design)
             xq = sample_design(1, task.d, rng, design)[0]
             h = int(rng.integers(H))  # theta ~ uniform over the grid
-            W[i], MU[i], TAU[i] = ppd_at_query(kernels, noise_vars, X, xq, rng=rng, h_true=h)
+            W[i], MU[i], TAU[i] = _ppd_at_query(kernels, noise_vars, X, xq, rng, h)
             c = rng.choice(H, p=W[i] / W[i].sum())  # y ~ sum_h w_h N(mu_h, tau_h)
             y[i] = MU[i, c] + np.sqrt(TAU[i, c]) * rng.standard_normal()
         add("crps", expected_crps(W, MU, TAU))
