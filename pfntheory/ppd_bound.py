@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import positive_scalar
+from ._checks import ArgumentTypeError, finite_scalar, positive_scalar
 from .discretize import (
     check_edges,
     discretization_bound,
@@ -136,11 +136,11 @@ def ppd_bound_terms(
     -------
     PPDBoundTerms
     """
-    mu_L, mu = float(mu_L), float(mu)
+    mu_L, mu = finite_scalar(mu_L, "mu_L"), finite_scalar(mu, "mu")
     tau_L = positive_scalar(tau_L, "tau_L")
     tau = positive_scalar(tau, "tau")
     if not isinstance(mlp, ReLUMLP):
-        raise TypeError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
+        raise ArgumentTypeError(f"mlp must be a ReLUMLP, got {type(mlp).__name__}")
     e = check_edges(edges)
     delta = (
         delta_mlp(mlp, n_grid=n_grid)
