@@ -1306,13 +1306,6 @@ KNOWN_GAPS: dict[str, str] = {
     "pfntheory.nn.train.truncated_nll[edges=": "nn/train.py",
     "pfntheory.nn.train.weight_average[model=": "nn/train.py",
     "pfntheory.nn.train.weight_average[beta=": "nn/train.py",
-    "pfntheory.report.html.row_card[row=": "report/html.py",
-    "pfntheory.report.mathtext.markdown_math[md=": "report/mathtext.py",
-    "pfntheory.report.recorder.decide_verdict[caveat=": "report/recorder.py",
-    "pfntheory.report.recorder.decide_verdict[erratum=": "report/recorder.py",
-    "pfntheory.report.recorder.decide_verdict[outside=": "report/recorder.py",
-    "pfntheory.report.recorder.verdict_of[caveat=": "report/recorder.py",
-    "pfntheory.report.spec.find_spec[name=": "report/spec.py",
 }
 
 

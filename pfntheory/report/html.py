@@ -21,6 +21,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from pfntheory._checks import ArgumentTypeError
+
 from .citation import PAPER_TITLE, build_stamp, citation_html
 from .labels import paper_number
 from .mathtext import math_html
@@ -151,6 +153,10 @@ def _compared(r) -> str:
 
 def row_card(row: Row) -> str:
     """The inline card a Recorder shows in the notebook (its id is the index's link target)."""
+    if not isinstance(row, Row):
+        raise ArgumentTypeError(
+            f"row must be a pfntheory.report.recorder.Row, got {type(row).__name__}"
+        )
     number = paper_number(row.label)
     lab = (f"{html.escape(number)} " if number else "") + f"<code>{html.escape(row.label)}</code>"
     lab += f" — {math_html(row.variant)}" if row.variant else ""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 import re
 
+from pfntheory._checks import ArgumentTypeError
+
 __all__ = ["math_html", "markdown_math"]
 
 _GREEK = {
@@ -77,7 +79,7 @@ def math_html(text: str) -> str:
     signs and sub-/superscripts. File names and identifiers longer than one letter before an
     underscore (``mse_y``, ``eval_uniform.json``) are left as they are."""
     if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+        raise ArgumentTypeError(f"text must be a str, got {type(text).__name__}")
     out = html.escape(text, quote=False)
     for a, b in _SIGNS:
         out = out.replace(a, b)
@@ -95,6 +97,8 @@ def markdown_math(md: str) -> str:
     """The Markdown ``md`` with every inline code span that reads as maths typeset by
     :func:`math_html` (as an inline ``<span class="math">``); spans naming a file, a command, a
     module or a snake_case identifier, and fenced code blocks, are left as code."""
+    if not isinstance(md, str):
+        raise ArgumentTypeError(f"md must be a str (Markdown), got {type(md).__name__}")
     parts, last = [], 0
     for m in _FENCE.finditer(md):
         parts.append(_CODE_SPAN.sub(_span, md[last : m.start()]))

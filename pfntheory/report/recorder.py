@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pfntheory._checks import checked, instance_of
+from pfntheory._checks import ArgumentTypeError, checked, instance_of, text
 from pfntheory.claims import (
     CAVEAT,
     ERRATUM,
@@ -175,6 +175,7 @@ def explain_tolerance(tolerance: str) -> str:
     return tolerance + "".join(f" ({why})" for why in reasons[:1])
 
 
+@checked(caveat=text)
 def verdict_of(holds: bool | None, caveat: str = "") -> str:
     """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a
     false ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
@@ -196,7 +197,7 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
         ``runs``: the per-run status (``{run_dir: plateau_status dict or None}``).
     """
     if isinstance(run_dirs, (str, os.PathLike)):
-        raise TypeError("run_dirs must be a sequence of run directories, not one path")
+        raise ArgumentTypeError("run_dirs must be a sequence of run directories, not one path")
     paths = [Path(r) for r in run_dirs]
     if not paths:
         raise ValueError("run_dirs must name at least one run directory")
@@ -235,6 +236,7 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     }
 
 
+@checked(caveat=text, erratum=text, outside=text)
 def decide_verdict(
     holds: bool,
     *,
@@ -415,7 +417,7 @@ class Recorder:
         if compare not in _COMPARE:
             raise ValueError(f"compare must be one of {_COMPARE}, got {compare!r}")
         if not hasattr(result, "holds") or not hasattr(result, "statement"):
-            raise TypeError(f"result must be a ClaimResult, got {type(result).__name__}")
+            raise ArgumentTypeError(f"result must be a ClaimResult, got {type(result).__name__}")
         lab = check_label(label or result.label)
         details = dict(getattr(result, "details", {}) or {})
         h = bool(result.holds) if holds is None else bool(holds)

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pfntheory._checks import ArgumentTypeError
+
 __all__ = [
     "ROOT",
     "NOTEBOOKS_DIR",
@@ -116,6 +118,8 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
 
 def find_spec(name: str) -> NotebookSpec:
     """The notebook whose name is ``name``, or starts with it (``"01"``, ``"01_richardson"``)."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"name must be a str (a notebook name or prefix), got {name!r}")
     hits = [s for s in NOTEBOOKS if s.name == name] or [
         s for s in NOTEBOOKS if s.name.startswith(name)
     ]
