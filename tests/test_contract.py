@@ -1230,22 +1230,6 @@ def verdict(case: Case) -> tuple[bool, str]:
 #: entry match no failing case and the test fail until the entry is removed here; a new failure
 #: fails at once.
 KNOWN_GAPS: dict[str, str] = {
-    "pfntheory.casestudy.pfn.PFNScale[L=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[C=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[steps=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[lr=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[batch_size=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[checkpoint_every=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[curve_instances=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.PFNScale[lr_units=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pfn_forward_shared[X=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pfn_forward_shared[Xq=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pfn_forward_shared[dtype=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pfn_predict[X=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pfn_predict[Xq=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pfn_predict[levels=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pretraining_config[coord_divisor=": "casestudy/pfn.py",
-    "pfntheory.casestudy.pfn.pretraining_task[coord_divisor=": "casestudy/pfn.py",
     "pfntheory.nn.attention.kernel_attention[q=": "nn/attention.py",
     "pfntheory.nn.attention.kernel_attention[k=": "nn/attention.py",
     "pfntheory.nn.attention.kernel_attention[v=": "nn/attention.py",

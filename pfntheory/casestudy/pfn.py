@@ -71,7 +71,16 @@ import numpy as np
 import torch
 
 from .. import metrics as M
-from .._checks import as_float_array, choice, positive_int
+from .._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    choice,
+    int_tuple,
+    nonneg_int,
+    positive_int,
+    positive_scalar,
+)
+from ..config import LR_UNITS
 from ..gp import EBFit
 from ..nn.attention import score_matrix
 from ..nn.model import ModelConfig, PFNTransformer
@@ -136,6 +145,24 @@ class PFNScale:
     curve_instances: int = 256
     lr_units: str = "absolute"
 
+    def __post_init__(self):
+        counts = {"L": 1, "C": 2, "steps": 1, "batch_size": 1, "checkpoint_every": 1}
+        for name, least in counts.items():
+            value = positive_int(getattr(self, name), name, minimum=least)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "lr", positive_scalar(self.lr, "lr"))
+        object.__setattr__(
+            self, "curve_instances", nonneg_int(self.curve_instances, "curve_instances")
+        )
+        choice(self.lr_units, "lr_units", LR_UNITS)
+        if self.n_range is not None:
+            rng = int_tuple(self.n_range, "n_range")
+            if len(rng) != 2 or rng[0] > rng[1]:
+                raise ValueError(
+                    f"n_range must be (n_min, n_max), n_min <= n_max, got {self.n_range}"
+                )
+            object.__setattr__(self, "n_range", rng)
+
 
 _PAPER_LR, _PAPER_STEPS = PAPER_SCHEDULE[("ard_rbf", "learnable")]
 #: ``paper``: supp-sec:real data (C = 256, L = 32) with the schedule of supp-tab:pretraining
@@ -170,10 +197,9 @@ def pretraining_task(fit: EBFit, coord_divisor: float = COORD_DIVISOR) -> TaskCo
     ``Unif[-sqrt(3)/coord_divisor, sqrt(3)/coord_divisor]^d`` (per-coordinate variance
     ``1/coord_divisor^2``, that of the standardised inputs; see the module docstring)."""
     if not isinstance(fit, EBFit):
-        raise ValueError(f"fit must be an EBFit, got {type(fit).__name__}")
-    return TaskConfig.from_fit(
-        fit, covariates="uniform", x_scale=math.sqrt(3.0) / float(coord_divisor)
-    )
+        raise ArgumentTypeError(f"fit must be an EBFit, got {type(fit).__name__}")
+    coord_divisor = positive_scalar(coord_divisor, "coord_divisor")
+    return TaskConfig.from_fit(fit, covariates="uniform", x_scale=math.sqrt(3.0) / coord_divisor)
 
 
 def pretraining_config(
@@ -201,6 +227,7 @@ def pretraining_config(
         'auto', 'cpu' or 'cuda[:k]'.
     """
     choice(dataset, "dataset", DATASETS)
+    coord_divisor = positive_scalar(coord_divisor, "coord_divisor")
     sc = scale if isinstance(scale, PFNScale) else scale_settings(scale)
     task = pretraining_task(fit, coord_divisor)
     n_min, n_max = sc.n_range if sc.n_range is not None else CONTEXT_RANGES[dataset]
@@ -276,11 +303,13 @@ def pfn_forward_shared(
     the query recursion expands (see the module docstring).
     """
     if not isinstance(model, PFNTransformer):
-        raise ValueError(f"model must be a PFNTransformer, got {type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a PFNTransformer, got {type(model).__name__}")
+    if dtype not in (torch.float32, torch.float64):
+        raise ArgumentTypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     cfg = model.config
-    X = torch.as_tensor(as_float_array(X, "X", ndim=2), dtype=dtype)
+    X = torch.as_tensor(as_float_array(X, "X", ndim=2, non_empty=True), dtype=dtype)
     Y = torch.as_tensor(as_float_array(Y, "Y", ndim=1), dtype=dtype)
-    Xq_all = torch.as_tensor(as_float_array(Xq, "Xq", ndim=2), dtype=dtype)
+    Xq_all = torch.as_tensor(as_float_array(Xq, "Xq", ndim=2, non_empty=True), dtype=dtype)
     n, d = X.shape
     if d != cfg.d or Xq_all.shape[1] != cfg.d:
         raise ValueError(
@@ -409,7 +438,7 @@ def pfn_predict(
     -------
     PFNPrediction
     """
-    levels = tuple(float(v) for v in np.atleast_1d(np.asarray(levels, dtype=float)))
+    levels = tuple(float(v) for v in as_float_array(levels, "levels", ndim=(0, 1)).ravel())
     if not levels or any(not 0.0 < v < 1.0 for v in levels):
         raise ValueError(f"levels must lie in (0, 1), got {levels}")
     raw = pfn_forward_shared(model, X, Y, Xq, chunk=chunk)
