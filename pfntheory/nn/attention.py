@@ -38,6 +38,7 @@ import torch
 
 from .._checks import choice
 from ..config import SCORES
+from . import fused as _fused
 
 __all__ = [
     "SCORES",
@@ -278,9 +279,15 @@ def scaled_kernel_attention(
     score : {'linear', 'rbf', 'softmax'}
     normalised : bool
     save_kernel : bool, optional
-        Keep the ``(B, T, n)`` kernel for the backward pass (True) or recompute it there (False);
-        default: keep it when it takes at most ``SAVE_KERNEL_MAX_BYTES``. Either way the result and
-        the gradients are the same numbers; without autograd nothing is kept.
+        Eager path: keep the ``(B, T, n)`` kernel for the backward pass (True) or recompute it
+        there (False); default: keep it when it takes at most ``SAVE_KERNEL_MAX_BYTES``. Either way
+        the result and the gradients are the same numbers; without autograd nothing is kept. The
+        fused path ignores it: it never stores the kernel and always recomputes it.
+
+    For the ``rbf`` and ``softmax`` scores on CPU in float32/float64 the fused operator of
+    :mod:`pfntheory.nn.fused` is used when it is available (compiled on first use; disabled by
+    ``PFNTHEORY_FUSED=0``): the same numbers to float round-off, without the kernel in memory.
+    Otherwise, or when it cannot be built, the eager :class:`_ScaledKernelMatVec` (the reference).
 
     Returns
     -------
@@ -296,7 +303,10 @@ def scaled_kernel_attention(
     m = v.shape[-1]
     if normalised:
         v = torch.cat([v, torch.ones_like(v[..., :1])], -1)  # s_j = P @ 1
-    out = _ScaledKernelMatVec.apply(x.detach(), scale, v, score == "rbf", save_kernel)
+    if _fused.supports(x, scale, v, score):  # tile by tile, nothing saved (pfntheory.nn.fused)
+        out = _fused.kernel_matvec(x, scale, v, score == "rbf")
+    else:
+        out = _ScaledKernelMatVec.apply(x.detach(), scale, v, score == "rbf", save_kernel)
     if not normalised:
         return out, None
     s = out[..., m]

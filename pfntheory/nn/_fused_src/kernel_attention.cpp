@@ -1,0 +1,364 @@
+// Fused kernel attention of one solver layer (pfntheory.nn.fused: the maths, the layout and how
+// this file is built and loaded). For every instance b, queries x_i (i < T), keys x_j (j < n),
+// diagonal scale s, values v_j (m channels):
+//
+//   rbf      z_ij = -1/2 sum_k s_k^2 (x_ik - x_jk)^2      softmax  z_ij = sum_k s_k^2 x_ik x_jk
+//   P_ij = exp(z_ij),  out_i = sum_j P_ij v_j
+//
+// backward, with g_i = dL/dout_i and E_ij = P_ij (g_i . v_j):
+//   dv_j = sum_i P_ij g_i
+//   ds_k = c_k sum_ij E_ij t_ijk,  rbf: t = (x_ik - x_jk)^2, c_k = -s_k;  softmax: t = x_ik x_jk,
+//          c_k = 2 s_k
+//
+// The kernel is formed one vector of keys at a time (lanes over keys j) and consumed at once, so the
+// (T, n) kernel never goes to memory. Forward: queries outer, key vectors inner, the m outputs of a
+// query in registers. Backward: key vectors outer, queries inner, the m columns of dv and the d
+// scale sums of the key vector in registers. Keys and values are copied per instance into a
+// transposed buffer padded with zeros to a multiple of the vector width: a padded key has v_j = 0,
+// so it adds nothing to out, E or ds, and its dv is not written back.
+//
+// No OpenMP: one instance after another on the calling thread.
+
+#include <ATen/core/Tensor.h>
+#include <ATen/cpu/vec/vec.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using at::vec::Vectorized;
+
+// 2^w of a float vector, inline (a call into the library's Sleef exp would spill every live vector
+// register at each call). The kernels work in base 2 (the log2(e) factor is folded into the scale),
+// so w = k + f with k = round(w) and f = w - k exact, |f| <= 1/2; 2^f by a degree-6 polynomial
+// (least squares on Chebyshev nodes; below 1e-7 relative in float arithmetic, about one ulp); 2^k
+// applied by AVX-512's scalef, else as two exact factors 2^k1 2^k2, so that results below 2^-126
+// come out subnormal as exp's do. Inputs are clamped to [-151, 129] (2^w is 0 and inf beyond);
+// a NaN propagates.
+inline Vectorized<float> pow2i(const Vectorized<float>& k) {  // 2^k for integer k in [-126, 127]
+  using V = Vectorized<float>;
+  V bits = at::vec::fmadd(k, V(8388608.f), V(127.f * 8388608.f));  // (k + 127) << 23, exact
+  return at::vec::cast<float>(at::vec::convert_to_int_of_same_size(bits));
+}
+
+inline Vectorized<float> vexp2(Vectorized<float> w) {
+  using V = Vectorized<float>;
+  w = at::vec::clamp(w, V(-151.f), V(129.f));  // min(hi, max(lo, w)) keeps a NaN w
+  V k = w.round();
+  V f = w - k;
+  V p = at::vec::fmadd(V(0.000153707049f), f, V(0.00133998482f));
+  p = at::vec::fmadd(p, f, V(0.00961837359f));
+  p = at::vec::fmadd(p, f, V(0.0555032901f));
+  p = at::vec::fmadd(p, f, V(0.240226477f));
+  p = at::vec::fmadd(p, f, V(0.693147182f));
+  p = at::vec::fmadd(p, f, V(1.f));
+#if defined(CPU_CAPABILITY_AVX512)
+  return Vectorized<float>(_mm512_scalef_ps(p, k));
+#else
+  V k1 = (k * V(0.5f)).floor();
+  return p * pow2i(k1) * pow2i(k - k1);
+#endif
+}
+
+inline Vectorized<double> vexp2(const Vectorized<double>& w) { return w.exp2(); }  // Sleef 1 ulp
+
+constexpr double kLog2e = 1.44269504088896340736;
+
+template <typename T>
+inline T hsum(const Vectorized<T>& a) {
+  alignas(64) T buf[Vectorized<T>::size()];
+  a.store(buf);
+  T s = 0;
+  for (int64_t l = 0; l < Vectorized<T>::size(); ++l) s += buf[l];
+  return s;
+}
+
+// Per-instance scratch: transposed, zero-padded keys (d, np) and values (m, np), scaled queries
+// (T, d), one kernel row or dv block (max(m, 1) * np) and d vector accumulators.
+template <typename T>
+struct Scratch {
+  std::vector<T> keys, vals, qs, row;
+  std::vector<Vectorized<T>> acc;
+  void size(int64_t T_, int64_t np, int64_t d, int64_t m) {
+    keys.assign(d * np, T(0));
+    vals.assign(m * np, T(0));
+    qs.resize(T_ * d);
+    row.resize(std::max<int64_t>(m, 1) * np);
+    acc.resize(d);
+  }
+};
+
+// log2 kernel of query a (d scalars) against the key vector at column jb of the (d, np) keys:
+// rbf -sum_k (a_k - b_k)^2 (a, b scaled by sqrt(log2(e) / 2)), softmax sum_k a_k b_k (a scaled by
+// log2(e)).
+template <typename T, int D, bool RBF>
+inline Vectorized<T> log2_kernel(const T* a, const T* keys, int64_t np, int64_t d_) {
+  using V = Vectorized<T>;
+  const int64_t d = D > 0 ? D : d_;
+  V w(T(0));
+  for (int64_t k = 0; k < d; ++k) {
+    V b = V::loadu(keys + k * np);
+    if constexpr (RBF) {
+      V diff = V(a[k]) - b;
+      w = at::vec::fnmadd(diff, diff, w);
+    } else {
+      w = at::vec::fmadd(V(a[k]), b, w);
+    }
+  }
+  return w;
+}
+
+// out (T, m) of one instance. D, M > 0: compile-time sizes; 0: any (d, m) at run time.
+template <typename T, int D, int M, bool RBF>
+void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t n, int64_t d_,
+                 int64_t m_, Scratch<T>& w) {
+  using V = Vectorized<T>;
+  constexpr int64_t W = V::size();
+  const int64_t d = D > 0 ? D : d_;
+  const int64_t m = M > 0 ? M : m_;
+  const int64_t np = (n + W - 1) / W * W;
+  w.size(Tq, np, d, m);
+  T* keys = w.keys.data();
+  T* vals = w.vals.data();
+  T* qs = w.qs.data();
+  // rbf: queries and keys s x sqrt(log2(e) / 2); softmax: queries s x log2(e), keys s x
+  const T cq = RBF ? T(std::sqrt(0.5 * kLog2e)) : T(kLog2e), ck = RBF ? cq : T(1);
+  for (int64_t i = 0; i < Tq; ++i)
+    for (int64_t k = 0; k < d; ++k) qs[i * d + k] = x[i * d + k] * s[k] * cq;
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t k = 0; k < d; ++k) keys[k * np + j] = x[j * d + k] * s[k] * ck;
+    for (int64_t c = 0; c < m; ++c) vals[c * np + j] = v[j * m + c];
+  }
+  for (int64_t i = 0; i < Tq; ++i) {
+    const T* a = qs + i * d;
+    if constexpr (M > 0) {
+      V acc[M];
+      for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
+      for (int64_t jb = 0; jb < np; jb += W) {
+        V p = vexp2(log2_kernel<T, D, RBF>(a, keys + jb, np, d));
+        for (int64_t c = 0; c < M; ++c)
+          acc[c] = at::vec::fmadd(p, V::loadu(vals + c * np + jb), acc[c]);
+      }
+      for (int64_t c = 0; c < M; ++c) out[i * M + c] = hsum(acc[c]);
+    } else {
+      T* row = w.row.data();
+      for (int64_t jb = 0; jb < np; jb += W)
+        vexp2(log2_kernel<T, D, RBF>(a, keys + jb, np, d)).store(row + jb);
+      for (int64_t c = 0; c < m; ++c) {
+        V acc(T(0));
+        for (int64_t jb = 0; jb < np; jb += W)
+          acc = at::vec::fmadd(V::loadu(row + jb), V::loadu(vals + c * np + jb), acc);
+        out[i * m + c] = hsum(acc);
+      }
+    }
+  }
+}
+
+// dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double).
+template <typename T, int D, int M, bool RBF>
+void backward_one(const T* x, const T* s, const T* v, const T* g, T* dv, double* ds, int64_t Tq,
+                  int64_t n, int64_t d_, int64_t m_, Scratch<T>& w) {
+  using V = Vectorized<T>;
+  constexpr int64_t W = V::size();
+  const int64_t d = D > 0 ? D : d_;
+  const int64_t m = M > 0 ? M : m_;
+  const int64_t np = (n + W - 1) / W * W;
+  w.size(Tq, np, d, m);
+  T* keys = w.keys.data();  // x (not scaled): t is needed in x for the scale gradient
+  T* vals = w.vals.data();
+  T* h = w.qs.data();  // d factors: log2 P = sum_k h_k t_k
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t k = 0; k < d; ++k) keys[k * np + j] = x[j * d + k];
+    for (int64_t c = 0; c < m; ++c) vals[c * np + j] = v[j * m + c];
+  }
+  for (int64_t k = 0; k < d; ++k) h[k] = T((RBF ? -0.5 * kLog2e : kLog2e) * s[k] * s[k]);
+  for (int64_t jb = 0; jb < np; jb += W) {
+    if constexpr (D > 0 && M > 0) {
+      V xj[D], vj[M], dva[M], ta[D];
+      for (int64_t k = 0; k < D; ++k) {
+        xj[k] = V::loadu(keys + k * np + jb);
+        ta[k] = V(T(0));
+      }
+      for (int64_t c = 0; c < M; ++c) {
+        vj[c] = V::loadu(vals + c * np + jb);
+        dva[c] = V(T(0));
+      }
+      for (int64_t i = 0; i < Tq; ++i) {
+        const T* xi = x + i * D;
+        const T* gi = g + i * M;
+        V t[D];
+        V z(T(0));
+        for (int64_t k = 0; k < D; ++k) {
+          if constexpr (RBF) {
+            V diff = V(xi[k]) - xj[k];
+            t[k] = diff * diff;
+          } else {
+            t[k] = V(xi[k]) * xj[k];
+          }
+          z = at::vec::fmadd(V(h[k]), t[k], z);
+        }
+        V p = vexp2(z);
+        V gv = V(gi[0]) * vj[0];
+        for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), vj[c], gv);
+        V e = p * gv;
+        for (int64_t c = 0; c < M; ++c) dva[c] = at::vec::fmadd(p, V(gi[c]), dva[c]);
+        for (int64_t k = 0; k < D; ++k) ta[k] = at::vec::fmadd(e, t[k], ta[k]);
+      }
+      for (int64_t c = 0; c < M; ++c) dva[c].store(w.row.data() + c * np + jb);
+      for (int64_t k = 0; k < D; ++k) ds[k] += static_cast<double>(hsum(ta[k]));
+    } else {
+      V* ta = w.acc.data();
+      T* dvb = w.row.data();
+      for (int64_t k = 0; k < d; ++k) ta[k] = V(T(0));
+      for (int64_t c = 0; c < m; ++c) V(T(0)).store(dvb + c * np + jb);
+      for (int64_t i = 0; i < Tq; ++i) {
+        const T* xi = x + i * d;
+        const T* gi = g + i * m;
+        V z(T(0));
+        for (int64_t k = 0; k < d; ++k) {
+          V b = V::loadu(keys + k * np + jb);
+          V t = RBF ? (V(xi[k]) - b) * (V(xi[k]) - b) : V(xi[k]) * b;
+          z = at::vec::fmadd(V(h[k]), t, z);
+        }
+        V p = vexp2(z);
+        V gv(T(0));
+        for (int64_t c = 0; c < m; ++c) {
+          gv = at::vec::fmadd(V(gi[c]), V::loadu(vals + c * np + jb), gv);
+          T* dvc = dvb + c * np + jb;
+          at::vec::fmadd(p, V(gi[c]), V::loadu(dvc)).store(dvc);
+        }
+        V e = p * gv;
+        for (int64_t k = 0; k < d; ++k) {
+          V b = V::loadu(keys + k * np + jb);
+          V t = RBF ? (V(xi[k]) - b) * (V(xi[k]) - b) : V(xi[k]) * b;
+          ta[k] = at::vec::fmadd(e, t, ta[k]);
+        }
+      }
+      for (int64_t k = 0; k < d; ++k) ds[k] += static_cast<double>(hsum(ta[k]));
+    }
+  }
+  const T* dvb = w.row.data();
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t c = 0; c < m; ++c) dv[j * m + c] = dvb[c * np + j];
+}
+
+template <typename T>
+using FwdFn = void (*)(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t,
+                       Scratch<T>&);
+template <typename T>
+using BwdFn = void (*)(const T*, const T*, const T*, const T*, T*, double*, int64_t, int64_t,
+                       int64_t, int64_t, Scratch<T>&);
+
+// Compile-time (d, m) for the rbf score at the sizes the experiments use; anything else (and the
+// softmax score) runs the run-time-size loops.
+template <typename T, int D>
+std::pair<FwdFn<T>, BwdFn<T>> pick_m(int64_t m) {
+  if (m == 2) return {forward_one<T, D, 2, true>, backward_one<T, D, 2, true>};
+  if (m == 3) return {forward_one<T, D, 3, true>, backward_one<T, D, 3, true>};
+  return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
+}
+
+template <typename T>
+std::pair<FwdFn<T>, BwdFn<T>> pick(int64_t d, int64_t m, bool rbf) {
+  if (!rbf) return {forward_one<T, 0, 0, false>, backward_one<T, 0, 0, false>};
+  switch (d) {
+    case 1: return pick_m<T, 1>(m);
+    case 2: return pick_m<T, 2>(m);
+    case 3: return pick_m<T, 3>(m);
+    case 4: return pick_m<T, 4>(m);
+    case 5: return pick_m<T, 5>(m);
+    case 8: return pick_m<T, 8>(m);
+    case 16: return pick_m<T, 16>(m);
+    default: return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
+  }
+}
+
+void check(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v) {
+  TORCH_CHECK(x.device().is_cpu() && s.device().is_cpu() && v.device().is_cpu(), "CPU tensors");
+  TORCH_CHECK(x.dim() == 3 && s.dim() == 1 && v.dim() == 3, "x (B, T, d), s (d,), v (B, n, m)");
+  TORCH_CHECK(x.scalar_type() == s.scalar_type() && x.scalar_type() == v.scalar_type(),
+              "x, s, v of one dtype");
+  TORCH_CHECK(x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble,
+              "float32 or float64");
+  TORCH_CHECK(x.is_contiguous() && s.is_contiguous() && v.is_contiguous(), "contiguous");
+  TORCH_CHECK(s.size(0) == x.size(2) && v.size(0) == x.size(0) && v.size(1) <= x.size(1),
+              "shapes: x (B, T, d), s (d,), v (B, n <= T, m)");
+}
+
+template <typename T>
+void forward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v, at::Tensor& out,
+                 bool rbf) {
+  const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = v.size(1), m = v.size(2);
+  auto fn = pick<T>(d, m, rbf).first;
+  Scratch<T> w;
+  const T* xp = x.const_data_ptr<T>();
+  const T* vp = v.const_data_ptr<T>();
+  T* op = out.mutable_data_ptr<T>();
+  for (int64_t b = 0; b < B; ++b)
+    fn(xp + b * Tq * d, s.const_data_ptr<T>(), vp + b * n * m, op + b * Tq * m, Tq, n, d, m, w);
+}
+
+template <typename T>
+void backward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v,
+                  const at::Tensor& g, at::Tensor& ds, at::Tensor& dv, bool rbf) {
+  const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = v.size(1), m = v.size(2);
+  auto fn = pick<T>(d, m, rbf).second;
+  Scratch<T> w;
+  std::vector<double> acc(d, 0.0);
+  const T* xp = x.const_data_ptr<T>();
+  const T* vp = v.const_data_ptr<T>();
+  const T* gp = g.const_data_ptr<T>();
+  const T* sp = s.const_data_ptr<T>();
+  T* dvp = dv.mutable_data_ptr<T>();
+  for (int64_t b = 0; b < B; ++b)
+    fn(xp + b * Tq * d, sp, vp + b * n * m, gp + b * Tq * m, dvp + b * n * m, acc.data(), Tq, n,
+       d, m, w);
+  T* dsp = ds.mutable_data_ptr<T>();
+  for (int64_t k = 0; k < d; ++k)
+    dsp[k] = static_cast<T>((rbf ? -1.0 : 2.0) * static_cast<double>(sp[k]) * acc[k]);
+}
+
+at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v, bool rbf) {
+  check(x, s, v);
+  at::Tensor out = at::empty({x.size(0), x.size(1), v.size(2)}, x.options());
+  if (x.scalar_type() == at::kFloat)
+    forward_all<float>(x, s, v, out, rbf);
+  else
+    forward_all<double>(x, s, v, out, rbf);
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& s,
+                                                  const at::Tensor& v, const at::Tensor& g,
+                                                  bool rbf) {
+  check(x, s, v);
+  TORCH_CHECK(g.is_contiguous() && g.scalar_type() == x.scalar_type() && g.dim() == 3 &&
+                  g.size(0) == x.size(0) && g.size(1) == x.size(1) && g.size(2) == v.size(2),
+              "g (B, T, m), contiguous, of x's dtype");
+  at::Tensor ds = at::empty({x.size(2)}, x.options());
+  at::Tensor dv = at::empty(v.sizes(), v.options());
+  if (x.scalar_type() == at::kFloat)
+    backward_all<float>(x, s, v, g, ds, dv, rbf);
+  else
+    backward_all<double>(x, s, v, g, ds, dv, rbf);
+  return {ds, dv};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(pfntheory_fused, m) {
+  m.def("forward(Tensor x, Tensor s, Tensor v, bool rbf) -> Tensor");
+  m.def("backward(Tensor x, Tensor s, Tensor v, Tensor g, bool rbf) -> (Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
+  m.impl("forward", &fused_forward);
+  m.impl("backward", &fused_backward);
+}

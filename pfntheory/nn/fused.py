@@ -1,0 +1,208 @@
+"""Fused kernel attention of one solver layer: the kernel is formed and consumed tile by tile.
+
+:func:`pfntheory.nn.attention.scaled_kernel_attention` computes, per solver layer, ``out = P v``
+with ``P_ij = kappa(s * x_i, s * x_j)`` over every token ``i`` and the ``n`` context keys ``j``.
+The eager path (:class:`~pfntheory.nn.attention._ScaledKernelMatVec`) writes the ``(B, n+1, n)``
+kernel to memory, reads it back for the products, and the backward pass does it again. The fused
+operator here computes the log-kernel, its ``exp`` and the products one vector of keys at a time in
+registers (C++ against torch's vectorised math, ``_fused_src/kernel_attention.cpp``), so the kernel
+never leaves them; the backward pass recomputes it the same way (nothing is saved but ``x, s, v``):
+
+* rbf ``z_ij = -1/2 sum_k s_k^2 (x_ik - x_jk)^2``, softmax ``z_ij = sum_k s_k^2 x_ik x_jk``,
+  ``P = exp(z)``, ``out_i = sum_j P_ij v_j``;
+* with ``g = dL/dout`` and ``E_ij = P_ij (g_i . v_j)``: ``dv_j = sum_i P_ij g_i`` and
+  ``ds_k = -s_k sum_ij E_ij (x_ik - x_jk)^2`` (rbf), ``2 s_k sum_ij E_ij x_ik x_jk`` (softmax),
+  summed in float64 per key vector. No gradient flows to ``x`` (the data), as on the eager path.
+
+The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
+``a.b - |a|^2/2 - |b|^2/2``; float32 ``exp`` is an inline polynomial (below 1e-7 relative; the
+eager expansion's rounding is larger), float64 Sleef's 1-ulp ``exp``. The two paths therefore agree
+to float round-off (tests/test_fused_attention.py), not bitwise.
+
+Build and fallback
+------------------
+The extension is compiled on first use (``torch.utils.cpp_extension.load``, ninja and the C++
+compiler; about a minute on a loaded 2-core machine) into a cache folder
+(``$PFNTHEORY_FUSED_CACHE``, else ``$XDG_CACHE_HOME/pfntheory/fused``, else
+``~/.cache/pfntheory/fused``) under a name that hashes the source, the flags, torch's version and
+the CPU capability, and later processes only load the cached library. Each build runs in a private
+temporary folder and its library is moved into the cache atomically, so concurrent first uses at
+worst compile twice and a killed build leaves no lock behind. When the extension cannot be had (no
+compiler or ninja, a failed build, a non-CPU tensor, an unsupported dtype) or ``PFNTHEORY_FUSED=0``,
+:func:`available` is False and callers use the eager path; the reason is logged once at debug
+level. The loop runs on the calling thread (no OpenMP): training runs use one thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+__all__ = ["available", "enabled", "supports", "kernel_matvec", "unavailable_reason"]
+
+log = logging.getLogger(__name__)
+
+_SOURCE = Path(__file__).parent / "_fused_src" / "kernel_attention.cpp"
+_NAMESPACE = "pfntheory_fused"
+_state: dict = {"tried": False, "ok": False, "reason": None, "enabled": True}
+
+
+def _flags() -> list[str]:
+    """Compiler flags: the vector width of torch's own dispatch on this CPU (AVX2 or AVX-512)."""
+    flags = ["-O3", "-std=c++17", "-fno-math-errno"]
+    cap = os.environ.get("PFNTHEORY_FUSED_ISA") or torch.backends.cpu.get_cpu_capability()
+    if cap == "AVX512":
+        flags += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx2"]
+        flags += ["-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"]
+    elif cap == "AVX2":
+        flags += ["-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"]
+    else:
+        flags += ["-DCPU_CAPABILITY=DEFAULT", "-DCPU_CAPABILITY_DEFAULT"]
+    return flags
+
+
+def _cache_dir() -> Path:
+    env = os.environ.get("PFNTHEORY_FUSED_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pfntheory" / "fused"
+
+
+def _build_name(flags: list[str]) -> str:
+    h = hashlib.sha256()
+    h.update(_SOURCE.read_bytes())
+    h.update(" ".join(flags).encode())
+    h.update(torch.__version__.encode())
+    return f"pfntheory_fused_{h.hexdigest()[:16]}"
+
+
+def _compiler() -> str | None:
+    return shutil.which(os.environ.get("CXX", "c++"))
+
+
+def _load() -> None:
+    """Load the cached library, or build it; raises with the reason when neither works."""
+    flags = _flags()
+    name = _build_name(flags)
+    cache = _cache_dir()
+    lib = cache / f"{name}.so"
+    if lib.is_file():
+        torch.ops.load_library(str(lib))
+        return
+    from torch.utils import cpp_extension
+
+    if _compiler() is None:
+        raise RuntimeError(f"no C++ compiler ({os.environ.get('CXX', 'c++')}) on PATH")
+    if not cpp_extension.is_ninja_available():
+        raise RuntimeError("ninja is not available")
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=cache) as tmp:
+        cpp_extension.load(
+            name=name,
+            sources=[str(_SOURCE)],
+            extra_cflags=flags,
+            build_directory=tmp,
+            is_python_module=False,
+            verbose=False,
+        )  # also loads it into this process
+        built = Path(tmp) / f"{name}.so"
+        part = cache / f"{name}.so.{os.getpid()}.part"
+        shutil.copyfile(built, part)
+        os.replace(part, lib)
+
+
+def available() -> bool:
+    """Whether the fused operator can be used now (compiling it on the first call)."""
+    if not _state["enabled"] or os.environ.get("PFNTHEORY_FUSED", "1") == "0":
+        return False
+    if not _state["tried"]:
+        _state["tried"] = True
+        try:
+            _load()
+            _state["ok"] = hasattr(torch.ops, _NAMESPACE) and hasattr(
+                getattr(torch.ops, _NAMESPACE), "forward"
+            )
+            if not _state["ok"]:
+                _state["reason"] = "the library loaded but registered no operator"
+        except Exception as exc:  # any failure: fall back to the eager path
+            _state["ok"] = False
+            _state["reason"] = f"{type(exc).__name__}: {exc}"
+        if not _state["ok"]:
+            log.debug(
+                "fused kernel attention unavailable, using the eager path: %s", _state["reason"]
+            )
+    return bool(_state["ok"])
+
+
+def unavailable_reason() -> str | None:
+    """Why the last attempt to load the extension failed (None if it did not, or was not made)."""
+    return _state["reason"]
+
+
+@contextlib.contextmanager
+def enabled(flag: bool):
+    """Use (True) or bypass (False) the fused operator inside the block (benchmarks, tests)."""
+    old = _state["enabled"]
+    _state["enabled"] = bool(flag)
+    try:
+        yield
+    finally:
+        _state["enabled"] = old
+
+
+def supports(x: torch.Tensor, scale: torch.Tensor, v: torch.Tensor, score: str) -> bool:
+    """Whether the fused operator handles these arguments (and is available)."""
+    return (
+        score in ("rbf", "softmax")
+        and not torch.compiler.is_compiling()
+        and x.dtype in (torch.float32, torch.float64)
+        and x.dtype == scale.dtype == v.dtype
+        and x.device.type == scale.device.type == v.device.type == "cpu"
+        and x.dim() == 3
+        and v.dim() == 3
+        and scale.dim() == 1
+        and v.shape[1] > 0
+        and v.shape[-1] > 0
+        and available()
+    )
+
+
+def _ops():
+    return getattr(torch.ops, _NAMESPACE)
+
+
+class _FusedScaledKernelMatVec(torch.autograd.Function):
+    """``out = P v`` of :class:`~pfntheory.nn.attention._ScaledKernelMatVec`, fused; gradients for
+    ``s`` and ``v`` (none for ``x``)."""
+
+    @staticmethod
+    def forward(ctx, x, s, v, rbf: bool):
+        ctx.save_for_backward(x, s, v)
+        ctx.rbf = rbf
+        return _ops().forward(x, s, v, rbf)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        x, s, v = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise RuntimeError("no gradient with respect to the token inputs x is implemented")
+        ds, dv = _ops().backward(x, s, v, g.contiguous(), ctx.rbf)
+        return None, ds, dv, None
+
+
+def kernel_matvec(x: torch.Tensor, scale: torch.Tensor, v: torch.Tensor, rbf: bool) -> torch.Tensor:
+    """``out = P v`` (B, T, m) with ``P_ij = kappa(scale * x_i, scale * x_j)`` over the keys
+    ``j < n = v.shape[1]``; call only where :func:`supports` holds. ``x`` gets no gradient."""
+    x, s, v = x.detach().contiguous(), scale.contiguous(), v.contiguous()
+    if torch.is_grad_enabled() and (s.requires_grad or v.requires_grad):
+        return _FusedScaledKernelMatVec.apply(x, s, v, rbf)
+    return _ops().forward(x, s.detach(), v.detach(), rbf)

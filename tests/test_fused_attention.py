@@ -1,0 +1,231 @@
+"""The fused kernel-attention operator (pfntheory.nn.fused) against the eager path.
+
+The tests that need the compiled extension build it once per session (cached on disk afterwards)
+and skip only where it cannot be built at all: no C++ compiler or no ninja. Where both exist, a
+failed build fails them. The fallback tests need no compiler.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from pfntheory.nn import attention, fused
+from pfntheory.nn.attention import scaled_kernel_attention
+from pfntheory.nn.model import ModelConfig, PFNTransformer
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The extension, built (or loaded from the cache) once; skip only without a toolchain."""
+    from torch.utils import cpp_extension
+
+    if fused._compiler() is None or not cpp_extension.is_ninja_available():
+        pytest.skip("the fused extension cannot be built here: no C++ compiler or no ninja")
+    with fused.enabled(True):
+        if not fused.available():
+            pytest.fail(f"the fused extension failed to build: {fused.unavailable_reason()}")
+    return True
+
+
+def _case(B, n, d, m, dtype, score, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, n + 1, d, generator=g, dtype=torch.float64)
+    if score == "softmax":
+        x = 0.5 * x
+    s = 0.5 + torch.rand(d, generator=g, dtype=torch.float64)
+    v = torch.randn(B, n, m, generator=g, dtype=torch.float64)
+    wo = torch.randn(B, n + 1, m, generator=g, dtype=torch.float64)
+    ws = torch.randn(B, n + 1, generator=g, dtype=torch.float64)
+    return [t.to(dtype) for t in (x, s, v, wo, ws)]
+
+
+def _run(use_fused, x, s, v, wo, ws, score, normalised):
+    """Outputs and the gradients wrt (scale, v) of a random linear functional of them."""
+    s = s.clone().requires_grad_()
+    v = v.clone().requires_grad_()
+    with fused.enabled(use_fused):
+        out, norm = scaled_kernel_attention(x, s, v, score, normalised)
+    loss = (out * wo).sum() + ((norm * ws).sum() if normalised else 0.0)
+    ds, dv = torch.autograd.grad(loss, (s, v))
+    return [t.detach() for t in (out, norm if normalised else out)] + [ds, dv]
+
+
+def _rel(a, ref):
+    return float((a.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-300))
+
+
+SHAPES = [  # (B, n, d, m): n = 1, tails of every length, the compiled d's and run-time ones
+    (2, 1, 2, 2),
+    (3, 5, 1, 2),
+    (4, 37, 2, 2),
+    (2, 96, 2, 2),
+    (2, 100, 3, 2),
+    (2, 21, 4, 1),
+    (2, 17, 7, 5),
+    (2, 50, 16, 2),
+]
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+@pytest.mark.parametrize("normalised", [False, True])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}n{}d{}m{}".format(*s))
+def test_parity_with_eager(built, shape, normalised, score):
+    """Forward (out, s) and gradients (scale, v): float64 fused = eager to 1e-10; float32 fused
+    within 2e-5 (relative to the largest entry) of the float64 eager reference, and no further
+    from it than 4x the float32 eager path's own error (plus 1e-6)."""
+    B, n, d, m = shape
+    ref = _run(False, *_case(B, n, d, m, torch.float64, score), score, normalised)
+    f64 = _run(True, *_case(B, n, d, m, torch.float64, score), score, normalised)
+    f32 = _run(True, *_case(B, n, d, m, torch.float32, score), score, normalised)
+    e32 = _run(False, *_case(B, n, d, m, torch.float32, score), score, normalised)
+    for name, r, a, b, c in zip(("out", "s", "dscale", "dv"), ref, f64, f32, e32, strict=True):
+        assert a.dtype == torch.float64 and b.dtype == torch.float32, name
+        assert _rel(a, r) < 1e-10, name
+        assert _rel(b, r) < 2e-5, (name, _rel(b, r), _rel(c, r))
+        assert _rel(b, r) <= 4 * _rel(c, r) + 1e-6, (name, _rel(b, r), _rel(c, r))
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+@pytest.mark.parametrize("normalised", [False, True])
+def test_gradcheck_float64(built, score, normalised):
+    x, s, v, _, _ = _case(2, 5, 2, 2, torch.float64, score, seed=3)
+    s.requires_grad_()
+    v.requires_grad_()
+
+    def f(s_, v_):
+        out, norm = scaled_kernel_attention(x, s_, v_, score, normalised)
+        return (out, norm) if normalised else out
+
+    with fused.enabled(True):
+        assert fused.supports(x, s, v, score)
+        assert torch.autograd.gradcheck(f, (s, v), eps=1e-6, atol=1e-8, rtol=1e-6)
+
+
+def test_no_grad_and_gradient_selection(built):
+    """Without autograd the plain forward runs; x never gets a gradient; only v may need one."""
+    x, s, v, wo, _ = _case(3, 11, 2, 2, torch.float32, "rbf")
+    with torch.no_grad(), fused.enabled(True):
+        a, _ = scaled_kernel_attention(x, s, v, "rbf")
+    with torch.no_grad(), fused.enabled(False):
+        b, _ = scaled_kernel_attention(x, s, v, "rbf")
+    assert _rel(a, b.double()) < 1e-5
+    xg = x.clone().requires_grad_()
+    vg = v.clone().requires_grad_()
+    with fused.enabled(True):
+        out, _ = scaled_kernel_attention(xg, s, vg, "rbf")
+    (dv,) = torch.autograd.grad((out * wo).sum(), (vg,))
+    assert not out.requires_grad or xg.grad is None
+    assert dv.shape == v.shape
+
+
+def test_extreme_values(built):
+    """Far keys: the kernel underflows as torch.exp does (float32 subnormals, then 0); a NaN input
+    propagates to its query's row."""
+    x = torch.zeros(1, 4, 1)
+    x[0, 1, 0] = 13.5  # exp(-91) is subnormal in float32
+    x[0, 2, 0] = 20.0  # exp(-200) is 0
+    s = torch.ones(1)
+    v = torch.ones(1, 3, 1)
+    with torch.no_grad(), fused.enabled(True):
+        a, _ = scaled_kernel_attention(x, s, v, "rbf")
+    with torch.no_grad(), fused.enabled(False):
+        b, _ = scaled_kernel_attention(x, s, v, "rbf")
+    assert torch.equal(a == 0, b == 0)
+    assert _rel(a, b.double()) < 1e-5
+    x[0, 3, 0] = float("nan")
+    with torch.no_grad(), fused.enabled(True):
+        a, _ = scaled_kernel_attention(x, s, v, "rbf")
+    assert torch.isnan(a[0, 3]).all() and torch.isfinite(a[0, :3]).all()
+
+
+def test_model_step_matches_eager(built):
+    """A learnable RBF model (plain and TF^pr): logits and every parameter gradient, fused = eager
+    in float64."""
+    for normalised in (False, True):
+        cfg = ModelConfig(score="rbf", d=2, L=4, C=16, mode="learnable", normalised=normalised)
+        edges = torch.linspace(-3, 3, 17, dtype=torch.float64)
+        torch.manual_seed(0)
+        model = PFNTransformer(cfg, edges).double()
+        g = torch.Generator().manual_seed(1)
+        X = torch.randn(4, 9, 2, generator=g, dtype=torch.float64)
+        Y = torch.randn(4, 9, generator=g, dtype=torch.float64)
+        xq = torch.randn(4, 2, generator=g, dtype=torch.float64)
+        res = []
+        for flag in (True, False):
+            model.zero_grad()
+            with fused.enabled(flag):
+                logits = model(X, Y, xq).logits
+            logits.logsumexp(-1).sum().backward()
+            res.append([logits.detach()] + [p.grad.clone() for p in model.parameters()])
+        for a, b in zip(*res, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# fallback (no compiler needed)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_state(monkeypatch, tmp_path):
+    """fused's load state reset, its cache pointed at an empty folder."""
+    monkeypatch.setattr(
+        fused, "_state", {"tried": False, "ok": False, "reason": None, "enabled": True}
+    )
+    monkeypatch.setenv("PFNTHEORY_FUSED_CACHE", str(tmp_path / "cache"))
+    return monkeypatch
+
+
+def _spy_eager(monkeypatch):
+    calls = []
+    apply = attention._ScaledKernelMatVec.apply
+
+    def counted(*args):
+        calls.append(1)
+        return apply(*args)
+
+    monkeypatch.setattr(attention._ScaledKernelMatVec, "apply", counted)
+    return calls
+
+
+def test_fallback_without_compiler(fresh_state, caplog):
+    """No compiler: the eager path runs, with the same numbers, and one debug line says why."""
+    fresh_state.setattr(fused, "_compiler", lambda: None)
+    x, s, v, wo, ws = _case(3, 13, 2, 2, torch.float64, "rbf")
+    calls = _spy_eager(fresh_state)
+    with caplog.at_level(logging.DEBUG, logger="pfntheory.nn.fused"):
+        got = _run(True, x, s, v, wo, ws, "rbf", True)
+        again = _run(True, x, s, v, wo, ws, "rbf", False)
+    assert not fused.available()
+    assert "no C++ compiler" in fused.unavailable_reason()
+    assert len(calls) == 2
+    assert len([r for r in caplog.records if "using the eager path" in r.getMessage()]) == 1
+    with fused.enabled(False):
+        ref = _run(False, x, s, v, wo, ws, "rbf", True)
+    for a, b in zip(got, ref, strict=True):
+        assert torch.equal(a, b)
+    assert again[0].shape == (3, 14, 2)
+
+
+def test_disabled_by_environment(fresh_state):
+    fresh_state.setenv("PFNTHEORY_FUSED", "0")
+    x, s, v, wo, ws = _case(2, 7, 2, 2, torch.float32, "rbf")
+    calls = _spy_eager(fresh_state)
+    _run(True, x, s, v, wo, ws, "rbf", False)
+    assert not fused.available()
+    assert not fused._state["tried"]  # nothing was compiled or loaded
+    assert len(calls) == 1
+
+
+def test_unsupported_arguments_fall_back(built):
+    """Other dtypes, mixed dtypes and the linear score take the eager paths."""
+    x, s, v, _, _ = _case(2, 7, 2, 2, torch.float32, "rbf")
+    with fused.enabled(True):
+        assert fused.supports(x, s, v, "rbf")
+        assert not fused.supports(x.bfloat16(), s.bfloat16(), v.bfloat16(), "rbf")
+        assert not fused.supports(x, s.double(), v, "rbf")
+        assert not fused.supports(x, s, v, "linear")
+        assert not fused.supports(x, s, v[:, :0], "rbf")
