@@ -37,6 +37,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .._checks import ArgumentTypeError, positive_int, positive_scalar
 from ..config import HEADS
 
 __all__ = ["positive_tau", "check_edges", "PsiHead", "MLPHead", "HEADS"]
@@ -45,7 +46,22 @@ __all__ = ["positive_tau", "check_edges", "PsiHead", "MLPHead", "HEADS"]
 def positive_tau(tau: torch.Tensor, tau_min: float) -> torch.Tensor:
     """Smooth positivity map: identity on ``[tau_min, inf)``, ``tau_min^2 / (2 tau_min - tau)``
     below (C^1, strictly increasing, > 0, decaying like ``tau_min^2/|tau|`` so it never underflows).
-    Shape preserved."""
+    Shape preserved.
+
+    ``tau`` is a real, finite tensor; ``tau_min`` a finite positive number. (The heads call the
+    unchecked map: their input is the model's own readout.)
+    """
+    if not isinstance(tau, torch.Tensor):
+        raise ArgumentTypeError(f"tau must be a torch.Tensor, got {type(tau).__name__}")
+    if not tau.is_floating_point():
+        raise ArgumentTypeError(f"tau must be a real floating-point tensor, got {tau.dtype}")
+    if not bool(torch.isfinite(tau).all()):
+        raise ValueError("tau contains NaN or infinite values")
+    return _positive_tau(tau, positive_scalar(tau_min, "tau_min"))
+
+
+def _positive_tau(tau: torch.Tensor, tau_min: float) -> torch.Tensor:
+    """:func:`positive_tau` without the checks (called every forward pass)."""
     # clamp the unused branch so it stays finite (inf * 0 = nan in backward).
     low = tau_min * tau_min / (2.0 * tau_min - torch.clamp(tau, max=tau_min))
     return torch.where(tau >= tau_min, tau, low)
@@ -101,11 +117,11 @@ class PsiHead(nn.Module):
             self.s = nn.Parameter(ones)  # (s1, s2)
         else:
             self.register_buffer("s", ones)
-        self.tau_min = float(tau_min)
+        self.tau_min = positive_scalar(tau_min, "tau_min")
 
     def psi(self, mu: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
         """``psi(mu, tau_+) = (mu/tau_+, -1/(2 tau_+))``; shape (B, 2)."""
-        tau_p = positive_tau(tau, self.tau_min)
+        tau_p = _positive_tau(tau, self.tau_min)
         return torch.stack([mu / tau_p, -0.5 / tau_p], -1)  # psi(mu, tau), Sec. 4
 
     def forward(self, mu: torch.Tensor, tau: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
@@ -132,6 +148,9 @@ class MLPHead(nn.Module):
 
     def __init__(self, in_dim: int, width: int, C: int):
         super().__init__()
+        in_dim = positive_int(in_dim, "in_dim")
+        width = positive_int(width, "width")
+        C = positive_int(C, "C", minimum=2)
         self.lin1 = nn.Linear(in_dim, width)  # W_1, h_1
         self.lin2 = nn.Linear(width, C)  # W_2, h_2
 

@@ -57,7 +57,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .._checks import MAX_ELEMENTS
+from .._checks import MAX_ELEMENTS, ArgumentTypeError, as_float_array, keys
 from ..config import MODES, ModelConfig
 from .attention import (
     masked_attention_dense,
@@ -103,6 +103,10 @@ def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
 
 def default_eta(config: ModelConfig) -> float:
     """The step size used when ``config.eta_init is None`` (documented in :class:`ModelConfig`)."""
+    if not isinstance(config, ModelConfig):
+        raise ArgumentTypeError(
+            f"config must be a pfntheory.config.ModelConfig, got {type(config).__name__}"
+        )
     if config.eta_init is not None:
         return float(config.eta_init)
     return 1.0 / (1.0 + config.noise_var_init) if config.normalised else 0.005
@@ -266,7 +270,13 @@ class PFNTransformer(nn.Module):
     # forward
     # ------------------------------------------------------------------------------------------
     def _check_inputs(self, X, Y, xq):
+        """``(X, Y, xq)`` as tensors of the model's dtype and device, checked: real, finite, of the
+        right shapes, and ``X``, ``xq`` small enough that the kernel's arguments (squared distances
+        and inner products of ``x * scale``, ``d`` terms) stay finite in the model's dtype:
+        ``max|x| * max scale <= sqrt(finfo.max / (4 d))`` (about ``6.5e18`` in float32 for
+        ``d = 2``). The check costs one reduction per tensor, as a finiteness check does."""
         p = self.scale
+        lim = math.sqrt(torch.finfo(p.dtype).max / (4 * self.config.d))
         out = []
         for name, t, nd in (("X", X, 3), ("Y", Y, 2), ("xq", xq, 2)):
             if not isinstance(t, torch.Tensor):
@@ -281,9 +291,20 @@ class PFNTransformer(nn.Module):
             if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
                 raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
             t = t.to(device=p.device, dtype=p.dtype)
-            if not bool(torch.isfinite(t).all()):  # no NaN in, NaN out
+            if name == "Y":
+                ok = torch.isfinite(t).all()
+            else:  # one reduction, as the finiteness check alone: NaN and inf fail it too
+                ok = t.abs().amax() * p.detach().abs().amax() <= lim if t.numel() else True
+            if not bool(ok):
+                if not bool(torch.isfinite(t).all()):  # no NaN in, NaN out
+                    raise ValueError(
+                        f"{name} contains NaN or infinite values (after the cast to {p.dtype})"
+                    )
+                big = float(t.abs().amax()) * float(p.detach().abs().amax())
                 raise ValueError(
-                    f"{name} contains NaN or infinite values (after the cast to {p.dtype})"
+                    f"{name} is too large for the kernel: max |{name}| * max scale = {big:.3g} "
+                    f"exceeds {lim:.3g}, where the kernel's squared distances and inner "
+                    f"products overflow {p.dtype} (the priors' inputs are of order 1)"
                 )
             out.append(t)
         X, Y, xq = out
@@ -494,7 +515,9 @@ class DenseTransformer(PFNTransformer):
 
 def _layers(obj, name: str) -> list[np.ndarray]:
     arr = getattr(obj, name) if not isinstance(obj, dict) else obj[name]
-    return [np.asarray(a, dtype=np.float64) for a in arr]
+    if isinstance(arr, (str, bytes, dict)) or not hasattr(arr, "__iter__"):
+        raise ArgumentTypeError(f"weights.{name} must be a sequence of arrays, got {arr!r:.60}")
+    return [as_float_array(a, f"weights.{name}[{i}]") for i, a in enumerate(arr)]
 
 
 def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
@@ -516,12 +539,21 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
         non-zero entry falls outside the model's sparsity pattern (supp-eqn:weights), or (theory
         mode) the entries do not have the theory structure (tied step sizes, fixed ``W``).
     """
+    if not isinstance(model, PFNTransformer):
+        raise ArgumentTypeError(f"model must be a PFNTransformer, got {type(model).__name__}")
+    if isinstance(weights, dict):
+        keys("V", "K", "Q", "S", "W")(weights, "weights")
+    elif not all(hasattr(weights, nm) for nm in ("V", "K", "Q", "S", "W")):
+        raise ArgumentTypeError(
+            "weights must be a pfntheory.construction.HandsetWeights or a dict with V, K, Q, S "
+            f"and W, got {type(weights).__name__}"
+        )
     cfg = model.config
     d, L = cfg.d, cfg.L
     D = d + 4
     y, k, f, g = d, d + 1, d + 2, d + 3
     V, K, Q, S = (_layers(weights, nm) for nm in ("V", "K", "Q", "S"))
-    W = np.asarray(weights["W"] if isinstance(weights, dict) else weights.W, dtype=np.float64)
+    W = as_float_array(weights["W"] if isinstance(weights, dict) else weights.W, "weights.W")
     if len(S) == L - 1:
         S = [np.zeros((D, D))] + S
     for nm, arr in (("V", V), ("K", K), ("Q", Q), ("S", S)):
