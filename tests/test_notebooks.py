@@ -35,13 +35,35 @@ def test_notebook_executes(name, tmp_path):
     run = report.execute_notebook(name, tmp_path, timeout=300, write_html=False)
     assert run.ok, f"{name} failed after {run.seconds:.0f} s:\n{run.error[-4000:]}"
     rows = json.loads((tmp_path / "results" / f"{name}.json").read_text())["rows"]
-    assert rows, f"{name} recorded no result"
+    assert rows or (name in SMOKE_ONLY and _cpu_supersedes()), f"{name} recorded no result"
     assert all(r["verdict"] in report.VERDICTS for r in rows)
     assert all(r["label"] in report.PAPER_LABELS for r in rows)
     pending = {r["label"] for r in rows if r["verdict"] == "pending"}
     assert name in PARTIAL or not pending - _data_absent(), (
         f"{name}: results pending (missing runs or data): {pending}"
     )
+
+
+#: Pages whose quick-scale checks are smoke tests of the pipeline once the cpu runs are complete
+#: (page 07 then records the verdict rows of the same claims: one row per claim in the index).
+SMOKE_ONLY = {"04_trained_experiments"}
+
+
+def _cpu_supersedes() -> bool:
+    """Whether every trained experiment page 04 reads has its cpu design complete on disk."""
+    from pfntheory.experiments.results import load_available
+
+    names = (
+        "fig_exp1",
+        "fig_exp2_1",
+        "fig_exp2_2",
+        "supp_exp2_d4",
+        "supp_exp2_d8",
+        "supp_exp2_shift_regime",
+        "supp_tab_lengthscale",
+        "supp_tab_hier",
+    )
+    return all(not load_available(n, "cpu")[1] for n in names)
 
 
 def _data_absent() -> set[str]:
