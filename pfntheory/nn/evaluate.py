@@ -36,10 +36,11 @@ from scipy.special import ndtr
 
 from .. import metrics as M
 from .. import runs
-from .._checks import choice, positive_int
+from .._checks import ArgumentTypeError, choice, positive_int
 from ..discretize import bin_edges
 from ..stats import EPS, mean_se
-from .priors import COVARIATES, sample_batch
+from .model import PFNTransformer, select_device
+from .priors import COVARIATES, Batch, sample_batch
 from .train import load_trained
 
 __all__ = ["LEVELS", "evaluate", "predict", "compare_to_construction"]
@@ -57,7 +58,19 @@ def _eval_generator(seed: int, n: int, chunk: int) -> torch.Generator:
 
 @torch.no_grad()
 def predict(model, batch, device) -> dict:
-    """Model outputs on a batch as float64 NumPy: ``probs (B, C)``, ``mu_L, tau_L (B,)``."""
+    """Model outputs on a batch as float64 NumPy: ``probs (B, C)``, ``mu_L, tau_L (B,)``.
+
+    ``model`` is a :class:`~pfntheory.nn.model.PFNTransformer`, ``batch`` a
+    :class:`~pfntheory.nn.priors.Batch`, ``device`` ``'auto'``, ``'cpu'``, ``'cuda[:i]'`` or a
+    torch.device.
+    """
+    if not isinstance(model, PFNTransformer):
+        raise ArgumentTypeError(f"model must be a PFNTransformer, got {type(model).__name__}")
+    if not isinstance(batch, Batch):
+        raise ArgumentTypeError(
+            f"batch must be a pfntheory.nn.priors.Batch (sample_batch), got {type(batch).__name__}"
+        )
+    device = select_device(device)
     dtype = next(model.parameters()).dtype
     out = model(batch.X.to(device, dtype), batch.Y.to(device, dtype), batch.xq.to(device, dtype))
     probs = torch.softmax(out.logits.double(), dim=-1)
@@ -209,6 +222,7 @@ def evaluate(
     n_instances = positive_int(n_instances, "n_instances", minimum=2)
     batch_size = positive_int(batch_size, "batch_size")
     seed = positive_int(seed, "seed", minimum=0)
+    device = select_device(device)
     model, config, train_metrics = load_trained(run_dir, device)
     task = config.task
     if covariates is not None:

@@ -152,13 +152,13 @@ def select_device(
     if isinstance(spec, torch.device):
         spec = str(spec)
     if not isinstance(spec, str):
-        raise ValueError(f"device must be a string or torch.device, got {spec!r}")
+        raise ArgumentTypeError(f"device must be a string or torch.device, got {spec!r}")
     if spec == "auto":
         return torch.device("cuda" if avail else "cpu")
     try:
         dev = torch.device(spec)
-    except RuntimeError as err:
-        raise ValueError(f"unknown device {spec!r}") from err
+    except RuntimeError:  # torch's message lists every backend it knows: one line instead
+        raise ValueError(f"unknown device {spec!r}; expected 'auto', 'cpu' or 'cuda[:i]'") from None
     if dev.type == "cuda" and not avail:
         raise ValueError(f"device {spec!r} requested but CUDA is not available")
     if dev.type not in ("cpu", "cuda"):

@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._checks import MAX_ELEMENTS, positive_int
+from .._checks import MAX_ELEMENTS, ArgumentTypeError, positive_int, seed_int
 from .._checks import interval as check_interval
 from ..config import COVARIATES, TASK_KINDS, TaskConfig, prior_components
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from .model import select_device
 
 __all__ = [
     "TASK_KINDS",
@@ -337,15 +338,16 @@ def sample_batch(
     Batch
     """
     if not isinstance(task, TaskConfig):
-        raise ValueError(f"task must be a TaskConfig, got {type(task).__name__}")
+        raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
     B = positive_int(batch_size, "batch_size")
     n = positive_int(n, "n")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    _check_generator(generator)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     if interval is not None:
         a, b = check_interval(*interval, "interval a", "interval b")
     gdev = generator.device
-    device = gdev if device is None else torch.device(device)
+    device = gdev if device is None else select_device(device)
     d = task.d
     comps = _components(task)
     H = len(comps)
@@ -433,8 +435,16 @@ def sample_batch(
     )
 
 
+def _check_generator(generator) -> None:
+    if not isinstance(generator, torch.Generator):
+        raise ArgumentTypeError(
+            f"generator must be a torch.Generator, got {type(generator).__name__}"
+        )
+
+
 def sample_context_size(n_min: int, n_max: int, generator: torch.Generator) -> int:
     """``n ~ Unif{n_min, ..., n_max}`` (sec:sims), drawn from ``generator``."""
+    _check_generator(generator)
     n_min = positive_int(n_min, "n_min")
     n_max = positive_int(n_max, "n_max")
     if n_min > n_max:
@@ -464,7 +474,7 @@ def calibrate_task_interval(
 
     n_instances = positive_int(n_instances, "n_instances")
     chunk = positive_int(chunk, "chunk")
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(seed_int(seed, "seed"))
     mus, taus = [], []
     left = n_instances
     while left > 0:
