@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pfntheory.nn import fused
 from pfntheory.nn import model as model_mod
 from pfntheory.nn.evaluate import predict
 from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer
@@ -171,7 +172,10 @@ def run(
     fast = PFNTransformer(cfg, edges).to(dtype)
     dense = DenseTransformer(cfg, edges).to(dtype)
     dense.load_state_dict(fast.state_dict())
+    eager = PFNTransformer(cfg, edges).to(dtype)  # the fast model with the fused operator off
+    eager.load_state_dict(fast.state_dict())
     opt_f = torch.optim.Adam(fast.parameters(), lr=2e-4)
+    opt_e = torch.optim.Adam(eager.parameters(), lr=2e-4)
     opt_d = torch.optim.Adam(dense.parameters(), lr=2e-4)
     g = torch.Generator().manual_seed(seed)
     task = TaskConfig(kind=bench.kind, d=bench.d)
@@ -192,12 +196,24 @@ def run(
         o1, o2 = f64(b0.X, b0.Y, b0.xq), d64(b0.X, b0.Y, b0.xq)
         diff64 = float((o1.logits - o2.logits).abs().max())
         fast.to(dtype), dense.to(dtype)
-    t_data, t_fast, t_dense, ns = [], [], [], []
+    t_data, t_fast, t_dense, t_eager, ns = [], [], [], [], []
+    use_fused = fused.available() and bench.kind != "blr"
     for i in range(warmup + steps):
         b, n, td = draw()
+        te = None
+        if use_fused and i % 2 == 1:  # eager first on odd steps
+            with fused.enabled(False):
+                t0 = time.perf_counter()
+                _step(eager, opt_e, [b], edges)
+                te = time.perf_counter() - t0
         t0 = time.perf_counter()
         _step(fast, opt_f, [b], edges)
         tf = time.perf_counter() - t0
+        if use_fused and i % 2 == 0:
+            with fused.enabled(False):
+                t0 = time.perf_counter()
+                _step(eager, opt_e, [b], edges)
+                te = time.perf_counter() - t0
         tdn = None
         if i < warmup + dense_steps:
             t0 = time.perf_counter()
@@ -207,6 +223,8 @@ def run(
             t_data.append(td)
             t_fast.append(tf)
             ns.append(n)
+            if te is not None:
+                t_eager.append(te)
             if tdn is not None:
                 t_dense.append(tdn)
     k = len(t_dense)
@@ -219,8 +237,12 @@ def run(
     w = [work(bench, n, L) for n in ns]
     exps = statistics.mean(x["exp"] for x in w)
     flops = statistics.mean(x["flop"] for x in w)
+    ratios = sorted(e / f for e, f in zip(t_eager, t_fast, strict=False))
     return {
         "bench": bench,
+        "eager_ms": 1e3 * statistics.mean(t_eager) if t_eager else float("nan"),
+        "eager_ratio": statistics.median(ratios) if ratios else float("nan"),
+        "entries": statistics.mean(BATCH * (n + 1) * n for n in ns) * (L - 1),
         "n_mean": n_mean,
         "data_ms": data_ms,
         "fast_ms": fast_ms,
@@ -372,11 +394,17 @@ def main(argv=None):
     hdr = (
         f"{'config':26s} {'n':>4s} {'data':>6s} {'model':>7s} {'step':>7s} {'target':>7s} "
         f"{'data%':>6s} {'dense':>7s} {'x':>5s} {'Gexp/s':>7s} {'GF/s':>6s} {'GEMM':>6s} "
-        f"{'limit':>6s} {'frac':>5s} {'dlogit f32/f64':>16s}"
+        f"{'limit':>6s} {'frac':>5s} {'dlogit f32/f64':>16s} {'eager':>7s} {'e/f':>5s} "
+        f"{'flim':>6s} {'ffrac':>5s}"
     )
     print(
-        hdr + "\n" + "-" * len(hdr) + "\n(ms; x = speed-up over dense; GEMM = bmm GFLOP/s of the "
-        "layer's log-kernel shape; limit = exps/exp-rate + FLOPs/GEMM-rate; frac = limit/model)"
+        hdr + "\n" + "-" * len(hdr) + "\n(ms; model = the fast model with the fused operator "
+        f"({'available' if fused.available() else 'UNAVAILABLE: eager'}); x = speed-up over "
+        "dense; GEMM = bmm GFLOP/s of the layer's log-kernel shape; limit = exps/exp-rate + "
+        "FLOPs/GEMM-rate, the eager path's limit; frac = limit/model; eager = the fast model "
+        "with the fused operator off, same batches, alternating; e/f = median per-step ratio; "
+        "flim = the step's kernel entries at the fused tile loop's cache-resident rate "
+        "(forward + backward, benchmarks/fused_attention.py); ffrac = flim/model)"
     )
     for key in keys:
         if key == "e":
@@ -390,6 +418,13 @@ def main(argv=None):
             chunk = max(1, (1 << 18) // ((n + 1) * n))
             gemm = bmm_rate(chunk, n + 1, bench.d + 2, n)  # log-kernel
         limit_ms = 1e3 * (r["exps"] / exp32 + r["flops"] / (gemm * 1e9))
+        flim = float("nan")
+        if bench.kind != "blr" and fused.available():
+            from fused_attention import tile_rates  # benchmarks/ (the script's folder)
+
+            m = 3 if bench.normalised else 2
+            tr = tile_rates(dtype if dtype != torch.bfloat16 else torch.float32, d=bench.d, m=m)
+            flim = 1e3 * r["entries"] * (tr["fwd_s"] + tr["bwd_s"])
         measured = r["step_ms"] if bench.target_incl_data else r["fast_ms"]
         ok = "ok" if measured <= bench.target_ms else "MISS"
         print(
@@ -397,7 +432,8 @@ def main(argv=None):
             f"{bench.target_ms:5.0f}{ok[0]:>2s} {100 * r['data_share']:5.1f}% {r['dense_ms']:7.0f} "
             f"{r['speedup']:5.1f} {r['exps'] / r['fast_ms'] / 1e6:7.3f} "
             f"{r['flops'] / r['fast_ms'] / 1e6:6.2f} {gemm:6.1f} {limit_ms:6.0f} "
-            f"{limit_ms / r['fast_ms']:5.2f} {r['diff32']:8.1e}/{r['diff64']:7.1e}",
+            f"{limit_ms / r['fast_ms']:5.2f} {r['diff32']:8.1e}/{r['diff64']:7.1e} "
+            f"{r['eager_ms']:7.0f} {r['eager_ratio']:5.2f} {flim:6.0f} {flim / r['fast_ms']:5.2f}",
             flush=True,
         )
     if args.context_groups > 1:

@@ -56,7 +56,7 @@ _state: dict = {"tried": False, "ok": False, "reason": None, "enabled": True}
 
 def _flags() -> list[str]:
     """Compiler flags: the vector width of torch's own dispatch on this CPU (AVX2 or AVX-512)."""
-    flags = ["-O3", "-std=c++17", "-fno-math-errno"]
+    flags = ["-O3", "-fno-math-errno"]
     cap = os.environ.get("PFNTHEORY_FUSED_ISA") or torch.backends.cpu.get_cpu_capability()
     if cap == "AVX512":
         flags += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx2"]

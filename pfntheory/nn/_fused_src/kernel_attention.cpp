@@ -48,9 +48,13 @@ inline Vectorized<float> pow2i(const Vectorized<float>& k) {  // 2^k for integer
   return at::vec::cast<float>(at::vec::convert_to_int_of_same_size(bits));
 }
 
+template <bool HI>  // HI: clamp from above too (not needed where w <= 0: rbf)
 inline Vectorized<float> vexp2(Vectorized<float> w) {
   using V = Vectorized<float>;
-  w = at::vec::clamp(w, V(-151.f), V(129.f));  // min(hi, max(lo, w)) keeps a NaN w
+  if constexpr (HI)
+    w = at::vec::clamp(w, V(-151.f), V(129.f));  // min(hi, max(lo, w)) keeps a NaN w
+  else
+    w = at::vec::clamp_min(w, V(-151.f));  // max(lo, w) keeps a NaN w
   V k = w.round();
   V f = w - k;
   V p = at::vec::fmadd(V(0.000153707049f), f, V(0.00133998482f));
@@ -67,7 +71,10 @@ inline Vectorized<float> vexp2(Vectorized<float> w) {
 #endif
 }
 
-inline Vectorized<double> vexp2(const Vectorized<double>& w) { return w.exp2(); }  // Sleef 1 ulp
+template <bool HI>
+inline Vectorized<double> vexp2(const Vectorized<double>& w) {
+  return w.exp2();  // Sleef, 1 ulp
+}
 
 constexpr double kLog2e = 1.44269504088896340736;
 
@@ -80,42 +87,27 @@ inline T hsum(const Vectorized<T>& a) {
   return s;
 }
 
-// Per-instance scratch: transposed, zero-padded keys (d, np) and values (m, np), scaled queries
-// (T, d), one kernel row or dv block (max(m, 1) * np) and d vector accumulators.
+// Per-instance scratch. Backward: keys (d, np) and values (m, np) transposed and zero-padded, d
+// factors, the dv block (m, np) and d vector accumulators; forward: the same buffers hold the
+// queries (d, tp), the outputs (m, tp) and the keys (n, d).
 template <typename T>
 struct Scratch {
   std::vector<T> keys, vals, qs, row;
   std::vector<Vectorized<T>> acc;
-  void size(int64_t T_, int64_t np, int64_t d, int64_t m) {
+  void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
     keys.assign(d * np, T(0));
     vals.assign(m * np, T(0));
-    qs.resize(T_ * d);
+    qs.resize(std::max(rows, int64_t(1)) * d);
     row.resize(std::max<int64_t>(m, 1) * np);
     acc.resize(d);
   }
 };
 
-// log2 kernel of query a (d scalars) against the key vector at column jb of the (d, np) keys:
-// rbf -sum_k (a_k - b_k)^2 (a, b scaled by sqrt(log2(e) / 2)), softmax sum_k a_k b_k (a scaled by
-// log2(e)).
-template <typename T, int D, bool RBF>
-inline Vectorized<T> log2_kernel(const T* a, const T* keys, int64_t np, int64_t d_) {
-  using V = Vectorized<T>;
-  const int64_t d = D > 0 ? D : d_;
-  V w(T(0));
-  for (int64_t k = 0; k < d; ++k) {
-    V b = V::loadu(keys + k * np);
-    if constexpr (RBF) {
-      V diff = V(a[k]) - b;
-      w = at::vec::fnmadd(diff, diff, w);
-    } else {
-      w = at::vec::fmadd(V(a[k]), b, w);
-    }
-  }
-  return w;
-}
-
-// out (T, m) of one instance. D, M > 0: compile-time sizes; 0: any (d, m) at run time.
+// out (T, m) of one instance; lanes over queries, so that a query's m sums stay in its lanes and
+// need no horizontal reduction. Queries (d, Tp) transposed and zero-padded to Tp, a multiple of the
+// vector width; keys (n, d) and values (n, m) are read as broadcast scalars. rbf: queries and keys
+// scaled by s sqrt(log2(e) / 2), so that log2 P = -sum_k (a_k - b_k)^2; softmax: queries by
+// s log2(e), keys by s, log2 P = sum_k a_k b_k. D, M > 0: compile-time sizes; 0: any (d, m).
 template <typename T, int D, int M, bool RBF>
 void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t n, int64_t d_,
                  int64_t m_, Scratch<T>& w) {
@@ -123,42 +115,60 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   constexpr int64_t W = V::size();
   const int64_t d = D > 0 ? D : d_;
   const int64_t m = M > 0 ? M : m_;
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(Tq, np, d, m);
-  T* keys = w.keys.data();
-  T* vals = w.vals.data();
-  T* qs = w.qs.data();
-  // rbf: queries and keys s x sqrt(log2(e) / 2); softmax: queries s x log2(e), keys s x
+  const int64_t tp = (Tq + W - 1) / W * W;
+  w.size(n, tp, d, m);
+  T* qt = w.keys.data();  // (d, tp)
+  T* outt = w.vals.data();  // (m, tp)
+  T* keys = w.qs.data();  // (n, d)
   const T cq = RBF ? T(std::sqrt(0.5 * kLog2e)) : T(kLog2e), ck = RBF ? cq : T(1);
   for (int64_t i = 0; i < Tq; ++i)
-    for (int64_t k = 0; k < d; ++k) qs[i * d + k] = x[i * d + k] * s[k] * cq;
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t k = 0; k < d; ++k) keys[k * np + j] = x[j * d + k] * s[k] * ck;
-    for (int64_t c = 0; c < m; ++c) vals[c * np + j] = v[j * m + c];
-  }
-  for (int64_t i = 0; i < Tq; ++i) {
-    const T* a = qs + i * d;
-    if constexpr (M > 0) {
-      V acc[M];
+    for (int64_t k = 0; k < d; ++k) qt[k * tp + i] = x[i * d + k] * s[k] * cq;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < d; ++k) keys[j * d + k] = x[j * d + k] * s[k] * ck;
+  for (int64_t ib = 0; ib < tp; ib += W) {
+    if constexpr (D > 0 && M > 0) {
+      V q[D], acc[M];
+      for (int64_t k = 0; k < D; ++k) q[k] = V::loadu(qt + k * tp + ib);
       for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
-      for (int64_t jb = 0; jb < np; jb += W) {
-        V p = vexp2(log2_kernel<T, D, RBF>(a, keys + jb, np, d));
-        for (int64_t c = 0; c < M; ++c)
-          acc[c] = at::vec::fmadd(p, V::loadu(vals + c * np + jb), acc[c]);
+      for (int64_t j = 0; j < n; ++j) {
+        const T* b = keys + j * D;
+        V lp(T(0));
+        for (int64_t k = 0; k < D; ++k) {
+          if constexpr (RBF) {
+            V diff = q[k] - V(b[k]);
+            lp = at::vec::fnmadd(diff, diff, lp);
+          } else {
+            lp = at::vec::fmadd(q[k], V(b[k]), lp);
+          }
+        }
+        V p = vexp2<!RBF>(lp);
+        for (int64_t c = 0; c < M; ++c) acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
       }
-      for (int64_t c = 0; c < M; ++c) out[i * M + c] = hsum(acc[c]);
+      for (int64_t c = 0; c < M; ++c) acc[c].store(outt + c * tp + ib);
     } else {
-      T* row = w.row.data();
-      for (int64_t jb = 0; jb < np; jb += W)
-        vexp2(log2_kernel<T, D, RBF>(a, keys + jb, np, d)).store(row + jb);
-      for (int64_t c = 0; c < m; ++c) {
-        V acc(T(0));
-        for (int64_t jb = 0; jb < np; jb += W)
-          acc = at::vec::fmadd(V::loadu(row + jb), V::loadu(vals + c * np + jb), acc);
-        out[i * m + c] = hsum(acc);
+      for (int64_t c = 0; c < m; ++c) V(T(0)).store(outt + c * tp + ib);
+      for (int64_t j = 0; j < n; ++j) {
+        const T* b = keys + j * d;
+        V lp(T(0));
+        for (int64_t k = 0; k < d; ++k) {
+          V q = V::loadu(qt + k * tp + ib);
+          if constexpr (RBF) {
+            V diff = q - V(b[k]);
+            lp = at::vec::fnmadd(diff, diff, lp);
+          } else {
+            lp = at::vec::fmadd(q, V(b[k]), lp);
+          }
+        }
+        V p = vexp2<!RBF>(lp);
+        for (int64_t c = 0; c < m; ++c) {
+          T* o = outt + c * tp + ib;
+          at::vec::fmadd(p, V(v[j * m + c]), V::loadu(o)).store(o);
+        }
       }
     }
   }
+  for (int64_t i = 0; i < Tq; ++i)
+    for (int64_t c = 0; c < m; ++c) out[i * m + c] = outt[c * tp + i];
 }
 
 // dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double).
@@ -204,7 +214,7 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, T* dv, double*
           }
           z = at::vec::fmadd(V(h[k]), t[k], z);
         }
-        V p = vexp2(z);
+        V p = vexp2<!RBF>(z);
         V gv = V(gi[0]) * vj[0];
         for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), vj[c], gv);
         V e = p * gv;
@@ -227,7 +237,7 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, T* dv, double*
           V t = RBF ? (V(xi[k]) - b) * (V(xi[k]) - b) : V(xi[k]) * b;
           z = at::vec::fmadd(V(h[k]), t, z);
         }
-        V p = vexp2(z);
+        V p = vexp2<!RBF>(z);
         V gv(T(0));
         for (int64_t c = 0; c < m; ++c) {
           gv = at::vec::fmadd(V(gi[c]), V::loadu(vals + c * np + jb), gv);
