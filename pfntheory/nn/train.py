@@ -86,7 +86,17 @@ from tqdm.auto import tqdm
 
 from .. import metrics as M
 from .. import runs
-from .._checks import choice, positive_int, positive_scalar
+from .._checks import (
+    ArgumentTypeError,
+    choice,
+    keys,
+    nonneg_int,
+    pair,
+    positive_int,
+    positive_scalar,
+    probability,
+    seed_int,
+)
 from .._checks import context_groups as check_context_groups
 from .._checks import interval as check_interval
 from ..config import (
@@ -96,15 +106,18 @@ from ..config import (
     LEARNING_CURVE_SEED,
     LR_UNITS,
     MIN_LR_RATIO,
+    MODES,
     PAPER_SCHEDULE,
     QUICK_SCHEDULE,
     SCALES,
+    TASK_KINDS,
     WARMUP_FRAC,
     curve_file,
 )
 from ..convergence import METRICS
 from ..discretize import bin_edges
 from ..stats import mean_se
+from .head import check_edges
 from .model import ModelConfig, PFNTransformer, select_device
 from .priors import (
     COVARIATES,
@@ -189,6 +202,8 @@ def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int
     """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or
     'quick' (the ``cpu`` scale chooses its steps per experiment, see
     :mod:`pfntheory.experiments.definitions`)."""
+    choice(kind, "task kind", TASK_KINDS)
+    choice(mode, "mode", MODES)
     choice(scale, "scale", tuple(x for x in SCALES if x != "cpu"))
     if scale == "quick":
         return QUICK_SCHEDULE["lr"], QUICK_SCHEDULE["steps"]
@@ -367,8 +382,14 @@ def lr_factor(step: int, steps: int, warmup_frac: float = 0.05, min_lr_ratio: fl
     """Learning-rate multiplier at ``step`` (0-based) (supp-sec:exp details).
 
     Linear warm-up from ``1/W`` to 1 over the first ``W = ceil(warmup_frac * steps)`` steps, then
-    cosine decay from 1 to ``min_lr_ratio`` at the last step.
+    cosine decay from 1 to ``min_lr_ratio`` at the last step (and after it: a scheduler asks for
+    ``step = steps`` after the last update). ``step >= 0``, ``steps >= 1``, ``warmup_frac`` and
+    ``min_lr_ratio`` in ``[0, 1]``.
     """
+    step = nonneg_int(step, "step")
+    steps = positive_int(steps, "steps")
+    warmup_frac = probability(warmup_frac, "warmup_frac", open_low=False, open_high=False)
+    min_lr_ratio = probability(min_lr_ratio, "min_lr_ratio", open_low=False, open_high=False)
     W = math.ceil(warmup_frac * steps)
     if step < W:
         return (step + 1) / W
@@ -391,7 +412,24 @@ def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) ->
     Returns
     -------
     Tensor of shape (B,)
+
+    ``logits`` must be finite and ``edges`` finite and increasing (:func:`check_edges`); the
+    training step (:func:`accumulate_gradients`) calls the unchecked core, where a non-finite
+    logit gives a non-finite loss and the step is skipped (:func:`train`).
     """
+    for name, t in (("logits", logits), ("y", y), ("edges", edges)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise ArgumentTypeError(f"{name} must be a floating-point torch.Tensor, got {t!r:.60}")
+    if logits.dim() != 2 or logits.shape[0] == 0:
+        raise ValueError(f"logits must have shape (B, C), B >= 1, got {tuple(logits.shape)}")
+    if not bool(torch.isfinite(logits).all()):
+        raise ValueError("logits contains NaN or infinite values")
+    check_edges(edges)
+    return _truncated_nll(logits, y, edges)
+
+
+def _truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+    """:func:`truncated_nll` without the checks of its arguments' kinds (the labels are checked)."""
     if logits.dim() != 2 or edges.dim() != 1 or logits.shape[1] + 1 != edges.numel():
         raise ValueError(
             f"logits (B, C) and edges (C+1,) required, got {tuple(logits.shape)} and "
@@ -416,7 +454,10 @@ def truncated_nll(logits: torch.Tensor, y: torch.Tensor, edges: torch.Tensor) ->
 
 
 def step_generator(seed: int, step: int, device) -> torch.Generator:
-    """The generator of the data of step ``step``: a deterministic function of ``(seed, step)``."""
+    """The generator of the data of step ``step``: a deterministic function of ``(seed, step)``
+    (seed and step integers >= 0; device as :func:`pfntheory.nn.model.select_device`)."""
+    seed, step = seed_int(seed, "seed"), nonneg_int(step, "step")
+    device = select_device(device)
     s = np.random.SeedSequence([int(seed), int(step)]).generate_state(2, dtype=np.uint32)
     g = torch.Generator(device=device)
     g.manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
@@ -427,7 +468,12 @@ def group_sizes(batch_size: int, groups: int) -> list[int]:
     """``batch_size`` split into ``groups`` near-equal positive parts (the first ``B mod G`` one
     larger), e.g. ``group_sizes(128, 3) == [43, 43, 42]``."""
     batch_size = positive_int(batch_size, "batch_size")
-    groups = check_context_groups(groups, batch_size)
+    groups = positive_int(groups, "groups")
+    if groups > batch_size:
+        raise ValueError(
+            f"groups must be <= batch_size={batch_size} (every group needs an instance), "
+            f"got {groups}"
+        )
     q, r = divmod(batch_size, groups)
     return [q + 1] * r + [q] * (groups - r)
 
@@ -438,6 +484,9 @@ def step_batches(
     """The data of one step: ``config.context_groups`` dense batches, group ``g`` with
     ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order
     from ``generator`` (with one group this is the draw of a step before groups existed)."""
+    _check_config(config)
+    device = select_device(device)
+    interval = pair(interval, "interval")
     out = []
     for size in group_sizes(config.batch_size, config.context_groups):
         n = sample_context_size(config.n_min, config.n_max, generator)
@@ -459,18 +508,40 @@ def accumulate_gradients(
     alive at a time; no instance is padded. One group is ``loss.mean()`` exactly (the
     factor is 1.0).
     """
+    if not isinstance(model, torch.nn.Module):
+        raise ArgumentTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(batches, (str, bytes, dict)) or not isinstance(batches, (list, tuple)):
+        raise ArgumentTypeError(f"batches must be a list of Batch, got {type(batches).__name__}")
+    if not batches or not all(isinstance(b, Batch) for b in batches):
+        raise ArgumentTypeError("batches must be a non-empty list of Batch (step_batches)")
+    if not isinstance(edges, torch.Tensor) or not edges.is_floating_point():
+        raise ArgumentTypeError(f"edges must be a floating-point torch.Tensor, got {edges!r:.60}")
+    if edges.dim() != 1 or not bool(
+        (torch.isfinite(edges).all() & (edges[1:] > edges[:-1]).all()).item()
+    ):  # one synchronisation
+        raise ValueError("edges must be a finite, strictly increasing 1-d tensor")
     total_size = sum(b.X.shape[0] for b in batches)
     total = None
     for b in batches:
         out = model(b.X, b.Y, b.xq)
-        loss = truncated_nll(out.logits, b.y, edges).mean() * (b.X.shape[0] / total_size)
+        loss = _truncated_nll(out.logits, b.y, edges).mean() * (b.X.shape[0] / total_size)
         loss.backward()
         total = loss.detach() if total is None else total + loss.detach()
     return total
 
 
+def _check_config(config) -> None:
+    if not isinstance(config, TrainConfig):
+        raise ArgumentTypeError(
+            f"config must be a pfntheory.nn.train.TrainConfig, got {type(config).__name__}"
+        )
+
+
 def build_model(config: TrainConfig, interval: tuple[float, float], device) -> torch.nn.Module:
     """A freshly initialised model (initialisation seeded by ``config.seed``) on ``device``."""
+    _check_config(config)
+    interval = pair(interval, "interval")
+    device = select_device(device)
     edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
@@ -617,17 +688,26 @@ CURVE_METRICS = ("tv", "nll", "coverage90", "crps")
 WEIGHTS_LAST = "weights_last.pt"
 
 
+def _ema_beta(beta, name: str) -> float:
+    return probability(beta, name, open_low=False, open_high=True)
+
+
 def ema_decay_at(beta: float, updates: int) -> float:
     """Decay of the weight average at its ``updates``-th update (1-based):
     ``min(beta, (1 + t) / (10 + t))`` with ``t = updates - 1``, so the first updates follow the
-    weights closely instead of holding on to the initialisation (see ``TrainConfig.ema_decay``)."""
-    t = updates - 1
+    weights closely instead of holding on to the initialisation (see ``TrainConfig.ema_decay``).
+    ``beta`` in ``[0, 1)``, ``updates >= 1``."""
+    beta = _ema_beta(beta, "beta")
+    t = positive_int(updates, "updates") - 1
     return min(float(beta), (1.0 + t) / (10.0 + t))
 
 
 def weight_average(model: torch.nn.Module, beta: float) -> torch.optim.swa_utils.AveragedModel:
     """The exponential weight average of ``model`` (torch's ``AveragedModel``) at decay ``beta``
     (:func:`ema_decay_at`); ``update_parameters(model)`` after each optimiser update."""
+    if not isinstance(model, torch.nn.Module):
+        raise ArgumentTypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    beta = _ema_beta(beta, "beta")
 
     def avg_fn(avg: torch.Tensor, new: torch.Tensor, num_averaged) -> torch.Tensor:
         d = ema_decay_at(beta, int(num_averaged) + 1)
@@ -693,6 +773,7 @@ def read_learning_curve(run_dir, covariates: str | None = None) -> dict | None:
 
 def format_learning_curve(doc: dict, metric: str = "tv") -> str:
     """A text table of a learning curve: one row per step, one column per n' (``metric +- se``)."""
+    doc = keys("n_eval", "points")(doc, "doc")
     choice(metric, "metric", METRICS)
     ns = list(doc["n_eval"])
     by = {(p["step"], p["n"]): p for p in doc["points"]}
