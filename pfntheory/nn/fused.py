@@ -185,17 +185,18 @@ class _FusedScaledKernelMatVec(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, s, v, rbf: bool):
-        ctx.save_for_backward(x, s, v)
+        out = _ops().forward(x, s, v, rbf)
+        ctx.save_for_backward(x, s, v, out)
         ctx.rbf = rbf
-        return _ops().forward(x, s, v, rbf)
+        return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, g):
-        x, s, v = ctx.saved_tensors
+        x, s, v, out = ctx.saved_tensors
         if ctx.needs_input_grad[0]:
             raise RuntimeError("no gradient with respect to the token inputs x is implemented")
-        ds, dv = _ops().backward(x, s, v, g.contiguous(), ctx.rbf)
+        ds, dv = _ops().backward(x, s, v, g.contiguous(), out, ctx.rbf)
         return None, ds, dv, None
 
 

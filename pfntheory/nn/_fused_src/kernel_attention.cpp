@@ -92,7 +92,7 @@ inline T hsum(const Vectorized<T>& a) {
 // queries (d, tp), the outputs (m, tp) and the keys (n, d).
 template <typename T>
 struct Scratch {
-  std::vector<T> keys, vals, qs, row;
+  std::vector<T> keys, vals, qs, row, aux, aux3;  // aux*: the backward pass at d >= 8
   std::vector<Vectorized<T>> acc;
   void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
     keys.assign(d * np, T(0));
@@ -132,16 +132,16 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
       for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
       for (int64_t j = 0; j < n; ++j) {
         const T* b = keys + j * D;
-        V lp(T(0));
+        V lp[2] = {V(T(0)), V(T(0))};  // two dependency chains
         for (int64_t k = 0; k < D; ++k) {
           if constexpr (RBF) {
             V diff = q[k] - V(b[k]);
-            lp = at::vec::fnmadd(diff, diff, lp);
+            lp[k % 2] = at::vec::fnmadd(diff, diff, lp[k % 2]);
           } else {
-            lp = at::vec::fmadd(q[k], V(b[k]), lp);
+            lp[k % 2] = at::vec::fmadd(q[k], V(b[k]), lp[k % 2]);
           }
         }
-        V p = vexp2<!RBF>(lp);
+        V p = vexp2<!RBF>(lp[0] + lp[1]);
         for (int64_t c = 0; c < M; ++c) acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
       }
       for (int64_t c = 0; c < M; ++c) acc[c].store(outt + c * tp + ib);
@@ -172,9 +172,13 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
 }
 
 // dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double).
+// rbf at d >= 8 (EX): sum_ij E_ij (x_ik - x_jk)^2 =
+// sum_i x_ik^2 R_i + sum_j x_jk^2 C_j - 2 sum_j x_jk F_jk with R_i = g_i . out_i (out from the
+// forward pass), C_j = v_j . dv_j and F_jk = sum_i E_ij x_ik, the eager path's decomposition:
+// three vector operations per coordinate and entry instead of four.
 template <typename T, int D, int M, bool RBF>
-void backward_one(const T* x, const T* s, const T* v, const T* g, T* dv, double* ds, int64_t Tq,
-                  int64_t n, int64_t d_, int64_t m_, Scratch<T>& w) {
+void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T* dv, double* ds,
+                  int64_t Tq, int64_t n, int64_t d_, int64_t m_, Scratch<T>& w) {
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
   const int64_t d = D > 0 ? D : d_;
@@ -189,8 +193,62 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, T* dv, double*
     for (int64_t c = 0; c < m; ++c) vals[c * np + j] = v[j * m + c];
   }
   for (int64_t k = 0; k < d; ++k) h[k] = T((RBF ? -0.5 * kLog2e : kLog2e) * s[k] * s[k]);
+  constexpr bool EX = RBF && D >= 8;
+  if constexpr (EX) {
+    // queries (T, D) and keys (D, np, zero-padded) scaled by s sqrt(log2(e) / 2): log2 P =
+    // -sum_k (qa_ik - ka_jk)^2; the row term sum_i x_ik^2 R_i straight into ds
+    w.aux.resize(Tq * D);
+    w.aux3.assign(D * np, T(0));
+    const T c2 = T(std::sqrt(0.5 * kLog2e));
+    for (int64_t i = 0; i < Tq; ++i) {
+      T r = 0;
+      for (int64_t k = 0; k < D; ++k) {
+        w.aux[i * D + k] = x[i * D + k] * s[k] * c2;
+        if (i < n) w.aux3[k * np + i] = w.aux[i * D + k];
+      }
+      for (int64_t c = 0; c < M; ++c) r += g[i * M + c] * o[i * M + c];
+      for (int64_t k = 0; k < D; ++k)
+        ds[k] += static_cast<double>(x[i * D + k]) * x[i * D + k] * static_cast<double>(r);
+    }
+  }
   for (int64_t jb = 0; jb < np; jb += W) {
-    if constexpr (D > 0 && M > 0) {
+    if constexpr (EX && M > 0) {
+      const T* qa = w.aux.data();
+      const T* ka = w.aux3.data();
+      V vj[M], dva[M], F[D];
+      for (int64_t k = 0; k < D; ++k) F[k] = V(T(0));
+      for (int64_t c = 0; c < M; ++c) {
+        vj[c] = V::loadu(vals + c * np + jb);
+        dva[c] = V(T(0));
+      }
+      for (int64_t i = 0; i < Tq; ++i) {
+        const T* xi = x + i * D;
+        const T* gi = g + i * M;
+        V z0(T(0)), z1(T(0));  // two chains
+        for (int64_t k = 0; k < D; k += 2) {
+          V u0 = V(qa[i * D + k]) - V::loadu(ka + k * np + jb);
+          z0 = at::vec::fnmadd(u0, u0, z0);
+          if (k + 1 < D) {
+            V u1 = V(qa[i * D + k + 1]) - V::loadu(ka + (k + 1) * np + jb);
+            z1 = at::vec::fnmadd(u1, u1, z1);
+          }
+        }
+        V p = vexp2<false>(z0 + z1);
+        V gv = V(gi[0]) * vj[0];
+        for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), vj[c], gv);
+        V e = p * gv;
+        for (int64_t c = 0; c < M; ++c) dva[c] = at::vec::fmadd(p, V(gi[c]), dva[c]);
+        for (int64_t k = 0; k < D; ++k) F[k] = at::vec::fmadd(e, V(xi[k]), F[k]);
+      }
+      V C = vj[0] * dva[0];
+      for (int64_t c = 1; c < M; ++c) C = at::vec::fmadd(vj[c], dva[c], C);
+      for (int64_t c = 0; c < M; ++c) dva[c].store(w.row.data() + c * np + jb);
+      for (int64_t k = 0; k < D; ++k) {
+        V xj = V::loadu(keys + k * np + jb);
+        V u = at::vec::fmadd(V(T(-2)), F[k], xj * C);  // x_jk C_j - 2 F_jk
+        ds[k] += static_cast<double>(hsum(xj * u));
+      }
+    } else if constexpr (D > 0 && M > 0) {
       V xj[D], vj[M], dva[M], ta[D];
       for (int64_t k = 0; k < D; ++k) {
         xj[k] = V::loadu(keys + k * np + jb);
@@ -263,8 +321,8 @@ template <typename T>
 using FwdFn = void (*)(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t,
                        Scratch<T>&);
 template <typename T>
-using BwdFn = void (*)(const T*, const T*, const T*, const T*, T*, double*, int64_t, int64_t,
-                       int64_t, int64_t, Scratch<T>&);
+using BwdFn = void (*)(const T*, const T*, const T*, const T*, const T*, T*, double*, int64_t,
+                       int64_t, int64_t, int64_t, Scratch<T>&);
 
 // Compile-time (d, m) for the rbf score at the sizes the experiments use; anything else (and the
 // softmax score) runs the run-time-size loops.
@@ -317,7 +375,8 @@ void forward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v, 
 
 template <typename T>
 void backward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v,
-                  const at::Tensor& g, at::Tensor& ds, at::Tensor& dv, bool rbf) {
+                  const at::Tensor& g, const at::Tensor& out, at::Tensor& ds, at::Tensor& dv,
+                  bool rbf) {
   const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = v.size(1), m = v.size(2);
   auto fn = pick<T>(d, m, rbf).second;
   Scratch<T> w;
@@ -325,11 +384,12 @@ void backward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v,
   const T* xp = x.const_data_ptr<T>();
   const T* vp = v.const_data_ptr<T>();
   const T* gp = g.const_data_ptr<T>();
+  const T* op = out.const_data_ptr<T>();
   const T* sp = s.const_data_ptr<T>();
   T* dvp = dv.mutable_data_ptr<T>();
   for (int64_t b = 0; b < B; ++b)
-    fn(xp + b * Tq * d, sp, vp + b * n * m, gp + b * Tq * m, dvp + b * n * m, acc.data(), Tq, n,
-       d, m, w);
+    fn(xp + b * Tq * d, sp, vp + b * n * m, gp + b * Tq * m, op + b * Tq * m, dvp + b * n * m,
+       acc.data(), Tq, n, d, m, w);
   T* dsp = ds.mutable_data_ptr<T>();
   for (int64_t k = 0; k < d; ++k)
     dsp[k] = static_cast<T>((rbf ? -1.0 : 2.0) * static_cast<double>(sp[k]) * acc[k]);
@@ -347,17 +407,19 @@ at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& s, const at::Ten
 
 std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& s,
                                                   const at::Tensor& v, const at::Tensor& g,
-                                                  bool rbf) {
+                                                  const at::Tensor& out, bool rbf) {
   check(x, s, v);
-  TORCH_CHECK(g.is_contiguous() && g.scalar_type() == x.scalar_type() && g.dim() == 3 &&
-                  g.size(0) == x.size(0) && g.size(1) == x.size(1) && g.size(2) == v.size(2),
-              "g (B, T, m), contiguous, of x's dtype");
+  for (const at::Tensor* t : {&g, &out})
+    TORCH_CHECK(t->is_contiguous() && t->scalar_type() == x.scalar_type() && t->dim() == 3 &&
+                    t->size(0) == x.size(0) && t->size(1) == x.size(1) &&
+                    t->size(2) == v.size(2),
+                "g and out (B, T, m), contiguous, of x's dtype");
   at::Tensor ds = at::empty({x.size(2)}, x.options());
   at::Tensor dv = at::empty(v.sizes(), v.options());
   if (x.scalar_type() == at::kFloat)
-    backward_all<float>(x, s, v, g, ds, dv, rbf);
+    backward_all<float>(x, s, v, g, out, ds, dv, rbf);
   else
-    backward_all<double>(x, s, v, g, ds, dv, rbf);
+    backward_all<double>(x, s, v, g, out, ds, dv, rbf);
   return {ds, dv};
 }
 
@@ -365,7 +427,8 @@ std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at:
 
 TORCH_LIBRARY(pfntheory_fused, m) {
   m.def("forward(Tensor x, Tensor s, Tensor v, bool rbf) -> Tensor");
-  m.def("backward(Tensor x, Tensor s, Tensor v, Tensor g, bool rbf) -> (Tensor, Tensor)");
+  m.def(
+      "backward(Tensor x, Tensor s, Tensor v, Tensor g, Tensor out, bool rbf) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
