@@ -45,7 +45,11 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["available", "enabled", "supports", "kernel_matvec", "unavailable_reason"]
+#: Nothing exported: the operator is internal to
+#: :func:`pfntheory.nn.attention.scaled_kernel_attention`; :func:`available`,
+#: :func:`unavailable_reason` and :func:`enabled` are switches for tests and benchmarks
+#: (``available`` may compile, which a contract test's 30 s call budget does not allow).
+__all__: list[str] = []
 
 log = logging.getLogger(__name__)
 
