@@ -74,8 +74,9 @@ SHAPES = [  # (B, n, d, m): n = 1, tails of every length, the compiled d's and r
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}n{}d{}m{}".format(*s))
 def test_parity_with_eager(built, shape, normalised, score):
     """Forward (out, s) and gradients (scale, v): float64 fused = eager to 1e-10; float32 fused
-    within 2e-5 (relative to the largest entry) of the float64 eager reference, and no further
-    from it than 4x the float32 eager path's own error (plus 1e-6)."""
+    within 5e-5 (relative to the largest entry) of the float64 eager reference (the float32 eager
+    path reaches 3.1e-5 here), and no further from it than 4x the float32 eager path's own error
+    (plus 1e-6)."""
     B, n, d, m = shape
     ref = _run(False, *_case(B, n, d, m, torch.float64, score), score, normalised)
     f64 = _run(True, *_case(B, n, d, m, torch.float64, score), score, normalised)
@@ -84,7 +85,7 @@ def test_parity_with_eager(built, shape, normalised, score):
     for name, r, a, b, c in zip(("out", "s", "dscale", "dv"), ref, f64, f32, e32, strict=True):
         assert a.dtype == torch.float64 and b.dtype == torch.float32, name
         assert _rel(a, r) < 1e-10, name
-        assert _rel(b, r) < 2e-5, (name, _rel(b, r), _rel(c, r))
+        assert _rel(b, r) < 5e-5, (name, _rel(b, r), _rel(c, r))
         assert _rel(b, r) <= 4 * _rel(c, r) + 1e-6, (name, _rel(b, r), _rel(c, r))
 
 

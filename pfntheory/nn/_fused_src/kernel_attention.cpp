@@ -10,12 +10,13 @@
 //   ds_k = c_k sum_ij E_ij t_ijk,  rbf: t = (x_ik - x_jk)^2, c_k = -s_k;  softmax: t = x_ik x_jk,
 //          c_k = 2 s_k
 //
-// The kernel is formed one vector of keys at a time (lanes over keys j) and consumed at once, so the
-// (T, n) kernel never goes to memory. Forward: queries outer, key vectors inner, the m outputs of a
-// query in registers. Backward: key vectors outer, queries inner, the m columns of dv and the d
-// scale sums of the key vector in registers. Keys and values are copied per instance into a
-// transposed buffer padded with zeros to a multiple of the vector width: a padded key has v_j = 0,
-// so it adds nothing to out, E or ds, and its dv is not written back.
+// The kernel is formed one vector at a time and consumed at once, so the (T, n) kernel never goes
+// to memory. Forward: lanes over queries (a vector of queries outer, keys inner as broadcast
+// scalars), the m outputs of the queries in registers, no horizontal sums. Backward: lanes over
+// keys (a vector of keys outer, queries inner), the m columns of dv and the d scale sums of the
+// key vector in registers. Vectors are zero-padded to a multiple of the vector width: a padded
+// query's output is not written back; a padded key has v_j = 0, so it adds nothing to E or ds, and
+// its dv is not written back. The exponent is taken in base 2 (log2(e) folded into the scale).
 //
 // No OpenMP: one instance after another on the calling thread.
 
