@@ -466,16 +466,23 @@ if trained(runs21) and bd_path.is_file():
     fig.suptitle("fig:exp2-1 at the cpu scale, extended beyond n' = 200")
     report.save_figure(fig, "07_exp2_1_breakdown")
     plt.show()
-    display(
-        Markdown(
-            "\n".join(
-                f"- `{name}`: predicted breakdown n' = {a['predicted_breakdown']} (at "
-                f"initialisation: {a['predicted_breakdown_init']}); E[TV] at n' = "
-                f"{a['beyond']['n_eval']}: " + ", ".join(f"{v:.3f}" for v in a["beyond"]["tv"])
-                for name, a in bd.items()
-            )
+
+    def breakdown_line(name, a):
+        beyond = ", ".join(f"{v:.3f}" for v in a["beyond"]["tv"])
+        where = (
+            f"G stays bounded (at most {max(a['trained']['growth_f']):.2f} up to n' = "
+            f"{a['trained']['n'][-1]}): the normalised update does not grow with n'"
+            if a["normalised"]
+            else f"predicted breakdown n' = {a['predicted_breakdown']} (G = "
+            f"{a['trained']['growth_f'][-1]:.1f} at n' = {a['trained']['n'][-1]})"
         )
-    )
+        return (
+            f"- `{name}`: {where}; at initialisation (the theory values) G < 0 at every n' "
+            f"(breakdown: {a['predicted_breakdown_init']}); E[TV] at n' = "
+            f"{a['beyond']['n_eval']}: {beyond}"
+        )
+
+    display(Markdown("\n".join(breakdown_line(name, a) for name, a in bd.items())))
 elif trained(runs21):
     display(
         Markdown(
