@@ -1,6 +1,6 @@
 """The fused kernel-attention operator (pfntheory.nn.fused) against the eager path, one thread.
 
-Three measurements, each interleaving fused and eager in one process (the machine is shared, so
+Measurements, each interleaving fused and eager in one process (the machine is shared, so
 only ratios measured side by side mean anything):
 
 1. the tile loop's limit: the fused forward and backward on a cache-resident batch (``--tile-batch``
@@ -12,7 +12,10 @@ only ratios measured side by side mean anything):
    alternating: best times and the median of the per-round ratios;
 3. training steps of configuration (a) of benchmarks/train_step.py (RBF d=2, n ~ Unif[64, 128],
    L=32, C=256, learnable, batch 128): two copies of one model see the same batches, one step fused
-   then one step eager, alternating; data (``sample_batch``) timed apart.
+   then one step eager, alternating; data (``sample_batch``) timed apart;
+4. the paper evaluation's model pass (n' = 1024, d = 16, TF^pr, no autograd), fused and eager;
+5. (``--parts drift``, slow) fused float32, eager float32 and eager float64 copies of (a) trained
+   on the same batches: their losses' distance from the float64 run and their held-out NLL.
 
 Usage::
 
@@ -161,6 +164,93 @@ def train_steps(dtype, steps: int, warmup: int, L: int, C: int, seed: int = 0) -
     }
 
 
+def eval_forward(instances: int, rounds: int, L: int, C: int) -> dict:
+    """The paper's evaluation model pass (n' = 1024, d = 16, TF^pr, per-layer scales as in a trained
+    model, no autograd) on ``instances`` instances, fused and eager alternating: seconds scaled to
+    4096 instances (the work is linear in them)."""
+    from pfntheory.nn.model import ModelConfig, PFNTransformer
+
+    edges = torch.linspace(-4.0, 4.0, C + 1, dtype=torch.float64)
+    cfg = ModelConfig(
+        score="rbf", d=16, L=L, C=C, mode="learnable", normalised=True, scale_init=1.25
+    )
+    model = PFNTransformer(cfg, edges)
+    with torch.no_grad():
+        model.scale.add_(1e-3 * torch.arange(L, dtype=model.scale.dtype)[:, None])
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(instances, 1024, 16, generator=g) / 4.0
+    Y = torch.randn(instances, 1024, generator=g)
+    xq = torch.randn(instances, 16, generator=g) / 4.0
+    times: dict = {True: [], False: []}
+    out = {}
+    for _ in range(rounds):
+        for flag in (True, False):
+            with torch.no_grad(), fused.enabled(flag):
+                t0 = time.perf_counter()
+                out[flag] = model(X, Y, xq).logits
+                times[flag].append(time.perf_counter() - t0)
+    f = 4096 / instances
+    return {
+        True: f * min(times[True]),
+        False: f * min(times[False]),
+        "dlogit": float((out[True] - out[False]).abs().max()),
+    }
+
+
+def drift(steps: int, L: int, C: int, heldout: int = 1024, seed: int = 0) -> dict:
+    """Three copies of one configuration-(a) model trained on the same batches: fused float32,
+    eager float32 and eager float64 (the reference). Per step, |loss - float64 loss|; after the last
+    step, the held-out truncated NLL (mean and SE over ``heldout`` fresh instances at n = 96) of
+    each, so the fused run's deviation can be set beside the eager float32 run's and the SE."""
+    from dataclasses import replace
+
+    from pfntheory.nn.model import ModelConfig, PFNTransformer
+    from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
+    from pfntheory.nn.train import accumulate_gradients, truncated_nll
+
+    interval = (-4.0, 4.0)
+    edges = torch.linspace(*interval, C + 1, dtype=torch.float64)
+    cfg = ModelConfig(
+        score="rbf", d=2, L=L, C=C, mode="learnable", normalised=False, scale_init=1.0 / 0.8
+    )
+    torch.manual_seed(seed)
+    ref = PFNTransformer(cfg, edges).double()
+    runs = {"fused32": (True, torch.float32), "eager32": (False, torch.float32)}
+    models = {"eager64": ref}
+    for name, (_, dt) in runs.items():
+        models[name] = PFNTransformer(cfg, edges).to(dt)
+        models[name].load_state_dict(ref.state_dict())
+    runs["eager64"] = (False, torch.float64)
+    opts = {k: torch.optim.Adam(m.parameters(), lr=2e-4) for k, m in models.items()}
+    gen = torch.Generator().manual_seed(seed)
+    task = TaskConfig(kind="rbf", d=2)
+
+    def cast(b, dt):
+        return replace(b, X=b.X.to(dt), Y=b.Y.to(dt), xq=b.xq.to(dt), y=b.y.to(dt))
+
+    dev: dict = {"fused32": [], "eager32": []}
+    for _ in range(steps):
+        n = sample_context_size(64, 128, gen)
+        b = sample_batch(task, BATCH, n, gen, dtype=torch.float64, interval=interval)
+        loss = {}
+        for name, (flag, dt) in runs.items():
+            with fused.enabled(flag):
+                opts[name].zero_grad(set_to_none=True)
+                loss[name] = float(accumulate_gradients(models[name], [cast(b, dt)], edges))
+                torch.nn.utils.clip_grad_norm_(models[name].parameters(), 1.0)
+                opts[name].step()
+        for k in dev:
+            dev[k].append(abs(loss[k] - loss["eager64"]))
+    hb = sample_batch(task, heldout, 96, gen, dtype=torch.float64, interval=interval)
+    nll = {}
+    for name, (flag, dt) in runs.items():
+        with torch.no_grad(), fused.enabled(flag):
+            bb = cast(hb, dt)
+            v = truncated_nll(models[name](bb.X, bb.Y, bb.xq).logits, bb.y, edges).double()
+        nll[name] = (float(v.mean()), float(v.std() / heldout**0.5))
+    return {"dev": {k: (statistics.median(v), max(v)) for k, v in dev.items()}, "nll": nll}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
@@ -171,7 +261,13 @@ def main(argv=None):
     p.add_argument("--tile-batch", type=int, default=4)
     p.add_argument("--L", type=int, default=32)
     p.add_argument("--C", type=int, default=256)
-    p.add_argument("--parts", default="tile,call,step", help="subset of tile,call,step")
+    p.add_argument(
+        "--parts",
+        default="tile,call,step,eval",
+        help="subset of tile,call,step,eval,drift (drift: slow)",
+    )
+    p.add_argument("--drift-steps", type=int, default=200)
+    p.add_argument("--eval-instances", type=int, default=8)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dtype = getattr(torch, args.dtype)
@@ -214,6 +310,25 @@ def main(argv=None):
             f"{statistics.median(q):.2f}x (range {q[0]:.2f}-{q[-1]:.2f}); "
             f"|loss difference| {r['dloss_first']:.1e} at the first step, at most "
             f"{r['dloss_max']:.1e} (round-off, grown by training)",
+            flush=True,
+        )
+    if "eval" in parts:
+        r = eval_forward(args.eval_instances, 2, args.L, args.C)
+        print(
+            f"paper evaluation, model pass (n'=1024, d=16, TF^pr, L={args.L}, per-layer scales, "
+            f"no autograd), from {args.eval_instances} instances scaled to 4096: fused "
+            f"{r[True]:.0f} s, eager {r[False]:.0f} s, eager/fused {r[False] / r[True]:.2f}x "
+            f"(max |logit difference| {r['dlogit']:.1e})",
+            flush=True,
+        )
+    if "drift" in parts:
+        r = drift(args.drift_steps, args.L, args.C)
+        print(
+            f"drift over {args.drift_steps} training steps of (a), same batches: |loss - "
+            f"float64 eager loss| median/max fused float32 {r['dev']['fused32'][0]:.1e}/"
+            f"{r['dev']['fused32'][1]:.1e}, eager float32 {r['dev']['eager32'][0]:.1e}/"
+            f"{r['dev']['eager32'][1]:.1e}; held-out NLL (1024 instances, n=96): "
+            + ", ".join(f"{k} {m:.4f} +- {se:.4f}" for k, (m, se) in r["nll"].items()),
             flush=True,
         )
 
