@@ -169,6 +169,18 @@ def _tolerance(metric: str, value: float, tol) -> tuple[float, str]:
     return float(size), f"{size:g}"
 
 
+def _state(lo: float, hi: float, tol: float) -> str:
+    """The state of a fall whose confidence interval is ``[lo, hi]`` against the equivalence
+    tolerance ``tol`` (two one-sided tests; the module docstring's four states)."""
+    if -tol <= lo and hi <= tol:
+        return "plateaued"
+    if lo > 0:
+        return "still improving"
+    if hi < 0:
+        return "diverging"
+    return "too noisy to tell"
+
+
 def plateau_status(
     points: Sequence[dict], metric: str = "tv", tol: tuple | None = None, alpha: float = ALPHA
 ) -> dict:
@@ -258,14 +270,7 @@ def plateau_status(
     lo, hi = fall - t * se, fall + t * se
     end = float(y.mean() + b * xc[-1])
     tol_units, _ = _tolerance(metric, end, tol)
-    if -tol_units <= lo and hi <= tol_units:
-        state = "plateaued"
-    elif lo > 0:
-        state = "still improving"
-    elif hi < 0:
-        state = "diverging"
-    else:
-        state = "too noisy to tell"
+    state = _state(lo, hi, tol_units)
     return {
         **base,
         "state": state,
@@ -444,14 +449,7 @@ def doubling_status(
     lo, hi = fall - t * se, fall + t * se
     value = float(b.mean())
     tol_units = tol * value
-    if -tol_units <= lo and hi <= tol_units:
-        state = "plateaued"
-    elif lo > 0:
-        state = "still improving"
-    elif hi < 0:
-        state = "diverging"
-    else:
-        state = "too noisy to tell"
+    state = _state(lo, hi, tol_units)
     return {
         **base,
         "state": state,
