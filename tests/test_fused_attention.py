@@ -8,6 +8,7 @@ failed build fails them. The fallback tests need no compiler.
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 import torch
@@ -24,6 +25,8 @@ def built():
 
     if fused._compiler() is None or not cpp_extension.is_ninja_available():
         pytest.skip("the fused extension cannot be built here: no C++ compiler or no ninja")
+    if os.environ.get("PFNTHEORY_FUSED", "1") == "0":
+        pytest.skip("the fused extension is disabled by PFNTHEORY_FUSED=0")
     with fused.enabled(True):
         if not fused.available():
             pytest.fail(f"the fused extension failed to build: {fused.unavailable_reason()}")
@@ -177,6 +180,7 @@ def fresh_state(monkeypatch, tmp_path):
         fused, "_state", {"tried": False, "ok": False, "reason": None, "enabled": True}
     )
     monkeypatch.setenv("PFNTHEORY_FUSED_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("PFNTHEORY_FUSED", raising=False)
     return monkeypatch
 
 

@@ -37,7 +37,9 @@ temporary folder and its library is moved into the cache atomically, so concurre
 worst compile twice and a killed build leaves no lock behind. When the extension cannot be had (no
 compiler or ninja, a failed build, a non-CPU tensor, an unsupported dtype) or ``PFNTHEORY_FUSED=0``,
 :func:`available` is False and callers use the eager path; the reason is logged once at debug
-level. The loop runs on the calling thread (no OpenMP): training runs use one thread (with more
+level. ``PFNTHEORY_FUSED_ISA`` (``AVX512``, ``AVX2``, ``DEFAULT``) overrides the instruction set
+taken from ``torch.backends.cpu.get_cpu_capability()`` (a separate cached build). The loop runs on
+the calling thread (no OpenMP): training runs use one thread (with more
 torch threads the eager path's matrix products use them and the fused operator does not).
 """
 
