@@ -145,11 +145,16 @@ def test_extreme_values(built):
     assert torch.isnan(a[0, 3]).all() and torch.isfinite(a[0, :3]).all()
 
 
-def test_model_step_matches_eager(built):
-    """A learnable RBF model (plain and TF^pr): logits and every parameter gradient, fused = eager
-    in float64."""
+@pytest.mark.parametrize("mode", ["learnable", "theory"])
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+def test_model_step_matches_eager(built, mode, score, monkeypatch):
+    """A model (plain and TF^pr): logits and every parameter gradient, fused = eager in float64;
+    the fused path runs once per solver layer."""
+    calls = []
+    matvec = fused.kernel_matvec
+    monkeypatch.setattr(fused, "kernel_matvec", lambda *a: calls.append(1) or matvec(*a))
     for normalised in (False, True):
-        cfg = ModelConfig(score="rbf", d=2, L=4, C=16, mode="learnable", normalised=normalised)
+        cfg = ModelConfig(score=score, d=2, L=4, C=16, mode=mode, normalised=normalised)
         edges = torch.linspace(-3, 3, 17, dtype=torch.float64)
         torch.manual_seed(0)
         model = PFNTransformer(cfg, edges).double()
@@ -166,6 +171,7 @@ def test_model_step_matches_eager(built):
             res.append([logits.detach()] + [p.grad.clone() for p in model.parameters()])
         for a, b in zip(*res, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    assert len(calls) == 2 * (cfg.L - 1)
 
 
 # ------------------------------------------------------------------------------------------------
