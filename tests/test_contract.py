@@ -808,6 +808,15 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.metrics.l1_density_histogram": {"probs": lambda: PROBS[0].copy()},
     "pfntheory.metrics.tv_density_histogram": {"probs": lambda: PROBS[0].copy()},
+    "pfntheory.metrics.tv_mixture_histogram": {
+        "w": lambda: np.full((PROBS.shape[0], 2), 0.5),
+        "mu_h": lambda: np.zeros((PROBS.shape[0], 2)),
+        "tau_h": lambda: np.ones((PROBS.shape[0], 2)),
+        "edges": lambda: EDGES.copy(),
+        "probs": lambda: PROBS.copy(),
+        "a": lambda: float(EDGES[0]),
+        "b": lambda: float(EDGES[-1]),
+    },
     "pfntheory.convergence.doubling_status": {"short": _points, "long": _points},
     "pfntheory.report.citation.citation_html": {
         "stamp": lambda: __import__("pfntheory.report.citation", fromlist=["x"]).Stamp(

@@ -652,7 +652,7 @@ def test_mixture_tv_tolerates_round_off_of_the_weights_only():
     mass of (a, b] came out as 1 + 2.2e-16 stopped every hier_rbf learning curve at step 0 with
     "mass must lie in (0, 1]". The round-off is removed (the TV equals that of the normalised
     weights to 1e-12); weights summing to 1.1 are still refused, naming the sum."""
-    from pfntheory.nn.evaluate import _tv_mixture
+    from pfntheory.metrics import tv_mixture_histogram as _tv_mixture
 
     edges = np.linspace(-40.0, 40.0, 65)
     probs = np.diff(scipy.stats.norm.cdf(edges))[None, :]

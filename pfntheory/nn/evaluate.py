@@ -38,7 +38,7 @@ from .. import metrics as M
 from .. import runs
 from .._checks import ArgumentTypeError, choice, positive_int
 from ..discretize import bin_edges
-from ..stats import EPS, mean_se
+from ..stats import mean_se
 from .model import PFNTransformer, select_device
 from .priors import COVARIATES, Batch, sample_batch
 from .train import load_trained
@@ -81,39 +81,6 @@ def predict(model, batch, device) -> dict:
     }
 
 
-#: Round-off allowed, per mixture component, of a mixture's mass above 1 (a few ulps per term of
-#: the weighted sums of :func:`_tv_mixture`).
-MIXTURE_MASS_ATOL = 8 * EPS
-
-
-def _tv_mixture(w, mu_h, tau_h, edges, probs, a, b) -> np.ndarray:
-    """Per-instance ``TV(p_(a,b], q)`` for a Gaussian-mixture PPD (no closed form: crossings of the
-    mixture density with each bin level found numerically by
-    :func:`metrics.tv_density_histogram`)."""
-    out = np.empty(len(w))
-    for i in range(len(w)):
-        s = np.sqrt(tau_h[i])
-
-        def pdf(y, i=i, s=s):
-            z = (np.asarray(y)[..., None] - mu_h[i]) / s
-            return np.sum(w[i] * np.exp(-0.5 * z * z) / (s * np.sqrt(2 * np.pi)), -1)
-
-        def cdf(y, i=i, s=s):
-            return np.sum(w[i] * ndtr((np.asarray(y)[..., None] - mu_h[i]) / s), -1)
-
-        # the mass of (a, b] is at most sum_h w_h = 1; the H-term sums may exceed it by round-off
-        # (seen: 1 + 2.2e-16 for the hierarchical prior), which is removed, and only that
-        mass = float(cdf(b) - cdf(a))
-        if mass > 1.0 + MIXTURE_MASS_ATOL * len(w[i]):
-            raise ValueError(
-                f"mixture mass of (a, b] is {mass!r} > 1 beyond round-off: its weights sum to "
-                f"{float(np.sum(w[i]))!r}, not 1"
-            )
-        mass = min(mass, 1.0)
-        out[i] = M.tv_density_histogram(pdf, cdf, edges, probs[i], mass=mass, n_grid=16)
-    return out
-
-
 def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
     """All metrics of one evaluation size from the collected per-instance arrays."""
     mu, tau, y, probs = r["mu"], r["tau"], r["y"], r["probs"]
@@ -128,7 +95,7 @@ def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
 
     if hier:
         w, mh, th = r["weights"], r["mu_h"], r["tau_h"]
-        put("tv", _tv_mixture(w, mh, th, edges, probs, a, b))
+        put("tv", M.tv_mixture_histogram(w, mh, th, edges, probs, a, b))
     else:
         put("tv", M.tv_truncnorm_histogram(mu, tau, edges, probs))
     m1, m2 = M.histogram_moments(edges, probs)

@@ -669,9 +669,7 @@ def _heldout_set(
 def _tv_per_instance(bt, edges: np.ndarray, probs: np.ndarray) -> np.ndarray:
     if bt.weights is None:
         return M.tv_truncnorm_histogram(bt.mu.numpy(), bt.tau.numpy(), edges, probs)
-    from .evaluate import _tv_mixture  # the mixture TV of the hierarchical prior (no closed form)
-
-    return _tv_mixture(
+    return M.tv_mixture_histogram(
         bt.weights.numpy(),
         bt.mu_h.numpy(),
         bt.tau_h.numpy(),
