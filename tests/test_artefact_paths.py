@@ -64,13 +64,7 @@ DATA = TEXT_SUFFIXES - PAGES
     "suffixes",
     [
         pytest.param(DATA, id="data"),
-        pytest.param(
-            PAGES,
-            id="pages",
-            # the rendered pages 04 and 07 print a warning headed by a file name of the machine
-            # that rendered them; the report part of issue 25 re-renders them (drop this mark then)
-            marks=pytest.mark.xfail(reason="pages 04/07 await their re-render", strict=False),
-        ),
+        pytest.param(PAGES, id="pages"),
     ],
 )
 def test_no_absolute_path_in_committed_reports(suffixes):
