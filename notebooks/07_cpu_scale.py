@@ -23,9 +23,11 @@
 # instead of `10^4`-`10^5`). Its sweeps run for hours, so this page reads the `cpu` runs that are
 # **complete** under `reports/runs/<experiment>/`, whatever the report's own scale, and says which
 # are not: a cell not on disk is hatched, and a claim rests only on the cells named in its row.
-# Every run records a learning curve; a claim is decided only where all the runs it rests on have
-# plateaued (`pfntheory.convergence.plateau_status`), otherwise it is "undecided", never "does not
-# hold". Missing runs are made by `pfntheory sweep <experiment> --scale cpu` (resumable).
+# Every run records a learning curve. A claim *holds* / *does not hold* only where all the runs it
+# rests on have plateaued; while they still improve it *holds at budget* / *fails at budget* when
+# its check has one outcome at every step of the last log-half of their curves (the steps are
+# stated), and is *undecided* when the outcome changes there (docs/verdicts.md). Missing runs are
+# made by `pfntheory sweep <experiment> --scale cpu` (resumable).
 
 # %%
 import matplotlib.pyplot as plt
