@@ -27,6 +27,7 @@
 # so their numbers are compared with the claims' *direction*, not with the paper's values.
 
 # %%
+import functools
 import json
 
 import matplotlib.pyplot as plt
@@ -80,6 +81,7 @@ def trained(runs):
 SMOKE: list[dict] = []
 
 
+@functools.cache
 def superseded(name):
     """Whether the experiment's complete ``cpu`` design (page 07) is the source of its verdicts:
     at the quick scale the runs are shrunk smoke tests of the pipeline (no learning curves), so

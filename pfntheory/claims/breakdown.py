@@ -38,17 +38,21 @@ from .._checks import (
 __all__ = ["solver_growth", "predicted_breakdown"]
 
 
-def _layer_factors(P: np.ndarray, V: float, S: float, normalised: bool) -> float:
-    """Spectral radius of one layer's ``M`` for the Gram ``P`` (n x n)."""
-    n = P.shape[0]
+def _layer_radii(P: np.ndarray, channels, normalised: bool) -> list[float]:
+    """Spectral radius of one layer's ``M`` for the Gram ``P`` (n x n), per channel ``(V, S)`` of
+    ``channels``. TF's ``M`` is affine in ``P``, so ``P``'s extreme eigenvalues (one
+    decomposition) serve every channel; TF^pr's needs one per channel."""
     if not normalised:
         lam = np.linalg.eigvalsh(P)
-        return float(max(abs(1 + S + V * lam[0]), abs(1 + S + V * lam[-1])))
+        return [float(max(abs(1 + S + V * lam[0]), abs(1 + S + V * lam[-1]))) for V, S in channels]
     s = P.sum(1)
     r = 1.0 / np.sqrt(s)
-    sym = np.eye(n) + V * (r[:, None] * P * r[None, :]) + np.diag(S / s)
-    lam = np.linalg.eigvalsh(sym)
-    return float(max(abs(lam[0]), abs(lam[-1])))
+    N = r[:, None] * P * r[None, :]
+    out = []
+    for V, S in channels:
+        lam = np.linalg.eigvalsh(V * N + np.diag(1.0 + S / s))
+        out.append(float(max(abs(lam[0]), abs(lam[-1]))))
+    return out
 
 
 def _draw_seed(seed, name: str) -> int:
@@ -100,8 +104,9 @@ def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
                 a = X * torch.as_tensor(scale[layer])
                 P = score_matrix(a, a, cfg.score).numpy()
                 v, s = V[layer - 1], S[layer - 1]
-                lf.append(np.log(_layer_factors(P, v[1], s[0], cfg.normalised)))
-                lg.append(np.log(_layer_factors(P, v[3], s[1], cfg.normalised)))
+                rf, rg = _layer_radii(P, ((v[1], s[0]), (v[3], s[1])), cfg.normalised)
+                lf.append(np.log(rf))
+                lg.append(np.log(rg))
             gf.append(sum(lf))
             gg.append(sum(lg))
             wf.append(max(lf))

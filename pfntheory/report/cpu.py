@@ -29,7 +29,7 @@ import numpy as np
 
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import trained as xclaims
-from pfntheory.convergence import STATES, curve_status
+from pfntheory.convergence import STATES, curve_status, plateau_status, read_curve_points
 from pfntheory.experiments import published
 from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
 from pfntheory.stats import slope_ci
@@ -586,8 +586,6 @@ def resolution_frame(runs_by_experiment: dict[str, Sequence]):
 def _jitter_ratio(points: list, key: str) -> tuple[float, float]:
     """(residual SD about the trend over the last log-half / held-out SE, value at the last step)
     of a curve read at ``key`` (``"tv"``: the weight average, ``"last_tv"``: the last iterate)."""
-    from pfntheory.convergence import plateau_status
-
     alt = [{**p, "tv": p[key], "tv_se": p[key + "_se"]} for p in points]
     st = plateau_status(alt)
     return st["jitter"] / st["instance_se"], st["value"]
@@ -610,11 +608,11 @@ def averaging_frame(runs: Sequence, before: Sequence = ()):
     for r in runs:
         if not isinstance(r.spec, RunSpec) or r.spec.ema_decay == 0:
             continue
-        doc = read_curve(r)
-        if doc is None or not all("last_tv" in p for p in doc["points"]):
+        pts = read_curve_points(r.run_dir / xclaims.curve_file(None))
+        if pts is None or not all("last_tv" in p for p in pts):
             continue
-        j_last, tv_last = _jitter_ratio(doc["points"], "last_tv")
-        j_avg, tv_avg = _jitter_ratio(doc["points"], "tv")
+        j_last, tv_last = _jitter_ratio(pts, "last_tv")
+        j_avg, tv_avg = _jitter_ratio(pts, "tv")
         s = r.spec
         row = {
             "task": s.task.kind,
@@ -628,8 +626,9 @@ def averaging_frame(runs: Sequence, before: Sequence = ()):
             "E[TV] avg": tv_avg,
         }
         old = ref.get((s.task.kind, s.model.mode, s.model.L, s.model.C, s.steps))
-        if old is not None and (od := read_curve(old)) is not None:
-            row["committed: jitter/SE"], row["committed: E[TV]"] = _jitter_ratio(od["points"], "tv")
+        od = None if old is None else read_curve_points(old.run_dir / xclaims.curve_file(None))
+        if od is not None:
+            row["committed: jitter/SE"], row["committed: E[TV]"] = _jitter_ratio(od, "tv")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -680,14 +679,6 @@ def plot_breakdown(ax_tv, ax_g, runs: Sequence, doc: dict) -> None:
     ax_g.axhline(0, color="k", lw=0.8)
     ax_g.set_yscale("symlog", linthresh=0.1)
     ax_g.set_ylabel("G(n') = sum_l log rho_l (mean channel)")
-
-
-def read_curve(run) -> dict | None:
-    """The run's own learning curve (``learning_curve.json``), or None."""
-    from pfntheory.convergence import read_curve_points
-
-    pts = read_curve_points(run.run_dir / xclaims.curve_file(None))
-    return None if pts is None else {"points": pts}
 
 
 def doubling_frame(runs: Sequence):
