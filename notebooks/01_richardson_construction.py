@@ -34,6 +34,7 @@ from pfntheory import construction as cons
 from pfntheory import richardson as rich
 from pfntheory.claims import construction as cclaims
 from pfntheory.claims import richardson as rclaims
+from pfntheory.claims import tf_rate
 from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
 from pfntheory.spectral import sample_design
 
@@ -243,16 +244,16 @@ rec.add(
 k04 = RBFKernel(1.0, 0.4)
 # the theorem's rate exp(-(1-rho)L) is slope / log rho = 1: the paper's number for these rows
 rec.add(
-    cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5)),
+    tf_rate.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5)),
     compare="reference",
     variant="rate, RBF",
     measured="fitted slope / log rho (median of 5 contexts)",
     paper_value=1.0,
 )
 blr = LinearKernel(blr_sigma_diag(5))
-r_thm = cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="theorem")
+r_thm = tf_rate.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="theorem")
 rec.add(
-    cclaims.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="effective"),
+    tf_rate.check_tf_rate(blr, 20, 5, noise_var, seeds=range(5), factor="effective"),
     compare="reference",
     variant="rate, BLR",
     measured="slope / log(effective rho) (median)",
@@ -274,7 +275,7 @@ rec.add(
     measured="|TF^pr_64 - (mu, tau)|",
 )
 rec.add(
-    cclaims.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5), normalised=True),
+    tf_rate.check_tf_rate(k04, 10, 2, noise_var, seeds=range(5), normalised=True),
     label="thm:TFdoPPD",
     variant="TF^pr, rate, RBF",
     measured="slope / log rho_pr (median of 5 contexts)",

@@ -30,9 +30,8 @@ import numpy as np
 
 from pfntheory import DEFAULT_NOISE_VAR, densities, metrics, report
 from pfntheory import discretize as disc
-from pfntheory.claims import construction as cclaims
 from pfntheory.claims import discretization as dclaims
-from pfntheory.claims import slope_ci
+from pfntheory.claims import ppd_convergence, slope_ci
 from pfntheory.kernels import RBFKernel
 
 report.setup_plots()
@@ -177,10 +176,10 @@ rec.add(
 # the settings of verify/test_ppd_convergence.py
 kern, n_ctx, d_ctx, s2 = RBFKernel(1.0, 0.4), 10, 2, DEFAULT_NOISE_VAR
 seeds = (0, 1, 2, 3) if SCALE == "quick" else tuple(range(8))
-rL = cclaims.check_ppd_convergence_L(kern, n_ctx, d_ctx, s2, seeds=seeds)
-rC = cclaims.check_ppd_floor_C(kern, n_ctx, d_ctx, s2, seeds=seeds)
-rT = cclaims.check_ppd_bound_terms(kern, n_ctx, d_ctx, s2)
-rM = cclaims.check_mlp_rate(((-2.0, 2.0), (0.05, 1.0)))
+rL = ppd_convergence.check_ppd_convergence_L(kern, n_ctx, d_ctx, s2, seeds=seeds)
+rC = ppd_convergence.check_ppd_floor_C(kern, n_ctx, d_ctx, s2, seeds=seeds)
+rT = ppd_convergence.check_ppd_bound_terms(kern, n_ctx, d_ctx, s2)
+rM = ppd_convergence.check_mlp_rate(((-2.0, 2.0), (0.05, 1.0)))
 fig, axs = plt.subplots(1, 3, figsize=(15, 3.8))
 for row in rL.details["rows"]:
     axs[0].semilogy(

@@ -40,6 +40,7 @@ from pfntheory.claims import (
     noise,
     published_tables,
     stepsize,
+    tf_rate,
 )
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
@@ -181,7 +182,7 @@ rec.add(
 # `eta(lambda_1 + sigma^2) - 1`.
 
 # %%
-at_star, beyond_thm, beyond_true = construction.check_rate_step_condition(
+at_star, beyond_thm, beyond_true = tf_rate.check_rate_step_condition(
     RBFKernel(1.0, 0.4), 10, 2, s2, seeds=range(5)
 )
 rec.add(

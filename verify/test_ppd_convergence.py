@@ -16,7 +16,7 @@ equidistant grid.
 import numpy as np
 
 from pfntheory import DEFAULT_NOISE_VAR
-from pfntheory.claims.construction import (
+from pfntheory.claims.ppd_convergence import (
     check_mlp_rate,
     check_ppd_bound_terms,
     check_ppd_convergence_L,

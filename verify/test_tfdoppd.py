@@ -29,13 +29,12 @@ from pfntheory import DEFAULT_NOISE_VAR as S2
 from pfntheory import construction as con
 from pfntheory import richardson as rich
 from pfntheory.claims.construction import (
-    check_rate_step_condition,
     check_tf_convergence,
-    check_tf_rate,
     check_tf_rows,
     context,
     informative_depth,
 )
+from pfntheory.claims.tf_rate import check_rate_step_condition, check_tf_rate
 from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
 #: Deepest transformer an informative draw of test_error_within_theorem_bound may need (a few

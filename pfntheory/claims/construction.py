@@ -1,13 +1,9 @@
-"""Measurements of thm:TFdoPPD (hand-set transformer), TF^pr (sec:generalization) and
-thm:PPD convergence (supp-sec:thrm4.1), plus the explicit MLP of "MLP for natural parameter
-conversion".
+"""thm:TFdoPPD and TF^pr (sec:generalization): the hand-set transformer's rows, its distance to the
+exact posterior moments within the theorem's bound, and TF^pr at a query far from the context.
 
-Every function measures and returns :class:`~pfntheory.claims.ClaimResult`; none asserts. The
-``weights`` / ``forward_kwargs`` arguments let a caller run the same measurement on a deliberately
-wrong transformer (fault injection, ``verify/test_faults_construction.py``).
-
-Depth convention: a depth-``L`` transformer performs ``L - 1`` Richardson steps (layer 0 writes
-``k_x``), so the theorem's rate is checked with exponent ``L - 1``.
+Each function measures and returns a :class:`~pfntheory.claims.ClaimResult`; ``weights`` and
+``forward_kwargs`` run the same check on a wrong transformer (fault injection). Conventions and
+tolerances: docs/exact-side.md#the-hand-set-transformer.
 """
 
 from __future__ import annotations
@@ -17,78 +13,40 @@ import numpy as np
 from .. import construction as con
 from .. import richardson as rich
 from .._checks import (
+    Rule,
     array,
     as_float_array,
     check_kernel,
     check_rng,
     checked,
-    ints,
     mapping,
-    one_of,
     optional,
-    pair,
     positive_int,
     positive_scalar,
     probability,
     seed_int,
-    seed_tuple,
-    sequence,
     shaped,
-    symmetric_matrix,
 )
-from ..discretize import bin_edges
 from ..gp import posterior_predictive
-from ..mlp import delta_mlp, fit_psi_mlp
-from ..ppd_bound import ppd_bound_terms
-from ..stats import EPS, slope_ci, t_interval
+from ..stats import EPS
 from . import ERRATUM, ClaimResult
 from .richardson import ROUNDOFF_SAFETY, roundoff_atol
 
 __all__ = [
-    "RATE_RTOL",
     "context",
-    "effective_factor",
-    "prec_query_factor",
     "check_tf_rows",
     "check_tf_convergence",
     "informative_depth",
     "check_tfpr_far_query",
-    "check_tf_rate",
-    "check_rate_step_condition",
-    "check_mlp_rate",
-    "check_ppd_convergence_L",
-    "check_ppd_floor_C",
-    "check_ppd_bound_terms",
 ]
 
-#: Relative band on a fitted rate (slope of log-error against depth divided by the predicted
-#: log-factor). The fit window is the last half of the depths at which the predicted error is
-#: above 1e-10; there the next-slowest eigenmode contributes a relative (r_2/r_1)^L that shifts the
-#: slope by a few per cent at most in the settings used (reported per seed in ``details``).
-RATE_RTOL = 0.05
-#: TV values come from differences of normal CDFs summed over up to ~500 bins; their absolute
-#: round-off is ~1e-13, so excesses below 1e-9 (1e4 times that) are not used in a rate fit.
-TV_ROUNDOFF = 1e-9
-
-
-def _box(x, name: str):
-    """A box ``((mu_lo, mu_hi), (tau_lo, tau_hi))`` (checked in full by the MLP fit)."""
-    sequence(x, name)
-    return x
-
-
-def _n_grid(x, name: str) -> int:
-    return positive_int(x, name, minimum=2)
-
-
-def _bins(x, name: str) -> int:
-    return positive_int(x, name, minimum=2)
-
-
-def _context_shapes(X: np.ndarray, Y: np.ndarray, x: np.ndarray) -> None:
-    """``Y`` of shape (n,) and the query ``x`` of shape (d,) to match ``X`` (n, d)."""
-    shaped(Y, "Y", (X.shape[0],), "to match X (n, d)")
-    shaped(x, "x", (X.shape[1],), "to match X (n, d)")
+#: The arguments of a context draw (:func:`context`), shared by the checks that draw their own.
+CONTEXT_RULES: dict[str, Rule] = {
+    "kernel": check_kernel,
+    "n": positive_int,
+    "d": positive_int,
+    "noise_var": positive_scalar,
+}
 
 
 def _eta(x, name: str):
@@ -99,9 +57,20 @@ def _eta(x, name: str):
     return x
 
 
-@checked(
-    kernel=check_kernel, n=positive_int, d=positive_int, noise_var=positive_scalar, rng=check_rng
-)
+#: The arguments of a check on one given context ``(X, Y, x)`` at depth ``L``.
+_ON_CONTEXT: dict[str, Rule] = {
+    "kernel": check_kernel,
+    "X": array(ndim=2, non_empty=True),
+    "Y": array(ndim=1),
+    "x": array(ndim=1),
+    "noise_var": positive_scalar,
+    "eta": _eta,
+    "L": positive_int,
+    "forward_kwargs": optional(mapping),
+}
+
+
+@checked(**CONTEXT_RULES, rng=check_rng)
 def context(kernel, n: int, d: int, noise_var: float, rng: np.random.Generator):
     """A GP regression context of sec:sims: ``x_i ~ N(0, I/d)``, ``Y ~ N(0, G + sigma^2 I)``.
 
@@ -119,7 +88,8 @@ def context(kernel, n: int, d: int, noise_var: float, rng: np.random.Generator):
     return X, Y, x
 
 
-def _parts(kernel, X, Y, x, noise_var):
+def query_parts(kernel, X, Y, x, noise_var):
+    """``(G, k_x, kappa(x, x), mu, tau)`` of one context and query (exact GP posterior)."""
     G = kernel(X)
     k_x = kernel(X, x[None, :])[:, 0]
     kxx = float(kernel.diag(x[None, :])[0])
@@ -127,47 +97,23 @@ def _parts(kernel, X, Y, x, noise_var):
     return G, k_x, kxx, float(mu[0]), float(tau[0])
 
 
-@checked(
-    G=symmetric_matrix,
-    k_x=array(),
-    Y=array(ndim=1),
-    noise_var=positive_scalar,
-    eta=positive_scalar,
-    rel=positive_scalar,
-)
-def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10) -> float:
-    """``max_i |1 - eta (lambda_i + sigma^2)|`` over the eigenmodes present in the query error.
+def layer_readouts(kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False) -> np.ndarray:
+    """The hand-set transformer's readout ``(mu_l, tau_l)`` after each layer ``l = 0..L``.
 
-    The closed form ``e^(l)(x) = -k_x^T (I - eta A)^l A^{-1} Y`` (supp-thm:KRR) has mode weights
-    ``(q_i' k_x)(q_i' v) / (lambda_i + sigma^2)``; a mode with relative weight below ``rel`` (e.g.
-    the null space of a rank-deficient linear-kernel Gram, which ``k_x`` is orthogonal to) does not
-    set the rate. Uses the larger of the two right-hand sides ``v = Y`` and ``v = k_x``.
+    Returns
+    -------
+    ndarray of shape (L + 1, 2)
     """
-    n = G.shape[0]
-    shaped(k_x, "k_x", (n,), "to match G")
-    shaped(Y, "Y", (n,), "to match G")
-    lam, Q = np.linalg.eigh(G)
-    a = Q.T @ k_x
-    present = np.zeros(lam.shape, dtype=bool)
-    for v in (Y, k_x):
-        w = np.abs(a * (Q.T @ v))
-        present |= w > rel * max(np.max(w), np.finfo(float).tiny)
-    return float(np.max(np.abs(1.0 - eta * (lam[present] + noise_var))))
+    n, d = X.shape
+    w = con.handset_weights(d, L, eta, noise_var, kernel, normalised=normalised)
+    _, _, path = con.tf_forward(w, X, Y, x, return_path=True)
+    return path[:, :, n] @ w.W.T
 
 
-@checked(G=symmetric_matrix, k_x=array(), noise_var=positive_scalar, eta=positive_scalar)
-def prec_query_factor(G, k_x, noise_var: float, eta: float) -> float:
-    """Rate of the preconditioned query recursion: ``max(rho_pr, |1 - eta sigma^2 / s_x|)``.
-
-    Unlike the unpreconditioned case, the ``(1 - eta sigma^2/s_x)^l`` term of the query error does
-    not cancel (``a I - B`` is not a multiple of ``G`` unless ``D = s_x I``), so the query converges
-    at the slower of the two.
-    """
-    n = G.shape[0]
-    shaped(k_x, "k_x", (n,), "to match G")
-    A = G + noise_var * np.eye(n)
-    s = rich.jacobi_preconditioner(G)
-    return max(rich.convergence_factor(A, eta, s), abs(1.0 - eta * noise_var / float(np.sum(k_x))))
+def _context_shapes(X: np.ndarray, Y: np.ndarray, x: np.ndarray) -> None:
+    """``Y`` of shape (n,) and the query ``x`` of shape (d,) to match ``X`` (n, d)."""
+    shaped(Y, "Y", (X.shape[0],), "to match X (n, d)")
+    shaped(x, "x", (X.shape[1],), "to match X (n, d)")
 
 
 def _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs):
@@ -181,16 +127,7 @@ def _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
     return w, float(mu_L), float(tau_L), path
 
 
-@checked(
-    kernel=check_kernel,
-    X=array(ndim=2, non_empty=True),
-    Y=array(ndim=1),
-    x=array(ndim=1),
-    noise_var=positive_scalar,
-    eta=_eta,
-    L=positive_int,
-    forward_kwargs=optional(mapping),
-)
+@checked(**_ON_CONTEXT)
 def check_tf_rows(
     kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False, weights=None, forward_kwargs=None
 ) -> ClaimResult:
@@ -207,7 +144,7 @@ def check_tf_rows(
     """
     _context_shapes(X, Y, x)
     n, d = X.shape
-    G, k_x, kxx, _, _ = _parts(kernel, X, Y, x, noise_var)
+    G, k_x, kxx, _, _ = query_parts(kernel, X, Y, x, noise_var)
     w, mu_L, tau_L, path = _tf(
         kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs
     )
@@ -335,16 +272,7 @@ def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: flo
     return 1 + max(0, int(np.ceil(np.log(C / (margin * t)) / gap)))
 
 
-@checked(
-    kernel=check_kernel,
-    X=array(ndim=2, non_empty=True),
-    Y=array(ndim=1),
-    x=array(ndim=1),
-    noise_var=positive_scalar,
-    eta=_eta,
-    L=positive_int,
-    forward_kwargs=optional(mapping),
-)
+@checked(**_ON_CONTEXT)
 def check_tf_convergence(
     kernel, X, Y, x, noise_var, eta, L: int, *, normalised=False, weights=None, forward_kwargs=None
 ) -> ClaimResult:
@@ -362,7 +290,7 @@ def check_tf_convergence(
     Tolerance: ``roundoff_atol`` scaled by ``max(|mu|, tau)``.
     """
     _context_shapes(X, Y, x)
-    G, k_x, kxx, mu, tau = _parts(kernel, X, Y, x, noise_var)
+    G, k_x, kxx, mu, tau = query_parts(kernel, X, Y, x, noise_var)
     steps = _solver_steps(eta, L)
     w, mu_L, tau_L, _ = _tf(kernel, X, Y, x, noise_var, eta, L, normalised, weights, forward_kwargs)
     b_mu, b_tau = _tf_bounds(G, k_x, Y, noise_var, steps, normalised)
@@ -398,15 +326,7 @@ def check_tf_convergence(
     )
 
 
-@checked(
-    kernel=check_kernel,
-    n=positive_int,
-    d=positive_int,
-    noise_var=positive_scalar,
-    L=positive_int,
-    step_frac=probability,
-    seed=seed_int,
-)
+@checked(**CONTEXT_RULES, L=positive_int, step_frac=probability, seed=seed_int)
 def check_tfpr_far_query(
     kernel, n: int, d: int, noise_var: float, *, L: int = 200, step_frac: float = 0.9, seed: int = 0
 ) -> ClaimResult:
@@ -445,7 +365,7 @@ def check_tfpr_far_query(
         raise ValueError("kernel: no query with s_x < eta sigma^2 / 2 within radius 20")
     out = {}
     for name, x in (("near", x_near), ("far", x_far)):
-        _, k_x, _, mu, tau = _parts(kernel, X, Y, x, noise_var)
+        _, k_x, _, mu, tau = query_parts(kernel, X, Y, x, noise_var)
         errs = []
         for depth in (L // 2, L):
             w = con.handset_weights(d, depth, eta, noise_var, kernel, normalised=True)
@@ -494,471 +414,5 @@ def check_tfpr_far_query(
             "converging_far": converging[1],
             "predicted_far_ratio": far["query_factor"] ** (L - L // 2),
             **{f"{k}_{q}": v for q, dct in out.items() for k, v in dct.items()},
-        },
-    )
-
-
-def _fit_window(errs: np.ndarray, Ls: np.ndarray, floor: float) -> np.ndarray:
-    keep = errs > floor
-    if np.count_nonzero(keep) < 4:
-        return np.zeros_like(keep)
-    last = np.nonzero(keep)[0].max()
-    idx = np.arange(len(Ls))
-    return keep & (idx >= last // 2)
-
-
-@checked(
-    kernel=check_kernel,
-    n=positive_int,
-    d=positive_int,
-    noise_var=positive_scalar,
-    seeds=seed_tuple,
-    step=one_of(("rate", "optimal", "beyond")),
-    factor=one_of(("effective", "theorem")),
-    n_layers=positive_int,
-)
-def check_tf_rate(
-    kernel,
-    n: int,
-    d: int,
-    noise_var: float,
-    seeds=(0, 1, 2, 3, 4),
-    *,
-    step: str = "rate",
-    normalised: bool = False,
-    factor: str = "effective",
-    n_layers: int = 25,
-) -> ClaimResult:
-    """Fitted slope of ``log ||TF_L - (mu, tau)||_inf`` against ``L`` matches ``log rho``.
-
-    For each seed a context is drawn (:func:`context`); the step is ``0.9/(lambda_1 + sigma^2)``
-    (``step="rate"``, the theorem's hypothesis), the optimal ``eta*`` (``"optimal"``), or a step in
-    ``(eta*, 2/(lambda_1+sigma^2))`` (``"beyond"``, 0.5/0.5 between them). Depths are spread up to
-    the depth where ``rho^L = 1e-10``; the slope is fitted on the last half of the depths whose
-    error is above ``1e3 *`` round-off. The predicted factor is the theorem's
-    ``rho = 1 - eta (lambda_n + sigma^2)`` (``factor="theorem"``) or the factor of the modes present
-    (``"effective"``, :func:`effective_factor`; for TF^pr :func:`prec_query_factor`).
-
-    The claim holds if ``slope / log(rho)`` is at least ``1 - RATE_RTOL`` on every seed (the error
-    decays at least at rate ``rho``: the theorem is an upper bound) and the median ratio is within
-    ``1 +- RATE_RTOL`` (the rate is attained). A seed whose slowest mode has a tiny weight decays
-    faster over the fitted window (ratio > 1); that is allowed.
-    """
-    ratio_l: list[float] = []
-    rows = []
-    for seed in seeds:
-        rng = np.random.default_rng(seed)
-        X, Y, x = context(kernel, n, d, noise_var, rng)
-        G, k_x, kxx, mu, tau = _parts(kernel, X, Y, x, noise_var)
-        A = G + noise_var * np.eye(n)
-        if normalised:
-            s = rich.jacobi_preconditioner(G)
-            eta = rich.optimal_step(A, s) if step == "optimal" else rich.safe_step(A, s)
-            rho = prec_query_factor(G, k_x, noise_var, eta)
-        else:
-            if step == "rate":
-                eta = rich.safe_step(A)  # 0.9 / (lambda_1(G) + sigma^2)
-            elif step == "optimal":
-                eta = rich.optimal_step(A)  # 2 / (lambda_1(G) + lambda_n(G) + 2 sigma^2)
-            else:
-                # "beyond": midway between eta* and the convergence limit 2 / (lambda_1 + sigma^2)
-                eta = 0.5 * rich.optimal_step(A) + 0.5 * rich.admissible_step(A)
-            rho = (
-                effective_factor(G, k_x, Y, noise_var, eta)
-                if factor == "effective"
-                else rich.krr_convergence_factor(G, noise_var, eta)
-            )
-        rho_true = (
-            prec_query_factor(G, k_x, noise_var, eta)
-            if normalised
-            else effective_factor(G, k_x, Y, noise_var, eta)
-        )
-        L_max = int(np.clip(np.ceil(np.log(1e-10) / np.log(rho_true)), 8, 20000)) + 1
-        Ls = np.unique(np.linspace(2, L_max, n_layers).astype(int))
-        w = con.handset_weights(d, int(Ls[-1]), eta, noise_var, kernel, normalised=normalised)
-        _, _, path = con.tf_forward(w, X, Y, x, return_path=True)
-        out = path[:, :, n] @ w.W.T  # (L+1, 2) readout after each layer
-        err = np.max(np.abs(out[Ls] - np.array([mu, tau])), axis=1)
-        floor = 1e3 * roundoff_atol(G, noise_var, max(abs(mu), tau)) / ROUNDOFF_SAFETY
-        win = _fit_window(err, Ls, floor)
-        slope = slope_ci(Ls[win], np.log(err[win]))[0] if win.sum() >= 3 else np.nan
-        r = slope / np.log(rho)
-        ratio_l.append(r)
-        rows.append(
-            {
-                "seed": seed,
-                "eta": eta,
-                "rho": rho,
-                "rho_true": rho_true,
-                "slope": slope,
-                "exp_slope": float(np.exp(slope)),
-                "ratio": r,
-                "L_max": int(Ls[-1]),
-                "rho_theorem": (
-                    rich.krr_convergence_factor(G, noise_var, eta) if not normalised else None
-                ),
-            }
-        )
-    ratios = np.asarray(ratio_l, float)
-    m, ci = t_interval(ratios)
-    med = float(np.median(ratios))
-    ok = bool(
-        np.all(np.isfinite(ratios))
-        and np.min(ratios) >= 1 - RATE_RTOL
-        and abs(med - 1) <= RATE_RTOL
-    )
-    return ClaimResult(
-        label="sec:generalization (TF^pr)" if normalised else "thm:TFdoPPD",
-        key=f"{'tfpr' if normalised else 'tf'}_rate_{step}_{factor}",
-        statement=f"slope of log-error vs L = log rho ({factor} factor, step '{step}')",
-        holds=ok,
-        observed=m,
-        bound=1.0,
-        ci=ci,
-        tolerance=(
-            f"slope/log(rho) >= 1 - {RATE_RTOL} on each of {len(ratios)} seeds (decay at least at "
-            f"rate rho) and median ratio within 1 +- {RATE_RTOL} (rate attained); CI reported"
-        ),
-        details={"rows": rows, "kernel": repr(kernel), "n": n, "d": d, "noise_var": noise_var},
-    )
-
-
-@checked(
-    kernel=check_kernel, n=positive_int, d=positive_int, noise_var=positive_scalar, seeds=seed_tuple
-)
-def check_rate_step_condition(
-    kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4)
-) -> list[ClaimResult]:
-    """docs/design.md ambiguity: "the rate in thm:TFdoPPD needs eta < 1/(lambda_1 + sigma^2)".
-
-    The theorem's factor ``rho = 1 - eta (lambda_n + sigma^2)`` is the true factor exactly when
-    ``eta <= eta* = 2/(lambda_1 + lambda_n + 2 sigma^2)``: checked at ``eta*`` (beyond the stated
-    ``1/(lambda_1+sigma^2)``, rate still matches) and in ``(eta*, 2/(lambda_1+sigma^2))``
-    (converges, but slower than the theorem's rho: the measured slope is then
-    ``log(eta(lambda_1+sigma^2) - 1)``).
-
-    Returns [at eta*: rate matches theorem's rho (expected holds=True),
-             beyond eta*: rate matches theorem's rho (expected holds=False),
-             beyond eta*: rate matches the true factor max_i|1 - eta(lambda_i + sigma^2)|
-             (holds=True)].
-    """
-    return [
-        check_tf_rate(kernel, n, d, noise_var, seeds, step="optimal", factor="theorem"),
-        check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="theorem"),
-        check_tf_rate(kernel, n, d, noise_var, seeds, step="beyond", factor="effective"),
-    ]
-
-
-@checked(box=_box, widths=ints(), n_grid=_n_grid)
-def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> ClaimResult:
-    """ "MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls
-    with ``C'``.
-
-    ``delta_MLP`` is the certified upper bound of :func:`pfntheory.mlp.delta_mlp`. Fits
-    ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
-    approximation claim: ``delta_MLP -> 0``). The fitted order is reported (``observed``).
-    """
-    deltas = np.array([delta_mlp(fit_psi_mlp(box, w), n_grid=n_grid) for w in widths])
-    slope, ci, r = slope_ci(np.log(widths), np.log(deltas))
-    return ClaimResult(
-        label="sec. From Moments to PPD (MLP for natural parameter conversion)",
-        key="mlp_rate",
-        statement="delta_MLP of the explicit one-hidden-layer ReLU MLP decreases with width C'",
-        holds=bool(ci[1] < 0),
-        observed=slope,
-        bound=0.0,
-        ci=ci,
-        tolerance="95% CI of the fitted order below 0",
-        details={"widths": list(widths), "delta": deltas, "r": r, "box": box},
-    )
-
-
-def _ppd_context(kernel, n, d, noise_var, seed):
-    rng = np.random.default_rng(seed)
-    X, Y, x = context(kernel, n, d, noise_var, rng)
-    G, k_x, kxx, mu, tau = _parts(kernel, X, Y, x, noise_var)
-    eta = rich.optimal_step(G + noise_var * np.eye(n))
-    rho = effective_factor(G, k_x, Y, noise_var, eta)
-    return X, Y, x, mu, tau, eta, rho
-
-
-def _ppd_setup(kernel, n, d, noise_var, seed, L_max, width, box_rel=0.15):
-    """Context, hand-set TF readouts after each layer, and the explicit MLP on a box around
-    ``(mu, tau)`` that also contains every ``(mu_L, tau_L)`` with ``L >= 2``."""
-    X, Y, x, mu, tau, eta, rho = _ppd_context(kernel, n, d, noise_var, seed)
-    w = con.handset_weights(d, L_max, eta, noise_var, kernel)
-    _, _, path = con.tf_forward(w, X, Y, x, return_path=True)
-    out = path[:, :, n] @ w.W.T  # (L_max+1, 2)
-    half_mu = box_rel * np.sqrt(tau) + np.abs(out[2:, 0] - mu).max()
-    box = (
-        (mu - half_mu, mu + half_mu),
-        (max(noise_var / 2, tau * (1 - box_rel)), tau * (1 + box_rel)),
-    )
-    mlp = fit_psi_mlp(box, width)
-    return mu, tau, out, mlp, rho, eta
-
-
-@checked(
-    kernel=check_kernel,
-    n=positive_int,
-    d=positive_int,
-    noise_var=positive_scalar,
-    seeds=seed_tuple,
-    C=_bins,
-    width=positive_int,
-    ab=pair,
-    n_layers=positive_int,
-)
-def check_ppd_convergence_L(
-    kernel,
-    n: int,
-    d: int,
-    noise_var: float,
-    seeds=(0, 1, 2, 3),
-    *,
-    C: int = 128,
-    width: int = 144,
-    ab=(-3.0, 3.0),
-    n_layers: int = 16,
-) -> ClaimResult:
-    """thm:PPD convergence in ``L``: ``TV(p_n, q_theta)`` falls exponentially to its floor.
-
-    Hand-set transformer (optimal step) + explicit MLP (box around the context's ``(mu, tau)``) +
-    softmax readout on ``C`` equal bins of ``ab``. With ``TV_inf`` the TV at the exact ``(mu, tau)``
-    (the floor) and ``E_L = |TV_L - TV_inf|``, the theorem's ``E_L <~ exp(-(1 - rho)(L - 1))`` is
-    checked as: with ``K = max_{L <= L_max/4} E_L exp((1 - rho)(L - 1))`` (the constant, read off
-    the first quarter of depths), ``E_L <= K exp(-(1 - rho)(L - 1)) + TV_ROUNDOFF`` at every deeper
-    ``L``; and ``E_{L_max} <= 1e-6``. ``rho`` is the effective factor of the modes present. The
-    fitted slope of ``log E_L`` (running maximum from the right, since TV is not monotone in the
-    solver error) over ``log rho`` is reported per seed: 1 where ``TV`` is linear in the moment
-    error, 2 where the exact moments sit at a local minimum of the TV (quadratic excess).
-    """
-    e = bin_edges(ab[0], ab[1], C)
-    ratios, rows, ok = [], [], True
-    worst = 0.0
-    for seed in seeds:
-        rho = _ppd_context(kernel, n, d, noise_var, seed)[-1]
-        L_max = int(np.clip(np.ceil(np.log(1e-11) / np.log(rho)), 8, 4000)) + 1
-        mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, L_max, width)
-        floor = ppd_bound_terms(mu, tau, mu, tau, mlp, e, delta=0.0).tv
-        Ls = np.unique(np.linspace(2, L_max, n_layers).astype(int))
-        tv = np.array(
-            [
-                ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e, delta=0.0).tv
-                for L in Ls
-            ]
-        )
-        exc = np.abs(tv - floor)
-        decay = np.exp(-(1.0 - rho) * (Ls - 1))
-        early = Ls <= L_max / 4
-        K = float(np.max(exc[early] / decay[early]))
-        late_ratio = exc[~early] / (K * decay[~early] + TV_ROUNDOFF)
-        good = bool(np.all(late_ratio <= 1.0) and exc[-1] <= 1e-6)
-        ok &= good
-        worst = max(worst, float(np.max(late_ratio)))
-        env = np.maximum.accumulate(exc[::-1])[::-1]
-        win = _fit_window(env, Ls, TV_ROUNDOFF)
-        slope = slope_ci(Ls[win], np.log(env[win]))[0] if win.sum() >= 3 else np.nan
-        ratios.append(slope / np.log(rho))
-        rows.append(
-            {
-                "seed": seed,
-                "rho": rho,
-                "K": K,
-                "slope": slope,
-                "slope_ratio": ratios[-1],
-                "floor": floor,
-                "tv": tv,
-                "L": Ls,
-                "final_excess": float(exc[-1]),
-                "max_late_ratio": float(np.max(late_ratio)),
-                "ok": good,
-            }
-        )
-    m, ci = t_interval(ratios)
-    return ClaimResult(
-        label="thm:PPD convergence",
-        key="ppd_convergence_L",
-        statement="TV(p_n, q_theta) - floor <= K exp(-(1-rho)(L-1)) (hand-set TF + explicit MLP)",
-        holds=bool(ok),
-        observed=worst,
-        bound=1.0,
-        ci=ci,
-        tolerance=(
-            f"K from the first quarter of depths; + TV_ROUNDOFF={TV_ROUNDOFF}; final excess <= 1e-6"
-        ),
-        details={"rows": rows, "C": C, "width": width, "ab": ab, "mean_slope_ratio": m},
-    )
-
-
-@checked(
-    kernel=check_kernel,
-    n=positive_int,
-    d=positive_int,
-    noise_var=positive_scalar,
-    seeds=seed_tuple,
-    Cs=ints(minimum=2),
-    width=positive_int,
-    ab=pair,
-    order_band=positive_scalar,
-)
-def check_ppd_floor_C(
-    kernel,
-    n: int,
-    d: int,
-    noise_var: float,
-    seeds=(0, 1, 2, 3),
-    *,
-    Cs=(32, 64, 128, 256, 512),
-    width: int = 144,
-    ab=(-3.0, 3.0),
-    order_band: float = 0.1,
-) -> ClaimResult:
-    """thm:PPD convergence in ``C``: the floor at ``L = inf`` falls like ``1/C`` plus the tail mass.
-
-    With the explicit MLP at the exact moments and equal bins of a fixed ``ab``: the truncated
-    ``TV(p_(a,b], q_theta)`` (the quantity of fig:exp1) is fitted against ``log C`` per seed, and
-    the untruncated ``TV(p_n, q_theta)`` is checked to lie in
-    ``[eps_tail, eps_tail + TV(p_(a,b], q)]`` (lower: the mass a histogram on ``(a, b]`` cannot
-    place; upper: triangle inequality through ``p_(a,b]``, since ``TV(p_n, p_(a,b]) = eps_tail``).
-    Holds if the 95 % t-CI over seeds of the order lies within ``-1 +- order_band`` (first order: a
-    piecewise-constant density is ``O(1/C)`` from a smooth one in TV; the midpoint rule only makes
-    the softmax-vs-bin-mass part ``O(1/C^2)``) and the sandwich holds for every ``C``.
-    """
-    orders, rows, sandwich = [], [], True
-    for seed in seeds:
-        mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, 2, width)
-        terms = [
-            ppd_bound_terms(mu, tau, mu, tau, mlp, bin_edges(ab[0], ab[1], C), delta=0.0)
-            for C in Cs
-        ]
-        tv = np.array([t.tv for t in terms])
-        tvt = np.array([t.tv_truncated for t in terms])
-        tail = terms[0].eps_tail
-        sandwich &= bool(
-            np.all(tv >= tail * (1 - 1e-9) - 1e-13) and np.all(tv <= tail + tvt + 1e-12)
-        )
-        slope = slope_ci(np.log(Cs), np.log(tvt))[0]
-        orders.append(slope)
-        rows.append(
-            {
-                "seed": seed,
-                "mu": mu,
-                "tau": tau,
-                "tv": tv,
-                "tv_truncated": tvt,
-                "eps_tail": tail,
-                "order": slope,
-            }
-        )
-    m, ci = t_interval(orders)
-    ok = bool(ci[0] >= -1 - order_band and ci[1] <= -1 + order_band and sandwich)
-    return ClaimResult(
-        label="thm:PPD convergence",
-        key="ppd_floor_C",
-        statement=(
-            "floor: TV(p_(a,b], q) falls like 1/C and eps_tail <= TV(p_n, q) <= eps_tail + that"
-        ),
-        holds=ok,
-        observed=m,
-        bound=-1.0,
-        ci=ci,
-        tolerance=f"95% t-CI of the fitted order within -1 +- {order_band}; sandwich to 1e-12",
-        details={"rows": rows, "C": list(Cs), "width": width, "ab": ab, "sandwich": sandwich},
-    )
-
-
-@checked(
-    kernel=check_kernel,
-    n=positive_int,
-    d=positive_int,
-    noise_var=positive_scalar,
-    seed=seed_int,
-    Ls=ints(),
-    Cs=ints(minimum=2),
-    width=positive_int,
-    ab=pair,
-)
-def check_ppd_bound_terms(
-    kernel,
-    n: int,
-    d: int,
-    noise_var: float,
-    seed: int = 0,
-    *,
-    Ls=(2, 8, 32, 128, 256, 512),
-    Cs=(16, 64, 256),
-    width: int = 144,
-    ab=(-3.0, 3.0),
-) -> ClaimResult:
-    """Every term of the proof of thm:PPD convergence holds (supp-sec:thrm4.1), per ``(L, C)``.
-
-    ``||l1 - l2||_2 <= ||Xi||_2 L_psi~ ||(mu,tau) - (mu_L,tau_L)||_2``,
-    ``||l2 - l3||_2 <= ||Xi||_2 delta_MLP``, ``||l1 - l3||_inf <= Delta_bound``,
-    ``||p1 - p3||_1 / 2 <= (e^{2 Delta} - 1) / 2``, ``TV(p_n, q_3) <= disc bound``,
-    ``TV(p_n, q_theta) <= composed bound``. Tolerance: relative 1e-9 (all terms are O(1) sums).
-    The ``details`` record how loose each term is (the ``e^{2 Delta}`` step makes the composed
-    bound vacuous when ``||Xi||_2 L_psi~ ||.||`` is O(1) or larger); a row is ``informative`` when
-    its composed bound is below 1 (a TV never exceeds 1, so only such rows can fail).
-    """
-    mu, tau, out, mlp, rho, eta = _ppd_setup(kernel, n, d, noise_var, seed, int(max(Ls)), width)
-    delta = delta_mlp(mlp)
-    rows = []
-    tol = 1e-9
-    with np.errstate(over="ignore"):
-        for C in Cs:
-            e = bin_edges(ab[0], ab[1], C)
-            for L in Ls:
-                t = ppd_bound_terms(out[L, 0], max(out[L, 1], 1e-12), mu, tau, mlp, e, delta=delta)
-                good = t.in_box and (
-                    t.logit_solver <= t.logit_solver_bound * (1 + tol) + tol
-                    and t.logit_mlp <= t.logit_mlp_bound * (1 + tol) + tol
-                    and t.Delta <= t.Delta_bound * (1 + tol) + tol
-                    and t.softmax_tv <= t.softmax_tv_bound * (1 + tol) + tol
-                    and t.disc_tv <= t.disc_bound * (1 + tol) + tol
-                    and t.tv <= t.bound * (1 + tol) + tol
-                )
-                rows.append(
-                    {
-                        "C": C,
-                        "L": L,
-                        "ok": good,
-                        "informative": bool(t.bound < 1.0),
-                        **{
-                            k: getattr(t, k)
-                            for k in (
-                                "tv",
-                                "bound",
-                                "solver_error",
-                                "Delta",
-                                "Delta_bound",
-                                "softmax_tv",
-                                "softmax_tv_bound",
-                                "disc_tv",
-                                "disc_bound",
-                                "eps_tail",
-                                "in_box",
-                                "Xi_norm",
-                                "lipschitz",
-                            )
-                        },
-                    }
-                )
-    worst = max(
-        r["tv"] / r["bound"] if np.isfinite(r["bound"]) and r["bound"] > 0 else 0.0 for r in rows
-    )
-    return ClaimResult(
-        label="thm:PPD convergence",
-        key="ppd_bound_terms",
-        statement="each term of the composed TV bound holds (supp-sec:thrm4.1)",
-        holds=all(r["ok"] for r in rows),
-        observed=worst,
-        bound=1.0,
-        tolerance="rtol 1e-9",
-        details={
-            "rows": rows,
-            "delta_mlp": delta,
-            "width": width,
-            "n_informative": sum(r["informative"] for r in rows),
         },
     )

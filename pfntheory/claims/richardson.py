@@ -23,7 +23,9 @@ import numpy as np
 
 from .. import richardson as rich
 from .._checks import (
+    Rule,
     array,
+    at_least,
     checked,
     floats,
     instance_of,
@@ -57,8 +59,13 @@ __all__ = [
 ROUNDOFF_SAFETY = 16.0
 
 
-def _n_grid(x, name: str) -> int:
-    return positive_int(x, name, minimum=2)
+#: The arguments of a KRR query problem (supp-thm:KRR): ``G`` (n, n), ``k_x`` and ``Y`` (n,).
+KRR_RULES: dict[str, Rule] = {
+    "G": symmetric_matrix,
+    "k_x": array(),
+    "Y": array(ndim=1),
+    "noise_var": positive_scalar,
+}
 
 
 @checked(r=instance_of(ClaimResult), kind=one_of(VERDICT_KINDS))
@@ -194,7 +201,7 @@ def check_convergence_iff(
     )
 
 
-@checked(A=symmetric_matrix, D=optional(array()), n_grid=_n_grid)
+@checked(A=symmetric_matrix, D=optional(array()), n_grid=at_least(2))
 def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     """supp-sec:richardson, Optimal Step Size; and the docs/design.md ambiguity about thm:L growth.
 
@@ -294,14 +301,7 @@ def check_rate_bound(
     )
 
 
-@checked(
-    G=symmetric_matrix,
-    k_x=array(),
-    Y=array(ndim=1),
-    noise_var=positive_scalar,
-    eta_fraction=probability,
-    Ls=ints(),
-)
+@checked(**KRR_RULES, eta_fraction=probability, Ls=ints())
 def check_krr(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100, 200)
 ) -> list[ClaimResult]:
@@ -388,14 +388,7 @@ def check_krr(
     ]
 
 
-@checked(
-    G=symmetric_matrix,
-    k_x=array(),
-    Y=array(ndim=1),
-    noise_var=positive_scalar,
-    eta_fraction=probability,
-    L=positive_int,
-)
+@checked(**KRR_RULES, eta_fraction=probability, L=positive_int)
 def check_krr_preconditioned(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, L: int = 4000
 ) -> list[ClaimResult]:
