@@ -471,14 +471,14 @@ def _on_slice(r: RunSpec) -> bool:
     return r.model.C == 256 or r.model.L == 32
 
 
-def _budget_runs(design: Design, factor: int = 2) -> tuple:
-    """The claim-carrying runs of ``design`` with a weight average and 48 curve points, each at its
-    own steps S and at ``factor`` S (its own cosine schedule; the doubling test of
-    :func:`pfntheory.convergence.doubling_status` pairs the two on the same held-out
-    instances)."""
+def _budget_runs(design: Design, factor: int = 2, keep=_on_slice) -> tuple:
+    """The claim-carrying runs of ``design`` (those ``keep`` accepts) with a weight average and 48
+    curve points, each at its own steps S and at ``factor`` S (its own cosine schedule; the
+    doubling test of :func:`pfntheory.convergence.doubling_status` pairs the two on the same
+    held-out instances)."""
     out = []
     for r in design.runs:
-        if isinstance(r, RunSpec) and _on_slice(r):
+        if isinstance(r, RunSpec) and keep(r):
             for steps in (r.steps, factor * r.steps):
                 out.append(
                     dataclasses.replace(
@@ -577,6 +577,40 @@ FIG_EXP2_1 = Experiment(
             "L=16 and C=64 instead of 32 and 256 (half the cost; the claim is about n', "
             "not L or C); 400 steps at lr 5e-3 instead of 1e5 at 2e-4; n' in "
             "{40,64,96,128,160,200} (both sides of [64,128]) x 256 instances."
+        ),
+    ),
+)
+
+#: Learning-curve n' of fig:exp2-1's budget runs: three inside the pretraining range [64, 128] and
+#: two beyond it, so that its claims (the rise from the range to n' = 200) replay on the curves.
+EXP2_1_CURVE_N_EVAL = (64, 96, 128, 160, 200)
+
+FIG_EXP2_1_BUDGET = Experiment(
+    name="fig_exp2_1_budget",
+    labels=("fig:exp2-1", "sec:exp2"),
+    title="fig:exp2-1's two runs, weight-averaged, at S and 2S steps, with learning curves beyond "
+    "the pretraining range (convergence by budget doubling)",
+    claims=FIG_EXP2_1.claims,
+    paper=Design(
+        tuple(
+            dataclasses.replace(r, curve_n_eval=EXP2_1_CURVE_N_EVAL)
+            for r in _budget_runs(FIG_EXP2_1.paper, keep=bool)
+        )
+    ),
+    quick=Design(
+        _budget_runs(FIG_EXP2_1.quick, keep=bool),
+        shrunk="fig:exp2-1's quick design at S and 2S steps, weight-averaged: "
+        + FIG_EXP2_1.quick.shrunk,
+    ),
+    cpu=Design(
+        tuple(
+            dataclasses.replace(r, curve_n_eval=EXP2_1_CURVE_N_EVAL, curve_points=24)
+            for r in _budget_runs(FIG_EXP2_1.cpu, keep=bool)
+        ),
+        shrunk=(
+            "fig:exp2-1's cpu runs (TF and TF^pr, RBF d=8, L=32, C=256, n in [64,128]) trained "
+            f"at S = 2000 and 2S = 4000 steps with an exponential weight average (decay "
+            f"{BUDGET_EMA_DECAY}) and 24 learning-curve points at n' in {EXP2_1_CURVE_N_EVAL}."
         ),
     ),
 )
@@ -924,6 +958,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         FIG_EXP1,
         FIG_EXP1_BUDGET,
         FIG_EXP2_1,
+        FIG_EXP2_1_BUDGET,
         FIG_EXP2_2,
         SUPP_EXP2_D4,
         SUPP_EXP2_D8,
