@@ -31,7 +31,7 @@ import numpy as np
 from pfntheory import DEFAULT_NOISE_VAR, densities, metrics, report
 from pfntheory import discretize as disc
 from pfntheory.claims import discretization as dclaims
-from pfntheory.claims import ppd_convergence, slope_ci
+from pfntheory.claims import popmini, ppd_convergence, slope_ci
 from pfntheory.kernels import RBFKernel
 
 report.setup_plots()
@@ -146,7 +146,7 @@ plt.show()
 prng = np.random.default_rng(5)
 mus, taus = prng.normal(0, 0.5, 4), prng.uniform(0.05, 0.5, 4)
 rec.add(
-    dclaims.check_popmini(
+    popmini.check_popmini(
         mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng, n_perturb=100 if SCALE == "quick" else 400
     ),
     measured="smallest truncated NLL(q) - NLL(q*) over random and local perturbations q "
@@ -163,7 +163,7 @@ rec.add(
 
 # %%
 rec.add(
-    dclaims.check_logit_perturbation(
+    ppd_convergence.check_logit_perturbation(
         np.random.default_rng(9), n_draws=500 if SCALE == "quick" else 4000
     ),
     label="thm:PPD convergence",

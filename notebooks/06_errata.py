@@ -35,9 +35,10 @@ from pfntheory.claims import (
     conditioning,
     construction,
     crps_slip,
-    discretization,
     gram,
     noise,
+    popmini,
+    ppd_convergence,
     published_tables,
     stepsize,
     tf_rate,
@@ -321,14 +322,14 @@ edges = disc.bin_edges(-2.5, 2.5, 64)
 mus, taus = rng.normal(0, 0.8, 8), rng.uniform(0.05, 0.6, 8)
 probs = disc.truncnorm_bin_masses(mus[0], taus[0], edges)
 rec.add(
-    discretization.check_interval_conventions(mus[0], taus[0], edges, probs, rng),
+    popmini.check_interval_conventions(mus[0], taus[0], edges, probs, rng),
     label="supp-lem:discretization error",
     variant="bin conventions",
     measured="draws where the two conventions differ",
     caveat="two conventions in the paper; equivalent for continuous PPDs",
 )
 eps_marg = float(np.mean(disc.gaussian_tail_mass(mus, taus, -2.5, 2.5)))
-r_norm = discretization.check_true_piece_normaliser(mus, taus, edges, eps_marg)
+r_norm = popmini.check_true_piece_normaliser(mus, taus, edges, eps_marg)
 rec.add(
     r_norm,
     label="eqn:true piece ppd",
@@ -348,7 +349,7 @@ rec.add(
 # convergence vacuous unless the moment error is already small.
 
 # %%
-r = discretization.check_logit_perturbation(
+r = ppd_convergence.check_logit_perturbation(
     np.random.default_rng(9), n_draws=500 if quick else 4000
 )
 rec.add(

@@ -768,13 +768,13 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.claims.construction.check_tf_rows": {"x": lambda: XQ1.copy()},
     "pfntheory.claims.construction.check_tf_convergence": {"x": lambda: XQ1.copy()},
     "pfntheory.claims.construction.informative_depth": {"x": lambda: XQ1.copy()},
-    "pfntheory.claims.discretization.check_interval_conventions": {
+    "pfntheory.claims.popmini.check_interval_conventions": {
         "mu": lambda: 0.2,
         "tau": lambda: 1.0,
         "probs": lambda: PROBS[0].copy(),
         "n": lambda: 50,
     },
-    "pfntheory.claims.discretization.check_inverse_gaussian_example": {
+    "pfntheory.claims.ppd_convergence.check_inverse_gaussian_example": {
         "mu": lambda: 1.0,
         "tau": lambda: 0.5,
     },

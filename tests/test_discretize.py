@@ -5,7 +5,7 @@ import pytest
 import scipy.integrate
 import scipy.stats
 
-from pfntheory.claims.discretization import check_inverse_gaussian_example
+from pfntheory.claims.ppd_convergence import check_inverse_gaussian_example
 from pfntheory.discretize import (
     bin_edges,
     calibrate_interval,

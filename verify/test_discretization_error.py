@@ -29,9 +29,9 @@ from hypothesis import given
 from pfntheory.claims.discretization import (
     check_discretization_error,
     check_discretization_rate,
-    check_interval_conventions,
     discretization_instance,
 )
+from pfntheory.claims.popmini import check_interval_conventions
 from pfntheory.densities import (
     gaussian,
     gaussian_mixture,

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from pfntheory.claims.discretization import (
-    check_popmini,
     check_readout_identity,
     check_smax_quad,
     check_smax_quad_rate,
     random_partition,
 )
+from pfntheory.claims.popmini import check_popmini
 from pfntheory.densities import (
     gaussian,
     gaussian_mixture,

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pfntheory.claims.discretization import check_logit_perturbation
+from pfntheory.claims.ppd_convergence import check_logit_perturbation
 from pfntheory.discretize import softmax, softmax_perturbation_bound, softmax_perturbation_sharp
 
 _f = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)

@@ -21,7 +21,7 @@ from _discretization_strategies import partitions
 from hypothesis import given, target
 from hypothesis import strategies as st
 
-from pfntheory.claims.discretization import check_popmini, check_true_piece_normaliser
+from pfntheory.claims.popmini import check_popmini, check_true_piece_normaliser
 from pfntheory.discretize import (
     calibrate_interval,
     gaussian_tail_mass,
