@@ -34,6 +34,7 @@ from pfntheory.claims import conditioning, gram, slope_ci, stepsize
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments.results import load_experiment
 from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
+from pfntheory.mercer import RBFMercer
 
 report.setup_plots()
 rec = report.Recorder("03_spectra_generalisation")
@@ -171,7 +172,7 @@ rec.add(
 # %%
 d_rbf, noise_var = 2, DEFAULT_NOISE_VAR
 kern = RBFKernel(1.0, 1.0)  # the lemmas' unit RBF kernel
-mercer = sp.RBFMercer(d_rbf, 1.0, 1.0 / d_rbf, 1.0)
+mercer = RBFMercer(d_rbf, 1.0, 1.0 / d_rbf, 1.0)
 rho = expected_rbf_gaussian(1.0, 1.0, d_rbf)
 lam1_n, lb_n, cond_r, cond_p, r_lo, r_hi, p_lo, p_hi = ([] for _ in range(8))
 for n in ns:

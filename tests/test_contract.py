@@ -823,7 +823,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
             "0.1", "abcdef0123", "2024-01-01"
         )
     },
-    "pfntheory.spectral.rbf_cond_lower_shape": {"n": lambda: np.array([10.0, 20.0])},
+    "pfntheory.mercer.rbf_cond_lower_shape": {"n": lambda: np.array([10.0, 20.0])},
     "pfntheory.stats.slope_ci": {"x": lambda: [1.0, 2.0, 3.0], "y": lambda: [2.0, 4.1, 5.9]},
     "pfntheory.richardson.krr_test_error_closed_form": {"eta": lambda: 0.1},
 }

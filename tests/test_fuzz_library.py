@@ -42,7 +42,7 @@ from hypothesis.extra import numpy as hnp
 
 from pfntheory import construction as con
 from pfntheory import discretize as D
-from pfntheory import gp, kernels, metrics, richardson, spectral, stats
+from pfntheory import gp, kernels, mercer, metrics, richardson, spectral, stats
 from pfntheory._checks import MAX_ELEMENTS
 
 try:
@@ -581,8 +581,8 @@ def _specs() -> list[Spec]:
         own,
     )
     add(
-        "spectral.RBFMercer",
-        spectral.RBFMercer,
+        "mercer.RBFMercer",
+        mercer.RBFMercer,
         {"d": 2, "lengthscale": 0.8},
         {"d": "int1+size", "lengthscale": "pos"},
         own,
@@ -653,8 +653,8 @@ def _specs() -> list[Spec]:
         own,
     )
     add(
-        "spectral.rbf_cond_lower_shape",
-        spectral.rbf_cond_lower_shape,
+        "mercer.rbf_cond_lower_shape",
+        mercer.rbf_cond_lower_shape,
         {"n": np.array([10, 20]), "d": 2, "gamma": 0.5},
         {"n": "array", "d": "int1", "gamma": "pos"},
         own,
@@ -962,9 +962,9 @@ def _issue29_cases() -> list[Case]:
             lower=0.6,
             upper=0.6,
         ),
-        case("rbf_cond_lower_shape(n=0)", spectral.rbf_cond_lower_shape, "n", n=0, d=2, gamma=0.5),
+        case("rbf_cond_lower_shape(n=0)", mercer.rbf_cond_lower_shape, "n", n=0, d=2, gamma=0.5),
         case(
-            "rbf_cond_lower_shape(n=-3)", spectral.rbf_cond_lower_shape, "n", n=-3.0, d=2, gamma=0.5
+            "rbf_cond_lower_shape(n=-3)", mercer.rbf_cond_lower_shape, "n", n=-3.0, d=2, gamma=0.5
         ),
         case("laplace(b=0)", densities.laplace, "b", m=0.0, b=0.0),
         case("inverse_gaussian(tau=0)", densities.inverse_gaussian, "tau", mu=1.0, tau=0.0),

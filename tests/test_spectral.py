@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from pfntheory.kernels import LinearKernel, RBFKernel
+from pfntheory.mercer import RBFMercer, rbf_cond_lower_shape
 from pfntheory.richardson import admissible_step
 from pfntheory.spectral import (
-    RBFMercer,
     admissible_step_curve,
     depth_needed,
     depth_sufficient,
@@ -18,7 +18,6 @@ from pfntheory.spectral import (
     linear_gram_interval,
     prec_bounds,
     prec_spectrum,
-    rbf_cond_lower_shape,
     rho_star,
     ridge_cond,
     ridge_cond_bounds,

@@ -31,7 +31,8 @@ from pfntheory.claims.gram import (
     check_rho_naming,
 )
 from pfntheory.kernels import RBFKernel
-from pfntheory.spectral import RBFMercer, sample_design
+from pfntheory.mercer import RBFMercer
+from pfntheory.spectral import sample_design
 
 
 def gram_cases():

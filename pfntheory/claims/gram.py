@@ -47,8 +47,8 @@ from ..kernels import (
     RBFKernel,
     expected_rbf_gaussian,
 )
+from ..mercer import RBFMercer
 from ..spectral import (
-    RBFMercer,
     lambda1_lower_bound,
     linear_gram_eigenvalues,
     linear_gram_interval,

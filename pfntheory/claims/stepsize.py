@@ -30,8 +30,8 @@ from ..kernels import (
     blr_sigma_diag,
     expected_rbf_gaussian,
 )
+from ..mercer import RBFMercer
 from ..spectral import (
-    RBFMercer,
     admissible_step_curve,
     expected_rbf_uniform,
     prec_spectrum,
