@@ -519,7 +519,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.claims.gram.clopper_pearson": {"k": lambda: 2, "n": lambda: 10},
     "pfntheory.claims.gram.eig_atol": {"scale": lambda: 1.0},
     "pfntheory.claims.gram.in_band": {"ci": lambda: (0.9, 1.1)},
-    "pfntheory.claims.gram.operator_eigenvalues_quadrature": {"n_nodes": lambda: 5},
+    "pfntheory.claims.mercer.operator_eigenvalues_quadrature": {"n_nodes": lambda: 5},
     "pfntheory.claims.gram.rate_claim": {
         "key": lambda: "gram.rate",
         "label": lambda: "supp-lem:rbf",

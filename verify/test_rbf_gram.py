@@ -24,11 +24,13 @@ from hypothesis import strategies as st
 from pfntheory.claims.gram import (
     check_lambda1_limit,
     check_lambda1_lower,
+    check_rbf_cond_growth,
+    check_rho_naming,
+)
+from pfntheory.claims.mercer import (
     check_mercer_nystrom,
     check_mercer_quadrature,
     check_mercer_truncation,
-    check_rbf_cond_growth,
-    check_rho_naming,
 )
 from pfntheory.kernels import RBFKernel
 from pfntheory.mercer import RBFMercer
