@@ -40,7 +40,7 @@ from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
-from pfntheory.experiments import runner as xrun
+from pfntheory.experiments import state as xrun
 from pfntheory.report import cpu as rcpu
 
 report.setup_plots()
@@ -508,6 +508,9 @@ def claims_of(name, runs):
     exp = xdefs.get_experiment(name)
     if name == "fig_exp2_1":
         return [(c, None) for c in xclaims.check_exp2_1(runs)]
+    if name == "fig_exp2_1_budget":  # the 2S runs, gated by budget doubling, replayed on curves
+        statuses = xclaims.doubling_statuses(trained(runs))
+        return [(c, None) for c in xclaims.check_exp2_1(runs, statuses=statuses)]
     if name == "fig_exp2_2":
         return [(c, None) for c in xclaims.check_exp2_2(runs)]
     if name in ("supp_exp2_d4", "supp_exp2_d8"):

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from pfntheory import report, runs
-from pfntheory.claims import HOLDS_AT_BUDGET, UNDECIDED
+from pfntheory.claims import HOLDS, HOLDS_AT_BUDGET, UNDECIDED
 from pfntheory.claims import trained as xclaims
-from pfntheory.experiments import definitions, published, runner
+from pfntheory.experiments import definitions, published
+from pfntheory.experiments.execute import execute
 from pfntheory.experiments.results import (
     LoadedRun,
     MissingRunsError,
@@ -25,6 +27,7 @@ from pfntheory.experiments.results import (
     load_experiment,
 )
 from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
+from pfntheory.experiments.state import run_dir_of
 from pfntheory.nn.train import curve_steps
 from pfntheory.report import cpu as rcpu
 
@@ -42,7 +45,7 @@ def _write(experiment: str, scale: str, root, pick) -> list:
     """Stand-in runs of the specs of ``experiment`` at ``scale`` for which ``pick(spec)``."""
     specs = [s for s in definitions.get_experiment(experiment).runs(scale) if pick(s)]
     for s in specs:
-        runner.execute(s, runner.run_dir_of(experiment, s, root), backend="standin", root=root)
+        execute(s, run_dir_of(experiment, s, root), backend="standin", root=root)
     return specs
 
 
@@ -75,7 +78,7 @@ def test_load_available_reads_the_complete_runs_and_names_the_rest(tmp_path):
     _write(EXP1, "cpu", tmp_path, lambda s: s in picked)
     unfinished = next(s for s in declared if s not in picked)
     _write(EXP1, "cpu", tmp_path, lambda s: s == unfinished)
-    (runner.run_dir_of(EXP1, unfinished, tmp_path) / "eval.json").unlink()  # incomplete
+    (run_dir_of(EXP1, unfinished, tmp_path) / "eval.json").unlink()  # incomplete
     runs, missing = load_available(EXP1, "cpu", tmp_path)
     assert [r.spec for r in runs] == [s for s in declared if s in picked]
     assert missing == [s.name for s in declared if s not in picked]
@@ -231,7 +234,7 @@ def test_the_longest_complete_shift_run_decides(tmp_path):
         for s in definitions.get_experiment("supp_exp2_shift_regime").runs("cpu")
         if s.steps > 2000
     )
-    unfinished = runner.run_dir_of("supp_exp2_shift_regime", long_spec, tmp_path)
+    unfinished = run_dir_of("supp_exp2_shift_regime", long_spec, tmp_path)
     unfinished.mkdir()
     _curve(unfinished, FLAT)
     runs, missing = load_available("supp_exp2_shift_regime", "cpu", tmp_path)
@@ -500,3 +503,60 @@ def test_table_frame_sets_the_cells_on_disk_beside_the_paper_and_the_exact_ppd(t
     assert ex["paper CRPS"].isna().all()
     hier = rcpu.table_frame([], "supp_tab_hier")
     assert hier.empty
+
+
+def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
+    """fig_exp2_1_budget's curves carry n' beyond the pretraining range, so fig:exp2-1's two checks
+    replay on them: with TF's curve rising to n' = 200 and TF^pr's flat at every step of the last
+    log-half (runs still improving), both hold at budget on the 2S runs; when TF's rise vanishes at
+    one step there, both are undecided (fails if the gate ignored the replay or read the S runs)."""
+    _write("fig_exp2_1_budget", "cpu", tmp_path, lambda s: True)
+    runs, missing = load_available("fig_exp2_1_budget", "cpu", tmp_path)
+    assert not missing and len(runs) == 4
+
+    def write(r, vanish_at=None, plateau=False):
+        steps = curve_steps(r.spec.steps, r.spec.curve_points)
+        pts = []
+        for s in steps:
+            level = 1.0 - s / (2 * r.spec.steps)  # still falling: not plateaued
+            for n in r.spec.curve_n_eval:
+                rise = n > r.spec.n_max and not r.spec.model.normalised and s != vanish_at
+                tv = level * (3.0 if rise else 1.0)
+                pts.append(
+                    {
+                        "step": s,
+                        "n": n,
+                        "tv": tv,
+                        "tv_se": 0.001,
+                        "coverage90": 0.9,
+                        "coverage90_se": 0.01,
+                    }
+                )
+                if plateau and s == steps[-1]:  # S and 2S end on the same per-instance E[TV]
+                    inst = np.random.default_rng(n).uniform(0.5, 1.5, 64) * tv / level
+                    pts[-1]["tv_instances"] = (inst * 0.5).tolist()
+        (r.run_dir / "learning_curve.json").write_text(json.dumps({"schema": 1, "points": pts}))
+
+    for r in runs:
+        write(r)
+    statuses = xclaims.doubling_statuses(runs)
+    res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
+    for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
+        assert res[key].verdict == HOLDS_AT_BUDGET, res[key].tolerance
+        assert res[key].details["at_budget"]["steps"][-1] == 4000
+    (tf,) = [r for r in runs if r.spec.steps == 4000 and not r.spec.model.normalised]
+    write(tf, vanish_at=curve_steps(tf.spec.steps, tf.spec.curve_points)[-3])
+    res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
+    for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
+        assert res[key].verdict == UNDECIDED, res[key].tolerance
+    # doubling the budget changed nothing: plateaued, so the measurement decides, explicitly
+    for r in runs:
+        write(r, plateau=True)
+    statuses = xclaims.doubling_statuses(runs)
+    assert {statuses[r.run_dir.name]["state"] for r in runs if r.spec.steps == 4000} == {
+        "plateaued"
+    }
+    res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
+    for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
+        assert res[key].verdict == HOLDS, res[key].tolerance
+        assert "plateaued (budget doubling" in res[key].tolerance

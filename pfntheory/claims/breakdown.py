@@ -172,11 +172,15 @@ def breakdown_analysis(run_dirs, ns=BREAKDOWN_NS, beyond=BEYOND_NS, n_instances:
     return out
 
 
-if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: writes the committed analysis
+if __name__ == "__main__":  # python -m pfntheory.claims.breakdown [EXPERIMENT]: the committed file
+    import sys
+
     from pfntheory import runs as runfiles
+    from pfntheory._checks import choice
     from pfntheory.experiments.results import load_experiment
 
-    loaded = load_experiment("fig_exp2_1", "cpu")
+    name = sys.argv[1] if len(sys.argv) > 1 else "fig_exp2_1"
+    loaded = load_experiment(choice(name, "experiment", ("fig_exp2_1", "fig_exp2_1_budget")), "cpu")
     root = loaded[0].run_dir.parent
     runfiles.save_json(root / BREAKDOWN_FILE, breakdown_analysis([r.run_dir for r in loaded]))
     print(root / BREAKDOWN_FILE)
