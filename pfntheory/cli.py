@@ -36,7 +36,7 @@ __all__ = ["SUBCOMMAND_MODULES", "LIMITS", "build_parser", "main", "register"]
 #: Modules whose ``register(subparsers)`` adds a subcommand. This module registers train/evaluate.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pfntheory.cli",
-    "pfntheory.experiments.runner",
+    "pfntheory.experiments.cli",
     "pfntheory.report",
     "pfntheory.casestudy",
 )

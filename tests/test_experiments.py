@@ -19,9 +19,10 @@ import pytest
 from pfntheory import cli
 from pfntheory import runs as runfiles
 from pfntheory.claims import trained as xclaims
-from pfntheory.experiments import _standin, definitions, reference, runner
+from pfntheory.experiments import _standin, definitions, pool, reference, runner, state
 from pfntheory.experiments.definitions import (
     CPU_SUBSET,
+    EXP2_1_CURVE_N_EVAL,
     EXPERIMENTS,
     SCALES,
     Design,
@@ -29,6 +30,7 @@ from pfntheory.experiments.definitions import (
     experiment_names,
     get_experiment,
 )
+from pfntheory.experiments.execute import execute
 from pfntheory.experiments.published import (
     HIERARCHICAL_GP,
     LENGTHSCALE_CRPS,
@@ -37,7 +39,7 @@ from pfntheory.experiments.published import (
     published_rows,
 )
 from pfntheory.experiments.results import LoadedRun, MissingRunsError, load_experiment
-from pfntheory.experiments.runner import SPEC_FILE, execute, is_complete, plan, sweep
+from pfntheory.experiments.runner import sweep
 from pfntheory.experiments.specs import (
     EvalSpec,
     ExactPPDSpec,
@@ -48,6 +50,7 @@ from pfntheory.experiments.specs import (
     canonical_json,
     spec_hash,
 )
+from pfntheory.experiments.state import SPEC_FILE, is_complete, plan
 
 PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
 ALL = [(name, scale) for name in EXPERIMENTS for scale in SCALES]
@@ -262,13 +265,13 @@ def test_a_sweep_of_several_experiments_shares_one_pool(tmp_path, monkeypatch):
     second copy in a second pass. Each experiment keeps its own summary. Fails if the experiments
     are swept one after another (one pool call per experiment) or a shared run is trained twice."""
     calls = []
-    real = runner._run_local
+    real = pool.run_local
 
     def spy(todo, *a, **kw):
         calls.append([rd.parent.name for _, rd in todo])
         return real(todo, *a, **kw)
 
-    monkeypatch.setattr(runner, "_run_local", spy)
+    monkeypatch.setattr(pool, "run_local", spy)
     names = ["fig_exp2_1", "fig_exp2_2", "supp_exp2_d4"]
     out = runner.sweep_many(
         names, "quick", root=tmp_path, backend="standin", workers=2, progress=False
@@ -427,16 +430,16 @@ def test_sweep_list_shows_how_far_an_unfinished_run_got(tmp_path, capsys):
     rd.mkdir(parents=True)
     runfiles.save_torch(rd / runfiles.CHECKPOINT, {"step": 200, "wall_time": 600.0})
     assert (
-        runner.partial_progress(spec, rd)
+        state.partial_progress(spec, rd)
         == f"checkpoint at step 200 of {spec.steps}, 10 min trained"
     )
     assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
     out = capsys.readouterr().out
     assert out.count("part") == 1 and out.count("todo") == 1 and "step 200 of" in out
     (rd / runfiles.CHECKPOINT).write_bytes(b"truncated")
-    assert "checkpoint unreadable" in runner.partial_progress(spec, rd)
+    assert "checkpoint unreadable" in state.partial_progress(spec, rd)
     (rd / runfiles.CHECKPOINT).unlink()
-    assert runner.partial_progress(spec, rd) is None
+    assert state.partial_progress(spec, rd) is None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -704,7 +707,7 @@ def test_standin_is_never_taken_for_a_trained_run(tmp_path):
 
 def test_names_listed_once():
     assert experiment_names() == tuple(EXPERIMENTS)
-    assert len(set(experiment_names())) == len(EXPERIMENTS) == 10
+    assert len(set(experiment_names())) == len(EXPERIMENTS) == 11
 
 
 def test_dry_run_refuses_the_real_runs_root(monkeypatch):
@@ -776,7 +779,16 @@ def test_cpu_scale_keeps_every_task_setting_of_the_paper(name):
         assert paper == cpu
     for r in exp.runs("cpu"):
         if isinstance(r, RunSpec):
-            assert r.curve_n_eval == (r.n_min, r.n_max) and r.steps < 10_000
+            assert r.curve_n_eval == _curve_n_eval(name, r) and r.steps < 10_000
+
+
+def _curve_n_eval(name: str, r: RunSpec) -> tuple[int, ...]:
+    """The learning curve's n' of a run: (n_min, n_max), or the declared n' beyond the
+    pretraining range of fig:exp2-1's budget runs (its claims replay on them)."""
+    if name == "fig_exp2_1_budget":
+        assert {r.n_min, r.n_max} <= set(EXP2_1_CURVE_N_EVAL) and max(EXP2_1_CURVE_N_EVAL) > r.n_max
+        return EXP2_1_CURVE_N_EVAL
+    return tuple(sorted({r.n_min, r.n_max}))
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
@@ -793,7 +805,7 @@ def test_every_paper_scale_run_records_the_curves_its_claims_are_gated_on(name):
         if not isinstance(r, RunSpec):
             continue
         shifted = {e.covariates for e in r.evals} - {None, r.task.covariates}
-        assert r.curve_n_eval == tuple(sorted({r.n_min, r.n_max})), r.name
+        assert r.curve_n_eval == _curve_n_eval(name, r), r.name
         assert r.curve_points == PAPER_CURVE_POINTS >= 48, r.name
         assert r.curve_instances == PAPER_CURVE_INSTANCES, r.name
         assert set(r.curve_covariates) == shifted, r.name
@@ -907,7 +919,7 @@ def test_late_runspec_fields_keep_old_run_names():
 _PRELOAD_SCRIPT = """
 import json, sys
 from pathlib import Path
-from pfntheory.experiments import runner
+from pfntheory.experiments import execute, pool
 from pfntheory.experiments.specs import (
     EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec,
 )
@@ -919,10 +931,10 @@ specs = [
     StepsizeSpec(kernel="rbf", d=2, ns=(10, 20), n_trials=2),
     ExactPPDSpec(task=task, n_eval=(4,), n_instances=4),
 ]
-runner._preload(backend, specs)
+pool._preload(backend, specs)
 before = {m for m in sys.modules if m.startswith("pfntheory")}
 for s in specs:
-    runner.execute(s, root / "x" / s.name, backend=backend, root=root)
+    execute.execute(s, root / "x" / s.name, backend=backend, root=root)
 print(json.dumps(sorted({m for m in sys.modules if m.startswith("pfntheory")} - before)))
 """
 
@@ -1000,10 +1012,10 @@ def test_a_run_with_a_corrupt_or_missing_learning_curve_is_not_complete(tmp_path
         for n in spec.curve_n_eval
     ]
     doc = {"schema": 1, "n_eval": list(spec.curve_n_eval), "points": pts}
-    assert not runner._trained(rd, spec)  # no curve
+    assert not state.is_trained(rd, spec)  # no curve
     runfiles.save_json(rd / "learning_curve.json", doc)
-    assert runner._trained(rd, spec)
+    assert state.is_trained(rd, spec)
     (rd / "learning_curve.json").write_text(json.dumps(doc)[:200])
-    assert not runner._trained(rd, spec)
+    assert not state.is_trained(rd, spec)
     runfiles.save_json(rd / "learning_curve.json", {**doc, "points": pts[:-2]})  # stops early
-    assert not runner._trained(rd, spec)
+    assert not state.is_trained(rd, spec)

@@ -271,9 +271,9 @@ def _no_slurm_no_cuda(monkeypatch):
     """The checks must not depend on the machine: no SLURM, no CUDA."""
     import torch
 
-    from pfntheory.experiments import runner
+    from pfntheory.experiments import pool
 
-    monkeypatch.setattr(runner.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pool.shutil, "which", lambda name: None)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("PFNTHEORY_RUNS", raising=False)
 
@@ -395,9 +395,9 @@ if __name__ == "__main__":  # the figures of the report
 
     import torch
 
-    from pfntheory.experiments import runner
+    from pfntheory.experiments import pool
 
-    runner.shutil.which = lambda name: None  # as the autouse fixture: no SLURM, no CUDA
+    pool.shutil.which = lambda name: None  # as the autouse fixture: no SLURM, no CUDA
     torch.cuda.is_available = lambda: False
     with tempfile.TemporaryDirectory() as d:
         tmp = make_workdir(Path(d))

@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 
 from pfntheory import runs as runfiles
-from pfntheory.experiments import runner
-from pfntheory.experiments.runner import plan, sweep
+from pfntheory.experiments import execute, pool
+from pfntheory.experiments.runner import sweep
+from pfntheory.experiments.state import is_complete, plan
 
 #: Seconds allowed between the signal and the end of every process of the sweep. The workers get
-#: SIGTERM at once and SIGKILL after runner.STOP_GRACE_S (10 s); a stand-in worker exits within
+#: SIGTERM at once and SIGKILL after pool.STOP_GRACE_S (10 s); a stand-in worker exits within
 #: one 0.1 s sleep, so 15 s is a generous bound on a loaded 2-core machine.
 STOP_S = 15.0
 EXPERIMENT = "fig_exp2_1"  # two runs at the quick scale: one per worker
@@ -35,7 +36,7 @@ SLOW_SWEEP = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
     from pfntheory import runs as runfiles
-    from pfntheory.experiments import _standin, runner
+    from pfntheory.experiments import _standin, execute, runner
 
     def slow_train(spec, run_dir):
         run_dir = Path(run_dir)
@@ -46,7 +47,7 @@ SLOW_SWEEP = textwrap.dedent("""
             time.sleep(0.1)
         _standin.train(spec, run_dir)
 
-    runner._backend = lambda name: (slow_train, _standin.evaluate)
+    execute._backend = lambda name: (slow_train, _standin.evaluate)
     runner.sweep(sys.argv[1], "quick", root=sys.argv[2], workers=2, backend="standin",
                  progress=False)
 """)
@@ -220,13 +221,13 @@ def test_truncated_weights_are_detected_and_redone(tmp_path):
         evals=(EvalSpec(n_eval=(4,), n_instances=4),),
     )
     rd = tmp_path / "x" / spec.name
-    assert runner.execute(spec, rd, backend="nn")["status"] == "done"
-    assert runner.is_complete(spec, rd)
+    assert execute.execute(spec, rd, backend="nn")["status"] == "done"
+    assert is_complete(spec, rd)
     w = rd / runfiles.WEIGHTS
     w.write_bytes(w.read_bytes()[:100])
-    assert not runner.is_complete(spec, rd)
-    assert runner.execute(spec, rd, backend="nn")["status"] == "done"
-    assert runner.is_complete(spec, rd) and runfiles.check_artefacts(rd) == {}
+    assert not is_complete(spec, rd)
+    assert execute.execute(spec, rd, backend="nn")["status"] == "done"
+    assert is_complete(spec, rd) and runfiles.check_artefacts(rd) == {}
 
 
 def test_slurm_executor_refuses_without_slurm(tmp_path, monkeypatch, capsys):
@@ -234,7 +235,7 @@ def test_slurm_executor_refuses_without_slurm(tmp_path, monkeypatch, capsys):
     refuses unless submitit's local mode is asked for explicitly."""
     from pfntheory import cli
 
-    monkeypatch.setattr(runner.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pool.shutil, "which", lambda name: None)
     with pytest.raises(ValueError, match="SLURM is not available"):
         sweep(
             EXPERIMENT, "quick", root=tmp_path, executor="slurm", backend="standin", progress=False

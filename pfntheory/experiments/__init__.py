@@ -9,7 +9,10 @@ pretraining budgets of supp-tab:pretraining hyperparameters.
 * :mod:`.definitions` -- one :class:`Experiment` per figure/table, at three scales;
 * :mod:`.published` -- the paper's numbers for the two tables, as data;
 * :mod:`.reference` -- the exact-PPD reference (CRPS/coverage floor) for the tables;
-* :mod:`.runner` -- idempotent, resumable sweeps (local process pool or SLURM via submitit);
+* :mod:`.state` -- a run directory's state (complete, trained, partial), the runs root;
+* :mod:`.execute` -- executing one run (train, adopt, evaluate; or an exact-side result);
+* :mod:`.pool` -- a local worker pool or a SLURM job array (submitit), stopped by signals;
+* :mod:`.runner` -- idempotent, resumable sweeps over experiments; :mod:`.cli` -- ``sweep``;
 * :mod:`.results` -- loading the committed runs; :mod:`.claims` -- the trained-claim checks.
 """
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import runs as runfiles
 from .definitions import get_experiment
-from .runner import RESULT_FILE, default_root, is_complete, run_dir_of
 from .specs import RunSpec
+from .state import RESULT_FILE, default_root, is_complete, run_dir_of
 
 __all__ = [
     "EvalTable",

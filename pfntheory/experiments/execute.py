@@ -1,0 +1,194 @@
+"""Executing one run: bring its directory to the finished state of its spec.
+
+A trained run (:class:`~.specs.RunSpec`) writes ``spec.json``, trains with
+:func:`pfntheory.nn.train.train` (which skips a finished run and resumes a killed one from its
+``checkpoint.pt``), or adopts an identical finished run of another experiment, evaluates every
+:class:`~.specs.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate`, and deletes
+``checkpoint.pt``. An exact-side run (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`;
+fig:stepsize and the tables' exact-PPD references) writes ``result.json``. Every file is written
+atomically (temporary file + ``os.replace``), so a killed run leaves complete files only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from .. import runs as runfiles
+from .._checks import choice
+from ..config import LEARNING_CURVE_FILE
+from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from .state import (
+    RESULT_FILE,
+    SPEC_FILE,
+    eval_complete,
+    is_complete,
+    is_trained,
+    jsonable,
+    read_spec_doc,
+    spec_doc,
+)
+
+__all__ = ["BACKENDS", "execute"]
+
+BACKENDS = ("nn", "standin")
+
+
+def _train_nn(spec: RunSpec, run_dir: Path) -> None:
+    from pfntheory.nn.train import train
+
+    train(spec.train_config(), run_dir, progress=False)
+
+
+def _evaluate_nn(run_dir: Path, ev) -> None:
+    import torch
+
+    from pfntheory.nn.evaluate import evaluate
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    evaluate(
+        run_dir,
+        list(ev.n_eval),
+        n_instances=ev.n_instances,
+        seed=ev.seed,
+        covariates=ev.covariates,
+        device=device,
+    )
+
+
+def _backend(name: str):
+    choice(name, "backend", BACKENDS)
+    if name == "nn":
+        return _train_nn, _evaluate_nn
+    from . import _standin
+
+    return _standin.train, _standin.evaluate
+
+
+def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
+    """Copy an identical finished run from another experiment's directory instead of retraining:
+    its config, metrics, weights and learning curves (``learning_curve*.json``, one per covariate
+    design: the curve belongs to the training, which the shared name fixes), and each evaluation
+    this experiment asks for that the other run already has."""
+    curves = LEARNING_CURVE_FILE.replace(".json", "*.json")
+    for other in sorted(root.glob(f"*/{spec.name}")):
+        if other.resolve() == run_dir.resolve() or not is_trained(other, spec):
+            continue
+        run_dir.mkdir(parents=True, exist_ok=True)
+        names = [runfiles.CONFIG, runfiles.METRICS, runfiles.WEIGHTS]
+        names += sorted(p.name for p in other.glob(curves))
+        for f in names:
+            runfiles.atomic_write_bytes(run_dir / f, (other / f).read_bytes())
+        for ev in spec.evals:
+            if eval_complete(other, ev) and not (run_dir / ev.filename).exists():
+                runfiles.atomic_write_bytes(
+                    run_dir / ev.filename, (other / ev.filename).read_bytes()
+                )
+        return True
+    return False
+
+
+def _execute_exact(spec, run_dir: Path) -> None:
+    import numpy as np
+
+    t0 = time.perf_counter()
+    if isinstance(spec, StepsizeSpec):
+        from ..kernels import LinearKernel, RBFKernel, blr_sigma_diag
+        from ..spectral import admissible_step_curve
+
+        kernel = (
+            RBFKernel(spec.alpha, spec.lengthscale)
+            if spec.kernel == "rbf"
+            else LinearKernel(blr_sigma_diag(spec.d))
+        )
+        c = admissible_step_curve(
+            kernel, spec.ns, spec.d, spec.noise_var, spec.n_trials, np.random.default_rng(spec.seed)
+        )
+        body = {
+            "ns": c.ns,
+            "mean": c.mean,
+            "std": c.std,
+            "se": c.std / np.sqrt(spec.n_trials),
+            "reference_1_over_n": c.reference,
+            "limit": c.limit,
+            "steps": c.steps,
+        }
+    elif isinstance(spec, ExactPPDSpec):
+        from .reference import exact_ppd_reference
+
+        body = exact_ppd_reference(
+            spec.task,
+            spec.n_eval,
+            spec.n_instances,
+            np.random.default_rng(spec.seed),
+            levels=spec.levels,
+        )
+    else:  # pragma: no cover - guarded by execute
+        raise ValueError(f"not an exact-side spec: {type(spec).__name__}")
+    runfiles.save_json(
+        run_dir / RESULT_FILE,
+        {
+            "spec": jsonable(dataclasses.asdict(spec)),
+            "wall_time_s": time.perf_counter() - t0,
+            **body,
+        },
+    )
+
+
+def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
+    """Bring ``run_dir`` to the finished state of ``spec`` (idempotent, resumable).
+
+    Parameters
+    ----------
+    spec : RunSpec, StepsizeSpec or ExactPPDSpec
+    run_dir : path
+    backend : {"nn", "standin"}
+        ``nn``: :mod:`pfntheory.nn` training and evaluation; ``standin``: a seconds-long fake with
+        the same files (plumbing tests, ``pfntheory sweep --dry-run``).
+    root : path, optional
+        Runs root searched for an identical finished run to adopt (default: ``run_dir``'s
+        grandparent).
+
+    Returns
+    -------
+    dict
+        ``{"name", "status": "skipped"|"done"|"adopted", "seconds"}``.
+    """
+    if not isinstance(spec, (RunSpec, StepsizeSpec, ExactPPDSpec)):
+        raise ValueError(
+            f"spec must be a RunSpec, StepsizeSpec or ExactPPDSpec, got {type(spec).__name__}"
+        )
+    run_dir = Path(run_dir)
+    root = Path(root) if root is not None else run_dir.parent.parent
+    t0 = time.perf_counter()
+    spec_path = run_dir / SPEC_FILE
+    old = read_spec_doc(spec_path)
+    if old is not None and old.get("name") != spec.name:
+        raise ValueError(f"{run_dir} holds the run {old.get('name')!r}, not {spec.name!r}")
+    if is_complete(spec, run_dir):
+        if old != jsonable(spec_doc(spec)):
+            runfiles.save_json(spec_path, spec_doc(spec))
+        return {"name": spec.name, "status": "skipped", "seconds": 0.0}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runfiles.clean_orphan_temps(run_dir)
+    runfiles.save_json(spec_path, spec_doc(spec))
+    status = "done"
+    if isinstance(spec, RunSpec):
+        train_fn, eval_fn = _backend(backend)
+        if backend == "nn":  # corrupt artefacts are removed, so that training redoes them
+            for msg in runfiles.remove_corrupt_artefacts(run_dir):
+                print(f"pfntheory sweep: {msg}; redoing it", flush=True)
+        if not is_trained(run_dir, spec) and _adopt(spec, run_dir, root):
+            status = "adopted"
+        if not is_trained(run_dir, spec):
+            train_fn(spec, run_dir)
+        for ev in spec.evals:
+            if not eval_complete(run_dir, ev):
+                eval_fn(run_dir, ev)
+        (run_dir / runfiles.CHECKPOINT).unlink(missing_ok=True)
+        if not is_complete(spec, run_dir):
+            raise RuntimeError(f"{run_dir}: training/evaluation returned but the run is incomplete")
+    else:
+        _execute_exact(spec, run_dir)
+    return {"name": spec.name, "status": status, "seconds": time.perf_counter() - t0}

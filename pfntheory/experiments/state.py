@@ -1,0 +1,169 @@
+"""The state of a run directory: where a run lives, whether it is finished, how far it got.
+
+A run lands in ``<root>/<experiment>/<run name>/`` (``root`` defaults to ``reports/runs`` of the
+repository; the name is a readable prefix plus a hash of the training config, :mod:`.specs`).
+The files of a run and what "complete" means are in docs/design.md, "Runs: tree, identity,
+artefacts".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import zipfile
+from pathlib import Path
+
+from .. import runs as runfiles
+from ..config import curve_file
+from .definitions import get_experiment
+from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
+
+__all__ = [
+    "Spec",
+    "SPEC_FILE",
+    "RESULT_FILE",
+    "default_root",
+    "run_dir_of",
+    "spec_doc",
+    "read_spec_doc",
+    "jsonable",
+    "eval_complete",
+    "is_trained",
+    "is_complete",
+    "plan",
+    "partial_progress",
+]
+
+#: A run of an experiment: trained (RunSpec) or exact-side (StepsizeSpec, ExactPPDSpec).
+Spec = RunSpec | StepsizeSpec | ExactPPDSpec
+
+SPEC_FILE = "spec.json"
+RESULT_FILE = "result.json"
+
+
+def default_root() -> Path:
+    """``$PFNTHEORY_RUNS`` if set, else ``reports/runs`` of the repository holding this package
+    (an editable install), else ``./reports/runs``."""
+    env = os.environ.get("PFNTHEORY_RUNS")
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[2]
+    if (repo / "pyproject.toml").is_file():
+        return repo / "reports" / "runs"
+    return Path.cwd() / "reports" / "runs"
+
+
+def run_dir_of(experiment: str, spec, root=None) -> Path:
+    """``<root>/<experiment>/<spec.name>``."""
+    return Path(root if root is not None else default_root()) / experiment / spec.name
+
+
+def spec_doc(spec) -> dict:
+    """What ``spec.json`` holds: the spec's type, name and fields."""
+    return {"type": type(spec).__name__, "name": spec.name, "spec": dataclasses.asdict(spec)}
+
+
+def eval_complete(run_dir: Path, ev) -> bool:
+    """Whether ``run_dir`` holds the evaluation ``ev`` (an :class:`~.specs.EvalSpec`): its file,
+    readable, with the same seed and number of instances and a result for every n'."""
+    path = run_dir / ev.filename
+    if not path.is_file():
+        return False
+    try:
+        doc = runfiles.load_json(path)
+    except runfiles.CorruptFileError:
+        return False
+    if doc.get("seed") != ev.seed or doc.get("n_instances") != ev.n_instances:
+        return False
+    return all(str(n) in doc.get("results", {}) for n in ev.n_eval)
+
+
+def _weights_readable(path: Path) -> bool:
+    """Cheap torch-free check of a ``torch.save`` file: a zip archive whose CRCs all match."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return zf.testzip() is None
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return False
+
+
+def is_trained(run_dir: Path, spec: RunSpec) -> bool:
+    """Whether ``run_dir`` holds the finished training of ``spec``: metrics of all its steps,
+    readable weights and, when the spec asks for them, finished learning curves."""
+    m = run_dir / runfiles.METRICS
+    w = run_dir / runfiles.WEIGHTS
+    if not (m.is_file() and w.is_file()):
+        return False
+    try:
+        doc = runfiles.load_json(m)
+    except runfiles.CorruptFileError:
+        return False
+    if not isinstance(doc, dict) or not (doc.get("completed") and doc.get("steps") == spec.steps):
+        return False
+    if doc.get("standin"):  # stand-in runs (plumbing tests, --dry-run): placeholder bytes
+        return True
+    if spec.curve_n_eval:  # the learning curves that gate its verdicts, finished and schema 1
+        names = [curve_file(c) for c in (None, *spec.curve_covariates)]
+        if any(not (run_dir / n).is_file() for n in names) or runfiles.curve_problems(run_dir):
+            return False
+    return _weights_readable(w)
+
+
+def is_complete(spec, run_dir) -> bool:
+    """Whether ``run_dir`` holds the finished run ``spec`` (trained and every evaluation
+    on disk)."""
+    run_dir = Path(run_dir)
+    if isinstance(spec, RunSpec):
+        return is_trained(run_dir, spec) and all(eval_complete(run_dir, ev) for ev in spec.evals)
+    path = run_dir / RESULT_FILE
+    if not path.is_file():
+        return False
+    try:
+        return runfiles.load_json(path).get("spec") == jsonable(dataclasses.asdict(spec))
+    except runfiles.CorruptFileError:
+        return False
+
+
+def jsonable(d):
+    """``d`` as it reads back from a JSON file (the canonical form :func:`.specs.canonical_json`
+    writes)."""
+    return json.loads(canonical_json(d))
+
+
+def read_spec_doc(path: Path) -> dict | None:
+    """``spec.json`` of a run directory, or None when it is absent or unreadable (a corrupt file is
+    rewritten from the spec, like any other corrupt file of a run; the directory name, which is the
+    spec's hash, already identifies the run)."""
+    if not path.is_file():
+        return None
+    try:
+        return runfiles.load_json(path)
+    except runfiles.CorruptFileError:
+        return None
+
+
+def plan(experiment: str, scale: str = "quick", root=None) -> list[tuple[Spec, Path, bool]]:
+    """``(spec, run_dir, complete)`` for every run of ``experiment`` at ``scale``."""
+    exp = get_experiment(experiment)
+    root = Path(root) if root is not None else default_root()
+    return [
+        (s, run_dir_of(exp.name, s, root), is_complete(s, run_dir_of(exp.name, s, root)))
+        for s in exp.runs(scale)
+    ]
+
+
+def partial_progress(spec, run_dir) -> str | None:
+    """How far an unfinished trained run has got, from its ``checkpoint.pt`` (None: no checkpoint,
+    or not a trained run). A checkpoint committed at the end of one session lets the next resume
+    the run bitwise (docs/scales.md, "Runs longer than a session"); ``sweep --list`` shows it as
+    ``part``."""
+    ckpt = Path(run_dir) / "checkpoint.pt"
+    if not isinstance(spec, RunSpec) or not ckpt.is_file():
+        return None
+    try:
+        doc = runfiles.load_torch(ckpt)
+        step, wall = int(doc["step"]), float(doc["wall_time"])
+    except (runfiles.CorruptFileError, KeyError, TypeError, ValueError) as err:
+        return f"checkpoint unreadable, the run restarts: {err}"
+    return f"checkpoint at step {step} of {spec.steps}, {wall / 60:.0f} min trained"
