@@ -28,7 +28,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pfntheory import DEFAULT_NOISE_VAR, densities, metrics, report
+from pfntheory import DEFAULT_NOISE_VAR, densities, metrics, readout, report
 from pfntheory import discretize as disc
 from pfntheory.claims import discretization as dclaims
 from pfntheory.claims import popmini, ppd_convergence, slope_ci
@@ -59,7 +59,7 @@ for C in Cs:
     q_star = disc.truncnorm_bin_masses(mu, tau, edges)  # bin masses of p_(a,b]
     tv_avg.append(float(metrics.tv_gaussian_histogram(mu, tau, edges, q_star)))
     bnd_avg.append(disc.discretization_bound(L_lip, edges, eps))
-    q_hat = disc.softmax(disc.logits_from_natural(disc.psi_gaussian(mu, tau), edges))
+    q_hat = readout.softmax(readout.logits_from_natural(readout.psi_gaussian(mu, tau), edges))
     tv_sm.append(0.5 * float(np.abs(q_star - q_hat).sum()))  # TV of two pmfs on the bins
     bnd_sm.append(disc.smax_quad_bound(L_lip, edges, eps))
 

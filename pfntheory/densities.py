@@ -36,8 +36,8 @@ from ._checks import (
     positive_scalar,
     probability,
 )
-from .discretize import (
-    gaussian_lipschitz,
+from .discretize import gaussian_lipschitz
+from .readout import (
     gaussian_T,
     inverse_gaussian_pdf,
     inverse_gaussian_psi,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import ArgumentTypeError, as_float_array, positive_int, positive_scalar
-from .discretize import psi_gaussian
+from .readout import psi_gaussian
 
 __all__ = ["ReLUMLP", "fit_psi_mlp", "delta_mlp", "delta_mlp_interval", "MAX_GRID_CELLS"]
 

@@ -21,15 +21,12 @@ from .discretize import (
     discretization_bound,
     gaussian_lipschitz,
     gaussian_tail_mass,
-    logits_from_natural,
-    psi_gaussian,
-    readout_Xi,
     smax_quad_bound,
-    softmax,
     softmax_perturbation_bound,
 )
 from .metrics import tv_gaussian_histogram, tv_truncnorm_histogram
 from .mlp import ReLUMLP, delta_mlp
+from .readout import logits_from_natural, psi_gaussian, readout_Xi, softmax
 
 __all__ = ["PPDBoundTerms", "ppd_bound_terms"]
 
@@ -115,7 +112,7 @@ def ppd_bound_terms(
 
     ``l1 = Xi psi~(mu_L, tau_L)``, ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)``, with ``Xi``
     rows ``[xi_c, xi_c^2]`` at the bin midpoints plus ``log Delta_c``
-    (:func:`pfntheory.discretize.logits_from_natural`; a constant on an equidistant grid).
+    (:func:`pfntheory.readout.logits_from_natural`; a constant on an equidistant grid).
     ``q_theta = sm(l1)`` read as the histogram of eqn:TF piece ppd.
 
     Parameters

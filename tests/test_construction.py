@@ -5,9 +5,9 @@ import pytest
 
 from pfntheory import construction as con
 from pfntheory import mlp
-from pfntheory.discretize import psi_gaussian
 from pfntheory.gp import posterior_predictive
 from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from pfntheory.readout import psi_gaussian
 
 
 def _data(n=5, d=2, seed=0, batch=()):

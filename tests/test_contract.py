@@ -73,7 +73,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pfntheory
-from pfntheory import densities, discretize, gp, kernels
+from pfntheory import densities, discretize, gp, kernels, readout
 from pfntheory.config import TaskSpec
 
 try:
@@ -256,7 +256,7 @@ KX = K(X, XQ1[None])[:, 0]
 A = G + 0.1 * np.eye(5)
 EDGES = discretize.bin_edges(-3.0, 3.0, 8)
 LOGITS = _R.normal(size=(4, 8))
-PROBS = discretize.softmax(LOGITS)
+PROBS = readout.softmax(LOGITS)
 MU = _R.normal(size=4)
 TAU = _R.uniform(0.5, 1.5, size=4)
 W = np.array([0.1, 0.2, 0.3, 0.4])
@@ -370,7 +370,7 @@ VALID: dict[str, Callable[[], object]] = {
     "ppd": _ppd,
     "prior_weights": lambda: np.array([0.5, 0.5]),
     "probs": lambda: PROBS.copy(),
-    "psi": lambda: discretize.psi_gaussian(MU, TAU),
+    "psi": lambda: readout.psi_gaussian(MU, TAU),
     "q": lambda: 0.3,
     "rho": lambda: 0.5,
     "rng": lambda: np.random.default_rng(0),
@@ -796,17 +796,17 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "Y": lambda: Y[None].copy(),
         "xq": lambda: XQ1[None].copy(),
     },
-    "pfntheory.discretize.inverse_gaussian_T": {"y": lambda: TAU.copy()},
-    "pfntheory.discretize.inverse_gaussian_log_normaliser": {
+    "pfntheory.readout.inverse_gaussian_T": {"y": lambda: TAU.copy()},
+    "pfntheory.readout.inverse_gaussian_log_normaliser": {
         "mu": lambda: TAU.copy(),
         "tau": lambda: TAU.copy(),
     },
-    "pfntheory.discretize.inverse_gaussian_pdf": {
+    "pfntheory.readout.inverse_gaussian_pdf": {
         "y": lambda: TAU.copy(),
         "mu": lambda: TAU.copy(),
         "tau": lambda: TAU.copy(),
     },
-    "pfntheory.discretize.inverse_gaussian_psi": {
+    "pfntheory.readout.inverse_gaussian_psi": {
         "mu": lambda: TAU.copy(),
         "tau": lambda: TAU.copy(),
     },

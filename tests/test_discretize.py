@@ -16,19 +16,21 @@ from pfntheory.discretize import (
     gaussian_lipschitz,
     gaussian_tail_mass,
     histogram_density,
-    inverse_gaussian_psi,
-    inverse_gaussian_T,
-    logits_from_natural,
     midpoints,
-    psi_gaussian,
-    readout_Xi,
     smax_quad_bound,
     smax_quad_bound_modulus,
-    softmax,
     softmax_perturbation_bound,
     softmax_perturbation_sharp,
     truncated_nll_histogram,
     truncnorm_bin_masses,
+)
+from pfntheory.readout import (
+    inverse_gaussian_psi,
+    inverse_gaussian_T,
+    logits_from_natural,
+    psi_gaussian,
+    readout_Xi,
+    softmax,
 )
 
 

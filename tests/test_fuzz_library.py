@@ -43,6 +43,7 @@ from hypothesis.extra import numpy as hnp
 from pfntheory import construction as con
 from pfntheory import discretize as D
 from pfntheory import gp, kernels, mercer, metrics, richardson, spectral, stats
+from pfntheory import readout as R
 from pfntheory._checks import MAX_ELEMENTS
 
 try:
@@ -64,7 +65,7 @@ G = K(X)
 KX = K(X, XQ1[None])[:, 0]
 A = G + 0.1 * np.eye(5)
 EDGES = D.bin_edges(-3.0, 3.0, 8)
-PROBS = D.softmax(_rng.normal(size=(4, 8)))
+PROBS = R.softmax(_rng.normal(size=(4, 8)))
 MU = _rng.normal(size=4)
 TAU = _rng.uniform(0.5, 1.5, size=4)
 W3 = np.array([0.2, 0.3, 0.5])
@@ -276,27 +277,27 @@ def _specs() -> list[Spec]:
             {"mu": "array", "tau": "array+neg", "edges": "edges"},
         )
     add(
-        "discretize.psi_gaussian",
-        D.psi_gaussian,
+        "readout.psi_gaussian",
+        R.psi_gaussian,
         {"mu": MU, "tau": TAU},
         {"mu": "array", "tau": "array+neg"},
     )
-    add("discretize.gaussian_T", D.gaussian_T, {"y": MU}, {"y": "array"})
+    add("readout.gaussian_T", R.gaussian_T, {"y": MU}, {"y": "array"})
     add(
-        "discretize.readout_Xi",
-        D.readout_Xi,
-        {"edges": EDGES, "T": D.gaussian_T},
+        "readout.readout_Xi",
+        R.readout_Xi,
+        {"edges": EDGES, "T": R.gaussian_T},
         {"edges": "edges", "T": "callable"},
     )
     add(
-        "discretize.logits_from_natural",
-        D.logits_from_natural,
-        {"psi": D.psi_gaussian(MU, TAU), "edges": EDGES, "T": None, "log_h": None},
+        "readout.logits_from_natural",
+        R.logits_from_natural,
+        {"psi": R.psi_gaussian(MU, TAU), "edges": EDGES, "T": None, "log_h": None},
         {"psi": "array", "edges": "edges", "T": "callable", "log_h": "callable"},
     )
     add(
-        "discretize.softmax",
-        D.softmax,
+        "readout.softmax",
+        R.softmax,
         {"ell": _rng.normal(size=(4, 8)), "axis": -1},
         {"ell": "array", "axis": "axis"},
     )
@@ -329,19 +330,19 @@ def _specs() -> list[Spec]:
         add(f"discretize.{f}", getattr(D, f), {"Delta": TAU}, {"Delta": "array+neg"})
     add("discretize.gaussian_lipschitz", D.gaussian_lipschitz, {"tau": TAU}, {"tau": "array+neg"})
     add(
-        "discretize.inverse_gaussian_pdf",
-        D.inverse_gaussian_pdf,
+        "readout.inverse_gaussian_pdf",
+        R.inverse_gaussian_pdf,
         {"y": TAU, "mu": TAU, "tau": TAU},
         {"y": "array", "mu": "array+neg", "tau": "array+neg"},
     )
     for f in ("inverse_gaussian_psi", "inverse_gaussian_log_normaliser"):
         add(
-            f"discretize.{f}",
-            getattr(D, f),
+            f"readout.{f}",
+            getattr(R, f),
             {"mu": TAU, "tau": TAU},
             {"mu": "array+neg", "tau": "array+neg"},
         )
-    add("discretize.inverse_gaussian_T", D.inverse_gaussian_T, {"y": TAU}, {"y": "array+neg"})
+    add("readout.inverse_gaussian_T", R.inverse_gaussian_T, {"y": TAU}, {"y": "array+neg"})
 
     # metrics --------------------------------------------------------------------------------------
     for f in ("tv_truncnorm_histogram", "tv_gaussian_histogram"):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from pfntheory.discretize import bin_edges, logits_from_natural, psi_gaussian
+from pfntheory.discretize import bin_edges
 from pfntheory.nn import (
     DenseTransformer,
     ModelConfig,
@@ -17,6 +17,7 @@ from pfntheory.nn import (
     score_matrix,
     select_device,
 )
+from pfntheory.readout import logits_from_natural, psi_gaussian
 
 SCORES = ["linear", "rbf", "softmax"]
 EDGES = torch.as_tensor(bin_edges(-3.0, 3.0, 8), dtype=torch.float64)

@@ -24,10 +24,11 @@ import pfntheory.nn.attention as attention
 import pfntheory.nn.model as model_mod
 from pfntheory import richardson as rich
 from pfntheory.construction import handset_weights, tf_forward
-from pfntheory.discretize import bin_edges, logits_from_natural, psi_gaussian
+from pfntheory.discretize import bin_edges
 from pfntheory.gp import posterior_predictive
 from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
 from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer, load_handset
+from pfntheory.readout import logits_from_natural, psi_gaussian
 
 RTOL = ATOL = 1e-10
 NOISE_VAR = 0.04

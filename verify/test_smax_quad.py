@@ -33,7 +33,8 @@ from pfntheory.densities import (
     gaussian,
     quantile_interval,
 )
-from pfntheory.discretize import bin_edges, logits_from_natural, psi_gaussian, readout_Xi, softmax
+from pfntheory.discretize import bin_edges
+from pfntheory.readout import logits_from_natural, psi_gaussian, readout_Xi, softmax
 
 KINDS = ("gaussian", "mixture", "triangular", "laplace", "inverse_gaussian")
 

@@ -25,14 +25,13 @@ from pfntheory.discretize import (
     bin_widths,
     check_edges,
     discretization_bound,
-    logits_from_natural,
     mesh,
     midpoints,
     smax_quad_bound,
     smax_quad_bound_modulus,
-    softmax,
 )
 from pfntheory.metrics import l1_density_histogram, tv_gaussian_histogram, tv_truncnorm_histogram
+from pfntheory.readout import logits_from_natural, softmax
 from pfntheory.stats import slope_ci, t_interval
 
 from .._checks import (

@@ -29,18 +29,16 @@ from .._checks import (
     seed_tuple,
     sequence,
 )
-from ..discretize import (
-    bin_edges,
+from ..discretize import bin_edges, softmax_perturbation_bound, softmax_perturbation_sharp
+from ..mlp import delta_mlp, fit_psi_mlp
+from ..ppd_bound import ppd_bound_terms
+from ..readout import (
     inverse_gaussian_log_normaliser,
     inverse_gaussian_pdf,
     inverse_gaussian_psi,
     inverse_gaussian_T,
     softmax,
-    softmax_perturbation_bound,
-    softmax_perturbation_sharp,
 )
-from ..mlp import delta_mlp, fit_psi_mlp
-from ..ppd_bound import ppd_bound_terms
 from ..stats import slope_ci, t_interval
 from . import ClaimResult
 from .construction import CONTEXT_RULES, context, layer_readouts, query_parts
