@@ -5,13 +5,14 @@ import json
 import pytest
 
 from pfntheory import cli, runs
+from pfntheory.commands import train as train_cmd
 from pfntheory.nn import attention, model, priors
 
 
 def test_parser_choices_match_library():
     """The CLI takes its choices from pfntheory.config (torch-free); the library uses the same."""
-    assert cli.TASK_KINDS == priors.TASK_KINDS and cli.COVARIATES == priors.COVARIATES
-    assert cli.SCORES == attention.SCORES and cli.MODES == model.MODES
+    assert train_cmd.TASK_KINDS == priors.TASK_KINDS and train_cmd.COVARIATES == priors.COVARIATES
+    assert train_cmd.SCORES == attention.SCORES and train_cmd.MODES == model.MODES
 
 
 def _train_args(rd, *extra):

@@ -519,7 +519,9 @@ def test_report_fails_on_cell_error(tmp_path):
         """)
     )
     out = tmp_path / "rep"
-    code = report.main(["--out", str(out), "--notebooks", str(nbdir), "--timeout", "120"])
+    from pfntheory.report import cli as report_cli
+
+    code = report_cli.main(["--out", str(out), "--notebooks", str(nbdir), "--timeout", "120"])
     assert code == 1
     page = (out / "zz_fail.html").read_text()
     assert "deliberate failure in a cell" in page
@@ -534,11 +536,11 @@ def test_register_adds_report_subcommand():
 
     parser = argparse.ArgumentParser(prog="pfntheory")
     sub = parser.add_subparsers(dest="command")
-    report.register(sub)
-    args = parser.parse_args(["report", "--only", "01", "--timeout", "30"])
-    assert args.command == "report" and args.only == ["01"] and args.timeout == 30
     from pfntheory.report import cli as report_cli
 
+    report_cli.register(sub)
+    args = parser.parse_args(["report", "--only", "01", "--timeout", "30"])
+    assert args.command == "report" and args.only == ["01"] and args.timeout == 30
     assert args.func is report_cli._cmd
 
 

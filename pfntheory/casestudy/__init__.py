@@ -4,7 +4,7 @@ Implements fig:sacramento, fig:walker and supp-sec:real data: the data and prepr
 (:mod:`.data`), the empirical-Bayes GP baseline with its scikit-learn reference (:mod:`.baseline`;
 its checks against the paper and scikit-learn are :mod:`pfntheory.claims.real_data_eb`), the PFN
 pretrained on the fitted prior (:mod:`.pfn`, PyTorch) and the end-to-end runner with maps, numbers
-and the ``pfntheory casestudy`` subcommand (:mod:`.run`).
+(:mod:`.run`) and the ``pfntheory casestudy`` subcommand (:mod:`.cli`).
 
 Only the NumPy side is imported here; :mod:`.pfn` and :mod:`.run` import torch when used.
 """
@@ -29,12 +29,4 @@ __all__ = [
     "load_sacramento",
     "load_walker",
     "walker_csv_path",
-    "register",
 ]
-
-
-def register(subparsers) -> None:
-    """Add ``pfntheory casestudy sacramento|walker`` to the ``pfntheory`` CLI (see :mod:`.cli`)."""
-    from .cli import register as _register
-
-    _register(subparsers)

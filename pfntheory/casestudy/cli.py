@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import add_run_options, pick
+from ..commands.options import add_run_options, pick
 from ..config import CASESTUDY_SCALES
 from .data import DATASETS
 

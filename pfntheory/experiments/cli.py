@@ -6,7 +6,7 @@ import argparse
 import os
 from collections.abc import Iterable
 
-from ..cli import add_run_options, int_in, nonnegative_float
+from ..commands.options import add_run_options, int_in, nonnegative_float
 from .definitions import EXPERIMENTS, SCALES, get_experiment
 from .pool import EXECUTORS, slurm_available
 from .runner import sweep_many

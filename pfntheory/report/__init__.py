@@ -19,7 +19,7 @@ One module per job:
 - :mod:`.citation` -- the paper's BibTeX and the commit the report was built from;
 - :mod:`.html` -- the index page (findings first) and the inline cards;
 - :mod:`.execute` -- executing notebooks and exporting their pages;
-- :mod:`.cli` -- the ``report`` subcommand.
+- :mod:`.cli` -- the ``report`` subcommand (``python -m pfntheory.report``).
 
 Layout of the output folder (``reports/`` by default)::
 
@@ -31,7 +31,6 @@ Layout of the output folder (``reports/`` by default)::
 """
 
 from . import plots
-from .cli import main, register
 from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
 from .html import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
@@ -102,8 +101,6 @@ __all__ = [
     "run_report",
     "retrain",
     "KERNEL_ENV",
-    "register",
-    "main",
 ]
 # The plotting helpers, named once in plots.__all__ (its file-name constant stays there).
 __all__ += [n for n in plots.__all__ if n != "LEARNING_CURVE"]

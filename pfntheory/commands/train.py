@@ -1,0 +1,232 @@
+"""``pfntheory train``: pretrain one PFN transformer on a prior of sec:sims (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pfntheory.config import COVARIATES, HEADS, LR_UNITS, MODES, SCORES, TASK_KINDS
+
+from .options import (
+    LIMITS,
+    add_run_options,
+    check_attention_size,
+    context_size,
+    int_in,
+    pick,
+    positive_float,
+)
+
+__all__ = ["register"]
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    vals = tuple(positive_float(v) for v in text.split(","))
+    if not vals:  # pragma: no cover - split always gives one item
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return vals
+
+
+def _add_train(sub) -> None:
+    p = sub.add_parser(
+        "train",
+        help="pretrain a PFN transformer on a GP prior (resumable)",
+        description="Pretrain a PFN transformer (sec:sims); re-running the same "
+        "command resumes from the last checkpoint, and redoes any "
+        "artefact found corrupt.",
+    )
+    p.add_argument("--run-dir", required=True, help="run directory (created; resumed if present)")
+    g = p.add_argument_group("task (prior)")
+    g.add_argument("--task", required=True, choices=TASK_KINDS)
+    g.add_argument("--d", type=int_in(1, LIMITS["d"]), required=True, help="input dimension")
+    g.add_argument(
+        "--noise-var",
+        type=positive_float,
+        default=None,
+        help="sigma^2 (default pfntheory.DEFAULT_NOISE_VAR)",
+    )
+    g.add_argument("--alpha", type=positive_float, default=None)
+    g.add_argument("--lengthscale", type=positive_float, default=None)
+    g.add_argument("--lengthscales", type=_floats, default=None, help="ARD lengthscales, a,b,...")
+    g.add_argument("--covariates", choices=COVARIATES, default=None)
+    g = p.add_argument_group("model")
+    g.add_argument(
+        "--score",
+        choices=SCORES,
+        default=None,
+        help="attention score (default: 'linear' for blr, else 'rbf')",
+    )
+    g.add_argument(
+        "--L", type=int_in(1, LIMITS["L"]), required=True, help="attention layers incl. the first"
+    )
+    g.add_argument("--C", type=int_in(2, LIMITS["C"]), required=True, help="number of bins")
+    g.add_argument("--mode", default="learnable", choices=MODES)
+    g.add_argument("--normalised", action="store_true", help="TF^pr (normalised attention)")
+    g.add_argument("--head", default="psi", choices=HEADS)
+    g.add_argument(
+        "--tau-min", type=positive_float, default=None, help="head's positivity threshold of tau"
+    )
+    g.add_argument(
+        "--eta-init", type=positive_float, default=None, help="initial step size (model default)"
+    )
+    g.add_argument(
+        "--scale-init",
+        type=positive_float,
+        default=None,
+        help="initial diagonal of K = Q (e.g. 1/lengthscale)",
+    )
+    g = p.add_argument_group("training")
+    g.add_argument("--n-min", type=context_size, required=True)
+    g.add_argument("--n-max", type=context_size, required=True)
+    g.add_argument(
+        "--scale",
+        choices=("quick", "cpu", "paper"),
+        default="paper",
+        help="default steps and LR: supp-tab:pretraining hyperparameters (paper), the cpu "
+        "scale's (1000 steps BLR / 2000 otherwise, elementwise Adam at lr 3e-2, weight "
+        "average 0.99), or quick",
+    )
+    g.add_argument(
+        "--steps",
+        type=int_in(1, LIMITS["steps"]),
+        default=None,
+        help="optimiser steps (default: from --scale)",
+    )
+    g.add_argument(
+        "--lr", type=positive_float, default=None, help="LR_base (default: from --scale)"
+    )
+    g.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=128)
+    g.add_argument(
+        "--context-groups",
+        type=int_in(1, LIMITS["batch_size"]),
+        default=1,
+        help="context sizes mixed per step, one dense group each (default 1: one n per step)",
+    )
+    g.add_argument(
+        "--lr-units",
+        choices=LR_UNITS,
+        default=None,
+        help="absolute: plain Adam (the paper's; default at quick and paper scale); "
+        "elementwise: each weight in its own unit (default at cpu scale)",
+    )
+    g.add_argument(
+        "--ema-decay",
+        type=float,
+        default=None,
+        help="decay of the exponential weight average evaluated and saved (0: the last iterate; "
+        "default 0.99 at cpu scale, else 0)",
+    )
+    g.add_argument(
+        "--curve-points",
+        type=int_in(2, 1000),
+        default=12,
+        help="log-spaced learning-curve points, evaluated at n' = n_min and n_max (default 12)",
+    )
+    g.add_argument(
+        "--curve-instances",
+        type=int_in(2, 100_000),
+        default=256,
+        help="held-out instances per n' of the learning curve (default 256)",
+    )
+    g.add_argument(
+        "--no-curve", action="store_true", help="record no learning curve (faster, undecidable)"
+    )
+    g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
+    add_run_options(g)
+    p.set_defaults(func=_run_train)
+
+
+def _prepare_run_dir(run_dir: str):
+    """Refuse a RUN_DIR that is a file; delete orphan temporary files (older than a minute) and
+    corrupt artefacts of an existing run, reporting each on stderr, so that training redoes them."""
+    from pathlib import Path
+
+    from pfntheory import runs
+
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--run-dir {path} exists and is not a directory")
+    if path.is_dir():
+        runs.clean_orphan_temps(path, min_age_s=60.0)
+        for msg in runs.remove_corrupt_artefacts(path):
+            print(f"pfntheory train: {msg}; training redoes it", file=sys.stderr)
+    return path
+
+
+#: The prior options of `train` and the task kinds each applies to (others are refused: an option
+#: that does not apply would otherwise be stored in config.json and mean nothing).
+_TASK_OPTIONS = {
+    "lengthscale": ("rbf",),
+    "lengthscales": ("ard_rbf",),
+    "alpha": ("rbf", "ard_rbf", "hier_rbf"),
+    "noise_var": ("blr", "rbf", "ard_rbf"),
+}
+
+
+def _run_train(args) -> int:
+    for opt, kinds in _TASK_OPTIONS.items():
+        if getattr(args, opt, None) is not None and args.task not in kinds:
+            raise ValueError(
+                f"--{opt.replace('_', '-')} does not apply to --task {args.task} "
+                f"(only to {', '.join(kinds)})"
+            )
+    if args.n_min > args.n_max:
+        raise ValueError(
+            f"n_min <= n_max is required, got --n-min {args.n_min} --n-max {args.n_max}"
+        )
+    score = args.score or ("linear" if args.task == "blr" else "rbf")
+    if args.normalised and score == "linear":
+        raise ValueError(
+            "--normalised needs a positive attention score (--score rbf or softmax): "
+            "the linear score can be zero or negative, so its row sums can vanish"
+        )
+    check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
+    run_dir = _prepare_run_dir(args.run_dir)
+
+    from pfntheory.config import ModelConfig, TaskConfig
+    from pfntheory.nn.train import TrainConfig, schedule_for, train
+
+    task_options = ("noise_var", "alpha", "lengthscale", "lengthscales", "covariates")
+    task = TaskConfig(kind=args.task, d=args.d, **pick(args, *task_options, given=True))
+    model = ModelConfig(
+        score=score,
+        noise_var_init=task.noise_var,
+        **pick(args, "d", "L", "C", "mode", "normalised", "head"),
+        **pick(args, "tau_min", "eta_init", "scale_init", given=True),
+    )
+    if args.scale == "cpu":  # the cpu scale's optimiser (pfntheory.experiments.definitions)
+        from pfntheory.experiments import definitions as xdefs
+
+        lr, steps = xdefs.CPU_LR, 1000 if args.task == "blr" else 2000
+        units, ema = xdefs.CPU_LR_UNITS, xdefs.BUDGET_EMA_DECAY
+    else:
+        lr, steps = schedule_for(args.task, args.mode, args.scale)
+        units, ema = "absolute", 0.0
+    curve = (
+        {}
+        if args.no_curve
+        else dict(
+            curve_n_eval=tuple(sorted({args.n_min, args.n_max})),
+            curve_points=args.curve_points,
+            curve_instances=args.curve_instances,
+        )
+    )
+    cfg = TrainConfig(
+        task=task,
+        model=model,
+        steps=steps if args.steps is None else args.steps,
+        lr=lr if args.lr is None else args.lr,
+        lr_units=units if args.lr_units is None else args.lr_units,
+        ema_decay=ema if args.ema_decay is None else args.ema_decay,
+        **pick(args, "n_min", "n_max", "batch_size", "context_groups", "seed"),
+        **pick(args, "checkpoint_every", "device"),
+        **curve,
+    )
+    out = train(cfg, run_dir, progress=not args.no_progress)
+    print(out)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``train``."""
+    _add_train(subparsers)
