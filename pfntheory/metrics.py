@@ -1,27 +1,11 @@
-"""Metrics of binned predictive distributions against the exact PPD.
-
-A binned predictive ``q`` is given by ``edges`` of shape (C + 1,) (the partition ``Gamma`` of
-``(a, b]``) and ``probs`` of shape (..., C) (bin probabilities, e.g. ``sm(ell)``); its density is
-piecewise constant, ``q(y) = probs_c / Delta_c`` on ``(gamma_c, gamma_{c+1}]`` (eqn:TF piece ppd),
-its CDF piecewise linear.
-
-Paper results / sections served
--------------------------------
-* sec:exp1, sec:exp2, sec:exp3 -- ``E[TV(p_(a,b], q)]`` (:func:`tv_truncnorm_histogram`, in closed
-  form), moments ``m_1, m_2`` (:func:`histogram_moments`), 90% coverage and mean width of the
-  central interval (:func:`central_interval`, :func:`coverage`, :func:`interval_width`).
-* supp-sec:exp additional -- CRPS (:func:`histogram_crps`, :func:`gaussian_crps`,
-  :func:`mixture_crps`), coverage at 50/90/95%, the finite-mixture PPD of the hierarchical prior
-  (:func:`mixture_quantile`, :func:`mixture_interval`).
-* thm:PPD convergence -- ``TV(p_n, q)`` with the untruncated PPD (:func:`tv_gaussian_histogram`,
-  which adds the tail mass).
-
-Everything is exact float64 (closed forms via normal CDFs); no quadrature.
+"""Metrics of binned predictive distributions against the exact PPD (sec:exp1-exp3, supp-sec:exp
+additional, thm:PPD convergence): the TV to a Gaussian PPD, truncated or not, in closed form;
+moments, quantiles, central intervals, coverage and width; NLL and CRPS of histograms, Gaussians
+and the finite Gaussian mixtures of the hierarchical prior. A histogram is ``edges`` (C + 1,) and
+``probs`` (..., C), constant on right-closed bins (eqn:TF piece ppd). Exact float64, no quadrature.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -29,8 +13,6 @@ from scipy.special import ndtr, ndtri
 from pfntheory._checks import (
     ArgumentTypeError,
     as_float_array,
-    check_callable,
-    check_size,
     positive_int,
     probability,
 )
@@ -42,14 +24,13 @@ from pfntheory.discretize import (
     check_probs,
     gaussian_interval_mass,
 )
+from pfntheory.tv_density import tv_density_histogram
 
 __all__ = [
     "tv_mixture_histogram",
     "MIXTURE_MASS_ATOL",
     "tv_truncnorm_histogram",
     "tv_gaussian_histogram",
-    "tv_density_histogram",
-    "l1_density_histogram",
     "histogram_moments",
     "histogram_cdf",
     "histogram_quantile",
@@ -161,98 +142,6 @@ def tv_gaussian_histogram(mu, tau, edges, probs) -> np.ndarray:
     eps_tail = ndtr((e[0] - mu) / s) + ndtr(-(e[-1] - mu) / s)
     inside = _l1_gauss_vs_histogram(mu, tau, np.ones(shape), e, p)
     return np.clip(0.5 * (inside + eps_tail), 0.0, 1.0)
-
-
-def _bisect(f, lo, hi, n_iter: int = 100):
-    """Vectorised bisection for sign changes ``f(lo) * f(hi) <= 0`` (arrays of equal shape)."""
-    flo = f(lo)
-    for _ in range(n_iter):
-        mid = 0.5 * (lo + hi)
-        fm = f(mid)
-        left = np.sign(fm) == np.sign(flo)
-        lo = np.where(left, mid, lo)
-        flo = np.where(left, fm, flo)
-        hi = np.where(left, hi, mid)
-    return 0.5 * (lo + hi)
-
-
-def l1_density_histogram(pdf: Callable, cdf: Callable, edges, probs, *, n_grid: int = 64) -> float:
-    """``int_a^b |p - q|`` for a general density ``p`` (with CDF) and one histogram ``q``.
-
-    On each bin the crossings of ``p`` with the bin level are bracketed on an ``n_grid``-point grid
-    and refined by bisection to machine precision; between crossings ``int |p - h|`` is
-    ``|F(v) - F(u) - h (v - u)|``, exact given ``cdf``. The only approximation is a pair of
-    crossings inside one grid cell (missed), whose contribution is second order in the cell width.
-
-    Parameters
-    ----------
-    pdf, cdf : callable
-        Vectorised density and CDF of ``p`` (untruncated; scale them for a truncated ``p``).
-    edges : array_like of shape (C + 1,)
-    probs : array_like of shape (C,)
-    n_grid : int
-        Grid points per bin used to bracket crossings.
-
-    Returns
-    -------
-    float
-    """
-    check_callable(pdf, "pdf")
-    check_callable(cdf, "cdf")
-    e = check_edges(edges)
-    C = e.shape[0] - 1
-    p = check_probs(probs, C)
-    if p.ndim != 1:
-        raise ValueError(f"probs must have shape (C,), got {p.shape}")
-    n_grid = positive_int(n_grid, "n_grid", minimum=1)
-    check_size(C * (n_grid + 1), "the crossing grid (C * (n_grid + 1))")
-    Delta = np.diff(e)
-    h = p / Delta  # (C,)
-    t = np.linspace(0.0, 1.0, n_grid + 1)
-    grid = e[:-1, None] + Delta[:, None] * t[None, :]  # (C, n_grid+1)
-    grid[:, -1] = e[1:]
-    pg = as_float_array(pdf(grid), "pdf(y)")
-    if pg.shape != grid.shape:
-        raise ValueError(
-            f"pdf must be vectorised: pdf(y) must have y's shape {grid.shape}, got {pg.shape}"
-        )
-    if np.any(pg < 0):
-        raise ValueError(f"pdf must be non-negative, got {pg.min()}")
-    F = as_float_array(cdf(e), "cdf(y)")
-    if F.shape != e.shape:
-        raise ValueError(
-            f"cdf must be vectorised: cdf(y) must have y's shape {e.shape}, got {F.shape}"
-        )
-    f = pg - h[:, None]
-    sgn = np.sign(f)
-    cell = sgn[:, :-1] * sgn[:, 1:] < 0  # strict sign change
-    ci, cj = np.nonzero(cell)
-    roots = _bisect(lambda y: pdf(y) - h[ci], grid[ci, cj], grid[ci, cj + 1])
-    # breakpoints per bin: edges plus crossings, then integrate piece by piece
-    pts_bin = np.concatenate([np.arange(C), np.arange(C), ci])
-    pts = np.concatenate([e[:-1], e[1:], roots])
-    order = np.lexsort((pts, pts_bin))
-    pts_bin, pts = pts_bin[order], pts[order]
-    same = pts_bin[:-1] == pts_bin[1:]
-    u, v, b = pts[:-1][same], pts[1:][same], pts_bin[:-1][same]
-    return float(np.sum(np.abs(cdf(v) - cdf(u) - h[b] * (v - u))))
-
-
-def tv_density_histogram(
-    pdf: Callable, cdf: Callable, edges, probs, *, mass: float = 1.0, n_grid: int = 64
-) -> float:
-    """``TV(p, q)`` for a general density ``p`` restricted to ``(a, b]`` and scaled by ``1/mass``.
-
-    With ``mass = P_p((a, b])`` this is ``TV(p_(a,b], q)``; with ``mass = 1`` it is the part of
-    ``TV(p, q)`` inside ``(a, b]`` -- add ``eps / 2`` for the outside. See
-    :func:`l1_density_histogram` for the method.
-    """
-    m = probability(mass, "mass", open_high=False)
-    check_callable(pdf, "pdf")
-    check_callable(cdf, "cdf")
-    return 0.5 * l1_density_histogram(
-        lambda y: pdf(y) / m, lambda y: cdf(y) / m, edges, probs, n_grid=n_grid
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -573,7 +462,7 @@ MIXTURE_MASS_ATOL = 8 * np.finfo(float).eps
 def tv_mixture_histogram(w, mu_h, tau_h, edges, probs, a, b) -> np.ndarray:
     """Per-instance ``TV(p_(a,b], q)`` for a Gaussian-mixture PPD (no closed form: crossings of the
     mixture density with each bin level found numerically by
-    :func:`metrics.tv_density_histogram`)."""
+    :func:`pfntheory.tv_density.tv_density_histogram`)."""
     w = as_float_array(w, "w", ndim=2, non_empty=True)
     if np.any(w < 0):
         raise ValueError("w must hold non-negative mixture weights")

@@ -42,7 +42,7 @@ from hypothesis.extra import numpy as hnp
 
 from pfntheory import construction as con
 from pfntheory import discretize as D
-from pfntheory import gp, kernels, mercer, metrics, richardson, spectral, stats
+from pfntheory import gp, kernels, mercer, metrics, richardson, spectral, stats, tv_density
 from pfntheory import readout as R
 from pfntheory._checks import MAX_ELEMENTS
 
@@ -354,8 +354,8 @@ def _specs() -> list[Spec]:
         )
     for f in ("tv_density_histogram", "l1_density_histogram"):
         add(
-            f"metrics.{f}",
-            getattr(metrics, f),
+            f"tv_density.{f}",
+            getattr(tv_density, f),
             {"pdf": _gauss_pdf, "cdf": _gauss_cdf, "edges": EDGES, "probs": PROBS[0], "n_grid": 16},
             {
                 "pdf": "callable",
@@ -875,7 +875,7 @@ def _extra_cases() -> list[Case]:
         case("bin_edges(-1e308, 1e308, 4)", D.bin_edges, "b", a=-1e308, b=1e308, C=4),
         case(
             "tv_density_histogram(n_grid=0)",
-            metrics.tv_density_histogram,
+            tv_density.tv_density_histogram,
             "n_grid",
             pdf=_gauss_pdf,
             cdf=_gauss_cdf,

@@ -24,10 +24,10 @@ from pfntheory.metrics import (
     mixture_crps,
     mixture_interval,
     mixture_quantile,
-    tv_density_histogram,
     tv_gaussian_histogram,
     tv_truncnorm_histogram,
 )
+from pfntheory.tv_density import tv_density_histogram
 
 QUAD = dict(epsabs=1e-13, epsrel=1e-12, limit=400)
 #: quad reaches ~1e-12 per bin; sums over <= 30 bins: atol 1e-10 on TV / CRPS / moments.

@@ -30,9 +30,10 @@ from pfntheory.discretize import (
     smax_quad_bound,
     smax_quad_bound_modulus,
 )
-from pfntheory.metrics import l1_density_histogram, tv_gaussian_histogram, tv_truncnorm_histogram
+from pfntheory.metrics import tv_gaussian_histogram, tv_truncnorm_histogram
 from pfntheory.readout import logits_from_natural, softmax
 from pfntheory.stats import slope_ci, t_interval
+from pfntheory.tv_density import l1_density_histogram
 
 from .._checks import (
     Rule,
