@@ -181,6 +181,25 @@ def _state(lo: float, hi: float, tol: float) -> str:
     return "too noisy to tell"
 
 
+def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dict:
+    """The state of a fall with standard error ``se`` (``dof`` degrees of freedom) against ``tol``,
+    with its ``1 - 2 alpha`` confidence interval, as the status fields both tests report."""
+    t = float(stats.t.ppf(1 - alpha, dof))
+    lo, hi = fall - t * se, fall + t * se
+    state = _state(lo, hi, tol)
+    return {
+        "state": state,
+        "plateaued": state == "plateaued",
+        "diverging": state == "diverging",
+        "change": fall,
+        "se": se,
+        "ci": (lo, hi),
+        "tol": tol,
+        "halfwidth": t * se,
+        "resolvable": bool(t * se <= tol),
+    }
+
+
 def plateau_status(
     points: Sequence[dict], metric: str = "tv", tol: tuple | None = None, alpha: float = ALPHA
 ) -> dict:
@@ -266,24 +285,13 @@ def plateau_status(
     span = float(x[-1] - x[0])
     fall = -b * span
     se = span * sigma / math.sqrt(sxx)
-    t = float(stats.t.ppf(1 - alpha, dof))
-    lo, hi = fall - t * se, fall + t * se
     end = float(y.mean() + b * xc[-1])
     tol_units, _ = _tolerance(metric, end, tol)
-    state = _state(lo, hi, tol_units)
     return {
         **base,
-        "state": state,
-        "plateaued": state == "plateaued",
-        "diverging": state == "diverging",
-        "change": fall,
-        "se": se,
-        "ci": (lo, hi),
-        "tol": tol_units,
+        **_decision(fall, se, dof, alpha, tol_units),
         "jitter": jitter,
         "instance_se": inst,
-        "halfwidth": t * se,
-        "resolvable": bool(t * se <= tol_units),
     }
 
 
@@ -445,24 +453,12 @@ def doubling_status(
     n = d.size
     fall = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(n))
-    t = float(stats.t.ppf(1 - alpha, n - 1))
-    lo, hi = fall - t * se, fall + t * se
     value = float(b.mean())
-    tol_units = tol * value
-    state = _state(lo, hi, tol_units)
     return {
         **base,
-        "state": state,
-        "plateaued": state == "plateaued",
-        "diverging": state == "diverging",
+        **_decision(fall, se, n - 1, alpha, tol * value),
         "value": value,
-        "change": fall,
-        "se": se,
-        "ci": (lo, hi),
-        "tol": tol_units,
         "instance_se": se,
-        "halfwidth": t * se,
-        "resolvable": bool(t * se <= tol_units),
         "n_instances": n,
     }
 
