@@ -39,6 +39,7 @@ import scipy.stats
 from .. import DEFAULT_NOISE_VAR
 from .. import construction as con
 from .._checks import (
+    Rule,
     array,
     check_kernel,
     check_rng,
@@ -81,15 +82,17 @@ Z_SE = 3.0
 _Z90 = float(scipy.stats.norm.ppf(0.95))  # central 90% interval: mu +- z sqrt(tau)
 
 
-@checked(
-    design=one_of(DESIGNS),
-    n=positive_int,
-    d=positive_int,
-    n_instances=positive_int,
-    kernel=check_kernel,
-    noise_var=positive_scalar,
-    rng=check_rng,
-)
+#: The arguments of one cell of the covariate-shift design: its covariate law and sizes.
+_CELL: dict[str, Rule] = {
+    "design": one_of(DESIGNS),
+    "n": positive_int,
+    "d": positive_int,
+    "n_instances": positive_int,
+    "noise_var": positive_scalar,
+}
+
+
+@checked(**_CELL, kernel=check_kernel, rng=check_rng)
 def draw_contexts(
     design: str,
     n: int,
@@ -191,13 +194,9 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
 
 
 @checked(
-    design=one_of(DESIGNS),
-    n=positive_int,
+    **_CELL,
     L=positive_int,
-    d=positive_int,
-    n_instances=positive_int,
     seeds=seed_tuple,
-    noise_var=positive_scalar,
     step_fraction=probability,
     n_parity=nonneg_int,
     lengthscale=positive_scalar,
