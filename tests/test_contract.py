@@ -112,6 +112,10 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.report.tables": "display formatting: any value (None, NaN...) is valid input",
     "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
     "pfntheory.casestudy.run": "the case-study pipeline: reads data, trains, writes figures",
+    "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
+    "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",
+    "pfntheory.casestudy.results": "the case-study pipeline: results of the stages before",
+    "pfntheory.report.casestudy_plots": "draws and writes figures",
 }
 
 #: Single callables skipped, with the reason.

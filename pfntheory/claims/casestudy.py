@@ -1,8 +1,8 @@
 """The claims of the real-data case studies (fig:sacramento, fig:walker), measured on the PFN's and
-the GP's maps (:mod:`pfntheory.casestudy.run` computes them) and gated on the PFN's convergence.
+the GP's maps (:mod:`pfntheory.casestudy.predict` computes them) and gated on the PFN's convergence.
 
-The definitions (near / far, the margins, the coverage test) are stated in
-:mod:`pfntheory.casestudy.run`'s docstring and fixed before any result was seen. Here:
+The definitions (near / far, the margins, the coverage test) are stated in docs/casestudies.md
+and fixed before any result was seen. Here:
 
 - :func:`near_far_summary` -- PFN-vs-GP differences on a grid split into cells near / far from the
   observations; :func:`coverage_summary` -- empirical coverage of central intervals;
@@ -57,7 +57,7 @@ __all__ = [
     "gate",
 ]
 
-#: Near/far threshold in lengthscale units (definition: :mod:`pfntheory.casestudy.run`).
+#: Near/far threshold in lengthscale units (definition: docs/casestudies.md, "Definitions").
 NEAR_THRESHOLD = 1.0
 #: "Tracks closely": near-cell MAD at most this many GP predictive standard deviations.
 CLOSE_MARGIN_SD = 0.2
