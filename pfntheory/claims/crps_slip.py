@@ -30,6 +30,7 @@ from scipy.special import ndtr, ndtri
 from .. import DEFAULT_NOISE_VAR
 from .._checks import (
     array,
+    at_least,
     checked,
     mapping,
     optional,
@@ -59,10 +60,6 @@ __all__ = [
 K_SE = 3.0
 
 
-def _bins(x, name: str) -> int:
-    return positive_int(x, name, minimum=2)
-
-
 @checked(edges=check_edges, probs=array(min_ndim=1), y=array())
 def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     """The authors' histogram CRPS with the slip: exact CRPS minus ``w_c F(y)^2`` for the bin ``c``
@@ -88,7 +85,7 @@ def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     return histogram_crps(edges, probs, y) - w * F**2
 
 
-@checked(C=_bins, noise_var=positive_scalar, alpha=positive_scalar, outside_mass=probability)
+@checked(C=at_least(2), noise_var=positive_scalar, alpha=positive_scalar, outside_mass=probability)
 def paper_bin_width(
     C: int = 256,
     noise_var: float = DEFAULT_NOISE_VAR,
@@ -100,7 +97,7 @@ def paper_bin_width(
     return 2 * b / C
 
 
-@checked(C=_bins, n_instances=positive_int, seed=seed_int, k_se=positive_scalar)
+@checked(C=at_least(2), n_instances=positive_int, seed=seed_int, k_se=positive_scalar)
 def check_slip_bias(
     C: int = 256, n_instances: int = 20000, seed: int = 0, k_se: float = 4.0
 ) -> ClaimResult:
@@ -152,7 +149,7 @@ def reference_floors(results, d: int = 16) -> dict:
 @checked(
     paper_crps=mapping,
     noise_var=positive_scalar,
-    C=_bins,
+    C=at_least(2),
     n_instances=positive_int,
     seed=seed_int,
     d=positive_int,
