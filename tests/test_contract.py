@@ -137,7 +137,7 @@ SKIP: dict[str, str] = {
     "pfntheory.casestudy.pfn.PFNPrediction": "result record",
     "pfntheory.nn.priors.Batch": "result record of sample_batch",
     "pfntheory.nn.model.PFNOutput": "result record of the forward pass",
-    "pfntheory.report.recorder.Row": "result record",
+    "pfntheory.report.rows.Row": "result record",
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
     "pfntheory.report.html.fmt": "display formatting: any value (None, NaN...) is valid input",
@@ -764,7 +764,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "edges": lambda: discretize.bin_edges(-3.0, 5.0, 16),
     },
     "pfntheory.report.html.row_card": {
-        "row": lambda: __import__("pfntheory.report.recorder", fromlist=["x"]).Row(
+        "row": lambda: __import__("pfntheory.report.rows", fromlist=["x"]).Row(
             "supp-thm:KRR", "a statement", "holds"
         )
     },

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import torch
 
+import pfntheory.nn.fused as _fused
+
 from .._checks import choice
 from ..config import SCORES
-from . import fused as _fused
 
 __all__ = [
     "SCORES",

@@ -10,6 +10,7 @@ One module per job:
 - :mod:`.spec` -- the notebooks of the report, the output folder and the scale;
 - :mod:`.labels` -- the paper's ``\\label{}``s, the only names a row may carry, and the numbers
   LaTeX prints for them (:mod:`.numbering` derives those from ``paper.tex``);
+- :mod:`.rows` -- a row of the report: the verdicts it can carry and what each means;
 - :mod:`.recorder` -- the notebooks' API: :class:`Recorder` and how a verdict is decided;
 - :mod:`.plots` -- figure style, saving and showing, learning curves;
 - :mod:`.cpu` -- the ``cpu``-scale runs of designs still being swept: grids with holes, plateau
@@ -43,16 +44,8 @@ from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     setup_plots,
     show_png,
 )
-from .recorder import (
-    PENDING,
-    VERDICT_DEFINITIONS,
-    VERDICTS,
-    Recorder,
-    Row,
-    convergence_of,
-    decide_verdict,
-    verdict_of,
-)
+from .recorder import Recorder, convergence_of, decide_verdict, verdict_of
+from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
 from .spec import (
     DEFAULT_OUT,
     ENV_OUT,

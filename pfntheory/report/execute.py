@@ -20,21 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pfntheory.report.spec as spec
 from pfntheory.runs import temporary_environ
 
 from .html import CSS, build_index
 from .mathtext import markdown_math
-from .spec import (
-    DEFAULT_OUT,
-    ENV_OUT,
-    ENV_SCALE,
-    NOTEBOOKS,
-    NOTEBOOKS_DIR,
-    ROOT,
-    SCALES,
-    NotebookSpec,
-    find_spec,
-)
 
 __all__ = ["NotebookRun", "execute_notebook", "export_html", "run_report", "retrain", "KERNEL_ENV"]
 
@@ -140,16 +130,16 @@ def execute_notebook(
     import nbclient
     from nbclient.exceptions import CellExecutionError
 
-    out_dir = Path(out_dir) if out_dir is not None else DEFAULT_OUT
+    out_dir = Path(out_dir) if out_dir is not None else spec.DEFAULT_OUT
     if notebooks_dir is None:
-        nbdir = NOTEBOOKS_DIR
-        name = find_spec(name).name if not (nbdir / f"{name}.py").exists() else name
+        nbdir = spec.NOTEBOOKS_DIR
+        name = spec.find_spec(name).name if not (nbdir / f"{name}.py").exists() else name
     else:
         nbdir = Path(notebooks_dir)
     src = nbdir / f"{name}.py"
     if not src.exists():
         raise ValueError(f"name: no notebook source {src}")
-    if scale_ not in SCALES:
+    if scale_ not in spec.SCALES:
         raise ValueError(f"scale_ must be 'quick' or 'paper', got {scale_!r}")
     if not (isinstance(timeout, int) and timeout > 0):
         raise ValueError(f"timeout must be a positive integer, got {timeout!r}")
@@ -168,7 +158,9 @@ def execute_notebook(
     )
     ok, error = True, ""
     t0 = time.perf_counter()
-    with temporary_environ({ENV_OUT: str(out_dir.resolve()), ENV_SCALE: scale_, **KERNEL_ENV}):
+    with temporary_environ(
+        {spec.ENV_OUT: str(out_dir.resolve()), spec.ENV_SCALE: scale_, **KERNEL_ENV}
+    ):
         try:
             client.execute()
         except CellExecutionError as err:
@@ -212,7 +204,7 @@ def _anchored(nb):
 def _pager(name: str) -> str:
     """Links to the index, the part of the index that lists this page, and the previous and next
     pages of the report (none for a notebook that is not one of :data:`NOTEBOOKS`)."""
-    names = [s.name for s in NOTEBOOKS]
+    names = [s.name for s in spec.NOTEBOOKS]
     links = ['<a href="index.html">&uarr; verification index</a>']
     if name in names:
         links.append(f'<a href="index.html#part-{name}">this part&#x27;s rows</a>')
@@ -220,10 +212,10 @@ def _pager(name: str) -> str:
     if name in names:
         i = names.index(name)
         if i > 0:
-            p = NOTEBOOKS[i - 1]
+            p = spec.NOTEBOOKS[i - 1]
             left = f'<a href="{p.name}.html" rel="prev">&larr; {html.escape(p.title)}</a>'
         if i + 1 < len(names):
-            n = NOTEBOOKS[i + 1]
+            n = spec.NOTEBOOKS[i + 1]
             right = f'<a href="{n.name}.html" rel="next">{html.escape(n.title)} &rarr;</a>'
     return (
         f'<nav class="pager"><span>{left}</span><span>{" · ".join(links)}</span>'
@@ -263,7 +255,7 @@ def _stable_text(text: str) -> str:
     text = _KERNEL_FILE.sub("<cell>", text)
     for prefix, name in ((sys.prefix, "<python>"), (sys.base_prefix, "<python>")):
         text = text.replace(prefix.rstrip("/") + "/", name + "/")
-    return text.replace(str(ROOT) + "/", "")
+    return text.replace(str(spec.ROOT) + "/", "")
 
 
 def _stable_outputs(nb) -> None:
@@ -325,8 +317,6 @@ def retrain(scale_: str) -> None:
     from pfntheory.casestudy.run import run_casestudy
     from pfntheory.experiments.runner import run_sweep
 
-    from . import spec
-
     run_sweep(scale=scale_)
     for name in ("sacramento", "walker"):
         if not (spec.DEFAULT_OUT / "casestudy" / name / "results.json").is_file():
@@ -362,13 +352,13 @@ def run_report(
     progress : bool
         Print one line per notebook (with its wall time: printed, never written to a file).
     """
-    out = Path(out_dir) if out_dir is not None else DEFAULT_OUT
+    out = Path(out_dir) if out_dir is not None else spec.DEFAULT_OUT
     if notebooks_dir is None:
-        specs = [find_spec(n) for n in only] if only else list(NOTEBOOKS)
+        specs = [spec.find_spec(n) for n in only] if only else list(spec.NOTEBOOKS)
     else:  # any folder of jupytext sources (used by the tests)
         stems = sorted(p.stem for p in Path(notebooks_dir).glob("*.py"))
         specs = [
-            NotebookSpec(s, s, ())
+            spec.NotebookSpec(s, s, ())
             for s in stems
             if not only or any(s == o or s.startswith(o) for o in only)
         ]

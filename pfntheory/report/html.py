@@ -26,7 +26,7 @@ from pfntheory._checks import ArgumentTypeError
 from .citation import PAPER_TITLE, build_stamp, citation_html
 from .labels import paper_number
 from .mathtext import math_html
-from .recorder import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
+from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
 from .spec import NOTEBOOKS, NotebookSpec, output_dir
 
 __all__ = ["build_index", "row_card", "fmt", "CSS"]
@@ -155,7 +155,7 @@ def row_card(row: Row) -> str:
     """The inline card a Recorder shows in the notebook (its id is the index's link target)."""
     if not isinstance(row, Row):
         raise ArgumentTypeError(
-            f"row must be a pfntheory.report.recorder.Row, got {type(row).__name__}"
+            f"row must be a pfntheory.report.rows.Row, got {type(row).__name__}"
         )
     number = paper_number(row.label)
     lab = (f"{html.escape(number)} " if number else "") + f"<code>{html.escape(row.label)}</code>"

@@ -27,7 +27,6 @@ import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +35,7 @@ from pfntheory.claims import (
     CAVEAT,
     ERRATUM,
     FAILS,
-    FAILS_AT_BUDGET,
     HOLDS,
-    HOLDS_AT_BUDGET,
     OUTSIDE,
     UNDECIDED,
     VERDICT_KINDS,
@@ -46,62 +43,19 @@ from pfntheory.claims import (
 from pfntheory.config import LEARNING_CURVE_FILE
 from pfntheory.convergence import curve_status
 
-from .labels import check_label
+from .html import fmt, row_card
+from .labels import check_label, paper_number
+from .rows import PENDING, Row, finite_or_none, round_significant
 from .spec import ROOT, output_dir, scale
+from .tables import Table
 
 __all__ = [
-    "PENDING",
-    "VERDICTS",
-    "VERDICT_DEFINITIONS",
-    "Row",
     "Recorder",
     "decide_verdict",
     "verdict_of",
     "convergence_of",
     "explain_tolerance",
-    "SIGNIFICANT",
 ]
-
-#: A result whose data is not available on this machine (never used for missing code).
-PENDING = "pending"
-#: Every verdict a row can carry, in the order the index counts them.
-VERDICTS = (*VERDICT_KINDS, PENDING)
-#: One line per verdict kind, shown at the top of the index.
-VERDICT_DEFINITIONS = {
-    HOLDS: "every measured instance satisfies the paper's statement within the stated tolerance",
-    CAVEAT: (
-        "it holds, but only under a condition or reading the paper does not state (see the row)"
-    ),
-    FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
-    ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected "
-    "statement given in the row",
-    OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
-    "for nor against the paper",
-    HOLDS_AT_BUDGET: "its runs are still improving, but the check holds at every point of the last "
-    "log-half of their learning curves: it holds at the stated number of steps",
-    FAILS_AT_BUDGET: "its runs are still improving, and the check fails at every point of the last "
-    "log-half of their learning curves: it fails at the stated number of steps",
-    UNDECIDED: "rests on a trained run that has not plateaued, and the check's outcome changes "
-    "within the last log-half of its learning curve (or it has none): no verdict until it settles",
-    PENDING: "the data it needs is not on this machine",
-}
-#: Significant digits of every number saved (so that a rebuild on another host changes no byte
-#: from round-off in the last digits).
-SIGNIFICANT = 6
-
-
-def _round(x: float) -> float:
-    return float(f"{x:.{SIGNIFICANT}g}")
-
-
-def _finite_or_none(x):
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return _round(x) if math.isfinite(x) else None
 
 
 def _scalars(details: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +71,7 @@ def _scalars(details: dict[str, Any]) -> dict[str, Any]:
             and getattr(v, "ndim", 1) == 0
         ):
             f = float(v)
-            out[str(k)] = _round(f) if math.isfinite(f) else str(f)
+            out[str(k)] = round_significant(f) if math.isfinite(f) else str(f)
     return out
 
 
@@ -258,42 +212,6 @@ def decide_verdict(
     if convergence == "improving":
         return UNDECIDED
     return verdict_of(bool(holds), caveat)
-
-
-@dataclass
-class Row:
-    """One line of the index: a measured paper result."""
-
-    label: str  # the paper's \\label{}
-    statement: str
-    verdict: str
-    variant: str = ""  # what distinguishes this row from others of the same label
-    key: str = ""  # the claim's stable key
-    holds: bool | None = None  # the check's own outcome
-    observed: float | None = None
-    ci: tuple[float, float] | None = None
-    bound: float | None = None  # what ``observed`` is compared with (see ``compare``)
-    compare: str = "bound"  # "bound" | "threshold" | "reference"
-    paper_value: float | None = None  # the paper's printed number, never a threshold
-    measured: str = ""  # what exactly ``observed`` is
-    tolerance: str = ""  # the tolerance and its reason
-    caveat: str = ""
-    erratum: str = ""  # the corrected statement our check confirms
-    outside: str = ""  # why the measurement is outside the paper's regime
-    convergence: str = ""  # the trained runs' convergence, in one line
-    run_dir: str = ""  # the run directory (or directories) read
-    command: str = ""  # the command that regenerates the row
-    notebook: str = ""
-    anchor: str = ""
-    missing: str = ""  # for pending rows: what is not available
-    details: dict[str, Any] = field(default_factory=dict)
-    # per trained run read: [plateau state, last step] (the index sums them up)
-    run_states: dict[str, list] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["ci"] = [_finite_or_none(c) for c in self.ci] if self.ci is not None else None
-        return d
 
 
 _COMPARE = ("bound", "threshold", "reference")
@@ -451,11 +369,11 @@ class Recorder:
             verdict=verdict,
             key=getattr(result, "key", "") or "",
             holds=h,
-            observed=_finite_or_none(result.observed if observed is None else observed),
+            observed=finite_or_none(result.observed if observed is None else observed),
             ci=tuple(result.ci) if result.ci is not None and observed is None else None,
-            bound=_finite_or_none(result.bound),
+            bound=finite_or_none(result.bound),
             compare=compare,
-            paper_value=_finite_or_none(pv),
+            paper_value=finite_or_none(pv),
             measured=measured or str(details.get("measured", "")),
             tolerance=explain_tolerance(result.tolerance if tolerance is None else tolerance),
             caveat=caveat,
@@ -483,8 +401,6 @@ class Recorder:
         self.rows.append(row)
         self.save()
         if show:
-            from .html import row_card
-
             _display_html(row_card(row))
 
     def save(self) -> Path:
@@ -505,10 +421,6 @@ class Recorder:
         """The rows so far as a :class:`~pfntheory.report.tables.Table` (for display at the end of
         a notebook): the paper's number and label, the variant, what was measured, our number,
         what it is compared with, the paper's number and the verdict, rounded, "—" where absent."""
-        from .html import fmt
-        from .labels import paper_number
-        from .tables import Table
-
         rows = [
             [
                 f"{paper_number(r.label)} ({r.label})" if paper_number(r.label) else r.label,

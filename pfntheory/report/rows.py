@@ -1,0 +1,110 @@
+"""A row of the report and its vocabulary: the verdicts a row can carry, what each means, and how a
+row's numbers are rounded when saved. The rules that decide a verdict are :mod:`.recorder`'s."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pfntheory.claims import (
+    CAVEAT,
+    ERRATUM,
+    FAILS,
+    FAILS_AT_BUDGET,
+    HOLDS,
+    HOLDS_AT_BUDGET,
+    OUTSIDE,
+    UNDECIDED,
+    VERDICT_KINDS,
+)
+
+__all__ = [
+    "PENDING",
+    "VERDICTS",
+    "VERDICT_DEFINITIONS",
+    "SIGNIFICANT",
+    "round_significant",
+    "finite_or_none",
+    "Row",
+]
+
+#: A result whose data is not available on this machine (never used for missing code).
+PENDING = "pending"
+#: Every verdict a row can carry, in the order the index counts them.
+VERDICTS = (*VERDICT_KINDS, PENDING)
+#: One line per verdict kind, shown at the top of the index.
+VERDICT_DEFINITIONS = {
+    HOLDS: "every measured instance satisfies the paper's statement within the stated tolerance",
+    CAVEAT: (
+        "it holds, but only under a condition or reading the paper does not state (see the row)"
+    ),
+    FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
+    ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected "
+    "statement given in the row",
+    OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
+    "for nor against the paper",
+    HOLDS_AT_BUDGET: "its runs are still improving, but the check holds at every point of the last "
+    "log-half of their learning curves: it holds at the stated number of steps",
+    FAILS_AT_BUDGET: "its runs are still improving, and the check fails at every point of the last "
+    "log-half of their learning curves: it fails at the stated number of steps",
+    UNDECIDED: "rests on a trained run that has not plateaued, and the check's outcome changes "
+    "within the last log-half of its learning curve (or it has none): no verdict until it settles",
+    PENDING: "the data it needs is not on this machine",
+}
+#: Significant digits of every number saved (so that a rebuild on another host changes no byte
+#: from round-off in the last digits).
+SIGNIFICANT = 6
+
+
+def round_significant(x: float) -> float:
+    """``x`` to :data:`SIGNIFICANT` significant digits."""
+    return float(f"{x:.{SIGNIFICANT}g}")
+
+
+def finite_or_none(x):
+    """``x`` as a float rounded to :data:`SIGNIFICANT` digits; None for None, booleans, non-numbers
+    and non-finite values."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return round_significant(x) if math.isfinite(x) else None
+
+
+@dataclass
+class Row:
+    """One line of the index: a measured paper result."""
+
+    label: str  # the paper's \\label{}
+    statement: str
+    verdict: str
+    variant: str = ""  # what distinguishes this row from others of the same label
+    key: str = ""  # the claim's stable key
+    holds: bool | None = None  # the check's own outcome
+    observed: float | None = None
+    ci: tuple[float, float] | None = None
+    bound: float | None = None  # what ``observed`` is compared with (see ``compare``)
+    compare: str = "bound"  # "bound" | "threshold" | "reference"
+    paper_value: float | None = None  # the paper's printed number, never a threshold
+    measured: str = ""  # what exactly ``observed`` is
+    tolerance: str = ""  # the tolerance and its reason
+    caveat: str = ""
+    erratum: str = ""  # the corrected statement our check confirms
+    outside: str = ""  # why the measurement is outside the paper's regime
+    convergence: str = ""  # the trained runs' convergence, in one line
+    run_dir: str = ""  # the run directory (or directories) read
+    command: str = ""  # the command that regenerates the row
+    notebook: str = ""
+    anchor: str = ""
+    missing: str = ""  # for pending rows: what is not available
+    details: dict[str, Any] = field(default_factory=dict)
+    # per trained run read: [plateau state, last step] (the index sums them up)
+    run_states: dict[str, list] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ci"] = [finite_or_none(c) for c in self.ci] if self.ci is not None else None
+        return d
