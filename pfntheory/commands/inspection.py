@@ -14,14 +14,7 @@ from collections.abc import Sequence
 from pfntheory.config import COVARIATES
 from pfntheory.convergence import METRICS
 
-from .options import (
-    LIMITS,
-    add_run_options,
-    check_attention_size,
-    context_size,
-    int_in,
-    pick,
-)
+from .options import LIMITS, add_run_options, check_attention_size, context_size, int_in, pick
 
 __all__ = ["register", "format_evaluation", "format_comparison"]
 

@@ -133,6 +133,8 @@ def pick(args, *names: str, given: bool = False) -> dict:
 
 
 def check_attention_size(batch: int, n: int, what: str) -> None:
+    """Refuse a batch whose attention scores (batch x (n+1) x n per layer) exceed
+    ``LIMITS["attention_elements"]``, naming the options ``what`` that set them."""
     elements = batch * (n + 1) * n
     if elements > LIMITS["attention_elements"]:
         raise ValueError(
