@@ -328,6 +328,11 @@ class ModelSpec:
         paper restricts ``TF^pr`` to positive kernels); it is computed as is, not guarded.
     head : {'psi', 'mlp'}
         The analytic psi head (Sec. 4, supp-sec:exp details) or the MLP of eqn:tabPFN mlp.
+    mixture : bool
+        One head per component of the prior and a mixture-weight readout (the remark "Extension to
+        hierarchical GPs"; :class:`pfntheory.nn.multihead.MixturePFN`): needs ``score='rbf'``,
+        ``mode='learnable'``, ``head='psi'`` and ``L >= 2``. Left out of a run's hashed identity
+        when False, so earlier runs keep their directories.
     """
 
     score: str
@@ -336,6 +341,7 @@ class ModelSpec:
     mode: str = "learnable"
     normalised: bool = False
     head: str = "psi"
+    mixture: bool = False
 
     def __post_init__(self):
         choice(self.score, "score", SCORES)
@@ -344,10 +350,20 @@ class ModelSpec:
         object.__setattr__(self, "L", positive_int(self.L, "L"))
         object.__setattr__(self, "C", positive_int(self.C, "C", minimum=2))
         _check_bool(self.normalised, "normalised")
+        _check_bool(self.mixture, "mixture")
+        if self.mixture and (
+            self.score != "rbf" or self.mode != "learnable" or self.head != "psi" or self.L < 2
+        ):
+            raise ValueError(
+                "mixture=True needs score='rbf', mode='learnable', head='psi' and L >= 2, got "
+                f"score={self.score!r}, mode={self.mode!r}, head={self.head!r}, L={self.L}"
+            )
 
     def slug(self) -> str:
-        """The model part of a run directory's name (``pr-learn-L32-C256``...)."""
-        return f"{'pr' if self.normalised else 'tf'}-{self.mode[:5]}-L{self.L}-C{self.C}"
+        """The model part of a run directory's name (``pr-learn-L32-C256``, with ``mixture``
+        ``pr-mix-learn-L8-C256``...)."""
+        mix = "mix-" if self.mixture else ""
+        return f"{'pr' if self.normalised else 'tf'}-{mix}{self.mode[:5]}-L{self.L}-C{self.C}"
 
     def to_nn(self, d: int, noise_var_init: float, **extra) -> ModelConfig:
         """The :class:`ModelConfig` of this architecture for inputs of dimension ``d``, its noise

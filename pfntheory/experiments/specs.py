@@ -194,6 +194,9 @@ class RunSpec:
         for name, default in _LATE_DEFAULTS.items():
             if d[name] == default:
                 d.pop(name)
+        for name, default in _LATE_MODEL_DEFAULTS.items():
+            if d["model"][name] == default:
+                d["model"].pop(name)
         return d
 
     @property
@@ -246,6 +249,8 @@ _LATE_DEFAULTS = {
     "curve_points": 12,
     "ema_decay": 0.0,
 }
+#: ModelSpec fields omitted from the hashed identity when they hold these values.
+_LATE_MODEL_DEFAULTS = {"mixture": False}
 
 
 class _ExactSide:

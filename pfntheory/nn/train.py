@@ -119,6 +119,7 @@ from ..discretize import bin_edges
 from ..stats import mean_se
 from .head import check_edges
 from .model import ModelConfig, PFNTransformer, select_device
+from .multihead import MixturePFN
 from .priors import (
     COVARIATES,
     Batch,
@@ -545,7 +546,10 @@ def build_model(config: TrainConfig, interval: tuple[float, float], device) -> t
     edges = torch.as_tensor(bin_edges(*interval, config.model.C), dtype=torch.float64)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        model = PFNTransformer(config.model, edges)
+        if config.model.mixture:  # one head per prior component (pfntheory.nn.multihead)
+            model: torch.nn.Module = MixturePFN(config.model, edges, config.task)
+        else:
+            model = PFNTransformer(config.model, edges)
     return model.to(device)
 
 

@@ -1,0 +1,307 @@
+"""The multi-head TF^pr of the remark "Extension to hierarchical GPs", trainable (PyTorch).
+
+The NumPy construction and its readout are :mod:`pfntheory.multihead`; this is its trainable
+counterpart (``ModelSpec(mixture=True)``), tied to it by the float64 parity test of
+``tests/test_multihead.py``.
+
+* One head per component ``h`` of the prior (:func:`pfntheory.config.prior_components`): its own
+  ``V^(0)_{k,y}`` (``amp``), solver weights ``V^(l)_{f,y}, V_{f,f}, V_{g,k}, V_{g,g}``,
+  ``S^(l)_{f,f}, S_{g,g}`` and readout ``W``, initialised at supp-eqn:weights for that component
+  (its noise, the step ``1/(1 + sigma_h^2)`` of TF^pr).
+* Heads with the same lengthscale share one kernel (``K = Q = diag(scale)`` per lengthscale
+  group and layer, initialised at ``1/ell``): one ``(B, n+1, n)`` kernel per group and layer is
+  applied to the ``2 H_g`` value channels of its heads, so the 3 x 3 grid of
+  supp-tab:hierarchical-gp costs about 3 single-head kernels per layer, not 9.
+* Mixture-weight readout: ``log w_h = log pi_h - q_h/2 - c_h . phi`` normalised over ``h``, with
+  ``q_h = beta_h sum_i y_i (y_i - f_{h,i})`` (``beta_h`` initialised at ``1/sigma_h^2``: the exact
+  ``Y^T (G_h + sigma_h^2 I)^{-1} Y`` at the solver's fixed point) and ``phi`` the log-determinant
+  features :func:`pfntheory.multihead.logdet_features` of ``log det D_g = sum_i log s_{g,i}`` (the
+  first solver layer's normaliser) and ``n``, ``c_h`` initialised at half the least-squares fit
+  :func:`pfntheory.multihead.fit_logdet_readout`; every coefficient is learned.
+* Output: the mixture of the per-head bar distributions, ``logits = log sum_h w_h softmax(ell_h)``
+  with ``ell_h`` the psi head of Sec. 4 on ``(mu_h, tau_h)`` with its own learned ``(s1, s2)``;
+  ``mu, tau`` of the output are the mixture's moments (the evaluation compares them with the exact
+  mixture's).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import multihead as mh
+from .._checks import ArgumentTypeError
+from ..config import ModelConfig, TaskConfig, prior_components
+from ..kernels import RBFKernel
+from .attention import scaled_kernel_attention, score_vector
+from .head import _positive_tau, check_edges
+from .model import PFNOutput
+
+__all__ = ["MixtureOutput", "MixturePFN", "load_multihead_handset"]
+
+#: Seed of the Monte-Carlo designs of the log-determinant fit that initialises the readout.
+LOGDET_FIT_SEED = 0
+
+
+@dataclass
+class MixtureOutput(PFNOutput):
+    """:class:`~pfntheory.nn.model.PFNOutput` (``mu, tau``: the mixture's moments) plus
+
+    Attributes
+    ----------
+    weights : Tensor of shape (B, H)
+        Readout mixture weights ``w_h``.
+    mu_h, tau_h : Tensor of shape (B, H)
+        Per-head moments ``(mu_h, tau_h)`` (raw readouts).
+    """
+
+    weights: torch.Tensor | None = None
+    mu_h: torch.Tensor | None = None
+    tau_h: torch.Tensor | None = None
+
+
+@functools.lru_cache(maxsize=16)
+def _logdet_coef(ells: tuple, noise_vars: tuple, alpha: float, d: int, covariates: str):
+    kernels = [RBFKernel(alpha, ell) for ell in ells]
+    fit = mh.fit_logdet_readout(
+        kernels, np.asarray(noise_vars), d, np.random.default_rng(LOGDET_FIT_SEED),
+        covariates=covariates,
+    )  # fmt: skip
+    return fit.coef
+
+
+def _groups(ells) -> tuple[list[float], list[list[int]]]:
+    """Distinct lengthscales (first-appearance order) and the heads of each."""
+    uniq: list[float] = []
+    for e in ells:
+        if e not in uniq:
+            uniq.append(e)
+    return uniq, [[h for h, e in enumerate(ells) if e == u] for u in uniq]
+
+
+class MixturePFN(nn.Module):
+    """Multi-head ``TF^pr`` (or ``TF``) with a mixture-weight readout (module docstring).
+
+    Parameters
+    ----------
+    config : ModelConfig
+        ``score='rbf'``, ``mode='learnable'``, ``head='psi'``, ``L >= 2`` (checked by
+        :class:`~pfntheory.config.ModelSpec` when ``mixture=True``).
+    edges : Tensor of shape (C + 1,)
+    task : TaskConfig
+        The prior: its components (RBF kernels and noise variances) give the heads.
+    """
+
+    def __init__(self, config: ModelConfig, edges: torch.Tensor, task: TaskConfig):
+        super().__init__()
+        if not isinstance(config, ModelConfig):
+            raise ArgumentTypeError(f"config must be a ModelConfig, got {type(config).__name__}")
+        if not isinstance(task, TaskConfig):
+            raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
+        if config.score != "rbf" or config.mode != "learnable" or config.head != "psi":
+            raise ValueError("MixturePFN needs score='rbf', mode='learnable' and head='psi'")
+        if config.L < 2:
+            raise ValueError(f"MixturePFN needs L >= 2 (a solver layer), got L={config.L}")
+        if task.d != config.d:
+            raise ValueError(f"task.d={task.d} must equal config.d={config.d}")
+        kernels, nv = prior_components(task)
+        if not all(isinstance(k, RBFKernel) for k in kernels):
+            raise ValueError(f"MixturePFN needs RBF components, task kind {task.kind!r} has not")
+        self.config = cfg = config
+        self.register_buffer("edges", check_edges(edges, cfg.C).clone())
+        dt = torch.get_default_dtype()
+        H, L, d = len(kernels), cfg.L, cfg.d
+        ells, self.groups = _groups([k.lengthscale for k in kernels])
+        amp = kernels[0].alpha ** 2
+        n_scale = 1 if cfg.shared_scale else L
+        self.scale = nn.Parameter(
+            torch.tensor([[[1.0 / e] * d] * n_scale for e in ells], dtype=dt)
+        )  # (G, L or 1, d): diag K = Q per lengthscale group
+        self.amp = nn.Parameter(torch.full((H,), amp, dtype=dt))  # V^(0)_{k,y} per head
+        s2 = torch.as_tensor(nv, dtype=dt)  # (H,)
+        if cfg.eta_init is not None:
+            eta = torch.full((H,), float(cfg.eta_init), dtype=dt)
+        else:
+            eta = 1.0 / (1.0 + s2) if cfg.normalised else torch.full((H,), 0.005, dtype=dt)
+        eta_a = eta if cfg.normalised else eta * amp  # step in V
+        eta_d = eta / amp if cfg.normalised else eta  # step in S
+        V = torch.stack([eta_a, -eta_a, eta_a, -eta_a], -1)  # (H, 4): V_fy V_ff V_gk V_gg
+        self.V = nn.Parameter(V[:, None].repeat(1, L - 1, 1))  # (H, L-1, 4)
+        self.S = nn.Parameter((-eta_d * s2)[:, None, None].repeat(1, L - 1, 2))  # S_ff S_gg
+        ones = torch.ones(H, dtype=dt)
+        self.W = nn.Parameter(torch.stack([ones, s2, ones, -ones], -1))  # W_1f W_2y W_2k W_2g
+        self.psi_scale = nn.Parameter(torch.ones(H, 2, dtype=dt))  # (s1, s2) per head
+        self.q_scale = nn.Parameter(1.0 / s2)  # beta_h
+        coef = _logdet_coef(
+            tuple(k.lengthscale for k in kernels), tuple(float(v) for v in nv),
+            float(kernels[0].alpha), d, task.covariates,
+        )  # fmt: skip
+        self.ld_coef = nn.Parameter(torch.as_tensor(0.5 * coef, dtype=dt))  # (H, 6)
+        self.register_buffer("log_prior", torch.full((H,), -math.log(H), dtype=dt))
+        self.H = H
+
+    def _check_inputs(self, X, Y, xq):
+        p = self.scale
+        out = []
+        for name, t, nd in (("X", X, 3), ("Y", Y, 2), ("xq", xq, 2)):
+            if not isinstance(t, torch.Tensor):
+                try:
+                    t = torch.as_tensor(np.asarray(t, dtype=np.float64))
+                except (TypeError, ValueError) as err:
+                    raise ValueError(
+                        f"{name} must be a real array, got {type(t).__name__}"
+                    ) from err
+            if t.dim() != nd:
+                raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
+            if t.is_complex():
+                raise ValueError(f"{name} must be real, got dtype {t.dtype}")
+            t = t.to(device=p.device, dtype=p.dtype)
+            if not bool(torch.isfinite(t).all()):
+                raise ValueError(f"{name} contains NaN or infinite values")
+            out.append(t)
+        X, Y, xq = out
+        B, n, d = X.shape
+        if d != self.config.d:
+            raise ValueError(
+                f"X must have d = {self.config.d} features, got shape {tuple(X.shape)}"
+            )
+        if n < 1 or B < 1:
+            raise ValueError(f"X must have n >= 1 context points and B >= 1, got {tuple(X.shape)}")
+        if Y.shape != (B, n):
+            raise ValueError(f"Y must have shape (B, n) = {(B, n)}, got {tuple(Y.shape)}")
+        if xq.shape != (B, d):
+            raise ValueError(f"xq must have shape (B, d) = {(B, d)}, got {tuple(xq.shape)}")
+        return X, Y, xq
+
+    def _group(self, xa, Y, g: int, hs: list[int]):
+        """The heads ``hs`` of lengthscale group ``g``: per-head ``mu, tau, q`` (B, H_g) and
+        ``log det D`` (B,)."""
+        cfg = self.config
+        n = Y.shape[1]
+        Hg = len(hs)
+        scale = self.scale[g].expand(cfg.L, cfg.d)
+        a = xa * scale[0]
+        k = score_vector(a, a[:, n], "rbf")[..., None] * self.amp[hs]  # (B, n+1, Hg): eqn:1st attn
+        F = xa.new_zeros(xa.shape[0], n + 1, Hg)  # rows f_h
+        Gr = torch.zeros_like(F)  # rows g_h
+        Yc = Y[..., None]
+        log_det_D = None
+        for layer in range(1, cfg.L):  # eqn:l attn, one kernel for the group's 2 Hg channels
+            v, S_l = self.V[hs, layer - 1], self.S[hs, layer - 1]  # (Hg, 4), (Hg, 2)
+            vals = torch.cat(
+                [Yc * v[:, 0] + F[:, :n] * v[:, 1], k[:, :n] * v[:, 2] + Gr[:, :n] * v[:, 3]], -1
+            )
+            if not cfg.normalised and layer == 1:  # the normaliser s for log det D only
+                vals = torch.cat([vals, torch.ones_like(vals[..., :1])], -1)
+            att, s = scaled_kernel_attention(xa, scale[layer], vals, "rbf", cfg.normalised)
+            if s is None:
+                if layer == 1:
+                    att, s1 = att[..., :-1], att[..., -1]
+                    log_det_D = torch.log(s1[:, :n]).sum(-1)
+                F = F + att[..., :Hg] + F * S_l[:, 0]
+                Gr = Gr + att[..., Hg:] + Gr * S_l[:, 1]
+            else:
+                if layer == 1:
+                    log_det_D = torch.log(s[:, :n]).sum(-1)  # sum_i log s_i = log det D
+                F = F + att[..., :Hg] + F * S_l[:, 0] / s[..., None]  # TF^pr skip / s_{x_j}
+                Gr = Gr + att[..., Hg:] + Gr * S_l[:, 1] / s[..., None]
+        W = self.W[hs]  # (Hg, 4)
+        mu = W[:, 0] * F[:, n]
+        tau = W[:, 1] + W[:, 2] * k[:, n] + W[:, 3] * Gr[:, n]
+        q = self.q_scale[hs] * (Yc * (Yc - F[:, :n])).sum(1)  # beta_h sum_i y_i (y_i - f_{h,i})
+        return mu, tau, q, log_det_D
+
+    def forward(self, X, Y, xq) -> MixtureOutput:
+        """Same arguments as :meth:`pfntheory.nn.model.PFNTransformer.forward`; returns
+        :class:`MixtureOutput` (``logits`` (B, C) of the mixture of the heads' bar
+        distributions)."""
+        X, Y, xq = self._check_inputs(X, Y, xq)
+        B, n, _ = X.shape
+        xa = torch.cat([X, xq.unsqueeze(1)], 1)  # (B, n+1, d)
+        mu_h = xa.new_empty(B, self.H)
+        tau_h, logit_w = torch.empty_like(mu_h), torch.empty_like(mu_h)
+        ln = math.log(n)
+        for g, hs in enumerate(self.groups):
+            mu, tau, q, ldD = self._group(xa, Y, g, hs)
+            phi = torch.stack(
+                [ldD, ldD * ln, *(ldD.new_full((B,), v) for v in (n, n * ln, ln, 1.0))], -1
+            )
+            mu_h[:, hs], tau_h[:, hs] = mu, tau
+            logit_w[:, hs] = self.log_prior[hs] - 0.5 * q - phi @ self.ld_coef[hs].T
+        log_w = torch.log_softmax(logit_w, -1)  # (B, H)
+        edges = self.edges.to(xa.dtype)
+        xi = 0.5 * (edges[1:] + edges[:-1])
+        Xi = torch.stack([xi, xi * xi], -1)  # (C, 2)
+        tau_p = _positive_tau(tau_h, self.config.tau_min)
+        psi = torch.stack([mu_h / tau_p, -0.5 / tau_p], -1) * self.psi_scale  # (B, H, 2)
+        ell = psi @ Xi.T + torch.log(edges[1:] - edges[:-1])  # (B, H, C): Sec. 4 per head
+        logits = torch.logsumexp(log_w[..., None] + torch.log_softmax(ell, -1), 1)  # (B, C)
+        w = log_w.exp()
+        mu = (w * mu_h).sum(-1)
+        tau = (w * (tau_h + mu_h**2)).sum(-1) - mu**2
+        return MixtureOutput(logits=logits, mu=mu, tau=tau, weights=w, mu_h=mu_h, tau_h=tau_h)
+
+
+def load_multihead_handset(model: MixturePFN, weights, logdet) -> MixturePFN:
+    """Copy the NumPy hand-set multi-head weights into ``model`` (in place; returns it).
+
+    Parameters
+    ----------
+    model : MixturePFN
+    weights : pfntheory.multihead.MultiHeadWeights
+        Heads in the model's order; heads of one lengthscale group must share ``K``.
+    logdet : pfntheory.multihead.LogdetReadout
+        The log-determinant readout (``ld_coef = coef / 2``).
+    """
+    if not isinstance(model, MixturePFN):
+        raise ArgumentTypeError(f"model must be a MixturePFN, got {type(model).__name__}")
+    if not isinstance(weights, mh.MultiHeadWeights):
+        raise ArgumentTypeError(f"weights must be MultiHeadWeights, got {type(weights).__name__}")
+    if not isinstance(logdet, mh.LogdetReadout):
+        raise ArgumentTypeError(f"logdet must be a LogdetReadout, got {type(logdet).__name__}")
+    cfg = model.config
+    if weights.H != model.H or weights.d != cfg.d or weights.L != cfg.L:
+        raise ValueError(
+            f"weights have H={weights.H}, d={weights.d}, L={weights.L}; the model "
+            f"H={model.H}, d={cfg.d}, L={cfg.L}"
+        )
+    if logdet.coef.shape != (model.H, mh.N_LOGDET_FEATURES):
+        raise ValueError(f"logdet.coef must have shape {(model.H, mh.N_LOGDET_FEATURES)}")
+    d = cfg.d
+    y, k, f, g = d, d + 1, d + 2, d + 3
+    scale = np.zeros(tuple(model.scale.shape))
+    for gi, hs in enumerate(model.groups):
+        K = weights.heads[hs[0]].K
+        if any(not np.array_equal(weights.heads[h].K, K) for h in hs):
+            raise ValueError(f"weights: heads {hs} share a lengthscale in the model but not K")
+        diag = np.stack([np.diag(K[layer])[:d] for layer in range(cfg.L)])
+        scale[gi] = diag[:1] if cfg.shared_scale else diag
+    w = weights.heads
+    V = np.stack(
+        [
+            [[x.V[m][f, y], x.V[m][f, f], x.V[m][g, k], x.V[m][g, g]] for m in range(1, cfg.L)]
+            for x in w
+        ]
+    )
+    S = np.stack([[[x.S[m][f, f], x.S[m][g, g]] for m in range(1, cfg.L)] for x in w])
+    W = np.stack([[x.W[0, f], x.W[1, y], x.W[1, k], x.W[1, g]] for x in w])
+    values = {
+        "scale": scale,
+        "amp": [x.V[0][k, y] for x in w],
+        "V": V,
+        "S": S,
+        "W": W,
+        "q_scale": 1.0 / weights.noise_vars,
+        "ld_coef": 0.5 * logdet.coef,
+    }
+    with torch.no_grad():
+        for name, value in values.items():
+            p = getattr(model, name)
+            p.copy_(torch.as_tensor(np.asarray(value), dtype=p.dtype).reshape(p.shape))
+        model.log_prior.copy_(torch.as_tensor(weights.log_prior, dtype=model.log_prior.dtype))
+    return model
