@@ -88,112 +88,130 @@ def number_labels(tex: str) -> dict[str, str]:
     """
     tex = _strip_comments(tex)
     start = tex.find("\\begin{document}")
-    body = tex[start:] if start >= 0 else tex
-    theorems = theorem_environments(tex)
-    counters: dict[str, int] = {"section": 0, "subsection": 0, "equation": 0}
-    counters.update({c: 0 for _, c, _ in theorems.values()})
-    counters.update({k: 0 for k in _FLOATS})
-    appendix = False
-    section_number = ""  # "3" or "B"
-    top = _Frame("document")  # after a section heading, labels refer to the section
-    stack: list[_Frame] = [top]
-    depth = 0
-    out: dict[str, str] = {}
+    numberer = _Numberer(theorem_environments(tex))
+    for m in _TOKEN.finditer(tex[start:] if start >= 0 else tex):
+        numberer.token(m)
+    return numberer.out
 
-    def sec_word() -> str:
-        return "Appendix" if appendix else "Section"
 
-    def close_row(frame: _Frame) -> None:
+class _Numberer:
+    """LaTeX's counters and grouping over a stream of :data:`_TOKEN` matches: one method per kind
+    of token; the labels seen so far and their printed references in :attr:`out`."""
+
+    def __init__(self, theorems: dict[str, tuple[str, str, str | None]]):
+        self.theorems = theorems
+        self.counters: dict[str, int] = {"section": 0, "subsection": 0, "equation": 0}
+        self.counters.update({c: 0 for _, c, _ in theorems.values()})
+        self.counters.update({k: 0 for k in _FLOATS})
+        self.appendix = False
+        self.section_number = ""  # "3" or "B"
+        self.top = _Frame("document")  # after a section heading, labels refer to the section
+        self.stack: list[_Frame] = [self.top]
+        self.depth = 0
+        self.out: dict[str, str] = {}
+
+    def token(self, m: re.Match) -> None:
+        tok = m.group(0)
+        if tok in ("{", "}"):
+            self.depth += 1 if tok == "{" else -1
+        elif tok == "\\\\":
+            frame = self.stack[-1]
+            if frame.kind == "rows" and self.depth == frame.base_depth:
+                self._close_row(frame)
+        elif tok.startswith("\\begin"):
+            self._begin(m.group(1))
+        elif tok.startswith("\\end"):
+            self._end(m.group(1))
+        elif m.group(3) is not None:  # \section, \subsection, \subsubsection (starred or not)
+            if m.group(3) != "*":
+                self._section(tok.count("sub"))
+        elif tok == "\\appendix":
+            self.appendix = True
+            self.counters["section"] = 0
+        elif tok == "\\caption":
+            self._caption()
+        elif m.group(4) is not None:
+            self._label(m.group(4))
+        elif tok in ("\\nonumber", "\\notag") or tok.startswith("\\tag"):
+            rows = self._rows()
+            if rows is not None and tok.startswith("\\tag"):
+                rows.row_tag = m.group(5)
+            elif rows is not None:
+                rows.row_numbered = False
+
+    def _rows(self) -> _Frame | None:
+        """The innermost environment whose rows are numbered equations, if any."""
+        return next((f for f in reversed(self.stack) if f.kind == "rows"), None)
+
+    def _close_row(self, frame: _Frame) -> None:
         if frame.row_tag is not None:
             number: str | None = f"Equation ({frame.row_tag})"
         elif frame.row_numbered:
-            counters["equation"] += 1
-            number = f"Equation ({counters['equation']})"
+            self.counters["equation"] += 1
+            number = f"Equation ({self.counters['equation']})"
         else:
             number = None
         for lab in frame.row_labels:
-            out[lab] = number or _outer(stack[:-1]) or ""
+            self.out[lab] = number or _outer(self.stack[:-1]) or ""
         frame.row_labels, frame.row_numbered, frame.row_tag = [], True, None
 
-    for m in _TOKEN.finditer(body):
-        tok = m.group(0)
-        frame = stack[-1]
-        if tok == "{":
-            depth += 1
-        elif tok == "}":
-            depth -= 1
-        elif tok == "\\\\":
-            if frame.kind == "rows" and depth == frame.base_depth:
-                close_row(frame)
-        elif tok.startswith("\\begin"):
-            env = m.group(1)
-            name = env.rstrip("*")
-            starred = env.endswith("*")
-            new = _Frame(env, base_depth=depth)
-            if name in _FLOATS:
-                new.kind = "float"
-            elif name in theorems:
-                printed, counter, _ = theorems[name]
-                counters[counter] += 1
-                prefix = f"{section_number}." if theorems[name][2] == "section" else ""
-                new.kind, new.current = "theorem", f"{printed} {prefix}{counters[counter]}"
-            elif name == "equation" and not starred:
-                new.kind = "equation"
-                counters["equation"] += 1
-                new.current = f"Equation ({counters['equation']})"
-            elif name in _MULTI and not starred:
-                new.kind = "rows"
-            stack.append(new)
-        elif tok.startswith("\\end"):
-            env = m.group(1)
-            if frame.env != env:
-                raise ValueError(f"\\end{{{env}}} closes \\begin{{{frame.env}}}")
-            if frame.kind == "rows":
-                close_row(frame)
-            stack.pop()
-        elif m.group(3) is not None:  # \section, \subsection, \subsubsection (starred or not)
-            level = tok.count("sub")
-            if m.group(3) == "*" or level > 1:
-                continue
-            if level == 0:
-                counters["section"] += 1
-                counters["subsection"] = 0
-                for _, counter, reset in theorems.values():
-                    if reset == "section":
-                        counters[counter] = 0
-                k = counters["section"]
-                section_number = string.ascii_uppercase[k - 1] if appendix else str(k)
-                top.current = f"{sec_word()} {section_number}"
-            else:
-                counters["subsection"] += 1
-                top.current = f"{sec_word()} {section_number}.{counters['subsection']}"
-        elif tok == "\\appendix":
-            appendix = True
-            counters["section"] = 0
-        elif tok == "\\caption":
-            for f in reversed(stack):
-                if f.kind == "float":
-                    name = f.env.rstrip("*")
-                    counters[name] += 1
-                    f.current = f"{_FLOATS[name]} {counters[name]}"
-                    break
-        elif m.group(4) is not None:  # \label
-            label = m.group(4)
-            rows = next((f for f in reversed(stack) if f.kind == "rows"), None)
-            inner = next((f for f in reversed(stack) if f.current is not None), None)
-            if rows is not None and (inner is None or stack.index(rows) > stack.index(inner)):
-                rows.row_labels.append(label)
-            else:
-                out[label] = (inner.current or "") if inner is not None else ""
-        elif tok in ("\\nonumber", "\\notag"):
-            rows = next((f for f in reversed(stack) if f.kind == "rows"), None)
-            if rows is not None:
-                rows.row_numbered = False
-        elif tok.startswith("\\tag"):
-            rows = next((f for f in reversed(stack) if f.kind == "rows"), None)
-            if rows is not None:
-                rows.row_tag = m.group(5)
-    return out
+    def _begin(self, env: str) -> None:
+        name, starred = env.rstrip("*"), env.endswith("*")
+        new = _Frame(env, base_depth=self.depth)
+        if name in _FLOATS:
+            new.kind = "float"
+        elif name in self.theorems:
+            printed, counter, reset = self.theorems[name]
+            self.counters[counter] += 1
+            prefix = f"{self.section_number}." if reset == "section" else ""
+            new.kind, new.current = "theorem", f"{printed} {prefix}{self.counters[counter]}"
+        elif name == "equation" and not starred:
+            new.kind = "equation"
+            self.counters["equation"] += 1
+            new.current = f"Equation ({self.counters['equation']})"
+        elif name in _MULTI and not starred:
+            new.kind = "rows"
+        self.stack.append(new)
+
+    def _end(self, env: str) -> None:
+        frame = self.stack[-1]
+        if frame.env != env:
+            raise ValueError(f"\\end{{{env}}} closes \\begin{{{frame.env}}}")
+        if frame.kind == "rows":
+            self._close_row(frame)
+        self.stack.pop()
+
+    def _section(self, level: int) -> None:
+        """An unstarred heading: ``level`` 0 a section, 1 a subsection (deeper ones unnumbered)."""
+        word = "Appendix" if self.appendix else "Section"
+        if level == 0:
+            self.counters["section"] += 1
+            self.counters["subsection"] = 0
+            for _, counter, reset in self.theorems.values():
+                if reset == "section":
+                    self.counters[counter] = 0
+            k = self.counters["section"]
+            self.section_number = string.ascii_uppercase[k - 1] if self.appendix else str(k)
+            self.top.current = f"{word} {self.section_number}"
+        elif level == 1:
+            self.counters["subsection"] += 1
+            self.top.current = f"{word} {self.section_number}.{self.counters['subsection']}"
+
+    def _caption(self) -> None:
+        for f in reversed(self.stack):
+            if f.kind == "float":
+                name = f.env.rstrip("*")
+                self.counters[name] += 1
+                f.current = f"{_FLOATS[name]} {self.counters[name]}"
+                return
+
+    def _label(self, label: str) -> None:
+        rows = self._rows()
+        inner = next((f for f in reversed(self.stack) if f.current is not None), None)
+        if rows is not None and (inner is None or self.stack.index(rows) > self.stack.index(inner)):
+            rows.row_labels.append(label)
+        else:
+            self.out[label] = (inner.current or "") if inner is not None else ""
 
 
 def _outer(stack: list[_Frame]) -> str | None:
