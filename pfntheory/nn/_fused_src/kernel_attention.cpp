@@ -20,6 +20,7 @@
 //
 // No OpenMP: one instance after another on the calling thread.
 
+#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cpu/vec/vec.h>
 #include <ATen/ops/empty.h>
@@ -318,6 +319,47 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
     for (int64_t c = 0; c < m; ++c) dv[j * m + c] = dvb[c * np + j];
 }
 
+// G (n, n) of one instance, G_ij = amp 2^(-sum_k (a_ik - a_jk)^2) + noise [i = j] with a = x s
+// sqrt(log2(e) / 2), i.e. amp exp(-1/2 sum_k s_k^2 (x_ik - x_jk)^2): the Gram matrix of the
+// prior's rbf kernel plus the noise variance (pfntheory.nn.fast_oracle). Lanes over the columns
+// j of a row; G_ij and G_ji take the same operations in the same order, so G is exactly symmetric.
+template <typename T>
+void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d, Scratch<T>& w) {
+  using V = Vectorized<T>;
+  constexpr int64_t W = V::size();
+  const int64_t np = (n + W - 1) / W * W;
+  w.size(1, np, d, 1);  // keys (d, np), zero-padded; qs: one row
+  T* keys = w.keys.data();
+  T* q = w.qs.data();
+  const T c = T(std::sqrt(0.5 * kLog2e));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < d; ++k) keys[k * np + j] = x[j * d + k] * s[k] * c;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < d; ++k) q[k] = x[i * d + k] * s[k] * c;
+    T* row = G + i * n;
+    for (int64_t jb = 0; jb < np; jb += W) {
+      V z0(T(0)), z1(T(0));  // two chains
+      int64_t k = 0;
+      for (; k + 1 < d; k += 2) {
+        V u0 = V(q[k]) - V::loadu(keys + k * np + jb);
+        V u1 = V(q[k + 1]) - V::loadu(keys + (k + 1) * np + jb);
+        z0 = at::vec::fnmadd(u0, u0, z0);
+        z1 = at::vec::fnmadd(u1, u1, z1);
+      }
+      if (k < d) {
+        V u0 = V(q[k]) - V::loadu(keys + k * np + jb);
+        z0 = at::vec::fnmadd(u0, u0, z0);
+      }
+      V p = vexp2<false>(z0 + z1) * V(amp);
+      if (jb + W <= n)
+        p.store(row + jb);
+      else
+        p.store(row + jb, static_cast<int>(n - jb));
+    }
+    row[i] += noise;
+  }
+}
+
 template <typename T>
 using FwdFn = void (*)(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t,
                        Scratch<T>&);
@@ -424,15 +466,37 @@ std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at:
   return {ds, dv};
 }
 
+at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, double noise) {
+  TORCH_CHECK(x.device().is_cpu() && s.device().is_cpu(), "CPU tensors");
+  TORCH_CHECK(x.dim() == 3 && s.dim() == 1 && s.size(0) == x.size(2), "x (B, n, d), s (d,)");
+  TORCH_CHECK(x.scalar_type() == s.scalar_type() &&
+                  (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble),
+              "x, s float32 or float64, of one dtype");
+  TORCH_CHECK(x.is_contiguous() && s.is_contiguous(), "contiguous");
+  const int64_t B = x.size(0), n = x.size(1), d = x.size(2);
+  at::Tensor G = at::empty({B, n, n}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gram", [&] {
+    Scratch<scalar_t> w;
+    const scalar_t* xp = x.const_data_ptr<scalar_t>();
+    scalar_t* gp = G.mutable_data_ptr<scalar_t>();
+    for (int64_t b = 0; b < B; ++b)
+      gram_one<scalar_t>(xp + b * n * d, s.const_data_ptr<scalar_t>(), scalar_t(amp),
+                         scalar_t(noise), gp + b * n * n, n, d, w);
+  });
+  return G;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(pfntheory_fused, m) {
   m.def("forward(Tensor x, Tensor s, Tensor v, bool rbf) -> Tensor");
   m.def(
       "backward(Tensor x, Tensor s, Tensor v, Tensor g, Tensor out, bool rbf) -> (Tensor, Tensor)");
+  m.def("gram(Tensor x, Tensor s, float amp, float noise) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
   m.impl("forward", &fused_forward);
   m.impl("backward", &fused_backward);
+  m.impl("gram", &fused_gram);
 }

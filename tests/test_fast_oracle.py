@@ -1,0 +1,140 @@
+"""The float32 oracle of the paper's evaluation (pfntheory.nn.fast_oracle) against float64.
+
+Every test runs with and without the fused operator (``fused.enabled``), so a machine without a
+compiler checks the torch fallbacks (float32 Gram by torch, float64 mat-vec by the eager path).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from pfntheory.nn import fast_oracle as fo
+from pfntheory.nn import fused
+from pfntheory.nn.priors import TaskConfig, _components, _covariates, sample_batch
+
+TASK = TaskConfig(kind="rbf", d=16)  # the paper's evaluation: d = 16, ell = 0.8, sigma = 0.2
+EPS32 = float(torch.finfo(torch.float32).eps)
+
+
+@pytest.fixture(params=[True, False], ids=["fused", "eager"])
+def path(request):
+    with fused.enabled(request.param):
+        yield request.param
+
+
+def _draw(n, B, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    Xa = _covariates(TASK, (B, n + 1, TASK.d), g, "cpu")
+    z = torch.randn(B, n, generator=g, dtype=torch.float64)
+    return Xa, z
+
+
+def test_same_instances_as_sample_batch(path):
+    """Same random numbers as sample_batch: X and xq bitwise; Y (and with it mu, y) differ only
+    through the float32 factor (measured 5e-7 relative at n = 128); the PPD is the same float64
+    function of the instance drawn (next test)."""
+    n, B = 128, 16
+    b64 = sample_batch(
+        TASK, B, n, torch.Generator().manual_seed(3), dtype=torch.float64, interval=(-4.0, 4.0)
+    )
+    b32 = fo.sample_batch_fast(
+        TASK, B, n, torch.Generator().manual_seed(3), dtype=torch.float64, interval=(-4.0, 4.0)
+    )
+    assert torch.equal(b64.X, b32.X) and torch.equal(b64.xq, b32.xq)
+    # Y = L z with L from float32: a relative error of a few cond(A) eps_32 at most (cond < 1e3)
+    assert float((b64.Y - b32.Y).abs().max() / b64.Y.abs().max()) < 1e3 * EPS32
+    assert float((b64.tau - b32.tau).abs().max()) < 1e-12  # tau does not depend on Y
+    assert b32.weights is None and b32.y.shape == (B,)
+    assert bool(((b32.y > -4.0) & (b32.y <= 4.0)).all())
+
+
+@pytest.mark.parametrize("n", [256, 1024])
+def test_ppd_matches_float64(path, n):
+    """The error against float64 (issue 28: 'state the error against float64 on a sample'): on the
+    labels drawn, mu and tau of the float32 oracle equal the float64 Cholesky oracle's within
+    1e-10 (measured 4e-14 and 4e-16 at n = 1024). Tolerance: the refinement stops at an estimated
+    relative error of REFINE_RTOL = 1e-10 of the solution [alpha, beta], and |k_x|_1 max|alpha| is
+    O(1) here; the float64 reference's own error is about cond(A) eps_64 < 1e-11 (cond(A) < 3e4).
+    Without the refinement (the plain float32 solve) mu is off by more than 1e-8 (asserted below),
+    so the tolerance sees a missing or broken correction."""
+    Xa, z = _draw(n, 4)
+    c = _components(TASK)[0]
+    r = fo.oracle32(c, Xa, z)
+    assert bool((r["steps"] >= 2).all())  # refined, none redone in float64
+    mu, tau = fo.oracle64(c, Xa, r["Y"])
+    assert float((r["mu"] - mu).abs().max()) < 1e-10
+    assert float((r["tau"] - tau).abs().max()) < 1e-10
+    # the correction matters: the float32 solve alone
+    X = Xa[:, :n]
+    L = torch.linalg.cholesky(fo._gram32(c, X.float()))
+    k = c.gram(X, Xa[:, n:])[..., 0]
+    plain = (k * fo._solve32(L, torch.stack([r["Y"], k], -1))[..., 0]).sum(-1)
+    assert float((plain - mu).abs().max()) > 1e-8
+
+
+def test_law_of_the_labels(path):
+    """Y = L z with L the float32 factor: a draw from N(0, L L^T), and L L^T = A + E within the
+    float32 Cholesky backward-error bound |E| <= gamma_{n+1} |L| |L^T| (Higham, Thm 10.3), with
+    gamma_k = k eps_32 / (1 - k eps_32) (unit round-off eps_32 / 2, doubled for the Gram matrix's
+    own float32 rounding)."""
+    n = 256
+    Xa, _ = _draw(n, 2)
+    c = _components(TASK)[0]
+    X = Xa[:, :n]
+    L = torch.linalg.cholesky(fo._gram32(c, X.float())).double()
+    A = c.gram(X, X)
+    A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
+    gamma = (n + 1) * EPS32 / (1 - (n + 1) * EPS32)
+    E = (L @ L.mT - A).abs()
+    assert bool((E <= gamma * (L.abs() @ L.abs().mT)).all())
+    assert float(E.max()) > 0  # float32, not float64, arithmetic
+
+
+def test_ill_conditioned_instances_are_redone_in_float64(path):
+    """Where float32 cannot factor A (noise 1e-7 and a repeated input: cond(A) eps_32 >> 1) the
+    instance is redone in float64: same moments as the float64 oracle on the same labels."""
+    n = 64
+    Xa, z = _draw(n, 3)
+    Xa[1, 1] = Xa[1, 0]  # a repeated context input
+    c = dataclasses.replace(_components(TASK)[0], s2=1e-7)
+    r = fo.oracle32(c, Xa, z)
+    assert int(r["steps"][1]) == -1
+    mu, tau = fo.oracle64(c, Xa, r["Y"])
+    torch.testing.assert_close(r["mu"], mu, rtol=1e-6, atol=1e-8)
+    torch.testing.assert_close(r["tau"], tau, rtol=1e-6, atol=1e-10)
+
+
+def test_other_kinds_are_sample_batch():
+    """BLR (and the hierarchical prior) are sample_batch's draws, unchanged."""
+    task = TaskConfig(kind="blr", d=5)
+    a = sample_batch(task, 8, 20, torch.Generator().manual_seed(0))
+    b = fo.sample_batch_fast(task, 8, 20, torch.Generator().manual_seed(0))
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        assert (x is None and y is None) or torch.equal(x, y)
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"n": 0}, "n"),
+        ({"task": "rbf"}, "task"),
+        ({"dtype": torch.int32}, "dtype"),
+        ({"generator": 0}, "generator"),
+    ],
+)
+def test_bad_arguments(kw, name):
+    args = {"task": TASK, "batch_size": 2, "n": 8, "generator": torch.Generator()} | kw
+    with pytest.raises((ValueError, TypeError), match=name):
+        fo.sample_batch_fast(**args)
+
+
+def test_evaluate_refuses_an_unknown_oracle(tmp_path):
+    from pfntheory.nn.evaluate import evaluate
+
+    with pytest.raises(ValueError, match="oracle"):
+        evaluate(tmp_path, [8], oracle="float16")
