@@ -205,7 +205,10 @@ class _ScaledKernelMatVec(torch.autograd.Function):
             keep = nb * T * n * x.element_size() <= SAVE_KERNEL_MAX_BYTES
         Pall = x.new_empty(nb, T, n) if keep else None
         for i, j in _chunks(nb, T, n):
-            P = torch.bmm(A[i:j], BT[i:j], out=Pall[i:j]) if keep else torch.bmm(A[i:j], BT[i:j])
+            if Pall is None:
+                P = torch.bmm(A[i:j], BT[i:j])
+            else:
+                P = torch.bmm(A[i:j], BT[i:j], out=Pall[i:j])
             P.exp_()  # (b, T, n) kappa
             torch.bmm(vT[i:j], P.transpose(1, 2), out=outT[i:j])  # (P v)^T = v^T P^T
         ctx.save_for_backward(x, s, v, outT, A, BT, Pall)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -210,8 +211,9 @@ def evaluate(
     if covariates is not None:
         choice(covariates, "covariates", COVARIATES)
         task = dataclasses.replace(task, covariates=covariates)
-    interval = tuple(train_metrics["interval"])
-    edges = bin_edges(*interval, config.model.C)
+    a, b = train_metrics["interval"]
+    interval = (a, b)
+    edges = bin_edges(a, b, config.model.C)
     name = (
         runs.EVAL if task.covariates == config.task.covariates else f"eval_{task.covariates}.json"
     )
@@ -228,7 +230,7 @@ def evaluate(
         settings["oracle"] = oracle
     # no path in the document: the file lives in its run directory, and a run moved or cloned
     # elsewhere must not carry the absolute path of the machine that evaluated it
-    doc = {**settings, "results": {}}
+    doc: dict[str, Any] = {**settings, "results": {}}
     if save and out_path.is_file():
         old = runs.load_json(out_path)
         same = old.get("oracle", "float64") == oracle
@@ -248,7 +250,7 @@ def evaluate(
             )
             pred = predict(model, bt, device)
             part = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy(), **pred}
-            if bt.weights is not None:
+            if bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None:
                 part.update(
                     weights=bt.weights.numpy(), mu_h=bt.mu_h.numpy(), tau_h=bt.tau_h.numpy()
                 )
@@ -319,7 +321,7 @@ def compare_to_construction(
     run_dir = Path(run_dir)
     model, config, train_metrics = load_trained(run_dir, "cpu")
     task, mc = config.task, config.model
-    if task.kind == "hier_rbf":
+    if task.kind == "hier_rbf" or not isinstance(model, PFNTransformer):
         raise ValueError("the hierarchical prior has no single construction to compare with")
     n = (config.n_min + config.n_max) // 2 if n is None else positive_int(n, "n")
     n_instances = positive_int(n_instances, "n_instances")
@@ -345,22 +347,24 @@ def compare_to_construction(
     with torch.no_grad():
         fwd = model.double()(bt.X, bt.Y, bt.xq)
     mu_tr, tau_tr = fwd.mu.numpy(), fwd.tau.numpy()
-    eta_star, mu_sol, tau_sol = [], [], []
+    eta_list: list[float] = []
+    mu_list: list[float] = []
+    tau_list: list[float] = []
     for i in range(n_instances):
         G = kernel(X[i])
         A = G + s2 * np.eye(n)
         D = jacobi_preconditioner(G) if mc.normalised else None
         e_opt = optimal_step(A, D)  # supp-sec:richardson: eta* = 2 / (lambda_1 + lambda_n)
-        eta_star.append(e_opt)
+        eta_list.append(e_opt)
         e = e_opt if eta is None else eta
         if mc.L >= 2:
             F, Gv = expected_rows(kernel, X[i], Y[i], xq[i], s2, e, mc.L, normalised=mc.normalised)
             f_L, g_L = F[mc.L, n], Gv[mc.L, n]
         else:
             f_L = g_L = 0.0
-        mu_sol.append(f_L)
-        tau_sol.append(float(kernel.diag(xq[i][None])[0]) + s2 - g_L)  # W row 2: s2 + k - g
-    eta_star, mu_sol, tau_sol = map(np.asarray, (eta_star, mu_sol, tau_sol))
+        mu_list.append(f_L)
+        tau_list.append(float(kernel.diag(xq[i][None])[0]) + s2 - g_L)  # W row 2: s2 + k - g
+    eta_star, mu_sol, tau_sol = map(np.asarray, (eta_list, mu_list, tau_list))
     mu, tau = bt.mu.numpy(), bt.tau.numpy()
 
     def rms(a, b):

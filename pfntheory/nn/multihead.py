@@ -97,6 +97,9 @@ class MixturePFN(nn.Module):
         The prior: its components (RBF kernels and noise variances) give the heads.
     """
 
+    edges: torch.Tensor  # buffers, typed for mypy (nn.Module's __getattr__ is untyped)
+    log_prior: torch.Tensor
+
     def __init__(self, config: ModelConfig, edges: torch.Tensor, task: TaskConfig):
         super().__init__()
         if not isinstance(config, ModelConfig):

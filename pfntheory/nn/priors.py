@@ -481,7 +481,7 @@ def calibrate_task_interval(
         m = min(chunk, left)
         n = sample_context_size(n_min, n_max, g)
         bt = sample_batch(task, m, n, g, dtype=torch.float64)
-        if bt.weights is None:
+        if bt.weights is None or bt.mu_h is None or bt.tau_h is None:  # one Gaussian per draw
             mus.append(bt.mu)
             taus.append(bt.tau)
         else:

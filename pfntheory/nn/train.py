@@ -79,6 +79,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -207,7 +208,7 @@ def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int
     choice(mode, "mode", MODES)
     choice(scale, "scale", tuple(x for x in SCALES if x != "cpu"))
     if scale == "quick":
-        return QUICK_SCHEDULE["lr"], QUICK_SCHEDULE["steps"]
+        return QUICK_SCHEDULE["lr"], int(QUICK_SCHEDULE["steps"])
     key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")
     if key not in PAPER_SCHEDULE:
         raise ValueError(
@@ -522,12 +523,14 @@ def accumulate_gradients(
     ):  # one synchronisation
         raise ValueError("edges must be a finite, strictly increasing 1-d tensor")
     total_size = sum(b.X.shape[0] for b in batches)
-    total = None
+    total: torch.Tensor | None = None
     for b in batches:
         out = model(b.X, b.Y, b.xq)
         loss = _truncated_nll(out.logits, b.y, edges).mean() * (b.X.shape[0] / total_size)
         loss.backward()
         total = loss.detach() if total is None else total + loss.detach()
+    if total is None:
+        raise ValueError("batches must hold at least one group")
     return total
 
 
@@ -743,7 +746,7 @@ def _curve_points(
             cols["nll"].append(M.histogram_nll(edges, probs, y))
             cols["cov"].append(((lo <= y) & (y <= hi)).astype(float))  # closed, as metrics.coverage
             cols["crps"].append(M.histogram_crps(edges, probs, y))
-        pt = {"step": int(step), "n": int(n)}
+        pt: dict[str, Any] = {"step": int(step), "n": int(n)}
         for key, name in (("tv", "tv"), ("nll", "nll"), ("cov", "coverage90"), ("crps", "crps")):
             # an NLL may be infinite (a bin of zero mass under the label): mean inf, se NaN
             pt[name], pt[name + "_se"] = mean_se(np.concatenate(cols[key]), allow_inf=key == "nll")
@@ -852,7 +855,8 @@ def train(
     ckpt_path = run_dir / runs.CHECKPOINT
     ckpt = runs.load_torch(ckpt_path, map_location=device) if ckpt_path.is_file() else None
     if ckpt is not None:
-        interval = tuple(float(v) for v in ckpt["interval"])
+        a, b = ckpt["interval"]
+        interval = (float(a), float(b))
     elif config.interval is not None:
         interval = config.interval
     else:
@@ -909,7 +913,7 @@ def train(
     curve_at = set(curve_steps(config.steps, config.curve_points)) if config.curve_n_eval else set()
     # one curve per covariate law: the task's own (None) and each of config.curve_covariates
     designs = (None, *config.curve_covariates) if curve_at else ()
-    curves = {
+    curves: dict[str | None, dict[str, Any]] = {
         cov: {
             "schema": 1,
             "eval_seed": config.curve_seed,
