@@ -19,6 +19,7 @@ import torch
 from pfntheory.nn import attention, fused
 from pfntheory.nn.attention import scaled_kernel_attention
 from pfntheory.nn.model import ModelConfig, PFNTransformer
+from pfntheory.nn.solver import solver_layers
 
 
 @pytest.fixture(scope="module")
@@ -152,10 +153,10 @@ def test_extreme_values(built):
 @pytest.mark.parametrize("score", ["rbf", "softmax"])
 def test_model_step_matches_eager(built, mode, score, monkeypatch):
     """A model (plain and TF^pr): logits and every parameter gradient, fused = eager in float64;
-    the fused path runs once per solver layer."""
+    the fused path runs once per forward (one operator for all the solver layers)."""
     calls = []
-    matvec = fused.kernel_matvec
-    monkeypatch.setattr(fused, "kernel_matvec", lambda *a: calls.append(1) or matvec(*a))
+    stack = fused.solver_stack
+    monkeypatch.setattr(fused, "solver_stack", lambda *a: calls.append(1) or stack(*a))
     for normalised in (False, True):
         cfg = ModelConfig(score=score, d=2, L=4, C=16, mode=mode, normalised=normalised)
         edges = torch.linspace(-3, 3, 17, dtype=torch.float64)
@@ -174,7 +175,85 @@ def test_model_step_matches_eager(built, mode, score, monkeypatch):
             res.append([logits.detach()] + [p.grad.clone() for p in model.parameters()])
         for a, b in zip(*res, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
-    assert len(calls) == 2 * (cfg.L - 1)
+    assert len(calls) == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# the fused solver stack: every solver layer in one operator
+# ------------------------------------------------------------------------------------------------
+
+
+def _stack_case(B, n, d, layers, dtype, score, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, n + 1, d, generator=g, dtype=torch.float64)
+    if score == "softmax":
+        x = 0.5 * x
+    scales = 0.5 + torch.rand(layers, d, generator=g, dtype=torch.float64)
+    R = torch.randn(B, n, 2, generator=g, dtype=torch.float64)
+    V = 0.05 * torch.randn(layers, 4, generator=g, dtype=torch.float64)
+    S = -0.01 * torch.rand(layers, 2, generator=g, dtype=torch.float64)
+    w = torch.randn(B, n + 1, 2, generator=g, dtype=torch.float64)
+    return [t.to(dtype) for t in (x, scales, R, V, S, w)]
+
+
+def _stack_run(use_fused, x, scales, R, V, S, w, score, normalised):
+    """H and the gradients wrt (scales, R, V, S) of a random linear functional of it."""
+    ps = [t.clone().requires_grad_() for t in (scales, R, V, S)]
+    with fused.enabled(use_fused):
+        H = solver_layers(x, ps[1], ps[0], ps[2], ps[3], score, normalised, 1 << 30)
+    return [H.detach(), *torch.autograd.grad((H * w).sum(), ps)]
+
+
+STACK_SHAPES = [(3, 20, 2, 4), (2, 1, 2, 2), (2, 37, 16, 3), (2, 13, 5, 3), (2, 9, 7, 2)]
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+@pytest.mark.parametrize("normalised", [False, True])
+@pytest.mark.parametrize("shape", STACK_SHAPES, ids=lambda s: "B{}n{}d{}L{}".format(*s))
+def test_stack_parity_with_eager(built, shape, normalised, score):
+    """The fused stack against the eager per-layer loop (solver.solver_layers without the fused
+    operator): H and the gradients wrt scales, R, V, S. float64 fused = eager to 1e-10; float32
+    fused within 2e-4 of the float64 eager reference and no further from it than 4x the float32
+    eager loop's own error (plus 1e-6). 2e-4: the float32 eager loop reaches 5.4e-5 here (the d=16
+    scale gradient, a sum of cancelling terms), and the fused loop keeps its sums in float32 in
+    another order."""
+    ref = _stack_run(False, *_stack_case(*shape, torch.float64, score), score, normalised)
+    f64 = _stack_run(True, *_stack_case(*shape, torch.float64, score), score, normalised)
+    f32 = _stack_run(True, *_stack_case(*shape, torch.float32, score), score, normalised)
+    e32 = _stack_run(False, *_stack_case(*shape, torch.float32, score), score, normalised)
+    for name, r, a, b, c in zip(
+        ("H", "dscales", "dR", "dV", "dS"), ref, f64, f32, e32, strict=True
+    ):
+        assert a.dtype == torch.float64 and b.dtype == torch.float32, name
+        assert _rel(a, r) < 1e-10, name
+        assert _rel(b, r) < 2e-4, (name, _rel(b, r), _rel(c, r))
+        assert _rel(b, r) <= 4 * _rel(c, r) + 1e-6, (name, _rel(b, r), _rel(c, r))
+
+
+@pytest.mark.parametrize("score", ["rbf", "softmax"])
+@pytest.mark.parametrize("normalised", [False, True])
+def test_stack_gradcheck_float64(built, score, normalised):
+    x, scales, R, V, S, _ = _stack_case(2, 5, 2, 3, torch.float64, score, seed=3)
+    args = [t.clone().requires_grad_() for t in (scales, R, V, S)]
+    with fused.enabled(True):
+        assert fused.stack_supports(x, *args, score)
+        assert torch.autograd.gradcheck(
+            lambda *a: fused.solver_stack(x, *a, score == "rbf", normalised),
+            args,
+            eps=1e-6,
+            atol=1e-8,
+            rtol=1e-6,
+        )
+
+
+def test_stack_without_autograd(built):
+    """No autograd: the same H from the operator that saves nothing."""
+    x, scales, R, V, S, _ = _stack_case(3, 11, 2, 4, torch.float32, "rbf")
+    with fused.enabled(True):
+        with torch.no_grad():
+            a = fused.solver_stack(x, scales, R, V, S, True, True)
+        b = fused.solver_stack(x, scales.requires_grad_(), R, V, S, True, True)
+    assert b.requires_grad and torch.equal(a, b.detach())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -326,9 +405,10 @@ def test_trained_run_matches_eager(built, tmp_path):
 
 
 def test_trained_run_check_detects_a_wrong_gradient(built, tmp_path, monkeypatch):
-    """Fault injection for the test above: the fused backward's value gradient off by 10% makes the
-    losses differ by more than LOSS_TOL. (Not the scale gradient: Adam is invariant to a constant
-    factor on one parameter's gradient.)"""
+    """Fault injection for the test above: the fused backward's gradient wrt the layers' values
+    (the per-layer operator) or wrt the context rows R (the stack) off by 10% makes the losses
+    differ by more than LOSS_TOL. (Not a parameter's own gradient: Adam is invariant to a constant
+    factor on it.)"""
     real = fused._ops()
 
     class Wrong:
@@ -339,6 +419,11 @@ def test_trained_run_check_detects_a_wrong_gradient(built, tmp_path, monkeypatch
         def backward(*args):
             ds, dv = real.backward(*args)
             return ds, 1.1 * dv
+
+        @staticmethod
+        def stack_backward(*args):
+            dscales, dR, dV, dS = real.stack_backward(*args)
+            return dscales, 1.1 * dR, dV, dS
 
     monkeypatch.setattr(fused, "_ops", lambda: Wrong())
     (lf, _), (le, _) = _train_twice(tmp_path)

@@ -1,4 +1,4 @@
-"""Fused kernel attention of one solver layer: the kernel is formed and consumed tile by tile.
+"""Fused kernel attention of the solver layers: the kernel is formed and consumed tile by tile.
 
 :func:`pfntheory.nn.attention.scaled_kernel_attention` computes, per solver layer, ``out = P v``
 with ``P_ij = kappa(s * x_i, s * x_j)`` over every token ``i`` and the ``n`` context keys ``j``.
@@ -17,6 +17,12 @@ it the same way (saved: ``x, s, v`` and the output):
   the eager path splits it, ``sum_i x_ik^2 (g_i . out_i) + sum_j x_jk^2 (v_j . dv_j) - 2 sum_ij
   E_ij x_ik x_jk`` (one vector operation per coordinate less). No gradient flows to ``x`` (the
   data), as on the eager path.
+
+Two more operators run the same loops: :func:`solver_stack`, every solver layer of
+:func:`pfntheory.nn.solver.solver_layers` (values, ``P v`` and the skip term) for one instance after
+another in one call, with its backward pass (saved: each layer's input state and ``P v``, never a
+kernel), which the model uses whenever it can; and ``gram``, the rbf Gram matrix of
+:mod:`pfntheory.nn.fast_oracle`.
 
 The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
 ``a.b - |a|^2/2 - |b|^2/2``; the exponent is taken in base 2 (``log2 e`` folded into the scale);
@@ -225,3 +231,55 @@ def kernel_matvec(x: torch.Tensor, scale: torch.Tensor, v: torch.Tensor, rbf: bo
     if torch.is_grad_enabled() and (s.requires_grad or v.requires_grad):
         return _FusedScaledKernelMatVec.apply(x, s, v, rbf)
     return _ops().forward(x, s.detach(), v.detach(), rbf)
+
+
+def stack_supports(x, scales, R, V, S, score: str) -> bool:
+    """Whether :func:`solver_stack` handles these arguments (and the operator is available)."""
+    ts = (x, scales, R, V, S)
+    return (
+        score in ("rbf", "softmax")
+        and not torch.compiler.is_compiling()
+        and x.dtype in (torch.float32, torch.float64)
+        and all(t.dtype == x.dtype and t.device.type == "cpu" for t in ts)
+        and x.dim() == 3
+        and R.dim() == 3
+        and 0 < R.shape[1] < x.shape[1]
+        and R.shape[2] == 2
+        and scales.dim() == 2
+        and scales.shape[0] > 0
+        and available()
+    )
+
+
+class _FusedSolverStack(torch.autograd.Function):
+    """The ``L-1`` solver layers of :func:`pfntheory.nn.solver.solver_layers` in one operator;
+    gradients for ``scales, R, V, S`` (none for ``x``). Saved: each layer's input state and its
+    ``P v`` (``(B, L-1, T, 2 + m)`` numbers), never a kernel."""
+
+    @staticmethod
+    def forward(ctx, x, scales, R, V, S, rbf: bool, normalised: bool):
+        H, Hs, outs = _ops().stack_forward(x, scales, R, V, S, rbf, normalised, True)
+        ctx.save_for_backward(x, scales, R, V, S, Hs, outs)
+        ctx.rbf, ctx.normalised = rbf, normalised
+        return H
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, gH):
+        x, scales, R, V, S, Hs, outs = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise RuntimeError("no gradient with respect to the token inputs x is implemented")
+        grads = _ops().stack_backward(
+            x, scales, R, V, S, Hs, outs, gH.contiguous(), ctx.rbf, ctx.normalised
+        )
+        return (None, *grads, None, None)
+
+
+def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tensor:
+    """``H`` (B, T, 2) after the ``L-1`` solver layers (:func:`pfntheory.nn.solver.solver_layers`);
+    call only where :func:`stack_supports` holds. ``x`` gets no gradient."""
+    args = [x.detach().contiguous()] + [t.contiguous() for t in (scales, R, V, S)]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in args[1:]):
+        return _FusedSolverStack.apply(*args, rbf, normalised)
+    args = [t.detach() for t in args]
+    return _ops().stack_forward(*args, rbf, normalised, False)[0]

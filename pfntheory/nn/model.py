@@ -40,8 +40,10 @@ never change, so the kernel needs only ``scale_l * x``; a solver layer writes tw
 layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True``, and without autograd
 whenever the solver layers' scales are equal (theory mode at its initial values, hand-set weights),
 the kernel is computed once and reused by every solver layer (per chunk of instances, so that it
-stays in cache). In training, each layer's kernel is kept for the backward pass while a budget for
-the whole forward lasts (``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
+stays in cache). Otherwise the solver layers run in :func:`pfntheory.nn.solver.solver_layers`:
+all of them in one fused operator (:mod:`pfntheory.nn.fused`) when it is available, else layer by
+layer, each layer's kernel kept for the backward pass while a budget for the whole forward lasts
+(``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
 :meth:`PFNTransformer.forward_dense` is the literal eqn:tabPFN attn over every channel with full
 ``(d+4) x (d+4)`` matrices and per-layer gradient checkpointing, the parity reference
 (:class:`DenseTransformer` runs it as ``forward``).
@@ -59,13 +61,9 @@ from torch.utils.checkpoint import checkpoint
 
 from .._checks import MAX_ELEMENTS, ArgumentTypeError, as_float_array, keys
 from ..config import MODES, ModelConfig
-from .attention import (
-    masked_attention_dense,
-    scaled_kernel_attention,
-    score_matrix,
-    score_vector,
-)
+from .attention import masked_attention_dense, score_matrix, score_vector
 from .head import MLPHead, PsiHead, check_edges
+from .solver import skip, solver_layers
 
 __all__ = [
     "ModelConfig",
@@ -382,20 +380,10 @@ class PFNTransformer(nn.Module):
                 )
         elif cfg.L > 1 and cfg.score == "linear":
             H = self._solve_linear(xa, R, H, scale, V, S)
-        else:
-            budget = SAVE_KERNEL_BUDGET_BYTES
-            for layer in range(1, cfg.L):  # eqn:l attn, mask M
-                v, S_l = V[layer - 1], S[layer - 1]
-                # (V z_i)_{f,g} = (V_fy y_i + V_ff f_i, V_gk k_i + V_gg g_i) for the keys i <= n
-                vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])  # (B, n, 2)
-                size = B * (n + 1) * n * xa.element_size()
-                keep = size <= budget  # keep P for backward
-                budget -= size if keep else 0
-                # K^(l) = Q^(l) = diag(scale_l)
-                att, s = scaled_kernel_attention(
-                    xa, scale[layer], vals, cfg.score, cfg.normalised, save_kernel=keep
-                )
-                H = self._skip(H, att, s, S_l)
+        elif cfg.L > 1:  # eqn:l attn, mask M, K^(l) = Q^(l) = diag(scale_l); fused when available
+            H = solver_layers(
+                xa, R, scale[1:], V, S, cfg.score, cfg.normalised, SAVE_KERNEL_BUDGET_BYTES
+            )
         f, g = H[..., 0], H[..., 1]
         # readout W [Z^(L)]_{:, n+1}; the query's y-row holds 1 (thm:TFdoPPD)
         mu = W[0] * f[:, n]
@@ -410,9 +398,7 @@ class PFNTransformer(nn.Module):
 
     def _skip(self, H, att, s, S_l):
         """``Z + Attn + S Z`` on the (f, g) rows, TF^pr: ``S Z / s_{x_j}`` (eqn:l attn)."""
-        if self.config.normalised:
-            return H + att + H * S_l / s.unsqueeze(-1)
-        return torch.addcmul(H + att, H, S_l)
+        return skip(H, att, s, S_l, self.config.normalised)
 
     def _solve_linear(self, xa, R, H, scale, V, S):
         """The ``L-1`` solver layers for the linear score, in feature space.
