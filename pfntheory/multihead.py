@@ -164,8 +164,9 @@ def multihead_weights(
     normalised : bool
         TF^pr heads (``Attn^na``, skip over ``s_x``).
     encode : sequence of int, length H, optional
-        Component encoded by each head (default ``h``). A fault injection: ``encode=(0,) * H`` makes
-        every head carry component 0 (heads sharing one component).
+        Component encoded by each head (default ``h``): its kernel, noise and step. A fault
+        injection: ``encode=(0,) * H`` makes every head carry component 0 (heads sharing one
+        component).
 
     Returns
     -------
@@ -185,9 +186,8 @@ def multihead_weights(
     if len(enc) != H or max(enc) >= H:
         raise ValueError(f"encode must hold H={H} component indices in [0, {H - 1}], got {enc}")
     steps = head_steps(eta, H, positive_int(L, "L"))
-    heads = tuple(
-        con.handset_weights(d, L, steps[h], nv[enc[h]], kernels[enc[h]], normalised=normalised)
-        for h in range(H)
+    heads = tuple(  # head h carries component enc[h]: its kernel, noise and step
+        con.handset_weights(d, L, steps[e], nv[e], kernels[e], normalised=normalised) for e in enc
     )
     return MultiHeadWeights(
         heads=heads,
@@ -288,9 +288,11 @@ def multihead_forward(weights: MultiHeadWeights, X, Y, x_query, *, return_path: 
         for l in range(L):
             update = np.zeros_like(Z)
             for h, (w, b) in enumerate(zip(weights.heads, big, strict=True)):
-                Hh = con.attention_scores(b["K"][l] @ Z, b["Q"][l] @ Z, w.score) * (
-                    M0 if l == 0 else M
-                )
+                # K = Q = diag(scale, 0) (supp-eqn:weights): only the x block enters the score, so
+                # the product is taken there (the same numbers; a head that diverges, inf/NaN in
+                # its own rows, does not poison the others' scores through 0 * inf)
+                KX, QX = b["K"][l][:d, :d] @ Z[..., :d, :], b["Q"][l][:d, :d] @ Z[..., :d, :]
+                Hh = con.attention_scores(KX, QX, w.score) * (M0 if l == 0 else M)
                 skip = b["S"][l] @ Z
                 if l == 1:
                     s_ctx[..., h, :] = np.sum(Hh, axis=-2)[..., :n]

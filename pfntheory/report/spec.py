@@ -113,6 +113,12 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         ("fig:exp1", "fig:exp2-1", "supp-fig:exp2 d4-1", "supp-fig:exp2 d4-1 uni"),
         needs_training=True,
     ),
+    NotebookSpec(
+        "08_hierarchical_multihead",
+        "Beyond the paper: hierarchical GPs",
+        ("thm:TFdoPPD", "supp-tab:hierarchical-gp"),
+        needs_training=True,
+    ),
 )
 
 
