@@ -279,16 +279,17 @@ def main(argv=None):
         f"cpu capability {torch.backends.cpu.get_cpu_capability()}"
     )
     if "tile" in parts:
-        r = tile_rates(dtype, args.tile_batch)
         ex = torch_exp_rate(dtype)
-        print(
-            f"tile loop (rbf d=2 m=2, {args.tile_batch} x 97 x 96 cache-resident): forward "
-            f"{1e9 * r['fwd_s']:.3f} ns/entry = {r['fwd_exp'] / 1e9:.2f} Gexp/s, "
-            f"{r['fwd_flop'] / 1e9:.1f} GFLOP/s; backward {1e9 * r['bwd_s']:.3f} ns/entry = "
-            f"{r['bwd_exp'] / 1e9:.2f} Gexp/s, {r['bwd_flop'] / 1e9:.1f} GFLOP/s "
-            f"(torch.exp alone: {ex / 1e9:.2f} Gexp/s)",
-            flush=True,
-        )
+        for d, m in ((2, 2), (16, 3)):
+            r = tile_rates(dtype, args.tile_batch, d=d, m=m)
+            print(
+                f"tile loop (rbf d={d} m={m}, {args.tile_batch} x 97 x 96 cache-resident): forward "
+                f"{1e9 * r['fwd_s']:.3f} ns/entry = {r['fwd_exp'] / 1e9:.2f} Gexp/s, "
+                f"{r['fwd_flop'] / 1e9:.1f} GFLOP/s; backward {1e9 * r['bwd_s']:.3f} ns/entry = "
+                f"{r['bwd_exp'] / 1e9:.2f} Gexp/s, {r['bwd_flop'] / 1e9:.1f} GFLOP/s "
+                f"(torch.exp alone: {ex / 1e9:.2f} Gexp/s)",
+                flush=True,
+            )
     if "call" in parts:
         for name, d, n, pr in (("a", 2, 96, False), ("b", 16, 288, True)):
             r = layer_call(dtype, d, n, pr, args.rounds)

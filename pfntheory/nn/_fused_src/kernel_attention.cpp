@@ -95,7 +95,7 @@ inline T hsum(const Vectorized<T>& a) {
 // queries (d, tp), the outputs (m, tp) and the keys (n, d).
 template <typename T>
 struct Scratch {
-  std::vector<T> keys, vals, qs, row, aux, aux3;  // aux*: the backward pass at d >= 8
+  std::vector<T> keys, vals, qs, row, aux, aux3, aux4, aux5;  // aux*: rbf at d >= 8
   std::vector<Vectorized<T>> acc;
   void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
     keys.assign(d * np, T(0));
@@ -128,8 +128,49 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
     for (int64_t k = 0; k < d; ++k) qt[k * tp + i] = x[i * d + k] * s[k] * cq;
   for (int64_t j = 0; j < n; ++j)
     for (int64_t k = 0; k < d; ++k) keys[j * d + k] = x[j * d + k] * s[k] * ck;
+  // rbf at d >= 8 (EX): log2 P = 2 a.b - |a|^2 - |b|^2, clamped at 0 from above as the eager
+  // path's expansion is: one FMA per coordinate and entry instead of a difference and an FMA
+  constexpr bool EX = RBF && D >= 8 && M > 0;
+  static_assert(!EX || D % 2 == 0, "two chains over an even d");
+  T* nq = nullptr;
+  T* nk = nullptr;
+  if constexpr (EX) {
+    w.aux.assign(tp, T(0));
+    w.aux3.resize(n);
+    nq = w.aux.data();
+    nk = w.aux3.data();
+    for (int64_t i = 0; i < Tq; ++i) {
+      T r = 0;
+      for (int64_t k = 0; k < D; ++k) r += qt[k * tp + i] * qt[k * tp + i];
+      nq[i] = -r;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      T r = 0;
+      for (int64_t k = 0; k < D; ++k) {
+        r += keys[j * D + k] * keys[j * D + k];
+        keys[j * D + k] *= T(2);
+      }
+      nk[j] = -r;
+    }
+  }
   for (int64_t ib = 0; ib < tp; ib += W) {
-    if constexpr (D > 0 && M > 0) {
+    if constexpr (EX) {
+      V q[D], acc[M];
+      for (int64_t k = 0; k < D; ++k) q[k] = V::loadu(qt + k * tp + ib);
+      for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
+      const V nqv = V::loadu(nq + ib);
+      for (int64_t j = 0; j < n; ++j) {
+        const T* b = keys + j * D;
+        V z0 = nqv + V(nk[j]), z1(T(0));  // two chains
+        for (int64_t k = 0; k < D; k += 2) {
+          z0 = at::vec::fmadd(q[k], V(b[k]), z0);
+          z1 = at::vec::fmadd(q[k + 1], V(b[k + 1]), z1);
+        }
+        V p = vexp2<false>(at::vec::minimum(z0 + z1, V(T(0))));
+        for (int64_t c = 0; c < M; ++c) acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
+      }
+      for (int64_t c = 0; c < M; ++c) acc[c].store(outt + c * tp + ib);
+    } else if constexpr (D > 0 && M > 0) {
       V q[D], acc[M];
       for (int64_t k = 0; k < D; ++k) q[k] = V::loadu(qt + k * tp + ib);
       for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
@@ -197,18 +238,27 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
   }
   for (int64_t k = 0; k < d; ++k) h[k] = T((RBF ? -0.5 * kLog2e : kLog2e) * s[k] * s[k]);
   constexpr bool EX = RBF && D >= 8;
+  static_assert(!EX || D % 2 == 0, "two chains over an even d");
   if constexpr (EX) {
-    // queries (T, D) and keys (D, np, zero-padded) scaled by s sqrt(log2(e) / 2): log2 P =
-    // -sum_k (qa_ik - ka_jk)^2; the row term sum_i x_ik^2 R_i straight into ds
+    // queries qa (T, D) and keys ka (D, np, zero-padded) scaled by s sqrt(log2(e) / 2): log2 P =
+    // 2 qa.ka - |qa|^2 - |ka|^2 clamped at 0, the forward pass's expansion (the sum below
+    // cancels, so P must be the same numbers as there); stored: 2 ka, -|qa_i|^2 (aux4) and
+    // -|ka_j|^2 (aux5). The row term sum_i x_ik^2 R_i goes straight into ds.
     w.aux.resize(Tq * D);
     w.aux3.assign(D * np, T(0));
+    w.aux4.resize(Tq);
+    w.aux5.assign(np, T(0));
     const T c2 = T(std::sqrt(0.5 * kLog2e));
     for (int64_t i = 0; i < Tq; ++i) {
-      T r = 0;
+      T r = 0, sq = 0;
       for (int64_t k = 0; k < D; ++k) {
-        w.aux[i * D + k] = x[i * D + k] * s[k] * c2;
-        if (i < n) w.aux3[k * np + i] = w.aux[i * D + k];
+        const T a = x[i * D + k] * s[k] * c2;
+        w.aux[i * D + k] = a;
+        sq += a * a;
+        if (i < n) w.aux3[k * np + i] = T(2) * a;
       }
+      w.aux4[i] = -sq;
+      if (i < n) w.aux5[i] = -sq;
       for (int64_t c = 0; c < M; ++c) r += g[i * M + c] * o[i * M + c];
       for (int64_t k = 0; k < D; ++k)
         ds[k] += static_cast<double>(x[i * D + k]) * x[i * D + k] * static_cast<double>(r);
@@ -218,6 +268,7 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
     if constexpr (EX && M > 0) {
       const T* qa = w.aux.data();
       const T* ka = w.aux3.data();
+      const V nkv = V::loadu(w.aux5.data() + jb);
       V vj[M], dva[M], F[D];
       for (int64_t k = 0; k < D; ++k) F[k] = V(T(0));
       for (int64_t c = 0; c < M; ++c) {
@@ -227,16 +278,12 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
       for (int64_t i = 0; i < Tq; ++i) {
         const T* xi = x + i * D;
         const T* gi = g + i * M;
-        V z0(T(0)), z1(T(0));  // two chains
+        V z0 = V(w.aux4[i]) + nkv, z1(T(0));  // two chains
         for (int64_t k = 0; k < D; k += 2) {
-          V u0 = V(qa[i * D + k]) - V::loadu(ka + k * np + jb);
-          z0 = at::vec::fnmadd(u0, u0, z0);
-          if (k + 1 < D) {
-            V u1 = V(qa[i * D + k + 1]) - V::loadu(ka + (k + 1) * np + jb);
-            z1 = at::vec::fnmadd(u1, u1, z1);
-          }
+          z0 = at::vec::fmadd(V(qa[i * D + k]), V::loadu(ka + k * np + jb), z0);
+          z1 = at::vec::fmadd(V(qa[i * D + k + 1]), V::loadu(ka + (k + 1) * np + jb), z1);
         }
-        V p = vexp2<false>(z0 + z1);
+        V p = vexp2<false>(at::vec::minimum(z0 + z1, V(T(0))));
         V gv = V(gi[0]) * vj[0];
         for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), vj[c], gv);
         V e = p * gv;
