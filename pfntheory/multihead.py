@@ -47,12 +47,14 @@ from ._checks import (
     as_float_array,
     check_rng,
     check_size,
+    choice,
     int_tuple,
     positive_array,
     positive_int,
     sequence,
     shaped,
 )
+from .config import COVARIATES
 from .gp import MixturePPD, log_marginal_likelihood
 from .kernels import RBFKernel
 from .spectral import sample_design
@@ -123,15 +125,29 @@ class MultiHeadWeights:
 
 
 def head_steps(eta, H: int, L: int) -> list:
-    """``eta`` per head: a scalar for every head, or one entry (scalar or length ``L - 1``) per
-    head."""
-    if np.ndim(eta) == 0:
-        return [eta] * H
-    steps = list(eta)
-    if len(steps) != H:
+    """``eta`` per head, checked: a positive scalar for every head, or one entry per head (a
+    positive scalar or ``L - 1`` positive per-layer steps).
+
+    Returns
+    -------
+    list of float or ndarray, length H
+    """
+    H, L = positive_int(H, "H"), positive_int(L, "L")
+    if isinstance(eta, (str, bytes)) or eta is None:
+        raise ArgumentTypeError(f"eta must be a positive number or a sequence of them, got {eta!r}")
+    entries = [eta] * H if np.ndim(eta) == 0 else list(eta)
+    if len(entries) != H:
         raise ValueError(
-            f"eta must be a scalar or hold one entry per head (H={H}), got {len(steps)}"
+            f"eta must be a scalar or hold one entry per head (H={H}), got {len(entries)}"
         )
+    steps: list = []
+    for h, e in enumerate(entries):
+        a = positive_array(e, f"eta[{h}]", ndim=(0, 1))
+        if a.ndim == 1 and a.shape != (L - 1,):
+            raise ValueError(
+                f"eta[{h}] must be a scalar or have L-1={L - 1} entries, got {a.shape}"
+            )
+        steps.append(float(a) if a.ndim == 0 else a)
     return steps
 
 
@@ -304,7 +320,7 @@ def multihead_forward(weights: MultiHeadWeights, X, Y, x_query, *, return_path: 
             Z = Z + update
             if return_path:
                 path.append(Z)
-        mu, tau = readout_path(weights, Z[None])  # (1, ..., H): W_h [Z^(L)]_{:, n+1}
+        mu, tau = _readout(weights, Z[None])  # (1, ..., H): W_h [Z^(L)]_{:, n+1}
         mu, tau = mu[0], tau[0]
         quad = np.empty_like(mu)
         for h in range(H):
@@ -342,9 +358,15 @@ def readout_path(weights: MultiHeadWeights, path) -> tuple[np.ndarray, np.ndarra
     if not isinstance(weights, MultiHeadWeights):
         raise ArgumentTypeError(f"weights must be MultiHeadWeights, got {type(weights).__name__}")
     rows = token_rows(weights.d, weights.H)
-    path = as_float_array(path, "path", min_ndim=3, allow_nan=True)
+    path = as_float_array(path, "path", min_ndim=3)
     if path.shape[-2] != rows["D"]:
         raise ValueError(f"path must have {rows['D']} token rows, got shape {path.shape}")
+    return _readout(weights, path)
+
+
+def _readout(weights: MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`readout_path` unchecked (a divergent path's inf/NaN pass through)."""
+    rows = token_rows(weights.d, weights.H)
     W = np.stack([_embed_columns(w.W, weights.d, rows, h) for h, w in enumerate(weights.heads)])
     zq = path[..., :, -1]  # (L + 1, ..., D): the query token
     return zq @ W[:, 0].T, zq @ W[:, 1].T
@@ -453,6 +475,7 @@ def fit_logdet_readout(
         raise ValueError(f"ns must hold at least 4 distinct sizes (6 coefficients), got {ns}")
     n_draws = positive_int(n_draws, "n_draws")
     rng = check_rng(rng)
+    covariates = choice(covariates, "covariates", COVARIATES)
     feats, targets = [], []
     for n in ns:
         X = sample_design(n, d, rng, covariates, size=(n_draws,))
@@ -476,7 +499,7 @@ def readout_log_weights(out: MultiHeadOutput, log_prior, logdet) -> np.ndarray:
     """
     if not isinstance(out, MultiHeadOutput):
         raise ArgumentTypeError(f"out must be a MultiHeadOutput, got {type(out).__name__}")
-    lp = as_float_array(log_prior, "log_prior", ndim=1)
+    lp = shaped(as_float_array(log_prior, "log_prior", ndim=1), "log_prior", out.quad.shape[-1:])
     ld = (
         logdet(out.log_det_D, out.n)
         if isinstance(logdet, LogdetReadout)
@@ -494,13 +517,17 @@ def exact_log_weights(kernels, noise_vars, log_prior, X, Y) -> np.ndarray:
     nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
     z = np.stack(
         [log_marginal_likelihood(k, X, Y, s2) for k, s2 in zip(kernels, nv, strict=True)], -1
-    ) + as_float_array(log_prior, "log_prior", ndim=1)
+    ) + shaped(as_float_array(log_prior, "log_prior", ndim=1), "log_prior", (len(kernels),))
     return z - scipy.special.logsumexp(z, axis=-1, keepdims=True)
 
 
 def model_ppd(out: MultiHeadOutput, log_weights) -> MixturePPD:
-    """The model's mixture ``sum_h w_h N(mu_h, tau_h)`` at the query (one query: m = 1)."""
-    w = np.exp(as_float_array(log_weights, "log_weights"))
+    """The model's mixture ``sum_h w_h N(mu_h, tau_h)`` at the query (one query: m = 1);
+    ``log_weights`` of ``out.mu``'s shape."""
+    if not isinstance(out, MultiHeadOutput):
+        raise ArgumentTypeError(f"out must be a MultiHeadOutput, got {type(out).__name__}")
+    lw = shaped(as_float_array(log_weights, "log_weights"), "log_weights", out.mu.shape)
+    w = np.exp(lw)
     w = w / w.sum(-1, keepdims=True)
     return MixturePPD(weights=w, mu=out.mu[..., None], tau=out.tau[..., None])
 
@@ -564,19 +591,20 @@ def gaussian_tv_bound(dmu, dtau, tau) -> np.ndarray:
     return np.minimum(1.0, dmu / np.sqrt(2 * np.pi * tau) + var)
 
 
-def mixture_tv(p: MixturePPD, q: MixturePPD, index=()) -> tuple[float, float]:
-    """``TV(p, q)`` of two Gaussian mixtures at one query (``p.weights[index]`` of shape (H,)),
-    by adaptive quadrature of ``|p - q| / 2``; returns ``(tv, abserr)`` (the quadrature's error
-    estimate, which a check adds to its tolerance)."""
+def mixture_tv(p: MixturePPD, q: MixturePPD, query: int = 0) -> tuple[float, float]:
+    """``TV(p, q)`` of two Gaussian mixtures of one context (weights of shape (H,)) at query
+    ``query``, by adaptive quadrature of ``|p - q| / 2``; returns ``(tv, abserr)`` (the
+    quadrature's error estimate, which a check adds to its tolerance)."""
     for name, m in (("p", p), ("q", q)):
         if not isinstance(m, MixturePPD):
             raise ArgumentTypeError(f"{name} must be a MixturePPD, got {type(m).__name__}")
+        if m.weights.ndim != 1:
+            raise ValueError(f"{name} must hold one context (weights (H,)), got {m.weights.shape}")
+    m_q = min(p.mu.shape[-1], q.mu.shape[-1])
+    query = positive_int(query, "query", minimum=0, maximum=m_q - 1)
     comps = []
     for m in (p, q):
-        w, mu, tau = m.weights[index], m.mu[index][..., 0], m.tau[index][..., 0]
-        if w.ndim != 1:
-            raise ValueError(f"index must select one query's weights (H,), got shape {w.shape}")
-        comps.append((w, mu, np.sqrt(tau)))
+        comps.append((m.weights, m.mu[:, query], np.sqrt(m.tau[:, query])))
     lo = min(float(np.min(mu - 40 * s)) for _, mu, s in comps)
     hi = max(float(np.max(mu + 40 * s)) for _, mu, s in comps)
     pts = sorted({float(v) for _, mu, s in comps for v in np.concatenate([mu, mu - s, mu + s])})
@@ -598,11 +626,21 @@ def mixture_tv(p: MixturePPD, q: MixturePPD, index=()) -> tuple[float, float]:
     return 0.5 * val, 0.5 * err
 
 
+def _simplex(w, name: str) -> np.ndarray:
+    """Weights ``>= 0`` summing to 1 over the last axis (to 1e-9 H)."""
+    w = as_float_array(w, name, min_ndim=1, non_empty=True)
+    if np.any(w < 0) or np.any(np.abs(w.sum(-1) - 1.0) > 1e-9 * w.shape[-1]):
+        raise ValueError(f"{name} must be non-negative and sum to 1 over the last axis")
+    return w
+
+
 def mixture_tv_bound(w, w_model, tv_components) -> np.ndarray:
     """``TV(w, w') + sum_h w'_h TV(p_h, q_h)`` (docs/multihead.md), over the last axis (H)."""
-    w = as_float_array(w, "w")
-    w2 = as_float_array(w_model, "w_model")
+    w = _simplex(w, "w")
+    w2 = _simplex(w_model, "w_model")
     tv = as_float_array(tv_components, "tv_components")
+    if np.any(tv < 0) or np.any(tv > 1):
+        raise ValueError("tv_components must lie in [0, 1] (total variations)")
     if not (w.shape == w2.shape == tv.shape):
         raise ValueError(
             f"w, w_model, tv_components must share a shape, got {w.shape}, {w2.shape}, {tv.shape}"

@@ -116,6 +116,7 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",
     "pfntheory.casestudy.results": "the case-study pipeline: results of the stages before",
     "pfntheory.report.casestudy_plots": "draws and writes figures",
+    "pfntheory.claims.multihead_trained": "reads run directories (and, cached, trained models)",
 }
 
 #: Single callables skipped, with the reason.
@@ -131,6 +132,10 @@ SKIP: dict[str, str] = {
     "pfntheory.spectral.StepCurve": "result record",
     "pfntheory.ppd_bound.PPDBoundTerms": "result record",
     "pfntheory.construction.HandsetWeights": "result record of handset_weights",
+    "pfntheory.multihead.MultiHeadWeights": "result record of multihead_weights",
+    "pfntheory.multihead.MultiHeadOutput": "result record of multihead_forward",
+    "pfntheory.multihead.LogdetReadout": "result record of fit_logdet_readout",
+    "pfntheory.nn.multihead.MixtureOutput": "result record of the forward pass",
     "pfntheory.mlp.ReLUMLP": "result record of fit_psi_mlp",
     "pfntheory.densities.Density": "result record of the density constructors",
     "pfntheory.casestudy.data.SpatialData": "result record of the loaders",
@@ -302,6 +307,52 @@ def _handset():
     return construction.handset_weights(2, 3, 0.1, 0.1, K)
 
 
+MH_KERNELS = (K, kernels.RBFKernel(1.0, 0.3))
+MH_NV = np.array([0.1, 0.2])
+
+
+@cache
+def _mh_weights():
+    from pfntheory import multihead
+
+    return multihead.multihead_weights(2, 3, list(MH_KERNELS), MH_NV, 0.1)
+
+
+@cache
+def _mh_out():
+    from pfntheory import multihead
+
+    return multihead.multihead_forward(_mh_weights(), X, Y, XQ1, return_path=True)
+
+
+@cache
+def _mh_fit():
+    from pfntheory import multihead
+
+    rng = np.random.default_rng(0)
+    return multihead.fit_logdet_readout(list(MH_KERNELS), MH_NV, 2, rng, ns=(4, 5, 6, 8))
+
+
+def _mh_model():
+    from pfntheory.config import ModelConfig, TaskConfig
+    from pfntheory.nn.multihead import MixturePFN
+
+    cfg = ModelConfig("rbf", 3, 8, normalised=True, mixture=True, d=2)
+    task = TaskConfig(kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,))
+    return MixturePFN(cfg, torch.linspace(-3.0, 3.0, 9), task)
+
+
+def _mh_common():
+    return {
+        "kernels": lambda: list(MH_KERNELS),
+        "noise_vars": lambda: MH_NV.copy(),
+        "X": lambda: X.copy(),
+        "Y": lambda: Y.copy(),
+        "x": lambda: XQ1.copy(),
+        "eta": lambda: 0.1,
+    }
+
+
 def _claim():
     from pfntheory.claims import ClaimResult
 
@@ -452,6 +503,84 @@ def _batch():
 #: Valid values of one callable, where the shared name means something else there (or a smaller
 #: problem keeps the call fast).
 OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
+    "pfntheory.multihead.token_rows": {"d": lambda: 2, "H": lambda: 2},
+    "pfntheory.multihead.multihead_weights": {
+        "d": lambda: 2,
+        "L": lambda: 3,
+        "kernels": lambda: list(MH_KERNELS),
+        "noise_vars": lambda: MH_NV.copy(),
+        "eta": lambda: 0.1,
+    },
+    "pfntheory.multihead.multihead_forward": {
+        "weights": _mh_weights,
+        "x_query": lambda: XQ1.copy(),
+    },
+    "pfntheory.multihead.readout_path": {"weights": _mh_weights, "path": lambda: _mh_out().path},
+    "pfntheory.multihead.head_steps": {"eta": lambda: 0.1, "H": lambda: 2, "L": lambda: 3},
+    "pfntheory.multihead.exact_logdet": {
+        "kernels": lambda: list(MH_KERNELS),
+        "noise_vars": lambda: MH_NV.copy(),
+    },
+    "pfntheory.multihead.exact_log_weights": {
+        "kernels": lambda: list(MH_KERNELS),
+        "noise_vars": lambda: MH_NV.copy(),
+        "log_prior": lambda: np.log([0.5, 0.5]),
+    },
+    "pfntheory.multihead.logdet_features": {
+        "log_det_D": lambda: np.array([1.0, 2.0]),
+        "n": lambda: 4,
+    },
+    "pfntheory.multihead.fit_logdet_readout": {
+        "kernels": lambda: list(MH_KERNELS),
+        "noise_vars": lambda: MH_NV.copy(),
+        "d": lambda: 2,
+        "ns": lambda: (4, 5, 6, 8),
+        "n_draws": lambda: 2,
+    },
+    "pfntheory.multihead.readout_log_weights": {
+        "out": _mh_out,
+        "log_prior": lambda: np.log([0.5, 0.5]),
+        "logdet": lambda: np.array([1.0, 2.0]),
+    },
+    "pfntheory.multihead.model_ppd": {"out": _mh_out, "log_weights": lambda: np.log([0.3, 0.7])},
+    "pfntheory.multihead.gaussian_tv": {
+        "m1": lambda: 0.0,
+        "v1": lambda: 1.0,
+        "m2": lambda: 0.5,
+        "v2": lambda: 2.0,
+    },
+    "pfntheory.multihead.gaussian_tv_bound": {
+        "dmu": lambda: 0.1,
+        "dtau": lambda: 0.2,
+        "tau": lambda: 1.0,
+    },
+    "pfntheory.multihead.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
+    "pfntheory.multihead.mixture_tv_bound": {
+        "w": lambda: np.array([0.5, 0.5]),
+        "w_model": lambda: np.array([0.4, 0.6]),
+        "tv_components": lambda: np.array([0.1, 0.2]),
+    },
+    "pfntheory.claims.multihead.check_heads_richardson": {**_mh_common(), "L": lambda: 3},
+    "pfntheory.claims.multihead.check_mixture_rate": {**_mh_common(), "Ls": lambda: (2, 4)},
+    "pfntheory.claims.multihead.check_tv_bound": {
+        **_mh_common(),
+        "L": lambda: 3,
+        "logdet": lambda: np.array([1.0, 2.0]),
+    },
+    "pfntheory.nn.multihead.MixturePFN": {
+        "config": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelConfig(
+            "rbf", 3, 8, normalised=True, mixture=True, d=2
+        ),
+        "edges": lambda: torch.linspace(-3.0, 3.0, 9),
+        "task": lambda: __import__("pfntheory.config", fromlist=["x"]).TaskConfig(
+            kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,)
+        ),
+    },
+    "pfntheory.nn.multihead.load_multihead_handset": {
+        "model": _mh_model,
+        "weights": _mh_weights,
+        "logdet": _mh_fit,
+    },
     "pfntheory.casestudy.baseline.paper_lml": {"name": lambda: "sacramento"},
     "pfntheory.casestudy.data.Standardizer": {
         "x_mean": lambda: (0.0, 0.0),
