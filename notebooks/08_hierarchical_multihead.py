@@ -167,6 +167,29 @@ display(
 )
 
 # %% [markdown]
+# ### How deep must the heads be for the weights?
+#
+# The quadratic term needs the training recursion's fixed point: at depth `L` it reads
+# `sigma_h^{-2} sum_i y_i (y_i - f_{h,i}^(L))`. On the table's prior (d = 16, n = 64), TF^pr heads
+# with the trained model's initial step `1/(1 + sigma_h^2)`, and the exact log-determinant (so
+# that only the recursion's convergence shows): `TV(w, w')` to the exact posterior weights against
+# `L`. The trained model has `L = 8`.
+
+# %%
+depth = cmh.readout_weights_against_depth(
+    task, 64, (8, 32, 128, 512, 2048), 3, np.random.default_rng(1)
+)
+fig, ax = plt.subplots(figsize=(6, 3.6))
+ax.semilogx(depth["L"], np.asarray(depth["tv_w"]).T, color="grey", lw=0.8)
+ax.semilogx(depth["L"], depth["mean"], "ko-", label="mean over contexts")
+ax.set_xlabel("depth L")
+ax.set_ylabel("TV(exact weights, readout weights)")
+ax.set_title("Weight readout of the hand-set heads (exact log-det), d=16, n=64")
+ax.legend()
+report.save_figure(fig, "08_weights_depth")
+plt.show()
+
+# %% [markdown]
 # ## 2. Trained: single head, multi-head and the exact mixture PPD
 #
 # cpu scale: d = 16, C = 256, n in [64, 256], n' in {256, 512, 1024} with 1024 instances per n'

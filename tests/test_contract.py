@@ -567,6 +567,14 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "L": lambda: 3,
         "logdet": lambda: np.array([1.0, 2.0]),
     },
+    "pfntheory.claims.multihead.readout_weights_against_depth": {
+        "task": lambda: __import__("pfntheory.config", fromlist=["x"]).TaskSpec(
+            kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.3,)
+        ),
+        "n": lambda: 4,
+        "Ls": lambda: (2, 3),
+        "n_instances": lambda: 1,
+    },
     "pfntheory.nn.multihead.MixturePFN": {
         "config": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelConfig(
             "rbf", 3, 8, normalised=True, mixture=True, d=2

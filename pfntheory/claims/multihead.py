@@ -15,13 +15,27 @@ import numpy as np
 from .. import construction as con
 from .. import multihead as mh
 from .. import richardson as rich
-from .._checks import as_float_array, int_tuple, positive_array, sequence, shaped
+from .._checks import (
+    as_float_array,
+    check_rng,
+    instance_of,
+    int_tuple,
+    positive_array,
+    positive_int,
+    sequence,
+    shaped,
+)
 from ..gp import MixturePPD, mixture_ppd
 from ..stats import EPS
 from . import ClaimResult
 from .richardson import ROUNDOFF_SAFETY, roundoff_atol
 
-__all__ = ["check_heads_richardson", "check_mixture_rate", "check_tv_bound"]
+__all__ = [
+    "check_heads_richardson",
+    "check_mixture_rate",
+    "check_tv_bound",
+    "readout_weights_against_depth",
+]
 
 LABEL = "thm:TFdoPPD"
 #: Tolerance of a TV by quadrature beyond its error estimate: the quadrature is asked for relative
@@ -236,3 +250,56 @@ def check_tv_bound(kernels, noise_vars, X, Y, x, eta, L: int, logdet, *, normali
             "quad_err": err,
         },
     )
+
+
+def readout_weights_against_depth(task, n: int, Ls, n_instances: int, rng) -> dict:
+    """How deep the hand-set model must be for its weight readout to find the posterior weights.
+
+    On ``n_instances`` contexts of ``task``'s prior (component drawn uniformly, then ``X``, ``Y``),
+    the TF^pr heads with step ``1/(1 + sigma_h^2)`` (the trained model's initialisation); at each
+    depth ``L`` the readout's quadratic term ``sigma_h^{-2} sum_i y_i (y_i - f_{h,i}^(L))`` with the
+    exact log-determinant (the oracle, so that only the recursion's convergence shows), and
+    ``TV(w, w')`` to the exact posterior weights.
+
+    Returns
+    -------
+    dict
+        ``{"n", "L": [...], "tv_w": [[per-instance TV at each L]...], "mean": [...]}``.
+    """
+    from ..config import TaskSpec, prior_components
+    from ..kernels import RBFKernel
+    from ..spectral import sample_design
+
+    task = instance_of(TaskSpec)(task, "task")
+    kernels, nv = prior_components(task)
+    if not all(isinstance(k, RBFKernel) for k in kernels):
+        raise ValueError(f"task must have RBF components (TF^pr heads), got kind {task.kind!r}")
+    n = positive_int(n, "n")
+    n_instances = positive_int(n_instances, "n_instances")
+    rng = check_rng(rng)
+    Ls = sorted(set(int_tuple(Ls, "Ls", minimum=1)))
+    H, d = len(kernels), task.d
+    w = mh.multihead_weights(
+        d, Ls[-1], kernels, nv, [1.0 / (1.0 + s2) for s2 in nv], normalised=True
+    )
+    rows = mh.token_rows(d, H)
+    tv_w = []
+    for _ in range(n_instances):
+        X, x = (
+            sample_design(n, d, rng, task.covariates),
+            sample_design(1, d, rng, task.covariates)[0],
+        )
+        h0 = int(rng.integers(H))
+        Y = np.linalg.cholesky(kernels[h0](X) + nv[h0] * np.eye(n)) @ rng.normal(size=n)
+        out = mh.multihead_forward(w, X, Y, x, return_path=True)
+        assert out.path is not None
+        exact = np.exp(mh.exact_log_weights(kernels, nv, w.log_prior, X, Y))
+        logdet = mh.exact_logdet(kernels, nv, X)
+        row = []
+        for L in Ls:
+            q = np.sum(Y * (Y - out.path[L][rows["f"], :n]), -1) / nv  # (H,)
+            z = w.log_prior - 0.5 * q - 0.5 * logdet
+            wq = np.exp(z - z.max())
+            row.append(0.5 * float(np.sum(np.abs(wq / wq.sum() - exact))))
+        tv_w.append(row)
+    return {"n": n, "L": Ls, "tv_w": tv_w, "mean": np.mean(tv_w, 0).tolist()}
