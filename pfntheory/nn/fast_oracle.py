@@ -126,9 +126,12 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
         active = (~done).nonzero()[:, 0]
         if not active.numel():
             break
-        r = rhs[active] - _apply_A(c, X[active], sol[active])
-        delta = _solve32(L[active], r)
-        sol[active] += delta
+        if active.numel() == b:  # all of them: no copies (L[active] would copy every factor)
+            delta = _solve32(L, rhs - _apply_A(c, X, sol))
+            sol += delta
+        else:
+            delta = _solve32(L[active], rhs[active] - _apply_A(c, X[active], sol[active]))
+            sol[active] += delta
         rel = (delta.abs().amax(1) / sol[active].abs().amax(1).clamp_min(1e-300)).amax(-1)
         # geometric convergence: the error left is about rel * (rel / previous rel)
         p = prev[active]
