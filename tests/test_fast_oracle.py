@@ -138,3 +138,13 @@ def test_evaluate_refuses_an_unknown_oracle(tmp_path):
 
     with pytest.raises(ValueError, match="oracle"):
         evaluate(tmp_path, [8], oracle="float16")
+
+
+def test_not_positive_definite_even_in_float64(path):
+    """Where float64 cannot factor A either (a repeated input, no noise), one ValueError as
+    sample_batch raises, not torch's linear-algebra error."""
+    Xa, z = _draw(16, 2)
+    Xa[0, 1] = Xa[0, 0]
+    c = dataclasses.replace(_components(TASK)[0], s2=0.0)
+    with pytest.raises(ValueError, match="noise_var"):
+        fo.oracle32(c, Xa, z)

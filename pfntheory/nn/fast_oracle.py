@@ -41,6 +41,7 @@ from .priors import (
     Batch,
     TaskConfig,
     _check_generator,
+    _cholesky,
     _components,
     _covariates,
     _inside_bins,
@@ -96,7 +97,7 @@ def oracle64(c, Xa: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.
     A = c.gram(X, X)
     A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
     k = c.gram(X, xq)[..., 0]  # (b, n)
-    sol = torch.cholesky_solve(torch.stack([Y, k], -1), torch.linalg.cholesky(A))
+    sol = torch.cholesky_solve(torch.stack([Y, k], -1), _cholesky(A, "G + noise_var I"))
     return (k * sol[..., 0]).sum(-1), c.alpha2 + c.s2 - (k * sol[..., 1]).sum(-1)
 
 
@@ -140,11 +141,11 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
         done[active] = err[active] <= REFINE_RTOL
     mu = (k * sol[..., 0]).sum(-1)  # k_x^T A^{-1} Y
     tau = c.alpha2 + c.s2 - (k * sol[..., 1]).sum(-1)  # kappa(x, x) + sigma^2 - k_x^T A^{-1} k_x
-    redo = ((info != 0) | (err > REFINE_RTOL)).nonzero()[:, 0]
+    redo = ((info != 0) | ~(err <= REFINE_RTOL)).nonzero()[:, 0]  # a NaN error is redone too
     if redo.numel():  # float64 throughout for these: Y = L64 z, as sample_batch draws it
         A = c.gram(X[redo], X[redo])
         A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
-        L64 = torch.linalg.cholesky(A)
+        L64 = _cholesky(A, "G + noise_var I")
         Y[redo] = (L64 @ z[redo, :, None])[..., 0]
         mu[redo], tau[redo] = oracle64(c, Xa[redo], Y[redo])
         steps[redo] = -1
