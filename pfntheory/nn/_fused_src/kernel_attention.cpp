@@ -19,6 +19,10 @@
 // its dv is not written back. The exponent is taken in base 2 (log2(e) folded into the scale).
 //
 // No OpenMP: one instance after another on the calling thread.
+//
+// Built on these loops, further down: stack_forward / stack_backward, every solver layer of one
+// instance in one call (pfntheory.nn.solver), and gram, the rbf Gram matrix of the float32 oracle
+// (pfntheory.nn.fast_oracle).
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
