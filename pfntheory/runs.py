@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import numbers
 import os
 import re
 import tempfile
@@ -28,8 +29,12 @@ import types
 import typing
 from pathlib import Path
 
+from ._checks import ArgumentTypeError
+
 __all__ = [
     "temporary_environ",
+    "SIGNIFICANT",
+    "round_significant",
     "CONFIG",
     "METRICS",
     "WEIGHTS",
@@ -50,6 +55,20 @@ __all__ = [
     "LockHeldError",
     "root_lock",
 ]
+
+
+#: Significant digits of the floats written into committed JSON artefacts (results, config.json):
+#: the last digits of a float differ between machines, so a rerun elsewhere changes no byte.
+SIGNIFICANT = 6
+
+
+def round_significant(x) -> float:
+    """``x`` (a real number) to :data:`SIGNIFICANT` significant digits; inf and NaN unchanged."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise ArgumentTypeError(f"x must be a real number, got {type(x).__name__}")
+    x = float(x)
+    return float(f"{x:.{SIGNIFICANT}g}") if math.isfinite(x) else x
+
 
 CONFIG = "config.json"
 METRICS = "metrics.json"

@@ -219,7 +219,7 @@ def test_eb_fit_is_rounded_so_the_run_config_is_stable():
     Y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(30)
     f = cprep._fit(X, Y, seed=0, n_restarts=0)
     for v in (f.alpha, *f.lengthscales, f.noise_std):
-        assert v == float(f"{v:.{cprep.SIGNIFICANT}g}")
+        assert v == float(f"{v:.{runs.SIGNIFICANT}g}")
 
 
 def test_other_config_is_refused_in_one_line_naming_the_fields(tmp_path):

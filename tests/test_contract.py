@@ -123,6 +123,8 @@ SKIP_MODULES: dict[str, str] = {
 SKIP: dict[str, str] = {
     # exceptions and containers of results (built by the library from checked values)
     "pfntheory.runs.CorruptFileError": "exception class",
+    "pfntheory.report.rows.finite_or_none": "a serialiser whose job is to map every non-number "
+    "(None, text, NaN, inf) to JSON null; tested in tests/test_report.py",
     "pfntheory.claims.ClaimResult": "result record",
     "pfntheory.gp.EBFit": "result record",
     "pfntheory.gp.MixturePPD": "result record of mixture_ppd (fuzzed in test_fuzz_library)",

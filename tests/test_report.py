@@ -669,3 +669,17 @@ def test_export_hides_the_kernels_temporary_file_names(tmp_path):
     assert "ipykernel_" not in page and "&lt;cell&gt;:6: UserWarning" in page
     assert "&lt;python&gt;/lib/x.py:1" in page and "\npfntheory/y.py:2" in page
     assert sys.prefix not in page and str(report.ROOT) not in page
+
+
+def test_finite_or_none_maps_non_numbers_to_null_and_rounds_numbers():
+    """The row serialiser: numbers (numpy scalars too) rounded to 6 significant digits; None,
+    booleans, text, NaN and inf become None (JSON null). Fails if a non-finite value leaked into
+    the saved JSON or a number were not rounded."""
+    import numpy as np
+
+    from pfntheory.report.rows import finite_or_none
+
+    assert finite_or_none(1.23456789) == 1.23457
+    assert finite_or_none(np.float32(0.5)) == 0.5
+    for bad in (None, True, "x", float("nan"), float("inf"), 1j):
+        assert finite_or_none(bad) is None, bad

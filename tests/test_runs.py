@@ -162,3 +162,16 @@ def test_atomic_writes_get_the_usual_file_mode(tmp_path):
     os.umask(mask)
     for f in (p, q):
         assert f.stat().st_mode & 0o777 == 0o666 & ~mask, oct(f.stat().st_mode)
+
+
+def test_round_significant_keeps_six_digits_and_refuses_non_numbers():
+    """One home for the rounding of committed JSON: 6 significant digits, inf/NaN unchanged, an
+    array or text refused naming ``x`` (fails if an array were silently reduced)."""
+    import numpy as np
+
+    assert runs.round_significant(1.23456789) == 1.23457
+    assert runs.round_significant(np.float64(-2.5e-9)) == -2.5e-9
+    assert runs.round_significant(float("inf")) == float("inf")
+    for bad in (np.array([1.0, 2.0]), "1.0", None, True):
+        with pytest.raises(TypeError, match="x must be a real number"):
+            runs.round_significant(bad)

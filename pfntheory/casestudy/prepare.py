@@ -8,13 +8,12 @@ import dataclasses
 import numpy as np
 
 from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood
+from ..runs import round_significant
 from .baseline import PAPER_FITS, walker_splits
 from .data import SACRAMENTO_BOX, SpatialData, load_dataset, regular_grid, walker_grid
 
 __all__ = [
     "SACRAMENTO_GRID_SHAPE",
-    "SIGNIFICANT",
-    "round_significant",
     "CaseData",
     "prepare_data",
     "fit_priors",
@@ -22,15 +21,6 @@ __all__ = [
 
 #: fig:sacramento: regular 100 x 100 grid.
 SACRAMENTO_GRID_SHAPE = (100, 100)
-
-#: Significant digits kept in ``results.json`` and of the EB fits (the pretraining prior): the last
-#: digits of BLAS sums differ between hosts.
-SIGNIFICANT = 6
-
-
-def round_significant(x: float) -> float:
-    """``x`` to :data:`SIGNIFICANT` significant digits (non-finite values unchanged)."""
-    return float(f"{x:.{SIGNIFICANT}g}") if np.isfinite(x) else float(x)
 
 
 @dataclasses.dataclass(frozen=True)

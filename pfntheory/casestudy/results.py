@@ -1,6 +1,6 @@
 """Stage 7 of a case study: the caption claims of fig:sacramento / fig:walker, each gated on the
 PFN's learning curve, and the content of ``results.json`` (deterministic: no wall times, floats to
-:data:`~.prepare.SIGNIFICANT` significant digits)."""
+:data:`pfntheory.runs.SIGNIFICANT` significant digits)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from ..claims.casestudy import (
     run_convergence,
 )
 from ..gp import EBFit
+from ..runs import round_significant
 from .baseline import PAPER_FITS
 from .data import WALKER_GRID_SHAPE
 from .predict import GridPredictions
-from .prepare import CaseData, round_significant
+from .prepare import CaseData
 
 __all__ = ["collect_results"]
 

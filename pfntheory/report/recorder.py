@@ -42,10 +42,11 @@ from pfntheory.claims import (
 )
 from pfntheory.config import LEARNING_CURVE_FILE
 from pfntheory.convergence import curve_status
+from pfntheory.runs import round_significant
 
 from .html import fmt, row_card
 from .labels import check_label, paper_number
-from .rows import PENDING, Row, finite_or_none, round_significant
+from .rows import PENDING, Row, finite_or_none
 from .spec import ROOT, output_dir, scale
 from .tables import Table
 

@@ -18,13 +18,12 @@ from pfntheory.claims import (
     UNDECIDED,
     VERDICT_KINDS,
 )
+from pfntheory.runs import round_significant
 
 __all__ = [
     "PENDING",
     "VERDICTS",
     "VERDICT_DEFINITIONS",
-    "SIGNIFICANT",
-    "round_significant",
     "finite_or_none",
     "Row",
 ]
@@ -52,14 +51,6 @@ VERDICT_DEFINITIONS = {
     "within the last log-half of its learning curve (or it has none): no verdict until it settles",
     PENDING: "the data it needs is not on this machine",
 }
-#: Significant digits of every number saved (so that a rebuild on another host changes no byte
-#: from round-off in the last digits).
-SIGNIFICANT = 6
-
-
-def round_significant(x: float) -> float:
-    """``x`` to :data:`SIGNIFICANT` significant digits."""
-    return float(f"{x:.{SIGNIFICANT}g}")
 
 
 def finite_or_none(x):
