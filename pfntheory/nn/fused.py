@@ -26,12 +26,13 @@ kernel), which the model uses whenever it can; and ``gram``, the rbf Gram matrix
 
 The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
 ``a.b - |a|^2/2 - |b|^2/2``, except in the forward pass at ``d >= 8``, which takes the expansion
-clamped at 0 as the eager path does (one FMA per coordinate instead of two operations); the exponent is taken in base 2 (``log2 e`` folded into the scale);
-float32 ``2^w`` is an inline polynomial (about 1 ulp; AVX-512's ``scalef`` applies ``2^k``, so
-subnormal results come out as ``torch.exp``'s do), float64 Sleef's 1-ulp ``exp2``. The two paths
-therefore agree to float round-off (tests/test_fused_attention.py), not bitwise. Over that test's
-grid the float32 results are as close to float64 as the eager path's (median ratio of the errors
-0.95; largest relative error 2.0e-5 fused, 3.1e-5 eager), float64 within 1e-13.
+clamped at 0 as the eager path does (one FMA per coordinate instead of two operations); the exponent
+is taken in base 2 (``log2 e`` folded into the scale); float32 ``2^w`` is an inline polynomial
+(about 1 ulp; AVX-512's ``scalef`` applies ``2^k``, so subnormal results come out as ``torch.exp``'s
+do), float64 Sleef's 1-ulp ``exp2``. The two paths therefore agree to float round-off
+(tests/test_fused_attention.py), not bitwise. Over that test's grid the float32 results are as close
+to float64 as the eager path's (median ratio of the errors 0.95; largest relative error 2.0e-5
+fused, 3.1e-5 eager), float64 within 1e-13.
 
 Build and fallback
 ------------------
