@@ -38,7 +38,7 @@ Claims (labels)
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -244,7 +244,14 @@ def gate(
                 f"{b['steps'][0]}-{b['steps'][-1]} of the last log-half of the learning "
                 f"curves and in the final evaluation, at {steps} steps; "
                 f"{sum(not c['plateaued'] for c in conv.values())} of {len(conv)} runs "
-                "still improving",
+                "not plateaued ("
+                + ", ".join(
+                    f"{v} {k}"
+                    for k, v in sorted(
+                        Counter(c["state"] for c in conv.values() if not c["plateaued"]).items()
+                    )
+                )
+                + ")",
                 details={**result.details, "convergence": conv, "at_budget": b},
             )
         result = dataclasses.replace(result, details={**result.details, "at_budget": b})
