@@ -111,8 +111,14 @@ def test_mixture_converges_at_the_per_component_rate(case):
     assume(r.details["informative"])  # the do-nothing TV can vanish (all components alike)
     h = _weakest(kernels, nv, X, Y, x)
     assume(r.details["weights"][h] < 0.5)
-    # the fault must change the mixture: the shared component differs from the others by more than
-    # the bound at the deepest L
+    # the fault must change the mixture: the exact mixture with every component replaced by the
+    # shared one lies farther from the true mixture than the bound at the deepest L can absorb
+    # (twice it: the bound allows the true model as much again), measured independently of the model
+    H = len(kernels)
+    true = mixture_ppd(kernels, nv, np.ones(H), X, Y, x[None])
+    faulty = mixture_ppd([kernels[h]] * H, [nv[h]] * H, np.ones(H), X, Y, x[None])
+    tv_fault, err = mh.mixture_tv(true, faulty)
+    assume(tv_fault > 2 * r.details["rows"][-1]["bound"] + err)
     shared = check_mixture_rate(kernels, nv, X, Y, x, eta, Ls, encode=(h,) * len(kernels))
     assert not shared.holds, str(shared) + str(shared.details["rows"])
 
