@@ -507,6 +507,14 @@ def claims_of(name, runs):
     label each row carries."""
     exp = xdefs.get_experiment(name)
     if name == "fig_exp2_1":
+        if not loaded["fig_exp2_1_budget"][1]:  # one row per claim: the budget runs decide it
+            display(
+                Markdown(
+                    "*Its claims are recorded once, on `fig_exp2_1_budget` below (the same runs "
+                    "weight-averaged at 2000 and 4000 steps, curves beyond the range).*"
+                )
+            )
+            return []
         return [(c, None) for c in xclaims.check_exp2_1(runs)]
     if name == "fig_exp2_1_budget":  # the 2S runs, gated by budget doubling, replayed on curves
         statuses = xclaims.doubling_statuses(trained(runs))
