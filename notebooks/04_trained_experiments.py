@@ -36,6 +36,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from pfntheory import report
+from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
@@ -436,7 +437,7 @@ def generalisation_figures(runs, tag, eval_file="eval.json"):
 runs = load("fig_exp2_2")
 if runs is not None:
     generalisation_figures(runs, "exp2_2")
-    add_all(xclaims.check_exp2_2(runs), runs, "fig_exp2_2")
+    add_all(xrange.check_exp2_2(runs), runs, "fig_exp2_2")
 
 # %% [markdown]
 # The companions at `d = 4` and `d = 8` repeat fig:exp2-2 (supp-fig:exp2 d4-1, d8-1) and evaluate
@@ -470,7 +471,7 @@ for name in ("supp_exp2_d4", "supp_exp2_d8"):
     exp = xdefs.get_experiment(name)
     d = trained(runs)[0].spec.task.d
     generalisation_figures(runs, f"d{d}")
-    for r in xclaims.check_exp2_2(runs):
+    for r in xrange.check_exp2_2(runs):
         record(
             name,
             r,
@@ -483,7 +484,7 @@ for name in ("supp_exp2_d4", "supp_exp2_d8"):
         )
     if generalisation_figures(runs, f"d{d}_uniform", eval_file="eval_uniform.json"):
         why = outside_regime(runs)
-        for r in xclaims.check_exp2_2(runs, eval_file="eval_uniform.json"):
+        for r in xrange.check_exp2_2(runs, eval_file="eval_uniform.json"):
             record(
                 name,
                 r,
@@ -509,7 +510,7 @@ if runs is not None:
     generalisation_figures(runs, "shift_regime")
     generalisation_figures(runs, "shift_regime_uniform", eval_file="eval_uniform.json")
     add_all(
-        xclaims.check_shift_regime(runs),
+        xrange.check_shift_regime(runs),
         runs,
         "supp_exp2_shift_regime",
         "worst 90% coverage over n'",

@@ -36,7 +36,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from pfntheory import report
+from pfntheory.claims import gating as xgate
+from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
+from pfntheory.config import curve_file
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
@@ -342,7 +345,7 @@ def is_doubled(spec):
     )
 
 
-statuses_b = xclaims.doubling_statuses(trained(runs_b))
+statuses_b = xgate.doubling_statuses(trained(runs_b))
 panels_b = rcpu.exp1_panels(
     [r for r in trained(runs_b) if is_doubled(r.spec)], [d for d in declared_b if is_doubled(d)]
 )
@@ -385,7 +388,7 @@ shift_dirs += [
 ]
 for run_dir, spec, state in shift_dirs:
     docs = {
-        design: report.read_learning_curve(run_dir, xclaims.curve_file(cov))
+        design: report.read_learning_curve(run_dir, curve_file(cov))
         for design, cov in DESIGNS.items()
     }
     docs = {k: v for k, v in docs.items() if v is not None}
@@ -412,7 +415,7 @@ for run_dir, spec, state in shift_dirs:
         r = next(r for r in runs_s if r.run_dir == run_dir)
         display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
         display(report.table(rcpu.curve_status_frame(r, DESIGNS)))
-for c in xclaims.check_shift_regime(runs_s) if trained(runs_s) else []:
+for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
     reg = c.details["regime"]
     display(
         Markdown(
@@ -517,14 +520,14 @@ def claims_of(name, runs):
             return []
         return [(c, None) for c in xclaims.check_exp2_1(runs)]
     if name == "fig_exp2_1_budget":  # the 2S runs, gated by budget doubling, replayed on curves
-        statuses = xclaims.doubling_statuses(trained(runs))
+        statuses = xgate.doubling_statuses(trained(runs))
         return [(c, None) for c in xclaims.check_exp2_1(runs, statuses=statuses)]
     if name == "fig_exp2_2":
-        return [(c, None) for c in xclaims.check_exp2_2(runs)]
+        return [(c, None) for c in xrange.check_exp2_2(runs)]
     if name in ("supp_exp2_d4", "supp_exp2_d8"):
-        out = [(c, exp.labels[0]) for c in xclaims.check_exp2_2(runs)]
+        out = [(c, exp.labels[0]) for c in xrange.check_exp2_2(runs)]
         return out + [
-            (c, exp.labels[2]) for c in xclaims.check_exp2_2(runs, eval_file="eval_uniform.json")
+            (c, exp.labels[2]) for c in xrange.check_exp2_2(runs, eval_file="eval_uniform.json")
         ]
     if name in ("supp_tab_lengthscale", "supp_tab_hier"):
         return [(c, None) for c in xclaims.check_table(runs)]

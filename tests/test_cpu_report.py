@@ -17,7 +17,10 @@ import pytest
 
 from pfntheory import report, runs
 from pfntheory.claims import HOLDS, HOLDS_AT_BUDGET, UNDECIDED
+from pfntheory.claims import gating as xgate
+from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
+from pfntheory.config import curve_file
 from pfntheory.experiments import definitions, published
 from pfntheory.experiments.execute import execute
 from pfntheory.experiments.results import (
@@ -199,7 +202,7 @@ def test_plateau_intervals_plot_one_row_per_curve_in_tolerance_units(tmp_path):
     labels = [t.get_text() for t in axs[0].get_yticklabels()]
     assert labels == ["L2 C256", "L4 C256"]
     lines = [ln for ln in axs[0].get_lines() if len(ln.get_xdata()) == 2 and ln.get_ydata()[0] >= 0]
-    flat, falling = (xclaims.run_convergence(by_L[L]) for L in (2, 4))
+    flat, falling = (xgate.run_convergence(by_L[L]) for L in (2, 4))
     for ln, st in zip(lines[1:], (flat, falling), strict=True):  # lines[0]: the axvline at 0
         assert ln.get_color() == rcpu.STATE_COLOURS[st["state"]]
         assert ln.get_xdata()[1] == pytest.approx(st["ci"][1] / st["tol"])
@@ -212,7 +215,7 @@ def test_curve_status_frame_reads_both_designs(tmp_path):
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: True)
     r = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)[0]
     _curve(r.run_dir, FLAT)
-    _curve(r.run_dir, FALLING, filename=xclaims.curve_file("uniform"))
+    _curve(r.run_dir, FALLING, filename=curve_file("uniform"))
     df = rcpu.curve_status_frame(r, {"own": None, "shift": "uniform", "other": "nowhere"})
     st = {(d, m): s for d, m, s in df[["design", "metric", "status"]].itertuples(index=False)}
     assert st[("own", "tv")] == "plateaued" and st[("shift", "tv")] == "still improving"
@@ -239,11 +242,11 @@ def test_the_longest_complete_shift_run_decides(tmp_path):
     _curve(unfinished, FLAT)
     runs, missing = load_available("supp_exp2_shift_regime", "cpu", tmp_path)
     assert missing == [long_spec.name] and len(runs) == 1
-    claims = xclaims.check_shift_regime(runs)
+    claims = xrange.check_shift_regime(runs)
     assert {c.details["regime"]["steps"] for c in claims} == {specs[0].steps}
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
     runs = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)
-    assert {c.details["regime"]["steps"] for c in xclaims.check_shift_regime(runs)} == {8000}
+    assert {c.details["regime"]["steps"] for c in xrange.check_shift_regime(runs)} == {8000}
 
 
 def test_shift_claims_wait_for_the_coverage_curve_too(tmp_path):
@@ -253,14 +256,14 @@ def test_shift_claims_wait_for_the_coverage_curve_too(tmp_path):
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
     (r,) = load_available("supp_exp2_shift_regime", "cpu", tmp_path)[0]
     for cov in (None, "uniform"):  # SE 0.003: a flat coverage curve is resolved within 0.02
-        _curve(r.run_dir, FLAT, filename=xclaims.curve_file(cov), cov_se=0.003)
-    assert all(c.verdict != UNDECIDED for c in xclaims.check_shift_regime([r]))
-    doc = json.loads((r.run_dir / xclaims.curve_file("uniform")).read_text())
+        _curve(r.run_dir, FLAT, filename=curve_file(cov), cov_se=0.003)
+    assert all(c.verdict != UNDECIDED for c in xrange.check_shift_regime([r]))
+    doc = json.loads((r.run_dir / curve_file("uniform")).read_text())
     for p in doc["points"]:  # coverage drifting from 0.6 up to 0.9: still improving
         p["coverage90"] = 0.6 + 0.3 * min(1.0, p["step"] / 1000)
-    (r.run_dir / xclaims.curve_file("uniform")).write_text(json.dumps(doc))
+    (r.run_dir / curve_file("uniform")).write_text(json.dumps(doc))
     shifted, own = sorted(
-        xclaims.check_shift_regime([r]), key=lambda c: c.key != "shift_regime.coverage.shifted"
+        xrange.check_shift_regime([r]), key=lambda c: c.key != "shift_regime.coverage.shifted"
     )
     assert shifted.verdict == UNDECIDED and "coverage90" in " ".join(shifted.details["convergence"])
     assert own.verdict != UNDECIDED  # its own design's curves are flat
@@ -324,7 +327,7 @@ def test_coverage_along_the_curve_follows_the_claims_own_test(tmp_path):
     ignores the SE, an n', or the order of the steps."""
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
     (r,) = load_available("supp_exp2_shift_regime", "cpu", tmp_path)[0]
-    path = r.run_dir / xclaims.curve_file("uniform")
+    path = r.run_dir / curve_file("uniform")
 
     def write(cov_by_step, se=0.01, other=0.9):
         pts = [
@@ -333,7 +336,7 @@ def test_coverage_along_the_curve_follows_the_claims_own_test(tmp_path):
             for n in (64, 512)
         ]
         path.write_text(json.dumps({"schema": 1, "points": pts}))
-        return xclaims.coverage_along_curve(r, "uniform")
+        return xrange.coverage_along_curve(r, "uniform")
 
     # 0.5 at steps <= 100 (out of 0.05 + 3 x 0.01), 0.85 after (0.05 off: inside)
     a = write({s: 0.5 if s <= 100 else 0.85 for s in STEPS})
@@ -351,10 +354,10 @@ def test_coverage_along_the_curve_follows_the_claims_own_test(tmp_path):
     assert c["held_since"] is None and all(w > 0.05 for w in c["worst"])
     # no curve on that design, and a file that is no curve
     path.unlink()
-    assert xclaims.coverage_along_curve(r, "uniform")["steps"] == []
+    assert xrange.coverage_along_curve(r, "uniform")["steps"] == []
     path.write_text("{}")
     with pytest.raises(ValueError, match="not a learning curve"):
-        xclaims.coverage_along_curve(r, "uniform")
+        xrange.coverage_along_curve(r, "uniform")
 
 
 def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
@@ -367,11 +370,11 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
     _write("supp_exp2_shift_regime", "cpu", tmp_path, lambda s: s.steps == 8000)
     (r,) = load_available("supp_exp2_shift_regime", "cpu", tmp_path)[0]
     for cov in (None, "uniform"):
-        _curve(r.run_dir, FALLING, filename=xclaims.curve_file(cov), cov_se=0.003)
+        _curve(r.run_dir, FALLING, filename=curve_file(cov), cov_se=0.003)
 
     def shifted():
         return next(
-            c for c in xclaims.check_shift_regime([r]) if c.key == "shift_regime.coverage.shifted"
+            c for c in xrange.check_shift_regime([r]) if c.key == "shift_regime.coverage.shifted"
         )
 
     c = shifted()
@@ -379,7 +382,7 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
     assert "holds at budget: at each of the" in c.tolerance
     assert all(c.details["at_budget"]["held"])
     # coverage off nominal at one step of the last log-half: the outcome changes there
-    path = r.run_dir / xclaims.curve_file("uniform")
+    path = r.run_dir / curve_file("uniform")
     doc = runs.load_json(path)
     mid = sorted({p["step"] for p in doc["points"]})[-3]
     for p in doc["points"]:
@@ -539,7 +542,7 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
 
     for r in runs:
         write(r)
-    statuses = xclaims.doubling_statuses(runs)
+    statuses = xgate.doubling_statuses(runs)
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
         assert res[key].verdict == HOLDS_AT_BUDGET, res[key].tolerance
@@ -552,7 +555,7 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     # doubling the budget changed nothing: plateaued, so the measurement decides, explicitly
     for r in runs:
         write(r, plateau=True)
-    statuses = xclaims.doubling_statuses(runs)
+    statuses = xgate.doubling_statuses(runs)
     assert {statuses[r.run_dir.name]["state"] for r in runs if r.spec.steps == 4000} == {
         "plateaued"
     }

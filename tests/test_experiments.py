@@ -18,6 +18,7 @@ import pytest
 
 from pfntheory import cli
 from pfntheory import runs as runfiles
+from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import _standin, definitions, pool, reference, runner, state
 from pfntheory.experiments.definitions import (
@@ -594,12 +595,12 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
     mirrored, L mirrored, 90% coverage 0.2 short."""
     _sweep("supp_exp2_d4", tmp_path / "ok")
     runs = load_experiment("supp_exp2_d4", "quick", tmp_path / "ok")
-    res = xclaims.check_exp2_2(runs, eval_file=eval_file)
+    res = xrange.check_exp2_2(runs, eval_file=eval_file)
     assert len(res) == 4 and all(r.holds for r in res), "\n".join(map(str, res))
 
     _patch_metrics(monkeypatch, lambda spec, n: (spec, 64))
     _sweep("supp_exp2_d4", tmp_path / "flat")
-    res = xclaims.check_exp2_2(
+    res = xrange.check_exp2_2(
         load_experiment("supp_exp2_d4", "quick", tmp_path / "flat"), eval_file=eval_file
     )
     assert not _by(res, "tv_grows_with_n")[0].holds, "\n".join(map(str, res))
@@ -608,7 +609,7 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
         monkeypatch, lambda spec, n: (dataclasses.replace(spec, n_max=288 - spec.n_max), n)
     )
     _sweep("supp_exp2_d4", tmp_path / "inv")
-    res = xclaims.check_exp2_2(
+    res = xrange.check_exp2_2(
         load_experiment("supp_exp2_d4", "quick", tmp_path / "inv"), eval_file=eval_file
     )
     assert not _by(res, "n_max_helps")[0].holds, "\n".join(map(str, res))
@@ -620,7 +621,7 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
 
     _patch_metrics(monkeypatch, mirror_L)
     _sweep("supp_exp2_d4", tmp_path / "inv_L")
-    res = xclaims.check_exp2_2(
+    res = xrange.check_exp2_2(
         load_experiment("supp_exp2_d4", "quick", tmp_path / "inv_L"), eval_file=eval_file
     )
     assert not _by(res, "depth_helps")[0].holds, "\n".join(map(str, res))
@@ -632,7 +633,7 @@ def test_check_exp2_2_holds_on_standin_and_fails_inverted(tmp_path, monkeypatch,
 
     monkeypatch.setattr(_standin, "fake_metrics", miscalibrated)
     _sweep("supp_exp2_d4", tmp_path / "cov")
-    res = xclaims.check_exp2_2(
+    res = xrange.check_exp2_2(
         load_experiment("supp_exp2_d4", "quick", tmp_path / "cov"), eval_file=eval_file
     )
     assert not _by(res, "coverage_near_nominal")[0].holds, "\n".join(map(str, res))

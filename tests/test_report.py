@@ -597,10 +597,10 @@ def test_recorder_table_is_formatted(out):
 def test_tolerance_reasons_and_plateau_wording():
     """A coverage margin carries its reason (from claims.trained, never restated); a criterion is
     printed as not met, never as if the run had plateaued."""
-    from pfntheory.claims import trained
+    from pfntheory.claims import gating
 
     tol = report.recorder.explain_tolerance(
-        f"|coverage - 0.9| <= {trained.COVERAGE_SLACK} + 3 SE (worst n'=384)"
+        f"|coverage - 0.9| <= {gating.COVERAGE_SLACK} + 3 SE (worst n'=384)"
     )
     assert "reasonably close to nominal" in tol and "0.848" in tol
     assert report.recorder.explain_tolerance(tol) == tol  # once

@@ -29,13 +29,15 @@ from functools import cache
 import pytest
 
 from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED
+from pfntheory.claims import gating as xg
+from pfntheory.claims import pretraining_range as xr
 from pfntheory.claims import trained as xc
 from pfntheory.config import SCALES
 from pfntheory.experiments.definitions import get_experiment
 from pfntheory.experiments.results import MissingRunsError, load_experiment
 from pfntheory.experiments.specs import RunSpec, StepsizeSpec
 
-Z, SLACK = xc.Z_MARGIN, xc.COVERAGE_SLACK
+Z, SLACK = xg.Z_MARGIN, xg.COVERAGE_SLACK
 
 
 @cache
@@ -171,7 +173,7 @@ def test_exp2_deeper_models_generalise_better(scale, experiment):
     smallest L minus that at the largest L exceeds Z_MARGIN = 3 SE. Prints the worst n_max. Fails
     when depth does not help at some n_max.
     """
-    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.depth_helps"))
+    _check(scale, _pick(xr.check_exp2_2(_runs(experiment, scale)), "exp2_2.depth_helps"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -183,7 +185,7 @@ def test_exp2_wider_pretraining_range_generalises_better(scale, experiment):
     smaller n_max, for the smaller n_max minus for the larger one, exceeds Z_MARGIN = 3 SE. Fails
     when the wider range does not help (stand-in runs with mirrored n_max).
     """
-    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.n_max_helps"))
+    _check(scale, _pick(xr.check_exp2_2(_runs(experiment, scale)), "exp2_2.n_max_helps"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -195,7 +197,7 @@ def test_exp2_solver_error_grows_with_n(scale, experiment):
     cell and the moment MSEs. Fails for a cell whose error is flat or falling in n' (stand-in runs
     with TV frozen in n').
     """
-    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.tv_grows_with_n"))
+    _check(scale, _pick(xr.check_exp2_2(_runs(experiment, scale)), "exp2_2.tv_grows_with_n"))
 
 
 @pytest.mark.parametrize("experiment", EXP2)
@@ -206,7 +208,7 @@ def test_exp2_coverage_near_nominal(scale, experiment):
     |coverage - 0.9| <= COVERAGE_SLACK = 0.05 + Z_MARGIN = 3 binomial SE at each n'. Fails for a
     miscalibrated model (stand-in runs with coverage 0.2 short).
     """
-    _check(scale, _pick(xc.check_exp2_2(_runs(experiment, scale)), "exp2_2.coverage_near_nominal"))
+    _check(scale, _pick(xr.check_exp2_2(_runs(experiment, scale)), "exp2_2.coverage_near_nominal"))
 
 
 def _quick_finding(request, scale: str, reason: str) -> None:
@@ -242,7 +244,7 @@ def test_exp2_covariate_shift_coverage_near_nominal(request, scale, experiment):
     _check(
         scale,
         _pick(
-            xc.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
+            xr.check_exp2_2(_runs(experiment, scale), eval_file="eval_uniform.json"),
             "exp2_2.coverage_near_nominal",
         ),
     )
@@ -256,7 +258,7 @@ def test_shift_regime_model_is_calibrated_on_its_own_design(scale):
     _check(
         scale,
         _pick(
-            xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
+            xr.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
             "shift_regime.coverage.pretraining",
         ),
     )
@@ -282,7 +284,7 @@ def test_shift_regime_coverage_under_covariate_shift(request, scale):
     _check(
         scale,
         _pick(
-            xc.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
+            xr.check_shift_regime(_runs("supp_exp2_shift_regime", scale)),
             "shift_regime.coverage.shifted",
         ),
     )

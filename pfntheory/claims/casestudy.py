@@ -339,7 +339,7 @@ def run_convergence(run_dir: Path) -> dict:
 @checked(claim=instance_of(ClaimResult), conv=keys("trend", "plateaued"))
 def gate(claim: ClaimResult, conv: dict) -> ClaimResult:
     """``claim`` with verdict "undecided" unless the PFN's run has plateaued (the project's rule for
-    every trained result, :func:`pfntheory.claims.trained.gate`): a run that is still improving
+    every trained result, :func:`pfntheory.claims.gating.gate`): a run that is still improving
     says neither "holds" nor "does not hold". ``holds`` stays the measurement."""
     details = {**claim.details, "convergence": conv["trend"]}
     if conv["plateaued"]:

@@ -3,7 +3,7 @@
 Reads the cpu runs of ``supp_tab_hier_multihead`` (the multi-head TF^pr at 1000 steps, a single
 head at equal CPU time) and the single heads of ``supp_tab_hier`` (L = 8, 16, 32 at 1000 steps, the
 equal-step comparison). Claims, with the verdict rules of the trained claims (docs/verdicts.md,
-:func:`pfntheory.claims.trained.gate`):
+:func:`pfntheory.claims.gating.gate`):
 
 * ``multihead.coverage``: the multi-head model's 50/90/95% coverage within 3 binomial SE of nominal
   at every n' of the table (no slack: the single head's 50% cells are 5-7 SE high);
@@ -28,7 +28,7 @@ from ..experiments.results import LoadedRun, load_available
 from ..experiments.specs import ExactPPDSpec, RunSpec
 from ..stats import mean_se
 from . import ClaimResult
-from .trained import Z_MARGIN, diff_se, gate
+from .gating import Z_MARGIN, diff_se, gate
 
 __all__ = [
     "Comparison",

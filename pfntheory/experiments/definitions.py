@@ -761,7 +761,7 @@ _SHIFT_PAPER = _exp2_2_paper(d=4, Ls=(16, 32), n_maxs=(512,), shift=True)
 #:   rest, so it is trained over several sessions: its ``checkpoint.pt`` is committed while it is
 #:   unfinished and every sweep resumes it bitwise (docs/scales.md, "Runs longer than a
 #:   session"). The claim is decided on the longest complete run
-#:   (:func:`pfntheory.claims.trained.check_shift_regime`).
+#:   (:func:`pfntheory.claims.pretraining_range.check_shift_regime`).
 SHIFT_CPU_STEPS = 2000
 SHIFT_CPU_LONG_STEPS = 8000
 SHIFT_CPU_LONG_CURVE = 1024

@@ -7,7 +7,7 @@ their grids over hours, so this page reads whatever runs are complete
 
 - :func:`plateau_word` -- one run's learning-curve status in words (a state of
   :data:`pfntheory.convergence.STATES`, or "no curve"), by
-  :func:`pfntheory.claims.trained.run_convergence`;
+  :func:`pfntheory.claims.gating.run_convergence`;
 - :class:`Exp1Panel`, :func:`exp1_panels` -- fig:exp1's (L, C) grids per task and parameterisation,
   with holes where a run is not on disk;
 - :func:`exp1_slice_claims` -- the fig:exp1 claims ("E[TV] falls with L at the largest C", "... with
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pfntheory.claims import ClaimResult
-from pfntheory.claims import trained as xclaims
+from pfntheory.claims import gating as xgate
+from pfntheory.config import curve_file
 from pfntheory.convergence import STATES, curve_status, plateau_status, read_curve_points
 from pfntheory.experiments import published
 from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
@@ -92,7 +93,7 @@ def plateau_word(run, covariates: str | None = None) -> str:
         Read ``learning_curve_<covariates>.json`` (e.g. ``"uniform"``, the covariate shift) instead
         of the run's own curve.
     """
-    return xclaims.run_convergence(run, covariates)["state"]
+    return xgate.run_convergence(run, covariates)["state"]
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ class SliceClaim:
 
 
 def exp1_slice_claims(
-    panel: Exp1Panel, z: float = xclaims.Z_MARGIN, statuses: dict | None = None
+    panel: Exp1Panel, z: float = xgate.Z_MARGIN, statuses: dict | None = None
 ) -> list[SliceClaim]:
     """The two fig:exp1 claims of ``panel`` on the cells present: E[TV] falls with L at the declared
     largest C, and with C at the declared largest L.
@@ -219,9 +220,9 @@ def exp1_slice_claims(
     Each compares the smallest and largest value of the slice present (as
     :func:`pfntheory.claims.trained.check_exp1` compares the ends of a complete grid): it holds iff
     ``TV(first) - TV(last) > z SE`` with the unpaired SE; the log-log slope over the present cells
-    is reported beside it. The result is gated by :func:`pfntheory.claims.trained.gate` on exactly
+    is reported beside it. The result is gated by :func:`pfntheory.claims.gating.gate` on exactly
     the runs of the slice (``statuses``: convergence statuses by run name instead of the curves'
-    own, e.g. :func:`pfntheory.claims.trained.doubling_statuses`), replaying the comparison on the
+    own, e.g. :func:`pfntheory.claims.gating.doubling_statuses`), replaying the comparison on the
     learning curves for a verdict at budget. On a complete grid the numbers equal
     ``check_exp1``'s.
     """
@@ -241,7 +242,7 @@ def exp1_slice_claims(
             continue
         tv = {v: cells[v].eval.average("tv") for v in present}
         first, last = tv[present[0]], tv[present[-1]]
-        D, se = xclaims.diff_se(first, last)
+        D, se = xgate.diff_se(first, last)
         slope, ci, _ = slope_ci(np.log(present), np.log([tv[v][0] for v in present]))
         ci_text = (
             f"95% CI {ci[0]:.2f} to {ci[1]:.2f}, {len(present)} points"
@@ -249,7 +250,7 @@ def exp1_slice_claims(
             else "2 points, no CI"
         )
         other = "C" if axis == "L" else "L"
-        result = xclaims.exceeds(
+        result = xgate.exceeds(
             D,
             se,
             z,
@@ -269,8 +270,8 @@ def exp1_slice_claims(
                 "tv_last": last[0],
             },
         )
-        gated = xclaims.gate(
-            result, runs, replay=xclaims.tv_beats(runs[0], runs[-1], z), statuses=statuses
+        gated = xgate.gate(
+            result, runs, replay=xgate.tv_beats(runs[0], runs[-1], z), statuses=statuses
         )
         out.append(replace(claim, result=gated))
     return out
@@ -359,7 +360,7 @@ def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
     for ax, p in zip(axs, panels, strict=True):
         rows = []
         for (L, C), r in sorted(p.cells.items()):
-            st = xclaims.run_convergence(r)
+            st = xgate.run_convergence(r)
             if np.isfinite(st.get("change", np.nan)) and st["tol"] > 0:
                 rows.append((f"L{L} C{C}", st))
         ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
@@ -545,7 +546,7 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
 
     rows = []
     for design, cov in curves.items():
-        path = run.run_dir / xclaims.curve_file(cov)
+        path = run.run_dir / curve_file(cov)
         for metric in metrics:
             st = curve_status(path, metric=metric)
             trend = st["trend"] if st["state"] != "no curve" else ""
@@ -568,7 +569,7 @@ def resolution_frame(runs_by_experiment: dict[str, Sequence]):
         tr = [r for r in runs if isinstance(r.spec, RunSpec)]
         if not tr:
             continue
-        sts = [xclaims.run_convergence(r) for r in tr]
+        sts = [xgate.run_convergence(r) for r in tr]
         fitted = [st for st in sts if "resolvable" in st]
         row: dict = {"experiment": name, "curves": len(tr)}
         for w in STATUS_WORDS:
@@ -608,7 +609,7 @@ def averaging_frame(runs: Sequence, before: Sequence = ()):
     for r in runs:
         if not isinstance(r.spec, RunSpec) or r.spec.ema_decay == 0:
             continue
-        pts = read_curve_points(r.run_dir / xclaims.curve_file(None))
+        pts = read_curve_points(r.run_dir / curve_file(None))
         if pts is None or not all("last_tv" in p for p in pts):
             continue
         j_last, tv_last = _jitter_ratio(pts, "last_tv")
@@ -626,7 +627,7 @@ def averaging_frame(runs: Sequence, before: Sequence = ()):
             "E[TV] avg": tv_avg,
         }
         old = ref.get((s.task.kind, s.model.mode, s.model.L, s.model.C, s.steps))
-        od = None if old is None else read_curve_points(old.run_dir / xclaims.curve_file(None))
+        od = None if old is None else read_curve_points(old.run_dir / curve_file(None))
         if od is not None:
             row["committed: jitter/SE"], row["committed: E[TV]"] = _jitter_ratio(od, "tv")
         rows.append(row)
@@ -682,12 +683,12 @@ def plot_breakdown(ax_tv, ax_g, runs: Sequence, doc: dict) -> None:
 
 
 def doubling_frame(runs: Sequence):
-    """Budget doubling per cell (:func:`pfntheory.claims.trained.doubling_statuses`): E[TV] at S and
+    """Budget doubling per cell (:func:`pfntheory.claims.gating.doubling_statuses`): E[TV] at S and
     2S steps, the paired fall with its 90% interval, the tolerance, the state and whether the
     interval is narrow enough to fit the tolerance at all (resolvable)."""
     import pandas as pd
 
-    sts = xclaims.doubling_statuses(runs)
+    sts = xgate.doubling_statuses(runs)
     rows = []
     for r in runs:
         st = sts.get(r.run_dir.name)

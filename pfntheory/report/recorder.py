@@ -92,11 +92,11 @@ def _rel(path) -> str:
 
 def _tolerance_reasons() -> list[tuple[re.Pattern, str]]:
     """(pattern, reason) pairs: a tolerance that matches gets its reason appended once. The margins
-    are those of :mod:`pfntheory.claims.trained`, read from it (never restated)."""
-    from pfntheory.claims import trained
+    are those of :mod:`pfntheory.claims.gating`, read from it (never restated)."""
+    from pfntheory.claims import gating
 
-    slack = getattr(trained, "COVERAGE_SLACK", None)
-    z = getattr(trained, "Z_MARGIN", None)
+    slack = getattr(gating, "COVERAGE_SLACK", None)
+    z = getattr(gating, "Z_MARGIN", None)
     out = []
     if slack is not None:
         out.append(
