@@ -45,6 +45,7 @@ from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
 from pfntheory.experiments import state as xrun
 from pfntheory.report import cpu as rcpu
+from pfntheory.report import cpu_tables as rtab
 
 report.setup_plots()
 rec = report.Recorder("07_cpu_scale")
@@ -221,7 +222,7 @@ if any(p.cells for p in panels):
 # the curves were evaluated as about how long the runs trained.
 
 # %%
-display(report.table(rcpu.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS})))
+display(report.table(rtab.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS})))
 
 # %% [markdown]
 # ### Learning curves of the fig:exp1 runs
@@ -290,7 +291,7 @@ for p in panels:
 
 # %%
 runs_b, missing_b, declared_b = loaded["fig_exp1_budget"]
-avg = rcpu.averaging_frame(runs_b, trained(runs1))
+avg = rtab.averaging_frame(runs_b, trained(runs1))
 if len(avg):
     display(report.table(avg))
     display(
@@ -315,7 +316,7 @@ else:
 # 5%, simulated in `tests/test_convergence.py`.
 
 # %%
-dbl = rcpu.doubling_frame(runs_b)
+dbl = rtab.doubling_frame(runs_b)
 if len(dbl):
     display(report.table(dbl))
     display(
@@ -393,7 +394,7 @@ for run_dir, spec, state in shift_dirs:
     }
     docs = {k: v for k, v in docs.items() if v is not None}
     if state == "complete":
-        display(report.table(rcpu.runs_frame([r for r in runs_s if r.run_dir == run_dir])))
+        display(report.table(rtab.runs_frame([r for r in runs_s if r.run_dir == run_dir])))
     elif not docs:
         continue
     if docs:
@@ -414,7 +415,7 @@ for run_dir, spec, state in shift_dirs:
     if state == "complete":
         r = next(r for r in runs_s if r.run_dir == run_dir)
         display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
-        display(report.table(rcpu.curve_status_frame(r, DESIGNS)))
+        display(report.table(rtab.curve_status_frame(r, DESIGNS)))
 for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
     reg = c.details["regime"]
     display(
@@ -550,7 +551,7 @@ for name in OTHERS:
     display(Markdown(f"### {name}: {len(runs)} of {len(declared)} cpu runs complete"))
     tr = trained(runs)
     if tr:
-        display(report.table(rcpu.runs_frame(tr)))
+        display(report.table(rtab.runs_frame(tr)))
         k = len(rcpu.eval_files(tr))
         fig, axs = plt.subplots(1, k, figsize=(6.5 * k, 4.2), squeeze=False, sharey=True)
         rcpu.plot_tv_against_n(axs[0], tr)
@@ -566,7 +567,7 @@ for name in OTHERS:
                 "the run's learning-curve status:"
             )
         )
-        display(report.table(rcpu.table_frame(runs, name)))
+        display(report.table(rtab.table_frame(runs, name)))
     if missing:
         pending(name, exp.labels[0], missing, declared)
         continue

@@ -111,6 +111,7 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.report.execute": "executes notebooks and writes HTML",
     "pfntheory.report.tables": "display formatting: any value (None, NaN...) is valid input",
     "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
+    "pfntheory.report.cpu_tables": "the cpu-scale page's tables: read run directories",
     "pfntheory.casestudy.run": "the case-study pipeline: reads data, trains, writes figures",
     "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
     "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",

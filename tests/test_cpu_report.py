@@ -33,6 +33,7 @@ from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
 from pfntheory.experiments.state import run_dir_of
 from pfntheory.nn.train import curve_steps
 from pfntheory.report import cpu as rcpu
+from pfntheory.report import cpu_tables as rtab
 
 EXP1 = "fig_exp1"
 
@@ -216,7 +217,7 @@ def test_curve_status_frame_reads_both_designs(tmp_path):
     r = load_experiment("supp_exp2_shift_regime", "cpu", tmp_path)[0]
     _curve(r.run_dir, FLAT)
     _curve(r.run_dir, FALLING, filename=curve_file("uniform"))
-    df = rcpu.curve_status_frame(r, {"own": None, "shift": "uniform", "other": "nowhere"})
+    df = rtab.curve_status_frame(r, {"own": None, "shift": "uniform", "other": "nowhere"})
     st = {(d, m): s for d, m, s in df[["design", "metric", "status"]].itertuples(index=False)}
     assert st[("own", "tv")] == "plateaued" and st[("shift", "tv")] == "still improving"
     assert st[("other", "tv")] == "no curve"
@@ -283,7 +284,7 @@ def test_resolution_frame_counts_the_curves_that_could_plateau(tmp_path):
     falling = {s: 0.5 - 0.1 * math.log1p(s) for s in STEPS}
     for spec, curve in zip(picked, (FLAT, falling, jittery), strict=False):
         _curve(by[spec].run_dir, curve, se=0.0005)
-    df = rcpu.resolution_frame({EXP1: runs, "fig_exp2_1": []})
+    df = rtab.resolution_frame({EXP1: runs, "fig_exp2_1": []})
     assert list(df["experiment"]) == [EXP1]
     row = df.iloc[0]
     assert row["curves"] == 4 and row["no curve"] == 1
@@ -488,7 +489,7 @@ def test_table_frame_sets_the_cells_on_disk_beside_the_paper_and_the_exact_ppd(t
             spec=ref_spec, run_dir=tmp_path, result={"n_eval": [256, 1024], "metrics": metrics}
         )
     )
-    df = rcpu.table_frame(runs, name)
+    df = rtab.table_frame(runs, name)
     assert len(df) == 3 * 2 + 2  # three lengthscales x two n' at L=8, and the reference's two n'
     assert set(df["model"]) == {"L=8", "exact PPD"}
     pub = {(r["lengthscale"], r["n_prime"], r["L"]): r for r in published.published_rows(name)}
@@ -504,7 +505,7 @@ def test_table_frame_sets_the_cells_on_disk_beside_the_paper_and_the_exact_ppd(t
     ex = df[df["model"] == "exact PPD"]
     assert ex["CRPS"].tolist() == [0.30, 0.25] and ex["lengthscale"].tolist() == [0.8, 0.8]
     assert ex["paper CRPS"].isna().all()
-    hier = rcpu.table_frame([], "supp_tab_hier")
+    hier = rtab.table_frame([], "supp_tab_hier")
     assert hier.empty
 
 
