@@ -164,6 +164,58 @@ def select_device(
     return dev
 
 
+def check_batch(X, Y, xq, scale: torch.Tensor, d: int):
+    """``(X, Y, xq)`` as tensors of the model's dtype and device, checked: real, finite, of the
+    right shapes (``d`` features), and ``X``, ``xq`` small enough that the kernel's arguments
+    (squared distances and inner products of ``x * scale``, ``d`` terms) stay finite in the
+    model's dtype: ``max|x| * max scale <= sqrt(finfo.max / (4 d))`` (about ``6.5e18`` in
+    float32 for ``d = 2``). The check costs one reduction per tensor, as a finiteness check
+    does."""
+    p = scale
+    lim = math.sqrt(torch.finfo(p.dtype).max / (4 * d))
+    out = []
+    for name, t, nd in (("X", X, 3), ("Y", Y, 2), ("xq", xq, 2)):
+        if not isinstance(t, torch.Tensor):
+            try:
+                t = torch.as_tensor(np.asarray(t, dtype=np.float64))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{name} must be a real array, got {type(t).__name__}") from err
+        if t.dim() != nd:
+            raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
+        if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
+            raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
+        t = t.to(device=p.device, dtype=p.dtype)
+        if name == "Y":
+            ok = torch.isfinite(t).all()
+        else:  # one reduction, as the finiteness check alone: NaN and inf fail it too
+            ok = t.abs().amax() * p.detach().abs().amax() <= lim if t.numel() else True
+        if not bool(ok):
+            if not bool(torch.isfinite(t).all()):  # no NaN in, NaN out
+                raise ValueError(
+                    f"{name} contains NaN or infinite values (after the cast to {p.dtype})"
+                )
+            big = float(t.abs().amax()) * float(p.detach().abs().amax())
+            raise ValueError(
+                f"{name} is too large for the kernel: max |{name}| * max scale = {big:.3g} "
+                f"exceeds {lim:.3g}, where the kernel's squared distances and inner "
+                f"products overflow {p.dtype} (the priors' inputs are of order 1)"
+            )
+        out.append(t)
+    X, Y, xq = out
+    B, n, _ = X.shape
+    if X.shape[2] != d:
+        raise ValueError(f"X must have d = {d} features, got shape {tuple(X.shape)}")
+    if n < 1 or B < 1:
+        raise ValueError(
+            f"X must have n >= 1 context points and B >= 1, got shape {tuple(X.shape)}"
+        )
+    if Y.shape != (B, n):
+        raise ValueError(f"Y must have shape (B, n) = {(B, n)}, got {tuple(Y.shape)}")
+    if xq.shape != (B, d):
+        raise ValueError(f"xq must have shape (B, d) = {(B, d)}, got {tuple(xq.shape)}")
+    return X, Y, xq
+
+
 class PFNTransformer(nn.Module):
     """``TF_{theta,L}`` / ``TF^pr_{theta,L}`` (thm:TFdoPPD, sec:generalization) with its head.
 
@@ -268,58 +320,8 @@ class PFNTransformer(nn.Module):
     # forward
     # ------------------------------------------------------------------------------------------
     def _check_inputs(self, X, Y, xq):
-        """``(X, Y, xq)`` as tensors of the model's dtype and device, checked: real, finite, of the
-        right shapes, and ``X``, ``xq`` small enough that the kernel's arguments (squared distances
-        and inner products of ``x * scale``, ``d`` terms) stay finite in the model's dtype:
-        ``max|x| * max scale <= sqrt(finfo.max / (4 d))`` (about ``6.5e18`` in float32 for
-        ``d = 2``). The check costs one reduction per tensor, as a finiteness check does."""
-        p = self.scale
-        lim = math.sqrt(torch.finfo(p.dtype).max / (4 * self.config.d))
-        out = []
-        for name, t, nd in (("X", X, 3), ("Y", Y, 2), ("xq", xq, 2)):
-            if not isinstance(t, torch.Tensor):
-                try:
-                    t = torch.as_tensor(np.asarray(t, dtype=np.float64))
-                except (TypeError, ValueError) as err:
-                    raise ValueError(
-                        f"{name} must be a real array, got {type(t).__name__}"
-                    ) from err
-            if t.dim() != nd:
-                raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
-            if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
-                raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
-            t = t.to(device=p.device, dtype=p.dtype)
-            if name == "Y":
-                ok = torch.isfinite(t).all()
-            else:  # one reduction, as the finiteness check alone: NaN and inf fail it too
-                ok = t.abs().amax() * p.detach().abs().amax() <= lim if t.numel() else True
-            if not bool(ok):
-                if not bool(torch.isfinite(t).all()):  # no NaN in, NaN out
-                    raise ValueError(
-                        f"{name} contains NaN or infinite values (after the cast to {p.dtype})"
-                    )
-                big = float(t.abs().amax()) * float(p.detach().abs().amax())
-                raise ValueError(
-                    f"{name} is too large for the kernel: max |{name}| * max scale = {big:.3g} "
-                    f"exceeds {lim:.3g}, where the kernel's squared distances and inner "
-                    f"products overflow {p.dtype} (the priors' inputs are of order 1)"
-                )
-            out.append(t)
-        X, Y, xq = out
-        B, n, d = X.shape
-        if d != self.config.d:
-            raise ValueError(
-                f"X must have d = {self.config.d} features, got shape {tuple(X.shape)}"
-            )
-        if n < 1 or B < 1:
-            raise ValueError(
-                f"X must have n >= 1 context points and B >= 1, got shape {tuple(X.shape)}"
-            )
-        if Y.shape != (B, n):
-            raise ValueError(f"Y must have shape (B, n) = {(B, n)}, got {tuple(Y.shape)}")
-        if xq.shape != (B, d):
-            raise ValueError(f"xq must have shape (B, d) = {(B, d)}, got {tuple(xq.shape)}")
-        return X, Y, xq
+        """:func:`check_batch` with the model's scales and ``d``."""
+        return check_batch(X, Y, xq, self.scale, self.config.d)
 
     def forward(self, X, Y, xq) -> PFNOutput:
         """Run the transformer and the head.

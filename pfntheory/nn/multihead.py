@@ -40,7 +40,7 @@ from ..config import ModelConfig, TaskConfig, prior_components
 from ..kernels import RBFKernel
 from .attention import scaled_kernel_attention, score_vector
 from .head import _positive_tau, check_edges
-from .model import PFNOutput
+from .model import PFNOutput, check_batch
 
 __all__ = ["MixtureOutput", "MixturePFN", "load_multihead_handset"]
 
@@ -149,37 +149,8 @@ class MixturePFN(nn.Module):
         self.H = H
 
     def _check_inputs(self, X, Y, xq):
-        p = self.scale
-        out = []
-        for name, t, nd in (("X", X, 3), ("Y", Y, 2), ("xq", xq, 2)):
-            if not isinstance(t, torch.Tensor):
-                try:
-                    t = torch.as_tensor(np.asarray(t, dtype=np.float64))
-                except (TypeError, ValueError) as err:
-                    raise ValueError(
-                        f"{name} must be a real array, got {type(t).__name__}"
-                    ) from err
-            if t.dim() != nd:
-                raise ValueError(f"{name} must have {nd} dimensions, got shape {tuple(t.shape)}")
-            if t.is_complex():
-                raise ValueError(f"{name} must be real, got dtype {t.dtype}")
-            t = t.to(device=p.device, dtype=p.dtype)
-            if not bool(torch.isfinite(t).all()):
-                raise ValueError(f"{name} contains NaN or infinite values")
-            out.append(t)
-        X, Y, xq = out
-        B, n, d = X.shape
-        if d != self.config.d:
-            raise ValueError(
-                f"X must have d = {self.config.d} features, got shape {tuple(X.shape)}"
-            )
-        if n < 1 or B < 1:
-            raise ValueError(f"X must have n >= 1 context points and B >= 1, got {tuple(X.shape)}")
-        if Y.shape != (B, n):
-            raise ValueError(f"Y must have shape (B, n) = {(B, n)}, got {tuple(Y.shape)}")
-        if xq.shape != (B, d):
-            raise ValueError(f"xq must have shape (B, d) = {(B, d)}, got {tuple(xq.shape)}")
-        return X, Y, xq
+        """:func:`pfntheory.nn.model.check_batch` with the heads' scales."""
+        return check_batch(X, Y, xq, self.scale, self.config.d)
 
     def _group(self, xa, Y, g: int, hs: list[int]):
         """The heads ``hs`` of lengthscale group ``g``: per-head ``mu, tau, q`` (B, H_g) and
