@@ -200,6 +200,9 @@ def _convert(tp, value):
     if dataclasses.is_dataclass(tp):
         return dataclass_from_dict(tp, value)
     if origin is tuple or tp is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis and dataclasses.is_dataclass(args[0]):
+            return tuple(_convert(args[0], v) for v in value)  # e.g. RunSpec.evals
         return tuple(value)
     return value
 

@@ -33,13 +33,7 @@ RETIRED = {
 
 def load_spec(doc: dict):
     """The spec object of a ``spec.json`` document (``{"type", "name", "spec"}``)."""
-    cls = getattr(specs, doc["type"])
-    fields = dict(doc["spec"])
-    if "evals" in fields:
-        fields["evals"] = tuple(
-            runs.dataclass_from_dict(specs.EvalSpec, e) for e in fields["evals"]
-        )
-    return runs.dataclass_from_dict(cls, fields)
+    return runs.dataclass_from_dict(getattr(specs, doc["type"]), doc["spec"])
 
 
 def test_there_are_committed_runs_to_check():
