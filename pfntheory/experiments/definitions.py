@@ -475,23 +475,18 @@ def _on_slice(r: RunSpec) -> bool:
     return r.model.C == 256 or r.model.L == 32
 
 
-def _budget_runs(design: Design, factor: int = 2, keep=_on_slice) -> tuple:
+def _budget_runs(design: Design, factor: int = 2, keep=_on_slice, **fields) -> tuple:
     """The claim-carrying runs of ``design`` (those ``keep`` accepts) with a weight average and 48
-    curve points, each at its own steps S and at ``factor`` S (its own cosine schedule; the
-    doubling test of :func:`pfntheory.convergence.doubling_status` pairs the two on the same
-    held-out instances)."""
+    curve points (``fields`` overrides these or sets other RunSpec fields), each at its own steps
+    S and at ``factor`` S (its own cosine schedule; the doubling test of
+    :func:`pfntheory.convergence.doubling_status` pairs the two on the same held-out
+    instances)."""
+    fields = {"ema_decay": BUDGET_EMA_DECAY, "curve_points": BUDGET_CURVE_POINTS, **fields}
     out = []
     for r in design.runs:
         if isinstance(r, RunSpec) and keep(r):
             for steps in (r.steps, factor * r.steps):
-                out.append(
-                    dataclasses.replace(
-                        r,
-                        steps=steps,
-                        ema_decay=BUDGET_EMA_DECAY,
-                        curve_points=BUDGET_CURVE_POINTS,
-                    )
-                )
+                out.append(dataclasses.replace(r, steps=steps, **fields))
     return tuple(
         sorted(out, key=lambda r: (r.task.kind != "blr", estimated_cpu_seconds(r, "cpu"), r.name))
     )
@@ -595,22 +590,14 @@ FIG_EXP2_1_BUDGET = Experiment(
     title="fig:exp2-1's two runs, weight-averaged, at S and 2S steps, with learning curves beyond "
     "the pretraining range (convergence by budget doubling)",
     claims=FIG_EXP2_1.claims,
-    paper=Design(
-        tuple(
-            dataclasses.replace(r, curve_n_eval=EXP2_1_CURVE_N_EVAL)
-            for r in _budget_runs(FIG_EXP2_1.paper, keep=bool)
-        )
-    ),
+    paper=Design(_budget_runs(FIG_EXP2_1.paper, keep=bool, curve_n_eval=EXP2_1_CURVE_N_EVAL)),
     quick=Design(
         _budget_runs(FIG_EXP2_1.quick, keep=bool),
         shrunk="fig:exp2-1's quick design at S and 2S steps, weight-averaged: "
         + FIG_EXP2_1.quick.shrunk,
     ),
     cpu=Design(
-        tuple(
-            dataclasses.replace(r, curve_n_eval=EXP2_1_CURVE_N_EVAL, curve_points=24)
-            for r in _budget_runs(FIG_EXP2_1.cpu, keep=bool)
-        ),
+        _budget_runs(FIG_EXP2_1.cpu, keep=bool, curve_n_eval=EXP2_1_CURVE_N_EVAL, curve_points=24),
         shrunk=(
             "fig:exp2-1's cpu runs (TF and TF^pr, RBF d=8, L=32, C=256, n in [64,128]) trained "
             f"at S = 2000 and 2S = 4000 steps with an exponential weight average (decay "
