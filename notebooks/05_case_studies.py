@@ -29,6 +29,7 @@ from IPython.display import Markdown, display
 from pfntheory import report
 from pfntheory.casestudy import baseline, load_dataset
 from pfntheory.casestudy.data import walker_data_available
+from pfntheory.casestudy.results import budget_claims
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import real_data_eb as eb_claims
 
@@ -131,32 +132,47 @@ SUMMARY_ROWS = (
     ("coverage", "n_heldout", "held-out points"),
     ("claims", "claims_holding", "caption claims whose check holds"),
 )
-summaries = {}
+summaries, budgets = {}, {}
 for name in ("sacramento", "walker"):
     if not available(name):
         continue
-    res_file = CASE_DIR / name / "results.json"
-    if not res_file.exists():
-        rec.pending(
-            LABELS[name],
-            f"{name}: the PFN's PPD mean and 5%/95% quantiles track the EB GP's",
-            f"{res_file.relative_to(report.ROOT)} not found; run `pfntheory casestudy {name}`",
-        )
-        continue
-    res = json.loads(res_file.read_text())
-    display(Markdown(f"### {name}"))
+    # the strongest evidence: the budget-doubling pair (S and 2S steps, weight-averaged) when it is
+    # there, else the single cpu run gated on its own learning curve
+    budget = budget_claims(CASE_DIR / name)
+    if budget is not None:
+        budgets[name] = budget
+        res, res_dir, claims = budget["results"], budget["run_dirs"][1].parent, budget["claims"]
+        run_dirs = budget["run_dirs"]
+        command = f"pfntheory casestudy {name} --scale cpu --budget-doubling"
+    else:
+        res_dir = CASE_DIR / name
+        res_file = res_dir / "results.json"
+        if not res_file.exists():
+            rec.pending(
+                LABELS[name],
+                f"{name}: the PFN's PPD mean and 5%/95% quantiles track the EB GP's",
+                f"{res_file.relative_to(report.ROOT)} not found; run `pfntheory casestudy {name}`",
+            )
+            continue
+        res = json.loads(res_file.read_text())
+        claims = [
+            ClaimResult(**{**c, "ci": tuple(c["ci"]) if c.get("ci") else None})
+            for c in res["claims"]
+        ]
+        run_dirs = [res_dir / res["pfn"]["run_dir"]]
+        command = f"pfntheory casestudy {name} --scale {res['scale']}"
+    display(Markdown(f"### {name} ({res['summary']['steps']} steps)"))
     for fig in ("maps", "differences"):
-        report.show_png(CASE_DIR / name / res["figures"][fig], alt=f"{name} {fig}")
+        report.show_png(res_dir / res["figures"][fig], alt=f"{name} {fig}")
     summaries[name] = res["summary"]
-    for c in res["claims"]:
-        r = ClaimResult(**{**c, "ci": tuple(c["ci"]) if c.get("ci") else None})
+    for r in claims:
         rec.add(
             r,
             variant=r.details.get("variant", ""),
             compare="threshold",
             measured=r.details.get("measured", ""),
-            runs=[CASE_DIR / name / res["pfn"]["run_dir"]],
-            command=f"pfntheory casestudy {name} --scale {res['scale']}",
+            runs=run_dirs,
+            command=command,
         )
 
 # %%
@@ -179,27 +195,38 @@ if summaries:
 #
 # Each case-study run records a learning curve: E[TV] between the PFN's binned PPD and the exact PPD
 # of the fitted prior on held-out synthetic data sets at the two ends of the pretraining
-# context-size range. A caption claim may read "holds" or "does not hold" only when the curve has
-# plateaued (`pfntheory.convergence`); while it is still improving the verdict is "undecided",
-# whatever the measurement.
+# context-size range. The claims are decided by budget doubling (docs/verdicts.md): the PFN is
+# trained, weight-averaged, at S and at 2S steps, each with its own schedule, and the two final
+# models are compared on the same held-out instances. A plateaued pair gives *holds* / *does not
+# hold*; a pair still improving gives *holds at budget* / *fails at budget* when the claim's check
+# has the same outcome at S and 2S, and *undecided* when it changes.
 
 # %%
 curves = {}
 for name in ("sacramento", "walker"):
+    if name in budgets:
+        b = budgets[name]
+        st = b["status"]
+        display(Markdown(f"**{name}**: {st['state']}; {st['criterion']}"))
+        for rd in b["run_dirs"]:
+            doc = report.read_learning_curve(rd)
+            if doc is not None:
+                curves.setdefault(name, {})[f"{doc['points'][-1]['step']} steps"] = doc
+        continue
     res_file = CASE_DIR / name / "results.json"
     if res_file.exists():
         res = json.loads(res_file.read_text())
         doc = report.read_learning_curve(CASE_DIR / name / res["pfn"]["run_dir"])
         if doc is not None:
-            curves[name] = doc
+            curves[name] = {"PFN": doc}
             display(Markdown(f"**{name}**: {res['summary']['pfn_learning_curve']}"))
 if curves:
     import matplotlib.pyplot as plt
 
     fig, axs = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 3.8), squeeze=False)
-    for ax, (name, doc) in zip(axs[0], curves.items(), strict=True):
-        for n in doc["n_eval"]:
-            report.plot_learning_curves(ax, {"PFN": doc}, metric="tv", n=n)
+    for ax, (name, docs) in zip(axs[0], curves.items(), strict=True):
+        for n in next(iter(docs.values()))["n_eval"]:
+            report.plot_learning_curves(ax, docs, metric="tv", n=n)
         ax.set_title(f"{name}: held-out E[TV] to the exact PPD")
         ax.legend(fontsize=8)
     plt.show()

@@ -18,9 +18,19 @@ __all__ = ["register"]
 def _run_cli(args) -> int:
     import json
 
-    from .run import run_casestudy
+    from .run import run_casestudy, run_casestudy_budget
 
     options = ("walker_csv", "walker_exh_csv", "seed", "grid_stride", "device")
+    if args.budget_doubling:
+        out = run_casestudy_budget(
+            args.dataset,
+            args.scale,
+            args.out_dir,
+            progress=not args.no_progress,
+            **pick(args, *options),
+        )
+        print(json.dumps({steps: r["summary"] for steps, r in out.items()}, indent=1))
+        return 0
     res = run_casestudy(
         args.dataset,
         args.scale,
@@ -64,6 +74,12 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
     )
     p.add_argument("--out-dir", default=None, help="default reports/casestudy/<dataset>")
+    p.add_argument(
+        "--budget-doubling",
+        action="store_true",
+        help="train the scale's PFN weight-averaged at its steps S and at 2S, each into "
+        "<out-dir>/budget-s<steps>, and gate the claims by budget doubling (docs/verdicts.md)",
+    )
     p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")
     add_run_options(p)
     p.set_defaults(func=_run_cli)

@@ -63,6 +63,7 @@ among the context tokens, one ``m x n`` query-context kernel and one ``(m, n) @ 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,7 @@ __all__ = [
     "CONTEXT_RANGES",
     "PFNScale",
     "SCALES",
+    "budget_scales",
     "QUANTILES",
     "PFNPrediction",
     "scale_settings",
@@ -133,6 +135,10 @@ class PFNScale:
         GP PPD at the two ends of the context-size range, as the experiments' runs); 0: none. The
         curve decides whether a claim on the run may say "holds" / "does not hold" (plateaued) or
         only "undecided" (still improving), :mod:`pfntheory.convergence`.
+    ema_decay : float
+        Exponential weight average of the run (``TrainConfig.ema_decay``; 0: the last iterate).
+    curve_points : int
+        Log-spaced learning-curve steps (``TrainConfig.curve_points``).
     """
 
     L: int
@@ -144,6 +150,8 @@ class PFNScale:
     n_range: tuple[int, int] | None = None
     curve_instances: int = 256
     lr_units: str = "absolute"
+    ema_decay: float = 0.0
+    curve_points: int = 12
 
     def __post_init__(self):
         counts = {"L": 1, "C": 2, "steps": 1, "batch_size": 1, "checkpoint_every": 1}
@@ -185,6 +193,23 @@ SCALES = {
     ),
     "quick": PFNScale(L=8, C=64, steps=300, lr=3e-3, batch_size=32, checkpoint_every=50),
 }
+
+
+def budget_scales(scale: str = "cpu", factor: int = 2) -> dict[int, PFNScale]:
+    """The budget-doubling pair of ``scale`` (docs/verdicts.md, "Budget doubling"): its PFN at its
+    steps S and at ``factor`` S, each with its own schedule, weight-averaged and with a dense
+    learning curve as fig:exp1's budget runs (:data:`pfntheory.experiments.definitions.
+    BUDGET_EMA_DECAY`, ``BUDGET_CURVE_POINTS``). Keyed by steps."""
+    from ..experiments.definitions import BUDGET_CURVE_POINTS, BUDGET_EMA_DECAY
+
+    sc = scale_settings(scale)
+    factor = positive_int(factor, "factor", minimum=2)
+    return {
+        steps: dataclasses.replace(
+            sc, steps=steps, ema_decay=BUDGET_EMA_DECAY, curve_points=BUDGET_CURVE_POINTS
+        )
+        for steps in (sc.steps, factor * sc.steps)
+    }
 
 
 def scale_settings(scale: str) -> PFNScale:
@@ -245,7 +270,11 @@ def pretraining_config(
     )  # 1/geomean(ell)
     curve = {}
     if positive_int(sc.curve_instances, "curve_instances", minimum=0):
-        curve = {"curve_n_eval": (n_min, n_max), "curve_instances": sc.curve_instances}
+        curve = {
+            "curve_n_eval": (n_min, n_max),
+            "curve_instances": sc.curve_instances,
+            "curve_points": sc.curve_points,
+        }
     return TrainConfig(
         task=task,
         model=model,
@@ -255,6 +284,7 @@ def pretraining_config(
         lr=sc.lr,
         batch_size=sc.batch_size,
         lr_units=sc.lr_units,
+        ema_decay=sc.ema_decay,
         seed=positive_int(seed, "seed", minimum=0),
         checkpoint_every=sc.checkpoint_every,
         device=device,

@@ -8,14 +8,17 @@ import os
 from pathlib import Path
 
 from .. import runs
+from ..claims import ClaimResult
 from ..claims.casestudy import (
     LABELS,
     NEAR_THRESHOLD,
     QUANTITIES,
+    doubling_gate,
     gate,
     make_claims,
     run_convergence,
 )
+from ..config import LEARNING_CURVE_FILE
 from ..gp import EBFit
 from ..runs import round_significant
 from .baseline import PAPER_FITS
@@ -23,7 +26,7 @@ from .data import WALKER_GRID_SHAPE
 from .predict import GridPredictions
 from .prepare import CaseData
 
-__all__ = ["collect_results"]
+__all__ = ["collect_results", "budget_claims"]
 
 
 def _rounded(obj):
@@ -159,3 +162,49 @@ def collect_results(
     if grid.comparison_same_prior is not None:
         results["near_far_same_prior"] = grid.comparison_same_prior
     return _rounded(runs._jsonable(results))
+
+
+def _claim(doc: dict) -> ClaimResult:
+    return ClaimResult(**{**doc, "ci": tuple(doc["ci"]) if doc.get("ci") else None})
+
+
+def budget_claims(case_dir) -> dict | None:
+    """The caption claims of one case study decided by budget doubling: read the two
+    ``budget-s<steps>/results.json`` of ``case_dir`` (:func:`pfntheory.casestudy.run.
+    run_casestudy_budget`), pair the runs' learning curves
+    (:func:`pfntheory.convergence.doubling_status`) and gate each claim on them
+    (:func:`pfntheory.claims.casestudy.doubling_gate`). None when the pair is not there.
+
+    Returns ``{"claims": [ClaimResult], "status": dict, "results": <2S results.json>,
+    "short": <S results.json>, "run_dirs": [S run, 2S run]}``.
+    """
+    from ..convergence import doubling_status, read_curve_points
+
+    case_dir = Path(case_dir)
+    found = {}
+    for d in sorted(case_dir.glob("budget-s*")):
+        steps = d.name.removeprefix("budget-s")
+        if steps.isdigit() and (d / "results.json").is_file():
+            found[int(steps)] = runs.load_json(d / "results.json")
+    pairs = [(s, 2 * s) for s in found if 2 * s in found]
+    if not pairs:
+        return None
+    s, t = max(pairs)
+    short, long = found[s], found[t]
+    run_dirs = [case_dir / f"budget-s{k}" / r["pfn"]["run_dir"] for k, r in ((s, short), (t, long))]
+    curves = [read_curve_points(rd / LEARNING_CURVE_FILE) for rd in run_dirs]
+    short_points, long_points = (c if c is not None else [] for c in curves)
+    status = doubling_status(short_points, long_points)
+    by_key = {c["key"]: _claim(c) for c in short["claims"]}
+    claims = []
+    for doc in long["claims"]:
+        if doc["key"] not in by_key:
+            raise ValueError(f"{case_dir}: claim {doc['key']!r} is measured at {t} steps only")
+        claims.append(doubling_gate(by_key[doc["key"]], _claim(doc), status))
+    return {
+        "claims": claims,
+        "status": status,
+        "results": long,
+        "short": short,
+        "run_dirs": run_dirs,
+    }

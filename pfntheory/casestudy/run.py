@@ -11,6 +11,7 @@ definitions and the caption claims are described in docs/casestudies.md; the com
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,7 +26,14 @@ from .predict import GridPredictions, heldout_coverage, predict_grid
 from .prepare import CaseData, fit_priors, prepare_data
 from .results import collect_results
 
-__all__ = ["default_out_dir", "pretrain_pfn", "draw_maps", "run_casestudy"]
+__all__ = [
+    "default_out_dir",
+    "pretrain_pfn",
+    "draw_maps",
+    "run_casestudy",
+    "budget_dir",
+    "run_casestudy_budget",
+]
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -163,6 +171,7 @@ def run_casestudy(
     device: str = "auto",
     progress: bool = True,
     threshold: float = NEAR_THRESHOLD,
+    scale_name: str | None = None,
 ) -> dict:
     """Run one case study end to end and write ``results.json`` and the maps into ``out_dir``.
 
@@ -192,6 +201,9 @@ def run_casestudy(
         Progress bars and the per-stage wall times on stderr.
     threshold : float
         Near/far threshold in lengthscale units.
+    scale_name : str, optional
+        Name of a :class:`~pfntheory.casestudy.pfn.PFNScale` ``scale`` (its run lands in
+        ``out_dir/run-<scale_name>``); default: the scale's key, or "custom".
 
     Returns
     -------
@@ -206,7 +218,12 @@ def run_casestudy(
     """
     _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_restarts)
     threshold = positive_scalar(threshold, "threshold")
-    scale_name = scale if isinstance(scale, str) else "custom"
+    if scale_name is None:
+        scale_name = scale if isinstance(scale, str) else "custom"
+    elif not isinstance(scale_name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", scale_name):
+        raise ValueError(
+            f"scale_name must be a name of lowercase letters, digits and -, got {scale_name!r}"
+        )
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(name)
     out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = out_dir / f"run-{scale_name}"
@@ -274,3 +291,27 @@ class _StageClock:
                 )
 
         return timed()
+
+
+def budget_dir(name: str, steps: int, out_dir=None) -> Path:
+    """Where the budget-doubling run of ``steps`` steps of case study ``name`` lands:
+    ``<out_dir or reports/casestudy/<name>>/budget-s<steps>``."""
+    base = (
+        Path(out_dir) if out_dir is not None else default_out_dir(choice(name, "dataset", DATASETS))
+    )
+    return base / f"budget-s{positive_int(steps, 'steps')}"
+
+
+def run_casestudy_budget(name: str, scale: str = "cpu", out_dir=None, **kw) -> dict[int, dict]:
+    """:func:`run_casestudy` at the budget-doubling pair of ``scale``
+    (:func:`pfntheory.casestudy.pfn.budget_scales`: S and 2S steps, weight-averaged), each into
+    :func:`budget_dir`; the page gates the claims on the pair (:func:`pfntheory.claims.casestudy.
+    doubling_gate`). Returns the two ``results.json`` contents by steps."""
+    from .pfn import budget_scales
+
+    return {
+        steps: run_casestudy(
+            name, sc, budget_dir(name, steps, out_dir), scale_name=f"{scale}-ema", **kw
+        )
+        for steps, sc in budget_scales(scale).items()
+    }

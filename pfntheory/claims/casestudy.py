@@ -38,7 +38,7 @@ from .._checks import (
 from ..casestudy.data import DATASETS
 from ..config import LEARNING_CURVE_FILE
 from ..convergence import curve_status
-from . import UNDECIDED, ClaimResult
+from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult
 
 __all__ = [
     "NEAR_THRESHOLD",
@@ -55,6 +55,7 @@ __all__ = [
     "make_claims",
     "run_convergence",
     "gate",
+    "doubling_gate",
 ]
 
 #: Near/far threshold in lengthscale units (definition: docs/casestudies.md, "Definitions").
@@ -349,4 +350,39 @@ def gate(claim: ClaimResult, conv: dict) -> ClaimResult:
         verdict=UNDECIDED,
         tolerance=f"{claim.tolerance}; undecided: the PFN's run is {conv['trend']}",
         details=details,
+    )
+
+
+@checked(
+    short=instance_of(ClaimResult),
+    long=instance_of(ClaimResult),
+    status=keys("state", "plateaued", "criterion", "short_step", "last_step"),
+)
+def doubling_gate(short: ClaimResult, long: ClaimResult, status: dict) -> ClaimResult:
+    """The verdict of one caption claim measured on the PFN trained for S (``short``) and 2S
+    (``long``) steps, by budget doubling (:func:`pfntheory.convergence.doubling_status` of the two
+    runs' learning curves, ``status``; docs/verdicts.md): the 2S measurement's *holds* / *does not
+    hold* when the run has plateaued; otherwise *holds at budget* / *fails at budget* when the
+    check has the same outcome at S and 2S (the two ends of the last doubling), *undecided* when
+    it changes between them."""
+    if short.key != long.key:
+        raise ValueError(f"short and long must be one claim, got keys {short.key!r}, {long.key!r}")
+    s, t = status["short_step"], status["last_step"]
+    details = {**long.details, "convergence": status["criterion"], "holds_at_S": short.holds}
+    if status["plateaued"]:
+        verdict, why = (HOLDS if long.holds else FAILS), f"plateaued ({status['criterion']})"
+    elif short.holds == long.holds:
+        verdict = HOLDS_AT_BUDGET if long.holds else FAILS_AT_BUDGET
+        why = (
+            f"{'holds' if long.holds else 'fails'} at budget: the same outcome at {s} and {t} "
+            f"steps; the PFN's run is {status['state']} by budget doubling"
+        )
+    else:
+        verdict = UNDECIDED
+        why = (
+            f"undecided: {'holds' if short.holds else 'fails'} at {s} steps, "
+            f"{'holds' if long.holds else 'fails'} at {t}; the PFN's run is {status['state']}"
+        )
+    return dataclasses.replace(
+        long, verdict=verdict, tolerance=f"{long.tolerance}; {why}", details=details
     )
