@@ -13,9 +13,9 @@ import torch
 
 from pfntheory.nn import fast_oracle as fo
 from pfntheory.nn import fused
-from pfntheory.nn.priors import TaskConfig, _components, _covariates, sample_batch
+from pfntheory.nn.priors import TaskSpec, _components, _covariates, sample_batch
 
-TASK = TaskConfig(kind="rbf", d=16)  # the paper's evaluation: d = 16, ell = 0.8, sigma = 0.2
+TASK = TaskSpec(kind="rbf", d=16)  # the paper's evaluation: d = 16, ell = 0.8, sigma = 0.2
 EPS32 = float(torch.finfo(torch.float32).eps)
 
 
@@ -109,7 +109,7 @@ def test_ill_conditioned_instances_are_redone_in_float64(path):
 
 def test_other_kinds_are_sample_batch():
     """BLR (and the hierarchical prior) are sample_batch's draws, unchanged."""
-    task = TaskConfig(kind="blr", d=5)
+    task = TaskSpec(kind="blr", d=5)
     a = sample_batch(task, 8, 20, torch.Generator().manual_seed(0))
     b = fo.sample_batch_fast(task, 8, 20, torch.Generator().manual_seed(0))
     for f in dataclasses.fields(a):

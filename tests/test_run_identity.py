@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import runs
+from pfntheory import runs, tree
 from pfntheory.experiments import specs
 from pfntheory.experiments.definitions import EXPERIMENTS, SCALES
 
@@ -76,5 +76,5 @@ def test_the_check_catches_a_renaming_change(monkeypatch):
     )
     spec = load_spec(doc)
     assert spec.name == doc["name"]
-    monkeypatch.delitem(specs._LATE_DEFAULTS, "ema_decay")
+    monkeypatch.delitem(tree._LATE_DEFAULTS, "ema_decay")
     assert dataclasses.replace(spec).name != doc["name"]

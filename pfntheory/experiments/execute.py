@@ -38,7 +38,7 @@ BACKENDS = ("nn", "standin")
 def _train_nn(spec: RunSpec, run_dir: Path) -> None:
     from pfntheory.nn.train import train
 
-    train(spec.train_config(), run_dir, progress=False)
+    train(spec, run_dir, progress=False)
 
 
 def _evaluate_nn(run_dir: Path, ev) -> None:

@@ -18,7 +18,6 @@ from .head import HEADS, MLPHead, PsiHead, positive_tau
 from .model import (
     MODES,
     DenseTransformer,
-    ModelConfig,
     PFNOutput,
     PFNTransformer,
     default_eta,
@@ -38,7 +37,6 @@ __all__ = [
     "PsiHead",
     "MLPHead",
     "positive_tau",
-    "ModelConfig",
     "PFNOutput",
     "PFNTransformer",
     "DenseTransformer",

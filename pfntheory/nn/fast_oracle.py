@@ -39,7 +39,7 @@ from .model import select_device
 from .priors import (
     GRAM_CHUNK_ELEMENTS,
     Batch,
-    TaskConfig,
+    TaskSpec,
     _check_generator,
     _cholesky,
     _components,
@@ -153,7 +153,7 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
 
 
 def sample_batch_fast(
-    task: TaskConfig,
+    task: TaskSpec,
     batch_size: int,
     n: int,
     generator: torch.Generator,
@@ -164,8 +164,8 @@ def sample_batch_fast(
     """:func:`pfntheory.nn.priors.sample_batch` with the float32 oracle of this module for the
     single-kernel rbf kinds (``rbf``, ``ard_rbf``); same arguments, same random numbers, same
     :class:`~pfntheory.nn.priors.Batch`. Other kinds are ``sample_batch`` itself."""
-    if not isinstance(task, TaskConfig):
-        raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
     comps = _components(task)
     if task.kind not in ("rbf", "ard_rbf") or len(comps) != 1:
         return sample_batch(task, batch_size, n, generator, device, dtype, interval)

@@ -26,8 +26,8 @@ Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d
             step size (supp-sec:exp details: separate step sizes for the ridge drift and the
             attention residual; it absorbs the amplitude ``alpha^2`` that the kernel folds into
             ``V``). ``V^(0)_{k,y} = amp`` (``alpha^2``) is learned for ``rbf`` and fixed at
-            ``amp_init`` otherwise; ``sigma^2 = noise_var_init`` and ``W`` (supp-eqn:weights) are
-            fixed; the psi head's ``s1 = s2 = 1`` are fixed.
+            ``amp_init`` otherwise; ``sigma^2`` (the prior's ``noise_var``) and ``W``
+            (supp-eqn:weights) are fixed; the psi head's ``s1 = s2 = 1`` are fixed.
 ``learnable`` every non-zero entry of supp-eqn:weights is a free parameter per layer: ``scale_l``
             (the diagonal of ``K = Q``), ``V^(0)_{k,y}``, ``V^(l)_{f,y}, V^(l)_{f,f}, V^(l)_{g,k},
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
@@ -60,13 +60,12 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .._checks import MAX_ELEMENTS, ArgumentTypeError, as_float_array, keys
-from ..config import MODES, ModelConfig
+from ..config import MODES, ModelSpec, TaskSpec
 from .attention import masked_attention_dense, score_matrix, score_vector
 from .head import MLPHead, PsiHead, check_edges
 from .solver import skip, solver_layers
 
 __all__ = [
-    "ModelConfig",
     "PFNOutput",
     "PFNTransformer",
     "DenseTransformer",
@@ -99,15 +98,24 @@ def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
         )
 
 
-def default_eta(config: ModelConfig) -> float:
-    """The step size used when ``config.eta_init is None`` (documented in :class:`ModelConfig`)."""
-    if not isinstance(config, ModelConfig):
+def default_eta(config: ModelSpec, task: TaskSpec) -> float:
+    """The initial step size of every solver layer: ``config.eta_init``, or when it is None
+    ``1 / (1 + noise_var)`` for ``normalised`` (the Jacobi-preconditioned spectrum lies in
+    ``[lambda_n, 1 + sigma^2/alpha^2]``, sec:generalization, so this is admissible for every n) and
+    ``0.005`` otherwise (admissible, ``eta < 2/(lambda_1 + sigma^2)``, for ``lambda_1 <= 400``,
+    which covers the paper's tasks up to n = 512: BLR d = 5 has ``lambda_1 ~ 2n/5 * 1.2``, RBF
+    ``lambda_1 ~ n rho`` with ``rho <= 0.4``). ``sigma^2`` is the prior's ``task.noise_var``."""
+    if not isinstance(config, ModelSpec):
         raise ArgumentTypeError(
-            f"config must be a pfntheory.config.ModelConfig, got {type(config).__name__}"
+            f"config must be a pfntheory.config.ModelSpec, got {type(config).__name__}"
+        )
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(
+            f"task must be a pfntheory.config.TaskSpec, got {type(task).__name__}"
         )
     if config.eta_init is not None:
         return float(config.eta_init)
-    return 1.0 / (1.0 + config.noise_var_init) if config.normalised else 0.005
+    return 1.0 / (1.0 + task.noise_var) if config.normalised else 0.005
 
 
 @dataclass
@@ -221,24 +229,31 @@ class PFNTransformer(nn.Module):
 
     Parameters
     ----------
-    config : ModelConfig
+    config : ModelSpec
     edges : Tensor of shape (C + 1,)
         Bin edges ``gamma`` (registered buffer ``edges``; kept in the dtype it is given in, so
         float64 edges stay exact in a float32 model, and cast to the model's dtype in ``forward``).
+    task : TaskSpec
+        The prior: the input dimension ``d = task.d`` and ``sigma^2 = task.noise_var`` (the fixed
+        value in theory mode, the initial value in learnable mode; supp-eqn:weights).
     """
 
     dense: bool = False
 
-    def __init__(self, config: ModelConfig, edges: torch.Tensor):
+    def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
         super().__init__()
-        if not isinstance(config, ModelConfig):
-            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+        if not isinstance(config, ModelSpec):
+            raise ValueError(f"config must be a ModelSpec, got {type(config).__name__}")
+        if not isinstance(task, TaskSpec):
+            raise ValueError(f"task must be a TaskSpec, got {type(task).__name__}")
         self.config = cfg = config
+        self.d = d = task.d
+        cfg.check_size(d)
         self.register_buffer("edges", check_edges(edges, cfg.C).clone())
-        d, L = cfg.d, cfg.L
+        L = cfg.L
         dt = torch.get_default_dtype()
-        eta = default_eta(cfg)
-        s2, amp = cfg.noise_var_init, cfg.amp_init
+        noise_var, amp = task.noise_var, cfg.amp_init
+        eta = default_eta(cfg, task)
         eta_a = eta if cfg.normalised else eta * amp  # step in V (attention)
         eta_d = eta / amp if cfg.normalised else eta  # step in S (ridge drift)
         rbf = cfg.score == "rbf"
@@ -254,17 +269,17 @@ class PFNTransformer(nn.Module):
                     "amp_init must be 1 in theory mode for the "
                     f"{cfg.score} score (one tied step size), got {amp}"
                 )
-            self.register_buffer("noise_var", torch.tensor(s2, dtype=dt))  # sigma^2
+            self.register_buffer("noise_var", torch.tensor(noise_var, dtype=dt))  # sigma^2
             self.eta = nn.Parameter(torch.full((L - 1,), eta_a, dtype=dt))  # eta_l
             if rbf:
                 self.eta_drift = nn.Parameter(torch.full((L - 1,), eta_d, dtype=dt))  # eta'_l
-            self.register_buffer("W", torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt))
+            self.register_buffer("W", torch.tensor([1.0, noise_var, 1.0, -1.0], dtype=dt))
         else:
             V = torch.tensor([eta_a, -eta_a, eta_a, -eta_a], dtype=dt)  # V_fy V_ff V_gk V_gg
             self.V = nn.Parameter(V.repeat(L - 1, 1))  # (L-1, 4)
-            self.S = nn.Parameter(torch.full((L - 1, 2), -eta_d * s2, dtype=dt))  # S_ff S_gg
+            self.S = nn.Parameter(torch.full((L - 1, 2), -eta_d * noise_var, dtype=dt))  # S_ff S_gg
             self.W = nn.Parameter(
-                torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt)
+                torch.tensor([1.0, noise_var, 1.0, -1.0], dtype=dt)
             )  # W_1f W_2y W_2k W_2g
         if cfg.head == "psi":
             self.head = PsiHead(learn_scales=cfg.mode == "learnable", tau_min=cfg.tau_min)
@@ -288,7 +303,7 @@ class PFNTransformer(nn.Module):
             ``W`` (4,) ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``.
         """
         cfg = self.config
-        scale = self.scale.expand(cfg.L, cfg.d)
+        scale = self.scale.expand(cfg.L, self.d)
         if cfg.mode == "theory":
             eta = self.eta
             eta_d = self.eta_drift if cfg.score == "rbf" else eta
@@ -301,7 +316,7 @@ class PFNTransformer(nn.Module):
         """Full matrices of eqn:tabPFN attn: ``K`` (L, d+4, d+4) (``= Q``), ``V`` (L, d+4, d+4),
         ``S`` (L, d+4, d+4) (``S^(0) = 0``) and ``W`` (2, d+4)."""
         c = self.coefficients()
-        d, L = self.config.d, self.config.L
+        d, L = self.d, self.config.L
         D = d + 4
         y, k, f, g = d, d + 1, d + 2, d + 3
         ref = c["scale"]
@@ -321,7 +336,7 @@ class PFNTransformer(nn.Module):
     # ------------------------------------------------------------------------------------------
     def _check_inputs(self, X, Y, xq):
         """:func:`check_batch` with the model's scales and ``d``."""
-        return check_batch(X, Y, xq, self.scale, self.config.d)
+        return check_batch(X, Y, xq, self.scale, self.d)
 
     def forward(self, X, Y, xq) -> PFNOutput:
         """Run the transformer and the head.
@@ -420,12 +435,12 @@ class PFNTransformer(nn.Module):
         xsum = xk.sum(1) if self.config.normalised else None  # X^T 1, (B, d)
         for layer in range(1, self.config.L):
             v, S_l = V[layer - 1], S[layer - 1]
-            s2 = scale[layer] * scale[layer]  # diag(K^T Q), (d,)
+            sq = scale[layer] * scale[layer]  # diag(K^T Q), (d,)
             XV = torch.addcmul(XR * v[0::2], torch.bmm(xkT, H[:, :n]), v[1::2])  # X^T V, (B, d, 2)
-            att = torch.bmm(xa, XV * s2.unsqueeze(-1))  # (B, n+1, 2)
+            att = torch.bmm(xa, XV * sq.unsqueeze(-1))  # (B, n+1, 2)
             s = None
             if xsum is not None:
-                s = (xa * (xsum * s2).unsqueeze(1)).sum(-1)  # s_j, (B, n+1)
+                s = (xa * (xsum * sq).unsqueeze(1)).sum(-1)  # s_j, (B, n+1)
                 att = att / s.unsqueeze(-1)  # Attn^na
             H = self._skip(H, att, s, S_l)
         return H
@@ -537,7 +552,7 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
             f"and W, got {type(weights).__name__}"
         )
     cfg = model.config
-    d, L = cfg.d, cfg.L
+    d, L = model.d, cfg.L
     D = d + 4
     y, k, f, g = d, d + 1, d + 2, d + 3
     V, K, Q, S = (_layers(weights, nm) for nm in ("V", "K", "Q", "S"))
@@ -600,8 +615,8 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
         _set(model.W, Wc)
         return model
     # theory: V = eta (1, -1, 1, -1), S = -eta' sigma^2 (1, 1), W = (1, sigma^2, 1, -1)
-    s2 = Wc[1]
-    if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and s2 > 0):
+    noise_var = Wc[1]
+    if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and noise_var > 0):
         raise ValueError("weights: W is not the readout of supp-eqn:weights (1, sigma^2, 1, -1)")
     eta = Vc[:, 0]
     if not (
@@ -611,7 +626,7 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
         and np.array_equal(Sc[:, 0], Sc[:, 1])
     ):
         raise ValueError("weights: V, S do not have the theory structure of supp-eqn:weights")
-    eta_d = -Sc[:, 0] / s2
+    eta_d = -Sc[:, 0] / noise_var
     if cfg.score != "rbf" and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
         raise ValueError(
             "weights: separate drift / attention step sizes need the rbf score in theory mode"
@@ -621,7 +636,7 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
             f"weights: V^(0)_(k,y) = {amp} but theory mode fixes it at amp_init = "
             f"{cfg.amp_init} for the {cfg.score} score"
         )
-    _set(model.noise_var, s2)
+    _set(model.noise_var, noise_var)
     _set(model.W, Wc)
     _set(model.eta, eta)
     if cfg.score == "rbf":

@@ -44,14 +44,14 @@ import torch
 
 from .._checks import MAX_ELEMENTS, ArgumentTypeError, positive_int, seed_int
 from .._checks import interval as check_interval
-from ..config import COVARIATES, TASK_KINDS, TaskConfig, prior_components
+from ..config import COVARIATES, TASK_KINDS, TaskSpec, prior_components
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
 from .model import select_device
 
 __all__ = [
     "TASK_KINDS",
     "COVARIATES",
-    "TaskConfig",
+    "TaskSpec",
     "Batch",
     "sample_batch",
     "sample_context_size",
@@ -121,12 +121,12 @@ def _component(kernel, noise_var: float, d: int) -> _Component:
     raise TypeError(f"no torch form of the kernel {kernel!r}")
 
 
-def _components(task: TaskConfig) -> list[_Component]:
+def _components(task: TaskSpec) -> list[_Component]:
     kernels, noise_vars = prior_components(task)
     return [_component(k, float(s2), task.d) for k, s2 in zip(kernels, noise_vars, strict=True)]
 
 
-def exact_kernels(task: TaskConfig) -> tuple[list, np.ndarray, np.ndarray]:
+def exact_kernels(task: TaskSpec) -> tuple[list, np.ndarray, np.ndarray]:
     """The task's components as NumPy kernels of :mod:`pfntheory.kernels` (for the exact side):
     :func:`pfntheory.config.prior_components` with the (uniform) prior weights.
 
@@ -168,7 +168,7 @@ class Batch:
     tau_h: torch.Tensor | None = None
 
 
-def _covariates(task: TaskConfig, shape, generator, device) -> torch.Tensor:
+def _covariates(task: TaskSpec, shape, generator, device) -> torch.Tensor:
     kw = dict(generator=generator, device=device, dtype=torch.float64)
     if task.covariates == "gaussian":
         return task.scale * torch.randn(*shape, **kw)
@@ -308,7 +308,7 @@ def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
 
 
 def sample_batch(
-    task: TaskConfig,
+    task: TaskSpec,
     batch_size: int,
     n: int,
     generator: torch.Generator,
@@ -320,7 +320,7 @@ def sample_batch(
 
     Parameters
     ----------
-    task : TaskConfig
+    task : TaskSpec
     batch_size, n : int
         ``B >= 1`` instances of ``n >= 1`` context points (same n within a batch).
     generator : torch.Generator
@@ -337,8 +337,8 @@ def sample_batch(
     -------
     Batch
     """
-    if not isinstance(task, TaskConfig):
-        raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
     B = positive_int(batch_size, "batch_size")
     n = positive_int(n, "n")
     _check_generator(generator)
@@ -453,7 +453,7 @@ def sample_context_size(n_min: int, n_max: int, generator: torch.Generator) -> i
 
 
 def calibrate_task_interval(
-    task: TaskConfig,
+    task: TaskSpec,
     n_min: int,
     n_max: int,
     n_instances: int = 2000,
