@@ -204,8 +204,7 @@ SKIP: dict[str, str] = {
     "pfntheory.report.plots.plot_learning_curves": "draws on matplotlib axes",
     # process state
     "pfntheory.runs.temporary_environ": "changes the process environment",
-    "pfntheory.nn.model.select_device": "depends on the machine's accelerators",
-    "pfntheory.nn.train.resolve_device": "depends on the machine's accelerators",
+    "pfntheory.nn.device.select_device": "depends on the machine's accelerators",
 }
 
 #: Modules that need torch: skipped with this reason when torch does not import.
@@ -833,7 +832,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "task": _task_config,
     },
     "pfntheory.nn.model.default_eta": {"config": _model_config, "task": _task_config},
-    "pfntheory.nn.model.load_handset": {
+    "pfntheory.nn.handset.load_handset": {
         "model": _model,
         "weights": lambda: __import__("pfntheory.construction", fromlist=["x"]).handset_weights(
             2, 2, 0.1, 0.1, K

@@ -127,6 +127,8 @@ def test_bad_configs_are_refused():
         MixturePFN(cfg, torch.as_tensor(bin_edges(-3, 3, 8)), TaskSpec(kind="blr", d=2))
     with pytest.raises(TypeError, match="TaskSpec"):
         MixturePFN(cfg, torch.as_tensor(bin_edges(-3, 3, 8)), "hier_rbf")
+    with pytest.raises(ValueError, match="mixture=True"):  # the one check of L, score, mode, head
+        MixturePFN(ModelSpec(score="rbf", L=3, C=8), torch.as_tensor(bin_edges(-3, 3, 8)), TASK)
 
 
 def test_run_spec_selects_the_model_and_keeps_old_names():

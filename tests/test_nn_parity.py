@@ -28,7 +28,8 @@ from pfntheory.construction import handset_weights, tf_forward
 from pfntheory.discretize import bin_edges
 from pfntheory.gp import posterior_predictive
 from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
-from pfntheory.nn.model import DenseTransformer, PFNTransformer, load_handset
+from pfntheory.nn.handset import load_handset
+from pfntheory.nn.model import DenseTransformer, PFNTransformer
 from pfntheory.readout import logits_from_natural, psi_gaussian
 
 RTOL = ATOL = 1e-10

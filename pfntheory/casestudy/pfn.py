@@ -66,6 +66,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -238,7 +239,7 @@ def pretraining_config(
         amp_init=fit.alpha**2,
         scale_init=1.0 / float(np.exp(np.mean(np.log(fit.lengthscales)))),
     )  # 1/geomean(ell)
-    curve = {}
+    curve: dict[str, Any] = {}
     if positive_int(sc.curve_instances, "curve_instances", minimum=0):
         curve = {"curve_n_eval": (n_min, n_max), "curve_instances": sc.curve_instances}
     return RunSpec(
@@ -329,8 +330,8 @@ def pfn_forward_shared(
     P_cc = [
         score_matrix(X * scale[layer], X * scale[layer], cfg.score) for layer in range(1, cfg.L)
     ]
-    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else None  # s_j of context tokens
-    out = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
+    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else []  # s_j of context tokens
+    out: dict[str, list] = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
     for start in range(0, Xq_all.shape[0], chunk):
         xq = Xq_all[start : start + chunk].to(dev)  # (m, d)
         m = xq.shape[0]

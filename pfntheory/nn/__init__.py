@@ -14,6 +14,7 @@ from .attention import (
     score_matrix,
     score_vector,
 )
+from .handset import load_handset
 from .head import HEADS, MLPHead, PsiHead, positive_tau
 from .model import (
     MODES,
@@ -21,7 +22,6 @@ from .model import (
     PFNOutput,
     PFNTransformer,
     default_eta,
-    load_handset,
     select_device,
 )
 

@@ -59,9 +59,10 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .._checks import MAX_ELEMENTS, ArgumentTypeError, as_float_array, keys
+from .._checks import MAX_ELEMENTS, ArgumentTypeError
 from ..config import MODES, ModelSpec, TaskSpec
 from .attention import masked_attention_dense, score_matrix, score_vector
+from .device import select_device
 from .head import MLPHead, PsiHead, check_edges
 from .solver import skip, solver_layers
 
@@ -69,7 +70,6 @@ __all__ = [
     "PFNOutput",
     "PFNTransformer",
     "DenseTransformer",
-    "load_handset",
     "select_device",
     "default_eta",
     "MODES",
@@ -136,42 +136,6 @@ class PFNOutput:
     tau: torch.Tensor
 
 
-def select_device(
-    spec: str | torch.device = "auto", *, cuda_available: bool | None = None
-) -> torch.device:
-    """Resolve a device spec: ``'auto'`` -> CUDA when available, else CPU.
-
-    Parameters
-    ----------
-    spec : str or torch.device
-        ``'auto'``, ``'cpu'``, ``'cuda'``, ``'cuda:<i>'``.
-    cuda_available : bool, optional
-        Override of ``torch.cuda.is_available()`` (lets the selection logic be tested on a
-        machine without a GPU).
-
-    Raises
-    ------
-    ValueError
-        Naming ``device`` for an unknown spec, or a CUDA spec when CUDA is unavailable.
-    """
-    avail = torch.cuda.is_available() if cuda_available is None else bool(cuda_available)
-    if isinstance(spec, torch.device):
-        spec = str(spec)
-    if not isinstance(spec, str):
-        raise ArgumentTypeError(f"device must be a string or torch.device, got {spec!r}")
-    if spec == "auto":
-        return torch.device("cuda" if avail else "cpu")
-    try:
-        dev = torch.device(spec)
-    except RuntimeError:  # torch's message lists every backend it knows: one line instead
-        raise ValueError(f"unknown device {spec!r}; expected 'auto', 'cpu' or 'cuda[:i]'") from None
-    if dev.type == "cuda" and not avail:
-        raise ValueError(f"device {spec!r} requested but CUDA is not available")
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"unsupported device {spec!r}; expected 'auto', 'cpu' or 'cuda[:i]'")
-    return dev
-
-
 def check_batch(X, Y, xq, scale: torch.Tensor, d: int):
     """``(X, Y, xq)`` as tensors of the model's dtype and device, checked: real, finite, of the
     right shapes (``d`` features), and ``X``, ``xq`` small enough that the kernel's arguments
@@ -193,6 +157,7 @@ def check_batch(X, Y, xq, scale: torch.Tensor, d: int):
         if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
             raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
         t = t.to(device=p.device, dtype=p.dtype)
+        ok: torch.Tensor | bool
         if name == "Y":
             ok = torch.isfinite(t).all()
         else:  # one reduction, as the finiteness check alone: NaN and inf fail it too
@@ -239,6 +204,12 @@ class PFNTransformer(nn.Module):
     """
 
     dense: bool = False
+    # buffers and parameters set per mode, typed for mypy (nn.Module's __getattr__ is untyped)
+    edges: torch.Tensor
+    amp: torch.Tensor
+    noise_var: torch.Tensor
+    W: torch.Tensor
+    head: nn.Module
 
     def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
         super().__init__()
@@ -509,136 +480,3 @@ class DenseTransformer(PFNTransformer):
     """
 
     dense = True
-
-
-# ----------------------------------------------------------------------------------------------
-# hand-set weights of thm:TFdoPPD
-# ----------------------------------------------------------------------------------------------
-
-
-def _layers(obj, name: str) -> list[np.ndarray]:
-    arr = getattr(obj, name) if not isinstance(obj, dict) else obj[name]
-    if isinstance(arr, (str, bytes, dict)) or not hasattr(arr, "__iter__"):
-        raise ArgumentTypeError(f"weights.{name} must be a sequence of arrays, got {arr!r:.60}")
-    return [as_float_array(a, f"weights.{name}[{i}]") for i, a in enumerate(arr)]
-
-
-def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
-    """Copy the NumPy hand-set weights of thm:TFdoPPD into ``model`` (in place; returns it).
-
-    Parameters
-    ----------
-    model : PFNTransformer
-        Target, mode ``theory`` or ``learnable``; its ``d`` and ``L`` must match.
-    weights : HandsetWeights or dict
-        From :func:`pfntheory.construction.handset_weights`: per-layer ``V, K, Q, S`` (L arrays of
-        shape (d+4, d+4); ``S`` may have ``L-1`` entries for the solver layers only) and ``W``
-        (2, d+4).
-
-    Raises
-    ------
-    ValueError
-        Naming ``weights`` when a shape differs, ``K != Q``, ``K`` is not ``diag(scale, 0_4)``, a
-        non-zero entry falls outside the model's sparsity pattern (supp-eqn:weights), or (theory
-        mode) the entries do not have the theory structure (tied step sizes, fixed ``W``).
-    """
-    if not isinstance(model, PFNTransformer):
-        raise ArgumentTypeError(f"model must be a PFNTransformer, got {type(model).__name__}")
-    if isinstance(weights, dict):
-        keys("V", "K", "Q", "S", "W")(weights, "weights")
-    elif not all(hasattr(weights, nm) for nm in ("V", "K", "Q", "S", "W")):
-        raise ArgumentTypeError(
-            "weights must be a pfntheory.construction.HandsetWeights or a dict with V, K, Q, S "
-            f"and W, got {type(weights).__name__}"
-        )
-    cfg = model.config
-    d, L = model.d, cfg.L
-    D = d + 4
-    y, k, f, g = d, d + 1, d + 2, d + 3
-    V, K, Q, S = (_layers(weights, nm) for nm in ("V", "K", "Q", "S"))
-    W = as_float_array(weights["W"] if isinstance(weights, dict) else weights.W, "weights.W")
-    if len(S) == L - 1:
-        S = [np.zeros((D, D))] + S
-    for nm, arr in (("V", V), ("K", K), ("Q", Q), ("S", S)):
-        if len(arr) != L or any(a.shape != (D, D) for a in arr):
-            raise ValueError(
-                f"weights.{nm} must hold L = {L} arrays of shape {(D, D)}, got "
-                f"{len(arr)} of shapes {sorted({a.shape for a in arr})}"
-            )
-    if W.shape != (2, D):
-        raise ValueError(f"weights.W must have shape {(2, D)}, got {W.shape}")
-    scale = np.zeros((L, d))
-    for layer in range(L):
-        if not np.array_equal(K[layer], Q[layer]):
-            raise ValueError(f"weights: K^({layer}) != Q^({layer}); the model ties K = Q")
-        diag = np.diag(K[layer])
-        if not np.array_equal(K[layer], np.diag(diag)) or np.any(diag[d:] != 0):
-            raise ValueError(f"weights: K^({layer}) must be diag(scale, 0_4)")
-        scale[layer] = diag[:d]
-    # sparsity pattern of supp-eqn:weights
-    allowed_V0 = {(k, y)}
-    allowed_V = {(f, y), (f, f), (g, k), (g, g)}
-    allowed_S = {(f, f), (g, g)}
-    allowed_W = {(0, f), (1, y), (1, k), (1, g)}
-
-    def _outside(A, allowed, nm):
-        mask = np.ones(A.shape, dtype=bool)
-        for ij in allowed:
-            mask[ij] = False
-        if np.any(A[mask] != 0):
-            raise ValueError(f"weights: {nm} has non-zero entries outside supp-eqn:weights")
-
-    _outside(V[0], allowed_V0, "V^(0)")
-    _outside(S[0], set(), "S^(0)")
-    for layer in range(1, L):
-        _outside(V[layer], allowed_V, f"V^({layer})")
-        _outside(S[layer], allowed_S, f"S^({layer})")
-    _outside(W, allowed_W, "W")
-    amp = V[0][k, y]
-    Vc = np.array([[V[m][f, y], V[m][f, f], V[m][g, k], V[m][g, g]] for m in range(1, L)]).reshape(
-        L - 1, 4
-    )
-    Sc = np.array([[S[m][f, f], S[m][g, g]] for m in range(1, L)]).reshape(L - 1, 2)
-    Wc = np.array([W[0, f], W[1, y], W[1, k], W[1, g]])
-    if cfg.shared_scale and not np.all(scale == scale[0]):
-        raise ValueError("weights: K^(l) differ across layers but the model has shared_scale=True")
-
-    def _set(param: torch.Tensor, value):
-        with torch.no_grad():
-            param.copy_(torch.as_tensor(np.asarray(value), dtype=param.dtype).reshape(param.shape))
-
-    _set(model.scale, scale[:1] if cfg.shared_scale else scale)
-    _set(model.amp, amp)
-    if cfg.mode == "learnable":
-        _set(model.V, Vc)
-        _set(model.S, Sc)
-        _set(model.W, Wc)
-        return model
-    # theory: V = eta (1, -1, 1, -1), S = -eta' sigma^2 (1, 1), W = (1, sigma^2, 1, -1)
-    noise_var = Wc[1]
-    if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and noise_var > 0):
-        raise ValueError("weights: W is not the readout of supp-eqn:weights (1, sigma^2, 1, -1)")
-    eta = Vc[:, 0]
-    if not (
-        np.array_equal(Vc[:, 2], eta)
-        and np.array_equal(Vc[:, 1], -eta)
-        and np.array_equal(Vc[:, 3], -eta)
-        and np.array_equal(Sc[:, 0], Sc[:, 1])
-    ):
-        raise ValueError("weights: V, S do not have the theory structure of supp-eqn:weights")
-    eta_d = -Sc[:, 0] / noise_var
-    if cfg.score != "rbf" and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
-        raise ValueError(
-            "weights: separate drift / attention step sizes need the rbf score in theory mode"
-        )
-    if cfg.score != "rbf" and amp != cfg.amp_init:
-        raise ValueError(
-            f"weights: V^(0)_(k,y) = {amp} but theory mode fixes it at amp_init = "
-            f"{cfg.amp_init} for the {cfg.score} score"
-        )
-    _set(model.noise_var, noise_var)
-    _set(model.W, Wc)
-    _set(model.eta, eta)
-    if cfg.score == "rbf":
-        _set(model.eta_drift, eta_d)
-    return model

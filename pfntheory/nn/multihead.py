@@ -90,8 +90,8 @@ class MixturePFN(nn.Module):
     Parameters
     ----------
     config : ModelSpec
-        ``score='rbf'``, ``mode='learnable'``, ``head='psi'``, ``L >= 2`` (checked by
-        :class:`~pfntheory.config.ModelSpec` when ``mixture=True``).
+        With ``mixture=True``: ``score='rbf'``, ``mode='learnable'``, ``head='psi'``, ``L >= 2``
+        (checked by :class:`~pfntheory.config.ModelSpec`).
     edges : Tensor of shape (C + 1,)
     task : TaskSpec
         The prior: its components (RBF kernels and noise variances) give the heads, and ``d``.
@@ -106,10 +106,8 @@ class MixturePFN(nn.Module):
             raise ArgumentTypeError(f"config must be a ModelSpec, got {type(config).__name__}")
         if not isinstance(task, TaskSpec):
             raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
-        if config.score != "rbf" or config.mode != "learnable" or config.head != "psi":
-            raise ValueError("MixturePFN needs score='rbf', mode='learnable' and head='psi'")
-        if config.L < 2:
-            raise ValueError(f"MixturePFN needs L >= 2 (a solver layer), got L={config.L}")
+        if not config.mixture:  # ModelSpec checked what mixture=True needs (score, mode, head, L)
+            raise ValueError("config must have mixture=True for a MixturePFN")
         config.check_size(task.d)
         kernels, noise_var = prior_components(task)
         if not all(isinstance(k, RBFKernel) for k in kernels):

@@ -13,7 +13,8 @@ from .. import runs
 from .._checks import ArgumentTypeError, pair
 from ..discretize import bin_edges
 from ..tree import RunSpec
-from .model import PFNTransformer, select_device
+from .device import select_device
+from .model import PFNTransformer
 from .multihead import MixturePFN
 
 __all__ = [

@@ -56,8 +56,8 @@ from .curve import (
     format_learning_curve,
     read_learning_curve,
 )
+from .device import select_device
 from .head import check_edges
-from .model import select_device
 from .priors import Batch, calibrate_task_interval, sample_batch, sample_context_size
 from .state import (
     WEIGHTS_LAST,
@@ -77,7 +77,6 @@ __all__ = [
     "PAPER_SCHEDULE",
     "QUICK_SCHEDULE",
     "schedule_for",
-    "resolve_device",
     "lr_factor",
     "truncated_nll",
     "step_generator",
@@ -117,11 +116,6 @@ def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int
             f"unknown task kind {kind!r}; expected one of {sorted({k for k, _ in PAPER_SCHEDULE})}"
         )
     return PAPER_SCHEDULE[key]
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    """'auto' -> CUDA when available, else CPU (:func:`pfntheory.nn.model.select_device`)."""
-    return select_device(device)
 
 
 def lr_factor(step: int, steps: int, warmup_frac: float = 0.05, min_lr_ratio: float = 0.1) -> float:
