@@ -233,16 +233,29 @@ class RunSpec:
     # ------------------------------------------------------------------------------------------
     # identity and config.json
     # ------------------------------------------------------------------------------------------
-    def identity(self) -> dict:
-        """The hashed identity of the run directory: every field but ``evals``, each field added
-        after the first runs left out at its default (:data:`_LATE_DEFAULTS`), so that the
-        directories of those runs keep their names."""
-        d = self.to_config()
-        for node, late in ((d, _LATE_DEFAULTS), (d["model"], _LATE_MODEL_DEFAULTS)):
+    def record(self) -> dict:
+        """The spec as ``spec.json`` records it: every field, those the tree added to the
+        experiments' spec (the former ``TrainConfig``'s, :data:`_TREE_DEFAULTS`,
+        :data:`_TREE_MODEL_DEFAULTS`, :data:`_LATE_TASK_DEFAULTS`) left out at their defaults,
+        so that the committed ``spec.json`` files read the same."""
+        d = dataclasses.asdict(self)
+        for node, late in ((d, _TREE_DEFAULTS), (d["model"], _TREE_MODEL_DEFAULTS)):
             for name, default in late.items():
                 if node[name] == default:
                     node.pop(name)
         d["task"] = task_identity(self.task)
+        return d
+
+    def identity(self) -> dict:
+        """The hashed identity of the run directory: :meth:`record` without ``evals``, the fields
+        added after the first runs also left out at their defaults (:data:`_LATE_DEFAULTS`), so
+        that the directories of those runs keep their names."""
+        d = self.record()
+        d.pop("evals")
+        for node, late in ((d, _LATE_DEFAULTS), (d["model"], _LATE_MODEL_DEFAULTS)):
+            for name, default in late.items():
+                if name in node and node[name] == default:
+                    node.pop(name)
         return d
 
     @property
@@ -283,16 +296,9 @@ class RunSpec:
         return runs.dataclass_from_dict(cls, doc)
 
 
-#: RunSpec fields omitted from the hashed identity when they hold these values (added after the
-#: first runs: the first seven with the experiments, the rest when TrainConfig became the tree).
-_LATE_DEFAULTS = {
-    "lr_units": "absolute",
-    "curve_n_eval": (),
-    "curve_instances": 256,
-    "curve_covariates": (),
-    "context_groups": 1,
-    "curve_points": 12,
-    "ema_decay": 0.0,
+#: RunSpec fields the tree took over from ``TrainConfig``: left out of ``spec.json`` and of the
+#: hashed identity at these values.
+_TREE_DEFAULTS = {
     "warmup_frac": WARMUP_FRAC,
     "min_lr_ratio": MIN_LR_RATIO,
     "clip_norm": CLIP_NORM,
@@ -302,9 +308,8 @@ _LATE_DEFAULTS = {
     "calib_instances": 2000,
     "calib_seed": 0,
 }
-#: ModelSpec fields omitted from the hashed identity when they hold these values.
-_LATE_MODEL_DEFAULTS = {
-    "mixture": False,
+#: ModelSpec fields the tree took over from ``ModelConfig``, left out likewise.
+_TREE_MODEL_DEFAULTS = {
     "mlp_width": 64,
     "eta_init": None,
     "scale_init": 1.0,
@@ -312,6 +317,19 @@ _LATE_MODEL_DEFAULTS = {
     "tau_min": 1e-3,
     "shared_scale": False,
 }
+#: RunSpec fields added after the first runs (recorded in ``spec.json``), omitted from the hashed
+#: identity when they hold these values.
+_LATE_DEFAULTS = {
+    "lr_units": "absolute",
+    "curve_n_eval": (),
+    "curve_instances": 256,
+    "curve_covariates": (),
+    "context_groups": 1,
+    "curve_points": 12,
+    "ema_decay": 0.0,
+}
+#: ModelSpec fields omitted from the hashed identity when they hold these values.
+_LATE_MODEL_DEFAULTS = {"mixture": False}
 #: TaskSpec fields omitted from the hashed identity when they hold these values.
 _LATE_TASK_DEFAULTS = {"lengthscales": None, "sigma_diag": None, "x_scale": None}
 #: Keys of a pre-tree config.json that are settings of the process, not of the run.

@@ -349,7 +349,7 @@ def _mh_model():
 def _mh_common():
     return {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "X": lambda: X.copy(),
         "Y": lambda: Y.copy(),
         "x": lambda: XQ1.copy(),
@@ -422,7 +422,6 @@ VALID: dict[str, Callable[[], object]] = {
     "mu": lambda: MU.copy(),
     "n": lambda: 5,
     "noise_var": lambda: 0.1,
-    "noise_vars": lambda: np.array([0.1, 0.2]),
     "ns": lambda: (5, 10),
     "omega_half_mesh": lambda: 0.1,
     "pdf": lambda: _gauss_pdf,
@@ -512,7 +511,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "d": lambda: 2,
         "L": lambda: 3,
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "eta": lambda: 0.1,
     },
     "pfntheory.multihead.multihead_forward": {
@@ -523,11 +522,11 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.multihead.head_steps": {"eta": lambda: 0.1, "H": lambda: 2, "L": lambda: 3},
     "pfntheory.multihead.exact_logdet": {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
     },
     "pfntheory.multihead.exact_log_weights": {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "log_prior": lambda: np.log([0.5, 0.5]),
     },
     "pfntheory.multihead.logdet_features": {
@@ -536,7 +535,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.multihead.fit_logdet_readout": {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "d": lambda: 2,
         "ns": lambda: (4, 5, 6, 8),
         "n_draws": lambda: 2,
@@ -764,9 +763,10 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.experiments.definitions.get_experiment": {"name": lambda: "fig_exp1"},
     "pfntheory.experiments.published.published_rows": {"experiment": lambda: "supp_tab_hier"},
     "pfntheory.experiments.reference.ppd_at_query": {
-        "noise_vars": lambda: np.array([0.1, 0.2]),
+        "noise_var": lambda: np.array([0.1, 0.2]),
         "h_true": lambda: 0,
     },
+    "pfntheory.gp.mixture_ppd": {"noise_var": lambda: np.array([0.1, 0.2])},
     "pfntheory.tree.EvalSpec": {"n_eval": lambda: (4, 8), "n_instances": lambda: 16},
     "pfntheory.tree.task_identity": {"task": _task_config},
     "pfntheory.experiments.specs.ExactPPDSpec": {
@@ -987,7 +987,6 @@ POSITIVE = {
     "lengthscales",
     "lr",
     "noise_var",
-    "noise_vars",
     "noise_std",
     "sigma_diag",
     "tau",

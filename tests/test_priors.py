@@ -43,15 +43,15 @@ def test_oracle_matches_exact_gp(task):
     Fails if the v = L^{-1} k_x / mu = v.z shortcut, the kernels, or the mixture weights are wrong.
     """
     bt = _draw(task)
-    kernels, noise_vars, prior = exact_kernels(task)
+    kernels, noise_var, prior = exact_kernels(task)
     X, Y, xq = bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()[:, None, :]
     if len(kernels) == 1:
-        mu, tau = posterior_predictive(kernels[0], X, Y, xq, noise_vars[0])
+        mu, tau = posterior_predictive(kernels[0], X, Y, xq, noise_var[0])
         np.testing.assert_allclose(bt.mu.numpy(), mu[:, 0], rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(bt.tau.numpy(), tau[:, 0], rtol=RTOL, atol=ATOL)
         assert bt.weights is None
     else:
-        ppd = mixture_ppd(kernels, noise_vars, prior, X, Y, xq)
+        ppd = mixture_ppd(kernels, noise_var, prior, X, Y, xq)
         np.testing.assert_allclose(bt.weights.numpy(), ppd.weights, rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(bt.mu_h.numpy(), ppd.mu[..., 0], rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(bt.tau_h.numpy(), ppd.tau[..., 0], rtol=RTOL, atol=ATOL)

@@ -66,10 +66,10 @@ class MixtureOutput(PFNOutput):
 
 
 @functools.lru_cache(maxsize=16)
-def _logdet_coef(ells: tuple, noise_vars: tuple, alpha: float, d: int, covariates: str):
+def _logdet_coef(ells: tuple, noise_var: tuple, alpha: float, d: int, covariates: str):
     kernels = [RBFKernel(alpha, ell) for ell in ells]
     fit = mh.fit_logdet_readout(
-        kernels, np.asarray(noise_vars), d, np.random.default_rng(LOGDET_FIT_SEED),
+        kernels, np.asarray(noise_var), d, np.random.default_rng(LOGDET_FIT_SEED),
         covariates=covariates,
     )  # fmt: skip
     return fit.coef
@@ -268,7 +268,7 @@ def load_multihead_handset(model: MixturePFN, weights, logdet) -> MixturePFN:
         "V": V,
         "S": S,
         "W": W,
-        "q_scale": 1.0 / weights.noise_vars,
+        "q_scale": 1.0 / weights.noise_var,
         "ld_coef": 0.5 * logdet.coef,
     }
     with torch.no_grad():

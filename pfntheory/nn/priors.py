@@ -122,8 +122,8 @@ def _component(kernel, noise_var: float, d: int) -> _Component:
 
 
 def _components(task: TaskSpec) -> list[_Component]:
-    kernels, noise_vars = prior_components(task)
-    return [_component(k, float(s2), task.d) for k, s2 in zip(kernels, noise_vars, strict=True)]
+    kernels, noise_var = prior_components(task)
+    return [_component(k, float(s2), task.d) for k, s2 in zip(kernels, noise_var, strict=True)]
 
 
 def exact_kernels(task: TaskSpec) -> tuple[list, np.ndarray, np.ndarray]:
@@ -133,12 +133,12 @@ def exact_kernels(task: TaskSpec) -> tuple[list, np.ndarray, np.ndarray]:
     Returns
     -------
     kernels : list of kernel objects, length H (H = 1 unless 'hier_rbf')
-    noise_vars : ndarray of shape (H,)
+    noise_var : ndarray of shape (H,)
     prior_weights : ndarray of shape (H,)   (uniform)
     """
-    kernels, noise_vars = prior_components(task)
+    kernels, noise_var = prior_components(task)
     H = len(kernels)
-    return kernels, noise_vars, np.full(H, 1.0 / H)
+    return kernels, noise_var, np.full(H, 1.0 / H)
 
 
 @dataclass
