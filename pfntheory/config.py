@@ -86,8 +86,8 @@ QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
 #: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
 #: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of
 #: its initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry:
-#: every weight moves about ``lr`` of its own initial size per step; "Sample efficiency" in
-#: :mod:`pfntheory.nn.train`).
+#: every weight moves about ``lr`` of its own initial size per step; docs/design.md, "Sample
+#: efficiency").
 LR_UNITS = ("absolute", "relative", "elementwise")
 #: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, named here so that
 #: the CLI lists them without importing torch).

@@ -138,12 +138,12 @@ class RunSpec:
     evals : tuple of EvalSpec
         Evaluations of the trained run (not part of its identity).
     lr_units : {"absolute", "relative", "elementwise"}
-        :data:`pfntheory.config.LR_UNITS` ("Sample efficiency" in :mod:`pfntheory.nn.train`).
+        :data:`pfntheory.config.LR_UNITS` (docs/design.md, "Sample efficiency").
     curve_n_eval, curve_instances, curve_points, curve_seed, curve_covariates
         The learning curve (:mod:`pfntheory.nn.curve`): held-out n' (empty: none), instances per
         n', log-spaced points, seed of the held-out set, further covariate laws.
     context_groups : int
-        ``G`` context sizes per step ("Mixed context sizes" in :mod:`pfntheory.nn.train`).
+        ``G`` context sizes per step (docs/design.md, "Mixed context sizes").
     ema_decay : float
         ``0``: the run is its last iterate; ``beta in (0, 1)``: an exponential weight average
         (:func:`pfntheory.nn.train.ema_decay_at`; docs/verdicts.md, "Weight averaging").

@@ -86,7 +86,7 @@ def test_law_of_the_labels(path):
     X = Xa[:, :n]
     L = torch.linalg.cholesky(fo._gram32(c, X.float())).double()
     A = c.gram(X, X)
-    A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
+    A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
     gamma = (n + 1) * EPS32 / (1 - (n + 1) * EPS32)
     E = (L @ L.mT - A).abs()
     assert bool((E <= gamma * (L.abs() @ L.abs().mT)).all())
@@ -99,7 +99,7 @@ def test_ill_conditioned_instances_are_redone_in_float64(path):
     n = 64
     Xa, z = _draw(n, 3)
     Xa[1, 1] = Xa[1, 0]  # a repeated context input
-    c = dataclasses.replace(_components(TASK)[0], s2=1e-7)
+    c = dataclasses.replace(_components(TASK)[0], noise_var=1e-7)
     r = fo.oracle32(c, Xa, z)
     assert int(r["steps"][1]) == -1
     mu, tau = fo.oracle64(c, Xa, r["Y"])
@@ -145,6 +145,6 @@ def test_not_positive_definite_even_in_float64(path):
     sample_batch raises, not torch's linear-algebra error."""
     Xa, z = _draw(16, 2)
     Xa[0, 1] = Xa[0, 0]
-    c = dataclasses.replace(_components(TASK)[0], s2=0.0)
+    c = dataclasses.replace(_components(TASK)[0], noise_var=0.0)
     with pytest.raises(ValueError, match="noise_var"):
         fo.oracle32(c, Xa, z)

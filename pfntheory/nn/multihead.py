@@ -109,7 +109,7 @@ class MixturePFN(nn.Module):
         if not config.mixture:  # ModelSpec checked what mixture=True needs (score, mode, head, L)
             raise ValueError("config must have mixture=True for a MixturePFN")
         config.check_size(task.d)
-        kernels, noise_var = prior_components(task)
+        kernels, noise_var_h = prior_components(task)  # sigma_h^2, (H,)
         if not all(isinstance(k, RBFKernel) for k in kernels):
             raise ValueError(f"MixturePFN needs RBF components, task kind {task.kind!r} has not")
         self.config = cfg = config
@@ -124,20 +124,22 @@ class MixturePFN(nn.Module):
             torch.tensor([[[1.0 / e] * d] * n_scale for e in ells], dtype=dt)
         )  # (G, L or 1, d): diag K = Q per lengthscale group
         self.amp = nn.Parameter(torch.full((H,), amp, dtype=dt))  # V^(0)_{k,y} per head
-        sigma2 = torch.as_tensor(noise_var, dtype=dt)  # (H,) sigma_h^2
+        noise_var = torch.as_tensor(noise_var_h, dtype=dt)  # (H,) sigma_h^2
         if cfg.eta_init is not None:
             eta = torch.full((H,), float(cfg.eta_init), dtype=dt)
         else:
-            eta = 1.0 / (1.0 + sigma2) if cfg.normalised else torch.full((H,), 0.005, dtype=dt)
+            eta = 1.0 / (1.0 + noise_var) if cfg.normalised else torch.full((H,), 0.005, dtype=dt)
         eta_a = eta if cfg.normalised else eta * amp  # step in V
         eta_d = eta / amp if cfg.normalised else eta  # step in S
         V = torch.stack([eta_a, -eta_a, eta_a, -eta_a], -1)  # (H, 4): V_fy V_ff V_gk V_gg
         self.V = nn.Parameter(V[:, None].repeat(1, L - 1, 1))  # (H, L-1, 4)
-        self.S = nn.Parameter((-eta_d * sigma2)[:, None, None].repeat(1, L - 1, 2))  # S_ff S_gg
+        self.S = nn.Parameter((-eta_d * noise_var)[:, None, None].repeat(1, L - 1, 2))  # S_ff S_gg
         ones = torch.ones(H, dtype=dt)
-        self.W = nn.Parameter(torch.stack([ones, sigma2, ones, -ones], -1))  # W_1f W_2y W_2k W_2g
+        self.W = nn.Parameter(
+            torch.stack([ones, noise_var, ones, -ones], -1)
+        )  # W_1f W_2y W_2k W_2g
         self.psi_scale = nn.Parameter(torch.ones(H, 2, dtype=dt))  # (s1, s2) per head
-        self.q_scale = nn.Parameter(1.0 / sigma2)  # beta_h
+        self.q_scale = nn.Parameter(1.0 / noise_var)  # beta_h
         coef = _logdet_coef(
             tuple(k.lengthscale for k in kernels), tuple(float(v) for v in noise_var),
             float(kernels[0].alpha), d, task.covariates,
