@@ -33,20 +33,9 @@ Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
             psi head's ``s1, s2`` are learned. Initialised at the ``theory`` values.
 
-The fast forward (:meth:`PFNTransformer.forward`) touches only what a layer changes: the ``x`` rows
-never change, so the kernel needs only ``scale_l * x``; a solver layer writes two channels
-(``f, g``) from two value channels over the ``n`` context keys, so it computes a
-``(B, n+1, n)`` kernel (never for ``linear``: ``a_j^T (A^T V)``) and a width-2 product; the first
-layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True``, and without autograd
-whenever the solver layers' scales are equal (theory mode at its initial values, hand-set weights),
-the kernel is computed once and reused by every solver layer (per chunk of instances, so that it
-stays in cache). Otherwise the solver layers run in :func:`pfntheory.nn.solver.solver_layers`:
-all of them in one fused operator (:mod:`pfntheory.nn.fused`) when it is available, else layer by
-layer, each layer's kernel kept for the backward pass while a budget for the whole forward lasts
-(``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
-:meth:`PFNTransformer.forward_dense` is the literal eqn:tabPFN attn over every channel with full
-``(d+4) x (d+4)`` matrices and per-layer gradient checkpointing, the parity reference
-(:class:`DenseTransformer` runs it as ``forward``).
+The fast forward (:meth:`PFNTransformer.forward`, which touches only what a layer changes) and the
+dense parity reference (:meth:`PFNTransformer.forward_dense`, :class:`DenseTransformer`) are
+explained in docs/design.md, "The model's forward".
 """
 
 from __future__ import annotations
