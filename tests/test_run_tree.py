@@ -76,3 +76,29 @@ def test_the_migration_only_drops_what_it_names(tmp_path):
     new = runs.load_json(tmp_path / runs.CONFIG)
     assert RunSpec.from_config(new) == spec
     assert not {"device", "checkpoint_every"} & set(new) and "noise_var_init" not in new["model"]
+
+
+def _one_run_per_folder() -> list[Path]:
+    """The first finished run of each experiment folder and case study (weights.pt present), and
+    the first of each folder in theory mode (``-theor-`` in the name)."""
+    firsts: dict[tuple[Path, bool], Path] = {}
+    for p in CONFIG_FILES:
+        if (p.parent / runs.WEIGHTS).is_file():
+            firsts.setdefault((p.parent.parent, "-theor-" in p.parent.name), p.parent)
+    assert any(theory for _, theory in firsts), "no committed theory-mode run to check"
+    return sorted(firsts.values())
+
+
+@pytest.mark.parametrize("run_dir", _one_run_per_folder(), ids=lambda p: p.parent.name)
+def test_committed_weights_load_into_the_tree_model(run_dir):
+    """``load_trained`` builds the model of the migrated tree and loads the committed weights into
+    it (a missing or extra tensor, or a wrong shape, raises); the model's ``d`` is the prior's, and
+    in theory mode its fixed ``sigma^2`` buffer holds the prior's ``noise_var`` (to float32
+    round-off, rtol 1e-6), the value the old config's ``model.noise_var_init`` copied."""
+    from pfntheory.nn.train import load_trained
+
+    model, spec, metrics = load_trained(run_dir)
+    assert metrics["completed"] and model.d == spec.task.d
+    if spec.model.mode == "theory" and not spec.model.mixture:
+        # the committed weights were trained with W_2y = sigma^2 fixed: equal to the prior's
+        assert float(model.noise_var) == pytest.approx(spec.task.noise_var, rel=1e-6)
