@@ -114,22 +114,21 @@ def layer_call(dtype, d: int, n: int, normalised: bool, rounds: int) -> dict:
 
 def train_steps(dtype, steps: int, warmup: int, L: int, C: int, seed: int = 0) -> dict:
     """Configuration (a) training steps, fused and eager alternating on two copies of one model."""
-    from pfntheory.nn.model import ModelConfig, PFNTransformer
-    from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
+    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.nn.model import PFNTransformer
+    from pfntheory.nn.priors import sample_batch, sample_context_size
     from pfntheory.nn.train import accumulate_gradients
 
     interval = (-4.0, 4.0)
     edges = torch.linspace(*interval, C + 1, dtype=torch.float64)
-    cfg = ModelConfig(
-        score="rbf", d=2, L=L, C=C, mode="learnable", normalised=False, scale_init=1.0 / 0.8
-    )
+    cfg = ModelSpec(score="rbf", L=L, C=C, mode="learnable", normalised=False, scale_init=1.0 / 0.8)
+    task = TaskSpec(kind="rbf", d=2)
     torch.manual_seed(seed)
-    models = {True: PFNTransformer(cfg, edges).to(dtype)}
-    models[False] = PFNTransformer(cfg, edges).to(dtype)
+    models = {True: PFNTransformer(cfg, edges, task).to(dtype)}
+    models[False] = PFNTransformer(cfg, edges, task).to(dtype)
     models[False].load_state_dict(models[True].state_dict())
     opts = {k: torch.optim.Adam(m.parameters(), lr=2e-4) for k, m in models.items()}
     gen = torch.Generator().manual_seed(seed)
-    task = TaskConfig(kind="rbf", d=2)
     t: dict = {True: [], False: [], "data": []}
     losses: dict = {True: [], False: []}
     for i in range(warmup + steps):
@@ -168,13 +167,12 @@ def eval_forward(instances: int, rounds: int, L: int, C: int) -> dict:
     """The paper's evaluation model pass (n' = 1024, d = 16, TF^pr, per-layer scales as in a trained
     model, no autograd) on ``instances`` instances, fused and eager alternating: seconds scaled to
     4096 instances (the work is linear in them)."""
-    from pfntheory.nn.model import ModelConfig, PFNTransformer
+    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.nn.model import PFNTransformer
 
     edges = torch.linspace(-4.0, 4.0, C + 1, dtype=torch.float64)
-    cfg = ModelConfig(
-        score="rbf", d=16, L=L, C=C, mode="learnable", normalised=True, scale_init=1.25
-    )
-    model = PFNTransformer(cfg, edges)
+    cfg = ModelSpec(score="rbf", L=L, C=C, mode="learnable", normalised=True, scale_init=1.25)
+    model = PFNTransformer(cfg, edges, TaskSpec(kind="rbf", d=16))
     with torch.no_grad():
         model.scale.add_(1e-3 * torch.arange(L, dtype=model.scale.dtype)[:, None])
     g = torch.Generator().manual_seed(0)
@@ -204,26 +202,25 @@ def drift(steps: int, L: int, C: int, heldout: int = 1024, seed: int = 0) -> dic
     each, so the fused run's deviation can be set beside the eager float32 run's and the SE."""
     from dataclasses import replace
 
-    from pfntheory.nn.model import ModelConfig, PFNTransformer
-    from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
+    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.nn.model import PFNTransformer
+    from pfntheory.nn.priors import sample_batch, sample_context_size
     from pfntheory.nn.train import accumulate_gradients, truncated_nll
 
     interval = (-4.0, 4.0)
     edges = torch.linspace(*interval, C + 1, dtype=torch.float64)
-    cfg = ModelConfig(
-        score="rbf", d=2, L=L, C=C, mode="learnable", normalised=False, scale_init=1.0 / 0.8
-    )
+    cfg = ModelSpec(score="rbf", L=L, C=C, mode="learnable", normalised=False, scale_init=1.0 / 0.8)
+    task = TaskSpec(kind="rbf", d=2)
     torch.manual_seed(seed)
-    ref = PFNTransformer(cfg, edges).double()
+    ref = PFNTransformer(cfg, edges, task).double()
     runs = {"fused32": (True, torch.float32), "eager32": (False, torch.float32)}
     models = {"eager64": ref}
     for name, (_, dt) in runs.items():
-        models[name] = PFNTransformer(cfg, edges).to(dt)
+        models[name] = PFNTransformer(cfg, edges, task).to(dt)
         models[name].load_state_dict(ref.state_dict())
     runs["eager64"] = (False, torch.float64)
     opts = {k: torch.optim.Adam(m.parameters(), lr=2e-4) for k, m in models.items()}
     gen = torch.Generator().manual_seed(seed)
-    task = TaskConfig(kind="rbf", d=2)
 
     def cast(b, dt):
         return replace(b, X=b.X.to(dt), Y=b.Y.to(dt), xq=b.xq.to(dt), y=b.y.to(dt))

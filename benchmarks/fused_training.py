@@ -30,10 +30,10 @@ from pathlib import Path
 
 import torch
 
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.nn import fused
-from pfntheory.nn.model import ModelConfig
-from pfntheory.nn.priors import TaskConfig
-from pfntheory.nn.train import CURVE_METRICS, TrainConfig, read_learning_curve, train
+from pfntheory.nn.train import CURVE_METRICS, read_learning_curve, train
+from pfntheory.tree import RunSpec
 
 #: Standard errors within which the two runs must agree at every curve point.
 K_SE = 1.0
@@ -42,28 +42,26 @@ EARLY_STEPS = 20
 OUT = Path(__file__).parent / "results" / "fused_training.json"
 
 
-def config(steps: int, curve_instances: int, seed: int = 0, **overrides) -> TrainConfig:
-    """The compared configuration (module docstring); ``overrides`` replace TrainConfig fields."""
+def config(steps: int, curve_instances: int, seed: int = 0, **overrides) -> RunSpec:
+    """The compared run tree (module docstring); ``overrides`` replace RunSpec fields."""
     kw = dict(
-        task=TaskConfig(kind="rbf", d=2),
-        model=ModelConfig(score="rbf", d=2, L=8, C=64, mode="learnable", scale_init=1.25),
+        task=TaskSpec(kind="rbf", d=2),
+        model=ModelSpec(score="rbf", L=8, C=64, mode="learnable", scale_init=1.25),
         n_min=64,
         n_max=128,
         steps=steps,
         lr=3e-2,
         lr_units="elementwise",
         seed=seed,
-        device="cpu",
-        checkpoint_every=10**9,
         curve_n_eval=(64, 128),
         curve_instances=curve_instances,
         curve_points=8,
     )
     kw.update(overrides)
-    return TrainConfig(**kw)
+    return RunSpec(**kw)
 
 
-def train_pair(cfg: TrainConfig, root: Path) -> dict:
+def train_pair(cfg: RunSpec, root: Path) -> dict:
     """Train ``cfg`` with the fused operator and without it under ``root``; both curves, losses
     and times."""
     out = {}
@@ -74,7 +72,12 @@ def train_pair(cfg: TrainConfig, root: Path) -> dict:
                 raise RuntimeError(f"fused operator unavailable: {fused.unavailable_reason()}")
             t0 = time.perf_counter()
             run = train(
-                cfg, root / name, progress=False, callback=lambda s, x, out=losses: out.append(x)
+                cfg,
+                root / name,
+                device="cpu",
+                checkpoint_every=10**9,
+                progress=False,
+                callback=lambda s, x, out=losses: out.append(x),
             )
             seconds = time.perf_counter() - t0
         out[name] = {"curve": read_learning_curve(run)["points"], "losses": losses, "s": seconds}

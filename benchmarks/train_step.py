@@ -33,7 +33,7 @@ Usage::
     python benchmarks/train_step.py --configs a --context-groups 4 --steps 8   # mixed n per step
 
 ``--context-groups G`` (G > 1) adds, per configuration, steps with one ``n`` and steps that mix
-``G`` context sizes (``TrainConfig.context_groups``: dense groups, no padding), alternating in one
+``G`` context sizes (``RunSpec.context_groups``: dense groups, no padding), alternating in one
 process: milliseconds per step, nanoseconds per kernel entry ``B_g (n_g + 1) n_g`` (the efficiency
 lost to smaller matrix products) and the entries a padded batch (every instance at the step's
 largest ``n``) would have computed instead.
@@ -51,11 +51,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.nn import fused
 from pfntheory.nn import model as model_mod
 from pfntheory.nn.evaluate import predict
-from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer
-from pfntheory.nn.priors import TaskConfig, sample_batch, sample_context_size
+from pfntheory.nn.model import DenseTransformer, PFNTransformer
+from pfntheory.nn.priors import sample_batch, sample_context_size
 from pfntheory.nn.train import accumulate_gradients, group_sizes
 
 BATCH = 128
@@ -73,12 +74,14 @@ class Bench:
     target_ms: float
     target_incl_data: bool
 
-    def model_config(self, L: int, C: int) -> ModelConfig:
+    def task(self) -> TaskSpec:
+        return TaskSpec(kind=self.kind, d=self.d)
+
+    def model_config(self, L: int, C: int) -> ModelSpec:
         score = "linear" if self.kind == "blr" else "rbf"
         scale = 1.0 if self.kind == "blr" else 1.0 / 0.8
-        return ModelConfig(
+        return ModelSpec(
             score=score,
-            d=self.d,
             L=L,
             C=C,
             mode="learnable",
@@ -179,16 +182,16 @@ def run(
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
     cfg = bench.model_config(L, C)
     torch.manual_seed(seed)
-    fast = PFNTransformer(cfg, edges).to(dtype)
-    dense = DenseTransformer(cfg, edges).to(dtype)
+    task = bench.task()
+    fast = PFNTransformer(cfg, edges, task).to(dtype)
+    dense = DenseTransformer(cfg, edges, task).to(dtype)
     dense.load_state_dict(fast.state_dict())
-    eager = PFNTransformer(cfg, edges).to(dtype)  # the fast model with the fused operator off
+    eager = PFNTransformer(cfg, edges, task).to(dtype)  # the fast model with the fused operator off
     eager.load_state_dict(fast.state_dict())
     opt_f = torch.optim.Adam(fast.parameters(), lr=2e-4)
     opt_e = torch.optim.Adam(eager.parameters(), lr=2e-4)
     opt_d = torch.optim.Adam(dense.parameters(), lr=2e-4)
     g = torch.Generator().manual_seed(seed)
-    task = TaskConfig(kind=bench.kind, d=bench.d)
 
     def draw():
         n = sample_context_size(bench.n_min, bench.n_max, g)
@@ -271,10 +274,10 @@ def run_mixed(
     """One-``n`` steps and ``groups``-group steps, alternating on one model (see the docstring)."""
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
     torch.manual_seed(seed)
-    model = PFNTransformer(bench.model_config(L, C), edges).to(dtype)
+    task = bench.task()
+    model = PFNTransformer(bench.model_config(L, C), edges, task).to(dtype)
     opt = torch.optim.Adam(model.parameters(), lr=2e-4)
     g = torch.Generator().manual_seed(seed)
-    task = TaskConfig(kind=bench.kind, d=bench.d)
     acc = {G: {"s": 0.0, "entries": 0.0, "padded": 0.0, "k": 0} for G in (1, groups)}
     for i in range(warmup + steps):
         for G in (1, groups):
@@ -324,14 +327,12 @@ def run_eval(
     from pfntheory.nn.fast_oracle import sample_batch_fast
 
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
-    cfg = ModelConfig(
-        score="rbf", d=d, L=L, C=C, mode="learnable", normalised=True, scale_init=1.25
-    )
-    per_layer = PFNTransformer(cfg, edges)
-    shared = PFNTransformer(cfg, edges)
+    cfg = ModelSpec(score="rbf", L=L, C=C, mode="learnable", normalised=True, scale_init=1.25)
+    task = TaskSpec(kind="rbf", d=d)
+    per_layer = PFNTransformer(cfg, edges, task)
+    shared = PFNTransformer(cfg, edges, task)
     with torch.no_grad():
         per_layer.scale.add_(1e-3 * torch.arange(L, dtype=per_layer.scale.dtype)[:, None])
-    task = TaskConfig(kind="rbf", d=d)
     t = {"o64": 0.0, "o32": 0.0, "pl": 0.0, "pl_eager": 0.0, "sh": 0.0}
     c = dict.fromkeys(t, 0.0)  # CPU seconds
     dmu = dtau = 0.0

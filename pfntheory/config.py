@@ -1,11 +1,10 @@
-"""The prior, the architecture, and the choices and defaults that the PyTorch layer, the experiment
-specs and the CLI share (torch-free).
+"""The prior and the architecture nodes of the run tree, and the choices and defaults that the
+PyTorch layer, the experiments and the CLI share (torch-free).
 
-One place for the pretraining prior (:class:`TaskSpec`, extended by :class:`TaskConfig`) and its
-Gaussian-process components (:func:`prior_components`), the transformer's architecture
-(:class:`ModelSpec`, extended by :class:`ModelConfig`), the tuples of allowed values, the schedule
-tables and the learning-curve file names (:func:`curve_file`), so that ``pfntheory.nn``,
-``pfntheory.experiments`` and ``pfntheory.cli`` import them instead of keeping copies.
+The pretraining prior (:class:`TaskSpec`) and its Gaussian-process components
+(:func:`prior_components`), the transformer's architecture (:class:`ModelSpec`), the tuples of
+allowed values, the schedule tables and the learning-curve file names (:func:`curve_file`); the
+root of the tree is :class:`pfntheory.tree.RunSpec` (docs/design.md, "The run tree").
 
 Implements the settings of supp-sec:exp details and supp-tab:pretraining hyperparameters; the
 ``cpu`` and ``quick`` scales are this project's (see :mod:`pfntheory.experiments.definitions`).
@@ -14,7 +13,7 @@ Implements the settings of supp-sec:exp details and supp-tab:pretraining hyperpa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,9 +31,7 @@ from .kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
 __all__ = [
     "TaskSpec",
-    "TaskConfig",
     "ModelSpec",
-    "ModelConfig",
     "CASESTUDY_SCALES",
     "DEFAULT_NOISE_VAR",
     "TASK_KINDS",
@@ -56,10 +53,10 @@ __all__ = [
     "prior_components",
 ]
 
-#: Prior families of :class:`pfntheory.nn.priors.TaskConfig` (sec:sims, supp-sec:real data).
+#: Prior families of :class:`TaskSpec` (sec:sims, supp-sec:real data).
 TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
 #: The families an experiment of the paper pretrains on (the fitted ARD prior belongs to the case
-#: studies, which build their own configs).
+#: studies, which build their own trees).
 SPEC_TASK_KINDS = ("blr", "rbf", "hier_rbf")
 #: Covariate laws: ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` (supp-sec:exp additional).
 COVARIATES = ("gaussian", "uniform")
@@ -89,8 +86,8 @@ QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
 #: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
 #: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of
 #: its initial values) or "elementwise" (Adam on ``u`` with ``theta = theta_0 * (1 + u)`` per entry:
-#: every weight moves about ``lr`` of its own initial size per step; "Sample efficiency" in
-#: :mod:`pfntheory.nn.train`).
+#: every weight moves about ``lr`` of its own initial size per step; docs/design.md, "Sample
+#: efficiency").
 LR_UNITS = ("absolute", "relative", "elementwise")
 #: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, named here so that
 #: the CLI lists them without importing torch).
@@ -123,10 +120,8 @@ def curve_file(covariates: str | None = None) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# The prior and the architecture: one definition each, shared by nn, experiments and the CLI.
-# ``TaskSpec`` / ``ModelSpec`` hold what an experiment sets (their fields are the hashed identity of
-# a run directory, pfntheory.experiments.specs); ``TaskConfig`` / ``ModelConfig`` extend them with
-# what only the PyTorch layer needs. Importing them needs no torch.
+# The prior and the architecture: the two leaf nodes of the run tree (pfntheory.tree.RunSpec), one
+# class each, torch-free. The model takes ``d`` and the noise variance from the prior node.
 # --------------------------------------------------------------------------------------------------
 
 
@@ -144,32 +139,35 @@ def _fmt(x: float) -> str:
     return f"{x:g}".replace(".", "p")
 
 
-def _field_values(obj) -> dict:
-    """The dataclass fields of ``obj`` as a shallow dict (tuples stay tuples)."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
-
-
 @dataclass(frozen=True)
 class TaskSpec:
-    """A pretraining prior as an experiment sets it (sec:sims, supp-sec:exp details).
+    """The pretraining prior (sec:sims, supp-sec:exp details, supp-sec:real data).
 
     Attributes
     ----------
     kind : {'blr', 'rbf', 'hier_rbf', 'ard_rbf'}
         The experiments of the paper use the first three (:data:`SPEC_TASK_KINDS`); the fitted ARD
-        prior of the case studies needs :class:`TaskConfig`'s ``lengthscales``.
+        prior of the case studies needs ``lengthscales``.
     d : int
-        Input dimension.
+        Input dimension (the model's token width is ``d + 4``).
     noise_var : float
-        Noise variance ``sigma^2`` (``DEFAULT_NOISE_VAR``, i.e. std 0.2; see docs/findings.md,
-        "Noise"; unused by 'hier_rbf', whose noise is on the grid).
+        Noise variance ``sigma^2`` (``DEFAULT_NOISE_VAR``, i.e. std 0.2; docs/findings.md,
+        "Noise"). The model's ``sigma^2`` (fixed in theory mode, the initial value in learnable
+        mode) is this value; 'hier_rbf' draws its noise from the grid instead.
     alpha, lengthscale : float
         RBF amplitude and lengthscale (sec:sims: 1 and 0.8).
     hier_lengthscales, hier_noise_stds : tuple of float
         The grid ``Theta = {ell_h} x {sigma_h}`` of the hierarchical prior (uniform prior over it);
-        noise given as *standard deviations*, as the paper writes it (supp-tab:hierarchical-gp).
+        noise given as *standard deviations* ``sigma_h``, as the paper writes it
+        (supp-tab:hierarchical-gp); the component's noise variance is ``sigma_h^2``.
     covariates : {'gaussian', 'uniform'}
-        ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` inputs.
+        ``N(0, scale^2 I)`` or ``Unif[-scale, scale]^d`` inputs.
+    lengthscales : tuple of float, shape (d,), optional
+        ARD lengthscales ('ard_rbf', required there; supp-sec:real data).
+    sigma_diag : tuple of float, shape (d,), optional
+        BLR prior covariance diagonal; default :func:`pfntheory.kernels.blr_sigma_diag`.
+    x_scale : float, optional
+        Covariate scale; default ``1/sqrt(d)`` (the paper's design, :attr:`scale`).
     """
 
     kind: str
@@ -180,11 +178,16 @@ class TaskSpec:
     hier_lengthscales: tuple[float, ...] = (0.4, 0.8, 1.2)
     hier_noise_stds: tuple[float, ...] = (0.1, 0.2, 0.3)
     covariates: str = "gaussian"
+    lengthscales: tuple[float, ...] | None = None
+    sigma_diag: tuple[float, ...] | None = None
+    x_scale: float | None = None
 
     def __post_init__(self):
         choice(self.kind, "task kind", TASK_KINDS)
         choice(self.covariates, "covariates", COVARIATES)
-        object.__setattr__(self, "d", positive_int(self.d, "d", maximum=MAX_DIM))
+        object.__setattr__(self, "d", positive_int(self.d, "d"))
+        if self.d > MAX_DIM:
+            raise ValueError(f"d must be <= MAX_DIM = {MAX_DIM}, got {self.d}")
         for name in ("noise_var", "alpha", "lengthscale"):
             object.__setattr__(self, name, positive_scalar(getattr(self, name), name))
         for name in ("hier_lengthscales", "hier_noise_stds"):
@@ -194,6 +197,29 @@ class TaskSpec:
                     f"{name} must be a non-empty sequence of positive numbers, got None"
                 )
             object.__setattr__(self, name, _float_tuple(value, name))
+        if self.x_scale is not None:
+            object.__setattr__(self, "x_scale", positive_scalar(self.x_scale, "x_scale"))
+        for name in ("lengthscales", "sigma_diag"):
+            object.__setattr__(self, name, _float_tuple(getattr(self, name), name, self.d))
+        if self.kind == "ard_rbf" and self.lengthscales is None:
+            raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
+
+    @classmethod
+    def from_fit(cls, fit, **kw) -> TaskSpec:
+        """The fitted ARD RBF prior of supp-sec:real data from a :class:`pfntheory.gp.EBFit`."""
+        return cls(
+            kind="ard_rbf",
+            d=len(fit.lengthscales),
+            alpha=fit.alpha,
+            lengthscales=tuple(fit.lengthscales),
+            noise_var=fit.noise_var,
+            **kw,
+        )
+
+    @property
+    def scale(self) -> float:
+        """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
+        return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
 
     def slug(self) -> str:
         """The readable prefix of a run directory (``rbf-d2``, ``rbf-d16-ell0p4-uniform``...)."""
@@ -211,62 +237,8 @@ class TaskSpec:
             return 1
         return len(self.hier_lengthscales) * len(self.hier_noise_stds)
 
-    def to_nn(self, covariates: str | None = None, **extra) -> TaskConfig:
-        """The :class:`TaskConfig` of this prior (optionally with other covariates; ``extra``: the
-        fields only :class:`TaskConfig` has)."""
-        kw = _field_values(self) | extra
-        if covariates is not None:
-            kw["covariates"] = covariates
-        return TaskConfig(**kw)
 
-
-@dataclass(frozen=True)
-class TaskConfig(TaskSpec):
-    """A pretraining prior as :mod:`pfntheory.nn.priors` samples it: a :class:`TaskSpec` plus
-
-    Attributes
-    ----------
-    lengthscales : tuple of float, shape (d,), optional
-        ARD lengthscales ('ard_rbf', required there; supp-sec:real data).
-    sigma_diag : tuple of float, shape (d,), optional
-        BLR prior covariance diagonal; default :func:`pfntheory.kernels.blr_sigma_diag`.
-    x_scale : float, optional
-        Covariate scale: ``N(0, x_scale^2 I)`` or ``Unif[-x_scale, x_scale]^d``; default
-        ``1/sqrt(d)`` (the paper's design).
-    """
-
-    lengthscales: tuple[float, ...] | None = None
-    sigma_diag: tuple[float, ...] | None = None
-    x_scale: float | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.x_scale is not None:
-            object.__setattr__(self, "x_scale", positive_scalar(self.x_scale, "x_scale"))
-        for name in ("lengthscales", "sigma_diag"):
-            object.__setattr__(self, name, _float_tuple(getattr(self, name), name, self.d))
-        if self.kind == "ard_rbf" and self.lengthscales is None:
-            raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
-
-    @classmethod
-    def from_fit(cls, fit, **kw) -> TaskConfig:
-        """The fitted ARD RBF prior of supp-sec:real data from a :class:`pfntheory.gp.EBFit`."""
-        return cls(
-            kind="ard_rbf",
-            d=len(fit.lengthscales),
-            alpha=fit.alpha,
-            lengthscales=tuple(fit.lengthscales),
-            noise_var=fit.noise_var,
-            **kw,
-        )
-
-    @property
-    def scale(self) -> float:
-        """Covariate scale: std of N(0, scale^2 I) or half-width of Unif[-scale, scale]^d."""
-        return 1.0 / math.sqrt(self.d) if self.x_scale is None else self.x_scale
-
-
-_check_task = instance_of(TaskSpec, what="pfntheory.config.TaskSpec (or TaskConfig)")
+_check_task = instance_of(TaskSpec, what="pfntheory.config.TaskSpec")
 
 
 def prior_components(task: TaskSpec) -> tuple[list, np.ndarray]:
@@ -274,33 +246,33 @@ def prior_components(task: TaskSpec) -> tuple[list, np.ndarray]:
     the exact references of :mod:`pfntheory.experiments.reference` and the samplers of
     :mod:`pfntheory.nn.priors` both read it).
 
-    One component for 'blr' (``Sigma`` = the :class:`TaskConfig`'s ``sigma_diag``, default
-    :func:`~pfntheory.kernels.blr_sigma_diag`), 'rbf' and 'ard_rbf' (a :class:`TaskConfig` with
-    ``lengthscales``); for 'hier_rbf' the grid ``{ell_h} x {sigma_h}`` (lengthscale outer, noise
-    standard deviation inner; noise variance ``sigma_h^2``, supp-tab:hierarchical-gp).
+    One component for 'blr' (``Sigma`` = ``sigma_diag``, default
+    :func:`~pfntheory.kernels.blr_sigma_diag`), 'rbf' and 'ard_rbf' (``lengthscales``); for
+    'hier_rbf' the grid ``{ell_h} x {sigma_h}`` (lengthscale outer, noise standard deviation inner;
+    noise variance ``sigma_h^2``, supp-tab:hierarchical-gp).
 
     Returns
     -------
     kernels : list of kernel, length H
-    noise_vars : ndarray of shape (H,)
+    noise_var : ndarray of shape (H,)
+        ``sigma^2`` of each component.
     """
     task = _check_task(task, "task")
     if task.kind == "blr":
-        sig = getattr(task, "sigma_diag", None) or blr_sigma_diag(task.d)
+        sig = task.sigma_diag or blr_sigma_diag(task.d)
         return [LinearKernel(sig)], np.array([task.noise_var])
     if task.kind == "rbf":
         return [RBFKernel(task.alpha, task.lengthscale)], np.array([task.noise_var])
     if task.kind == "ard_rbf":
-        lengthscales = getattr(task, "lengthscales", None)
-        if lengthscales is None:
+        if task.lengthscales is None:  # pragma: no cover - refused by TaskSpec
             raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
-        return [ARDRBFKernel(task.alpha, lengthscales)], np.array([task.noise_var])
-    kernels, noise_vars = [], []
+        return [ARDRBFKernel(task.alpha, task.lengthscales)], np.array([task.noise_var])
+    kernels, noise_var = [], []
     for ell in task.hier_lengthscales:
-        for s in task.hier_noise_stds:  # the grid lists noise STDs (supp-tab:hierarchical-gp)
+        for sigma_h in task.hier_noise_stds:  # the grid lists noise STDs (supp-tab:hierarchical-gp)
             kernels.append(RBFKernel(task.alpha, ell))
-            noise_vars.append(s**2)
-    return kernels, np.array(noise_vars)
+            noise_var.append(sigma_h**2)
+    return kernels, np.array(noise_var)
 
 
 def _check_bool(x, name: str) -> None:
@@ -310,7 +282,9 @@ def _check_bool(x, name: str) -> None:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """The transformer's architecture as an experiment sets it (sec:sims, supp-sec:exp details).
+    """The transformer's architecture (sec:sims, supp-sec:exp details). Its input dimension ``d``
+    and its noise variance ``sigma^2`` are the prior's (:class:`TaskSpec`): the model is built from
+    both nodes (:func:`pfntheory.nn.model.PFNTransformer`), it holds no copy of them.
 
     Attributes
     ----------
@@ -331,68 +305,12 @@ class ModelSpec:
     mixture : bool
         One head per component of the prior and a mixture-weight readout (the remark "Extension to
         hierarchical GPs"; :class:`pfntheory.nn.multihead.MixturePFN`): needs ``score='rbf'``,
-        ``mode='learnable'``, ``head='psi'`` and ``L >= 2``. Left out of a run's hashed identity
-        when False, so earlier runs keep their directories.
-    """
-
-    score: str
-    L: int
-    C: int
-    mode: str = "learnable"
-    normalised: bool = False
-    head: str = "psi"
-    mixture: bool = False
-
-    def __post_init__(self):
-        choice(self.score, "score", SCORES)
-        choice(self.mode, "mode", MODES)
-        choice(self.head, "head", HEADS)
-        object.__setattr__(self, "L", positive_int(self.L, "L"))
-        object.__setattr__(self, "C", positive_int(self.C, "C", minimum=2))
-        _check_bool(self.normalised, "normalised")
-        _check_bool(self.mixture, "mixture")
-        if self.mixture and (
-            self.score != "rbf" or self.mode != "learnable" or self.head != "psi" or self.L < 2
-        ):
-            raise ValueError(
-                "mixture=True needs score='rbf', mode='learnable', head='psi' and L >= 2, got "
-                f"score={self.score!r}, mode={self.mode!r}, head={self.head!r}, L={self.L}"
-            )
-
-    def slug(self) -> str:
-        """The model part of a run directory's name (``pr-learn-L32-C256``, with ``mixture``
-        ``pr-mix-learn-L8-C256``...)."""
-        mix = "mix-" if self.mixture else ""
-        return f"{'pr' if self.normalised else 'tf'}-{mix}{self.mode[:5]}-L{self.L}-C{self.C}"
-
-    def to_nn(self, d: int, noise_var_init: float, **extra) -> ModelConfig:
-        """The :class:`ModelConfig` of this architecture for inputs of dimension ``d``, its noise
-        variance initialised at the task's; ``extra``: further :class:`ModelConfig` fields."""
-        return ModelConfig(**_field_values(self), d=d, noise_var_init=noise_var_init, **extra)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelConfig(ModelSpec):
-    """The PFN transformer as :mod:`pfntheory.nn.model` builds it (frozen; ``dataclasses.asdict``
-    goes into checkpoints): a :class:`ModelSpec` plus (keyword-only)
-
-    Attributes
-    ----------
-    d : int
-        Input dimension (>= 1).
+        ``mode='learnable'``, ``head='psi'`` and ``L >= 2``.
     mlp_width : int
         ``C'`` of the MLP head (>= 1).
-    noise_var_init : float
-        ``sigma^2`` of supp-eqn:weights (the fixed value in theory mode, the init in
-        learnable mode).
     eta_init : float or None
-        Initial step size ``eta`` of every solver layer. ``None`` gives
-        :func:`pfntheory.nn.model.default_eta`: ``1 / (1 + noise_var_init)`` for ``normalised`` (the
-        Jacobi-preconditioned spectrum lies in ``[lambda_n, 1 + sigma^2/alpha^2]``,
-        sec:generalization, so this is admissible for every n) and ``0.005`` otherwise (admissible,
-        ``eta < 2/(lambda_1 + sigma^2)``, for ``lambda_1 <= 400``, which covers the paper's tasks up
-        to n = 512: BLR d = 5 has ``lambda_1 ~ 2n/5 * 1.2``, RBF ``lambda_1 ~ n rho`` with
-        ``rho <= 0.4``).
+        Initial step size ``eta`` of every solver layer; ``None`` gives
+        :func:`pfntheory.nn.model.default_eta` (docs/design.md, "The run tree").
     scale_init : float
         Initial diagonal of ``K = Q`` (``1/lengthscale`` for rbf, ``sqrt(Sigma_kk)`` for linear).
     amp_init : float
@@ -402,15 +320,18 @@ class ModelConfig(ModelSpec):
         step eqn:recursion / eqn:recursion prec for the kernel ``amp * kappa``.
     tau_min : float
         Threshold of the head's smooth positivity map of ``tau`` (see :mod:`pfntheory.nn.head`).
-        Optional extension of the contract.
     shared_scale : bool
         One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward.
-        Optional extension of the contract (the paper learns it per layer).
     """
 
-    d: int
+    score: str
+    L: int
+    C: int
+    mode: str = "learnable"
+    normalised: bool = False
+    head: str = "psi"
+    mixture: bool = False
     mlp_width: int = 64
-    noise_var_init: float = DEFAULT_NOISE_VAR
     eta_init: float | None = None
     scale_init: float = 1.0
     amp_init: float = 1.0
@@ -418,25 +339,43 @@ class ModelConfig(ModelSpec):
     shared_scale: bool = False
 
     def __post_init__(self):
-        super().__post_init__()
-        object.__setattr__(self, "d", positive_int(self.d, "d"))
-        if self.d > MAX_DIM:
-            raise ValueError(f"d must be <= MAX_DIM = {MAX_DIM}, got {self.d}")
+        choice(self.score, "score", SCORES)
+        choice(self.mode, "mode", MODES)
+        choice(self.head, "head", HEADS)
+        object.__setattr__(self, "L", positive_int(self.L, "L"))
+        object.__setattr__(self, "C", positive_int(self.C, "C", minimum=2))
         object.__setattr__(self, "mlp_width", positive_int(self.mlp_width, "mlp_width"))
-        # sizes refused before any parameter is allocated: the largest parameter block, the dense
-        # (L, d+4, d+4) matrices, and the MLP head (C' x C)
+        for name in ("normalised", "mixture", "shared_scale"):
+            _check_bool(getattr(self, name), name)
+        if self.mixture and (
+            self.score != "rbf" or self.mode != "learnable" or self.head != "psi" or self.L < 2
+        ):
+            raise ValueError(
+                "mixture=True needs score='rbf', mode='learnable', head='psi' and L >= 2, got "
+                f"score={self.score!r}, mode={self.mode!r}, head={self.head!r}, L={self.L}"
+            )
+        for name in ("scale_init", "amp_init", "tau_min"):
+            positive_scalar(getattr(self, name), name)
+        if self.eta_init is not None:
+            positive_scalar(self.eta_init, "eta_init")
+
+    def slug(self) -> str:
+        """The model part of a run directory's name (``pr-learn-L32-C256``, with ``mixture``
+        ``pr-mix-learn-L8-C256``...)."""
+        mix = "mix-" if self.mixture else ""
+        return f"{'pr' if self.normalised else 'tf'}-{mix}{self.mode[:5]}-L{self.L}-C{self.C}"
+
+    def check_size(self, d: int) -> None:
+        """Refuse, before any parameter is allocated, an architecture whose largest parameter
+        block (the dense ``(L, d+4, d+4)`` matrices, or the MLP head's ``C' x C``) exceeds
+        ``MAX_ELEMENTS`` for inputs of dimension ``d``."""
         for name, size in (
-            ("L * (d + 4)^2", self.L * (self.d + 4) ** 2),
+            ("L * (d + 4)^2", self.L * (d + 4) ** 2),
             ("C * mlp_width", self.C * self.mlp_width if self.head == "mlp" else 0),
         ):
             if size > MAX_ELEMENTS:
                 raise ValueError(
                     f"{name} = {size:.3g} parameters exceeds the limit MAX_ELEMENTS = "
-                    f"{MAX_ELEMENTS:.3g} (L={self.L}, d={self.d}, C={self.C}, "
+                    f"{MAX_ELEMENTS:.3g} (L={self.L}, d={d}, C={self.C}, "
                     f"mlp_width={self.mlp_width})"
                 )
-        _check_bool(self.shared_scale, "shared_scale")
-        for name in ("noise_var_init", "scale_init", "amp_init", "tau_min"):
-            positive_scalar(getattr(self, name), name)
-        if self.eta_init is not None:
-            positive_scalar(self.eta_init, "eta_init")

@@ -216,7 +216,7 @@ def handset_weights(
     """
     d = positive_int(d, "d")
     L = positive_int(L, "L")
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     _check_size(L * (d + 4) ** 2, "the per-layer weights L (d+4)^2", "L")
     steps = _layer_steps(eta, L)
     score, kq, alpha2 = _kernel_geometry(kernel, d)
@@ -240,16 +240,16 @@ def handset_weights(
         v = eta_l if normalised else eta_l * alpha2
         V[l, fr, yr] = V[l, gr, kr] = v  # V^(l)_{d+3,d+1} = V^(l)_{d+4,d+2} = eta^(l)
         V[l, fr, fr] = V[l, gr, gr] = -v  # V^(l)_{d+3,d+3} = V^(l)_{d+4,d+4} = -eta^(l)
-        sk = -eta_l * s2 / alpha2 if normalised else -eta_l * s2
+        sk = -eta_l * noise_var / alpha2 if normalised else -eta_l * noise_var
         S[l, fr, fr] = S[l, gr, gr] = sk  # S^(l)_{d+3,d+3} = S^(l)_{d+4,d+4} = -eta^(l) sigma^2
     W = np.zeros((2, dt))
     W[0, fr] = 1.0  # mu_L = row d+3
-    W[1, yr], W[1, kr], W[1, gr] = s2, 1.0, -1.0  # tau_L = sigma^2 * 1 + kappa(x,x) - g
+    W[1, yr], W[1, kr], W[1, gr] = noise_var, 1.0, -1.0  # tau_L = sigma^2 * 1 + kappa(x,x) - g
     return HandsetWeights(
         d=d,
         L=L,
         eta=steps,
-        noise_var=s2,
+        noise_var=noise_var,
         score=score,
         normalised=bool(normalised),
         alpha2=float(alpha2),

@@ -124,15 +124,15 @@ def posterior_predictive(kernel, X, Y, Xq, noise_var: float) -> tuple[np.ndarray
     if Xq is None:
         raise ArgumentTypeError("Xq must be an array of query inputs, got None")
     X, Y, Xq = _context(X, Y, Xq)
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     n = X.shape[-2]
     G = kernel(X)  # (..., n, n)
     Kq = kernel(X, Xq)  # (..., n, m)
-    L = _chol(G + s2 * np.eye(n))  # Alg 2.1 (R&W p.19) line 2: L = chol(K + sigma^2 I)
+    L = _chol(G + noise_var * np.eye(n))  # Alg 2.1 (R&W p.19) line 2: L = chol(K + sigma^2 I)
     a = _trisolve(L, Y[..., None])  # L \ y
     V = _trisolve(L, Kq)  # line 5: v = L \ k_*
     mu = np.sum(V * a, axis=-2)  # line 4: mu = k_*^T alpha = (L\k)^T (L\y)
-    tau = kernel.diag(Xq) + s2 - np.sum(V * V, axis=-2)  # line 6 + noise
+    tau = kernel.diag(Xq) + noise_var - np.sum(V * V, axis=-2)  # line 6 + noise
     return mu, tau
 
 
@@ -140,9 +140,9 @@ def log_marginal_likelihood(kernel, X, Y, noise_var: float) -> np.ndarray:
     """``log N(Y; 0, G + sigma^2 I)`` for each context, shape ``X.shape[:-2]``."""
     _check_kernel(kernel)
     X, Y, _ = _context(X, Y, None)
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     n = X.shape[-2]
-    L = _chol(kernel(X) + s2 * np.eye(n))
+    L = _chol(kernel(X) + noise_var * np.eye(n))
     a = _trisolve(L, Y[..., None])[..., 0]
     logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
     # R&W eq. 2.30: -1/2 y^T K^{-1} y - 1/2 log|K| - n/2 log 2 pi
@@ -213,7 +213,7 @@ class MixturePPD:
         return np.sum(self.weights[..., :, None] * (self.tau + self.mu**2), axis=-2)
 
 
-def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
+def mixture_ppd(kernels, noise_var, prior_weights, X, Y, Xq) -> MixturePPD:
     """PPD of the hierarchical GP prior of supp-sec:exp additional.
 
     ``theta ~ sum_h pi_h delta_{theta_h}``; given ``theta_h = (kernel_h, noise_var_h)`` the PPD is
@@ -233,21 +233,21 @@ def mixture_ppd(kernels, noise_vars, prior_weights, X, Y, Xq) -> MixturePPD:
         raise ValueError("kernels must hold at least one component")
     for h, k in enumerate(kernels):
         _check_kernel(k, f"kernels[{h}]")
-    nv = positive_array(noise_vars, "noise_vars", ndim=1)
+    noise_var = positive_array(noise_var, "noise_var", ndim=1)
     pw = positive_array(prior_weights, "prior_weights", ndim=1)
-    if nv.shape != (H,) or pw.shape != (H,):
+    if noise_var.shape != (H,) or pw.shape != (H,):
         raise ValueError(
-            f"noise_vars and prior_weights must have shape ({H},), got {nv.shape}, {pw.shape}"
+            f"noise_var and prior_weights must have shape ({H},), got {noise_var.shape}, {pw.shape}"
         )
     if Xq is None:
         raise ArgumentTypeError("Xq must be an array of query inputs, got None")
     X, Y, Xq = _context(X, Y, Xq)
     mus, taus, lml = [], [], []
-    for k, s2 in zip(kernels, nv, strict=True):
-        mu, tau = posterior_predictive(k, X, Y, Xq, s2)
+    for k, noise_var_h in zip(kernels, noise_var, strict=True):  # sigma_h^2
+        mu, tau = posterior_predictive(k, X, Y, Xq, noise_var_h)
         mus.append(mu)
         taus.append(tau)
-        lml.append(log_marginal_likelihood(k, X, Y, s2))
+        lml.append(log_marginal_likelihood(k, X, Y, noise_var_h))
     logw = np.stack(lml, axis=-1) + np.log(pw / pw.sum())
     w = np.exp(logw - scipy.special.logsumexp(logw, axis=-1, keepdims=True))
     return MixturePPD(weights=w, mu=np.stack(mus, axis=-2), tau=np.stack(taus, axis=-2))

@@ -98,7 +98,7 @@ class MultiHeadWeights:
     ----------
     heads : tuple of HandsetWeights, length H
         Head ``h``'s weights in its own ``d + 4`` layout (embedded by :func:`multihead_forward`).
-    noise_vars : ndarray of shape (H,)
+    noise_var : ndarray of shape (H,)
         ``sigma_h^2`` of each component (the readout's ``q_h`` divides by it).
     log_prior : ndarray of shape (H,)
         ``log pi_h`` (normalised).
@@ -107,7 +107,7 @@ class MultiHeadWeights:
     """
 
     heads: tuple
-    noise_vars: np.ndarray = field(repr=False)
+    noise_var: np.ndarray = field(repr=False)
     log_prior: np.ndarray = field(repr=False)
     kernels: tuple = ()
 
@@ -155,7 +155,7 @@ def multihead_weights(
     d: int,
     L: int,
     kernels,
-    noise_vars,
+    noise_var,
     eta,
     *,
     prior_weights=None,
@@ -170,7 +170,7 @@ def multihead_weights(
         Input dimension and depth (layer 0 writes ``k_h``; layers ``1..L-1`` are solver layers).
     kernels : sequence of kernel, length H
         Component kernels (RBF / ARD RBF; linear without ``normalised``).
-    noise_vars : array of shape (H,)
+    noise_var : array of shape (H,)
         ``sigma_h^2 > 0``.
     eta : float or sequence of length H
         Solver step of each head (a scalar, or per layer, as
@@ -191,7 +191,7 @@ def multihead_weights(
     kernels = sequence(kernels, "kernels")
     H = len(kernels)
     nv = shaped(
-        positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (H,), "(one per kernel)"
+        positive_array(noise_var, "noise_var", ndim=1), "noise_var", (H,), "(one per kernel)"
     )
     pw = (
         np.full(H, 1.0 / H)
@@ -207,7 +207,7 @@ def multihead_weights(
     )
     return MultiHeadWeights(
         heads=heads,
-        noise_vars=nv[list(enc)],
+        noise_var=nv[list(enc)],
         log_prior=np.log(pw / pw.sum()),
         kernels=tuple(kernels[e] for e in enc),
     )
@@ -329,7 +329,7 @@ def multihead_forward(weights: MultiHeadWeights, X, Y, x_query, *, return_path: 
             KZ = ((e_y - e_f) @ Z)[..., None, :]  # (..., 1, n+1): K z_i = y_i - f_{h,i}
             QZ = (e_y @ Z)[..., None, :]  # Q z_j = y_j (1 at the query)
             A = con.attention_scores(KZ, QZ, "linear") * M  # (..., n+1, n+1), keys i <= n
-            vals = (e_y @ Z) / weights.noise_vars[h]  # V z_i = y_i / sigma_h^2
+            vals = (e_y @ Z) / weights.noise_var[h]  # V z_i = y_i / sigma_h^2
             quad[..., h] = np.sum(vals[..., :, None] * A, axis=-2)[..., n]
         log_det_D = np.sum(np.log(s_ctx), axis=-1) if L > 1 else np.full(mu.shape, np.nan)
     return MultiHeadOutput(
@@ -377,11 +377,11 @@ def _readout(weights: MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray, n
 # --------------------------------------------------------------------------------------------------
 
 
-def exact_logdet(kernels, noise_vars, X) -> np.ndarray:
+def exact_logdet(kernels, noise_var, X) -> np.ndarray:
     """The oracle ``log det(G_h + sigma_h^2 I)`` per component, shape ``X.shape[:-2] + (H,)``
     (Cholesky, via :func:`pfntheory.gp.log_marginal_likelihood` at ``Y = 0``)."""
     kernels = sequence(kernels, "kernels")
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
+    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (len(kernels),))
     X = as_float_array(X, "X", min_ndim=2, non_empty=True)
     n = X.shape[-2]
     zero = np.zeros(X.shape[:-1])
@@ -442,7 +442,7 @@ def _unit_row_sums(kernel, X) -> np.ndarray:
 
 def fit_logdet_readout(
     kernels,
-    noise_vars,
+    noise_var,
     d: int,
     rng: np.random.Generator,
     ns=(32, 64, 128, 256, 512, 1024),
@@ -454,7 +454,7 @@ def fit_logdet_readout(
     Parameters
     ----------
     kernels : sequence of RBFKernel, length H
-    noise_vars : array of shape (H,)
+    noise_var : array of shape (H,)
     d : int
     rng : numpy.random.Generator
     ns : sequence of int
@@ -469,7 +469,7 @@ def fit_logdet_readout(
     for i, k in enumerate(kernels):
         if not isinstance(k, RBFKernel):
             raise ArgumentTypeError(f"kernels[{i}] must be an RBFKernel, got {type(k).__name__}")
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
+    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (len(kernels),))
     ns = int_tuple(ns, "ns", minimum=2)
     if len(set(ns)) < 4:
         raise ValueError(f"ns must hold at least 4 distinct sizes (6 coefficients), got {ns}")
@@ -511,10 +511,10 @@ def readout_log_weights(out: MultiHeadOutput, log_prior, logdet) -> np.ndarray:
     return z - scipy.special.logsumexp(z, axis=-1, keepdims=True)
 
 
-def exact_log_weights(kernels, noise_vars, log_prior, X, Y) -> np.ndarray:
+def exact_log_weights(kernels, noise_var, log_prior, X, Y) -> np.ndarray:
     """The exact posterior log-weights ``log pi_h + log N(Y; 0, G_h + sigma_h^2 I)``, normalised."""
     kernels = sequence(kernels, "kernels")
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
+    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (len(kernels),))
     z = np.stack(
         [log_marginal_likelihood(k, X, Y, s2) for k, s2 in zip(kernels, nv, strict=True)], -1
     ) + shaped(as_float_array(log_prior, "log_prior", ndim=1), "log_prior", (len(kernels),))

@@ -102,9 +102,9 @@ def _spd(A, name: str = "A") -> np.ndarray:
 def _gram(G, noise_var) -> tuple[np.ndarray, float]:
     """A Gram matrix ``G`` and ``sigma^2 > 0`` with ``G + sigma^2 I`` positive definite."""
     G = _sym(G, "G")
-    s2 = positive_scalar(noise_var, "noise_var")
-    _spd(G + s2 * np.eye(G.shape[0]), "G + noise_var * I")
-    return G, s2
+    noise_var = positive_scalar(noise_var, "noise_var")
+    _spd(G + noise_var * np.eye(G.shape[0]), "G + noise_var * I")
+    return G, noise_var
 
 
 def _path_size(L: int, per_step: int, name: str = "L") -> None:
@@ -170,9 +170,9 @@ def _query(k_x, n: int) -> np.ndarray:
 def _krr_inputs(G, k_x, Y, noise_var) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """The checked ``(G, sigma^2, k_x, Y)`` of a query-side KRR function (G first: it
     sets ``n``)."""
-    G, s2 = _gram(G, noise_var)
+    G, noise_var = _gram(G, noise_var)
     n = G.shape[0]
-    return G, s2, _query(k_x, n), _vec(Y, "Y", n)
+    return G, noise_var, _query(k_x, n), _vec(Y, "Y", n)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -374,9 +374,9 @@ def krr_solution(G, k_x, Y, noise_var: float) -> tuple[np.ndarray, np.ndarray]:
     u_X : ndarray of shape (n,)
     u_x : float or ndarray of shape (m,)
     """
-    G, s2, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
+    G, noise_var, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
     n = G.shape[0]
-    alpha = np.linalg.solve(G + s2 * np.eye(n), Y)
+    alpha = np.linalg.solve(G + noise_var * np.eye(n), Y)
     return G @ alpha, k_x @ alpha
 
 
@@ -391,7 +391,7 @@ def _krr_recursion(G, k_x, Y, noise_var, eta, L, *, preconditioned: bool):
     Returns the training path of shape (L + 1, n) and, if ``k_x`` is given, the query path of shape
     (L + 1,) or (L + 1, m).
     """
-    G, s2 = _gram(G, noise_var)
+    G, noise_var = _gram(G, noise_var)
     n = G.shape[0]
     Y = _vec(Y, "Y", n)
     L = positive_int(L, "L")
@@ -410,11 +410,11 @@ def _krr_recursion(G, k_x, Y, noise_var, eta, L, *, preconditioned: bool):
     test = None if k_x is None else np.zeros((L + 1,) + k_x.shape[:-1])
     for l in range(L):
         r = Y - train[l]  # Y - u_X^l
-        train[l + 1] = (1.0 - eta[l] * s2 / s) * train[l] + (eta[l] / s) * (
+        train[l + 1] = (1.0 - eta[l] * noise_var / s) * train[l] + (eta[l] / s) * (
             G @ r
         )  # supp-eqn:grad train
         if test is not None:
-            test[l + 1] = (1.0 - eta[l] * s2 / s_x) * test[l] + (eta[l] / s_x) * (
+            test[l + 1] = (1.0 - eta[l] * noise_var / s_x) * test[l] + (eta[l] / s_x) * (
                 k_x @ r
             )  # supp-eqn:grad test
     return train, test
@@ -477,11 +477,11 @@ def krr_test_error_closed_form(G, k_x, Y, noise_var: float, eta: float, l: int):
     -------
     e : float or ndarray of shape (m,)
     """
-    G, s2, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
+    G, noise_var, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
     n = G.shape[0]
     eta = positive_scalar(eta, "eta")
     l = positive_int(l, "l", minimum=0, maximum=MAX_ITERATIONS)
-    A = G + s2 * np.eye(n)
+    A = G + noise_var * np.eye(n)
     c = np.linalg.solve(A, Y)  # (G + sigma^2 I)^{-1} Y
     c = np.linalg.matrix_power(np.eye(n) - eta * A, l) @ c
     return -(k_x @ c)
@@ -505,10 +505,10 @@ def _extremes(G) -> tuple[float, float]:
 
 def krr_convergence_factor(G, noise_var: float, eta: float) -> float:
     """The theorem's ``rho = 1 - eta (lambda_n(G) + sigma^2)`` (supp-thm:KRR, thm:TFdoPPD)."""
-    G, s2 = _gram(G, noise_var)
+    G, noise_var = _gram(G, noise_var)
     eta = positive_scalar(eta, "eta")
     _, lam_n = _extremes(G)
-    return 1.0 - eta * (lam_n + s2)
+    return 1.0 - eta * (lam_n + noise_var)
 
 
 def krr_training_bound(G, Y, noise_var: float, eta: float, L):
@@ -529,12 +529,12 @@ def krr_training_bound(G, Y, noise_var: float, eta: float, L):
     -------
     bound : float or ndarray like ``L``
     """
-    G, s2 = _gram(G, noise_var)
+    G, noise_var = _gram(G, noise_var)
     Y = _vec(Y, "Y", G.shape[0])
-    rho = krr_convergence_factor(G, s2, eta)
+    rho = krr_convergence_factor(G, noise_var, eta)
     lam_1, lam_n = _extremes(G)
     L = _depths(L)
-    return np.exp(-(1.0 - rho) * L) * lam_1 / (lam_n + s2) * np.linalg.norm(Y)
+    return np.exp(-(1.0 - rho) * L) * lam_1 / (lam_n + noise_var) * np.linalg.norm(Y)
 
 
 def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
@@ -549,12 +549,14 @@ def krr_testing_bound(G, k_x, Y, noise_var: float, eta: float, L):
     -------
     bound : ndarray of shape ``np.shape(L) + k_x.shape[:-1]``
     """
-    G, s2, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
-    rho = krr_convergence_factor(G, s2, eta)
+    G, noise_var, k_x, Y = _krr_inputs(G, k_x, Y, noise_var)
+    rho = krr_convergence_factor(G, noise_var, eta)
     _, lam_n = _extremes(G)
     L = _depths(L)
     fac = np.exp(-(1.0 - rho) * L)
-    return np.multiply.outer(fac, np.linalg.norm(k_x, axis=-1) / (lam_n + s2) * np.linalg.norm(Y))
+    return np.multiply.outer(
+        fac, np.linalg.norm(k_x, axis=-1) / (lam_n + noise_var) * np.linalg.norm(Y)
+    )
 
 
 # --------------------------------------------------------------------------------------------------

@@ -268,11 +268,11 @@ def ridge_cond(G, noise_var: float) -> float:
     G = _square(G)
     if G.ndim != 2:
         raise ValueError(f"G must be a single (n, n) matrix, got shape {G.shape}")
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     lam = np.linalg.eigvalsh(G)
     if lam[0] < -G.shape[0] * 16 * np.finfo(float).eps * max(abs(lam[-1]), 1.0):
         raise ValueError(f"G must be positive semi-definite, smallest eigenvalue {lam[0]:.3g}")
-    return float((lam[-1] + s2) / (max(lam[0], 0.0) + s2))
+    return float((lam[-1] + noise_var) / (max(lam[0], 0.0) + noise_var))
 
 
 def ridge_cond_bounds(
@@ -290,14 +290,14 @@ def ridge_cond_bounds(
     """
     n = positive_int(n, "n")
     rho = positive_scalar(rho, "rho", allow_zero=True)
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     a2 = positive_scalar(alpha, "alpha") ** 2
     if rho > a2:  # a mean of kernel values kappa(x, x') <= kappa(x, x) = alpha^2
         raise ValueError(
             f"rho must lie in [0, alpha^2] = [0, {a2}] (a mean kernel value), got {rho}"
         )
-    lo = (a2 + (n - 1) * rho + s2) / (a2 + s2)
-    hi = (n * a2 + s2) / s2
+    lo = (a2 + (n - 1) * rho + noise_var) / (a2 + noise_var)
+    hi = (n * a2 + noise_var) / noise_var
     return float(lo), float(hi)
 
 
@@ -351,13 +351,13 @@ def prec_spectrum(G, noise_var: float) -> PrecSpectrum:
     G = _square(G)
     if G.ndim != 2:
         raise ValueError(f"G must be a single (n, n) matrix, got shape {G.shape}")
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     s = G.sum(axis=1)  # D = diag(G 1)
     if np.any(s <= 0):
         raise ValueError("G must have positive row sums for D^{-1} (e.g. an RBF Gram)")
     r = 1.0 / np.sqrt(s)
     A_tilde = r[:, None] * G * r[None, :]  # D^{-1/2} G D^{-1/2}
-    lam = np.linalg.eigvalsh(A_tilde + np.diag(s2 / s))  # ~ D^{-1}(G + s2 I)
+    lam = np.linalg.eigvalsh(A_tilde + np.diag(noise_var / s))  # ~ D^{-1}(G + sigma^2 I)
     lam_A = top_eigenvalue(A_tilde)
     return PrecSpectrum(float(lam[-1]), float(lam[0]), float(lam[-1] / lam[0]), float(lam_A), s)
 
@@ -383,14 +383,14 @@ def prec_bounds(s, noise_var: float, alpha: float = 1.0) -> PrecBounds:
     s = as_float_array(s, "s", ndim=1)
     if s.size == 0 or np.any(s <= 0):
         raise ValueError("s must be a non-empty vector of positive row sums")
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     a2 = positive_scalar(alpha, "alpha") ** 2
     s_min, s_max = float(s.min()), float(s.max())
     return PrecBounds(
-        lambda1=(1.0, 1.0 + s2 / s_min),
-        lambda1_paper=(1.0, 1.0 + s2 / a2),
-        lambda_n=(s2 / s_max, (a2 + s2) / s_max),
-        cond=(s_max / (a2 + s2), s_max * (a2 + s2) / (a2 * s2)),
+        lambda1=(1.0, 1.0 + noise_var / s_min),
+        lambda1_paper=(1.0, 1.0 + noise_var / a2),
+        lambda_n=(noise_var / s_max, (a2 + noise_var) / s_max),
+        cond=(s_max / (a2 + noise_var), s_max * (a2 + noise_var) / (a2 * noise_var)),
     )
 
 
@@ -495,7 +495,7 @@ def admissible_step_curve(
     if ns.size == 0:
         raise ValueError("ns must be non-empty")
     d = positive_int(d, "d")
-    s2 = positive_scalar(noise_var, "noise_var")
+    noise_var = positive_scalar(noise_var, "noise_var")
     n_trials = positive_int(n_trials, "n_trials")
     rng = check_rng(rng)
     choice(design, "design", DESIGNS)
@@ -509,7 +509,7 @@ def admissible_step_curve(
                 lam1 = linear_gram_eigenvalues(X, kernel.sigma_diag)[0]
             else:
                 lam1 = top_eigenvalue(kernel(X))
-            steps[i, r] = 2.0 / (lam1 + s2)  # eqn:convg cond
+            steps[i, r] = 2.0 / (lam1 + noise_var)  # eqn:convg cond
     mean = steps.mean(axis=1)
     if design != "gaussian":
         lam_inf = np.nan
@@ -523,5 +523,5 @@ def admissible_step_curve(
         mean=mean,
         std=steps.std(axis=1, ddof=1) if n_trials > 1 else np.zeros(ns.size),
         reference=mean[0] * (ns[0] / ns),
-        limit=2.0 / (ns * lam_inf + s2),
+        limit=2.0 / (ns * lam_inf + noise_var),
     )

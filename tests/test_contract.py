@@ -179,11 +179,13 @@ SKIP: dict[str, str] = {
     "pfntheory.convergence.read_curve_points": "reads a learning-curve file",
     "pfntheory.convergence.curve_problem": "checks a document: any value is valid input (it says "
     "what is wrong)",
-    "pfntheory.nn.train.weights_problem": "reads a run directory",
+    "pfntheory.nn.state.weights_problem": "reads a run directory",
     "pfntheory.nn.train.train": "trains a model",
-    "pfntheory.nn.train.load_trained": "reads a run directory",
-    "pfntheory.nn.train.read_config": "reads a run directory",
-    "pfntheory.nn.train.read_learning_curve": "reads a run directory",
+    "pfntheory.nn.state.load_trained": "reads a run directory",
+    "pfntheory.nn.state.read_config": "reads a run directory",
+    "pfntheory.nn.state.refuse_other_config": "reads a run directory",
+    "pfntheory.nn.curve.read_learning_curve": "reads a run directory",
+    "pfntheory.nn.curve.LearningCurves": "reads and writes a run directory",
     "pfntheory.nn.evaluate.evaluate": "reads a run directory",
     "pfntheory.nn.evaluate.compare_to_construction": "reads a run directory",
     "pfntheory.casestudy.pfn.pretrain": "trains a model",
@@ -202,8 +204,7 @@ SKIP: dict[str, str] = {
     "pfntheory.report.plots.plot_learning_curves": "draws on matplotlib axes",
     # process state
     "pfntheory.runs.temporary_environ": "changes the process environment",
-    "pfntheory.nn.model.select_device": "depends on the machine's accelerators",
-    "pfntheory.nn.train.resolve_device": "depends on the machine's accelerators",
+    "pfntheory.nn.device.select_device": "depends on the machine's accelerators",
 }
 
 #: Modules that need torch: skipped with this reason when torch does not import.
@@ -337,18 +338,18 @@ def _mh_fit():
 
 
 def _mh_model():
-    from pfntheory.config import ModelConfig, TaskConfig
+    from pfntheory.config import ModelSpec, TaskSpec
     from pfntheory.nn.multihead import MixturePFN
 
-    cfg = ModelConfig("rbf", 3, 8, normalised=True, mixture=True, d=2)
-    task = TaskConfig(kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,))
+    cfg = ModelSpec("rbf", 3, 8, normalised=True, mixture=True)
+    task = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,))
     return MixturePFN(cfg, torch.linspace(-3.0, 3.0, 9), task)
 
 
 def _mh_common():
     return {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "X": lambda: X.copy(),
         "Y": lambda: Y.copy(),
         "x": lambda: XQ1.copy(),
@@ -363,9 +364,9 @@ def _claim():
 
 
 def _model_config():
-    from pfntheory.config import ModelConfig
+    from pfntheory.config import ModelSpec
 
-    return ModelConfig("rbf", 2, 8, d=2)
+    return ModelSpec("rbf", 2, 8)
 
 
 def _tensor(*shape):
@@ -421,7 +422,6 @@ VALID: dict[str, Callable[[], object]] = {
     "mu": lambda: MU.copy(),
     "n": lambda: 5,
     "noise_var": lambda: 0.1,
-    "noise_vars": lambda: np.array([0.1, 0.2]),
     "ns": lambda: (5, 10),
     "omega_half_mesh": lambda: 0.1,
     "pdf": lambda: _gauss_pdf,
@@ -478,22 +478,22 @@ def _reference_result():
 
 
 def _train_config():
-    from pfntheory.nn.train import TrainConfig
+    from pfntheory.tree import RunSpec
 
-    return TrainConfig(_task_config(), _model_config(), 4, 8, 2, 1e-3, batch_size=4)
+    return RunSpec(_task_config(), _model_config(), 4, 8, 2, 1e-3, batch_size=4)
 
 
 def _task_config():
-    from pfntheory.config import TaskConfig
+    from pfntheory.config import TaskSpec
 
-    return TaskConfig("rbf", 2)
+    return TaskSpec("rbf", 2)
 
 
 def _model():
     from pfntheory.nn.model import PFNTransformer
 
     return PFNTransformer(
-        _model_config(), torch.linspace(-3.0, 3.0, 9, dtype=torch.float64)
+        _model_config(), torch.linspace(-3.0, 3.0, 9, dtype=torch.float64), _task_config()
     ).double()
 
 
@@ -511,7 +511,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "d": lambda: 2,
         "L": lambda: 3,
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "eta": lambda: 0.1,
     },
     "pfntheory.multihead.multihead_forward": {
@@ -522,11 +522,11 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.multihead.head_steps": {"eta": lambda: 0.1, "H": lambda: 2, "L": lambda: 3},
     "pfntheory.multihead.exact_logdet": {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
     },
     "pfntheory.multihead.exact_log_weights": {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "log_prior": lambda: np.log([0.5, 0.5]),
     },
     "pfntheory.multihead.logdet_features": {
@@ -535,7 +535,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.multihead.fit_logdet_readout": {
         "kernels": lambda: list(MH_KERNELS),
-        "noise_vars": lambda: MH_NV.copy(),
+        "noise_var": lambda: MH_NV.copy(),
         "d": lambda: 2,
         "ns": lambda: (4, 5, 6, 8),
         "n_draws": lambda: 2,
@@ -579,11 +579,11 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "n_instances": lambda: 1,
     },
     "pfntheory.nn.multihead.MixturePFN": {
-        "config": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelConfig(
-            "rbf", 3, 8, normalised=True, mixture=True, d=2
+        "config": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelSpec(
+            "rbf", 3, 8, normalised=True, mixture=True
         ),
         "edges": lambda: torch.linspace(-3.0, 3.0, 9),
-        "task": lambda: __import__("pfntheory.config", fromlist=["x"]).TaskConfig(
+        "task": lambda: __import__("pfntheory.config", fromlist=["x"]).TaskSpec(
             kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,)
         ),
     },
@@ -726,10 +726,8 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "statement": lambda: "a statement",
     },
     "pfntheory.claims.gating.diff_se": {"a": lambda: (0.3, 0.01), "b": lambda: (0.2, 0.01)},
-    "pfntheory.config.TaskConfig": {"kind": lambda: "rbf"},
     "pfntheory.config.TaskSpec": {"kind": lambda: "rbf"},
     "pfntheory.config.ModelSpec": {"L": lambda: 2},
-    "pfntheory.config.ModelConfig": {"L": lambda: 2},
     "pfntheory.construction.attention_scores": {
         "KZ": lambda: (
             _handset().K[0]
@@ -765,15 +763,17 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.experiments.definitions.get_experiment": {"name": lambda: "fig_exp1"},
     "pfntheory.experiments.published.published_rows": {"experiment": lambda: "supp_tab_hier"},
     "pfntheory.experiments.reference.ppd_at_query": {
-        "noise_vars": lambda: np.array([0.1, 0.2]),
+        "noise_var": lambda: np.array([0.1, 0.2]),
         "h_true": lambda: 0,
     },
-    "pfntheory.experiments.specs.EvalSpec": {"n_eval": lambda: (4, 8), "n_instances": lambda: 16},
+    "pfntheory.gp.mixture_ppd": {"noise_var": lambda: np.array([0.1, 0.2])},
+    "pfntheory.tree.EvalSpec": {"n_eval": lambda: (4, 8), "n_instances": lambda: 16},
+    "pfntheory.tree.task_identity": {"task": _task_config},
     "pfntheory.experiments.specs.ExactPPDSpec": {
         "n_eval": lambda: (4, 8),
         "n_instances": lambda: 16,
     },
-    "pfntheory.experiments.specs.RunSpec": {
+    "pfntheory.tree.RunSpec": {
         "model": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelSpec("rbf", 2, 8),
         "n_min": lambda: 4,
         "n_max": lambda: 8,
@@ -781,8 +781,8 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "lr": lambda: 1e-3,
     },
     "pfntheory.experiments.specs.StepsizeSpec": {"kernel": lambda: "rbf", "n_trials": lambda: 2},
-    "pfntheory.experiments.specs.canonical_json": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
-    "pfntheory.experiments.specs.spec_hash": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
+    "pfntheory.tree.canonical_json": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
+    "pfntheory.tree.spec_hash": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
     "pfntheory.experiments.specs.run_name": {
         "spec": lambda: __import__("pfntheory.experiments.specs", fromlist=["x"]).StepsizeSpec(
             "rbf", 2, (5, 10), 2
@@ -824,13 +824,15 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.nn.model.DenseTransformer": {
         "config": _model_config,
         "edges": lambda: torch.linspace(-3.0, 3.0, 9),
+        "task": _task_config,
     },
     "pfntheory.nn.model.PFNTransformer": {
         "config": _model_config,
         "edges": lambda: torch.linspace(-3.0, 3.0, 9),
+        "task": _task_config,
     },
-    "pfntheory.nn.model.default_eta": {"config": _model_config},
-    "pfntheory.nn.model.load_handset": {
+    "pfntheory.nn.model.default_eta": {"config": _model_config, "task": _task_config},
+    "pfntheory.nn.handset.load_handset": {
         "model": _model,
         "weights": lambda: __import__("pfntheory.construction", fromlist=["x"]).handset_weights(
             2, 2, 0.1, 0.1, K
@@ -854,28 +856,21 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "n_max": lambda: 8,
         "generator": lambda: torch.Generator().manual_seed(0),
     },
-    "pfntheory.nn.train.TrainConfig": {
-        "task": _task_config,
-        "model": _model_config,
-        "n_min": lambda: 4,
-        "n_max": lambda: 8,
-        "steps": lambda: 2,
-        "lr": lambda: 1e-3,
-    },
-    "pfntheory.nn.train.build_model": {
-        "config": _train_config,
+    "pfntheory.nn.state.build_model": {
+        "spec": _train_config,
         "interval": lambda: (-3.0, 3.0),
         "device": lambda: "cpu",
     },
-    "pfntheory.nn.train.curve_steps": {"steps": lambda: 100, "n_points": lambda: 5},
-    "pfntheory.nn.train.format_learning_curve": {
+    "pfntheory.nn.state.config_doc": {"spec": _train_config},
+    "pfntheory.nn.curve.curve_steps": {"steps": lambda: 100, "n_points": lambda: 5},
+    "pfntheory.nn.curve.format_learning_curve": {
         "doc": lambda: {"n_eval": [4], "points": _points()}
     },
     "pfntheory.nn.train.group_sizes": {"batch_size": lambda: 8, "groups": lambda: 2},
     "pfntheory.nn.train.lr_factor": {"step": lambda: 5, "steps": lambda: 100},
     "pfntheory.nn.train.schedule_for": {"kind": lambda: "rbf", "mode": lambda: "learnable"},
     "pfntheory.nn.train.step_batches": {
-        "config": _train_config,
+        "spec": _train_config,
         "generator": lambda: torch.Generator().manual_seed(0),
         "device": lambda: "cpu",
         "dtype": lambda: torch.float64,
@@ -992,7 +987,6 @@ POSITIVE = {
     "lengthscales",
     "lr",
     "noise_var",
-    "noise_vars",
     "noise_std",
     "sigma_diag",
     "tau",
@@ -1102,8 +1096,8 @@ SEMANTIC: dict[str, dict[str, Callable[[np.ndarray], np.ndarray]]] = {
 NOT_FUZZED: dict[tuple[str, str], str] = {
     ("pfntheory.discretize.check_edges", "name"): "the name the error messages use",
     ("pfntheory.discretize.check_probs", "name"): "the name the error messages use",
-    ("pfntheory.experiments.specs.canonical_json", "obj"): "any JSON value (None, str...)",
-    ("pfntheory.experiments.specs.spec_hash", "obj"): "any JSON value (None, str...)",
+    ("pfntheory.tree.canonical_json", "obj"): "any JSON value (None, str...)",
+    ("pfntheory.tree.spec_hash", "obj"): "any JSON value (None, str...)",
 }
 
 

@@ -144,8 +144,8 @@ def test_run_names_derive_from_config_and_never_collide():
     by_name: dict[str, str] = {}
     n = 0
     for _, _, spec in _all_runs():
-        config = canonical_json(spec.training())
-        assert spec.name.endswith("-" + spec_hash(spec.training())), spec.name
+        config = canonical_json(spec.identity())
+        assert spec.name.endswith("-" + spec_hash(spec.identity())), spec.name
         assert by_name.setdefault(spec.name, config) == config, f"two configs share {spec.name}"
         n += 1
     hashes = {name.rsplit("-", 1)[1] for name in by_name}
@@ -899,20 +899,20 @@ def test_late_runspec_fields_keep_old_run_names():
     """Adding lr_units / curve / context_groups fields must not rename the committed runs: at their
     defaults they are left out of the hashed identity; set, they enter it."""
     r = get_experiment("fig_exp1").runs("quick")[0]
-    assert "curve_n_eval" not in r.training() and "lr_units" not in r.training()
+    assert "curve_n_eval" not in r.identity() and "lr_units" not in r.identity()
     r2 = dataclasses.replace(r, curve_n_eval=(32, 64))
-    assert r2.name != r.name and r2.training()["curve_n_eval"] == (32, 64)
+    assert r2.name != r.name and r2.identity()["curve_n_eval"] == (32, 64)
     with pytest.raises(ValueError, match="lr_units"):
         dataclasses.replace(r, lr_units="fast")
-    assert "context_groups" not in r.training()
+    assert "context_groups" not in r.identity()
     r3 = dataclasses.replace(r, context_groups=4)
-    assert r3.name != r.name and r3.train_config(device="cpu").context_groups == 4
+    assert r3.name != r.name and r3.context_groups == 4
     with pytest.raises(ValueError, match="context_groups must be <= batch_size"):
         dataclasses.replace(r, context_groups=r.batch_size + 1)
-    assert "curve_points" not in r.training()
+    assert "curve_points" not in r.identity()
     r4 = dataclasses.replace(r, curve_n_eval=(32,), curve_points=24)
     assert r4.name != dataclasses.replace(r, curve_n_eval=(32,)).name
-    assert r4.train_config(device="cpu").curve_points == 24
+    assert r4.curve_points == 24 and r4.identity()["curve_points"] == 24
     with pytest.raises(ValueError, match="curve_points"):
         dataclasses.replace(r, curve_points=1)
 
@@ -961,32 +961,34 @@ def test_sweep_workers_import_nothing_after_the_fork(tmp_path, backend):
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
-def test_specs_are_the_nn_configs_bases():
-    """One definition of the prior and of the architecture: the nn layer's TaskConfig / ModelConfig
-    extend the experiments' TaskSpec / ModelSpec (pfntheory.config), the conversion carries every
-    field, and a RunSpec refuses the extended classes, whose extra fields would enter (and silently
-    change) the hashed identity of its directory."""
-    from pfntheory.config import ModelConfig, TaskConfig
+def test_the_run_tree_has_one_class_per_node():
+    """One definition of the prior and of the architecture (pfntheory.config), no Spec/Config pairs:
+    the experiments' RunSpec is the tree nn.train.train takes; the model holds no copy of the
+    prior's ``d`` or noise (fails if ModelSpec grew a ``d`` / ``noise_var_init`` field again); the
+    prior's fields added with the tree (lengthscales, sigma_diag, x_scale) and the model's
+    (mlp_width, eta_init, ...) enter a run's identity only away from their defaults."""
+    from pfntheory import config, tree
 
-    # The first trained run of the design (its exact-PPD reference has no model; the order of the
-    # design's runs follows the cost model and is not part of this contract).
     spec = next(s for s in get_experiment("supp_tab_hier").runs("cpu") if isinstance(s, RunSpec))
-    task, model = spec.task.to_nn(), spec.model.to_nn(spec.task.d, spec.task.noise_var)
-    assert isinstance(task, TaskSpec) and isinstance(model, ModelSpec)
-    for base, ext in ((spec.task, task), (spec.model, model)):
-        for f in dataclasses.fields(base):
-            assert getattr(ext, f.name) == getattr(base, f.name), f.name
-    assert spec.task.to_nn(covariates="uniform").covariates == "uniform"
+    assert RunSpec is tree.RunSpec and TaskSpec is config.TaskSpec and ModelSpec is config.ModelSpec
+    assert not hasattr(config, "TaskConfig") and not hasattr(config, "ModelConfig")
+    model_fields = {f.name for f in dataclasses.fields(ModelSpec)}
+    assert not model_fields & {"d", "noise_var", "noise_var_init"}, model_fields
+    ident = spec.identity()
+    assert not {"lengthscales", "sigma_diag", "x_scale"} & set(ident["task"])
+    assert not {"mlp_width", "eta_init", "scale_init", "tau_min"} & set(ident["model"])
+    wider = dataclasses.replace(spec, model=dataclasses.replace(spec.model, scale_init=1.25))
+    assert wider.identity()["model"]["scale_init"] == 1.25 and wider.name != spec.name
     with pytest.raises(TypeError, match="task must be a TaskSpec"):
-        dataclasses.replace(spec, task=task)
+        dataclasses.replace(spec, task=dataclasses.asdict(spec.task))
     with pytest.raises(TypeError, match="model must be a ModelSpec"):
-        dataclasses.replace(spec, model=model)
-    with pytest.raises(ValueError, match="task kind"):
-        dataclasses.replace(spec, task=TaskSpec(kind="ard_rbf", d=2))
+        dataclasses.replace(spec, model=dataclasses.asdict(spec.model))
     with pytest.raises(ValueError, match="requires lengthscales"):
-        TaskConfig(kind="ard_rbf", d=2)
-    with pytest.raises(TypeError):  # d is keyword-only: a positional (score, d, L, C) is refused
-        ModelConfig("rbf", 2, 8, 64)  # type: ignore[misc]
+        dataclasses.replace(spec, task=TaskSpec(kind="ard_rbf", d=2))
+    with pytest.raises(ValueError, match="task kind"):  # the exact references: the paper's priors
+        ExactPPDSpec(
+            task=TaskSpec(kind="ard_rbf", d=1, lengthscales=(1.0,)), n_eval=(4,), n_instances=4
+        )
 
 
 def test_a_run_with_a_corrupt_or_missing_learning_curve_is_not_complete(tmp_path):

@@ -13,9 +13,9 @@ import torch
 
 from pfntheory.nn import fast_oracle as fo
 from pfntheory.nn import fused
-from pfntheory.nn.priors import TaskConfig, _components, _covariates, sample_batch
+from pfntheory.nn.priors import TaskSpec, _components, _covariates, sample_batch
 
-TASK = TaskConfig(kind="rbf", d=16)  # the paper's evaluation: d = 16, ell = 0.8, sigma = 0.2
+TASK = TaskSpec(kind="rbf", d=16)  # the paper's evaluation: d = 16, ell = 0.8, sigma = 0.2
 EPS32 = float(torch.finfo(torch.float32).eps)
 
 
@@ -86,7 +86,7 @@ def test_law_of_the_labels(path):
     X = Xa[:, :n]
     L = torch.linalg.cholesky(fo._gram32(c, X.float())).double()
     A = c.gram(X, X)
-    A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
+    A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
     gamma = (n + 1) * EPS32 / (1 - (n + 1) * EPS32)
     E = (L @ L.mT - A).abs()
     assert bool((E <= gamma * (L.abs() @ L.abs().mT)).all())
@@ -99,7 +99,7 @@ def test_ill_conditioned_instances_are_redone_in_float64(path):
     n = 64
     Xa, z = _draw(n, 3)
     Xa[1, 1] = Xa[1, 0]  # a repeated context input
-    c = dataclasses.replace(_components(TASK)[0], s2=1e-7)
+    c = dataclasses.replace(_components(TASK)[0], noise_var=1e-7)
     r = fo.oracle32(c, Xa, z)
     assert int(r["steps"][1]) == -1
     mu, tau = fo.oracle64(c, Xa, r["Y"])
@@ -109,7 +109,7 @@ def test_ill_conditioned_instances_are_redone_in_float64(path):
 
 def test_other_kinds_are_sample_batch():
     """BLR (and the hierarchical prior) are sample_batch's draws, unchanged."""
-    task = TaskConfig(kind="blr", d=5)
+    task = TaskSpec(kind="blr", d=5)
     a = sample_batch(task, 8, 20, torch.Generator().manual_seed(0))
     b = fo.sample_batch_fast(task, 8, 20, torch.Generator().manual_seed(0))
     for f in dataclasses.fields(a):
@@ -145,6 +145,6 @@ def test_not_positive_definite_even_in_float64(path):
     sample_batch raises, not torch's linear-algebra error."""
     Xa, z = _draw(16, 2)
     Xa[0, 1] = Xa[0, 0]
-    c = dataclasses.replace(_components(TASK)[0], s2=0.0)
+    c = dataclasses.replace(_components(TASK)[0], noise_var=0.0)
     with pytest.raises(ValueError, match="noise_var"):
         fo.oracle32(c, Xa, z)

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.nn import attention, fused
 from pfntheory.nn.attention import scaled_kernel_attention
-from pfntheory.nn.model import ModelConfig, PFNTransformer
+from pfntheory.nn.model import PFNTransformer
 from pfntheory.nn.solver import solver_layers
 
 
@@ -158,10 +159,10 @@ def test_model_step_matches_eager(built, mode, score, monkeypatch):
     stack = fused.solver_stack
     monkeypatch.setattr(fused, "solver_stack", lambda *a: calls.append(1) or stack(*a))
     for normalised in (False, True):
-        cfg = ModelConfig(score=score, d=2, L=4, C=16, mode=mode, normalised=normalised)
+        cfg = ModelSpec(score=score, L=4, C=16, mode=mode, normalised=normalised)
         edges = torch.linspace(-3, 3, 17, dtype=torch.float64)
         torch.manual_seed(0)
-        model = PFNTransformer(cfg, edges).double()
+        model = PFNTransformer(cfg, edges, TaskSpec(kind="rbf", d=2)).double()
         g = torch.Generator().manual_seed(1)
         X = torch.randn(4, 9, 2, generator=g, dtype=torch.float64)
         Y = torch.randn(4, 9, generator=g, dtype=torch.float64)
@@ -334,21 +335,18 @@ RECORD = Path(__file__).parents[1] / "benchmarks" / "results" / "fused_training.
 
 
 def _tiny_config(steps=30):
-    from pfntheory.nn.priors import TaskConfig
-    from pfntheory.nn.train import TrainConfig
+    from pfntheory.tree import RunSpec
 
-    return TrainConfig(
-        task=TaskConfig(kind="rbf", d=2),
-        model=ModelConfig(score="rbf", d=2, L=3, C=16, mode="learnable", scale_init=1.25),
+    return RunSpec(
+        task=TaskSpec(kind="rbf", d=2),
+        model=ModelSpec(score="rbf", L=3, C=16, mode="learnable", scale_init=1.25),
         n_min=12,
         n_max=20,
         steps=steps,
         lr=3e-2,
         lr_units="elementwise",
         batch_size=32,
-        device="cpu",
         interval=(-3.0, 3.0),
-        checkpoint_every=10**6,
         curve_n_eval=(16,),
         curve_instances=256,
         curve_points=3,
@@ -366,6 +364,8 @@ def _train_twice(tmp_path):
             run = train(
                 _tiny_config(),
                 tmp_path / str(flag),
+                device="cpu",
+                checkpoint_every=10**6,
                 progress=False,
                 callback=lambda s, x, out=losses: out.append(x),
             )

@@ -201,7 +201,7 @@ def _specs() -> list[Spec]:
         gp.mixture_ppd,
         {
             "kernels": [K, K],
-            "noise_vars": [0.1, 0.2],
+            "noise_var": [0.1, 0.2],
             "prior_weights": [0.5, 0.5],
             "X": X,
             "Y": Y,
@@ -209,7 +209,7 @@ def _specs() -> list[Spec]:
         },
         {
             "kernels": "kernels",
-            "noise_vars": "array+ndim+neg",
+            "noise_var": "array+ndim+neg",
             "prior_weights": "array+ndim+neg",
             "X": "array+empty+d0",
             "Y": "array",

@@ -165,7 +165,7 @@ def test_bad_input_names_argument(bad, match):
             lambda: mixture_ppd(
                 [RBFKernel()], [0.1, 0.2], [1.0], np.zeros((3, 1)), np.zeros(3), np.zeros((1, 1))
             ),
-            "noise_vars",
+            "noise_var",
         ),
     ],
 )

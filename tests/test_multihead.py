@@ -11,19 +11,19 @@ import pytest
 import torch
 
 from pfntheory import multihead as mh
-from pfntheory.config import ModelConfig, ModelSpec, TaskConfig, prior_components
+from pfntheory.config import ModelSpec, TaskSpec, prior_components
 from pfntheory.discretize import bin_edges
 from pfntheory.experiments.definitions import get_experiment
-from pfntheory.experiments.specs import RunSpec, TaskSpec
+from pfntheory.experiments.specs import RunSpec
 from pfntheory.nn.multihead import MixturePFN, load_multihead_handset
 from pfntheory.nn.train import build_model
 
 RUNS = Path(__file__).resolve().parents[1] / "reports" / "runs"
-TASK = TaskConfig(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
+TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
 
 
 def _model(normalised=True, L=5, C=32, dtype=torch.float64, **kw) -> MixturePFN:
-    cfg = ModelConfig(score="rbf", L=L, C=C, normalised=normalised, mixture=True, d=2, **kw)
+    cfg = ModelSpec(score="rbf", L=L, C=C, normalised=normalised, mixture=True, **kw)
     edges = torch.as_tensor(bin_edges(-3.0, 3.0, C))
     with torch.random.fork_rng(devices=[]):
         torch.set_default_dtype(dtype)
@@ -122,11 +122,13 @@ def test_bad_configs_are_refused():
         ModelSpec(score="rbf", L=1, C=8, mixture=True)
     with pytest.raises(ValueError, match="mixture must be a bool"):
         ModelSpec(score="rbf", L=4, C=8, mixture="yes")
-    cfg = ModelConfig(score="rbf", L=3, C=8, normalised=True, mixture=True, d=2)
+    cfg = ModelSpec(score="rbf", L=3, C=8, normalised=True, mixture=True)
     with pytest.raises(ValueError, match="RBF components"):
-        MixturePFN(cfg, torch.as_tensor(bin_edges(-3, 3, 8)), TaskConfig(kind="blr", d=2))
-    with pytest.raises(TypeError, match="TaskConfig"):
+        MixturePFN(cfg, torch.as_tensor(bin_edges(-3, 3, 8)), TaskSpec(kind="blr", d=2))
+    with pytest.raises(TypeError, match="TaskSpec"):
         MixturePFN(cfg, torch.as_tensor(bin_edges(-3, 3, 8)), "hier_rbf")
+    with pytest.raises(ValueError, match="mixture=True"):  # the one check of L, score, mode, head
+        MixturePFN(ModelSpec(score="rbf", L=3, C=8), torch.as_tensor(bin_edges(-3, 3, 8)), TASK)
 
 
 def test_run_spec_selects_the_model_and_keeps_old_names():
@@ -135,10 +137,10 @@ def test_run_spec_selects_the_model_and_keeps_old_names():
     ``build_model`` the multi-head model."""
     single = get_experiment("supp_tab_hier").runs("cpu")[0]
     assert (RUNS / "supp_tab_hier" / single.name / "config.json").is_file(), single.name
-    assert "mixture" not in single.training()["model"]
+    assert "mixture" not in single.identity()["model"]
     mixed = dataclasses.replace(single, model=dataclasses.replace(single.model, mixture=True))
     assert mixed.name != single.name and "-pr-mix-learn-" in mixed.name
-    assert mixed.training()["model"]["mixture"] is True
+    assert mixed.identity()["model"]["mixture"] is True
     tiny = RunSpec(
         task=TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5,), hier_noise_stds=(0.2, 0.3)),
         model=ModelSpec(score="rbf", L=3, C=8, normalised=True, mixture=True),
@@ -147,5 +149,5 @@ def test_run_spec_selects_the_model_and_keeps_old_names():
         steps=2,
         lr=1e-3,
     )
-    model = build_model(tiny.train_config(device="cpu"), (-3.0, 3.0), "cpu")
+    model = build_model(tiny, (-3.0, 3.0), "cpu")
     assert isinstance(model, MixturePFN) and model.H == 2

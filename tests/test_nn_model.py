@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 import torch
 
+from pfntheory import DEFAULT_NOISE_VAR
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.discretize import bin_edges
 from pfntheory.nn import (
     DenseTransformer,
-    ModelConfig,
     PFNTransformer,
     default_eta,
     kernel_attention,
@@ -21,6 +22,11 @@ from pfntheory.readout import logits_from_natural, psi_gaussian
 
 SCORES = ["linear", "rbf", "softmax"]
 EDGES = torch.as_tensor(bin_edges(-3.0, 3.0, 8), dtype=torch.float64)
+
+
+def prior(d: int, noise_var: float = DEFAULT_NOISE_VAR) -> TaskSpec:
+    """The prior node a model takes its ``d`` and ``sigma^2`` from."""
+    return TaskSpec(kind="rbf", d=d, noise_var=noise_var)
 
 
 def _data(B=4, n=6, d=3, seed=0, dtype=torch.float64):
@@ -37,9 +43,8 @@ def _data(B=4, n=6, d=3, seed=0, dtype=torch.float64):
 @pytest.mark.parametrize("head", ["psi", "mlp"])
 def test_output_shapes_and_finite(score, normalised, mode, head):
     """Logits (B, C), mu and tau (B,), finite, in the model's dtype. Fails on any shape slip."""
-    cfg = ModelConfig(
+    cfg = ModelSpec(
         score=score,
-        d=3,
         L=3,
         C=8,
         mode=mode,
@@ -48,7 +53,7 @@ def test_output_shapes_and_finite(score, normalised, mode, head):
         scale_init=0.7,
         eta_init=0.05,
     )
-    model = PFNTransformer(cfg, EDGES)
+    model = PFNTransformer(cfg, EDGES, prior(3))
     X, Y, xq = _data(dtype=torch.float32)
     out = model(X, Y, xq)
     assert out.logits.shape == (4, 8) and out.mu.shape == (4,) and out.tau.shape == (4,)
@@ -62,11 +67,11 @@ def test_parameter_sets_of_the_modes():
     the wrong weights."""
     d, L = 3, 5
     names = lambda m: {k: tuple(p.shape) for k, p in m.named_parameters()}  # noqa: E731
-    lin = names(PFNTransformer(ModelConfig(score="linear", d=d, L=L, C=8, mode="theory"), EDGES))
+    lin = names(PFNTransformer(ModelSpec(score="linear", L=L, C=8, mode="theory"), EDGES, prior(d)))
     assert lin == {"scale": (L, d), "eta": (L - 1,)}
-    rbf = names(PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8, mode="theory"), EDGES))
+    rbf = names(PFNTransformer(ModelSpec(score="rbf", L=L, C=8, mode="theory"), EDGES, prior(d)))
     assert rbf == {"scale": (L, d), "amp": (), "eta": (L - 1,), "eta_drift": (L - 1,)}
-    learn = names(PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8), EDGES))
+    learn = names(PFNTransformer(ModelSpec(score="rbf", L=L, C=8), EDGES, prior(d)))
     assert learn == {
         "scale": (L, d),
         "amp": (),
@@ -76,7 +81,7 @@ def test_parameter_sets_of_the_modes():
         "head.s": (2,),
     }
     shared = names(
-        PFNTransformer(ModelConfig(score="rbf", d=d, L=L, C=8, shared_scale=True), EDGES)
+        PFNTransformer(ModelSpec(score="rbf", L=L, C=8, shared_scale=True), EDGES, prior(d))
     )
     assert shared["scale"] == (1, d)
 
@@ -85,8 +90,8 @@ def test_parameter_sets_of_the_modes():
 def test_every_parameter_gets_a_gradient(mode):
     """A loss on the logits reaches every trainable parameter (non-zero gradient). Fails if a
     parameter is disconnected from the output."""
-    cfg = ModelConfig(score="rbf", d=2, L=3, C=8, mode=mode, eta_init=0.05)
-    model = PFNTransformer(cfg, EDGES).double()
+    cfg = ModelSpec(score="rbf", L=3, C=8, mode=mode, eta_init=0.05)
+    model = PFNTransformer(cfg, EDGES, prior(2)).double()
     X, Y, xq = _data(d=2)
     out = model(X, Y, xq)
     (torch.log_softmax(out.logits, -1)[:, 3].sum() + out.mu.sum() + out.tau.sum()).backward()
@@ -100,18 +105,20 @@ def test_learnable_initialised_at_theory():
     X, Y, xq = _data(d=2)
     outs = []
     for mode in ("theory", "learnable"):
-        cfg = ModelConfig(score="rbf", d=2, L=4, C=8, mode=mode, amp_init=1.7, eta_init=0.03)
-        outs.append(PFNTransformer(cfg, EDGES).double()(X, Y, xq))
+        cfg = ModelSpec(score="rbf", L=4, C=8, mode=mode, amp_init=1.7, eta_init=0.03)
+        outs.append(PFNTransformer(cfg, EDGES, prior(2)).double()(X, Y, xq))
     # the initial values are stored in float32 (default dtype) before .double(); theory and
     # learnable round different products (eta, eta*sigma^2), so they agree to float32 eps ~ 1e-7.
     torch.testing.assert_close(outs[0].logits, outs[1].logits, rtol=1e-6, atol=1e-6)
 
 
 def test_default_eta_documented_values():
-    """eta_init=None resolves to 1/(1+sigma^2) for TF^pr and 0.005 for TF."""
-    assert default_eta(ModelConfig(score="rbf", d=1, L=2, C=2, normalised=True)) == 1 / 1.04
-    assert default_eta(ModelConfig(score="rbf", d=1, L=2, C=2)) == 0.005
-    assert default_eta(ModelConfig(score="rbf", d=1, L=2, C=2, eta_init=0.3)) == 0.3
+    """eta_init=None resolves to 1/(1+sigma^2) for TF^pr and 0.005 for TF (sigma^2 the prior's)."""
+    assert default_eta(ModelSpec(score="rbf", L=2, C=2, normalised=True), prior(1)) == 1 / 1.04
+    assert default_eta(ModelSpec(score="rbf", L=2, C=2), prior(1)) == 0.005
+    assert default_eta(ModelSpec(score="rbf", L=2, C=2, eta_init=0.3), prior(1)) == 0.3
+    model = PFNTransformer(ModelSpec(score="rbf", L=2, C=8, normalised=True), EDGES, prior(1, 0.25))
+    assert float(model.V.detach()[0, 0]) == pytest.approx(1 / 1.25, rel=1e-7)  # float32 storage
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,8 +226,8 @@ def test_psi_head_matches_numpy_logits():
     """Psi head = Xi (psi_1, psi_2) + log Delta_c of pfntheory.discretize on a non-uniform grid
     (float64 round-off). Fails if Xi, psi or log Delta is wrong."""
     edges = np.array([-2.0, -1.2, -0.5, 0.0, 0.3, 1.1, 2.5])
-    cfg = ModelConfig(score="rbf", d=1, L=1, C=6, mode="theory")
-    model = PFNTransformer(cfg, torch.as_tensor(edges)).double()
+    cfg = ModelSpec(score="rbf", L=1, C=6, mode="theory")
+    model = PFNTransformer(cfg, torch.as_tensor(edges), prior(1)).double()
     mu = torch.tensor([0.3, -1.0, 0.0], dtype=torch.float64)
     tau = torch.tensor([0.5, 0.04, 2.0], dtype=torch.float64)
     got = model.head(mu, tau, model.edges).numpy()
@@ -243,7 +250,7 @@ def test_psi_head_matches_numpy_logits():
         (dict(L=0), "L"),
         (dict(d=0), "d"),
         (dict(mlp_width=0), "mlp_width"),
-        (dict(noise_var_init=0.0), "noise_var_init"),
+        (dict(noise_var=0.0), "noise_var"),
         (dict(eta_init=-0.1), "eta_init"),
         (dict(scale_init=float("nan")), "scale_init"),
         (dict(tau_min=0.0), "tau_min"),
@@ -251,23 +258,25 @@ def test_psi_head_matches_numpy_logits():
     ],
 )
 def test_bad_config_raises_naming_argument(kwargs, name):
-    """Each bad ModelConfig field raises ValueError naming it."""
-    base = dict(score="rbf", d=2, L=2, C=4)
-    base.update(kwargs)
+    """Each bad field of the model, or of the prior it takes ``d`` and ``sigma^2`` from, raises
+    ValueError naming it."""
+    base, task = dict(score="rbf", L=2, C=4), dict(d=2)
+    for k, v in kwargs.items():
+        (task if k in ("d", "noise_var") else base)[k] = v
     with pytest.raises(ValueError, match=name):
-        ModelConfig(**base)
+        PFNTransformer(ModelSpec(**base), torch.linspace(0, 1, 5), TaskSpec(kind="rbf", **task))
 
 
 def test_bad_edges_and_inputs_raise():
     """Wrong edges and wrong input shapes raise ValueError naming the argument."""
-    cfg = ModelConfig(score="rbf", d=2, L=2, C=4)
+    cfg = ModelSpec(score="rbf", L=2, C=4)
     with pytest.raises(ValueError, match="edges"):
-        PFNTransformer(cfg, torch.linspace(0, 1, 4))  # C + 1 = 5 needed
+        PFNTransformer(cfg, torch.linspace(0, 1, 4), prior(2))  # C + 1 = 5 needed
     with pytest.raises(ValueError, match="edges"):
-        PFNTransformer(cfg, torch.tensor([0.0, 1.0, 0.5, 2.0, 3.0]))  # not increasing
+        PFNTransformer(cfg, torch.tensor([0.0, 1.0, 0.5, 2.0, 3.0]), prior(2))  # not increasing
     with pytest.raises(ValueError, match="config"):
-        PFNTransformer({"score": "rbf"}, torch.linspace(0, 1, 5))
-    model = PFNTransformer(cfg, torch.linspace(0, 1, 5))
+        PFNTransformer({"score": "rbf"}, torch.linspace(0, 1, 5), prior(2))
+    model = PFNTransformer(cfg, torch.linspace(0, 1, 5), prior(2))
     X, Y, xq = _data(d=2, dtype=torch.float32)
     for args, name in [
         ((X[0], Y, xq), "X"),
@@ -285,7 +294,7 @@ def test_theory_tied_step_needs_unit_amp():
     """Theory mode with one tied step (linear/softmax) cannot fold alpha^2 != 1 into V and S."""
     with pytest.raises(ValueError, match="amp_init"):
         PFNTransformer(
-            ModelConfig(score="linear", d=2, L=2, C=8, mode="theory", amp_init=2.0), EDGES
+            ModelSpec(score="linear", L=2, C=8, mode="theory", amp_init=2.0), EDGES, prior(2)
         )
 
 
@@ -314,11 +323,11 @@ def test_model_runs_on_the_selected_device():
     CPU. Inputs on the CPU are moved to the model's device. Runs either way (no skip)."""
     dev = select_device("auto")
     assert dev.type == ("cuda" if torch.cuda.is_available() else "cpu")
-    model = PFNTransformer(ModelConfig(score="rbf", d=2, L=3, C=8), EDGES).to(dev)
+    model = PFNTransformer(ModelSpec(score="rbf", L=3, C=8), EDGES, prior(2)).to(dev)
     X, Y, xq = _data(d=2, dtype=torch.float32)
     out = model(X, Y, xq)
     assert out.logits.device.type == dev.type
-    ref = DenseTransformer(model.config, EDGES).to(dev)
+    ref = DenseTransformer(model.config, EDGES, prior(2)).to(dev)
     ref.load_state_dict(model.state_dict())
     torch.testing.assert_close(ref(X, Y, xq).logits, out.logits, rtol=1e-4, atol=1e-4)
 
@@ -328,19 +337,19 @@ def test_model_runs_on_the_selected_device():
 def test_non_finite_inputs_raise_naming_argument(which, bad):
     """NaN/inf in any model input raises ValueError naming it (no NaN in, NaN logits out), in the
     fast and the dense forward."""
-    cfg = ModelConfig(score="rbf", d=2, L=3, C=4)
+    cfg = ModelSpec(score="rbf", L=3, C=4)
     X, Y, xq = _data(d=2, dtype=torch.float32)
     args = {"X": X.clone(), "Y": Y.clone(), "xq": xq.clone()}
     args[which].view(-1)[1] = bad
     for cls in (PFNTransformer, DenseTransformer):
-        model = cls(cfg, torch.linspace(0, 1, 5))
+        model = cls(cfg, torch.linspace(0, 1, 5), prior(2))
         with pytest.raises(ValueError, match=f"^{which} contains NaN or infinite"):
             model(args["X"], args["Y"], args["xq"])
 
 
 def test_overflow_in_the_cast_raises():
     """A float64 input finite only in float64 (1e300) overflows the float32 model: refused."""
-    model = PFNTransformer(ModelConfig(score="rbf", d=2, L=2, C=4), torch.linspace(0, 1, 5))
+    model = PFNTransformer(ModelSpec(score="rbf", L=2, C=4), torch.linspace(0, 1, 5), prior(2))
     X, Y, xq = _data(d=2, dtype=torch.float64)
     Y = Y.clone()
     Y[0, 0] = 1e300
@@ -349,7 +358,7 @@ def test_overflow_in_the_cast_raises():
 
 
 def test_complex_input_refused():
-    model = PFNTransformer(ModelConfig(score="rbf", d=2, L=2, C=4), torch.linspace(0, 1, 5))
+    model = PFNTransformer(ModelSpec(score="rbf", L=2, C=4), torch.linspace(0, 1, 5), prior(2))
     X, Y, xq = _data(d=2, dtype=torch.float64)
     with pytest.raises(ValueError, match="X must be real"):
         model(X.to(torch.complex128), Y, xq)
@@ -365,11 +374,13 @@ def test_complex_input_refused():
 )
 def test_config_sizes_refused_before_allocating(kwargs, match):
     """Sizes beyond the stated limits (pfntheory._checks.MAX_DIM, MAX_ELEMENTS) are refused by
-    ModelConfig, before any parameter is allocated."""
-    base = dict(score="rbf", d=2, L=2, C=4)
-    base.update(kwargs)
+    the prior (``d``) and the model (:meth:`ModelSpec.check_size`), before any parameter is
+    allocated."""
+    base, d = dict(score="rbf", L=2, C=4), kwargs.get("d", 2)
+    base.update({k: v for k, v in kwargs.items() if k != "d"})
+    edges = torch.linspace(0, 1, base["C"] + 1)
     with pytest.raises(ValueError, match=match):
-        ModelConfig(**base)
+        PFNTransformer(ModelSpec(**base), edges, TaskSpec(kind="rbf", d=d))
 
 
 def test_dense_kernel_size_refused(monkeypatch):
@@ -377,11 +388,11 @@ def test_dense_kernel_size_refused(monkeypatch):
     import pfntheory.nn.model as model_mod
 
     monkeypatch.setattr(model_mod, "MAX_ELEMENTS", 100)
-    cfg = ModelConfig(score="rbf", d=2, L=2, C=4)
+    cfg = ModelSpec(score="rbf", L=2, C=4)
     X, Y, xq = _data(d=2, dtype=torch.float32)
     with pytest.raises(ValueError, match="MAX_ELEMENTS"):
-        DenseTransformer(cfg, torch.linspace(0, 1, 5))(X, Y, xq)
+        DenseTransformer(cfg, torch.linspace(0, 1, 5), prior(2))(X, Y, xq)
     with pytest.raises(ValueError, match="MAX_ELEMENTS"):
         PFNTransformer(
-            ModelConfig(score="rbf", d=2, L=2, C=4, shared_scale=True), torch.linspace(0, 1, 5)
+            ModelSpec(score="rbf", L=2, C=4, shared_scale=True), torch.linspace(0, 1, 5), prior(2)
         )(X, Y, xq)

@@ -23,15 +23,24 @@ import torch
 import pfntheory.nn.attention as attention
 import pfntheory.nn.model as model_mod
 from pfntheory import richardson as rich
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.construction import handset_weights, tf_forward
 from pfntheory.discretize import bin_edges
 from pfntheory.gp import posterior_predictive
 from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
-from pfntheory.nn.model import DenseTransformer, ModelConfig, PFNTransformer, load_handset
+from pfntheory.nn.handset import load_handset
+from pfntheory.nn.model import DenseTransformer, PFNTransformer
 from pfntheory.readout import logits_from_natural, psi_gaussian
 
 RTOL = ATOL = 1e-10
 NOISE_VAR = 0.04
+
+
+def prior(d: int) -> TaskSpec:
+    """The prior node a model takes ``d`` and ``sigma^2 = NOISE_VAR`` from."""
+    return TaskSpec(kind="rbf", d=d, noise_var=NOISE_VAR)
+
+
 KERNELS = {
     "blr": lambda d: LinearKernel(blr_sigma_diag(d)),
     "rbf": lambda d: RBFKernel(alpha=1.3, lengthscale=0.7),
@@ -82,16 +91,15 @@ def test_handset_parity_with_numpy_construction(task, normalised, mode):
     hw = handset_weights(d, L, eta, NOISE_VAR, kernel, normalised=normalised)
     mu_np, tau_np = tf_forward(hw, X, Y, xq)
     edges = bin_edges(-4.0, 4.0, 16)
-    cfg = ModelConfig(
+    cfg = ModelSpec(
         score=hw.score,
-        d=d,
         L=L,
         C=16,
         mode=mode,
         normalised=normalised,
         amp_init=hw.alpha2 if task == "rbf" else 1.0,
     )
-    model = load_handset(PFNTransformer(cfg, torch.as_tensor(edges)).double(), hw)
+    model = load_handset(PFNTransformer(cfg, torch.as_tensor(edges), prior(d)).double(), hw)
     out = model(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
     np.testing.assert_allclose(out.mu.detach().numpy(), mu_np, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(out.tau.detach().numpy(), tau_np, rtol=RTOL, atol=ATOL)
@@ -120,11 +128,11 @@ def test_handset_model_converges_to_exact_ppd(task, normalised):
     rho = _contraction(kernel, X, normalised, eta)
     L = int(np.ceil(np.log(1e-9) / np.log(rho))) + 1
     hw = handset_weights(d, L, eta, NOISE_VAR, kernel, normalised=normalised)
-    cfg = ModelConfig(
-        score=hw.score, d=d, L=L, C=8, mode="learnable", normalised=normalised, amp_init=hw.alpha2
+    cfg = ModelSpec(
+        score=hw.score, L=L, C=8, mode="learnable", normalised=normalised, amp_init=hw.alpha2
     )
     model = load_handset(
-        PFNTransformer(cfg, torch.linspace(-4, 4, 9, dtype=torch.float64)).double(), hw
+        PFNTransformer(cfg, torch.linspace(-4, 4, 9, dtype=torch.float64), prior(d)).double(), hw
     )
     with torch.no_grad():
         out = model(torch.as_tensor(X), torch.as_tensor(Y), torch.as_tensor(xq))
@@ -140,16 +148,16 @@ def test_load_handset_rejects_mismatch():
     hw = handset_weights(d, 4, 0.05, NOISE_VAR, RBFKernel(1.3, 0.7))
     edges = torch.linspace(-4, 4, 9, dtype=torch.float64)
     with pytest.raises(ValueError, match="weights"):
-        load_handset(PFNTransformer(ModelConfig(score="rbf", d=d, L=5, C=8), edges), hw)
+        load_handset(PFNTransformer(ModelSpec(score="rbf", L=5, C=8), edges, prior(d)), hw)
     with pytest.raises(ValueError, match="weights"):  # alpha^2 != 1, tied step
         load_handset(
-            PFNTransformer(ModelConfig(score="softmax", d=d, L=4, C=8, mode="theory"), edges), hw
+            PFNTransformer(ModelSpec(score="softmax", L=4, C=8, mode="theory"), edges, prior(d)), hw
         )
     V = hw.V.copy()
     V[2, 0, 1] = 0.1  # x row written: not allowed
     bad = {"V": V, "K": hw.K, "Q": hw.Q, "S": hw.S, "W": hw.W}
     with pytest.raises(ValueError, match="weights"):
-        load_handset(PFNTransformer(ModelConfig(score="rbf", d=d, L=4, C=8), edges), bad)
+        load_handset(PFNTransformer(ModelSpec(score="rbf", L=4, C=8), edges, prior(d)), bad)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -172,9 +180,8 @@ FAST_CASES = [
 
 
 def _perturbed_model(score, normalised, mode, head, shared, d=3, L=5, seed=0):
-    cfg = ModelConfig(
+    cfg = ModelSpec(
         score=score,
-        d=d,
         L=L,
         C=8,
         mode=mode,
@@ -184,7 +191,7 @@ def _perturbed_model(score, normalised, mode, head, shared, d=3, L=5, seed=0):
         scale_init=0.8,
         eta_init=0.05,
     )
-    model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64)).double()
+    model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64), prior(d)).double()
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():  # off the theory values
         for p in model.parameters():
@@ -236,7 +243,7 @@ def test_dense_transformer_shares_state_with_fast():
     """DenseTransformer loads the fast model's state dict and returns the same output; in float32
     the two differ only by float32 round-off (rtol 1e-4 over L = 5 layers)."""
     fast = _perturbed_model("rbf", True, "learnable", "psi", False).float()
-    dense = DenseTransformer(fast.config, fast.edges)
+    dense = DenseTransformer(fast.config, fast.edges, prior(fast.d))
     dense.load_state_dict(fast.state_dict())
     X, Y, xq = (torch.as_tensor(a, dtype=torch.float32) for a in _instance(3, 9, B=5, seed=4))
     torch.testing.assert_close(dense(X, Y, xq).logits, fast(X, Y, xq).logits, rtol=1e-4, atol=1e-4)
@@ -289,17 +296,10 @@ def test_shared_kernel_evaluation_path(score, normalised, monkeypatch):
     the per-layer path (run with autograd on) and the dense reference to float64 round-off, also
     when the batch is split into chunks of 2 instances. Fails if a chunk or layer reused the wrong
     kernel or normaliser."""
-    cfg = ModelConfig(
-        score=score,
-        d=3,
-        L=6,
-        C=8,
-        mode="theory",
-        normalised=normalised,
-        scale_init=0.8,
-        eta_init=0.05,
+    cfg = ModelSpec(
+        score=score, L=6, C=8, mode="theory", normalised=normalised, scale_init=0.8, eta_init=0.05
     )
-    model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64)).double()
+    model = PFNTransformer(cfg, torch.linspace(-3, 3, 9, dtype=torch.float64), prior(3)).double()
     with torch.no_grad():
         model.scale[0] += 0.1  # the first layer's scale may differ
     X, Y, xq = (torch.as_tensor(a) for a in _instance(3, 9, B=5, seed=6))
@@ -320,15 +320,15 @@ def test_same_seed_same_numbers(score, normalised):
     """Determinism: two models built and trained for two Adam steps from the same seed on batches
     from the same generator seed give bit-identical parameters and outputs (float32, the training
     dtype)."""
-    from pfntheory.nn.priors import TaskConfig, sample_batch
+    from pfntheory.nn.priors import sample_batch
 
     def run():
         torch.manual_seed(0)
-        cfg = ModelConfig(score=score, d=2, L=4, C=16, normalised=normalised, scale_init=1.25)
-        model = PFNTransformer(cfg, torch.linspace(-3, 3, 17, dtype=torch.float64))
+        cfg = ModelSpec(score=score, L=4, C=16, normalised=normalised, scale_init=1.25)
+        model = PFNTransformer(cfg, torch.linspace(-3, 3, 17, dtype=torch.float64), prior(2))
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         g = torch.Generator().manual_seed(3)
-        task = TaskConfig(kind="blr" if score == "linear" else "rbf", d=2)
+        task = TaskSpec(kind="blr" if score == "linear" else "rbf", d=2)
         for _ in range(2):
             bt = sample_batch(task, 8, 20, g, interval=(-3.0, 3.0))
             loss = torch.log_softmax(model(bt.X, bt.Y, bt.xq).logits, -1).mean()

@@ -9,7 +9,7 @@ import torch
 
 from pfntheory.gp import log_marginal_likelihood, mixture_ppd, posterior_predictive
 from pfntheory.nn.priors import (
-    TaskConfig,
+    TaskSpec,
     calibrate_task_interval,
     exact_kernels,
     sample_batch,
@@ -21,11 +21,11 @@ from pfntheory.nn.priors import (
 RTOL, ATOL = 1e-9, 1e-10
 
 TASKS = [
-    TaskConfig(kind="blr", d=3),
-    TaskConfig(kind="rbf", d=2),
-    TaskConfig(kind="rbf", d=4, lengthscale=0.5, alpha=1.3, noise_var=0.1, covariates="uniform"),
-    TaskConfig(kind="ard_rbf", d=3, lengthscales=(0.5, 1.0, 2.0), alpha=0.7),
-    TaskConfig(kind="hier_rbf", d=2),
+    TaskSpec(kind="blr", d=3),
+    TaskSpec(kind="rbf", d=2),
+    TaskSpec(kind="rbf", d=4, lengthscale=0.5, alpha=1.3, noise_var=0.1, covariates="uniform"),
+    TaskSpec(kind="ard_rbf", d=3, lengthscales=(0.5, 1.0, 2.0), alpha=0.7),
+    TaskSpec(kind="hier_rbf", d=2),
 ]
 IDS = ["blr", "rbf", "rbf-uniform", "ard", "hier"]
 
@@ -43,15 +43,15 @@ def test_oracle_matches_exact_gp(task):
     Fails if the v = L^{-1} k_x / mu = v.z shortcut, the kernels, or the mixture weights are wrong.
     """
     bt = _draw(task)
-    kernels, noise_vars, prior = exact_kernels(task)
+    kernels, noise_var, prior = exact_kernels(task)
     X, Y, xq = bt.X.numpy(), bt.Y.numpy(), bt.xq.numpy()[:, None, :]
     if len(kernels) == 1:
-        mu, tau = posterior_predictive(kernels[0], X, Y, xq, noise_vars[0])
+        mu, tau = posterior_predictive(kernels[0], X, Y, xq, noise_var[0])
         np.testing.assert_allclose(bt.mu.numpy(), mu[:, 0], rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(bt.tau.numpy(), tau[:, 0], rtol=RTOL, atol=ATOL)
         assert bt.weights is None
     else:
-        ppd = mixture_ppd(kernels, noise_vars, prior, X, Y, xq)
+        ppd = mixture_ppd(kernels, noise_var, prior, X, Y, xq)
         np.testing.assert_allclose(bt.weights.numpy(), ppd.weights, rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(bt.mu_h.numpy(), ppd.mu[..., 0], rtol=RTOL, atol=ATOL)
         np.testing.assert_allclose(bt.tau_h.numpy(), ppd.tau[..., 0], rtol=RTOL, atol=ATOL)
@@ -69,7 +69,7 @@ def test_context_labels_have_the_marginal_law():
     expectation -n/2 (1 + log 2 pi) - 1/2 E log det within 4 standard errors. Fails if Y were drawn
     with the wrong scale (e.g. without noise: E[z'z] would differ by ~ n s2 / lambda).
     """
-    task = TaskConfig(kind="rbf", d=2)
+    task = TaskSpec(kind="rbf", d=2)
     n, B = 10, 400
     bt = sample_batch(task, B, n, torch.Generator().manual_seed(1), dtype=torch.float64)
     k = exact_kernels(task)[0][0]
@@ -107,7 +107,7 @@ def test_truncated_labels_follow_truncated_ppd():
     The interval (-0.6, 0.9] cuts deep into the PPDs (tau >= 0.04), so a sampler that ignored the
     truncation would fail both the support and the KS check.
     """
-    task = TaskConfig(kind="rbf", d=2)
+    task = TaskSpec(kind="rbf", d=2)
     a, b = -0.6, 0.9
     bt = sample_batch(
         task, 2000, 8, torch.Generator().manual_seed(3), dtype=torch.float64, interval=(a, b)
@@ -120,7 +120,7 @@ def test_truncated_labels_follow_truncated_ppd():
 
 def test_truncnorm_far_tail_stays_inside():
     """An interval many standard deviations away from the PPD still yields labels inside (a, b]."""
-    task = TaskConfig(kind="rbf", d=2)
+    task = TaskSpec(kind="rbf", d=2)
     bt = sample_batch(
         task, 50, 5, torch.Generator().manual_seed(4), dtype=torch.float64, interval=(40.0, 41.0)
     )
@@ -134,7 +134,7 @@ def test_covariate_laws(cov, var):
     Sample variance of 2000*9*4 coordinates within 5 standard errors (sd of s^2 ~ var sqrt(2/N));
     the uniform law is also checked to respect its support.
     """
-    task = TaskConfig(kind="rbf", d=4, covariates=cov)
+    task = TaskSpec(kind="rbf", d=4, covariates=cov)
     bt = _draw(task, B=2000, n=8, interval=None)
     x = torch.cat([bt.X.reshape(-1), bt.xq.reshape(-1)]).numpy()
     assert abs(x.var() - var) < 5 * var * np.sqrt(2 / x.size) * 2
@@ -171,14 +171,14 @@ def test_calibrated_interval_has_outside_mass():
     0.01 (Monte-Carlo calibration with 2000 instances, a deliberately large target so it is
     measurable); also a < 0 < b for a centred prior.
     """
-    task = TaskConfig(kind="rbf", d=2)
+    task = TaskSpec(kind="rbf", d=2)
     a, b = calibrate_task_interval(task, 8, 16, n_instances=500, outside_mass=0.01, seed=0)
     assert a < 0 < b
     bt = sample_batch(task, 2000, 12, torch.Generator().manual_seed(99), dtype=torch.float64)
     mu, s = bt.mu.numpy(), np.sqrt(bt.tau.numpy())
     out = np.mean(scipy.stats.norm.cdf((a - mu) / s) + scipy.stats.norm.sf((b - mu) / s))
     assert 0.005 < out < 0.02, out
-    a2, b2 = calibrate_task_interval(TaskConfig(kind="hier_rbf", d=2), 8, 16, n_instances=300)
+    a2, b2 = calibrate_task_interval(TaskSpec(kind="hier_rbf", d=2), 8, 16, n_instances=300)
     assert a2 < 0 < b2
 
 
@@ -196,7 +196,7 @@ def test_calibrated_interval_has_outside_mass():
 )
 def test_task_config_errors(kw, match):
     with pytest.raises(ValueError, match=match):
-        TaskConfig(**kw)
+        TaskSpec(**kw)
 
 
 def test_sample_batch_errors():
@@ -231,7 +231,7 @@ def test_blr_weight_space_law_equals_function_space_law():
     dropped the noise, used Sigma instead of Sigma^{1/2}, or reused one w across instances fails.
     """
     K = 4.5
-    task = TaskConfig(kind="blr", d=5)
+    task = TaskSpec(kind="blr", d=5)
     n, B = 6, 4000
     bt = sample_batch(task, B, n, torch.Generator().manual_seed(11), dtype=torch.float64)
     k = exact_kernels(task)[0][0]
@@ -253,7 +253,7 @@ def test_blr_ppd_equals_gp_at_training_size():
     Round-off: both solve SPD systems in float64 with cond(G + s2 I) <= 1 + n max|phi|^2 / s2
     ~ 1e4, so agreement to ~cond * n * eps ~ 1e-9 relative; RTOL = ATOL = 1e-8 leaves margin.
     """
-    task = TaskConfig(kind="blr", d=5)
+    task = TaskSpec(kind="blr", d=5)
     bt = _draw(task, B=8, n=300, seed=5)
     k = exact_kernels(task)[0][0]
     mu, tau = posterior_predictive(
@@ -273,7 +273,7 @@ def test_blr_query_label_pit_is_uniform():
 def test_cholesky_failure_is_a_clear_error():
     """A Gram matrix that is not numerically positive definite (duplicate-free but nearly
     collinear 1-d RBF inputs with noise 1e-300) raises ValueError, not torch's _LinAlgError."""
-    task = TaskConfig(kind="rbf", d=1, noise_var=1e-300)
+    task = TaskSpec(kind="rbf", d=1, noise_var=1e-300)
     with pytest.raises(ValueError, match="not numerically positive definite"):
         sample_batch(task, 2, 80, torch.Generator().manual_seed(0), dtype=torch.float64)
 
@@ -286,12 +286,12 @@ def test_size_limit_before_allocating(kind, B, n):
 
     assert max(n * n if kind == "rbf" else 0, B * n * 4) > MAX_ELEMENTS
     with pytest.raises(ValueError, match="MAX_ELEMENTS"):
-        sample_batch(TaskConfig(kind=kind, d=4), B, n, torch.Generator().manual_seed(0))
+        sample_batch(TaskSpec(kind=kind, d=4), B, n, torch.Generator().manual_seed(0))
 
 
 def test_task_dimension_limit():
     with pytest.raises(ValueError, match="d must be <="):
-        TaskConfig(kind="blr", d=10**9)
+        TaskSpec(kind="blr", d=10**9)
 
 
 @pytest.mark.parametrize("task", [TASKS[1], TASKS[4]], ids=["rbf", "hier"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import runs
+from pfntheory import runs, tree
 from pfntheory.experiments import specs
 from pfntheory.experiments.definitions import EXPERIMENTS, SCALES
 
@@ -52,6 +52,34 @@ def test_committed_run_keeps_its_name(path):
     assert spec.name == doc["name"] == path.parent.name
 
 
+@pytest.mark.parametrize(
+    "path", SPEC_FILES, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}"
+)
+def test_committed_spec_record_is_unchanged(path):
+    """What today's code records for a committed spec (``spec.json``; ``result.json`` of an exact
+    run) is the stored document, but for fields the stored one predates, each at its default: the
+    fields the run tree took over from TrainConfig / ModelConfig / TaskConfig are left out at their
+    defaults. Fails if a tree field entered the record at its default (an exact run would then
+    read as incomplete and be recomputed, and every spec.json would be rewritten)."""
+    from pfntheory.experiments.state import RESULT_FILE, jsonable, spec_doc
+
+    doc = json.loads(path.read_text())
+    spec = load_spec(doc)
+    new, old = jsonable(spec_doc(spec))["spec"], doc["spec"]
+    for node, late in (
+        ("", {**tree._LATE_DEFAULTS, "evals": ()}),
+        ("model", tree._LATE_MODEL_DEFAULTS),
+    ):
+        n, o = (new, old) if not node else (new.get(node, {}), old.get(node, {}))
+        for key in set(n) - set(o):
+            assert key in late and n[key] == jsonable(late[key]), f"{node}.{key}"
+            n.pop(key)
+    assert new == old
+    result = path.parent / RESULT_FILE
+    if result.is_file():
+        assert json.loads(result.read_text())["spec"] == jsonable(spec.identity())
+
+
 def test_every_committed_run_is_still_declared():
     """Each committed run under an experiment's folder is one of that experiment's runs at some
     scale (or retired, with its reason): a definition change that renamed a committed cell fails
@@ -76,5 +104,5 @@ def test_the_check_catches_a_renaming_change(monkeypatch):
     )
     spec = load_spec(doc)
     assert spec.name == doc["name"]
-    monkeypatch.delitem(specs._LATE_DEFAULTS, "ema_decay")
+    monkeypatch.delitem(tree._LATE_DEFAULTS, "ema_decay")
     assert dataclasses.replace(spec).name != doc["name"]

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from pfntheory import runs
-from pfntheory.nn.model import ModelConfig
-from pfntheory.nn.priors import TaskConfig
-from pfntheory.nn.train import TrainConfig
+from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.nn.state import config_doc
+from pfntheory.tree import RunSpec
 
 
 @dataclass
@@ -20,9 +20,9 @@ class Evil:
 
 
 def _config():
-    return TrainConfig(
-        task=TaskConfig(kind="ard_rbf", d=2, lengthscales=(0.5, 2.0)),
-        model=ModelConfig(score="rbf", d=2, L=3, C=8),
+    return RunSpec(
+        task=TaskSpec(kind="ard_rbf", d=2, lengthscales=(0.5, 2.0)),
+        model=ModelSpec(score="rbf", L=3, C=8),
         n_min=4,
         n_max=9,
         steps=5,
@@ -32,20 +32,19 @@ def _config():
 
 
 def test_config_json_round_trip(tmp_path):
-    """asdict -> JSON -> TrainConfig gives an equal frozen config (tuples restored,
-    nesting kept)."""
+    """config.json -> RunSpec gives an equal frozen run tree (tuples restored, nesting kept)."""
     cfg = _config()
-    runs.save_json(tmp_path / runs.CONFIG, runs.config_to_dict(cfg))
-    back = TrainConfig.from_dict(runs.load_json(tmp_path / runs.CONFIG))
+    runs.save_json(tmp_path / runs.CONFIG, config_doc(cfg))
+    back = RunSpec.from_config(runs.load_json(tmp_path / runs.CONFIG))
     assert back == cfg
     assert isinstance(back.task.lengthscales, tuple) and isinstance(back.interval, tuple)
 
 
 def test_from_dict_rejects_unknown_fields():
-    d = runs.config_to_dict(_config())
+    d = config_doc(_config())
     d["task"]["colour"] = "red"
-    with pytest.raises(ValueError, match="unknown TaskConfig fields"):
-        TrainConfig.from_dict(d)
+    with pytest.raises(ValueError, match="unknown TaskSpec fields"):
+        RunSpec.from_config(d)
 
 
 def test_atomic_write_leaves_no_temporaries_and_replaces(tmp_path):

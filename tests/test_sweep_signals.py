@@ -40,7 +40,7 @@ SLOW_SWEEP = textwrap.dedent("""
 
     def slow_train(spec, run_dir):
         run_dir = Path(run_dir)
-        runfiles.save_json(run_dir / runfiles.CONFIG, {"standin": True, **spec.training()})
+        runfiles.save_json(run_dir / runfiles.CONFIG, {"standin": True, **spec.identity()})
         (run_dir / "worker.pid").write_text(str(os.getpid()))
         for step in range(600):  # 60 s unless stopped
             runfiles.atomic_write_bytes(run_dir / runfiles.CHECKPOINT, str(step).encode())

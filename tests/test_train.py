@@ -9,35 +9,45 @@ import scipy.stats
 import torch
 
 from pfntheory import runs
-from pfntheory.nn.model import ModelConfig
-from pfntheory.nn.priors import TaskConfig
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.nn.train import (
     PAPER_SCHEDULE,
-    TrainConfig,
     load_trained,
     lr_factor,
     schedule_for,
     step_generator,
-    train,
     truncated_nll,
 )
+from pfntheory.nn.train import train as train_run
+from pfntheory.tree import RunSpec
 
 
-def tiny(**kw) -> TrainConfig:
+def tiny(**kw) -> RunSpec:
     base = dict(
-        task=TaskConfig(kind="rbf", d=2),
-        model=ModelConfig(score="rbf", d=2, L=3, C=8, tau_min=0.02),
+        task=TaskSpec(kind="rbf", d=2),
+        model=ModelSpec(score="rbf", L=3, C=8, tau_min=0.02),
         n_min=4,
         n_max=8,
         steps=8,
         lr=1e-2,
         batch_size=8,
-        checkpoint_every=3,
-        device="cpu",
         interval=(-2.0, 2.0),
     )
     base.update(kw)
-    return TrainConfig(**base)
+    return RunSpec(**base)
+
+
+def train(spec, run_dir, progress=True, callback=None, checkpoint_every=3):
+    """:func:`pfntheory.nn.train.train` on the CPU, a checkpoint every 3 steps (so that the kills
+    of the resume tests fall between checkpoints)."""
+    return train_run(
+        spec,
+        run_dir,
+        device="cpu",
+        checkpoint_every=checkpoint_every,
+        progress=progress,
+        callback=callback,
+    )
 
 
 class Kill(Exception):
@@ -189,9 +199,7 @@ def test_paper_schedule_table():
         (dict(steps=0), "steps"),
         (dict(lr=-1.0), "lr"),
         (dict(warmup_frac=1.5), "warmup_frac"),
-        (dict(device="tpu"), "device"),
         (dict(interval=(1.0, 1.0)), "interval"),
-        (dict(model=ModelConfig(score="rbf", d=3, L=2, C=8)), "model.d"),
         (dict(task={"kind": "rbf"}), "task must be"),
         (dict(context_groups=0), "context_groups"),
         (dict(context_groups=9), "context_groups must be <= batch_size=8"),
@@ -202,11 +210,28 @@ def test_train_config_errors(kw, match):
         tiny(**kw)
 
 
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(device="tpu"), "device"),
+        (dict(checkpoint_every=0), "checkpoint_every"),
+        (dict(spec={"kind": "rbf"}), "spec must be a RunSpec"),
+    ],
+)
+def test_train_runtime_argument_errors(tmp_path, kw, match):
+    """The settings of the process (device, checkpoint period) are train()'s arguments, checked
+    there before any file is written."""
+    args = dict(spec=tiny(), run_dir=tmp_path / "r", progress=False) | kw
+    with pytest.raises(ValueError, match=match):
+        train_run(**args)
+    assert not (tmp_path / "r" / runs.CONFIG).exists()
+
+
 def test_unknown_mode_or_score_rejected():
     with pytest.raises(ValueError, match="mode"):
         dataclasses.replace(tiny().model, mode="magic")
     with pytest.raises(ValueError, match="score"):
-        ModelConfig(score="cosine", d=2, L=2, C=8)
+        ModelSpec(score="cosine", L=2, C=8)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -264,7 +289,7 @@ def test_metrics_of_the_exact_discretised_ppd(kind):
     """
     from pfntheory.nn.evaluate import _metrics
 
-    task = TaskConfig(kind=kind, d=2)
+    task = TaskSpec(kind=kind, d=2)
     r, edges = _perfect_arrays(task, B=1500 if kind == "rbf" else 300)
     res = _metrics(r, edges, (0.5, 0.9, 0.95))
     B = res["n_instances"]
@@ -334,16 +359,8 @@ def test_compare_to_construction_at_initialisation(tmp_path):
     cfg = tiny(
         steps=1,
         lr=1e-30,
-        model=ModelConfig(
-            score="rbf",
-            d=2,
-            L=4,
-            C=8,
-            mode="theory",
-            scale_init=1 / 0.8,
-            eta_init=eta,
-            noise_var_init=0.04,
-        ),
+        task=TaskSpec(kind="rbf", d=2, noise_var=0.04),
+        model=ModelSpec(score="rbf", L=4, C=8, mode="theory", scale_init=1 / 0.8, eta_init=eta),
     )
     rd = train(cfg, tmp_path / "r", progress=False)
     doc = compare_to_construction(rd, n=6, n_instances=5, eta=eta, out=tmp_path / "c.json")
@@ -683,7 +700,7 @@ def test_labels_stay_inside_the_bins_in_the_training_dtype():
         if r.name == "blr-d5-tf-learn-L8-C256-n128-512-s1000-c91ac10d6d"
     )
     interval = (-3.841841829282938, 3.881161906030049)  # the run's calibrated (a, b]
-    config = dataclasses.replace(spec.train_config(device="cpu"), steps=2000)
+    config = dataclasses.replace(spec, steps=2000)
     edges = torch.as_tensor(bin_edges(*interval, 256), dtype=torch.float64)
     (batch,) = step_batches(
         config, step_generator(config.seed, 1595, "cpu"), "cpu", torch.float32, interval

@@ -7,7 +7,7 @@ Implements
   ``n' ~ Unif[128, 552]`` (Sacramento) and ``Unif[128, 384]`` (Walker Lake), the truncation
   interval ``(a, b]`` by Monte-Carlo calibration under the fitted prior (as in sec:sims). Training
   itself is :func:`pfntheory.nn.train.train` (resumable, atomic run directory); this module only
-  builds its :class:`~pfntheory.nn.train.TrainConfig` (:func:`pretraining_config`).
+  builds its run tree, a :class:`~pfntheory.tree.RunSpec` (:func:`pretraining_config`).
 * fig:sacramento, fig:walker (top rows): the PFN's PPD on a grid given the observed data as context,
   summarised by its mean and 5%/95% quantiles computed from the binned predictive distribution
   (:func:`pfntheory.metrics.histogram_moments`, :func:`pfntheory.metrics.histogram_quantile`).
@@ -18,7 +18,7 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
   synthetic data sets are drawn. The preprocessing gives every standardised coordinate mean 0 and
   standard deviation exactly ``1/0.3`` on the observed data, and the evaluation grids are
   rectangles over the data, so we draw ``x ~ Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2``
-  (``TaskConfig(covariates='uniform', x_scale=sqrt(3)/0.3)``): the uniform design of
+  (``TaskSpec(covariates='uniform', x_scale=sqrt(3)/0.3)``): the uniform design of
   supp-sec:exp additional with the per-coordinate variance ``1/0.3^2`` of the standardised inputs.
   Resampling the observed inputs would need a covariate sampler that :mod:`pfntheory.nn.priors`
   does not have.
@@ -34,10 +34,10 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
   remove the effect at inference: grid cells far from every observation still expand (the
   south-west corner of fig:sacramento). :func:`pfn_forward_shared` reports the factor per query
   (``skip_factor_max``) so that such cells can be counted.
-* Initial attention scale. :class:`~pfntheory.nn.model.ModelConfig` has one scalar ``scale_init``;
+* Initial attention scale. :class:`~pfntheory.config.ModelSpec` has one scalar ``scale_init``;
   we use ``1 / sqrt(ell_1 ell_2)`` (geometric mean of the fitted lengthscales) and let training
-  learn the per-coordinate diagonal of ``K = Q`` (mode ``learnable``). ``amp_init = alpha^2`` and
-  ``noise_var_init = sigma^2`` are the fitted values.
+  learn the per-coordinate diagonal of ``K = Q`` (mode ``learnable``). ``amp_init = alpha^2`` is
+  the fitted value, and the model's ``sigma^2`` is the fitted prior's ``noise_var``.
 * Learning rate and steps at paper scale: supp-tab:pretraining hyperparameters has no row for the
   fitted prior; :data:`pfntheory.nn.train.PAPER_SCHEDULE` uses the RBF learnable row
   (``LR_base = 2e-4``, 100,000 steps, batch 128).
@@ -67,6 +67,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -81,12 +82,12 @@ from .._checks import (
     positive_int,
     positive_scalar,
 )
-from ..config import LR_UNITS
+from ..config import LR_UNITS, ModelSpec, TaskSpec
 from ..gp import EBFit
 from ..nn.attention import score_matrix
-from ..nn.model import ModelConfig, PFNTransformer
-from ..nn.priors import TaskConfig
-from ..nn.train import PAPER_SCHEDULE, TrainConfig, load_trained, train
+from ..nn.model import PFNTransformer
+from ..nn.train import PAPER_SCHEDULE, load_trained, train
+from ..tree import RunSpec
 from .data import COORD_DIVISOR, DATASETS
 
 __all__ = [
@@ -217,14 +218,14 @@ def scale_settings(scale: str) -> PFNScale:
     return SCALES[choice(scale, "scale", tuple(SCALES))]
 
 
-def pretraining_task(fit: EBFit, coord_divisor: float = COORD_DIVISOR) -> TaskConfig:
+def pretraining_task(fit: EBFit, coord_divisor: float = COORD_DIVISOR) -> TaskSpec:
     """The fitted ARD RBF prior of supp-sec:real data with covariates
     ``Unif[-sqrt(3)/coord_divisor, sqrt(3)/coord_divisor]^d`` (per-coordinate variance
     ``1/coord_divisor^2``, that of the standardised inputs; see the module docstring)."""
     if not isinstance(fit, EBFit):
         raise ArgumentTypeError(f"fit must be an EBFit, got {type(fit).__name__}")
     coord_divisor = positive_scalar(coord_divisor, "coord_divisor")
-    return TaskConfig.from_fit(fit, covariates="uniform", x_scale=math.sqrt(3.0) / coord_divisor)
+    return TaskSpec.from_fit(fit, covariates="uniform", x_scale=math.sqrt(3.0) / coord_divisor)
 
 
 def pretraining_config(
@@ -233,10 +234,9 @@ def pretraining_config(
     scale: str | PFNScale = "quick",
     *,
     seed: int = 0,
-    device: str = "auto",
     coord_divisor: float = COORD_DIVISOR,
-) -> TrainConfig:
-    """:class:`~pfntheory.nn.train.TrainConfig` of the case-study PFN ``TF^pr`` (normalised,
+) -> RunSpec:
+    """The run tree (:class:`~pfntheory.tree.RunSpec`) of the case-study PFN ``TF^pr`` (normalised,
     learnable, rbf score, psi head) on the prior ``fit`` of ``dataset``.
 
     Parameters
@@ -248,34 +248,30 @@ def pretraining_config(
     scale : {'quick', 'cpu', 'paper'} or PFNScale
     seed : int
         Model initialisation and data stream of :func:`pfntheory.nn.train.train`.
-    device : str
-        'auto', 'cpu' or 'cuda[:k]'.
     """
     choice(dataset, "dataset", DATASETS)
     coord_divisor = positive_scalar(coord_divisor, "coord_divisor")
     sc = scale if isinstance(scale, PFNScale) else scale_settings(scale)
     task = pretraining_task(fit, coord_divisor)
     n_min, n_max = sc.n_range if sc.n_range is not None else CONTEXT_RANGES[dataset]
-    model = ModelConfig(
+    model = ModelSpec(
         score="rbf",
-        d=task.d,
         L=sc.L,
         C=sc.C,
         mode="learnable",
         normalised=True,
         head="psi",
-        noise_var_init=fit.noise_var,
         amp_init=fit.alpha**2,
         scale_init=1.0 / float(np.exp(np.mean(np.log(fit.lengthscales)))),
     )  # 1/geomean(ell)
-    curve = {}
+    curve: dict[str, Any] = {}
     if positive_int(sc.curve_instances, "curve_instances", minimum=0):
         curve = {
             "curve_n_eval": (n_min, n_max),
             "curve_instances": sc.curve_instances,
             "curve_points": sc.curve_points,
         }
-    return TrainConfig(
+    return RunSpec(
         task=task,
         model=model,
         n_min=n_min,
@@ -286,16 +282,21 @@ def pretraining_config(
         lr_units=sc.lr_units,
         ema_decay=sc.ema_decay,
         seed=positive_int(seed, "seed", minimum=0),
-        checkpoint_every=sc.checkpoint_every,
-        device=device,
         **curve,
     )
 
 
-def pretrain(config: TrainConfig, run_dir, progress: bool = True) -> Path:
+def pretrain(
+    spec: RunSpec,
+    run_dir,
+    *,
+    checkpoint_every: int = 100,
+    device: str = "auto",
+    progress: bool = True,
+) -> Path:
     """Train (resume, or skip when finished) the case-study PFN in ``run_dir``
-    (:func:`pfntheory.nn.train.train`)."""
-    return train(config, run_dir, progress=progress)
+    (:func:`pfntheory.nn.train.train`; ``checkpoint_every`` from the scale, :class:`PFNScale`)."""
+    return train(spec, run_dir, device=device, checkpoint_every=checkpoint_every, progress=progress)
 
 
 def load_pfn(run_dir, device: str = "cpu"):
@@ -341,9 +342,9 @@ def pfn_forward_shared(
     Y = torch.as_tensor(as_float_array(Y, "Y", ndim=1), dtype=dtype)
     Xq_all = torch.as_tensor(as_float_array(Xq, "Xq", ndim=2, non_empty=True), dtype=dtype)
     n, d = X.shape
-    if d != cfg.d or Xq_all.shape[1] != cfg.d:
+    if d != model.d or Xq_all.shape[1] != model.d:
         raise ValueError(
-            f"X and Xq must have d = {cfg.d} columns, got {tuple(X.shape)} and "
+            f"X and Xq must have d = {model.d} columns, got {tuple(X.shape)} and "
             f"{tuple(Xq_all.shape)}"
         )
     if Y.shape != (n,):
@@ -359,8 +360,8 @@ def pfn_forward_shared(
     P_cc = [
         score_matrix(X * scale[layer], X * scale[layer], cfg.score) for layer in range(1, cfg.L)
     ]
-    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else None  # s_j of context tokens
-    out = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
+    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else []  # s_j of context tokens
+    out: dict[str, list] = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
     for start in range(0, Xq_all.shape[0], chunk):
         xq = Xq_all[start : start + chunk].to(dev)  # (m, d)
         m = xq.shape[0]

@@ -74,18 +74,14 @@ def pretrain_pfn(
 ):
     """Stage 3: pretrain ``TF^pr`` on the fitted prior (:mod:`.pfn`; resumable, reused when
     finished). Returns ``(model, config, train_metrics)``."""
-    from .pfn import load_pfn, pretrain, pretraining_config
+    from .pfn import PFNScale, load_pfn, pretrain, pretraining_config, scale_settings
 
     config = pretraining_config(
-        prior_fit,
-        case.name,
-        scale,
-        seed=seed,
-        device=device,
-        coord_divisor=case.data.transform.coord_divisor,
+        prior_fit, case.name, scale, seed=seed, coord_divisor=case.data.transform.coord_divisor
     )
     _refuse_other_config(config, run_dir)
-    pretrain(config, run_dir, progress=progress)
+    every = (scale if isinstance(scale, PFNScale) else scale_settings(scale)).checkpoint_every
+    pretrain(config, run_dir, checkpoint_every=every, device=device, progress=progress)
     ckpt = run_dir / runs.CHECKPOINT
     if ckpt.is_file() and (run_dir / runs.WEIGHTS).is_file():
         ckpt.unlink()  # finished: weights, config and metrics are what is kept

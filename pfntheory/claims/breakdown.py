@@ -64,7 +64,7 @@ def _draw_seed(seed, name: str) -> int:
 def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
     """``G(n') = sum_l log rho_l`` of the mean (``f``) and variance (``g``) channels of a trained
     ``model`` (:class:`pfntheory.nn.model.PFNTransformer`) on contexts of the prior ``task``
-    (:class:`pfntheory.nn.priors.TaskConfig`), per ``n'`` in ``ns``, averaged over ``draws``
+    (:class:`pfntheory.nn.priors.TaskSpec`), per ``n'`` in ``ns``, averaged over ``draws``
     context draws (module docstring).
 
     Returns
@@ -75,7 +75,7 @@ def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
     """
     import torch
 
-    from pfntheory.config import TaskConfig
+    from pfntheory.config import TaskSpec
     from pfntheory.nn.attention import score_matrix
     from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch
@@ -84,9 +84,9 @@ def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
         raise ArgumentTypeError(
             f"model must be a pfntheory.nn.model.PFNTransformer, got {type(model).__name__}"
         )
-    if not isinstance(task, TaskConfig):
+    if not isinstance(task, TaskSpec):
         raise ArgumentTypeError(
-            f"task must be a pfntheory.config.TaskConfig, got {type(task).__name__}"
+            f"task must be a pfntheory.config.TaskSpec, got {type(task).__name__}"
         )
     ns = list(ns)
     with torch.no_grad():

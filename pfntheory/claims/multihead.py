@@ -47,10 +47,10 @@ QUAD_ATOL = 1e-12
 TOLERANCE = "quadrature error estimate + 1e-12 + 1e-9 TV (kinks of |p - q|)"
 
 
-def _components(kernels, noise_vars, X, Y, x):
+def _components(kernels, noise_var, X, Y, x):
     kernels = sequence(kernels, "kernels")
     H = len(kernels)
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (H,))
+    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (H,))
     X = as_float_array(X, "X", ndim=2, non_empty=True)
     Y = shaped(as_float_array(Y, "Y", ndim=1), "Y", (X.shape[0],), "(one label per row of X)")
     x = shaped(as_float_array(x, "x", ndim=1), "x", (X.shape[1],), "(one point of X's d)")
@@ -67,7 +67,7 @@ def _path_readout(w: mh.MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray,
 
 
 def check_heads_richardson(
-    kernels, noise_vars, X, Y, x, eta, L: int, *, normalised: bool = False, encode=None
+    kernels, noise_var, X, Y, x, eta, L: int, *, normalised: bool = False, encode=None
 ) -> ClaimResult:
     """Every head's rows ``k_h, f_h, g_h`` of every ``Z^(l)`` equal component ``h``'s
     (preconditioned) Richardson iterates (:func:`pfntheory.construction.expected_rows`, from
@@ -77,7 +77,7 @@ def check_heads_richardson(
     Tolerance per head: :func:`~pfntheory.claims.richardson.roundoff_atol` of its component with the
     size of its rows, plus ``rtol = 16 n eps`` (as for the single head, check_tf_rows).
     """
-    kernels, nv, X, Y, x = _components(kernels, noise_vars, X, Y, x)
+    kernels, nv, X, Y, x = _components(kernels, noise_var, X, Y, x)
     n, d = X.shape
     H = len(kernels)
     w = mh.multihead_weights(d, L, kernels, nv, eta, normalised=normalised, encode=encode)
@@ -125,7 +125,7 @@ def _do_nothing_tv(ppd: MixturePPD, kxx, nv) -> float:
     return mh.mixture_tv(ppd, lazy)[0]
 
 
-def check_mixture_rate(kernels, noise_vars, X, Y, x, eta, Ls, *, encode=None) -> ClaimResult:
+def check_mixture_rate(kernels, noise_var, X, Y, x, eta, Ls, *, encode=None) -> ClaimResult:
     """With the exact mixture weights, the hand-set model's mixture PPD converges to the exact one
     at thm:TFdoPPD's per-component rate: for every depth ``L`` in ``Ls``
 
@@ -139,7 +139,7 @@ def check_mixture_rate(kernels, noise_vars, X, Y, x, eta, Ls, *, encode=None) ->
 
     Tolerance: :data:`TOLERANCE`.
     """
-    kernels, nv, X, Y, x = _components(kernels, noise_vars, X, Y, x)
+    kernels, nv, X, Y, x = _components(kernels, noise_var, X, Y, x)
     n, d = X.shape
     H = len(kernels)
     Ls = sorted(set(int_tuple(Ls, "Ls", minimum=1)))
@@ -193,7 +193,7 @@ def check_mixture_rate(kernels, noise_vars, X, Y, x, eta, Ls, *, encode=None) ->
     )
 
 
-def check_tv_bound(kernels, noise_vars, X, Y, x, eta, L: int, logdet, *, normalised=False):
+def check_tv_bound(kernels, noise_var, X, Y, x, eta, L: int, logdet, *, normalised=False):
     """The TV bound of docs/multihead.md on the hand-set model with an approximate readout.
 
     With ``w'`` the readout's weights (``logdet``: a :class:`~pfntheory.multihead.LogdetReadout`
@@ -203,7 +203,7 @@ def check_tv_bound(kernels, noise_vars, X, Y, x, eta, L: int, logdet, *, normali
 
     Tolerance: :data:`TOLERANCE` for (a); ``1e-12`` for (b) (closed forms of O(1) CDF values).
     """
-    kernels, nv, X, Y, x = _components(kernels, noise_vars, X, Y, x)
+    kernels, nv, X, Y, x = _components(kernels, noise_var, X, Y, x)
     d = X.shape[1]
     w = mh.multihead_weights(d, L, kernels, nv, eta, normalised=normalised)
     out = mh.multihead_forward(w, X, Y, x)

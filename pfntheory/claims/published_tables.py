@@ -208,14 +208,14 @@ def single_kernel_coverage(
     if task.kind != "hier_rbf":
         raise ValueError(f"task must be a hier_rbf prior, got kind {task.kind!r}")
     m = n_instances
-    kernels, noise_vars = components(task)
+    kernels, noise_var = components(task)
     H = len(kernels)
     W, MU, TAU = (np.empty((m, H)) for _ in range(3))
     for i in range(m):
         X = sample_design(n, task.d, rng, task.covariates)
         xq = sample_design(1, task.d, rng, task.covariates)[0]
         w, MU[i], TAU[i] = ppd_at_query(
-            kernels, noise_vars, X, xq, rng=rng, h_true=int(rng.integers(H))
+            kernels, noise_var, X, xq, rng=rng, h_true=int(rng.integers(H))
         )
         W[i] = w / w.sum()
     out = []
@@ -223,7 +223,7 @@ def single_kernel_coverage(
         scale = float(np.mean(np.sum(W * (TAU + (MU - MU[:, [f]]) ** 2), 1) / TAU[:, f]))
         row = {
             "lengthscale": float(kernels[f].lengthscale),
-            "noise_std": float(np.sqrt(noise_vars[f])),
+            "noise_std": float(np.sqrt(noise_var[f])),
             "scale": scale,
             # expected NLL of N(mu_f, c_f tau_f) at y ~ PPD: E[(y - mu_f)^2 / (c_f tau_f)] = 1
             "nll": float(0.5 * np.mean(np.log(2 * np.pi * scale * TAU[:, f])) + 0.5),

@@ -87,21 +87,18 @@ def device_spec(text: str) -> str:
 
 
 def check_device(device) -> None:
-    """Refuse a device this machine does not have, before any work starts (torch imported only
-    for a CUDA request)."""
+    """Refuse a device this machine does not have, before any work starts: the syntax here, the
+    machine by :func:`pfntheory.nn.device.select_device` (the one check; torch imported only for a
+    CUDA request), its message prefixed with the option."""
     if not isinstance(device, str) or not _DEVICE_RE.match(device):
         raise ValueError(f"--device must be auto, cpu, cuda or cuda:<k>, got {device!r}")
     if device.startswith("cuda"):
-        import torch
+        from pfntheory.nn.device import select_device
 
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"--device {device}: CUDA is not available on this machine "
-                f"(use --device cpu or auto)"
-            )
-        k = int(device.partition(":")[2] or 0)
-        if k >= torch.cuda.device_count():
-            raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s)")
+        try:
+            select_device(device)
+        except ValueError as err:
+            raise ValueError(f"--device {device}: {err}") from None
 
 
 _SEED = int_in(0, LIMITS["seed"])

@@ -170,10 +170,6 @@ def _run_train(args) -> int:
                 f"--{opt.replace('_', '-')} does not apply to --task {args.task} "
                 f"(only to {', '.join(kinds)})"
             )
-    if args.n_min > args.n_max:
-        raise ValueError(
-            f"n_min <= n_max is required, got --n-min {args.n_min} --n-max {args.n_max}"
-        )
     score = args.score or ("linear" if args.task == "blr" else "rbf")
     if args.normalised and score == "linear":
         raise ValueError(
@@ -181,17 +177,34 @@ def _run_train(args) -> int:
             "the linear score can be zero or negative, so its row sums can vanish"
         )
     check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
+    spec = _run_tree(args, score)
     run_dir = _prepare_run_dir(args.run_dir)
 
-    from pfntheory.config import ModelConfig, TaskConfig
-    from pfntheory.nn.train import TrainConfig, schedule_for, train
+    from pfntheory.nn.train import train
+
+    out = train(
+        spec,
+        run_dir,
+        device=args.device,
+        checkpoint_every=args.checkpoint_every,
+        progress=not args.no_progress,
+    )
+    print(out)
+    return 0
+
+
+def _run_tree(args, score: str):
+    """The run tree of the command line (:class:`pfntheory.tree.RunSpec`): the one object built
+    here; it checks every value it holds (e.g. ``n_min <= n_max``)."""
+    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.nn.train import schedule_for
+    from pfntheory.tree import RunSpec
 
     task_options = ("noise_var", "alpha", "lengthscale", "lengthscales", "covariates")
-    task = TaskConfig(kind=args.task, d=args.d, **pick(args, *task_options, given=True))
-    model = ModelConfig(
+    task = TaskSpec(kind=args.task, d=args.d, **pick(args, *task_options, given=True))
+    model = ModelSpec(
         score=score,
-        noise_var_init=task.noise_var,
-        **pick(args, "d", "L", "C", "mode", "normalised", "head"),
+        **pick(args, "L", "C", "mode", "normalised", "head"),
         **pick(args, "tau_min", "eta_init", "scale_init", given=True),
     )
     if args.scale == "cpu":  # the cpu scale's optimiser (pfntheory.experiments.definitions)
@@ -211,7 +224,7 @@ def _run_train(args) -> int:
             curve_instances=args.curve_instances,
         )
     )
-    cfg = TrainConfig(
+    return RunSpec(
         task=task,
         model=model,
         steps=steps if args.steps is None else args.steps,
@@ -219,12 +232,8 @@ def _run_train(args) -> int:
         lr_units=units if args.lr_units is None else args.lr_units,
         ema_decay=ema if args.ema_decay is None else args.ema_decay,
         **pick(args, "n_min", "n_max", "batch_size", "context_groups", "seed"),
-        **pick(args, "checkpoint_every", "device"),
         **curve,
     )
-    out = train(cfg, run_dir, progress=not args.no_progress)
-    print(out)
-    return 0
 
 
 def register(subparsers) -> None:

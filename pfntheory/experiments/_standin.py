@@ -23,7 +23,7 @@ __all__ = ["train", "evaluate", "fake_metrics"]
 
 def train(spec, run_dir: Path) -> None:
     run_dir = Path(run_dir)
-    runfiles.save_json(run_dir / runfiles.CONFIG, {"standin": True, **spec.training()})
+    runfiles.save_json(run_dir / runfiles.CONFIG, {"standin": True, **spec.identity()})
     ckpt = run_dir / runfiles.CHECKPOINT
     start = 0
     if ckpt.is_file():

@@ -461,7 +461,7 @@ FIG_EXP1 = Experiment(
 # fig:exp1 at budget: the claim-carrying cells, weight-averaged, at S and 2S steps (issue 24)
 # --------------------------------------------------------------------------------------------------
 
-#: Decay of the weight average of the budget runs (``TrainConfig.ema_decay``): measured on replays
+#: Decay of the weight average of the budget runs (``RunSpec.ema_decay``): measured on replays
 #: of committed fig:exp1 runs (BLR learnable L=8 C=256, 1000 steps, 48 curve points) it cut the
 #: jitter between curve points from 13x to 6.8x the held-out SE and the final E[TV] from 0.037 to
 #: 0.026; 0.998 cut the jitter further (4.4x) but lagged a curve still falling (0.030).

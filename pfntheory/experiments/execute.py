@@ -11,7 +11,6 @@ atomically (temporary file + ``os.replace``), so a killed run leaves complete fi
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ BACKENDS = ("nn", "standin")
 def _train_nn(spec: RunSpec, run_dir: Path) -> None:
     from pfntheory.nn.train import train
 
-    train(spec.train_config(), run_dir, progress=False)
+    train(spec, run_dir, progress=False)
 
 
 def _evaluate_nn(run_dir: Path, ev) -> None:
@@ -129,7 +128,7 @@ def _execute_exact(spec, run_dir: Path) -> None:
     runfiles.save_json(
         run_dir / RESULT_FILE,
         {
-            "spec": jsonable(dataclasses.asdict(spec)),
+            "spec": jsonable(spec.identity()),
             "wall_time_s": time.perf_counter() - t0,
             **body,
         },

@@ -43,7 +43,7 @@ from .specs import TaskSpec
 __all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
 
 
-def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true: int):
+def ppd_at_query(kernels, noise_var, X, xq, *, rng: np.random.Generator, h_true: int):
     """Draw ``Y`` from component ``h_true`` and return the (mixture) PPD at ``xq``.
 
     The PPD is :func:`pfntheory.gp.mixture_ppd` (the one implementation of eqn:GPreg and of the
@@ -52,7 +52,7 @@ def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true
     Parameters
     ----------
     kernels : list of kernel, length H
-    noise_vars : ndarray of shape (H,)
+    noise_var : ndarray of shape (H,)
     X : ndarray of shape (n, d)
     xq : ndarray of shape (d,)
     rng : numpy.random.Generator
@@ -68,25 +68,25 @@ def ppd_at_query(kernels, noise_vars, X, xq, *, rng: np.random.Generator, h_true
     for i, k in enumerate(kernels):
         check_kernel(k, f"kernels[{i}]")
     H = len(kernels)
-    noise_vars = shaped(
-        positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (H,), "(one per kernel)"
+    noise_var = shaped(
+        positive_array(noise_var, "noise_var", ndim=1), "noise_var", (H,), "(one per kernel)"
     )
     X = as_float_array(X, "X", ndim=2, non_empty=True)
     xq = shaped(as_float_array(xq, "xq", ndim=1), "xq", (X.shape[1],), "(one point of X's d)")
     rng = check_rng(rng)
     h_true = positive_int(h_true, "h_true", minimum=0, maximum=H - 1)
-    return _ppd_at_query(kernels, noise_vars, X, xq, rng, h_true)
+    return _ppd_at_query(kernels, noise_var, X, xq, rng, h_true)
 
 
-def _ppd_at_query(kernels, noise_vars, X, xq, rng, h_true):
+def _ppd_at_query(kernels, noise_var, X, xq, rng, h_true):
     """:func:`ppd_at_query` on checked arguments (the inner loop of
     :func:`exact_ppd_reference`)."""
     n = X.shape[0]
     H = len(kernels)
-    k, s2 = kernels[h_true], noise_vars[h_true]
-    chol = np.linalg.cholesky(k(X) + s2 * np.eye(n))  # G_h + sigma_h^2 I = L L^T
+    k, noise_var_h = kernels[h_true], noise_var[h_true]
+    chol = np.linalg.cholesky(k(X) + noise_var_h * np.eye(n))  # G_h + sigma_h^2 I = L L^T
     Y = chol @ rng.standard_normal(n)  # Y ~ N(0, G_h + sigma_h^2 I)
-    ppd = gp.mixture_ppd(kernels, noise_vars, np.full(H, 1.0 / H), X, Y, xq[None, :])
+    ppd = gp.mixture_ppd(kernels, noise_var, np.full(H, 1.0 / H), X, Y, xq[None, :])
     return ppd.weights, ppd.mu[:, 0], ppd.tau[:, 0]
 
 
@@ -130,7 +130,7 @@ def exact_ppd_reference(
     n_instances = positive_int(n_instances, "n_instances")
     rng = check_rng(rng)
     levels = floats(unit=True)(levels, "levels")
-    kernels, noise_vars = components(task)
+    kernels, noise_var = components(task)
     H = len(kernels)
     design = covariates or task.covariates
     out: dict[str, dict[str, list]] = {}
@@ -153,7 +153,7 @@ def exact_ppd_reference(
             X = sample_design(n, task.d, rng, design)
             xq = sample_design(1, task.d, rng, design)[0]
             h = int(rng.integers(H))  # theta ~ uniform over the grid
-            W[i], MU[i], TAU[i] = _ppd_at_query(kernels, noise_vars, X, xq, rng, h)
+            W[i], MU[i], TAU[i] = _ppd_at_query(kernels, noise_var, X, xq, rng, h)
             c = rng.choice(H, p=W[i] / W[i].sum())  # y ~ sum_h w_h N(mu_h, tau_h)
             y[i] = MU[i, c] + np.sqrt(TAU[i, c]) * rng.standard_normal()
         add("crps", expected_crps(W, MU, TAU))

@@ -8,7 +8,6 @@ artefacts".
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import zipfile
@@ -61,7 +60,8 @@ def run_dir_of(experiment: str, spec, root=None) -> Path:
 
 def spec_doc(spec) -> dict:
     """What ``spec.json`` holds: the spec's type, name and fields."""
-    return {"type": type(spec).__name__, "name": spec.name, "spec": dataclasses.asdict(spec)}
+    record = spec.record() if isinstance(spec, RunSpec) else spec.identity()
+    return {"type": type(spec).__name__, "name": spec.name, "spec": record}
 
 
 def eval_complete(run_dir: Path, ev) -> bool:
@@ -120,7 +120,7 @@ def is_complete(spec, run_dir) -> bool:
     if not path.is_file():
         return False
     try:
-        return runfiles.load_json(path).get("spec") == jsonable(dataclasses.asdict(spec))
+        return runfiles.load_json(path).get("spec") == jsonable(spec.identity())
     except runfiles.CorruptFileError:
         return False
 

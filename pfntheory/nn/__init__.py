@@ -14,15 +14,14 @@ from .attention import (
     score_matrix,
     score_vector,
 )
+from .handset import load_handset
 from .head import HEADS, MLPHead, PsiHead, positive_tau
 from .model import (
     MODES,
     DenseTransformer,
-    ModelConfig,
     PFNOutput,
     PFNTransformer,
     default_eta,
-    load_handset,
     select_device,
 )
 
@@ -38,7 +37,6 @@ __all__ = [
     "PsiHead",
     "MLPHead",
     "positive_tau",
-    "ModelConfig",
     "PFNOutput",
     "PFNTransformer",
     "DenseTransformer",

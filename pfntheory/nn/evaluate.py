@@ -326,14 +326,14 @@ def compare_to_construction(
     n = (config.n_min + config.n_max) // 2 if n is None else positive_int(n, "n")
     n_instances = positive_int(n_instances, "n_instances")
     kernel = exact_kernels(task)[0][0]
-    s2 = task.noise_var
+    noise_var = task.noise_var
     amp_true = 1.0 if task.kind == "blr" else task.alpha**2
     coef = {k: v.detach().double().numpy() for k, v in model.coefficients().items()}
     V, S = coef["V"], coef["S"]  # (L-1, 4): V_fy V_ff V_gk V_gg; (L-1, 2): S_ff S_gg
     if mc.normalised:
-        eta_attn, eta_drift = V[:, 0], -S[:, 0] * amp_true / s2
+        eta_attn, eta_drift = V[:, 0], -S[:, 0] * amp_true / noise_var
     else:
-        eta_attn, eta_drift = V[:, 0] / amp_true, -S[:, 0] / s2
+        eta_attn, eta_drift = V[:, 0] / amp_true, -S[:, 0] / noise_var
 
     bt = sample_batch(
         task,
@@ -352,18 +352,22 @@ def compare_to_construction(
     tau_list: list[float] = []
     for i in range(n_instances):
         G = kernel(X[i])
-        A = G + s2 * np.eye(n)
+        A = G + noise_var * np.eye(n)
         D = jacobi_preconditioner(G) if mc.normalised else None
         e_opt = optimal_step(A, D)  # supp-sec:richardson: eta* = 2 / (lambda_1 + lambda_n)
         eta_list.append(e_opt)
         e = e_opt if eta is None else eta
         if mc.L >= 2:
-            F, Gv = expected_rows(kernel, X[i], Y[i], xq[i], s2, e, mc.L, normalised=mc.normalised)
+            F, Gv = expected_rows(
+                kernel, X[i], Y[i], xq[i], noise_var, e, mc.L, normalised=mc.normalised
+            )
             f_L, g_L = F[mc.L, n], Gv[mc.L, n]
         else:
             f_L = g_L = 0.0
         mu_list.append(f_L)
-        tau_list.append(float(kernel.diag(xq[i][None])[0]) + s2 - g_L)  # W row 2: s2 + k - g
+        tau_list.append(
+            float(kernel.diag(xq[i][None])[0]) + noise_var - g_L
+        )  # W row 2: noise_var + k - g
     eta_star, mu_sol, tau_sol = map(np.asarray, (eta_list, mu_list, tau_list))
     mu, tau = bt.mu.numpy(), bt.tau.numpy()
 
@@ -391,7 +395,7 @@ def compare_to_construction(
             "optimal_min": float(eta_star.min()),
             "optimal_max": float(eta_star.max()),
         },
-        "W": {"learned": coef["W"].tolist(), "prescribed": [1.0, s2, 1.0, -1.0]},
+        "W": {"learned": coef["W"].tolist(), "prescribed": [1.0, noise_var, 1.0, -1.0]},
         "readout_rms": {
             "trained_vs_solver_mu": rms(mu_tr, mu_sol),
             "trained_vs_solver_tau": rms(tau_tr, tau_sol),

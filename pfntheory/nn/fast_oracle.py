@@ -39,7 +39,7 @@ from .model import select_device
 from .priors import (
     GRAM_CHUNK_ELEMENTS,
     Batch,
-    TaskConfig,
+    TaskSpec,
     _check_generator,
     _cholesky,
     _components,
@@ -67,9 +67,9 @@ def _gram32(c, X32: torch.Tensor) -> torch.Tensor:
     """``A = G + sigma^2 I`` (b, n, n) in float32."""
     feat = torch.tensor(c.feat, dtype=torch.float32)
     if fused.available():
-        return torch.ops.pfntheory_fused.gram(X32.contiguous(), feat, c.alpha2, c.s2)
+        return torch.ops.pfntheory_fused.gram(X32.contiguous(), feat, c.alpha2, c.noise_var)
     A = c.gram(X32, X32)
-    A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
+    A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
     return A
 
 
@@ -79,7 +79,7 @@ def _apply_A(c, X: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     feat = torch.tensor(c.feat, dtype=torch.float64)
     with torch.no_grad():
         out, _ = scaled_kernel_attention(X, feat, V, "rbf")  # (b, n, m): P V
-    return c.alpha2 * out + c.s2 * V
+    return c.alpha2 * out + c.noise_var * V
 
 
 def _solve32(L: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
@@ -95,10 +95,10 @@ def oracle64(c, Xa: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.
     n = Y.shape[1]
     X, xq = Xa[:, :n], Xa[:, n:]
     A = c.gram(X, X)
-    A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
+    A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
     k = c.gram(X, xq)[..., 0]  # (b, n)
     sol = torch.cholesky_solve(torch.stack([Y, k], -1), _cholesky(A, "G + noise_var I"))
-    return (k * sol[..., 0]).sum(-1), c.alpha2 + c.s2 - (k * sol[..., 1]).sum(-1)
+    return (k * sol[..., 0]).sum(-1), c.alpha2 + c.noise_var - (k * sol[..., 1]).sum(-1)
 
 
 def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE) -> dict:
@@ -140,11 +140,13 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
         prev[active], steps[active] = rel, it
         done[active] = err[active] <= REFINE_RTOL
     mu = (k * sol[..., 0]).sum(-1)  # k_x^T A^{-1} Y
-    tau = c.alpha2 + c.s2 - (k * sol[..., 1]).sum(-1)  # kappa(x, x) + sigma^2 - k_x^T A^{-1} k_x
+    tau = (
+        c.alpha2 + c.noise_var - (k * sol[..., 1]).sum(-1)
+    )  # kappa(x, x) + sigma^2 - k_x^T A^{-1} k_x
     redo = ((info != 0) | ~(err <= REFINE_RTOL)).nonzero()[:, 0]  # a NaN error is redone too
     if redo.numel():  # float64 throughout for these: Y = L64 z, as sample_batch draws it
         A = c.gram(X[redo], X[redo])
-        A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
+        A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
         L64 = _cholesky(A, "G + noise_var I")
         Y[redo] = (L64 @ z[redo, :, None])[..., 0]
         mu[redo], tau[redo] = oracle64(c, Xa[redo], Y[redo])
@@ -153,7 +155,7 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
 
 
 def sample_batch_fast(
-    task: TaskConfig,
+    task: TaskSpec,
     batch_size: int,
     n: int,
     generator: torch.Generator,
@@ -164,8 +166,8 @@ def sample_batch_fast(
     """:func:`pfntheory.nn.priors.sample_batch` with the float32 oracle of this module for the
     single-kernel rbf kinds (``rbf``, ``ard_rbf``); same arguments, same random numbers, same
     :class:`~pfntheory.nn.priors.Batch`. Other kinds are ``sample_batch`` itself."""
-    if not isinstance(task, TaskConfig):
-        raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
     comps = _components(task)
     if task.kind not in ("rbf", "ard_rbf") or len(comps) != 1:
         return sample_batch(task, batch_size, n, generator, device, dtype, interval)

@@ -27,7 +27,7 @@ construction, are exact wherever ``tau_L >= tau_min``), is C^1 (value and slope 
 ``tau_min^2/|tau|``, so unlike an exponential it cannot underflow to 0), and makes
 ``psi_2 = -1/(2 tau_+)`` affine in ``tau`` below ``tau_min``, so gradients keep pushing ``tau`` back
 up at a bounded rate.
-``tau_min`` (default ``1e-3`` in :class:`~pfntheory.nn.model.ModelConfig`) lies below every PPD
+``tau_min`` (default ``1e-3`` in :class:`~pfntheory.config.ModelSpec`) lies below every PPD
 variance of the paper's tasks (``tau >= sigma^2 >= 0.01``). The raw ``tau_L`` is what the model
 reports in ``PFNOutput.tau``; only the head sees ``tau_+``. User inputs are never clipped.
 """

@@ -26,27 +26,16 @@ Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d
             step size (supp-sec:exp details: separate step sizes for the ridge drift and the
             attention residual; it absorbs the amplitude ``alpha^2`` that the kernel folds into
             ``V``). ``V^(0)_{k,y} = amp`` (``alpha^2``) is learned for ``rbf`` and fixed at
-            ``amp_init`` otherwise; ``sigma^2 = noise_var_init`` and ``W`` (supp-eqn:weights) are
-            fixed; the psi head's ``s1 = s2 = 1`` are fixed.
+            ``amp_init`` otherwise; ``sigma^2`` (the prior's ``noise_var``) and ``W``
+            (supp-eqn:weights) are fixed; the psi head's ``s1 = s2 = 1`` are fixed.
 ``learnable`` every non-zero entry of supp-eqn:weights is a free parameter per layer: ``scale_l``
             (the diagonal of ``K = Q``), ``V^(0)_{k,y}``, ``V^(l)_{f,y}, V^(l)_{f,f}, V^(l)_{g,k},
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
             psi head's ``s1, s2`` are learned. Initialised at the ``theory`` values.
 
-The fast forward (:meth:`PFNTransformer.forward`) touches only what a layer changes: the ``x`` rows
-never change, so the kernel needs only ``scale_l * x``; a solver layer writes two channels
-(``f, g``) from two value channels over the ``n`` context keys, so it computes a
-``(B, n+1, n)`` kernel (never for ``linear``: ``a_j^T (A^T V)``) and a width-2 product; the first
-layer is an ``O(n d)`` kernel-vector product. With ``shared_scale=True``, and without autograd
-whenever the solver layers' scales are equal (theory mode at its initial values, hand-set weights),
-the kernel is computed once and reused by every solver layer (per chunk of instances, so that it
-stays in cache). Otherwise the solver layers run in :func:`pfntheory.nn.solver.solver_layers`:
-all of them in one fused operator (:mod:`pfntheory.nn.fused`) when it is available, else layer by
-layer, each layer's kernel kept for the backward pass while a budget for the whole forward lasts
-(``SAVE_KERNEL_BUDGET_BYTES``) and recomputed there otherwise.
-:meth:`PFNTransformer.forward_dense` is the literal eqn:tabPFN attn over every channel with full
-``(d+4) x (d+4)`` matrices and per-layer gradient checkpointing, the parity reference
-(:class:`DenseTransformer` runs it as ``forward``).
+The fast forward (:meth:`PFNTransformer.forward`, which touches only what a layer changes) and the
+dense parity reference (:meth:`PFNTransformer.forward_dense`, :class:`DenseTransformer`) are
+explained in docs/design.md, "The model's forward".
 """
 
 from __future__ import annotations
@@ -59,18 +48,17 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .._checks import MAX_ELEMENTS, ArgumentTypeError, as_float_array, keys
-from ..config import MODES, ModelConfig
+from .._checks import MAX_ELEMENTS, ArgumentTypeError
+from ..config import MODES, ModelSpec, TaskSpec
 from .attention import masked_attention_dense, score_matrix, score_vector
+from .device import select_device
 from .head import MLPHead, PsiHead, check_edges
 from .solver import skip, solver_layers
 
 __all__ = [
-    "ModelConfig",
     "PFNOutput",
     "PFNTransformer",
     "DenseTransformer",
-    "load_handset",
     "select_device",
     "default_eta",
     "MODES",
@@ -99,15 +87,24 @@ def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
         )
 
 
-def default_eta(config: ModelConfig) -> float:
-    """The step size used when ``config.eta_init is None`` (documented in :class:`ModelConfig`)."""
-    if not isinstance(config, ModelConfig):
+def default_eta(config: ModelSpec, task: TaskSpec) -> float:
+    """The initial step size of every solver layer: ``config.eta_init``, or when it is None
+    ``1 / (1 + noise_var)`` for ``normalised`` (the Jacobi-preconditioned spectrum lies in
+    ``[lambda_n, 1 + sigma^2/alpha^2]``, sec:generalization, so this is admissible for every n) and
+    ``0.005`` otherwise (admissible, ``eta < 2/(lambda_1 + sigma^2)``, for ``lambda_1 <= 400``,
+    which covers the paper's tasks up to n = 512: BLR d = 5 has ``lambda_1 ~ 2n/5 * 1.2``, RBF
+    ``lambda_1 ~ n rho`` with ``rho <= 0.4``). ``sigma^2`` is the prior's ``task.noise_var``."""
+    if not isinstance(config, ModelSpec):
         raise ArgumentTypeError(
-            f"config must be a pfntheory.config.ModelConfig, got {type(config).__name__}"
+            f"config must be a pfntheory.config.ModelSpec, got {type(config).__name__}"
+        )
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(
+            f"task must be a pfntheory.config.TaskSpec, got {type(task).__name__}"
         )
     if config.eta_init is not None:
         return float(config.eta_init)
-    return 1.0 / (1.0 + config.noise_var_init) if config.normalised else 0.005
+    return 1.0 / (1.0 + task.noise_var) if config.normalised else 0.005
 
 
 @dataclass
@@ -126,42 +123,6 @@ class PFNOutput:
     logits: torch.Tensor
     mu: torch.Tensor
     tau: torch.Tensor
-
-
-def select_device(
-    spec: str | torch.device = "auto", *, cuda_available: bool | None = None
-) -> torch.device:
-    """Resolve a device spec: ``'auto'`` -> CUDA when available, else CPU.
-
-    Parameters
-    ----------
-    spec : str or torch.device
-        ``'auto'``, ``'cpu'``, ``'cuda'``, ``'cuda:<i>'``.
-    cuda_available : bool, optional
-        Override of ``torch.cuda.is_available()`` (lets the selection logic be tested on a
-        machine without a GPU).
-
-    Raises
-    ------
-    ValueError
-        Naming ``device`` for an unknown spec, or a CUDA spec when CUDA is unavailable.
-    """
-    avail = torch.cuda.is_available() if cuda_available is None else bool(cuda_available)
-    if isinstance(spec, torch.device):
-        spec = str(spec)
-    if not isinstance(spec, str):
-        raise ArgumentTypeError(f"device must be a string or torch.device, got {spec!r}")
-    if spec == "auto":
-        return torch.device("cuda" if avail else "cpu")
-    try:
-        dev = torch.device(spec)
-    except RuntimeError:  # torch's message lists every backend it knows: one line instead
-        raise ValueError(f"unknown device {spec!r}; expected 'auto', 'cpu' or 'cuda[:i]'") from None
-    if dev.type == "cuda" and not avail:
-        raise ValueError(f"device {spec!r} requested but CUDA is not available")
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"unsupported device {spec!r}; expected 'auto', 'cpu' or 'cuda[:i]'")
-    return dev
 
 
 def check_batch(X, Y, xq, scale: torch.Tensor, d: int):
@@ -185,6 +146,7 @@ def check_batch(X, Y, xq, scale: torch.Tensor, d: int):
         if t.is_complex() or not (t.is_floating_point() or t.dtype in _REAL_INT_DTYPES):
             raise ValueError(f"{name} must be real (float, int or bool), got dtype {t.dtype}")
         t = t.to(device=p.device, dtype=p.dtype)
+        ok: torch.Tensor | bool
         if name == "Y":
             ok = torch.isfinite(t).all()
         else:  # one reduction, as the finiteness check alone: NaN and inf fail it too
@@ -221,24 +183,37 @@ class PFNTransformer(nn.Module):
 
     Parameters
     ----------
-    config : ModelConfig
+    config : ModelSpec
     edges : Tensor of shape (C + 1,)
         Bin edges ``gamma`` (registered buffer ``edges``; kept in the dtype it is given in, so
         float64 edges stay exact in a float32 model, and cast to the model's dtype in ``forward``).
+    task : TaskSpec
+        The prior: the input dimension ``d = task.d`` and ``sigma^2 = task.noise_var`` (the fixed
+        value in theory mode, the initial value in learnable mode; supp-eqn:weights).
     """
 
     dense: bool = False
+    # buffers and parameters set per mode, typed for mypy (nn.Module's __getattr__ is untyped)
+    edges: torch.Tensor
+    amp: torch.Tensor
+    noise_var: torch.Tensor
+    W: torch.Tensor
+    head: nn.Module
 
-    def __init__(self, config: ModelConfig, edges: torch.Tensor):
+    def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
         super().__init__()
-        if not isinstance(config, ModelConfig):
-            raise ValueError(f"config must be a ModelConfig, got {type(config).__name__}")
+        if not isinstance(config, ModelSpec):
+            raise ValueError(f"config must be a ModelSpec, got {type(config).__name__}")
+        if not isinstance(task, TaskSpec):
+            raise ValueError(f"task must be a TaskSpec, got {type(task).__name__}")
         self.config = cfg = config
+        self.d = d = task.d
+        cfg.check_size(d)
         self.register_buffer("edges", check_edges(edges, cfg.C).clone())
-        d, L = cfg.d, cfg.L
+        L = cfg.L
         dt = torch.get_default_dtype()
-        eta = default_eta(cfg)
-        s2, amp = cfg.noise_var_init, cfg.amp_init
+        noise_var, amp = task.noise_var, cfg.amp_init
+        eta = default_eta(cfg, task)
         eta_a = eta if cfg.normalised else eta * amp  # step in V (attention)
         eta_d = eta / amp if cfg.normalised else eta  # step in S (ridge drift)
         rbf = cfg.score == "rbf"
@@ -254,17 +229,17 @@ class PFNTransformer(nn.Module):
                     "amp_init must be 1 in theory mode for the "
                     f"{cfg.score} score (one tied step size), got {amp}"
                 )
-            self.register_buffer("noise_var", torch.tensor(s2, dtype=dt))  # sigma^2
+            self.register_buffer("noise_var", torch.tensor(noise_var, dtype=dt))  # sigma^2
             self.eta = nn.Parameter(torch.full((L - 1,), eta_a, dtype=dt))  # eta_l
             if rbf:
                 self.eta_drift = nn.Parameter(torch.full((L - 1,), eta_d, dtype=dt))  # eta'_l
-            self.register_buffer("W", torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt))
+            self.register_buffer("W", torch.tensor([1.0, noise_var, 1.0, -1.0], dtype=dt))
         else:
             V = torch.tensor([eta_a, -eta_a, eta_a, -eta_a], dtype=dt)  # V_fy V_ff V_gk V_gg
             self.V = nn.Parameter(V.repeat(L - 1, 1))  # (L-1, 4)
-            self.S = nn.Parameter(torch.full((L - 1, 2), -eta_d * s2, dtype=dt))  # S_ff S_gg
+            self.S = nn.Parameter(torch.full((L - 1, 2), -eta_d * noise_var, dtype=dt))  # S_ff S_gg
             self.W = nn.Parameter(
-                torch.tensor([1.0, s2, 1.0, -1.0], dtype=dt)
+                torch.tensor([1.0, noise_var, 1.0, -1.0], dtype=dt)
             )  # W_1f W_2y W_2k W_2g
         if cfg.head == "psi":
             self.head = PsiHead(learn_scales=cfg.mode == "learnable", tau_min=cfg.tau_min)
@@ -288,7 +263,7 @@ class PFNTransformer(nn.Module):
             ``W`` (4,) ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``.
         """
         cfg = self.config
-        scale = self.scale.expand(cfg.L, cfg.d)
+        scale = self.scale.expand(cfg.L, self.d)
         if cfg.mode == "theory":
             eta = self.eta
             eta_d = self.eta_drift if cfg.score == "rbf" else eta
@@ -301,7 +276,7 @@ class PFNTransformer(nn.Module):
         """Full matrices of eqn:tabPFN attn: ``K`` (L, d+4, d+4) (``= Q``), ``V`` (L, d+4, d+4),
         ``S`` (L, d+4, d+4) (``S^(0) = 0``) and ``W`` (2, d+4)."""
         c = self.coefficients()
-        d, L = self.config.d, self.config.L
+        d, L = self.d, self.config.L
         D = d + 4
         y, k, f, g = d, d + 1, d + 2, d + 3
         ref = c["scale"]
@@ -321,7 +296,7 @@ class PFNTransformer(nn.Module):
     # ------------------------------------------------------------------------------------------
     def _check_inputs(self, X, Y, xq):
         """:func:`check_batch` with the model's scales and ``d``."""
-        return check_batch(X, Y, xq, self.scale, self.config.d)
+        return check_batch(X, Y, xq, self.scale, self.d)
 
     def forward(self, X, Y, xq) -> PFNOutput:
         """Run the transformer and the head.
@@ -420,12 +395,12 @@ class PFNTransformer(nn.Module):
         xsum = xk.sum(1) if self.config.normalised else None  # X^T 1, (B, d)
         for layer in range(1, self.config.L):
             v, S_l = V[layer - 1], S[layer - 1]
-            s2 = scale[layer] * scale[layer]  # diag(K^T Q), (d,)
+            sq = scale[layer] * scale[layer]  # diag(K^T Q), (d,)
             XV = torch.addcmul(XR * v[0::2], torch.bmm(xkT, H[:, :n]), v[1::2])  # X^T V, (B, d, 2)
-            att = torch.bmm(xa, XV * s2.unsqueeze(-1))  # (B, n+1, 2)
+            att = torch.bmm(xa, XV * sq.unsqueeze(-1))  # (B, n+1, 2)
             s = None
             if xsum is not None:
-                s = (xa * (xsum * s2).unsqueeze(1)).sum(-1)  # s_j, (B, n+1)
+                s = (xa * (xsum * sq).unsqueeze(1)).sum(-1)  # s_j, (B, n+1)
                 att = att / s.unsqueeze(-1)  # Attn^na
             H = self._skip(H, att, s, S_l)
         return H
@@ -494,136 +469,3 @@ class DenseTransformer(PFNTransformer):
     """
 
     dense = True
-
-
-# ----------------------------------------------------------------------------------------------
-# hand-set weights of thm:TFdoPPD
-# ----------------------------------------------------------------------------------------------
-
-
-def _layers(obj, name: str) -> list[np.ndarray]:
-    arr = getattr(obj, name) if not isinstance(obj, dict) else obj[name]
-    if isinstance(arr, (str, bytes, dict)) or not hasattr(arr, "__iter__"):
-        raise ArgumentTypeError(f"weights.{name} must be a sequence of arrays, got {arr!r:.60}")
-    return [as_float_array(a, f"weights.{name}[{i}]") for i, a in enumerate(arr)]
-
-
-def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
-    """Copy the NumPy hand-set weights of thm:TFdoPPD into ``model`` (in place; returns it).
-
-    Parameters
-    ----------
-    model : PFNTransformer
-        Target, mode ``theory`` or ``learnable``; its ``d`` and ``L`` must match.
-    weights : HandsetWeights or dict
-        From :func:`pfntheory.construction.handset_weights`: per-layer ``V, K, Q, S`` (L arrays of
-        shape (d+4, d+4); ``S`` may have ``L-1`` entries for the solver layers only) and ``W``
-        (2, d+4).
-
-    Raises
-    ------
-    ValueError
-        Naming ``weights`` when a shape differs, ``K != Q``, ``K`` is not ``diag(scale, 0_4)``, a
-        non-zero entry falls outside the model's sparsity pattern (supp-eqn:weights), or (theory
-        mode) the entries do not have the theory structure (tied step sizes, fixed ``W``).
-    """
-    if not isinstance(model, PFNTransformer):
-        raise ArgumentTypeError(f"model must be a PFNTransformer, got {type(model).__name__}")
-    if isinstance(weights, dict):
-        keys("V", "K", "Q", "S", "W")(weights, "weights")
-    elif not all(hasattr(weights, nm) for nm in ("V", "K", "Q", "S", "W")):
-        raise ArgumentTypeError(
-            "weights must be a pfntheory.construction.HandsetWeights or a dict with V, K, Q, S "
-            f"and W, got {type(weights).__name__}"
-        )
-    cfg = model.config
-    d, L = cfg.d, cfg.L
-    D = d + 4
-    y, k, f, g = d, d + 1, d + 2, d + 3
-    V, K, Q, S = (_layers(weights, nm) for nm in ("V", "K", "Q", "S"))
-    W = as_float_array(weights["W"] if isinstance(weights, dict) else weights.W, "weights.W")
-    if len(S) == L - 1:
-        S = [np.zeros((D, D))] + S
-    for nm, arr in (("V", V), ("K", K), ("Q", Q), ("S", S)):
-        if len(arr) != L or any(a.shape != (D, D) for a in arr):
-            raise ValueError(
-                f"weights.{nm} must hold L = {L} arrays of shape {(D, D)}, got "
-                f"{len(arr)} of shapes {sorted({a.shape for a in arr})}"
-            )
-    if W.shape != (2, D):
-        raise ValueError(f"weights.W must have shape {(2, D)}, got {W.shape}")
-    scale = np.zeros((L, d))
-    for layer in range(L):
-        if not np.array_equal(K[layer], Q[layer]):
-            raise ValueError(f"weights: K^({layer}) != Q^({layer}); the model ties K = Q")
-        diag = np.diag(K[layer])
-        if not np.array_equal(K[layer], np.diag(diag)) or np.any(diag[d:] != 0):
-            raise ValueError(f"weights: K^({layer}) must be diag(scale, 0_4)")
-        scale[layer] = diag[:d]
-    # sparsity pattern of supp-eqn:weights
-    allowed_V0 = {(k, y)}
-    allowed_V = {(f, y), (f, f), (g, k), (g, g)}
-    allowed_S = {(f, f), (g, g)}
-    allowed_W = {(0, f), (1, y), (1, k), (1, g)}
-
-    def _outside(A, allowed, nm):
-        mask = np.ones(A.shape, dtype=bool)
-        for ij in allowed:
-            mask[ij] = False
-        if np.any(A[mask] != 0):
-            raise ValueError(f"weights: {nm} has non-zero entries outside supp-eqn:weights")
-
-    _outside(V[0], allowed_V0, "V^(0)")
-    _outside(S[0], set(), "S^(0)")
-    for layer in range(1, L):
-        _outside(V[layer], allowed_V, f"V^({layer})")
-        _outside(S[layer], allowed_S, f"S^({layer})")
-    _outside(W, allowed_W, "W")
-    amp = V[0][k, y]
-    Vc = np.array([[V[m][f, y], V[m][f, f], V[m][g, k], V[m][g, g]] for m in range(1, L)]).reshape(
-        L - 1, 4
-    )
-    Sc = np.array([[S[m][f, f], S[m][g, g]] for m in range(1, L)]).reshape(L - 1, 2)
-    Wc = np.array([W[0, f], W[1, y], W[1, k], W[1, g]])
-    if cfg.shared_scale and not np.all(scale == scale[0]):
-        raise ValueError("weights: K^(l) differ across layers but the model has shared_scale=True")
-
-    def _set(param: torch.Tensor, value):
-        with torch.no_grad():
-            param.copy_(torch.as_tensor(np.asarray(value), dtype=param.dtype).reshape(param.shape))
-
-    _set(model.scale, scale[:1] if cfg.shared_scale else scale)
-    _set(model.amp, amp)
-    if cfg.mode == "learnable":
-        _set(model.V, Vc)
-        _set(model.S, Sc)
-        _set(model.W, Wc)
-        return model
-    # theory: V = eta (1, -1, 1, -1), S = -eta' sigma^2 (1, 1), W = (1, sigma^2, 1, -1)
-    s2 = Wc[1]
-    if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and s2 > 0):
-        raise ValueError("weights: W is not the readout of supp-eqn:weights (1, sigma^2, 1, -1)")
-    eta = Vc[:, 0]
-    if not (
-        np.array_equal(Vc[:, 2], eta)
-        and np.array_equal(Vc[:, 1], -eta)
-        and np.array_equal(Vc[:, 3], -eta)
-        and np.array_equal(Sc[:, 0], Sc[:, 1])
-    ):
-        raise ValueError("weights: V, S do not have the theory structure of supp-eqn:weights")
-    eta_d = -Sc[:, 0] / s2
-    if cfg.score != "rbf" and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
-        raise ValueError(
-            "weights: separate drift / attention step sizes need the rbf score in theory mode"
-        )
-    if cfg.score != "rbf" and amp != cfg.amp_init:
-        raise ValueError(
-            f"weights: V^(0)_(k,y) = {amp} but theory mode fixes it at amp_init = "
-            f"{cfg.amp_init} for the {cfg.score} score"
-        )
-    _set(model.noise_var, s2)
-    _set(model.W, Wc)
-    _set(model.eta, eta)
-    if cfg.score == "rbf":
-        _set(model.eta_drift, eta_d)
-    return model

@@ -36,7 +36,7 @@ from torch import nn
 
 from .. import multihead as mh
 from .._checks import ArgumentTypeError
-from ..config import ModelConfig, TaskConfig, prior_components
+from ..config import ModelSpec, TaskSpec, prior_components
 from ..kernels import RBFKernel
 from .attention import scaled_kernel_attention, score_vector
 from .head import _positive_tau, check_edges
@@ -66,10 +66,10 @@ class MixtureOutput(PFNOutput):
 
 
 @functools.lru_cache(maxsize=16)
-def _logdet_coef(ells: tuple, noise_vars: tuple, alpha: float, d: int, covariates: str):
+def _logdet_coef(ells: tuple, noise_var: tuple, alpha: float, d: int, covariates: str):
     kernels = [RBFKernel(alpha, ell) for ell in ells]
     fit = mh.fit_logdet_readout(
-        kernels, np.asarray(noise_vars), d, np.random.default_rng(LOGDET_FIT_SEED),
+        kernels, np.asarray(noise_var), d, np.random.default_rng(LOGDET_FIT_SEED),
         covariates=covariates,
     )  # fmt: skip
     return fit.coef
@@ -89,36 +89,34 @@ class MixturePFN(nn.Module):
 
     Parameters
     ----------
-    config : ModelConfig
-        ``score='rbf'``, ``mode='learnable'``, ``head='psi'``, ``L >= 2`` (checked by
-        :class:`~pfntheory.config.ModelSpec` when ``mixture=True``).
+    config : ModelSpec
+        With ``mixture=True``: ``score='rbf'``, ``mode='learnable'``, ``head='psi'``, ``L >= 2``
+        (checked by :class:`~pfntheory.config.ModelSpec`).
     edges : Tensor of shape (C + 1,)
-    task : TaskConfig
-        The prior: its components (RBF kernels and noise variances) give the heads.
+    task : TaskSpec
+        The prior: its components (RBF kernels and noise variances) give the heads, and ``d``.
     """
 
     edges: torch.Tensor  # buffers, typed for mypy (nn.Module's __getattr__ is untyped)
     log_prior: torch.Tensor
 
-    def __init__(self, config: ModelConfig, edges: torch.Tensor, task: TaskConfig):
+    def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
         super().__init__()
-        if not isinstance(config, ModelConfig):
-            raise ArgumentTypeError(f"config must be a ModelConfig, got {type(config).__name__}")
-        if not isinstance(task, TaskConfig):
-            raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
-        if config.score != "rbf" or config.mode != "learnable" or config.head != "psi":
-            raise ValueError("MixturePFN needs score='rbf', mode='learnable' and head='psi'")
-        if config.L < 2:
-            raise ValueError(f"MixturePFN needs L >= 2 (a solver layer), got L={config.L}")
-        if task.d != config.d:
-            raise ValueError(f"task.d={task.d} must equal config.d={config.d}")
-        kernels, nv = prior_components(task)
+        if not isinstance(config, ModelSpec):
+            raise ArgumentTypeError(f"config must be a ModelSpec, got {type(config).__name__}")
+        if not isinstance(task, TaskSpec):
+            raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
+        if not config.mixture:  # ModelSpec checked what mixture=True needs (score, mode, head, L)
+            raise ValueError("config must have mixture=True for a MixturePFN")
+        config.check_size(task.d)
+        kernels, noise_var_h = prior_components(task)  # sigma_h^2, (H,)
         if not all(isinstance(k, RBFKernel) for k in kernels):
             raise ValueError(f"MixturePFN needs RBF components, task kind {task.kind!r} has not")
         self.config = cfg = config
+        self.d = d = task.d
         self.register_buffer("edges", check_edges(edges, cfg.C).clone())
         dt = torch.get_default_dtype()
-        H, L, d = len(kernels), cfg.L, cfg.d
+        H, L = len(kernels), cfg.L
         ells, self.groups = _groups([k.lengthscale for k in kernels])
         amp = kernels[0].alpha ** 2
         n_scale = 1 if cfg.shared_scale else L
@@ -126,22 +124,24 @@ class MixturePFN(nn.Module):
             torch.tensor([[[1.0 / e] * d] * n_scale for e in ells], dtype=dt)
         )  # (G, L or 1, d): diag K = Q per lengthscale group
         self.amp = nn.Parameter(torch.full((H,), amp, dtype=dt))  # V^(0)_{k,y} per head
-        s2 = torch.as_tensor(nv, dtype=dt)  # (H,)
+        noise_var = torch.as_tensor(noise_var_h, dtype=dt)  # (H,) sigma_h^2
         if cfg.eta_init is not None:
             eta = torch.full((H,), float(cfg.eta_init), dtype=dt)
         else:
-            eta = 1.0 / (1.0 + s2) if cfg.normalised else torch.full((H,), 0.005, dtype=dt)
+            eta = 1.0 / (1.0 + noise_var) if cfg.normalised else torch.full((H,), 0.005, dtype=dt)
         eta_a = eta if cfg.normalised else eta * amp  # step in V
         eta_d = eta / amp if cfg.normalised else eta  # step in S
         V = torch.stack([eta_a, -eta_a, eta_a, -eta_a], -1)  # (H, 4): V_fy V_ff V_gk V_gg
         self.V = nn.Parameter(V[:, None].repeat(1, L - 1, 1))  # (H, L-1, 4)
-        self.S = nn.Parameter((-eta_d * s2)[:, None, None].repeat(1, L - 1, 2))  # S_ff S_gg
+        self.S = nn.Parameter((-eta_d * noise_var)[:, None, None].repeat(1, L - 1, 2))  # S_ff S_gg
         ones = torch.ones(H, dtype=dt)
-        self.W = nn.Parameter(torch.stack([ones, s2, ones, -ones], -1))  # W_1f W_2y W_2k W_2g
+        self.W = nn.Parameter(
+            torch.stack([ones, noise_var, ones, -ones], -1)
+        )  # W_1f W_2y W_2k W_2g
         self.psi_scale = nn.Parameter(torch.ones(H, 2, dtype=dt))  # (s1, s2) per head
-        self.q_scale = nn.Parameter(1.0 / s2)  # beta_h
+        self.q_scale = nn.Parameter(1.0 / noise_var)  # beta_h
         coef = _logdet_coef(
-            tuple(k.lengthscale for k in kernels), tuple(float(v) for v in nv),
+            tuple(k.lengthscale for k in kernels), tuple(float(v) for v in noise_var),
             float(kernels[0].alpha), d, task.covariates,
         )  # fmt: skip
         self.ld_coef = nn.Parameter(torch.as_tensor(0.5 * coef, dtype=dt))  # (H, 6)
@@ -150,7 +150,7 @@ class MixturePFN(nn.Module):
 
     def _check_inputs(self, X, Y, xq):
         """:func:`pfntheory.nn.model.check_batch` with the heads' scales."""
-        return check_batch(X, Y, xq, self.scale, self.config.d)
+        return check_batch(X, Y, xq, self.scale, self.d)
 
     def _group(self, xa, Y, g: int, hs: list[int]):
         """The heads ``hs`` of lengthscale group ``g``: per-head ``mu, tau, q`` (B, H_g) and
@@ -158,7 +158,7 @@ class MixturePFN(nn.Module):
         cfg = self.config
         n = Y.shape[1]
         Hg = len(hs)
-        scale = self.scale[g].expand(cfg.L, cfg.d)
+        scale = self.scale[g].expand(cfg.L, self.d)
         a = xa * scale[0]
         k = score_vector(a, a[:, n], "rbf")[..., None] * self.amp[hs]  # (B, n+1, Hg): eqn:1st attn
         F = xa.new_zeros(xa.shape[0], n + 1, Hg)  # rows f_h
@@ -239,14 +239,14 @@ def load_multihead_handset(model: MixturePFN, weights, logdet) -> MixturePFN:
     if not isinstance(logdet, mh.LogdetReadout):
         raise ArgumentTypeError(f"logdet must be a LogdetReadout, got {type(logdet).__name__}")
     cfg = model.config
-    if weights.H != model.H or weights.d != cfg.d or weights.L != cfg.L:
+    if weights.H != model.H or weights.d != model.d or weights.L != cfg.L:
         raise ValueError(
             f"weights have H={weights.H}, d={weights.d}, L={weights.L}; the model "
-            f"H={model.H}, d={cfg.d}, L={cfg.L}"
+            f"H={model.H}, d={model.d}, L={cfg.L}"
         )
     if logdet.coef.shape != (model.H, mh.N_LOGDET_FEATURES):
         raise ValueError(f"logdet.coef must have shape {(model.H, mh.N_LOGDET_FEATURES)}")
-    d = cfg.d
+    d = model.d
     y, k, f, g = d, d + 1, d + 2, d + 3
     scale = np.zeros(tuple(model.scale.shape))
     for gi, hs in enumerate(model.groups):
@@ -270,7 +270,7 @@ def load_multihead_handset(model: MixturePFN, weights, logdet) -> MixturePFN:
         "V": V,
         "S": S,
         "W": W,
-        "q_scale": 1.0 / weights.noise_vars,
+        "q_scale": 1.0 / weights.noise_var,
         "ld_coef": 0.5 * logdet.coef,
     }
     with torch.no_grad():

@@ -44,14 +44,14 @@ import torch
 
 from .._checks import MAX_ELEMENTS, ArgumentTypeError, positive_int, seed_int
 from .._checks import interval as check_interval
-from ..config import COVARIATES, TASK_KINDS, TaskConfig, prior_components
+from ..config import COVARIATES, TASK_KINDS, TaskSpec, prior_components
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
 from .model import select_device
 
 __all__ = [
     "TASK_KINDS",
     "COVARIATES",
-    "TaskConfig",
+    "TaskSpec",
     "Batch",
     "sample_batch",
     "sample_context_size",
@@ -70,7 +70,8 @@ GRAM_CHUNK_ELEMENTS = 1 << 24
 
 @dataclass(frozen=True)
 class _Component:
-    """One Gaussian-process component: ``kappa`` on scaled inputs ``x * feat`` plus noise ``s2``.
+    """One Gaussian-process component: ``kappa`` on scaled inputs ``x * feat`` plus the noise
+    variance ``noise_var`` (``sigma^2``).
 
     linear: ``kappa(x, x') = (x*feat) . (x'*feat)`` with ``feat = sqrt(diag Sigma)``;
     rbf: ``kappa(x, x') = alpha2 exp(-||(x - x')*feat||^2 / 2)`` with ``feat = 1 / ell``.
@@ -79,7 +80,7 @@ class _Component:
     linear: bool
     feat: tuple[float, ...]
     alpha2: float
-    s2: float
+    noise_var: float
     exact: object = field(compare=False)
 
     def gram(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -121,24 +122,27 @@ def _component(kernel, noise_var: float, d: int) -> _Component:
     raise TypeError(f"no torch form of the kernel {kernel!r}")
 
 
-def _components(task: TaskConfig) -> list[_Component]:
-    kernels, noise_vars = prior_components(task)
-    return [_component(k, float(s2), task.d) for k, s2 in zip(kernels, noise_vars, strict=True)]
+def _components(task: TaskSpec) -> list[_Component]:
+    kernels, noise_var = prior_components(task)
+    return [
+        _component(k, float(noise_var_h), task.d)
+        for k, noise_var_h in zip(kernels, noise_var, strict=True)
+    ]
 
 
-def exact_kernels(task: TaskConfig) -> tuple[list, np.ndarray, np.ndarray]:
+def exact_kernels(task: TaskSpec) -> tuple[list, np.ndarray, np.ndarray]:
     """The task's components as NumPy kernels of :mod:`pfntheory.kernels` (for the exact side):
     :func:`pfntheory.config.prior_components` with the (uniform) prior weights.
 
     Returns
     -------
     kernels : list of kernel objects, length H (H = 1 unless 'hier_rbf')
-    noise_vars : ndarray of shape (H,)
+    noise_var : ndarray of shape (H,)
     prior_weights : ndarray of shape (H,)   (uniform)
     """
-    kernels, noise_vars = prior_components(task)
+    kernels, noise_var = prior_components(task)
     H = len(kernels)
-    return kernels, noise_vars, np.full(H, 1.0 / H)
+    return kernels, noise_var, np.full(H, 1.0 / H)
 
 
 @dataclass
@@ -168,7 +172,7 @@ class Batch:
     tau_h: torch.Tensor | None = None
 
 
-def _covariates(task: TaskConfig, shape, generator, device) -> torch.Tensor:
+def _covariates(task: TaskSpec, shape, generator, device) -> torch.Tensor:
     kw = dict(generator=generator, device=device, dtype=torch.float64)
     if task.covariates == "gaussian":
         return task.scale * torch.randn(*shape, **kw)
@@ -238,20 +242,22 @@ def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
     return Lc
 
 
-def _blr_draw(Phi: torch.Tensor, phi_q: torch.Tensor, w: torch.Tensor, e: torch.Tensor, s2: float):
+def _blr_draw(
+    Phi: torch.Tensor, phi_q: torch.Tensor, w: torch.Tensor, e: torch.Tensor, noise_var: float
+):
     """Weight-space BLR draw and its exact PPD (module docstring).
 
     Phi (B, n, d), phi_q (B, d), w (B, d), e (B, n) -> Y (B, n), mu (B,), tau (B,).
     """
-    Y = (Phi @ w[..., None])[..., 0] + math.sqrt(s2) * e  # Y = Phi w + sigma e
+    Y = (Phi @ w[..., None])[..., 0] + math.sqrt(noise_var) * e  # Y = Phi w + sigma e
     A = Phi.transpose(1, 2) @ Phi  # (B, d, d) Phi^T Phi
-    A.diagonal(dim1=-2, dim2=-1).add_(s2)  # + sigma^2 I_d
+    A.diagonal(dim1=-2, dim2=-1).add_(noise_var)  # + sigma^2 I_d
     Lw = _cholesky(A, "Phi^T Phi + noise_var I")  # A = Lw Lw^T
     rhs = torch.stack([(Phi.transpose(1, 2) @ Y[..., None])[..., 0], phi_q], -1)  # (B, d, 2)
     sol = _solve_lower(Lw, rhs)  # [r, u] = Lw^{-1} [Phi^T Y, phi_x]
     r, u = sol[..., 0], sol[..., 1]
     mu = (u * r).sum(-1)  # phi_x^T A^{-1} Phi^T Y
-    tau = s2 * (1.0 + (u * u).sum(-1))  # s2 + s2 phi_x^T A^{-1} phi_x
+    tau = noise_var * (1.0 + (u * u).sum(-1))  # noise_var + noise_var phi_x^T A^{-1} phi_x
     return Y, mu, tau
 
 
@@ -267,7 +273,7 @@ def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
     def factor(c: _Component, idx=None):
         Xc = X if idx is None else X[idx]
         A = c.gram(Xc, Xc)
-        A.diagonal(dim1=-2, dim2=-1).add_(c.s2)  # G + sigma^2 I
+        A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)  # G + sigma^2 I
         return _cholesky(A, "G + noise_var I", offset)  # Lc = chol(G + sigma^2 I)
 
     if H == 1:
@@ -276,8 +282,10 @@ def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
         Y = (Lc @ z[..., None])[..., 0]  # Y = Lc z ~ N(0, G + sigma^2 I)
         k_x = c.gram(X, xq)  # (b, n, 1)
         v = _solve_lower(Lc, k_x)[..., 0]  # v = Lc^{-1} k_x
-        mu = (v * z).sum(-1)  # eqn:GPreg: mu = k_x^T (G + s2 I)^{-1} Y = v . z
-        tau = c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1)  # eqn:GPreg: tau = k(x,x) + s2 - v . v
+        mu = (v * z).sum(-1)  # eqn:GPreg: mu = k_x^T (G + noise_var I)^{-1} Y = v . z
+        tau = (
+            c.diag(xq)[:, 0] + c.noise_var - (v * v).sum(-1)
+        )  # eqn:GPreg: tau = k(x,x) + noise_var - v . v
         return Y, mu, tau, mu[:, None], tau[:, None], torch.ones_like(mu)[:, None]
     # pass 1: Y from the generating component h0 (one Cholesky per instance in total)
     Y = torch.empty(b, n, dtype=torch.float64, device=X.device)
@@ -293,7 +301,7 @@ def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
         sol = _solve_lower(Lc, torch.cat([Y[..., None], k_x], dim=-1))  # (b, n, 2)
         alpha_, v = sol[..., 0], sol[..., 1]
         mus.append((v * alpha_).sum(-1))
-        taus.append(c.diag(xq)[:, 0] + c.s2 - (v * v).sum(-1))
+        taus.append(c.diag(xq)[:, 0] + c.noise_var - (v * v).sum(-1))
         logdet = 2.0 * torch.log(torch.diagonal(Lc, dim1=-2, dim2=-1)).sum(-1)
         lmls.append(
             -0.5 * (alpha_ * alpha_).sum(-1) - 0.5 * logdet - 0.5 * n * _LOG_2PI
@@ -308,7 +316,7 @@ def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
 
 
 def sample_batch(
-    task: TaskConfig,
+    task: TaskSpec,
     batch_size: int,
     n: int,
     generator: torch.Generator,
@@ -320,7 +328,7 @@ def sample_batch(
 
     Parameters
     ----------
-    task : TaskConfig
+    task : TaskSpec
     batch_size, n : int
         ``B >= 1`` instances of ``n >= 1`` context points (same n within a batch).
     generator : torch.Generator
@@ -337,8 +345,8 @@ def sample_batch(
     -------
     Batch
     """
-    if not isinstance(task, TaskConfig):
-        raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
     B = positive_int(batch_size, "batch_size")
     n = positive_int(n, "n")
     _check_generator(generator)
@@ -374,7 +382,7 @@ def sample_batch(
     if task.kind == "blr":
         c = comps[0]
         f = torch.as_tensor(c.feat, dtype=torch.float64, device=gdev)  # sqrt(diag Sigma)
-        Y, mu, tau = _blr_draw(X * f, xq[:, 0] * f, w, z, c.s2)
+        Y, mu, tau = _blr_draw(X * f, xq[:, 0] * f, w, z, c.noise_var)
         mu_h, tau_h, weights = (
             mu[:, None],
             tau[:, None],
@@ -453,7 +461,7 @@ def sample_context_size(n_min: int, n_max: int, generator: torch.Generator) -> i
 
 
 def calibrate_task_interval(
-    task: TaskConfig,
+    task: TaskSpec,
     n_min: int,
     n_max: int,
     n_instances: int = 2000,

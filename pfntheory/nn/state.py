@@ -1,0 +1,146 @@
+"""The state of a run directory: its ``config.json`` (the run tree,
+:class:`pfntheory.tree.RunSpec`), the model it builds and its weights (the resumable training of
+sec:sims)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from .. import runs
+from .._checks import ArgumentTypeError, pair
+from ..discretize import bin_edges
+from ..tree import RunSpec
+from .device import select_device
+from .model import PFNTransformer
+from .multihead import MixturePFN
+
+__all__ = [
+    "WEIGHTS_LAST",
+    "build_model",
+    "config_doc",
+    "load_trained",
+    "read_config",
+    "refuse_other_config",
+    "weights_problem",
+]
+
+#: Weights of the last iterate of a weight-averaged run (``weights.pt`` holds the average).
+WEIGHTS_LAST = "weights_last.pt"
+
+
+def _check_spec(spec) -> None:
+    if not isinstance(spec, RunSpec):
+        raise ArgumentTypeError(f"spec must be a pfntheory.tree.RunSpec, got {type(spec).__name__}")
+
+
+def config_doc(spec: RunSpec) -> dict:
+    """The JSON document of ``config.json`` for ``spec`` (:meth:`RunSpec.to_config`)."""
+    _check_spec(spec)
+    doc = runs.config_to_dict(dataclasses.replace(spec, evals=()))
+    doc.pop("evals")
+    return doc
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
+    return out
+
+
+def refuse_other_config(
+    spec: RunSpec, run_dir, hint: str = "use another run directory or delete it"
+) -> None:
+    """Raise a one-line ``ValueError`` naming the differing fields when ``run_dir`` holds a
+    ``config.json`` of another run (a file written before a field existed reads back with that
+    field's default, so it is not "different" for the fields it lacks; a file of the layout before
+    the run tree is migrated, :meth:`RunSpec.from_config`)."""
+    run_dir = Path(run_dir)
+    path = run_dir / runs.CONFIG
+    if not path.is_file():
+        return
+    new = config_doc(spec)
+    try:
+        doc = runs.load_json(path)
+        if doc == new:
+            return
+        old = _flat(config_doc(RunSpec.from_config(doc)))
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"{run_dir} holds a run whose config.json cannot be read ({err}); {hint}"
+        ) from err
+    flat = _flat(new)
+    fields = sorted(k for k in old.keys() | flat.keys() if old.get(k) != flat.get(k))
+    if fields:
+        shown = ", ".join(fields[:6]) + (f" and {len(fields) - 6} more" if len(fields) > 6 else "")
+        raise ValueError(
+            f"{run_dir} holds a run trained with a different config (differs in {shown}); {hint}"
+        )
+
+
+def build_model(spec: RunSpec, interval: tuple[float, float], device) -> torch.nn.Module:
+    """A freshly initialised model of ``spec`` (initialisation seeded by ``spec.seed``) on
+    ``device``: the model node built on the prior node (``d`` and ``sigma^2`` are the prior's)."""
+    _check_spec(spec)
+    interval = pair(interval, "interval")
+    device = select_device(device)
+    edges = torch.as_tensor(bin_edges(*interval, spec.model.C), dtype=torch.float64)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        if spec.model.mixture:  # one head per prior component (pfntheory.nn.multihead)
+            model: torch.nn.Module = MixturePFN(spec.model, edges, spec.task)
+        else:
+            model = PFNTransformer(spec.model, edges, spec.task)
+    return model.to(device)
+
+
+def weights_problem(spec: RunSpec, run_dir, metrics: dict) -> str | None:
+    """What is wrong with a finished run's ``weights.pt`` for ``spec`` (None: nothing): it must
+    load into the model ``spec`` builds (same tensors and shapes) and hold finite values only."""
+    path = Path(run_dir) / runs.WEIGHTS
+    try:
+        state = runs.load_torch(path)
+        model = build_model(spec, tuple(metrics["interval"]), "cpu")
+        model.load_state_dict(state)
+    except (runs.CorruptFileError, RuntimeError, KeyError, TypeError, ValueError) as err:
+        return f"{path} does not fit the run's config: {str(err).splitlines()[0]}"
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        return f"{path} holds non-finite weights"
+    return None
+
+
+def read_config(run_dir) -> RunSpec:
+    """The :class:`~pfntheory.tree.RunSpec` of a run directory (either layout of
+    ``config.json``, :meth:`RunSpec.from_config`)."""
+    path = Path(run_dir) / runs.CONFIG
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no {runs.CONFIG})")
+    return RunSpec.from_config(runs.load_json(path))
+
+
+def load_trained(run_dir, device="cpu") -> tuple[torch.nn.Module, RunSpec, dict]:
+    """Load a finished run: ``(model in eval mode, spec, metrics)``; weights via
+    ``weights_only``."""
+    run_dir = Path(run_dir)
+    spec = read_config(run_dir)
+    if not (run_dir / runs.WEIGHTS).is_file() or not (run_dir / runs.METRICS).is_file():
+        raise FileNotFoundError(
+            f"{run_dir} holds no finished training (weights.pt / metrics.json missing)"
+        )
+    metrics = runs.load_json(run_dir / runs.METRICS)
+    device = select_device(device)
+    model = build_model(spec, tuple(metrics["interval"]), device)
+    state = runs.load_torch(run_dir / runs.WEIGHTS, map_location=device)
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, KeyError) as err:
+        raise runs.CorruptFileError(
+            f"{run_dir / runs.WEIGHTS} does not match the model of config.json: {err}"
+        ) from err
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise runs.CorruptFileError(f"{run_dir / runs.WEIGHTS} holds non-finite weights")
+    model.eval()
+    return model, spec, metrics

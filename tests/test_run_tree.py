@@ -1,0 +1,104 @@
+"""Migration test of ``config.json``: every committed run directory reads back as a run tree.
+
+The committed ``config.json`` files were written before the run tree (``pfntheory.tree.RunSpec``)
+replaced ``TrainConfig``: they hold the process settings ``device`` and ``checkpoint_every`` and the
+model's copies ``model.d`` / ``model.noise_var_init`` of the prior's ``d`` / ``noise_var``.
+:meth:`RunSpec.from_config` drops the first two and checks the copies against the prior; the run
+directories are not rewritten. A run with a ``spec.json`` beside its ``config.json`` must read back
+to the tree whose name is its directory (so the migrated config and the hashed spec agree field by
+field), and resuming it must not be refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pfntheory import runs
+from pfntheory.tree import RunSpec
+
+REPORTS = Path(__file__).resolve().parents[1] / "reports"
+CONFIG_FILES = sorted(REPORTS.rglob(runs.CONFIG))
+
+
+def test_there_are_committed_configs_to_check():
+    """Guards the tests below against an empty glob (a moved reports folder would make them
+    vacuous): 313 committed runs, 6 of them case studies (no spec.json)."""
+    assert len(CONFIG_FILES) >= 300
+    assert sum((p.parent / "spec.json").is_file() for p in CONFIG_FILES) >= 290
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: str(p.parent.relative_to(REPORTS)))
+def test_committed_config_reads_back_as_its_run(path):
+    """The migrated config.json is a RunSpec; with a spec.json beside it, the tree is named as the
+    directory (fails if the migration dropped or renamed a hashed field), and the library's readers
+    (``read_config`` and the resume check ``refuse_other_config``) accept the directory."""
+    from pfntheory.nn.state import read_config, refuse_other_config
+
+    doc = json.loads(path.read_text())
+    spec = RunSpec.from_config(doc)
+    assert read_config(path.parent) == spec
+    if (path.parent / "spec.json").is_file():
+        assert spec.name == path.parent.name
+    refuse_other_config(spec, path.parent)  # resuming this run with its own tree is not refused
+
+
+def test_the_migration_refuses_a_model_noise_other_than_the_prior():
+    """Fault injection: an old config whose model noise differs from the prior's cannot be read as
+    a tree (the model now takes sigma^2 from the prior), nor one whose model ``d`` differs; the
+    error is one line naming both values."""
+    doc = json.loads(CONFIG_FILES[0].read_text())
+    assert "noise_var_init" in doc["model"], "the committed configs are of the old layout"
+    for key, value in (
+        ("noise_var_init", doc["task"]["noise_var"] * 2),
+        ("d", doc["task"]["d"] + 1),
+    ):
+        bad = json.loads(json.dumps(doc))
+        bad["model"][key] = value
+        with pytest.raises(ValueError, match=f"model.{key} = {value} but task") as err:
+            RunSpec.from_config(bad)
+        assert "\n" not in str(err.value)
+
+
+def test_the_migration_only_drops_what_it_names(tmp_path):
+    """Only ``device``, ``checkpoint_every`` and the model's copies go: any other unknown key is
+    still refused (``runs.dataclass_from_dict``), and a tree's own config.json round-trips."""
+    from pfntheory.nn.state import config_doc
+
+    doc = json.loads(CONFIG_FILES[0].read_text())
+    doc["colour"] = "red"
+    with pytest.raises(ValueError, match="unknown RunSpec fields"):
+        RunSpec.from_config(doc)
+    spec = RunSpec.from_config(json.loads(CONFIG_FILES[0].read_text()))
+    runs.save_json(tmp_path / runs.CONFIG, config_doc(spec))
+    new = runs.load_json(tmp_path / runs.CONFIG)
+    assert RunSpec.from_config(new) == spec
+    assert not {"device", "checkpoint_every"} & set(new) and "noise_var_init" not in new["model"]
+
+
+def _one_run_per_folder() -> list[Path]:
+    """The first finished run of each experiment folder and case study (weights.pt present), and
+    the first of each folder in theory mode (``-theor-`` in the name)."""
+    firsts: dict[tuple[Path, bool], Path] = {}
+    for p in CONFIG_FILES:
+        if (p.parent / runs.WEIGHTS).is_file():
+            firsts.setdefault((p.parent.parent, "-theor-" in p.parent.name), p.parent)
+    assert any(theory for _, theory in firsts), "no committed theory-mode run to check"
+    return sorted(firsts.values())
+
+
+@pytest.mark.parametrize("run_dir", _one_run_per_folder(), ids=lambda p: p.parent.name)
+def test_committed_weights_load_into_the_tree_model(run_dir):
+    """``load_trained`` builds the model of the migrated tree and loads the committed weights into
+    it (a missing or extra tensor, or a wrong shape, raises); the model's ``d`` is the prior's, and
+    in theory mode its fixed ``sigma^2`` buffer holds the prior's ``noise_var`` (to float32
+    round-off, rtol 1e-6), the value the old config's ``model.noise_var_init`` copied."""
+    from pfntheory.nn.train import load_trained
+
+    model, spec, metrics = load_trained(run_dir)
+    assert metrics["completed"] and model.d == spec.task.d
+    if spec.model.mode == "theory" and not spec.model.mixture:
+        # the committed weights were trained with W_2y = sigma^2 fixed: equal to the prior's
+        assert float(model.noise_var) == pytest.approx(spec.task.noise_var, rel=1e-6)
