@@ -149,8 +149,8 @@ SKIP: dict[str, str] = {
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
     "pfntheory.report.html.fmt": "display formatting: any value (None, NaN...) is valid input",
-    "pfntheory.experiments.definitions.Design": "record of an experiment's declared grid",
-    "pfntheory.experiments.definitions.Experiment": "record of a declared experiment",
+    "pfntheory.experiments.design.Design": "record of an experiment's declared grid",
+    "pfntheory.experiments.design.Experiment": "record of a declared experiment",
     # filesystem
     "pfntheory.casestudy.data.load_dataset": "reads the data files",
     "pfntheory.casestudy.data.load_sacramento": "reads the data files",
