@@ -546,19 +546,19 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "logdet": lambda: np.array([1.0, 2.0]),
     },
     "pfntheory.multihead.model_ppd": {"out": _mh_out, "log_weights": lambda: np.log([0.3, 0.7])},
-    "pfntheory.multihead.gaussian_tv": {
+    "pfntheory.mixture_tv.gaussian_tv": {
         "m1": lambda: 0.0,
         "v1": lambda: 1.0,
         "m2": lambda: 0.5,
         "v2": lambda: 2.0,
     },
-    "pfntheory.multihead.gaussian_tv_bound": {
+    "pfntheory.mixture_tv.gaussian_tv_bound": {
         "dmu": lambda: 0.1,
         "dtau": lambda: 0.2,
         "tau": lambda: 1.0,
     },
-    "pfntheory.multihead.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
-    "pfntheory.multihead.mixture_tv_bound": {
+    "pfntheory.mixture_tv.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
+    "pfntheory.mixture_tv.mixture_tv_bound": {
         "w": lambda: np.array([0.5, 0.5]),
         "w_model": lambda: np.array([0.4, 0.6]),
         "tv_components": lambda: np.array([0.1, 0.2]),
