@@ -175,9 +175,10 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.gating.budget_outcomes": "reads run directories",
     "pfntheory.claims.gating.doubling_statuses": "reads run directories",
     "pfntheory.claims.gating.tv_beats": "a replay over loaded runs (reads run directories)",
-    "pfntheory.convergence.curve_status": "reads a learning-curve file",
-    "pfntheory.convergence.read_curve_points": "reads a learning-curve file",
-    "pfntheory.convergence.curve_problem": "checks a document: any value is valid input (it says "
+    "pfntheory.convergence.curve_status": "reads a run directory",
+    "pfntheory.convergence.read_learning_curve": "reads a run directory",
+    "pfntheory.convergence.curve_points": "reads a run directory",
+    "pfntheory.runs.curve_problem": "checks a document: any value is valid input (it says "
     "what is wrong)",
     "pfntheory.nn.train.weights_problem": "reads a run directory",
     "pfntheory.nn.train.train": "trains a model",
@@ -193,7 +194,6 @@ SKIP: dict[str, str] = {
     "pfntheory.report.spec.output_dir": "creates the report directory",
     "pfntheory.report.plots.save_figure": "writes a figure",
     "pfntheory.report.plots.show_png": "reads a figure",
-    "pfntheory.report.plots.read_learning_curve": "reads a run directory",
     "pfntheory.report.recorder.Recorder": "writes the notebook's claim table",
     "pfntheory.report.recorder.convergence_of": "reads run directories",
     # drawing
@@ -764,6 +764,9 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.experiments.definitions.get_experiment": {"name": lambda: "fig_exp1"},
     "pfntheory.experiments.published.published_rows": {"experiment": lambda: "supp_tab_hier"},
+    "pfntheory.convergence.all_plateaued": {
+        "statuses": lambda: {"a": {"state": "plateaued", "plateaued": True, "last_step": 8}}
+    },
     "pfntheory.experiments.reference.ppd_at_query": {
         "noise_vars": lambda: np.array([0.1, 0.2]),
         "h_true": lambda: 0,

@@ -36,7 +36,6 @@ from .._checks import (
     text,
 )
 from ..casestudy.data import DATASETS
-from ..config import LEARNING_CURVE_FILE
 from ..convergence import curve_status
 from . import UNDECIDED, ClaimResult
 
@@ -333,7 +332,7 @@ def run_convergence(run_dir: Path) -> dict:
     """Plateau status of the PFN's E[TV] learning curve
     (:func:`pfntheory.convergence.plateau_status` on ``learning_curve.json``) with its one-line
     ``trend``; a run without a curve never plateaued."""
-    return curve_status(Path(run_dir) / LEARNING_CURVE_FILE, metric="tv")
+    return curve_status(run_dir, metric="tv")
 
 
 @checked(claim=instance_of(ClaimResult), conv=keys("trend", "plateaued"))

@@ -15,17 +15,16 @@ one-sided normal tail of 0.13% per comparison.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
 
 import numpy as np
 
 from .._checks import finite_scalar, float_tuple, nonneg_scalar, positive_scalar
-from ..config import curve_file
 from ..convergence import (
     MIN_POINTS,
+    all_plateaued,
+    curve_points,
     curve_status,
     last_half_values,
-    read_curve_points,
 )
 from ..experiments.specs import RunSpec
 from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult
@@ -89,7 +88,7 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> d
     ``learning_curve.json`` (with ``covariates``: its curve on that covariate law, e.g. the
     covariate shift); a run without one gets ``{"state": "no curve", "plateaued": False,
     "criterion": "no learning curve"}``."""
-    st = curve_status(run.run_dir / curve_file(covariates), metric=metric)
+    st = curve_status(run.run_dir, covariates, metric=metric)
     if st["state"] == "no curve":
         st["last_step"] = int(run.spec.steps)
         st["trend"] += f" (trained {run.spec.steps} steps)"
@@ -123,10 +122,7 @@ def doubling_statuses(runs) -> dict:
                 "trend": f"no half-budget run ({r.spec.steps} steps)",
             }
             continue
-        st = doubling_status(
-            read_curve_points(half.run_dir / curve_file(None)) or [],
-            read_curve_points(r.run_dir / curve_file(None)) or [],
-        )
+        st = doubling_status(curve_points(half.run_dir) or [], curve_points(r.run_dir) or [])
         out[r.run_dir.name] = {**st, "trend": doubling_text(st), "half_run": half.run_dir.name}
     return out
 
@@ -155,7 +151,7 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     empty lists when a run has no curve or the runs share no step."""
     vals = {}
     for r in _trained(runs):
-        points = read_curve_points(r.run_dir / curve_file(covariates))
+        points = curve_points(r.run_dir, covariates)
         vals[r.run_dir.name] = last_half_values(points) if points else {}
     if not vals or not all(vals.values()):
         return {"steps": [], "held": []}
@@ -196,9 +192,12 @@ def gate(
         }
     )
     verdict = result.verdict
-    if conv and not all(c["plateaued"] for c in conv.values()) and replay is not None:
+    summary = all_plateaued(conv)
+    open_runs = bool(conv) and not summary["plateaued"]
+    not_plateaued = f"{len(summary['not_plateaued'])} of {len(conv)}"
+    if open_runs and replay is not None:
         b = budget_outcomes(runs, replay, replay_curve)
-        steps = max(c["last_step"] for c in conv.values())
+        steps = summary["last_step"]
         b["final_held"] = bool(result.holds)
         if len(b["steps"]) >= MIN_POINTS and all(h == result.holds for h in b["held"]):
             kind = HOLDS_AT_BUDGET if result.holds else FAILS_AT_BUDGET
@@ -210,36 +209,18 @@ def gate(
                 + f"; {word} at budget: at each of the {len(b['steps'])} steps "
                 f"{b['steps'][0]}-{b['steps'][-1]} of the last log-half of the learning "
                 f"curves and in the final evaluation, at {steps} steps; "
-                f"{sum(not c['plateaued'] for c in conv.values())} of {len(conv)} runs "
-                "not plateaued ("
-                + ", ".join(
-                    f"{v} {k}"
-                    for k, v in sorted(
-                        Counter(c["state"] for c in conv.values() if not c["plateaued"]).items()
-                    )
-                )
-                + ")",
+                f"{not_plateaued} runs not plateaued ({summary['counts']})",
                 details={**result.details, "convergence": conv, "at_budget": b},
             )
         result = dataclasses.replace(result, details={**result.details, "at_budget": b})
-    if conv and not all(c["plateaued"] for c in conv.values()):
-        steps = max(c["last_step"] for c in conv.values())
-        states: dict[str, int] = defaultdict(int)
-        for c in conv.values():
-            if not c["plateaued"]:
-                states[c["state"]] += 1
+    if open_runs:
         verdict = UNDECIDED
         result = dataclasses.replace(
             result,
-            tolerance=result.tolerance
-            + (
-                f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} "
-                f"{'runs' if (curves, metrics) == ((None,), ('tv',)) else 'learning curves'} "
-                f"have not plateaued at {steps} steps ("
-                + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
-                + ")"
-                + _budget_note(result.details.get("at_budget"))
-            ),
+            tolerance=result.tolerance + f"; undecided: {not_plateaued} "
+            f"{'runs' if (curves, metrics) == ((None,), ('tv',)) else 'learning curves'} "
+            f"have not plateaued at {summary['last_step']} steps ({summary['counts']})"
+            + _budget_note(result.details.get("at_budget")),
         )
     elif statuses is not None and conv and verdict is None:
         # plateaued by the statuses given (budget doubling): the measurement decides, and the

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..config import curve_file
 from ..convergence import (
+    curve_points,
     last_half_start,
-    read_curve_points,
 )
 from . import UNDECIDED, ClaimResult, slope_ci
 from .gating import (
@@ -204,7 +204,7 @@ def coverage_along_curve(
         "last_half_step": None,
         "held_over_last_half": False,
     }
-    points = read_curve_points(path)
+    points = curve_points(run.run_dir, covariates)
     if points is None:
         return empty
     worst_by_step: dict[int, float] = {}
