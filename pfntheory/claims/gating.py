@@ -79,7 +79,7 @@ def exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
     return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, **claim)
 
 
-def _trained(runs):
+def trained_runs(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
 
 
@@ -101,7 +101,7 @@ def doubling_statuses(runs) -> dict:
     runs without one get ``{"state": "no half-budget run", "plateaued": False, ...}``."""
     from ..convergence import doubling_status
 
-    tr = _trained(runs)
+    tr = trained_runs(runs)
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
         return dataclasses.replace(spec, steps=1, evals=())
@@ -150,7 +150,7 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     them (the unpaired SE used is conservative). Returns ``{"steps": [...], "held": [bool...]}``;
     empty lists when a run has no curve or the runs share no step."""
     vals = {}
-    for r in _trained(runs):
+    for r in trained_runs(runs):
         points = curve_points(r.run_dir, covariates)
         vals[r.run_dir.name] = last_half_values(points) if points else {}
     if not vals or not all(vals.values()):
@@ -180,13 +180,13 @@ def gate(
     precise enough to decide adds ``"coverage90"``); ``statuses``: convergence statuses to use
     instead (run name -> status, e.g. :func:`pfntheory.convergence.doubling_status`)."""
     conv = (
-        {r.run_dir.name: statuses[r.run_dir.name] for r in _trained(runs)}
+        {r.run_dir.name: statuses[r.run_dir.name] for r in trained_runs(runs)}
         if statuses is not None
         else {
             r.run_dir.name
             + ("" if cov is None else f" [{cov}]")
             + ("" if metric == "tv" else f" {metric}"): run_convergence(r, cov, metric)
-            for r in _trained(runs)
+            for r in trained_runs(runs)
             for cov in curves
             for metric in metrics
         }
@@ -252,7 +252,7 @@ def _budget_note(b: dict | None) -> str:
     )
 
 
-def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
+def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
     """``a - b > z SE`` for two (mean, SE) pairs (:func:`exceeds`'s rule on curve values)."""
     D, se = diff_se(a, b)
     return bool(D > z * se)
@@ -260,10 +260,18 @@ def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
 
 def tv_beats(a, b, z: float):
     """The replay "run ``a``'s E[TV] exceeds run ``b``'s by ``z`` SE" (:func:`gate`)."""
-    return lambda v: _beats(v(a)["tv"], v(b)["tv"], z)
+    return lambda v: beats(v(a)["tv"], v(b)["tv"], z)
 
 
-def _coverage_ok(v: dict, z: float, slack: float = COVERAGE_SLACK) -> bool:
+def coverage_cells(e, levels=(90, 95)):
+    """``(level, n', coverage, SE)`` of every coverage level (in %) and n' of one evaluation (a
+    loaded ``eval.json``: ``n_eval``, ``mean`` and ``se`` of ``coverage_<level>``)."""
+    for lv in levels:
+        for j, n in enumerate(e.n_eval):
+            yield lv, int(n), float(e.mean[f"coverage_{lv}"][j]), float(e.se[f"coverage_{lv}"][j])
+
+
+def coverage_ok(v: dict, z: float, slack: float = COVERAGE_SLACK) -> bool:
     """The coverage claim's rule at every n' of one curve point."""
     return all(
         abs(c["coverage90"][0] - 0.9) - z * c["coverage90"][1] <= slack for c in v["by_n"].values()
