@@ -104,6 +104,27 @@ def _log_rise(top: tuple[float, float], inside: tuple[float, float]) -> tuple[fl
     )
 
 
+#: The difference of fig:exp2-1's log-rise claims, compared with the delta method's SE.
+_LOG_RISES = "log-rise(TF) - log-rise(TF^pr)"
+
+
+def _rise_claim(a, b, z: float, key: str, statement: str, diff: str, details: dict, suffix=""):
+    """fig:exp2-1's claim that the (mean, SE) ``a`` exceeds ``b`` by ``z`` SE of the difference
+    (:func:`~pfntheory.claims.gating.exceeds`); ``diff`` names the difference in the tolerance."""
+    D, se = gating.diff_se(a, b)
+    method = "delta method, " if diff == _LOG_RISES else ""
+    return gating.exceeds(
+        D,
+        se,
+        z,
+        key=key,
+        label="fig:exp2-1",
+        statement=statement,
+        tolerance=f"{diff} > {z:g} SE ({method}SE={se:.2g}){suffix}",
+        details=details,
+    )
+
+
 def _exp2_1_replays(tf, pr, z: float) -> dict:
     """fig:exp2-1's two checks on one learning-curve point, when the curves carry an n' beyond the
     pretraining range (the ``fig_exp2_1_budget`` runs): the mean E[TV] over the curve's n' inside
@@ -148,9 +169,7 @@ def check_exp2_1(
     def parts(r):
         e = r.eval
         tin, tout, tlow = e.average("tv", inside), e.average("tv", top), e.average("tv", low)
-        # delta method: SE(log m) = SE(m) / m
-        lr = (np.log(tout[0] / tin[0]), float(np.hypot(tout[1] / tout[0], tin[1] / tin[0])))
-        return tin, tout, tlow, lr, e.mean["tv"].tolist()
+        return tin, tout, tlow, _log_rise(tout, tin), e.mean["tv"].tolist()
 
     tin, tout, tlow, lr_tf, curve_tf = parts(tf)
     pin, pout, plow, lr_pr, curve_pr = parts(pr)
@@ -166,29 +185,25 @@ def check_exp2_1(
         "tv_tf_low_minus_inside": tlow[0] - tin[0],
         "tv_pr_low_minus_inside": plow[0] - pin[0],
     }
-    D, se = gating.diff_se(tout, tin)
-    r1 = gating.exceeds(
-        D,
-        se,
+    r1 = _rise_claim(
+        tout,
+        tin,
         z,
-        key="fig_exp2_1.tf_rises_beyond_range",
-        label="fig:exp2-1",
-        statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
+        "fig_exp2_1.tf_rises_beyond_range",
+        f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
         f"the pretraining range [{n_min},{n_max}]",
-        tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})",
-        details=details,
+        "TV(n'_max) - TV(inside)",
+        details,
     )
-    D, se = gating.diff_se(lr_tf, lr_pr)
-    r2 = gating.exceeds(
-        D,
-        se,
+    r2 = _rise_claim(
+        lr_tf,
+        lr_pr,
         z,
-        key="fig_exp2_1.pr_flatter",
-        label="fig:exp2-1",
-        statement="normalised TF^pr stays flatter: its log TV rise from the "
+        "fig_exp2_1.pr_flatter",
+        "normalised TF^pr stays flatter: its log TV rise from the "
         "pretraining range to the largest n' is smaller than TF's",
-        tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
-        details=details,
+        _LOG_RISES,
+        details,
     )
     replays = _exp2_1_replays(tf, pr, z)
     gated_on = {"fig_exp2_1.tf_spikes_beyond_breakdown": [tf]}  # the others rest on both runs
@@ -236,36 +251,32 @@ def _exp2_1_breakdown(tf, pr, inside, z: float) -> list[ClaimResult]:
         "measured": "E[TV] at the largest n' beyond the evaluated range minus its mean over the "
         "pretraining range",
     }
-    D, se = gating.diff_se(t_out, t_in)
-    spike = gating.exceeds(
-        D,
-        se,
+    spike = _rise_claim(
+        t_out,
+        t_in,
         z,
-        key="fig_exp2_1.tf_spikes_beyond_breakdown",
-        label="fig:exp2-1",
-        statement=f"unnormalised TF: its learned solver stops contracting at a predicted n' = "
+        "fig_exp2_1.tf_spikes_beyond_breakdown",
+        f"unnormalised TF: its learned solver stops contracting at a predicted n' = "
         f"{n_star} and its E[TV] spikes beyond (n' = {ns[-1]})",
-        tolerance=f"TV(n'={ns[-1]}) - TV(inside) > {z:g} SE (SE={se:.2g}), with the predicted "
-        f"breakdown (sum over layers of log spectral radius > 0) at or below n'={ns[-1]}",
-        details=details,
+        f"TV(n'={ns[-1]}) - TV(inside)",
+        details,
+        suffix=", with the predicted breakdown (sum over layers of log spectral radius > 0) at "
+        f"or below n'={ns[-1]}",
     )
     spike = dataclasses.replace(
         spike, holds=spike.holds and n_star is not None and n_star <= ns[-1]
     )
     # TF^pr stays stable: its log-rise to the largest n' is smaller than TF's by z SE
-    lr_tf = (np.log(t_out[0] / t_in[0]), float(np.hypot(t_out[1] / t_out[0], t_in[1] / t_in[0])))
-    lr_pr = (np.log(p_out[0] / p_in[0]), float(np.hypot(p_out[1] / p_out[0], p_in[1] / p_in[0])))
-    D, se = gating.diff_se(lr_tf, lr_pr)
-    stable = gating.exceeds(
-        D,
-        se,
+    lr_tf, lr_pr = _log_rise(t_out, t_in), _log_rise(p_out, p_in)
+    stable = _rise_claim(
+        lr_tf,
+        lr_pr,
         z,
-        key="fig_exp2_1.pr_stable_beyond_breakdown",
-        label="fig:exp2-1",
-        statement=f"normalised TF^pr stays stable where TF breaks down: its log E[TV] rise to "
+        "fig_exp2_1.pr_stable_beyond_breakdown",
+        f"normalised TF^pr stays stable where TF breaks down: its log E[TV] rise to "
         f"n' = {ns[-1]} is smaller than TF's",
-        tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
-        details={**details, "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0]},
+        _LOG_RISES,
+        {**details, "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0]},
     )
     return [spike, stable]
 
