@@ -21,8 +21,11 @@ from ._checks import (
     as_float_array,
     check_rng,
     check_size,
-    choice,
+    checked,
+    instance_of,
     int_tuple,
+    ints,
+    one_of,
     positive_array,
     positive_int,
     sequence,
@@ -58,6 +61,14 @@ def token_rows(d: int, H: int) -> dict[str, Any]:
     d, H = positive_int(d, "d"), positive_int(H, "H")
     base = d + 1 + 3 * np.arange(H)
     return {"x": np.arange(d), "y": d, "k": base, "f": base + 1, "g": base + 2, "D": d + 1 + 3 * H}
+
+
+def mixture_components(kernels, noise_vars) -> tuple[list, np.ndarray]:
+    """The prior's components, checked: ``kernels`` (a sequence, length H) and ``noise_vars``
+    ``sigma_h^2 > 0`` of shape (H,), one per kernel."""
+    kernels = sequence(kernels, "kernels")
+    nv = positive_array(noise_vars, "noise_vars", ndim=1)
+    return kernels, shaped(nv, "noise_vars", (len(kernels),), "(one per kernel)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,11 +169,8 @@ def multihead_weights(
     -------
     MultiHeadWeights
     """
-    kernels = sequence(kernels, "kernels")
+    kernels, nv = mixture_components(kernels, noise_vars)
     H = len(kernels)
-    nv = shaped(
-        positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (H,), "(one per kernel)"
-    )
     pw = (
         np.full(H, 1.0 / H)
         if prior_weights is None
@@ -242,10 +250,9 @@ def multihead_forward(weights: MultiHeadWeights, X, Y, x_query, *, return_path: 
     Parameters
     ----------
     weights : MultiHeadWeights
-    X : ndarray of shape (..., n, d)
-    Y : ndarray of shape (..., n)
-    x_query : ndarray of shape (..., d)
-    return_path : bool
+    X, Y, x_query, return_path
+        The context, its labels and the query, as :func:`pfntheory.construction.tf_forward`
+        takes them; ``return_path`` keeps every ``Z^(l)``.
 
     Returns
     -------
@@ -345,8 +352,7 @@ def _readout(weights: MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray, n
 def exact_logdet(kernels, noise_vars, X) -> np.ndarray:
     """The oracle ``log det(G_h + sigma_h^2 I)`` per component, shape ``X.shape[:-2] + (H,)``
     (Cholesky, via :func:`pfntheory.gp.log_marginal_likelihood` at ``Y = 0``)."""
-    kernels = sequence(kernels, "kernels")
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
+    kernels, nv = mixture_components(kernels, noise_vars)
     X = as_float_array(X, "X", min_ndim=2, non_empty=True)
     n = X.shape[-2]
     zero = np.zeros(X.shape[:-1])
@@ -405,6 +411,7 @@ def _unit_row_sums(kernel, X) -> np.ndarray:
     return np.sum(kernel(X), axis=-1) / kernel.alpha**2
 
 
+@checked(rng=check_rng, ns=ints(minimum=2), n_draws=positive_int, covariates=one_of(COVARIATES))
 def fit_logdet_readout(
     kernels,
     noise_vars,
@@ -430,17 +437,11 @@ def fit_logdet_readout(
     -------
     LogdetReadout
     """
-    kernels = sequence(kernels, "kernels")
+    kernels, nv = mixture_components(kernels, noise_vars)
     for i, k in enumerate(kernels):
-        if not isinstance(k, RBFKernel):
-            raise ArgumentTypeError(f"kernels[{i}] must be an RBFKernel, got {type(k).__name__}")
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
-    ns = int_tuple(ns, "ns", minimum=2)
+        instance_of(RBFKernel)(k, f"kernels[{i}]")
     if len(set(ns)) < 4:
         raise ValueError(f"ns must hold at least 4 distinct sizes (6 coefficients), got {ns}")
-    n_draws = positive_int(n_draws, "n_draws")
-    rng = check_rng(rng)
-    covariates = choice(covariates, "covariates", COVARIATES)
     feats, targets = [], []
     for n in ns:
         X = sample_design(n, d, rng, covariates, size=(n_draws,))
@@ -478,8 +479,7 @@ def readout_log_weights(out: MultiHeadOutput, log_prior, logdet) -> np.ndarray:
 
 def exact_log_weights(kernels, noise_vars, log_prior, X, Y) -> np.ndarray:
     """The exact posterior log-weights ``log pi_h + log N(Y; 0, G_h + sigma_h^2 I)``, normalised."""
-    kernels = sequence(kernels, "kernels")
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (len(kernels),))
+    kernels, nv = mixture_components(kernels, noise_vars)
     z = np.stack(
         [log_marginal_likelihood(k, X, Y, s2) for k, s2 in zip(kernels, nv, strict=True)], -1
     ) + shaped(as_float_array(log_prior, "log_prior", ndim=1), "log_prior", (len(kernels),))

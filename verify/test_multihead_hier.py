@@ -26,7 +26,7 @@ runs 25 examples (a draw needs up to 1500 layers of a 3-head forward pass) and t
 
 import numpy as np
 from _array_strategies import FINITE, designs, vectors
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pfntheory import mixture_tv as mtv
@@ -91,7 +91,14 @@ def _weakest(kernels, nv, X, Y, x) -> int:
     return int(np.argmin(w))
 
 
-@settings(max_examples=25)
+#: The rate check keeps only draws where its claim and its fault test say something (an informative
+#: depth within reach, a query the components see, a weak component the fault changes), a minority
+#: by design; the share varies with the constants Hypothesis mines from the package's source, so
+#: the filter health check (not an assertion: every kept draw is asserted on) is not a property of
+#: this test and is left out.
+@settings(
+    max_examples=25, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
 @given(mixture_cases(fmin=0.3, fmax=0.99))
 def test_mixture_converges_at_the_per_component_rate(case):
     """(2) At four depths up to the informative depth (the largest over heads of

@@ -27,13 +27,14 @@ import numpy as np
 
 from .._checks import (
     MAX_SEED,
-    ArgumentTypeError,
     checked,
+    instance_of,
     ints,
     keys,
     positive_int,
     sequence,
 )
+from . import checked_args
 
 __all__ = ["solver_growth", "predicted_breakdown"]
 
@@ -80,14 +81,8 @@ def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
     from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch
 
-    if not isinstance(model, PFNTransformer):
-        raise ArgumentTypeError(
-            f"model must be a pfntheory.nn.model.PFNTransformer, got {type(model).__name__}"
-        )
-    if not isinstance(task, TaskConfig):
-        raise ArgumentTypeError(
-            f"task must be a pfntheory.config.TaskConfig, got {type(task).__name__}"
-        )
+    instance_of(PFNTransformer, what="pfntheory.nn.model.PFNTransformer")(model, "model")
+    instance_of(TaskConfig, what="pfntheory.config.TaskConfig")(task, "task")
     ns = list(ns)
     with torch.no_grad():
         c = {k: v.detach().double().cpu() for k, v in model.coefficients().items()}
@@ -135,7 +130,7 @@ BEYOND_NS = (250, 300, 400, 600)
 BREAKDOWN_FILE = "breakdown.json"
 
 
-@checked(run_dirs=sequence, ns=ints(minimum=2), beyond=ints(minimum=2), n_instances=positive_int)
+@checked_args("n_instances", run_dirs=sequence, ns=ints(minimum=2), beyond=ints(minimum=2))
 def breakdown_analysis(run_dirs, ns=BREAKDOWN_NS, beyond=BEYOND_NS, n_instances: int = 256) -> dict:
     """For each finished run: :func:`solver_growth` of the trained model and of its initialisation
     (the theory values), the predicted breakdown, and the run evaluated at the ``beyond`` sizes

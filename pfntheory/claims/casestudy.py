@@ -32,12 +32,11 @@ from .._checks import (
     optional,
     positive_array,
     positive_scalar,
-    probability,
     text,
 )
 from ..casestudy.data import DATASETS
 from ..convergence import curve_status
-from . import UNDECIDED, ClaimResult
+from . import UNDECIDED, ClaimResult, checked_args
 
 __all__ = [
     "NEAR_THRESHOLD",
@@ -167,7 +166,7 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
     return out
 
 
-@checked(lo=array(allow_nan=True), hi=array(allow_nan=True), y=array(), level=probability)
+@checked_args("level", lo=array(allow_nan=True), hi=array(allow_nan=True), y=array())
 def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
     """Empirical coverage of ``[lo, hi]`` (closed) for ``y``, with its binomial standard error at
     the nominal ``level`` and the mean width. Non-finite bounds count as not covering (the mean

@@ -30,20 +30,16 @@ from scipy.special import ndtr, ndtri
 from .. import DEFAULT_NOISE_VAR
 from .._checks import (
     array,
-    at_least,
     checked,
     mapping,
     optional,
-    positive_int,
-    positive_scalar,
     probability,
-    seed_int,
     sequence,
 )
 from ..discretize import bin_edges, check_edges, gaussian_bin_masses
 from ..metrics import histogram_cdf, histogram_crps
 from ..stats import mean_se
-from . import ERRATUM, FAILS, HOLDS, ClaimResult
+from . import ERRATUM, FAILS, HOLDS, ClaimResult, checked_args
 from .noise import PAPER_INSTANCES, exact_ppd_expected_crps, paper_cell_se
 
 __all__ = [
@@ -85,7 +81,7 @@ def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     return histogram_crps(edges, probs, y) - w * F**2
 
 
-@checked(C=at_least(2), noise_var=positive_scalar, alpha=positive_scalar, outside_mass=probability)
+@checked_args("C", "noise_var", "alpha", outside_mass=probability)
 def paper_bin_width(
     C: int = 256,
     noise_var: float = DEFAULT_NOISE_VAR,
@@ -97,7 +93,7 @@ def paper_bin_width(
     return 2 * b / C
 
 
-@checked(C=at_least(2), n_instances=positive_int, seed=seed_int, k_se=positive_scalar)
+@checked_args("C", "n_instances", "seed", "k_se")
 def check_slip_bias(
     C: int = 256, n_instances: int = 20000, seed: int = 0, k_se: float = 4.0
 ) -> ClaimResult:
@@ -130,7 +126,7 @@ def check_slip_bias(
     )
 
 
-@checked(results=sequence, d=positive_int)
+@checked_args("d", results=sequence)
 def reference_floors(results, d: int = 16) -> dict:
     """``{(lengthscale, n'): (mean, se, n_instances)}`` of the exact PPD's expected CRPS, the
     ``exact=`` argument of :func:`check_crps_slip`, from exact-PPD reference results
@@ -146,14 +142,14 @@ def reference_floors(results, d: int = 16) -> dict:
     return out
 
 
-@checked(
+@checked_args(
+    "noise_var",
+    "C",
+    "n_instances",
+    "seed",
+    "d",
+    "k_se",
     paper_crps=mapping,
-    noise_var=positive_scalar,
-    C=at_least(2),
-    n_instances=positive_int,
-    seed=seed_int,
-    d=positive_int,
-    k_se=positive_scalar,
     exact=optional(mapping),
 )
 def check_crps_slip(

@@ -21,9 +21,7 @@ from .._checks import (
     check_rng,
     instance_of,
     int_tuple,
-    positive_array,
     positive_int,
-    sequence,
     shaped,
 )
 from ..gp import MixturePPD, mixture_ppd
@@ -49,9 +47,7 @@ TOLERANCE = "quadrature error estimate + 1e-12 + 1e-9 TV (kinks of |p - q|)"
 
 
 def _components(kernels, noise_vars, X, Y, x):
-    kernels = sequence(kernels, "kernels")
-    H = len(kernels)
-    nv = shaped(positive_array(noise_vars, "noise_vars", ndim=1), "noise_vars", (H,))
+    kernels, nv = mh.mixture_components(kernels, noise_vars)
     X = as_float_array(X, "X", ndim=2, non_empty=True)
     Y = shaped(as_float_array(Y, "Y", ndim=1), "Y", (X.shape[0],), "(one label per row of X)")
     x = shaped(as_float_array(x, "x", ndim=1), "x", (X.shape[1],), "(one point of X's d)")

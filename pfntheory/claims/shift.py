@@ -41,22 +41,17 @@ from .. import construction as con
 from .._checks import (
     Rule,
     array,
-    check_kernel,
-    check_rng,
-    checked,
-    ints,
     nonneg_int,
     one_of,
     positive_int,
     positive_scalar,
     probability,
-    seed_tuple,
 )
 from ..config import COVARIATES
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, checked_args
 
 __all__ = [
     "DESIGNS",
@@ -92,7 +87,7 @@ _CELL: dict[str, Rule] = {
 }
 
 
-@checked(**_CELL, kernel=check_kernel, rng=check_rng)
+@checked_args("kernel", "rng", **_CELL)
 def draw_contexts(
     design: str,
     n: int,
@@ -131,7 +126,7 @@ def draw_contexts(
     return X, Y, xq
 
 
-@checked(noise_var=positive_scalar, fraction=probability)
+@checked_args("noise_var", fraction=probability)
 def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     """The paper's n-independent step for TF^pr: ``fraction * 2/(1 + sigma^2)`` (sec:generalization:
     "a conservative range is 0 < eta < 2/(1+sigma^2)", since lambda_1(D^-1(G+sigma^2 I)) <=
@@ -139,15 +134,7 @@ def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     return fraction * 2.0 / (1.0 + noise_var)
 
 
-@checked(
-    kernel=check_kernel,
-    X=array(ndim=3),
-    Y=array(ndim=2),
-    xq=array(ndim=2),
-    noise_var=positive_scalar,
-    eta=positive_scalar,
-    L=positive_int,
-)
+@checked_args("kernel", "noise_var", "eta", "L", X=array(ndim=3), Y=array(ndim=2), xq=array(ndim=2))
 def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     """``(mu_L, tau_L)`` of the hand-set depth-``L`` TF^pr, batched, via eqn:recursion prec.
 
@@ -193,13 +180,13 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     return u[:, 0], s2 + kxx - u[:, 1]
 
 
-@checked(
+@checked_args(
+    "L",
+    "seeds",
+    "step_fraction",
+    "lengthscale",
     **_CELL,
-    L=positive_int,
-    seeds=seed_tuple,
-    step_fraction=probability,
     n_parity=nonneg_int,
-    lengthscale=positive_scalar,
     parity_max_n=nonneg_int,
 )
 def shift_cell(
@@ -284,15 +271,8 @@ def shift_cell(
     return out
 
 
-@checked(
-    ns=ints(),
-    Ls=ints(),
-    d=positive_int,
-    n_instances=positive_int,
-    seeds=seed_tuple,
-    noise_var=positive_scalar,
-    step_fraction=probability,
-    n_parity=nonneg_int,
+@checked_args(
+    "ns", "Ls", "d", "n_instances", "seeds", "noise_var", "step_fraction", n_parity=nonneg_int
 )
 def check_shift_construction(
     ns=(64, 128, 256, 512),
