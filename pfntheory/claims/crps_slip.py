@@ -1,25 +1,8 @@
 """Does the authors' histogram-CRPS slip explain the cells of supp-tab:lengthscale-crps that lie
-below the exact PPD?
-
-CRPS is strictly proper: no predictive distribution has a smaller expected CRPS than the true one,
-so a trained model's table entry cannot lie below the exact PPD's expected CRPS
-``E sqrt(tau / pi)`` (:mod:`pfntheory.claims.noise`). Several entries of supp-tab:lengthscale-crps
-(d=16, n_max=256, C=256) do, at lengthscale 0.4 and 0.8.
-
-The slip (as issue 10 describes the authors' public code): the histogram CRPS
-``int (F(t) - 1{t >= y})^2 dt`` is assembled bin by bin, and in the bin that holds ``y`` a term
-``w F(y)^2`` (``w`` the bin width) is subtracted and never added back.
-:func:`slipped_histogram_crps` models exactly that (``pfntheory.metrics.histogram_crps`` stays
-correct); for a calibrated forecast ``F(Y) ~ Unif(0, 1)``, so the slip biases the mean CRPS by
-``-w E[F(Y)^2] = -w / 3``.
-
-The check, per cell (lengthscale, n'): ``deficit = exact - paper`` against the combined Monte-Carlo
-standard error of our exact reference and of the paper's own 4096-instance mean (estimated from the
-exact PPD's per-instance CRPS spread); before and after adding back ``w / 3``. Assumption stated in
-the result: the paper's ``(a, b]`` is calibrated on the marginal law of ``y`` (``N(0, alpha^2 +
-sigma^2)``) with outside mass 0.002, i.e. ``w = 2 * 3.09 * sqrt(1.04) / 256 = 0.0246``.
-
-Torch-free.
+below the exact PPD? Per cell, the deficit of the paper's CRPS below the exact PPD's expected CRPS
+against the combined Monte-Carlo SE, before and after adding back the slip's bias ``w / 3``
+(:func:`slipped_histogram_crps` models the slip). The reasoning and the stated assumption:
+docs/exact-side.md, "The CRPS slip". Torch-free.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
-"""Is the architecture itself calibrated under the covariate shift? The hand-set TF^pr on
-both designs.
-
-supp-sec:exp additional claims that the normalised PFN stays calibrated when the inputs move from
-the pretraining design ``x ~ N(0, I_d/d)`` to ``x ~ Unif[-1/sqrt(d), 1/sqrt(d)]^d`` ("coverage and
-width comparable to the true PPD for n_max = 512 and L >= 16", d = 4). A trained model can fail this
-for two reasons: its weights (learned on the Gaussian design) or the architecture (a depth-L
-truncated preconditioned Richardson solver, sec:generalization). This module measures the second,
-with no training: the **hand-set** TF^pr of :mod:`pfntheory.construction` (exact weights of
-thm:TFdoPPD with ``Attn^na`` in the solver layers, float64) at the paper's d = 4 and L in {16, 32},
-with the paper's n-independent step for eqn:richardson prec (``0 < eta < 2/(1+sigma^2)``, taken at
-90% of the bound).
-
-Measured per design, depth and context size n (``n_instances`` contexts from GP draws, over several
-seeds):
-
-* the 90% coverage of TF^pr's Gaussian PPD ``N(mu_L, tau_L)`` for ``y`` drawn from the true GP given
-  the context. Per context it is computed exactly (the probability that ``y ~ N(mu, tau)`` falls in
-  ``mu_L +- z_0.95 sqrt(tau_L)``), i.e. the expectation over the label draw, so only the contexts
-  are Monte Carlo; a context with ``tau_L <= 0`` has no interval and counts as not covered (counted
-  in the details);
-* the width ratio ``sqrt(tau_L / tau)`` of its 90% interval to the exact PPD's;
-* the distance ``max(|mu_L - mu|, |tau_L - tau|)`` to the exact PPD (mu, tau) of gp.py.
-
-The moments come from the preconditioned Richardson recursion eqn:recursion prec run batched
-(:func:`tfpr_moments`); that the hand-set transformer computes exactly this recursion is checked on
-every call: :func:`check_shift_construction` runs the literal forward pass
-:func:`pfntheory.construction.tf_forward` on ``n_parity`` contexts per design and depth and records
-the largest difference (``details["parity_max_abs"]``), which verify asserts at round-off.
+"""Is the architecture itself calibrated under the covariate shift of supp-sec:exp additional? The
+hand-set TF^pr (:mod:`pfntheory.construction`, no training) at d = 4 and L in {16, 32} on the
+pretraining design ``N(0, I_d/d)`` and on ``Unif[-1/sqrt(d), 1/sqrt(d)]^d``: 90% coverage, width
+ratio and distance to the exact PPD per design, depth and n, with the literal forward pass checked
+against the batched recursion on every call. What is measured and why: docs/exact-side.md,
+"Covariate shift of the hand-set TF^pr".
 """
 
 from __future__ import annotations
