@@ -39,7 +39,6 @@ from pfntheory import report
 from pfntheory.claims import gating as xgate
 from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
-from pfntheory.config import curve_file
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
@@ -388,10 +387,7 @@ shift_dirs += [
     if s.name in missing_s
 ]
 for run_dir, spec, state in shift_dirs:
-    docs = {
-        design: report.read_learning_curve(run_dir, curve_file(cov))
-        for design, cov in DESIGNS.items()
-    }
+    docs = {design: report.read_learning_curve(run_dir, cov) for design, cov in DESIGNS.items()}
     docs = {k: v for k, v in docs.items() if v is not None}
     if state == "complete":
         display(report.table(rtab.runs_frame([r for r in runs_s if r.run_dir == run_dir])))

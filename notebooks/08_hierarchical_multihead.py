@@ -43,7 +43,7 @@ from pfntheory import report
 from pfntheory.claims import multihead as cmh
 from pfntheory.claims import multihead_trained as tmh
 from pfntheory.config import TaskSpec, prior_components
-from pfntheory.convergence import read_curve_points
+from pfntheory.convergence import curve_points
 from pfntheory.kernels import RBFKernel
 
 report.setup_plots()
@@ -267,7 +267,7 @@ plt.show()
 curves = tmh.models(cmp)
 fig, axs = plt.subplots(1, 2, figsize=(12, 4))
 for name, run in curves.items():
-    pts = read_curve_points(run.run_dir / "learning_curve.json") or []
+    pts = curve_points(run.run_dir) or []
     for n, ls in ((64, "--"), (256, "-")):
         p = [q for q in pts if q["n"] == n and q["step"] > 0]
         if p:

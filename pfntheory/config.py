@@ -104,7 +104,7 @@ CLIP_NORM = 1.0
 #: one task, so curves of different runs are comparable).
 LEARNING_CURVE_SEED = 777
 #: File of the learning curve in a run directory (schema 1,
-#: :func:`pfntheory.nn.train.read_learning_curve`).
+#: :func:`pfntheory.convergence.read_learning_curve`).
 LEARNING_CURVE_FILE = "learning_curve.json"
 
 

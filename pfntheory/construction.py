@@ -20,18 +20,8 @@ Implements
   ``l2 = Xi psi~(mu, tau)``, ``l3 = Xi psi(mu, tau)`` and every term of the bound next to the
   measured ``TV(p_n, q_theta)``.
 
-Index conventions
------------------
-The paper numbers token rows from 1; here rows are 0-based, so the paper's row ``d+1`` (labels) is
-``d``, ``d+2`` (``k_x``) is ``d+1``, ``d+3`` (mean recursion ``f``) is ``d+2`` and ``d+4`` (variance
-recursion ``g``) is ``d+3``. Layer 0 (eqn:1st attn) writes ``k_x``; layers ``1..L-1`` (eqn:l attn)
-are Richardson steps, so ``Z^(l)`` (``l >= 1``) holds the ``(l-1)``-th Richardson iterate and a
-depth-``L`` transformer returns the ``(L-1)``-th iterate.
-
-Kernels: for ``RBFKernel(alpha, ell)`` (and ``ARDRBFKernel``) the lengthscale is folded into
-``K = Q = diag(1/ell)`` on the ``x`` rows and the attention score is the unit RBF
-``exp(-||a - b||^2 / 2)``; ``alpha^2`` is folded into ``V``. For ``LinearKernel(Sigma)`` the score
-is ``a^T b`` and ``K = Q = diag(sqrt(Sigma))``.
+Index conventions (0-based token rows) and how the kernels are folded into the weights:
+docs/exact-side.md, "The hand-set transformer".
 """
 
 from __future__ import annotations

@@ -1,77 +1,23 @@
-"""Has a trained run stopped improving? The plateau criterion that gates every trained verdict.
-
-A trained claim may say "holds" or "does not hold" only when each run it rests on has plateaued
-(issue 10, docs/design.md "Verdicts"); otherwise its verdict is
-"undecided". This module states and implements that criterion on a learning curve
-(``learning_curve.json``, written by :func:`pfntheory.nn.train.train`). Torch-free.
-
-Criterion: an equivalence test on the trend over the last log-half
--------------------------------------------------------------------
-Average the metric over the held-out sizes n' at each evaluated step (its standard error is
-``sqrt(sum se_n^2) / len(n')``: the sizes are drawn independently). Take the log-spaced steps
-``s > 0``; the *last log-half* is the steps ``s >= sqrt(s_first * s_last)``. Over it, fit the metric
-by least squares as ``a + b log(s)`` and call ``fall = -b (log s_last - log s_half)`` the fitted
-fall over the last log-half (positive: the metric improved; for ``coverage90``, which should
-approach 0.9 rather than fall, the fitted quantity is ``|coverage - 0.9|``). Its standard error
-comes from the residuals about the fit, floored at the held-out instances' standard error:
-
-    sigma^2 = max(RSS / (m - 2), mean(se_i^2)),
-    se(fall) = (log s_last - log s_half) sigma / sqrt(Sxx)
-
-over the ``m`` points of the last half (``Sxx``: the centred sum of squares of their log-steps).
-With ``t = t_{m-2}(1 - alpha)`` the two-sided ``1 - 2 alpha`` confidence interval of the fall is
-``fall -+ t se(fall)``, and the curve is
-
-- **plateaued** iff that interval lies inside ``[-tol, tol]`` (two one-sided tests at level
-  ``alpha``: the data exclude, at that level, both a fall and a rise larger than ``tol``);
-- **still improving** iff not plateaued and the interval lies above 0;
-- **diverging** iff not plateaued and it lies below 0 (the metric got significantly worse: still
-  moving, e.g. a held-out design the model specialises against);
-- **too noisy to tell** otherwise: the interval straddles 0 and reaches beyond ``tol``, so the curve
-  neither shows a trend nor excludes one.
-
-Why a trend and its residuals, not two points against the instance error. The criterion this one
-replaces compared the metric at the first step of the last half with the last step, against the
-held-out instances' standard error alone. But a learning curve also jitters from one evaluation to
-the next through the optimiser (Adam's last steps at a non-zero learning rate). On the 100
-fig:exp1 ``cpu`` curves the residual SD of E[TV] over the last log-half exceeds two instance
-standard errors in 79 (median ratio 3.1), so one pair of points decided each status, and a curve
-still falling could be called plateaued by the luck of its two points
-(``tests/test_convergence.py`` has such a curve). A fit over every point of the last half averages
-the jitter, and the residuals measure it; the instance floor keeps a curve that happens to be
-smooth from claiming more precision than the held-out set gives (the instances are shared across
-steps, so the floor overstates the slope's error: conservative towards "not plateaued"). A linear
-trend in ``log s`` averages the slope over the last half; on a curve that is still flattening it
-overstates the current slope, again conservatively.
-
-Why ``alpha = 0.05``: a curve whose true fall over the last half is ``tol`` or more is called
-plateaued with probability at most 5% (Gaussian residuals about a linear trend; the size of the two
-one-sided tests), checked by simulation in ``tests/test_convergence.py``.
-
-Why these tolerances (:data:`TOLERANCES`). E[TV] and CRPS are positive and span decades across the
-grid (E[TV] from 0.016 to 0.6 in fig:exp1), so their tolerance is relative: 10% of the fitted value
-at the last step, i.e. 0.04 in the report's ``log10 E[TV]`` tables. "Plateaued" thus means: had the
-run trained over another log-half at the rate of its last one, the metric would not have moved by
-more than a tenth. The truncated NLL can be negative and coverage is judged by its distance to 0.9,
-so theirs are absolute: 0.05 nats and 0.02 (two coverage points). A tolerance is a convention, not a
-theorem; it is stated in every status's ``criterion`` and can be changed per call.
-
-A curve with fewer than :data:`MIN_POINTS` log-spaced steps in its last log-half is **too short**
-to tell; one with a non-finite value there is **too noisy to tell**; neither is plateaued.
+"""Has a trained run stopped improving? The plateau criterion that gates every trained verdict
+(docs/verdicts.md, "The plateau criterion"), the one reader of a run's learning curves
+(``learning_curve*.json``, written by :func:`pfntheory.nn.train.train`) and the gate "has every run
+plateaued" (:func:`all_plateaued`). Torch-free.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from ._checks import ArgumentTypeError, int_tuple, keys, sequence
+from . import runs
+from ._checks import ArgumentTypeError, choice, int_tuple, keys, sequence
+from .config import COVARIATES, curve_file
 
 __all__ = [
     "ALPHA",
@@ -80,14 +26,15 @@ __all__ = [
     "STATES",
     "TOLERANCES",
     "curve_means",
-    "curve_problem",
     "curve_status",
     "doubling_status",
     "final_instances",
     "last_half_values",
     "last_half_start",
     "plateau_status",
-    "read_curve_points",
+    "read_learning_curve",
+    "curve_points",
+    "all_plateaued",
     "trend_text",
 ]
 
@@ -96,9 +43,9 @@ ALPHA = 0.05
 #: Minimum number of log-spaced evaluation steps (> 0) in the last log-half for a decision.
 MIN_POINTS = 4
 #: Metrics of the learning-curve points.
-METRICS = ("tv", "nll", "coverage90", "crps")
+METRICS = runs.CURVE_METRICS
 #: Equivalence tolerance per metric: ``("rel", r)`` is ``r`` times the fitted value at the last
-#: step, ``("abs", a)`` is ``a`` in the metric's units (module docstring: why these).
+#: step, ``("abs", a)`` is ``a`` in the metric's units (docs/verdicts.md: why these).
 TOLERANCES = {
     "tv": ("rel", 0.10),
     "crps": ("rel", 0.10),
@@ -171,7 +118,7 @@ def _tolerance(metric: str, value: float, tol) -> tuple[float, str]:
 
 def _state(lo: float, hi: float, tol: float) -> str:
     """The state of a fall whose confidence interval is ``[lo, hi]`` against the equivalence
-    tolerance ``tol`` (two one-sided tests; the module docstring's four states)."""
+    tolerance ``tol`` (two one-sided tests; docs/verdicts.md: the four states)."""
     if -tol <= lo and hi <= tol:
         return "plateaued"
     if lo > 0:
@@ -203,7 +150,7 @@ def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dic
 def plateau_status(
     points: Sequence[dict], metric: str = "tv", tol: tuple | None = None, alpha: float = ALPHA
 ) -> dict:
-    """Whether a learning curve has plateaued (criterion in the module docstring).
+    """Whether a learning curve has plateaued (docs/verdicts.md, "The plateau criterion").
 
     Parameters
     ----------
@@ -331,24 +278,51 @@ def last_half_start(steps: Sequence[int]) -> int:
     return next(s for s in steps if s >= mid)
 
 
-def read_curve_points(path: str | os.PathLike) -> list | None:
-    """The ``points`` of the learning-curve file ``path`` (``learning_curve*.json``), or None when
-    the file is absent; a file without a ``points`` list is refused, naming it."""
-    path = Path(path)
+def read_learning_curve(run_dir: str | os.PathLike, covariates: str | None = None) -> dict | None:
+    """The learning curve of a run directory (``learning_curve.json``; with ``covariates``, the
+    curve on that covariate law, :func:`pfntheory.config.curve_file`), or None if it has none.
+
+    Schema 1: ``{"schema": 1, "eval_seed", "n_instances", "n_eval": [n'...], "points": [{"step",
+    "n", "tv", "tv_se", "nll", "nll_se", "coverage90", "coverage90_se", "crps", "crps_se"}, ...],
+    "eval_seconds", "train_seconds"}``; one point per evaluated step and n'.
+
+    Raises
+    ------
+    pfntheory.runs.CorruptFileError
+        (a ValueError) If the file exists but is not valid JSON or not schema 1.
+    """
+    if covariates is not None:
+        choice(covariates, "covariates", COVARIATES)
+    path = Path(run_dir) / curve_file(covariates)
     if not path.is_file():
         return None
-    try:
-        points = json.loads(path.read_text())["points"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ValueError(f"{path} is not a learning curve (no 'points'): {err}") from err
-    return points
+    doc = runs.load_json(path)
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schema") != 1
+        or not isinstance(doc.get("points"), list)
+    ):
+        raise runs.CorruptFileError(
+            f"{path} is not a learning curve (schema 1 with a 'points' list)"
+        )
+    return doc
 
 
-def curve_status(path: str | os.PathLike, metric: str = "tv") -> dict:
-    """:func:`plateau_status` of the learning-curve file ``path`` (``learning_curve*.json``) with
-    its one-line ``trend`` (:func:`trend_text`); a missing file gives ``state`` "no curve" (never
+def curve_points(run_dir: str | os.PathLike, covariates: str | None = None) -> list | None:
+    """The ``points`` of :func:`read_learning_curve`, or None when the run has no such curve."""
+    doc = read_learning_curve(run_dir, covariates)
+    return None if doc is None else doc["points"]
+
+
+def curve_status(
+    run_dir: str | os.PathLike, covariates: str | None = None, metric: str = "tv"
+) -> dict:
+    """:func:`plateau_status` of a run's learning curve (:func:`read_learning_curve`) with its
+    one-line ``trend`` (:func:`trend_text`); a run without that curve (or a covariate law outside
+    :data:`~pfntheory.config.COVARIATES`, which no run has) gives ``state`` "no curve" (never
     plateaued) and says so in ``trend``."""
-    points = read_curve_points(path)
+    known = covariates is None or covariates in COVARIATES
+    points = curve_points(run_dir, covariates) if known else None
     if points is None:
         return {
             "state": "no curve",
@@ -356,10 +330,47 @@ def curve_status(path: str | os.PathLike, metric: str = "tv") -> dict:
             "diverging": False,
             "last_step": None,
             "criterion": "no learning curve",
-            "trend": f"no learning curve ({Path(path).name} missing)",
+            "trend": f"no learning curve ({curve_file(covariates)} missing)",
         }
     st = plateau_status(points, metric=metric)
     return {**st, "trend": trend_text(st)}
+
+
+def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
+    """The gate of every trained verdict: has every run plateaued?
+
+    Parameters
+    ----------
+    statuses : mapping of str to dict
+        Run (or curve) name -> its convergence status (:func:`curve_status`,
+        :func:`doubling_status`...: a ``state``, ``plateaued`` and ``last_step``).
+
+    Returns
+    -------
+    dict
+        ``plateaued`` (every status plateaued; True for none), ``n`` (statuses), ``not_plateaued``
+        and ``no_curve`` (their names, in order; ``no_curve``: state "no curve"), ``states``
+        (``{state: count}`` of those not plateaued, sorted by state), ``last_step`` (the largest
+        known, or None) and ``counts`` (the states as text, e.g. "2 still improving, 1 too short").
+    """
+    if not isinstance(statuses, Mapping):
+        raise ArgumentTypeError(
+            f"statuses must map run names to convergence statuses, got {type(statuses).__name__}"
+        )
+    for name, st in statuses.items():
+        keys("state", "plateaued")(st, f"statuses[{name!r}]")
+    out = [n for n, st in statuses.items() if not st["plateaued"]]
+    states = dict(sorted(Counter(statuses[n]["state"] for n in out).items()))
+    steps = [st["last_step"] for st in statuses.values() if st.get("last_step") is not None]
+    return {
+        "plateaued": not out,
+        "n": len(statuses),
+        "not_plateaued": out,
+        "no_curve": [n for n in out if statuses[n]["state"] == "no curve"],
+        "states": states,
+        "last_step": max(steps) if steps else None,
+        "counts": ", ".join(f"{v} {k}" for k, v in states.items()),
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -487,46 +498,3 @@ def last_half_values(points: Sequence[dict]) -> dict[int, dict]:
                 k: (float(p[k]), float(p[k + "_se"])) for k in METRICS if k in p
             }
     return out
-
-
-def curve_problem(doc, steps: int | None = None) -> str | None:
-    """What is wrong with a learning-curve document (``learning_curve*.json``), or None.
-
-    Schema 1: ``{"schema": 1, "n_eval": [n'...], "points": [{"step", "n", "tv", "tv_se", "nll",
-    "nll_se", "coverage90", "coverage90_se", "crps", "crps_se", ...}, ...]}`` with integer steps
-    >= 0, every point's ``n`` in ``n_eval``, numeric metrics (the NLL may be infinite, its SE
-    NaN), ``tv`` and ``coverage90`` in [0, 1], and every n' at every step. ``steps``: the run's
-    budget, which a finished run's curve must end at (a curve cut short by a kill is not finished).
-    """
-    if not isinstance(doc, dict):
-        return "is not a JSON object"
-    if doc.get("schema") != 1:
-        return f"is not a schema-1 learning curve (schema {doc.get('schema')!r})"
-    ns, points = doc.get("n_eval"), doc.get("points")
-    if not (isinstance(ns, list) and ns and all(isinstance(n, int) and n > 0 for n in ns)):
-        return f"has no valid 'n_eval' list of positive ints (got {ns!r})"
-    if not isinstance(points, list) or not points:
-        return "has no 'points'"
-    seen: dict[int, set] = {}
-    for i, p in enumerate(points):
-        if not isinstance(p, dict):
-            return f"points[{i}] is not an object"
-        step, n = p.get("step"), p.get("n")
-        if not (isinstance(step, int) and step >= 0) or n not in ns:
-            return f"points[{i}] has no valid step/n (got step={step!r}, n={n!r})"
-        for m in METRICS:
-            for key in (m, m + "_se"):
-                v = p.get(key)
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    return f"points[{i}] has no numeric {key!r} (got {v!r})"
-                if m != "nll" and not math.isfinite(v):
-                    return f"points[{i}] has a non-finite {key!r}"
-        if not (0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1):
-            return f"points[{i}] has tv or coverage90 outside [0, 1]"
-        seen.setdefault(step, set()).add(n)
-    incomplete = [s for s, got in seen.items() if got != set(ns)]
-    if incomplete:
-        return f"lacks some n' at step(s) {sorted(incomplete)[:3]}"
-    if steps is not None and max(seen) != steps:
-        return f"ends at step {max(seen)}, not at the run's {steps} steps"
-    return None

@@ -1,45 +1,19 @@
-"""The multi-head transformer of the remark "Extension to hierarchical GPs" (float64 NumPy).
+"""The multi-head transformer of the remark "Extension to hierarchical GPs" (float64 NumPy): wide
+tokens, one hand-set head of thm:TFdoPPD per GP component of the prior (supp-tab:hierarchical-gp),
+the forward pass, the per-head readout ``(mu_h, tau_h)`` and the mixture-weight readout
+``log w_h = log pi_h - q_h / 2 - logdet_h / 2`` (the log-determinant exact, an oracle, or read from
+the heads' attention normalisers by a least-squares fit).
 
-When the prior puts mass ``pi_h`` on finitely many GP components ``(kappa_h, sigma_h^2)``
-(supp-tab:hierarchical-gp), the PPD is the mixture ``sum_h w_h N(mu_h, tau_h)`` with
-``w_h oc pi_h N(Y; 0, G_h + sigma_h^2 I)``. The remark proposes a wider token and one attention head
-per component. Here:
-
-* **Tokens** have ``d + 1 + 3H`` rows: ``x`` (``d`` rows) and ``y`` shared, then ``(k_h, f_h, g_h)``
-  for every head ``h`` (:func:`token_rows`).
-* **Head h** carries the hand-set weights of thm:TFdoPPD for component ``h``
-  (:func:`pfntheory.construction.handset_weights`: its kernel, noise and step), embedded into the
-  wide token; a layer adds the heads' updates ``sum_h V_h Z h_h(K_h Z, Q_h Z) (+ S_h Z)``
-  (:func:`multihead_forward`). Head ``h`` reads only the shared rows and its own three, so its
-  rows are component ``h``'s Richardson iterates (thm:TFdoPPD; TF^pr with ``normalised=True``).
-* **Per-head readout** at the query: ``mu_h = f_h``, ``tau_h = sigma_h^2 + k_h(x,x) - g_h``.
-* **Mixture-weight readout** (:func:`readout_log_weights`): ``log w_h = log pi_h - q_h / 2 -
-  logdet_h / 2`` normalised over ``h``. The quadratic term ``q_h = Y^T (G_h + sigma_h^2 I)^{-1} Y``
-  is produced exactly by one linear-score attention head per component on the solver's rows,
-  ``q_h^(L) = sigma_h^{-2} sum_i y_i (y_i - f_{h,i}^(L))`` (the fixed point of the training
-  recursion is ``f_X = G (G + sigma^2 I)^{-1} Y``, so ``Y - f_X = sigma^2 (G + sigma^2 I)^{-1} Y``).
-  The log-determinant ``log det(G_h + sigma_h^2 I)`` is not produced by the recursion: it is
-  either supplied exactly (:func:`exact_logdet`, an oracle) or approximated by a per-head linear
-  function of :func:`logdet_features` of ``(sum_i log s_{h,i}, n)``, where
-  ``s_{h,i} = sum_j kappa_h(x_i, x_j)`` is the normaliser of head ``h``'s attention (TF^pr
-  computes it; ``sum_i log s_i = log det D``, the Jacobi preconditioner of eqn:richardson prec),
-  fitted by least squares to Monte-Carlo designs of the prior (:func:`fit_logdet_readout`).
-
-The bound of docs/multihead.md, checked in ``verify/test_multihead_hier.py``:
-``TV(sum_h w_h p_h, sum_h w'_h q_h) <= TV(w, w') + sum_h w'_h TV(p_h, q_h)`` and, per Gaussian
-component, :func:`gaussian_tv_bound`.
+The construction and its reasoning: docs/multihead.md; the TV bound: :mod:`pfntheory.mixture_tv`.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.integrate
 import scipy.special
-import scipy.stats
 
 from . import construction as con
 from ._checks import (
@@ -47,8 +21,11 @@ from ._checks import (
     as_float_array,
     check_rng,
     check_size,
-    choice,
+    checked,
+    instance_of,
     int_tuple,
+    ints,
+    one_of,
     positive_array,
     positive_int,
     sequence,
@@ -62,12 +39,12 @@ from .spectral import sample_design
 __all__ = [
     "MultiHeadWeights",
     "MultiHeadOutput",
-    "LogdetReadout",
     "token_rows",
     "multihead_weights",
     "multihead_forward",
     "readout_path",
     "head_steps",
+    "LogdetReadout",
     "exact_logdet",
     "logdet_features",
     "N_LOGDET_FEATURES",
@@ -75,10 +52,6 @@ __all__ = [
     "readout_log_weights",
     "exact_log_weights",
     "model_ppd",
-    "gaussian_tv",
-    "gaussian_tv_bound",
-    "mixture_tv",
-    "mixture_tv_bound",
 ]
 
 
@@ -88,6 +61,14 @@ def token_rows(d: int, H: int) -> dict[str, Any]:
     d, H = positive_int(d, "d"), positive_int(H, "H")
     base = d + 1 + 3 * np.arange(H)
     return {"x": np.arange(d), "y": d, "k": base, "f": base + 1, "g": base + 2, "D": d + 1 + 3 * H}
+
+
+def mixture_components(kernels, noise_var) -> tuple[list, np.ndarray]:
+    """The prior's components, checked: ``kernels`` (a sequence, length H) and ``noise_var``
+    ``sigma_h^2 > 0`` of shape (H,), one per kernel."""
+    kernels = sequence(kernels, "kernels")
+    nv = positive_array(noise_var, "noise_var", ndim=1)
+    return kernels, shaped(nv, "noise_var", (len(kernels),), "(one per kernel)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,11 +169,8 @@ def multihead_weights(
     -------
     MultiHeadWeights
     """
-    kernels = sequence(kernels, "kernels")
+    kernels, nv = mixture_components(kernels, noise_var)
     H = len(kernels)
-    nv = shaped(
-        positive_array(noise_var, "noise_var", ndim=1), "noise_var", (H,), "(one per kernel)"
-    )
     pw = (
         np.full(H, 1.0 / H)
         if prior_weights is None
@@ -272,10 +250,9 @@ def multihead_forward(weights: MultiHeadWeights, X, Y, x_query, *, return_path: 
     Parameters
     ----------
     weights : MultiHeadWeights
-    X : ndarray of shape (..., n, d)
-    Y : ndarray of shape (..., n)
-    x_query : ndarray of shape (..., d)
-    return_path : bool
+    X, Y, x_query, return_path
+        The context, its labels and the query, as :func:`pfntheory.construction.tf_forward`
+        takes them; ``return_path`` keeps every ``Z^(l)``.
 
     Returns
     -------
@@ -372,16 +349,10 @@ def _readout(weights: MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray, n
     return zq @ W[:, 0].T, zq @ W[:, 1].T
 
 
-# --------------------------------------------------------------------------------------------------
-# the mixture-weight readout
-# --------------------------------------------------------------------------------------------------
-
-
 def exact_logdet(kernels, noise_var, X) -> np.ndarray:
     """The oracle ``log det(G_h + sigma_h^2 I)`` per component, shape ``X.shape[:-2] + (H,)``
     (Cholesky, via :func:`pfntheory.gp.log_marginal_likelihood` at ``Y = 0``)."""
-    kernels = sequence(kernels, "kernels")
-    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (len(kernels),))
+    kernels, nv = mixture_components(kernels, noise_var)
     X = as_float_array(X, "X", min_ndim=2, non_empty=True)
     n = X.shape[-2]
     zero = np.zeros(X.shape[:-1])
@@ -440,6 +411,7 @@ def _unit_row_sums(kernel, X) -> np.ndarray:
     return np.sum(kernel(X), axis=-1) / kernel.alpha**2
 
 
+@checked(rng=check_rng, ns=ints(minimum=2), n_draws=positive_int, covariates=one_of(COVARIATES))
 def fit_logdet_readout(
     kernels,
     noise_var,
@@ -465,17 +437,11 @@ def fit_logdet_readout(
     -------
     LogdetReadout
     """
-    kernels = sequence(kernels, "kernels")
+    kernels, nv = mixture_components(kernels, noise_var)
     for i, k in enumerate(kernels):
-        if not isinstance(k, RBFKernel):
-            raise ArgumentTypeError(f"kernels[{i}] must be an RBFKernel, got {type(k).__name__}")
-    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (len(kernels),))
-    ns = int_tuple(ns, "ns", minimum=2)
+        instance_of(RBFKernel)(k, f"kernels[{i}]")
     if len(set(ns)) < 4:
         raise ValueError(f"ns must hold at least 4 distinct sizes (6 coefficients), got {ns}")
-    n_draws = positive_int(n_draws, "n_draws")
-    rng = check_rng(rng)
-    covariates = choice(covariates, "covariates", COVARIATES)
     feats, targets = [], []
     for n in ns:
         X = sample_design(n, d, rng, covariates, size=(n_draws,))
@@ -513,8 +479,7 @@ def readout_log_weights(out: MultiHeadOutput, log_prior, logdet) -> np.ndarray:
 
 def exact_log_weights(kernels, noise_var, log_prior, X, Y) -> np.ndarray:
     """The exact posterior log-weights ``log pi_h + log N(Y; 0, G_h + sigma_h^2 I)``, normalised."""
-    kernels = sequence(kernels, "kernels")
-    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (len(kernels),))
+    kernels, nv = mixture_components(kernels, noise_var)
     z = np.stack(
         [log_marginal_likelihood(k, X, Y, s2) for k, s2 in zip(kernels, nv, strict=True)], -1
     ) + shaped(as_float_array(log_prior, "log_prior", ndim=1), "log_prior", (len(kernels),))
@@ -530,119 +495,3 @@ def model_ppd(out: MultiHeadOutput, log_weights) -> MixturePPD:
     w = np.exp(lw)
     w = w / w.sum(-1, keepdims=True)
     return MixturePPD(weights=w, mu=out.mu[..., None], tau=out.tau[..., None])
-
-
-# --------------------------------------------------------------------------------------------------
-# total variation: exact per Gaussian, numerical per mixture, and the bound
-# --------------------------------------------------------------------------------------------------
-
-
-def gaussian_tv(m1, v1, m2, v2) -> np.ndarray:
-    """Exact ``TV(N(m1, v1), N(m2, v2))`` (elementwise).
-
-    Equal variances: ``2 Phi(|m1 - m2| / (2 sqrt v)) - 1``. Otherwise the densities cross at the
-    two roots ``t1 < t2`` of ``log p = log q`` and ``TV = |P(t1, t2] - Q(t1, t2]|``.
-    """
-    m1, m2 = as_float_array(m1, "m1"), as_float_array(m2, "m2")
-    v1, v2 = positive_array(v1, "v1"), positive_array(v2, "v2")
-    m1, v1, m2, v2 = np.broadcast_arrays(m1, v1, m2, v2)
-    out = np.empty(m1.shape)
-    eq = v1 == v2
-    out[eq] = 2.0 * scipy.stats.norm.cdf(np.abs(m1 - m2)[eq] / (2 * np.sqrt(v1[eq]))) - 1.0
-    ne = ~eq
-    if np.any(ne):
-        a1, b1, a2, b2 = m1[ne], v1[ne], m2[ne], v2[ne]
-        # a t^2 + b t + c = 0 where log p(t) = log q(t)
-        a = 0.5 / b2 - 0.5 / b1
-        b = a1 / b1 - a2 / b2
-        c = 0.5 * a2**2 / b2 - 0.5 * a1**2 / b1 + 0.5 * np.log(b2 / b1)
-        disc = np.sqrt(np.maximum(b * b - 4 * a * c, 0.0))
-        q = -0.5 * (b + np.where(b >= 0, disc, -disc))  # stable roots: q / a and c / q
-        r1 = q / a
-        r2 = np.where(q != 0, c / np.where(q != 0, q, 1.0), -r1)
-        t1, t2 = np.minimum(r1, r2), np.maximum(r1, r2)
-
-        def mass(m, v):
-            s = np.sqrt(v)
-            return scipy.special.ndtr((t2 - m) / s) - scipy.special.ndtr((t1 - m) / s)
-
-        out[ne] = np.abs(mass(a1, b1) - mass(a2, b2))
-    return out
-
-
-def gaussian_tv_bound(dmu, dtau, tau) -> np.ndarray:
-    """Upper bound on ``TV(N(mu, tau), N(mu + dmu, tau + dtau))`` from moment errors
-    (docs/multihead.md):
-
-    ``|dmu| / sqrt(2 pi tau) + (1/2) sqrt(max(f(1 - |dtau|/tau), f(1 + |dtau|/tau)))``, capped at 1,
-    with ``f(r) = r - 1 - log r`` (``f = inf`` for ``r <= 0``). The first term is the exact TV of a
-    mean shift bounded by the density's maximum; the second is Pinsker's inequality on the
-    closed-form KL of a variance change, maximised over ``|dtau|`` (``f`` is convex with minimum at
-    1). Monotone in ``|dmu|`` and ``|dtau|``, so a bound on the errors gives a bound on the TV."""
-    dmu, dtau = np.abs(as_float_array(dmu, "dmu")), np.abs(as_float_array(dtau, "dtau"))
-    tau = positive_array(tau, "tau")
-    rho = dtau / tau
-
-    def f(r):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(r > 0, r - 1.0 - np.log(np.where(r > 0, r, 1.0)), np.inf)
-
-    var = 0.5 * np.sqrt(np.maximum(f(1.0 - rho), f(1.0 + rho)))
-    return np.minimum(1.0, dmu / np.sqrt(2 * np.pi * tau) + var)
-
-
-def mixture_tv(p: MixturePPD, q: MixturePPD, query: int = 0) -> tuple[float, float]:
-    """``TV(p, q)`` of two Gaussian mixtures of one context (weights of shape (H,)) at query
-    ``query``, by adaptive quadrature of ``|p - q| / 2``; returns ``(tv, abserr)`` (the
-    quadrature's error estimate, which a check adds to its tolerance)."""
-    for name, m in (("p", p), ("q", q)):
-        if not isinstance(m, MixturePPD):
-            raise ArgumentTypeError(f"{name} must be a MixturePPD, got {type(m).__name__}")
-        if m.weights.ndim != 1:
-            raise ValueError(f"{name} must hold one context (weights (H,)), got {m.weights.shape}")
-    m_q = min(p.mu.shape[-1], q.mu.shape[-1])
-    query = positive_int(query, "query", minimum=0, maximum=m_q - 1)
-    comps = []
-    for m in (p, q):
-        comps.append((m.weights, m.mu[:, query], np.sqrt(m.tau[:, query])))
-    lo = min(float(np.min(mu - 40 * s)) for _, mu, s in comps)
-    hi = max(float(np.max(mu + 40 * s)) for _, mu, s in comps)
-    pts = sorted({float(v) for _, mu, s in comps for v in np.concatenate([mu, mu - s, mu + s])})
-
-    def dens(t, w, mu, s):
-        return float(np.sum(w * np.exp(-0.5 * ((t - mu) / s) ** 2) / (s * np.sqrt(2 * np.pi))))
-
-    with warnings.catch_warnings():  # a round-off-level integrand (p = q) makes quad complain
-        warnings.simplefilter("ignore", scipy.integrate.IntegrationWarning)
-        val, err = scipy.integrate.quad(
-            lambda t: abs(dens(t, *comps[0]) - dens(t, *comps[1])),
-            lo,
-            hi,
-            points=[v for v in pts if lo < v < hi][:100],
-            limit=500,
-            epsabs=1e-14,
-            epsrel=1e-10,
-        )
-    return 0.5 * val, 0.5 * err
-
-
-def _simplex(w, name: str) -> np.ndarray:
-    """Weights ``>= 0`` summing to 1 over the last axis (to 1e-9 H)."""
-    w = as_float_array(w, name, min_ndim=1, non_empty=True)
-    if np.any(w < 0) or np.any(np.abs(w.sum(-1) - 1.0) > 1e-9 * w.shape[-1]):
-        raise ValueError(f"{name} must be non-negative and sum to 1 over the last axis")
-    return w
-
-
-def mixture_tv_bound(w, w_model, tv_components) -> np.ndarray:
-    """``TV(w, w') + sum_h w'_h TV(p_h, q_h)`` (docs/multihead.md), over the last axis (H)."""
-    w = _simplex(w, "w")
-    w2 = _simplex(w_model, "w_model")
-    tv = as_float_array(tv_components, "tv_components")
-    if np.any(tv < 0) or np.any(tv > 1):
-        raise ValueError("tv_components must lie in [0, 1] (total variations)")
-    if not (w.shape == w2.shape == tv.shape):
-        raise ValueError(
-            f"w, w_model, tv_components must share a shape, got {w.shape}, {w2.shape}, {tv.shape}"
-        )
-    return 0.5 * np.sum(np.abs(w - w2), -1) + np.sum(w2 * tv, -1)

@@ -51,6 +51,8 @@ __all__ = [
     "clean_orphan_temps",
     "check_artefacts",
     "curve_problems",
+    "curve_problem",
+    "CURVE_METRICS",
     "remove_corrupt_artefacts",
     "LockHeldError",
     "root_lock",
@@ -75,6 +77,8 @@ METRICS = "metrics.json"
 WEIGHTS = "weights.pt"
 CHECKPOINT = "checkpoint.pt"
 EVAL = "eval.json"
+#: Metrics of every learning-curve point (``learning_curve*.json``), each with its ``_se``.
+CURVE_METRICS = ("tv", "nll", "coverage90", "crps")
 
 
 class CorruptFileError(ValueError):
@@ -314,12 +318,53 @@ def check_artefacts(run_dir) -> dict[str, str]:
     return problems
 
 
+def curve_problem(doc, steps: int | None = None) -> str | None:
+    """What is wrong with a learning-curve document (``learning_curve*.json``), or None.
+
+    Schema 1: ``{"schema": 1, "n_eval": [n'...], "points": [{"step", "n", "tv", "tv_se", "nll",
+    "nll_se", "coverage90", "coverage90_se", "crps", "crps_se", ...}, ...]}`` with integer steps
+    >= 0, every point's ``n`` in ``n_eval``, numeric metrics (the NLL may be infinite, its SE
+    NaN), ``tv`` and ``coverage90`` in [0, 1], and every n' at every step. ``steps``: the run's
+    budget, which a finished run's curve must end at (a curve cut short by a kill is not finished).
+    """
+    if not isinstance(doc, dict):
+        return "is not a JSON object"
+    if doc.get("schema") != 1:
+        return f"is not a schema-1 learning curve (schema {doc.get('schema')!r})"
+    ns, points = doc.get("n_eval"), doc.get("points")
+    if not (isinstance(ns, list) and ns and all(isinstance(n, int) and n > 0 for n in ns)):
+        return f"has no valid 'n_eval' list of positive ints (got {ns!r})"
+    if not isinstance(points, list) or not points:
+        return "has no 'points'"
+    seen: dict[int, set] = {}
+    for i, p in enumerate(points):
+        if not isinstance(p, dict):
+            return f"points[{i}] is not an object"
+        step, n = p.get("step"), p.get("n")
+        if not (isinstance(step, int) and step >= 0) or n not in ns:
+            return f"points[{i}] has no valid step/n (got step={step!r}, n={n!r})"
+        for m in CURVE_METRICS:
+            for key in (m, m + "_se"):
+                v = p.get(key)
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    return f"points[{i}] has no numeric {key!r} (got {v!r})"
+                if m != "nll" and not math.isfinite(v):
+                    return f"points[{i}] has a non-finite {key!r}"
+        if not (0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1):
+            return f"points[{i}] has tv or coverage90 outside [0, 1]"
+        seen.setdefault(step, set()).add(n)
+    incomplete = [s for s, got in seen.items() if got != set(ns)]
+    if incomplete:
+        return f"lacks some n' at step(s) {sorted(incomplete)[:3]}"
+    if steps is not None and max(seen) != steps:
+        return f"ends at step {max(seen)}, not at the run's {steps} steps"
+    return None
+
+
 def curve_problems(run_dir, problems: dict | None = None) -> dict[str, str]:
     """Problems of the learning curves (``learning_curve*.json``) of ``run_dir``, added to
-    ``problems``: unreadable, not schema 1 (:func:`pfntheory.convergence.curve_problem`), or, for a
+    ``problems``: unreadable, not schema 1 (:func:`curve_problem`), or, for a
     finished run, not ending at its steps."""
-    from .convergence import curve_problem
-
     run_dir = Path(run_dir)
     problems = {} if problems is None else problems
     steps = None

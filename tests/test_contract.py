@@ -149,8 +149,8 @@ SKIP: dict[str, str] = {
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
     "pfntheory.report.html.fmt": "display formatting: any value (None, NaN...) is valid input",
-    "pfntheory.experiments.definitions.Design": "record of an experiment's declared grid",
-    "pfntheory.experiments.definitions.Experiment": "record of a declared experiment",
+    "pfntheory.experiments.design.Design": "record of an experiment's declared grid",
+    "pfntheory.experiments.design.Experiment": "record of a declared experiment",
     # filesystem
     "pfntheory.casestudy.data.load_dataset": "reads the data files",
     "pfntheory.casestudy.data.load_sacramento": "reads the data files",
@@ -175,9 +175,10 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.gating.budget_outcomes": "reads run directories",
     "pfntheory.claims.gating.doubling_statuses": "reads run directories",
     "pfntheory.claims.gating.tv_beats": "a replay over loaded runs (reads run directories)",
-    "pfntheory.convergence.curve_status": "reads a learning-curve file",
-    "pfntheory.convergence.read_curve_points": "reads a learning-curve file",
-    "pfntheory.convergence.curve_problem": "checks a document: any value is valid input (it says "
+    "pfntheory.convergence.curve_status": "reads a run directory",
+    "pfntheory.convergence.read_learning_curve": "reads a run directory",
+    "pfntheory.convergence.curve_points": "reads a run directory",
+    "pfntheory.runs.curve_problem": "checks a document: any value is valid input (it says "
     "what is wrong)",
     "pfntheory.nn.state.weights_problem": "reads a run directory",
     "pfntheory.nn.train.train": "trains a model",
@@ -195,7 +196,6 @@ SKIP: dict[str, str] = {
     "pfntheory.report.spec.output_dir": "creates the report directory",
     "pfntheory.report.plots.save_figure": "writes a figure",
     "pfntheory.report.plots.show_png": "reads a figure",
-    "pfntheory.report.plots.read_learning_curve": "reads a run directory",
     "pfntheory.report.recorder.Recorder": "writes the notebook's claim table",
     "pfntheory.report.recorder.convergence_of": "reads run directories",
     # drawing
@@ -546,19 +546,19 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "logdet": lambda: np.array([1.0, 2.0]),
     },
     "pfntheory.multihead.model_ppd": {"out": _mh_out, "log_weights": lambda: np.log([0.3, 0.7])},
-    "pfntheory.multihead.gaussian_tv": {
+    "pfntheory.mixture_tv.gaussian_tv": {
         "m1": lambda: 0.0,
         "v1": lambda: 1.0,
         "m2": lambda: 0.5,
         "v2": lambda: 2.0,
     },
-    "pfntheory.multihead.gaussian_tv_bound": {
+    "pfntheory.mixture_tv.gaussian_tv_bound": {
         "dmu": lambda: 0.1,
         "dtau": lambda: 0.2,
         "tau": lambda: 1.0,
     },
-    "pfntheory.multihead.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
-    "pfntheory.multihead.mixture_tv_bound": {
+    "pfntheory.mixture_tv.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
+    "pfntheory.mixture_tv.mixture_tv_bound": {
         "w": lambda: np.array([0.5, 0.5]),
         "w_model": lambda: np.array([0.4, 0.6]),
         "tv_components": lambda: np.array([0.1, 0.2]),
@@ -762,6 +762,9 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.experiments.definitions.get_experiment": {"name": lambda: "fig_exp1"},
     "pfntheory.experiments.published.published_rows": {"experiment": lambda: "supp_tab_hier"},
+    "pfntheory.convergence.all_plateaued": {
+        "statuses": lambda: {"a": {"state": "plateaued", "plateaued": True, "last_step": 8}}
+    },
     "pfntheory.experiments.reference.ppd_at_query": {
         "noise_var": lambda: np.array([0.1, 0.2]),
         "h_true": lambda: 0,

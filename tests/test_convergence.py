@@ -1,7 +1,9 @@
 """Tests of the plateau criterion (pfntheory.convergence) on synthetic learning curves: flat, still
 falling, jittery, rising, too short; and the size of the equivalence test by simulation."""
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,12 +13,17 @@ from pfntheory.convergence import (
     ALPHA,
     MIN_POINTS,
     STATES,
+    all_plateaued,
     curve_means,
+    curve_points,
+    curve_status,
     doubling_status,
     plateau_status,
+    read_learning_curve,
     trend_text,
 )
 from pfntheory.nn.train import curve_steps
+from pfntheory.runs import CorruptFileError
 
 STEPS = curve_steps(2000, 12)
 #: The last log-half of STEPS (steps >= sqrt(10 * 2000) = 141): 180 ... 2000, six points.
@@ -280,3 +287,84 @@ def test_doubling_needs_per_instance_values_on_the_same_instances():
         doubling_status(long, long)
     with pytest.raises(ValueError, match="tol"):
         doubling_status(short, long, tol=0.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# the one learning-curve reader and the all-plateaued gate
+# --------------------------------------------------------------------------------------------------
+
+
+def _write_curve(run_dir, points, name="learning_curve.json", schema=1):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    doc = {"schema": schema, "n_eval": [64, 128], "points": points}
+    (run_dir / name).write_text(json.dumps(doc))
+    return doc
+
+
+def test_read_learning_curve_reads_each_design_and_refuses_bad_files(tmp_path):
+    """The reader returns the document of the run's own curve and of a covariate curve, None for a
+    run without one, and refuses (naming the file) a truncated file, another schema and a point
+    without its E[TV]; fault injection: each corrupted file below was read before it was broken."""
+    own = _write_curve(tmp_path / "a", _curve([0.3] * len(STEPS), 0.01))
+    shift = _write_curve(
+        tmp_path / "a", _curve([0.5] * len(STEPS), 0.01), "learning_curve_uniform.json"
+    )
+    assert read_learning_curve(tmp_path / "a") == own
+    assert read_learning_curve(tmp_path / "a", "uniform") == shift
+    assert curve_points(tmp_path / "a", "uniform") == shift["points"]
+    assert read_learning_curve(tmp_path / "none") is None and curve_points(tmp_path) is None
+    with pytest.raises(ValueError, match="covariates"):
+        read_learning_curve(tmp_path / "a", "sideways")
+    path = tmp_path / "a" / "learning_curve.json"
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])  # truncated mid-write
+    with pytest.raises(CorruptFileError, match="learning_curve.json"):
+        read_learning_curve(tmp_path / "a")
+    _write_curve(tmp_path / "a", own["points"], schema=2)
+    with pytest.raises(CorruptFileError, match="schema"):
+        read_learning_curve(tmp_path / "a")
+    _write_curve(tmp_path / "a", [{k: v for k, v in p.items() if k != "tv"} for p in own["points"]])
+    with pytest.raises(ValueError, match="lacks a numeric step/tv/tv_se"):
+        curve_status(tmp_path / "a")  # the plateau test names what the point lacks
+
+
+def test_read_learning_curve_agrees_with_the_trainers_reader():
+    """On every committed learning curve of fig_exp2_1 (own design) and the shift regime (both
+    designs), this torch-free reader returns the document pfntheory.nn.train's reader returns."""
+    from pfntheory.nn.train import read_learning_curve as train_reader
+
+    root = Path(__file__).resolve().parents[1] / "reports" / "runs"
+    runs = sorted(root.glob("fig_exp2_1/*/learning_curve.json")) + sorted(
+        root.glob("supp_exp2_shift_regime/*/learning_curve_uniform.json")
+    )
+    assert runs, "no committed learning curves to compare"
+    for f in runs:
+        cov = "uniform" if f.name.endswith("_uniform.json") else None
+        assert read_learning_curve(f.parent, cov) == train_reader(f.parent, cov), f
+
+
+def test_all_plateaued_is_the_gate():
+    """Every status plateaued -> plateaued; one run still improving (fault injection) or without
+    a curve flips it, and the summary names it, counts its state and keeps the largest step."""
+    flat = plateau_status(_curve([0.1] * len(STEPS), 1e-4))
+    falling = plateau_status(_curve(np.geomspace(1.0, 0.1, len(STEPS)), 1e-4))
+    assert flat["plateaued"] and not falling["plateaued"]
+    assert all_plateaued({"a": flat, "b": flat}) == {
+        "plateaued": True,
+        "n": 2,
+        "not_plateaued": [],
+        "no_curve": [],
+        "states": {},
+        "last_step": STEPS[-1],
+        "counts": "",
+    }
+    none = {"state": "no curve", "plateaued": False, "last_step": None}
+    g = all_plateaued({"a": flat, "b": falling, "c": none})
+    assert not g["plateaued"] and g["not_plateaued"] == ["b", "c"] and g["no_curve"] == ["c"]
+    assert g["states"] == {"no curve": 1, "still improving": 1}
+    assert g["counts"] == "1 no curve, 1 still improving"
+    assert all_plateaued({})["plateaued"]  # vacuous: a caller with no runs decides itself
+    with pytest.raises(ValueError, match="statuses"):
+        all_plateaued({"a": {"state": "plateaued"}})
+    with pytest.raises(TypeError, match="statuses"):
+        all_plateaued([flat])

@@ -26,9 +26,10 @@ runs 25 examples (a draw needs up to 1500 layers of a 3-head forward pass) and t
 
 import numpy as np
 from _array_strategies import FINITE, designs, vectors
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from pfntheory import mixture_tv as mtv
 from pfntheory import multihead as mh
 from pfntheory.claims.construction import informative_depth
 from pfntheory.claims.multihead import (
@@ -90,7 +91,14 @@ def _weakest(kernels, nv, X, Y, x) -> int:
     return int(np.argmin(w))
 
 
-@settings(max_examples=25)
+#: The rate check keeps only draws where its claim and its fault test say something (an informative
+#: depth within reach, a query the components see, a weak component the fault changes), a minority
+#: by design; the share varies with the constants Hypothesis mines from the package's source, so
+#: the filter health check (not an assertion: every kept draw is asserted on) is not a property of
+#: this test and is left out.
+@settings(
+    max_examples=25, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
 @given(mixture_cases(fmin=0.3, fmax=0.99))
 def test_mixture_converges_at_the_per_component_rate(case):
     """(2) At four depths up to the informative depth (the largest over heads of
@@ -117,7 +125,7 @@ def test_mixture_converges_at_the_per_component_rate(case):
     H = len(kernels)
     true = mixture_ppd(kernels, nv, np.ones(H), X, Y, x[None])
     faulty = mixture_ppd([kernels[h]] * H, [nv[h]] * H, np.ones(H), X, Y, x[None])
-    tv_fault, err = mh.mixture_tv(true, faulty)
+    tv_fault, err = mtv.mixture_tv(true, faulty)
     assume(tv_fault > 2 * r.details["rows"][-1]["bound"] + err)
     shared = check_mixture_rate(kernels, nv, X, Y, x, eta, Ls, encode=(h,) * len(kernels))
     assert not shared.holds, str(shared) + str(shared.details["rows"])
@@ -186,10 +194,10 @@ def test_gaussian_tv_closed_form_and_bound(m1, v1, dm, v2):
     """The exact Gaussian TV equals the quadrature of |p - q|/2 (to the quadrature's tolerance,
     ``claims.multihead.TOLERANCE``) and lies below :func:`gaussian_tv_bound` of its moment errors
     (1e-12)."""
-    tv = float(mh.gaussian_tv(m1, v1, m1 + dm, v2))
+    tv = float(mtv.gaussian_tv(m1, v1, m1 + dm, v2))
     one = np.ones(1)
     p = MixturePPD(weights=one, mu=np.array([[m1]]), tau=np.array([[v1]]))
     q = MixturePPD(weights=one, mu=np.array([[m1 + dm]]), tau=np.array([[v2]]))
-    quad, err = mh.mixture_tv(p, q)
+    quad, err = mtv.mixture_tv(p, q)
     assert abs(tv - quad) <= err + QUAD_ATOL + QUAD_RTOL * tv, (tv, quad, err)
-    assert tv <= float(mh.gaussian_tv_bound(dm, v2 - v1, v1)) + 1e-12
+    assert tv <= float(mtv.gaussian_tv_bound(dm, v2 - v1, v1)) + 1e-12

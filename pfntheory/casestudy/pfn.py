@@ -137,9 +137,9 @@ class PFNScale:
         curve decides whether a claim on the run may say "holds" / "does not hold" (plateaued) or
         only "undecided" (still improving), :mod:`pfntheory.convergence`.
     ema_decay : float
-        Exponential weight average of the run (``TrainConfig.ema_decay``; 0: the last iterate).
+        Exponential weight average of the run (``RunSpec.ema_decay``; 0: the last iterate).
     curve_points : int
-        Log-spaced learning-curve steps (``TrainConfig.curve_points``).
+        Log-spaced learning-curve steps (``RunSpec.curve_points``).
     """
 
     L: int

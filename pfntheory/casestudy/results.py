@@ -18,7 +18,6 @@ from ..claims.casestudy import (
     make_claims,
     run_convergence,
 )
-from ..config import LEARNING_CURVE_FILE
 from ..gp import EBFit
 from ..runs import round_significant
 from .baseline import PAPER_FITS
@@ -178,7 +177,7 @@ def budget_claims(case_dir) -> dict | None:
     Returns ``{"claims": [ClaimResult], "status": dict, "results": <2S results.json>,
     "short": <S results.json>, "run_dirs": [S run, 2S run]}``.
     """
-    from ..convergence import doubling_status, read_curve_points
+    from ..convergence import doubling_status, read_learning_curve
 
     case_dir = Path(case_dir)
     found = {}
@@ -192,8 +191,8 @@ def budget_claims(case_dir) -> dict | None:
     s, t = max(pairs)
     short, long = found[s], found[t]
     run_dirs = [case_dir / f"budget-s{k}" / r["pfn"]["run_dir"] for k, r in ((s, short), (t, long))]
-    curves = [read_curve_points(rd / LEARNING_CURVE_FILE) for rd in run_dirs]
-    short_points, long_points = (c if c is not None else [] for c in curves)
+    curves = [read_learning_curve(rd) for rd in run_dirs]
+    short_points, long_points = (c["points"] if c is not None else [] for c in curves)
     status = doubling_status(short_points, long_points)
     by_key = {c["key"]: _claim(c) for c in short["claims"]}
     claims = []

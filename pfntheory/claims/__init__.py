@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from pfntheory._checks import ArgumentTypeError
+from pfntheory import _checks
+from pfntheory._checks import ArgumentTypeError, Rule
 from pfntheory.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "UNDECIDED",
     "HOLDS_AT_BUDGET",
     "FAILS_AT_BUDGET",
+    "ARGS",
 ]
 
 # The kinds of verdict a measured claim can have (the report counts each kind separately).
@@ -52,6 +54,46 @@ VERDICT_KINDS = (
     FAILS_AT_BUDGET,
     UNDECIDED,
 )
+
+
+#: The check of each argument name the claim functions share: one quantity, one name, one rule
+#: (a function whose argument differs, e.g. ``n_instances`` of at least 2, states its own).
+ARGS: dict[str, Rule] = {
+    "rng": _checks.check_rng,
+    "seed": _checks.seed_int,
+    "seeds": _checks.seed_tuple,
+    "n_seeds": _checks.positive_int,
+    "n_trials": _checks.positive_int,
+    "n_draws": _checks.positive_int,
+    "n_restarts": _checks.nonneg_int,
+    "n_instances": _checks.positive_int,
+    "d": _checks.positive_int,
+    "n": _checks.positive_int,
+    "ns": _checks.ints(),
+    "L": _checks.positive_int,
+    "Ls": _checks.ints(),
+    "C": _checks.at_least(2),
+    "Cs": _checks.ints(minimum=2),
+    "kernel": _checks.check_kernel,
+    "G": _checks.symmetric_matrix,
+    "A": _checks.symmetric_matrix,
+    "noise_var": _checks.positive_scalar,
+    "lengthscale": _checks.positive_scalar,
+    "alpha": _checks.positive_scalar,
+    "eta": _checks.positive_scalar,
+    "eta_fraction": _checks.probability,
+    "step_fraction": _checks.probability,
+    "level": _checks.probability,
+    "eps": _checks.probability,
+    "k_se": _checks.positive_scalar,
+    "band": _checks.pair,
+}
+
+
+def checked_args(*names: str, **rules: Rule):
+    """:func:`pfntheory._checks.checked` with the rule of each of ``names`` from :data:`ARGS`
+    and ``rules`` for the arguments of this function alone."""
+    return _checks.checked(**{n: ARGS[n] for n in names}, **rules)
 
 
 @dataclass(frozen=True)

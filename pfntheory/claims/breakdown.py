@@ -1,24 +1,7 @@
-"""Where a trained transformer's solver stops contracting (sec:generalization, fig:exp2-1).
-
-sec:generalization explains fig:exp2-1's "the unnormalised model's TV errors spike outside the
-pretraining range": the largest Gram eigenvalue grows like ``n mu_0`` (thm:lambda1), so a step size
-learned on contexts of size ``n <= n_max`` violates the convergence condition (eqn:convg cond) on
-a long enough context, while TF^pr's row-normalised attention keeps its spectrum bounded.
-
-For a trained model this predicts an ``n'``. On the context tokens a solver layer ``l`` updates the
-mean and variance channels ``h in {f, g}`` as ``h <- M_l h + (input)`` with
-
-    M_l = I + V_l P_l + S_l I                        (TF)
-    M_l = I + D_l^{-1} (V_l P_l + S_l I)            (TF^pr, D_l = diag of P_l's row sums)
-
-(``V_l = V^(l)_{f,f}`` or ``V^(l)_{g,g}``, ``S_l = S^(l)_{f,f}`` or ``S^(l)_{g,g}``, ``P_l`` the
-layer's kernel Gram of the context under its learned feature scale; eqn:l attn). ``M_l`` is
-symmetric (TF) or similar to a symmetric matrix (TF^pr: ``D^{1/2} M D^{-1/2}``), so its spectral
-radius ``rho_l`` is its largest absolute eigenvalue and the error after the solver layers is at most
-``prod_l rho_l`` times the initial one. :func:`solver_growth` returns ``G(n') = sum_l log rho_l``
-averaged over context draws; the recursion is **guaranteed to contract** where ``G < 0``, and the
-predicted breakdown is the smallest ``n'`` with ``G > 0`` (:func:`predicted_breakdown`). It is a
-bound: the product can contract while a layer expands (the layers' top eigenvectors differ).
+"""Where a trained transformer's solver stops contracting (sec:generalization, fig:exp2-1): per
+n', ``G(n') = sum_l log rho_l`` of the learned solver layers' update matrices on the context
+(:func:`solver_growth`), and the smallest n' where it is positive (:func:`predicted_breakdown`).
+The derivation: docs/exact-side.md, "Where a trained solver stops contracting".
 """
 
 from __future__ import annotations
@@ -27,13 +10,14 @@ import numpy as np
 
 from .._checks import (
     MAX_SEED,
-    ArgumentTypeError,
     checked,
+    instance_of,
     ints,
     keys,
     positive_int,
     sequence,
 )
+from . import checked_args
 
 __all__ = ["solver_growth", "predicted_breakdown"]
 
@@ -80,14 +64,8 @@ def solver_growth(model, task, ns, draws: int = 2, seed: int = 0) -> dict:
     from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch
 
-    if not isinstance(model, PFNTransformer):
-        raise ArgumentTypeError(
-            f"model must be a pfntheory.nn.model.PFNTransformer, got {type(model).__name__}"
-        )
-    if not isinstance(task, TaskSpec):
-        raise ArgumentTypeError(
-            f"task must be a pfntheory.config.TaskSpec, got {type(task).__name__}"
-        )
+    instance_of(PFNTransformer, what="pfntheory.nn.model.PFNTransformer")(model, "model")
+    instance_of(TaskSpec, what="pfntheory.config.TaskSpec")(task, "task")
     ns = list(ns)
     with torch.no_grad():
         c = {k: v.detach().double().cpu() for k, v in model.coefficients().items()}
@@ -135,7 +113,7 @@ BEYOND_NS = (250, 300, 400, 600)
 BREAKDOWN_FILE = "breakdown.json"
 
 
-@checked(run_dirs=sequence, ns=ints(minimum=2), beyond=ints(minimum=2), n_instances=positive_int)
+@checked_args("n_instances", run_dirs=sequence, ns=ints(minimum=2), beyond=ints(minimum=2))
 def breakdown_analysis(run_dirs, ns=BREAKDOWN_NS, beyond=BEYOND_NS, n_instances: int = 256) -> dict:
     """For each finished run: :func:`solver_growth` of the trained model and of its initialisation
     (the theory values), the predicted breakdown, and the run evaluated at the ``beyond`` sizes

@@ -32,13 +32,11 @@ from .._checks import (
     optional,
     positive_array,
     positive_scalar,
-    probability,
     text,
 )
 from ..casestudy.data import DATASETS
-from ..config import LEARNING_CURVE_FILE
 from ..convergence import curve_status
-from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult
+from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult, checked_args
 
 __all__ = [
     "NEAR_THRESHOLD",
@@ -169,7 +167,7 @@ def near_far_summary(pfn: dict, gp: dict, dist, sd_gp, threshold: float = NEAR_T
     return out
 
 
-@checked(lo=array(allow_nan=True), hi=array(allow_nan=True), y=array(), level=probability)
+@checked_args("level", lo=array(allow_nan=True), hi=array(allow_nan=True), y=array())
 def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
     """Empirical coverage of ``[lo, hi]`` (closed) for ``y``, with its binomial standard error at
     the nominal ``level`` and the mean width. Non-finite bounds count as not covering (the mean
@@ -334,7 +332,7 @@ def run_convergence(run_dir: Path) -> dict:
     """Plateau status of the PFN's E[TV] learning curve
     (:func:`pfntheory.convergence.plateau_status` on ``learning_curve.json``) with its one-line
     ``trend``; a run without a curve never plateaued."""
-    return curve_status(Path(run_dir) / LEARNING_CURVE_FILE, metric="tv")
+    return curve_status(run_dir, metric="tv")
 
 
 @checked(claim=instance_of(ClaimResult), conv=keys("trend", "plateaued"))

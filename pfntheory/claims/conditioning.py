@@ -16,19 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import spectral
 from .._checks import (
-    check_rng,
-    checked,
     finite_scalar,
     floats,
-    ints,
     one_of,
     optional,
-    pair,
-    positive_int,
-    positive_scalar,
-    probability,
-    symmetric_matrix,
 )
 from ..kernels import (
     RBFKernel,
@@ -36,18 +29,8 @@ from ..kernels import (
     expected_rbf_gaussian_given,
 )
 from ..richardson import optimal_step, richardson
-from ..spectral import (
-    depth_needed,
-    depth_sufficient,
-    prec_bounds,
-    prec_spectrum,
-    rho_star,
-    ridge_cond,
-    ridge_cond_bounds,
-    sample_design,
-)
 from ..stats import EPS
-from . import ClaimResult
+from . import ClaimResult, checked_args
 from .gram import band_tolerance, eig_atol, in_band, rate_claim, seed_slopes
 from .richardson import as_erratum
 
@@ -63,12 +46,7 @@ __all__ = [
 ]
 
 
-@checked(
-    G=symmetric_matrix,
-    noise_var=positive_scalar,
-    alpha=positive_scalar,
-    rho=optional(finite_scalar),
-)
+@checked_args("G", "noise_var", "alpha", rho=optional(finite_scalar))
 def check_ridge_sandwich(
     G, noise_var: float, alpha: float = 1.0, rho: float | None = None
 ) -> ClaimResult:
@@ -86,8 +64,8 @@ def check_ridge_sandwich(
     slack = 16 * EPS * a2
     if not -slack <= rho_hat <= a2 + slack:
         raise ValueError(f"rho must lie in [0, alpha^2 = {a2:g}] up to round-off, got {rho_hat!r}")
-    lo, hi = ridge_cond_bounds(n, min(max(rho_hat, 0.0), a2), noise_var, alpha)
-    c = ridge_cond(G, noise_var)
+    lo, hi = spectral.ridge_cond_bounds(n, min(max(rho_hat, 0.0), a2), noise_var, alpha)
+    c = spectral.ridge_cond(G, noise_var)
     tol = 10 * n * EPS * c * (1 + a2 * n / noise_var)
     return ClaimResult(
         key="ridge_sandwich",
@@ -101,7 +79,7 @@ def check_ridge_sandwich(
     )
 
 
-@checked(G=symmetric_matrix, noise_var=positive_scalar, alpha=positive_scalar)
+@checked_args("G", "noise_var", "alpha")
 def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimResult:
     """Every inequality of the proof of supp-lem:rbf kernel Gram ridge prec on one Gram:
     ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + s2/s_min]`` and
@@ -110,8 +88,8 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
     matrix (norm ``<= 1 + s2/s_min``), relative ``10 n eps cond`` on the condition number."""
     G = np.asarray(G, float)
     n = G.shape[0]
-    sp = prec_spectrum(G, noise_var)
-    b = prec_bounds(sp.s, noise_var, alpha)
+    sp = spectral.prec_spectrum(G, noise_var)
+    b = spectral.prec_bounds(sp.s, noise_var, alpha)
     tol = eig_atol(n, 1.0 + noise_var / sp.s_min)
     ctol = 10 * n * EPS * sp.cond * (1 + sp.cond)
     checks = {
@@ -151,15 +129,8 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
     )
 
 
-@checked(
-    rng=check_rng,
-    which=one_of(("prec", "ridge")),
-    ns=ints(),
-    d=positive_int,
-    lengthscale=positive_scalar,
-    noise_var=positive_scalar,
-    n_seeds=positive_int,
-    band=pair,
+@checked_args(
+    "rng", "ns", "d", "lengthscale", "noise_var", "n_seeds", "band", which=one_of(("prec", "ridge"))
 )
 def check_cond_rate(
     rng: np.random.Generator,
@@ -185,9 +156,11 @@ def check_cond_rate(
     C = np.empty((n_seeds, ns.size))
     for s in range(n_seeds):
         for i, n in enumerate(ns):
-            G = kern(sample_design(int(n), d, rng))
+            G = kern(spectral.sample_design(int(n), d, rng))
             C[s, i] = (
-                prec_spectrum(G, noise_var).cond if which == "prec" else ridge_cond(G, noise_var)
+                spectral.prec_spectrum(G, noise_var).cond
+                if which == "prec"
+                else spectral.ridge_cond(G, noise_var)
             )
     return rate_claim(
         key=f"cond_rate_{which}",
@@ -208,14 +181,7 @@ def check_cond_rate(
     )
 
 
-@checked(
-    rng=check_rng,
-    alpha=positive_scalar,
-    noise_var=positive_scalar,
-    n=positive_int,
-    d=positive_int,
-    lengthscale=positive_scalar,
-)
+@checked_args("rng", "alpha", "noise_var", "n", "d", "lengthscale")
 def check_prec_amplitude(
     rng: np.random.Generator, alpha=0.5, noise_var=0.2, n=50, d=8, lengthscale=0.3
 ) -> ClaimResult:
@@ -228,9 +194,9 @@ def check_prec_amplitude(
     respecting ``1 + s2/alpha^2``."""
     kern = RBFKernel(alpha, lengthscale)
     X2 = np.array([[0.0], [100.0]])
-    sp2 = prec_spectrum(RBFKernel(alpha, 1.0)(X2), noise_var)
-    G = kern(sample_design(n, d, rng))
-    sp = prec_spectrum(G, noise_var)
+    sp2 = spectral.prec_spectrum(RBFKernel(alpha, 1.0)(X2), noise_var)
+    G = kern(spectral.sample_design(n, d, rng))
+    sp = spectral.prec_spectrum(G, noise_var)
     paper, general = 1 + noise_var, 1 + noise_var / alpha**2
     tol = eig_atol(n, general)
     holds = (
@@ -263,9 +229,7 @@ def check_prec_amplitude(
     return as_erratum(result)
 
 
-@checked(
-    rng=check_rng, n=positive_int, d=positive_int, lengthscale=positive_scalar, k_se=positive_scalar
-)
+@checked_args("rng", "n", "d", "lengthscale", "k_se")
 def check_row_sum_limit(
     rng: np.random.Generator, n=2000, d=16, lengthscale=1.0, k_se=5.0
 ) -> ClaimResult:
@@ -276,7 +240,7 @@ def check_row_sum_limit(
     mean of ``[0,1]`` variables with mean ``g``, times a union factor ``sqrt(2 log n)``) while
     ``max_i |.. - rho|`` is not, and ``s_max >= mean(s) = 1'G1/n`` (the corrected step)."""
     kern = RBFKernel(1.0, lengthscale)
-    X = sample_design(n, d, rng)
+    X = spectral.sample_design(n, d, rng)
     G = kern(X)
     s = G.sum(axis=1)
     t = (s - 1.0) / (n - 1)
@@ -308,16 +272,7 @@ def check_row_sum_limit(
     return as_erratum(result)
 
 
-@checked(
-    rng=check_rng,
-    ns=ints(),
-    d=positive_int,
-    lengthscale=positive_scalar,
-    noise_var=positive_scalar,
-    eps=probability,
-    n_seeds=positive_int,
-    band=pair,
-)
+@checked_args("rng", "ns", "d", "lengthscale", "noise_var", "eps", "n_seeds", "band")
 def check_L_growth(
     rng: np.random.Generator,
     ns=(50, 100, 200, 400),
@@ -349,22 +304,22 @@ def check_L_growth(
     for s in range(n_seeds):
         for i, n in enumerate(ns):
             n = int(n)
-            G = kern(sample_design(n, d, rng))
+            G = kern(spectral.sample_design(n, d, rng))
             A = G + noise_var * np.eye(n)
             Y = np.linalg.cholesky(A) @ rng.standard_normal(n)  # y ~ N(0, G + s2 I)
             b = G @ Y  # eqn:richardson, v = Y
             D = G.sum(axis=1)  # D = diag(G 1)
             u_star = np.linalg.solve(A, b)
-            c = prec_spectrum(G, noise_var).cond
+            c = spectral.prec_spectrum(G, noise_var).cond
             eta = optimal_step(A, D=D)  # eta* = 2/(lambda_1 + lambda_n)
-            L_suff = int(np.ceil(depth_sufficient(c, eps)))
+            L_suff = int(np.ceil(spectral.depth_sufficient(c, eps)))
             _, path = richardson(A, b, eta, L_suff, D=D, return_path=True)
             e = path - u_star
             rel2 = np.linalg.norm(e, axis=1) / np.linalg.norm(u_star)
             relD = np.linalg.norm(e * np.sqrt(D), axis=1) / np.linalg.norm(u_star * np.sqrt(D))
             hit = np.flatnonzero(rel2 < eps)
             Lm[s, i] = hit[0] if hit.size else np.inf
-            Lw[s, i] = float(depth_needed(c, eps))
+            Lw[s, i] = float(spectral.depth_needed(c, eps))
             Ls[s, i] = L_suff
             errD[s, i] = relD[-1]
             err2[s, i] = rel2[-1]
@@ -402,7 +357,7 @@ def check_L_growth(
     )
 
 
-@checked(rng=check_rng, ns=ints(), d=positive_int, noise_var=positive_scalar)
+@checked_args("rng", "ns", "d", "noise_var")
 def check_rho_star_convention(
     rng: np.random.Generator, ns=(20, 80, 320), d: int = 2, noise_var: float = 0.2
 ) -> ClaimResult:
@@ -414,14 +369,14 @@ def check_rho_star_convention(
     kern = RBFKernel()
     rows, holds = [], True
     for n in ns:
-        G = kern(sample_design(int(n), d, rng))
-        sp = prec_spectrum(G, noise_var)
+        G = kern(spectral.sample_design(int(n), d, rng))
+        sp = spectral.prec_spectrum(G, noise_var)
         eta = 2.0 / (sp.lambda_1 + sp.lambda_n)
         r = 1.0 / np.sqrt(sp.s)
         lam = np.linalg.eigvalsh(r[:, None] * (G + noise_var * np.eye(int(n))) * r[None, :])
         radius = float(np.max(np.abs(1.0 - eta * lam)))
         c = sp.cond
-        right, typo = float(rho_star(c)), 1.0 - 2.0 / (c + 2.0)
+        right, typo = float(spectral.rho_star(c)), 1.0 - 2.0 / (c + 2.0)
         tol = 10 * n * EPS * c
         ok = abs(radius - right) <= tol and abs(radius - typo) > tol
         holds &= ok
@@ -450,7 +405,7 @@ def check_rho_star_convention(
     return as_erratum(result)
 
 
-@checked(conds=floats(positive=True), eps=probability)
+@checked_args("eps", conds=floats(positive=True))
 def check_depth_inequality_direction(
     conds=(2.0, 10.0, 100.0, 1e4), eps: float = 1e-6
 ) -> ClaimResult:
@@ -459,8 +414,8 @@ def check_depth_inequality_direction(
     ``depth_needed <= depth_sufficient`` for every ``c`` (so the theorem's sufficiency conclusion
     stands; the displayed ``>=`` is reversed)."""
     c = np.asarray(conds, float)
-    need = depth_needed(c, eps)
-    suff = depth_sufficient(c, eps)
+    need = spectral.depth_needed(c, eps)
+    suff = spectral.depth_sufficient(c, eps)
     result = ClaimResult(
         key="depth_inequality_direction",
         label="thm:L growth",

@@ -17,19 +17,17 @@ from .._checks import (
     array,
     as_float_array,
     check_kernel,
-    check_rng,
     checked,
     mapping,
     optional,
     positive_int,
     positive_scalar,
     probability,
-    seed_int,
     shaped,
 )
 from ..gp import posterior_predictive
 from ..stats import EPS
-from . import ERRATUM, ClaimResult
+from . import ERRATUM, ClaimResult, checked_args
 from .richardson import ROUNDOFF_SAFETY, roundoff_atol
 
 __all__ = [
@@ -70,7 +68,7 @@ _ON_CONTEXT: dict[str, Rule] = {
 }
 
 
-@checked(**CONTEXT_RULES, rng=check_rng)
+@checked_args("rng", **CONTEXT_RULES)
 def context(kernel, n: int, d: int, noise_var: float, rng: np.random.Generator):
     """A GP regression context of sec:sims: ``x_i ~ N(0, I/d)``, ``Y ~ N(0, G + sigma^2 I)``.
 
@@ -244,12 +242,12 @@ def _trivial_errors(k_x, kxx, noise_var, mu, tau) -> tuple[float, float]:
     return abs(mu), abs(kxx + noise_var - tau)
 
 
-@checked(
-    kernel=check_kernel,
+@checked_args(
+    "kernel",
+    "noise_var",
+    "eta",
     X=array(ndim=2, non_empty=True),
     x=array(ndim=1),
-    noise_var=positive_scalar,
-    eta=positive_scalar,
     margin=positive_scalar,
 )
 def informative_depth(kernel, X, x, noise_var: float, eta: float, *, margin: float = 0.5) -> int:
@@ -326,7 +324,7 @@ def check_tf_convergence(
     )
 
 
-@checked(**CONTEXT_RULES, L=positive_int, step_frac=probability, seed=seed_int)
+@checked_args("L", "seed", **CONTEXT_RULES, step_frac=probability)
 def check_tfpr_far_query(
     kernel, n: int, d: int, noise_var: float, *, L: int = 200, step_frac: float = 0.9, seed: int = 0
 ) -> ClaimResult:

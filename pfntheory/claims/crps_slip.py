@@ -1,25 +1,8 @@
 """Does the authors' histogram-CRPS slip explain the cells of supp-tab:lengthscale-crps that lie
-below the exact PPD?
-
-CRPS is strictly proper: no predictive distribution has a smaller expected CRPS than the true one,
-so a trained model's table entry cannot lie below the exact PPD's expected CRPS
-``E sqrt(tau / pi)`` (:mod:`pfntheory.claims.noise`). Several entries of supp-tab:lengthscale-crps
-(d=16, n_max=256, C=256) do, at lengthscale 0.4 and 0.8.
-
-The slip (as issue 10 describes the authors' public code): the histogram CRPS
-``int (F(t) - 1{t >= y})^2 dt`` is assembled bin by bin, and in the bin that holds ``y`` a term
-``w F(y)^2`` (``w`` the bin width) is subtracted and never added back.
-:func:`slipped_histogram_crps` models exactly that (``pfntheory.metrics.histogram_crps`` stays
-correct); for a calibrated forecast ``F(Y) ~ Unif(0, 1)``, so the slip biases the mean CRPS by
-``-w E[F(Y)^2] = -w / 3``.
-
-The check, per cell (lengthscale, n'): ``deficit = exact - paper`` against the combined Monte-Carlo
-standard error of our exact reference and of the paper's own 4096-instance mean (estimated from the
-exact PPD's per-instance CRPS spread); before and after adding back ``w / 3``. Assumption stated in
-the result: the paper's ``(a, b]`` is calibrated on the marginal law of ``y`` (``N(0, alpha^2 +
-sigma^2)``) with outside mass 0.002, i.e. ``w = 2 * 3.09 * sqrt(1.04) / 256 = 0.0246``.
-
-Torch-free.
+below the exact PPD? Per cell, the deficit of the paper's CRPS below the exact PPD's expected CRPS
+against the combined Monte-Carlo SE, before and after adding back the slip's bias ``w / 3``
+(:func:`slipped_histogram_crps` models the slip). The reasoning and the stated assumption:
+docs/exact-side.md, "The CRPS slip". Torch-free.
 """
 
 from __future__ import annotations
@@ -30,20 +13,16 @@ from scipy.special import ndtr, ndtri
 from .. import DEFAULT_NOISE_VAR
 from .._checks import (
     array,
-    at_least,
     checked,
     mapping,
     optional,
-    positive_int,
-    positive_scalar,
     probability,
-    seed_int,
     sequence,
 )
 from ..discretize import bin_edges, check_edges, gaussian_bin_masses
 from ..metrics import histogram_cdf, histogram_crps
 from ..stats import mean_se
-from . import ERRATUM, FAILS, HOLDS, ClaimResult
+from . import ERRATUM, FAILS, HOLDS, ClaimResult, checked_args
 from .noise import PAPER_INSTANCES, exact_ppd_expected_crps, paper_cell_se
 
 __all__ = [
@@ -85,7 +64,7 @@ def slipped_histogram_crps(edges, probs, y) -> np.ndarray:
     return histogram_crps(edges, probs, y) - w * F**2
 
 
-@checked(C=at_least(2), noise_var=positive_scalar, alpha=positive_scalar, outside_mass=probability)
+@checked_args("C", "noise_var", "alpha", outside_mass=probability)
 def paper_bin_width(
     C: int = 256,
     noise_var: float = DEFAULT_NOISE_VAR,
@@ -97,7 +76,7 @@ def paper_bin_width(
     return 2 * b / C
 
 
-@checked(C=at_least(2), n_instances=positive_int, seed=seed_int, k_se=positive_scalar)
+@checked_args("C", "n_instances", "seed", "k_se")
 def check_slip_bias(
     C: int = 256, n_instances: int = 20000, seed: int = 0, k_se: float = 4.0
 ) -> ClaimResult:
@@ -130,7 +109,7 @@ def check_slip_bias(
     )
 
 
-@checked(results=sequence, d=positive_int)
+@checked_args("d", results=sequence)
 def reference_floors(results, d: int = 16) -> dict:
     """``{(lengthscale, n'): (mean, se, n_instances)}`` of the exact PPD's expected CRPS, the
     ``exact=`` argument of :func:`check_crps_slip`, from exact-PPD reference results
@@ -146,14 +125,14 @@ def reference_floors(results, d: int = 16) -> dict:
     return out
 
 
-@checked(
+@checked_args(
+    "noise_var",
+    "C",
+    "n_instances",
+    "seed",
+    "d",
+    "k_se",
     paper_crps=mapping,
-    noise_var=positive_scalar,
-    C=at_least(2),
-    n_instances=positive_int,
-    seed=seed_int,
-    d=positive_int,
-    k_se=positive_scalar,
     exact=optional(mapping),
 )
 def check_crps_slip(

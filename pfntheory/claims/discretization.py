@@ -50,6 +50,7 @@ from .._checks import (
     positive_scalar,
     sequence,
 )
+from . import checked_args
 
 __all__ = [
     "random_partition",
@@ -108,7 +109,7 @@ def _kinds(x, name: str) -> tuple:
     return tuple(choice(k, name, DENSITY_KINDS) for k in sequence(x, name))
 
 
-@checked(a=finite_scalar, b=finite_scalar, C=positive_int, rng=check_rng, ratio=_ratio)
+@checked_args("rng", a=finite_scalar, b=finite_scalar, C=positive_int, ratio=_ratio)
 def random_partition(
     a: float, b: float, C: int, rng: np.random.Generator, ratio: float = 4.0
 ) -> np.ndarray:

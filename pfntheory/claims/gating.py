@@ -15,17 +15,16 @@ one-sided normal tail of 0.13% per comparison.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
 
 import numpy as np
 
 from .._checks import finite_scalar, float_tuple, nonneg_scalar, positive_scalar
-from ..config import curve_file
 from ..convergence import (
     MIN_POINTS,
+    all_plateaued,
+    curve_points,
     curve_status,
     last_half_values,
-    read_curve_points,
 )
 from ..experiments.specs import RunSpec
 from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult
@@ -80,7 +79,7 @@ def exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
     return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, **claim)
 
 
-def _trained(runs):
+def trained_runs(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
 
 
@@ -89,7 +88,7 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> d
     ``learning_curve.json`` (with ``covariates``: its curve on that covariate law, e.g. the
     covariate shift); a run without one gets ``{"state": "no curve", "plateaued": False,
     "criterion": "no learning curve"}``."""
-    st = curve_status(run.run_dir / curve_file(covariates), metric=metric)
+    st = curve_status(run.run_dir, covariates, metric=metric)
     if st["state"] == "no curve":
         st["last_step"] = int(run.spec.steps)
         st["trend"] += f" (trained {run.spec.steps} steps)"
@@ -102,7 +101,7 @@ def doubling_statuses(runs) -> dict:
     runs without one get ``{"state": "no half-budget run", "plateaued": False, ...}``."""
     from ..convergence import doubling_status
 
-    tr = _trained(runs)
+    tr = trained_runs(runs)
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
         return dataclasses.replace(spec, steps=1, evals=())
@@ -123,10 +122,7 @@ def doubling_statuses(runs) -> dict:
                 "trend": f"no half-budget run ({r.spec.steps} steps)",
             }
             continue
-        st = doubling_status(
-            read_curve_points(half.run_dir / curve_file(None)) or [],
-            read_curve_points(r.run_dir / curve_file(None)) or [],
-        )
+        st = doubling_status(curve_points(half.run_dir) or [], curve_points(r.run_dir) or [])
         out[r.run_dir.name] = {**st, "trend": doubling_text(st), "half_run": half.run_dir.name}
     return out
 
@@ -154,8 +150,8 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     them (the unpaired SE used is conservative). Returns ``{"steps": [...], "held": [bool...]}``;
     empty lists when a run has no curve or the runs share no step."""
     vals = {}
-    for r in _trained(runs):
-        points = read_curve_points(r.run_dir / curve_file(covariates))
+    for r in trained_runs(runs):
+        points = curve_points(r.run_dir, covariates)
         vals[r.run_dir.name] = last_half_values(points) if points else {}
     if not vals or not all(vals.values()):
         return {"steps": [], "held": []}
@@ -184,21 +180,24 @@ def gate(
     precise enough to decide adds ``"coverage90"``); ``statuses``: convergence statuses to use
     instead (run name -> status, e.g. :func:`pfntheory.convergence.doubling_status`)."""
     conv = (
-        {r.run_dir.name: statuses[r.run_dir.name] for r in _trained(runs)}
+        {r.run_dir.name: statuses[r.run_dir.name] for r in trained_runs(runs)}
         if statuses is not None
         else {
             r.run_dir.name
             + ("" if cov is None else f" [{cov}]")
             + ("" if metric == "tv" else f" {metric}"): run_convergence(r, cov, metric)
-            for r in _trained(runs)
+            for r in trained_runs(runs)
             for cov in curves
             for metric in metrics
         }
     )
     verdict = result.verdict
-    if conv and not all(c["plateaued"] for c in conv.values()) and replay is not None:
+    summary = all_plateaued(conv)
+    open_runs = bool(conv) and not summary["plateaued"]
+    not_plateaued = f"{len(summary['not_plateaued'])} of {len(conv)}"
+    if open_runs and replay is not None:
         b = budget_outcomes(runs, replay, replay_curve)
-        steps = max(c["last_step"] for c in conv.values())
+        steps = summary["last_step"]
         b["final_held"] = bool(result.holds)
         if len(b["steps"]) >= MIN_POINTS and all(h == result.holds for h in b["held"]):
             kind = HOLDS_AT_BUDGET if result.holds else FAILS_AT_BUDGET
@@ -210,36 +209,18 @@ def gate(
                 + f"; {word} at budget: at each of the {len(b['steps'])} steps "
                 f"{b['steps'][0]}-{b['steps'][-1]} of the last log-half of the learning "
                 f"curves and in the final evaluation, at {steps} steps; "
-                f"{sum(not c['plateaued'] for c in conv.values())} of {len(conv)} runs "
-                "not plateaued ("
-                + ", ".join(
-                    f"{v} {k}"
-                    for k, v in sorted(
-                        Counter(c["state"] for c in conv.values() if not c["plateaued"]).items()
-                    )
-                )
-                + ")",
+                f"{not_plateaued} runs not plateaued ({summary['counts']})",
                 details={**result.details, "convergence": conv, "at_budget": b},
             )
         result = dataclasses.replace(result, details={**result.details, "at_budget": b})
-    if conv and not all(c["plateaued"] for c in conv.values()):
-        steps = max(c["last_step"] for c in conv.values())
-        states: dict[str, int] = defaultdict(int)
-        for c in conv.values():
-            if not c["plateaued"]:
-                states[c["state"]] += 1
+    if open_runs:
         verdict = UNDECIDED
         result = dataclasses.replace(
             result,
-            tolerance=result.tolerance
-            + (
-                f"; undecided: {sum(not c['plateaued'] for c in conv.values())} of {len(conv)} "
-                f"{'runs' if (curves, metrics) == ((None,), ('tv',)) else 'learning curves'} "
-                f"have not plateaued at {steps} steps ("
-                + ", ".join(f"{v} {k}" for k, v in sorted(states.items()))
-                + ")"
-                + _budget_note(result.details.get("at_budget"))
-            ),
+            tolerance=result.tolerance + f"; undecided: {not_plateaued} "
+            f"{'runs' if (curves, metrics) == ((None,), ('tv',)) else 'learning curves'} "
+            f"have not plateaued at {summary['last_step']} steps ({summary['counts']})"
+            + _budget_note(result.details.get("at_budget")),
         )
     elif statuses is not None and conv and verdict is None:
         # plateaued by the statuses given (budget doubling): the measurement decides, and the
@@ -271,7 +252,7 @@ def _budget_note(b: dict | None) -> str:
     )
 
 
-def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
+def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
     """``a - b > z SE`` for two (mean, SE) pairs (:func:`exceeds`'s rule on curve values)."""
     D, se = diff_se(a, b)
     return bool(D > z * se)
@@ -279,10 +260,18 @@ def _beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
 
 def tv_beats(a, b, z: float):
     """The replay "run ``a``'s E[TV] exceeds run ``b``'s by ``z`` SE" (:func:`gate`)."""
-    return lambda v: _beats(v(a)["tv"], v(b)["tv"], z)
+    return lambda v: beats(v(a)["tv"], v(b)["tv"], z)
 
 
-def _coverage_ok(v: dict, z: float, slack: float = COVERAGE_SLACK) -> bool:
+def coverage_cells(e, levels=(90, 95)):
+    """``(level, n', coverage, SE)`` of every coverage level (in %) and n' of one evaluation (a
+    loaded ``eval.json``: ``n_eval``, ``mean`` and ``se`` of ``coverage_<level>``)."""
+    for lv in levels:
+        for j, n in enumerate(e.n_eval):
+            yield lv, int(n), float(e.mean[f"coverage_{lv}"][j]), float(e.se[f"coverage_{lv}"][j])
+
+
+def coverage_ok(v: dict, z: float, slack: float = COVERAGE_SLACK) -> bool:
     """The coverage claim's rule at every n' of one curve point."""
     return all(
         abs(c["coverage90"][0] - 0.9) - z * c["coverage90"][1] <= slack for c in v["by_n"].values()

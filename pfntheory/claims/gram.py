@@ -15,19 +15,13 @@ from .._checks import (
     array,
     as_float_array,
     check_callable,
-    check_rng,
-    checked,
     finite_scalar,
     floats,
-    ints,
     nonneg_int,
     nonneg_scalar,
-    pair,
     positive_array,
     positive_int,
     positive_scalar,
-    probability,
-    symmetric_matrix,
     text,
 )
 from ..kernels import (
@@ -45,7 +39,7 @@ from ..spectral import (
     top_eigenvalue,
 )
 from ..stats import EPS, mean_se, slope_ci, t_interval
-from . import ClaimResult
+from . import ClaimResult, checked_args
 
 __all__ = [
     "clopper_pearson",
@@ -71,7 +65,7 @@ def _ci(x, name: str) -> tuple[float, float]:
     return float(a[0]), float(a[1])
 
 
-@checked(k=nonneg_int, n=positive_int, level=probability)
+@checked_args("n", "level", k=nonneg_int)
 def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
     """Two-sided Clopper-Pearson interval for a binomial proportion ``k/n``."""
     a = 1.0 - level
@@ -80,7 +74,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
     return lo, hi
 
 
-@checked(x=array(ndim=1), Y=array(ndim=(1, 2)), level=probability)
+@checked_args("level", x=array(ndim=1), Y=array(ndim=(1, 2)))
 def seed_slopes(x, Y, level: float = 0.95) -> tuple[float, tuple[float, float], np.ndarray]:
     """Per-seed least-squares slopes of the rows of ``Y`` (shape (seeds, m)) on ``x`` (shape (m,)),
     their mean and a Student-t confidence interval over seeds."""
@@ -92,26 +86,26 @@ def seed_slopes(x, Y, level: float = 0.95) -> tuple[float, tuple[float, float], 
     return m, ci, slopes
 
 
-@checked(ci=_ci, band=pair)
+@checked_args("band", ci=_ci)
 def in_band(ci, band) -> bool:
     """Whether the confidence interval ``ci`` of a fitted rate lies inside ``band``."""
     return bool(band[0] <= ci[0] and ci[1] <= band[1])
 
 
-@checked(n_seeds=positive_int, band=pair)
+@checked_args("n_seeds", "band")
 def band_tolerance(n_seeds: int, band) -> str:
     """The ``tolerance`` of a rate claim decided by :func:`seed_slopes` and :func:`in_band`."""
     return f"95% t-CI over {n_seeds} seeds inside {band}"
 
 
-@checked(
+@checked_args(
+    "band",
     key=text,
     label=text,
     statement=text,
     ns=floats(positive=True),
     values=positive_array,
     target=finite_scalar,
-    band=pair,
     details=check_callable,
 )
 def rate_claim(
@@ -139,19 +133,12 @@ def rate_claim(
     )
 
 
-@checked(n=positive_int, scale=nonneg_scalar)
+@checked_args("n", scale=nonneg_scalar)
 def eig_atol(n: int, scale: float) -> float:
     return 10.0 * n * EPS * scale  # round-off of eigvalsh, see module docstring
 
 
-@checked(
-    rng=check_rng,
-    n=positive_int,
-    d=positive_int,
-    ts=floats(positive=True),
-    n_draws=positive_int,
-    level=probability,
-)
+@checked_args("rng", "n", "d", "n_draws", "level", ts=floats(positive=True))
 def check_linear_interval(
     rng: np.random.Generator,
     n: int = 200,
@@ -214,9 +201,7 @@ def check_linear_interval(
     )
 
 
-@checked(
-    rng=check_rng, ns=ints(), d=positive_int, n_seeds=positive_int, reps=positive_int, band=pair
-)
+@checked_args("rng", "ns", "d", "n_seeds", "band", reps=positive_int)
 def check_linear_rate(
     rng: np.random.Generator,
     ns=(100, 200, 400, 800, 1600, 3200, 6400),
@@ -249,7 +234,7 @@ def check_linear_rate(
     )
 
 
-@checked(G=symmetric_matrix)
+@checked_args("G")
 def check_lambda1_lower(G) -> ClaimResult:
     """``lambda_1(G) >= 1'G1/n`` for one Gram ``G`` (Rayleigh quotient; supp-lem:rbf kernel Gram).
     Tolerance ``10 n eps lambda_1`` (round-off of both sides)."""
@@ -269,15 +254,7 @@ def check_lambda1_lower(G) -> ClaimResult:
     )
 
 
-@checked(
-    rng=check_rng,
-    ns=ints(),
-    d=positive_int,
-    lengthscale=positive_scalar,
-    alpha=positive_scalar,
-    n_seeds=positive_int,
-    k_se=positive_scalar,
-)
+@checked_args("rng", "ns", "d", "lengthscale", "alpha", "n_seeds", "k_se")
 def check_lambda1_limit(
     rng: np.random.Generator,
     ns=(200, 800),
@@ -333,14 +310,7 @@ def check_lambda1_limit(
     )
 
 
-@checked(
-    rng=check_rng,
-    d=positive_int,
-    ns=ints(),
-    n_seeds=positive_int,
-    noise_var=positive_scalar,
-    floor_factor=positive_scalar,
-)
+@checked_args("rng", "d", "ns", "n_seeds", "noise_var", floor_factor=positive_scalar)
 def check_rbf_cond_growth(
     rng: np.random.Generator,
     d: int = 2,
@@ -423,7 +393,7 @@ def check_rbf_cond_growth(
     )
 
 
-@checked(rng=check_rng, n=positive_int, d=positive_int, noise_var=positive_scalar)
+@checked_args("rng", "n", "d", "noise_var")
 def check_rho_naming(
     rng: np.random.Generator, n: int = 200, d: int = 16, noise_var: float = 0.2
 ) -> ClaimResult:

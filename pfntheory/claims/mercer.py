@@ -11,8 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import (
-    check_rng,
-    checked,
     nonneg_int,
     optional,
     positive_int,
@@ -23,7 +21,7 @@ from ..kernels import RBFKernel
 from ..mercer import RBFMercer
 from ..spectral import sample_design
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, checked_args
 from .gram import eig_atol
 
 __all__ = [
@@ -48,13 +46,7 @@ def _gauss_hermite_grid(d: int, var: float, n_nodes: int) -> tuple[np.ndarray, n
     return X, W
 
 
-@checked(
-    d=positive_int,
-    lengthscale=positive_scalar,
-    var=positive_scalar,
-    n_nodes=positive_int,
-    alpha=positive_scalar,
-)
+@checked_args("d", "lengthscale", "alpha", var=positive_scalar, n_nodes=positive_int)
 def operator_eigenvalues_quadrature(
     d: int, lengthscale: float, var: float, n_nodes: int, alpha: float = 1.0
 ) -> np.ndarray:
@@ -69,11 +61,11 @@ def operator_eigenvalues_quadrature(
     return np.linalg.eigvalsh(r[:, None] * K * r[None, :])[::-1]
 
 
-@checked(
-    d=positive_int,
-    lengthscale=positive_scalar,
+@checked_args(
+    "d",
+    "lengthscale",
+    "alpha",
     var=optional(positive_scalar),
-    alpha=positive_scalar,
     n_nodes=positive_int,
     n_degrees=positive_int,
     rtol=positive_scalar,
@@ -156,15 +148,7 @@ def check_mercer_quadrature(
     )
 
 
-@checked(
-    rng=check_rng,
-    n=positive_int,
-    d=positive_int,
-    lengthscale=positive_scalar,
-    n_seeds=positive_int,
-    n_degrees=positive_int,
-    k_se=positive_scalar,
-)
+@checked_args("rng", "n", "d", "lengthscale", "n_seeds", "k_se", n_degrees=positive_int)
 def check_mercer_nystrom(
     rng: np.random.Generator, n=1000, d=2, lengthscale=1.0, n_seeds=2, n_degrees=3, k_se=4.0
 ) -> ClaimResult:
@@ -213,13 +197,13 @@ def check_mercer_nystrom(
     )
 
 
-@checked(
-    rng=check_rng,
-    n=positive_int,
-    d=positive_int,
+@checked_args(
+    "rng",
+    "n",
+    "d",
+    "lengthscale",
+    "n_seeds",
     M=optional(nonneg_int),
-    lengthscale=positive_scalar,
-    n_seeds=positive_int,
     q=optional(probability),
     n_quad=positive_int,
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import construction as con
+from .. import mixture_tv as mtv
 from .. import multihead as mh
 from .. import richardson as rich
 from .._checks import (
@@ -20,9 +21,7 @@ from .._checks import (
     check_rng,
     instance_of,
     int_tuple,
-    positive_array,
     positive_int,
-    sequence,
     shaped,
 )
 from ..gp import MixturePPD, mixture_ppd
@@ -48,9 +47,7 @@ TOLERANCE = "quadrature error estimate + 1e-12 + 1e-9 TV (kinks of |p - q|)"
 
 
 def _components(kernels, noise_var, X, Y, x):
-    kernels = sequence(kernels, "kernels")
-    H = len(kernels)
-    nv = shaped(positive_array(noise_var, "noise_var", ndim=1), "noise_var", (H,))
+    kernels, nv = mh.mixture_components(kernels, noise_var)
     X = as_float_array(X, "X", ndim=2, non_empty=True)
     Y = shaped(as_float_array(Y, "Y", ndim=1), "Y", (X.shape[0],), "(one label per row of X)")
     x = shaped(as_float_array(x, "x", ndim=1), "x", (X.shape[1],), "(one point of X's d)")
@@ -122,7 +119,7 @@ def _do_nothing_tv(ppd: MixturePPD, kxx, nv) -> float:
     """TV between the exact mixture and a model whose solver layers do nothing (the zero iterate:
     every head reads ``(0, kappa_h(x,x) + sigma_h^2)``), with the exact weights."""
     lazy = MixturePPD(weights=ppd.weights, mu=np.zeros_like(ppd.mu), tau=(kxx + nv)[:, None])
-    return mh.mixture_tv(ppd, lazy)[0]
+    return mtv.mixture_tv(ppd, lazy)[0]
 
 
 def check_mixture_rate(kernels, noise_var, X, Y, x, eta, Ls, *, encode=None) -> ClaimResult:
@@ -157,12 +154,12 @@ def check_mixture_rate(kernels, noise_var, X, Y, x, eta, Ls, *, encode=None) -> 
             G, k_x = k(X), k(X, x[None, :])[:, 0]
             b_mu = float(rich.krr_testing_bound(G, k_x, Y, s2, steps[h], L - 1))
             b_tau = float(rich.krr_testing_bound(G, k_x, k_x, s2, steps[h], L - 1))
-            b.append(float(mh.gaussian_tv_bound(b_mu, b_tau, tau[h])))
+            b.append(float(mtv.gaussian_tv_bound(b_mu, b_tau, tau[h])))
         bound = float(np.sum(wts * np.asarray(b)))
         fin = bool(np.all(np.isfinite(mu_p[L])) and np.all(tau_p[L] > 0))
         if fin:
             model = MixturePPD(weights=wts, mu=mu_p[L][:, None], tau=tau_p[L][:, None])
-            tv, err = mh.mixture_tv(ppd, model)
+            tv, err = mtv.mixture_tv(ppd, model)
         else:
             tv, err = float("inf"), 0.0
         holds = tv <= bound + err + QUAD_ATOL + QUAD_RTOL * tv
@@ -219,12 +216,12 @@ def check_tv_bound(kernels, noise_var, X, Y, x, eta, L: int, logdet, *, normalis
             observed=float("inf"),
         )
     model = mh.model_ppd(out, np.log(w_model))
-    tv, err = mh.mixture_tv(ppd, model)
-    tv_h = mh.gaussian_tv(mu, tau, out.mu, out.tau)
-    b_h = mh.gaussian_tv_bound(out.mu - mu, out.tau - tau, tau)
+    tv, err = mtv.mixture_tv(ppd, model)
+    tv_h = mtv.gaussian_tv(mu, tau, out.mu, out.tau)
+    b_h = mtv.gaussian_tv_bound(out.mu - mu, out.tau - tau, tau)
     tv_w = 0.5 * float(np.sum(np.abs(wts - w_model)))
-    bound_a = float(mh.mixture_tv_bound(wts, w_model, tv_h))
-    bound_b = float(mh.mixture_tv_bound(wts, w_model, b_h))
+    bound_a = float(mtv.mixture_tv_bound(wts, w_model, tv_h))
+    bound_b = float(mtv.mixture_tv_bound(wts, w_model, b_h))
     ok_a = tv <= bound_a + err + QUAD_ATOL + QUAD_RTOL * tv
     ok_b = bool(np.all(tv_h <= b_h + 1e-12))
     return ClaimResult(

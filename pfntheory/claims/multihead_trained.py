@@ -27,7 +27,7 @@ from .._checks import int_tuple, positive_int, seed_int
 from ..experiments.results import LoadedRun, load_available
 from ..experiments.specs import ExactPPDSpec, RunSpec
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, gating
 from .gating import Z_MARGIN, diff_se, gate
 
 __all__ = [
@@ -217,11 +217,9 @@ def side_by_side(cmp: Comparison) -> list[dict]:
 def _coverage_claim(run: LoadedRun, z: float) -> ClaimResult:
     e = run.eval
     worst = (-math.inf, 0, 0, 0.0)
-    for lv in (50, 90, 95):
-        for j, n in enumerate(e.n_eval):
-            c, se = float(e.mean[f"coverage_{lv}"][j]), float(e.se[f"coverage_{lv}"][j])
-            k = abs(c - lv / 100) / se if se > 0 else math.inf
-            worst = max(worst, (k, lv, int(n), c))
+    for lv, n, c, se in gating.coverage_cells(e, (50, 90, 95)):
+        k = abs(c - lv / 100) / se if se > 0 else math.inf
+        worst = max(worst, (k, lv, n, c))
     return ClaimResult(
         key="multihead.coverage",
         label=LABEL,

@@ -16,18 +16,16 @@ from scipy.stats import norm
 
 from .._checks import (
     at_least,
-    check_rng,
     checked,
     mapping,
     nonneg_scalar,
     positive_int,
     positive_scalar,
-    seed_int,
 )
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, checked_args
 
 __all__ = [
     "PAPER_INSTANCES",
@@ -64,14 +62,8 @@ def paper_cell_se(mean: float, se: float, n_ref: int, n_paper: int = PAPER_INSTA
     return sd_inst / float(np.sqrt(n_paper))
 
 
-@checked(
-    lengthscale=positive_scalar,
-    n=positive_int,
-    noise_var=positive_scalar,
-    rng=check_rng,
-    d=positive_int,
-    n_instances=at_least(2),
-    chunk=positive_int,
+@checked_args(
+    "lengthscale", "n", "noise_var", "rng", "d", n_instances=at_least(2), chunk=positive_int
 )
 def exact_ppd_expected_crps(
     lengthscale: float,
@@ -104,14 +96,7 @@ def exact_ppd_expected_crps(
     return mean_se(np.concatenate(vals))
 
 
-@checked(
-    paper_crps=mapping,
-    noise_var=positive_scalar,
-    n_instances=at_least(2),
-    k_se=positive_scalar,
-    seed=seed_int,
-    d=positive_int,
-)
+@checked_args("noise_var", "k_se", "seed", "d", paper_crps=mapping, n_instances=at_least(2))
 def check_noise_parameterisation(
     paper_crps: dict[tuple[float, int], tuple[float, ...]],
     noise_var: float,

@@ -25,7 +25,6 @@ from pfntheory.stats import EPS
 from .._checks import (
     array,
     check_callable,
-    check_rng,
     checked,
     finite_scalar,
     positive_array,
@@ -33,6 +32,7 @@ from .._checks import (
     positive_scalar,
     probability,
 )
+from . import checked_args
 
 __all__ = [
     "check_popmini",
@@ -69,11 +69,11 @@ def _reference_masses(mu, tau, edges):
     return np.diff(F, axis=-1) / (F[..., -1:] - F[..., :1])
 
 
-@checked(
+@checked_args(
+    "rng",
     mu=array(ndim=(0, 1), non_empty=True),
     tau=_tau,
     edges=check_edges,
-    rng=check_rng,
     n_perturb=positive_int,
     minimizer=check_callable,
 )
@@ -206,13 +206,8 @@ def check_true_piece_normaliser(mu, tau, edges, eps_marginal: float) -> ClaimRes
     )
 
 
-@checked(
-    mu=finite_scalar,
-    tau=positive_scalar,
-    edges=check_edges,
-    probs=array(ndim=1),
-    rng=check_rng,
-    n=positive_int,
+@checked_args(
+    "rng", "n", mu=finite_scalar, tau=positive_scalar, edges=check_edges, probs=array(ndim=1)
 )
 def check_interval_conventions(
     mu, tau, edges, probs, rng: np.random.Generator, n: int = 2000

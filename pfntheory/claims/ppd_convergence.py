@@ -19,14 +19,11 @@ from .._checks import (
     Rule,
     at_least,
     check_callable,
-    check_rng,
     checked,
     ints,
     pair,
     positive_int,
     positive_scalar,
-    seed_int,
-    seed_tuple,
     sequence,
 )
 from ..discretize import bin_edges, softmax_perturbation_bound, softmax_perturbation_sharp
@@ -40,7 +37,7 @@ from ..readout import (
     softmax,
 )
 from ..stats import slope_ci, t_interval
-from . import ClaimResult
+from . import ClaimResult, checked_args
 from .construction import CONTEXT_RULES, context, layer_readouts, query_parts
 from .tf_rate import effective_factor, fit_window
 
@@ -113,7 +110,7 @@ def _ppd_setup(kernel, n, d, noise_var, seed, L_max, width, box_rel=0.15):
     return mu, tau, out, mlp, rho, eta
 
 
-@checked(**_COMPOSED, seeds=seed_tuple, C=at_least(2), n_layers=positive_int)
+@checked_args("seeds", "C", **_COMPOSED, n_layers=positive_int)
 def check_ppd_convergence_L(
     kernel,
     n: int,
@@ -196,7 +193,7 @@ def check_ppd_convergence_L(
     )
 
 
-@checked(**_COMPOSED, seeds=seed_tuple, Cs=ints(minimum=2), order_band=positive_scalar)
+@checked_args("seeds", "Cs", **_COMPOSED, order_band=positive_scalar)
 def check_ppd_floor_C(
     kernel,
     n: int,
@@ -263,7 +260,7 @@ def check_ppd_floor_C(
     )
 
 
-@checked(**_COMPOSED, seed=seed_int, Ls=ints(), Cs=ints(minimum=2))
+@checked_args("seed", "Ls", "Cs", **_COMPOSED)
 def check_ppd_bound_terms(
     kernel,
     n: int,
@@ -354,13 +351,7 @@ def check_ppd_bound_terms(
 # --------------------------------------------------------------------------------------------
 
 
-@checked(
-    rng=check_rng,
-    n_draws=positive_int,
-    C_max=at_least(2),
-    Delta_max=positive_scalar,
-    bound=check_callable,
-)
+@checked_args("rng", "n_draws", C_max=at_least(2), Delta_max=positive_scalar, bound=check_callable)
 def check_logit_perturbation(
     rng: np.random.Generator,
     *,

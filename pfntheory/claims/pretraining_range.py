@@ -13,20 +13,10 @@ import numpy as np
 
 from ..config import curve_file
 from ..convergence import (
+    curve_points,
     last_half_start,
-    read_curve_points,
 )
-from . import UNDECIDED, ClaimResult, slope_ci
-from .gating import (
-    COVERAGE_SLACK,
-    Z_MARGIN,
-    _beats,
-    _coverage_ok,
-    _trained,
-    diff_se,
-    exceeds,
-    gate,
-)
+from . import UNDECIDED, ClaimResult, gating, slope_ci
 
 __all__ = [
     "check_exp2_2",
@@ -37,11 +27,13 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 
-def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> list[ClaimResult]:
+def check_exp2_2(
+    runs, eval_file: str = "eval.json", z: float = gating.Z_MARGIN
+) -> list[ClaimResult]:
     """Depth and n_max help; the solver error grows with n'; coverage near nominal
     (deepest, widest)."""
-    cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in _trained(runs)}
-    run_of = {(r.spec.model.L, r.spec.n_max): r for r in _trained(runs)}
+    cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in gating.trained_runs(runs)}
+    run_of = {(r.spec.model.L, r.spec.n_max): r for r in gating.trained_runs(runs)}
     Ls = sorted({L for L, _ in cells})
     Nm = sorted({m for _, m in cells})
     tv = {k: e.average("tv") for k, e in cells.items()}
@@ -54,7 +46,7 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     }
     out = []
     # depth, for each n_max
-    comps = {m: diff_se(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
+    comps = {m: gating.diff_se(tv[(Ls[0], m)], tv[(Ls[-1], m)]) for m in Nm}
     worst = min(comps, key=lambda m: comps[m][0] / comps[m][1])
     out.append(
         ClaimResult(
@@ -73,14 +65,14 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     # are reported in the details, not tested)
     beyond = {L: cells[(L, Nm[0])].n_eval > Nm[0] for L in Ls}
     comps = {
-        L: diff_se(
+        L: gating.diff_se(
             cells[(L, Nm[0])].average("tv", beyond[L]), cells[(L, Nm[-1])].average("tv", beyond[L])
         )
         for L in Ls
     }
     D, se = comps[Ls[-1]]
     out.append(
-        exceeds(
+        gating.exceeds(
             D,
             se,
             z,
@@ -135,15 +127,19 @@ def check_exp2_2(runs, eval_file: str = "eval.json", z: float = Z_MARGIN) -> lis
     cov = None if eval_file == "eval.json" else eval_file[len("eval_") : -len(".json")]
     replays = {
         "exp2_2.depth_helps": lambda v: all(
-            _beats(v(run_of[(Ls[0], m)])["tv"], v(run_of[(Ls[-1], m)])["tv"], z) for m in Nm
+            gating.beats(v(run_of[(Ls[0], m)])["tv"], v(run_of[(Ls[-1], m)])["tv"], z) for m in Nm
         ),
         "exp2_2.tv_grows_with_n": lambda v: all(
-            _beats(v(r)["by_n"][max(v(r)["by_n"])]["tv"], v(r)["by_n"][min(v(r)["by_n"])]["tv"], z)
+            gating.beats(
+                v(r)["by_n"][max(v(r)["by_n"])]["tv"], v(r)["by_n"][min(v(r)["by_n"])]["tv"], z
+            )
             for r in run_of.values()
         ),
-        "exp2_2.coverage_near_nominal": lambda v: _coverage_ok(v(run_of[(Ls[-1], Nm[-1])]), z),
+        "exp2_2.coverage_near_nominal": lambda v: gating.coverage_ok(
+            v(run_of[(Ls[-1], Nm[-1])]), z
+        ),
     }
-    return [gate(r, runs, replay=replays.get(r.key), replay_curve=cov) for r in out]
+    return [gating.gate(r, runs, replay=replays.get(r.key), replay_curve=cov) for r in out]
 
 
 def _coverage_claim(
@@ -156,10 +152,11 @@ def _coverage_claim(
         key=key,
         label=label,
         statement=f"90% coverage near nominal for L={L}, n_max={n_max} at every n'",
-        holds=bool(np.all(dev <= COVERAGE_SLACK)),
+        holds=bool(np.all(dev <= gating.COVERAGE_SLACK)),
         observed=float(e.mean["coverage_90"][i]),
         bound=0.9,
-        tolerance=f"|coverage - 0.9| <= {COVERAGE_SLACK} + {z:g} SE (worst n'={e.n_eval[i]})",
+        tolerance=f"|coverage - 0.9| <= {gating.COVERAGE_SLACK} + {z:g} SE "
+        f"(worst n'={e.n_eval[i]})",
         details={
             "n_eval": e.n_eval.tolist(),
             "coverage_90": e.mean["coverage_90"].tolist(),
@@ -172,7 +169,10 @@ def _coverage_claim(
 
 
 def coverage_along_curve(
-    run, covariates: str | None = None, z: float = Z_MARGIN, slack: float = COVERAGE_SLACK
+    run,
+    covariates: str | None = None,
+    z: float = gating.Z_MARGIN,
+    slack: float = gating.COVERAGE_SLACK,
 ) -> dict:
     """The coverage claim's own test applied at every point of a run's learning curve.
 
@@ -204,7 +204,7 @@ def coverage_along_curve(
         "last_half_step": None,
         "held_over_last_half": False,
     }
-    points = read_curve_points(path)
+    points = curve_points(run.run_dir, covariates)
     if points is None:
         return empty
     worst_by_step: dict[int, float] = {}
@@ -254,7 +254,7 @@ def _along_text(a: dict, covariates: str) -> str:
     )
 
 
-def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
+def check_shift_regime(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
     """supp-sec:exp additional, covariate shift: in the claimed regime (n_max=512, L>=16) the
     deepest model's 90% coverage on the shifted inputs (``eval_uniform.json``) is near nominal, and
     so is its coverage on the pretraining design (``eval.json``), for reference. Of several runs
@@ -268,7 +268,7 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     (the quantity the claim is about; ``convergence.TOLERANCES``: within 0.02 over the last
     log-half, which curves of 1024 held-out instances per point can resolve and curves of 128,
     per-point SE 0.02-0.04, cannot)."""
-    tr = _trained(runs)
+    tr = gating.trained_runs(runs)
     r = max(tr, key=lambda r: (r.spec.n_max, r.spec.model.L, r.spec.steps))
     in_regime = bool(r.spec.task.d == 4 and r.spec.n_max >= 512 and r.spec.model.L >= 16)
     regime = {
@@ -309,12 +309,12 @@ def check_shift_regime(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             statement=f"{what}: {c.statement}",
             details={**c.details, "covariates": cov, "regime": regime, "along_curve": along},
         )
-        c = gate(
+        c = gating.gate(
             c,
             [r],
             curves=curves,
             metrics=("tv", "coverage90"),
-            replay=lambda v, r=r: _coverage_ok(v(r), z),
+            replay=lambda v, r=r: gating.coverage_ok(v(r), z),
             replay_curve=curves[-1],
         )
         followed = along[curves[-1] or "own"]

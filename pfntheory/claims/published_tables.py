@@ -23,14 +23,9 @@ from scipy.special import ndtr, ndtri
 
 from .._checks import (
     at_least,
-    check_rng,
-    checked,
     floats,
     instance_of,
     keys,
-    positive_int,
-    positive_scalar,
-    seed_int,
     text,
 )
 from ..config import TaskSpec
@@ -38,7 +33,7 @@ from ..experiments.published import PUBLISHED, PUBLISHED_DEPTHS, published_rows
 from ..experiments.reference import components, ppd_at_query
 from ..spectral import sample_design
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, checked_args
 from .crps_slip import K_SE, PAPER_INSTANCES
 
 __all__ = [
@@ -63,7 +58,7 @@ def _binomial_z(p, level: float, n: int):
     return (np.asarray(p, float) - level) / np.sqrt(level * (1 - level) / n)
 
 
-@checked(experiment=text, k_se=positive_scalar, n_instances=positive_int)
+@checked_args("k_se", "n_instances", experiment=text)
 def check_published_coverage(
     experiment: str, *, k_se: float = K_SE, n_instances: int = PAPER_INSTANCES
 ) -> list[ClaimResult]:
@@ -132,7 +127,7 @@ def check_published_coverage(
     return out
 
 
-@checked(result=keys("spec", "n_instances", "metrics"), k_se=positive_scalar)
+@checked_args("k_se", result=keys("spec", "n_instances", "metrics"))
 def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResult:
     """The premise of :func:`check_published_coverage` on our exact-PPD reference run: its
     central-interval coverages lie within ``k_se`` binomial SE of nominal at every n'.
@@ -162,12 +157,8 @@ def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResu
     )
 
 
-@checked(
-    task=instance_of(TaskSpec),
-    n=positive_int,
-    n_instances=at_least(2),
-    rng=check_rng,
-    levels=floats(unit=True),
+@checked_args(
+    "n", "rng", task=instance_of(TaskSpec), n_instances=at_least(2), levels=floats(unit=True)
 )
 def single_kernel_coverage(
     task, n: int, n_instances: int, rng: np.random.Generator, levels=(0.5, 0.9, 0.95)
@@ -239,13 +230,7 @@ def single_kernel_coverage(
     return out
 
 
-@checked(
-    task=instance_of(TaskSpec),
-    n=positive_int,
-    n_instances=at_least(2),
-    seed=seed_int,
-    k_se=positive_scalar,
-)
+@checked_args("n", "seed", "k_se", task=instance_of(TaskSpec), n_instances=at_least(2))
 def check_single_kernel_signature(
     task, n: int = 256, n_instances: int = 256, seed: int = 0, *, k_se: float = K_SE
 ) -> ClaimResult:

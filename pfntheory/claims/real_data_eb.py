@@ -21,13 +21,9 @@ import numpy as np
 from .._checks import (
     array,
     as_float_array,
-    checked,
     instance_of,
-    nonneg_int,
     optional,
     positive_scalar,
-    seed_int,
-    seed_tuple,
 )
 from ..casestudy.baseline import (
     PAPER_FITS,
@@ -40,7 +36,7 @@ from ..casestudy.baseline import (
 )
 from ..casestudy.data import COORD_DIVISOR, SpatialData
 from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood, posterior_predictive
-from . import ClaimResult
+from . import ClaimResult, checked_args
 
 __all__ = [
     "check_eb_optimum",
@@ -53,12 +49,7 @@ def _params(f: EBFit) -> np.ndarray:
     return np.array([f.alpha, *f.lengthscales, f.noise_std])
 
 
-@checked(
-    data=instance_of(SpatialData),
-    n_restarts=nonneg_int,
-    seed=seed_int,
-    fit=optional(instance_of(EBFit)),
-)
+@checked_args("n_restarts", "seed", data=instance_of(SpatialData), fit=optional(instance_of(EBFit)))
 def check_eb_optimum(
     data: SpatialData, idx=None, *, n_restarts: int = 2, seed: int = 0, fit: EBFit | None = None
 ) -> ClaimResult:
@@ -110,13 +101,13 @@ def check_eb_optimum(
     )
 
 
-@checked(
+@checked_args(
+    "n_restarts",
+    "seed",
     X=array(ndim=2),
     Y=array(ndim=1),
     fit=instance_of(EBFit),
     Xq=array(ndim=2),
-    n_restarts=nonneg_int,
-    seed=seed_int,
     sk_fit=optional(instance_of(EBFit)),
 )
 def check_sklearn_agreement(
@@ -180,12 +171,7 @@ def check_sklearn_agreement(
     )
 
 
-@checked(
-    data=instance_of(SpatialData),
-    seeds=seed_tuple,
-    n_restarts=nonneg_int,
-    alt_divisor=positive_scalar,
-)
+@checked_args("seeds", "n_restarts", data=instance_of(SpatialData), alt_divisor=positive_scalar)
 def check_walker_coordinate_convention(
     data: SpatialData, seeds=(0, 1, 2), *, n_restarts: int = 1, alt_divisor: float = 1.0
 ) -> ClaimResult:

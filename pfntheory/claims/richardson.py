@@ -29,18 +29,16 @@ from .._checks import (
     checked,
     floats,
     instance_of,
-    ints,
     nonneg_scalar,
     one_of,
     optional,
     positive_int,
     positive_scalar,
-    probability,
     shaped,
     symmetric_matrix,
 )
 from ..stats import EPS
-from . import ERRATUM, VERDICT_KINDS, ClaimResult
+from . import ERRATUM, VERDICT_KINDS, ClaimResult, checked_args
 
 __all__ = [
     "ROUNDOFF_SAFETY",
@@ -76,7 +74,7 @@ def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
     return dataclasses.replace(r, verdict=kind if r.holds else None)
 
 
-@checked(G=symmetric_matrix, noise_var=positive_scalar, scale=nonneg_scalar, n_ops=positive_int)
+@checked_args("G", "noise_var", scale=nonneg_scalar, n_ops=positive_int)
 def roundoff_atol(G: np.ndarray, noise_var: float, scale: float, *, n_ops: int = 1) -> float:
     """Absolute round-off tolerance for a Richardson/KRR iterate computed two ways.
 
@@ -113,12 +111,12 @@ def _err_path(A, b, eta, L, D=None):
     return _dnorm(path - u_star, D), _dnorm(u_star, D)
 
 
-@checked(
-    A=symmetric_matrix,
+@checked_args(
+    "A",
+    "L",
     b=array(ndim=1),
     D=optional(array()),
     fractions=floats(positive=True),
-    L=positive_int,
     claimed_step=optional(positive_scalar),
 )
 def check_convergence_iff(
@@ -201,7 +199,7 @@ def check_convergence_iff(
     )
 
 
-@checked(A=symmetric_matrix, D=optional(array()), n_grid=at_least(2))
+@checked_args("A", D=optional(array()), n_grid=at_least(2))
 def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     """supp-sec:richardson, Optimal Step Size; and the docs/design.md ambiguity about thm:L growth.
 
@@ -260,9 +258,7 @@ def check_optimal_step(A, D=None, *, n_grid: int = 2001) -> list[ClaimResult]:
     return [r1, as_erratum(r2)]
 
 
-@checked(
-    A=symmetric_matrix, b=array(ndim=1), eta_fraction=probability, Ls=ints(), D=optional(array())
-)
+@checked_args("A", "eta_fraction", "Ls", b=array(ndim=1), D=optional(array()))
 def check_rate_bound(
     A, b, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100), D=None
 ) -> ClaimResult:
@@ -301,7 +297,7 @@ def check_rate_bound(
     )
 
 
-@checked(**KRR_RULES, eta_fraction=probability, Ls=ints())
+@checked_args("eta_fraction", "Ls", **KRR_RULES)
 def check_krr(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, Ls=(1, 2, 5, 10, 20, 50, 100, 200)
 ) -> list[ClaimResult]:
@@ -388,7 +384,7 @@ def check_krr(
     ]
 
 
-@checked(**KRR_RULES, eta_fraction=probability, L=positive_int)
+@checked_args("eta_fraction", "L", **KRR_RULES)
 def check_krr_preconditioned(
     G, k_x, Y, noise_var: float, eta_fraction: float = 0.9, L: int = 4000
 ) -> list[ClaimResult]:

@@ -1,32 +1,9 @@
-"""Is the architecture itself calibrated under the covariate shift? The hand-set TF^pr on
-both designs.
-
-supp-sec:exp additional claims that the normalised PFN stays calibrated when the inputs move from
-the pretraining design ``x ~ N(0, I_d/d)`` to ``x ~ Unif[-1/sqrt(d), 1/sqrt(d)]^d`` ("coverage and
-width comparable to the true PPD for n_max = 512 and L >= 16", d = 4). A trained model can fail this
-for two reasons: its weights (learned on the Gaussian design) or the architecture (a depth-L
-truncated preconditioned Richardson solver, sec:generalization). This module measures the second,
-with no training: the **hand-set** TF^pr of :mod:`pfntheory.construction` (exact weights of
-thm:TFdoPPD with ``Attn^na`` in the solver layers, float64) at the paper's d = 4 and L in {16, 32},
-with the paper's n-independent step for eqn:richardson prec (``0 < eta < 2/(1+sigma^2)``, taken at
-90% of the bound).
-
-Measured per design, depth and context size n (``n_instances`` contexts from GP draws, over several
-seeds):
-
-* the 90% coverage of TF^pr's Gaussian PPD ``N(mu_L, tau_L)`` for ``y`` drawn from the true GP given
-  the context. Per context it is computed exactly (the probability that ``y ~ N(mu, tau)`` falls in
-  ``mu_L +- z_0.95 sqrt(tau_L)``), i.e. the expectation over the label draw, so only the contexts
-  are Monte Carlo; a context with ``tau_L <= 0`` has no interval and counts as not covered (counted
-  in the details);
-* the width ratio ``sqrt(tau_L / tau)`` of its 90% interval to the exact PPD's;
-* the distance ``max(|mu_L - mu|, |tau_L - tau|)`` to the exact PPD (mu, tau) of gp.py.
-
-The moments come from the preconditioned Richardson recursion eqn:recursion prec run batched
-(:func:`tfpr_moments`); that the hand-set transformer computes exactly this recursion is checked on
-every call: :func:`check_shift_construction` runs the literal forward pass
-:func:`pfntheory.construction.tf_forward` on ``n_parity`` contexts per design and depth and records
-the largest difference (``details["parity_max_abs"]``), which verify asserts at round-off.
+"""Is the architecture itself calibrated under the covariate shift of supp-sec:exp additional? The
+hand-set TF^pr (:mod:`pfntheory.construction`, no training) at d = 4 and L in {16, 32} on the
+pretraining design ``N(0, I_d/d)`` and on ``Unif[-1/sqrt(d), 1/sqrt(d)]^d``: 90% coverage, width
+ratio and distance to the exact PPD per design, depth and n, with the literal forward pass checked
+against the batched recursion on every call. What is measured and why: docs/exact-side.md,
+"Covariate shift of the hand-set TF^pr".
 """
 
 from __future__ import annotations
@@ -41,22 +18,17 @@ from .. import construction as con
 from .._checks import (
     Rule,
     array,
-    check_kernel,
-    check_rng,
-    checked,
-    ints,
     nonneg_int,
     one_of,
     positive_int,
     positive_scalar,
     probability,
-    seed_tuple,
 )
 from ..config import COVARIATES
 from ..gp import posterior_predictive
 from ..kernels import RBFKernel
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, checked_args
 
 __all__ = [
     "DESIGNS",
@@ -92,7 +64,7 @@ _CELL: dict[str, Rule] = {
 }
 
 
-@checked(**_CELL, kernel=check_kernel, rng=check_rng)
+@checked_args("kernel", "rng", **_CELL)
 def draw_contexts(
     design: str,
     n: int,
@@ -131,7 +103,7 @@ def draw_contexts(
     return X, Y, xq
 
 
-@checked(noise_var=positive_scalar, fraction=probability)
+@checked_args("noise_var", fraction=probability)
 def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     """The paper's n-independent step for TF^pr: ``fraction * 2/(1 + sigma^2)`` (sec:generalization:
     "a conservative range is 0 < eta < 2/(1+sigma^2)", since lambda_1(D^-1(G+sigma^2 I)) <=
@@ -139,15 +111,7 @@ def tfpr_step(noise_var: float, fraction: float = 0.9) -> float:
     return fraction * 2.0 / (1.0 + noise_var)
 
 
-@checked(
-    kernel=check_kernel,
-    X=array(ndim=3),
-    Y=array(ndim=2),
-    xq=array(ndim=2),
-    noise_var=positive_scalar,
-    eta=positive_scalar,
-    L=positive_int,
-)
+@checked_args("kernel", "noise_var", "eta", "L", X=array(ndim=3), Y=array(ndim=2), xq=array(ndim=2))
 def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     """``(mu_L, tau_L)`` of the hand-set depth-``L`` TF^pr, batched, via eqn:recursion prec.
 
@@ -193,13 +157,13 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     return u[:, 0], s2 + kxx - u[:, 1]
 
 
-@checked(
+@checked_args(
+    "L",
+    "seeds",
+    "step_fraction",
+    "lengthscale",
     **_CELL,
-    L=positive_int,
-    seeds=seed_tuple,
-    step_fraction=probability,
     n_parity=nonneg_int,
-    lengthscale=positive_scalar,
     parity_max_n=nonneg_int,
 )
 def shift_cell(
@@ -284,15 +248,8 @@ def shift_cell(
     return out
 
 
-@checked(
-    ns=ints(),
-    Ls=ints(),
-    d=positive_int,
-    n_instances=positive_int,
-    seeds=seed_tuple,
-    noise_var=positive_scalar,
-    step_fraction=probability,
-    n_parity=nonneg_int,
+@checked_args(
+    "ns", "Ls", "d", "n_instances", "seeds", "noise_var", "step_fraction", n_parity=nonneg_int
 )
 def check_shift_construction(
     ns=(64, 128, 256, 512),

@@ -14,14 +14,9 @@ import numpy as np
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import (
-    check_rng,
-    checked,
     choice,
     instance_of,
-    ints,
-    pair,
     positive_int,
-    positive_scalar,
 )
 from ..config import COVARIATES
 from ..kernels import (
@@ -39,7 +34,7 @@ from ..spectral import (
     top_eigenvalue,
 )
 from ..stats import mean_se, slope_ci
-from . import ClaimResult
+from . import ClaimResult, checked_args
 from .gram import rate_claim
 from .richardson import as_erratum
 
@@ -62,15 +57,7 @@ def _stepsize_kernel(x, name: str):
     )
 
 
-@checked(
-    rng=check_rng,
-    kernel=_stepsize_kernel,
-    ns=ints(),
-    d=positive_int,
-    noise_var=positive_scalar,
-    n_seeds=positive_int,
-    band=pair,
-)
+@checked_args("rng", "ns", "d", "noise_var", "n_seeds", "band", kernel=_stepsize_kernel)
 def check_stepsize_rate(
     rng: np.random.Generator,
     kernel: str | RBFKernel | LinearKernel = "rbf",
@@ -119,14 +106,7 @@ def check_stepsize_rate(
     )
 
 
-@checked(
-    rng=check_rng,
-    ns=ints(),
-    d=positive_int,
-    noise_var=positive_scalar,
-    n_trials=positive_int,
-    lengthscale=positive_scalar,
-)
+@checked_args("rng", "ns", "d", "noise_var", "n_trials", "lengthscale")
 def check_stepsize_figure(
     rng: np.random.Generator,
     ns=tuple(range(100, 1001, 100)),
@@ -178,15 +158,7 @@ def check_stepsize_figure(
     )
 
 
-@checked(
-    rng=check_rng,
-    d=positive_int,
-    lengthscale=positive_scalar,
-    noise_var=positive_scalar,
-    n=positive_int,
-    n_trials=positive_int,
-    n_mc=positive_int,
-)
+@checked_args("rng", "d", "lengthscale", "noise_var", "n", "n_trials", n_mc=positive_int)
 def check_covariate_shift(
     rng: np.random.Generator,
     d: int = 4,

@@ -12,16 +12,13 @@ import numpy as np
 from .. import richardson as rich
 from .._checks import (
     array,
-    checked,
     one_of,
     positive_int,
     positive_scalar,
-    seed_tuple,
     shaped,
-    symmetric_matrix,
 )
 from ..stats import slope_ci, t_interval
-from . import ClaimResult
+from . import ClaimResult, checked_args
 from .construction import CONTEXT_RULES, context, layer_readouts, query_parts
 from .richardson import KRR_RULES, ROUNDOFF_SAFETY, roundoff_atol
 
@@ -40,7 +37,7 @@ __all__ = [
 RATE_RTOL = 0.05
 
 
-@checked(**KRR_RULES, eta=positive_scalar, rel=positive_scalar)
+@checked_args("eta", **KRR_RULES, rel=positive_scalar)
 def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10) -> float:
     """``max_i |1 - eta (lambda_i + sigma^2)|`` over the eigenmodes present in the query error.
 
@@ -61,7 +58,7 @@ def effective_factor(G, k_x, Y, noise_var: float, eta: float, rel: float = 1e-10
     return float(np.max(np.abs(1.0 - eta * (lam[present] + noise_var))))
 
 
-@checked(G=symmetric_matrix, k_x=array(), noise_var=positive_scalar, eta=positive_scalar)
+@checked_args("G", "noise_var", "eta", k_x=array())
 def prec_query_factor(G, k_x, noise_var: float, eta: float) -> float:
     """Rate of the preconditioned query recursion: ``max(rho_pr, |1 - eta sigma^2 / s_x|)``.
 
@@ -86,9 +83,9 @@ def fit_window(errs: np.ndarray, Ls: np.ndarray, floor: float) -> np.ndarray:
     return keep & (idx >= last // 2)
 
 
-@checked(
+@checked_args(
+    "seeds",
     **CONTEXT_RULES,
-    seeds=seed_tuple,
     step=one_of(("rate", "optimal", "beyond")),
     factor=one_of(("effective", "theorem")),
     n_layers=positive_int,
@@ -197,7 +194,7 @@ def check_tf_rate(
     )
 
 
-@checked(**CONTEXT_RULES, seeds=seed_tuple)
+@checked_args("seeds", **CONTEXT_RULES)
 def check_rate_step_condition(
     kernel, n: int, d: int, noise_var: float, seeds=(0, 1, 2, 3, 4)
 ) -> list[ClaimResult]:

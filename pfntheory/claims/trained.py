@@ -11,24 +11,14 @@ Every function takes the runs of one experiment
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from ..experiments.specs import ExactPPDSpec, StepsizeSpec
-from . import FAILS, HOLDS, ClaimResult, slope_ci
-from .gating import (
-    COVERAGE_SLACK,
-    Z_MARGIN,
-    _beats,
-    _coverage_ok,
-    _trained,
-    diff_se,
-    exceeds,
-    gate,
-    tv_beats,
-)
+from . import FAILS, HOLDS, ClaimResult, gating, slope_ci
 
 __all__ = [
     "check_exp1",
@@ -40,17 +30,17 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 
-def check_exp1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[ClaimResult]:
+def check_exp1(runs, z: float = gating.Z_MARGIN, statuses: dict | None = None) -> list[ClaimResult]:
     """Per panel (task, mode): TV falls with C at the largest L, and with L at the largest C.
     ``statuses``: convergence statuses by run name to gate on instead of the curves' own (the
     budget-doubling statuses of :func:`check_exp1_budget`)."""
     panels: defaultdict[tuple[str, str], dict[tuple[int, int], Any]] = defaultdict(dict)
-    for r in _trained(runs):
+    for r in gating.trained_runs(runs):
         panels[(r.spec.task.kind, r.spec.model.mode)][(r.spec.model.L, r.spec.model.C)] = r.eval
     out = []
     by_panel = defaultdict(list)
     run_of = {}
-    for r in _trained(runs):
+    for r in gating.trained_runs(runs):
         by_panel[(r.spec.task.kind, r.spec.model.mode)].append(r)
         run_of[(r.spec.task.kind, r.spec.model.mode, r.spec.model.L, r.spec.model.C)] = r
     for (kind, mode), cells in sorted(panels.items()):
@@ -71,10 +61,10 @@ def check_exp1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[
             ("L", Ls, f"C={Cs[-1]}", [(L, Cs[-1]) for L in Ls]),
         ):
             slope = slope_ci(np.log(values), np.log([tv[cell][0] for cell in line]))
-            D, se = diff_se(tv[line[0]], tv[line[-1]])
+            D, se = gating.diff_se(tv[line[0]], tv[line[-1]])
             out.append(
-                gate(
-                    exceeds(
+                gating.gate(
+                    gating.exceeds(
                         D,
                         se,
                         z,
@@ -92,7 +82,7 @@ def check_exp1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[
                         },
                     ),
                     by_panel[(kind, mode)],
-                    replay=tv_beats(
+                    replay=gating.tv_beats(
                         run_of[(kind, mode, *line[0])], run_of[(kind, mode, *line[-1])], z
                     ),
                     statuses=statuses,
@@ -114,6 +104,27 @@ def _log_rise(top: tuple[float, float], inside: tuple[float, float]) -> tuple[fl
     )
 
 
+#: The difference of fig:exp2-1's log-rise claims, compared with the delta method's SE.
+_LOG_RISES = "log-rise(TF) - log-rise(TF^pr)"
+
+
+def _rise_claim(a, b, z: float, key: str, statement: str, diff: str, details: dict, suffix=""):
+    """fig:exp2-1's claim that the (mean, SE) ``a`` exceeds ``b`` by ``z`` SE of the difference
+    (:func:`~pfntheory.claims.gating.exceeds`); ``diff`` names the difference in the tolerance."""
+    D, se = gating.diff_se(a, b)
+    method = "delta method, " if diff == _LOG_RISES else ""
+    return gating.exceeds(
+        D,
+        se,
+        z,
+        key=key,
+        label="fig:exp2-1",
+        statement=statement,
+        tolerance=f"{diff} > {z:g} SE ({method}SE={se:.2g}){suffix}",
+        details=details,
+    )
+
+
 def _exp2_1_replays(tf, pr, z: float) -> dict:
     """fig:exp2-1's two checks on one learning-curve point, when the curves carry an n' beyond the
     pretraining range (the ``fig_exp2_1_budget`` runs): the mean E[TV] over the curve's n' inside
@@ -132,19 +143,21 @@ def _exp2_1_replays(tf, pr, z: float) -> dict:
         return by[ns[-1]]["tv"], (mean, se)
 
     return {
-        "fig_exp2_1.tf_rises_beyond_range": lambda v: _beats(*ends(v(tf)), z),
-        "fig_exp2_1.pr_flatter": lambda v: _beats(
+        "fig_exp2_1.tf_rises_beyond_range": lambda v: gating.beats(*ends(v(tf)), z),
+        "fig_exp2_1.pr_flatter": lambda v: gating.beats(
             _log_rise(*ends(v(tf))), _log_rise(*ends(v(pr))), z
         ),
     }
 
 
-def check_exp2_1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> list[ClaimResult]:
+def check_exp2_1(
+    runs, z: float = gating.Z_MARGIN, statuses: dict | None = None
+) -> list[ClaimResult]:
     """Unnormalised TF rises beyond n_max; the normalised model's relative rise is smaller.
     ``statuses``: convergence statuses by run name to gate on (budget doubling,
     :func:`doubling_statuses`); with several budgets present, the longest runs are checked."""
-    longest = max(r.spec.steps for r in _trained(runs))
-    runs = [r for r in _trained(runs) if r.spec.steps == longest]
+    longest = max(r.spec.steps for r in gating.trained_runs(runs))
+    runs = [r for r in gating.trained_runs(runs) if r.spec.steps == longest]
     by = {r.spec.model.normalised: r for r in runs}
     tf, pr = by[False], by[True]
     n_min, n_max = tf.spec.n_min, tf.spec.n_max
@@ -156,9 +169,7 @@ def check_exp2_1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> lis
     def parts(r):
         e = r.eval
         tin, tout, tlow = e.average("tv", inside), e.average("tv", top), e.average("tv", low)
-        # delta method: SE(log m) = SE(m) / m
-        lr = (np.log(tout[0] / tin[0]), float(np.hypot(tout[1] / tout[0], tin[1] / tin[0])))
-        return tin, tout, tlow, lr, e.mean["tv"].tolist()
+        return tin, tout, tlow, _log_rise(tout, tin), e.mean["tv"].tolist()
 
     tin, tout, tlow, lr_tf, curve_tf = parts(tf)
     pin, pout, plow, lr_pr, curve_pr = parts(pr)
@@ -174,34 +185,30 @@ def check_exp2_1(runs, z: float = Z_MARGIN, statuses: dict | None = None) -> lis
         "tv_tf_low_minus_inside": tlow[0] - tin[0],
         "tv_pr_low_minus_inside": plow[0] - pin[0],
     }
-    D, se = diff_se(tout, tin)
-    r1 = exceeds(
-        D,
-        se,
+    r1 = _rise_claim(
+        tout,
+        tin,
         z,
-        key="fig_exp2_1.tf_rises_beyond_range",
-        label="fig:exp2-1",
-        statement=f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
+        "fig_exp2_1.tf_rises_beyond_range",
+        f"unnormalised TF: E[TV] at n'={ns.max()} exceeds its mean over "
         f"the pretraining range [{n_min},{n_max}]",
-        tolerance=f"TV(n'_max) - TV(inside) > {z:g} SE (SE={se:.2g})",
-        details=details,
+        "TV(n'_max) - TV(inside)",
+        details,
     )
-    D, se = diff_se(lr_tf, lr_pr)
-    r2 = exceeds(
-        D,
-        se,
+    r2 = _rise_claim(
+        lr_tf,
+        lr_pr,
         z,
-        key="fig_exp2_1.pr_flatter",
-        label="fig:exp2-1",
-        statement="normalised TF^pr stays flatter: its log TV rise from the "
+        "fig_exp2_1.pr_flatter",
+        "normalised TF^pr stays flatter: its log TV rise from the "
         "pretraining range to the largest n' is smaller than TF's",
-        tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
-        details=details,
+        _LOG_RISES,
+        details,
     )
     replays = _exp2_1_replays(tf, pr, z)
     gated_on = {"fig_exp2_1.tf_spikes_beyond_breakdown": [tf]}  # the others rest on both runs
     return [
-        gate(r, gated_on.get(r.key, runs), replay=replays.get(r.key), statuses=statuses)
+        gating.gate(r, gated_on.get(r.key, runs), replay=replays.get(r.key), statuses=statuses)
         for r in (r1, r2, *_exp2_1_breakdown(tf, pr, inside, z))
     ]
 
@@ -244,33 +251,32 @@ def _exp2_1_breakdown(tf, pr, inside, z: float) -> list[ClaimResult]:
         "measured": "E[TV] at the largest n' beyond the evaluated range minus its mean over the "
         "pretraining range",
     }
-    D, se = diff_se(t_out, t_in)
-    spike = ClaimResult(
-        key="fig_exp2_1.tf_spikes_beyond_breakdown",
-        label="fig:exp2-1",
-        statement=f"unnormalised TF: its learned solver stops contracting at a predicted n' = "
+    spike = _rise_claim(
+        t_out,
+        t_in,
+        z,
+        "fig_exp2_1.tf_spikes_beyond_breakdown",
+        f"unnormalised TF: its learned solver stops contracting at a predicted n' = "
         f"{n_star} and its E[TV] spikes beyond (n' = {ns[-1]})",
-        holds=bool(D > z * se and n_star is not None and n_star <= ns[-1]),
-        observed=D,
-        bound=z * se,
-        tolerance=f"TV(n'={ns[-1]}) - TV(inside) > {z:g} SE (SE={se:.2g}), with the predicted "
-        f"breakdown (sum over layers of log spectral radius > 0) at or below n'={ns[-1]}",
-        details=details,
+        f"TV(n'={ns[-1]}) - TV(inside)",
+        details,
+        suffix=", with the predicted breakdown (sum over layers of log spectral radius > 0) at "
+        f"or below n'={ns[-1]}",
+    )
+    spike = dataclasses.replace(
+        spike, holds=spike.holds and n_star is not None and n_star <= ns[-1]
     )
     # TF^pr stays stable: its log-rise to the largest n' is smaller than TF's by z SE
-    lr_tf = (np.log(t_out[0] / t_in[0]), float(np.hypot(t_out[1] / t_out[0], t_in[1] / t_in[0])))
-    lr_pr = (np.log(p_out[0] / p_in[0]), float(np.hypot(p_out[1] / p_out[0], p_in[1] / p_in[0])))
-    D, se = diff_se(lr_tf, lr_pr)
-    stable = ClaimResult(
-        key="fig_exp2_1.pr_stable_beyond_breakdown",
-        label="fig:exp2-1",
-        statement=f"normalised TF^pr stays stable where TF breaks down: its log E[TV] rise to "
+    lr_tf, lr_pr = _log_rise(t_out, t_in), _log_rise(p_out, p_in)
+    stable = _rise_claim(
+        lr_tf,
+        lr_pr,
+        z,
+        "fig_exp2_1.pr_stable_beyond_breakdown",
+        f"normalised TF^pr stays stable where TF breaks down: its log E[TV] rise to "
         f"n' = {ns[-1]} is smaller than TF's",
-        holds=bool(D > z * se),
-        observed=D,
-        bound=z * se,
-        tolerance=f"log-rise(TF) - log-rise(TF^pr) > {z:g} SE (delta method, SE={se:.2g})",
-        details={**details, "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0]},
+        _LOG_RISES,
+        {**details, "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0]},
     )
     return [spike, stable]
 
@@ -282,7 +288,7 @@ def _exp2_1_breakdown(tf, pr, inside, z: float) -> list[ClaimResult]:
 # --------------------------------------------------------------------------------------------------
 
 
-def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
+def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
     """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal;
     CRPS floor."""
     label = (
@@ -290,7 +296,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         if any(r.spec.task.kind == "hier_rbf" for r in runs)
         else "supp-tab:lengthscale-crps"
     )
-    trained = _trained(runs)
+    trained = gating.trained_runs(runs)
     refs = {r.spec.task: r.result for r in runs if isinstance(r.spec, ExactPPDSpec)}
     run_of = {(r.spec.task, r.spec.model.L): r for r in trained}
     Ls = sorted({r.spec.model.L for r in trained})
@@ -325,9 +331,9 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
         np.mean([r[f"crps_L{Ls[-1]}"] for r in rows]),
         np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k,
     )
-    D, se = diff_se(a, b)
+    D, se = gating.diff_se(a, b)
     out.append(
-        exceeds(
+        gating.exceeds(
             D,
             se,
             z,
@@ -341,13 +347,8 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     # coverage near nominal at the deepest L, 90% and 95%
     devs: list[tuple[float, float, int, int, float]] = []
     for t in tasks:
-        e = cell[(t, Ls[-1])]
-        for lv in (90, 95):
-            dev = np.abs(e.mean[f"coverage_{lv}"] - lv / 100) - z * e.se[f"coverage_{lv}"]
-            for j, n in enumerate(e.n_eval):
-                devs.append(
-                    (float(dev[j]), t.lengthscale, lv, int(n), float(e.mean[f"coverage_{lv}"][j]))
-                )
+        for lv, n, c, se in gating.coverage_cells(cell[(t, Ls[-1])], (90, 95)):
+            devs.append((abs(c - lv / 100) - z * se, t.lengthscale, lv, n, c))
     worst_cov = max(devs)
     out.append(
         ClaimResult(
@@ -355,10 +356,10 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             label=label,
             statement=f"90% and 95% coverage near nominal at L={Ls[-1]} for every row "
             f"(including n' > n_max)",
-            holds=bool(worst_cov[0] <= COVERAGE_SLACK),
+            holds=bool(worst_cov[0] <= gating.COVERAGE_SLACK),
             observed=worst_cov[4],
             bound=worst_cov[2] / 100,
-            tolerance=f"|coverage - nominal| <= {COVERAGE_SLACK} + {z:g} SE (worst: "
+            tolerance=f"|coverage - nominal| <= {gating.COVERAGE_SLACK} + {z:g} SE (worst: "
             f"lengthscale={worst_cov[1]}, level={worst_cov[2]}%, n'={worst_cov[3]})",
             details={"rows": rows},
         )
@@ -367,7 +368,7 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
     gaps = []
     for (t, L), e in cell.items():
         for j, n in enumerate(e.n_eval):
-            D, se = diff_se(
+            D, se = gating.diff_se(
                 (e.mean["crps"][j], e.se["crps"][j]),
                 (e.mean["crps_exact"][j], e.se["crps_exact"][j]),
             )
@@ -397,19 +398,21 @@ def check_table(runs, z: float = Z_MARGIN) -> list[ClaimResult]:
             vals = [v(run_of[(t, L)])["crps"] for t in tasks]
             se = np.sqrt(np.sum([e**2 for _, e in vals])) / len(vals)
             ends.append((np.mean([m for m, _ in vals]), se))
-        return _beats(ends[0], ends[1], z)
+        return gating.beats(ends[0], ends[1], z)
 
     replays = {
         "table.crps_falls_with_L": crps_falls,
         "table.coverage_near_nominal": lambda v: all(
-            _coverage_ok(v(run_of[(t, Ls[-1])]), z) for t in tasks
+            gating.coverage_ok(v(run_of[(t, Ls[-1])]), z) for t in tasks
         ),
     }
     # "no model beats the exact PPD" is not gated: the CRPS is a proper scoring rule, so every
     # model, at every budget, scores at least the exact PPD's CRPS in expectation; training longer
     # cannot change what the check expects, only how close the model comes
     return [
-        r if r.key == "table.crps_not_below_exact" else gate(r, runs, replay=replays.get(r.key))
+        r
+        if r.key == "table.crps_not_below_exact"
+        else gating.gate(r, runs, replay=replays.get(r.key))
         for r in out
     ]
 

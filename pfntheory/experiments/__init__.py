@@ -6,7 +6,9 @@ and supp-sec:exp additional (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp
 pretraining budgets of supp-tab:pretraining hyperparameters.
 
 * :mod:`.specs` -- frozen run specifications and the run-directory naming (prefix + config hash);
-* :mod:`.definitions` -- one :class:`Experiment` per figure/table, at three scales;
+* :mod:`.definitions` -- the registry: one :class:`Experiment` per figure/table, at three scales,
+  defined in :mod:`.exp1`, :mod:`.exp2` and :mod:`.tables` from the records of :mod:`.design`,
+  the scale rules of :mod:`.scales` and the cost model of :mod:`.cost`;
 * :mod:`.published` -- the paper's numbers for the two tables, as data;
 * :mod:`.reference` -- the exact-PPD reference (CRPS/coverage floor) for the tables;
 * :mod:`.state` -- a run directory's state (complete, trained, partial), the runs root;

@@ -3,7 +3,7 @@ CRPS on a held-out set drawn once, at log-spaced steps (the convergence gate of 
 result, :mod:`pfntheory.convergence`; metrics of sec:sims).
 
 File schema 1 (``learning_curve.json``, ``learning_curve_<covariates>.json``): see
-:func:`read_learning_curve`.
+:func:`pfntheory.convergence.read_learning_curve` (the one reader, re-exported here).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import torch
 from .. import metrics as M
 from .. import runs
 from .._checks import choice, keys, positive_int
-from ..config import COVARIATES, LEARNING_CURVE_FILE, curve_file
-from ..convergence import METRICS
+from ..config import LEARNING_CURVE_FILE, curve_file
+from ..convergence import METRICS, read_learning_curve
 from ..discretize import bin_edges
+from ..runs import CURVE_METRICS
 from ..stats import mean_se
 from ..tree import RunSpec
 from .priors import sample_batch
@@ -100,10 +101,6 @@ def _tv_per_instance(bt, edges: np.ndarray, probs: np.ndarray) -> np.ndarray:
     )
 
 
-#: Metrics of a learning-curve point (each with ``<metric>_se``).
-CURVE_METRICS = ("tv", "nll", "coverage90", "crps")
-
-
 @torch.no_grad()
 def _curve_points(
     model, heldout, edges: np.ndarray, step: int, instances: bool = False
@@ -138,25 +135,6 @@ def _curve_points(
         pts.append(pt)
     model.train(was_training)
     return pts
-
-
-def read_learning_curve(run_dir, covariates: str | None = None) -> dict | None:
-    """The learning curve of a run directory (``learning_curve.json``; with ``covariates``, the
-    curve on that covariate law, :func:`curve_file`), or None if it has none.
-
-    Schema 1: ``{"schema": 1, "eval_seed", "n_instances", "n_eval": [n'...], "points": [{"step",
-    "n", "tv", "tv_se", "nll", "nll_se", "coverage90", "coverage90_se", "crps", "crps_se"}, ...],
-    "eval_seconds", "train_seconds"}``; one point per evaluated step and n'.
-    """
-    if covariates is not None:
-        choice(covariates, "covariates", COVARIATES)
-    path = Path(run_dir) / curve_file(covariates)
-    if not path.is_file():
-        return None
-    doc = runs.load_json(path)
-    if doc.get("schema") != 1 or not isinstance(doc.get("points"), list):
-        raise runs.CorruptFileError(f"{path} is not a schema-1 learning curve")
-    return doc
 
 
 def format_learning_curve(doc: dict, metric: str = "tv") -> str:

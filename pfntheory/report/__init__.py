@@ -31,6 +31,8 @@ Layout of the output folder (``reports/`` by default)::
     results/_status.json       per-notebook execution status (no times)
 """
 
+from pfntheory.convergence import read_learning_curve
+
 from . import plots
 from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
 from .html import build_index
@@ -39,7 +41,6 @@ from .mathtext import markdown_math, math_html
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     log_axis,
     plot_learning_curves,
-    read_learning_curve,
     save_figure,
     setup_plots,
     show_png,
@@ -83,6 +84,7 @@ __all__ = [
     "verdict_of",
     "decide_verdict",
     "convergence_of",
+    "read_learning_curve",
     "math_html",
     "markdown_math",
     "build_index",
@@ -95,5 +97,5 @@ __all__ = [
     "retrain",
     "KERNEL_ENV",
 ]
-# The plotting helpers, named once in plots.__all__ (its file-name constant stays there).
-__all__ += [n for n in plots.__all__ if n != "LEARNING_CURVE"]
+# The plotting helpers, named once in plots.__all__.
+__all__ += plots.__all__

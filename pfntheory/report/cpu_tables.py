@@ -10,8 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pfntheory.claims import gating as xgate
-from pfntheory.config import curve_file
-from pfntheory.convergence import curve_status, plateau_status, read_curve_points
+from pfntheory.convergence import curve_points, curve_status, plateau_status
 from pfntheory.experiments import published
 from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
 
@@ -63,9 +62,8 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
 
     rows = []
     for design, cov in curves.items():
-        path = run.run_dir / curve_file(cov)
         for metric in metrics:
-            st = curve_status(path, metric=metric)
+            st = curve_status(run.run_dir, cov, metric=metric)
             trend = st["trend"] if st["state"] != "no curve" else ""
             rows.append({"design": design, "metric": metric, "status": st["state"], "trend": trend})
     return pd.DataFrame(rows)
@@ -126,7 +124,7 @@ def averaging_frame(runs: Sequence, before: Sequence = ()):
     for r in runs:
         if not isinstance(r.spec, RunSpec) or r.spec.ema_decay == 0:
             continue
-        pts = read_curve_points(r.run_dir / curve_file(None))
+        pts = curve_points(r.run_dir)
         if pts is None or not all("last_tv" in p for p in pts):
             continue
         j_last, tv_last = _jitter_ratio(pts, "last_tv")
@@ -144,7 +142,7 @@ def averaging_frame(runs: Sequence, before: Sequence = ()):
             "E[TV] avg": tv_avg,
         }
         old = ref.get((s.task.kind, s.model.mode, s.model.L, s.model.C, s.steps))
-        od = None if old is None else read_curve_points(old.run_dir / curve_file(None))
+        od = None if old is None else curve_points(old.run_dir)
         if od is not None:
             row["committed: jitter/SE"], row["committed: E[TV]"] = _jitter_ratio(od, "tv")
         rows.append(row)

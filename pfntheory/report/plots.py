@@ -1,5 +1,6 @@
 """Plotting helpers of the notebooks: the report's style, saving, showing a saved image, log axes,
-and the learning curves of trained runs (``learning_curve.json``, schema 1).
+and the learning curves of trained runs (read by
+:func:`pfntheory.convergence.read_learning_curve`).
 
 Figures are shown inline by the kernel (the runner executes with the inline backend), so a page
 holds every figure beside the claim it supports; :func:`save_figure` also keeps a PNG under
@@ -8,7 +9,6 @@ holds every figure beside the claim it supports; :func:`save_figure` also keeps 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -21,13 +21,8 @@ __all__ = [
     "save_figure",
     "show_png",
     "log_axis",
-    "read_learning_curve",
     "plot_learning_curves",
-    "LEARNING_CURVE",
 ]
-
-LEARNING_CURVE = "learning_curve.json"
-_POINT_KEYS = ("step", "n", "tv", "tv_se")
 
 
 def describe_figure(fig, limit: int = 400) -> str:
@@ -139,30 +134,6 @@ def log_axis(ax, which: str = "x", ticks: Sequence[float] | None = None) -> None
         axis.set_minor_formatter(NullFormatter())
 
 
-def read_learning_curve(run_dir: str | os.PathLike, filename: str = LEARNING_CURVE) -> dict | None:
-    """The ``learning_curve.json`` of ``run_dir`` (schema 1), or None if the run has none.
-
-    ``filename`` reads another curve of the run instead (``learning_curve_uniform.json``: the same
-    model scored on the covariate shift).
-
-    Raises
-    ------
-    ValueError
-        If the file exists but is not schema 1 or a point lacks ``step``, ``n``, ``tv``, ``tv_se``.
-    """
-    f = Path(run_dir) / filename
-    if not f.is_file():
-        return None
-    doc = json.loads(f.read_text())
-    if doc.get("schema") != 1 or not isinstance(doc.get("points"), list):
-        raise ValueError(f"run_dir: {f} is not a schema-1 learning curve")
-    for p in doc["points"]:
-        missing = [k for k in _POINT_KEYS if k not in p]
-        if missing:
-            raise ValueError(f"run_dir: a point of {f} lacks {missing}")
-    return doc
-
-
 def plot_learning_curves(ax, curves: dict[str, dict], metric: str = "tv", n: int | None = None):
     """Plot held-out ``metric`` against training step (log-log), ±2 SE bands, one line per run.
 
@@ -170,7 +141,7 @@ def plot_learning_curves(ax, curves: dict[str, dict], metric: str = "tv", n: int
     ----------
     ax : matplotlib Axes
     curves : dict of str to dict
-        Run name -> learning-curve document (:func:`read_learning_curve`).
+        Run name -> learning-curve document (:func:`pfntheory.convergence.read_learning_curve`).
     metric : str
         A metric of the points (``tv``, ``nll``, ``coverage90``, ``crps``).
     n : int, optional

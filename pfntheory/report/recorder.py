@@ -40,8 +40,7 @@ from pfntheory.claims import (
     UNDECIDED,
     VERDICT_KINDS,
 )
-from pfntheory.config import LEARNING_CURVE_FILE
-from pfntheory.convergence import curve_status
+from pfntheory.convergence import all_plateaued, curve_status
 from pfntheory.runs import round_significant
 
 from .html import fmt, row_card
@@ -156,33 +155,25 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     paths = [Path(r) for r in run_dirs]
     if not paths:
         raise ValueError("run_dirs must name at least one run directory")
-    per_run: dict[str, dict | None] = {}
-    missing: list[Path] = []
-    improving: list[tuple[Path, dict]] = []
-    for rd in paths:
-        st = curve_status(rd / LEARNING_CURVE_FILE, metric=metric)
-        if st["state"] == "no curve":
-            missing.append(rd)
-            per_run[_rel(rd)] = None
-            continue
-        per_run[_rel(rd)] = st
-        if not st["plateaued"]:
-            improving.append((rd, st))
+    statuses = {_rel(rd): curve_status(rd, metric=metric) for rd in paths}
+    gate = all_plateaued(statuses)
+    per_run = {k: None if st["state"] == "no curve" else st for k, st in statuses.items()}
+    improving = [k for k in gate["not_plateaued"] if k not in gate["no_curve"]]
     if improving:
-        rd, st = improving[0]
+        st = statuses[improving[0]]
         return {
             "status": "improving",
             "runs": per_run,
-            "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. {rd.name}: "
-            f"{st['state']} at {st['last_step']} steps). Plateau criterion, not met: "
-            f"{st['criterion']}",
+            "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. "
+            f"{Path(improving[0]).name}: {st['state']} at {st['last_step']} steps). Plateau "
+            f"criterion, not met: {st['criterion']}",
         }
-    if missing:
+    if gate["no_curve"]:
         return {
             "status": "unknown",
             "runs": per_run,
-            "text": f"convergence unknown: {len(missing)} of {len(paths)} runs have no "
-            f"learning curve (e.g. {missing[0].name})",
+            "text": f"convergence unknown: {len(gate['no_curve'])} of {len(paths)} runs have no "
+            f"learning curve (e.g. {Path(gate['no_curve'][0]).name})",
         }
     return {
         "status": "plateaued",
