@@ -29,6 +29,7 @@ from IPython.display import Markdown, display
 from pfntheory import report
 from pfntheory.casestudy import baseline, load_dataset
 from pfntheory.casestudy.data import walker_data_available
+from pfntheory.casestudy.pfn import SCALES
 from pfntheory.casestudy.results import budget_claims
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import real_data_eb as eb_claims
@@ -143,7 +144,10 @@ for name in ("sacramento", "walker"):
         budgets[name] = budget
         res, res_dir, claims = budget["results"], budget["run_dirs"][1].parent, budget["claims"]
         run_dirs = budget["run_dirs"]
-        command = f"pfntheory casestudy {name} --scale cpu --budget-doubling"
+        factor = res["summary"]["steps"] // SCALES["cpu"].steps  # the 2S run of the pair
+        command = f"pfntheory casestudy {name} --scale cpu --budget-doubling" + (
+            f" --budget-factor {factor}" if factor != 2 else ""
+        )
     else:
         res_dir = CASE_DIR / name
         res_file = res_dir / "results.json"

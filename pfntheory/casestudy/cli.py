@@ -26,6 +26,7 @@ def _run_cli(args) -> int:
             args.dataset,
             args.scale,
             args.out_dir,
+            args.budget_factor,
             progress=not args.no_progress,
             **pick(args, *options),
         )
@@ -79,6 +80,14 @@ def register(subparsers) -> argparse.ArgumentParser:
         action="store_true",
         help="train the scale's PFN weight-averaged at its steps S and at 2S, each into "
         "<out-dir>/budget-s<steps>, and gate the claims by budget doubling (docs/verdicts.md)",
+    )
+    p.add_argument(
+        "--budget-factor",
+        type=int,
+        default=2,
+        metavar="K",
+        help="with --budget-doubling: train at S and K*S steps (default 2; K=4 after 2 adds the "
+        "doubling 2S -> 4S, which the page then reads)",
     )
     p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")
     add_run_options(p)

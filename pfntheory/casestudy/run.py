@@ -298,16 +298,19 @@ def budget_dir(name: str, steps: int, out_dir=None) -> Path:
     return base / f"budget-s{positive_int(steps, 'steps')}"
 
 
-def run_casestudy_budget(name: str, scale: str = "cpu", out_dir=None, **kw) -> dict[int, dict]:
-    """:func:`run_casestudy` at the budget-doubling pair of ``scale``
-    (:func:`pfntheory.casestudy.pfn.budget_scales`: S and 2S steps, weight-averaged), each into
-    :func:`budget_dir`; the page gates the claims on the pair (:func:`pfntheory.claims.casestudy.
-    doubling_gate`). Returns the two ``results.json`` contents by steps."""
+def run_casestudy_budget(
+    name: str, scale: str = "cpu", out_dir=None, factor: int = 2, **kw
+) -> dict[int, dict]:
+    """:func:`run_casestudy` at the budget pair of ``scale``
+    (:func:`pfntheory.casestudy.pfn.budget_scales`: S and ``factor`` S steps, weight-averaged),
+    each into :func:`budget_dir`; the page gates the claims on the longest doubling present
+    (:func:`pfntheory.casestudy.results.budget_claims`), so ``factor=4`` after the default adds the
+    pair 2S, 4S. Returns the two ``results.json`` contents by steps."""
     from .pfn import budget_scales
 
     return {
         steps: run_casestudy(
             name, sc, budget_dir(name, steps, out_dir), scale_name=f"{scale}-ema", **kw
         )
-        for steps, sc in budget_scales(scale).items()
+        for steps, sc in budget_scales(scale, factor).items()
     }
