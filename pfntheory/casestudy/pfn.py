@@ -83,6 +83,7 @@ from .._checks import (
     positive_scalar,
 )
 from ..config import LR_UNITS, ModelSpec, TaskSpec
+from ..experiments.scales import CPU_LR, CPU_LR_UNITS
 from ..gp import EBFit
 from ..nn.attention import score_matrix
 from ..nn.model import PFNTransformer
@@ -183,15 +184,7 @@ SCALES = {
     "paper": PFNScale(
         L=32, C=256, steps=_PAPER_STEPS, lr=_PAPER_LR, batch_size=128, checkpoint_every=500
     ),
-    "cpu": PFNScale(
-        L=32,
-        C=256,
-        steps=1000,
-        lr=3e-2,
-        batch_size=32,
-        checkpoint_every=100,
-        lr_units="elementwise",
-    ),
+    "cpu": PFNScale(L=32, C=256, steps=1000, lr=CPU_LR, batch_size=32, lr_units=CPU_LR_UNITS),
     "quick": PFNScale(L=8, C=64, steps=300, lr=3e-3, batch_size=32, checkpoint_every=50),
 }
 

@@ -48,7 +48,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .._checks import MAX_ELEMENTS, ArgumentTypeError
+from .._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of
 from ..config import MODES, ModelSpec, TaskSpec
 from .attention import masked_attention_dense, score_matrix, score_vector
 from .device import select_device
@@ -202,10 +202,8 @@ class PFNTransformer(nn.Module):
 
     def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
         super().__init__()
-        if not isinstance(config, ModelSpec):
-            raise ValueError(f"config must be a ModelSpec, got {type(config).__name__}")
-        if not isinstance(task, TaskSpec):
-            raise ValueError(f"task must be a TaskSpec, got {type(task).__name__}")
+        instance_of(ModelSpec)(config, "config")
+        instance_of(TaskSpec)(task, "task")
         self.config = cfg = config
         self.d = d = task.d
         cfg.check_size(d)

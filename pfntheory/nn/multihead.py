@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from .. import multihead as mh
-from .._checks import ArgumentTypeError
+from .._checks import ArgumentTypeError, instance_of
 from ..config import ModelSpec, TaskSpec, prior_components
 from ..kernels import RBFKernel
 from .attention import scaled_kernel_attention, score_vector
@@ -102,10 +102,8 @@ class MixturePFN(nn.Module):
 
     def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
         super().__init__()
-        if not isinstance(config, ModelSpec):
-            raise ArgumentTypeError(f"config must be a ModelSpec, got {type(config).__name__}")
-        if not isinstance(task, TaskSpec):
-            raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
+        instance_of(ModelSpec)(config, "config")
+        instance_of(TaskSpec)(task, "task")
         if not config.mixture:  # ModelSpec checked what mixture=True needs (score, mode, head, L)
             raise ValueError("config must have mixture=True for a MixturePFN")
         config.check_size(task.d)
