@@ -67,8 +67,8 @@ def mixture_components(kernels, noise_var) -> tuple[list, np.ndarray]:
     """The prior's components, checked: ``kernels`` (a sequence, length H) and ``noise_var``
     ``sigma_h^2 > 0`` of shape (H,), one per kernel."""
     kernels = sequence(kernels, "kernels")
-    nv = positive_array(noise_var, "noise_var", ndim=1)
-    return kernels, shaped(nv, "noise_var", (len(kernels),), "(one per kernel)")
+    noise_var = positive_array(noise_var, "noise_var", ndim=1)
+    return kernels, shaped(noise_var, "noise_var", (len(kernels),), "(one per kernel)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,7 +169,7 @@ def multihead_weights(
     -------
     MultiHeadWeights
     """
-    kernels, nv = mixture_components(kernels, noise_var)
+    kernels, noise_var = mixture_components(kernels, noise_var)
     H = len(kernels)
     pw = (
         np.full(H, 1.0 / H)
@@ -181,11 +181,12 @@ def multihead_weights(
         raise ValueError(f"encode must hold H={H} component indices in [0, {H - 1}], got {enc}")
     steps = head_steps(eta, H, positive_int(L, "L"))
     heads = tuple(  # head h carries component enc[h]: its kernel, noise and step
-        con.handset_weights(d, L, steps[e], nv[e], kernels[e], normalised=normalised) for e in enc
+        con.handset_weights(d, L, steps[e], noise_var[e], kernels[e], normalised=normalised)
+        for e in enc
     )
     return MultiHeadWeights(
         heads=heads,
-        noise_var=nv[list(enc)],
+        noise_var=noise_var[list(enc)],
         log_prior=np.log(pw / pw.sum()),
         kernels=tuple(kernels[e] for e in enc),
     )
@@ -352,15 +353,15 @@ def _readout(weights: MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray, n
 def exact_logdet(kernels, noise_var, X) -> np.ndarray:
     """The oracle ``log det(G_h + sigma_h^2 I)`` per component, shape ``X.shape[:-2] + (H,)``
     (Cholesky, via :func:`pfntheory.gp.log_marginal_likelihood` at ``Y = 0``)."""
-    kernels, nv = mixture_components(kernels, noise_var)
+    kernels, noise_var = mixture_components(kernels, noise_var)
     X = as_float_array(X, "X", min_ndim=2, non_empty=True)
     n = X.shape[-2]
     zero = np.zeros(X.shape[:-1])
     # log N(0; 0, A) = -logdet/2 - n/2 log 2 pi
     return np.stack(
         [
-            -2.0 * log_marginal_likelihood(k, X, zero, s2) - n * np.log(2 * np.pi)
-            for k, s2 in zip(kernels, nv, strict=True)
+            -2.0 * log_marginal_likelihood(k, X, zero, noise_var_h) - n * np.log(2 * np.pi)
+            for k, noise_var_h in zip(kernels, noise_var, strict=True)
         ],
         -1,
     )
@@ -437,7 +438,7 @@ def fit_logdet_readout(
     -------
     LogdetReadout
     """
-    kernels, nv = mixture_components(kernels, noise_var)
+    kernels, noise_var = mixture_components(kernels, noise_var)
     for i, k in enumerate(kernels):
         instance_of(RBFKernel)(k, f"kernels[{i}]")
     if len(set(ns)) < 4:
@@ -445,7 +446,7 @@ def fit_logdet_readout(
     feats, targets = [], []
     for n in ns:
         X = sample_design(n, d, rng, covariates, size=(n_draws,))
-        ld = exact_logdet(kernels, nv, X)  # (n_draws, H)
+        ld = exact_logdet(kernels, noise_var, X)  # (n_draws, H)
         ldD = np.stack([np.sum(np.log(_unit_row_sums(k, X)), -1) for k in kernels], -1)
         feats.append(logdet_features(ldD, n))  # (n_draws, H, 6)
         targets.append(ld)
@@ -479,9 +480,13 @@ def readout_log_weights(out: MultiHeadOutput, log_prior, logdet) -> np.ndarray:
 
 def exact_log_weights(kernels, noise_var, log_prior, X, Y) -> np.ndarray:
     """The exact posterior log-weights ``log pi_h + log N(Y; 0, G_h + sigma_h^2 I)``, normalised."""
-    kernels, nv = mixture_components(kernels, noise_var)
+    kernels, noise_var = mixture_components(kernels, noise_var)
     z = np.stack(
-        [log_marginal_likelihood(k, X, Y, s2) for k, s2 in zip(kernels, nv, strict=True)], -1
+        [
+            log_marginal_likelihood(k, X, Y, noise_var_h)
+            for k, noise_var_h in zip(kernels, noise_var, strict=True)
+        ],
+        -1,
     ) + shaped(as_float_array(log_prior, "log_prior", ndim=1), "log_prior", (len(kernels),))
     return z - scipy.special.logsumexp(z, axis=-1, keepdims=True)
 

@@ -185,7 +185,6 @@ SKIP: dict[str, str] = {
     "pfntheory.nn.state.load_trained": "reads a run directory",
     "pfntheory.nn.state.read_config": "reads a run directory",
     "pfntheory.nn.state.refuse_other_config": "reads a run directory",
-    "pfntheory.nn.curve.read_learning_curve": "reads a run directory",
     "pfntheory.nn.curve.LearningCurves": "reads and writes a run directory",
     "pfntheory.nn.evaluate.evaluate": "reads a run directory",
     "pfntheory.nn.evaluate.compare_to_construction": "reads a run directory",
@@ -613,6 +612,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.casestudy.pfn.pfn_predict": {"model": _model},
     "pfntheory.casestudy.pfn.pretraining_config": {"dataset": lambda: "sacramento"},
     "pfntheory.casestudy.pfn.scale_settings": {"scale": lambda: "quick"},
+    "pfntheory.casestudy.pfn.budget_scales": {"scale": lambda: "quick"},
     "pfntheory.claims.breakdown.predicted_breakdown": {
         "growth": lambda: {"n": [4, 8], "growth_f": [-1.0, 0.5], "growth_g": [-1.0, -0.5]}
     },
@@ -624,6 +624,17 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.claims.casestudy.gate": {
         "claim": _claim,
         "conv": lambda: {"trend": "still improving", "plateaued": False},
+    },
+    "pfntheory.claims.casestudy.doubling_gate": {
+        "short": _claim,
+        "long": _claim,
+        "status": lambda: {
+            "state": "still improving",
+            "plateaued": False,
+            "criterion": "budget doubling",
+            "short_step": 1000,
+            "last_step": 2000,
+        },
     },
     "pfntheory.claims.casestudy.grid_corr": {"a": lambda: MU.copy(), "b": lambda: W.copy()},
     "pfntheory.claims.casestudy.make_claims": {

@@ -165,6 +165,9 @@ class PFNScale:
             self, "curve_instances", nonneg_int(self.curve_instances, "curve_instances")
         )
         choice(self.lr_units, "lr_units", LR_UNITS)
+        if not 0 <= positive_scalar(self.ema_decay, "ema_decay", allow_zero=True) < 1:
+            raise ValueError(f"ema_decay must lie in [0, 1), got {self.ema_decay}")
+        positive_int(self.curve_points, "curve_points", minimum=2)
         if self.n_range is not None:
             rng = int_tuple(self.n_range, "n_range")
             if len(rng) != 2 or rng[0] > rng[1]:

@@ -50,7 +50,7 @@ __all__ = [
 def check_ridge_sandwich(
     G, noise_var: float, alpha: float = 1.0, rho: float | None = None
 ) -> ClaimResult:
-    """``(alpha^2 + (n-1) rho + s2)/(alpha^2 + s2) <= cond(G + s2 I) <= (n alpha^2 + s2)/s2`` for
+    """``(alpha^2 + (n-1) rho + σ²)/(alpha^2 + σ²) <= cond(G + σ² I) <= (n alpha^2 + σ²)/σ²`` for
     one RBF Gram (supp-lem:rbf kernel Gram ridge). ``rho`` defaults to the empirical off-diagonal
     mean (then the sandwich is deterministic); pass ``E kappa`` for the paper's (asymptotic)
     version. Tolerance: ``rtol = 10 n eps cond`` (relative round-off of the eigenvalue ratio)."""
@@ -70,11 +70,11 @@ def check_ridge_sandwich(
     return ClaimResult(
         key="ridge_sandwich",
         label="supp-lem:rbf kernel Gram ridge",
-        statement="(1+(n-1)rho+s2)/(1+s2) <= cond(G+s2 I) <= (n+s2)/s2",
+        statement="(1+(n-1)rho+σ²)/(1+σ²) <= cond(G+σ² I) <= (n+σ²)/σ²",
         holds=bool(lo - tol <= c <= hi + tol),
         observed=c,
         bound=hi,
-        tolerance="atol 10 n eps cond (1 + n alpha^2/s2), rtol 0",
+        tolerance="atol 10 n eps cond (1 + n alpha^2/σ²), rtol 0",
         details=dict(n=n, lo=lo, hi=hi, rho=float(rho_hat), lo_slack=c / lo, hi_slack=hi / c),
     )
 
@@ -82,10 +82,10 @@ def check_ridge_sandwich(
 @checked_args("G", "noise_var", "alpha")
 def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimResult:
     """Every inequality of the proof of supp-lem:rbf kernel Gram ridge prec on one Gram:
-    ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + s2/s_min]`` and
-    in the paper's ``[1, 1 + s2/alpha^2]``; ``lambda_n in [s2/s_max, (alpha^2 + s2)/s_max]``; and
-    the cond interval. Round-off: ``atol = 10 n eps (1 + s2/s_min)`` on eigenvalues of the scaled
-    matrix (norm ``<= 1 + s2/s_min``), relative ``10 n eps cond`` on the condition number."""
+    ``s_i >= alpha^2``; ``lambda_1(D^{-1/2} G D^{-1/2}) = 1``; ``lambda_1 in [1, 1 + σ²/s_min]`` and
+    in the paper's ``[1, 1 + σ²/alpha^2]``; ``lambda_n in [σ²/s_max, (alpha^2 + σ²)/s_max]``; and
+    the cond interval. Round-off: ``atol = 10 n eps (1 + σ²/s_min)`` on eigenvalues of the scaled
+    matrix (norm ``<= 1 + σ²/s_min``), relative ``10 n eps cond`` on the condition number."""
     G = np.asarray(G, float)
     n = G.shape[0]
     sp = spectral.prec_spectrum(G, noise_var)
@@ -95,14 +95,14 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
     checks = {
         "s_i >= alpha^2": sp.s_min >= alpha**2 * (1 - 10 * n * EPS),
         "lambda_1(A~) = 1": abs(sp.lambda_1_A - 1.0) <= tol,
-        "lambda_1 in [1, 1+s2/s_min]": b.lambda1[0] - tol <= sp.lambda_1 <= b.lambda1[1] + tol,
-        "lambda_1 in [1, 1+s2/alpha^2]": b.lambda1_paper[0] - tol
+        "lambda_1 in [1, 1+σ²/s_min]": b.lambda1[0] - tol <= sp.lambda_1 <= b.lambda1[1] + tol,
+        "lambda_1 in [1, 1+σ²/alpha^2]": b.lambda1_paper[0] - tol
         <= sp.lambda_1
         <= b.lambda1_paper[1] + tol,
-        "lambda_n in [s2/s_max, (alpha^2+s2)/s_max]": b.lambda_n[0] - tol
+        "lambda_n in [σ²/s_max, (alpha^2+σ²)/s_max]": b.lambda_n[0] - tol
         <= sp.lambda_n
         <= b.lambda_n[1] + tol,
-        "cond in [s_max/(alpha^2+s2), s_max(alpha^2+s2)/(alpha^2 s2)]": b.cond[0] - ctol
+        "cond in [s_max/(alpha^2+σ²), s_max(alpha^2+σ²)/(alpha^2 σ²)]": b.cond[0] - ctol
         <= sp.cond
         <= b.cond[1] + ctol,
     }
@@ -110,13 +110,13 @@ def check_prec_inequalities(G, noise_var: float, alpha: float = 1.0) -> ClaimRes
         key="prec_inequalities",
         label="supp-lem:rbf kernel Gram ridge prec",
         statement=(
-            "lambda_1 in [1,1+s2], lambda_n in [s2/s_max,(1+s2)/s_max], cond in "
-            "[s_max/(1+s2), s_max(1+s2)/s2]"
+            "lambda_1 in [1,1+σ²], lambda_n in [σ²/s_max,(1+σ²)/s_max], cond in "
+            "[s_max/(1+σ²), s_max(1+σ²)/σ²]"
         ),
         holds=bool(all(checks.values())),
         observed=sp.cond,
         bound=b.cond[1],
-        tolerance="atol 10 n eps (1 + s2/s_min) on eigenvalues, 10 n eps cond^2 on cond",
+        tolerance="atol 10 n eps (1 + σ²/s_min) on eigenvalues, 10 n eps cond^2 on cond",
         details=dict(
             n=n,
             checks={k: bool(v) for k, v in checks.items()},
@@ -146,7 +146,7 @@ def check_cond_rate(
     Jacobi-preconditioned (``which="prec"``, thm:cond number / supp-lem:rbf kernel Gram ridge prec)
     or the ridge (``which="ridge"``, supp-lem:rbf kernel Gram ridge) system; the 95% t-CI over seeds
     must lie in ``band``. The band (1 +- 0.2) is a pre-asymptotic allowance: the ratio ``cond/n``
-    converges but is only sandwiched in a factor ``(1 + s2)^2/s2`` at finite ``n``; ``details``
+    converges but is only sandwiched in a factor ``(1 + σ²)^2/σ²`` at finite ``n``; ``details``
     holds the measured slopes.
     """
     if which not in ("prec", "ridge"):
@@ -185,13 +185,13 @@ def check_cond_rate(
 def check_prec_amplitude(
     rng: np.random.Generator, alpha=0.5, noise_var=0.2, n=50, d=8, lengthscale=0.3
 ) -> ClaimResult:
-    """supp-lem:rbf kernel Gram ridge prec uses ``s_i >= 1`` and ``lambda_1 in [1, 1 + s2]``: true
+    """supp-lem:rbf kernel Gram ridge prec uses ``s_i >= 1`` and ``lambda_1 in [1, 1 + σ²]``: true
     for the unit kernel. For amplitude ``alpha^2 < 1`` only ``s_i >= alpha^2`` and
-    ``lambda_1 in [1, 1 + s2/alpha^2]`` hold, and ``lambda_1 > 1 + s2`` happens (so the
-    "conservative" step ``2/(1 + s2)`` of sec:generalization is not admissible). Two far-apart
-    points give ``lambda_1 -> 1 + s2/alpha^2`` exactly; a random design with a short lengthscale is
-    also scored. Holds (i.e. the erratum is confirmed) if both examples exceed ``1 + s2`` while
-    respecting ``1 + s2/alpha^2``."""
+    ``lambda_1 in [1, 1 + σ²/alpha^2]`` hold, and ``lambda_1 > 1 + σ²`` happens (so the
+    "conservative" step ``2/(1 + σ²)`` of sec:generalization is not admissible). Two far-apart
+    points give ``lambda_1 -> 1 + σ²/alpha^2`` exactly; a random design with a short lengthscale is
+    also scored. Holds (i.e. the erratum is confirmed) if both examples exceed ``1 + σ²`` while
+    respecting ``1 + σ²/alpha^2``."""
     kern = RBFKernel(alpha, lengthscale)
     X2 = np.array([[0.0], [100.0]])
     sp2 = spectral.prec_spectrum(RBFKernel(alpha, 1.0)(X2), noise_var)
@@ -209,12 +209,12 @@ def check_prec_amplitude(
         key="prec_amplitude",
         label="supp-lem:rbf kernel Gram ridge prec",
         statement=(
-            "lambda_1(D^-1(G+s2 I)) in [1, 1+s2/alpha^2]; the paper's [1, 1+s2] needs alpha >= 1"
+            "lambda_1(D^-1(G+σ² I)) in [1, 1+σ²/alpha^2]; the paper's [1, 1+σ²] needs alpha >= 1"
         ),
         holds=bool(holds),
         observed=sp.lambda_1,
         bound=paper,
-        tolerance="atol 10 n eps (1+s2/alpha^2)",
+        tolerance="atol 10 n eps (1+σ²/alpha^2)",
         details=dict(
             alpha=alpha,
             two_points_lambda1=sp2.lambda_1,
@@ -284,7 +284,7 @@ def check_L_growth(
     band=(0.8, 1.2),
 ) -> ClaimResult:
     """thm:L growth with the optimal constant step of the Jacobi-preconditioned system
-    (eqn:richardson prec, ``A = G + s2 I``, ``b = G Y``, ``D = diag(G 1)``, ``Y`` a GP draw
+    (eqn:richardson prec, ``A = G + σ² I``, ``b = G Y``, ``D = diag(G 1)``, ``Y`` a GP draw
     plus noise).
 
     Measures ``L_needed``: the first ``l`` with ``||u^l - u*||_2/||u*||_2 < eps`` from
@@ -306,7 +306,7 @@ def check_L_growth(
             n = int(n)
             G = kern(spectral.sample_design(n, d, rng))
             A = G + noise_var * np.eye(n)
-            Y = np.linalg.cholesky(A) @ rng.standard_normal(n)  # y ~ N(0, G + s2 I)
+            Y = np.linalg.cholesky(A) @ rng.standard_normal(n)  # y ~ N(0, G + σ² I)
             b = G @ Y  # eqn:richardson, v = Y
             D = G.sum(axis=1)  # D = diag(G 1)
             u_star = np.linalg.solve(A, b)
@@ -363,7 +363,7 @@ def check_rho_star_convention(
 ) -> ClaimResult:
     """The proof of thm:L growth writes ``rho = 1 - 2/(c_n + 2)``; supp-sec:richardson (and the next
     line of the same proof) give ``1 - 2/(c_n + 1)``. The spectral radius of the preconditioned
-    iteration matrix ``I - eta* D^{-1}(G + s2 I)`` is measured (eigenvalues of the similar symmetric
+    iteration matrix ``I - eta* D^{-1}(G + σ² I)`` is measured (eigenvalues of the similar symmetric
     matrix); holds if it equals ``1 - 2/(c+1)`` to ``atol 10 n eps cond`` and differs from
     ``1 - 2/(c+2)`` by more than that."""
     kern = RBFKernel()

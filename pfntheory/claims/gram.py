@@ -328,7 +328,7 @@ def check_rbf_cond_growth(
     its 95% CI above 0 (convex in log-log: the local polynomial degree keeps growing, so no
     polynomial bound fits), and (ii) ``y + (2 + (d-1)/d) log n`` regressed on ``n^{1/d}`` has slope
     ``gamma_hat`` with CI above 0 (the shape ``exp(gamma n^{1/d})/n^{2+(d-1)/d}`` of the lemma).
-    Also records ``cond(G + s2 I) <= (n + s2)/s2`` at the same ``n``: the ridge caps the growth
+    Also records ``cond(G + σ² I) <= (n + σ²)/σ²`` at the same ``n``: the ridge caps the growth
     (consistency of the lemma with thm:cond number).
     """
     kern = RBFKernel()

@@ -47,11 +47,11 @@ TOLERANCE = "quadrature error estimate + 1e-12 + 1e-9 TV (kinks of |p - q|)"
 
 
 def _components(kernels, noise_var, X, Y, x):
-    kernels, nv = mh.mixture_components(kernels, noise_var)
+    kernels, noise_var = mh.mixture_components(kernels, noise_var)
     X = as_float_array(X, "X", ndim=2, non_empty=True)
     Y = shaped(as_float_array(Y, "Y", ndim=1), "Y", (X.shape[0],), "(one label per row of X)")
     x = shaped(as_float_array(x, "x", ndim=1), "x", (X.shape[1],), "(one point of X's d)")
-    return kernels, nv, X, Y, x
+    return kernels, noise_var, X, Y, x
 
 
 def _path_readout(w: mh.MultiHeadWeights, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -74,21 +74,21 @@ def check_heads_richardson(
     Tolerance per head: :func:`~pfntheory.claims.richardson.roundoff_atol` of its component with the
     size of its rows, plus ``rtol = 16 n eps`` (as for the single head, check_tf_rows).
     """
-    kernels, nv, X, Y, x = _components(kernels, noise_var, X, Y, x)
+    kernels, noise_var, X, Y, x = _components(kernels, noise_var, X, Y, x)
     n, d = X.shape
     H = len(kernels)
-    w = mh.multihead_weights(d, L, kernels, nv, eta, normalised=normalised, encode=encode)
+    w = mh.multihead_weights(d, L, kernels, noise_var, eta, normalised=normalised, encode=encode)
     out = mh.multihead_forward(w, X, Y, x, return_path=True)
     assert out.path is not None
     rows = mh.token_rows(d, H)
     mu_p, tau_p = _path_readout(w, out.path)
     steps = mh.head_steps(eta, H, L)
     worst_ratio, per_head, ok = 0.0, [], bool(np.all(np.isfinite(out.path)))
-    for h, (k, s2) in enumerate(zip(kernels, nv, strict=True)):
-        F, Gv = con.expected_rows(k, X, Y, x, s2, steps[h], L, normalised=normalised)
+    for h, (k, noise_var_h) in enumerate(zip(kernels, noise_var, strict=True)):
+        F, Gv = con.expected_rows(k, X, Y, x, noise_var_h, steps[h], L, normalised=normalised)
         kx_row = np.concatenate([k(X, x[None, :])[:, 0], k.diag(x[None, :])])
         scale = float(max(np.max(np.abs(F)), np.max(np.abs(Gv)), np.max(np.abs(Y)), 1.0))
-        atol = roundoff_atol(k(X), s2, scale)
+        atol = roundoff_atol(k(X), noise_var_h, scale)
         rtol = ROUNDOFF_SAFETY * n * EPS
         with np.errstate(invalid="ignore", over="ignore"):
             errs = {
@@ -96,7 +96,8 @@ def check_heads_richardson(
                 "g": np.abs(out.path[:, rows["g"][h]] - Gv) / (atol + rtol * np.abs(Gv)),
                 "k": np.abs(out.path[1:, rows["k"][h]] - kx_row) / (atol + rtol * np.abs(kx_row)),
                 "mu": np.abs(mu_p[-1, h] - F[-1, n]) / (atol + rtol * scale),
-                "tau": np.abs(tau_p[-1, h] - (kx_row[-1] + s2 - Gv[-1, n])) / (atol + rtol * scale),
+                "tau": np.abs(tau_p[-1, h] - (kx_row[-1] + noise_var_h - Gv[-1, n]))
+                / (atol + rtol * scale),
             }
         r = max(float(np.max(v)) for v in errs.values())
         r = r if np.isfinite(r) else float("inf")
@@ -115,10 +116,10 @@ def check_heads_richardson(
     )
 
 
-def _do_nothing_tv(ppd: MixturePPD, kxx, nv) -> float:
+def _do_nothing_tv(ppd: MixturePPD, kxx, noise_var) -> float:
     """TV between the exact mixture and a model whose solver layers do nothing (the zero iterate:
     every head reads ``(0, kappa_h(x,x) + sigma_h^2)``), with the exact weights."""
-    lazy = MixturePPD(weights=ppd.weights, mu=np.zeros_like(ppd.mu), tau=(kxx + nv)[:, None])
+    lazy = MixturePPD(weights=ppd.weights, mu=np.zeros_like(ppd.mu), tau=(kxx + noise_var)[:, None])
     return mtv.mixture_tv(ppd, lazy)[0]
 
 
@@ -136,24 +137,24 @@ def check_mixture_rate(kernels, noise_var, X, Y, x, eta, Ls, *, encode=None) -> 
 
     Tolerance: :data:`TOLERANCE`.
     """
-    kernels, nv, X, Y, x = _components(kernels, noise_var, X, Y, x)
+    kernels, noise_var, X, Y, x = _components(kernels, noise_var, X, Y, x)
     n, d = X.shape
     H = len(kernels)
     Ls = sorted(set(int_tuple(Ls, "Ls", minimum=1)))
     steps = mh.head_steps(eta, H, Ls[-1])
-    w = mh.multihead_weights(d, Ls[-1], kernels, nv, eta, encode=encode)
+    w = mh.multihead_weights(d, Ls[-1], kernels, noise_var, eta, encode=encode)
     out = mh.multihead_forward(w, X, Y, x, return_path=True)
     assert out.path is not None
     mu_p, tau_p = _path_readout(w, out.path)  # (L+1, H)
-    ppd = mixture_ppd(kernels, nv, np.exp(w.log_prior), X, Y, x[None, :])  # exact, float64
+    ppd = mixture_ppd(kernels, noise_var, np.exp(w.log_prior), X, Y, x[None, :])  # exact, float64
     tau, wts = ppd.tau[:, 0], ppd.weights
     rows, ok = [], True
     for L in Ls:
         b = []
-        for h, (k, s2) in enumerate(zip(kernels, nv, strict=True)):
+        for h, (k, noise_var_h) in enumerate(zip(kernels, noise_var, strict=True)):
             G, k_x = k(X), k(X, x[None, :])[:, 0]
-            b_mu = float(rich.krr_testing_bound(G, k_x, Y, s2, steps[h], L - 1))
-            b_tau = float(rich.krr_testing_bound(G, k_x, k_x, s2, steps[h], L - 1))
+            b_mu = float(rich.krr_testing_bound(G, k_x, Y, noise_var_h, steps[h], L - 1))
+            b_tau = float(rich.krr_testing_bound(G, k_x, k_x, noise_var_h, steps[h], L - 1))
             b.append(float(mtv.gaussian_tv_bound(b_mu, b_tau, tau[h])))
         bound = float(np.sum(wts * np.asarray(b)))
         fin = bool(np.all(np.isfinite(mu_p[L])) and np.all(tau_p[L] > 0))
@@ -166,7 +167,7 @@ def check_mixture_rate(kernels, noise_var, X, Y, x, eta, Ls, *, encode=None) -> 
         ok = ok and holds
         rows.append({"L": L, "tv": tv, "bound": bound, "quad_err": err, "holds": holds})
     kxx = np.array([float(k.diag(x[None, :])[0]) for k in kernels])
-    lazy = _do_nothing_tv(ppd, kxx, nv)
+    lazy = _do_nothing_tv(ppd, kxx, noise_var)
     return ClaimResult(
         label=LABEL,
         key="multihead_rate",
@@ -200,11 +201,11 @@ def check_tv_bound(kernels, noise_var, X, Y, x, eta, L: int, logdet, *, normalis
 
     Tolerance: :data:`TOLERANCE` for (a); ``1e-12`` for (b) (closed forms of O(1) CDF values).
     """
-    kernels, nv, X, Y, x = _components(kernels, noise_var, X, Y, x)
+    kernels, noise_var, X, Y, x = _components(kernels, noise_var, X, Y, x)
     d = X.shape[1]
-    w = mh.multihead_weights(d, L, kernels, nv, eta, normalised=normalised)
+    w = mh.multihead_weights(d, L, kernels, noise_var, eta, normalised=normalised)
     out = mh.multihead_forward(w, X, Y, x)
-    ppd = mixture_ppd(kernels, nv, np.exp(w.log_prior), X, Y, x[None, :])
+    ppd = mixture_ppd(kernels, noise_var, np.exp(w.log_prior), X, Y, x[None, :])
     mu, tau, wts = ppd.mu[:, 0], ppd.tau[:, 0], ppd.weights
     w_model = np.exp(mh.readout_log_weights(out, w.log_prior, logdet))
     if not (np.all(np.isfinite(out.mu)) and np.all(out.tau > 0)):
@@ -268,7 +269,7 @@ def readout_weights_against_depth(task, n: int, Ls, n_instances: int, rng) -> di
     from ..spectral import sample_design
 
     task = instance_of(TaskSpec)(task, "task")
-    kernels, nv = prior_components(task)
+    kernels, noise_var = prior_components(task)
     if not all(isinstance(k, RBFKernel) for k in kernels):
         raise ValueError(f"task must have RBF components (TF^pr heads), got kind {task.kind!r}")
     n = positive_int(n, "n")
@@ -277,7 +278,12 @@ def readout_weights_against_depth(task, n: int, Ls, n_instances: int, rng) -> di
     Ls = sorted(set(int_tuple(Ls, "Ls", minimum=1)))
     H, d = len(kernels), task.d
     w = mh.multihead_weights(
-        d, Ls[-1], kernels, nv, [1.0 / (1.0 + s2) for s2 in nv], normalised=True
+        d,
+        Ls[-1],
+        kernels,
+        noise_var,
+        [1.0 / (1.0 + noise_var_h) for noise_var_h in noise_var],
+        normalised=True,
     )
     rows = mh.token_rows(d, H)
     tv_w = []
@@ -287,14 +293,14 @@ def readout_weights_against_depth(task, n: int, Ls, n_instances: int, rng) -> di
             sample_design(1, d, rng, task.covariates)[0],
         )
         h0 = int(rng.integers(H))
-        Y = np.linalg.cholesky(kernels[h0](X) + nv[h0] * np.eye(n)) @ rng.normal(size=n)
+        Y = np.linalg.cholesky(kernels[h0](X) + noise_var[h0] * np.eye(n)) @ rng.normal(size=n)
         out = mh.multihead_forward(w, X, Y, x, return_path=True)
         assert out.path is not None
-        exact = np.exp(mh.exact_log_weights(kernels, nv, w.log_prior, X, Y))
-        logdet = mh.exact_logdet(kernels, nv, X)
+        exact = np.exp(mh.exact_log_weights(kernels, noise_var, w.log_prior, X, Y))
+        logdet = mh.exact_logdet(kernels, noise_var, X)
         row = []
         for L in Ls:
-            q = np.sum(Y * (Y - out.path[L][rows["f"], :n]), -1) / nv  # (H,)
+            q = np.sum(Y * (Y - out.path[L][rows["f"], :n]), -1) / noise_var  # (H,)
             z = w.log_prior - 0.5 * q - 0.5 * logdet
             wq = np.exp(z - z.max())
             row.append(0.5 * float(np.sum(np.abs(wq / wq.sum() - exact))))

@@ -84,14 +84,14 @@ def exact_ppd_expected_crps(
     mean, se : float
         Monte-Carlo mean of the exact PPD's expected CRPS and its standard error.
     """
-    ell, s2, m = lengthscale, noise_var, n_instances
+    ell, m = lengthscale, n_instances
     k = RBFKernel(alpha=1.0, lengthscale=ell)
     vals = []
     for start in range(0, m, chunk):
         b = min(chunk, m - start)
         X = rng.standard_normal((b, n, d)) / np.sqrt(d)
         xq = rng.standard_normal((b, 1, d)) / np.sqrt(d)
-        _, tau = posterior_predictive(k, X, np.zeros((b, n)), xq, s2)
+        _, tau = posterior_predictive(k, X, np.zeros((b, n)), xq, noise_var)
         vals.append(np.sqrt(tau[:, 0] / np.pi))
     return mean_se(np.concatenate(vals))
 

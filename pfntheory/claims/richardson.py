@@ -357,13 +357,13 @@ def check_krr(
         for where, statement, e, b in (
             (
                 "training",
-                "|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+s2) ||Y||",
+                "|u^L(x_i)-u*(x_i)| <= e^{-(1-rho)L} lambda_1/(lambda_n+σ²) ||Y||",
                 e_train,
                 b_train,
             ),
             (
                 "testing",
-                "|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+s2) ||Y||",
+                "|u^L(x)-u*(x)| <= e^{-(1-rho)L} ||k_x||/(lambda_n+σ²) ||Y||",
                 e_test,
                 b_test,
             ),
@@ -374,7 +374,7 @@ def check_krr(
         ClaimResult(
             key="krr_closed_form",
             label="supp-thm:KRR",
-            statement="e^(l)(x) = -k_x^T (I - eta(G+s2 I))^l (G+s2 I)^-1 Y (closed form)",
+            statement="e^(l)(x) = -k_x^T (I - eta(G+σ² I))^l (G+σ² I)^-1 Y (closed form)",
             holds=bool(np.all(cf_err <= cf_tol)),
             observed=float(np.max(cf_err)),
             bound=float(np.min(cf_tol)),

@@ -92,13 +92,13 @@ def draw_contexts(
     Y : ndarray of shape (n_instances, n)      ``Y ~ N(0, G + sigma^2 I)``
     xq : ndarray of shape (n_instances, d)     queries from the same design
     """
-    B, s2 = n_instances, noise_var
+    B = n_instances
     if design == "gaussian":
         P = rng.normal(size=(B, n + 1, d)) / np.sqrt(d)
     else:
         P = rng.uniform(-1.0, 1.0, size=(B, n + 1, d)) / np.sqrt(d)
     X, xq = P[:, :n], P[:, n]
-    Lc = np.linalg.cholesky(kernel(X) + s2 * np.eye(n))  # (B, n, n)
+    Lc = np.linalg.cholesky(kernel(X) + noise_var * np.eye(n))  # (B, n, n)
     Y = (Lc @ rng.normal(size=(B, n, 1)))[..., 0]  # Y ~ N(0, G + sigma^2 I)
     return X, Y, xq
 
@@ -134,7 +134,6 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     -------
     mu_L, tau_L : ndarray of shape (B,)
     """
-    s2 = noise_var
     X, Y, xq = (np.asarray(a, dtype=float) for a in (X, Y, xq))
     if X.ndim != 3 or Y.shape != X.shape[:2] or xq.shape != (X.shape[0], X.shape[2]):
         raise ValueError(
@@ -149,12 +148,12 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     u = np.zeros((X.shape[0], 2))  # iterates at the query
     for _ in range(L - 1):  # eqn:recursion prec, L-1 solver layers
         R = V - U  # (B, n, 2)
-        u = (1 - eta * s2 / s_x)[:, None] * u + (eta / s_x)[:, None] * np.einsum(
+        u = (1 - eta * noise_var / s_x)[:, None] * u + (eta / s_x)[:, None] * np.einsum(
             "bi,bik->bk", k_x, R
         )
-        U = (1 - eta * s2 / s)[..., None] * U + (eta / s)[..., None] * (G @ R)
+        U = (1 - eta * noise_var / s)[..., None] * U + (eta / s)[..., None] * (G @ R)
     kxx = kernel.diag(xq)  # (B,)
-    return u[:, 0], s2 + kxx - u[:, 1]
+    return u[:, 0], noise_var + kxx - u[:, 1]
 
 
 @checked_args(

@@ -67,7 +67,7 @@ def check_stepsize_rate(
     n_seeds: int = 3,
     band=(-1.1, -0.9),
 ) -> ClaimResult:
-    """thm:lambda1: the admissible step ``2/(lambda_1(G) + s2)`` is of order ``1/n``: per seed, the
+    """thm:lambda1: the admissible step ``2/(lambda_1(G) + σ²)`` is of order ``1/n``: per seed, the
     slope of log step on log n; the 95% t-CI over seeds must lie in ``band``. For the linear kernel
     ``lambda_1 ~ (sqrt(n) + sqrt(d))^2/d`` approaches ``n/d`` only as ``sqrt(d/n) -> 0``, so use
     ``n >> d`` (the local slope is ``-1 + sqrt(d/n)/(1 + sqrt(d/n))`` roughly).
@@ -95,7 +95,7 @@ def check_stepsize_rate(
     return rate_claim(
         key=f"stepsize_rate_{kernel if isinstance(kernel, str) else kern.name}",
         label="thm:lambda1",
-        statement=f"admissible step 2/(lambda_1+s2) = Theta(1/n) ({kern.name}, d={d})",
+        statement=f"admissible step 2/(lambda_1+σ²) = Theta(1/n) ({kern.name}, d={d})",
         ns=ns,
         values=S,
         target=-1.0,
@@ -170,8 +170,8 @@ def check_covariate_shift(
 ) -> ClaimResult:
     """Covariate shift (supp-sec:exp additional): ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` has
     per-coordinate variance ``1/(3d)``, not ``1/d``. Quantifies ``rho = E kappa`` (closed form,
-    checked by Monte Carlo within 5 SE), ``lambda_1/n``, the admissible step ``2/(lambda_1 + s2)``
-    and ``cond(D^{-1}(G + s2 I))`` under both designs. Holds if the measured per-coordinate variance
+    checked by Monte Carlo within 5 SE), ``lambda_1/n``, the admissible step ``2/(lambda_1 + σ²)``
+    and ``cond(D^{-1}(G + σ² I))`` under both designs. Holds if the measured per-coordinate variance
     matches ``1/(3d)`` (5 SE), the MC rho matches the closed form (5 SE), and the uniform design has
     larger ``rho`` and smaller admissible step than the Gaussian one."""
     Xu = sample_design(n_mc // d, d, rng, "uniform")

@@ -220,7 +220,7 @@ class Recorder:
     Examples
     --------
     >>> rec = Recorder("01_richardson_construction")                      # doctest: +SKIP
-    >>> rec.add(check_krr(G, k_x, Y, s2), measured="worst error / bound")  # doctest: +SKIP
+    >>> rec.add(check_krr(G, k_x, Y, noise_var), measured="worst error / bound")  # doctest: +SKIP
     """
 
     def __init__(self, notebook: str):
