@@ -148,3 +148,34 @@ def test_not_positive_definite_even_in_float64(path):
     c = dataclasses.replace(_components(TASK)[0], s2=0.0)
     with pytest.raises(ValueError, match="noise_var"):
         fo.oracle32(c, Xa, z)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_place_factor_is_torchs(dtype):
+    """The fused ``chol_`` (LAPACK's potrf in place on the Gram matrix the fused ``gram`` writes)
+    gives bitwise torch.linalg.cholesky_ex's factor, strides and info, also where a leading minor
+    is not positive definite (info > 0). How it can fail: an upper-triangle call ('U') or a factor
+    not zeroed above the diagonal differs from torch's in the bits (measured: 7e-6 in float32)."""
+    with fused.enabled(True):
+        if not fused.available():
+            pytest.skip(f"no fused extension here: {fused.unavailable_reason()}")
+        if not fused.lapack():
+            pytest.skip("torch's library has no LAPACK potrf")
+        Xa, _ = _draw(300, 4)
+        c = _components(TASK)[0]
+        feat = torch.tensor(c.feat, dtype=dtype)
+        A = torch.ops.pfntheory_fused.gram(Xa[:, :300].to(dtype).contiguous(), feat, c.alpha2, c.s2)
+        assert torch.equal(A, A.mT)  # what chol_ relies on
+        A[1, 5, 5] = -1.0  # leading minor 6 not positive definite
+        A[2, 0, 0] = -3.0  # leading minor 1
+        ref, info_ref = torch.linalg.cholesky_ex(A)
+        info = torch.ops.pfntheory_fused.chol_(A)
+        assert torch.equal(info, info_ref) and info.tolist() == [0, 6, 1, 0]
+        for b in (0, 3):  # the factored instances (LAPACK leaves a failed one partly done)
+            assert torch.equal(A.mT[b], ref[b])
+        assert A.mT.stride() == ref.stride()
+        L, info32 = fo._factor32(c, Xa[:, :300].float())
+        assert dtype != torch.float32 or torch.equal(
+            L, torch.linalg.cholesky_ex(fo._gram32(c, Xa[:, :300].float()))[0]
+        )
+        assert info32.tolist() == [0, 0, 0, 0]

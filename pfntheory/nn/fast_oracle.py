@@ -31,8 +31,6 @@ import math
 
 import torch
 
-from .._checks import ArgumentTypeError, positive_int
-from .._checks import interval as check_interval
 from . import fused
 from .attention import scaled_kernel_attention
 from .model import select_device
@@ -40,12 +38,12 @@ from .priors import (
     GRAM_CHUNK_ELEMENTS,
     Batch,
     TaskConfig,
-    _check_generator,
     _cholesky,
     _components,
     _covariates,
-    _inside_bins,
     _sample_truncnorm,
+    check_sample_args,
+    labels_out,
     sample_batch,
 )
 
@@ -71,6 +69,18 @@ def _gram32(c, X32: torch.Tensor) -> torch.Tensor:
     A = c.gram(X32, X32)
     A.diagonal(dim1=-2, dim2=-1).add_(c.s2)
     return A
+
+
+def _factor32(c, X32: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 Cholesky factor ``L`` (b, n, n) of ``A = G + sigma^2 I`` and LAPACK's ``info``
+    (b,). With the fused operator, in place on the Gram matrix it writes (exactly symmetric), by
+    the LAPACK routine torch calls: bitwise ``torch.linalg.cholesky_ex``'s factor without its
+    copy of ``A`` into a second buffer (tests/test_fast_oracle.py)."""
+    A = _gram32(c, X32)
+    if fused.available() and fused.lapack():
+        info = torch.ops.pfntheory_fused.chol_(A)
+        return A.mT, info
+    return torch.linalg.cholesky_ex(A)
 
 
 def _apply_A(c, X: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
@@ -113,7 +123,7 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
     b, n1, _ = Xa.shape
     n = n1 - 1
     X = Xa[:, :n]
-    L, info = torch.linalg.cholesky_ex(_gram32(c, X.float()))
+    L, info = _factor32(c, X.float())
     Y = torch.bmm(z.float()[:, None, :], L.transpose(1, 2))[:, 0].double()  # (L z)^T = z^T L^T
     feat = torch.tensor(c.feat, dtype=torch.float64)
     k = c.alpha2 * torch.exp(-0.5 * (((X - Xa[:, n:]) * feat) ** 2).sum(-1))  # k_x (b, n)
@@ -164,20 +174,10 @@ def sample_batch_fast(
     """:func:`pfntheory.nn.priors.sample_batch` with the float32 oracle of this module for the
     single-kernel rbf kinds (``rbf``, ``ard_rbf``); same arguments, same random numbers, same
     :class:`~pfntheory.nn.priors.Batch`. Other kinds are ``sample_batch`` itself."""
-    if not isinstance(task, TaskConfig):
-        raise ArgumentTypeError(f"task must be a TaskConfig, got {type(task).__name__}")
+    B, n, interval = check_sample_args(task, batch_size, n, generator, dtype, interval)
     comps = _components(task)
-    if task.kind not in ("rbf", "ard_rbf") or len(comps) != 1:
-        return sample_batch(task, batch_size, n, generator, device, dtype, interval)
-    B = positive_int(batch_size, "batch_size")
-    n = positive_int(n, "n")
-    _check_generator(generator)
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    if interval is not None:
-        a, b = check_interval(*interval, "interval a", "interval b")
     gdev = generator.device
-    if gdev.type != "cpu":
+    if task.kind not in ("rbf", "ard_rbf") or len(comps) != 1 or gdev.type != "cpu":
         return sample_batch(task, batch_size, n, generator, device, dtype, interval)
     device = gdev if device is None else select_device(device)
     # the random numbers of sample_batch, in its order (one component: no h0; u_comp unused)
@@ -190,21 +190,14 @@ def sample_batch_fast(
     Y, mu, tau = (torch.cat([p[k] for p in parts]) for k in ("Y", "mu", "tau"))
     sd = tau.clamp_min(torch.finfo(torch.float64).tiny).sqrt()
     if interval is not None:
-        y = _sample_truncnorm(mu, sd, a, b, u)
+        y = _sample_truncnorm(mu, sd, interval[0], interval[1], u)
     else:
         y = mu + sd * torch.special.ndtri(u.clamp(min=torch.finfo(torch.float64).tiny))
-    y_out = y.to(device=device, dtype=dtype)
-    if interval is not None:
-        y_out = _inside_bins(y_out, a)
-
-    def out(t):
-        return t.to(device=device, dtype=dtype)
-
     return Batch(
-        X=out(Xa[:, :n]),
-        Y=out(Y),
-        xq=out(Xa[:, n]),
-        y=y_out,
+        X=Xa[:, :n].to(device=device, dtype=dtype),
+        Y=Y.to(device=device, dtype=dtype),
+        xq=Xa[:, n].to(device=device, dtype=dtype),
+        y=labels_out(y, device, dtype, interval),
         mu=mu.to(device),
         tau=tau.to(device),
     )

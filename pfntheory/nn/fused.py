@@ -18,11 +18,12 @@ it the same way (saved: ``x, s, v`` and the output):
   E_ij x_ik x_jk`` (one vector operation per coordinate less). No gradient flows to ``x`` (the
   data), as on the eager path.
 
-Two more operators run the same loops: :func:`solver_stack`, every solver layer of
+More operators run the same loops: :func:`solver_stack`, every solver layer of
 :func:`pfntheory.nn.solver.solver_layers` (values, ``P v`` and the skip term) for one instance after
 another in one call, with its backward pass (saved: each layer's input state and ``P v``, never a
-kernel), which the model uses whenever it can; and ``gram``, the rbf Gram matrix of
-:mod:`pfntheory.nn.fast_oracle`.
+kernel), which the model uses whenever it can; ``gram``, the rbf Gram matrix of
+:mod:`pfntheory.nn.fast_oracle`; and ``chol_``, its Cholesky factor in place by the LAPACK routine
+of torch's own library (bitwise ``torch.linalg.cholesky_ex``'s, without its copy).
 
 The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
 ``a.b - |a|^2/2 - |b|^2/2``, except in the forward pass at ``d >= 8``, which takes the expansion
@@ -166,6 +167,14 @@ def available() -> bool:
                 "fused kernel attention unavailable, using the eager path: %s", _state["reason"]
             )
     return bool(_state["ok"])
+
+
+def lapack() -> bool:
+    """Whether the loaded extension found LAPACK's ``potrf`` in torch's library (its ``chol_``
+    operator, :mod:`pfntheory.nn.fast_oracle`); call only where :func:`available` holds."""
+    if "lapack" not in _state:
+        _state["lapack"] = bool(_ops().lapack())
+    return bool(_state["lapack"])
 
 
 def unavailable_reason() -> str | None:

@@ -21,8 +21,8 @@
 // No OpenMP: one instance after another on the calling thread.
 //
 // Built on these loops, further down: stack_forward / stack_backward, every solver layer of one
-// instance in one call (pfntheory.nn.solver), and gram, the rbf Gram matrix of the float32 oracle
-// (pfntheory.nn.fast_oracle).
+// instance in one call (pfntheory.nn.solver), and gram and chol_, the rbf Gram matrix of the
+// float32 oracle and its Cholesky factor in place (pfntheory.nn.fast_oracle).
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -37,6 +37,14 @@
 #include <cstdint>
 #include <tuple>
 #include <vector>
+
+// LAPACK potrf in torch's library, weak (fused_chol_ below)
+extern "C" {
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info)
+    __attribute__((weak));
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info)
+    __attribute__((weak));
+}
 
 namespace {
 
@@ -656,6 +664,49 @@ at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, doub
   return G;
 }
 
+// LAPACK's Cholesky factorisation, the one torch.linalg.cholesky calls (MKL's or OpenBLAS's, in
+// torch's own library). Declared weak at the top: a torch built without these symbols still loads
+// this extension, and chol_ then refuses (pfntheory.nn.fast_oracle uses torch.linalg.cholesky_ex).
+inline void potrf(const char* uplo, const int* n, float* a, int* info) {
+  spotrf_(uplo, n, a, n, info);
+}
+inline void potrf(const char* uplo, const int* n, double* a, int* info) {
+  dpotrf_(uplo, n, a, n, info);
+}
+
+bool fused_lapack() { return spotrf_ != nullptr && dpotrf_ != nullptr; }
+
+// In place, for symmetric A (B, n, n) (row-major, as gram writes it: exactly symmetric): potrf
+// ('L') reads the buffer as the column-major matrix A^T = A, exactly as torch.linalg.cholesky_ex
+// does after copying A's lower triangle into a column-major buffer, so the factor is bitwise
+// torch's; then the buffer's untouched triangle is zeroed. Afterwards the buffer read row-major is
+// L^T (A.mT is L, with torch's column-major strides). Returns LAPACK's info per matrix (0: done;
+// k > 0: the leading minor of order k is not positive definite), as cholesky_ex's.
+at::Tensor fused_chol_(at::Tensor& A) {
+  TORCH_CHECK(fused_lapack(), "LAPACK potrf is not available in this torch");
+  TORCH_CHECK(A.device().is_cpu() && A.is_contiguous() && A.dim() == 3 && A.size(1) == A.size(2),
+              "A (B, n, n) contiguous on the CPU");
+  TORCH_CHECK(A.scalar_type() == at::kFloat || A.scalar_type() == at::kDouble,
+              "float32 or float64");
+  const int64_t B = A.size(0), n = A.size(1);
+  TORCH_CHECK(n < (int64_t(1) << 31), "n fits LAPACK's int");
+  at::Tensor info = at::zeros({B}, A.options().dtype(at::kInt));
+  int* ip = info.mutable_data_ptr<int>();
+  const int ni = static_cast<int>(n);
+  const char uplo = 'L';
+  AT_DISPATCH_FLOATING_TYPES(A.scalar_type(), "chol_", [&] {
+    scalar_t* ap = A.mutable_data_ptr<scalar_t>();
+    for (int64_t b = 0; b < B; ++b) {
+      scalar_t* a = ap + b * n * n;
+      if (n > 0) {
+        potrf(&uplo, &ni, a, ip + b);
+      }
+      for (int64_t r = 1; r < n; ++r) std::fill(a + r * n, a + r * n + r, scalar_t(0));
+    }
+  });
+  return info;
+}
+
 void check_stack(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& R,
                  const at::Tensor& V, const at::Tensor& S) {
   TORCH_CHECK(x.device().is_cpu(), "CPU tensors");
@@ -747,6 +798,8 @@ TORCH_LIBRARY(pfntheory_fused, m) {
   m.def(
       "backward(Tensor x, Tensor s, Tensor v, Tensor g, Tensor out, bool rbf) -> (Tensor, Tensor)");
   m.def("gram(Tensor x, Tensor s, float amp, float noise) -> Tensor");
+  m.def("chol_(Tensor(a!) A) -> Tensor");
+  m.def("lapack() -> bool");
   m.def(
       "stack_forward(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, bool rbf, bool norm, "
       "bool save) -> (Tensor, Tensor, Tensor)");
@@ -759,6 +812,11 @@ TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
   m.impl("forward", &fused_forward);
   m.impl("backward", &fused_backward);
   m.impl("gram", &fused_gram);
+  m.impl("chol_", &fused_chol_);
   m.impl("stack_forward", &fused_stack_forward);
   m.impl("stack_backward", &fused_stack_backward);
+}
+
+TORCH_LIBRARY_IMPL(pfntheory_fused, CompositeImplicitAutograd, m) {
+  m.impl("lapack", &fused_lapack);
 }
