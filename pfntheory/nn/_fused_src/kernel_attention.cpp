@@ -21,8 +21,9 @@
 // No OpenMP: one instance after another on the calling thread.
 //
 // Built on these loops, further down: stack_forward / stack_backward, every solver layer of one
-// instance in one call (pfntheory.nn.solver), and gram and chol_, the rbf Gram matrix of the
-// float32 oracle and its Cholesky factor in place (pfntheory.nn.fast_oracle).
+// instance in one call (pfntheory.nn.solver; stack_forward_sym, the evaluation's, with each
+// context-context kernel entry computed once: forward_sym), and gram and chol_, the rbf Gram
+// matrix of the float32 oracle and its Cholesky factor in place (pfntheory.nn.fast_oracle).
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -108,6 +109,7 @@ inline T hsum(const Vectorized<T>& a) {
 template <typename T>
 struct Scratch {
   std::vector<T> keys, vals, qs, row, aux, aux3, aux4, aux5;  // aux*: rbf at d >= 8
+  std::vector<T> tacc;  // forward_sym: per-key vector accumulators
   std::vector<Vectorized<T>> acc;
   void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
     keys.assign(d * np, T(0));
@@ -225,6 +227,123 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   }
   for (int64_t i = 0; i < Tq; ++i)
     for (int64_t c = 0; c < m; ++c) out[i * m + c] = outt[c * tp + i];
+}
+
+// out (T, m) of one instance for the rbf score, each kernel entry between two context tokens
+// computed once (the evaluation's no-autograd stack: pfntheory.nn.fused.evaluation). Context rows
+// i < n in blocks I of W lanes (as forward_one); for the keys j of I's own block,
+// out_I += P_Ij v_j; for each later key j, the same vector p = P_Ij (lanes over i) also gives
+// row j's sum over the keys i in I, P_ji = P_ij: p v_I is added to a vector accumulator of key j
+// (tacc, lanes over i), whose lanes are summed once at the end. The query rows (i >= n) take
+// lanes over keys. Padded lanes (i >= n) carry v_i = 0 and are not written. Same maths as
+// forward_one, another order of summation (so not bitwise its result;
+// tests/test_fused_attention.py).
+template <typename T, int D, int M>
+void forward_sym(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t n, int64_t,
+                 int64_t, Scratch<T>& w) {
+  using V = Vectorized<T>;
+  constexpr int64_t W = V::size();
+  constexpr bool EX = D >= 8;  // log2 P = 2 a.b - |a|^2 - |b|^2 clamped at 0, as forward_one
+  static_assert(!EX || D % 2 == 0, "two chains over an even d");
+  const int64_t np = (n + W - 1) / W * W;
+  w.size(n, np, D, M);
+  T* qt = w.keys.data();  // (D, np) context tokens, scaled, transposed, zero-padded
+  T* vt = w.vals.data();  // (M, np) values, transposed, zero-padded
+  T* keys = w.qs.data();  // (n, D) scaled (times 2 for EX)
+  w.aux.assign(np, T(0));
+  T* nq = w.aux.data();  // -|a_i|^2 (EX)
+  w.tacc.assign(n * M * W, T(0));
+  T* tacc = w.tacc.data();
+  w.row.assign(M * np, T(0));
+  T* outt = w.row.data();  // (M, np)
+  const T cq = T(std::sqrt(0.5 * kLog2e));
+  for (int64_t j = 0; j < n; ++j) {
+    T r = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      const T a = x[j * D + k] * s[k] * cq;
+      qt[k * np + j] = a;
+      keys[j * D + k] = EX ? T(2) * a : a;
+      r += a * a;
+    }
+    nq[j] = -r;
+    for (int64_t c = 0; c < M; ++c) vt[c * np + j] = v[j * M + c];
+  }
+  auto logp = [&](const V* q, const V& nqv, int64_t j) {
+    const T* b = keys + j * D;
+    if constexpr (EX) {
+      V z0 = nqv + V(nq[j]), z1(T(0));
+      for (int64_t k = 0; k < D; k += 2) {
+        z0 = at::vec::fmadd(q[k], V(b[k]), z0);
+        z1 = at::vec::fmadd(q[k + 1], V(b[k + 1]), z1);
+      }
+      return at::vec::minimum(z0 + z1, V(T(0)));
+    } else {
+      V lp[2] = {V(T(0)), V(T(0))};
+      for (int64_t k = 0; k < D; ++k) {
+        V diff = q[k] - V(b[k]);
+        lp[k % 2] = at::vec::fnmadd(diff, diff, lp[k % 2]);
+      }
+      return lp[0] + lp[1];
+    }
+  };
+  for (int64_t ib = 0; ib < n; ib += W) {
+    V q[D], acc[M], vI[M];
+    for (int64_t k = 0; k < D; ++k) q[k] = V::loadu(qt + k * np + ib);
+    for (int64_t c = 0; c < M; ++c) {
+      acc[c] = V(T(0));
+      vI[c] = V::loadu(vt + c * np + ib);
+    }
+    const V nqv = V::loadu(nq + ib);
+    const int64_t jd = std::min(ib + W, n);
+    for (int64_t j = ib; j < jd; ++j) {  // the block's own keys
+      V p = vexp2<false>(logp(q, nqv, j));
+      for (int64_t c = 0; c < M; ++c) acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
+    }
+    for (int64_t j = jd; j < n; ++j) {  // later keys: row I and, by symmetry, row j
+      V p = vexp2<false>(logp(q, nqv, j));
+      T* tj = tacc + j * M * W;
+      for (int64_t c = 0; c < M; ++c) {
+        acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
+        at::vec::fmadd(p, vI[c], V::loadu(tj + c * W)).store(tj + c * W);
+      }
+    }
+    for (int64_t c = 0; c < M; ++c) acc[c].store(outt + c * np + ib);
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < M; ++c)
+      out[i * M + c] = outt[c * np + i] + hsum(V::loadu(tacc + (i * M + c) * W));
+  for (int64_t i = n; i < Tq; ++i) {  // query rows: lanes over the keys
+    T a[D];
+    T r = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      a[k] = x[i * D + k] * s[k] * cq;
+      r += a[k] * a[k];
+    }
+    V acc[M];
+    for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
+    for (int64_t jb = 0; jb < np; jb += W) {
+      V z;
+      if constexpr (EX) {
+        V z0 = V(-r) + V::loadu(nq + jb), z1(T(0));
+        for (int64_t k = 0; k < D; k += 2) {
+          z0 = at::vec::fmadd(V(T(2) * a[k]), V::loadu(qt + k * np + jb), z0);
+          z1 = at::vec::fmadd(V(T(2) * a[k + 1]), V::loadu(qt + (k + 1) * np + jb), z1);
+        }
+        z = at::vec::minimum(z0 + z1, V(T(0)));
+      } else {
+        V lp[2] = {V(T(0)), V(T(0))};
+        for (int64_t k = 0; k < D; ++k) {
+          V diff = V(a[k]) - V::loadu(qt + k * np + jb);
+          lp[k % 2] = at::vec::fnmadd(diff, diff, lp[k % 2]);
+        }
+        z = lp[0] + lp[1];
+      }
+      V p = vexp2<false>(z);  // padded keys: v = 0 below
+      for (int64_t c = 0; c < M; ++c)
+        acc[c] = at::vec::fmadd(p, V::loadu(vt + c * np + jb), acc[c]);
+    }
+    for (int64_t c = 0; c < M; ++c) out[i * M + c] = hsum(acc[c]);
+  }
 }
 
 // dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double).
@@ -434,6 +553,28 @@ std::pair<FwdFn<T>, BwdFn<T>> pick_m(int64_t m) {
   if (m == 2) return {forward_one<T, D, 2, true>, backward_one<T, D, 2, true>};
   if (m == 3) return {forward_one<T, D, 3, true>, backward_one<T, D, 3, true>};
   return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
+}
+
+// The symmetric forward (forward_sym) at the compiled rbf sizes; nullptr elsewhere.
+template <typename T, int D>
+FwdFn<T> pick_sym_m(int64_t m) {
+  if (m == 2) return forward_sym<T, D, 2>;
+  if (m == 3) return forward_sym<T, D, 3>;
+  return nullptr;
+}
+
+template <typename T>
+FwdFn<T> pick_sym(int64_t d, int64_t m) {
+  switch (d) {
+    case 1: return pick_sym_m<T, 1>(m);
+    case 2: return pick_sym_m<T, 2>(m);
+    case 3: return pick_sym_m<T, 3>(m);
+    case 4: return pick_sym_m<T, 4>(m);
+    case 5: return pick_sym_m<T, 5>(m);
+    case 8: return pick_sym_m<T, 8>(m);
+    case 16: return pick_sym_m<T, 16>(m);
+    default: return nullptr;
+  }
 }
 
 template <typename T>
@@ -750,6 +891,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_stack_forward(
   return {H, Hs, outs};
 }
 
+// The stack's forward pass without autograd for the rbf score, each context-context kernel entry
+// computed once (forward_sym) where (d, m) is compiled; H (B, T, 2).
+at::Tensor fused_stack_forward_sym(const at::Tensor& x, const at::Tensor& scales,
+                                   const at::Tensor& R, const at::Tensor& V, const at::Tensor& S,
+                                   bool norm) {
+  check_stack(x, scales, R, V, S);
+  const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = R.size(1);
+  const int64_t layers = scales.size(0), m = norm ? 3 : 2;
+  at::Tensor H = at::empty({B, Tq, 2}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "stack_forward_sym", [&] {
+    using T = scalar_t;
+    FwdFn<T> fwd = pick_sym<T>(d, m);
+    if (fwd == nullptr) fwd = pick<T>(d, m, true).first;
+    Scratch<T> w;
+    std::vector<T> vals, out1;
+    for (int64_t b = 0; b < B; ++b)
+      stack_forward_one<T>(x.const_data_ptr<T>() + b * Tq * d, scales.const_data_ptr<T>(),
+                           R.const_data_ptr<T>() + b * n * 2, V.const_data_ptr<T>(),
+                           S.const_data_ptr<T>(), H.mutable_data_ptr<T>() + b * Tq * 2, nullptr,
+                           nullptr, layers, Tq, n, d, norm, fwd, w, vals, out1);
+  });
+  return H;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_stack_backward(
     const at::Tensor& x, const at::Tensor& scales, const at::Tensor& R, const at::Tensor& V,
     const at::Tensor& S, const at::Tensor& Hs, const at::Tensor& outs, const at::Tensor& gH,
@@ -804,6 +969,9 @@ TORCH_LIBRARY(pfntheory_fused, m) {
       "stack_forward(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, bool rbf, bool norm, "
       "bool save) -> (Tensor, Tensor, Tensor)");
   m.def(
+      "stack_forward_sym(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, bool norm) -> "
+      "Tensor");
+  m.def(
       "stack_backward(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, Tensor Hs, "
       "Tensor outs, Tensor gH, bool rbf, bool norm) -> (Tensor, Tensor, Tensor, Tensor)");
 }
@@ -815,6 +983,7 @@ TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
   m.impl("chol_", &fused_chol_);
   m.impl("stack_forward", &fused_stack_forward);
   m.impl("stack_backward", &fused_stack_backward);
+  m.impl("stack_forward_sym", &fused_stack_forward_sym);
 }
 
 TORCH_LIBRARY_IMPL(pfntheory_fused, CompositeImplicitAutograd, m) {
