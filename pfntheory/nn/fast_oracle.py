@@ -71,24 +71,34 @@ def _gram32(c, X32: torch.Tensor) -> torch.Tensor:
     return A
 
 
-def _factor32(c, X32: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _factor32(c, X32: torch.Tensor, buf: torch.Tensor | None = None):
     """The float32 Cholesky factor ``L`` (b, n, n) of ``A = G + sigma^2 I`` and LAPACK's ``info``
-    (b,). With the fused operator, in place on the Gram matrix it writes (exactly symmetric), by
-    the LAPACK routine torch calls: bitwise ``torch.linalg.cholesky_ex``'s factor without its
-    copy of ``A`` into a second buffer (tests/test_fast_oracle.py)."""
-    A = _gram32(c, X32)
-    if fused.available() and fused.lapack():
+    (b,). With the fused operator, in place on the triangle of the Gram matrix that it reads (the
+    fused ``gram_upper``), by the LAPACK routine torch calls: bitwise ``torch.linalg.cholesky_ex``'s
+    factor of the whole (exactly symmetric) Gram matrix, without its copy of ``A`` into a second
+    buffer and half the Gram matrix's exps (tests/test_fast_oracle.py); into ``buf`` (B >= b, n,
+    n) float32 when given, whose first b matrices it then overwrites."""
+    if fused.available() and fused.lapack():  # potrf reads one triangle: the other is not formed
+        feat = torch.tensor(c.feat, dtype=torch.float32)
+        if buf is not None and buf.shape[0] >= len(X32):  # the pages are already faulted in
+            buf = buf[: len(X32)]
+        else:
+            buf = None
+        A = torch.ops.pfntheory_fused.gram_upper(X32.contiguous(), feat, c.alpha2, c.s2, buf)
         info = torch.ops.pfntheory_fused.chol_(A)
         return A.mT, info
-    return torch.linalg.cholesky_ex(A)
+    return torch.linalg.cholesky_ex(_gram32(c, X32))
 
 
 def _apply_A(c, X: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     """``A V`` (b, n, m) in float64 for the context inputs ``X`` (b, n, d): one kernel mat-vec
     (fused when available), no ``n x n`` matrix in memory."""
     feat = torch.tensor(c.feat, dtype=torch.float64)
-    with torch.no_grad():
-        out, _ = scaled_kernel_attention(X, feat, V, "rbf")  # (b, n, m): P V
+    if fused.available():  # P symmetric: each entry once
+        out = torch.ops.pfntheory_fused.matvec_sym(X.contiguous(), feat, V.contiguous())
+    else:
+        with torch.no_grad():
+            out, _ = scaled_kernel_attention(X, feat, V, "rbf")  # (b, n, m): P V
     return c.alpha2 * out + c.s2 * V
 
 
@@ -111,7 +121,7 @@ def oracle64(c, Xa: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.
     return (k * sol[..., 0]).sum(-1), c.alpha2 + c.s2 - (k * sol[..., 1]).sum(-1)
 
 
-def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE) -> dict:
+def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE, buf=None) -> dict:
     """Labels and exact PPD of one sub-batch (module docstring).
 
     ``c`` a single rbf component of ``pfntheory.nn.priors``, ``Xa`` (b, n+1, d) float64 tokens
@@ -119,11 +129,12 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
     float32 values (float64 values where an instance was redone in float64), ``mu``, ``tau`` (b,)
     float64, ``steps`` (b,) the refinement steps taken (-1: redone in float64) and ``err`` (b,) the
     estimated relative error left (the last correction times its ratio to the one before).
+    ``buf``: scratch for the factor (:func:`_factor32`), used again by consecutive sub-batches.
     """
     b, n1, _ = Xa.shape
     n = n1 - 1
     X = Xa[:, :n]
-    L, info = _factor32(c, X.float())
+    L, info = _factor32(c, X.float(), buf)
     Y = torch.bmm(z.float()[:, None, :], L.transpose(1, 2))[:, 0].double()  # (L z)^T = z^T L^T
     feat = torch.tensor(c.feat, dtype=torch.float64)
     k = c.alpha2 * torch.exp(-0.5 * (((X - Xa[:, n:]) * feat) ** 2).sum(-1))  # k_x (b, n)
@@ -186,7 +197,10 @@ def sample_batch_fast(
     torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)  # u_comp
     u = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
     step = max(1, 2 * GRAM_CHUNK_ELEMENTS // (n * n))  # the same memory as sample_batch's
-    parts = [oracle32(comps[0], Xa[i : i + step], z[i : i + step]) for i in range(0, B, step)]
+    buf = torch.empty(min(step, B), n, n) if B > step else None  # one buffer for the sub-batches
+    parts = [
+        oracle32(comps[0], Xa[i : i + step], z[i : i + step], buf=buf) for i in range(0, B, step)
+    ]
     Y, mu, tau = (torch.cat([p[k] for p in parts]) for k in ("Y", "mu", "tau"))
     sd = tau.clamp_min(torch.finfo(torch.float64).tiny).sqrt()
     if interval is not None:

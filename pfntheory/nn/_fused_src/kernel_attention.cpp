@@ -36,6 +36,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -502,8 +503,11 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
 // sqrt(log2(e) / 2), i.e. amp exp(-1/2 sum_k s_k^2 (x_ik - x_jk)^2): the Gram matrix of the
 // prior's rbf kernel plus the noise variance (pfntheory.nn.fast_oracle). Lanes over the columns
 // j of a row; G_ij and G_ji take the same operations in the same order, so G is exactly symmetric.
+// upper: only the entries j >= i (from the vector holding the diagonal on), what chol_ reads; the
+// others are left as they were.
 template <typename T>
-void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d, Scratch<T>& w) {
+void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d, Scratch<T>& w,
+              bool upper) {
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
   const int64_t np = (n + W - 1) / W * W;
@@ -516,7 +520,7 @@ void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t k = 0; k < d; ++k) q[k] = x[i * d + k] * s[k] * c;
     T* row = G + i * n;
-    for (int64_t jb = 0; jb < np; jb += W) {
+    for (int64_t jb = upper ? i / W * W : 0; jb < np; jb += W) {
       V z0(T(0)), z1(T(0));  // two chains
       int64_t k = 0;
       for (; k + 1 < d; k += 2) {
@@ -724,9 +728,10 @@ void check(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v) {
 
 template <typename T>
 void forward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v, at::Tensor& out,
-                 bool rbf) {
+                 bool rbf, bool sym = false) {
   const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = v.size(1), m = v.size(2);
-  auto fn = pick<T>(d, m, rbf).first;
+  FwdFn<T> fn = sym ? pick_sym<T>(d, m) : nullptr;
+  if (fn == nullptr) fn = pick<T>(d, m, rbf).first;
   Scratch<T> w;
   const T* xp = x.const_data_ptr<T>();
   const T* vp = v.const_data_ptr<T>();
@@ -767,6 +772,19 @@ at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& s, const at::Ten
   return out;
 }
 
+// out = P v for the rbf score with the keys all the tokens (T = n): P symmetric, each entry
+// computed once (forward_sym) where (d, m) is compiled (the float32 oracle's float64 residuals).
+at::Tensor fused_matvec_sym(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v) {
+  check(x, s, v);
+  TORCH_CHECK(v.size(1) == x.size(1), "v (B, T, m): a value for every token");
+  at::Tensor out = at::empty({x.size(0), x.size(1), v.size(2)}, x.options());
+  if (x.scalar_type() == at::kFloat)
+    forward_all<float>(x, s, v, out, true, true);
+  else
+    forward_all<double>(x, s, v, out, true, true);
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& s,
                                                   const at::Tensor& v, const at::Tensor& g,
                                                   const at::Tensor& out, bool rbf) {
@@ -785,7 +803,8 @@ std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at:
   return {ds, dv};
 }
 
-at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, double noise) {
+at::Tensor fused_gram_impl(const at::Tensor& x, const at::Tensor& s, double amp, double noise,
+                           bool upper, const std::optional<at::Tensor>& out = std::nullopt) {
   TORCH_CHECK(x.device().is_cpu() && s.device().is_cpu(), "CPU tensors");
   TORCH_CHECK(x.dim() == 3 && s.dim() == 1 && s.size(0) == x.size(2), "x (B, n, d), s (d,)");
   TORCH_CHECK(x.scalar_type() == s.scalar_type() &&
@@ -793,16 +812,35 @@ at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, doub
               "x, s float32 or float64, of one dtype");
   TORCH_CHECK(x.is_contiguous() && s.is_contiguous(), "contiguous");
   const int64_t B = x.size(0), n = x.size(1), d = x.size(2);
-  at::Tensor G = at::empty({B, n, n}, x.options());
+  at::Tensor G;
+  if (out.has_value()) {  // a buffer used again: its pages are not faulted in once more
+    G = *out;
+    TORCH_CHECK(G.is_contiguous() && G.scalar_type() == x.scalar_type() && G.device().is_cpu() &&
+                    G.sizes() == at::IntArrayRef({B, n, n}),
+                "out (B, n, n) contiguous, x's dtype");
+  } else {
+    G = at::empty({B, n, n}, x.options());
+  }
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gram", [&] {
     Scratch<scalar_t> w;
     const scalar_t* xp = x.const_data_ptr<scalar_t>();
     scalar_t* gp = G.mutable_data_ptr<scalar_t>();
     for (int64_t b = 0; b < B; ++b)
       gram_one<scalar_t>(xp + b * n * d, s.const_data_ptr<scalar_t>(), scalar_t(amp),
-                         scalar_t(noise), gp + b * n * n, n, d, w);
+                         scalar_t(noise), gp + b * n * n, n, d, w, upper);
   });
   return G;
+}
+
+at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, double noise) {
+  return fused_gram_impl(x, s, amp, noise, false);
+}
+
+// The upper triangle only (row-major; the entries below are undefined): what chol_ reads; into
+// out when given (then returned).
+at::Tensor fused_gram_upper(const at::Tensor& x, const at::Tensor& s, double amp, double noise,
+                            const std::optional<at::Tensor>& out) {
+  return fused_gram_impl(x, s, amp, noise, true, out);
 }
 
 // LAPACK's Cholesky factorisation, the one torch.linalg.cholesky calls (MKL's or OpenBLAS's, in
@@ -963,7 +1001,9 @@ TORCH_LIBRARY(pfntheory_fused, m) {
   m.def(
       "backward(Tensor x, Tensor s, Tensor v, Tensor g, Tensor out, bool rbf) -> (Tensor, Tensor)");
   m.def("gram(Tensor x, Tensor s, float amp, float noise) -> Tensor");
+  m.def("gram_upper(Tensor x, Tensor s, float amp, float noise, Tensor? out=None) -> Tensor");
   m.def("chol_(Tensor(a!) A) -> Tensor");
+  m.def("matvec_sym(Tensor x, Tensor s, Tensor v) -> Tensor");
   m.def("lapack() -> bool");
   m.def(
       "stack_forward(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, bool rbf, bool norm, "
@@ -980,7 +1020,9 @@ TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
   m.impl("forward", &fused_forward);
   m.impl("backward", &fused_backward);
   m.impl("gram", &fused_gram);
+  m.impl("gram_upper", &fused_gram_upper);
   m.impl("chol_", &fused_chol_);
+  m.impl("matvec_sym", &fused_matvec_sym);
   m.impl("stack_forward", &fused_stack_forward);
   m.impl("stack_backward", &fused_stack_backward);
   m.impl("stack_forward_sym", &fused_stack_forward_sym);
