@@ -46,6 +46,7 @@ from .._checks import MAX_ELEMENTS, ArgumentTypeError, positive_int, seed_int
 from .._checks import interval as check_interval
 from ..config import COVARIATES, TASK_KINDS, TaskConfig, prior_components
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from . import fused
 from .model import select_device
 
 __all__ = [
@@ -221,10 +222,26 @@ def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
 
 
 def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
-    """Batched lower Cholesky factor; a matrix that is not numerically positive definite raises a
-    ValueError (as :mod:`pfntheory.gp` does) naming the first failing instance, not torch's
-    ``_LinAlgError``."""
-    Lc, info = torch.linalg.cholesky_ex(A)
+    """Batched lower Cholesky factor of ``A``'s lower triangle (``A`` may be overwritten); a matrix
+    that is not numerically positive definite raises a ValueError (as :mod:`pfntheory.gp` does)
+    naming the first failing instance, not torch's ``_LinAlgError``.
+
+    With the fused extension (:mod:`pfntheory.nn.fused`), in place by the LAPACK routine that
+    ``torch.linalg.cholesky_ex`` calls on the same column-major copy of the lower triangle, one
+    instance at a time in cache: bitwise its factor (the committed draws are unchanged,
+    tests/test_priors.py), without its second (B, n, n) buffer."""
+    if (
+        A.device.type == "cpu"
+        and A.dim() == 3
+        and A.dtype in (torch.float32, torch.float64)
+        and A.is_contiguous()
+        and fused.available()
+        and fused.lapack()
+    ):
+        info = torch.ops.pfntheory_fused.chol_lower_(A)
+        Lc = A.mT
+    else:
+        Lc, info = torch.linalg.cholesky_ex(A)
     bad = (info != 0).nonzero()
     if bad.numel():
         i = int(bad[0, 0]) if bad.dim() == 2 else 0

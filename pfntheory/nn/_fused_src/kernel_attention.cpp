@@ -996,6 +996,42 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_stack_backward(
 
 }  // namespace
 
+// In place, for any square A (B, n, n) row-major: the Cholesky factor of its lower triangle, as
+// torch.linalg.cholesky_ex computes it (the lower triangle copied into a column-major buffer,
+// potrf 'L' there: bitwise its factor), with the column-major buffer a per-instance scratch in
+// cache and the factor written back over A as L^T row-major (A.mT is L with torch's strides), no
+// second (B, n, n) allocation. Returns info per matrix.
+at::Tensor fused_chol_lower_(at::Tensor& A) {
+  TORCH_CHECK(fused_lapack(), "LAPACK potrf is not available in this torch");
+  TORCH_CHECK(A.device().is_cpu() && A.is_contiguous() && A.dim() == 3 && A.size(1) == A.size(2),
+              "A (B, n, n) contiguous on the CPU");
+  TORCH_CHECK(A.scalar_type() == at::kFloat || A.scalar_type() == at::kDouble,
+              "float32 or float64");
+  const int64_t B = A.size(0), n = A.size(1);
+  TORCH_CHECK(n < (int64_t(1) << 31), "n fits LAPACK's int");
+  at::Tensor info = at::zeros({B}, A.options().dtype(at::kInt));
+  int* ip = info.mutable_data_ptr<int>();
+  const int ni = static_cast<int>(n);
+  const char uplo = 'L';
+  AT_DISPATCH_FLOATING_TYPES(A.scalar_type(), "chol_lower_", [&] {
+    using T = scalar_t;
+    std::vector<T> cm(n * n, T(0));  // column-major: cm[i + j n] = A_ij, i >= j
+    T* ap = A.mutable_data_ptr<T>();
+    for (int64_t b = 0; b < B; ++b) {
+      T* a = ap + b * n * n;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j <= i; ++j) cm[i + j * n] = a[i * n + j];
+      if (n > 0) potrf(&uplo, &ni, cm.data(), ip + b);
+      // A := L^T row-major, i.e. a[j n + i] = L_ij = cm[i + j n] for i >= j, zero below
+      for (int64_t j = 0; j < n; ++j) {
+        std::fill(a + j * n, a + j * n + j, T(0));
+        std::copy(cm.data() + j * n + j, cm.data() + (j + 1) * n, a + j * n + j);
+      }
+    }
+  });
+  return info;
+}
+
 TORCH_LIBRARY(pfntheory_fused, m) {
   m.def("forward(Tensor x, Tensor s, Tensor v, bool rbf) -> Tensor");
   m.def(
@@ -1003,6 +1039,7 @@ TORCH_LIBRARY(pfntheory_fused, m) {
   m.def("gram(Tensor x, Tensor s, float amp, float noise) -> Tensor");
   m.def("gram_upper(Tensor x, Tensor s, float amp, float noise, Tensor? out=None) -> Tensor");
   m.def("chol_(Tensor(a!) A) -> Tensor");
+  m.def("chol_lower_(Tensor(a!) A) -> Tensor");
   m.def("matvec_sym(Tensor x, Tensor s, Tensor v) -> Tensor");
   m.def("lapack() -> bool");
   m.def(
@@ -1022,6 +1059,7 @@ TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
   m.impl("gram", &fused_gram);
   m.impl("gram_upper", &fused_gram_upper);
   m.impl("chol_", &fused_chol_);
+  m.impl("chol_lower_", &fused_chol_lower_);
   m.impl("matvec_sym", &fused_matvec_sym);
   m.impl("stack_forward", &fused_stack_forward);
   m.impl("stack_backward", &fused_stack_backward);
