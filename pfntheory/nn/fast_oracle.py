@@ -13,10 +13,11 @@ label's uniforms) with the per-instance ``O(n^3)`` work in float32, and the PPD 
   ``1e-7`` of ``A``'s) instead of ``N(0, A)``;
 * the correction: ``[alpha, beta] = A^{-1} [Y, k_x]`` by iterative refinement, each step a float32
   solve with ``L`` of the float64 residual ``[Y, k_x] - A [alpha, beta]`` (``A`` applied in float64
-  by the kernel mat-vec of :func:`pfntheory.nn.attention.scaled_kernel_attention`, no ``n x n``
-  float64 matrix formed); each step divides the error by about ``1 / (cond(A) eps_32)``, and the
-  loop stops when the estimated error left is below ``REFINE_RTOL`` of the solution. The PPD is then
-  exact (to float64 round-off) for the instance drawn, which is what the model is scored on.
+  by the fused symmetric kernel mat-vec, else by
+  :func:`pfntheory.nn.attention.scaled_kernel_attention`; no ``n x n`` float64 matrix formed);
+  each step divides the error by about ``1 / (cond(A) eps_32)``, and the loop stops when the
+  estimated error left is below ``REFINE_RTOL`` of the solution. The PPD is then exact (to
+  float64 round-off) for the instance drawn, which is what the model is scored on.
 
 Instances whose float32 factor fails (``cond(A) eps_32 >~ 1``) or whose refinement does not
 converge are redone wholly in float64 (:func:`pfntheory.nn.priors.sample_batch`'s arithmetic).

@@ -21,9 +21,11 @@ it the same way (saved: ``x, s, v`` and the output):
 More operators run the same loops: :func:`solver_stack`, every solver layer of
 :func:`pfntheory.nn.solver.solver_layers` (values, ``P v`` and the skip term) for one instance after
 another in one call, with its backward pass (saved: each layer's input state and ``P v``, never a
-kernel), which the model uses whenever it can; ``gram``, the rbf Gram matrix of
-:mod:`pfntheory.nn.fast_oracle`; and ``chol_``, its Cholesky factor in place by the LAPACK routine
-of torch's own library (bitwise ``torch.linalg.cholesky_ex``'s, without its copy).
+kernel), which the model uses whenever it can, and inside :func:`evaluation` without autograd
+``stack_forward_sym`` (each context-context kernel entry once); ``gram``/``gram_upper``, the rbf
+Gram matrix of :mod:`pfntheory.nn.fast_oracle`, ``matvec_sym`` its symmetric mat-vec, and
+``chol_``/``chol_lower_``, Cholesky factors in place by the LAPACK routine of torch's own library
+(bitwise ``torch.linalg.cholesky_ex``'s, without its copy; :mod:`pfntheory.nn.priors` too).
 
 The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
 ``a.b - |a|^2/2 - |b|^2/2``, except in the forward pass at ``d >= 8``, which takes the expansion
