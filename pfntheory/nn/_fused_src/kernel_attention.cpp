@@ -550,40 +550,28 @@ template <typename T>
 using BwdFn = void (*)(const T*, const T*, const T*, const T*, const T*, T*, double*, int64_t,
                        int64_t, int64_t, int64_t, Scratch<T>&);
 
-// Compile-time (d, m) for the rbf score at the sizes the experiments use; anything else (and the
-// softmax score) runs the run-time-size loops.
-template <typename T, int D>
-std::pair<FwdFn<T>, BwdFn<T>> pick_m(int64_t m) {
-  if (m == 2) return {forward_one<T, D, 2, true>, backward_one<T, D, 2, true>};
-  if (m == 3) return {forward_one<T, D, 3, true>, backward_one<T, D, 3, true>};
-  return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
-}
+// The loops of one (d, m): forward, backward and (rbf, compiled sizes only, else nullptr) the
+// symmetric forward. Compile-time (d, m) for the rbf score at the sizes the experiments use;
+// anything else (and the softmax score) runs the run-time-size loops.
+template <typename T>
+struct Fns {
+  FwdFn<T> first;
+  BwdFn<T> second;
+  FwdFn<T> sym;
+};
 
-// The symmetric forward (forward_sym) at the compiled rbf sizes; nullptr elsewhere.
 template <typename T, int D>
-FwdFn<T> pick_sym_m(int64_t m) {
-  if (m == 2) return forward_sym<T, D, 2>;
-  if (m == 3) return forward_sym<T, D, 3>;
-  return nullptr;
+Fns<T> pick_m(int64_t m) {
+  if (m == 2)
+    return {forward_one<T, D, 2, true>, backward_one<T, D, 2, true>, forward_sym<T, D, 2>};
+  if (m == 3)
+    return {forward_one<T, D, 3, true>, backward_one<T, D, 3, true>, forward_sym<T, D, 3>};
+  return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>, nullptr};
 }
 
 template <typename T>
-FwdFn<T> pick_sym(int64_t d, int64_t m) {
-  switch (d) {
-    case 1: return pick_sym_m<T, 1>(m);
-    case 2: return pick_sym_m<T, 2>(m);
-    case 3: return pick_sym_m<T, 3>(m);
-    case 4: return pick_sym_m<T, 4>(m);
-    case 5: return pick_sym_m<T, 5>(m);
-    case 8: return pick_sym_m<T, 8>(m);
-    case 16: return pick_sym_m<T, 16>(m);
-    default: return nullptr;
-  }
-}
-
-template <typename T>
-std::pair<FwdFn<T>, BwdFn<T>> pick(int64_t d, int64_t m, bool rbf) {
-  if (!rbf) return {forward_one<T, 0, 0, false>, backward_one<T, 0, 0, false>};
+Fns<T> pick(int64_t d, int64_t m, bool rbf) {
+  if (!rbf) return {forward_one<T, 0, 0, false>, backward_one<T, 0, 0, false>, nullptr};
   switch (d) {
     case 1: return pick_m<T, 1>(m);
     case 2: return pick_m<T, 2>(m);
@@ -592,7 +580,7 @@ std::pair<FwdFn<T>, BwdFn<T>> pick(int64_t d, int64_t m, bool rbf) {
     case 5: return pick_m<T, 5>(m);
     case 8: return pick_m<T, 8>(m);
     case 16: return pick_m<T, 16>(m);
-    default: return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
+    default: return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>, nullptr};
   }
 }
 
@@ -730,8 +718,8 @@ template <typename T>
 void forward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v, at::Tensor& out,
                  bool rbf, bool sym = false) {
   const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = v.size(1), m = v.size(2);
-  FwdFn<T> fn = sym ? pick_sym<T>(d, m) : nullptr;
-  if (fn == nullptr) fn = pick<T>(d, m, rbf).first;
+  const Fns<T> fns = pick<T>(d, m, rbf);
+  const FwdFn<T> fn = sym && fns.sym != nullptr ? fns.sym : fns.first;
   Scratch<T> w;
   const T* xp = x.const_data_ptr<T>();
   const T* vp = v.const_data_ptr<T>();
@@ -855,13 +843,18 @@ inline void potrf(const char* uplo, const int* n, double* a, int* info) {
 
 bool fused_lapack() { return spotrf_ != nullptr && dpotrf_ != nullptr; }
 
-// In place, for symmetric A (B, n, n) (row-major, as gram writes it: exactly symmetric): potrf
-// ('L') reads the buffer as the column-major matrix A^T = A, exactly as torch.linalg.cholesky_ex
-// does after copying A's lower triangle into a column-major buffer, so the factor is bitwise
-// torch's; then the buffer's untouched triangle is zeroed. Afterwards the buffer read row-major is
-// L^T (A.mT is L, with torch's column-major strides). Returns LAPACK's info per matrix (0: done;
-// k > 0: the leading minor of order k is not positive definite), as cholesky_ex's.
-at::Tensor fused_chol_(at::Tensor& A) {
+// Cholesky factors in place of A (B, n, n) row-major, by LAPACK's potrf ('L'), as
+// torch.linalg.cholesky_ex computes them (A's lower triangle copied into a column-major buffer,
+// potrf there), so bitwise its factors; afterwards the buffer read row-major is L^T (A.mT is L,
+// with torch's column-major strides) and info per matrix is LAPACK's (0: done; k > 0: the leading
+// minor of order k is not positive definite), as cholesky_ex's.
+//   chol_ (symmetric A, as gram/gram_upper write it: potrf reads the row-major upper triangle,
+//          which for symmetric A is the column-major lower one): potrf on A's buffer itself, then
+//          the untouched triangle zeroed;
+//   chol_lower_ (any A: its lower triangle): per instance, the lower triangle copied column-major
+//          into a scratch in cache, potrf there, the factor written back over A: no second
+//          (B, n, n) buffer (pfntheory.nn.priors).
+at::Tensor chol_impl(at::Tensor& A, bool copy_lower) {
   TORCH_CHECK(fused_lapack(), "LAPACK potrf is not available in this torch");
   TORCH_CHECK(A.device().is_cpu() && A.is_contiguous() && A.dim() == 3 && A.size(1) == A.size(2),
               "A (B, n, n) contiguous on the CPU");
@@ -874,17 +867,27 @@ at::Tensor fused_chol_(at::Tensor& A) {
   const int ni = static_cast<int>(n);
   const char uplo = 'L';
   AT_DISPATCH_FLOATING_TYPES(A.scalar_type(), "chol_", [&] {
-    scalar_t* ap = A.mutable_data_ptr<scalar_t>();
+    using T = scalar_t;
+    std::vector<T> cm(copy_lower ? n * n : 0, T(0));  // column-major: cm[i + j n] = A_ij, i >= j
+    T* ap = A.mutable_data_ptr<T>();
     for (int64_t b = 0; b < B; ++b) {
-      scalar_t* a = ap + b * n * n;
-      if (n > 0) {
-        potrf(&uplo, &ni, a, ip + b);
+      T* a = ap + b * n * n;
+      T* f = copy_lower ? cm.data() : a;
+      if (copy_lower)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j <= i; ++j) cm[i + j * n] = a[i * n + j];
+      if (n > 0) potrf(&uplo, &ni, f, ip + b);
+      for (int64_t j = 0; j < n; ++j) {  // row j of L^T: zeros, then L_ij = f[i + j n], i >= j
+        std::fill(a + j * n, a + j * n + j, T(0));
+        if (copy_lower) std::copy(f + j * n + j, f + (j + 1) * n, a + j * n + j);
       }
-      for (int64_t r = 1; r < n; ++r) std::fill(a + r * n, a + r * n + r, scalar_t(0));
     }
   });
   return info;
 }
+
+at::Tensor fused_chol_(at::Tensor& A) { return chol_impl(A, false); }
+at::Tensor fused_chol_lower_(at::Tensor& A) { return chol_impl(A, true); }
 
 void check_stack(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& R,
                  const at::Tensor& V, const at::Tensor& S) {
@@ -940,8 +943,8 @@ at::Tensor fused_stack_forward_sym(const at::Tensor& x, const at::Tensor& scales
   at::Tensor H = at::empty({B, Tq, 2}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "stack_forward_sym", [&] {
     using T = scalar_t;
-    FwdFn<T> fwd = pick_sym<T>(d, m);
-    if (fwd == nullptr) fwd = pick<T>(d, m, true).first;
+    const Fns<T> fns = pick<T>(d, m, true);
+    const FwdFn<T> fwd = fns.sym != nullptr ? fns.sym : fns.first;
     Scratch<T> w;
     std::vector<T> vals, out1;
     for (int64_t b = 0; b < B; ++b)
@@ -996,41 +999,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_stack_backward(
 
 }  // namespace
 
-// In place, for any square A (B, n, n) row-major: the Cholesky factor of its lower triangle, as
-// torch.linalg.cholesky_ex computes it (the lower triangle copied into a column-major buffer,
-// potrf 'L' there: bitwise its factor), with the column-major buffer a per-instance scratch in
-// cache and the factor written back over A as L^T row-major (A.mT is L with torch's strides), no
-// second (B, n, n) allocation. Returns info per matrix.
-at::Tensor fused_chol_lower_(at::Tensor& A) {
-  TORCH_CHECK(fused_lapack(), "LAPACK potrf is not available in this torch");
-  TORCH_CHECK(A.device().is_cpu() && A.is_contiguous() && A.dim() == 3 && A.size(1) == A.size(2),
-              "A (B, n, n) contiguous on the CPU");
-  TORCH_CHECK(A.scalar_type() == at::kFloat || A.scalar_type() == at::kDouble,
-              "float32 or float64");
-  const int64_t B = A.size(0), n = A.size(1);
-  TORCH_CHECK(n < (int64_t(1) << 31), "n fits LAPACK's int");
-  at::Tensor info = at::zeros({B}, A.options().dtype(at::kInt));
-  int* ip = info.mutable_data_ptr<int>();
-  const int ni = static_cast<int>(n);
-  const char uplo = 'L';
-  AT_DISPATCH_FLOATING_TYPES(A.scalar_type(), "chol_lower_", [&] {
-    using T = scalar_t;
-    std::vector<T> cm(n * n, T(0));  // column-major: cm[i + j n] = A_ij, i >= j
-    T* ap = A.mutable_data_ptr<T>();
-    for (int64_t b = 0; b < B; ++b) {
-      T* a = ap + b * n * n;
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j <= i; ++j) cm[i + j * n] = a[i * n + j];
-      if (n > 0) potrf(&uplo, &ni, cm.data(), ip + b);
-      // A := L^T row-major, i.e. a[j n + i] = L_ij = cm[i + j n] for i >= j, zero below
-      for (int64_t j = 0; j < n; ++j) {
-        std::fill(a + j * n, a + j * n + j, T(0));
-        std::copy(cm.data() + j * n + j, cm.data() + (j + 1) * n, a + j * n + j);
-      }
-    }
-  });
-  return info;
-}
 
 TORCH_LIBRARY(pfntheory_fused, m) {
   m.def("forward(Tensor x, Tensor s, Tensor v, bool rbf) -> Tensor");
