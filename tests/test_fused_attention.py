@@ -366,6 +366,25 @@ def test_disabled_by_environment(fresh_state):
     assert len(calls) == 1
 
 
+def test_drawing_data_never_compiles(fresh_state):
+    """sample_batch uses the extension's in-place Cholesky factor only when a build is loaded or
+    cached (fused.available(build=False)): with an empty cache it draws through torch without
+    compiling (a draw must not wait a minute for a compiler), and the same batch. How it can fail:
+    a priors path calling fused.available() would reach the build, which raises here."""
+    from pfntheory.nn.priors import TaskConfig, sample_batch
+
+    def no_build():
+        raise AssertionError("sample_batch started a build")
+
+    fresh_state.setattr(fused, "_load", no_build)
+    task = TaskConfig(kind="rbf", d=2)
+    got = sample_batch(task, 4, 9, torch.Generator().manual_seed(1))
+    assert not fused._state["tried"]  # nothing was compiled or loaded
+    with fused.enabled(False):
+        ref = sample_batch(task, 4, 9, torch.Generator().manual_seed(1))
+    assert torch.equal(got.Y, ref.Y) and torch.equal(got.y, ref.y)
+
+
 def test_unsupported_arguments_fall_back(built):
     """Other dtypes, mixed dtypes and the linear score take the eager paths."""
     x, s, v, _, _ = _case(2, 7, 2, 2, torch.float32, "rbf")

@@ -113,6 +113,11 @@ def _compiler() -> str | None:
     return shutil.which(os.environ.get("CXX", "c++"))
 
 
+def _cached_library() -> Path:
+    """Where this source's build for this CPU and torch is cached."""
+    return _cache_dir() / f"{_build_name(_flags())}.so"
+
+
 def _load() -> None:
     """Load the cached library, or build it; raises with the reason when neither works."""
     flags = _flags()
@@ -148,9 +153,13 @@ def _load() -> None:
         os.replace(part, lib)
 
 
-def available() -> bool:
-    """Whether the fused operator can be used now (compiling it on the first call)."""
+def available(build: bool = True) -> bool:
+    """Whether the fused operator can be used now (compiling it on the first call; with
+    ``build=False`` only loading a cached build, never compiling: :mod:`pfntheory.nn.priors`,
+    whose draws must not wait a minute for a compiler)."""
     if not _state["enabled"] or os.environ.get("PFNTHEORY_FUSED", "1") == "0":
+        return False
+    if not _state["tried"] and not build and not _cached_library().is_file():
         return False
     if not _state["tried"]:
         _state["tried"] = True

@@ -226,16 +226,17 @@ def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
     that is not numerically positive definite raises a ValueError (as :mod:`pfntheory.gp` does)
     naming the first failing instance, not torch's ``_LinAlgError``.
 
-    With the fused extension (:mod:`pfntheory.nn.fused`), in place by the LAPACK routine that
-    ``torch.linalg.cholesky_ex`` calls on the same column-major copy of the lower triangle, one
-    instance at a time in cache: bitwise its factor (the committed draws are unchanged,
-    tests/test_priors.py), without its second (B, n, n) buffer."""
+    With the fused extension (:mod:`pfntheory.nn.fused`, when loaded or cached: drawing never
+    compiles it), in place by the LAPACK routine that ``torch.linalg.cholesky_ex`` calls on the
+    same column-major copy of the lower triangle, one instance at a time in cache: bitwise its
+    factor (the committed draws are unchanged, tests/test_priors.py), without its second
+    (B, n, n) buffer."""
     if (
         A.device.type == "cpu"
         and A.dim() == 3
         and A.dtype in (torch.float32, torch.float64)
         and A.is_contiguous()
-        and fused.available()
+        and fused.available(build=False)
         and fused.lapack()
     ):
         info = torch.ops.pfntheory_fused.chol_lower_(A)
