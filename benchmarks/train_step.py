@@ -44,9 +44,12 @@ Timings on a shared machine are noisy: compare the ratios printed in one run.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -55,6 +58,7 @@ from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.nn import fused
 from pfntheory.nn import model as model_mod
 from pfntheory.nn.evaluate import predict
+from pfntheory.nn.fast_oracle import sample_batch_fast
 from pfntheory.nn.model import DenseTransformer, PFNTransformer
 from pfntheory.nn.priors import sample_batch, sample_context_size
 from pfntheory.nn.train import accumulate_gradients, group_sizes
@@ -169,6 +173,15 @@ def _step(model, opt, batches, edges):
     return float(loss)
 
 
+def _draw_fast(acc: dict, b, task, n: int, g, dtype) -> None:
+    """``sample_batch_fast`` on the random numbers ``b`` was drawn from: its CPU time and how far
+    its labels are from ``b``'s (float32 round-off of the factor)."""
+    bf, _, cpu = _timed(sample_batch_fast, task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
+    acc["cpu"].append(cpu)
+    acc["dY"] = max(acc["dY"], float((bf.Y - b.Y).abs().max() / b.Y.abs().max()))
+    acc["dy"] = max(acc["dy"], float((bf.y - b.y).abs().max()))
+
+
 def run(
     bench: Bench,
     steps: int,
@@ -193,9 +206,14 @@ def run(
     opt_d = torch.optim.Adam(dense.parameters(), lr=2e-4)
     g = torch.Generator().manual_seed(seed)
 
+    fast_data = {"cpu": [], "dY": 0.0, "dy": 0.0}  # sample_batch_fast on the same numbers
+
     def draw():
         n = sample_context_size(bench.n_min, bench.n_max, g)
+        g2 = torch.Generator().set_state(g.get_state())
         b, wall, cpu = _timed(sample_batch, task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
+        if bench.kind != "blr":
+            _draw_fast(fast_data, b, task, n, g2, dtype)
         return b, n, (wall, cpu)
 
     # parity of the two forward passes on the first batch (float32 and float64)
@@ -265,6 +283,11 @@ def run(
         "cpu_data_ms": 1e3 * statistics.mean(c_data),
         "cpu_fast_ms": 1e3 * statistics.mean(c_fast),
         "cpu_eager_ms": 1e3 * statistics.mean(c_eager) if c_eager else float("nan"),
+        "cpu_data_fast_ms": 1e3 * statistics.mean(fast_data["cpu"][-steps:])
+        if fast_data["cpu"]
+        else float("nan"),
+        "fast_data_dY_rel": fast_data["dY"],
+        "fast_data_dy_abs": fast_data["dy"],
     }
 
 
@@ -323,8 +346,9 @@ def run_eval(
 
     Two models: a learnable TF^pr whose solver layers have distinct scales (a trained model: one
     kernel per layer) and the same model with equal scales (theory mode / hand-set weights: the
-    kernel is computed once per instance chunk)."""
-    from pfntheory.nn.fast_oracle import sample_batch_fast
+    kernel is computed once per instance chunk). ``pl`` is :func:`predict` (the evaluation's
+    stack, each context-context kernel entry once: ``fused.evaluation``), ``pl_train`` the same
+    model's training forward pass without autograd."""
 
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
     cfg = ModelSpec(score="rbf", L=L, C=C, mode="learnable", normalised=True, scale_init=1.25)
@@ -333,7 +357,7 @@ def run_eval(
     shared = PFNTransformer(cfg, edges, task)
     with torch.no_grad():
         per_layer.scale.add_(1e-3 * torch.arange(L, dtype=per_layer.scale.dtype)[:, None])
-    t = {"o64": 0.0, "o32": 0.0, "pl": 0.0, "pl_eager": 0.0, "sh": 0.0}
+    t = {"o64": 0.0, "o32": 0.0, "pl": 0.0, "pl_train": 0.0, "pl_eager": 0.0, "sh": 0.0}
     c = dict.fromkeys(t, 0.0)  # CPU seconds
     dmu = dtau = 0.0
     for start in range(0, instances, chunk):
@@ -358,6 +382,9 @@ def run_eval(
             with fused.enabled(flag):
                 _, wall, cpu = _timed(predict, model, bt, "cpu")
             t[key], c[key] = t[key] + wall, c[key] + cpu
+        with torch.no_grad():  # the training forward pass (no fused.evaluation)
+            _, wall, cpu = _timed(per_layer, bt.X.float(), bt.Y.float(), bt.xq.float())
+        t["pl_train"], c["pl_train"] = t["pl_train"] + wall, c["pl_train"] + cpu
     f = total / instances
     E = total * (n_eval + 1) * n_eval
     return {
@@ -369,6 +396,35 @@ def run_eval(
         "exps_shared": E,
         "chol_flop": total * n_eval**3 / 3.0,
     }
+
+
+def _print_eval(e: dict, args, exp32: float) -> None:
+    """The paper evaluation's figures (``run_eval``)."""
+    chol = bmm_rate(1, 1024, 1024, 1024)  # float32 GEMM as a bound
+    total = e["o32_s"] + e["pl_s"]
+    print(
+        f"\ne: paper evaluation (4096 instances, n'=1024, d=16, L={args.L}, C={args.C}, TF^pr, "
+        f"float32 model), from {args.eval_instances} instances scaled to 4096:\n"
+        f"   oracle + labels: float64 {e['o64_s']:.0f} s, float32 + correction "
+        f"{e['o32_s']:.0f} s ({e['o64_s'] / e['o32_s']:.2f}x; max |dmu| {e['dmu']:.1e}, "
+        f"|dtau| {e['dtau']:.1e}, the labels Y differing by float32 round-off); "
+        f"{e['chol_flop'] / 1e12:.2f} TFLOP of Cholesky, float32 GEMM peak here {chol:.0f} "
+        f"GFLOP/s\n"
+        f"   model, per-layer kernels (trained): fused {e['pl_s']:.0f} s, eager "
+        f"{e['pl_eager_s']:.0f} s ({e['pl_eager_s'] / e['pl_s']:.2f}x; "
+        f"{e['exps_per_layer'] / 1e9:.0f} G exps: {e['exps_per_layer'] / exp32:.0f} s at "
+        f"torch.exp's rate alone)\n"
+        f"   model, one kernel for all layers (theory / hand-set) {e['sh_s']:.0f} s "
+        f"({e['exps_shared'] / 1e9:.1f} G exps)\n"
+        f"   total (float32 oracle, trained model, fused) {total:.0f} s, target 120 s: "
+        f"{'ok' if total <= 120 else 'MISS'}\n"
+        f"   CPU time (process_time): oracle float64 {e['o64_cpu_s']:.0f} s, float32 "
+        f"{e['o32_cpu_s']:.0f} s; model fused {e['pl_cpu_s']:.0f} s (training forward "
+        f"{e['pl_train_cpu_s']:.0f} s), eager {e['pl_eager_cpu_s']:.0f} s, shared kernel "
+        f"{e['sh_cpu_s']:.0f} s; total {e['o32_cpu_s'] + e['pl_cpu_s']:.0f} s, target 120 s: "
+        f"{'ok' if e['o32_cpu_s'] + e['pl_cpu_s'] <= 120 else 'MISS'}",
+        flush=True,
+    )
 
 
 def main(argv=None):
@@ -400,8 +456,15 @@ def main(argv=None):
         default=1,
         help="G > 1: also time steps that mix G context sizes (no padding) against one-n steps",
     )
+    p.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    record: dict = {
+        "argv": vars(args),
+        "torch": torch.__version__,
+        "fused": fused.available(),
+        "load_average_start": os.getloadavg(),
+    }
     dtype = getattr(torch, args.dtype)
     dense_steps = min(args.dense_steps, args.steps)
     keys = [k.strip() for k in args.configs.split(",")]
@@ -463,6 +526,14 @@ def main(argv=None):
             flush=True,
         )
         cpu_step = r["cpu_data_ms"] + r["cpu_fast_ms"]
+        record[key] = {k: v for k, v in r.items() if k != "bench"} | {"flim_ms": flim}
+        print(
+            f"{'':26s} data: sample_batch_fast (float32 factor) on the same numbers "
+            f"{r['cpu_data_fast_ms']:.1f} ms CPU against {r['cpu_data_ms']:.1f}; its context "
+            f"labels differ by {r['fast_data_dY_rel']:.1e} (relative), query labels by "
+            f"{r['fast_data_dy_abs']:.1e}",
+            flush=True,
+        )
         print(
             f"{'':26s} CPU time (process_time): data {r['cpu_data_ms']:.0f} + model "
             f"{r['cpu_fast_ms']:.0f} = {cpu_step:.0f} ms, eager model {r['cpu_eager_ms']:.0f} ms "
@@ -490,31 +561,16 @@ def main(argv=None):
                     flush=True,
                 )
     if "e" in keys:
-        e = run_eval(args.eval_instances, min(args.eval_instances, 16), args.L, args.C)
-        chol = bmm_rate(1, 1024, 1024, 1024)  # float32 GEMM as a bound
-        total = e["o32_s"] + e["pl_s"]
-        print(
-            f"\ne: paper evaluation (4096 instances, n'=1024, d=16, L={args.L}, C={args.C}, TF^pr, "
-            f"float32 model), from {args.eval_instances} instances scaled to 4096:\n"
-            f"   oracle + labels: float64 {e['o64_s']:.0f} s, float32 + correction "
-            f"{e['o32_s']:.0f} s ({e['o64_s'] / e['o32_s']:.2f}x; max |dmu| {e['dmu']:.1e}, "
-            f"|dtau| {e['dtau']:.1e}, the labels Y differing by float32 round-off); "
-            f"{e['chol_flop'] / 1e12:.2f} TFLOP of Cholesky, float32 GEMM peak here {chol:.0f} "
-            f"GFLOP/s\n"
-            f"   model, per-layer kernels (trained): fused {e['pl_s']:.0f} s, eager "
-            f"{e['pl_eager_s']:.0f} s ({e['pl_eager_s'] / e['pl_s']:.2f}x; "
-            f"{e['exps_per_layer'] / 1e9:.0f} G exps: {e['exps_per_layer'] / exp32:.0f} s at "
-            f"torch.exp's rate alone)\n"
-            f"   model, one kernel for all layers (theory / hand-set) {e['sh_s']:.0f} s "
-            f"({e['exps_shared'] / 1e9:.1f} G exps)\n"
-            f"   total (float32 oracle, trained model, fused) {total:.0f} s, target 120 s: "
-            f"{'ok' if total <= 120 else 'MISS'}\n"
-            f"   CPU time (process_time): oracle float64 {e['o64_cpu_s']:.0f} s, float32 "
-            f"{e['o32_cpu_s']:.0f} s; model fused {e['pl_cpu_s']:.0f} s, eager "
-            f"{e['pl_eager_cpu_s']:.0f} s, shared kernel {e['sh_cpu_s']:.0f} s; total "
-            f"{e['o32_cpu_s'] + e['pl_cpu_s']:.0f} s",
-            flush=True,
-        )
+        record["e"] = run_eval(args.eval_instances, min(args.eval_instances, 16), args.L, args.C)
+        _print_eval(record["e"], args, exp32)
+    record["load_average_end"] = os.getloadavg()
+    print(
+        f"load average at the start {record['load_average_start']}, at the end "
+        f"{record['load_average_end']}"
+    )
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(record, indent=1, default=str) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Unit tests of pfntheory.cli: train / evaluate end to end, bad input, extensibility."""
 
 import json
+import os
 
 import pytest
 
@@ -548,3 +549,45 @@ def test_a_closed_pipe_ends_quietly():
     )
     assert r.stdout.splitlines()[0].startswith("fig_exp1")
     assert "rc=141" in r.stdout and r.stderr == "", (r.stdout, r.stderr)
+
+
+def test_evaluate_oracle_option(tmp_path, capsys, monkeypatch):
+    """`evaluate` computes the exact PPD with the float32 oracle by default (recorded in the
+    document's settings) and with float64 under --oracle float64 (recorded as the committed
+    evaluations are: no key). Same instances up to the labels' float32 round-off, so every metric
+    agrees within 1e-4 (the labels differ by a relative 1e-5 at most, test_fast_oracle.py). How it
+    can fail: an option not handed on leaves both documents without "oracle"."""
+    monkeypatch.delenv("PFNTHEORY_EVAL_ORACLE", raising=False)
+    rd = tmp_path / "run"
+    assert cli.main(_train_args(rd)) == 0
+    docs = {}
+    for name, extra in (("f32", []), ("f64", ["--oracle", "float64"])):
+        out = tmp_path / f"{name}.json"
+        argv = ["evaluate", str(rd), "--n-eval", "6", "--n-instances", "8", "--out", str(out)]
+        assert cli.main([*argv, *extra]) == 0
+        docs[name] = runs.load_json(out)
+    assert docs["f32"]["oracle"] == "float32" and "oracle" not in docs["f64"]
+    a, b = docs["f32"]["results"]["6"], docs["f64"]["results"]["6"]
+    for key in ("tv", "mse_mean", "crps", "nll"):
+        assert abs(a[key] - b[key]) <= 1e-4, key
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as err:
+        cli.main(["evaluate", str(rd), "--n-eval", "6", "--oracle", "float16"])
+    assert err.value.code == 2 and "--oracle" in capsys.readouterr().err
+
+
+def test_sweep_eval_oracle_reaches_the_workers(tmp_path, monkeypatch):
+    """`sweep --eval-oracle float32` sets $PFNTHEORY_EVAL_ORACLE (inherited by the workers), which
+    evaluate() reads when its oracle is not given; without the option it stays unset."""
+    from pfntheory.nn import evaluate as ev
+
+    monkeypatch.delenv(ev.ORACLE_ENV, raising=False)
+    root = str(tmp_path / "runs")
+    assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
+    assert ev.ORACLE_ENV not in os.environ
+    argv = ["sweep", "fig_exp2_1", "--list", "--root", root, "--eval-oracle", "float32"]
+    assert cli.main(argv) == 0
+    assert os.environ[ev.ORACLE_ENV] == "float32"
+    monkeypatch.setenv(ev.ORACLE_ENV, "float16")
+    with pytest.raises(ValueError, match="oracle"):
+        ev.evaluate(tmp_path, [8])

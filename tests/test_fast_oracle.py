@@ -148,3 +148,73 @@ def test_not_positive_definite_even_in_float64(path):
     c = dataclasses.replace(_components(TASK)[0], noise_var=0.0)
     with pytest.raises(ValueError, match="noise_var"):
         fo.oracle32(c, Xa, z)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_place_factor_is_torchs(dtype):
+    """The fused ``chol_`` (LAPACK's potrf in place on the Gram matrix the fused ``gram`` writes)
+    gives bitwise torch.linalg.cholesky_ex's factor, strides and info, also where a leading minor
+    is not positive definite (info > 0). How it can fail: an upper-triangle call ('U') or a factor
+    not zeroed above the diagonal differs from torch's in the bits (measured: 7e-6 in float32)."""
+    with fused.enabled(True):
+        if not fused.available():
+            pytest.skip(f"no fused extension here: {fused.unavailable_reason()}")
+        if not fused.lapack():
+            pytest.skip("torch's library has no LAPACK potrf")
+        Xa, _ = _draw(300, 4)
+        c = _components(TASK)[0]
+        feat = torch.tensor(c.feat, dtype=dtype)
+        A = torch.ops.pfntheory_fused.gram(
+            Xa[:, :300].to(dtype).contiguous(), feat, c.alpha2, c.noise_var
+        )
+        assert torch.equal(A, A.mT)  # what chol_ relies on
+        Au = torch.ops.pfntheory_fused.gram_upper(
+            Xa[:, :300].to(dtype).contiguous(), feat, c.alpha2, c.noise_var
+        )
+        assert torch.equal(Au.triu(), A.triu())  # the triangle chol_ reads, bitwise
+        A[1, 5, 5] = -1.0  # leading minor 6 not positive definite
+        A[2, 0, 0] = -3.0  # leading minor 1
+        ref, info_ref = torch.linalg.cholesky_ex(A)
+        info = torch.ops.pfntheory_fused.chol_(A)
+        assert torch.equal(info, info_ref) and info.tolist() == [0, 6, 1, 0]
+        for b in (0, 3):  # the factored instances (LAPACK leaves a failed one partly done)
+            assert torch.equal(A.mT[b], ref[b])
+        assert A.mT.stride() == ref.stride()
+        L, info32 = fo._factor32(c, Xa[:, :300].float())
+        assert dtype != torch.float32 or torch.equal(
+            L, torch.linalg.cholesky_ex(fo._gram32(c, Xa[:, :300].float()))[0]
+        )
+        assert info32.tolist() == [0, 0, 0, 0]
+
+
+def test_symmetric_matvec_of_the_residuals():
+    """The refinement's float64 ``A V`` (fused ``matvec_sym``: each kernel entry of the symmetric
+    ``P`` once) equals the plain kernel mat-vec to float64 round-off (1e-13 relative; another
+    order of summation), at a size with a tail (n = 300, not a multiple of the vector width) and
+    d = 16 (compiled) and d = 7 (the plain loop). How it can fail: a key's symmetric half dropped
+    is an error of order 1."""
+    with fused.enabled(True):
+        if not fused.available():
+            pytest.skip(f"no fused extension here: {fused.unavailable_reason()}")
+        for d in (16, 7):
+            g = torch.Generator().manual_seed(d)
+            X = torch.randn(3, 300, d, generator=g, dtype=torch.float64) / d**0.5
+            feat = torch.full((d,), 1.25, dtype=torch.float64)
+            V = torch.randn(3, 300, 2, generator=g, dtype=torch.float64)
+            got = torch.ops.pfntheory_fused.matvec_sym(X, feat, V)
+            with fused.enabled(False):
+                ref, _ = fo.scaled_kernel_attention(X, feat, V, "rbf")
+            assert float((got - ref).abs().max()) <= 1e-13 * float(ref.abs().max())
+
+
+def test_sub_batches_share_one_buffer(path, monkeypatch):
+    """Sub-batches (GRAM_CHUNK_ELEMENTS) factor into one scratch buffer, reused: the same batch,
+    bit for bit, as one sub-batch (each instance's arithmetic does not depend on its neighbours).
+    How it can fail: a factor read after the next sub-batch overwrote the buffer."""
+    args = (TASK, 7, 40)
+    kw = {"dtype": torch.float64, "interval": (-4.0, 4.0)}
+    ref = fo.sample_batch_fast(*args, torch.Generator().manual_seed(4), **kw)
+    monkeypatch.setattr(fo, "GRAM_CHUNK_ELEMENTS", 40 * 40)  # sub-batches of 2
+    got = fo.sample_batch_fast(*args, torch.Generator().manual_seed(4), **kw)
+    for f in ("X", "Y", "xq", "y", "mu", "tau"):
+        assert torch.equal(getattr(got, f), getattr(ref, f)), f

@@ -257,6 +257,59 @@ def test_stack_without_autograd(built):
     assert b.requires_grad and torch.equal(a, b.detach())
 
 
+SYM_SHAPES = [
+    (3, 20, 2, 4),
+    (2, 1, 2, 2),
+    (2, 16, 2, 3),
+    (2, 37, 16, 3),
+    (2, 13, 5, 3),
+    (1, 70, 16, 2),
+    (2, 9, 7, 2),
+]
+
+
+@pytest.mark.parametrize("normalised", [False, True])
+@pytest.mark.parametrize("shape", SYM_SHAPES, ids=lambda s: "B{}n{}d{}L{}".format(*s))
+def test_evaluation_stack_parity(built, shape, normalised):
+    """fused.evaluation(): the no-autograd stack computing each context-context kernel entry once
+    (symmetric P) gives the eager loop's H: float64 to 1e-12 relative (round-off of another order
+    of summation; measured 3e-15), float32 within 4x the float32 eager loop's own error from the
+    float64 reference plus 1e-6 (as test_stack_parity_with_eager). Shapes with tails (n not a
+    multiple of 16), n < 16, n = 16, the compiled d = 2, 5, 16 and a run-time d = 7 (the plain
+    forward). How it can fail: dropping the keys' symmetric half (tacc) leaves the context rows
+    without the earlier keys' terms, an error of order 1 (checked by hand)."""
+    ref = _stack_case(*shape, torch.float64, "rbf")
+    with fused.enabled(False), torch.no_grad():
+        h64 = solver_layers(ref[0], ref[2], ref[1], ref[3], ref[4], "rbf", normalised, 1 << 30)
+    c32 = _stack_case(*shape, torch.float32, "rbf")
+    with fused.enabled(False), torch.no_grad():
+        e32 = solver_layers(c32[0], c32[2], c32[1], c32[3], c32[4], "rbf", normalised, 1 << 30)
+    with fused.enabled(True), fused.evaluation(), torch.no_grad():
+        s64 = solver_layers(ref[0], ref[2], ref[1], ref[3], ref[4], "rbf", normalised, 1 << 30)
+        s32 = solver_layers(c32[0], c32[2], c32[1], c32[3], c32[4], "rbf", normalised, 1 << 30)
+    scale = float(h64.abs().max())
+    assert float((s64 - h64).abs().max()) <= 1e-12 * scale
+    err_e = float((e32.double() - h64).abs().max())
+    assert float((s32.double() - h64).abs().max()) <= 4 * err_e + 1e-6 * scale
+
+
+def test_evaluation_mode_is_scoped(built):
+    """Outside fused.evaluation() (training, and its no-autograd forward) the stack is the
+    training forward bitwise; inside, autograd still takes the training operator."""
+    x, scales, R, V, S, _ = _stack_case(2, 40, 16, 3, torch.float32, "rbf")
+    with fused.enabled(True):
+        with torch.no_grad():
+            plain = fused.solver_stack(x, scales, R, V, S, True, True)
+            with fused.evaluation():
+                sym = fused.solver_stack(x, scales, R, V, S, True, True)
+            again = fused.solver_stack(x, scales, R, V, S, True, True)
+        with fused.evaluation():
+            grad = fused.solver_stack(x, scales.clone().requires_grad_(), R, V, S, True, True)
+    assert torch.equal(plain, again) and torch.equal(plain, grad.detach())
+    assert not torch.equal(plain, sym)  # another order of summation
+    torch.testing.assert_close(sym, plain, rtol=1e-4, atol=1e-5)
+
+
 # ------------------------------------------------------------------------------------------------
 # fallback (no compiler needed)
 # ------------------------------------------------------------------------------------------------
@@ -312,6 +365,25 @@ def test_disabled_by_environment(fresh_state):
     assert not fused.available()
     assert not fused._state["tried"]  # nothing was compiled or loaded
     assert len(calls) == 1
+
+
+def test_drawing_data_never_compiles(fresh_state):
+    """sample_batch uses the extension's in-place Cholesky factor only when a build is loaded or
+    cached (fused.available(build=False)): with an empty cache it draws through torch without
+    compiling (a draw must not wait a minute for a compiler), and the same batch. How it can fail:
+    a priors path calling fused.available() would reach the build, which raises here."""
+    from pfntheory.nn.priors import TaskSpec, sample_batch
+
+    def no_build():
+        raise AssertionError("sample_batch started a build")
+
+    fresh_state.setattr(fused, "_load", no_build)
+    task = TaskSpec(kind="rbf", d=2)
+    got = sample_batch(task, 4, 9, torch.Generator().manual_seed(1))
+    assert not fused._state["tried"]  # nothing was compiled or loaded
+    with fused.enabled(False):
+        ref = sample_batch(task, 4, 9, torch.Generator().manual_seed(1))
+    assert torch.equal(got.Y, ref.Y) and torch.equal(got.y, ref.y)
 
 
 def test_unsupported_arguments_fall_back(built):

@@ -311,3 +311,77 @@ def test_sub_batches_do_not_change_the_draws(task, monkeypatch):
             assert b is None
             continue
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=f)
+
+
+def _gram_out_of_place(self, A, B):
+    """The rbf Gram matrix as sample_batch computed it before the in-place product (the reference
+    of the next test): one out-of-place baddbmm over the materialised sum of squared norms."""
+    f = torch.as_tensor(self.feat, dtype=A.dtype, device=A.device)
+    A, B = A * f, B * f
+    if self.linear:
+        return A @ B.transpose(-1, -2)
+    D = torch.baddbmm(
+        (A * A).sum(-1)[..., :, None] + (B * B).sum(-1)[..., None, :],
+        A,
+        B.transpose(-1, -2),
+        alpha=-2.0,
+    )
+    return D.clamp_(min=0.0).mul_(-0.5).exp_().mul_(self.alpha2)
+
+
+@pytest.mark.parametrize(
+    "task, B, n",
+    [
+        (TaskSpec(kind="rbf", d=2), 128, 64),
+        (TaskSpec(kind="rbf", d=2), 128, 89),
+        (TaskSpec(kind="rbf", d=2), 128, 128),
+        (TaskSpec(kind="rbf", d=16), 16, 300),
+        (TaskSpec(kind="ard_rbf", d=3, lengthscales=(0.5, 1.0, 2.0)), 32, 77),
+        (TaskSpec(kind="hier_rbf", d=2), 16, 40),
+    ],
+)
+def test_committed_draws_are_bitwise_unchanged(task, B, n, monkeypatch):
+    """The training data of committed runs replay bit for bit: sample_batch with the Gram matrix's
+    product accumulated in place (no copy of the sum) and the Cholesky factor in place (the fused
+    ``chol_lower_``, when the extension is there) gives exactly the batch of the computation they
+    replaced (an out-of-place baddbmm, torch.linalg.cholesky_ex), at the training shapes (config
+    (a): batch 128, n in [64, 128]) and others. No tolerance: torch.equal. How it can fail:
+    computing the product first and adding the norms afterwards (another rounding) changes Y in
+    the last bits at these shapes, as the check finds when the reference is altered that way."""
+    from pfntheory.nn import fused, priors
+
+    got = sample_batch(task, B, n, torch.Generator().manual_seed(5), interval=(-3.0, 3.0))
+    monkeypatch.setattr(priors._Component, "gram", _gram_out_of_place)
+    with fused.enabled(False):  # torch.linalg.cholesky_ex
+        ref = sample_batch(task, B, n, torch.Generator().manual_seed(5), interval=(-3.0, 3.0))
+    for f in ("X", "Y", "xq", "y", "mu", "tau", "weights", "mu_h", "tau_h"):
+        a, b = getattr(got, f), getattr(ref, f)
+        assert (a is None and b is None) or torch.equal(a, b), f
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_in_place_factor_is_torchs(dtype):
+    """The fused ``chol_lower_`` (the lower triangle copied column-major per instance, LAPACK's
+    potrf 'L' there, written back over A) is bitwise torch.linalg.cholesky_ex's factor, strides
+    and info, on Gram matrices that are not bitwise symmetric (the upper triangle is ignored, as
+    torch ignores it) and with failing instances. How it can fail: an upper-triangle call ('U') on
+    the row-major buffer gives another rounding (measured 7e-6 in float32)."""
+    from pfntheory.nn import fused, priors
+
+    with fused.enabled(True):
+        if not fused.available():
+            pytest.skip(f"no fused extension here: {fused.unavailable_reason()}")
+        if not fused.lapack():
+            pytest.skip("torch's library has no LAPACK potrf")
+        c = priors._components(TaskSpec(kind="rbf", d=2))[0]
+        for n in (64, 89, 128):
+            X = torch.randn(16, n, 2, generator=torch.Generator().manual_seed(n), dtype=dtype)
+            A = c.gram(X, X)
+            A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
+            A[3, 0, 1:] += 1.0  # upper-triangle entries the factor must not read
+            A[5, 7, 7] = -1.0  # leading minor 8 not positive definite
+            ref, info_ref = torch.linalg.cholesky_ex(A)
+            info = torch.ops.pfntheory_fused.chol_lower_(A)
+            assert torch.equal(info, info_ref) and int(info[5]) == 8
+            ok = info == 0
+            assert torch.equal(A.mT[ok], ref[ok]) and A.mT.stride() == ref.stride()

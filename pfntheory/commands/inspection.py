@@ -61,6 +61,13 @@ def _add_evaluate(sub) -> None:
         help="covariate shift (with --curve-only: the run's learning curve on that design)",
     )
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
+    p.add_argument(
+        "--oracle",
+        choices=("float32", "float64"),
+        default="float32",
+        help="exact PPD: float32 factor refined to float64 accuracy (default; docs/speed.md), or "
+        "float64 throughout (the committed eval.json)",
+    )
     add_run_options(p, seed=12345, device="cpu", progress=False)
     p.add_argument(
         "--curve",
@@ -239,7 +246,7 @@ def _run_evaluate(args) -> int:
         args.seed,
         progress=True,
         save=False,  # read-only: the run's committed eval.json is never rewritten
-        **pick(args, "covariates", "batch_size", "device"),
+        **pick(args, "covariates", "batch_size", "device", "oracle"),
     )
     n_eval = sorted(set(args.n_eval))
     if args.json:

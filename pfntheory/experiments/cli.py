@@ -55,6 +55,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--root", default=None, help="runs root (default reports/runs of the repository)"
     )
+    p.add_argument(
+        "--eval-oracle",
+        choices=("float32", "float64"),
+        default=None,
+        help="exact PPD of the evaluations this sweep runs: float32 refined to float64 accuracy, "
+        "or float64 (default: $PFNTHEORY_EVAL_ORACLE, else float64, as the committed runs)",
+    )
     p.add_argument("--list", action="store_true", help="list the runs and their state; run nothing")
     p.add_argument(
         "--dry-run",
@@ -98,6 +105,8 @@ def _estimate_line(name: str, scale: str) -> str | None:
 
 def _cmd(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
+    if args.eval_oracle is not None:  # workers inherit it (pfntheory.nn.evaluate.ORACLE_ENV)
+        os.environ["PFNTHEORY_EVAL_ORACLE"] = args.eval_oracle
     for n in names:
         get_experiment(n)
     if (

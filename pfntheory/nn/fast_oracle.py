@@ -13,10 +13,11 @@ label's uniforms) with the per-instance ``O(n^3)`` work in float32, and the PPD 
   ``1e-7`` of ``A``'s) instead of ``N(0, A)``;
 * the correction: ``[alpha, beta] = A^{-1} [Y, k_x]`` by iterative refinement, each step a float32
   solve with ``L`` of the float64 residual ``[Y, k_x] - A [alpha, beta]`` (``A`` applied in float64
-  by the kernel mat-vec of :func:`pfntheory.nn.attention.scaled_kernel_attention`, no ``n x n``
-  float64 matrix formed); each step divides the error by about ``1 / (cond(A) eps_32)``, and the
-  loop stops when the estimated error left is below ``REFINE_RTOL`` of the solution. The PPD is then
-  exact (to float64 round-off) for the instance drawn, which is what the model is scored on.
+  by the fused symmetric kernel mat-vec, else by
+  :func:`pfntheory.nn.attention.scaled_kernel_attention`; no ``n x n`` float64 matrix formed);
+  each step divides the error by about ``1 / (cond(A) eps_32)``, and the loop stops when the
+  estimated error left is below ``REFINE_RTOL`` of the solution. The PPD is then exact (to
+  float64 round-off) for the instance drawn, which is what the model is scored on.
 
 Instances whose float32 factor fails (``cond(A) eps_32 >~ 1``) or whose refinement does not
 converge are redone wholly in float64 (:func:`pfntheory.nn.priors.sample_batch`'s arithmetic).
@@ -31,8 +32,6 @@ import math
 
 import torch
 
-from .._checks import ArgumentTypeError, positive_int
-from .._checks import interval as check_interval
 from . import fused
 from .attention import scaled_kernel_attention
 from .model import select_device
@@ -40,12 +39,12 @@ from .priors import (
     GRAM_CHUNK_ELEMENTS,
     Batch,
     TaskSpec,
-    _check_generator,
     _cholesky,
     _components,
     _covariates,
-    _inside_bins,
     _sample_truncnorm,
+    check_sample_args,
+    labels_out,
     sample_batch,
 )
 
@@ -73,12 +72,34 @@ def _gram32(c, X32: torch.Tensor) -> torch.Tensor:
     return A
 
 
+def _factor32(c, X32: torch.Tensor, buf: torch.Tensor | None = None):
+    """The float32 Cholesky factor ``L`` (b, n, n) of ``A = G + sigma^2 I`` and LAPACK's ``info``
+    (b,). With the fused operator, in place on the triangle of the Gram matrix that it reads (the
+    fused ``gram_upper``), by the LAPACK routine torch calls: bitwise ``torch.linalg.cholesky_ex``'s
+    factor of the whole (exactly symmetric) Gram matrix, without its copy of ``A`` into a second
+    buffer and half the Gram matrix's exps (tests/test_fast_oracle.py); into ``buf`` (B >= b, n,
+    n) float32 when given, whose first b matrices it then overwrites."""
+    if fused.available() and fused.lapack():  # potrf reads one triangle: the other is not formed
+        feat = torch.tensor(c.feat, dtype=torch.float32)
+        if buf is not None and buf.shape[0] >= len(X32):  # the pages are already faulted in
+            buf = buf[: len(X32)]
+        else:
+            buf = None
+        A = torch.ops.pfntheory_fused.gram_upper(X32.contiguous(), feat, c.alpha2, c.noise_var, buf)
+        info = torch.ops.pfntheory_fused.chol_(A)
+        return A.mT, info
+    return torch.linalg.cholesky_ex(_gram32(c, X32))
+
+
 def _apply_A(c, X: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     """``A V`` (b, n, m) in float64 for the context inputs ``X`` (b, n, d): one kernel mat-vec
     (fused when available), no ``n x n`` matrix in memory."""
     feat = torch.tensor(c.feat, dtype=torch.float64)
-    with torch.no_grad():
-        out, _ = scaled_kernel_attention(X, feat, V, "rbf")  # (b, n, m): P V
+    if fused.available():  # P symmetric: each entry once
+        out = torch.ops.pfntheory_fused.matvec_sym(X.contiguous(), feat, V.contiguous())
+    else:
+        with torch.no_grad():
+            out, _ = scaled_kernel_attention(X, feat, V, "rbf")  # (b, n, m): P V
     return c.alpha2 * out + c.noise_var * V
 
 
@@ -101,7 +122,7 @@ def oracle64(c, Xa: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.
     return (k * sol[..., 0]).sum(-1), c.alpha2 + c.noise_var - (k * sol[..., 1]).sum(-1)
 
 
-def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE) -> dict:
+def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE, buf=None) -> dict:
     """Labels and exact PPD of one sub-batch (module docstring).
 
     ``c`` a single rbf component of ``pfntheory.nn.priors``, ``Xa`` (b, n+1, d) float64 tokens
@@ -109,11 +130,12 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE)
     float32 values (float64 values where an instance was redone in float64), ``mu``, ``tau`` (b,)
     float64, ``steps`` (b,) the refinement steps taken (-1: redone in float64) and ``err`` (b,) the
     estimated relative error left (the last correction times its ratio to the one before).
+    ``buf``: scratch for the factor (:func:`_factor32`), used again by consecutive sub-batches.
     """
     b, n1, _ = Xa.shape
     n = n1 - 1
     X = Xa[:, :n]
-    L, info = torch.linalg.cholesky_ex(_gram32(c, X.float()))
+    L, info = _factor32(c, X.float(), buf)
     Y = torch.bmm(z.float()[:, None, :], L.transpose(1, 2))[:, 0].double()  # (L z)^T = z^T L^T
     feat = torch.tensor(c.feat, dtype=torch.float64)
     k = c.alpha2 * torch.exp(-0.5 * (((X - Xa[:, n:]) * feat) ** 2).sum(-1))  # k_x (b, n)
@@ -166,20 +188,10 @@ def sample_batch_fast(
     """:func:`pfntheory.nn.priors.sample_batch` with the float32 oracle of this module for the
     single-kernel rbf kinds (``rbf``, ``ard_rbf``); same arguments, same random numbers, same
     :class:`~pfntheory.nn.priors.Batch`. Other kinds are ``sample_batch`` itself."""
-    if not isinstance(task, TaskSpec):
-        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
+    B, n, interval = check_sample_args(task, batch_size, n, generator, dtype, interval)
     comps = _components(task)
-    if task.kind not in ("rbf", "ard_rbf") or len(comps) != 1:
-        return sample_batch(task, batch_size, n, generator, device, dtype, interval)
-    B = positive_int(batch_size, "batch_size")
-    n = positive_int(n, "n")
-    _check_generator(generator)
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    if interval is not None:
-        a, b = check_interval(*interval, "interval a", "interval b")
     gdev = generator.device
-    if gdev.type != "cpu":
+    if task.kind not in ("rbf", "ard_rbf") or len(comps) != 1 or gdev.type != "cpu":
         return sample_batch(task, batch_size, n, generator, device, dtype, interval)
     device = gdev if device is None else select_device(device)
     # the random numbers of sample_batch, in its order (one component: no h0; u_comp unused)
@@ -188,25 +200,21 @@ def sample_batch_fast(
     torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)  # u_comp
     u = torch.rand(B, generator=generator, device=gdev, dtype=torch.float64)
     step = max(1, 2 * GRAM_CHUNK_ELEMENTS // (n * n))  # the same memory as sample_batch's
-    parts = [oracle32(comps[0], Xa[i : i + step], z[i : i + step]) for i in range(0, B, step)]
+    buf = torch.empty(min(step, B), n, n) if B > step else None  # one buffer for the sub-batches
+    parts = [
+        oracle32(comps[0], Xa[i : i + step], z[i : i + step], buf=buf) for i in range(0, B, step)
+    ]
     Y, mu, tau = (torch.cat([p[k] for p in parts]) for k in ("Y", "mu", "tau"))
     sd = tau.clamp_min(torch.finfo(torch.float64).tiny).sqrt()
     if interval is not None:
-        y = _sample_truncnorm(mu, sd, a, b, u)
+        y = _sample_truncnorm(mu, sd, interval[0], interval[1], u)
     else:
         y = mu + sd * torch.special.ndtri(u.clamp(min=torch.finfo(torch.float64).tiny))
-    y_out = y.to(device=device, dtype=dtype)
-    if interval is not None:
-        y_out = _inside_bins(y_out, a)
-
-    def out(t):
-        return t.to(device=device, dtype=dtype)
-
     return Batch(
-        X=out(Xa[:, :n]),
-        Y=out(Y),
-        xq=out(Xa[:, n]),
-        y=y_out,
+        X=Xa[:, :n].to(device=device, dtype=dtype),
+        Y=Y.to(device=device, dtype=dtype),
+        xq=Xa[:, n].to(device=device, dtype=dtype),
+        y=labels_out(y, device, dtype, interval),
         mu=mu.to(device),
         tau=tau.to(device),
     )

@@ -18,11 +18,14 @@ it the same way (saved: ``x, s, v`` and the output):
   E_ij x_ik x_jk`` (one vector operation per coordinate less). No gradient flows to ``x`` (the
   data), as on the eager path.
 
-Two more operators run the same loops: :func:`solver_stack`, every solver layer of
+More operators run the same loops: :func:`solver_stack`, every solver layer of
 :func:`pfntheory.nn.solver.solver_layers` (values, ``P v`` and the skip term) for one instance after
 another in one call, with its backward pass (saved: each layer's input state and ``P v``, never a
-kernel), which the model uses whenever it can; and ``gram``, the rbf Gram matrix of
-:mod:`pfntheory.nn.fast_oracle`.
+kernel), which the model uses whenever it can, and inside :func:`evaluation` without autograd
+``stack_forward_sym`` (each context-context kernel entry once); ``gram``/``gram_upper``, the rbf
+Gram matrix of :mod:`pfntheory.nn.fast_oracle`, ``matvec_sym`` its symmetric mat-vec, and
+``chol_``/``chol_lower_``, Cholesky factors in place by the LAPACK routine of torch's own library
+(bitwise ``torch.linalg.cholesky_ex``'s, without its copy; :mod:`pfntheory.nn.priors` too).
 
 The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
 ``a.b - |a|^2/2 - |b|^2/2``, except in the forward pass at ``d >= 8``, which takes the expansion
@@ -110,6 +113,11 @@ def _compiler() -> str | None:
     return shutil.which(os.environ.get("CXX", "c++"))
 
 
+def _cached_library() -> Path:
+    """Where this source's build for this CPU and torch is cached."""
+    return _cache_dir() / f"{_build_name(_flags())}.so"
+
+
 def _load() -> None:
     """Load the cached library, or build it; raises with the reason when neither works."""
     flags = _flags()
@@ -145,9 +153,13 @@ def _load() -> None:
         os.replace(part, lib)
 
 
-def available() -> bool:
-    """Whether the fused operator can be used now (compiling it on the first call)."""
+def available(build: bool = True) -> bool:
+    """Whether the fused operator can be used now (compiling it on the first call; with
+    ``build=False`` only loading a cached build, never compiling: :mod:`pfntheory.nn.priors`,
+    whose draws must not wait a minute for a compiler)."""
     if not _state["enabled"] or os.environ.get("PFNTHEORY_FUSED", "1") == "0":
+        return False
+    if not _state["tried"] and not build and not _cached_library().is_file():
         return False
     if not _state["tried"]:
         _state["tried"] = True
@@ -166,6 +178,14 @@ def available() -> bool:
                 "fused kernel attention unavailable, using the eager path: %s", _state["reason"]
             )
     return bool(_state["ok"])
+
+
+def lapack() -> bool:
+    """Whether the loaded extension found LAPACK's ``potrf`` in torch's library (its ``chol_``
+    operator, :mod:`pfntheory.nn.fast_oracle`); call only where :func:`available` holds."""
+    if "lapack" not in _state:
+        _state["lapack"] = bool(_ops().lapack())
+    return bool(_state["lapack"])
 
 
 def unavailable_reason() -> str | None:
@@ -277,6 +297,21 @@ class _FusedSolverStack(torch.autograd.Function):
         return (None, *grads, None, None)
 
 
+@contextlib.contextmanager
+def evaluation():
+    """Inside the block, :func:`solver_stack` without autograd computes each rbf kernel entry
+    between two context tokens once (``P`` is symmetric there): about 0.6 of the work at
+    n' = 1024, the same numbers to float round-off but not bitwise those of the training forward
+    pass (another order of summation), which is why it is opt-in:
+    :func:`pfntheory.nn.evaluate.predict` uses it."""
+    old = _state.get("symmetric", False)
+    _state["symmetric"] = True
+    try:
+        yield
+    finally:
+        _state["symmetric"] = old
+
+
 def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tensor:
     """``H`` (B, T, 2) after the ``L-1`` solver layers (:func:`pfntheory.nn.solver.solver_layers`);
     call only where :func:`stack_supports` holds. ``x`` gets no gradient."""
@@ -284,4 +319,6 @@ def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tenso
     if torch.is_grad_enabled() and any(t.requires_grad for t in args[1:]):
         return _FusedSolverStack.apply(*args, rbf, normalised)
     args = [t.detach() for t in args]
+    if rbf and _state.get("symmetric", False):
+        return _ops().stack_forward_sym(*args, normalised)
     return _ops().stack_forward(*args, rbf, normalised, False)[0]

@@ -46,6 +46,7 @@ from .._checks import MAX_ELEMENTS, ArgumentTypeError, positive_int, seed_int
 from .._checks import interval as check_interval
 from ..config import COVARIATES, TASK_KINDS, TaskSpec, prior_components
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from . import fused
 from .model import select_device
 
 __all__ = [
@@ -89,13 +90,10 @@ class _Component:
         A, B = A * f, B * f
         if self.linear:
             return A @ B.transpose(-1, -2)
-        # ||a - b||^2 = |a|^2 + |b|^2 - 2 a.b in one fused call, then in-place (no temporaries)
-        D = torch.baddbmm(
-            (A * A).sum(-1)[..., :, None] + (B * B).sum(-1)[..., None, :],
-            A,
-            B.transpose(-1, -2),
-            alpha=-2.0,
-        )
+        # ||a - b||^2 = |a|^2 + |b|^2 - 2 a.b, the product added in place to the sum (the same
+        # arithmetic as an out-of-place baddbmm, without its copy of the sum), then in place
+        D = torch.add((A * A).sum(-1)[..., :, None], (B * B).sum(-1)[..., None, :])
+        D.baddbmm_(A, B.transpose(-1, -2), alpha=-2.0)
         return D.clamp_(min=0.0).mul_(-0.5).exp_().mul_(self.alpha2)
 
     def diag(self, A: torch.Tensor) -> torch.Tensor:
@@ -228,10 +226,27 @@ def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
 
 
 def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
-    """Batched lower Cholesky factor; a matrix that is not numerically positive definite raises a
-    ValueError (as :mod:`pfntheory.gp` does) naming the first failing instance, not torch's
-    ``_LinAlgError``."""
-    Lc, info = torch.linalg.cholesky_ex(A)
+    """Batched lower Cholesky factor of ``A``'s lower triangle (``A`` may be overwritten); a matrix
+    that is not numerically positive definite raises a ValueError (as :mod:`pfntheory.gp` does)
+    naming the first failing instance, not torch's ``_LinAlgError``.
+
+    With the fused extension (:mod:`pfntheory.nn.fused`, when loaded or cached: drawing never
+    compiles it), in place by the LAPACK routine that ``torch.linalg.cholesky_ex`` calls on the
+    same column-major copy of the lower triangle, one instance at a time in cache: bitwise its
+    factor (the committed draws are unchanged, tests/test_priors.py), without its second
+    (B, n, n) buffer."""
+    if (
+        A.device.type == "cpu"
+        and A.dim() == 3
+        and A.dtype in (torch.float32, torch.float64)
+        and A.is_contiguous()
+        and fused.available(build=False)
+        and fused.lapack()
+    ):
+        info = torch.ops.pfntheory_fused.chol_lower_(A)
+        Lc = A.mT
+    else:
+        Lc, info = torch.linalg.cholesky_ex(A)
     bad = (info != 0).nonzero()
     if bad.numel():
         i = int(bad[0, 0]) if bad.dim() == 2 else 0
@@ -345,15 +360,9 @@ def sample_batch(
     -------
     Batch
     """
-    if not isinstance(task, TaskSpec):
-        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
-    B = positive_int(batch_size, "batch_size")
-    n = positive_int(n, "n")
-    _check_generator(generator)
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    B, n, interval = check_sample_args(task, batch_size, n, generator, dtype, interval)
     if interval is not None:
-        a, b = check_interval(*interval, "interval a", "interval b")
+        a, b = interval
     gdev = generator.device
     device = gdev if device is None else select_device(device)
     d = task.d
@@ -425,10 +434,7 @@ def sample_batch(
     def out(t):
         return t.to(device=device, dtype=dtype)
 
-    y_out = out(y)
-    if interval is not None:
-        y_out = _inside_bins(y_out, a)
-
+    y_out = labels_out(y, device, dtype, interval)
     extra = {}
     if H > 1:
         extra = dict(weights=weights.to(device), mu_h=mu_h.to(device), tau_h=tau_h.to(device))
@@ -441,6 +447,29 @@ def sample_batch(
         tau=tau.to(device),
         **extra,
     )
+
+
+def check_sample_args(task, batch_size, n, generator, dtype, interval):
+    """The checks of :func:`sample_batch`'s arguments (shared with
+    :func:`pfntheory.nn.fast_oracle.sample_batch_fast`): returns ``(batch_size, n, interval)``,
+    the interval checked (or None); a bad argument raises naming it."""
+    if not isinstance(task, TaskSpec):
+        raise ArgumentTypeError(f"task must be a TaskSpec, got {type(task).__name__}")
+    B = positive_int(batch_size, "batch_size")
+    n = positive_int(n, "n")
+    _check_generator(generator)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    if interval is not None:
+        interval = check_interval(*interval, "interval a", "interval b")
+    return B, n, interval
+
+
+def labels_out(y: torch.Tensor, device, dtype, interval) -> torch.Tensor:
+    """The query labels ``y`` (float64) in the model dtype on ``device``, kept inside the bins
+    (:func:`_inside_bins`) when drawn from the truncated PPD."""
+    y_out = y.to(device=device, dtype=dtype)
+    return y_out if interval is None else _inside_bins(y_out, interval[0])
 
 
 def _check_generator(generator) -> None:

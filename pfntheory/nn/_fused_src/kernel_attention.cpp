@@ -21,8 +21,9 @@
 // No OpenMP: one instance after another on the calling thread.
 //
 // Built on these loops, further down: stack_forward / stack_backward, every solver layer of one
-// instance in one call (pfntheory.nn.solver), and gram, the rbf Gram matrix of the float32 oracle
-// (pfntheory.nn.fast_oracle).
+// instance in one call (pfntheory.nn.solver; stack_forward_sym, the evaluation's, with each
+// context-context kernel entry computed once: forward_sym), and gram and chol_, the rbf Gram
+// matrix of the float32 oracle and its Cholesky factor in place (pfntheory.nn.fast_oracle).
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -35,8 +36,17 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <vector>
+
+// LAPACK potrf in torch's library, weak (fused_chol_ below)
+extern "C" {
+void spotrf_(const char* uplo, const int* n, float* a, const int* lda, int* info)
+    __attribute__((weak));
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info)
+    __attribute__((weak));
+}
 
 namespace {
 
@@ -100,6 +110,7 @@ inline T hsum(const Vectorized<T>& a) {
 template <typename T>
 struct Scratch {
   std::vector<T> keys, vals, qs, row, aux, aux3, aux4, aux5;  // aux*: rbf at d >= 8
+  std::vector<T> tacc;  // forward_sym: per-key vector accumulators
   std::vector<Vectorized<T>> acc;
   void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
     keys.assign(d * np, T(0));
@@ -217,6 +228,123 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   }
   for (int64_t i = 0; i < Tq; ++i)
     for (int64_t c = 0; c < m; ++c) out[i * m + c] = outt[c * tp + i];
+}
+
+// out (T, m) of one instance for the rbf score, each kernel entry between two context tokens
+// computed once (the evaluation's no-autograd stack: pfntheory.nn.fused.evaluation). Context rows
+// i < n in blocks I of W lanes (as forward_one); for the keys j of I's own block,
+// out_I += P_Ij v_j; for each later key j, the same vector p = P_Ij (lanes over i) also gives
+// row j's sum over the keys i in I, P_ji = P_ij: p v_I is added to a vector accumulator of key j
+// (tacc, lanes over i), whose lanes are summed once at the end. The query rows (i >= n) take
+// lanes over keys. Padded lanes (i >= n) carry v_i = 0 and are not written. Same maths as
+// forward_one, another order of summation (so not bitwise its result;
+// tests/test_fused_attention.py).
+template <typename T, int D, int M>
+void forward_sym(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t n, int64_t,
+                 int64_t, Scratch<T>& w) {
+  using V = Vectorized<T>;
+  constexpr int64_t W = V::size();
+  constexpr bool EX = D >= 8;  // log2 P = 2 a.b - |a|^2 - |b|^2 clamped at 0, as forward_one
+  static_assert(!EX || D % 2 == 0, "two chains over an even d");
+  const int64_t np = (n + W - 1) / W * W;
+  w.size(n, np, D, M);
+  T* qt = w.keys.data();  // (D, np) context tokens, scaled, transposed, zero-padded
+  T* vt = w.vals.data();  // (M, np) values, transposed, zero-padded
+  T* keys = w.qs.data();  // (n, D) scaled (times 2 for EX)
+  w.aux.assign(np, T(0));
+  T* nq = w.aux.data();  // -|a_i|^2 (EX)
+  w.tacc.assign(n * M * W, T(0));
+  T* tacc = w.tacc.data();
+  w.row.assign(M * np, T(0));
+  T* outt = w.row.data();  // (M, np)
+  const T cq = T(std::sqrt(0.5 * kLog2e));
+  for (int64_t j = 0; j < n; ++j) {
+    T r = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      const T a = x[j * D + k] * s[k] * cq;
+      qt[k * np + j] = a;
+      keys[j * D + k] = EX ? T(2) * a : a;
+      r += a * a;
+    }
+    nq[j] = -r;
+    for (int64_t c = 0; c < M; ++c) vt[c * np + j] = v[j * M + c];
+  }
+  auto logp = [&](const V* q, const V& nqv, int64_t j) {
+    const T* b = keys + j * D;
+    if constexpr (EX) {
+      V z0 = nqv + V(nq[j]), z1(T(0));
+      for (int64_t k = 0; k < D; k += 2) {
+        z0 = at::vec::fmadd(q[k], V(b[k]), z0);
+        z1 = at::vec::fmadd(q[k + 1], V(b[k + 1]), z1);
+      }
+      return at::vec::minimum(z0 + z1, V(T(0)));
+    } else {
+      V lp[2] = {V(T(0)), V(T(0))};
+      for (int64_t k = 0; k < D; ++k) {
+        V diff = q[k] - V(b[k]);
+        lp[k % 2] = at::vec::fnmadd(diff, diff, lp[k % 2]);
+      }
+      return lp[0] + lp[1];
+    }
+  };
+  for (int64_t ib = 0; ib < n; ib += W) {
+    V q[D], acc[M], vI[M];
+    for (int64_t k = 0; k < D; ++k) q[k] = V::loadu(qt + k * np + ib);
+    for (int64_t c = 0; c < M; ++c) {
+      acc[c] = V(T(0));
+      vI[c] = V::loadu(vt + c * np + ib);
+    }
+    const V nqv = V::loadu(nq + ib);
+    const int64_t jd = std::min(ib + W, n);
+    for (int64_t j = ib; j < jd; ++j) {  // the block's own keys
+      V p = vexp2<false>(logp(q, nqv, j));
+      for (int64_t c = 0; c < M; ++c) acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
+    }
+    for (int64_t j = jd; j < n; ++j) {  // later keys: row I and, by symmetry, row j
+      V p = vexp2<false>(logp(q, nqv, j));
+      T* tj = tacc + j * M * W;
+      for (int64_t c = 0; c < M; ++c) {
+        acc[c] = at::vec::fmadd(p, V(v[j * M + c]), acc[c]);
+        at::vec::fmadd(p, vI[c], V::loadu(tj + c * W)).store(tj + c * W);
+      }
+    }
+    for (int64_t c = 0; c < M; ++c) acc[c].store(outt + c * np + ib);
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < M; ++c)
+      out[i * M + c] = outt[c * np + i] + hsum(V::loadu(tacc + (i * M + c) * W));
+  for (int64_t i = n; i < Tq; ++i) {  // query rows: lanes over the keys
+    T a[D];
+    T r = 0;
+    for (int64_t k = 0; k < D; ++k) {
+      a[k] = x[i * D + k] * s[k] * cq;
+      r += a[k] * a[k];
+    }
+    V acc[M];
+    for (int64_t c = 0; c < M; ++c) acc[c] = V(T(0));
+    for (int64_t jb = 0; jb < np; jb += W) {
+      V z;
+      if constexpr (EX) {
+        V z0 = V(-r) + V::loadu(nq + jb), z1(T(0));
+        for (int64_t k = 0; k < D; k += 2) {
+          z0 = at::vec::fmadd(V(T(2) * a[k]), V::loadu(qt + k * np + jb), z0);
+          z1 = at::vec::fmadd(V(T(2) * a[k + 1]), V::loadu(qt + (k + 1) * np + jb), z1);
+        }
+        z = at::vec::minimum(z0 + z1, V(T(0)));
+      } else {
+        V lp[2] = {V(T(0)), V(T(0))};
+        for (int64_t k = 0; k < D; ++k) {
+          V diff = V(a[k]) - V::loadu(qt + k * np + jb);
+          lp[k % 2] = at::vec::fnmadd(diff, diff, lp[k % 2]);
+        }
+        z = lp[0] + lp[1];
+      }
+      V p = vexp2<false>(z);  // padded keys: v = 0 below
+      for (int64_t c = 0; c < M; ++c)
+        acc[c] = at::vec::fmadd(p, V::loadu(vt + c * np + jb), acc[c]);
+    }
+    for (int64_t c = 0; c < M; ++c) out[i * M + c] = hsum(acc[c]);
+  }
 }
 
 // dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double).
@@ -375,8 +503,11 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
 // sqrt(log2(e) / 2), i.e. amp exp(-1/2 sum_k s_k^2 (x_ik - x_jk)^2): the Gram matrix of the
 // prior's rbf kernel plus the noise variance (pfntheory.nn.fast_oracle). Lanes over the columns
 // j of a row; G_ij and G_ji take the same operations in the same order, so G is exactly symmetric.
+// upper: only the entries j >= i (from the vector holding the diagonal on), what chol_ reads; the
+// others are left as they were.
 template <typename T>
-void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d, Scratch<T>& w) {
+void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d, Scratch<T>& w,
+              bool upper) {
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
   const int64_t np = (n + W - 1) / W * W;
@@ -389,7 +520,7 @@ void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t k = 0; k < d; ++k) q[k] = x[i * d + k] * s[k] * c;
     T* row = G + i * n;
-    for (int64_t jb = 0; jb < np; jb += W) {
+    for (int64_t jb = upper ? i / W * W : 0; jb < np; jb += W) {
       V z0(T(0)), z1(T(0));  // two chains
       int64_t k = 0;
       for (; k + 1 < d; k += 2) {
@@ -419,18 +550,28 @@ template <typename T>
 using BwdFn = void (*)(const T*, const T*, const T*, const T*, const T*, T*, double*, int64_t,
                        int64_t, int64_t, int64_t, Scratch<T>&);
 
-// Compile-time (d, m) for the rbf score at the sizes the experiments use; anything else (and the
-// softmax score) runs the run-time-size loops.
+// The loops of one (d, m): forward, backward and (rbf, compiled sizes only, else nullptr) the
+// symmetric forward. Compile-time (d, m) for the rbf score at the sizes the experiments use;
+// anything else (and the softmax score) runs the run-time-size loops.
+template <typename T>
+struct Fns {
+  FwdFn<T> first;
+  BwdFn<T> second;
+  FwdFn<T> sym;
+};
+
 template <typename T, int D>
-std::pair<FwdFn<T>, BwdFn<T>> pick_m(int64_t m) {
-  if (m == 2) return {forward_one<T, D, 2, true>, backward_one<T, D, 2, true>};
-  if (m == 3) return {forward_one<T, D, 3, true>, backward_one<T, D, 3, true>};
-  return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
+Fns<T> pick_m(int64_t m) {
+  if (m == 2)
+    return {forward_one<T, D, 2, true>, backward_one<T, D, 2, true>, forward_sym<T, D, 2>};
+  if (m == 3)
+    return {forward_one<T, D, 3, true>, backward_one<T, D, 3, true>, forward_sym<T, D, 3>};
+  return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>, nullptr};
 }
 
 template <typename T>
-std::pair<FwdFn<T>, BwdFn<T>> pick(int64_t d, int64_t m, bool rbf) {
-  if (!rbf) return {forward_one<T, 0, 0, false>, backward_one<T, 0, 0, false>};
+Fns<T> pick(int64_t d, int64_t m, bool rbf) {
+  if (!rbf) return {forward_one<T, 0, 0, false>, backward_one<T, 0, 0, false>, nullptr};
   switch (d) {
     case 1: return pick_m<T, 1>(m);
     case 2: return pick_m<T, 2>(m);
@@ -439,7 +580,7 @@ std::pair<FwdFn<T>, BwdFn<T>> pick(int64_t d, int64_t m, bool rbf) {
     case 5: return pick_m<T, 5>(m);
     case 8: return pick_m<T, 8>(m);
     case 16: return pick_m<T, 16>(m);
-    default: return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>};
+    default: return {forward_one<T, 0, 0, true>, backward_one<T, 0, 0, true>, nullptr};
   }
 }
 
@@ -575,9 +716,10 @@ void check(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v) {
 
 template <typename T>
 void forward_all(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v, at::Tensor& out,
-                 bool rbf) {
+                 bool rbf, bool sym = false) {
   const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = v.size(1), m = v.size(2);
-  auto fn = pick<T>(d, m, rbf).first;
+  const Fns<T> fns = pick<T>(d, m, rbf);
+  const FwdFn<T> fn = sym && fns.sym != nullptr ? fns.sym : fns.first;
   Scratch<T> w;
   const T* xp = x.const_data_ptr<T>();
   const T* vp = v.const_data_ptr<T>();
@@ -618,6 +760,19 @@ at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& s, const at::Ten
   return out;
 }
 
+// out = P v for the rbf score with the keys all the tokens (T = n): P symmetric, each entry
+// computed once (forward_sym) where (d, m) is compiled (the float32 oracle's float64 residuals).
+at::Tensor fused_matvec_sym(const at::Tensor& x, const at::Tensor& s, const at::Tensor& v) {
+  check(x, s, v);
+  TORCH_CHECK(v.size(1) == x.size(1), "v (B, T, m): a value for every token");
+  at::Tensor out = at::empty({x.size(0), x.size(1), v.size(2)}, x.options());
+  if (x.scalar_type() == at::kFloat)
+    forward_all<float>(x, s, v, out, true, true);
+  else
+    forward_all<double>(x, s, v, out, true, true);
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& s,
                                                   const at::Tensor& v, const at::Tensor& g,
                                                   const at::Tensor& out, bool rbf) {
@@ -636,7 +791,8 @@ std::tuple<at::Tensor, at::Tensor> fused_backward(const at::Tensor& x, const at:
   return {ds, dv};
 }
 
-at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, double noise) {
+at::Tensor fused_gram_impl(const at::Tensor& x, const at::Tensor& s, double amp, double noise,
+                           bool upper, const std::optional<at::Tensor>& out = std::nullopt) {
   TORCH_CHECK(x.device().is_cpu() && s.device().is_cpu(), "CPU tensors");
   TORCH_CHECK(x.dim() == 3 && s.dim() == 1 && s.size(0) == x.size(2), "x (B, n, d), s (d,)");
   TORCH_CHECK(x.scalar_type() == s.scalar_type() &&
@@ -644,17 +800,94 @@ at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, doub
               "x, s float32 or float64, of one dtype");
   TORCH_CHECK(x.is_contiguous() && s.is_contiguous(), "contiguous");
   const int64_t B = x.size(0), n = x.size(1), d = x.size(2);
-  at::Tensor G = at::empty({B, n, n}, x.options());
+  at::Tensor G;
+  if (out.has_value()) {  // a buffer used again: its pages are not faulted in once more
+    G = *out;
+    TORCH_CHECK(G.is_contiguous() && G.scalar_type() == x.scalar_type() && G.device().is_cpu() &&
+                    G.sizes() == at::IntArrayRef({B, n, n}),
+                "out (B, n, n) contiguous, x's dtype");
+  } else {
+    G = at::empty({B, n, n}, x.options());
+  }
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "gram", [&] {
     Scratch<scalar_t> w;
     const scalar_t* xp = x.const_data_ptr<scalar_t>();
     scalar_t* gp = G.mutable_data_ptr<scalar_t>();
     for (int64_t b = 0; b < B; ++b)
       gram_one<scalar_t>(xp + b * n * d, s.const_data_ptr<scalar_t>(), scalar_t(amp),
-                         scalar_t(noise), gp + b * n * n, n, d, w);
+                         scalar_t(noise), gp + b * n * n, n, d, w, upper);
   });
   return G;
 }
+
+at::Tensor fused_gram(const at::Tensor& x, const at::Tensor& s, double amp, double noise) {
+  return fused_gram_impl(x, s, amp, noise, false);
+}
+
+// The upper triangle only (row-major; the entries below are undefined): what chol_ reads; into
+// out when given (then returned).
+at::Tensor fused_gram_upper(const at::Tensor& x, const at::Tensor& s, double amp, double noise,
+                            const std::optional<at::Tensor>& out) {
+  return fused_gram_impl(x, s, amp, noise, true, out);
+}
+
+// LAPACK's Cholesky factorisation, the one torch.linalg.cholesky calls (MKL's or OpenBLAS's, in
+// torch's own library). Declared weak at the top: a torch built without these symbols still loads
+// this extension, and chol_ then refuses (pfntheory.nn.fast_oracle uses torch.linalg.cholesky_ex).
+inline void potrf(const char* uplo, const int* n, float* a, int* info) {
+  spotrf_(uplo, n, a, n, info);
+}
+inline void potrf(const char* uplo, const int* n, double* a, int* info) {
+  dpotrf_(uplo, n, a, n, info);
+}
+
+bool fused_lapack() { return spotrf_ != nullptr && dpotrf_ != nullptr; }
+
+// Cholesky factors in place of A (B, n, n) row-major, by LAPACK's potrf ('L'), as
+// torch.linalg.cholesky_ex computes them (A's lower triangle copied into a column-major buffer,
+// potrf there), so bitwise its factors; afterwards the buffer read row-major is L^T (A.mT is L,
+// with torch's column-major strides) and info per matrix is LAPACK's (0: done; k > 0: the leading
+// minor of order k is not positive definite), as cholesky_ex's.
+//   chol_ (symmetric A, as gram/gram_upper write it: potrf reads the row-major upper triangle,
+//          which for symmetric A is the column-major lower one): potrf on A's buffer itself, then
+//          the untouched triangle zeroed;
+//   chol_lower_ (any A: its lower triangle): per instance, the lower triangle copied column-major
+//          into a scratch in cache, potrf there, the factor written back over A: no second
+//          (B, n, n) buffer (pfntheory.nn.priors).
+at::Tensor chol_impl(at::Tensor& A, bool copy_lower) {
+  TORCH_CHECK(fused_lapack(), "LAPACK potrf is not available in this torch");
+  TORCH_CHECK(A.device().is_cpu() && A.is_contiguous() && A.dim() == 3 && A.size(1) == A.size(2),
+              "A (B, n, n) contiguous on the CPU");
+  TORCH_CHECK(A.scalar_type() == at::kFloat || A.scalar_type() == at::kDouble,
+              "float32 or float64");
+  const int64_t B = A.size(0), n = A.size(1);
+  TORCH_CHECK(n < (int64_t(1) << 31), "n fits LAPACK's int");
+  at::Tensor info = at::zeros({B}, A.options().dtype(at::kInt));
+  int* ip = info.mutable_data_ptr<int>();
+  const int ni = static_cast<int>(n);
+  const char uplo = 'L';
+  AT_DISPATCH_FLOATING_TYPES(A.scalar_type(), "chol_", [&] {
+    using T = scalar_t;
+    std::vector<T> cm(copy_lower ? n * n : 0, T(0));  // column-major: cm[i + j n] = A_ij, i >= j
+    T* ap = A.mutable_data_ptr<T>();
+    for (int64_t b = 0; b < B; ++b) {
+      T* a = ap + b * n * n;
+      T* f = copy_lower ? cm.data() : a;
+      if (copy_lower)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j <= i; ++j) cm[i + j * n] = a[i * n + j];
+      if (n > 0) potrf(&uplo, &ni, f, ip + b);
+      for (int64_t j = 0; j < n; ++j) {  // row j of L^T: zeros, then L_ij = f[i + j n], i >= j
+        std::fill(a + j * n, a + j * n + j, T(0));
+        if (copy_lower) std::copy(f + j * n + j, f + (j + 1) * n, a + j * n + j);
+      }
+    }
+  });
+  return info;
+}
+
+at::Tensor fused_chol_(at::Tensor& A) { return chol_impl(A, false); }
+at::Tensor fused_chol_lower_(at::Tensor& A) { return chol_impl(A, true); }
 
 void check_stack(const at::Tensor& x, const at::Tensor& scales, const at::Tensor& R,
                  const at::Tensor& V, const at::Tensor& S) {
@@ -697,6 +930,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_stack_forward(
                            layers, Tq, n, d, norm, fwd, w, vals, out1);
   });
   return {H, Hs, outs};
+}
+
+// The stack's forward pass without autograd for the rbf score, each context-context kernel entry
+// computed once (forward_sym) where (d, m) is compiled; H (B, T, 2).
+at::Tensor fused_stack_forward_sym(const at::Tensor& x, const at::Tensor& scales,
+                                   const at::Tensor& R, const at::Tensor& V, const at::Tensor& S,
+                                   bool norm) {
+  check_stack(x, scales, R, V, S);
+  const int64_t B = x.size(0), Tq = x.size(1), d = x.size(2), n = R.size(1);
+  const int64_t layers = scales.size(0), m = norm ? 3 : 2;
+  at::Tensor H = at::empty({B, Tq, 2}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "stack_forward_sym", [&] {
+    using T = scalar_t;
+    const Fns<T> fns = pick<T>(d, m, true);
+    const FwdFn<T> fwd = fns.sym != nullptr ? fns.sym : fns.first;
+    Scratch<T> w;
+    std::vector<T> vals, out1;
+    for (int64_t b = 0; b < B; ++b)
+      stack_forward_one<T>(x.const_data_ptr<T>() + b * Tq * d, scales.const_data_ptr<T>(),
+                           R.const_data_ptr<T>() + b * n * 2, V.const_data_ptr<T>(),
+                           S.const_data_ptr<T>(), H.mutable_data_ptr<T>() + b * Tq * 2, nullptr,
+                           nullptr, layers, Tq, n, d, norm, fwd, w, vals, out1);
+  });
+  return H;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_stack_backward(
@@ -742,14 +999,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_stack_backward(
 
 }  // namespace
 
+
 TORCH_LIBRARY(pfntheory_fused, m) {
   m.def("forward(Tensor x, Tensor s, Tensor v, bool rbf) -> Tensor");
   m.def(
       "backward(Tensor x, Tensor s, Tensor v, Tensor g, Tensor out, bool rbf) -> (Tensor, Tensor)");
   m.def("gram(Tensor x, Tensor s, float amp, float noise) -> Tensor");
+  m.def("gram_upper(Tensor x, Tensor s, float amp, float noise, Tensor? out=None) -> Tensor");
+  m.def("chol_(Tensor(a!) A) -> Tensor");
+  m.def("chol_lower_(Tensor(a!) A) -> Tensor");
+  m.def("matvec_sym(Tensor x, Tensor s, Tensor v) -> Tensor");
+  m.def("lapack() -> bool");
   m.def(
       "stack_forward(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, bool rbf, bool norm, "
       "bool save) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "stack_forward_sym(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, bool norm) -> "
+      "Tensor");
   m.def(
       "stack_backward(Tensor x, Tensor scales, Tensor R, Tensor V, Tensor S, Tensor Hs, "
       "Tensor outs, Tensor gH, bool rbf, bool norm) -> (Tensor, Tensor, Tensor, Tensor)");
@@ -759,6 +1025,15 @@ TORCH_LIBRARY_IMPL(pfntheory_fused, CPU, m) {
   m.impl("forward", &fused_forward);
   m.impl("backward", &fused_backward);
   m.impl("gram", &fused_gram);
+  m.impl("gram_upper", &fused_gram_upper);
+  m.impl("chol_", &fused_chol_);
+  m.impl("chol_lower_", &fused_chol_lower_);
+  m.impl("matvec_sym", &fused_matvec_sym);
   m.impl("stack_forward", &fused_stack_forward);
   m.impl("stack_backward", &fused_stack_backward);
+  m.impl("stack_forward_sym", &fused_stack_forward_sym);
+}
+
+TORCH_LIBRARY_IMPL(pfntheory_fused, CompositeImplicitAutograd, m) {
+  m.impl("lapack", &fused_lapack);
 }
