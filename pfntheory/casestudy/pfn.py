@@ -87,6 +87,7 @@ from ..experiments.scales import CPU_LR, CPU_LR_UNITS
 from ..gp import EBFit
 from ..nn.attention import score_matrix
 from ..nn.model import PFNTransformer
+from ..nn.solver import skip
 from ..nn.train import PAPER_SCHEDULE, load_trained, train
 from ..tree import RunSpec
 from .data import COORD_DIVISOR, DATASETS
@@ -377,23 +378,30 @@ def pfn_forward_shared(
             P_q = score_matrix(xq * scale[layer], X * scale[layer], cfg.score)  # (m, n)
             att_fc, att_gc = P @ vf, vg @ P.T  # (n,), (m, n)
             att_fq, att_gq = P_q @ vf, (P_q * vg).sum(-1)  # (m,), (m,)
-            if cfg.normalised:  # Attn^na, 1/s skip
+            s_c = s_q = None
+            if cfg.normalised:  # Attn^na: the attention and the skip term divided by s_x
                 s_c, s_q = s_cc[layer - 1], P_q.sum(-1)
+                att_fc, att_gc, att_fq, att_gq = (
+                    att_fc / s_c,
+                    att_gc / s_c,
+                    att_fq / s_q,
+                    att_gq / s_q,
+                )
                 growth = torch.maximum(growth, (1 + S_l[0] / s_q).abs())
-                f_c, g_c, f_q, g_q = (
-                    f_c + (att_fc + S_l[0] * f_c) / s_c,
-                    g_c + (att_gc + S_l[1] * g_c) / s_c,
-                    f_q + (att_fq + S_l[0] * f_q) / s_q,
-                    g_q + (att_gq + S_l[1] * g_q) / s_q,
-                )
-            else:  # Z + Attn + S Z
+            else:
                 growth = torch.maximum(growth, (1 + S_l[0]).abs().expand(m))
-                f_c, g_c, f_q, g_q = (
-                    f_c + att_fc + S_l[0] * f_c,
-                    g_c + att_gc + S_l[1] * g_c,
-                    f_q + att_fq + S_l[0] * f_q,
-                    g_q + att_gq + S_l[1] * g_q,
-                )
+            # the layer update of nn.solver.skip, channel by channel (f is shared by every query's
+            # context, g is per query): Z + Attn + S Z (TF^pr: S Z / s_x)
+            f_c = skip(f_c[:, None], att_fc[:, None], s_c, S_l[:1], cfg.normalised)[:, 0]
+            g_c = skip(g_c[..., None], att_gc[..., None], s_c, S_l[1:], cfg.normalised)[..., 0]
+            hq = skip(
+                torch.stack([f_q, g_q], -1),
+                torch.stack([att_fq, att_gq], -1),
+                s_q,
+                S_l,
+                cfg.normalised,
+            )
+            f_q, g_q = hq[:, 0], hq[:, 1]
         mu = W[0] * f_q  # readout W [Z^(L)]_{:, n+1}
         tau = W[1] + W[2] * k_q + W[3] * g_q
         if cfg.head == "psi":
