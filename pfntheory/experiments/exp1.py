@@ -126,7 +126,7 @@ FIG_EXP1_BUDGET = Experiment(
     labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
     title="fig:exp1's cells, weight-averaged, at S and 2S steps (convergence by budget doubling)",
     claims=FIG_EXP1.claims,
-    paper=Design(budget_runs(FIG_EXP1.paper, _on_slice)),
+    paper=Design(tuple(sorted(budget_runs(FIG_EXP1.paper, bool), key=_exp1_priority))),
     quick=Design(
         budget_runs(FIG_EXP1.quick, _on_slice),
         shrunk="fig:exp1's quick design restricted to its C = 256 row and L = 32 column, at S and "
