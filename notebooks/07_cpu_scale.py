@@ -277,10 +277,12 @@ for p in panels:
 # %% [markdown]
 # ## fig:exp1 at budget: weight averaging and budget doubling
 #
-# `fig_exp1_budget` retrains the cells the fig:exp1 claims rest on (the `C = 256` row and the
-# `L = 32` column of each panel) with an exponential average of the weights (decay 0.99) and 48
-# learning-curve points, each at the cpu steps `S` (1000 BLR, 2000 RBF) and at `2S`, each with its
-# own schedule. The data stream, initialisation and schedule are those of the fig:exp1 runs, so the
+# `fig_exp1_budget` retrains fig:exp1's cells with an exponential average of the weights (decay
+# 0.99) and 48 learning-curve points, each at the cpu steps `S` (1000 BLR, 2000 RBF) and at `2S`,
+# each with its own schedule: first the cells the claims rest on (the `C = 256` row and the
+# `L = 32` column of each panel, all committed), then the other cells, for the test's resolution
+# over the whole grid (those committed so far are in the tables below). The data stream,
+# initialisation and schedule are those of the fig:exp1 runs, so the
 # last iterate of an `S` run is a replay of the committed cell.
 #
 # **Averaging, before and after.** Per run, from one learning curve (the same held-out instances at
