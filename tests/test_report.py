@@ -683,3 +683,23 @@ def test_finite_or_none_maps_non_numbers_to_null_and_rounds_numbers():
     assert finite_or_none(np.float32(0.5)) == 0.5
     for bad in (None, True, "x", float("nan"), float("inf"), 1j):
         assert finite_or_none(bad) is None, bad
+
+
+def test_a_decided_row_shows_what_decided_it():
+    """A row whose claim carries its verdict (budget doubling, a replay) shows the convergence that
+    decided it, not the log-half test of the same curves (which can read "still improving" beside
+    a verdict decided on plateaued runs); without a decision the log-half line stays."""
+    from pfntheory.report.recorder import decided_convergence
+
+    assert decided_convergence("budget doubling: CI within 10%", "x") == (
+        "decided by budget doubling: CI within 10%"
+    )
+    per_run = {
+        "a": {"state": "plateaued", "criterion": "budget doubling (S -> 2S)"},
+        "b": {"state": "still improving", "criterion": "budget doubling (S -> 2S)"},
+    }
+    text = decided_convergence(per_run, "x")
+    assert text.startswith("1 of 2 runs plateaued (1 plateaued, 1 still improving)")
+    assert "budget doubling" in text
+    for nothing in (None, "", {}, {"a": 1}):
+        assert decided_convergence(nothing, "log-half line") == "log-half line"

@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,25 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     }
 
 
+def decided_convergence(decided, fallback: str) -> str:
+    """The convergence line of a row whose verdict its claim decided (budget doubling, a replay):
+    what that decision read (``details["convergence"]``: a criterion, or a status per run), not
+    the log-half test of the same curves, which can disagree; ``fallback`` when it read nothing."""
+    if isinstance(decided, str) and decided:
+        return f"decided by {decided}"
+    if isinstance(decided, dict) and decided and all(isinstance(v, dict) for v in decided.values()):
+        states = Counter(str(v.get("state", "unknown")) for v in decided.values())
+        first = next(iter(decided.values()))
+        crit = first.get("criterion", "")
+        return (
+            f"{states.get('plateaued', 0)} of {len(decided)} runs plateaued ("
+            + ", ".join(f"{n} {k}" for k, n in sorted(states.items()))
+            + ")"
+            + (f"; criterion: {crit}" if crit else "")
+        )
+    return fallback
+
+
 @checked(caveat=text, erratum=text, outside=text)
 def decide_verdict(
     holds: bool,
@@ -332,6 +352,8 @@ class Recorder:
         details = dict(getattr(result, "details", {}) or {})
         h = bool(result.holds) if holds is None else bool(holds)
         conv = convergence_of(runs) if runs is not None else None
+        if conv is not None and getattr(result, "verdict", None) is not None:
+            conv = {**conv, "text": decided_convergence(details.get("convergence"), conv["text"])}
         run_dir = _rel(run_dir) if run_dir is not None else (getattr(result, "run_dir", None) or "")
         if runs is not None and not run_dir:
             dirs = sorted({_rel(Path(r).parent) for r in runs})
