@@ -112,12 +112,17 @@ struct Scratch {
   std::vector<T> keys, vals, qs, row, aux, aux3, aux4, aux5;  // aux*: rbf at d >= 8
   std::vector<T> tacc;  // forward_sym: per-key vector accumulators
   std::vector<Vectorized<T>> acc;
-  void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
+  // Sized for `rows` rows and `count` vectorised entries, padded to np, a multiple of the vector
+  // width: returns np.
+  int64_t size(int64_t rows, int64_t count, int64_t d, int64_t m) {
+    constexpr int64_t W = Vectorized<T>::size();
+    const int64_t np = (count + W - 1) / W * W;
     keys.assign(d * np, T(0));
     vals.assign(m * np, T(0));
     qs.resize(std::max(rows, int64_t(1)) * d);
     row.resize(std::max<int64_t>(m, 1) * np);
     acc.resize(d);
+    return np;
   }
 };
 
@@ -133,8 +138,7 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   constexpr int64_t W = V::size();
   const int64_t d = D > 0 ? D : d_;
   const int64_t m = M > 0 ? M : m_;
-  const int64_t tp = (Tq + W - 1) / W * W;
-  w.size(n, tp, d, m);
+  const int64_t tp = w.size(n, Tq, d, m);
   T* qt = w.keys.data();  // (d, tp)
   T* outt = w.vals.data();  // (m, tp)
   T* keys = w.qs.data();  // (n, d)
@@ -246,8 +250,7 @@ void forward_sym(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   constexpr int64_t W = V::size();
   constexpr bool EX = D >= 8;  // log2 P = 2 a.b - |a|^2 - |b|^2 clamped at 0, as forward_one
   static_assert(!EX || D % 2 == 0, "two chains over an even d");
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(n, np, D, M);
+  const int64_t np = w.size(n, n, D, M);
   T* qt = w.keys.data();  // (D, np) context tokens, scaled, transposed, zero-padded
   T* vt = w.vals.data();  // (M, np) values, transposed, zero-padded
   T* keys = w.qs.data();  // (n, D) scaled (times 2 for EX)
@@ -384,8 +387,7 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
   constexpr int64_t W = V::size();
   const int64_t d = D > 0 ? D : d_;
   const int64_t m = M > 0 ? M : m_;
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(Tq, np, d, m);
+  const int64_t np = w.size(Tq, n, d, m);
   T* keys = w.keys.data();  // x (not scaled): t is needed in x for the scale gradient
   T* vals = w.vals.data();
   T* h = w.qs.data();  // d factors: log2 P = sum_k h_k t_k
@@ -521,8 +523,7 @@ void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d
               bool upper) {
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(1, np, d, 1);  // keys (d, np), zero-padded; qs: one row
+  const int64_t np = w.size(1, n, d, 1);  // keys (d, np), zero-padded; qs: one row
   T* keys = w.keys.data();
   T* q = w.qs.data();
   const T c = T(std::sqrt(0.5 * kLog2e));
