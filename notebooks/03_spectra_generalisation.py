@@ -74,12 +74,12 @@ for ax, r in zip(axs, sorted(step_runs, key=lambda r: r.spec.kernel != "rbf"), s
     ax.set(
         xlabel="context size n",
         ylabel="admissible step 2/(lambda_1 + sigma^2)",
-        title=f"{titles[r.spec.kernel]}, d={r.spec.d}",
+        title=f"{titles[r.spec.kernel]}, d={r.spec.task.d}",
     )
     ax.legend()
 spec0 = step_runs[0].spec
 fig.suptitle(
-    f"fig:stepsize: sigma^2={spec0.noise_var:g}, {spec0.n_trials} draws per n "
+    f"fig:stepsize: sigma^2={spec0.task.noise_var:g}, {spec0.n_trials} draws per n "
     f"(run: reports/runs/fig_stepsize/)"
 )
 report.save_figure(fig, "03_stepsize")
@@ -93,7 +93,7 @@ for r, res in zip(
 ):
     rec.add(
         res,
-        variant=f"{r.spec.kernel} kernel, d={r.spec.d}",
+        variant=f"{r.spec.kernel} kernel, d={r.spec.task.d}",
         compare="reference",
         measured="log-log slope of the mean admissible step against n",
         paper_value=-1.0,  # thm:lambda1: the step is Theta(1/n)

@@ -213,9 +213,12 @@ def _convert(tp, value):
 
 def dataclass_from_dict(cls, data: dict):
     """Rebuild a (nested) frozen dataclass from its ``asdict`` form; unknown keys raise
-    ValueError."""
+    ValueError. A class whose record is not its ``asdict`` form (it defines ``from_record``, e.g.
+    :class:`pfntheory.experiments.specs.StepsizeSpec`) reads its own."""
     if not isinstance(data, dict):
         raise ValueError(f"expected a dict for {cls.__name__}, got {type(data).__name__}")
+    if hasattr(cls, "from_record"):
+        return cls.from_record(data)
     hints = typing.get_type_hints(cls)
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
     unknown = set(data) - fields

@@ -794,12 +794,12 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "steps": lambda: 10,
         "lr": lambda: 1e-3,
     },
-    "pfntheory.experiments.specs.StepsizeSpec": {"kernel": lambda: "rbf", "n_trials": lambda: 2},
+    "pfntheory.experiments.specs.StepsizeSpec": {"n_trials": lambda: 2},
     "pfntheory.tree.canonical_json": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
     "pfntheory.tree.spec_hash": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
     "pfntheory.experiments.specs.run_name": {
         "spec": lambda: __import__("pfntheory.experiments.specs", fromlist=["x"]).StepsizeSpec(
-            "rbf", 2, (5, 10), 2
+            _task_config(), (5, 10), 2
         )
     },
     "pfntheory.kernels.make_kernel": {"name": lambda: "rbf"},

@@ -90,7 +90,7 @@ def _tiny() -> Experiment:
                     EvalSpec(n_eval=(8,), n_instances=4, covariates="uniform"),
                 ),
             ),
-            StepsizeSpec(kernel="rbf", d=2, ns=(10, 20, 40), n_trials=2),
+            StepsizeSpec(task=task, ns=(10, 20, 40), n_trials=2),
             ExactPPDSpec(task=task, n_eval=(4, 8), n_instances=4),
         ),
         shrunk="tiny",
@@ -682,7 +682,7 @@ def test_check_table_holds_on_standin_and_fails_inverted(
 
 def test_check_stepsize_accepts_one_over_n_only():
     """A 1/n curve holds; a 1/sqrt(n) curve (slope -1/2) fails the band [-1.1, -0.9]."""
-    spec = StepsizeSpec(kernel="rbf", d=16, ns=tuple(range(100, 1001, 100)), n_trials=3)
+    spec = StepsizeSpec(TaskSpec("rbf", d=16), ns=tuple(range(100, 1001, 100)), n_trials=3)
     ns = np.asarray(spec.ns, float)
 
     def run(mean):
@@ -929,7 +929,7 @@ task = TaskSpec(kind="rbf", d=2)
 specs = [
     RunSpec(task=task, model=ModelSpec(score="rbf", L=2, C=8, normalised=True), n_min=4, n_max=8,
             steps=2, lr=1e-3, evals=(EvalSpec(n_eval=(4,), n_instances=4),)),
-    StepsizeSpec(kernel="rbf", d=2, ns=(10, 20), n_trials=2),
+    StepsizeSpec(task=task, ns=(10, 20), n_trials=2),
     ExactPPDSpec(task=task, n_eval=(4,), n_instances=4),
 ]
 pool._preload(backend, specs)

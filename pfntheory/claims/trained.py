@@ -439,7 +439,7 @@ def check_stepsize(runs) -> list[ClaimResult]:
             ClaimResult(
                 key=f"fig_stepsize.{r.spec.kernel}.slope",
                 label="fig:stepsize",
-                statement=f"{r.spec.kernel} d={r.spec.d}: admissible step ~ 1/n",
+                statement=f"{r.spec.kernel} d={r.spec.task.d}: admissible step ~ 1/n",
                 holds=bool(-1.1 <= s <= -0.9),
                 observed=s,
                 bound=-1.0,

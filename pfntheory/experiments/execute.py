@@ -93,16 +93,13 @@ def _execute_exact(spec, run_dir: Path) -> None:
 
     t0 = time.perf_counter()
     if isinstance(spec, StepsizeSpec):
-        from ..kernels import LinearKernel, RBFKernel, blr_sigma_diag
+        from ..config import prior_components
         from ..spectral import admissible_step_curve
 
-        kernel = (
-            RBFKernel(spec.alpha, spec.lengthscale)
-            if spec.kernel == "rbf"
-            else LinearKernel(blr_sigma_diag(spec.d))
-        )
+        (kernel,), _ = prior_components(spec.task)
+        task = spec.task
         c = admissible_step_curve(
-            kernel, spec.ns, spec.d, spec.noise_var, spec.n_trials, np.random.default_rng(spec.seed)
+            kernel, spec.ns, task.d, task.noise_var, spec.n_trials, np.random.default_rng(spec.seed)
         )
         body = {
             "ns": c.ns,

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import DEFAULT_NOISE_VAR
+from .. import runs
 from .._checks import (
     ArgumentTypeError,
     choice,
@@ -21,7 +21,6 @@ from .._checks import (
     instance_of,
     int_tuple,
     positive_int,
-    positive_scalar,
     seed_int,
 )
 from ..config import SPEC_TASK_KINDS, ModelSpec, TaskSpec
@@ -62,37 +61,119 @@ class _ExactSide:
         """The hashed identity of the directory: the whole spec."""
         return dataclasses.asdict(self)
 
+    def record(self) -> dict:
+        """What ``spec.json`` and ``result.json`` record: the identity."""
+        return self.identity()
+
 
 @dataclass(frozen=True)
 class StepsizeSpec(_ExactSide):
     """fig:stepsize (exact side, no training): ``2/(lambda_1(G) + sigma^2)`` against ``n``.
 
-    Computed by :func:`pfntheory.spectral.admissible_step_curve`, averaged over
-    ``n_trials`` designs.
+    Computed by :func:`pfntheory.spectral.admissible_step_curve` on the kernel and ``sigma^2``
+    (``task.noise_var``) of the prior ``task`` (:func:`pfntheory.config.prior_components`),
+    averaged over ``n_trials`` designs ``x ~ N(0, I/d)``.
+
+    Attributes
+    ----------
+    task : TaskSpec
+        The prior: kind 'blr' (the linear kernel) or 'rbf', its ``d``, ``noise_var``, ``alpha`` and
+        ``lengthscale``; its other fields at their defaults (the identity does not carry them).
+    ns : tuple of int
+        Context sizes ``n``.
+    n_trials : int
+        Designs drawn per ``n``.
+    seed : int
+        Seed of the designs.
     """
 
-    kernel: str
-    d: int
+    task: TaskSpec
     ns: tuple[int, ...]
     n_trials: int
-    noise_var: float = DEFAULT_NOISE_VAR
-    alpha: float = 1.0
-    lengthscale: float = 0.8
     seed: int = 0
 
     def __post_init__(self):
-        choice(self.kernel, "kernel", ("linear", "rbf"))
-        positive_int(self.d, "d")
+        instance_of(TaskSpec)(self.task, "task")
+        choice(self.task.kind, "task kind", tuple(_STEPSIZE_KERNELS))
+        for name, default in _STEPSIZE_FIXED_TASK.items():
+            if getattr(self.task, name) != default:
+                raise ValueError(
+                    f"task.{name} must be {default!r} for fig:stepsize (its identity does not "
+                    f"carry it), got {getattr(self.task, name)!r}"
+                )
+        object.__setattr__(self, "ns", int_tuple(self.ns, "ns"))
         positive_int(self.n_trials, "n_trials")
-        positive_scalar(self.noise_var, "noise_var")
-        positive_scalar(self.alpha, "alpha")
-        positive_scalar(self.lengthscale, "lengthscale")
         seed_int(self.seed, "seed")
-        int_tuple(self.ns, "ns")
+
+    @property
+    def kernel(self) -> str:
+        """The prior's kernel: 'linear' (task kind 'blr') or 'rbf'."""
+        return _STEPSIZE_KERNELS[self.task.kind]
+
+    def identity(self) -> dict:
+        """The hashed identity, in the flat layout of the first runs (``kernel``, ``d``, ``ns``,
+        ``n_trials``, ``noise_var``, ``alpha``, ``lengthscale``, ``seed``), so that their
+        directories keep their names; also what ``spec.json`` and ``result.json`` record."""
+        t = self.task
+        return {
+            "kernel": self.kernel,
+            "d": t.d,
+            "ns": self.ns,
+            "n_trials": self.n_trials,
+            "noise_var": t.noise_var,
+            "alpha": t.alpha,
+            "lengthscale": t.lengthscale,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_record(cls, doc: dict) -> StepsizeSpec:
+        """Read :meth:`record` (the flat layout ``spec.json`` holds) back into the spec; the nested
+        ``dataclasses.asdict`` form (a ``task`` dict) reads too."""
+        if not isinstance(doc, dict):
+            raise ArgumentTypeError(f"doc must be a dict, got {type(doc).__name__}")
+        nested = isinstance(doc.get("task"), dict)
+        keys = ("task", "ns", "n_trials", "seed") if nested else _STEPSIZE_RECORD_KEYS
+        unknown = sorted(set(doc) - set(keys))
+        missing = sorted({"kernel" if not nested else "task", "ns", "n_trials"} - set(doc))
+        if unknown or missing:
+            raise ValueError(
+                f"doc must hold a StepsizeSpec record, got unknown keys {unknown} and missing "
+                f"keys {missing}"
+            )
+        if nested:
+            task = runs.dataclass_from_dict(TaskSpec, doc["task"])
+        else:
+            kinds = {k: kind for kind, k in _STEPSIZE_KERNELS.items()}
+            prior = {k: doc[k] for k in ("d", "noise_var", "alpha", "lengthscale") if k in doc}
+            task = TaskSpec(kind=kinds[choice(doc["kernel"], "kernel", tuple(kinds))], **prior)
+        return cls(task, doc["ns"], doc["n_trials"], doc.get("seed", 0))
 
     @property
     def name(self) -> str:
-        return f"stepsize-{self.kernel}-d{self.d}-t{self.n_trials}-{spec_hash(self.identity())}"
+        prefix = f"stepsize-{self.kernel}-d{self.task.d}-t{self.n_trials}"
+        return f"{prefix}-{spec_hash(self.identity())}"
+
+
+#: Task kinds of fig:stepsize and the name of their kernel in the run's identity.
+_STEPSIZE_KERNELS = {"blr": "linear", "rbf": "rbf"}
+#: Keys of a StepsizeSpec record (:meth:`StepsizeSpec.identity`).
+_STEPSIZE_RECORD_KEYS = (
+    "kernel",
+    "d",
+    "ns",
+    "n_trials",
+    "noise_var",
+    "alpha",
+    "lengthscale",
+    "seed",
+)
+#: TaskSpec fields fig:stepsize does not read: they must keep these defaults.
+_STEPSIZE_FIXED_TASK = {
+    f.name: f.default
+    for f in dataclasses.fields(TaskSpec)
+    if f.name not in ("kind", "d", "noise_var", "alpha", "lengthscale")
+}
 
 
 def run_name(spec) -> str:

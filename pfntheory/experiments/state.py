@@ -60,8 +60,7 @@ def run_dir_of(experiment: str, spec, root=None) -> Path:
 
 def spec_doc(spec) -> dict:
     """What ``spec.json`` holds: the spec's type, name and fields."""
-    record = spec.record() if isinstance(spec, RunSpec) else spec.identity()
-    return {"type": type(spec).__name__, "name": spec.name, "spec": record}
+    return {"type": type(spec).__name__, "name": spec.name, "spec": spec.record()}
 
 
 def eval_complete(run_dir: Path, ev) -> bool:

@@ -29,13 +29,11 @@ def _stepsize(n_trials: int) -> tuple:
     """Both kernels of fig:stepsize at d = 16, n in {100, ..., 1000}, ``n_trials`` draws per n."""
     return tuple(
         StepsizeSpec(
-            kernel=k,
-            d=16,
+            task=TaskSpec(kind, d=16, noise_var=DEFAULT_NOISE_VAR),
             ns=tuple(100 * i for i in range(1, 11)),
             n_trials=n_trials,
-            noise_var=DEFAULT_NOISE_VAR,
         )
-        for k in ("rbf", "linear")
+        for kind in ("rbf", "blr")
     )
 
 

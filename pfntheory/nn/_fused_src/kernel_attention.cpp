@@ -112,12 +112,17 @@ struct Scratch {
   std::vector<T> keys, vals, qs, row, aux, aux3, aux4, aux5;  // aux*: rbf at d >= 8
   std::vector<T> tacc;  // forward_sym: per-key vector accumulators
   std::vector<Vectorized<T>> acc;
-  void size(int64_t rows, int64_t np, int64_t d, int64_t m) {
+  // Sized for `rows` rows and `count` vectorised entries, padded to np, a multiple of the vector
+  // width: returns np.
+  int64_t size(int64_t rows, int64_t count, int64_t d, int64_t m) {
+    constexpr int64_t W = Vectorized<T>::size();
+    const int64_t np = (count + W - 1) / W * W;
     keys.assign(d * np, T(0));
     vals.assign(m * np, T(0));
     qs.resize(std::max(rows, int64_t(1)) * d);
     row.resize(std::max<int64_t>(m, 1) * np);
     acc.resize(d);
+    return np;
   }
 };
 
@@ -133,8 +138,7 @@ void forward_one(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   constexpr int64_t W = V::size();
   const int64_t d = D > 0 ? D : d_;
   const int64_t m = M > 0 ? M : m_;
-  const int64_t tp = (Tq + W - 1) / W * W;
-  w.size(n, tp, d, m);
+  const int64_t tp = w.size(n, Tq, d, m);
   T* qt = w.keys.data();  // (d, tp)
   T* outt = w.vals.data();  // (m, tp)
   T* keys = w.qs.data();  // (n, d)
@@ -246,8 +250,7 @@ void forward_sym(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   constexpr int64_t W = V::size();
   constexpr bool EX = D >= 8;  // log2 P = 2 a.b - |a|^2 - |b|^2 clamped at 0, as forward_one
   static_assert(!EX || D % 2 == 0, "two chains over an even d");
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(n, np, D, M);
+  const int64_t np = w.size(n, n, D, M);
   T* qt = w.keys.data();  // (D, np) context tokens, scaled, transposed, zero-padded
   T* vt = w.vals.data();  // (M, np) values, transposed, zero-padded
   T* keys = w.qs.data();  // (n, D) scaled (times 2 for EX)
@@ -347,6 +350,31 @@ void forward_sym(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64_t
   }
 }
 
+// The values v_j (M channels) of a vector of keys and their dv_j accumulators, in registers through
+// the backward's loop over queries: the part of that loop the fixed-size paths of backward_one
+// share.
+template <typename T, int M>
+struct KeyValues {
+  Vectorized<T> v[M], dv[M];
+  KeyValues(const T* vals, int64_t np, int64_t jb) {
+    for (int64_t c = 0; c < M; ++c) {
+      v[c] = Vectorized<T>::loadu(vals + c * np + jb);
+      dv[c] = Vectorized<T>(T(0));
+    }
+  }
+  // Query i with kernel entries p = P_ij: dv_j += P_ij g_i; returns E_ij = P_ij (g_i . v_j).
+  inline Vectorized<T> add(const Vectorized<T>& p, const T* gi) {
+    using V = Vectorized<T>;
+    V gv = V(gi[0]) * v[0];
+    for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), v[c], gv);
+    for (int64_t c = 0; c < M; ++c) dv[c] = at::vec::fmadd(p, V(gi[c]), dv[c]);
+    return p * gv;
+  }
+  inline void store(T* row, int64_t np, int64_t jb) const {
+    for (int64_t c = 0; c < M; ++c) dv[c].store(row + c * np + jb);
+  }
+};
+
 // dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double).
 // rbf at d >= 8 (EX): sum_ij E_ij (x_ik - x_jk)^2 =
 // sum_i x_ik^2 R_i + sum_j x_jk^2 C_j - 2 sum_j x_jk F_jk with R_i = g_i . out_i (out from the
@@ -359,8 +387,7 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
   constexpr int64_t W = V::size();
   const int64_t d = D > 0 ? D : d_;
   const int64_t m = M > 0 ? M : m_;
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(Tq, np, d, m);
+  const int64_t np = w.size(Tq, n, d, m);
   T* keys = w.keys.data();  // x (not scaled): t is needed in x for the scale gradient
   T* vals = w.vals.data();
   T* h = w.qs.data();  // d factors: log2 P = sum_k h_k t_k
@@ -401,48 +428,37 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
       const T* qa = w.aux.data();
       const T* ka = w.aux3.data();
       const V nkv = V::loadu(w.aux5.data() + jb);
-      V vj[M], dva[M], F[D];
+      KeyValues<T, M> kv(vals, np, jb);
+      V F[D];
       for (int64_t k = 0; k < D; ++k) F[k] = V(T(0));
-      for (int64_t c = 0; c < M; ++c) {
-        vj[c] = V::loadu(vals + c * np + jb);
-        dva[c] = V(T(0));
-      }
       for (int64_t i = 0; i < Tq; ++i) {
         const T* xi = x + i * D;
-        const T* gi = g + i * M;
         V z0 = V(w.aux4[i]) + nkv, z1(T(0));  // two chains
         for (int64_t k = 0; k < D; k += 2) {
           z0 = at::vec::fmadd(V(qa[i * D + k]), V::loadu(ka + k * np + jb), z0);
           z1 = at::vec::fmadd(V(qa[i * D + k + 1]), V::loadu(ka + (k + 1) * np + jb), z1);
         }
         V p = vexp2<false>(at::vec::minimum(z0 + z1, V(T(0))));
-        V gv = V(gi[0]) * vj[0];
-        for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), vj[c], gv);
-        V e = p * gv;
-        for (int64_t c = 0; c < M; ++c) dva[c] = at::vec::fmadd(p, V(gi[c]), dva[c]);
+        V e = kv.add(p, g + i * M);
         for (int64_t k = 0; k < D; ++k) F[k] = at::vec::fmadd(e, V(xi[k]), F[k]);
       }
-      V C = vj[0] * dva[0];
-      for (int64_t c = 1; c < M; ++c) C = at::vec::fmadd(vj[c], dva[c], C);
-      for (int64_t c = 0; c < M; ++c) dva[c].store(w.row.data() + c * np + jb);
+      V C = kv.v[0] * kv.dv[0];
+      for (int64_t c = 1; c < M; ++c) C = at::vec::fmadd(kv.v[c], kv.dv[c], C);
+      kv.store(w.row.data(), np, jb);
       for (int64_t k = 0; k < D; ++k) {
         V xj = V::loadu(keys + k * np + jb);
         V u = at::vec::fmadd(V(T(-2)), F[k], xj * C);  // x_jk C_j - 2 F_jk
         ds[k] += static_cast<double>(hsum(xj * u));
       }
     } else if constexpr (D > 0 && M > 0) {
-      V xj[D], vj[M], dva[M], ta[D];
+      KeyValues<T, M> kv(vals, np, jb);
+      V xj[D], ta[D];
       for (int64_t k = 0; k < D; ++k) {
         xj[k] = V::loadu(keys + k * np + jb);
         ta[k] = V(T(0));
       }
-      for (int64_t c = 0; c < M; ++c) {
-        vj[c] = V::loadu(vals + c * np + jb);
-        dva[c] = V(T(0));
-      }
       for (int64_t i = 0; i < Tq; ++i) {
         const T* xi = x + i * D;
-        const T* gi = g + i * M;
         V t[D];
         V z(T(0));
         for (int64_t k = 0; k < D; ++k) {
@@ -455,13 +471,10 @@ void backward_one(const T* x, const T* s, const T* v, const T* g, const T* o, T*
           z = at::vec::fmadd(V(h[k]), t[k], z);
         }
         V p = vexp2<!RBF>(z);
-        V gv = V(gi[0]) * vj[0];
-        for (int64_t c = 1; c < M; ++c) gv = at::vec::fmadd(V(gi[c]), vj[c], gv);
-        V e = p * gv;
-        for (int64_t c = 0; c < M; ++c) dva[c] = at::vec::fmadd(p, V(gi[c]), dva[c]);
+        V e = kv.add(p, g + i * M);
         for (int64_t k = 0; k < D; ++k) ta[k] = at::vec::fmadd(e, t[k], ta[k]);
       }
-      for (int64_t c = 0; c < M; ++c) dva[c].store(w.row.data() + c * np + jb);
+      kv.store(w.row.data(), np, jb);
       for (int64_t k = 0; k < D; ++k) ds[k] += static_cast<double>(hsum(ta[k]));
     } else {
       V* ta = w.acc.data();
@@ -510,8 +523,7 @@ void gram_one(const T* x, const T* s, T amp, T noise, T* G, int64_t n, int64_t d
               bool upper) {
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
-  const int64_t np = (n + W - 1) / W * W;
-  w.size(1, np, d, 1);  // keys (d, np), zero-padded; qs: one row
+  const int64_t np = w.size(1, n, d, 1);  // keys (d, np), zero-padded; qs: one row
   T* keys = w.keys.data();
   T* q = w.qs.data();
   const T c = T(std::sqrt(0.5 * kLog2e));
