@@ -26,7 +26,7 @@ import json
 
 from IPython.display import Markdown, display
 
-from pfntheory import report
+from pfntheory import report, runs
 from pfntheory.casestudy import baseline, load_dataset
 from pfntheory.casestudy.data import walker_data_available
 from pfntheory.casestudy.pfn import SCALES
@@ -159,10 +159,7 @@ for name in ("sacramento", "walker"):
             )
             continue
         res = json.loads(res_file.read_text())
-        claims = [
-            ClaimResult(**{**c, "ci": tuple(c["ci"]) if c.get("ci") else None})
-            for c in res["claims"]
-        ]
+        claims = [runs.dataclass_from_dict(ClaimResult, c) for c in res["claims"]]
         run_dirs = [res_dir / res["pfn"]["run_dir"]]
         command = f"pfntheory casestudy {name} --scale {res['scale']}"
     display(Markdown(f"### {name} ({res['summary']['steps']} steps)"))

@@ -403,11 +403,12 @@ rec.add(
 # `verify/test_tfpr_far_query.py`.
 
 # %%
-far_rows = []
+far_rows, far_checks = [], []
 for d_, n_, seed_ in ((2, 64, 0), (4, 48, 1), (8, 96, 2)):
     r = construction.check_tfpr_far_query(
         RBFKernel(alpha=1.0, lengthscale=0.8), n_, d_, s2, L=200, seed=seed_
     )
+    far_checks.append(r)
     det = r.details
     far_rows.append(
         {
@@ -455,8 +456,7 @@ from pfntheory import construction as con
 kern = RBFKernel(alpha=1.0, lengthscale=0.8)
 rng = np.random.default_rng(0)  # the seed of the d = 2 row: the same context and direction
 Xc, Yc, _ = construction.context(kern, 64, 2, s2, rng)
-G = kern(Xc)
-eta = 0.9 * rich.admissible_step(G + s2 * np.eye(64), rich.jacobi_preconditioner(G))
+eta = far_checks[0].details["eta"]  # the d = 2 row's step
 direction = rng.normal(size=2)
 direction /= np.linalg.norm(direction)
 w_far = con.handset_weights(2, 200, eta, s2, kern, normalised=True)

@@ -83,7 +83,7 @@ from .._checks import (
     positive_scalar,
 )
 from ..config import LR_UNITS, ModelSpec, TaskSpec
-from ..experiments.scales import CPU_LR, CPU_LR_UNITS
+from ..experiments.scales import BUDGET_CURVE_POINTS, BUDGET_EMA_DECAY, CPU_LR, CPU_LR_UNITS
 from ..gp import EBFit
 from ..nn.attention import score_matrix
 from ..nn.model import PFNTransformer
@@ -196,10 +196,8 @@ SCALES = {
 def budget_scales(scale: str = "cpu", factor: int = 2) -> dict[int, PFNScale]:
     """The budget-doubling pair of ``scale`` (docs/verdicts.md, "Budget doubling"): its PFN at its
     steps S and at ``factor`` S, each with its own schedule, weight-averaged and with a dense
-    learning curve as fig:exp1's budget runs (:data:`pfntheory.experiments.definitions.
+    learning curve as fig:exp1's budget runs (:data:`pfntheory.experiments.scales.
     BUDGET_EMA_DECAY`, ``BUDGET_CURVE_POINTS``). Keyed by steps."""
-    from ..experiments.definitions import BUDGET_CURVE_POINTS, BUDGET_EMA_DECAY
-
     sc = scale_settings(scale)
     factor = positive_int(factor, "factor", minimum=2)
     return {

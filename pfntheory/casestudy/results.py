@@ -163,10 +163,6 @@ def collect_results(
     return _rounded(runs._jsonable(results))
 
 
-def _claim(doc: dict) -> ClaimResult:
-    return ClaimResult(**{**doc, "ci": tuple(doc["ci"]) if doc.get("ci") else None})
-
-
 def budget_claims(case_dir) -> dict | None:
     """The caption claims of one case study decided by budget doubling: read the two
     ``budget-s<steps>/results.json`` of ``case_dir`` (:func:`pfntheory.casestudy.run.
@@ -194,12 +190,14 @@ def budget_claims(case_dir) -> dict | None:
     curves = [read_learning_curve(rd) for rd in run_dirs]
     short_points, long_points = (c["points"] if c is not None else [] for c in curves)
     status = doubling_status(short_points, long_points)
-    by_key = {c["key"]: _claim(c) for c in short["claims"]}
+    by_key = {c["key"]: runs.dataclass_from_dict(ClaimResult, c) for c in short["claims"]}
     claims = []
     for doc in long["claims"]:
         if doc["key"] not in by_key:
             raise ValueError(f"{case_dir}: claim {doc['key']!r} is measured at {t} steps only")
-        claims.append(doubling_gate(by_key[doc["key"]], _claim(doc), status))
+        claims.append(
+            doubling_gate(by_key[doc["key"]], runs.dataclass_from_dict(ClaimResult, doc), status)
+        )
     return {
         "claims": claims,
         "status": status,
