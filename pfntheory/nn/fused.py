@@ -74,7 +74,15 @@ __all__: list[str] = []
 
 log = logging.getLogger(__name__)
 
-_SOURCE = Path(__file__).parent / "_fused_src" / "kernel_attention.cpp"
+#: Every ``.cpp`` here is one source of the library; ``.h`` files are shared by them. The build
+#: name hashes all of them.
+_SOURCE_DIR = Path(__file__).parent / "_fused_src"
+
+
+def _sources() -> list[Path]:
+    return sorted(_SOURCE_DIR.glob("*.cpp"))
+
+
 _NAMESPACE = "pfntheory_fused"
 _state: dict = {"tried": False, "ok": False, "reason": None, "enabled": True}
 
@@ -103,7 +111,9 @@ def _cache_dir() -> Path:
 
 def _build_name(flags: list[str]) -> str:
     h = hashlib.sha256()
-    h.update(_SOURCE.read_bytes())
+    for path in sorted(_SOURCE_DIR.glob("*.cpp")) + sorted(_SOURCE_DIR.glob("*.h")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
     h.update(" ".join(flags).encode())
     h.update(torch.__version__.encode())
     return f"pfntheory_fused_{h.hexdigest()[:16]}"
@@ -141,7 +151,7 @@ def _load() -> None:
     with tempfile.TemporaryDirectory(prefix=f"{name}-", dir=cache) as tmp:
         cpp_extension.load(
             name=name,
-            sources=[str(_SOURCE)],
+            sources=[str(p) for p in _sources()],
             extra_cflags=flags,
             build_directory=tmp,
             is_python_module=False,
