@@ -147,6 +147,12 @@ class RunSpec:
     ema_decay : float
         ``0``: the run is its last iterate; ``beta in (0, 1)``: an exponential weight average
         (:func:`pfntheory.nn.train.ema_decay_at`; docs/verdicts.md, "Weight averaging").
+    fast_numerics : bool
+        ``False``: the arithmetic of every committed run (bit for bit). ``True``: the same maths in
+        a faster order of rounding: training batches drawn by the fused GP draw
+        (:func:`pfntheory.nn.priors.sample_batch` ``fast=True``) and the fused solver stack's
+        pairwise loops (each context-context kernel entry once); the held-out curve and the
+        evaluations are drawn as before (docs/speed.md, "Fast numerics").
     interval : (a, b), optional
         Truncation interval; ``None`` calibrates it (sec:sims) with ``calib_instances`` instances,
         ``outside_mass`` and ``calib_seed`` (fixed across runs, so runs on one task share it).
@@ -168,6 +174,7 @@ class RunSpec:
     context_groups: int = 1
     curve_points: int = 12
     ema_decay: float = 0.0
+    fast_numerics: bool = False
     warmup_frac: float = WARMUP_FRAC
     min_lr_ratio: float = MIN_LR_RATIO
     clip_norm: float = CLIP_NORM
@@ -201,6 +208,7 @@ class RunSpec:
         self._check_curve()
         if not 0 <= positive_scalar(self.ema_decay, "ema_decay", allow_zero=True) < 1:
             raise ValueError(f"ema_decay must lie in [0, 1), got {self.ema_decay}")
+        instance_of(bool)(self.fast_numerics, "fast_numerics")
         if self.interval is not None:
             object.__setattr__(
                 self, "interval", interval(*self.interval, "interval a", "interval b")
@@ -327,6 +335,7 @@ _LATE_DEFAULTS = {
     "context_groups": 1,
     "curve_points": 12,
     "ema_decay": 0.0,
+    "fast_numerics": False,
 }
 #: ModelSpec fields omitted from the hashed identity when they hold these values.
 _LATE_MODEL_DEFAULTS = {"mixture": False}

@@ -117,6 +117,12 @@ def _add_train(sub) -> None:
         "default 0.99 at cpu scale, else 0)",
     )
     g.add_argument(
+        "--fast-numerics",
+        action="store_true",
+        help="the same maths in a faster rounding order (fused GP draw of the training batches, "
+        "pairwise solver stack); off: the arithmetic of every committed run, bit for bit",
+    )
+    g.add_argument(
         "--curve-points",
         type=int_in(2, 1000),
         default=12,
@@ -231,6 +237,7 @@ def _run_tree(args, score: str):
         lr=lr if args.lr is None else args.lr,
         lr_units=units if args.lr_units is None else args.lr_units,
         ema_decay=ema if args.ema_decay is None else args.ema_decay,
+        fast_numerics=bool(args.fast_numerics),
         **pick(args, "n_min", "n_max", "batch_size", "context_groups", "seed"),
         **curve,
     )

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._checks import MAX_ELEMENTS, ArgumentTypeError, positive_int, seed_int
+from .._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of, positive_int, seed_int
 from .._checks import interval as check_interval
 from ..config import COVARIATES, TASK_KINDS, TaskSpec, prior_components
 from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
@@ -67,6 +67,10 @@ _LOG_2PI = math.log(2.0 * math.pi)
 #: sub-batches of ``max(1, GRAM_CHUNK_ELEMENTS // n^2)`` instances: 128 MiB of float64, so that
 #: evaluating 512 instances at n' = 1024 does not hold 4 GiB Gram matrices).
 GRAM_CHUNK_ELEMENTS = 1 << 24
+
+#: Largest ``n`` the fast draw (``sample_batch(..., fast=True)``) takes; larger contexts use the
+#: exact path (LAPACK's blocked factor wins there; the fused draw measured faster up to 512).
+FAST_DRAW_MAX_N = 512
 
 
 @dataclass(frozen=True)
@@ -276,14 +280,52 @@ def _blr_draw(
     return Y, mu, tau
 
 
-def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int):
+def _fused_gp_draw(X, xq, z, f, amp: float, noise: float):
+    return torch.ops.pfntheory_fused.gp_draw(X, xq, z, f, amp, noise)
+
+
+def _fast_draw(c: _Component, X, xq, z, offset: int):
+    """``Y, mu, tau`` of one rbf component by the fused GP draw (``_fused_src/gp_draw.cpp``): the
+    maths of :func:`_gp_oracle`'s one-component branch in another rounding."""
+    f = torch.tensor(c.feat, dtype=torch.float64)
+    Y, mu, tau, info = _fused_gp_draw(
+        X.contiguous(), xq[:, 0].contiguous(), z.contiguous(), f, c.alpha2, c.noise_var
+    )
+    bad = info.nonzero()
+    if bad.numel():
+        i = int(bad[0, 0])
+        raise ValueError(
+            f"G + noise_var I is not numerically positive definite (instance {offset + i} of the "
+            f"batch, leading minor {int(info[i])}); increase noise_var"
+        )
+    return Y, mu, tau
+
+
+def _fast_draw_applies(comps: list[_Component], X: torch.Tensor) -> bool:
+    """Whether ``sample_batch(..., fast=True)`` takes the fused draw for this sub-batch: one rbf
+    component, float64 on the CPU, ``n <= FAST_DRAW_MAX_N``, the extension loaded or cached."""
+    return (
+        len(comps) == 1
+        and not comps[0].linear
+        and X.device.type == "cpu"
+        and X.dtype == torch.float64
+        and X.shape[1] <= FAST_DRAW_MAX_N
+        and fused.available(build=False)
+    )
+
+
+def _gp_oracle(comps: list[_Component], X, xq, z, h0, offset: int, fast: bool = False):
     """Function-space draw ``Y = Lc z`` and the exact (mixture) PPD of one sub-batch.
 
     X (b, n, d), xq (b, 1, d), z (b, n), h0 (b,) or None -> Y (b, n), mu, tau (b,), mu_h, tau_h,
-    weights (b, H). ``offset`` is the sub-batch's first instance (for error messages).
+    weights (b, H). ``offset`` is the sub-batch's first instance (for error messages). ``fast``:
+    the fused draw where it applies (:func:`_fast_draw_applies`).
     """
     b, n, _ = X.shape
     H = len(comps)
+    if fast and _fast_draw_applies(comps, X):
+        Y, mu, tau = _fast_draw(comps[0], X, xq, z, offset)
+        return Y, mu, tau, mu[:, None], tau[:, None], torch.ones_like(mu)[:, None]
 
     def factor(c: _Component, idx=None):
         Xc = X if idx is None else X[idx]
@@ -338,6 +380,7 @@ def sample_batch(
     device=None,
     dtype: torch.dtype = torch.float32,
     interval: tuple[float, float] | None = None,
+    fast: bool = False,
 ) -> Batch:
     """Draw ``batch_size`` instances with ``n`` context points each, and their exact PPD.
 
@@ -355,12 +398,19 @@ def sample_batch(
     interval : (a, b), optional
         If given, ``y`` is drawn from the PPD truncated to ``(a, b]`` (sec:sims); otherwise from the
         untruncated PPD.
+    fast : bool
+        ``False``: the arithmetic of every committed run. ``True`` (training batches of runs with
+        ``RunSpec.fast_numerics``): a one-component rbf prior's Gram matrix, factor, labels and
+        PPD by the fused GP draw, one instance per vector lane (the same random numbers and maths,
+        another rounding: within 1e-12 relative, tests/test_gp_draw.py); any other prior, or
+        without the extension, the exact path.
 
     Returns
     -------
     Batch
     """
     B, n, interval = check_sample_args(task, batch_size, n, generator, dtype, interval)
+    instance_of(bool)(fast, "fast")
     if interval is not None:
         a, b = interval
     gdev = generator.device
@@ -409,6 +459,7 @@ def sample_batch(
                 z[i : i + step],
                 None if h0 is None else h0[i : i + step],
                 i,
+                fast,
             )
             for i in range(0, B, step)
         ]

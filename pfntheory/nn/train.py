@@ -231,7 +231,14 @@ def step_batches(spec: RunSpec, generator: torch.Generator, device, dtype, inter
         n = sample_context_size(spec.n_min, spec.n_max, generator)
         out.append(
             sample_batch(
-                spec.task, size, n, generator, device=device, dtype=dtype, interval=interval
+                spec.task,
+                size,
+                n,
+                generator,
+                device=device,
+                dtype=dtype,
+                interval=interval,
+                fast=spec.fast_numerics,
             )
         )
     return out

@@ -1,0 +1,173 @@
+"""The fused GP draw (``_fused_src/gp_draw.cpp``) behind ``sample_batch(..., fast=True)`` and
+``RunSpec.fast_numerics``: the same draws as the exact path to float64 round-off, the same random
+numbers, the exact path wherever it does not apply, and its failures named.
+
+Tolerance of the parity tests: both paths factor ``A = G + sigma^2 I`` in float64 by backward-stable
+Cholesky recursions in different orders, so each is within ``c n u kappa(A)`` relative of the exact
+labels and moments (Higham, Accuracy and Stability, thm 10.3/10.4; ``u = 2^-53``), with
+``kappa(A) <= (n alpha^2 + sigma^2) / sigma^2`` (Gershgorin). The tests allow ``4 n u kappa`` (at
+n = 89 and the default prior, 8.7e-11); observed differences are 1e-15 to 2e-14. How they fail: a
+change of the noise variance by 1e-6 relative inside the fused path (a fault injection below)
+moves the moments by ~1e-6, four orders of magnitude over the tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pfntheory.config import TaskSpec
+from pfntheory.nn import fused, priors
+from pfntheory.nn.priors import sample_batch
+from pfntheory.tree import RunSpec
+
+U = 2.0**-53
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The extension, built or loaded once; skip only without a toolchain."""
+    from torch.utils import cpp_extension
+
+    if fused._compiler() is None or not cpp_extension.is_ninja_available():
+        pytest.skip("the fused extension cannot be built here: no C++ compiler or no ninja")
+    with fused.enabled(True):
+        if not fused.available():
+            pytest.fail(f"the fused extension failed to build: {fused.unavailable_reason()}")
+    return True
+
+
+def _tol(task: TaskSpec, n: int) -> float:
+    c = priors._components(task)[0]
+    kappa = (n * c.alpha2 + c.noise_var) / c.noise_var
+    return 4 * n * U * kappa
+
+
+def _both(task, B, n, seed=0, interval=(-3.0, 3.0)):
+    a = sample_batch(
+        task, B, n, torch.Generator().manual_seed(seed), dtype=torch.float64, interval=interval
+    )
+    b = sample_batch(
+        task,
+        B,
+        n,
+        torch.Generator().manual_seed(seed),
+        dtype=torch.float64,
+        interval=interval,
+        fast=True,
+    )
+    return a, b
+
+
+def _close(a, b, tol):
+    for name in ("Y", "mu", "tau"):
+        x, y = getattr(a, name), getattr(b, name)
+        err = float(((x - y).abs() / (1.0 + x.abs())).max())
+        assert err <= tol, f"{name}: {err:.3g} > {tol:.3g}"
+
+
+@pytest.mark.parametrize(
+    "d,B,n",
+    [(2, 128, 89), (1, 1, 1), (2, 7, 2), (2, 8, 8), (2, 9, 9), (5, 13, 31), (16, 17, 200)],
+)
+def test_fast_draw_matches_exact_path(built, d, B, n):
+    """Labels and PPD moments within the Cholesky round-off bound, on the same random numbers:
+    the inputs are bitwise equal, and batches that are not a multiple of the vector width (padded
+    lanes) and n = 1 are covered."""
+    task = TaskSpec(kind="rbf", d=d)
+    a, b = _both(task, B, n)
+    assert torch.equal(a.X, b.X) and torch.equal(a.xq, b.xq)
+    _close(a, b, _tol(task, n))
+    # the query labels come from the same uniforms through the moments: as close as those
+    assert float((a.y - b.y).abs().max()) <= 10 * _tol(task, n) * (1 + float(a.y.abs().max()))
+
+
+def test_fast_draw_ard_lengthscales(built):
+    """Per-coordinate lengthscales (the ARD prior) go through the fused draw as its factor f."""
+    task = TaskSpec(kind="ard_rbf", d=3, lengthscales=(0.3, 0.8, 2.0))
+    a, b = _both(task, 20, 40, seed=3)
+    _close(a, b, _tol(task, 40))
+
+
+def test_fault_injection_is_caught(built, monkeypatch):
+    """A fused path with sigma^2 off by 1e-6 relative fails the parity check (so it can fail)."""
+    task = TaskSpec(kind="rbf", d=2)
+    op = torch.ops.pfntheory_fused.gp_draw
+
+    def skewed(X, xq, z, f, amp, noise):
+        return op(X, xq, z, f, amp, noise * (1 + 1e-6))
+
+    monkeypatch.setattr(priors, "_fused_gp_draw", skewed)
+    a, b = _both(task, 16, 89)
+    with pytest.raises(AssertionError):
+        _close(a, b, _tol(task, 89))
+
+
+def test_fast_is_the_exact_path_where_it_does_not_apply(built):
+    """Mixtures, the linear kernel, BLR, n above FAST_DRAW_MAX_N and a disabled extension: the
+    fast flag changes nothing (bitwise)."""
+    cases = [
+        (TaskSpec(kind="hier_rbf", d=2), 9, 12),
+        (TaskSpec(kind="blr", d=5), 9, 12),
+        (TaskSpec(kind="rbf", d=1), 2, priors.FAST_DRAW_MAX_N + 1),
+    ]
+    for task, B, n in cases:
+        a, b = _both(task, B, n, seed=5, interval=None)
+        for name in ("X", "Y", "y", "mu", "tau"):
+            assert torch.equal(getattr(a, name), getattr(b, name)), (task.kind, name)
+    with fused.enabled(False):
+        a, b = _both(TaskSpec(kind="rbf", d=2), 9, 12)
+    assert torch.equal(a.Y, b.Y) and torch.equal(a.mu, b.mu)
+
+
+def test_failed_factor_is_named(built):
+    """A NaN input makes that instance's pivot fail: the op reports its leading minor (LAPACK's
+    convention) for that lane only, and the draw raises naming the instance."""
+    task = TaskSpec(kind="rbf", d=2)
+    c = priors._components(task)[0]
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(11, 6, 2, generator=g, dtype=torch.float64)
+    X[9, 3, 1] = math.nan
+    xq = torch.randn(11, 1, 2, generator=g, dtype=torch.float64)
+    z = torch.randn(11, 6, generator=g, dtype=torch.float64)
+    f = torch.tensor(c.feat, dtype=torch.float64)
+    *_, info = torch.ops.pfntheory_fused.gp_draw(X, xq[:, 0], z, f, c.alpha2, c.noise_var)
+    assert info.tolist() == [0] * 9 + [4, 0]
+    with pytest.raises(ValueError, match=r"instance 19 of the batch, leading minor 4"):
+        priors._fast_draw(c, X, xq, z, offset=10)
+
+
+def test_op_refuses_bad_arguments(built):
+    op = torch.ops.pfntheory_fused.gp_draw
+    X = torch.zeros(2, 3, 2, dtype=torch.float64)
+    xq, z, f = torch.zeros(2, 2, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64), None
+    f = torch.ones(2, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="float64"):
+        op(X.float(), xq, z, f, 1.0, 0.1)
+    with pytest.raises(RuntimeError, match="shapes"):
+        op(X, xq, z[:, :2].contiguous(), f, 1.0, 0.1)
+    with pytest.raises(RuntimeError, match="positive"):
+        op(X, xq, z, f, 1.0, 0.0)
+
+
+def test_fast_flag_is_checked():
+    with pytest.raises(TypeError, match="fast"):
+        sample_batch(TaskSpec(kind="rbf", d=2), 2, 3, torch.Generator(), fast="yes")
+
+
+def test_fast_numerics_in_the_run_name():
+    """Off (the default) leaves every name as it was; on renames the run; a non-bool is refused."""
+    from pfntheory.config import ModelSpec
+
+    base = dict(
+        task=TaskSpec(kind="rbf", d=2), model=ModelSpec(score="rbf", L=4, C=32), n_min=8, n_max=16
+    )
+    off = RunSpec(**base, steps=10, lr=1e-3)
+    assert "fast_numerics" not in off.identity()
+    on = RunSpec(**base, steps=10, lr=1e-3, fast_numerics=True)
+    assert on.identity()["fast_numerics"] is True
+    assert on.identity() != off.identity()
+    with pytest.raises(TypeError, match="fast_numerics"):
+        RunSpec(**base, steps=10, lr=1e-3, fast_numerics=1)
