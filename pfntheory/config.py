@@ -203,6 +203,12 @@ class TaskSpec:
             object.__setattr__(self, name, _float_tuple(getattr(self, name), name, self.d))
         if self.kind == "ard_rbf" and self.lengthscales is None:
             raise ValueError("task kind 'ard_rbf' requires lengthscales (one per input dimension)")
+        # a value the prior would not read is refused, not dropped
+        for name, kind in (("lengthscales", "ard_rbf"), ("sigma_diag", "blr")):
+            if getattr(self, name) is not None and self.kind != kind:
+                raise ValueError(
+                    f"{name} applies to task kind {kind!r} only, got kind {self.kind!r}"
+                )
 
     @classmethod
     def from_fit(cls, fit, **kw) -> TaskSpec:

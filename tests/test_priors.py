@@ -192,6 +192,9 @@ def test_calibrated_interval_has_outside_mass():
         (dict(kind="ard_rbf", d=2), "requires lengthscales"),
         (dict(kind="ard_rbf", d=2, lengthscales=(1.0,)), "lengthscales must have 2"),
         (dict(kind="blr", d=2, sigma_diag=(1.0, -1.0)), "sigma_diag"),
+        # values the prior would not read are refused, not dropped
+        (dict(kind="rbf", d=2, lengthscales=(1.0, 2.0)), "lengthscales applies to task kind"),
+        (dict(kind="hier_rbf", d=2, sigma_diag=(1.0, 2.0)), "sigma_diag applies to task kind"),
     ],
 )
 def test_task_config_errors(kw, match):
