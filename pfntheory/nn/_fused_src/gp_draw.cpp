@@ -11,10 +11,11 @@
 // sum. The lower triangle of a group's Gram matrix is packed row by row, interleaved by lane
 // (entry (i, j), j <= i, of lane l at ((i (i + 1) / 2 + j) W + l)): n (n + 1) / 2 W doubles, in
 // the core's L2 cache for n up to ~180 (priors.FAST_DRAW_MAX_N). The factor is the row-oriented
-// (Cholesky-Banachiewicz) recursion L_ij = (A_ij - sum_{k<j} L_ik L_jk) / L_jj, each dot product in
-// two chains; Y and v are formed row by row after it, from the same rows. A lane whose pivot is
-// not positive (or NaN) gets info = its leading minor's order (as LAPACK's potrf reports it), and
-// its factor goes on with pivot 1 so that the other lanes are unaffected. Padded lanes (B not a
+// (Cholesky-Banachiewicz) recursion L_ij = (A_ij - sum_{k<j} L_ik L_jk) / L_jj, four columns of a
+// row at a time (each L_ik loaded once for four products); Y and v are formed row by row after
+// it. A lane whose pivot is not positive (or NaN) gets info = its leading minor's order (as
+// LAPACK's potrf reports it), and its factor goes on with pivot 1 so that the other lanes are
+// unaffected. Padded lanes (B not a
 // multiple of W) repeat the group's first instance and are not written.
 
 #include "vec.h"
@@ -54,7 +55,27 @@ void draw_group(const double* X, const double* xq, const double* z, const double
     double* Ai = &A[(i * (i + 1) / 2) * WD];
     for (int64_t j = 0; j < i; ++j) kern(i, j).store(Ai + j * WD);
     (kern(i, i) + vn).store(Ai + i * WD);
-    for (int64_t j = 0; j <= i; ++j) {
+    int64_t j = 0;
+    // four columns at a time: each L_ik loaded once for four products (5 loads per 4 FMAs)
+    for (; j + 4 <= i; j += 4) {
+      const double* Aj[4];
+      VD s[4];
+      for (int t = 0; t < 4; ++t) {
+        Aj[t] = &A[((j + t) * (j + t + 1) / 2) * WD];
+        s[t] = VD::loadu(Ai + (j + t) * WD);
+      }
+      for (int64_t k = 0; k < j; ++k) {
+        const VD a = VD::loadu(Ai + k * WD);
+        for (int t = 0; t < 4; ++t) s[t] = at::vec::fnmadd(a, VD::loadu(Aj[t] + k * WD), s[t]);
+      }
+      for (int t = 0; t < 4; ++t) {  // the block's own triangle
+        for (int u = 0; u < t; ++u)
+          s[t] = at::vec::fnmadd(VD::loadu(Ai + (j + u) * WD), VD::loadu(Aj[t] + (j + u) * WD),
+                                 s[t]);
+        (s[t] * VD::loadu(&rd[(j + t) * WD])).store(Ai + (j + t) * WD);
+      }
+    }
+    for (; j <= i; ++j) {
       const double* Aj = &A[(j * (j + 1) / 2) * WD];
       VD s0 = VD::loadu(Ai + j * WD), s1(0.0);
       int64_t k = 0;
