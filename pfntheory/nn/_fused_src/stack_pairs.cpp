@@ -12,8 +12,8 @@
 // once at its end. The first vector of a sweep (keys i0..i0+W-1) is masked to the keys j > i of
 // each row; P_ii = 1 is added directly. The query rows (i >= n) take lanes over the keys, one
 // order only. Padded rows and keys carry v = g = 0 and x = 0: they add nothing and are not written.
-// Compiled (d, m): d in {1, 2, 3, 4, 5, 8, 16}, m in {2, 3}; other sizes run stack_forward /
-// stack_backward (rbf) through the dispatcher.
+// Compiled (d, m): d in {1, 2, 3, 4, 5, 8, 16}, m in {2, 3} (the backward d <= 5: pairs_m); other
+// sizes run stack_forward / stack_backward (rbf) through the dispatcher.
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -89,16 +89,19 @@ inline Vectorized<T> pexp2(const Vectorized<T>& w) {
   return vexp2<false>(w);
 }
 
-// Multipliers of a row's kernel vector: after[o], o < W: lanes l > o (1, else 0), row i = jb + o
-// against the keys jb + l of the aligned vector holding it; after[W + t]: all ones (later vectors).
+// Terms added to a row's log-kernel vector: after[o], o < W: 0 on the lanes l > o, else -4096
+// (2^-4096 is 0 in float and double), row i = jb + o against the keys jb + l of the aligned vector
+// holding it; after[W + t]: 0 (later vectors). Added to the exponent, the mask costs no operation
+// of the multiply pipes (the loops' bound).
 template <typename T, int RB>
 struct Masks {
   static constexpr int W = Vectorized<T>::size();
   Vectorized<T> after[W + RB];
   Masks() {
     const Vectorized<T> lane = Vectorized<T>::arange(T(0), T(1));
-    for (int o = 0; o < W; ++o) after[o] = lane.gt(Vectorized<T>(T(o)));
-    for (int t = 0; t < RB; ++t) after[W + t] = Vectorized<T>(T(1));
+    for (int o = 0; o < W; ++o)
+      after[o] = (lane.le(Vectorized<T>(T(o)))) * Vectorized<T>(T(-4096));
+    for (int t = 0; t < RB; ++t) after[W + t] = Vectorized<T>(T(0));
   }
 };
 
@@ -111,6 +114,7 @@ void forward_pairs(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
   constexpr int RB = fwd_rows<D, M>();
+  constexpr bool KREG = D <= 5;  // the key vector's coordinates in registers, else loaded per use
   static_assert(W % RB == 0, "a row block within one vector of keys");
   constexpr bool EX = D >= 8;
   static_assert(!EX || D % 2 == 0, "two chains over an even d");
@@ -152,10 +156,12 @@ void forward_pairs(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64
     // here: the rows' accumulators must stay registers)
     const int64_t jb0 = i0 / W * W;
     for (int64_t jb = jb0; jb < n; jb += W) {
-      // the first vector: lanes j > i only (masks); then all ones
+      // the first vector: lanes j > i only (masks); then none masked
       const V* mk = jb == jb0 ? masks.after + (i0 - jb0) : masks.after + W;
-      V kJ[D], vJ[M], aJ[M];
-      for (int k = 0; k < D; ++k) kJ[k] = V::loadu(kt + k * np + jb);
+      V kJ[KREG ? D : 1], vJ[M], aJ[M];
+      if constexpr (KREG)
+        for (int k = 0; k < D; ++k) kJ[k] = V::loadu(kt + k * np + jb);
+      auto key = [&](int k) { return KREG ? kJ[k] : V::loadu(kt + k * np + jb); };
       for (int c = 0; c < M; ++c) {
         vJ[c] = V::loadu(vt + c * np + jb);
         aJ[c] = V::loadu(kacc + c * np + jb);
@@ -168,20 +174,19 @@ void forward_pairs(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64
         if constexpr (EX) {
           V z0 = nk + V(nq[i0 + t]), z1(T(0));  // padded rows: nq 0 beyond n
           for (int k = 0; k < D; k += 2) {
-            z0 = at::vec::fmadd(V(kr[i * D + k]), kJ[k], z0);
-            z1 = at::vec::fmadd(V(kr[i * D + k + 1]), kJ[k + 1], z1);
+            z0 = at::vec::fmadd(V(kr[i * D + k]), key(k), z0);
+            z1 = at::vec::fmadd(V(kr[i * D + k + 1]), key(k + 1), z1);
           }
-          z = at::vec::minimum(z0 + z1, V(T(0)));
+          z = at::vec::minimum(z0 + z1, V(T(0))) + mk[t];
         } else {  // one chain: the RB rows are independent
-          V diff = V(kt[i]) - kJ[0];
-          z = at::vec::fnmadd(diff, diff, V(T(0)));
+          V diff = V(kt[i]) - key(0);
+          z = at::vec::fnmadd(diff, diff, mk[t]);
           for (int k = 1; k < D; ++k) {
-            diff = V(kt[k * np + i]) - kJ[k];
+            diff = V(kt[k * np + i]) - key(k);
             z = at::vec::fnmadd(diff, diff, z);
           }
         }
-        V p = pexp2(z);
-        p = p * mk[t];
+        const V p = pexp2(z);
         for (int c = 0; c < M; ++c) {
           racc[t][c] = at::vec::fmadd(p, vJ[c], racc[t][c]);
           aJ[c] = at::vec::fmadd(p, V(vt[c * np + i]), aJ[c]);
@@ -233,14 +238,16 @@ void forward_pairs(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64
 }
 
 // dv (n, m) of one instance and its scale sums sum_ij E_ij t_ijk added to ds (d, double): the
-// backward loop of stack_backward_pairs (BwdFn; the forward's out is not needed). log2 P =
-// sum_k h_k t_k, h_k = -log2(e) s_k^2 / 2, from the tokens x themselves (t in x for ds).
+// backward loop of stack_backward_pairs (BwdFn; the forward's out is not needed). Tokens scaled by
+// c_k = |s_k| sqrt(log2(e) / 2): log2 P = -sum_k u_k, u_k = c_k^2 t_k (subtractions, no
+// multiply), and the sums of E u_k divided by c_k^2 at the end (0 where s_k = 0: there ds_k = 0).
 template <typename T, int D, int M>
 void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T* dv, double* ds,
                     int64_t Tq, int64_t n, int64_t, int64_t, Scratch<T>& w) {
   using V = Vectorized<T>;
   constexpr int64_t W = V::size();
   constexpr int RB = bwd_rows<D, M>();
+  static_assert(D <= 5, "d >= 8: the row loops' backward (pairs_m)");
   static_assert(W % RB == 0, "a row block within one vector of keys");
   const int64_t nr = (n + RB - 1) / RB * RB;
   const int64_t np = w.size(nr, n + W, D, M);
@@ -255,10 +262,10 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
   T* rvec = w.tacc.data();  // (n M, W) the rows' vector dv over later keys
   w.aux4.resize(nw);
   T* rsum = w.aux4.data();  // (n, M) their lanes summed
-  T h[D];
-  for (int k = 0; k < D; ++k) h[k] = T(-0.5 * kLog2e * s[k] * s[k]);
+  T cs[D];
+  for (int k = 0; k < D; ++k) cs[k] = T(std::abs(s[k]) * std::sqrt(0.5 * kLog2e));
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t k = 0; k < D; ++k) xt[k * np + j] = x[j * D + k];
+    for (int64_t k = 0; k < D; ++k) xt[k * np + j] = x[j * D + k] * cs[k];
     for (int64_t c = 0; c < M; ++c) {
       vt[c * np + j] = v[j * M + c];
       gt[c * np + j] = g[j * M + c];
@@ -283,7 +290,7 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
     // here: the rows' accumulators must stay registers)
     const int64_t jb0 = i0 / W * W;
     for (int64_t jb = jb0; jb < n; jb += W) {
-      // the first vector: lanes j > i only (masks); then all ones
+      // the first vector: lanes j > i only (masks); then none masked
       const V* mk = jb == jb0 ? masks.after + (i0 - jb0) : masks.after + W;
       V xJ[D], vJ[M], gJ[M], dJ[M];
       for (int k = 0; k < D; ++k) xJ[k] = V::loadu(xt + k * np + jb);
@@ -297,12 +304,11 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
         const int64_t i = i0 + t;  // a row's scalars: broadcasts from the transposed buffers
         V tk[D], z;
         for (int k = 0; k < D; ++k) {
-          V diff = V(xt[k * np + i]) - xJ[k];
+          const V diff = V(xt[k * np + i]) - xJ[k];
           tk[k] = diff * diff;
-          z = k == 0 ? V(h[0]) * tk[0] : at::vec::fmadd(V(h[k]), tk[k], z);
+          z = (k == 0 ? mk[t] : z) - tk[k];
         }
-        V p = pexp2(z);
-        p = p * mk[t];
+        const V p = pexp2(z);
         V gv = V(gt[i]) * vJ[0];  // g_i . v_j + g_j . v_i
         for (int c = 1; c < M; ++c) gv = at::vec::fmadd(V(gt[c * np + i]), vJ[c], gv);
         for (int c = 0; c < M; ++c) gv = at::vec::fmadd(gJ[c], V(vt[c * np + i]), gv);
@@ -329,7 +335,8 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
   }
   lane_sums(rvec, nw, rsum);
   for (int64_t i = n; i < Tq; ++i) {  // query rows: lanes over the keys, dv_j += P_ij g_i
-    const T* xi = x + i * D;
+    T xi[D];
+    for (int k = 0; k < D; ++k) xi[k] = x[i * D + k] * cs[k];
     const T* gi = g + i * M;
     V ta[D];
     for (int k = 0; k < D; ++k) ta[k] = V(T(0));
@@ -338,7 +345,7 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
       for (int k = 0; k < D; ++k) {
         V diff = V(xi[k]) - V::loadu(xt + k * np + jb);
         tk[k] = diff * diff;
-        z = k == 0 ? V(h[0]) * tk[0] : at::vec::fmadd(V(h[k]), tk[k], z);
+        z = k == 0 ? V(T(0)) - tk[0] : z - tk[k];
       }
       V p = pexp2(z);
       V gv(T(0));
@@ -359,7 +366,8 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
   for (int k = 0; k < D; ++k) {
     double r = 0;
     for (int64_t l = 0; l < W; ++l) r += dsw[k][l];
-    ds[k] += r;
+    const double c2 = static_cast<double>(cs[k]) * cs[k];
+    if (c2 > 0) ds[k] += r / c2;
   }
 }
 
@@ -371,8 +379,16 @@ struct PairFns {
 
 template <typename T, int D>
 PairFns<T> pairs_m(int64_t m) {
-  if (m == 2) return {forward_pairs<T, D, 2>, backward_pairs<T, D, 2>};
-  if (m == 3) return {forward_pairs<T, D, 3>, backward_pairs<T, D, 3>};
+  // d >= 8: the forward only; the row loops' backward (its expansion of the distance, 2 d
+  // multiplies per entry) beats the pairwise one there, whose d scale sums do not fit the
+  // registers beside the tile (measured at (b): 0.78x; docs/speed.md)
+  if constexpr (D <= 5) {
+    if (m == 2) return {forward_pairs<T, D, 2>, backward_pairs<T, D, 2>};
+    if (m == 3) return {forward_pairs<T, D, 3>, backward_pairs<T, D, 3>};
+  } else {
+    if (m == 2) return {forward_pairs<T, D, 2>, nullptr};
+    if (m == 3) return {forward_pairs<T, D, 3>, nullptr};
+  }
   return {nullptr, nullptr};
 }
 
@@ -391,14 +407,15 @@ PairFns<T> pairs_pick(int64_t d, int64_t m) {
   }
 }
 
-bool pairs_compiled(const at::Tensor& x, bool norm) {
-  return pairs_pick<float>(x.dim() == 3 ? x.size(2) : 0, norm ? 3 : 2).fwd != nullptr;
+bool pairs_compiled(const at::Tensor& x, bool norm, bool backward) {
+  const PairFns<float> f = pairs_pick<float>(x.dim() == 3 ? x.size(2) : 0, norm ? 3 : 2);
+  return backward ? f.bwd != nullptr : f.fwd != nullptr;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_stack_forward_pairs(
     const at::Tensor& x, const at::Tensor& scales, const at::Tensor& R, const at::Tensor& V,
     const at::Tensor& S, bool norm, bool save) {
-  if (!pairs_compiled(x, norm)) {  // the row loops
+  if (!pairs_compiled(x, norm, false)) {  // the row loops
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("pfntheory_fused::stack_forward", "")
                          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
@@ -415,7 +432,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_stack_backward_
     const at::Tensor& x, const at::Tensor& scales, const at::Tensor& R, const at::Tensor& V,
     const at::Tensor& S, const at::Tensor& Hs, const at::Tensor& outs, const at::Tensor& gH,
     bool norm) {
-  if (!pairs_compiled(x, norm)) {
+  if (!pairs_compiled(x, norm, true)) {  // the row loops, on the pairwise forward's saved state
     static auto op = c10::Dispatcher::singleton()
                          .findSchemaOrThrow("pfntheory_fused::stack_backward", "")
                          .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
