@@ -133,17 +133,23 @@ void forward_pairs(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64
   T* rvec = w.tacc.data();  // (n M, W) the rows' vector sums over later keys
   w.aux4.resize(nw);
   T* rsum = w.aux4.data();  // (n, M) their lanes summed
-  const T cq = T(std::sqrt(0.5 * kLog2e));
-  for (int64_t j = 0; j < n; ++j) {
-    T r = 0;
-    for (int64_t k = 0; k < D; ++k) {
-      const T a = x[j * D + k] * s[k] * cq;
-      kt[k * np + j] = a;
-      if constexpr (EX) kr[j * D + k] = T(2) * a;
-      r += a * a;
+  T cs[D];  // s_k sqrt(log2(e) / 2)
+  for (int k = 0; k < D; ++k) cs[k] = s[k] * T(std::sqrt(0.5 * kLog2e));
+  // transposed one coordinate (channel) at a time: strided loops the compiler vectorises
+  for (int k = 0; k < D; ++k)
+    for (int64_t j = 0; j < n; ++j) kt[k * np + j] = x[j * D + k] * cs[k];
+  for (int c = 0; c < M; ++c)
+    for (int64_t j = 0; j < n; ++j) vt[c * np + j] = v[j * M + c];
+  if constexpr (EX) {
+    for (int64_t j = 0; j < n; ++j) {
+      T r = 0;
+      for (int k = 0; k < D; ++k) {
+        const T a = kt[k * np + j];
+        kr[j * D + k] = T(2) * a;
+        r += a * a;
+      }
+      nq[j] = -r;
     }
-    nq[j] = -r;
-    for (int64_t c = 0; c < M; ++c) vt[c * np + j] = v[j * M + c];
   }
   const Masks<T, RB> masks;
   for (int64_t i0 = 0; i0 < n; i0 += RB) {
@@ -208,7 +214,7 @@ void forward_pairs(const T* x, const T* s, const T* v, T* out, int64_t Tq, int64
     T a[D];
     T r = 0;
     for (int64_t k = 0; k < D; ++k) {
-      a[k] = x[i * D + k] * s[k] * cq;
+      a[k] = x[i * D + k] * cs[k];
       r += a[k] * a[k];
     }
     V acc[M];
@@ -264,13 +270,13 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
   T* rsum = w.aux4.data();  // (n, M) their lanes summed
   T cs[D];
   for (int k = 0; k < D; ++k) cs[k] = T(std::abs(s[k]) * std::sqrt(0.5 * kLog2e));
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t k = 0; k < D; ++k) xt[k * np + j] = x[j * D + k] * cs[k];
-    for (int64_t c = 0; c < M; ++c) {
+  for (int k = 0; k < D; ++k)  // one coordinate (channel) at a time: vectorised strided loops
+    for (int64_t j = 0; j < n; ++j) xt[k * np + j] = x[j * D + k] * cs[k];
+  for (int c = 0; c < M; ++c)
+    for (int64_t j = 0; j < n; ++j) {
       vt[c * np + j] = v[j * M + c];
       gt[c * np + j] = g[j * M + c];
     }
-  }
   double dsw[D][W] = {};  // the scale sums' lanes, in double
   auto flush = [&](V tk, int k) {  // by value: ta stays registers
     alignas(64) T buf[W];
