@@ -71,12 +71,15 @@ void lane_sums(const T* buf, int64_t rows, T* out) {
 // against vec.h's degree 6 at 1e-7) and scalef, without vexp2's clamp (scalef takes any k: 2^w
 // underflows to 0 as exp does; an infinite token gives NaN); two operations of ten fewer per
 // kernel entry. Otherwise vec.h's vexp2.
-template <typename T>
+template <typename T, bool AR = false>
 inline Vectorized<T> pexp2(const Vectorized<T>& w) {
 #if defined(CPU_CAPABILITY_AVX512)
   if constexpr (std::is_same_v<T, float>) {
     using V = Vectorized<float>;
-    const V k = w.round();
+    // AR: k rounded by two additions of 1.5 2^23 (the add pipes; exact for |w| < 2^22, and
+    // below that 2^w is 0 either way), else by vrndscale: the backward measured faster with AR,
+    // the forward without
+    const V k = AR ? (w + V(12582912.f)) - V(12582912.f) : w.round();
     const V f = w - k;
     V p = at::vec::fmadd(V(0.00132186722f), f, V(0.00967169832f));
     p = at::vec::fmadd(p, f, V(0.0555089302f));
@@ -314,7 +317,7 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
           tk[k] = diff * diff;
           z = (k == 0 ? mk[t] : z) - tk[k];
         }
-        const V p = pexp2(z);
+        const V p = pexp2<T, true>(z);
         V gv = V(gt[i]) * vJ[0];  // g_i . v_j + g_j . v_i
         for (int c = 1; c < M; ++c) gv = at::vec::fmadd(V(gt[c * np + i]), vJ[c], gv);
         for (int c = 0; c < M; ++c) gv = at::vec::fmadd(gJ[c], V(vt[c * np + i]), gv);
@@ -353,7 +356,7 @@ void backward_pairs(const T* x, const T* s, const T* v, const T* g, const T*, T*
         tk[k] = diff * diff;
         z = k == 0 ? V(T(0)) - tk[0] : z - tk[k];
       }
-      V p = pexp2(z);
+      V p = pexp2<T, true>(z);
       V gv(T(0));
       for (int c = 0; c < M; ++c) {
         T* dc = dacc + c * np + jb;
