@@ -5,15 +5,18 @@
 //
 // Between context tokens P_ij = P_ji, so one entry serves both orders: forward out_i += P_ij v_j
 // and out_j += P_ij v_i; backward dv_j += P_ij g_i, dv_i += P_ij g_j and (E_ij + E_ji) t_ijk into
-// the scale sums, E_ij = P_ij (g_i . v_j), t_ijk = (x_ik - x_jk)^2. Register tiles: lanes over a
-// vector J of keys (loaded unaligned from i0 on), a block of RB rows i0..i0+RB-1 (broadcast
-// scalars) per pass over J; the keys' accumulators are loaded and stored once per (row block, J),
-// the rows' accumulators stay vectors in registers through the row block's sweep and are summed
-// once at its end. The first vector of a sweep (keys i0..i0+W-1) is masked to the keys j > i of
-// each row; P_ii = 1 is added directly. The query rows (i >= n) take lanes over the keys, one
-// order only. Padded rows and keys carry v = g = 0 and x = 0: they add nothing and are not written.
-// Compiled (d, m): d in {1, 2, 3, 4, 5, 8, 16}, m in {2, 3} (the backward d <= 5: pairs_m); other
-// sizes run stack_forward / stack_backward (rbf) through the dispatcher.
+// the scale sums, E_ij = P_ij (g_i . v_j), t_ijk = (x_ik - x_jk)^2. Register tiles: lanes over an
+// aligned vector J of keys, a block of RB rows i0..i0+RB-1 (broadcast scalars) per pass over J,
+// from the vector holding i0 on; the keys' accumulators are loaded and stored once per (row block,
+// J), the rows' accumulators stay vectors in registers through the row block's sweep, are stored
+// once and their lanes summed at the end (lane_sums). The first vector of a sweep is masked to the
+// keys j > i of each row (Masks); P_ii = 1 is added directly. The query rows (i >= n) take lanes
+// over the keys, one order only. Padded rows and keys carry v = g = 0 and x = 0: they add nothing
+// and are not written. The loops are bound by the multiply/FMA pipes, hence their own exponential
+// (pexp2) and the backward's scaled coordinates (docs/speed.md has the measurements).
+// Compiled (d, m): d in {1, 2, 3, 4, 5, 8, 16}, m in {2, 3}; the backward for d <= 5 only (pairs_m:
+// at d >= 8 the row loops' backward is faster); other sizes run stack_forward / stack_backward
+// (rbf) through the dispatcher.
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -22,8 +25,8 @@
 namespace {
 
 // Rows per block: the rows' accumulators (RB M vectors) with, in the forward, the keys' values and
-// sums, and in the backward the keys' x, v, g, dv and the scale sums, next to the exponential's 8
-// constants, must fit the 32 vector registers (docs/speed.md: the measured choice).
+// sums, and in the backward the keys' x, v, g, dv and the scale sums, next to the exponential's
+// constants, must fit the 32 vector registers; RB divides the vector width (Masks).
 template <int D, int M>
 constexpr int fwd_rows() {
   return D <= 5 ? 4 : 2;
