@@ -22,7 +22,9 @@ More operators run the same loops: :func:`solver_stack`, every solver layer of
 :func:`pfntheory.nn.solver.solver_layers` (values, ``P v`` and the skip term) for one instance after
 another in one call, with its backward pass (saved: each layer's input state and ``P v``, never a
 kernel), which the model uses whenever it can, and inside :func:`evaluation` without autograd
-``stack_forward_sym`` (each context-context kernel entry once); ``gram``/``gram_upper``, the rbf
+``stack_forward_sym`` (each context-context kernel entry once), and inside :func:`pairwise` (opt-in
+for training) ``stack_forward_pairs``/``stack_backward_pairs`` (each such entry once in the forward
+and the backward pass, ``_fused_src/stack_pairs.cpp``); ``gram``/``gram_upper``, the rbf
 Gram matrix of :mod:`pfntheory.nn.fast_oracle`, ``matvec_sym`` its symmetric mat-vec, and
 ``chol_``/``chol_lower_``, Cholesky factors in place by the LAPACK routine of torch's own library
 (bitwise ``torch.linalg.cholesky_ex``'s, without its copy; :mod:`pfntheory.nn.priors` too).
@@ -322,13 +324,57 @@ def evaluation():
         _state["symmetric"] = old
 
 
+class _PairwiseSolverStack(torch.autograd.Function):
+    """:class:`_FusedSolverStack` for the rbf score with each context-context kernel entry
+    computed once, forward and backward (``stack_forward_pairs``/``stack_backward_pairs``; the
+    same saved state)."""
+
+    @staticmethod
+    def forward(ctx, x, scales, R, V, S, normalised: bool):
+        H, Hs, outs = _ops().stack_forward_pairs(x, scales, R, V, S, normalised, True)
+        ctx.save_for_backward(x, scales, R, V, S, Hs, outs)
+        ctx.normalised = normalised
+        return H
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, gH):
+        x, scales, R, V, S, Hs, outs = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise RuntimeError("no gradient with respect to the token inputs x is implemented")
+        grads = _ops().stack_backward_pairs(
+            x, scales, R, V, S, Hs, outs, gH.contiguous(), ctx.normalised
+        )
+        return (None, *grads, None)
+
+
+@contextlib.contextmanager
+def pairwise():
+    """Inside the block, :func:`solver_stack` (with autograd and without) for the rbf score
+    computes each kernel entry between two context tokens once, in the forward and the backward
+    pass: the same numbers to float round-off, not bitwise those of the default stack (another
+    order of summation), so opt-in for training runs (docs/speed.md). Outside it nothing
+    changes."""
+    old = _state.get("pairwise", False)
+    _state["pairwise"] = True
+    try:
+        yield
+    finally:
+        _state["pairwise"] = old
+
+
 def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tensor:
     """``H`` (B, T, 2) after the ``L-1`` solver layers (:func:`pfntheory.nn.solver.solver_layers`);
     call only where :func:`stack_supports` holds. ``x`` gets no gradient."""
     args = [x.detach().contiguous()] + [t.contiguous() for t in (scales, R, V, S)]
+    pairs = rbf and _state.get("pairwise", False)
     if torch.is_grad_enabled() and any(t.requires_grad for t in args[1:]):
+        if pairs:
+            return _PairwiseSolverStack.apply(*args, normalised)
         return _FusedSolverStack.apply(*args, rbf, normalised)
     args = [t.detach() for t in args]
     if rbf and _state.get("symmetric", False):
         return _ops().stack_forward_sym(*args, normalised)
+    if pairs:
+        return _ops().stack_forward_pairs(*args, normalised, False)[0]
     return _ops().stack_forward(*args, rbf, normalised, False)[0]
