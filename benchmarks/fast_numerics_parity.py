@@ -21,7 +21,6 @@ The runs resume when re-run (``pfntheory train``); the record is written to
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 

@@ -182,6 +182,56 @@ def _draw_fast(acc: dict, b, task, n: int, g, dtype) -> None:
     acc["dy"] = max(acc["dy"], float((bf.y - b.y).abs().max()))
 
 
+def _draw_numerics(acc: dict, b, task, n: int, g, dtype):
+    """``sample_batch(..., fast=True)`` on the random numbers ``b`` was drawn from (fast
+    numerics): the batch, its wall and CPU time and how far its labels are from ``b``'s."""
+    bn, wall, cpu = _timed(
+        sample_batch, task, BATCH, n, g, dtype=dtype, interval=INTERVAL, fast=True
+    )
+    acc["data_wall"].append(wall)
+    acc["data_cpu"].append(cpu)
+    acc["dY"] = max(acc["dY"], float((bn.Y - b.Y).abs().max() / b.Y.abs().max()))
+    return bn
+
+
+def _print_numerics(r: dict, bench: Bench) -> None:
+    """The lines of the other data paths and of fast numerics, beside the replay step."""
+    print(
+        f"{'':26s} data: sample_batch_fast (float32 factor) on the same numbers "
+        f"{r['cpu_data_fast_ms']:.1f} ms CPU against {r['cpu_data_ms']:.1f}; its context "
+        f"labels differ by {r['fast_data_dY_rel']:.1e} (relative), query labels by "
+        f"{r['fast_data_dy_abs']:.1e}",
+        flush=True,
+    )
+    num_step = r["num_data_ms"] + r["num_model_ms"]
+    measured = num_step if bench.target_incl_data else r["num_model_ms"]
+    print(
+        f"{'':26s} fast numerics (RunSpec.fast_numerics; same numbers, alternating): data "
+        f"{r['num_data_ms']:.1f} + model {r['num_model_ms']:.1f} = {num_step:.1f} ms wall "
+        f"({r['cpu_num_data_ms']:.1f} + {r['cpu_num_model_ms']:.1f} CPU) against "
+        f"{r['step_ms']:.1f} ({r['step_ms'] / num_step:.2f}x); target {bench.target_ms:.0f}: "
+        f"{'ok' if measured <= bench.target_ms else 'MISS'}; context labels within "
+        f"{r['num_dY_rel']:.1e} (relative)",
+        flush=True,
+    )
+
+
+def _copy_with_adam(source, model):
+    """``model`` loaded with ``source``'s weights, and an Adam optimiser for it."""
+    model.load_state_dict(source.state_dict())
+    return torch.optim.Adam(model.parameters(), lr=2e-4)
+
+
+def _alternate(i: int, main, others) -> list:
+    """``main()`` and each of ``others()``: the others first on odd steps, after it on even ones
+    (so neither order is favoured); results in the order ``main, *others``."""
+    if i % 2 == 1:
+        rest = [f() for f in others]
+        return [main(), *rest]
+    first = main()
+    return [first, *(f() for f in others)]
+
+
 def run(
     bench: Bench,
     steps: int,
@@ -196,28 +246,30 @@ def run(
     cfg = bench.model_config(L, C)
     torch.manual_seed(seed)
     task = bench.task()
+    # the fast model; the dense reference; the fast model with the fused operator off (eager);
+    # the fast model with fast numerics (RunSpec.fast_numerics: the fused GP draw and the pairwise
+    # solver stack): the same weights, each with its own optimiser
     fast = PFNTransformer(cfg, edges, task).to(dtype)
     dense = DenseTransformer(cfg, edges, task).to(dtype)
-    dense.load_state_dict(fast.state_dict())
-    eager = PFNTransformer(cfg, edges, task).to(dtype)  # the fast model with the fused operator off
-    eager.load_state_dict(fast.state_dict())
-    opt_f = torch.optim.Adam(fast.parameters(), lr=2e-4)
-    opt_e = torch.optim.Adam(eager.parameters(), lr=2e-4)
-    opt_d = torch.optim.Adam(dense.parameters(), lr=2e-4)
+    eager = PFNTransformer(cfg, edges, task).to(dtype)
+    numf = PFNTransformer(cfg, edges, task).to(dtype)
+    opt_f, opt_d, opt_e, opt_n = (_copy_with_adam(fast, m) for m in (fast, dense, eager, numf))
     g = torch.Generator().manual_seed(seed)
 
     fast_data = {"cpu": [], "dY": 0.0, "dy": 0.0}  # sample_batch_fast on the same numbers
+    num = {"data_cpu": [], "data_wall": [], "dY": 0.0}  # sample_batch(fast=True), same numbers
 
     def draw():
         n = sample_context_size(bench.n_min, bench.n_max, g)
         g2 = torch.Generator().set_state(g.get_state())
+        g3 = torch.Generator().set_state(g.get_state())
         b, wall, cpu = _timed(sample_batch, task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
         if bench.kind != "blr":
             _draw_fast(fast_data, b, task, n, g2, dtype)
-        return b, n, (wall, cpu)
+        return b, n, (wall, cpu), _draw_numerics(num, b, task, n, g3, dtype)
 
     # parity of the two forward passes on the first batch (float32 and float64)
-    b0, _, _ = draw()
+    b0, _, _, _ = draw()
     with torch.no_grad():
         diff32 = float(
             (fast(b0.X, b0.Y, b0.xq).logits - dense(b0.X, b0.Y, b0.xq).logits).abs().max()
@@ -228,17 +280,24 @@ def run(
         fast.to(dtype), dense.to(dtype)
     t_data, t_fast, t_dense, t_eager, ns = [], [], [], [], []
     c_data, c_fast, c_eager = [], [], []  # CPU seconds (process_time)
+    t_num, c_num = [], []  # fast numerics' model steps
     use_fused = fused.available() and bench.kind != "blr"
     for i in range(warmup + steps):
-        b, n, (td, cd) = draw()
-        te = ce = None
-        if use_fused and i % 2 == 1:  # eager first on odd steps
+        b, n, (td, cd), bn = draw()
+
+        def eager_step(b=b):
             with fused.enabled(False):
-                _, te, ce = _timed(_step, eager, opt_e, [b], edges)
-        _, tf, cf = _timed(_step, fast, opt_f, [b], edges)
-        if use_fused and i % 2 == 0:
-            with fused.enabled(False):
-                _, te, ce = _timed(_step, eager, opt_e, [b], edges)
+                return _timed(_step, eager, opt_e, [b], edges)
+
+        def numerics_step(bn=bn):
+            with fused.pairwise():
+                return _timed(_step, numf, opt_n, [bn], edges)
+
+        others = [numerics_step] + ([eager_step] if use_fused else [])
+        (_, tf, cf), (_, tn, cn), *rest = _alternate(
+            i, lambda b=b: _timed(_step, fast, opt_f, [b], edges), others
+        )
+        te, ce = (rest[0][1], rest[0][2]) if rest else (None, None)
         tdn = None
         if i < warmup + dense_steps:
             _, tdn, _ = _timed(_step, dense, opt_d, [b], edges)
@@ -247,6 +306,8 @@ def run(
             t_fast.append(tf)
             c_data.append(cd)
             c_fast.append(cf)
+            t_num.append(tn)
+            c_num.append(cn)
             ns.append(n)
             if te is not None:
                 t_eager.append(te)
@@ -288,6 +349,11 @@ def run(
         else float("nan"),
         "fast_data_dY_rel": fast_data["dY"],
         "fast_data_dy_abs": fast_data["dy"],
+        "num_data_ms": 1e3 * statistics.mean(num["data_wall"][-steps:]),
+        "num_model_ms": 1e3 * statistics.mean(t_num),
+        "cpu_num_data_ms": 1e3 * statistics.mean(num["data_cpu"][-steps:]),
+        "cpu_num_model_ms": 1e3 * statistics.mean(c_num),
+        "num_dY_rel": num["dY"],
     }
 
 
@@ -527,13 +593,7 @@ def main(argv=None):
         )
         cpu_step = r["cpu_data_ms"] + r["cpu_fast_ms"]
         record[key] = {k: v for k, v in r.items() if k != "bench"} | {"flim_ms": flim}
-        print(
-            f"{'':26s} data: sample_batch_fast (float32 factor) on the same numbers "
-            f"{r['cpu_data_fast_ms']:.1f} ms CPU against {r['cpu_data_ms']:.1f}; its context "
-            f"labels differ by {r['fast_data_dY_rel']:.1e} (relative), query labels by "
-            f"{r['fast_data_dy_abs']:.1e}",
-            flush=True,
-        )
+        _print_numerics(r, bench)
         print(
             f"{'':26s} CPU time (process_time): data {r['cpu_data_ms']:.0f} + model "
             f"{r['cpu_fast_ms']:.0f} = {cpu_step:.0f} ms, eager model {r['cpu_eager_ms']:.0f} ms "

@@ -17,6 +17,7 @@ measurements are explained in docs/design.md, "Training".
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -47,6 +48,7 @@ from ..config import (
 )
 from ..discretize import bin_edges
 from ..tree import RunSpec
+from . import fused
 from .curve import (
     CURVE_METRICS,
     LEARNING_CURVE,
@@ -375,7 +377,9 @@ def train(
     if _finished(spec, run_dir):
         return run_dir
     run = _Run(spec, run_dir, dev)
-    run.loop(checkpoint_every, progress, callback)
+    # fast numerics: the pairwise solver stack through the whole run (the data: step_batches)
+    with fused.pairwise() if spec.fast_numerics else contextlib.nullcontext():
+        run.loop(checkpoint_every, progress, callback)
     run.finish()
     return run_dir
 
