@@ -18,6 +18,7 @@ import math
 import pytest
 import torch
 
+from pfntheory import runs
 from pfntheory.config import TaskSpec
 from pfntheory.nn import fused, priors
 from pfntheory.nn.priors import sample_batch
@@ -171,3 +172,81 @@ def test_fast_numerics_in_the_run_name():
     assert on.identity() != off.identity()
     with pytest.raises(TypeError, match="fast_numerics"):
         RunSpec(**base, steps=10, lr=1e-3, fast_numerics=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# training with RunSpec.fast_numerics
+# ------------------------------------------------------------------------------------------------
+
+
+def _tiny(**kw) -> RunSpec:
+    from pfntheory.config import ModelSpec
+
+    base = dict(
+        task=TaskSpec(kind="rbf", d=2),
+        model=ModelSpec(score="rbf", L=3, C=8, tau_min=0.02),
+        n_min=12,
+        n_max=20,
+        steps=6,
+        lr=1e-2,
+        batch_size=8,
+        interval=(-2.0, 2.0),
+    )
+    return RunSpec(**(base | kw))
+
+
+def _train(spec, run_dir, callback=None):
+    from pfntheory.nn.train import train
+
+    return train(spec, run_dir, device="cpu", checkpoint_every=2, progress=False, callback=callback)
+
+
+def test_fast_numerics_run_takes_both_fast_paths(built, tmp_path, monkeypatch):
+    """A run with fast_numerics draws its batches by the fused GP draw and steps through the
+    pairwise stack (counted by spies); its weights after 6 steps equal the replay run's to float32
+    round-off amplified over the steps (rtol 1e-3: the runs start from the same weights and see the
+    same random numbers), but not bitwise. How it fails: a run that ignored the flag would be
+    bitwise the replay run (the first assertion), one that drew other numbers would differ by
+    O(lr) = 1e-2 relative."""
+    calls = {"draw": 0, "pairs": 0}
+    draw, pairs = priors._fused_gp_draw, fused._PairwiseSolverStack.apply
+
+    def counted_draw(*a):
+        calls["draw"] += 1
+        return draw(*a)
+
+    def counted_pairs(*a):
+        calls["pairs"] += 1
+        return pairs(*a)
+
+    monkeypatch.setattr(priors, "_fused_gp_draw", counted_draw)
+    monkeypatch.setattr(fused._PairwiseSolverStack, "apply", counted_pairs)
+    replay = runs.load_torch(_train(_tiny(), tmp_path / "replay") / runs.WEIGHTS)
+    assert calls == {"draw": 0, "pairs": 0}
+    fast = runs.load_torch(_train(_tiny(fast_numerics=True), tmp_path / "fast") / runs.WEIGHTS)
+    assert calls["draw"] >= 6 and calls["pairs"] >= 6
+    floats = [k for k in replay if replay[k].is_floating_point()]
+    assert any(not torch.equal(replay[k], fast[k]) for k in floats)
+    for k in floats:
+        torch.testing.assert_close(fast[k], replay[k], rtol=1e-3, atol=1e-5)
+
+
+def test_fast_numerics_run_resumes_bitwise(built, tmp_path):
+    """Killed after step 5 (checkpoint at 4) and resumed, a fast-numerics run reaches the straight
+    run's weights bit for bit: its arithmetic is as deterministic as the replay's."""
+
+    class Kill(Exception):
+        pass
+
+    def kill(step, loss):
+        if step == 5:
+            raise Kill
+
+    spec = _tiny(fast_numerics=True)
+    straight = runs.load_torch(_train(spec, tmp_path / "a") / runs.WEIGHTS)
+    with pytest.raises(Kill):
+        _train(spec, tmp_path / "b", callback=kill)
+    resumed = runs.load_torch(_train(spec, tmp_path / "b") / runs.WEIGHTS)
+    for k in straight:
+        assert torch.equal(straight[k], resumed[k]), k
+    assert not fused._state.get("pairwise", False)  # the context is left after the run
