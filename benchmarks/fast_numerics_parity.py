@@ -7,7 +7,8 @@ batches and the pairwise solver stack). Both runs of a seed start from the same 
 same random numbers; they differ by round-off, which training amplifies. The claim checked: at every
 learning-curve point (step, n') the two runs' held-out E[TV] differ by at most ``k`` standard errors
 of the held-out estimate (``tv_se`` of the replay run, ``--k-se``, default 2), on the same held-out
-instances. Also printed: each run's training seconds (``train_seconds``) and their ratio.
+instances. One torch thread, as a sweep's worker trains. Also printed: each run's training
+seconds (``train_seconds``) and their ratio.
 
 Usage::
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 import argparse
 import statistics
 from pathlib import Path
+
+import torch
 
 from pfntheory import runs
 from pfntheory.cli import main as cli
@@ -73,6 +76,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--k-se", type=float, default=2.0, help="allowed |dTV| in tv_se (default 2)")
     args = p.parse_args(argv)
+    torch.set_num_threads(1)  # as the sweeps' workers train (one core each)
     seeds = [int(s) for s in args.seeds.split(",")]
     record = {"config": CONFIG_A, "steps": args.steps, "k_se": args.k_se, "seeds": {}}
     for seed in seeds:
