@@ -250,3 +250,15 @@ def test_fast_numerics_run_resumes_bitwise(built, tmp_path):
     for k in straight:
         assert torch.equal(straight[k], resumed[k]), k
     assert not fused._state.get("pairwise", False)  # the context is left after the run
+
+
+def test_fast_numerics_without_the_extension_is_the_replay_run(tmp_path):
+    """No extension (a machine without a compiler, or PFNTHEORY_FUSED=0): a fast-numerics run
+    trains on the exact draw and the eager layers, so it is bitwise the replay run; nothing here
+    needs a compiler. How it fails: a fast path reached without the extension would raise, and one
+    that changed the arithmetic of the fallback would break the equality."""
+    with fused.enabled(False):
+        replay = runs.load_torch(_train(_tiny(), tmp_path / "replay") / runs.WEIGHTS)
+        fast = runs.load_torch(_train(_tiny(fast_numerics=True), tmp_path / "fast") / runs.WEIGHTS)
+    for k in replay:
+        assert torch.equal(replay[k], fast[k]), k
