@@ -512,11 +512,13 @@ def test_table_frame_sets_the_cells_on_disk_beside_the_paper_and_the_exact_ppd(t
 def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     """fig_exp2_1_budget's curves carry n' beyond the pretraining range, so fig:exp2-1's two checks
     replay on them: with TF's curve rising to n' = 200 and TF^pr's flat at every step of the last
-    log-half (runs still improving), both hold at budget on the 2S runs; when TF's rise vanishes at
-    one step there, both are undecided (fails if the gate ignored the replay or read the S runs)."""
+    log-half (runs still improving), both hold at budget on the longest runs (4S: two doublings);
+    when TF's rise vanishes at one step there, both are undecided (fails if the gate ignored the
+    replay or read the shorter runs)."""
     _write("fig_exp2_1_budget", "cpu", tmp_path, lambda s: True)
     runs, missing = load_available("fig_exp2_1_budget", "cpu", tmp_path)
-    assert not missing and len(runs) == 4
+    assert not missing and len(runs) == 6  # S, 2S and 4S of TF and TF^pr
+    longest = max(r.spec.steps for r in runs)
 
     def write(r, vanish_at=None, plateau=False):
         steps = curve_steps(r.spec.steps, r.spec.curve_points)
@@ -547,8 +549,8 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
         assert res[key].verdict == HOLDS_AT_BUDGET, res[key].tolerance
-        assert res[key].details["at_budget"]["steps"][-1] == 4000
-    (tf,) = [r for r in runs if r.spec.steps == 4000 and not r.spec.model.normalised]
+        assert res[key].details["at_budget"]["steps"][-1] == longest
+    (tf,) = [r for r in runs if r.spec.steps == longest and not r.spec.model.normalised]
     write(tf, vanish_at=curve_steps(tf.spec.steps, tf.spec.curve_points)[-3])
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
@@ -557,7 +559,7 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     for r in runs:
         write(r, plateau=True)
     statuses = xgate.doubling_statuses(runs)
-    assert {statuses[r.run_dir.name]["state"] for r in runs if r.spec.steps == 4000} == {
+    assert {statuses[r.run_dir.name]["state"] for r in runs if r.spec.steps == longest} == {
         "plateaued"
     }
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}

@@ -94,21 +94,24 @@ EXP2_1_CURVE_N_EVAL = (64, 96, 128, 160, 200)
 FIG_EXP2_1_BUDGET = Experiment(
     name="fig_exp2_1_budget",
     labels=("fig:exp2-1", "sec:exp2"),
-    title="fig:exp2-1's two runs, weight-averaged, at S and 2S steps, with learning curves beyond "
-    "the pretraining range (convergence by budget doubling)",
+    title="fig:exp2-1's two runs, weight-averaged, at S, 2S and 4S steps, with learning curves "
+    "beyond the pretraining range (convergence by budget doubling)",
     claims=FIG_EXP2_1.claims,
-    paper=Design(budget_runs(FIG_EXP2_1.paper, bool, curve_n_eval=EXP2_1_CURVE_N_EVAL)),
+    paper=Design(budget_runs(FIG_EXP2_1.paper, bool, (2, 4), curve_n_eval=EXP2_1_CURVE_N_EVAL)),
     quick=Design(
         budget_runs(FIG_EXP2_1.quick, bool),
         shrunk="fig:exp2-1's quick design at S and 2S steps, weight-averaged: "
         + FIG_EXP2_1.quick.shrunk,
     ),
     cpu=Design(
-        budget_runs(FIG_EXP2_1.cpu, bool, curve_n_eval=EXP2_1_CURVE_N_EVAL, curve_points=24),
+        budget_runs(
+            FIG_EXP2_1.cpu, bool, (2, 4), curve_n_eval=EXP2_1_CURVE_N_EVAL, curve_points=24
+        ),
         shrunk=(
             "fig:exp2-1's cpu runs (TF and TF^pr, RBF d=8, L=32, C=256, n in [64,128]) trained "
-            f"at S = 2000 and 2S = 4000 steps with an exponential weight average (decay "
-            f"{BUDGET_EMA_DECAY}) and 24 learning-curve points at n' in {EXP2_1_CURVE_N_EVAL}."
+            f"at S = 2000, 2S = 4000 and 4S = 8000 steps (two doublings; the longest pair "
+            f"decides) with an exponential weight average (decay {BUDGET_EMA_DECAY}) and 24 "
+            f"learning-curve points at n' in {EXP2_1_CURVE_N_EVAL}."
         ),
     ),
 )

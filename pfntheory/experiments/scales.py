@@ -111,17 +111,17 @@ BUDGET_EMA_DECAY = 0.99
 BUDGET_CURVE_POINTS = 48
 
 
-def budget_runs(design: Design, keep, factor: int = 2, **fields) -> tuple:
+def budget_runs(design: Design, keep, factors: tuple[int, ...] = (2,), **fields) -> tuple:
     """The runs of ``design`` that ``keep`` accepts with a weight average and 48 curve points
     (``fields`` overrides these or sets other RunSpec fields), each at its own steps S and at
-    ``factor`` S (its own cosine schedule; the doubling test of
-    :func:`pfntheory.convergence.doubling_status` pairs the two on the same held-out
-    instances)."""
+    ``f S`` for each ``f`` of ``factors`` (each with its own cosine schedule; the doubling test of
+    :func:`pfntheory.convergence.doubling_status` pairs a run with the one at half its steps on
+    the same held-out instances, so ``factors = (2, 4)`` gives two doublings)."""
     fields = {"ema_decay": BUDGET_EMA_DECAY, "curve_points": BUDGET_CURVE_POINTS, **fields}
     out = []
     for r in design.runs:
         if isinstance(r, RunSpec) and keep(r):
-            for steps in (r.steps, factor * r.steps):
+            for steps in (r.steps, *(f * r.steps for f in factors)):
                 out.append(dataclasses.replace(r, steps=steps, **fields))
     return tuple(sorted(out, key=lambda r: (r.task.kind != "blr", cpu_seconds(r, "cpu"), r.name)))
 
