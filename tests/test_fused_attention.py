@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from pathlib import Path
 
 import pytest
@@ -21,21 +20,6 @@ from pfntheory.nn import attention, fused
 from pfntheory.nn.attention import scaled_kernel_attention
 from pfntheory.nn.model import PFNTransformer
 from pfntheory.nn.solver import solver_layers
-
-
-@pytest.fixture(scope="module")
-def built():
-    """The extension, built (or loaded from the cache) once; skip only without a toolchain."""
-    from torch.utils import cpp_extension
-
-    if fused._compiler() is None or not cpp_extension.is_ninja_available():
-        pytest.skip("the fused extension cannot be built here: no C++ compiler or no ninja")
-    if os.environ.get("PFNTHEORY_FUSED", "1") == "0":
-        pytest.skip("the fused extension is disabled by PFNTHEORY_FUSED=0")
-    with fused.enabled(True):
-        if not fused.available():
-            pytest.fail(f"the fused extension failed to build: {fused.unavailable_reason()}")
-    return True
 
 
 def _case(B, n, d, m, dtype, score, seed=0):

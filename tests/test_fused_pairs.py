@@ -9,28 +9,12 @@ or ninja, as tests/test_fused_attention.py.
 from __future__ import annotations
 
 import contextlib
-import os
 
 import pytest
 import torch
 
 from pfntheory.nn import fused
 from pfntheory.nn.solver import solver_layers
-
-
-@pytest.fixture(scope="module")
-def built():
-    """The extension, built (or loaded from the cache) once; skip only without a toolchain."""
-    from torch.utils import cpp_extension
-
-    if fused._compiler() is None or not cpp_extension.is_ninja_available():
-        pytest.skip("the fused extension cannot be built here: no C++ compiler or no ninja")
-    if os.environ.get("PFNTHEORY_FUSED", "1") == "0":
-        pytest.skip("the fused extension is disabled by PFNTHEORY_FUSED=0")
-    with fused.enabled(True):
-        if not fused.available():
-            pytest.fail(f"the fused extension failed to build: {fused.unavailable_reason()}")
-    return True
 
 
 def _case(B, n, d, layers, dtype, seed=0):

@@ -27,19 +27,6 @@ from pfntheory.tree import RunSpec
 U = 2.0**-53
 
 
-@pytest.fixture(scope="module")
-def built():
-    """The extension, built or loaded once; skip only without a toolchain."""
-    from torch.utils import cpp_extension
-
-    if fused._compiler() is None or not cpp_extension.is_ninja_available():
-        pytest.skip("the fused extension cannot be built here: no C++ compiler or no ninja")
-    with fused.enabled(True):
-        if not fused.available():
-            pytest.fail(f"the fused extension failed to build: {fused.unavailable_reason()}")
-    return True
-
-
 def _tol(task: TaskSpec, n: int) -> float:
     c = priors._components(task)[0]
     kappa = (n * c.alpha2 + c.noise_var) / c.noise_var
@@ -209,18 +196,20 @@ def test_fast_numerics_run_takes_both_fast_paths(built, tmp_path, monkeypatch):
     bitwise the replay run (the first assertion), one that drew other numbers would differ by
     O(lr) = 1e-2 relative."""
     calls = {"draw": 0, "pairs": 0}
-    draw, pairs = priors._fused_gp_draw, fused._PairwiseSolverStack.apply
+    draw, real_ops = priors._fused_gp_draw, fused._ops()
 
     def counted_draw(*a):
         calls["draw"] += 1
         return draw(*a)
 
-    def counted_pairs(*a):
-        calls["pairs"] += 1
-        return pairs(*a)
+    class CountedOps:  # the extension's ops, counting the pairwise stack's backward calls
+        def __getattr__(self, name):
+            if name == "stack_backward_pairs":
+                calls["pairs"] += 1
+            return getattr(real_ops, name)
 
     monkeypatch.setattr(priors, "_fused_gp_draw", counted_draw)
-    monkeypatch.setattr(fused._PairwiseSolverStack, "apply", counted_pairs)
+    monkeypatch.setattr(fused, "_ops", CountedOps)
     replay = runs.load_torch(_train(_tiny(), tmp_path / "replay") / runs.WEIGHTS)
     assert calls == {"draw": 0, "pairs": 0}
     fast = runs.load_torch(_train(_tiny(fast_numerics=True), tmp_path / "fast") / runs.WEIGHTS)

@@ -288,13 +288,18 @@ def stack_supports(x, scales, R, V, S, score: str) -> bool:
 class _FusedSolverStack(torch.autograd.Function):
     """The ``L-1`` solver layers of :func:`pfntheory.nn.solver.solver_layers` in one operator;
     gradients for ``scales, R, V, S`` (none for ``x``). Saved: each layer's input state and its
-    ``P v`` (``(B, L-1, T, 2 + m)`` numbers), never a kernel."""
+    ``P v`` (``(B, L-1, T, 2 + m)`` numbers), never a kernel. ``pairs`` (rbf only): the pairwise
+    ops, each context-context kernel entry computed once, forward and backward
+    (``stack_forward_pairs``/``stack_backward_pairs``; the same saved state)."""
 
     @staticmethod
-    def forward(ctx, x, scales, R, V, S, rbf: bool, normalised: bool):
-        H, Hs, outs = _ops().stack_forward(x, scales, R, V, S, rbf, normalised, True)
+    def forward(ctx, x, scales, R, V, S, rbf: bool, normalised: bool, pairs: bool):
+        if pairs:
+            H, Hs, outs = _ops().stack_forward_pairs(x, scales, R, V, S, normalised, True)
+        else:
+            H, Hs, outs = _ops().stack_forward(x, scales, R, V, S, rbf, normalised, True)
         ctx.save_for_backward(x, scales, R, V, S, Hs, outs)
-        ctx.rbf, ctx.normalised = rbf, normalised
+        ctx.rbf, ctx.normalised, ctx.pairs = rbf, normalised, pairs
         return H
 
     @staticmethod
@@ -303,10 +308,12 @@ class _FusedSolverStack(torch.autograd.Function):
         x, scales, R, V, S, Hs, outs = ctx.saved_tensors
         if ctx.needs_input_grad[0]:
             raise RuntimeError("no gradient with respect to the token inputs x is implemented")
-        grads = _ops().stack_backward(
-            x, scales, R, V, S, Hs, outs, gH.contiguous(), ctx.rbf, ctx.normalised
-        )
-        return (None, *grads, None, None)
+        saved = (x, scales, R, V, S, Hs, outs, gH.contiguous())
+        if ctx.pairs:
+            grads = _ops().stack_backward_pairs(*saved, ctx.normalised)
+        else:
+            grads = _ops().stack_backward(*saved, ctx.rbf, ctx.normalised)
+        return (None, *grads, None, None, None)
 
 
 @contextlib.contextmanager
@@ -316,36 +323,19 @@ def evaluation():
     n' = 1024, the same numbers to float round-off but not bitwise those of the training forward
     pass (another order of summation), which is why it is opt-in:
     :func:`pfntheory.nn.evaluate.predict` uses it."""
-    old = _state.get("symmetric", False)
-    _state["symmetric"] = True
+    with _flag("symmetric"):
+        yield
+
+
+@contextlib.contextmanager
+def _flag(name: str):
+    """``_state[name]`` set inside the block, restored after it."""
+    old = _state.get(name, False)
+    _state[name] = True
     try:
         yield
     finally:
-        _state["symmetric"] = old
-
-
-class _PairwiseSolverStack(torch.autograd.Function):
-    """:class:`_FusedSolverStack` for the rbf score with each context-context kernel entry
-    computed once, forward and backward (``stack_forward_pairs``/``stack_backward_pairs``; the
-    same saved state)."""
-
-    @staticmethod
-    def forward(ctx, x, scales, R, V, S, normalised: bool):
-        H, Hs, outs = _ops().stack_forward_pairs(x, scales, R, V, S, normalised, True)
-        ctx.save_for_backward(x, scales, R, V, S, Hs, outs)
-        ctx.normalised = normalised
-        return H
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, gH):
-        x, scales, R, V, S, Hs, outs = ctx.saved_tensors
-        if ctx.needs_input_grad[0]:
-            raise RuntimeError("no gradient with respect to the token inputs x is implemented")
-        grads = _ops().stack_backward_pairs(
-            x, scales, R, V, S, Hs, outs, gH.contiguous(), ctx.normalised
-        )
-        return (None, *grads, None)
+        _state[name] = old
 
 
 @contextlib.contextmanager
@@ -355,12 +345,8 @@ def pairwise():
     pass: the same numbers to float round-off, not bitwise those of the default stack (another
     order of summation), so opt-in for training runs (docs/speed.md). Outside it nothing
     changes."""
-    old = _state.get("pairwise", False)
-    _state["pairwise"] = True
-    try:
+    with _flag("pairwise"):
         yield
-    finally:
-        _state["pairwise"] = old
 
 
 def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tensor:
@@ -369,9 +355,7 @@ def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tenso
     args = [x.detach().contiguous()] + [t.contiguous() for t in (scales, R, V, S)]
     pairs = rbf and _state.get("pairwise", False)
     if torch.is_grad_enabled() and any(t.requires_grad for t in args[1:]):
-        if pairs:
-            return _PairwiseSolverStack.apply(*args, normalised)
-        return _FusedSolverStack.apply(*args, rbf, normalised)
+        return _FusedSolverStack.apply(*args, rbf, normalised, pairs)
     args = [t.detach() for t in args]
     if rbf and _state.get("symmetric", False):
         return _ops().stack_forward_sym(*args, normalised)
