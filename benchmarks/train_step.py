@@ -173,25 +173,16 @@ def _step(model, opt, batches, edges):
     return float(loss)
 
 
-def _draw_fast(acc: dict, b, task, n: int, g, dtype) -> None:
-    """``sample_batch_fast`` on the random numbers ``b`` was drawn from: its CPU time and how far
-    its labels are from ``b``'s (float32 round-off of the factor)."""
-    bf, _, cpu = _timed(sample_batch_fast, task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
+def _draw_again(acc: dict, b, draw, task, n: int, g, dtype, **kw):
+    """``draw`` (``sample_batch_fast``, or ``sample_batch(..., fast=True)``) on the random numbers
+    ``b`` was drawn from: the batch, its wall and CPU time and how far its labels are from
+    ``b``'s (context labels relative, query labels absolute)."""
+    other, wall, cpu = _timed(draw, task, BATCH, n, g, dtype=dtype, interval=INTERVAL, **kw)
+    acc["wall"].append(wall)
     acc["cpu"].append(cpu)
-    acc["dY"] = max(acc["dY"], float((bf.Y - b.Y).abs().max() / b.Y.abs().max()))
-    acc["dy"] = max(acc["dy"], float((bf.y - b.y).abs().max()))
-
-
-def _draw_numerics(acc: dict, b, task, n: int, g, dtype):
-    """``sample_batch(..., fast=True)`` on the random numbers ``b`` was drawn from (fast
-    numerics): the batch, its wall and CPU time and how far its labels are from ``b``'s."""
-    bn, wall, cpu = _timed(
-        sample_batch, task, BATCH, n, g, dtype=dtype, interval=INTERVAL, fast=True
-    )
-    acc["data_wall"].append(wall)
-    acc["data_cpu"].append(cpu)
-    acc["dY"] = max(acc["dY"], float((bn.Y - b.Y).abs().max() / b.Y.abs().max()))
-    return bn
+    acc["dY"] = max(acc["dY"], float((other.Y - b.Y).abs().max() / b.Y.abs().max()))
+    acc["dy"] = max(acc["dy"], float((other.y - b.y).abs().max()))
+    return other
 
 
 def _print_numerics(r: dict, bench: Bench) -> None:
@@ -256,8 +247,8 @@ def run(
     opt_f, opt_d, opt_e, opt_n = (_copy_with_adam(fast, m) for m in (fast, dense, eager, numf))
     g = torch.Generator().manual_seed(seed)
 
-    fast_data = {"cpu": [], "dY": 0.0, "dy": 0.0}  # sample_batch_fast on the same numbers
-    num = {"data_cpu": [], "data_wall": [], "dY": 0.0}  # sample_batch(fast=True), same numbers
+    # sample_batch_fast and sample_batch(fast=True) on the same numbers
+    fast_data, num = ({"wall": [], "cpu": [], "dY": 0.0, "dy": 0.0} for _ in range(2))
 
     def draw():
         n = sample_context_size(bench.n_min, bench.n_max, g)
@@ -265,8 +256,9 @@ def run(
         g3 = torch.Generator().set_state(g.get_state())
         b, wall, cpu = _timed(sample_batch, task, BATCH, n, g, dtype=dtype, interval=INTERVAL)
         if bench.kind != "blr":
-            _draw_fast(fast_data, b, task, n, g2, dtype)
-        return b, n, (wall, cpu), _draw_numerics(num, b, task, n, g3, dtype)
+            _draw_again(fast_data, b, sample_batch_fast, task, n, g2, dtype)
+        bn = _draw_again(num, b, sample_batch, task, n, g3, dtype, fast=True)
+        return b, n, (wall, cpu), bn
 
     # parity of the two forward passes on the first batch (float32 and float64)
     b0, _, _, _ = draw()
@@ -349,9 +341,9 @@ def run(
         else float("nan"),
         "fast_data_dY_rel": fast_data["dY"],
         "fast_data_dy_abs": fast_data["dy"],
-        "num_data_ms": 1e3 * statistics.mean(num["data_wall"][-steps:]),
+        "num_data_ms": 1e3 * statistics.mean(num["wall"][-steps:]),
         "num_model_ms": 1e3 * statistics.mean(t_num),
-        "cpu_num_data_ms": 1e3 * statistics.mean(num["data_cpu"][-steps:]),
+        "cpu_num_data_ms": 1e3 * statistics.mean(num["cpu"][-steps:]),
         "cpu_num_model_ms": 1e3 * statistics.mean(c_num),
         "num_dY_rel": num["dY"],
     }

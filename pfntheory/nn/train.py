@@ -228,21 +228,11 @@ def step_batches(spec: RunSpec, generator: torch.Generator, device, dtype, inter
         raise ArgumentTypeError(f"spec must be a pfntheory.tree.RunSpec, got {type(spec).__name__}")
     device = select_device(device)
     interval = pair(interval, "interval")
+    kw = dict(device=device, dtype=dtype, interval=interval, fast=spec.fast_numerics)
     out = []
     for size in group_sizes(spec.batch_size, spec.context_groups):
         n = sample_context_size(spec.n_min, spec.n_max, generator)
-        out.append(
-            sample_batch(
-                spec.task,
-                size,
-                n,
-                generator,
-                device=device,
-                dtype=dtype,
-                interval=interval,
-                fast=spec.fast_numerics,
-            )
-        )
+        out.append(sample_batch(spec.task, size, n, generator, **kw))
     return out
 
 

@@ -29,7 +29,7 @@ constexpr int64_t WD = VD::size();
 void draw_group(const double* X, const double* xq, const double* z, const double* f, double amp,
                 double noise, double* Y, double* mu, double* tau, int* info, int64_t b0,
                 int64_t nb, int64_t n, int64_t d, std::vector<double>& A, std::vector<double>& xs,
-                std::vector<double>& zs, std::vector<double>& rd) {
+                std::vector<double>& zs, std::vector<double>& rd, std::vector<double>& vv) {
   auto lane_b = [&](int64_t l) { return b0 + (l < nb ? l : 0); };
   // the scaled inputs a = x f, interleaved: xs[(i d + k) W + l], row n the query
   for (int64_t l = 0; l < WD; ++l) {
@@ -102,7 +102,6 @@ void draw_group(const double* X, const double* xq, const double* z, const double
     }
   }
   // Y = L z and v = L^-1 k, row by row; mu = v . z, tau = amp + noise - v . v
-  std::vector<double> vv(n * WD);
   VD mus(0.0), vvs(0.0);
   for (int64_t i = 0; i < n; ++i) {
     const double* Ai = &A[(i * (i + 1) / 2) * WD];
@@ -153,13 +152,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gp_draw(
   const auto opt = X.options();
   at::Tensor Y = at::empty({B, n}, opt), mu = at::empty({B}, opt), tau = at::empty({B}, opt);
   at::Tensor info = at::zeros({B}, opt.dtype(at::kInt));
-  std::vector<double> A(n * (n + 1) / 2 * WD), xs((n + 1) * d * WD), zs(n * WD), rd(n * WD);
+  std::vector<double> A(n * (n + 1) / 2 * WD), xs((n + 1) * d * WD), zs(n * WD), rd(n * WD),
+      vv(n * WD);
   for (int64_t b0 = 0; b0 < B; b0 += WD)
     draw_group(X.const_data_ptr<double>(), xq.const_data_ptr<double>(),
                z.const_data_ptr<double>(), f.const_data_ptr<double>(), amp, noise,
                Y.mutable_data_ptr<double>(), mu.mutable_data_ptr<double>(),
                tau.mutable_data_ptr<double>(), info.mutable_data_ptr<int>(), b0,
-               std::min(WD, B - b0), n, d, A, xs, zs, rd);
+               std::min(WD, B - b0), n, d, A, xs, zs, rd, vv);
   return {Y, mu, tau, info};
 }
 
