@@ -10,6 +10,7 @@ import itertools
 
 from .design import PAPER_EVAL_INSTANCES, Design, Experiment, eval_spec, rbf_task, trained_cells
 from .scales import (
+    BUDGET_CURVE_POINTS,
     BUDGET_EMA_DECAY,
     CPU_LR,
     CPU_LR_UNITS,
@@ -306,5 +307,99 @@ SUPP_EXP2_SHIFT_REGIME = Experiment(
         ),
         shrunk="L=16 only (not 32), C=64; 400 steps at lr 5e-3 instead of 1e5 at 2e-4; "
         "n' in {64,...,768} x 256 instances.",
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+# The n-generalisation family at S and 2S steps (convergence by budget doubling)
+# --------------------------------------------------------------------------------------------------
+
+#: Cells of the family trained once more at 4S: the d = 8 shift's two extremes (the deepest, widest
+#: model the paper's shift claim is about, and the shallow, narrow one that collapses under it), so
+#: that "it is the budget" is tested rather than assumed.
+FAMILY_LONG_CELLS = ((4, 128), (32, 512))
+#: Seeds of the d = 8 seed replicate (L = 4, n_max = 128, the cheapest collapsing cell) beside the
+#: grid's seed 0.
+FAMILY_SEEDS = (1, 2)
+
+
+def _cell(r) -> tuple[int, int]:
+    return (r.model.L, r.n_max)
+
+
+def _family_runs(base: Experiment, long_cells=()) -> tuple:
+    """``base``'s cpu runs weight-averaged at S and 2S (and 4S for ``long_cells``) with 48
+    learning-curve points at (n_min, n_max) on the pretraining design and under the covariate
+    shift, trained with fast numerics (the same maths in another rounding order: 1.1x at d = 16,
+    n up to 512, 1.5x at d = 2; docs/speed.md); the cheapest first."""
+    fields = dict(curve_covariates=("uniform",), fast_numerics=True)
+    runs = budget_runs(base.cpu, bool, (2,), **fields)
+    if long_cells:
+        longer = budget_runs(base.cpu, lambda r: _cell(r) in long_cells, (4,), **fields)
+        have = {r.name for r in runs}
+        runs += tuple(r for r in longer if r.name not in have)
+    return tuple(sorted(runs, key=by_cost))
+
+
+def _family_budget(base: Experiment, long_cells=()) -> Experiment:
+    extra = (
+        f"; the cells (L, n_max) in {list(long_cells)} also at 4S (a second doubling)"
+        if long_cells
+        else ""
+    )
+    return Experiment(
+        name=f"{base.name}_budget",
+        labels=base.labels,
+        title=f"{base.name}'s grid, weight-averaged, at S and 2S steps, with learning curves on "
+        "both designs (convergence by budget doubling)",
+        claims=base.claims,
+        paper=base.paper,
+        quick=Design(
+            budget_runs(base.quick, bool),
+            shrunk=f"{base.name}'s quick design at S and 2S steps, weight-averaged: "
+            + base.quick.shrunk,
+        ),
+        cpu=Design(
+            _family_runs(base, long_cells),
+            shrunk=(
+                f"{base.name}'s cpu grid (C=256, L in {{4,8,16,32}}, n in [64, n_max], n_max in "
+                f"{{128,256,512}}) at S = 1000 and 2S = 2000 steps with {CPU_OPT}, an exponential "
+                f"weight average (decay {BUDGET_EMA_DECAY}) and {BUDGET_CURVE_POINTS} "
+                "learning-curve points at n' in {n_min, n_max} on N(0, I/d) and under the "
+                "covariate shift Unif[-1/sqrt(d), 1/sqrt(d)]^d, fast numerics"
+                f"{extra}; 512 instances per n' in the final evaluations; the cheapest first."
+            ),
+        ),
+    )
+
+
+FIG_EXP2_2_BUDGET = _family_budget(FIG_EXP2_2)
+SUPP_EXP2_D4_BUDGET = _family_budget(SUPP_EXP2_D4)
+SUPP_EXP2_D8_BUDGET = _family_budget(SUPP_EXP2_D8, FAMILY_LONG_CELLS)
+
+
+def _seed_runs(base: Experiment, cell, seeds) -> tuple:
+    keep = [r for r in _family_runs(base) if _cell(r) == cell]
+    return tuple(
+        sorted(
+            (dataclasses.replace(r, seed=s) for r in keep for s in seeds),
+            key=by_cost,
+        )
+    )
+
+
+SUPP_EXP2_D8_SEEDS = Experiment(
+    name="supp_exp2_d8_seeds",
+    labels=SUPP_EXP2_D8.labels,
+    title="The d = 8 shift's collapsing cell (L = 4, n_max = 128) at two more seeds, S and 2S",
+    claims=(),
+    paper=Design(()),
+    quick=Design(()),
+    cpu=Design(
+        _seed_runs(SUPP_EXP2_D8, (4, 128), FAMILY_SEEDS),
+        shrunk=(
+            f"supp_exp2_d8_budget's L = 4, n_max = 128 runs at seeds {FAMILY_SEEDS} (the grid "
+            "trains seed 0): does the collapse under the shift depend on the initial draw?"
+        ),
     ),
 )
