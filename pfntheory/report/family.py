@@ -18,6 +18,7 @@ import pandas as pd
 
 from .._checks import choice
 from ..experiments.results import LoadedRun, load_available
+from ..tree import RunSpec
 
 __all__ = ["FAMILY", "FamilyCell", "strongest_cells", "plot_family", "coverage_frame"]
 
@@ -69,30 +70,31 @@ def strongest_cells(
     (seed 0), by cell; cells with no complete run are absent.
 
     ``budget_runs`` (optional) replaces the budget experiment's runs read from disk (tests)."""
-    choice(d, "d", tuple(FAMILY))
+    if d not in FAMILY:
+        raise ValueError(f"d must be one of {sorted(FAMILY)} (the family's dimensions), got {d!r}")
     base_name, budget_name = FAMILY[d]
     base, _ = load_available(base_name, scale, root)
     if budget_runs is None:
         budget_runs, _ = load_available(budget_name, scale, root)
-    budget = [r for r in budget_runs if getattr(r.spec, "seed", 0) == 0]
+    budget = [r for r in budget_runs if isinstance(r.spec, RunSpec) and r.spec.seed == 0]
     states = _doubling_states(budget)
     out: dict[tuple[int, int], FamilyCell] = {}
     for r in base:
-        if hasattr(r.spec, "model") and r.spec.task.d == d:
-            out[_cell(r.spec)] = FamilyCell(
-                *_cell(r.spec), r, f"last iterate, {r.spec.steps} steps", "no doubling"
+        spec = r.spec
+        if isinstance(spec, RunSpec) and spec.task.d == d:
+            out[_cell(spec)] = FamilyCell(
+                *_cell(spec), r, f"last iterate, {spec.steps} steps", "no doubling"
             )
-    best: dict[tuple[int, int], LoadedRun] = {}
+    best: dict[tuple[int, int], tuple[int, LoadedRun]] = {}
     for r in budget:
-        c = _cell(r.spec)
-        if c not in best or r.spec.steps > best[c].spec.steps:
-            best[c] = r
-    for c, r in best.items():
+        spec = r.spec
+        assert isinstance(spec, RunSpec)  # budget holds RunSpec runs only
+        c = _cell(spec)
+        if c not in best or spec.steps > best[c][0]:
+            best[c] = (spec.steps, r)
+    for c, (steps, r) in best.items():
         out[c] = FamilyCell(
-            *c,
-            r,
-            f"weight-averaged, {r.spec.steps} steps",
-            states.get(r.run_dir.name, "no doubling"),
+            *c, r, f"weight-averaged, {steps} steps", states.get(r.run_dir.name, "no doubling")
         )
     return out
 
