@@ -16,7 +16,9 @@ from pfntheory.claims import (
     HOLDS_AT_BUDGET,
     OUTSIDE,
     UNDECIDED,
+    UNDERPOWERED,
     VERDICT_KINDS,
+    WORSE,
 )
 from pfntheory.runs import round_significant
 
@@ -38,17 +40,25 @@ VERDICT_DEFINITIONS = {
     CAVEAT: (
         "it holds, but only under a condition or reading the paper does not state (see the row)"
     ),
-    FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
+    FAILS: "measured where the paper makes the claim, and contradicted: where the check measures "
+    "an effect, its interval excludes the claimed effect",
     ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected "
     "statement given in the row",
     OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
     "for nor against the paper",
-    HOLDS_AT_BUDGET: "its runs are still improving, but the check holds at every point of the last "
-    "log-half of their learning curves: it holds at the stated number of steps",
-    FAILS_AT_BUDGET: "its runs are still improving, and the check fails at every point of the last "
-    "log-half of their learning curves: it fails at the stated number of steps",
+    HOLDS_AT_BUDGET: "its runs have not plateaued and none got worse, and the check holds at every "
+    "point of the last log-half of their learning curves (or at both budgets of a doubling): it "
+    "holds at the stated number of steps",
+    FAILS_AT_BUDGET: "its runs have not plateaued and none got worse, and the check fails at every "
+    "point it is replayed, with an interval that excludes the claimed effect: it fails at the "
+    "stated number of steps",
     UNDECIDED: "rests on a trained run that has not plateaued, and the check's outcome changes "
-    "within the last log-half of its learning curve (or it has none): no verdict until it settles",
+    "where it is replayed (or it cannot be replayed): no verdict until it settles",
+    UNDERPOWERED: "the check fails, but the interval of the measured effect still holds the "
+    "claimed effect (the paper's, where it prints one): the test cannot detect an effect of that "
+    "size; the row states the smallest effect it detects",
+    WORSE: "a run it reads got worse with training (diverging, or worse than its initialisation "
+    "at some n'): the row says where, and which model the check read; counts neither way",
     PENDING: "the data it needs is not on this machine",
 }
 
@@ -81,10 +91,12 @@ class Row:
     compare: str = "bound"  # "bound" | "threshold" | "reference"
     paper_value: float | None = None  # the paper's printed number, never a threshold
     measured: str = ""  # what exactly ``observed`` is
-    tolerance: str = ""  # the tolerance and its reason
+    tolerance: str = ""  # the tolerance
+    reasons: list[str] = field(default_factory=list)  # keys of gating.SHARED_REASONS
     caveat: str = ""
     erratum: str = ""  # the corrected statement our check confirms
     outside: str = ""  # why the measurement is outside the paper's regime
+    cause: str = ""  # for a claim that fails: its measured cause
     convergence: str = ""  # the trained runs' convergence, in one line
     run_dir: str = ""  # the run directory (or directories) read
     command: str = ""  # the command that regenerates the row
@@ -92,7 +104,7 @@ class Row:
     anchor: str = ""
     missing: str = ""  # for pending rows: what is not available
     details: dict[str, Any] = field(default_factory=dict)
-    # per trained run read: [plateau state, last step] (the index sums them up)
+    # per trained run read: [state, last step, got worse] (the index tallies them per experiment)
     run_states: dict[str, list] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
