@@ -65,6 +65,8 @@ TOLERANCES = {
 }
 #: The states :func:`plateau_status` returns, in its ``state`` field.
 STATES = ("plateaued", "still improving", "diverging", "too noisy to tell", "too short")
+
+
 def _curve(points, name: str = "points") -> list:
     """``points`` as a list of learning-curve points (mappings); None, strings, numbers and
     mappings are refused, naming the argument."""

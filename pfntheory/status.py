@@ -143,8 +143,12 @@ def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int,
         if step != 0 or (last, n) not in by or last == 0:
             continue
         p1 = by[(last, n)]
-        a, sa, b, sb = (float(p0[metric]), float(p0[metric + "_se"]),
-                        float(p1[metric]), float(p1[metric + "_se"]))
+        a, sa, b, sb = (
+            float(p0[metric]),
+            float(p0[metric + "_se"]),
+            float(p1[metric]),
+            float(p1[metric + "_se"]),
+        )
         rows.append((n, a, sa, b, sb))
         da, db = (abs(a - nominal), abs(b - nominal)) if nominal is not None else (a, b)
         if db - da > START_MARGIN * math.hypot(sa, sb):
@@ -189,7 +193,9 @@ def _worse_text(st: Status) -> str:
     if not st.worse_than_start:
         return ""
     at = {r[0]: r for r in st.start}
-    parts = [f"n'={n}: {at[n][1]:.3g} at step 0, {at[n][3]:.3g} at the end" for n in st.worse_than_start]
+    parts = [
+        f"n'={n}: {at[n][1]:.3g} at step 0, {at[n][3]:.3g} at the end" for n in st.worse_than_start
+    ]
     return "; ended worse than its initialisation at " + ", ".join(parts)
 
 
@@ -209,5 +215,3 @@ def as_status(d: Mapping) -> Status:
         elif not math.isfinite(float(kw.get("fall", _NAN))) and "value" not in d:
             kw["test"] = "none"
     return Status(**kw)
-
-

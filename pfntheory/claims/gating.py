@@ -20,12 +20,11 @@ one-sided normal tail of 0.13% per comparison.
 from __future__ import annotations
 
 import dataclasses
-
-import numpy as np
-
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from .._checks import finite_scalar, float_tuple, nonneg_scalar, positive_scalar
 from ..convergence import (

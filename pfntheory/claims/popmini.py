@@ -182,8 +182,8 @@ def check_popmini(
         bound=CURVATURE_TOL,
         tolerance=f"local gaps equal the second-order prediction (t^2/2) sum p v^2 within "
         f"{CURVATURE_TOL:g} relative (third-order term <= |t v| = 1e-3, with margin; round-off "
-        "below 1e-4 of the prediction: perturbations whose prediction is under 1e4 C eps sum|terms| "
-        "are not tested); no random or local gap below -C*1e-14 "
+        "below 1e-4 of the prediction: a perturbation whose prediction is under "
+        "1e4 C eps sum|terms| is not tested); no random or local gap below -C*1e-14 "
         "(round-off of a C-term sum); simplex |sum-1| <= 4 C eps",
         details={
             "curvature_rel_err": curvature_err,

@@ -30,12 +30,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pfntheory._checks import ArgumentTypeError, checked, instance_of, text
+from pfntheory._checks import ArgumentTypeError, checked, text
 from pfntheory.claims import (
     CAVEAT,
     ERRATUM,
@@ -47,8 +46,8 @@ from pfntheory.claims import (
 )
 from pfntheory.claims.gating import SHARED_REASONS, decide, plateau_tally
 from pfntheory.convergence import curve_status
-from pfntheory.status import Status, as_status
 from pfntheory.runs import round_significant
+from pfntheory.status import Status, as_status
 
 from .html import fmt, row_card
 from .labels import check_label, paper_number
