@@ -14,6 +14,7 @@ from ._checks import keys
 __all__ = [
     "ALPHA",
     "START_MARGIN",
+    "START_TOL",
     "Status",
     "as_status",
     "no_curve",
@@ -24,10 +25,13 @@ __all__ = [
 #: One-sided level of each of the two tests (the interval is the 90% confidence interval).
 ALPHA = 0.05
 NOMINAL = {"coverage90": 0.9}
-#: Standard errors by which a run's final value must exceed its value at step 0 (its
-#: initialisation) at one n' to count as *worse than its start* (unpaired SE of the two, so the
-#: test is conservative; one-sided normal tail 0.13%: the margin of the trained claims).
+#: A run's final value is *worse than its start* at one n' when it exceeds its value at step 0 (its
+#: initialisation) by more than START_MARGIN standard errors (unpaired SE of the two, so the test
+#: is conservative; one-sided normal tail 0.13%: the margin of the trained claims) and by more than
+#: START_TOL of the step-0 value (the plateau test's 10% equivalence tolerance: a change within it
+#: is no change there either, so a run 3% worse than its start is not called worse).
 START_MARGIN = 3.0
+START_TOL = 0.10
 _NAN = float("nan")
 
 
@@ -46,7 +50,8 @@ class Status(Mapping):
     log-half test's residual SD and held-out SE), ``n_points``, ``mid_step``, ``alpha``,
     ``short_step`` and ``n_instances`` (budget doubling), ``start`` (per n' evaluated at step 0:
     ``(n', value at step 0, its SE, value at the last step, its SE)``), ``worse_than_start`` (the
-    n' where the last value exceeds the step-0 value by more than :data:`START_MARGIN` SE),
+    n' where the last value exceeds the step-0 value by more than :data:`START_MARGIN` SE and
+    :data:`START_TOL` of it),
     ``model`` (which model the values are of) and ``run`` / ``half_run`` (run names, where known).
 
     A Mapping of its fields (and of ``plateaued``, ``diverging``, ``change``), so that readers
@@ -151,7 +156,7 @@ def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int,
         )
         rows.append((n, a, sa, b, sb))
         da, db = (abs(a - nominal), abs(b - nominal)) if nominal is not None else (a, b)
-        if db - da > START_MARGIN * math.hypot(sa, sb):
+        if db - da > max(START_MARGIN * math.hypot(sa, sb), START_TOL * abs(da)):
             worse.append(n)
     return tuple(rows), tuple(worse)
 

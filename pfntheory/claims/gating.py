@@ -239,8 +239,8 @@ class Decision:
         if self.rule == "worse":
             return (
                 f"worse with training: {'; '.join(self.worse)}. The check {word} on {self.model}, "
-                f"a model training made worse, so it reads neither the converged PFN nor its "
-                f"budget ({runs}: {st}, by {how})"
+                f"a model training made worse: it is neither a converged PFN nor one still "
+                f"improving at its budget ({runs}: {st}, by {how})"
             )
         head = ""
         if self.rule == "plateaued":
