@@ -427,7 +427,9 @@ def test_summary_box_counts_errata_and_trained_runs(out):
     # the trained runs: verdicts, the check's outcome per figure, budget and plateau states
     assert "rest on 2 runs, trained 1000–2000 steps" in box
     # one plateau tally per experiment (claims.gating.plateau_tally, shared with page 07)
-    assert "<code>reports/runs</code>: 1 of 2 runs plateaued (1 plateaued, 1 still improving)" in box
+    assert (
+        "<code>reports/runs</code>: 1 of 2 runs plateaued (1 plateaued, 1 still improving)" in box
+    )
     assert "<b>Figure 2</b> (<code>fig:exp1</code>) 2 of 2" in box
     assert "1 holds at budget, 1 undecided" in box
 

@@ -35,7 +35,7 @@ from pfntheory.convergence import read_learning_curve
 
 from . import plots
 from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
-from .html import build_index
+from .html import build_index, experiment_tallies
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
@@ -62,6 +62,7 @@ from .spec import (
 from .tables import Table, table
 
 __all__ = [
+    "experiment_tallies",
     "NOTEBOOKS",
     "NOTEBOOKS_DIR",
     "DEFAULT_OUT",

@@ -30,7 +30,7 @@ from .mathtext import math_html
 from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
 from .spec import NOTEBOOKS, NotebookSpec, output_dir
 
-__all__ = ["build_index", "row_card", "fmt", "CSS"]
+__all__ = ["build_index", "row_card", "fmt", "CSS", "experiment_tallies"]
 
 _VERDICT_CLASS = {
     "holds": "ok",
@@ -436,14 +436,11 @@ def _trained_summary(results: dict[str, dict], order) -> str:
     runs: dict[str, list] = {}
     for _, r in rows:
         runs.update(r["run_states"])
-    by_exp: dict[str, dict[str, list]] = {}
-    for run, st in runs.items():
-        by_exp.setdefault(_experiment_of(run), {})[run] = st
     steps = [int(st[1]) for st in runs.values() if len(st) > 1 and st[1]]
     budget = f", trained {min(steps)}–{max(steps)} steps" if steps else ""
     tallies = "; ".join(
-        f"<code>{html.escape(exp)}</code>: {html.escape(plateau_tally(sts)['text'])}"
-        for exp, sts in sorted(by_exp.items())
+        f"<code>{html.escape(exp)}</code>: {html.escape(t['text'])}"
+        for exp, t in experiment_tallies([r for _, r in rows]).items()
     )
     return (
         f"<p><b>Trained runs</b> (parts {', '.join(parts)}; {len(rows)} rows: {vtext}). "
@@ -452,6 +449,19 @@ def _trained_summary(results: dict[str, dict], order) -> str:
         f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}); "
         f"by experiment, with the status the row's gate read: {tallies}.</p>"
     )
+
+
+def experiment_tallies(rows) -> dict[str, dict]:
+    """One plateau tally per experiment (:func:`pfntheory.claims.gating.plateau_tally`) over the
+    runs that ``rows`` (rows of results JSON, or :class:`~pfntheory.report.rows.Row`) read, each
+    with the status its row's gate read: the index and page 07 print these same numbers."""
+    runs: dict[str, list] = {}
+    for r in rows:
+        runs.update(_get(r, "run_states", {}) or {})
+    by_exp: dict[str, dict[str, list]] = {}
+    for run, st in runs.items():
+        by_exp.setdefault(_experiment_of(run), {})[run] = st
+    return {exp: plateau_tally(sts) for exp, sts in sorted(by_exp.items())}
 
 
 def _experiment_of(run: str) -> str:
