@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -138,7 +139,7 @@ def _state(lo: float, hi: float, tol: float) -> str:
     return "too noisy to tell"
 
 
-def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dict:
+def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dict[str, Any]:
     """The state of a fall with standard error ``se`` (``dof`` degrees of freedom) against ``tol``,
     with its ``1 - 2 alpha`` confidence interval, as the :class:`Status` fields both tests set."""
     t = float(stats.t.ppf(1 - alpha, dof))
@@ -192,7 +193,7 @@ def plateau_status(
     points = _curve(points)
     curve = [c for c in curve_means(points, metric) if c[0] > 0]
     ends, worse = start_vs_end(points, metric)
-    base = {
+    base: dict[str, Any] = {
         "state": "too noisy to tell",
         "last_step": curve[-1][0] if curve else 0,
         "value": curve[-1][1] if curve else float("nan"),
@@ -333,16 +334,19 @@ def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
         )
     for name, st in statuses.items():
         keys("state", "plateaued")(st, f"statuses[{name!r}]")
-    statuses = {n: st if isinstance(st, Status) else as_status(st) for n, st in statuses.items()}
-    out = [n for n, st in statuses.items() if not st.plateaued]
-    states = dict(sorted(Counter(statuses[n].state for n in out).items()))
-    steps = [st.last_step for st in statuses.values() if st.last_step is not None]
+    sts: dict[str, Status] = {
+        n: st if isinstance(st, Status) else as_status(st) for n, st in statuses.items()
+    }
+    statuses = sts
+    out = [n for n, st in sts.items() if not st.plateaued]
+    states = dict(sorted(Counter(sts[n].state for n in out).items()))
+    steps = [st.last_step for st in sts.values() if st.last_step is not None]
     return {
         "plateaued": not out,
         "n": len(statuses),
         "not_plateaued": out,
-        "no_curve": [n for n in out if statuses[n].state == "no curve"],
-        "worse": [n for n, st in statuses.items() if st.got_worse],
+        "no_curve": [n for n in out if sts[n].state == "no curve"],
+        "worse": [n for n, st in sts.items() if st.got_worse],
         "states": states,
         "last_step": max(steps) if steps else None,
         "counts": ", ".join(f"{v} {k}" for k, v in states.items()),
@@ -409,7 +413,7 @@ def doubling_status(
         f"{s_short} to {s_long} steps lies within +-{100 * tol:g}% of E[TV] at {s_long}"
     )
     ends, worse = start_vs_end(long, "tv")
-    base = {
+    base: dict[str, Any] = {
         "state": "too short",
         "test": "doubling",
         "last_step": s_long,

@@ -78,9 +78,9 @@ def _check(scale: str, result) -> None:
     outcome changes within the last log-half of the curves) or *fails at budget* (it fails at
     every point there: a finding about the stated budget, not a refutation of the paper), *undecided
     (underpowered)* (its interval still holds the claimed effect) or *worse with training* (a run it
-    reads got worse), and the test says so as an xfail carrying the measurement (never a pass). At the ``quick`` scale the
-    committed runs (no learning curves) are a fixed fixture and every claim is asserted as measured,
-    so a change that breaks one fails."""
+    reads got worse), and the test says so as an xfail carrying the measurement (never a pass). At
+    the ``quick`` scale the committed runs (no learning curves) are a fixed fixture and every claim
+    is asserted as measured, so a change that breaks one fails."""
     print(result)  # observed beside bound, shown by pytest -rA / on failure
     if (
         not result.holds

@@ -246,12 +246,12 @@ class Decision:
         if self.rule == "plateaued":
             head = f"all {runs} plateaued by {how}" if self.n_runs else "no trained run"
         elif self.replay is not None and self.replay.decides and self.rule != "open":
-            r = self.replay
+            rp = self.replay
             where = (
-                f"at each of the {len(r.steps)} steps {r.steps[0]}-{r.steps[-1]} of the last "
+                f"at each of the {len(rp.steps)} steps {rp.steps[0]}-{rp.steps[-1]} of the last "
                 "log-half of the learning curves and in the final evaluation"
-                if r.source == "curve"
-                else f"at both budgets, {r.steps[0]} and {r.steps[-1]} steps"
+                if rp.source == "curve"
+                else f"at both budgets, {rp.steps[0]} and {rp.steps[-1]} steps"
             )
             head = (
                 f"{word} at budget: {where}, at {self.last_step} steps; runs not plateaued "
@@ -323,31 +323,32 @@ def decide(
     states = tuple(sorted(Counter(st.state for st in sts.values()).items()))
     steps = [st.last_step for st in sts.values() if st.last_step is not None]
     tests = {st.test for st in sts.values()} - {"none"}
-    common = {
-        "holds": holds,
-        "model": model or _model_of(sts),
-        "n_runs": len(sts),
-        "states": states,
-        "last_step": max(steps) if steps else None,
-        "replay": replay,
-        "power": power,
-        "test": "doubling" if tests == {"doubling"} else "log-half",
-    }
+    base = Decision(
+        kind=UNDECIDED,
+        holds=holds,
+        rule="open",
+        model=model or _model_of(sts),
+        n_runs=len(sts),
+        states=states,
+        last_step=max(steps) if steps else None,
+        replay=replay,
+        power=power,
+        test="doubling" if tests == {"doubling"} else "log-half",
+    )
     refuted = power is None or power.refutes
     worse = tuple(_worse_text(n, st) for n, st in sts.items() if st.got_worse)
     if worse:
-        return Decision(kind=WORSE, rule="worse", worse=worse, **common)
+        return dataclasses.replace(base, kind=WORSE, rule="worse", worse=worse)
     if all(st.plateaued for st in sts.values()):
         if holds or refuted:
-            return Decision(kind=HOLDS if holds else FAILS, rule="plateaued", **common)
-        return Decision(kind=UNDERPOWERED, rule="underpowered", **common)
+            return dataclasses.replace(base, kind=HOLDS if holds else FAILS, rule="plateaued")
+        return dataclasses.replace(base, kind=UNDERPOWERED, rule="underpowered")
     if replay is not None and replay.decides and all(h == holds for h in replay.held):
         if holds or refuted:
-            return Decision(
-                kind=HOLDS_AT_BUDGET if holds else FAILS_AT_BUDGET, rule="at budget", **common
-            )
-        return Decision(kind=UNDERPOWERED, rule="underpowered", **common)
-    return Decision(kind=UNDECIDED, rule="open", **common)
+            kind = HOLDS_AT_BUDGET if holds else FAILS_AT_BUDGET
+            return dataclasses.replace(base, kind=kind, rule="at budget")
+        return dataclasses.replace(base, kind=UNDERPOWERED, rule="underpowered")
+    return base
 
 
 def _model_of(sts: Mapping[str, Status]) -> str:

@@ -389,8 +389,8 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
     )
     fitems = []
     for (label, variant), rows in failed.items():
-        kinds = Counter(r["verdict"] for r in rows)
-        badges = " ".join(f"{_badge(k)}&times;{n}" for k, n in kinds.items())
+        by_kind = Counter(r["verdict"] for r in rows)
+        badges = " ".join(f"{_badge(k)}&times;{n}" for k, n in by_kind.items())
         what = f"{_numbered(label)}" + (f", {math_html(variant)}" if variant else "")
         keys = ", ".join(
             f'<a href="#{html.escape(r.get("anchor", ""))}">{html.escape(r.get("key") or "row")}'
