@@ -9,7 +9,16 @@ import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 
-from ._checks import keys
+from ._checks import (
+    ArgumentTypeError,
+    checked,
+    choice,
+    keys,
+    nonneg_int,
+    optional,
+    sequence,
+    text,
+)
 
 __all__ = [
     "ALPHA",
@@ -129,11 +138,26 @@ class Status(Mapping):
         return {**d, "plateaued": self.plateaued, "diverging": self.diverging}
 
 
+@checked(criterion=text, last_step=optional(nonneg_int), state=text)
 def no_curve(criterion: str, last_step: int | None = None, state: str = "no curve") -> Status:
     """The status of a run the test cannot read (no learning curve, no half-budget partner)."""
     return Status(state=state, criterion=criterion, test="none", last_step=last_step)
 
 
+def _points(x, name: str) -> list:
+    """Learning-curve points: a sequence of mappings."""
+    items = sequence(x, name, non_empty=False)
+    for i, p in enumerate(items):
+        if not isinstance(p, Mapping):
+            raise ArgumentTypeError(f"{name}[{i}] must be a learning-curve point (a dict)")
+    return items
+
+
+#: The metrics of a learning curve (pfntheory.runs.CURVE_METRICS).
+_METRICS = ("tv", "nll", "coverage90", "crps")
+
+
+@checked(points=_points, metric=lambda x, name: choice(x, name, _METRICS))
 def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int, ...]]:
     """Per n' at step 0 and at the last step: ``(n', start, se, end, se)``, and the n' where the
     end is worse than the start by more than :data:`START_MARGIN` SE (for coverage, farther from
@@ -204,9 +228,9 @@ def _worse_text(st: Status) -> str:
     return "; ended worse than its initialisation at " + ", ".join(parts)
 
 
-def as_status(d: Mapping) -> Status:
+def as_status(status: Mapping) -> Status:
     """A former dict status as a :class:`Status` (its known fields; ``change`` as ``fall``)."""
-    d = keys("state")(d, "status")
+    d = keys("state")(status, "status")
     fields = Status.__dataclass_fields__
     kw = {"criterion": "", **{k: v for k, v in d.items() if k in fields}}
     if "fall" not in kw and "change" in d:

@@ -68,6 +68,7 @@ VERDICT_KINDS = (
 )
 
 
+@_checks.checked(ci=_checks.pair, band=_checks.pair)
 def band_verdict(ci, band) -> str | None:
     """The one rule of an interval check (docs/verdicts.md, "One rule per check shape"): it holds
     only with its confidence interval ``ci`` inside ``band``; an interval that crosses an edge of

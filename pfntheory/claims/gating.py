@@ -26,7 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import finite_scalar, float_tuple, nonneg_scalar, positive_scalar
+from .._checks import (
+    ArgumentTypeError,
+    checked,
+    finite_scalar,
+    float_tuple,
+    instance_of,
+    mapping,
+    nonneg_scalar,
+    optional,
+    positive_scalar,
+    text,
+)
 from ..convergence import (
     MIN_POINTS,
     curve_points,
@@ -284,6 +295,33 @@ class Decision:
         return {**d, "text": self.text()}
 
 
+def _statuses(x, name: str) -> dict[str, Status]:
+    """Run name -> :class:`~pfntheory.status.Status` (or a status mapping with a ``state``)."""
+    mapping(x, name, non_empty=False)
+    out = {}
+    for k, st in x.items():
+        if isinstance(st, Status):
+            out[k] = st
+        elif isinstance(st, Mapping):
+            out[k] = as_status(st)
+        else:
+            raise ArgumentTypeError(f"{name}[{k!r}] must be a Status, got {type(st).__name__}")
+    return out
+
+
+def _flag(x, name: str) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be a bool, got {type(x).__name__}")
+    return bool(x)
+
+
+@checked(
+    holds=_flag,
+    statuses=_statuses,
+    replay=optional(instance_of(Replay)),
+    power=optional(instance_of(Power)),
+    model=optional(text),
+)
 def decide(
     holds: bool,
     statuses: Mapping[str, Status],
@@ -316,10 +354,7 @@ def decide(
         decides with one outcome throughout -> *holds / fails at budget* (the same power rule for
         *fails*); otherwise *undecided*.
     """
-    if not isinstance(statuses, Mapping):
-        raise TypeError(f"statuses must map run names to Status, got {type(statuses).__name__}")
-    sts = {n: st if isinstance(st, Status) else as_status(st) for n, st in statuses.items()}
-    holds = bool(holds)
+    sts = dict(statuses)
     states = tuple(sorted(Counter(st.state for st in sts.values()).items()))
     steps = [st.last_step for st in sts.values() if st.last_step is not None]
     tests = {st.test for st in sts.values()} - {"none"}
@@ -375,6 +410,7 @@ def _worse_text(name: str, st: Status) -> str:
     return f"{name}: " + " and ".join(parts)
 
 
+@checked(statuses=lambda x, name: mapping(x, name, non_empty=False))
 def plateau_tally(statuses: Mapping[str, Any]) -> dict[str, Any]:
     """One plateau tally of an experiment's runs, the numbers the index, page 07 and the runs
     table share. ``statuses``: run -> its :class:`~pfntheory.status.Status` (or a status dict, or
@@ -391,7 +427,7 @@ def plateau_tally(statuses: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(st, (list, tuple)) and st and isinstance(st[0], str):
             cells.append((st[0], bool(st[2]) if len(st) > 2 else st[0] == "diverging"))
         else:
-            raise TypeError(f"statuses[{name!r}] must be a Status or [state, step, worse]")
+            raise ArgumentTypeError(f"statuses[{name!r}] must be a Status or [state, step, worse]")
     states = dict(sorted(Counter(c[0] for c in cells).items()))
     plateaued = states.get("plateaued", 0)
     worse = sum(w for _, w in cells)

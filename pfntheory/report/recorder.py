@@ -112,6 +112,8 @@ def explain_tolerance(tolerance: str, reasons: Sequence[str] = ()) -> str:
     text itself is never parsed."""
     if not isinstance(tolerance, str):
         raise ArgumentTypeError(f"tolerance must be a str, got {type(tolerance).__name__}")
+    if isinstance(reasons, str) or not isinstance(reasons, (list, tuple)):
+        raise ArgumentTypeError(f"reasons must be a list of keys, got {type(reasons).__name__}")
     unknown = [k for k in reasons if k not in SHARED_REASONS]
     if unknown:
         raise ValueError(f"reasons must be keys of SHARED_REASONS {sorted(SHARED_REASONS)}")
