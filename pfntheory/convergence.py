@@ -192,7 +192,8 @@ def plateau_status(
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
     points = _curve(points)
     curve = [c for c in curve_means(points, metric) if c[0] > 0]
-    ends, worse = start_vs_end(points, metric)
+    # the initialisation is compared on E[TV] only (the accuracy the construction sets at step 0)
+    ends, worse = start_vs_end(points, metric) if metric == "tv" else ((), ())
     base: dict[str, Any] = {
         "state": "too noisy to tell",
         "last_step": curve[-1][0] if curve else 0,

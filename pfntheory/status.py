@@ -132,6 +132,14 @@ class Status(Mapping):
     def replace(self, **changes) -> Status:
         return dataclasses.replace(self, **changes)
 
+    def within(self, n_min: int, n_max: int) -> Status:
+        """This status with ``worse_than_start`` kept to the n' inside the pretraining range
+        ``[n_min, n_max]``: beyond it, a model worse than its initialisation is generalisation
+        (what fig:exp2-1 measures), not training making the model worse."""
+        return dataclasses.replace(
+            self, worse_than_start=tuple(n for n in self.worse_than_start if n_min <= n <= n_max)
+        )
+
     def to_dict(self) -> dict:
         """The fields and the state's booleans, JSON-ready (tuples as lists)."""
         d = dataclasses.asdict(self)

@@ -225,9 +225,12 @@ def budget_claims(case_dir) -> dict | None:
     run_dirs = [case_dir / f"budget-s{k}" / r["pfn"]["run_dir"] for k, r in ((s, short), (t, long))]
     curves = [read_learning_curve(rd) for rd in run_dirs]
     short_points, long_points = (c["points"] if c is not None else [] for c in curves)
+    cfg = long["pfn"].get("config", {})  # the pretraining range: worse beyond it is not counted
     status = doubling_status(short_points, long_points).replace(
         run=f"budget-s{t}/{run_dirs[1].name}", half_run=f"budget-s{s}/{run_dirs[0].name}"
     )
+    if "n_min" in cfg and "n_max" in cfg:
+        status = status.within(int(cfg["n_min"]), int(cfg["n_max"]))
     by_key = {c.key: c for c in _claims_of(short)}
     claims = []
     for c in _claims_of(long):

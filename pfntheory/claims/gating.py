@@ -129,7 +129,7 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> S
     """Plateau status (``metric``, E[TV] by default) of one loaded run from its
     ``learning_curve.json`` (with ``covariates``: its curve on that covariate law, e.g. the
     covariate shift); a run without one gets state "no curve" (never plateaued) at its steps."""
-    st = curve_status(run.run_dir, covariates, metric=metric)
+    st = curve_status(run.run_dir, covariates, metric=metric).within(run.spec.n_min, run.spec.n_max)
     if st.state == "no curve":
         st = st.replace(
             last_step=int(run.spec.steps),
@@ -161,6 +161,7 @@ def doubling_statuses(runs) -> dict[str, Status]:
             ).replace(run=r.run_dir.name)
             continue
         st = doubling_status(curve_points(half.run_dir) or [], curve_points(r.run_dir) or [])
+        st = st.within(r.spec.n_min, r.spec.n_max)
         out[r.run_dir.name] = st.replace(run=r.run_dir.name, half_run=half.run_dir.name)
     return out
 
@@ -254,7 +255,9 @@ class Decision:
                 f"improving at its budget ({runs}: {st}, by {how})"
             )
         head = ""
-        if self.rule == "plateaued":
+        if self.rule == "plateaued" or (
+            self.rule == "underpowered" and dict(self.states).get("plateaued") == self.n_runs
+        ):
             head = f"all {runs} plateaued by {how}" if self.n_runs else "no trained run"
         elif self.replay is not None and self.replay.decides and self.rule != "open":
             rp = self.replay
@@ -267,12 +270,15 @@ class Decision:
             head = (
                 f"{word} at budget: {where}, at {self.last_step} steps; runs not plateaued "
                 f"({st}, by {how})"
+                if self.rule == "at budget"
+                else f"the check fails {where}, at {self.last_step} steps; runs not plateaued "
+                f"({st}, by {how})"
             )
         if self.rule == "underpowered" and self.power is not None:
             return (
-                f"{head}; undecided (underpowered): the check fails, but the interval of the "
-                f"effect still holds the claimed {self.power.target:.3g}: {self.power.text()}"
-            ).lstrip("; ")
+                f"undecided (underpowered): the check fails, but the interval of the effect "
+                f"still holds the claimed {self.power.target:.3g}: {self.power.text()}; {head}"
+            ).rstrip("; ")
         if self.rule == "open":
             why = f"undecided: {runs} not all plateaued at {self.last_step} steps ({st}, by {how})"
             r = self.replay
