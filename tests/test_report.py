@@ -709,3 +709,31 @@ def test_a_decided_row_shows_what_decided_it():
     assert "budget doubling" in text
     for nothing in (None, "", {}, {"a": 1}):
         assert decided_convergence(nothing, "log-half line") == "log-half line"
+
+
+def test_findings_list_failed_claims_apart_from_errata(out):
+    """Errata are only corrections of the paper; a claim that fails (or rests on runs that got
+    worse) is listed apart, one line per result and variant with its measured cause, never under
+    "Errata" (fails if a failed caption is counted as an erratum or its cause is dropped)."""
+    (out / "results").mkdir(parents=True)
+    rows = [
+        dict(label="fig:walker", statement="a", verdict="worse with training", anchor="r-w1",
+             variant="PFN vs EB GP", key="near_close", cause="prior mismatch (0.038 sd)"),
+        dict(label="fig:walker", statement="b", verdict="worse with training", anchor="r-w2",
+             variant="PFN vs EB GP", key="coverage"),
+        dict(label="fig:sacramento", statement="c", verdict="does not hold", anchor="r-s",
+             variant="PFN vs EB GP", key="pattern_corr", cause="far-query divergence"),
+        dict(label="thm:L growth", statement="s", verdict="erratum", anchor="r-e",
+             erratum="rho* = 1 - 2/(c+1)", variant="proof"),
+    ]  # fmt: skip
+    (out / "results" / "05_case_studies.json").write_text(
+        json.dumps({"notebook": "05_case_studies", "scale": "quick", "rows": rows})
+    )
+    page = report.build_index(out).read_text()
+    box = page[page.index('<section class="summary"') : page.index("</section>")]
+    errata, failed = box.split("<b>Claims that fail")
+    assert "<b>Errata</b> (1 rows" in errata and "walker" not in errata
+    assert failed.count("<li>") == 2  # the two Walker rows share one line
+    assert "near_close" in failed and "coverage" in failed
+    assert "measured cause: prior mismatch (0.038 sd)" in failed
+    assert "far-query divergence" in failed
