@@ -68,7 +68,16 @@ VERDICT_KINDS = (
 )
 
 
-@_checks.checked(ci=_checks.pair, band=_checks.pair)
+def _interval(x, name: str) -> tuple[float, float]:
+    """A confidence interval ``(lo, hi)``: two finite floats, ``lo <= hi`` (an exact fit has
+    ``lo == hi``)."""
+    t = _checks.float_tuple(x, name)
+    if len(t) != 2 or t[0] > t[1]:
+        raise ValueError(f"{name} must be an interval (lo, hi) with lo <= hi, got {x!r}")
+    return t[0], t[1]
+
+
+@_checks.checked(ci=_interval, band=_checks.pair)
 def band_verdict(ci, band) -> str | None:
     """The one rule of an interval check (docs/verdicts.md, "One rule per check shape"): it holds
     only with its confidence interval ``ci`` inside ``band``; an interval that crosses an edge of
