@@ -35,7 +35,7 @@ from pfntheory.convergence import read_learning_curve
 
 from . import plots
 from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
-from .html import build_index, experiment_tallies
+from .html import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
@@ -46,7 +46,7 @@ from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     show_png,
 )
 from .recorder import Recorder, convergence_of, decide_verdict, verdict_of
-from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
+from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row, experiment_tallies
 from .spec import (
     DEFAULT_OUT,
     ENV_OUT,

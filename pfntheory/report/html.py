@@ -22,15 +22,15 @@ from collections import Counter
 from pathlib import Path
 
 from pfntheory._checks import ArgumentTypeError
-from pfntheory.claims.gating import SHARED_REASONS, plateau_tally
+from pfntheory.claims.gating import SHARED_REASONS
 
 from .citation import PAPER_TITLE, build_stamp, citation_html
 from .labels import paper_number
 from .mathtext import math_html
-from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
+from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row, experiment_tallies
 from .spec import NOTEBOOKS, NotebookSpec, output_dir
 
-__all__ = ["build_index", "row_card", "fmt", "CSS", "experiment_tallies"]
+__all__ = ["build_index", "row_card", "fmt", "CSS"]
 
 _VERDICT_CLASS = {
     "holds": "ok",
@@ -449,26 +449,6 @@ def _trained_summary(results: dict[str, dict], order) -> str:
         f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}); "
         f"by experiment, with the status the row's gate read: {tallies}.</p>"
     )
-
-
-def experiment_tallies(rows) -> dict[str, dict]:
-    """One plateau tally per experiment (:func:`pfntheory.claims.gating.plateau_tally`) over the
-    runs that ``rows`` (rows of results JSON, or :class:`~pfntheory.report.rows.Row`) read, each
-    with the status its row's gate read: the index and page 07 print these same numbers."""
-    runs: dict[str, list] = {}
-    for r in rows:
-        runs.update(_get(r, "run_states", {}) or {})
-    by_exp: dict[str, dict[str, list]] = {}
-    for run, st in runs.items():
-        by_exp.setdefault(_experiment_of(run), {})[run] = st
-    return {exp: plateau_tally(sts) for exp, sts in sorted(by_exp.items())}
-
-
-def _experiment_of(run: str) -> str:
-    """The experiment of a run path: its parent folder (``reports/runs/fig_exp1``), or the case
-    study (``reports/casestudy/walker``) for a budget run."""
-    parent = Path(run).parent
-    return (parent.parent if parent.name.startswith("budget-s") else parent).as_posix()
 
 
 def _order_key(label: str) -> tuple[int, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pfntheory.claims import (
@@ -20,6 +21,7 @@ from pfntheory.claims import (
     VERDICT_KINDS,
     WORSE,
 )
+from pfntheory.claims.gating import plateau_tally
 from pfntheory.runs import round_significant
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "VERDICT_DEFINITIONS",
     "finite_or_none",
     "Row",
+    "experiment_tallies",
 ]
 
 #: A result whose data is not available on this machine (never used for missing code).
@@ -111,3 +114,23 @@ class Row:
         d = asdict(self)
         d["ci"] = [finite_or_none(c) for c in self.ci] if self.ci is not None else None
         return d
+
+
+def experiment_tallies(rows) -> dict[str, dict]:
+    """One plateau tally per experiment (:func:`pfntheory.claims.gating.plateau_tally`) over the
+    runs that ``rows`` (rows of results JSON, or :class:`~pfntheory.report.rows.Row`) read, each
+    with the status its row's gate read: the index and page 07 print these same numbers."""
+    runs: dict[str, list] = {}
+    for r in rows:
+        runs.update((r.get("run_states") if isinstance(r, dict) else r.run_states) or {})
+    by_exp: dict[str, dict[str, list]] = {}
+    for run, st in runs.items():
+        by_exp.setdefault(_experiment_of(run), {})[run] = st
+    return {exp: plateau_tally(sts) for exp, sts in sorted(by_exp.items())}
+
+
+def _experiment_of(run: str) -> str:
+    """The experiment of a run path: its parent folder (``reports/runs/fig_exp1``), or the case
+    study (``reports/casestudy/walker``) for a budget run."""
+    parent = Path(run).parent
+    return (parent.parent if parent.name.startswith("budget-s") else parent).as_posix()
