@@ -151,7 +151,7 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.gating.Decision": "result record of gating.decide",
     "pfntheory.claims.gating.Replay": "result record of a replayed check (gating.gate)",
     "pfntheory.claims.real_data_eb.check_printed_fit": "reads a data set (as check_eb_optimum)",
-    "pfntheory.report.html.experiment_tallies": "reads result rows (tests/test_report.py)",
+    "pfntheory.report.rows.experiment_tallies": "reads result rows (tests/test_report.py)",
     "pfntheory.report.recorder.decided_convergence": "display formatting of a decision record",
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
