@@ -23,11 +23,15 @@
 # instead of `10^4`-`10^5`). Its sweeps run for hours, so this page reads the `cpu` runs that are
 # **complete** under `reports/runs/<experiment>/`, whatever the report's own scale, and says which
 # are not: a cell not on disk is hatched, and a claim rests only on the cells named in its row.
-# Every run records a learning curve. A claim *holds* / *does not hold* only where all the runs it
-# rests on have plateaued; while they still improve it *holds at budget* / *fails at budget* when
-# its check has one outcome at every step of the last log-half of their curves (the steps are
-# stated), and is *undecided* when the outcome changes there (docs/verdicts.md). Missing runs are
-# made by `pfntheory sweep <experiment> --scale cpu` (resumable).
+# Every run records a learning curve, and every claim goes through one gate
+# (`pfntheory.claims.gating.decide`, docs/verdicts.md): *worse with training* when a run it reads
+# got worse (diverging, or worse than its initialisation at step 0 at some n'); *holds* / *does not
+# hold* where all its runs have plateaued; while they still improve, *holds at budget* / *fails at
+# budget* when its check has one outcome at every step of the last log-half of their curves (the
+# steps are stated), *undecided* when the outcome changes there. A check that fails while the
+# interval of its effect still holds the claimed effect (the paper's, where printed) is *undecided
+# (underpowered)*, with the smallest effect it can detect. Missing runs are made by
+# `pfntheory sweep <experiment> --scale cpu` (resumable).
 
 # %%
 import matplotlib.pyplot as plt
@@ -611,6 +615,25 @@ display(report.table(rfam.coverage_frame(family_cells)))
 
 # %% [markdown]
 # ## Summary of this part
+#
+# One plateau tally per experiment, over the runs this page's rows read, each with the status
+# its row's gate read (budget doubling where the row is gated on it, else the log-half test): the
+# index prints the same numbers (`pfntheory.report.experiment_tallies`).
 
 # %%
+display(
+    report.table(
+        [
+            {
+                "experiment": exp,
+                "runs": t["n"],
+                "plateaued": t["plateaued"],
+                "got worse": t["worse"],
+                "tally": t["text"],
+            }
+            for exp, t in report.experiment_tallies(rec.rows).items()
+        ],
+        caption="Plateau tally per experiment (the index shows the same)",
+    )
+)
 rec.table()

@@ -146,6 +146,13 @@ SKIP: dict[str, str] = {
     "pfntheory.nn.priors.Batch": "result record of sample_batch",
     "pfntheory.nn.model.PFNOutput": "result record of the forward pass",
     "pfntheory.report.rows.Row": "result record",
+    "pfntheory.status.Status": "result record of the convergence tests",
+    "pfntheory.claims.Power": "result record of an effect check (gating.exceeds)",
+    "pfntheory.claims.gating.Decision": "result record of gating.decide",
+    "pfntheory.claims.gating.Replay": "result record of a replayed check (gating.gate)",
+    "pfntheory.claims.real_data_eb.check_printed_fit": "reads a data set (as check_eb_optimum)",
+    "pfntheory.report.rows.experiment_tallies": "reads result rows (tests/test_report.py)",
+    "pfntheory.report.recorder.decided_convergence": "display formatting of a decision record",
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
     "pfntheory.report.html.fmt": "display formatting: any value (None, NaN...) is valid input",
@@ -623,8 +630,19 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.claims.casestudy.gate": {
         "claim": _claim,
-        "conv": lambda: {"trend": "still improving", "plateaued": False},
+        "conv": lambda: {"state": "still improving", "plateaued": False, "criterion": "c"},
     },
+    "pfntheory.claims.gating.decide": {
+        "holds": lambda: True,
+        "statuses": lambda: {"a": __import__("pfntheory.status", fromlist=["x"]).no_curve("c")},
+    },
+    "pfntheory.claims.gating.plateau_tally": {
+        "statuses": lambda: {"a": ["plateaued", 1000, False], "b": ["diverging", 1000, True]},
+    },
+    "pfntheory.claims.band_verdict": {"ci": lambda: (-0.95, -0.91), "band": lambda: (-1.1, -0.9)},
+    "pfntheory.status.no_curve": {"criterion": lambda: "no learning curve"},
+    "pfntheory.status.as_status": {"status": lambda: {"state": "plateaued", "criterion": "c"}},
+    "pfntheory.status.start_vs_end": {"points": _points, "metric": lambda: "tv"},
     "pfntheory.claims.casestudy.doubling_gate": {
         "short": _claim,
         "long": _claim,
@@ -751,7 +769,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.construction.tf_forward": {"weights": _handset},
     "pfntheory.convergence.last_half_start": {"steps": lambda: [1, 2, 4, 8]},
-    "pfntheory.convergence.trend_text": {
+    "pfntheory.status.trend_text": {
         "status": lambda: __import__("pfntheory.convergence", fromlist=["x"]).plateau_status(
             _points()
         )

@@ -28,7 +28,7 @@ from functools import cache
 
 import pytest
 
-from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED
+from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED, UNDERPOWERED, WORSE
 from pfntheory.claims import gating as xg
 from pfntheory.claims import pretraining_range as xr
 from pfntheory.claims import trained as xc
@@ -76,12 +76,17 @@ def _check(scale: str, result) -> None:
     """Assert the claim, except where the rule of the report forbids a refutation: at the ``cpu``
     and ``paper`` scales a claim that does not hold on runs still improving is *undecided* (its
     outcome changes within the last log-half of the curves) or *fails at budget* (it fails at
-    every point there: a finding about the stated budget, not a refutation of the paper), and the
-    test says so as an xfail carrying the measurement (never a pass). At the ``quick`` scale the
-    committed runs (no learning curves) are a fixed fixture and every claim is asserted as measured,
-    so a change that breaks one fails."""
+    every point there: a finding about the stated budget, not a refutation of the paper), *undecided
+    (underpowered)* (its interval still holds the claimed effect) or *worse with training* (a run it
+    reads got worse), and the test says so as an xfail carrying the measurement (never a pass). At
+    the ``quick`` scale the committed runs (no learning curves) are a fixed fixture and every claim
+    is asserted as measured, so a change that breaks one fails."""
     print(result)  # observed beside bound, shown by pytest -rA / on failure
-    if not result.holds and scale != "quick" and result.verdict in (UNDECIDED, FAILS_AT_BUDGET):
+    if (
+        not result.holds
+        and scale != "quick"
+        and result.verdict in (UNDECIDED, FAILS_AT_BUDGET, UNDERPOWERED, WORSE)
+    ):
         pytest.xfail(f"{result.verdict}, not refuted: {result}")
     assert result.holds, str(result)
 

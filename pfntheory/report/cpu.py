@@ -354,7 +354,7 @@ def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
         rows = []
         for (L, C), r in sorted(p.cells.items()):
             st = xgate.run_convergence(r)
-            if np.isfinite(st.get("change", np.nan)) and st["tol"] > 0:
+            if np.isfinite(st.fall) and st.tol > 0:
                 rows.append((f"L{L} C{C}", st))
         ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
         ax.axvline(0, color="k", lw=0.6)
