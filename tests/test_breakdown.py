@@ -81,7 +81,7 @@ def test_hand_set_tf_pr_is_certified_and_predicts_no_breakdown():
     # the query row is a read-out, not a growth: the full product can exceed 1 while the
     # recursion contracts (why the certificate reads the context block)
     assert max(p["f"]["max"]) > 0
-    jump = bd.breakdown_test([8, 32, 96], [0.05, 0.05, 0.9], [0.01] * 3, None, 0.05, 0.005)
+    jump = bd.breakdown_test([8, 32, 96], [0.05, 0.05, 0.9], [0.01] * 3, 0.05, 0.005, None)
     assert not jump["holds"] and "no breakdown" in jump["reason"]
 
 
@@ -139,15 +139,49 @@ SE = [0.0012] * len(NS)
 )
 def test_breakdown_test_low_below_high_past(tv, n_star, onset, holds, reason):
     """Table-driven: the check holds only for a curve low below the onset and high from n* on."""
-    out = bd.breakdown_test(NS, tv, SE, n_star, LEVEL, LEVEL_SE, z=3.0, onset=onset)
+    out = bd.breakdown_test(NS, tv, SE, LEVEL, LEVEL_SE, n_star, z=3.0, onset=onset)
     assert out["holds"] is holds
     assert reason in out["reason"]
 
 
 def test_breakdown_test_refuses_bad_input():
     with pytest.raises(ValueError, match="one entry per n'"):
-        bd.breakdown_test([40, 80], [0.1], [0.01, 0.01], 80, 0.05, 0.01)
+        bd.breakdown_test([40, 80], [0.1], [0.01, 0.01], 0.05, 0.01, 80)
     with pytest.raises(ValueError, match="onset"):
-        bd.breakdown_test([40, 80], [0.1, 0.2], [0.01, 0.01], 80, 0.05, 0.01, onset=100)
+        bd.breakdown_test([40, 80], [0.1, 0.2], [0.01, 0.01], 0.05, 0.01, 80, onset=100)
     with pytest.raises(ValueError, match="key"):
         bd.predicted_breakdown({"n": [1]}, key="h")
+
+
+def _committed():
+    """The 8000-step TF and TF^pr of ``fig_exp2_1_budget`` (cpu) and their breakdown analysis."""
+    from pfntheory import runs as runfiles
+    from pfntheory.claims import gating
+    from pfntheory.experiments.results import load_experiment
+
+    runs = gating.trained_runs(load_experiment("fig_exp2_1_budget", "cpu"))
+    longest = max(r.spec.steps for r in runs)
+    by = {r.spec.model.normalised: r for r in runs if r.spec.steps == longest}
+    doc = runfiles.load_json(by[False].run_dir.parent / bd.BREAKDOWN_FILE)
+    return by[False], by[True], doc
+
+
+def test_committed_check_passes_on_tf_and_fails_on_tf_pr():
+    """On the committed runs the row reads: the check holds for TF (its solver breaks down at
+    n' = 150, E[TV] jumps there) and fails for TF^pr read as if it were TF (its stack is
+    certified to contract, so no breakdown is predicted), and fails for TF^pr's E[TV] curve even
+    with TF's n* imposed (its gradual rise never reaches twice its in-range level)."""
+    tf, pr, doc = _committed()
+    inside = (tf.eval.n_eval >= tf.spec.n_min) & (tf.eval.n_eval <= tf.spec.n_max)
+    spike, stable = bd.exp2_1_breakdown_claims(tf, pr, doc, inside, 3.0)
+    assert spike.holds and stable.holds
+    assert spike.details["predicted_breakdown_tf"] == 150
+    swapped, _ = bd.exp2_1_breakdown_claims(pr, tf, doc, inside, 3.0)
+    assert not swapped.holds and "no breakdown" in swapped.details["test"]["reason"]
+    b = doc[pr.run_dir.name]
+    ns = list(pr.eval.n_eval) + b["beyond"]["n_eval"]
+    tv = list(pr.eval.mean["tv"]) + b["beyond"]["tv"]
+    se = list(pr.eval.se["tv"]) + b["beyond"]["tv_se"]
+    level = pr.eval.average("tv", inside)
+    imposed = bd.breakdown_test(ns, tv, se, level[0], level[1], 150, onset=140)
+    assert not imposed["holds"] and "not high past" in imposed["reason"]

@@ -27,12 +27,14 @@ import numpy as np
 from .._checks import (
     MAX_SEED,
     checked,
-    finite_scalar,
+    floats,
     instance_of,
     ints,
     keys,
+    optional,
     positive_int,
     positive_scalar,
+    probability,
     sequence,
 )
 from . import checked_args
@@ -193,21 +195,23 @@ BREAKDOWN_FACTOR = 2.0
 
 
 @checked(
-    n_eval=sequence,
-    tv=sequence,
-    tv_se=sequence,
-    level=finite_scalar,
+    n_eval=ints(),
+    tv=floats(),
+    tv_se=floats(),
+    level=probability,
     level_se=positive_scalar,
+    n_star=optional(positive_int),
     z=positive_scalar,
     factor=positive_scalar,
+    onset=optional(positive_int),
 )
 def breakdown_test(
     n_eval,
     tv,
     tv_se,
-    n_star: int | None,
     level: float,
     level_se: float,
+    n_star: int | None = None,
     z: float = 3.0,
     factor: float = BREAKDOWN_FACTOR,
     onset: int | None = None,
@@ -229,8 +233,9 @@ def breakdown_test(
         ``tau - E[TV] - z SE`` below, ``high_margin``: min of ``E[TV] - z SE - tau`` past; NaN for
         an empty side).
     """
-    ns = [int(n) for n in n_eval]
-    tv, se = [float(v) for v in tv], [float(v) for v in tv_se]
+    ns, tv, se = list(n_eval), list(tv), list(tv_se)
+    if min(se) < 0:
+        raise ValueError(f"tv_se must be >= 0, got {min(se)}")
     if not len(ns) == len(tv) == len(se):
         raise ValueError(
             f"n_eval, tv, tv_se must have one entry per n', got {len(ns)}, {len(tv)}, {len(se)}"
@@ -245,8 +250,9 @@ def breakdown_test(
             "low_margin": float("nan"),
             "high_margin": float("nan"),
         }
-    n_star = positive_int(n_star, "n_star")
-    onset = n_star if onset is None else positive_int(onset, "onset", maximum=n_star)
+    if onset is not None and onset > n_star:
+        raise ValueError(f"onset must be <= n_star = {n_star}, got {onset}")
+    onset = n_star if onset is None else onset
     out["onset"] = onset
 
     def sd(j):  # SE of E[TV](n') - tau
@@ -412,7 +418,7 @@ def exp2_1_breakdown_claims(tf, pr, doc: dict, inside, z: float) -> list:
     ns = [int(n) for n in tf.eval.n_eval] + [int(n) for n in ns_b]
     tv = [float(v) for v in tf.eval.mean["tv"]] + list(a["beyond"]["tv"])
     se = [float(v) for v in tf.eval.se["tv"]] + list(a["beyond"]["tv_se"])
-    test = breakdown_test(ns, tv, se, n_star, t_in[0], t_in[1], z=z, onset=onset)
+    test = breakdown_test(ns, tv, se, t_in[0], t_in[1], n_star, z=z, onset=onset)
     fa, fb = a["product"]["f_context"], b["product"]["f_context"]
     details = {
         "n_eval": ns,
