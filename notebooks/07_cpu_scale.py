@@ -43,6 +43,7 @@ from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
 from pfntheory.experiments import state as xrun
+from pfntheory.report import breakdown_plots as rbd
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
 from pfntheory.report import family as rfam
@@ -448,47 +449,40 @@ for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
 # The paper: "the unnormalized model's TV errors spike outside the pretraining range, while the
 # normalized model remains stable", by the mechanism of sec:generalization: the largest Gram
 # eigenvalue grows like `n mu_0` (thm:lambda1), so a step learned on `n <= n_max` violates
-# eqn:convg cond on a long enough context. From each trained run's learned solver weights and the
-# Gram spectrum of its learned kernel, `pfntheory.claims.breakdown` computes `G(n')`, the sum over
-# the solver layers of the log spectral radius of the layer's update of the mean channel (averaged
-# over two context draws): the recursion is guaranteed to contract where `G < 0`, and the
-# predicted breakdown is the first `n'` with `G > 0`. The runs are then evaluated beyond the
-# paper's `n' <= 200` (256 instances per `n'`, the evaluation seed of the committed file), to
-# check the curve against the prediction. (`python -m pfntheory.claims.breakdown` writes
-# `reports/runs/fig_exp2_1/breakdown.json`.)
+# eqn:convg cond on a long enough context. Read on the runs fig:exp2-1's rows read: the longest
+# pair of `fig_exp2_1_budget` (TF and TF^pr, weight-averaged; 8000 steps). Each solver layer maps
+# the mean row of the tokens by `h <- M_l h + b_l`; `pfntheory.claims.breakdown` multiplies the
+# learned layers' maps on actual contexts of size `n'` (16 per `n'` up to 300, 4 at 400 and 600,
+# each with its query; the learned per-layer kernel scales, `V` and `S`) and takes
+# `log ||prod_l M_l||_2`. Its context block is the recursion: below 0 the stack contracts every
+# residual of the context; the query row is the read-out (the weights the query gives the
+# context), bounded where the block contracts. The **predicted breakdown** `n*` is the first `n'`
+# where the median context's block expands, its **onset** where 10% do. The check: `E[TV]` is
+# low (below twice the in-range level by 3 SE) at every evaluated `n'` below the onset and high
+# (above it by 3 SE) at every `n'` from `n*` on, the runs evaluated beyond the paper's
+# `n' <= 200` with 256 instances per `n'`. (`python -m pfntheory.claims.breakdown` writes
+# `reports/runs/fig_exp2_1_budget/breakdown.json`.)
 
 # %%
-runs21, missing21, declared21 = loaded["fig_exp2_1"]
-bd_path = xrun.default_root() / "fig_exp2_1" / "breakdown.json"
-if trained(runs21) and bd_path.is_file():
+runs21b = loaded["fig_exp2_1_budget"][0]
+bd_path = xrun.default_root() / "fig_exp2_1_budget" / "breakdown.json"
+if trained(runs21b) and bd_path.is_file():
     from pfntheory import runs as runfiles
 
     bd = runfiles.load_json(bd_path)
     fig, (ax_tv, ax_g) = plt.subplots(1, 2, figsize=(12, 4.2))
-    rcpu.plot_breakdown(ax_tv, ax_g, trained(runs21), bd)
-    ax_tv.set_title("E[TV] against n', with the predicted breakdown of TF")
-    ax_g.set_title("solver growth G(n'): > 0 is no longer guaranteed to contract")
-    fig.suptitle("fig:exp2-1 at the cpu scale, extended beyond n' = 200")
+    rbd.plot_breakdown(ax_tv, ax_g, trained(runs21b), bd)
+    steps = sorted({r.spec.steps for r in rbd.breakdown_runs(trained(runs21b), bd)})
+    ax_tv.set_title("E[TV] against n', with TF's predicted onset and breakdown")
+    ax_g.set_title("log ||prod_l M_l||_2 (median, 10-90%): > 0 expands")
+    fig.suptitle(
+        f"fig:exp2-1 at the cpu scale, weight-averaged, {'/'.join(map(str, steps))} steps, "
+        "extended beyond n' = 200"
+    )
     report.save_figure(fig, "07_exp2_1_breakdown")
     plt.show()
-
-    def breakdown_line(name, a):
-        beyond = ", ".join(f"{v:.3f}" for v in a["beyond"]["tv"])
-        where = (
-            f"G stays bounded (at most {max(a['trained']['growth_f']):.2f} up to n' = "
-            f"{a['trained']['n'][-1]}): the normalised update does not grow with n'"
-            if a["normalised"]
-            else f"predicted breakdown n' = {a['predicted_breakdown']} (G = "
-            f"{a['trained']['growth_f'][-1]:.1f} at n' = {a['trained']['n'][-1]})"
-        )
-        return (
-            f"- `{name}`: {where}; at initialisation (the theory values) G < 0 at every n' "
-            f"(breakdown: {a['predicted_breakdown_init']}); E[TV] at n' = "
-            f"{a['beyond']['n_eval']}: {beyond}"
-        )
-
-    display(Markdown("\n".join(breakdown_line(name, a) for name, a in bd.items())))
-elif trained(runs21):
+    display(Markdown("\n".join(rbd.breakdown_lines(trained(runs21b), bd))))
+elif trained(runs21b):
     display(
         Markdown(
             "*The breakdown analysis has not been run: `python -m pfntheory.claims.breakdown`.*"
