@@ -486,6 +486,7 @@ if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committe
 
     from pfntheory import runs as runfiles
     from pfntheory._checks import choice
+    from pfntheory.claims.gating import trained_runs
     from pfntheory.experiments.results import load_experiment
 
     name = choice(
@@ -493,7 +494,7 @@ if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committe
         "experiment",
         ("fig_exp2_1", "fig_exp2_1_budget"),
     )
-    loaded = [r for r in load_experiment(name, "cpu") if hasattr(r.spec, "model")]
+    loaded = trained_runs(load_experiment(name, "cpu"))
     longest = max(r.spec.steps for r in loaded)  # the runs fig:exp2-1's rows read
     root = loaded[0].run_dir.parent
     path = root / BREAKDOWN_FILE
