@@ -179,7 +179,9 @@ words = pd.Series(
 )
 display(
     Markdown(
-        "2S cells by budget-doubling state: "
+        "Cells of the 2S grid by budget-doubling state (every cell on disk; the plateau tally of "
+        "the runs this page's rows read is in the summary at the end of the page, as on the "
+        "index): "
         + (
             ", ".join(f"{w}: {n}" for w, n in words.value_counts().items())
             if len(words)
