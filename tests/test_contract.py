@@ -113,6 +113,7 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
     "pfntheory.report.cpu_tables": "the cpu-scale page's tables: read run directories",
     "pfntheory.report.exp1_budget": "the cpu-scale page's fig:exp1 grid: reads runs, draws",
+    "pfntheory.report.family": "the cpu-scale page's n-generalisation family: reads runs, draws",
     "pfntheory.report.breakdown_plots": "the cpu-scale page's fig:exp2-1 figure: reads runs, draws",
     "pfntheory.casestudy.run": "the case-study pipeline: reads data, trains, writes figures",
     "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
