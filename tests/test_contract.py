@@ -112,6 +112,9 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.report.tables": "display formatting: any value (None, NaN...) is valid input",
     "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
     "pfntheory.report.cpu_tables": "the cpu-scale page's tables: read run directories",
+    "pfntheory.report.exp1_budget": "the cpu-scale page's fig:exp1 grid: reads runs, draws",
+    "pfntheory.report.family": "the cpu-scale page's n-generalisation family: reads runs, draws",
+    "pfntheory.report.breakdown_plots": "the cpu-scale page's fig:exp2-1 figure: reads runs, draws",
     "pfntheory.casestudy.run": "the case-study pipeline: reads data, trains, writes figures",
     "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
     "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",
@@ -495,6 +498,17 @@ def _task_config():
     return TaskSpec("rbf", 2)
 
 
+def _PRODUCT() -> dict:
+    """A :func:`pfntheory.claims.breakdown.solver_product` result on two sizes."""
+    stats = {"median": [-1.0, 0.5], "q10": [-1.2, 0.1], "q90": [-0.8, 0.9], "max": [-0.7, 1.0]}
+    one = {**stats, "mean": [-1.0, 0.5], "frac_expanding": [0.0, 0.8]}
+    return {
+        "n": [4, 8],
+        "instances": 2,
+        **{k: dict(one) for k in ("f", "f_context", "g", "g_context")},
+    }
+
+
 def _model():
     from pfntheory.nn.model import PFNTransformer
 
@@ -620,13 +634,21 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.casestudy.pfn.pretraining_config": {"dataset": lambda: "sacramento"},
     "pfntheory.casestudy.pfn.scale_settings": {"scale": lambda: "quick"},
     "pfntheory.casestudy.pfn.budget_scales": {"scale": lambda: "quick"},
-    "pfntheory.claims.breakdown.predicted_breakdown": {
-        "growth": lambda: {"n": [4, 8], "growth_f": [-1.0, 0.5], "growth_g": [-1.0, -0.5]}
-    },
-    "pfntheory.claims.breakdown.solver_growth": {
+    "pfntheory.claims.breakdown.predicted_breakdown": {"product": lambda: _PRODUCT()},
+    "pfntheory.claims.breakdown.certified_contraction": {"product": lambda: _PRODUCT()},
+    "pfntheory.claims.breakdown.solver_product": {
         "model": _model,
         "task": _task_config,
         "ns": lambda: (4, 8),
+        "instances": lambda: 2,
+    },
+    "pfntheory.claims.breakdown.breakdown_test": {
+        "n_eval": lambda: [40, 80, 200],
+        "tv": lambda: [0.05, 0.05, 0.9],
+        "tv_se": lambda: [0.01, 0.01, 0.01],
+        "level": lambda: 0.05,
+        "level_se": lambda: 0.005,
+        "n_star": lambda: 200,
     },
     "pfntheory.claims.casestudy.gate": {
         "claim": _claim,

@@ -421,20 +421,35 @@ def test_page_with_no_cpu_run_is_all_pending(tmp_path, monkeypatch):
     assert {"fig:exp1", "fig:exp2-1", "supp-fig:exp2 d4-1 uni"} <= {r["label"] for r in rows}
 
 
+def _plateaued_curve(run_dir, steps: int):
+    """A flat learning curve at n' = 64 ending on the same per-instance E[TV] at every budget, so
+    that budget doubling calls the longer run plateaued."""
+    pts = [
+        {"step": s, "n": 64, "tv": 0.1, "tv_se": 0.001, "coverage90": 0.9, "coverage90_se": 0.01}
+        for s in curve_steps(steps, 12)
+    ]
+    pts[-1]["tv_instances"] = np.random.default_rng(0).uniform(0.05, 0.15, 64).tolist()
+    (run_dir / "learning_curve.json").write_text(json.dumps({"schema": 1, "points": pts}))
+
+
 def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypatch):
-    """A partial fig:exp1 grid (the BLR theory C=256 slice, L <= 8, plateaued) and the shift run
-    (no curves): the slice's row names its cells and decides; the shift rows are undecided."""
+    """A partial fig:exp1 grid at budget (the BLR theory C=256 slice, L <= 8, at S and 2S steps,
+    plateaued by budget doubling) and the shift run (no curves): the slice's row, on the 2S runs,
+    names its cells and decides; the shift rows are undecided."""
     root = tmp_path / "runs"
-    _write(
-        EXP1,
+    specs = _write(
+        "fig_exp1_budget",
         "cpu",
         root,
         lambda s: (
-            (s.task.kind, s.model.mode) == ("blr", "theory") and s.model.C == 256 and s.model.L <= 8
+            isinstance(s, RunSpec)
+            and (s.task.kind, s.model.mode) == ("blr", "theory")
+            and s.model.C == 256
+            and s.model.L <= 8
         ),
     )
-    for d in (root / EXP1).iterdir():
-        _curve(d, FLAT)
+    for s in specs:
+        _plateaued_curve(run_dir_of("fig_exp1_budget", s, root), s.steps)
     _write("supp_exp2_shift_regime", "cpu", root, lambda s: True)
     _write(  # one cell of a table: the page shows it beside the paper's (table_frame)
         "supp_tab_lengthscale",
@@ -447,8 +462,9 @@ def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypat
     assert len(decided) == 1
     (r,) = decided
     assert r["verdict"] == "holds" and "L in {2, 4, 8} at C=256 (3 of 5 cells)" in r["variant"]
-    assert r["command"] == "pfntheory sweep fig_exp1 --scale cpu"
-    assert r["convergence"].startswith("all 3 runs plateaued")
+    assert "2S steps" in r["variant"]
+    assert r["command"] == "pfntheory sweep fig_exp1_budget --scale cpu"
+    assert "plateaued" in r["convergence"]
     shift = [r for r in rows if r["label"].startswith("supp-fig:exp2 d4-1") and r["run_dir"]]
     assert len(shift) == 2 and {r["verdict"] for r in shift} == {UNDECIDED}
 

@@ -163,6 +163,26 @@ def test_exp2_1_normalised_attention_stays_flatter(scale):
     _check(scale, _pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.pr_flatter"))
 
 
+def test_exp2_1_tf_breaks_down_where_its_solver_stops_contracting():
+    """fig:exp2-1 / sec:generalization: "the unnormalized model's TV errors spike outside the
+    pretraining range", where its learned solver stops contracting.
+
+    Read on the runs the row reads, the 8000-step weight-averaged pair of ``fig_exp2_1_budget``
+    at the cpu scale (the only scale with the breakdown analysis, ``breakdown.json``; gated by
+    budget doubling). The predicted breakdown n* is the first n' where the median context's
+    ``log ||prod_l M_l||_2`` (mean channel, context block) exceeds 0, its onset where the 90%
+    quantile does; E[TV] + 3 SE must stay below twice the in-range level at every evaluated n'
+    below the onset, and E[TV] - 3 SE above it at every n' from n* on. Fails for a solver that does
+    not break down (no n*: tests/test_breakdown.py runs the same check on TF^pr, and on curves
+    that jump too early, too late or not at all)."""
+    runs = _runs("fig_exp2_1_budget", "cpu")
+    statuses = xg.doubling_statuses(xg.trained_runs(runs))
+    _check(
+        "cpu",
+        _pick(xc.check_exp2_1(runs, statuses=statuses), "fig_exp2_1.tf_spikes_beyond_breakdown"),
+    )
+
+
 # --------------------------------------------------------------------------------------------------
 # fig:exp2-2, supp-fig:exp2-3 and the d=4, d=8 companions -- depth and n_max against n'
 # --------------------------------------------------------------------------------------------------

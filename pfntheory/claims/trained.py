@@ -11,7 +11,6 @@ Every function takes the runs of one experiment
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from typing import Any
 
@@ -214,71 +213,19 @@ def check_exp2_1(
 
 
 def _exp2_1_breakdown(tf, pr, inside, z: float) -> list[ClaimResult]:
-    """fig:exp2-1 as the paper states it (sec:generalization): beyond the n' where a learned solver
-    stops contracting, the unnormalised TF's E[TV] spikes while TF^pr stays stable. Reads
-    ``breakdown.json`` beside the runs (:mod:`pfntheory.claims.breakdown`: each run's solver growth
-    ``G(n')`` from its learned weights and the Gram spectrum, its predicted breakdown, and its
-    E[TV] evaluated beyond n' = 200); none when the analysis has not been run."""
+    """fig:exp2-1 as the paper states it (sec:generalization): TF's E[TV] is low below the n' where
+    its learned solver stops contracting and high past it, while TF^pr's solver contracts and stays
+    stable (:func:`pfntheory.claims.breakdown.exp2_1_breakdown_claims`). Reads ``breakdown.json``
+    beside the runs; none when the analysis of these runs has not been run."""
     from pathlib import Path
 
     from .. import runs as runfiles
-    from .breakdown import BREAKDOWN_FILE
+    from .breakdown import BREAKDOWN_FILE, exp2_1_breakdown_claims
 
     path = Path(tf.run_dir).parent / BREAKDOWN_FILE
     if not path.is_file():
         return []
-    doc = runfiles.load_json(path)
-    if tf.run_dir.name not in doc or pr.run_dir.name not in doc:
-        return []
-    a, b = doc[tf.run_dir.name], doc[pr.run_dir.name]
-    ns = a["beyond"]["n_eval"]
-    t_in, p_in = tf.eval.average("tv", inside), pr.eval.average("tv", inside)
-    t_out = (a["beyond"]["tv"][-1], a["beyond"]["tv_se"][-1])
-    p_out = (b["beyond"]["tv"][-1], b["beyond"]["tv_se"][-1])
-    n_star = a["predicted_breakdown"]
-    details = {
-        "n_beyond": ns,
-        "tv_tf_beyond": a["beyond"]["tv"],
-        "tv_pr_beyond": b["beyond"]["tv"],
-        "tv_tf_beyond_se": a["beyond"]["tv_se"],
-        "tv_pr_beyond_se": b["beyond"]["tv_se"],
-        "growth_n": a["trained"]["n"],
-        "growth_tf_mean_channel": a["trained"]["growth_f"],
-        "growth_pr_mean_channel": b["trained"]["growth_f"],
-        "growth_tf_init": a["init"]["growth_f"],
-        "predicted_breakdown_tf": n_star,
-        "predicted_breakdown_pr": b["predicted_breakdown"],
-        "measured": "E[TV] at the largest n' beyond the evaluated range minus its mean over the "
-        "pretraining range",
-    }
-    spike = _rise_claim(
-        t_out,
-        t_in,
-        z,
-        "fig_exp2_1.tf_spikes_beyond_breakdown",
-        f"unnormalised TF: its learned solver stops contracting at a predicted n' = "
-        f"{n_star} and its E[TV] spikes beyond (n' = {ns[-1]})",
-        f"TV(n'={ns[-1]}) - TV(inside)",
-        details,
-        suffix=", with the predicted breakdown (sum over layers of log spectral radius > 0) at "
-        f"or below n'={ns[-1]}",
-    )
-    spike = dataclasses.replace(
-        spike, holds=spike.holds and n_star is not None and n_star <= ns[-1]
-    )
-    # TF^pr stays stable: its log-rise to the largest n' is smaller than TF's by z SE
-    lr_tf, lr_pr = _log_rise(t_out, t_in), _log_rise(p_out, p_in)
-    stable = _rise_claim(
-        lr_tf,
-        lr_pr,
-        z,
-        "fig_exp2_1.pr_stable_beyond_breakdown",
-        f"normalised TF^pr stays stable where TF breaks down: its log E[TV] rise to "
-        f"n' = {ns[-1]} is smaller than TF's",
-        _LOG_RISES,
-        {**details, "log_rise_tf": lr_tf[0], "log_rise_pr": lr_pr[0]},
-    )
-    return [spike, stable]
+    return exp2_1_breakdown_claims(tf, pr, runfiles.load_json(path), inside, z)
 
 
 # --------------------------------------------------------------------------------------------------
