@@ -45,6 +45,9 @@ __all__ = [
     "LatentPFN",
     "sample_classification",
     "heldout_set",
+    "HELDOUT_FILE",
+    "save_heldout",
+    "load_heldout",
     "train_latent",
     "load_latent",
 ]
@@ -196,6 +199,27 @@ def heldout_set(spec: LatentRunSpec) -> list[dict]:
     return out
 
 
+#: The learning curve's held-out set with its EP references, cached under the experiment's root
+#: (every run of :data:`DESIGN` shares ``curve_seed``, ``curve_instances`` and ``curve_n_eval``).
+HELDOUT_FILE = "heldout_curve.json"
+
+
+def save_heldout(held: list[dict], path) -> list[dict]:
+    """Write a :func:`heldout_set` to ``path`` (JSON, atomically) and return it."""
+    runs.save_json(path, [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in h.items()}
+                          for h in held])
+    return held
+
+
+def load_heldout(path) -> list[dict]:
+    """A held-out set written by :func:`save_heldout` (tensors float64, ``p_ref`` an ndarray)."""
+    out = []
+    for h in runs.load_json(path):
+        e = {k: torch.tensor(h[k], dtype=torch.float64) for k in ("X", "y", "q", "y_star")}
+        out.append({"n": int(h["n"]), **e, "p_ref": np.asarray(h["p_ref"], float)})
+    return out
+
+
 def _curve_point(model: LatentPFN, step: int, held: list[dict]) -> list[dict]:
     pts = []
     with torch.no_grad():
@@ -332,10 +356,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("root", type=Path)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", default=None, help="train only the run of this name")
     args = parser.parse_args(argv)
     torch.set_num_threads(positive_int(args.threads, "threads"))
-    held = heldout_set(DESIGN[0])
-    for spec in DESIGN:
+    todo = [s for s in DESIGN if args.only in (None, s.name())]
+    if not todo:
+        raise SystemExit(f"--only {args.only!r} names no run of DESIGN")
+    cache = args.root / HELDOUT_FILE
+    held = load_heldout(cache) if cache.is_file() else save_heldout(heldout_set(todo[0]), cache)
+    for spec in todo:
         train_latent(spec, args.root / spec.name(), held=held, log=print)
         print(f"{spec.name()} done", flush=True)
     return 0
