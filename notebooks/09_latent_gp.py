@@ -58,8 +58,13 @@ rows = cl.method_table(ref, {}) if ref is not None else []
 # %%
 ctx = [cl.context(KERNEL, 24, 2, np.random.default_rng(s)) for s in range(4)]
 inner = [cl.check_inner_rate(KERNEL, X, y) for X, y, _ in ctx]
-outer = {L_in: [cl.check_outer_linear(KERNEL, X, y, L_in=L_in, L_out=max(20, 120 // L_in))
-                for X, y, _ in ctx[:2]] for L_in in (2, 4, 8)}
+outer = {
+    L_in: [
+        cl.check_outer_linear(KERNEL, X, y, L_in=L_in, L_out=max(20, 120 // L_in))
+        for X, y, _ in ctx[:2]
+    ]
+    for L_in in (2, 4, 8)
+}
 ident = [cl.check_newton_identity(KERNEL, X, y, xq, L_out=12) for X, y, xq in ctx]
 lines = [
     f"- **The construction holds.** With exact inner solves the Newton transformer equals the "
@@ -97,8 +102,10 @@ if ref is not None and trained["preds"]["2S"]:
         "solver as good as a few Newton steps (section 3 and the verdicts)."
     )
 if trained["missing"]:
-    lines.append(f"- *Pending:* {', '.join(trained['missing'])} "
-                 "(`python -m pfntheory.nn.latent reports/runs/latent_gpc`).")
+    lines.append(
+        f"- *Pending:* {', '.join(trained['missing'])} "
+        "(`python -m pfntheory.nn.latent reports/runs/latent_gpc`)."
+    )
 display(Markdown("\n".join(lines)))
 
 # %% [markdown]
@@ -130,8 +137,12 @@ faults = {
 display(
     report.table(
         [
-            {"fault": f, "identity holds": a.holds, "identity error": a.observed,
-             "quadratic bound holds": b.holds}
+            {
+                "fault": f,
+                "identity holds": a.holds,
+                "identity error": a.observed,
+                "quadratic bound holds": b.holds,
+            }
             for f, (a, b) in faults.items()
         ],
         caption="Fault injection: the gradient map with the wrong sign, and W read from the "
@@ -145,8 +156,12 @@ fig, axs = plt.subplots(1, 2, figsize=(12, 4))
 r = inner[0]
 ls = np.arange(1, len(r.details["errors"]) + 1)
 axs[0].semilogy(ls, r.details["errors"], "o-", ms=3, label="||W^1/2 (u^(l) - u*)||")
-axs[0].semilogy(ls, r.details["errors"][0] / r.details["rho"] * r.details["rho"] ** ls, "k--",
-                label=f"rho^l (rho = {r.details['rho']:.3f})")
+axs[0].semilogy(
+    ls,
+    r.details["errors"][0] / r.details["rho"] * r.details["rho"] ** ls,
+    "k--",
+    label=f"rho^l (rho = {r.details['rho']:.3f})",
+)
 axs[0].set_xlabel("layer l inside the first Newton block")
 axs[0].set_title("Inner: Richardson on B")
 axs[0].legend()
@@ -156,8 +171,9 @@ for L_in, res in outer.items():
     t = np.arange(len(e))
     axs[1].semilogy(t, e[3] * (res[0].details["rho_hat"] ** L_in) ** (t - 3), "k:", lw=0.8)
 e_q = cl.check_outer_quadratic(KERNEL, X0, y0).details["errors"]
-axs[1].semilogy(np.arange(len(e_q)), np.maximum(e_q, 1e-16), "s-", ms=3,
-                label="exact inner (quadratic)")
+axs[1].semilogy(
+    np.arange(len(e_q)), np.maximum(e_q, 1e-16), "s-", ms=3, label="exact inner (quadratic)"
+)
 axs[1].set_ylim(1e-14, 1e2)
 axs[1].set_xlabel("Newton block t")
 axs[1].set_ylabel("||f^(t) - f_hat||")
@@ -177,12 +193,21 @@ plt.show()
 
 # %%
 if ref is None:
-    rec.pending(cl.TRAINED_LABEL, "Laplace, EP and the PFN against the sampling reference",
-                "reports/runs/latent_gpc/reference.json (python -m pfntheory.nn.latent_eval "
-                "reports/runs/latent_gpc)", variant=VARIANT)
+    rec.pending(
+        cl.TRAINED_LABEL,
+        "Laplace, EP and the PFN against the sampling reference",
+        "reports/runs/latent_gpc/reference.json (python -m pfntheory.nn.latent_eval "
+        "reports/runs/latent_gpc)",
+        variant=VARIANT,
+    )
 else:
-    display(report.table(rows, caption=f"MC noise floor of err_ess: {cl.reference_noise(ref):.4f}"
-                         " (sqrt(2/pi) x mean SE of the reference)"))
+    display(
+        report.table(
+            rows,
+            caption=f"MC noise floor of err_ess: {cl.reference_noise(ref):.4f}"
+            " (sqrt(2/pi) x mean SE of the reference)",
+        )
+    )
 
 # %% [markdown]
 # ## 3. The trained PFN
@@ -199,13 +224,22 @@ if trained["curves"]:
     for (L, budget), pts in sorted(trained["curves"].items()):
         for ax, n in zip(axs, (32, 64), strict=True):
             p = [q for q in pts if q["n"] == n and q["step"] > 0]
-            ax.plot([q["step"] for q in p], [q["tv"] for q in p], "o-" if budget == "2S" else
-                    "s--", ms=3, label=f"L={L}, {budget}")
+            ax.plot(
+                [q["step"] for q in p],
+                [q["tv"] for q in p],
+                "o-" if budget == "2S" else "s--",
+                ms=3,
+                label=f"L={L}, {budget}",
+            )
     for ax, n in zip(axs, (32, 64), strict=True):
         if ref is not None:
             e = [x for x in ref if int(x["n"]) == n][0]
-            ax.axhline(np.abs(e["p_laplace"] - e["p_ep"]).mean(), color="grey", lw=0.8,
-                       label="Laplace (eval set)")
+            ax.axhline(
+                np.abs(e["p_laplace"] - e["p_ep"]).mean(),
+                color="grey",
+                lw=0.8,
+                label="Laplace (eval set)",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("step")
@@ -217,17 +251,34 @@ if trained["curves"]:
 # %%
 if ref is not None and trained["preds"]["2S"]:
     preds = {f"PFN L={L}, {b}": p for b in ("S", "2S") for L, p in trained["preds"][b].items()}
-    display(report.table(cl.method_table(ref, preds),
-                         caption="Every method on the evaluation set (95% CI over contexts)"))
-    display(report.table(
-        [{"L": L, "state": s["state"], "fall S -> 2S": s["change"], "CI": s["ci"],
-          "E|p - p_EP| at 2S": s["value"]} for L, s in sorted(trained["doubling"].items())],
-        caption="Budget doubling on the learning curves' held-out set (paired per context)"))
+    display(
+        report.table(
+            cl.method_table(ref, preds),
+            caption="Every method on the evaluation set (95% CI over contexts)",
+        )
+    )
+    display(
+        report.table(
+            [
+                {
+                    "L": L,
+                    "state": s["state"],
+                    "fall S -> 2S": s["change"],
+                    "CI": s["ci"],
+                    "E|p - p_EP| at 2S": s["value"],
+                }
+                for L, s in sorted(trained["doubling"].items())
+            ],
+            caption="Budget doubling on the learning curves' held-out set (paired per context)",
+        )
+    )
     fig, ax = plt.subplots(figsize=(5, 4.5))
     e = ref[-1]
-    for name, p in (("Laplace", e["p_laplace"]), ("EP", e["p_ep"]),
-                    *((f"PFN L={L}", v[int(e["n"])]) for L, v in
-                      sorted(trained["preds"]["2S"].items()))):
+    for name, p in (
+        ("Laplace", e["p_laplace"]),
+        ("EP", e["p_ep"]),
+        *((f"PFN L={L}", v[int(e["n"])]) for L, v in sorted(trained["preds"]["2S"].items())),
+    ):
         ax.plot(np.ravel(e["p_ess"]), np.ravel(p), ".", ms=2, label=name)
     ax.plot([0, 1], [0, 1], "k-", lw=0.6)
     ax.set_xlabel("p_ESS")
@@ -237,11 +288,20 @@ if ref is not None and trained["preds"]["2S"]:
     report.save_figure(fig, "09_scatter")
     plt.show()
     for r in cl.check_trained(ref, trained["preds"], trained["doubling"]):
-        rec.add(r, variant="trained PFN, " + VARIANT, measured=r.statement, compare="threshold",
-                command="python -m pfntheory.nn.latent reports/runs/latent_gpc")
+        rec.add(
+            r,
+            variant="trained PFN, " + VARIANT,
+            measured=r.statement,
+            compare="threshold",
+            command="python -m pfntheory.nn.latent reports/runs/latent_gpc",
+        )
 elif ref is not None:
-    rec.pending(cl.TRAINED_LABEL, "the trained classification PFN against the sampling "
-                "reference", "runs: " + ", ".join(trained["missing"]), variant=VARIANT)
+    rec.pending(
+        cl.TRAINED_LABEL,
+        "the trained classification PFN against the sampling reference",
+        "runs: " + ", ".join(trained["missing"]),
+        variant=VARIANT,
+    )
 
 # %% [markdown]
 # ### Verdicts

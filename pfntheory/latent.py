@@ -343,6 +343,32 @@ def _site_gaussian(K, tau, nu):
     return np.einsum("bij,bj->bi", Sigma, nu), 0.5 * (Sigma + np.swapaxes(Sigma, -1, -2))
 
 
+def _ess_inputs(K, y, k_star, kss, sites, single):
+    """The sampler's arrays, batched (a leading axis added when ``single``) and checked."""
+    if single:
+        K, y, k_star = np.asarray(K)[None], np.asarray(y)[None], np.asarray(k_star)[None]
+        kss = np.asarray(kss)[None]
+        sites = None if sites is None else tuple(np.asarray(s)[None] for s in sites)
+    K = as_float_array(K, "K", ndim=3)
+    B, n = K.shape[0], K.shape[1]
+    for b in range(B):
+        _gram(K[b])
+    y = as_float_array(y, "y", ndim=2)
+    if y.shape != (B, n) or not np.all(np.isin(y, (-1.0, 1.0))):
+        raise ValueError(f"y must have shape {(B, n)} with labels in {{-1, +1}}")
+    k_star = as_float_array(k_star, "k_star", ndim=3)
+    kss = as_float_array(kss, "kss", ndim=2)
+    if k_star.shape[:2] != (B, n) or kss.shape != (B, k_star.shape[2]):
+        raise ValueError(f"k_star must be (B={B}, n={n}, m) and kss (B, m)")
+    if sites is None:
+        return K, y, k_star, kss, np.zeros((B, n)), np.zeros((B, n))
+    tau = as_float_array(sites[0], "sites[0]", ndim=2)
+    nu_s = as_float_array(sites[1], "sites[1]", ndim=2)
+    if tau.shape != (B, n) or nu_s.shape != (B, n) or np.any(tau < 0):
+        raise ValueError(f"sites must be (tau, nu) of shape {(B, n)} with tau >= 0")
+    return K, y, k_star, kss, tau, nu_s
+
+
 def ess_predict(
     K,
     y,
@@ -389,28 +415,8 @@ def ess_predict(
         With a leading ``B`` axis, or without one when ``K`` is a single ``(n, n)`` Gram.
     """
     single = np.ndim(K) == 2
-    if single:
-        K, y, k_star = np.asarray(K)[None], np.asarray(y)[None], np.asarray(k_star)[None]
-        kss = np.asarray(kss)[None]
-        sites = None if sites is None else tuple(np.asarray(s)[None] for s in sites)
-    K = as_float_array(K, "K", ndim=3)
-    B, n = K.shape[0], K.shape[1]
-    for b in range(B):
-        _gram(K[b])
-    y = as_float_array(y, "y", ndim=2)
-    if y.shape != (B, n) or not np.all(np.isin(y, (-1.0, 1.0))):
-        raise ValueError(f"y must have shape {(B, n)} with labels in {{-1, +1}}")
-    k_star = as_float_array(k_star, "k_star", ndim=3)
-    kss = as_float_array(kss, "kss", ndim=2)
-    if k_star.shape[:2] != (B, n) or kss.shape != (B, k_star.shape[2]):
-        raise ValueError(f"k_star must be (B={B}, n={n}, m) and kss (B, m)")
-    if sites is None:
-        tau, nu_s = np.zeros((B, n)), np.zeros((B, n))
-    else:
-        tau = as_float_array(sites[0], "sites[0]", ndim=2)
-        nu_s = as_float_array(sites[1], "sites[1]", ndim=2)
-        if tau.shape != (B, n) or nu_s.shape != (B, n) or np.any(tau < 0):
-            raise ValueError(f"sites must be (tau, nu) of shape {(B, n)} with tau >= 0")
+    K, y, k_star, kss, tau, nu_s = _ess_inputs(K, y, k_star, kss, sites, single)
+    B, n = y.shape
     rng = check_rng(rng)
     link = choice(link, "link", LINKS)
     chains = positive_int(chains, "chains", minimum=2)

@@ -152,6 +152,44 @@ def _attn_layer(Z, Kw, Qw, V, S, Mask):
     return Z + V @ Z @ H + S @ Z  # eqn:std attn
 
 
+def _exact_block(Z, r, K, Wc, k_star, variance):
+    """Write the fixed point of a block's layers into ``Z`` (in place): ``u = (I + K W)^-1 K W v``
+    at the context and ``k*^T W (v - u)`` at the query, for ``v = y~`` (row f) and ``k_x`` (row g).
+    """
+    n = len(Wc)
+    KW = K * Wc[None, :]
+    if not variance:
+        u = np.linalg.solve(np.eye(n) + KW, KW @ Z[r["yt"], :n])
+        Z[r["f"], n] = k_star @ (Wc * (Z[r["yt"], :n] - u))
+        Z[r["f"], :n] = u
+    gc = np.linalg.solve(np.eye(n) + KW, KW @ k_star)
+    Z[r["g"], n] = k_star @ (Wc * (k_star - gc))
+    Z[r["g"], :n] = gc
+
+
+def _forward_inputs(X, y, x_query, kernel, L_out, L_in, eta, link, fault):
+    """The forward's arguments, checked (see :func:`newton_tf_forward`)."""
+    X = as_float_array(X, "X", ndim=2, non_empty=True)
+    n, d = X.shape
+    y = latent._labels(y, n)
+    x_query = as_float_array(x_query, "x_query", ndim=1)
+    if x_query.shape != (d,):
+        raise ValueError(f"x_query must have shape ({d},), got {x_query.shape}")
+    if not isinstance(kernel, RBFKernel):
+        raise ValueError(f"kernel must be an RBFKernel, got {type(kernel).__name__}")
+    L_out = positive_int(L_out, "L_out")
+    if L_in is not None:
+        L_in = positive_int(L_in, "L_in")
+        if 1 + (L_out + 1) * L_in > MAX_LAYERS:
+            raise ValueError(f"L_out={L_out}, L_in={L_in} exceed MAX_LAYERS={MAX_LAYERS} layers")
+    link = choice(link, "link", latent.LINKS)
+    if fault is not None:
+        choice(fault, "fault", FAULTS)
+    if not (eta == "optimal" or isinstance(eta, (int, float))):
+        raise ValueError(f"eta must be 'optimal' or a positive number, got {eta!r}")
+    return X, y, x_query, L_out, L_in, link
+
+
 def newton_tf_forward(
     X,
     y,
@@ -187,24 +225,10 @@ def newton_tf_forward(
         Only ``probit`` has the readout above; ``logistic`` returns ``p`` by quadrature.
     fault : None or one of :data:`FAULTS`
     """
-    X = as_float_array(X, "X", ndim=2, non_empty=True)
+    X, y, x_query, L_out, L_in, link = _forward_inputs(
+        X, y, x_query, kernel, L_out, L_in, eta, link, fault
+    )
     n, d = X.shape
-    y = latent._labels(y, n)
-    x_query = as_float_array(x_query, "x_query", ndim=1)
-    if x_query.shape != (d,):
-        raise ValueError(f"x_query must have shape ({d},), got {x_query.shape}")
-    if not isinstance(kernel, RBFKernel):
-        raise ValueError(f"kernel must be an RBFKernel, got {type(kernel).__name__}")
-    L_out = positive_int(L_out, "L_out")
-    if L_in is not None:
-        L_in = positive_int(L_in, "L_in")
-        if 1 + (L_out + 1) * L_in > MAX_LAYERS:
-            raise ValueError(f"L_out={L_out}, L_in={L_in} exceed MAX_LAYERS={MAX_LAYERS} layers")
-    link = choice(link, "link", latent.LINKS)
-    if fault is not None:
-        choice(fault, "fault", FAULTS)
-    if not (eta == "optimal" or isinstance(eta, (int, float))):
-        raise ValueError(f"eta must be 'optimal' or a positive number, got {eta!r}")
     r = _rows(d)
     Z = np.zeros((d + 6, n + 1))
     Z[:d, :n], Z[:d, n], Z[r["y"], :n], Z[r["y"], n] = X.T, x_query, y, 1.0
@@ -238,14 +262,7 @@ def newton_tf_forward(
         etas.append(step)
         factors.append(inner_factor(K, Wc, step))
         if L_in is None:  # the fixed point of the block's layers
-            KW = K * Wc[None, :]
-            if not variance:
-                u = np.linalg.solve(np.eye(n) + KW, KW @ Z[r["yt"], :n])
-                Z[r["f"], n] = k_star @ (Wc * (Z[r["yt"], :n] - u))
-                Z[r["f"], :n] = u
-            gc = np.linalg.solve(np.eye(n) + KW, KW @ k_star)
-            Z[r["g"], n] = k_star @ (Wc * (k_star - gc))
-            Z[r["g"], :n] = gc
+            _exact_block(Z, r, K, Wc, k_star, variance)
         else:
             Kw, Qw, V, S = solver_layer_weights(d, step, kernel, update_f=not variance)
             with np.errstate(over="ignore", invalid="ignore"):

@@ -153,7 +153,10 @@ def test_probit_derivatives_against_finite_differences():
     for yy in (-1.0, 1.0):
         grad, W = latent.likelihood_derivatives(yy, f)
         h = 1e-4
-        lp = lambda v: latent.log_likelihood(yy, v)  # noqa: E731
+
+        def lp(v, yy=yy):
+            return latent.log_likelihood(yy, v)
+
         np.testing.assert_allclose(grad, (lp(f + h) - lp(f - h)) / (2 * h), rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(
             W, -(lp(f + h) - 2 * lp(f) + lp(f - h)) / h**2, rtol=1e-5, atol=1e-6
@@ -232,8 +235,16 @@ def test_training_resumes_to_the_same_weights(tmp_path):
     from pfntheory import runs
     from pfntheory.nn.latent import LatentRunSpec, heldout_set, train_latent
 
-    spec = LatentRunSpec(L=2, width=8, hidden=8, steps=6, batch_size=4, curve_points=2,
-                         curve_instances=3, curve_n_eval=(8,))
+    spec = LatentRunSpec(
+        L=2,
+        width=8,
+        hidden=8,
+        steps=6,
+        batch_size=4,
+        curve_points=2,
+        curve_instances=3,
+        curve_n_eval=(8,),
+    )
     held = heldout_set(spec)
     a = train_latent(spec, tmp_path / "a", held=held)
     b = tmp_path / "b"

@@ -1,16 +1,17 @@
 """The Newton transformer for GP classification (the paper's Discussion, "latent GP models";
 pfntheory/latent_construction.py, docs/latent.md).
 
-Statement checked: Laplace's Newton iteration (R&W Algorithm 3.1, probit link) is a stack of the
-paper's attention updates. Each Newton block is a token-wise map (``W`` and the working response
-``y~ = f + grad / W``) and ``L_in`` Richardson layers on ``(I + K W) u = K W y~``, a system similar to
-``B = I + W^1/2 K W^1/2``, whose score ``kappa(x_i, x_j) W_i`` is the unit RBF score with a key-side
-row ``t_i = sqrt(-2 log W_i)``. Checked: (1) with exact inner solves each block equals the Laplace
-iterate and the readout ``Phi(mu / sqrt(1 + s^2))`` equals R&W Algorithm 3.2's predictive, to
-round-off; (2) the layers compute the stated recursion; (3) the inner error contracts by
-``rho = max|1 - eta lambda(B)|`` per layer (bound at every layer, slope within 10%); (4) exact inner
-solves converge quadratically, ``e_{t+1} <= (c3 lambda_max(K) / 2) e_t^2``; (5) with ``L_in``
-layers per block the outer error falls by ``rho_hat^L_in`` per block (``rho_hat`` at the mode).
+Statement checked: Laplace's Newton iteration (R&W Algorithm 3.1, probit link) is a stack of
+the paper's attention updates. Each Newton block is a token-wise map (``W`` and the working
+response ``y~ = f + grad / W``) and ``L_in`` Richardson layers on ``(I + K W) u = K W y~``, a
+system similar to ``B = I + W^1/2 K W^1/2``, whose score ``kappa(x_i, x_j) W_i`` is the unit RBF
+score with a key-side row ``t_i = sqrt(-2 log W_i)``. Checked: (1) with exact inner solves each
+block equals the Laplace iterate and the readout ``Phi(mu / sqrt(1 + s^2))`` equals R&W
+Algorithm 3.2's predictive, to round-off; (2) the layers compute the stated recursion; (3) the
+inner error contracts by ``rho = max|1 - eta lambda(B)|`` per layer (bound at every layer, slope
+within 10%); (4) exact inner solves converge quadratically, ``e_{t+1} <= (c3 lambda_max(K) / 2)
+e_t^2``; (5) with ``L_in`` layers per block the outer error falls by ``rho_hat^L_in`` per block
+(``rho_hat`` at the mode).
 
 Cases: contexts of the classification prior (``alpha = 2``, ``ell = 0.8``, ``x ~ N(0, I/2)``; the
 prior's law, so drawn with NumPy at fixed seeds), and for (1) hypothesis-drawn designs and labels

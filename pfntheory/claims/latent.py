@@ -72,9 +72,7 @@ def check_newton_identity(kernel, X, y, x_query, L_out: int = 8, *, fault=None) 
     scale = 1.0 + np.max(np.abs(ref_arr))
     err_f = float(np.max(np.abs(tf.f_path[:, : len(y)] - ref_arr))) / scale
     fit = latent.laplace_mode(K, y)
-    _, _, p_lap = latent.laplace_predict(
-        fit, kernel(X, x_query[None]), np.array([kernel.alpha**2])
-    )
+    _, _, p_lap = latent.laplace_predict(fit, kernel(X, x_query[None]), np.array([kernel.alpha**2]))
     converged = np.max(np.abs(ref_arr[-1] - fit.f_hat)) <= ROUNDOFF * scale
     err_p = abs(tf.p - float(p_lap[0])) if converged else 0.0
     observed = max(err_f, err_p)
@@ -86,8 +84,14 @@ def check_newton_identity(kernel, X, y, x_query, L_out: int = 8, *, fault=None) 
         observed=observed,
         bound=ROUNDOFF,
         tolerance="round-off: 1e-9 of the latent's scale (module constant ROUNDOFF)",
-        details={"err_f": err_f, "err_p": err_p, "p_tf": tf.p, "p_laplace": float(p_lap[0]),
-                 "mode_reached": bool(converged), "L_out": L_out},
+        details={
+            "err_f": err_f,
+            "err_p": err_p,
+            "p_tf": tf.p,
+            "p_laplace": float(p_lap[0]),
+            "mode_reached": bool(converged),
+            "L_out": L_out,
+        },
         key="newton_identity",
     )
 
@@ -162,8 +166,13 @@ def check_inner_rate(kernel, X, y, L_in: int = 60, *, fault=None) -> ClaimResult
         bound=1.0,
         tolerance="the bound at every layer (relative 1e-9 for round-off); the slope ratio in "
         "[0.9, 1.1] (the faster modes fade over the fitted window)",
-        details={"rho": rho, "slope": slope, "max_ratio_to_bound": float(np.max(ratio)),
-                 "bound_ok": bound_ok, "errors": errs_a.tolist()},
+        details={
+            "rho": rho,
+            "slope": slope,
+            "max_ratio_to_bound": float(np.max(ratio)),
+            "bound_ok": bound_ok,
+            "errors": errs_a.tolist(),
+        },
         key="inner_rate",
     )
 
@@ -261,29 +270,47 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
     last row per method pools the n'."""
     from pfntheory.stats import t_interval
 
-    methods = {"Laplace": {int(e["n"]): e["p_laplace"] for e in reference},
-               "EP": {int(e["n"]): e["p_ep"] for e in reference},
-               "ESS (reference)": {int(e["n"]): e["p_ess"] for e in reference}, **predictions}
+    methods = {
+        "Laplace": {int(e["n"]): e["p_laplace"] for e in reference},
+        "EP": {int(e["n"]): e["p_ep"] for e in reference},
+        "ESS (reference)": {int(e["n"]): e["p_ess"] for e in reference},
+        **predictions,
+    }
     rows = []
     for name, by_n in methods.items():
-        pooled = {"ess": [], "ep": [], "p": [], "q": []}
+        pooled: dict[str, list] = {"ess": [], "ep": [], "p": [], "q": []}
         for e in reference:
             n = int(e["n"])
             err = _errors(by_n[n], e["p_ess"])
             err_ep = _errors(by_n[n], e["p_ep"])
             m, ci = t_interval(err)
-            rows.append({"method": name, "n'": n, "err_ess": m, "ci": ci,
-                         "err_ep": float(err_ep.mean()),
-                         "calibration": calibration_error(by_n[n], e["q"])})
+            rows.append(
+                {
+                    "method": name,
+                    "n'": n,
+                    "err_ess": m,
+                    "ci": ci,
+                    "err_ep": float(err_ep.mean()),
+                    "calibration": calibration_error(by_n[n], e["q"]),
+                }
+            )
             pooled["ess"].append(err)
             pooled["ep"].append(err_ep)
             pooled["p"].append(by_n[n])
             pooled["q"].append(e["q"])
         m, ci = t_interval(np.concatenate(pooled["ess"]))
-        rows.append({"method": name, "n'": "all", "err_ess": m, "ci": ci,
-                     "err_ep": float(np.concatenate(pooled["ep"]).mean()),
-                     "calibration": calibration_error(np.concatenate(pooled["p"]),
-                                                      np.concatenate(pooled["q"]))})
+        rows.append(
+            {
+                "method": name,
+                "n'": "all",
+                "err_ess": m,
+                "ci": ci,
+                "err_ep": float(np.concatenate(pooled["ep"]).mean()),
+                "calibration": calibration_error(
+                    np.concatenate(pooled["p"]), np.concatenate(pooled["q"])
+                ),
+            }
+        )
     return rows
 
 
@@ -335,18 +362,26 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
         diff = err(runs_by_budget["2S"][L]) - lap
         m, ci = t_interval(diff)
         holds = bool(ci[1] < 0)
-        out.append(ClaimResult(
-            label=TRAINED_LABEL,
-            statement=f"the trained classification PFN (L = {L}) is closer to the sampling "
-            "reference than Laplace's approximation: E|p_PFN - p_ESS| < E|p_Lap - p_ESS|",
-            holds=holds, observed=m, bound=0.0, ci=ci,
-            tolerance="95% t-interval over the held-out contexts (paired: the same contexts)",
-            details={"outcomes": outcomes, "doubling": doubling[L]["state"],
-                     "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
-                     "err_laplace": float(lap.mean())},
-            key=f"pfn_vs_laplace_L{L}",
-            verdict=_budget_verdict(outcomes, plateaued, holds),
-        ))
+        out.append(
+            ClaimResult(
+                label=TRAINED_LABEL,
+                statement=f"the trained classification PFN (L = {L}) is closer to the sampling "
+                "reference than Laplace's approximation: E|p_PFN - p_ESS| < E|p_Lap - p_ESS|",
+                holds=holds,
+                observed=m,
+                bound=0.0,
+                ci=ci,
+                tolerance="95% t-interval over the held-out contexts (paired: the same contexts)",
+                details={
+                    "outcomes": outcomes,
+                    "doubling": doubling[L]["state"],
+                    "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
+                    "err_laplace": float(lap.mean()),
+                },
+                key=f"pfn_vs_laplace_L{L}",
+                verdict=_budget_verdict(outcomes, plateaued, holds),
+            )
+        )
     if len(depths) >= 2:
         lo, hi = depths[0], depths[-1]
         outcomes = {}
@@ -356,16 +391,21 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                 outcomes[budget] = bool(t_interval(err(rb[lo]) - err(rb[hi]))[1][0] > 0)
         m, ci = t_interval(err(runs_by_budget["2S"][lo]) - err(runs_by_budget["2S"][hi]))
         holds = bool(ci[0] > 0)
-        out.append(ClaimResult(
-            label=TRAINED_LABEL,
-            statement=f"depth helps: the L = {hi} PFN is closer to the sampling reference than "
-            f"the L = {lo} one",
-            holds=holds, observed=m, bound=0.0, ci=ci,
-            tolerance="95% t-interval of the paired difference over the held-out contexts",
-            details={"outcomes": outcomes},
-            key="depth_helps",
-            verdict=_budget_verdict(outcomes, plateaued, holds),
-        ))
+        out.append(
+            ClaimResult(
+                label=TRAINED_LABEL,
+                statement=f"depth helps: the L = {hi} PFN is closer to the sampling reference than "
+                f"the L = {lo} one",
+                holds=holds,
+                observed=m,
+                bound=0.0,
+                ci=ci,
+                tolerance="95% t-interval of the paired difference over the held-out contexts",
+                details={"outcomes": outcomes},
+                key="depth_helps",
+                verdict=_budget_verdict(outcomes, plateaued, holds),
+            )
+        )
     return out
 
 
@@ -381,8 +421,15 @@ def load_trained(root) -> dict:
     from pfntheory.nn import latent_eval as ne
 
     root = Path(root)
-    out: dict = {"root": root, "reference": None, "preds": {"S": {}, "2S": {}}, "curves": {},
-                 "doubling": {}, "missing": [], "run_dirs": {}}
+    out: dict = {
+        "root": root,
+        "reference": None,
+        "preds": {"S": {}, "2S": {}},
+        "curves": {},
+        "doubling": {},
+        "missing": [],
+        "run_dirs": {},
+    }
     ref_path = root / ne.REFERENCE_FILE
     if not ref_path.is_file():
         out["missing"].append(ne.REFERENCE_FILE)

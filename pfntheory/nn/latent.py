@@ -206,8 +206,9 @@ HELDOUT_FILE = "heldout_curve.json"
 
 def save_heldout(held: list[dict], path) -> list[dict]:
     """Write a :func:`heldout_set` to ``path`` (JSON, atomically) and return it."""
-    runs.save_json(path, [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in h.items()}
-                          for h in held])
+    runs.save_json(
+        path, [{k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in h.items()} for h in held]
+    )
     return held
 
 
@@ -269,7 +270,9 @@ def train_latent(
         opt, lambda s: lr_factor(s, spec.steps, spec.warmup_frac, spec.min_lr_ratio)
     )
     ckpt_path, curve_path = run_dir / runs.CHECKPOINT, run_dir / LEARNING_CURVE_FILE
-    start, losses, wall, points = 0, [], 0.0, []
+    start, wall = 0, 0.0
+    losses: list[float] = []
+    points: list[dict] = []
     if ckpt_path.is_file():
         ck = runs.load_torch(ckpt_path)
         model.load_state_dict(ck["model"])

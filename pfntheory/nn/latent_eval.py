@@ -42,8 +42,14 @@ def build_reference(
     contexts = positive_int(contexts, "contexts", minimum=3)
     rng = np.random.default_rng(seed)
     a2 = task.alpha**2
-    doc: dict = {"schema": 1, "task": task.__dict__, "seed": seed, "chains": chains,
-                 "samples": samples, "by_n": []}
+    doc: dict = {
+        "schema": 1,
+        "task": task.__dict__,
+        "seed": seed,
+        "chains": chains,
+        "samples": samples,
+        "by_n": [],
+    }
     for n in n_eval:
         t0 = time.perf_counter()
         g = torch.Generator().manual_seed(seed + n)
@@ -62,7 +68,13 @@ def build_reference(
             nu.append(ep.nu)
             sweeps.append(ep.sweeps)
         ess = latent.ess_predict(
-            Kc, yn, ks, kss, rng, sites=(np.array(tau), np.array(nu)), chains=chains,
+            Kc,
+            yn,
+            ks,
+            kss,
+            rng,
+            sites=(np.array(tau), np.array(nu)),
+            chains=chains,
             samples=samples,
         )
         doc["by_n"].append(
