@@ -265,3 +265,66 @@ def test_training_resumes_to_the_same_weights(tmp_path):
         doc = runs.load_json(run / "learning_curve.json")
         assert runs.curve_problem(doc, steps=6) is None
     assert runs.load_json(a / "learning_curve.json") == runs.load_json(b / "learning_curve.json")
+
+
+# --------------------------------------------------------------------------------------------------
+# the trained rows' measurements
+# --------------------------------------------------------------------------------------------------
+
+
+def test_calibration_error():
+    """0 for p = q, the offset for a shift that keeps every point in its bin, > 0 when wrong."""
+    from pfntheory.claims.latent import calibration_error
+
+    p = np.linspace(0.01, 0.89, 200)
+    assert calibration_error(p, p) == 0.0
+    np.testing.assert_allclose(calibration_error(p, p + 0.05), 0.05, rtol=1e-12)
+    assert calibration_error(p, 1 - p) > 0.2
+
+
+def _fake_reference(rng, contexts=40, m=4):
+    q = rng.uniform(0.05, 0.95, (contexts, m))
+    return [
+        {
+            "n": 32,
+            "p_ess": q,
+            "se_ess": np.full_like(q, 0.002),
+            "q": q,
+            "p_laplace": np.clip(q + 0.03 * rng.choice([-1, 1], q.shape), 0, 1),
+            "p_ep": q + 0.002 * rng.standard_normal(q.shape),
+        }
+    ]
+
+
+def test_trained_rows_decide_by_the_paired_ci_and_the_budgets():
+    """A PFN at half Laplace's error beats it (holds), one at twice does not; with runs still
+    improving the verdict is 'at budget' when S and 2S agree and 'undecided' when they differ;
+    depth helps when L = 16 is better on every context."""
+    from pfntheory.claims import FAILS_AT_BUDGET, HOLDS_AT_BUDGET, UNDECIDED
+    from pfntheory.claims.latent import check_trained
+
+    rng = np.random.default_rng(0)
+    ref = _fake_reference(rng)
+    q = ref[0]["p_ess"]
+    good = {32: q + 0.015 * rng.choice([-1, 1], q.shape)}
+    bad = {32: q + 0.06 * rng.choice([-1, 1], q.shape)}
+    improving = {L: {"state": "still improving"} for L in (4, 16)}
+    flat = {L: {"state": "plateaued"} for L in (4, 16)}
+    rows = {
+        r.key: r
+        for r in check_trained(ref, {"S": {4: bad, 16: good}, "2S": {4: bad, 16: good}}, flat)
+    }
+    assert rows["pfn_vs_laplace_L16"].holds and rows["pfn_vs_laplace_L16"].verdict is None
+    assert not rows["pfn_vs_laplace_L4"].holds and rows["pfn_vs_laplace_L4"].verdict is None
+    assert rows["depth_helps"].holds
+    rows = {
+        r.key: r
+        for r in check_trained(ref, {"S": {4: bad, 16: good}, "2S": {4: bad, 16: good}}, improving)
+    }
+    assert rows["pfn_vs_laplace_L16"].verdict == HOLDS_AT_BUDGET
+    assert rows["pfn_vs_laplace_L4"].verdict == FAILS_AT_BUDGET
+    rows = {
+        r.key: r
+        for r in check_trained(ref, {"S": {4: bad, 16: bad}, "2S": {4: bad, 16: good}}, improving)
+    }
+    assert rows["pfn_vs_laplace_L16"].verdict == UNDECIDED

@@ -451,3 +451,72 @@ def load_trained(root) -> dict:
                 out["curves"][(L, "S")], out["curves"][(L, "2S")]
             )
     return out
+
+
+def laplace_targets(reference: list[dict], alpha: float, lengthscale: float) -> dict:
+    """``log W_i`` at the Laplace mode (per context point) and the Laplace latent mean ``mu*``
+    (per query) on the reference set, in its order: the probes' targets."""
+    a2 = alpha**2
+    log_w, mu = [], []
+    for e in reference:
+        n = int(e["n"])
+        for b in range(e["X"].shape[0]):
+            Xb = e["X"][b]
+            d2 = ((Xb[:, None, :] - Xb[None, :, :]) ** 2).sum(-1)
+            K = a2 * np.exp(-0.5 * d2 / lengthscale**2) + latent.JITTER * a2 * np.eye(len(Xb))
+            fit = latent.laplace_mode(K[:n, :n], e["y"][b])
+            log_w.append(np.log(fit.W))
+            mu.append(latent.laplace_predict(fit, K[:n, n:], np.full(K.shape[0] - n, a2))[0])
+    return {"log_w": np.concatenate(log_w), "mu": np.stack(mu)}
+
+
+def probe_newton(run_dir, reference: list[dict], targets: dict, *, at_init: bool = False) -> dict:
+    """Does the trained model carry the Newton construction's quantities? Per block ``l``:
+
+    * ``corr_w``: the correlation, over every context point of the reference, of the model's key
+      weight ``log w_i`` with the construction's ``log W_i`` at the Laplace mode (the score
+      factor of :mod:`pfntheory.latent_construction`);
+    * ``r2_mu``: the held-out R^2 of a linear read-out of the Laplace latent mean ``mu*`` from the
+      query token's state (least squares on the first half of the contexts, R^2 on the second).
+
+    ``targets``: :func:`laplace_targets` of the reference. ``at_init``: probe the run's initial
+    weights instead (its seed's initialisation): what the architecture gives before training.
+    """
+    import torch
+
+    from pfntheory.nn.latent import LatentPFN, load_latent
+
+    spec, model = load_latent(run_dir)
+    if at_init:
+        torch.manual_seed(spec.seed)
+        model = LatentPFN(spec).eval()
+    logw_m, H = [], []
+    for e in reference:
+        n = int(e["n"])
+        trace: list = []
+        with torch.no_grad():
+            model(
+                torch.as_tensor(e["X"], dtype=torch.float32),
+                torch.as_tensor(e["y"], dtype=torch.float32),
+                trace,
+            )
+        lw = np.stack([t["log_w"].double().numpy() for t in trace])  # (L, B, n)
+        logw_m.append(lw.reshape(lw.shape[0], -1))
+        H.append(np.stack([t["h"][:, n:].double().numpy() for t in trace]))  # (L, B, m, C)
+    lw_all = np.concatenate(logw_m, axis=1)  # (L, points)
+    corr = [
+        float(np.corrcoef(row, targets["log_w"])[0, 1]) if np.std(row) > 0 else 0.0
+        for row in lw_all
+    ]
+    Hs = np.concatenate(H, axis=1)  # (L, contexts, m, C)
+    mus = targets["mu"]  # (contexts, m)
+    half = Hs.shape[1] // 2
+    r2 = []
+    for hl in Hs:
+        A = np.concatenate([hl, np.ones(hl.shape[:-1] + (1,))], axis=-1)
+        coef, *_ = np.linalg.lstsq(
+            A[:half].reshape(-1, A.shape[-1]), mus[:half].ravel(), rcond=None
+        )
+        resid = mus[half:].ravel() - A[half:].reshape(-1, A.shape[-1]) @ coef
+        r2.append(float(1 - resid.var() / mus[half:].ravel().var()))
+    return {"corr_w": corr, "r2_mu": r2}

@@ -151,7 +151,11 @@ class LatentPFN(nn.Module):
         self.value = nn.ModuleList(nn.Linear(C, C, bias=False) for _ in range(L))
         self.head = nn.Linear(C, 2)
 
-    def forward(self, X: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, X: torch.Tensor, y: torch.Tensor, trace: list | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``trace``: a list that receives, per block, the context's key weights ``log w``
+        ``(B, n)`` and every token's state ``h`` ``(B, N, C)`` after the block (for probes)."""
         B, N, _ = X.shape
         n = y.shape[1]
         inp = torch.zeros(B, N, 2, dtype=X.dtype)
@@ -166,6 +170,8 @@ class LatentPFN(nn.Module):
             ell2 = torch.exp(2 * self.log_ell[l])
             S = torch.exp(-0.5 * d2 / ell2 + log_w.transpose(1, 2))  # (B, N, n): kappa w_i
             h = h + S @ value(a[:, :n]) / n  # kernel attention over the context keys
+            if trace is not None:
+                trace.append({"log_w": log_w[..., 0].detach(), "h": h.detach()})
         out = self.head(h[:, n:])  # (B, m, 2)
         return out[..., 0], nn.functional.softplus(out[..., 1])
 
