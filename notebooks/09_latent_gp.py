@@ -97,10 +97,18 @@ if ref is not None:
 if ref is not None and trained["preds"]["2S"]:
     prow = cl.method_table(ref, {f"PFN L={L}": p for L, p in trained["preds"]["2S"].items()})
     pb = {(r["method"], r["n'"]): r for r in prow}
+    seeds = {
+        L: [
+            cl.method_table(ref, {"x": p})[-1]["err_ess"]
+            for seed, p in sorted(trained["seeds"].get(L, {}).items())
+        ]
+        for L in trained["preds"]["2S"]
+    }
     parts = [
         f"L = {L}: {pb[(f'PFN L={L}', 'all')]['err_ess']:.4f} "
         f"[{pb[(f'PFN L={L}', 'all')]['ci'][0]:.4f}, {pb[(f'PFN L={L}', 'all')]['ci'][1]:.4f}]"
-        f" (doubling: {trained['doubling'].get(L, {}).get('state', 'n/a')})"
+        f" at seed 0 (seeds: {', '.join(f'{v:.4f}' for v in seeds[L])}; "
+        f"doubling S -> 2S: {trained['doubling'].get(L, {}).get('state', 'n/a')})"
         for L in sorted(trained["preds"]["2S"])
     ]
     best = min(pb[(f"PFN L={L}", "all")]["err_ess"] for L in trained["preds"]["2S"])
@@ -276,6 +284,14 @@ if trained["curves"]:
 # %%
 if ref is not None and trained["preds"]["2S"]:
     preds = {f"PFN L={L}, {b}": p for b in ("S", "2S") for L, p in trained["preds"][b].items()}
+    preds.update(
+        {
+            f"PFN L={L}, 2S, seed {seed}": p
+            for L, by_seed in trained["seeds"].items()
+            for seed, p in by_seed.items()
+            if seed != 0
+        }
+    )
     display(
         report.table(
             cl.method_table(ref, preds),

@@ -411,9 +411,10 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
 
 def load_trained(root) -> dict:
     """Everything the page and the trained rows read from the experiment's root
-    (``reports/runs/latent_gpc``): the reference set, each finished run's predictions on it
-    (``{"S"|"2S": {L: {n': p}}}``), the learning curves, the budget-doubling status per depth, and
-    the runs still missing."""
+    (``reports/runs/latent_gpc``): the reference set, each finished seed-0 run's predictions on it
+    (``preds``: ``{"S"|"2S": {L: {n': p}}}``), the 2S runs of every seed (``seeds``:
+    ``{L: {seed: {n': p}}}``), the seed-0 learning curves, the budget-doubling status per depth,
+    and the runs still missing."""
     from pathlib import Path
 
     from pfntheory import convergence
@@ -436,13 +437,19 @@ def load_trained(root) -> dict:
         return out
     out["reference"] = ne.load_reference(ref_path)
     steps = sorted({s.steps for s in nl.DESIGN})
+    out["seeds"] = {}
     for spec in nl.DESIGN:
         run = root / spec.name()
         budget = "S" if spec.steps == steps[0] else "2S"
         if not (run / "metrics.json").is_file():
             out["missing"].append(spec.name())
             continue
-        out["preds"][budget][spec.L] = ne.run_predictions(run, out["reference"])
+        pred = ne.run_predictions(run, out["reference"])
+        if budget == "2S":
+            out["seeds"].setdefault(spec.L, {})[spec.seed] = pred
+        if spec.seed != 0:
+            continue
+        out["preds"][budget][spec.L] = pred
         out["curves"][(spec.L, budget)] = convergence.curve_points(run) or []
         out["run_dirs"][(spec.L, budget)] = run
     for L in out["preds"]["2S"]:
