@@ -264,7 +264,8 @@ def _errors(p, p_ref) -> np.ndarray:
 
 
 def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndarray]]):
-    """Rows ``{method, n', err_ess (mean, CI 95%), err_ep, calibration}`` for Laplace, EP, the
+    """Rows ``{method, n', err_ess (mean, CI 95%), err_ep, err_laplace, calibration}`` (the mean
+    absolute differences to the reference, to EP and to Laplace) for Laplace, EP, the
     reference itself (its calibration error is the estimator's floor) and every run in
     ``predictions`` (``name -> {n': p of shape (contexts, m)}``), on the reference set; the
     last row per method pools the n'."""
@@ -278,11 +279,12 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
     }
     rows = []
     for name, by_n in methods.items():
-        pooled: dict[str, list] = {"ess": [], "ep": [], "p": [], "q": []}
+        pooled: dict[str, list] = {"ess": [], "ep": [], "lap": [], "p": [], "q": []}
         for e in reference:
             n = int(e["n"])
             err = _errors(by_n[n], e["p_ess"])
             err_ep = _errors(by_n[n], e["p_ep"])
+            err_lap = _errors(by_n[n], e["p_laplace"])
             m, ci = t_interval(err)
             rows.append(
                 {
@@ -291,11 +293,13 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
                     "err_ess": m,
                     "ci": ci,
                     "err_ep": float(err_ep.mean()),
+                    "err_laplace": float(err_lap.mean()),
                     "calibration": calibration_error(by_n[n], e["q"]),
                 }
             )
             pooled["ess"].append(err)
             pooled["ep"].append(err_ep)
+            pooled["lap"].append(err_lap)
             pooled["p"].append(by_n[n])
             pooled["q"].append(e["q"])
         m, ci = t_interval(np.concatenate(pooled["ess"]))
@@ -306,6 +310,7 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
                 "err_ess": m,
                 "ci": ci,
                 "err_ep": float(np.concatenate(pooled["ep"]).mean()),
+                "err_laplace": float(np.concatenate(pooled["lap"]).mean()),
                 "calibration": calibration_error(
                     np.concatenate(pooled["p"]), np.concatenate(pooled["q"])
                 ),
@@ -351,7 +356,10 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
         return np.concatenate([_errors(by_n[int(e["n"])], e["p_ess"]) for e in reference])
 
     depths = sorted(runs_by_budget["2S"])
-    plateaued = all(doubling[L]["state"] == "plateaued" for L in depths)
+
+    def plateaued(*Ls):
+        return all(doubling.get(L, {}).get("state") == "plateaued" for L in Ls)
+
     out = []
     for L in depths:
         outcomes = {}
