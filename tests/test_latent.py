@@ -328,3 +328,9 @@ def test_trained_rows_decide_by_the_paired_ci_and_the_budgets():
         for r in check_trained(ref, {"S": {4: bad, 16: bad}, "2S": {4: bad, 16: good}}, improving)
     }
     assert rows["pfn_vs_laplace_L16"].verdict == UNDECIDED
+    mixed = {4: {"state": "still improving"}, 16: {"state": "plateaued"}}
+    both = {"S": {4: bad, 16: good}, "2S": {4: bad, 16: good}}
+    rows = {r.key: r for r in check_trained(ref, both, mixed)}
+    assert rows["pfn_vs_laplace_L16"].verdict is None  # rests on the plateaued run only
+    assert rows["pfn_vs_laplace_L4"].verdict == FAILS_AT_BUDGET
+    assert rows["depth_helps"].verdict == HOLDS_AT_BUDGET  # rests on both

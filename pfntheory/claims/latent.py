@@ -382,12 +382,12 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                 tolerance="95% t-interval over the held-out contexts (paired: the same contexts)",
                 details={
                     "outcomes": outcomes,
-                    "doubling": doubling[L]["state"],
+                    "doubling": doubling.get(L, {}).get("state"),
                     "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
                     "err_laplace": float(lap.mean()),
                 },
                 key=f"pfn_vs_laplace_L{L}",
-                verdict=_budget_verdict(outcomes, plateaued, holds),
+                verdict=_budget_verdict(outcomes, plateaued(L), holds),
             )
         )
     if len(depths) >= 2:
@@ -411,7 +411,7 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                 tolerance="95% t-interval of the paired difference over the held-out contexts",
                 details={"outcomes": outcomes},
                 key="depth_helps",
-                verdict=_budget_verdict(outcomes, plateaued, holds),
+                verdict=_budget_verdict(outcomes, plateaued(lo, hi), holds),
             )
         )
     return out
