@@ -123,8 +123,8 @@ if ref is not None and trained["preds"]["2S"]:
         f"{by[('Laplace', 'all')]['calibration']:.3f};"
         f" the estimator's floor, the reference's own ECE, is "
         f"{by[('ESS (reference)', 'all')]['calibration']:.3f}): its errors scatter, Laplace's "
-        "are systematic (over-confident). The verdict rows say whether it beats Laplace (paired "
-        "over contexts) and whether depth helps."
+        "are systematic (over-confident). The verdict rows say whether it reaches Laplace's "
+        "accuracy (paired over contexts, 10% margin) and whether depth helps."
     )
     pr = "; ".join(
         f"L = {L}: corr(log w, log W) {probes[(L, 'initial')]['corr_w'][-1]:.2f} at "
