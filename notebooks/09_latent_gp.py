@@ -135,9 +135,9 @@ if ref is not None and trained["preds"]["2S"]:
     )
     lines.append(
         "- **Does pretraining find the Newton structure?** Partly. Training moves the key "
-        "weights towards the construction's `W_i` at the Laplace mode, and the query's state "
-        "reads out the Laplace latent mean (a linear probe), but a random initialisation "
-        "already reads most of it: " + pr + "."
+        "weights towards the construction's `W_i` at the Laplace mode (about 0 at "
+        "initialisation), and the query's state reads out the Laplace latent mean (a linear "
+        "probe), though a random initialisation already reads most of that: " + pr + "."
     )
 if trained["missing"]:
     lines.append(
