@@ -118,7 +118,8 @@ def _check_model(model) -> PFNTransformer:
 def head_scales(model: PFNTransformer) -> tuple[float, float]:
     """The psi head's ``(s1, s2)`` (learned in learnable mode, 1 in theory mode)."""
     head = _psi_head(model)
-    return float(head.s[0]), float(head.s[1])
+    s = head.s.detach()
+    return float(s[0]), float(s[1])
 
 
 def _psi_head(model: PFNTransformer) -> PsiHead:

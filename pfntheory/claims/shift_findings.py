@@ -299,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     from .. import runs as runfiles
     from ..experiments import state as xrun
     from ..experiments.results import load_available
+    from ..tree import RunSpec
     from .shift_cause import decompose_run, design_contexts
 
     roots = [Path(a) for a in (argv or [])] or [xrun.default_root()]
@@ -307,8 +308,10 @@ def main(argv: Sequence[str] | None = None) -> Path:
         for name in EXPERIMENTS:
             loaded, _ = load_available(name, "cpu", root=root)
             for r in loaded:
-                m = r.spec.model
-                if m.normalised and m.C == 256 and r.spec.task.kind == "rbf":
+                spec = r.spec
+                if not isinstance(spec, RunSpec):  # an exact-side run
+                    continue
+                if spec.model.normalised and spec.model.C == 256 and spec.task.kind == "rbf":
                     dirs.setdefault((name, r.run_dir.name), r)
     out = roots[0] / "supp_exp2_d8" / SHIFT_CAUSE_FILE
     settings = dict(SETTINGS)
