@@ -86,6 +86,9 @@ def test_planted_readout_fault_is_found(docs):
     assert res["shift_cause.variance"].holds, res["shift_cause.variance"]
     assert res["shift_cause.unanchored_readout"].holds, res["shift_cause.unanchored_readout"]
     assert res["shift_cause.input_scale"].holds, res["shift_cause.input_scale"]
+    # refitting the two readout numbers on designs reaching the shift mends most of the fault
+    row = sf.table([docs["readout"]])[0]
+    assert row["refit_scales_shift"] > row["cov_shift"] + 0.1, row
 
 
 def test_planted_mean_fault_is_not_blamed_on_the_variance(docs):
@@ -97,6 +100,7 @@ def test_planted_mean_fault_is_not_blamed_on_the_variance(docs):
     assert cell["coverage90_exact_mean"] >= 0.85 > cell["coverage90_exact_var"], cell
     assert not res["shift_cause.variance"].holds
     assert not res["shift_cause.unanchored_readout"].holds
+    assert not res["shift_cause.readout_refit"].holds  # a variance refit cannot mend the mean
 
 
 def test_clean_run_gives_no_variance_finding(docs):

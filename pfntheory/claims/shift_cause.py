@@ -56,6 +56,8 @@ __all__ = [
     "draw_design",
     "predictive",
     "head_scales",
+    "refit_readout",
+    "REFIT_MIN_SCALE",
     "coverage90",
     "collapsed_variance",
     "layer_map_norm",
@@ -235,6 +237,48 @@ def _prior_variance(model: PFNTransformer) -> float:
     return float(W[1] + W[2] * c["amp"].detach().double()) / head_scales(model)[1]
 
 
+#: Scales of the path the readout is refitted on (:func:`refit_readout`): the pretraining design
+#: down to ``c = 0.4``, past the shift's ``1/sqrt 3``.
+REFIT_MIN_SCALE = 0.4
+#: Share of the fitting contexts trimmed at each end of the solver feature ``g`` before the least
+#: squares (the learned solver diverges on a few isolated contexts of N(0, I/d) at d = 8).
+REFIT_TRIM = 0.02
+
+
+def _variance_feature(model: PFNTransformer, X, Y, xq) -> np.ndarray:
+    """The learned solver's variance feature at the query, ``g_L``: the readout is
+    ``tau_L = W_2y + W_2k amp + W_2g g_L`` (``kappa(x, x) = 1``), so ``g_L`` is read back from
+    ``tau_L``."""
+    c = model.coefficients()
+    W = c["W"].detach().double().numpy()
+    amp = float(c["amp"].detach())
+    p = next(model.parameters())
+    with torch.no_grad():
+        out = model(*(torch.as_tensor(np.asarray(a), dtype=p.dtype) for a in (X, Y, xq)))
+    return (out.tau.double().numpy() - W[1] - W[2] * amp) / W[3]
+
+
+def refit_readout(model: PFNTransformer, fit: Sequence, evaluate: dict) -> dict:
+    """Refit the variance readout ``v = a + b g_L`` (the two numbers the learned ``W_2y, W_2k amp,
+    W_2g, s2`` amount to) by least squares on the exact variance of the contexts ``fit`` (the
+    ``REFIT_TRIM`` tails of ``g_L`` left out), the learned solver and mean untouched; report its
+    coverage on each of ``evaluate`` (name -> contexts) and its collapsed limit."""
+    G = np.concatenate([_variance_feature(model, *ctx[:3]) for ctx in fit])
+    T = np.concatenate([ctx[4] for ctx in fit])
+    lo, hi = np.quantile(G, [REFIT_TRIM, 1 - REFIT_TRIM])
+    keep = (G >= lo) & (G <= hi)
+    a, b = np.linalg.lstsq(np.stack([np.ones(keep.sum()), G[keep]], 1), T[keep], rcond=None)[0]
+    out = {"a": float(a), "b": float(b)}
+    for name, ctx in evaluate.items():
+        m, _ = predictive(model, *ctx[:3])
+        v = np.maximum(a + b * _variance_feature(model, *ctx[:3]), 1e-6)
+        out[name] = float(coverage90(m, v, ctx[3], ctx[4]).mean())
+    n = next(iter(evaluate.values()))[0].shape[1]
+    z = np.zeros((1, n, model.d))
+    out["collapsed"] = float(a + b * _variance_feature(model, z, z[..., 0], z[:, 0])[0])
+    return out
+
+
 def design_contexts(
     d: int,
     *,
@@ -349,6 +393,16 @@ def decompose(model: PFNTransformer, contexts: dict, *, n_map: int = 16) -> dict
         doc["cells"][str(n)] = cells
     for c, ctx in contexts["path"]:
         doc["path"].append({"c": c, **_cell(model, noise_var, ctx)})
+    on = contexts["cells"][first]
+    evaluate = {"gaussian": on["gaussian"], "uniform": on["uniform"]}
+    pre = [ctx for c, ctx in contexts["path"] if c == 1.0]
+    wide = [ctx for c, ctx in contexts["path"] if c >= REFIT_MIN_SCALE]
+    doc["refit"] = {
+        "pretraining": refit_readout(model, pre, evaluate) if pre else None,
+        "scales": refit_readout(model, wide, evaluate),
+        "n": first,
+        "min_scale": REFIT_MIN_SCALE,
+    }
     doc["breaking_scale"] = breaking_scale(doc["path"])
     return doc
 
