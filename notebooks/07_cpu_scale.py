@@ -413,6 +413,235 @@ for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
     )
 
 # %% [markdown]
+# ## Why the learned TF^pr loses calibration under the shift at d = 8 (supp-fig:exp2 d8-1 uni)
+#
+# The hand-set `TF^pr` is calibrated under the covariate shift
+# (`verify/test_shift_construction.py`), so what the trained models lose sits in their learned
+# weights. `pfntheory.claims.shift_cause`
+# decomposes each trained `TF^pr` (C = 256) of the d = 4 and d = 8 companions, and of the seed and
+# budget replicates present, on 128 fresh GP contexts per design at `n' = 64` (and 128; the same
+# contexts for every run of one `d`), against the exact PPD (coverage exact per context):
+#
+# - **mean or variance**: coverage of the learned interval with the exact mean, or the exact
+#   variance, swapped in;
+# - **scale or shape of the inputs**: `N(0, I/(3d))` (the shift's variance, the pretraining
+#   shape), a uniform law of the pretraining variance `1/d`, the shifted inputs rescaled by
+#   `sqrt 3` before the model sees them, and a path of designs `N(0, c^2 I/d)` from `c = 1` to
+#   `c = 0.2` (the shift sits at `c = 1/sqrt 3`);
+# - **the readout**: the learned prior variance `(W_2y + W_2k amp)/s_2` against
+#   `sigma^2 + alpha^2 = 1.04`, the share of predicted variances below the noise variance 0.04, and
+#   the *collapsed limit*, the variance predicted when all inputs coincide (exact
+#   `sigma^2 (1 + 1/n) = 0.041`);
+# - **the solver**: the norm of the product of the learned variance-channel layer maps on the
+#   context points, beside the hand-set Jacobi-Richardson map; and the hand-set `TF^pr` of the same
+#   depth on the same contexts.
+#
+# The decompositions are computed once (`python -m pfntheory.claims.shift_findings [ROOT ...]`, a
+# few CPU-minutes) into `reports/runs/supp_exp2_d8/shift_cause.json`; the findings are decided on
+# that file by `pfntheory.claims.shift_findings.findings` (rules in each tolerance).
+
+# %%
+from pfntheory import runs as runfiles
+from pfntheory.claims import shift_findings as xfind
+
+cause_path = xrun.default_root() / "supp_exp2_d8" / xfind.SHIFT_CAUSE_FILE
+cause_docs = runfiles.load_json(cause_path)["runs"] if cause_path.is_file() else []
+
+
+def verdict_of(c):
+    return c.verdict or ("holds" if c.holds else "does not hold")
+
+
+if not cause_docs:
+    display(Markdown("*No decomposition on disk: `python -m pfntheory.claims.shift_findings`.*"))
+else:
+    cause = {c.key: c for c in xfind.findings(cause_docs)}
+    rows64 = pd.DataFrame(xfind.table(cause_docs, 64))
+    d8, d4 = rows64[rows64.d == 8], rows64[rows64.d == 4]
+    v, sc_, ro = (
+        cause[f"shift_cause.{k}"] for k in ("variance", "input_scale", "unanchored_readout")
+    )
+    bud, sd, dim = (cause[f"shift_cause.{k}"] for k in ("budget", "seeds", "dimension"))
+    rf = cause["shift_cause.readout_refit"]
+    deep_rf = rows64[rows64.run.isin(list(rf.details)) & (rows64.L >= xfind.DEEP)]
+    share = v.details["share_var_mean"]  # run -> (share removed by exact variance, by exact mean)
+    L_of = dict(zip(rows64.run, rows64.L, strict=True))
+    deep = [s for r, s in share.items() if L_of[r] >= xfind.DEEP]
+    shallow = [s for r, s in share.items() if L_of[r] < xfind.DEEP]
+    anchored = d4[d4.collapsed_variance >= 0.035]
+    series = "; ".join(
+        f"{k}: " + ", ".join(f"{c:.2f} at {s} steps" for s, c in pts)
+        for k, pts in bud.details["series"].items()
+    )
+    seeds = ", ".join(
+        f"{r['cov_shift']:.2f} (seed {r['seed']}, {r['steps']} steps, "
+        f"{'averaged' if r['averaged'] else 'last iterate'})"
+        for r in sd.details["runs"]
+    )
+    lines = [
+        "**Finding: the learned variance readout is not anchored at the noise floor. The shift "
+        "moves contexts towards nearly coinciding inputs, where such a readout predicts too "
+        "little variance; how far a run's readout is off there orders its loss, and the d = 8 "
+        f"runs are further off (collapsed-limit variance {d8.collapsed_variance.min():.2f} to "
+        f"{d8.collapsed_variance.max():.3f}, d = 4: {d4.collapsed_variance.min():.3f} to "
+        f"{d4.collapsed_variance.max():.3f}, exact 0.041).** At `n' = 64`:",
+        f"- **Variance, not mean** ({verdict_of(v)}): in the {len(deep)} runs with `L >= 16` that "
+        f"lose coverage under the shift, the exact variance under the learned mean removes "
+        f"{min(s[0] for s in deep):.2f}-{max(s[0] for s in deep):.2f} of the deficit "
+        f"`0.9 - coverage`, the exact mean under the learned variance "
+        f"{min(s[1] for s in deep):.2f}-{max(s[1] for s in deep):.2f}"
+        + (
+            f" (at `L <= 8` the mean shares the loss: up to {max(s[1] for s in shallow):.2f})."
+            if shallow
+            else "."
+        )
+        + f" The learned variance is a median {d8.var_ratio_shift.median():.2f} of the exact one "
+        f"under the shift at d = 8 (d = 4: {d4.var_ratio_shift.median():.2f}), and "
+        f"{d8.below_noise_shift.min():.0%}-{d8.below_noise_shift.max():.0%} of the d = 8 "
+        "predictions lie below the noise variance 0.04.",
+        f"- **Input scale, not shape** ({verdict_of(sc_)}): `N(0, I/(3d))` loses at least "
+        f"{sc_.observed:.0%} of the coverage the shift takes from each collapsing run; the "
+        "uniform law of the "
+        f"pretraining variance moves coverage by at most "
+        f"{max(abs(x) for x in sc_.details['shape_effect'].values()):.3f}. The shifted inputs "
+        f"rescaled by `sqrt 3` give {rows64.cov_shift_rescaled_inputs.min():.2f}-"
+        f"{rows64.cov_shift_rescaled_inputs.max():.2f}, over-wide: the model then predicts its "
+        "pretraining-level variance. The variance is read off the Gram statistics of the inputs "
+        "as fitted on `N(0, I/d)` (learned kernel scales: first layer "
+        f"{min(d['scale_first'] for d in cause_docs):.2f}-"
+        f"{max(d['scale_first'] for d in cause_docs):.2f}, "
+        f"solver layers {min(d['scale_solver'] for d in cause_docs):.2f}-"
+        f"{max(d['scale_solver'] for d in cause_docs):.2f}, against `1/ell = 1.25`).",
+        f"- **The readout is not anchored** ({verdict_of(ro)}): the learned prior variance is "
+        f"{rows64.prior_variance.min():.2f}-{rows64.prior_variance.max():.2f} against "
+        f"`sigma^2 + alpha^2 = 1.04`, and the collapsed-limit variance lies below "
+        f"`sigma^2 = 0.04` in every collapsing run (d = 8: {d8.collapsed_variance.min():.2f} to "
+        f"{d8.collapsed_variance.max():.3f}). The runs at the exact limit (d = 4, L = 8: "
+        f"{', '.join(f'{x:.3f}' for x in anchored.collapsed_variance)}) are the ones calibrated "
+        f"under the shift ({', '.join(f'{x:.2f}' for x in anchored.cov_shift)}); over all "
+        f"{len(rows64)} runs the collapsed-limit variance ranks the coverage under the shift with "
+        f"Spearman `rho = {ro.details['rho']:.2f}`. Pretraining on `N(0, I/d)` holds no contexts "
+        "whose inputs nearly coincide, so nothing pins the readout there.",
+        f"- **Why d = 8 and not d = 4** ({verdict_of(dim)}): the shift takes the exact PPD "
+        f"variance to a median {dim.details['tau_ratio'][8]:.2f} of its pretraining value at "
+        f"d = 8 ({d8.tau_gauss.median():.3f} -> {d8.tau_shift.median():.3f}) against "
+        f"{dim.details['tau_ratio'][4]:.2f} at d = 4 ({d4.tau_gauss.median():.3f} -> "
+        f"{d4.tau_shift.median():.3f}): in d = 8 distances concentrate, the pretraining design "
+        "holds few near neighbours, and the shift leaves its range further. On the path "
+        f"`N(0, c^2 I/d)` every d = 8 run falls below 0.85 at `c` = "
+        f"{d8.breaking_scale.min():.2f}-{d8.breaking_scale.max():.2f}, before the shift's 0.58; "
+        f"mean coverage under the shift: {dim.details['coverage_shift_mean'][8]:.2f} at d = 8, "
+        f"{dim.details['coverage_shift_mean'][4]:.2f} at d = 4. The difference is the shallow "
+        f"models': at `L >= 16` the two dimensions lose alike "
+        f"({d8[d8.L >= 16].cov_shift.min():.2f}-{d8[d8.L >= 16].cov_shift.max():.2f} at d = 8, "
+        f"{d4[d4.L >= 16].cov_shift.min():.2f}-{d4[d4.L >= 16].cov_shift.max():.2f} at d = 4; "
+        f"at `L = 4`: {d8[d8.L == 4].cov_shift.min():.2f}-{d8[d8.L == 4].cov_shift.max():.2f} "
+        f"against {d4[d4.L == 4].cov_shift.min():.2f}-{d4[d4.L == 4].cov_shift.max():.2f}), "
+        "so 'benign at d = 4' holds for the shallow models, not for the paper's regime.",
+        f"- **The learned solver has what the shift needs** ({verdict_of(rf)}): refitting only "
+        "the two numbers of the variance readout (`v = a + b g_L`, least squares on the exact "
+        "variance) on `N(0, c^2 I/d)` for `c` from 1 to 0.4, solver and mean untouched, gives "
+        f"{deep_rf.refit_scales_shift.min():.2f}-{deep_rf.refit_scales_shift.max():.2f} under the "
+        f"shift and {deep_rf.refit_scales_gauss.min():.2f}-{deep_rf.refit_scales_gauss.max():.2f} "
+        f"on `N(0, I/d)` in the collapsing runs with `L >= 16` (learned: "
+        f"{deep_rf.cov_shift.min():.2f}-{deep_rf.cov_shift.max():.2f}); refitted on `N(0, I/d)` "
+        f"alone: {deep_rf.refit_pretraining_shift.min():.2f}-"
+        f"{deep_rf.refit_pretraining_shift.max():.2f} under the shift. The pretraining design does "
+        "not determine the readout where the shift goes; a design that reaches it does.",
+        "- **Not the solver's contraction**: on shifted Grams the learned variance-channel maps "
+        f"contract less (median norm of their product {d8.map_norm_gauss.median():.2f} -> "
+        f"{d8.map_norm_shift.median():.2f} at d = 8), as the hand-set maps do "
+        f"({d8.map_norm_handset_gauss.median():.2f} -> {d8.map_norm_handset_shift.median():.2f}), "
+        "and the hand-set model of the same depth is calibrated on the same contexts at `L >= 8` "
+        f"({d8[d8.L >= 8].cov_shift_handset.min():.2f}-{d8[d8.L >= 8].cov_shift_handset.max():.2f};"
+        f" at `L = 4` it is not either: {d8[d8.L == 4].cov_shift_handset.iloc[0]:.2f}).",
+        f"- **Seeds** ({verdict_of(sd)}): d = 8, L = 4, `n_max = 128` under the shift: {seeds}.",
+        f"- **Budget** ({verdict_of(bud)}): "
+        + (series or "no cell has two weight-averaged budgets on disk yet")
+        + ".",
+    ]
+    display(Markdown("\n".join(lines)))
+    display(
+        report.table(
+            rows64.sort_values(["d", "L", "n_max", "seed", "steps"]),
+            {
+                "d": "d",
+                "L": "L",
+                "n_max": "n_max",
+                "seed": "seed",
+                "steps": "steps",
+                "averaged": "averaged",
+                "cov_gauss": "cov N(0,I/d)",
+                "cov_shift": "cov shift",
+                "cov_shift_exact_var": "shift, exact var",
+                "cov_shift_exact_mean": "shift, exact mean",
+                "cov_gauss_at_shift_scale": "N(0,I/(3d))",
+                "cov_uniform_at_pretraining_scale": "Unif var 1/d",
+                "cov_shift_handset": "hand-set, shift",
+                "var_ratio_shift": "var/tau shift",
+                "below_noise_shift": "var < sigma^2",
+                "prior_variance": "prior var",
+                "collapsed_variance": "collapsed var",
+                "breaking_scale": "c at cov < 0.85",
+            },
+            digits=3,
+            caption="90% coverage at n' = 64 (128 contexts per design) and the readout of each "
+            "run; exact PPD 0.9; exact collapsed variance 0.041",
+        )
+    )
+
+# %%
+if cause_docs:
+    fig, (ax_p, ax_c) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for doc in cause_docs:
+        r = doc["run"]
+        if r["ema_decay"] > 0:
+            continue  # the grid's runs; replicates are in the table
+        cs = [p["c"] for p in doc["path"]]
+        cov = [p["coverage90"] for p in doc["path"]]
+        ax_p.plot(
+            cs,
+            cov,
+            color="C3" if doc["d"] == 8 else "C0",
+            alpha=0.3 + 0.7 * (doc["L"] >= 16),
+            lw=1,
+            marker="o",
+            ms=2,
+        )
+    ax_p.axvline(3**-0.5, color="k", ls=":", lw=1)
+    ax_p.axhline(0.9, color="r", ls="--", lw=1)
+    ax_p.set_xlabel("input scale c: x ~ N(0, c^2 I/d); the shift's variance at c = 1/sqrt 3")
+    ax_p.set_ylabel("90% coverage, n' = 64")
+    ax_p.set_title("coverage along the scale path (red d = 8, blue d = 4; faint L < 16)")
+    for d, col in ((8, "C3"), (4, "C0")):
+        sub = rows64[rows64.d == d]
+        ax_c.scatter(sub.collapsed_variance, sub.cov_shift, color=col, s=14, label=f"d = {d}")
+    ax_c.axvline(0.04, color="k", ls=":", lw=1, label="sigma^2 (exact limit 0.041)")
+    ax_c.axhline(0.9, color="r", ls="--", lw=1)
+    ax_c.set_xlabel("collapsed-limit variance (all inputs coincide)")
+    ax_c.set_ylabel("90% coverage under the shift, n' = 64")
+    ax_c.set_title("an unanchored readout predicts the loss")
+    ax_c.legend(fontsize=7)
+    report.save_figure(fig, "07_shift_cause")
+    plt.show()
+
+# %% [markdown]
+# **What this means for the paper's statement** ("despite the shift in covariates, the
+# generalization performance is comparable to the true baseline for `n_max = 512` and `L >= 16`,
+# with the `L = 16` model at `d = 8` being an exception"). The architecture can meet it: the
+# hand-set `TF^pr` is calibrated under the shift. Whether a *trained* model meets it is not a
+# property of `L` and `n_max`: it depends on whether training happened to anchor the variance
+# readout at the noise floor, which the pretraining design `N(0, I/d)` does not require, because it
+# never shows the nearly coinciding inputs the shift moves towards. At d = 8 every trained model
+# with `L >= 8` loses coverage in the same way (the table), `L = 16` no more than `L = 32`: we see
+# no single exception but a shared deficit whose size follows the collapsed-limit variance, a
+# property of the learned weights that can differ between seeds and runs; a single exceptional
+# cell in the paper is what such a readout would produce. A claim of robustness to this shift needs
+# a pretraining prior whose covariate law reaches the shifted region (the refit above: the same
+# solver with its readout fitted on `N(0, c^2 I/d)` down to `c = 0.4` is calibrated under the
+# shift), or a readout fixed to `sigma^2 + kappa(x, x) - g` as in theory mode; not more depth.
+
+# %% [markdown]
 # ## fig:exp2-1: where the learned solver stops contracting
 #
 # The paper: "the unnormalized model's TV errors spike outside the pretraining range, while the
