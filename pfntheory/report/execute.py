@@ -23,10 +23,20 @@ from pathlib import Path
 import pfntheory.report.spec as spec
 from pfntheory.runs import temporary_environ
 
-from .html import CSS, build_index
+from .guard import committed_rows, degraded, rebuild_blockers, writes_committed
+from .html import CSS
+from .index import build_index
 from .mathtext import markdown_math
 
-__all__ = ["NotebookRun", "execute_notebook", "export_html", "run_report", "retrain", "KERNEL_ENV"]
+__all__ = [
+    "NotebookRun",
+    "RebuildRefused",
+    "execute_notebook",
+    "export_html",
+    "run_report",
+    "retrain",
+    "KERNEL_ENV",
+]
 
 #: Environment of the notebook kernel besides the output folder and the scale: the inline backend
 #: (``plt.show()`` emits the figure into the page) and no progress bars (a static page cannot
@@ -323,6 +333,23 @@ def retrain(scale_: str) -> None:
             run_casestudy(name, scale_)
 
 
+class RebuildRefused(ValueError):
+    """A rebuild into the committed ``reports/`` that would lose committed rows (its message names
+    what is missing and how to supply it)."""
+
+
+def _snapshot(out: Path, name: str) -> tuple[list[dict], dict[Path, bytes | None]]:
+    """The committed rows of notebook ``name`` and the bytes of its page and results file."""
+    files = [out / f"{name}.html", out / "results" / f"{name}.json"]
+    return committed_rows(out, name), {f: f.read_bytes() if f.exists() else None for f in files}
+
+
+def _restore(files: dict[Path, bytes | None]) -> None:
+    for f, data in files.items():
+        if data is not None:
+            f.write_bytes(data)
+
+
 def run_report(
     only: Sequence[str] | None = None,
     *,
@@ -351,6 +378,14 @@ def run_report(
         Folder of jupytext sources to execute instead of ``notebooks/`` (all of its ``.py`` files).
     progress : bool
         Print one line per notebook (with its wall time: printed, never written to a file).
+
+    Raises
+    ------
+    RebuildRefused
+        When ``out_dir`` is the committed ``reports/`` and the rebuild would turn measured rows
+        into pending ones (:func:`~pfntheory.report.guard.rebuild_blockers`); nothing is written.
+        A notebook that still measures fewer rows than its committed page is put back as it was
+        and counted as failed.
     """
     out = Path(out_dir) if out_dir is not None else spec.DEFAULT_OUT
     if notebooks_dir is None:
@@ -364,6 +399,22 @@ def run_report(
         ]
         if not specs:
             raise ValueError(f"notebooks_dir: no notebook matches {only!r} in {notebooks_dir}")
+    committed = notebooks_dir is None and writes_committed(out_dir)
+    if committed:
+        from pfntheory.casestudy.data import walker_data_available
+
+        blockers = rebuild_blockers(
+            out,
+            [s.name for s in specs],
+            walker_available=walker_data_available,
+            runs=not retrain_runs,  # --retrain trains what is missing
+        )
+        if blockers:
+            raise RebuildRefused(
+                "refusing to rewrite the committed reports/: "
+                + "; ".join(blockers)
+                + "; or write the report elsewhere with --out DIR"
+            )
     if retrain_runs:
         retrain(scale_)
     status_path = out / "results" / "_status.json"
@@ -372,9 +423,17 @@ def run_report(
     for s in specs:
         if progress:
             print(f"[report] {s.name} ...", end=" ", flush=True)
+        kept = _snapshot(out, s.name) if committed else None
         run = execute_notebook(
             s.name, out, timeout=timeout, scale_=scale_, notebooks_dir=notebooks_dir
         )
+        if kept is not None and run.ok and degraded(kept[0], committed_rows(out, s.name)):
+            _restore(kept[1])
+            run.ok = False
+            run.error = (
+                f"{s.name} measured fewer rows than the committed page; the committed page and "
+                "rows are kept (write elsewhere with --out DIR to see the new ones)"
+            )
         status[s.name] = {"ok": run.ok, "error": run.error[-2000:]}
         status_path.parent.mkdir(parents=True, exist_ok=True)
         status_path.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")

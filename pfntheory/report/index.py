@@ -1,0 +1,1 @@
+from .html import build_index
