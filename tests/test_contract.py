@@ -191,7 +191,7 @@ SKIP: dict[str, str] = {
     "pfntheory.casestudy.pfn.pretrain": "trains a model",
     "pfntheory.casestudy.pfn.load_pfn": "reads a run directory",
     "pfntheory.experiments.reference.exact_ppd_reference": "Monte Carlo over thousands of draws",
-    "pfntheory.report.html.build_index": "writes the report index",
+    "pfntheory.report.index.build_index": "writes the report index",
     "pfntheory.report.spec.output_dir": "creates the report directory",
     "pfntheory.report.plots.save_figure": "writes a figure",
     "pfntheory.report.plots.show_png": "reads a figure",

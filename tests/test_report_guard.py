@@ -46,9 +46,12 @@ def test_missing_run_directories_are_named(tmp_path):
     assert len(blockers) == 1 and "run directories" in blockers[0]
     assert "reports/casestudy/" in blockers[0] and "--retrain" in blockers[0]
     # --retrain trains what is missing: only the data can block it
-    assert guard.rebuild_blockers(
-        out, [_WALKER], walker_available=lambda: True, runs=False, root=tmp_path / "empty"
-    ) == []
+    assert (
+        guard.rebuild_blockers(
+            out, [_WALKER], walker_available=lambda: True, runs=False, root=tmp_path / "empty"
+        )
+        == []
+    )
 
 
 def test_pending_rows_block_nothing(tmp_path):

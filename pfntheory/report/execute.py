@@ -154,9 +154,12 @@ def execute_notebook(
     if not (isinstance(timeout, int) and timeout > 0):
         raise ValueError(f"timeout must be a positive integer, got {timeout!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    stale = out_dir / "results" / f"{name}.json"
-    if stale.exists():
-        stale.unlink()  # a failing notebook must not leave the rows of an earlier run behind
+    for stale in (
+        out_dir / "results" / f"{name}.json",
+        out_dir / "results" / f"_paper_{name}.json",
+    ):
+        if stale.exists():
+            stale.unlink()  # a failing notebook must not leave the rows of an earlier run behind
 
     nb = _read_notebook(src)
     client = nbclient.NotebookClient(
