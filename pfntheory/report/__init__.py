@@ -42,6 +42,7 @@ from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, ret
 from .index import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
+from .paper_tables import paper_table, published_beside
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     log_axis,
     plot_learning_curves,
@@ -63,7 +64,7 @@ from .spec import (
     output_dir,
     scale,
 )
-from .tables import Table, table
+from .tables import Note, Table, note, table
 
 __all__ = [
     "NOTEBOOKS",
@@ -93,6 +94,10 @@ __all__ = [
     "markdown_math",
     "build_index",
     "table",
+    "note",
+    "Note",
+    "paper_table",
+    "published_beside",
     "Table",
     "NotebookRun",
     "execute_notebook",

@@ -23,6 +23,7 @@ from pathlib import Path
 import pfntheory.report.spec as spec
 from pfntheory.runs import temporary_environ
 
+from .citation import build_stamp, stamp_html
 from .guard import committed_rows, degraded, rebuild_blockers, writes_committed
 from .html import CSS
 from .index import build_index
@@ -292,18 +293,19 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
     nb, toc = _anchored(nb)
     _stable_outputs(nb)
     _figure_alt(nb)
-    items = "".join(
-        f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc
-    )
     status = "" if ok else "<p><b>This notebook failed; see the traceback below.</b></p>\n\n"
-    pager = _pager(Path(path).stem)
+    name = Path(path).stem
+    pager = _pager(name)
+    stamp = stamp_html(build_stamp())
     header = nbformat.v4.new_markdown_cell(
-        f'{pager}\n\n{status}<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>'
+        f'{pager}\n\n{status}<nav class="toc"><b>Contents</b>{_toc_html(toc)}</nav>'
     )
     header.id = "pfn-header"
     first_md = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
     nb.cells.insert(first_md + 1, header)
-    footer = nbformat.v4.new_markdown_cell(pager)
+    titles = {s.name: s.title for s in spec.NOTEBOOKS}
+    nb.metadata["title"] = f"{titles.get(name, name)} — pfntheory verification report"
+    footer = nbformat.v4.new_markdown_cell(f"{stamp}\n\n{pager}")
     footer.id = "pfn-footer"
     nb.cells.append(footer)
     exporter = HTMLExporter(
@@ -315,6 +317,30 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources={"pfn_css": CSS})
     path.write_text(body)
     return path
+
+
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+")
+
+
+def _toc_html(toc: list[tuple[int, str, str]]) -> str:
+    """The contents as nested numbered lists: sections 1, 2, 3 and their subsections 1.1, 1.2
+    under them (a heading's own leading number is dropped: the list numbers it)."""
+    out, open_sub = ["<ol>"], False
+    for level, anchor, text in toc:
+        item = f'<a href="#{anchor}">{_strip_md(_NUMBERED.sub("", text))}</a>'
+        if level == 3 and len(out) > 1:
+            if not open_sub:
+                out[-1] = out[-1].removesuffix("</li>") + "<ol>"
+                open_sub = True
+            out.append(f"<li>{item}</li>")
+            continue
+        if open_sub:
+            out.append("</ol></li>")
+            open_sub = False
+        out.append(f"<li>{item}</li>")
+    if open_sub:
+        out.append("</ol></li>")
+    return "".join(out) + "</ol>"
 
 
 def _strip_md(text: str) -> str:

@@ -188,7 +188,8 @@ details.code>summary,details.log>summary{cursor:pointer;color:#57606a;font-size:
   font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif}
 nav.toc{background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;padding:6px 14px;margin:8px 0;
   font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px}
-nav.toc ol{margin:4px 0;padding-left:20px} nav.toc li.h3{margin-left:16px;list-style:circle}
+nav.toc ol{margin:4px 0;padding-left:20px} nav.toc ol ol{margin:0;list-style:lower-alpha}
+.stamp{color:#57606a;font-size:12px} .pfn-note{margin:4px 0}
 .jp-RenderedImage img,.jp-RenderedMarkdown img{max-width:100%;height:auto}
 details.crit{display:inline} details.crit>summary{display:inline;cursor:pointer;color:#57606a;
   margin-left:4px;font-size:11px}

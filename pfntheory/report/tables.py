@@ -17,7 +17,7 @@ from typing import Any
 from .html import fmt
 from .mathtext import math_html
 
-__all__ = ["cell", "Table", "table"]
+__all__ = ["cell", "Table", "table", "Note", "note"]
 
 
 def _is_number(v) -> bool:
@@ -28,11 +28,15 @@ def _is_number(v) -> bool:
     )
 
 
+#: pandas' missing values (``pd.NA``, ``pd.NaT``): printed "—", never "<NA>".
+_MISSING = ("NAType", "NaTType")
+
+
 def cell(v, digits: int | None = None) -> str:
     """One cell's text: an integer as it is, ``digits`` fixed decimals (or :func:`fmt`) for any
     other number, "yes"/"no" for a bool, "—" for None / NaN / an empty string, items joined by ", "
     for a list."""
-    if v is None or (isinstance(v, str) and not v.strip()):
+    if v is None or (isinstance(v, str) and not v.strip()) or type(v).__name__ in _MISSING:
         return "—"
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return "yes" if v else "no"
@@ -168,3 +172,23 @@ def table(
         for i in idx
     ]
     return Table([head for _, head in pick], out, caption=caption, numeric=numeric, folded=folded)
+
+
+class Note:
+    """One line of prose in a page, its ASCII maths typeset (what a notebook shows instead of
+    printing program output)."""
+
+    def __init__(self, text: str):
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return f'<p class="pfn-note">{math_html(self.text)}</p>'
+
+
+def note(text: str) -> Note:
+    """A line of prose for a notebook's output (``sigma^2``, ``lambda_1`` typeset), e.g. the sizes
+    a cell ran at: ``report.note(f"sizes at the {scale} scale: n = {n}")``."""
+    return Note(text)
