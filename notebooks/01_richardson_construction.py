@@ -50,7 +50,8 @@ Y = rng.standard_normal(n)  # any right-hand side will do for a solver
 xq = sample_design(8, d, rng)  # 8 queries
 G, k_x = kernel(X), kernel(xq, X)  # (n, n), (8, n)
 report.note(
-    f"Sizes at the {SCALE} scale: n = {n}, d = {d}, sigma^2 = {noise_var}, an RBF kernel with alpha = 1, ell = 0.8."
+    f"Sizes at the {SCALE} scale: n = {n}, d = {d}, sigma^2 = {noise_var}, an RBF kernel "
+    "with alpha = 1, ell = 0.8."
 )
 
 # %% [markdown]
