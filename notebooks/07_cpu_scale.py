@@ -150,7 +150,7 @@ plt.show()
 # The same numbers as a table: `ln E[TV]` per cell (rows `C`, columns `L`, one block per panel)
 # with the cell's learning-curve status (`pfntheory.convergence.plateau_status`: the 90% confidence
 # interval of the fitted fall of `E[TV]` over the last log-half of training, its error from the
-# residuals about the trend): **plateaued** (inside +-10% of the value), **still improving** (above
+# residuals about the trend): **plateaued** (inside ±10% of the value), **still improving** (above
 # 0), **diverging** (below 0: significantly worse), **too noisy to tell** (straddles 0 and reaches
 # beyond the tolerance) or **no curve**; `-` where the run is not on disk.
 

@@ -75,11 +75,11 @@ def _notes(r) -> list[str]:
         out.append(f'<span class="note caveat">{math_html(_get(r, "caveat"))}</span>')
     if _get(r, "convergence"):
         conv, _, crit = _get(r, "convergence").partition(". Plateau criterion, not met: ")
-        note = html.escape(conv + ("." if crit else ""))
+        note = math_html(conv + ("." if crit else ""))
         if crit:  # the criterion, folded: it reads the same on every trained row
             note += (
                 '<details class="crit"><summary>plateau criterion (not met)</summary>'
-                f"{html.escape(crit)}</details>"
+                f"{math_html(crit)}</details>"
             )
         out.append(f'<span class="note">{note}</span>')
     if _get(r, "erratum") and _get(r, "verdict") == "does not hold":

@@ -54,6 +54,11 @@ def cell(v, digits: int | None = None) -> str:
     return str(v)
 
 
+def _pm(text: str) -> str:
+    """One notation for plus-minus: "±" (the claims' ASCII "+-" included)."""
+    return text.replace("+-", "±")
+
+
 class Table:
     """A table that renders as plain HTML in a notebook (``_repr_html_``).
 
@@ -91,7 +96,7 @@ class Table:
         body = "".join(
             "<tr>"
             + "".join(
-                f'<td class="n">{e(v)}</td>' if num else f"<td>{e(v)}</td>"
+                f'<td class="n">{e(v)}</td>' if num else f"<td>{_pm(e(v))}</td>"
                 for v, num in zip(r, self.numeric, strict=True)
             )
             + "</tr>"
