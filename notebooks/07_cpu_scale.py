@@ -115,6 +115,20 @@ display(
         ]
     )
 )
+columns, cells = report.pretraining_beside(
+    [xdefs.get_experiment(n) for n in ("fig_exp1", "fig_exp2_1", "fig_exp2_2")]
+)
+display(
+    report.paper_table(
+        "07_cpu_scale",
+        "pretraining",
+        "Pretraining hyperparameters: base learning rate (ours in natural units, per element), "
+        "steps N and batch size",
+        report.paper_number("supp-tab:pretraining hyperparameters"),
+        columns,
+        cells,
+    )
+)
 
 # %% [markdown]
 # ## fig:exp1: TV against depth L and bins C
@@ -565,7 +579,21 @@ for name in OTHERS:
                 "the run's learning-curve status:"
             )
         )
-        display(report.table(rtab.table_frame(runs, name)))
+        frame = rtab.table_frame(runs, name)
+        display(report.table(frame))
+        label = exp.labels[0]
+        columns, cells = report.published_beside(frame, published.published_rows(name))
+        display(
+            report.paper_table(
+                "07_cpu_scale",
+                name,
+                f"{label}, cell by cell (ours: the cpu runs, "
+                f"{'/'.join(sorted({str(r.spec.steps) for r in tr}))} steps; the paper: 10^4-10^5)",
+                report.paper_number(label),
+                columns,
+                cells,
+            )
+        )
     if missing:
         pending(name, exp.labels[0], missing, declared)
         continue

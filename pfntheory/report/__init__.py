@@ -42,7 +42,7 @@ from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, ret
 from .index import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
-from .paper_tables import paper_table, published_beside
+from .paper_tables import paper_table, pretraining_beside, published_beside
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     log_axis,
     plot_learning_curves,
@@ -98,6 +98,7 @@ __all__ = [
     "Note",
     "paper_table",
     "published_beside",
+    "pretraining_beside",
     "Table",
     "NotebookRun",
     "execute_notebook",

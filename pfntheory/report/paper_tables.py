@@ -19,7 +19,13 @@ from .mathtext import math_html
 from .spec import output_dir
 from .tables import Table, cell
 
-__all__ = ["paper_table", "load_paper_tables", "paper_tables_html", "published_beside"]
+__all__ = [
+    "paper_table",
+    "load_paper_tables",
+    "paper_tables_html",
+    "published_beside",
+    "pretraining_beside",
+]
 
 
 def _path(out_dir: Path, notebook: str) -> Path:
@@ -145,4 +151,43 @@ def published_beside(frame, published_rows: Sequence[dict]) -> tuple[list[str], 
         ):
             row += [p[m], o.get(name)]
         rows.append(row)
+    return columns, rows
+
+
+def pretraining_beside(experiments: Sequence) -> tuple[list[str], list[list]]:
+    """Columns and rows of the pretraining hyperparameters (supp-tab:pretraining hyperparameters):
+    per experiment and trained model kind, the paper's base learning rate, steps ``N`` and batch
+    size (its ``paper``-scale specs, transcribed from that table) beside ours (the ``cpu`` scale).
+    ``experiments``: experiment definitions with ``name`` and ``runs(scale)``."""
+
+    def kinds(exp, scale_name: str) -> dict[tuple, object]:
+        out: dict[tuple, object] = {}
+        for s in exp.runs(scale_name):
+            model = getattr(s, "model", None)
+            if model is None:
+                continue
+            key = (s.task.kind, model.mode, "TF^pr" if getattr(model, "normalised", 0) else "TF")
+            out.setdefault(key, s)
+        return out
+
+    columns = ["experiment", "task", "model", "LR paper", "LR ours", "N paper", "N ours", "batch"]
+    rows = []
+    for exp in experiments:
+        paper, ours = kinds(exp, "paper"), kinds(exp, "cpu")
+        for key, p in paper.items():
+            o = ours.get(key) or next((v for k, v in ours.items() if k[:2] == key[:2]), None)
+            lr = f"{o.lr:g} ({o.lr_units})" if o is not None else None  # type: ignore[attr-defined]
+            rows.append(
+                [
+                    exp.name,
+                    f"{key[0]} ({key[1]})",
+                    key[2],
+                    f"{p.lr:g}",  # type: ignore[attr-defined]
+                    lr,
+                    int(p.steps),  # type: ignore[attr-defined]
+                    None if o is None else int(o.steps),  # type: ignore[attr-defined]
+                    f"{p.batch_size}"  # type: ignore[attr-defined]
+                    + ("" if o is None or o.batch_size == p.batch_size else f" / {o.batch_size}"),  # type: ignore[attr-defined]
+                ]
+            )
     return columns, rows

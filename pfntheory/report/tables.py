@@ -28,6 +28,8 @@ def _is_number(v) -> bool:
     )
 
 
+#: A table longer than this is folded by :func:`table` unless it says how (``folded=``).
+FOLD_ROWS = 12
 #: pandas' missing values (``pd.NA``, ``pd.NaT``): printed "—", never "<NA>".
 _MISSING = ("NAType", "NaTType")
 
@@ -153,7 +155,8 @@ def table(
         A line above the table, in ASCII maths (``sigma^2``, ``lambda_1``), typeset like the
         headings.
     folded : str
-        Fold the table under a line with this text (for a long table kept for reference).
+        Fold the table under a line with this text (for a long table kept for reference); a table
+        of more than :data:`FOLD_ROWS` rows is folded in any case.
     """
     names, rows = _records(data)
     if columns is None:
@@ -176,6 +179,9 @@ def table(
         all(_is_number(r[i]) or r[i] is None for r in rows) and any(_is_number(r[i]) for r in rows)
         for i in idx
     ]
+    if not folded and len(out) > FOLD_ROWS:  # a per-cell table: one click away, not pages long
+        folded = f"{caption + ': ' if caption else ''}the table, {len(out)} rows (click to show)"
+        caption = ""
     return Table([head for _, head in pick], out, caption=caption, numeric=numeric, folded=folded)
 
 
