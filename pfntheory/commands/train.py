@@ -196,6 +196,20 @@ def _run_train(args) -> int:
         progress=not args.no_progress,
     )
     print(out)
+    from pfntheory.nn import fused
+
+    why = fused.unavailable_reason()
+    if why:
+        print(
+            f"pfntheory train: the fused attention operator was not used ({why}); training took "
+            "the slower eager path (the nn extra installs ninja; a C++ compiler is needed too)",
+            file=sys.stderr,
+        )
+    n_eval = " ".join(str(n) for n in sorted({args.n_min, args.n_max}))
+    print(
+        f"next: pfntheory evaluate {out} --n-eval {n_eval}  (its E[TV] against the exact PPD)",
+        file=sys.stderr,
+    )
     return 0
 
 
