@@ -198,7 +198,7 @@ def _run_train(args) -> int:
     print(out)
     from pfntheory.nn import fused
 
-    why = fused.unavailable_reason()
+    why = (fused.unavailable_reason() or "").split(": ", 1)[-1]  # the reason, not its class
     if why:
         print(
             f"pfntheory train: the fused attention operator was not used ({why}); training took "

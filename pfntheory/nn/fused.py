@@ -362,13 +362,3 @@ def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tenso
     if pairs:
         return _ops().stack_forward_pairs(*args, normalised, False)[0]
     return _ops().stack_forward(*args, rbf, normalised, False)[0]
-
-
-def unavailable_reason() -> str:
-    """Why the fused operator is not in use, in words ("" when it is, or when it was never
-    tried): what a command prints so that a slow run on the eager path is not a surprise."""
-    if not _state["enabled"] or os.environ.get("PFNTHEORY_FUSED", "1") == "0":
-        return "it is switched off (PFNTHEORY_FUSED=0)"
-    if not _state["tried"] or _state.get("ok"):
-        return ""
-    return str(_state.get("reason", "")).split(": ", 1)[-1] or "its build failed"
