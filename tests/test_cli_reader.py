@@ -162,3 +162,10 @@ def test_readme_success_line_is_what_pytest_verify_prints(monkeypatch):
         hidden["skipped"],
     )
     assert p2 + skipped == passed and x2 == xfailed and d2 == deselected
+
+
+def test_casestudy_at_another_scale_does_not_replace_the_committed_results(capsys):
+    """The committed case studies are at the cpu scale: a quick run into their folder refuses
+    (before any work) and names --out-dir."""
+    code, out = _run(["casestudy", "sacramento", "--scale", "quick"], capsys)
+    assert code == 2 and "--out-dir DIR" in out.err and "committed cpu-scale" in out.err
