@@ -57,7 +57,8 @@ def _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_
     for arg, path in (("walker_csv", walker_csv), ("walker_exh_csv", walker_exh_csv)):
         if path is not None and not Path(path).expanduser().is_file():
             raise ValueError(
-                f"{arg} (--{arg.replace('_', '-')}): no such file {Path(path).expanduser().resolve()}"
+                f"{arg} (--{arg.replace('_', '-')}): no such file "
+                f"{Path(path).expanduser().resolve()}"
             )
     positive_int(grid_stride, "grid_stride")
     positive_int(seed, "seed", minimum=0)

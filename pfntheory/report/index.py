@@ -194,7 +194,7 @@ def _row(r: dict, page: str, has_page: bool, common_command: str) -> str:
     if v != PENDING:
         nums = f"ours: <b>{fmt(r.get('observed'))}</b>"
         ci = r.get("ci")
-        if _ci_brackets(r.get("observed"), ci):
+        if ci is not None and _ci_brackets(r.get("observed"), ci):
             nums += f" (95% CI [{fmt(ci[0])}, {fmt(ci[1])}])"
         if r.get("bound") is not None:
             nums += f"; compared with: {fmt(r['bound'])} ({html.escape(r.get('compare', 'bound'))})"

@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .mathtext import math_html
 from .spec import output_dir
@@ -160,8 +161,8 @@ def pretraining_beside(experiments: Sequence) -> tuple[list[str], list[list]]:
     size (its ``paper``-scale specs, transcribed from that table) beside ours (the ``cpu`` scale).
     ``experiments``: experiment definitions with ``name`` and ``runs(scale)``."""
 
-    def kinds(exp, scale_name: str) -> dict[tuple, object]:
-        out: dict[tuple, object] = {}
+    def kinds(exp, scale_name: str) -> dict[tuple, Any]:
+        out: dict[tuple, Any] = {}
         for s in exp.runs(scale_name):
             model = getattr(s, "model", None)
             if model is None:
@@ -176,18 +177,18 @@ def pretraining_beside(experiments: Sequence) -> tuple[list[str], list[list]]:
         paper, ours = kinds(exp, "paper"), kinds(exp, "cpu")
         for key, p in paper.items():
             o = ours.get(key) or next((v for k, v in ours.items() if k[:2] == key[:2]), None)
-            lr = f"{o.lr:g} ({o.lr_units})" if o is not None else None  # type: ignore[attr-defined]
+            lr = f"{o.lr:g} ({o.lr_units})" if o is not None else None
             rows.append(
                 [
                     exp.name,
                     f"{key[0]} ({key[1]})",
                     key[2],
-                    f"{p.lr:g}",  # type: ignore[attr-defined]
+                    f"{p.lr:g}",
                     lr,
-                    int(p.steps),  # type: ignore[attr-defined]
-                    None if o is None else int(o.steps),  # type: ignore[attr-defined]
-                    f"{p.batch_size}"  # type: ignore[attr-defined]
-                    + ("" if o is None or o.batch_size == p.batch_size else f" / {o.batch_size}"),  # type: ignore[attr-defined]
+                    int(p.steps),
+                    None if o is None else int(o.steps),
+                    f"{p.batch_size}"
+                    + ("" if o is None or o.batch_size == p.batch_size else f" / {o.batch_size}"),
                 ]
             )
     return columns, rows
