@@ -173,6 +173,15 @@ def _ours_line(r: dict) -> str:
     return "" if r.get("verdict") == PENDING else fmt(r.get("observed"))
 
 
+def _claim_line(statement: str, variant: str) -> str:
+    """The claim as its one line shows it: a statement that restates the variant before its first
+    ": " is cut to the variant and what follows (the whole statement is in the details)."""
+    head, sep, rest = statement.partition(": ")
+    if variant and sep and variant in head and head != variant:
+        return f"{variant}: {rest}"
+    return statement
+
+
 def _row(r: dict, page: str, has_page: bool, common_command: str) -> str:
     """One measured result: a line (verdict, result, claim, ours, paper) and its details."""
     v = r.get("verdict", PENDING)
@@ -180,8 +189,8 @@ def _row(r: dict, page: str, has_page: bool, common_command: str) -> str:
     number = paper_number(r.get("label", ""))
     lab = html.escape(r.get("label", ""))
     res = (f"<b>{html.escape(number)}</b> " if number else "") + lab
-    claim = math_html(r.get("statement", ""))
-    if r.get("variant"):
+    claim = math_html(_claim_line(r.get("statement", ""), r.get("variant", "")))
+    if r.get("variant") and r["variant"] not in r.get("statement", ""):
         claim = f'<span class="var">{math_html(r["variant"])}:</span> {claim}'
     line = (
         f'<span class="one">{_badge(v)}</span><span class="one res">{res}</span>'
