@@ -138,7 +138,9 @@ def _compared(r) -> str:
 
 
 def row_card(row: Row) -> str:
-    """The inline card a Recorder shows in the notebook (its id is the index's link target)."""
+    """The inline card a Recorder shows in the notebook (its id is the index's link target): one
+    line (verdict, result, claim, our number and the paper's) that opens on what was measured, the
+    tolerance and its reason, what our number was compared with and the notes."""
     if not isinstance(row, Row):
         raise ArgumentTypeError(
             f"row must be a pfntheory.report.rows.Row, got {type(row).__name__}"
@@ -148,19 +150,23 @@ def row_card(row: Row) -> str:
     lab += f" — {math_html(row.variant)}" if row.variant else ""
     cls = _VERDICT_CLASS[row.verdict]
     back = f'<a class="back" href="index.html#{row.anchor}">index row</a>'
-    body = [
-        f'<div class="card-head">{_badge(row.verdict)} <b>{lab}</b> {back}</div>',
-        _measurement(row),
-    ]
+    line = f"{_badge(row.verdict)} <b>{lab}</b>"
+    body = [_measurement(row)]
     if row.verdict != PENDING:
+        line += f" · ours <b>{fmt(row.observed)}</b>"
         nums = f"ours: <b>{_ours(row)}</b>"
         if row.bound is not None:
             nums += f"; compared with: <b>{fmt(row.bound)}</b> ({row.compare})"
         if row.paper_value is not None:
             nums += f"; paper: <b>{fmt(row.paper_value)}</b>"
+            line += f", paper <b>{fmt(row.paper_value)}</b>"
         body.append(f"<div>{nums}</div>")
     body += [f"<div>{n}</div>" for n in _notes(row)]
-    return f'<div id="{row.anchor}" class="pfn-card pfn-{cls}">{"".join(body)}</div>'
+    body.append(f"<div>{back}</div>")
+    return (
+        f'<details id="{row.anchor}" class="pfn-card pfn-{cls}"><summary class="card-head">'
+        f'{line}</summary>{"".join(body)}</details>'
+    )
 
 
 #: Style of the index and of the cards inside the notebook pages (injected into each page).
@@ -177,10 +183,12 @@ CSS = """
 .missing{color:#57606a;font-size:12px;font-style:italic}
 .math{font-family:"Cambria Math","STIX Two Math","Latin Modern Math",Cambria,Georgia,serif;
   font-style:normal;white-space:nowrap}
-.pfn-card{border-left:5px solid #57606a;padding:6px 10px;margin:6px 0;background:#f6f8fa;
+.pfn-card{border-left:5px solid #57606a;padding:3px 10px;margin:3px 0;background:#f6f8fa;
   font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;font-size:13px;line-height:1.45;
   overflow-wrap:anywhere}
 .pfn-card .stmt{font-weight:600;margin:2px 0} .pfn-card .src{color:#57606a;font-size:12px}
+.pfn-card>summary{cursor:pointer;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.pfn-card[open]>summary{white-space:normal}
 .pfn-ok{border-color:#1a7f37} .pfn-caveat{border-color:#9a6700} .pfn-fail{border-color:#cf222e}
 .pfn-erratum{border-color:#0969da} .pfn-outside{border-color:#8250df}
 .pfn-undecided{border-color:#bc4c00}
