@@ -58,7 +58,8 @@ def _plain(text: str) -> str:
 
 def _describe_inline_figures() -> None:
     """Make the inline backend send :func:`describe_figure` as each figure's alt text (the page
-    exporter writes it into the ``<img>``). A backend without the hook is left as it is."""
+    exporter writes it into the ``<img>``), and enlarge its small texts (:func:`legible`) before
+    it is drawn. A backend without the hook is left as it is."""
     try:
         from matplotlib_inline import backend_inline
     except ImportError:  # pragma: no cover - installed with the report extra
@@ -67,7 +68,8 @@ def _describe_inline_figures() -> None:
     if original is None or getattr(original, "_pfn_alt", False):
         return
 
-    def with_alt(fig):
+    def with_alt(fig):  # called just before the figure is drawn for the page
+        legible(fig)
         md = dict(original(fig) or {})
         alt = describe_figure(fig)
         if alt:
