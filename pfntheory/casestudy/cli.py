@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..commands.options import add_run_options, pick
+from ..commands.options import add_run_options, pick, show_progress
 from ..config import CASESTUDY_SCALES
 from .data import DATASETS
 
@@ -28,7 +28,7 @@ def _run_cli(args) -> int:
             args.scale,
             args.out_dir,
             args.budget_factor,
-            progress=not args.no_progress,
+            progress=show_progress(args),
             **pick(args, *options),
         )
         print(json.dumps({steps: r["summary"] for steps, r in out.items()}, indent=1))
@@ -37,7 +37,7 @@ def _run_cli(args) -> int:
         args.dataset,
         args.scale,
         args.out_dir,
-        progress=not args.no_progress,
+        progress=show_progress(args),
         **pick(args, *options),
     )
     print(json.dumps(res["summary"], indent=1))

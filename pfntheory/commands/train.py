@@ -15,6 +15,7 @@ from .options import (
     int_in,
     pick,
     positive_float,
+    show_progress,
 )
 
 __all__ = ["register"]
@@ -193,7 +194,7 @@ def _run_train(args) -> int:
         run_dir,
         device=args.device,
         checkpoint_every=args.checkpoint_every,
-        progress=not args.no_progress,
+        progress=show_progress(args),
     )
     print(out)
     from pfntheory.nn import fused

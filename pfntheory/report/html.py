@@ -165,7 +165,7 @@ def row_card(row: Row) -> str:
     body.append(f"<div>{back}</div>")
     return (
         f'<details id="{row.anchor}" class="pfn-card pfn-{cls}"><summary class="card-head">'
-        f'{line}</summary>{"".join(body)}</details>'
+        f"{line}</summary>{''.join(body)}</details>"
     )
 
 
