@@ -45,6 +45,7 @@ from pfntheory.experiments import results as xres
 from pfntheory.experiments import state as xrun
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
+from pfntheory.report import family as rfam
 
 report.setup_plots()
 rec = report.Recorder("07_cpu_scale")
@@ -549,8 +550,11 @@ def claims_of(name, runs):
     return []
 
 
+FAMILY_BUDGETS = {b for _, b in rfam.FAMILY.values()} | {"supp_exp2_d8_seeds"}
 OTHERS = [
-    n for n in EXPERIMENTS if n not in ("fig_exp1", "fig_exp1_budget", "supp_exp2_shift_regime")
+    n
+    for n in EXPERIMENTS
+    if n not in {"fig_exp1", "fig_exp1_budget", "supp_exp2_shift_regime"} | FAMILY_BUDGETS
 ]
 fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
 rcpu.plot_progress(ax, counts)
@@ -600,6 +604,38 @@ for name in OTHERS:
     for c, label in claims_of(name, runs):
         kw = {"label": label} if label else {}
         add_all([c], runs, name, variant=f"cpu scale, {name}", **kw)
+
+# %% [markdown]
+# ## The n-generalisation family at budget (fig:exp2-2, supp-fig:exp2 d4 / d8, the shift)
+#
+# The paper's layout (prediction MSE, 90% coverage and 90% width against `n'`, one row per
+# `n_max`, one line per `L`, the exact PPD dashed red) for `d = 16`, `8` and `4`, each cell read
+# from its **strongest run on disk**: the longest weight-averaged budget run (solid; `*_budget`
+# experiments, 1000 / 2000 steps, 4000 for two `d = 8` cells) where it is complete, else the
+# original 1000-step last-iterate run (dotted). The budget grids are trained in the background
+# over several sessions (`pfntheory sweep supp_exp2_d8_budget supp_exp2_d4_budget
+# fig_exp2_2_budget --scale cpu`); the family's claims (rows above) switch to them once a grid
+# is complete, so these figures decide nothing on their own.
+
+# %%
+family_cells = {d: rfam.strongest_cells(d, SCALE) for d in rfam.FAMILY}
+for d in rfam.FAMILY:
+    designs = ("gaussian",) if d == 16 else ("gaussian", "uniform")
+    for design in designs:
+        fig, axs = plt.subplots(3, 3, figsize=(12, 8.5))
+        rfam.plot_family(axs, family_cells[d], design)
+        where = "N(0, I/d) inputs" if design == "gaussian" else "covariate shift"
+        fig.suptitle(f"d = {d}, {where}")
+        fig.tight_layout()
+        report.save_figure(fig, f"07_family_d{d}_{design}")
+        plt.show()
+display(
+    Markdown(
+        "90% coverage of every cell on both designs (the exact PPD's on the same instances in "
+        "brackets), the run it reads and its budget-doubling state:"
+    )
+)
+display(report.table(rfam.coverage_frame(family_cells)))
 
 # %% [markdown]
 # ## Summary of this part
