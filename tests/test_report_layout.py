@@ -157,3 +157,26 @@ def test_formulas_with_identifiers_are_maths():
     )
     assert '<span class="math">TV(p<sub>n</sub>, q<sub>θ</sub>) ≲' in md
     assert "δ<sub>MLP</sub>" in md and "`mse_y.json`" in md
+
+
+def test_late_outputs_are_waited_for_not_dropped(tmp_path, monkeypatch):
+    """nbclient drops a cell's outputs that arrive more than ``iopub_timeout`` (4 s by default)
+    after its reply, with a warning only: on a loaded machine a page then silently lost the cards
+    of a cell. The runner waits as long as for the cell and fails instead."""
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("jupytext")
+    seen = {}
+
+    class Client:
+        def __init__(self, nb, **kw):
+            seen.update(kw)
+
+        def execute(self):
+            raise RuntimeError("stop here")
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    (tmp_path / "nb.py").write_text("# %%\n1\n")
+    run = execute.execute_notebook(
+        "nb", tmp_path / "out", timeout=77, notebooks_dir=tmp_path, write_html=False
+    )
+    assert not run.ok and seen["iopub_timeout"] == 77 and seen["raise_on_iopub_timeout"] is True

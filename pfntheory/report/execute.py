@@ -166,6 +166,10 @@ def execute_notebook(
     client = nbclient.NotebookClient(
         nb,
         timeout=timeout,
+        # a cell's last outputs can reach the client after its reply on a loaded machine:
+        # wait for them as long as for the cell, and fail rather than write a page without them
+        iopub_timeout=timeout,
+        raise_on_iopub_timeout=True,
         kernel_name="python3",
         allow_errors=False,
         resources={"metadata": {"path": str(nbdir)}},
