@@ -97,12 +97,30 @@ def _clauses(field: str, text: str) -> list[str]:
         return []
     main, crit = text.split(_CRIT, 1) if _CRIT in text else (text, "")
     main, why = main.split(" (why ", 1) if field == "tolerance" and " (why " in main else (main, "")
-    out = [c for c in main.split("; ") if c]
+    out = [c for c in _top_level_split(main) if c]
     if why:
         out.append("why " + why.removesuffix(")"))
     if crit:
         out.append("plateau criterion, not met: " + crit)
     return out
+
+
+def _top_level_split(text: str, sep: str = "; ") -> list[str]:
+    """``text`` split at ``sep`` outside parentheses and brackets (a clause keeps its aside)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "([":
+            depth += 1
+        elif ch in ")]" and depth > 0:
+            depth -= 1
+        if depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    return parts + [text[start:]]
 
 
 _FIELDS = ("tolerance", "convergence")
