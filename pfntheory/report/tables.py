@@ -29,7 +29,7 @@ def _is_number(v) -> bool:
 
 
 #: A table longer than this is folded by :func:`table` unless it says how (``folded=``).
-FOLD_ROWS = 12
+FOLD_ROWS = 8
 #: pandas' missing values (``pd.NA``, ``pd.NaT``): printed "—", never "<NA>".
 _MISSING = ("NAType", "NaTType")
 
@@ -109,8 +109,11 @@ class Table:
             f'<table class="pfn-table">{cap}<thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table>"
         )
-        if self.folded:
-            summary = f"<summary>{math_html(self.folded)}</summary>"
+        folded = self.folded
+        if not folded and len(self.rows) > FOLD_ROWS:  # e.g. a notebook's summary of its rows
+            folded = f"the table, {len(self.rows)} rows (click to show)"
+        if folded:
+            summary = f"<summary>{math_html(folded)}</summary>"
             return f'<details class="table">{summary}{markup}</details>'
         return markup
 
