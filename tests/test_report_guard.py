@@ -103,3 +103,10 @@ def test_a_notebook_that_measures_fewer_rows_is_put_back(tmp_path, monkeypatch):
     assert execute.run_report(["05"], progress=False) == 1
     assert (out / "results" / f"{_WALKER}.json").read_bytes() == before
     assert page.read_text() == "committed page"
+
+
+def test_every_committed_row_can_be_measured_again_here():
+    """With the Walker Lake data present, nothing blocks a rebuild of the committed report: every
+    run directory a committed row names is on disk (a bare run name is not a path)."""
+    names = [s.name for s in spec.NOTEBOOKS]
+    assert guard.rebuild_blockers(spec.DEFAULT_OUT, names, walker_available=lambda: True) == []

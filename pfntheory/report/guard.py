@@ -57,8 +57,10 @@ def measured_rows(rows: Iterable[dict]) -> int:
 
 
 def _run_paths(row: dict) -> set[str]:
+    """The repository paths of the runs a row read: its ``run_states`` and the entries of its
+    ``run_dir`` that are paths (a bare run name, as some claims record, names no place)."""
     paths = set(row.get("run_states") or {})
-    paths.update(p.strip() for p in (row.get("run_dir") or "").split(",") if p.strip())
+    paths.update(p.strip() for p in (row.get("run_dir") or "").split(",") if "/" in p.strip())
     return paths
 
 
