@@ -592,7 +592,7 @@ for name in OTHERS:
                 "07_cpu_scale",
                 name,
                 f"{label}, cell by cell (ours: the cpu runs, "
-                f"{'/'.join(sorted({str(r.spec.steps) for r in tr}))} steps; the paper: 10^4-10^5)",
+                f"{'/'.join(sorted({str(r.spec.steps) for r in tr}))} steps)",
                 report.paper_number(label),
                 columns,
                 cells,
