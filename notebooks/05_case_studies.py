@@ -211,7 +211,7 @@ for name in ("sacramento", "walker"):
     if name in budgets:
         b = budgets[name]
         st = b["status"]
-        display(Markdown(f"**{name}**: {st['state']}; {st['criterion']}"))
+        display(report.note(f"{name}: {st['state']}; {st['criterion']}"))
         for rd in b["run_dirs"]:
             doc = report.read_learning_curve(rd)
             if doc is not None:
