@@ -49,7 +49,10 @@ X = sample_design(n, d, rng)  # x_i ~ N(0, I_d/d), sec:sims
 Y = rng.standard_normal(n)  # any right-hand side will do for a solver
 xq = sample_design(8, d, rng)  # 8 queries
 G, k_x = kernel(X), kernel(xq, X)  # (n, n), (8, n)
-print(f"scale={SCALE}: n={n}, d={d}, sigma^2={noise_var}, RBF(alpha=1, ell=0.8)")
+report.note(
+    f"Sizes at the {SCALE} scale: n = {n}, d = {d}, sigma^2 = {noise_var}, an RBF kernel "
+    "with alpha = 1, ell = 0.8."
+)
 
 # %% [markdown]
 # ## Richardson iteration (supp-sec:richardson)
@@ -88,7 +91,7 @@ ax.set(
 ax.legend(fontsize=8)
 report.save_figure(fig, "01_richardson_steps")
 plt.show()
-print(f"2/lambda_1 = {eta_max:.4g}, eta* = {eta_opt:.4g}, rho* = {rho_opt:.6f}")
+report.note(f"2/lambda_1 = {eta_max:.4g}, eta* = {eta_opt:.4g}, rho* = {rho_opt:.6f}.")
 
 
 # %%

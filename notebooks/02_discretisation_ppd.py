@@ -38,7 +38,7 @@ report.setup_plots()
 rec = report.Recorder("02_discretisation_ppd")
 SCALE = report.scale()
 Cs = np.array([8, 16, 32, 64, 128, 256, 512] + ([1024, 2048] if SCALE == "paper" else []))
-print(f"scale={SCALE}: C in {Cs.tolist()}")
+report.note(f"Bins at the {SCALE} scale: C in {{{', '.join(map(str, Cs.tolist()))}}}.")
 
 # %% [markdown]
 # ## Discretisation error against C (supp-lem:discretization error, supp-lem:smax quad)
@@ -117,7 +117,7 @@ rec.add(
     statement="TV(p_C, p^_C) = O(1/C) as the lemma gives",
     paper_value=-1.0,  # the lemma's O(1/C)
 )
-print(f"{len(cases)} (density, partition) cases")
+report.note(f"The check ran on {len(cases)} pairs of a density and a partition.")
 
 # %% [markdown]
 # ## The population NLL minimiser (supp-thm:popmini)

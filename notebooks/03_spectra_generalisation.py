@@ -44,7 +44,8 @@ quick = SCALE == "quick"
 rng = np.random.default_rng(7)
 ns = np.array([50, 100, 200, 400, 800] if quick else [100, 200, 400, 800, 1600, 3200])
 n_trials = 4 if quick else 20
-print(f"scale={SCALE}: n in {ns.tolist()}, {n_trials} draws each")
+sizes = ", ".join(map(str, ns.tolist()))
+report.note(f"Sizes at the {SCALE} scale: n in {{{sizes}}}, {n_trials} draws each.")
 
 # %% [markdown]
 # ## fig:stepsize and thm:lambda1

@@ -22,7 +22,7 @@
 #
 # Everything is read from the committed runs under `reports/runs/<experiment>/` (written by
 # `pfntheory sweep`, or by `pfntheory report --retrain`); nothing is trained here. The verdicts come
-# from `pfntheory.experiments.claims` (the checks `verify/test_trained_claims.py` asserts on). At
+# from `pfntheory.claims.trained` (the checks `verify/test_trained_claims.py` asserts on). At
 # the `quick` scale the experiments are shrunk versions of the paper's (each definition says how),
 # so their numbers are compared with the claims' *direction*, not with the paper's values.
 
@@ -213,8 +213,10 @@ if curves:
 else:
     display(
         Markdown(
-            "*No committed run has a `learning_curve.json` yet: every trained row below "
-            'says "convergence unknown". `pfntheory sweep --scale quick` writes them.*'
+            "*No quick-scale run on disk has a learning curve, so this page records no "
+            "trained row; the trained claims, on the cpu runs and with their learning curves, are "
+            "on [the cpu-scale page](07_cpu_scale.html). `pfntheory sweep --scale quick` writes "
+            "quick runs with curves.*"
         )
     )
 

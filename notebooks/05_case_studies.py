@@ -87,11 +87,14 @@ for name in ("sacramento", "walker"):
     eb_rows.append(
         {"data": name, "parameter": "LML", "ours": det["lml_ours"], "paper": det["lml_paper"]}
     )
-report.table(
-    eb_rows,
-    digits={"ours": 3, "paper": 3},
-    caption="Empirical-Bayes fits on the standardised data: ours beside the paper's printed "
-    "(alpha, ell, sigma), and the log marginal likelihood (LML) each attains",
+report.paper_table(
+    "05_case_studies",
+    "eb_fits",
+    "Empirical-Bayes fits on the standardised data, (alpha, ell, sigma) and the log marginal "
+    "likelihood (LML) each attains",
+    report.paper_number("supp-sec:real data"),
+    ["data", "parameter", "paper", "ours"],
+    [[r["data"], r["parameter"], round(r["paper"], 3), round(r["ours"], 3)] for r in eb_rows],
 )
 
 # %%
@@ -246,7 +249,7 @@ for name in ("sacramento", "walker"):
     if name in budgets:
         b = budgets[name]
         st = b["status"]
-        display(Markdown(f"**{name}**: {st.trend}"))
+        display(report.note(f"{name}: {st.trend}"))
         if st.start:  # where training made the model read worse than its initialisation
             display(
                 report.table(

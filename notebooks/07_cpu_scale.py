@@ -121,6 +121,20 @@ display(
         ]
     )
 )
+columns, cells = report.pretraining_beside(
+    [xdefs.get_experiment(n) for n in ("fig_exp1", "fig_exp2_1", "fig_exp2_2")]
+)
+display(
+    report.paper_table(
+        "07_cpu_scale",
+        "pretraining",
+        "Pretraining hyperparameters: base learning rate (ours in natural units, per element), "
+        "steps N and batch size",
+        report.paper_number("supp-tab:pretraining hyperparameters"),
+        columns,
+        cells,
+    )
+)
 
 # %% [markdown]
 # ## fig:exp1: TV against depth L and bins C
@@ -171,7 +185,7 @@ plt.show()
 # The same numbers as a table: `ln E[TV]` per `2S` cell (rows `C`, columns `L`, one block per
 # panel) with its budget-doubling state (`pfntheory.convergence.doubling_status`: the 90%
 # interval of the paired fall of `E[TV]` from `S` to `2S` steps over the same held-out instances,
-# against +-10% of its value: **plateaued** inside, **still improving** above 0, **diverging**
+# against ±10% of its value: **plateaued** inside, **still improving** above 0, **diverging**
 # below 0, **too noisy to tell** straddling 0 and leaving the band), and after `|` the `S` cell's
 # `ln E[TV]` (its replay); `-` where the run is not on disk. The doubling state is the status the
 # fig:exp1 rows are gated on.
@@ -761,7 +775,21 @@ for name in OTHERS:
                 "the run's learning-curve status:"
             )
         )
-        display(report.table(rtab.table_frame(runs, name)))
+        frame = rtab.table_frame(runs, name)
+        display(report.table(frame))
+        label = exp.labels[0]
+        columns, cells = report.published_beside(frame, published.published_rows(name))
+        display(
+            report.paper_table(
+                "07_cpu_scale",
+                name,
+                f"{label}, cell by cell (ours: the cpu runs, "
+                f"{'/'.join(sorted({str(r.spec.steps) for r in tr}))} steps)",
+                report.paper_number(label),
+                columns,
+                cells,
+            )
+        )
     if missing:
         pending(name, exp.labels[0], missing, declared)
         continue

@@ -82,7 +82,7 @@ for r, variant in (
     (rate, VARIANT),
     (bound, VARIANT + ", fitted log-det readout"),
 ):
-    rec.add(r, variant=variant, measured=r.statement)
+    rec.add(r, variant=variant)
 display(
     Markdown(
         f"Fault injection, every head carrying one component: rows check observed "
@@ -249,7 +249,7 @@ for ax, key, nominal in zip(
 ):
     ax.set_xscale("log", base=2)
     ax.set_xlabel("n'")
-    ax.set_title(key if nominal is None else f"coverage {key} (+- 3 SE)")
+    ax.set_title(key if nominal is None else f"coverage {key} (± 3 SE)")
     if nominal is not None:
         ax.axhline(nominal, color="grey", lw=0.8)
 axs[0].legend(fontsize=7)
@@ -337,7 +337,6 @@ for r in tmh.check_multihead(cmp, paired):
     rec.add(
         r,
         variant=VARIANT + ", cpu scale",
-        measured=r.statement,
         compare="threshold",
         runs=runs,
         command="pfntheory sweep supp_tab_hier_multihead --scale cpu",

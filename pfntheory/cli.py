@@ -22,7 +22,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pfntheory.commands.options import LIMITS, check_device
+from pfntheory import __version__
+from pfntheory.commands.options import LIMITS, check_device, path_problem
 
 __all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Executable supplement to 'Transformers Can Learn Posterior Predictive "
         "Distributions In-Context'.",
     )
+    parser.add_argument("--version", action="version", version=f"pfntheory {__version__}")
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -87,9 +89,7 @@ def _check_writable_dir(path, option: str) -> None:
         with tempfile.TemporaryFile(dir=p):
             pass
     except OSError as err:
-        raise ValueError(
-            f"{option} {p} is not a writable directory ({err.strerror or err})"
-        ) from None
+        raise ValueError(f"{path_problem(p, option, err)} (not a writable directory)") from None
 
 
 def _check_common(args) -> None:
@@ -133,16 +133,15 @@ def _check_common(args) -> None:
 
 
 def _one_line(err: BaseException) -> str:
-    from pfntheory import runs
-
-    text = " ".join(str(err).split()) or "(no message)"
-    if isinstance(err, (ValueError, TypeError, runs.CorruptFileError)) and not isinstance(
-        err, (UnicodeError,)
-    ):
-        return text
+    """The error in words, on one line: its message (an OS error: the reason and the path), never
+    the Python class name (``--debug`` shows that, with the traceback)."""
+    text = " ".join(str(err).split())
     if isinstance(err, OSError) and err.filename is not None:
-        return f"{err.strerror or type(err).__name__}: {err.filename}"
-    return f"{type(err).__name__}: {text}"
+        reason = err.strerror or "cannot be used"
+        return f"{err.filename}: {reason[:1].lower()}{reason[1:]}"
+    if isinstance(err, UnicodeError):
+        return f"a file or argument is not valid text ({text})"
+    return text or "an unexpected error with no message"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

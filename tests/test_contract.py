@@ -120,6 +120,9 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",
     "pfntheory.casestudy.results": "the case-study pipeline: results of the stages before",
     "pfntheory.report.casestudy_plots": "draws and writes figures",
+    "pfntheory.report.guard": "reads the committed results files: tests/test_report_guard.py",
+    "pfntheory.report.paper_tables": "writes and reads the report's tables; display formatting",
+    "pfntheory.report.summary": "reads results files and formats the findings box",
     "pfntheory.claims.multihead_trained": "reads run directories (and, cached, trained models)",
 }
 
@@ -201,7 +204,8 @@ SKIP: dict[str, str] = {
     "pfntheory.casestudy.pfn.pretrain": "trains a model",
     "pfntheory.casestudy.pfn.load_pfn": "reads a run directory",
     "pfntheory.experiments.reference.exact_ppd_reference": "Monte Carlo over thousands of draws",
-    "pfntheory.report.html.build_index": "writes the report index",
+    "pfntheory.report.index.build_index": "writes the report index",
+    "pfntheory.report.index.shared_clauses": "display: any list of result rows is valid input",
     "pfntheory.report.spec.output_dir": "creates the report directory",
     "pfntheory.report.plots.save_figure": "writes a figure",
     "pfntheory.report.plots.show_png": "reads a figure",
@@ -209,6 +213,7 @@ SKIP: dict[str, str] = {
     "pfntheory.report.recorder.convergence_of": "reads run directories",
     # drawing
     "pfntheory.report.plots.setup_plots": "matplotlib style (no arguments)",
+    "pfntheory.report.plots.legible": "changes the fonts of a matplotlib figure",
     "pfntheory.report.plots.log_axis": "draws on matplotlib axes (tests/test_report*.py)",
     "pfntheory.report.plots.plot_learning_curves": "draws on matplotlib axes",
     # process state
@@ -1017,6 +1022,11 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "b": lambda: float(EDGES[-1]),
     },
     "pfntheory.convergence.doubling_status": {"short": _points, "long": _points},
+    "pfntheory.report.citation.stamp_html": {
+        "stamp": lambda: __import__("pfntheory.report.citation", fromlist=["x"]).Stamp(
+            "0.1", "abcdef0123", "2024-01-01"
+        )
+    },
     "pfntheory.report.citation.citation_html": {
         "stamp": lambda: __import__("pfntheory.report.citation", fromlist=["x"]).Stamp(
             "0.1", "abcdef0123", "2024-01-01"

@@ -325,14 +325,13 @@ def test_build_index_one_row_per_result(out):
     assert "v-ok" in html_text and "v-caveat" in html_text and "v-fail" in html_text
     assert "needs a smaller step" in html_text
     assert "pfntheory.claims.spectral is not available yet" in html_text
-    # the paper's number in its own column, never mixed with the threshold
-    assert (
-        '<td class="num">0.3<br><small>threshold</small></td><td class="num">0.318</td>'
-        in html_text
-    )
+    # the paper's number in its own column (with its table), never mixed with the threshold
+    line = re.search(r'id="r-tab"><summary>(.*?)</summary>(.*?)</details>', html_text).groups()
+    assert '<span class="one num">0.35</span><span class="one num">0.318 <small>Tab.' in line[0]
+    assert "compared with: 0.3 (threshold); paper: <b>0.318</b> (Table" in line[1]
     assert "corrected statement: ρ* = 1 - 2/(c+1)" in html_text
     # the verdict kinds counted per part in the findings box, definitions before the rows
-    kinds = html_text[: html_text.index('<table class="rows">')]
+    kinds = html_text[: html_text.index('<div class="head">')]
     assert _summary_counts(html_text) == {
         "holds": 1,
         "holds with a caveat": 1,
@@ -342,7 +341,7 @@ def test_build_index_one_row_per_result(out):
     }
     assert report.VERDICT_DEFINITIONS["erratum"] in html.unescape(kinds)
     # the number the paper prints beside every label, on the row and in the errata line
-    assert '<span class="pnum">Theorem B.8</span>' in html_text
+    assert '<span class="one res"><b>Theorem B.8</b> supp-thm:KRR</span>' in html_text
     assert "<b>Theorem 5.3</b> (<code>thm:L growth</code>)" in html_text
     assert 'id="r-supp-thm-krr"' in html_text  # the card's "index row" link lands here
     # no time stamp: the same results give the same bytes
@@ -417,7 +416,7 @@ def test_summary_box_counts_errata_and_trained_runs(out):
     )
     page = report.build_index(out).read_text()
     box = page[page.index('<section class="summary"') : page.index("</section>")]
-    assert page.index('<section class="summary"') < page.index('<table class="rows">')
+    assert page.index('<section class="summary"') < page.index('<div class="head">')
     assert _summary_counts(page) == {"erratum": 3, "holds at budget": 1, "undecided": 1}
     assert "runs: cpu" in box and "Scale: <b>quick</b>" not in page  # no quick over cpu rows
     # one line per corrected statement; its first clause; the variants named; a link to the row

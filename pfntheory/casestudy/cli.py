@@ -7,8 +7,9 @@ the command runs, so that building the parser imports neither torch nor the pipe
 from __future__ import annotations
 
 import argparse
+import json
 
-from ..commands.options import add_run_options, pick
+from ..commands.options import add_run_options, pick, show_progress
 from ..config import CASESTUDY_SCALES
 from .data import DATASETS
 
@@ -16,18 +17,18 @@ __all__ = ["register"]
 
 
 def _run_cli(args) -> int:
-    import json
-
     from .run import run_casestudy, run_casestudy_budget
 
     options = ("walker_csv", "walker_exh_csv", "seed", "grid_stride", "device")
+    if args.out_dir is None and not args.budget_doubling:
+        _refuse_replacing_committed(args.dataset, args.scale)
     if args.budget_doubling:
         out = run_casestudy_budget(
             args.dataset,
             args.scale,
             args.out_dir,
             args.budget_factor,
-            progress=not args.no_progress,
+            progress=show_progress(args),
             **pick(args, *options),
         )
         print(json.dumps({steps: r["summary"] for steps, r in out.items()}, indent=1))
@@ -36,11 +37,29 @@ def _run_cli(args) -> int:
         args.dataset,
         args.scale,
         args.out_dir,
-        progress=not args.no_progress,
+        progress=show_progress(args),
         **pick(args, *options),
     )
     print(json.dumps(res["summary"], indent=1))
     return 0
+
+
+def _refuse_replacing_committed(dataset: str, scale: str) -> None:
+    """A run into the committed ``reports/casestudy/<dataset>/`` at another scale than the results
+    there would replace them (their ``results.json`` and maps): refuse, naming ``--out-dir``."""
+    from pathlib import Path
+
+    res = Path(__file__).resolve().parents[2] / "reports" / "casestudy" / dataset / "results.json"
+    try:
+        committed = json.loads(res.read_text()).get("scale")
+    except (OSError, ValueError, AttributeError):
+        return
+    if committed and committed != scale:
+        raise ValueError(
+            f"reports/casestudy/{dataset}/ holds the committed {committed}-scale results; a "
+            f"{scale}-scale run would replace them: pass --out-dir DIR to write elsewhere, or "
+            f"--scale {committed} to resume the committed one"
+        )
 
 
 _HELP = "real-data case studies (fig:sacramento, fig:walker)"

@@ -192,15 +192,15 @@ class SpatialData:
 def _resolve(path, env: str, default: Path, what: str, arg: str) -> Path:
     """``path`` (relative to the working directory), else ``$env``, else ``default`` (absolute)."""
     if path is not None:
-        p, source = Path(path).expanduser(), f"argument {arg}"
+        p, source = Path(path).expanduser(), f"--{arg.replace('_', '-')}"
     elif os.environ.get(env):
         p, source = Path(os.environ[env]).expanduser(), f"${env}"
     else:
         p, source = Path(default), "the default"
     if not p.is_file():
         raise FileNotFoundError(
-            f"{what} CSV not found at {p.resolve()} ({arg} from {source}); pass "
-            f"{arg}=PATH or set ${env}"
+            f"{what} CSV not found at {p.resolve()} (the path from {source}); pass "
+            f"--{arg.replace('_', '-')} PATH ({arg}=PATH in Python) or set ${env}"
         )
     return p.resolve()
 

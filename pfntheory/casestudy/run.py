@@ -56,7 +56,10 @@ def _check_inputs(name, scale, walker_csv, walker_exh_csv, grid_stride, seed, n_
         choice(scale, "scale", tuple(SCALES))
     for arg, path in (("walker_csv", walker_csv), ("walker_exh_csv", walker_exh_csv)):
         if path is not None and not Path(path).expanduser().is_file():
-            raise ValueError(f"{arg}: no such file {Path(path).expanduser().resolve()}")
+            raise ValueError(
+                f"{arg} (--{arg.replace('_', '-')}): no such file "
+                f"{Path(path).expanduser().resolve()}"
+            )
     positive_int(grid_stride, "grid_stride")
     positive_int(seed, "seed", minimum=0)
     positive_int(n_restarts, "n_restarts", minimum=0)

@@ -223,8 +223,8 @@ def _coverage_claim(run: LoadedRun, z: float) -> ClaimResult:
     return ClaimResult(
         key="multihead.coverage",
         label=LABEL,
-        statement=f"multi-head 50/90/95% coverage within {z:g} binomial SE of nominal at every n' "
-        f"({PAPER_NOTE})",
+        statement=f"multi-head 50/90/95% coverage within {z:g} binomial SE of nominal at every n'"
+        f"; {PAPER_NOTE}",
         holds=bool(worst[0] <= z),
         observed=worst[3],
         bound=worst[1] / 100,
@@ -254,8 +254,9 @@ def _tv_claim(paired: dict, multi: str, single: str, key: str, z: float) -> Clai
     return ClaimResult(
         key=key,
         label=LABEL,
-        statement=f"multi-head E[TV] to the exact mixture PPD below {single}'s at every n' "
-        f"({PAPER_NOTE})",
+        statement="multi-head E[TV] to the exact mixture PPD is below the single head's ("
+        + single.removeprefix("single ").replace(" (equal time)", ", equal time")
+        + f") at every n'; {PAPER_NOTE}",
         holds=bool(ok),
         observed=worst[2],
         bound=z * worst[3],

@@ -14,7 +14,16 @@ from collections.abc import Sequence
 from pfntheory.config import COVARIATES
 from pfntheory.convergence import METRICS
 
-from .options import LIMITS, add_run_options, check_attention_size, context_size, int_in, pick
+from .options import (
+    LIMITS,
+    add_run_options,
+    check_attention_size,
+    context_size,
+    int_in,
+    path_problem,
+    pick,
+    show_progress,
+)
 
 __all__ = ["register", "format_evaluation", "format_comparison"]
 
@@ -68,7 +77,7 @@ def _add_evaluate(sub) -> None:
         help="exact PPD: float32 factor refined to float64 accuracy (default; docs/speed.md), or "
         "float64 throughout (the committed eval.json)",
     )
-    add_run_options(p, seed=12345, device="cpu", progress=False)
+    add_run_options(p, seed=12345, device="cpu", progress=True)
     p.add_argument(
         "--curve",
         choices=METRICS,
@@ -126,8 +135,8 @@ def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
         runs.save_json(p, doc)
     except OSError as err:
         raise ValueError(
-            f"--out {p} could not be written ({err.strerror or err}); the numbers above were "
-            "printed but not saved"
+            f"{path_problem(p, '--out', err)}; it could not be written, so the numbers above "
+            "were printed but not saved"
         ) from None
     print(f"wrote {p}", file=sys.stderr)
 
@@ -244,7 +253,7 @@ def _run_evaluate(args) -> int:
         args.n_eval,
         args.n_instances,
         args.seed,
-        progress=True,
+        progress=show_progress(args),
         save=False,  # read-only: the run's committed eval.json is never rewritten
         **pick(args, "covariates", "batch_size", "device", "oracle"),
     )

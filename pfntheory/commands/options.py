@@ -21,6 +21,8 @@ __all__ = [
     "add_run_options",
     "pick",
     "check_attention_size",
+    "show_progress",
+    "path_problem",
 ]
 
 #: Stated limits of the command line (larger values are refused before any allocation). The
@@ -119,7 +121,34 @@ def add_run_options(
             "--device", type=device_spec, default=device, help="auto, cpu, cuda or cuda:<k>"
         )
     if progress:
-        p.add_argument("--no-progress", action="store_true")
+        p.add_argument(
+            "--no-progress",
+            action="store_true",
+            help="no progress bar (none is drawn either when stderr is not a terminal)",
+        )
+
+
+def show_progress(args) -> bool:
+    """Whether to draw a progress bar: not with ``--no-progress``, and never into a log file or a
+    pipe (a bar redrawn there is a stream of carriage returns)."""
+    import sys
+
+    return not getattr(args, "no_progress", False) and sys.stderr.isatty()
+
+
+def path_problem(path, option: str, err: OSError | None = None) -> str:
+    """One line on why ``path`` (given as ``option``) cannot be created: an existing file where a
+    folder is needed on its way names that file; otherwise the system's reason."""
+    from pathlib import Path
+
+    p = Path(path)
+    for parent in (p, *p.parents):
+        if parent.exists():
+            if parent != p and not parent.is_dir():
+                return f"{option} {p}: {parent} is a file, so nothing can be created under it"
+            break
+    reason = (err.strerror or str(err)) if err is not None else "cannot be written"
+    return f"{option} {p}: {reason.lower() if reason[:1].isupper() else reason}"
 
 
 def pick(args, *names: str, given: bool = False) -> dict:

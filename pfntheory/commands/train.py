@@ -15,6 +15,7 @@ from .options import (
     int_in,
     pick,
     positive_float,
+    show_progress,
 )
 
 __all__ = ["register"]
@@ -193,9 +194,23 @@ def _run_train(args) -> int:
         run_dir,
         device=args.device,
         checkpoint_every=args.checkpoint_every,
-        progress=not args.no_progress,
+        progress=show_progress(args),
     )
     print(out)
+    from pfntheory.nn import fused
+
+    why = (fused.unavailable_reason() or "").split(": ", 1)[-1]  # the reason, not its class
+    if why:
+        print(
+            f"pfntheory train: the fused attention operator was not used ({why}); training took "
+            "the slower eager path (the nn extra installs ninja; a C++ compiler is needed too)",
+            file=sys.stderr,
+        )
+    n_eval = " ".join(str(n) for n in sorted({args.n_min, args.n_max}))
+    print(
+        f"next: pfntheory evaluate {out} --n-eval {n_eval}  (its E[TV] against the exact PPD)",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -99,8 +99,19 @@ def _estimate_line(name: str, scale: str) -> str | None:
     try:
         secs = float(est(name, scale))
     except Exception as err:  # noqa: BLE001 - an estimate must never break --list
-        return f"    estimate: unavailable ({type(err).__name__}: {err})"
+        return f"    estimate: unavailable ({err})"
     return f"    estimated CPU time: {secs / 3600:.2f} h ({secs:.0f} s, one core)"
+
+
+def _shown(path) -> str:
+    """``path`` as a reader types it: relative to the working directory when inside it."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -148,7 +159,7 @@ def _cmd(args: argparse.Namespace) -> int:
             for spec, rd, done in items:
                 part = None if done else partial_progress(spec, rd)
                 state = "done" if done else ("part" if part else "todo")
-                print(f"    {state}  {rd}" + (f"  ({part})" if part else ""))
+                print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else ""))
         return 0
     slurm = {
         "cluster": args.submitit_cluster,

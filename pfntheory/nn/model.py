@@ -462,7 +462,7 @@ class PFNTransformer(nn.Module):
 class DenseTransformer(PFNTransformer):
     """:class:`PFNTransformer` whose ``forward`` is the dense reference :meth:`forward_dense`.
 
-    Same parameters and state dict, so ``DenseTransformer(cfg, edges).load_state_dict(
+    Same parameters and state dict, so ``DenseTransformer(cfg, edges, task).load_state_dict(
     fast.state_dict())`` compares the two paths on identical weights.
     """
 

@@ -18,7 +18,11 @@ One module per job:
 - :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline);
 - :mod:`.tables` -- tables as a reader sees them (labelled columns, rounded numbers, no index);
 - :mod:`.citation` -- the paper's BibTeX and the commit the report was built from;
-- :mod:`.html` -- the index page (findings first) and the inline cards;
+- :mod:`.html` -- a row as HTML (the inline cards), number formatting, the pages' style;
+- :mod:`.summary` -- the findings box at the top of the index;
+- :mod:`.index` -- the index page: one line per result, details one click away;
+- :mod:`.paper_tables` -- the paper's printed tables beside ours, cell by cell;
+- :mod:`.guard` -- a rebuild into the committed ``reports/`` that would lose rows refuses;
 - :mod:`.execute` -- executing notebooks and exporting their pages;
 - :mod:`.cli` -- the ``report`` subcommand (``python -m pfntheory.report``).
 
@@ -35,9 +39,10 @@ from pfntheory.convergence import read_learning_curve
 
 from . import plots
 from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
-from .html import build_index
+from .index import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
+from .paper_tables import paper_table, pretraining_beside, published_beside
 from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     log_axis,
     plot_learning_curves,
@@ -59,7 +64,7 @@ from .spec import (
     output_dir,
     scale,
 )
-from .tables import Table, table
+from .tables import Note, Table, note, table
 
 __all__ = [
     "experiment_tallies",
@@ -90,6 +95,11 @@ __all__ = [
     "markdown_math",
     "build_index",
     "table",
+    "note",
+    "Note",
+    "paper_table",
+    "published_beside",
+    "pretraining_beside",
     "Table",
     "NotebookRun",
     "execute_notebook",

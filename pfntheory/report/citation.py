@@ -23,7 +23,15 @@ from pathlib import Path
 from .._checks import checked, instance_of, optional
 from .spec import ROOT
 
-__all__ = ["INPUTS", "PAPER_TITLE", "PAPER_BIBTEX", "Stamp", "build_stamp", "citation_html"]
+__all__ = [
+    "INPUTS",
+    "PAPER_TITLE",
+    "PAPER_BIBTEX",
+    "Stamp",
+    "build_stamp",
+    "citation_html",
+    "stamp_html",
+]
 
 #: Paths (relative to the repository) whose last commit the report names.
 INPUTS: tuple[str, ...] = (
@@ -52,13 +60,29 @@ class Stamp:
     version: str
     commit: str
     date: str
+    authors: str = "the pfntheory contributors"
+    url: str = ""
+
+
+def _project(root: Path) -> dict:
+    try:
+        return dict(tomllib.loads((root / "pyproject.toml").read_text())["project"])
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
+        return {}
 
 
 def _version(root: Path) -> str:
-    try:
-        return str(tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"])
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "unknown"
+    return str(_project(root).get("version", "unknown"))
+
+
+def _authors_and_url(root: Path) -> tuple[str, str]:
+    """BibTeX authors ("A and B") and the repository URL from pyproject.toml's ``authors`` and
+    ``[project.urls]`` (Repository, else Homepage, else Source); defaults when absent."""
+    project = _project(root)
+    names = [a.get("name", "") for a in project.get("authors", []) if isinstance(a, dict)]
+    urls = project.get("urls", {}) if isinstance(project.get("urls"), dict) else {}
+    url = next((urls[k] for k in ("Repository", "Homepage", "Source") if urls.get(k)), "")
+    return " and ".join(n for n in names if n) or "the pfntheory contributors", str(url)
 
 
 @checked(root=optional(instance_of(str, os.PathLike, what="path")))
@@ -76,7 +100,8 @@ def build_stamp(root: str | os.PathLike | None = None) -> Stamp:
     except (OSError, subprocess.SubprocessError):
         out = []
     commit, date = (out[0], out[1]) if len(out) == 2 else ("unknown", "")
-    return Stamp(version=_version(root), commit=commit, date=date)
+    authors, url = _authors_and_url(root)
+    return Stamp(version=_version(root), commit=commit, date=date, authors=authors, url=url)
 
 
 @checked(stamp=instance_of(Stamp))
@@ -84,9 +109,12 @@ def citation_html(stamp: Stamp) -> str:
     """The index's citation block: package, version, commit, date and the paper's BibTeX."""
     e = html.escape
     when = f", {e(stamp.date)}" if stamp.date else ""
+    url = f"\n  url     = {{{stamp.url}}}," if stamp.url else ""
+    year = f"\n  year    = {{{stamp.date[:4]}}}," if stamp.date else ""
     software = f"""@software{{pfntheory,
+  author  = {{{{{stamp.authors}}}}},
   title   = {{pfntheory: executable supplement to ``{PAPER_TITLE}''}},
-  version = {{{stamp.version}}},
+  version = {{{stamp.version}}},{year}{url}
   note    = {{commit {stamp.commit}{when}}}
 }}"""
     return (
@@ -94,4 +122,15 @@ def citation_html(stamp: Stamp) -> str:
         f"<code>pfntheory</code> {e(stamp.version)}, commit <code>{e(stamp.commit)}</code>{when} "
         "(the last commit that changed its code, notebooks or runs)</summary>\n"
         f"<pre>{e(PAPER_BIBTEX)}\n\n{e(software)}</pre></details>"
+    )
+
+
+@checked(stamp=instance_of(Stamp))
+def stamp_html(stamp: Stamp) -> str:
+    """One line for every page: the package version, commit and date the report was built from."""
+    e = html.escape
+    when = f" ({e(stamp.date)})" if stamp.date else ""
+    return (
+        f'<p class="stamp">Built from <code>pfntheory</code> {e(stamp.version)}, commit '
+        f"<code>{e(stamp.commit)}</code>{when}; how to cite it: the index's Cite block.</p>"
     )

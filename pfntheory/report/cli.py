@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from pathlib import Path
 
 from .execute import run_report
 from .spec import SCALES
@@ -14,8 +15,22 @@ _DESCRIPTION = (
     "Execute every notebook under notebooks/ (jupytext sources), write one HTML page per "
     "notebook and reports/index.html (one row per paper result, verdicts by kind). "
     "Any cell error fails the command. Reads the committed runs; trains nothing unless "
-    "--retrain."
+    "--retrain. Writes into the committed reports/ unless --out DIR; a rebuild there that would "
+    "turn committed rows into pending ones (the Walker Lake data or a run directory missing) "
+    "refuses before it starts and says what to supply."
 )
+
+
+def _report_scale(value: str) -> str:
+    """argparse type of ``--scale``: the notebooks' own sizes."""
+    if value == "cpu":
+        raise argparse.ArgumentTypeError(
+            "cpu is a scale of the trained runs, not of the notebooks: every notebook reads the "
+            "committed cpu runs at either report scale; use quick (default) or paper"
+        )
+    if value not in SCALES:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(SCALES)}, got {value!r}")
+    return value
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,11 +55,29 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--scale",
-        choices=SCALES,
+        type=_report_scale,
         default="quick",
-        help="sizes used by the notebooks and which runs they read (default quick)",
+        metavar="{quick,paper}",
+        help="the notebooks' own sizes (default quick); the committed cpu runs are read at both",
     )
-    p.add_argument("--out", default=None, metavar="DIR", help="report folder (default reports/)")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="report folder (default: the committed reports/)",
+    )
+    p.add_argument(
+        "--walker-csv",
+        default=None,
+        metavar="PATH",
+        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
+    )
+    p.add_argument(
+        "--walker-exh-csv",
+        default=None,
+        metavar="PATH",
+        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
+    )
     p.add_argument(
         "--notebooks",
         default=None,
@@ -55,14 +88,25 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    return run_report(
-        args.only,
-        retrain_runs=args.retrain,
-        timeout=args.timeout,
-        scale_=args.scale,
-        out_dir=args.out,
-        notebooks_dir=args.notebooks,
-    )
+    from pfntheory.casestudy.data import WALKER_CSV_ENV, WALKER_EXH_CSV_ENV
+    from pfntheory.runs import temporary_environ
+
+    env = {}  # the notebook kernels read the Walker Lake paths from the environment
+    for var, path in ((WALKER_CSV_ENV, args.walker_csv), (WALKER_EXH_CSV_ENV, args.walker_exh_csv)):
+        if path is not None:
+            if not Path(path).is_file():
+                opt = "--walker-csv" if var == WALKER_CSV_ENV else "--walker-exh-csv"
+                raise ValueError(f"{opt} {path}: no such file")
+            env[var] = str(Path(path).resolve())
+    with temporary_environ(env):
+        return run_report(
+            args.only,
+            retrain_runs=args.retrain,
+            timeout=args.timeout,
+            scale_=args.scale,
+            out_dir=args.out,
+            notebooks_dir=args.notebooks,
+        )
 
 
 def register(subparsers) -> argparse.ArgumentParser:

@@ -23,10 +23,21 @@ from pathlib import Path
 import pfntheory.report.spec as spec
 from pfntheory.runs import temporary_environ
 
-from .html import CSS, build_index
+from .citation import build_stamp, stamp_html
+from .guard import committed_rows, degraded, rebuild_blockers, writes_committed
+from .html import CSS
+from .index import build_index
 from .mathtext import markdown_math
 
-__all__ = ["NotebookRun", "execute_notebook", "export_html", "run_report", "retrain", "KERNEL_ENV"]
+__all__ = [
+    "NotebookRun",
+    "RebuildRefused",
+    "execute_notebook",
+    "export_html",
+    "run_report",
+    "retrain",
+    "KERNEL_ENV",
+]
 
 #: Environment of the notebook kernel besides the output folder and the scale: the inline backend
 #: (``plt.show()`` emits the figure into the page) and no progress bars (a static page cannot
@@ -144,14 +155,21 @@ def execute_notebook(
     if not (isinstance(timeout, int) and timeout > 0):
         raise ValueError(f"timeout must be a positive integer, got {timeout!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    stale = out_dir / "results" / f"{name}.json"
-    if stale.exists():
-        stale.unlink()  # a failing notebook must not leave the rows of an earlier run behind
+    for stale in (
+        out_dir / "results" / f"{name}.json",
+        out_dir / "results" / f"_paper_{name}.json",
+    ):
+        if stale.exists():
+            stale.unlink()  # a failing notebook must not leave the rows of an earlier run behind
 
     nb = _read_notebook(src)
     client = nbclient.NotebookClient(
         nb,
         timeout=timeout,
+        # a cell's last outputs can reach the client after its reply on a loaded machine:
+        # wait for them as long as for the cell, and fail rather than write a page without them
+        iopub_timeout=timeout,
+        raise_on_iopub_timeout=True,
         kernel_name="python3",
         allow_errors=False,
         resources={"metadata": {"path": str(nbdir)}},
@@ -279,18 +297,19 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
     nb, toc = _anchored(nb)
     _stable_outputs(nb)
     _figure_alt(nb)
-    items = "".join(
-        f'<li class="h{level}"><a href="#{a}">{_strip_md(text)}</a></li>' for level, a, text in toc
-    )
     status = "" if ok else "<p><b>This notebook failed; see the traceback below.</b></p>\n\n"
-    pager = _pager(Path(path).stem)
+    name = Path(path).stem
+    pager = _pager(name)
+    stamp = stamp_html(build_stamp())
     header = nbformat.v4.new_markdown_cell(
-        f'{pager}\n\n{status}<nav class="toc"><b>Contents</b><ol>{items}</ol></nav>'
+        f'{pager}\n\n{status}<nav class="toc"><b>Contents</b>{_toc_html(toc)}</nav>'
     )
     header.id = "pfn-header"
     first_md = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
     nb.cells.insert(first_md + 1, header)
-    footer = nbformat.v4.new_markdown_cell(pager)
+    titles = {s.name: s.title for s in spec.NOTEBOOKS}
+    nb.metadata["title"] = f"{titles.get(name, name)} — pfntheory verification report"
+    footer = nbformat.v4.new_markdown_cell(f"{stamp}\n\n{pager}")
     footer.id = "pfn-footer"
     nb.cells.append(footer)
     exporter = HTMLExporter(
@@ -302,6 +321,30 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources={"pfn_css": CSS})
     path.write_text(body)
     return path
+
+
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s+")
+
+
+def _toc_html(toc: list[tuple[int, str, str]]) -> str:
+    """The contents as nested numbered lists: sections 1, 2, 3 and their subsections 1.1, 1.2
+    under them (a heading's own leading number is dropped: the list numbers it)."""
+    out, open_sub = ["<ol>"], False
+    for level, anchor, text in toc:
+        item = f'<a href="#{anchor}">{_strip_md(_NUMBERED.sub("", text))}</a>'
+        if level == 3 and len(out) > 1:
+            if not open_sub:
+                out[-1] = out[-1].removesuffix("</li>") + "<ol>"
+                open_sub = True
+            out.append(f"<li>{item}</li>")
+            continue
+        if open_sub:
+            out.append("</ol></li>")
+            open_sub = False
+        out.append(f"<li>{item}</li>")
+    if open_sub:
+        out.append("</ol></li>")
+    return "".join(out) + "</ol>"
 
 
 def _strip_md(text: str) -> str:
@@ -321,6 +364,23 @@ def retrain(scale_: str) -> None:
     for name in ("sacramento", "walker"):
         if not (spec.DEFAULT_OUT / "casestudy" / name / "results.json").is_file():
             run_casestudy(name, scale_)
+
+
+class RebuildRefused(ValueError):
+    """A rebuild into the committed ``reports/`` that would lose committed rows (its message names
+    what is missing and how to supply it)."""
+
+
+def _snapshot(out: Path, name: str) -> tuple[list[dict], dict[Path, bytes | None]]:
+    """The committed rows of notebook ``name`` and the bytes of its page and results file."""
+    files = [out / f"{name}.html", out / "results" / f"{name}.json"]
+    return committed_rows(out, name), {f: f.read_bytes() if f.exists() else None for f in files}
+
+
+def _restore(files: dict[Path, bytes | None]) -> None:
+    for f, data in files.items():
+        if data is not None:
+            f.write_bytes(data)
 
 
 def run_report(
@@ -351,6 +411,14 @@ def run_report(
         Folder of jupytext sources to execute instead of ``notebooks/`` (all of its ``.py`` files).
     progress : bool
         Print one line per notebook (with its wall time: printed, never written to a file).
+
+    Raises
+    ------
+    RebuildRefused
+        When ``out_dir`` is the committed ``reports/`` and the rebuild would turn measured rows
+        into pending ones (:func:`~pfntheory.report.guard.rebuild_blockers`); nothing is written.
+        A notebook that still measures fewer rows than its committed page is put back as it was
+        and counted as failed.
     """
     out = Path(out_dir) if out_dir is not None else spec.DEFAULT_OUT
     if notebooks_dir is None:
@@ -364,6 +432,22 @@ def run_report(
         ]
         if not specs:
             raise ValueError(f"notebooks_dir: no notebook matches {only!r} in {notebooks_dir}")
+    committed = notebooks_dir is None and writes_committed(out_dir)
+    if committed:
+        from pfntheory.casestudy.data import walker_data_available
+
+        blockers = rebuild_blockers(
+            out,
+            [s.name for s in specs],
+            walker_available=walker_data_available,
+            runs=not retrain_runs,  # --retrain trains what is missing
+        )
+        if blockers:
+            raise RebuildRefused(
+                "refusing to rewrite the committed reports/: "
+                + "; ".join(blockers)
+                + "; or write the report elsewhere with --out DIR"
+            )
     if retrain_runs:
         retrain(scale_)
     status_path = out / "results" / "_status.json"
@@ -372,9 +456,17 @@ def run_report(
     for s in specs:
         if progress:
             print(f"[report] {s.name} ...", end=" ", flush=True)
+        kept = _snapshot(out, s.name) if committed else None
         run = execute_notebook(
             s.name, out, timeout=timeout, scale_=scale_, notebooks_dir=notebooks_dir
         )
+        if kept is not None and run.ok and degraded(kept[0], committed_rows(out, s.name)):
+            _restore(kept[1])
+            run.ok = False
+            run.error = (
+                f"{s.name} measured fewer rows than the committed page; the committed page and "
+                "rows are kept (write elsewhere with --out DIR to see the new ones)"
+            )
         status[s.name] = {"ok": run.ok, "error": run.error[-2000:]}
         status_path.parent.mkdir(parents=True, exist_ok=True)
         status_path.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")

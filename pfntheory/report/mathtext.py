@@ -64,7 +64,7 @@ _SIGNS = (
 _SYMBOL = r"(?:[A-Za-z]|[α-ωΑ-Ω]|\)|‖)"
 # x_1, lambda_{n+1}, n_max: a subscript of at most 4 characters after a single symbol
 _SUB_RE = re.compile(
-    r"(?<![A-Za-z0-9_])(" + _SYMBOL + r")_(\{[^{}]*\}|[A-Za-z0-9]{1,4})(?![A-Za-z0-9_])"
+    r"(?<![A-Za-z0-9_])(" + _SYMBOL + r")_(\{[^{}]*\}|[A-Za-z0-9α-ωΑ-Ω]{1,4})(?![A-Za-z0-9_])"
 )
 # e^{2 Delta}, sigma^2, n^-1
 _SUP_RE = re.compile(r"\^(\{[^{}]*\}|-?[A-Za-z0-9.]+(?:/[0-9]+)?)")
@@ -108,15 +108,18 @@ def markdown_math(md: str) -> str:
     return "".join(parts)
 
 
-# a code span that names a file, a command, a module (``.stepsize`` too) or an identifier stays code
+# a code span that names a file, a command, a module (``.stepsize`` too) stays code
 _CODE_LIKE = re.compile(
     r"(^(pfntheory|python|pytest|pip)\b|\.(json|py|csv|png|html)\b|/[\w<>.-]+/|^--"
-    r"|\b[a-z]\w*\.[a-z]\w*\.|[a-z]{2,}_[a-z]{2,}|\w\(\)$|^\.[a-z_]\w*$)"
+    r"|\b[a-z]\w*\.[a-z]\w*\.|\w\(\)$|^\.[a-z_]\w*$)"
 )
+# ... and so does an identifier (``mse_y``), unless the span is a formula (``delta_MLP + 1/C``)
+_IDENTIFIER = re.compile(r"[a-z]{2,}_[a-z]{2,}")
+_FORMULA = re.compile(r"\s(?:[-+*/=]|&lt;|&gt;|<|>|<=|>=|<~|>~)=?~?\s")
 
 
 def _span(m: re.Match) -> str:
     text = m.group(1)
-    if _CODE_LIKE.search(text):
+    if _CODE_LIKE.search(text) or (_IDENTIFIER.search(text) and not _FORMULA.search(text)):
         return m.group(0)
     return f'<span class="math">{math_html(text)}</span>'

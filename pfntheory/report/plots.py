@@ -22,6 +22,7 @@ __all__ = [
     "show_png",
     "log_axis",
     "plot_learning_curves",
+    "legible",
 ]
 
 
@@ -43,13 +44,22 @@ def describe_figure(fig, limit: int = 400) -> str:
         desc = ": ".join(p for p in (title, f"{y} against {x}" if y and x else (y or x)) if p)
         if desc not in parts:
             parts.append(desc)
-    text = "; ".join(parts)
+    text = _plain("; ".join(parts))
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _plain(text: str) -> str:
+    """Matplotlib's mathtext (``$\\sigma^2$``, ``$E[\\mathrm{TV}]$``) as words a screen reader
+    can say: no dollar signs, backslashes or braces (``sigma^2``, ``E[TV]``)."""
+    text = re.sub(r"\\(?:mathrm|mathbf|mathit|text|operatorname)\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
+    return re.sub(r"[${}]", "", text).replace("\\", "")
 
 
 def _describe_inline_figures() -> None:
     """Make the inline backend send :func:`describe_figure` as each figure's alt text (the page
-    exporter writes it into the ``<img>``). A backend without the hook is left as it is."""
+    exporter writes it into the ``<img>``), and enlarge its small texts (:func:`legible`) before
+    it is drawn. A backend without the hook is left as it is."""
     try:
         from matplotlib_inline import backend_inline
     except ImportError:  # pragma: no cover - installed with the report extra
@@ -58,7 +68,8 @@ def _describe_inline_figures() -> None:
     if original is None or getattr(original, "_pfn_alt", False):
         return
 
-    def with_alt(fig):
+    def with_alt(fig):  # called just before the figure is drawn for the page
+        legible(fig)
         md = dict(original(fig) or {})
         alt = describe_figure(fig)
         if alt:
@@ -93,13 +104,40 @@ def setup_plots() -> None:
     )
 
 
+#: Width in CSS pixels that a page gives a figure at a 1024-px window, and the smallest text
+#: height a reader should meet there: a wider PNG is scaled down to the page, its text with it.
+PAGE_WIDTH_PX, MIN_TEXT_PX = 940, 9.5
+
+
+def legible(fig, *, dpi: int = 100) -> None:
+    """Enlarge every text of ``fig`` (titles, labels, tick labels, legends) that would be under
+    :data:`MIN_TEXT_PX` pixels once the figure, rendered at ``dpi``, is scaled to
+    :data:`PAGE_WIDTH_PX`."""
+    import matplotlib.text as mtext
+
+    width_px = fig.get_size_inches()[0] * dpi
+    px_per_pt = dpi / 72 * min(1.0, PAGE_WIDTH_PX / width_px)
+    need = MIN_TEXT_PX / px_per_pt
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = axis.get_ticklabels()
+            size = labels[0].get_fontsize() if labels else 0.0
+            if size < need:
+                ax.tick_params(axis="x" if axis is ax.xaxis else "y", labelsize=need)
+    for t in fig.findobj(mtext.Text):
+        if t.get_text() and t.get_fontsize() < need:
+            t.set_fontsize(need)
+
+
 def save_figure(fig, name: str, *, dpi: int = 100) -> Path:
     """Save a matplotlib figure as ``figures/<name>.png`` under the report folder; return the path.
 
-    The figure stays open so that the notebook also shows it inline.
+    The figure stays open so that the notebook also shows it inline; its small texts are enlarged
+    first (:func:`legible`), so that both read at a 1024-px window.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise ValueError(f"name must be a plain file stem, got {name!r}")
+    legible(fig, dpi=dpi)
     path = output_dir() / "figures" / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
@@ -119,7 +157,7 @@ def show_png(path: str | os.PathLike, alt: str = "") -> None:
 def log_axis(ax, which: str = "x", ticks: Sequence[float] | None = None) -> None:
     """Log scale on ``ax``'s ``which`` axis (``"x"``, ``"y"`` or ``"xy"``) with plain-number labels
     (``ticks`` if given) instead of crowded minor labels such as ``2x10^2``."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
     if which not in ("x", "y", "xy"):
         raise ValueError(f"which must be 'x', 'y' or 'xy', got {which!r}")
@@ -128,6 +166,8 @@ def log_axis(ax, which: str = "x", ticks: Sequence[float] | None = None) -> None
         (ax.set_xscale if w == "x" else ax.set_yscale)("log")
         if ticks is not None:
             (ax.set_xticks if w == "x" else ax.set_yticks)(list(ticks))
+        else:  # 1, 2, 5 per decade: an axis spanning less than a decade still gets several ticks
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         fmt = ScalarFormatter()
         fmt.set_scientific(False)
         axis.set_major_formatter(fmt)

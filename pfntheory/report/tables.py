@@ -17,7 +17,7 @@ from typing import Any
 from .html import fmt
 from .mathtext import math_html
 
-__all__ = ["cell", "Table", "table"]
+__all__ = ["cell", "Table", "table", "Note", "note"]
 
 
 def _is_number(v) -> bool:
@@ -28,11 +28,17 @@ def _is_number(v) -> bool:
     )
 
 
+#: A table longer than this is folded by :func:`table` unless it says how (``folded=``).
+FOLD_ROWS = 8
+#: pandas' missing values (``pd.NA``, ``pd.NaT``): printed "—", never "<NA>".
+_MISSING = ("NAType", "NaTType")
+
+
 def cell(v, digits: int | None = None) -> str:
     """One cell's text: an integer as it is, ``digits`` fixed decimals (or :func:`fmt`) for any
     other number, "yes"/"no" for a bool, "—" for None / NaN / an empty string, items joined by ", "
     for a list."""
-    if v is None or (isinstance(v, str) and not v.strip()):
+    if v is None or (isinstance(v, str) and not v.strip()) or type(v).__name__ in _MISSING:
         return "—"
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return "yes" if v else "no"
@@ -48,6 +54,11 @@ def cell(v, digits: int | None = None) -> str:
     if isinstance(v, (list, tuple)) or type(v).__name__ == "ndarray":
         return ", ".join(cell(x, digits) for x in list(v))
     return str(v)
+
+
+def _pm(text: str) -> str:
+    """One notation for plus-minus: "±" (the claims' ASCII "+-" included)."""
+    return text.replace("+-", "±")
 
 
 class Table:
@@ -87,7 +98,7 @@ class Table:
         body = "".join(
             "<tr>"
             + "".join(
-                f'<td class="n">{e(v)}</td>' if num else f"<td>{e(v)}</td>"
+                f'<td class="n">{e(v)}</td>' if num else f"<td>{_pm(e(v))}</td>"
                 for v, num in zip(r, self.numeric, strict=True)
             )
             + "</tr>"
@@ -98,8 +109,11 @@ class Table:
             f'<table class="pfn-table">{cap}<thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table>"
         )
-        if self.folded:
-            summary = f"<summary>{math_html(self.folded)}</summary>"
+        folded = self.folded
+        if not folded and len(self.rows) > FOLD_ROWS:  # e.g. a notebook's summary of its rows
+            folded = f"the table, {len(self.rows)} rows (click to show)"
+        if folded:
+            summary = f"<summary>{math_html(folded)}</summary>"
             return f'<details class="table">{summary}{markup}</details>'
         return markup
 
@@ -144,7 +158,8 @@ def table(
         A line above the table, in ASCII maths (``sigma^2``, ``lambda_1``), typeset like the
         headings.
     folded : str
-        Fold the table under a line with this text (for a long table kept for reference).
+        Fold the table under a line with this text (for a long table kept for reference); a table
+        of more than :data:`FOLD_ROWS` rows is folded in any case.
     """
     names, rows = _records(data)
     if columns is None:
@@ -167,4 +182,27 @@ def table(
         all(_is_number(r[i]) or r[i] is None for r in rows) and any(_is_number(r[i]) for r in rows)
         for i in idx
     ]
+    if not folded and len(out) > FOLD_ROWS:  # a per-cell table: one click away, not pages long
+        folded = f"{caption + ': ' if caption else ''}the table, {len(out)} rows (click to show)"
+        caption = ""
     return Table([head for _, head in pick], out, caption=caption, numeric=numeric, folded=folded)
+
+
+class Note:
+    """One line of prose in a page, its ASCII maths typeset (what a notebook shows instead of
+    printing program output)."""
+
+    def __init__(self, text: str):
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return f'<p class="pfn-note">{math_html(self.text)}</p>'
+
+
+def note(text: str) -> Note:
+    """A line of prose for a notebook's output (``sigma^2``, ``lambda_1`` typeset), e.g. the sizes
+    a cell ran at: ``report.note(f"sizes at the {scale} scale: n = {n}")``."""
+    return Note(text)
