@@ -162,6 +162,19 @@ def _theory_shared(design: Design) -> Design:
     )
 
 
+#: Sweep order of fig_exp1_theory_shared's cells at the cpu scale, per task (BLR first): the cheap
+#: cells of the C = 256 row, then both ends of the L = 32 column (each claim compares the ends of
+#: its slice), then the rest; each cell's S run just before its 2S run, so that a sweep cut short
+#: leaves complete doubling pairs.
+_SHARED_ORDER = ((2, 256), (4, 256), (8, 256), (32, 256), (32, 16), (16, 256), (32, 32), (32, 64))
+
+
+def _shared_priority(r: RunSpec) -> tuple:
+    cell = (r.model.L, r.model.C)
+    rank = _SHARED_ORDER.index(cell) if cell in _SHARED_ORDER else len(_SHARED_ORDER)
+    return (r.task.kind != "blr", rank, r.model.L, r.model.C, r.steps)
+
+
 FIG_EXP1_THEORY_SHARED = Experiment(
     name="fig_exp1_theory_shared",
     labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
@@ -173,13 +186,15 @@ FIG_EXP1_THEORY_SHARED = Experiment(
     paper=_theory_shared(FIG_EXP1.paper),
     quick=_theory_shared(FIG_EXP1.quick),
     cpu=Design(
-        _theory_shared(FIG_EXP1.cpu).runs,
+        tuple(sorted(_theory_shared(FIG_EXP1.cpu).runs, key=_shared_priority)),
         shrunk=(
             "fig:exp1's cpu theory cells on the slices the claims rest on (C = 256 across L, "
             "L = 32 across C; 9 per task), the model in mode theory_shared, each at the cpu steps "
             "S (1000 BLR, 2000 RBF) and 2S, weight-averaged (decay "
             f"{BUDGET_EMA_DECAY}), {BUDGET_CURVE_POINTS} learning-curve points, the RBF runs with "
-            "fast numerics; the side-by-side reading of fig_exp1_budget's theory cells."
+            "fast numerics; the side-by-side reading of fig_exp1_budget's theory cells. Order: "
+            "BLR first; the cheap cells of the C = 256 row, both ends of the L = 32 column, then "
+            "the rest, each cell at S then 2S."
         ),
     ),
 )
