@@ -117,4 +117,5 @@ def plot_readings(axs, cells: dict) -> None:
             ax.set_title(f"{kind.upper()}: E[TV] against {axis} at {other} = {fixed}")
             ax.set_xlabel(axis)
             ax.set_ylabel("E[TV] (2S, weight-averaged)")
-            ax.legend(fontsize=8)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
