@@ -162,11 +162,11 @@ def _theory_shared(design: Design) -> Design:
     )
 
 
-#: Sweep order of fig_exp1_theory_shared's cells at the cpu scale, per task (BLR first): the cheap
-#: cells of the C = 256 row, then both ends of the L = 32 column (each claim compares the ends of
-#: its slice), then the rest; each cell's S run just before its 2S run, so that a sweep cut short
-#: leaves complete doubling pairs.
-_SHARED_ORDER = ((2, 256), (4, 256), (8, 256), (32, 256), (32, 16), (16, 256), (32, 32), (32, 64))
+#: Sweep order of fig_exp1_theory_shared's cells at the cpu scale, per task (BLR first): the ends of
+#: the C = 256 row (each claim compares the ends of its slice; L = 32 is also the L = 32 column's
+#: end), the row's cheap cells, the other end of the column, then the rest; each cell's S run just
+#: before its 2S run, so that a sweep cut short leaves complete doubling pairs.
+_SHARED_ORDER = ((2, 256), (32, 256), (4, 256), (8, 256), (32, 16), (16, 256), (32, 32), (32, 64))
 
 
 def _shared_priority(r: RunSpec) -> tuple:
@@ -193,8 +193,8 @@ FIG_EXP1_THEORY_SHARED = Experiment(
             "S (1000 BLR, 2000 RBF) and 2S, weight-averaged (decay "
             f"{BUDGET_EMA_DECAY}), {BUDGET_CURVE_POINTS} learning-curve points, the RBF runs with "
             "fast numerics; the side-by-side reading of fig_exp1_budget's theory cells. Order: "
-            "BLR first; the cheap cells of the C = 256 row, both ends of the L = 32 column, then "
-            "the rest, each cell at S then 2S."
+            "BLR first; the ends of the C = 256 row, its other cells, the other end of the L = 32 "
+            "column, then the rest, each cell at S then 2S."
         ),
     ),
 )
