@@ -245,3 +245,13 @@ def test_run_names():
     assert shared.identity()["model"]["mode"] == "theory_shared"
     with pytest.raises(ValueError, match="mode"):
         ModelSpec(score="linear", L=2, C=4, mode="theory-shared")
+
+
+def test_paper_schedule_is_the_theory_rows():
+    """The paper-scale schedule of the new mode is theory mode's (supp-tab:pretraining
+    hyperparameters lists one theory row per task), not the learnable fallback."""
+    from pfntheory.nn.train import schedule_for
+
+    for kind in ("blr", "rbf"):
+        assert schedule_for(kind, "theory_shared") == schedule_for(kind, "theory")
+    assert schedule_for("blr", "theory") != schedule_for("blr", "learnable")
