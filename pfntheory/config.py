@@ -62,8 +62,11 @@ SPEC_TASK_KINDS = ("blr", "rbf", "hier_rbf")
 COVARIATES = ("gaussian", "uniform")
 #: Attention scores kappa (Sec. 3).
 SCORES = ("linear", "rbf", "softmax")
-#: Parameterisation modes of sec:sims.
-MODES = ("theory", "learnable")
+#: Parameterisation modes of sec:sims: ``theory`` (the paper's text: ``K = Q`` learned per layer),
+#: ``learnable``, and ``theory_shared`` (the reading of the authors' public code: one ``K = Q`` for
+#: every layer, a learned noise ``sigma``, separate attention and ridge steps per layer;
+#: docs/design.md, "Known ambiguities").
+MODES = ("theory", "learnable", "theory_shared")
 #: Heads: the analytic psi head (Sec. 4) or the MLP of eqn:tabPFN mlp.
 HEADS = ("psi", "mlp")
 #: Experiment scales: ``quick`` (CI minutes), ``cpu`` (the paper's tasks, fewer steps), ``paper``.
@@ -76,6 +79,8 @@ PAPER_SCHEDULE = {
     ("blr", "theory"): (2e-4, 10_000),
     ("blr", "learnable"): (2e-4, 20_000),
     ("rbf", "theory"): (1e-3, 50_000),
+    ("blr", "theory_shared"): (2e-4, 10_000),
+    ("rbf", "theory_shared"): (1e-3, 50_000),
     ("rbf", "learnable"): (2e-4, 100_000),
     ("hier_rbf", "learnable"): (2e-4, 100_000),
     ("ard_rbf", "learnable"): (2e-4, 100_000),
@@ -300,8 +305,10 @@ class ModelSpec:
         Number of attention layers including the first (k_x-writing) layer (>= 1).
     C : int
         Number of bins (>= 2).
-    mode : {'theory', 'learnable'}
-        Parameterisation of sec:sims (see :mod:`pfntheory.nn.model`).
+    mode : {'theory', 'learnable', 'theory_shared'}
+        Parameterisation of sec:sims (see :mod:`pfntheory.nn.model`); ``theory_shared`` is the
+        other reading of theory mode (one ``K = Q`` for all layers, learned ``sigma``, separate
+        attention and ridge steps per layer; docs/design.md, "Known ambiguities").
     normalised : bool
         False: ``TF`` (eqn:std attn); True: ``TF^pr`` (``Attn^na`` in the solver layers and the
         ``1/s_x`` skip scaling). With the ``linear`` score ``s_x`` can vanish or change sign (the
@@ -327,7 +334,8 @@ class ModelSpec:
     tau_min : float
         Threshold of the head's smooth positivity map of ``tau`` (see :mod:`pfntheory.nn.head`).
     shared_scale : bool
-        One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward.
+        One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward
+        (``theory_shared`` always shares it, :attr:`one_scale`).
     """
 
     score: str
@@ -365,11 +373,18 @@ class ModelSpec:
         if self.eta_init is not None:
             positive_scalar(self.eta_init, "eta_init")
 
+    @property
+    def one_scale(self) -> bool:
+        """Whether every layer shares one ``K = Q`` diagonal (``shared_scale`` or mode
+        ``theory_shared``)."""
+        return self.shared_scale or self.mode == "theory_shared"
+
     def slug(self) -> str:
         """The model part of a run directory's name (``pr-learn-L32-C256``, with ``mixture``
-        ``pr-mix-learn-L8-C256``...)."""
+        ``pr-mix-learn-L8-C256``, mode ``theory_shared`` ``tf-thsh-L32-C256``...)."""
         mix = "mix-" if self.mixture else ""
-        return f"{'pr' if self.normalised else 'tf'}-{mix}{self.mode[:5]}-L{self.L}-C{self.C}"
+        tag = "thsh" if self.mode == "theory_shared" else self.mode[:5]
+        return f"{'pr' if self.normalised else 'tf'}-{mix}{tag}-L{self.L}-C{self.C}"
 
     def check_size(self, d: int) -> None:
         """Refuse, before any parameter is allocated, an architecture whose largest parameter

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._checks import choice
 from .cost import COST, cpu_seconds, step_terms, training_seconds, training_terms  # noqa: F401
 from .design import PAPER_EVAL_INSTANCES, SCALES, Design, Experiment  # noqa: F401
-from .exp1 import FIG_EXP1, FIG_EXP1_BUDGET
+from .exp1 import FIG_EXP1, FIG_EXP1_BUDGET, FIG_EXP1_THEORY_SHARED
 from .exp2 import (  # noqa: F401
     EXP2_1_CURVE_N_EVAL,
     FIG_EXP2_1,
@@ -82,6 +82,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         SUPP_TAB_LENGTHSCALE,
         SUPP_TAB_HIER,
         SUPP_TAB_HIER_MULTIHEAD,
+        FIG_EXP1_THEORY_SHARED,
     )
 }
 

@@ -1,10 +1,11 @@
 """fig:exp1 (sec:exp1, thm:PPD convergence): E[TV] against depth L and bin count C, BLR d=5 and
 RBF d=2, theory and learnable TF; and its claim-carrying cells at S and 2S steps, weight-averaged
-(convergence by budget doubling).
+(convergence by budget doubling), also in the other reading of theory mode (``theory_shared``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from .. import DEFAULT_NOISE_VAR
@@ -140,6 +141,60 @@ FIG_EXP1_BUDGET = Experiment(
             f"{BUDGET_EMA_DECAY}) and {BUDGET_CURVE_POINTS} learning-curve points; the cells the "
             "claims rest on (C = 256 across L, L = 32 across C) first, the others for the "
             "test's resolution over the whole grid."
+        ),
+    ),
+)
+
+
+def _theory_shared(design: Design) -> Design:
+    """The theory cells of fig:exp1's C = 256 row and L = 32 column in ``design``, with the model
+    in mode ``theory_shared`` (docs/design.md, "Known ambiguities"), at S and 2S steps,
+    weight-averaged (:func:`~.scales.budget_runs`); the RBF runs with fast numerics."""
+    cells = tuple(
+        dataclasses.replace(r, model=dataclasses.replace(r.model, mode="theory_shared"))
+        for r in design.runs
+        if isinstance(r, RunSpec) and r.model.mode == "theory" and _on_slice(r)
+    )
+    runs = budget_runs(Design(cells), bool)
+    return Design(
+        tuple(dataclasses.replace(r, fast_numerics=r.task.kind == "rbf") for r in runs),
+        shrunk=design.shrunk,
+    )
+
+
+#: Sweep order of fig_exp1_theory_shared's cells at the cpu scale, per task (BLR first): the ends of
+#: the C = 256 row (each claim compares the ends of its slice; L = 32 is also the L = 32 column's
+#: end), the row's cheap cells, the other end of the column, then the rest; each cell's S run just
+#: before its 2S run, so that a sweep cut short leaves complete doubling pairs.
+_SHARED_ORDER = ((2, 256), (32, 256), (4, 256), (8, 256), (32, 16), (16, 256), (32, 32), (32, 64))
+
+
+def _shared_priority(r: RunSpec) -> tuple:
+    cell = (r.model.L, r.model.C)
+    rank = _SHARED_ORDER.index(cell) if cell in _SHARED_ORDER else len(_SHARED_ORDER)
+    return (r.task.kind != "blr", rank, r.model.L, r.model.C, r.steps)
+
+
+FIG_EXP1_THEORY_SHARED = Experiment(
+    name="fig_exp1_theory_shared",
+    labels=("fig:exp1", "sec:exp1", "thm:PPD convergence"),
+    title=(
+        "fig:exp1's theory panels in the other reading of theory mode (one K = Q for all layers, "
+        "learned sigma, separate steps per layer), C = 256 row and L = 32 column, at S and 2S"
+    ),
+    claims=FIG_EXP1.claims,
+    paper=_theory_shared(FIG_EXP1.paper),
+    quick=_theory_shared(FIG_EXP1.quick),
+    cpu=Design(
+        tuple(sorted(_theory_shared(FIG_EXP1.cpu).runs, key=_shared_priority)),
+        shrunk=(
+            "fig:exp1's cpu theory cells on the slices the claims rest on (C = 256 across L, "
+            "L = 32 across C; 9 per task), the model in mode theory_shared, each at the cpu steps "
+            "S (1000 BLR, 2000 RBF) and 2S, weight-averaged (decay "
+            f"{BUDGET_EMA_DECAY}), {BUDGET_CURVE_POINTS} learning-curve points, the RBF runs with "
+            "fast numerics; the side-by-side reading of fig_exp1_budget's theory cells. Order: "
+            "BLR first; the ends of the C = 256 row, its other cells, the other end of the L = 32 "
+            "column, then the rest, each cell at S then 2S."
         ),
     ),
 )

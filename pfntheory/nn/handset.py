@@ -89,8 +89,9 @@ def _set(param: torch.Tensor, value) -> None:
 
 
 def _theory_steps(model: PFNTransformer, amp, Vc, Sc, Wc) -> tuple:
-    """``(sigma^2, eta, eta')`` of theory-mode weights: ``V = eta (1, -1, 1, -1)``,
-    ``S = -eta' sigma^2 (1, 1)``, ``W = (1, sigma^2, 1, -1)`` (supp-eqn:weights)."""
+    """``(sigma^2, eta, eta')`` of theory-mode weights (``theory`` and ``theory_shared``):
+    ``V = eta (1, -1, 1, -1)``, ``S = -eta' sigma^2 (1, 1)``, ``W = (1, sigma^2, 1, -1)``
+    (supp-eqn:weights)."""
     cfg = model.config
     noise_var = Wc[1]
     if not (Wc[0] == 1 and Wc[2] == 1 and Wc[3] == -1 and noise_var > 0):
@@ -104,7 +105,8 @@ def _theory_steps(model: PFNTransformer, amp, Vc, Sc, Wc) -> tuple:
     ):
         raise ValueError("weights: V, S do not have the theory structure of supp-eqn:weights")
     eta_d = -Sc[:, 0] / noise_var
-    if cfg.score != "rbf" and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
+    separate = cfg.score == "rbf" or cfg.mode == "theory_shared"  # eta' learned apart from eta
+    if not separate and not np.allclose(eta_d, eta, rtol=1e-12, atol=0):
         raise ValueError(
             "weights: separate drift / attention step sizes need the rbf score in theory mode"
         )
@@ -122,7 +124,8 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
     Parameters
     ----------
     model : PFNTransformer
-        Target, mode ``theory`` or ``learnable``; its ``d`` and ``L`` must match.
+        Target, mode ``theory``, ``theory_shared`` (every ``K^(l)`` equal) or ``learnable``; its
+        ``d`` and ``L`` must match.
     weights : HandsetWeights or dict
         From :func:`pfntheory.construction.handset_weights`: per-layer ``V, K, Q, S`` (L arrays of
         shape (d+4, d+4); ``S`` may have ``L-1`` entries for the solver layers only) and ``W``
@@ -141,19 +144,26 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
     V, K, Q, S, W = _arrays(weights, d, cfg.L)
     scale = _scales(K, Q, d)
     amp, Vc, Sc, Wc = _coefficients(V, S, W, d)
-    if cfg.shared_scale and not np.all(scale == scale[0]):
-        raise ValueError("weights: K^(l) differ across layers but the model has shared_scale=True")
-    steps = _theory_steps(model, amp, Vc, Sc, Wc) if cfg.mode == "theory" else None
-    _set(model.scale, scale[:1] if cfg.shared_scale else scale)
+    if cfg.one_scale and not np.all(scale == scale[0]):
+        raise ValueError(
+            "weights: K^(l) differ across layers but the model shares one K = Q "
+            f"(mode={cfg.mode!r}, shared_scale={cfg.shared_scale})"
+        )
+    steps = _theory_steps(model, amp, Vc, Sc, Wc) if cfg.mode != "learnable" else None
+    _set(model.scale, scale[:1] if cfg.one_scale else scale)
     _set(model.amp, amp)
-    _set(model.W, Wc)
     if steps is None:  # learnable
+        _set(model.W, Wc)
         _set(model.V, Vc)
         _set(model.S, Sc)
         return model
     noise_var, eta, eta_d = steps
-    _set(model.noise_var, noise_var)
+    if cfg.mode == "theory_shared":  # sigma learned: W_{2,y} = sigma^2 is its square
+        _set(model.noise_std, np.sqrt(noise_var))
+    else:
+        _set(model.W, Wc)
+        _set(model.noise_var, noise_var)
     _set(model.eta, eta)
-    if cfg.score == "rbf":
+    if cfg.score == "rbf" or cfg.mode == "theory_shared":
         _set(model.eta_drift, eta_d)
     return model

@@ -28,6 +28,13 @@ Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d
             ``V``). ``V^(0)_{k,y} = amp`` (``alpha^2``) is learned for ``rbf`` and fixed at
             ``amp_init`` otherwise; ``sigma^2`` (the prior's ``noise_var``) and ``W``
             (supp-eqn:weights) are fixed; the psi head's ``s1 = s2 = 1`` are fixed.
+``theory_shared`` the reading of theory mode in the authors' public code (docs/design.md, "Known
+            ambiguities"): one ``K = Q = diag(scale, 0_4)`` for every layer (the first included),
+            the noise ``sigma`` learned (``sigma^2`` enters ``S`` and ``W_{2,y}``), and two step
+            sizes per solver layer for every score: ``eta_k`` in ``V`` (as ``eta_l`` above) and
+            ``eta_r`` in ``S = -eta_r sigma^2``; ``amp`` as in ``theory`` (learned for ``rbf``),
+            ``W_{1,f}, W_{2,k}, W_{2,g}`` and the psi head's ``s1 = s2 = 1`` fixed. At
+            initialisation it is the construction of supp-eqn:weights.
 ``learnable`` every non-zero entry of supp-eqn:weights is a free parameter per layer: ``scale_l``
             (the diagonal of ``K = Q``), ``V^(0)_{k,y}``, ``V^(l)_{f,y}, V^(l)_{f,f}, V^(l)_{g,k},
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
@@ -50,6 +57,7 @@ from torch.utils.checkpoint import checkpoint
 
 from .._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of
 from ..config import MODES, ModelSpec, TaskSpec
+from . import fused as _fused
 from .attention import masked_attention_dense, score_matrix, score_vector
 from .device import select_device
 from .head import MLPHead, PsiHead, check_edges
@@ -215,7 +223,7 @@ class PFNTransformer(nn.Module):
         eta_a = eta if cfg.normalised else eta * amp  # step in V (attention)
         eta_d = eta / amp if cfg.normalised else eta  # step in S (ridge drift)
         rbf = cfg.score == "rbf"
-        n_scale = 1 if cfg.shared_scale else L
+        n_scale = 1 if cfg.one_scale else L
         self.scale = nn.Parameter(torch.full((n_scale, d), cfg.scale_init, dtype=dt))  # diag K=Q
         if cfg.mode == "learnable" or rbf:
             self.amp = nn.Parameter(torch.tensor(amp, dtype=dt))  # V^(0)_{k,y}
@@ -232,6 +240,10 @@ class PFNTransformer(nn.Module):
             if rbf:
                 self.eta_drift = nn.Parameter(torch.full((L - 1,), eta_d, dtype=dt))  # eta'_l
             self.register_buffer("W", torch.tensor([1.0, noise_var, 1.0, -1.0], dtype=dt))
+        elif cfg.mode == "theory_shared":
+            self.noise_std = nn.Parameter(torch.tensor(math.sqrt(noise_var), dtype=dt))  # sigma
+            self.eta = nn.Parameter(torch.full((L - 1,), eta_a, dtype=dt))  # eta_k per layer
+            self.eta_drift = nn.Parameter(torch.full((L - 1,), eta_d, dtype=dt))  # eta_r per layer
         else:
             V = torch.tensor([eta_a, -eta_a, eta_a, -eta_a], dtype=dt)  # V_fy V_ff V_gk V_gg
             self.V = nn.Parameter(V.repeat(L - 1, 1))  # (L-1, 4)
@@ -262,6 +274,13 @@ class PFNTransformer(nn.Module):
         """
         cfg = self.config
         scale = self.scale.expand(cfg.L, self.d)
+        if cfg.mode == "theory_shared":
+            eta, noise_var = self.eta, self.noise_std * self.noise_std  # eta_k, sigma^2
+            one = noise_var.new_ones(())
+            V = torch.stack([eta, -eta, eta, -eta], -1)  # supp-eqn:weights
+            S = (-self.eta_drift * noise_var).unsqueeze(-1).expand(-1, 2)  # -eta_r sigma^2
+            W = torch.stack([one, noise_var, one, -one])  # (1, sigma^2, 1, -1)
+            return {"scale": scale, "amp": self.amp, "V": V, "S": S, "W": W}
         if cfg.mode == "theory":
             eta = self.eta
             eta_d = self.eta_drift if cfg.score == "rbf" else eta
@@ -331,10 +350,16 @@ class PFNTransformer(nn.Module):
         if (
             cfg.L > 1
             and cfg.score != "linear"
-            and (cfg.shared_scale or (not grad and bool((scale[1:] == scale[1]).all())))
+            and (
+                cfg.shared_scale
+                or (not grad and bool((scale[1:] == scale[1]).all()))
+                or (cfg.one_scale and not _fused.stack_supports(xa, scale[1:], R, V, S, cfg.score))
+            )
         ):
             # one kernel for every solver layer: shared K = Q, or equal per-layer scales without
-            # autograd (evaluation of a theory-mode or hand-set model): the exp is paid once
+            # autograd (evaluation of a theory-mode or hand-set model): the exp is paid once.
+            # theory_shared trains through the fused stack (one scale expanded over the layers:
+            # 4x faster than this path at L = 32, n ~ 100) and falls back here without it
             a = xa * scale[1]  # (B, n+1, d)
             if grad:
                 _check_kernel_size(B * (n + 1) * n, "the shared (B, n+1, n) kernel", B, n)
