@@ -77,7 +77,7 @@ def _notes(r) -> list[str]:
     if _get(r, "caveat"):
         out.append(f'<span class="note caveat">{math_html(_get(r, "caveat"))}</span>')
     if _get(r, "convergence"):
-        out.append(f'<span class="note">{html.escape(_get(r, "convergence"))}</span>')
+        out.append(f'<span class="note">{math_html(_get(r, "convergence"))}</span>')
     if _get(r, "erratum") and _get(r, "verdict") == "does not hold":
         out.append('<span class="note">the check did not confirm the corrected statement</span>')
     if _get(r, "verdict") in (
