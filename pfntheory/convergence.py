@@ -289,7 +289,10 @@ def read_learning_curve(run_dir: str | os.PathLike, covariates: str | None = Non
     Raises
     ------
     pfntheory.runs.CorruptFileError
-        (a ValueError) If the file exists but is not valid JSON or not schema 1.
+        (a ValueError) If the file exists but is not valid JSON (or not UTF-8), not schema 1, or
+        holds values no curve can hold (:func:`pfntheory.runs.curve_problem`: a point without
+        ``step``, a negative step, a NaN or out-of-range E[TV] or coverage, per-instance TVs
+        outside [0, 1]); the message names the file and the field.
     """
     if covariates is not None:
         choice(covariates, "covariates", COVARIATES)
@@ -305,6 +308,9 @@ def read_learning_curve(run_dir: str | os.PathLike, covariates: str | None = Non
         raise runs.CorruptFileError(
             f"{path} is not a learning curve (schema 1 with a 'points' list)"
         )
+    problem = runs.curve_problem(doc)  # the values, as the run's artefact check reads them
+    if problem is not None:
+        raise runs.CorruptFileError(f"{path} {problem}")
     return doc
 
 

@@ -145,8 +145,8 @@ def load_json(path) -> dict:
     """Read a JSON file; a malformed one raises :class:`CorruptFileError`."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CorruptFileError(
             f"{path} is not valid JSON (truncated or corrupted?): {err}"
         ) from err
@@ -321,13 +321,42 @@ def check_artefacts(run_dir) -> dict[str, str]:
     return problems
 
 
+def _tvs(values) -> bool:
+    """Whether ``values`` is a list of numbers in [0, 1] (False for NaN)."""
+    return isinstance(values, list) and all(
+        not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v <= 1 for v in values
+    )
+
+
+def _point_problem(p, ns: list) -> str | None:
+    """What is wrong with one learning-curve point (None: nothing)."""
+    if not isinstance(p, dict):
+        return "is not an object"
+    step, n = p.get("step"), p.get("n")
+    if not (isinstance(step, int) and not isinstance(step, bool) and step >= 0) or n not in ns:
+        return f"has no valid step/n (got step={step!r}, n={n!r})"
+    for m in CURVE_METRICS:
+        for key in (m, m + "_se"):
+            v = p.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return f"has no numeric {key!r} (got {v!r})"
+            if m != "nll" and not math.isfinite(v):
+                return f"has a non-finite {key!r}"
+    if not (0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1):
+        return "has tv or coverage90 outside [0, 1]"
+    if not _tvs(p.get("tv_instances", [])):
+        return "has 'tv_instances' that are not TVs in [0, 1]"
+    return None
+
+
 def curve_problem(doc, steps: int | None = None) -> str | None:
     """What is wrong with a learning-curve document (``learning_curve*.json``), or None.
 
     Schema 1: ``{"schema": 1, "n_eval": [n'...], "points": [{"step", "n", "tv", "tv_se", "nll",
     "nll_se", "coverage90", "coverage90_se", "crps", "crps_se", ...}, ...]}`` with integer steps
     >= 0, every point's ``n`` in ``n_eval``, numeric metrics (the NLL may be infinite, its SE
-    NaN), ``tv`` and ``coverage90`` in [0, 1], and every n' at every step. ``steps``: the run's
+    NaN), ``tv`` and ``coverage90`` in [0, 1], per-instance ``tv_instances`` (when present) in
+    [0, 1], and every n' at every step. ``steps``: the run's
     budget, which a finished run's curve must end at (a curve cut short by a kill is not finished).
     """
     if not isinstance(doc, dict):
@@ -341,21 +370,10 @@ def curve_problem(doc, steps: int | None = None) -> str | None:
         return "has no 'points'"
     seen: dict[int, set] = {}
     for i, p in enumerate(points):
-        if not isinstance(p, dict):
-            return f"points[{i}] is not an object"
-        step, n = p.get("step"), p.get("n")
-        if not (isinstance(step, int) and step >= 0) or n not in ns:
-            return f"points[{i}] has no valid step/n (got step={step!r}, n={n!r})"
-        for m in CURVE_METRICS:
-            for key in (m, m + "_se"):
-                v = p.get(key)
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    return f"points[{i}] has no numeric {key!r} (got {v!r})"
-                if m != "nll" and not math.isfinite(v):
-                    return f"points[{i}] has a non-finite {key!r}"
-        if not (0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1):
-            return f"points[{i}] has tv or coverage90 outside [0, 1]"
-        seen.setdefault(step, set()).add(n)
+        msg = _point_problem(p, ns)
+        if msg:
+            return f"points[{i}] {msg}"
+        seen.setdefault(p["step"], set()).add(p["n"])
     incomplete = [s for s, got in seen.items() if got != set(ns)]
     if incomplete:
         return f"lacks some n' at step(s) {sorted(incomplete)[:3]}"
@@ -450,12 +468,17 @@ def root_lock(root, *, wait_s: float = 0.0, poll_s: float = 0.5):
     """
     import fcntl
 
+    for name, v in (("wait_s", wait_s), ("poll_s", poll_s)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < math.inf:
+            raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
+    if poll_s <= 0:
+        raise ValueError(f"poll_s must be > 0 seconds, got {poll_s!r}")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     path = root / ".lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + max(float(wait_s), 0.0)
+        deadline = time.monotonic() + float(wait_s)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -28,6 +28,7 @@ from ..convergence import (
 )
 from ..experiments.specs import RunSpec
 from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult
+from ._inputs import loaded_run, loaded_runs, replay_of, statuses_of
 
 __all__ = [
     "Z_MARGIN",
@@ -88,6 +89,7 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> d
     ``learning_curve.json`` (with ``covariates``: its curve on that covariate law, e.g. the
     covariate shift); a run without one gets ``{"state": "no curve", "plateaued": False,
     "criterion": "no learning curve"}``."""
+    loaded_run(run)
     st = curve_status(run.run_dir, covariates, metric=metric)
     if st["state"] == "no curve":
         st["last_step"] = int(run.spec.steps)
@@ -101,7 +103,7 @@ def doubling_statuses(runs) -> dict:
     runs without one get ``{"state": "no half-budget run", "plateaued": False, ...}``."""
     from ..convergence import doubling_status
 
-    tr = trained_runs(runs)
+    tr = trained_runs(loaded_runs(runs))
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
         return dataclasses.replace(spec, steps=1, evals=())
@@ -149,6 +151,7 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     task share their held-out instances, so comparisons between runs at one step are paired on
     them (the unpaired SE used is conservative). Returns ``{"steps": [...], "held": [bool...]}``;
     empty lists when a run has no curve or the runs share no step."""
+    runs, replay = loaded_runs(runs), replay_of(replay)
     vals = {}
     for r in trained_runs(runs):
         points = curve_points(r.run_dir, covariates)
@@ -179,6 +182,8 @@ def gate(
     the curves' metrics that must have plateaued (E[TV]; a coverage claim whose curves are
     precise enough to decide adds ``"coverage90"``); ``statuses``: convergence statuses to use
     instead (run name -> status, e.g. :func:`pfntheory.convergence.doubling_status`)."""
+    runs, replay = loaded_runs(runs), replay_of(replay, optional=True)
+    statuses_of(statuses, runs)
     conv = (
         {r.run_dir.name: statuses[r.run_dir.name] for r in trained_runs(runs)}
         if statuses is not None
@@ -260,6 +265,7 @@ def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
 
 def tv_beats(a, b, z: float):
     """The replay "run ``a``'s E[TV] exceeds run ``b``'s by ``z`` SE" (:func:`gate`)."""
+    a, b, z = loaded_run(a, "a"), loaded_run(b, "b"), positive_scalar(z, "z")
     return lambda v: beats(v(a)["tv"], v(b)["tv"], z)
 
 

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from .. import runs as runfiles
+from .._checks import ArgumentTypeError
 from ..config import curve_file
 from .definitions import get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
@@ -55,6 +56,10 @@ def default_root() -> Path:
 
 def run_dir_of(experiment: str, spec, root=None) -> Path:
     """``<root>/<experiment>/<spec.name>``."""
+    if not isinstance(experiment, str) or not experiment:
+        raise ArgumentTypeError(f"experiment must be an experiment's name, got {experiment!r}")
+    if not isinstance(getattr(spec, "name", None), str):
+        raise ArgumentTypeError(f"spec must be a run's spec (with a name), got {spec!r}")
     return Path(root if root is not None else default_root()) / experiment / spec.name
 
 
