@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import numbers
@@ -38,6 +39,7 @@ __all__ = [
     "CONFIG",
     "METRICS",
     "WEIGHTS",
+    "WEIGHTS_LAST",
     "CHECKPOINT",
     "EVAL",
     "CorruptFileError",
@@ -75,6 +77,8 @@ def round_significant(x) -> float:
 CONFIG = "config.json"
 METRICS = "metrics.json"
 WEIGHTS = "weights.pt"
+#: The last iterate of a weight-averaged run (``weights.pt`` then holds the average).
+WEIGHTS_LAST = "weights_last.pt"
 CHECKPOINT = "checkpoint.pt"
 EVAL = "eval.json"
 #: Metrics of every learning-curve point (``learning_curve*.json``), each with its ``_se``.
@@ -97,7 +101,19 @@ FILE_MODE = 0o666 & ~_umask()
 
 def _atomic_write(path, write) -> Path:
     path = Path(path)
+    try:
+        _write_replace(path, write)
+    except OSError as err:  # name the real file, not the temporary one (disk full, read-only...)
+        if err.errno is None:
+            raise
+        raise type(err)(err.errno, err.strerror, str(path)) from err
+    return path
+
+
+def _write_replace(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         # mkstemp creates 0600; a run's files get the mode of any other file the user writes
@@ -113,7 +129,6 @@ def _atomic_write(path, write) -> Path:
         except FileNotFoundError:
             pass
         raise
-    return path
 
 
 def atomic_write_bytes(path, data: bytes) -> Path:
@@ -294,28 +309,35 @@ def _check_metrics(doc) -> str | None:
 def check_artefacts(run_dir) -> dict[str, str]:
     """Problems of the artefacts present in a run directory: ``{file name: what is wrong}``.
 
-    Reads ``config.json`` and ``metrics.json`` (valid JSON objects; a finished ``metrics.json``
-    holds ``interval`` and ``steps``) and loads ``weights.pt`` and ``checkpoint.pt`` with
-    ``weights_only=True`` (a weights file must hold a state dict of tensors). Absent files are not
+    Reads ``config.json`` and ``metrics.json`` (valid UTF-8 JSON objects; a finished
+    ``metrics.json`` holds ``interval`` and ``steps``) and loads ``weights.pt``,
+    ``weights_last.pt`` and ``checkpoint.pt`` with ``weights_only=True`` (a weights file must hold
+    a state dict of finite tensors; a checkpoint's step lies within the steps of ``config.json``
+    and its weights are finite); the learning curves' values are checked by
+    :func:`curve_problems`. Absent files are not
     problems. An empty dict means every present artefact is readable.
     """
     run_dir = Path(run_dir)
     problems: dict[str, str] = {}
     curve_problems(run_dir, problems)
+    docs: dict = {}
     for names, load, problem in (
         ((CONFIG, METRICS), load_json, _json_problem),
-        ((WEIGHTS, CHECKPOINT), load_torch, _torch_problem),
+        ((WEIGHTS, WEIGHTS_LAST, CHECKPOINT), load_torch, _torch_problem),
     ):
         for name in names:
             path = run_dir / name
             if not path.is_file():
                 continue
             try:
-                obj = load(path)
+                obj = docs[name] = load(path)
             except CorruptFileError as err:
                 problems[name] = str(err)
                 continue
-            msg = problem(name, obj)
+            steps = (
+                docs.get(CONFIG, {}).get("steps") if isinstance(docs.get(CONFIG), dict) else None
+            )
+            msg = problem(name, obj) if name != CHECKPOINT else _checkpoint_problem(obj, steps)
             if msg:
                 problems[name] = f"{path} {msg}"
     return problems
@@ -412,10 +434,38 @@ def _json_problem(name: str, doc) -> str | None:
     return _check_metrics(doc) if name == METRICS else None
 
 
+def _nonfinite(state) -> bool:
+    """Whether a state dict holds a floating tensor with a NaN or an infinite entry."""
+    import torch
+
+    return any(
+        isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all())
+        for t in state.values()
+    )
+
+
 def _torch_problem(name: str, obj) -> str | None:
-    """What is wrong with the loaded torch artefact ``name`` (None: nothing)."""
-    if name == WEIGHTS and not (isinstance(obj, dict) and obj):
+    """What is wrong with the loaded weights artefact ``name`` (None: nothing)."""
+    if not (isinstance(obj, dict) and obj):
         return "does not hold a state dict"
+    if _nonfinite(obj):
+        return "holds non-finite weights"
+    return None
+
+
+def _checkpoint_problem(ckpt, steps) -> str | None:
+    """What is wrong with a loaded checkpoint of a run of ``steps`` steps (None: nothing, or the
+    steps unknown): its step must lie in [0, steps] and its model (and average) be finite."""
+    if not isinstance(ckpt, dict):
+        return "is not a checkpoint"
+    step = ckpt.get("step")
+    if isinstance(steps, int) and not (
+        isinstance(step, int) and not isinstance(step, bool) and 0 <= step <= steps
+    ):
+        return f"is at step {step!r}, outside the run's 0..{steps} steps"
+    for key in ("model", "ema"):
+        if isinstance(ckpt.get(key), dict) and _nonfinite(ckpt[key]):
+            return f"holds non-finite {key} weights"
     return None
 
 
@@ -436,16 +486,16 @@ def remove_corrupt_artefacts(run_dir) -> list[str]:
     problems = check_artefacts(run_dir)
     doomed: set[str] = set()
     if CONFIG in problems:
-        doomed |= {CONFIG, METRICS, WEIGHTS, CHECKPOINT}
-    if WEIGHTS in problems or METRICS in problems:
-        doomed |= {WEIGHTS, METRICS}
+        doomed |= {CONFIG, METRICS, WEIGHTS, WEIGHTS_LAST, CHECKPOINT}
+    if WEIGHTS in problems or METRICS in problems or WEIGHTS_LAST in problems:
+        doomed |= {WEIGHTS, METRICS, WEIGHTS_LAST}
     if CHECKPOINT in problems:
         doomed.add(CHECKPOINT)
     curves = sorted(k for k in problems if k.startswith("learning_curve"))
     if curves:  # a curve is the record of a training: the training that wrote it is redone
-        doomed |= {*curves, METRICS, WEIGHTS, CHECKPOINT}
+        doomed |= {*curves, METRICS, WEIGHTS, WEIGHTS_LAST, CHECKPOINT}
     messages = []
-    for name in (CONFIG, METRICS, WEIGHTS, CHECKPOINT, *curves):
+    for name in (CONFIG, METRICS, WEIGHTS, WEIGHTS_LAST, CHECKPOINT, *curves):
         path = run_dir / name
         if name in doomed and path.is_file():
             path.unlink()
