@@ -141,6 +141,27 @@ def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
     print(f"wrote {p}", file=sys.stderr)
 
 
+def _refuse_foreign_out(path: str, producer: dict) -> None:
+    """Refuse an ``--out`` file that holds a readable evaluation of another producer."""
+    from pathlib import Path
+
+    from pfntheory import runs
+
+    p = Path(path)
+    if not p.is_file():
+        return
+    try:
+        old = runs.load_json(p)
+    except runs.CorruptFileError:
+        return  # unreadable: replaced by the new evaluation
+    if isinstance(old, dict) and old.get("producer") != producer:
+        raise ValueError(
+            f"--out {p} holds results of another producer "
+            f"({_differs(old, {'producer': producer})}); merging would mix them under one "
+            "header: use another FILE or delete it"
+        )
+
+
 def _differs(old: dict, doc: dict) -> str:
     """Which producer fields (run, config, oracle, arithmetic) and settings differ, in words."""
     if not isinstance(old.get("producer"), dict):
@@ -277,6 +298,10 @@ def _run_evaluate(args) -> int:
     if args.n_eval is None:
         raise ValueError("--n-eval is required unless --curve-only is given")
     check_attention_size(args.batch_size, max(args.n_eval), "--batch-size/--n-eval")
+    producer = None
+    if args.out_file is not None:  # refused before the work, not after it
+        producer = _producer(run_dir, args.oracle, args.device)
+        _refuse_foreign_out(args.out_file, producer)
     from pfntheory.nn.evaluate import evaluate
 
     doc = evaluate(
@@ -305,7 +330,7 @@ def _run_evaluate(args) -> int:
     # stdout stays one JSON document under --json
     _print_learning_curve(run_dir, args.curve, file=sys.stderr if args.json else sys.stdout)
     if args.out_file is not None:
-        doc = {**doc, "producer": _producer(run_dir, args.oracle, args.device)}
+        doc = {**doc, "producer": producer}
         _write_out(args.out_file, doc, keep_results=True)
     return 0
 
