@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from pfntheory.config import COVARIATES, HEADS, LR_UNITS, MODES, SCORES, TASK_KINDS
 
@@ -246,7 +247,7 @@ def _run_tree(args, score: str):
     else:
         lr, steps = schedule_for(args.task, args.mode, args.scale)
         units, ema = "absolute", 0.0
-    curve = (
+    curve: dict[str, Any] = (
         {}
         if args.no_curve
         else dict(
