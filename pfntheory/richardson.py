@@ -117,7 +117,8 @@ def _apply_Dinv(P, r: np.ndarray) -> np.ndarray:
 def _check_admissible(A: np.ndarray, D, P, eta: np.ndarray, *, exact: bool = True) -> None:
     """Warn when a step exceeds the admissible ``2 / lambda_1(D^{-1} A)`` (the iteration then
     diverges). Gershgorin's bound on ``lambda_1`` clears the usual case without an eigensolve; the
-    eigensolve runs only with ``exact`` (when affordable, :func:`_affordable`); otherwise an
+    eigensolve runs only with ``exact`` (when affordable, :func:`_affordable`), else Rayleigh
+    quotients bound ``lambda_1`` from below (a step above ``2 /`` that bound surely diverges); an
     overflowing iteration is still caught by :func:`richardson` after the fact."""
     top = float(np.max(eta))
     row = np.sum(np.abs(A), axis=1)
@@ -127,12 +128,19 @@ def _check_admissible(A: np.ndarray, D, P, eta: np.ndarray, *, exact: bool = Tru
         gersh = float(np.max(row / P))  # rows of D^{-1} A
     else:
         gersh = np.inf
-    if top * gersh <= 2.0 or not exact:
+    if top * gersh <= 2.0:
         return
-    bound = admissible_step(A, D)
+    if exact:
+        bound, how = admissible_step(A, D), "="
+    elif P is None or P.ndim == 1:  # Rayleigh quotients (e_i, 1) bound lambda_1 from below: O(n^2)
+        p = np.ones(A.shape[0]) if P is None else P
+        lam_low = max(float(np.max(np.diag(A) / p)), float(np.sum(A) / np.sum(p)))
+        bound, how = 2.0 / lam_low, "<="
+    else:
+        return  # caught after the fact if the iterates overflow
     if top > bound:
         warnings.warn(
-            f"eta={top:.6g} exceeds the admissible step 2/lambda_1(D^-1 A) = {bound:.6g}: the "
+            f"eta={top:.6g} exceeds the admissible step 2/lambda_1(D^-1 A) {how} {bound:.6g}: the "
             "Richardson iteration diverges (supp-sec:richardson) and its iterates may overflow "
             "to inf/NaN; pass allow_divergence=True to run a divergent step on purpose",
             RuntimeWarning,
