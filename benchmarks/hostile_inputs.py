@@ -125,6 +125,7 @@ def issue41_calls(tmp: Path) -> list[tuple[str, tuple[str, ...], object]]:  # no
     from pfntheory.convergence import doubling_status, final_instances, read_learning_curve
     from pfntheory.experiments import cost, scales, state
     from pfntheory.experiments.results import LoadedRun
+    from pfntheory.nn import fused
     from pfntheory.nn.fast_oracle import sample_batch_fast
     from pfntheory.nn.head import PsiHead
     from pfntheory.nn.priors import sample_batch
@@ -244,6 +245,7 @@ def issue41_calls(tmp: Path) -> list[tuple[str, tuple[str, ...], object]]:  # no
     add("sample_batch_fast generator=None", ["generator"],
         lambda: sample_batch_fast(task, 2, 4, None))  # fmt: skip
     add("sample_batch n=200000", ["n"], lambda: sample_batch(task, 4, 200_000, gen))
+    add("fused.enabled flag='no'", ["flag"], lambda: fused.enabled("no").__enter__())
     return C
 
 

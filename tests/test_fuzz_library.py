@@ -1282,6 +1282,11 @@ def test_inputs_of_none_or_empty_are_refused_by_name(tmp_path):
 
     with pytest.raises(TypeError, match="learn_scales"):
         PsiHead("yes", 0.01)
+    from pfntheory.nn import fused
+
+    with pytest.raises(TypeError, match="flag"):
+        with fused.enabled("no"):  # bool("no") is True: it used to enable the operator
+            pass
 
 
 def test_normalised_mixture_weights_are_accepted():
