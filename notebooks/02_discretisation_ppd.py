@@ -149,8 +149,9 @@ rec.add(
     popmini.check_popmini(
         mus, taus, disc.bin_edges(-2.5, 2.5, 64), prng, n_perturb=100 if SCALE == "quick" else 400
     ),
-    measured="smallest truncated NLL(q) - NLL(q*) over random and local perturbations q "
-    "(negative below round-off would mean a better histogram than q*)",
+    measured="worst relative error of the local truncated-NLL gaps NLL(q* (1 + t v)) - NLL(q*) "
+    "against their second-order prediction (t^2/2) sum p v^2: the curvature of a minimiser, which "
+    "a first-order term would break (random perturbations must not beat q* either)",
     compare="threshold",
 )
 

@@ -68,14 +68,18 @@ for name in ("sacramento", "walker"):
         continue
     data = datasets[name] = load_dataset(name)
     idx = baseline.walker_splits(data.n)["eb"] if name == "walker" else None
-    r = eb_claims.check_eb_optimum(data, idx, n_restarts=2)
+    r = eb_claims.check_printed_fit(data, idx, n_restarts=2)
     rec.add(
         r,
         label=LABELS[name],
         variant="empirical-Bayes fit",
-        compare="reference",
-        measured="LML(ours) - LML(paper's printed fit)",
-        statement=f"{name}: the EB optimum is at least as good as the paper's printed fit",
+        compare="threshold",
+        measured="largest |ours - paper| over (alpha, ell_1, ell_2, sigma), standardised data",
+        cause=""
+        if r.holds
+        else f"the printed fit's LML is {r.details['lml_gap']:.3g} nats below the optimum on the "
+        "200 points in the text's coordinates (the next row: the printed lengthscales fit "
+        "another coordinate convention)",
     )
     det = r.details
     for pname, ours, paper in zip(det["param_names"], det["ours"], det["paper"], strict=True):
@@ -133,6 +137,32 @@ SUMMARY_ROWS = (
     ("coverage", "n_heldout", "held-out points"),
     ("claims", "claims_holding", "caption claims whose check holds"),
 )
+
+
+def failure_cause(name, claim, by_key):
+    """The measured cause of a caption claim that fails (docs/casestudies.md): for Walker Lake
+    the prior mismatch with the refitted GP (the PFN tracks the GP at its pretraining prior); for
+    Sacramento's whole-grid correlation, the far queries (the near-cell correlation beside it)."""
+    same = by_key.get("pretraining_prior/near_close")
+    if claim.key.startswith("pretraining_prior/"):
+        return ""
+    if name == "walker" and same is not None:
+        return (
+            "prior mismatch with the refitted GP: against the GP at the PFN's pretraining prior "
+            f"the near-cell MAD is {same.observed:.3g} GP sd (threshold {same.bound:g}), against "
+            f"the GP refitted on the context {by_key['near_close'].observed:.3g}"
+        )
+    if claim.key == "pattern_corr":
+        near = claim.details.get("corr_near", {})
+        return (
+            "far-query divergence: over the near cells the correlations are "
+            + ", ".join(f"{q} {v:.3f}" for q, v in near.items())
+            + f" (the whole grid: {claim.observed:.3f}); the caption excepts regions without "
+            "nearby observations"
+        )
+    return ""
+
+
 summaries, budgets = {}, {}
 for name in ("sacramento", "walker"):
     if not available(name):
@@ -166,6 +196,7 @@ for name in ("sacramento", "walker"):
     for fig in ("maps", "differences"):
         report.show_png(res_dir / res["figures"][fig], alt=f"{name} {fig}")
     summaries[name] = res["summary"]
+    by_key = {r.key: r for r in claims}
     for r in claims:
         rec.add(
             r,
@@ -174,6 +205,7 @@ for name in ("sacramento", "walker"):
             measured=r.details.get("measured", ""),
             runs=run_dirs,
             command=command,
+            cause="" if r.holds else failure_cause(name, r, by_key),
         )
 
 # %%
@@ -198,9 +230,15 @@ if summaries:
 # of the fitted prior on held-out synthetic data sets at the two ends of the pretraining
 # context-size range. The claims are decided by budget doubling (docs/verdicts.md): the PFN is
 # trained, weight-averaged, at S and at 2S steps, each with its own schedule, and the two final
-# models are compared on the same held-out instances. A plateaued pair gives *holds* / *does not
-# hold*; a pair still improving gives *holds at budget* / *fails at budget* when the claim's check
-# has the same outcome at S and 2S, and *undecided* when it changes.
+# models are compared on the same held-out instances: the pair has plateaued when the 90% CI of
+# the paired fall of E[TV] from S to 2S lies within +-10% of E[TV] at 2S (this criterion is shared
+# by every claim below, so it is stated here once). Every claim goes through the one gate
+# (`pfntheory.claims.gating.decide`): *worse with training* when the 2S model is worse than the
+# S one (diverging) or than its initialisation (step 0 of the curve: the hand-set construction) at
+# some n'; otherwise a plateaued pair gives *holds* / *does not hold*; a pair still improving gives
+# *holds at budget* / *fails at budget* when the claim's check has the same outcome at S and 2S,
+# and *undecided* when it changes. The table under each case study gives E[TV] per n' at step 0
+# and at the end: where pretraining made the model worse, measured.
 
 # %%
 curves = {}
@@ -208,7 +246,27 @@ for name in ("sacramento", "walker"):
     if name in budgets:
         b = budgets[name]
         st = b["status"]
-        display(Markdown(f"**{name}**: {st['state']}; {st['criterion']}"))
+        display(Markdown(f"**{name}**: {st.trend}"))
+        if st.start:  # where training made the model read worse than its initialisation
+            display(
+                report.table(
+                    [
+                        {
+                            "n'": n,
+                            "E[TV] at step 0 (the construction's initialisation)": a,
+                            f"E[TV] at {st.last_step} steps": b,
+                            "worse than at step 0": n in st.worse_than_start,
+                        }
+                        for n, a, _, b, _ in st.start
+                    ],
+                    digits={
+                        "E[TV] at step 0 (the construction's initialisation)": 4,
+                        f"E[TV] at {st.last_step} steps": 4,
+                    },
+                    caption=f"{name}: held-out E[TV] to the exact PPD at each curve n', before "
+                    "and after pretraining (the model the claims read)",
+                )
+            )
         for rd in b["run_dirs"]:
             doc = report.read_learning_curve(rd)
             if doc is not None:

@@ -23,15 +23,18 @@
 # instead of `10^4`-`10^5`). Its sweeps run for hours, so this page reads the `cpu` runs that are
 # **complete** under `reports/runs/<experiment>/`, whatever the report's own scale, and says which
 # are not: a cell not on disk is hatched, and a claim rests only on the cells named in its row.
-# Every run records a learning curve. A claim *holds* / *does not hold* only where all the runs it
-# rests on have plateaued; while they still improve it *holds at budget* / *fails at budget* when
-# its check has one outcome at every step of the last log-half of their curves (the steps are
-# stated), and is *undecided* when the outcome changes there (docs/verdicts.md). Missing runs are
-# made by `pfntheory sweep <experiment> --scale cpu` (resumable).
+# Every run records a learning curve, and every claim goes through one gate
+# (`pfntheory.claims.gating.decide`, docs/verdicts.md): *worse with training* when a run it reads
+# got worse (diverging, or worse than its initialisation at step 0 at some n'); *holds* / *does not
+# hold* where all its runs have plateaued; while they still improve, *holds at budget* / *fails at
+# budget* when its check has one outcome at every step of the last log-half of their curves (the
+# steps are stated), *undecided* when the outcome changes there. A check that fails while the
+# interval of its effect still holds the claimed effect (the paper's, where printed) is *undecided
+# (underpowered)*, with the smallest effect it can detect. Missing runs are made by
+# `pfntheory sweep <experiment> --scale cpu` (resumable).
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -43,8 +46,11 @@ from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
 from pfntheory.experiments import state as xrun
+from pfntheory.report import breakdown_plots as rbd
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
+from pfntheory.report import exp1_budget as rbud
+from pfntheory.report import family as rfam
 
 report.setup_plots()
 rec = report.Recorder("07_cpu_scale")
@@ -119,19 +125,32 @@ display(
 # %% [markdown]
 # ## fig:exp1: TV against depth L and bins C
 #
-# `ln E[TV(p_(a,b], q_theta)]` (the natural log, as on the paper's axes) averaged over the
+# On fig:exp1's strongest runs: the weight-averaged grid of `fig_exp1_budget` at `2S` steps (2000
+# BLR, 4000 RBF; how it was trained: *fig:exp1 at budget* below), the grid its claims are decided
+# on. `ln E[TV(p_(a,b], q_theta)]` (the natural log, as on the paper's axes) averaged over the
 # evaluation sizes `n'`, for BLR (`d = 5`) and RBF (`d = 2`), theory and learnable
 # parameterisations, all four panels on **one colour scale**; cells whose run is not complete are
-# hatched. Below: the two slices the paper plots, the largest `C`
-# across `L` and the largest `L` across `C` (±2 SE), with the cells present.
+# hatched. Below: the two slices the paper plots, the largest `C` across `L` and the largest `L`
+# across `C` (±2 SE), the `2S` cells solid and their `S` runs dashed: the `S` run of a cell is the
+# replay of the committed last-iterate cell of `fig_exp1` (same data stream, initialisation and
+# schedule), weight-averaged.
 
 # %%
-runs1, missing1, declared1 = loaded["fig_exp1"]
-panels = rcpu.exp1_panels(runs1, declared1)
+runs1 = loaded["fig_exp1"][0]  # the committed last-iterate cells (the averaging table)
+runs_b, missing_b, declared_b = loaded["fig_exp1_budget"]
+statuses_b = xgate.doubling_statuses(trained(runs_b))
+panels, panels_s = rbud.budget_panels(trained(runs_b), declared_b)
+n_2s = sum(len(p.cells) for p in panels)
+n_2s_declared = sum(p.n_declared for p in panels)
 display(
     Markdown(
-        f"**{len(trained(runs1))} of {len(declared1)} cells** of fig_exp1 [cpu] are complete"
-        + (f"; the rest are made by `{rcpu.sweep_command('fig_exp1')}`." if missing1 else ".")
+        f"**{n_2s} of {n_2s_declared} cells** of fig_exp1_budget [cpu] at 2S are complete, and "
+        f"{sum(len(p.cells) for p in panels_s)} at S"
+        + (
+            f"; the rest are made by `{rcpu.sweep_command('fig_exp1_budget')}`."
+            if missing_b
+            else "."
+        )
     )
 )
 fig = plt.figure(figsize=(3.4 * len(panels) + 1, 7.4))
@@ -141,47 +160,34 @@ im = rcpu.plot_exp1_heatmaps(axs, panels)
 if im is not None:
     sub[0].colorbar(im, ax=list(axs), label="ln E[TV]", shrink=0.9)
 ax_L, ax_C = sub[1].subplots(1, 2)
-rcpu.plot_exp1_slices(ax_L, ax_C, panels)
-fig.suptitle(f"fig:exp1 at the cpu scale: {len(trained(runs1))} of {len(declared1)} cells")
+rbud.plot_replay_slices(ax_L, ax_C, panels, panels_s)
+fig.suptitle(
+    f"fig:exp1 at the cpu scale, weight-averaged, 2S steps: {n_2s} of {n_2s_declared} cells"
+)
 report.save_figure(fig, "07_exp1")
 plt.show()
 
 # %% [markdown]
-# The same numbers as a table: `ln E[TV]` per cell (rows `C`, columns `L`, one block per panel)
-# with the cell's learning-curve status (`pfntheory.convergence.plateau_status`: the 90% confidence
-# interval of the fitted fall of `E[TV]` over the last log-half of training, its error from the
-# residuals about the trend): **plateaued** (inside +-10% of the value), **still improving** (above
-# 0), **diverging** (below 0: significantly worse), **too noisy to tell** (straddles 0 and reaches
-# beyond the tolerance) or **no curve**; `-` where the run is not on disk.
-
+# The same numbers as a table: `ln E[TV]` per `2S` cell (rows `C`, columns `L`, one block per
+# panel) with its budget-doubling state (`pfntheory.convergence.doubling_status`: the 90%
+# interval of the paired fall of `E[TV]` from `S` to `2S` steps over the same held-out instances,
+# against +-10% of its value: **plateaued** inside, **still improving** above 0, **diverging**
+# below 0, **too noisy to tell** straddling 0 and leaving the band), and after `|` the `S` cell's
+# `ln E[TV]` (its replay); `-` where the run is not on disk. The doubling state is the status the
+# fig:exp1 rows are gated on.
 
 # %%
-def cell_text(H, status, L, C, i, j):
-    if (L, C) not in status:
-        return "-"
-    return f"{np.log(H[i, j]):.3f} ({status[(L, C)]})"
-
-
-blocks = []
-for p in panels:
-    H, _ = p.grid()
-    st = p.status()
-    blocks.append(
-        pd.DataFrame(
-            {
-                f"L={L}": [cell_text(H, st, L, C, i, j) for j, C in enumerate(p.C)]
-                for i, L in enumerate(p.L)
-            },
-            index=pd.MultiIndex.from_product([[p.title], list(p.C)], names=["panel", "C"]),
-        )
-    )
-display(report.table(pd.concat(blocks).reset_index()))
-words = pd.Series([w for p in panels for w in p.status().values()], dtype=object)
+display(report.table(rbud.cell_frame(panels, panels_s, statuses_b)))
+words = pd.Series(
+    [statuses_b[r.run_dir.name]["state"] for p in panels for r in p.cells.values()], dtype=object
+)
 display(
     Markdown(
-        "Cells by learning-curve status: "
+        "Cells of the 2S grid by budget-doubling state (every cell on disk; the plateau tally of "
+        "the runs this page's rows read is in the summary at the end of the page, as on the "
+        "index): "
         + (
-            ", ".join(f"{w}: {int((words == w).sum())}" for w in rcpu.STATUS_WORDS)
+            ", ".join(f"{w}: {n}" for w, n in words.value_counts().items())
             if len(words)
             else "none on disk"
         )
@@ -189,19 +195,16 @@ display(
 )
 
 # %% [markdown]
-# Why each cell has its status: the fitted fall of `E[TV]` over the last log-half of its training
-# (a linear trend in log-step) with its 90% confidence interval, the error taken from the residuals
-# about the trend (the optimiser's jitter between evaluations) and floored at the held-out standard
-# error, both divided by the cell's tolerance (10% of its `E[TV]`). An interval inside the green
-# band is **plateaued**; above 0, **still improving**; below 0, **diverging**; straddling 0 and
-# leaving the band, **too noisy to tell**. The axis is linear within ±1 and logarithmic outside.
+# Why each cell has its state: the paired fall of `E[TV]` bought by doubling the budget with its
+# 90% interval, both divided by the cell's tolerance (10% of its `E[TV]` at `2S`), so the band
+# `[-1, 1]` is **plateaued** for every cell. The axis is linear within ±1 and logarithmic outside.
 
 # %%
 if any(p.cells for p in panels):
     fig, axs = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 7.5), squeeze=False)
-    handles = rcpu.plot_plateau_intervals(axs[0], panels)
+    handles = rbud.plot_doubling_intervals(axs[0], panels, statuses_b)
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8)
-    fig.suptitle("fig:exp1 at the cpu scale: plateau test per cell")
+    fig.suptitle("fig:exp1 at the cpu scale: budget doubling per 2S cell")
     report.save_figure(fig, "07_exp1_plateau")
     plt.show()
 
@@ -226,8 +229,9 @@ display(report.table(rtab.resolution_frame({n: trained(loaded[n][0]) for n in EX
 # %% [markdown]
 # ### Learning curves of the fig:exp1 runs
 #
-# Held-out `E[TV]` against the training step at the largest held-out `n'` of each curve (±2 SE), one
-# panel per task and parameterisation, one line per depth at the largest `C` (the depth slice).
+# Held-out `E[TV]` (weight average) against the training step at the largest held-out `n'` of
+# each curve (±2 SE), one panel per task and parameterisation, one line per depth at the largest
+# `C` (the depth slice), for the `2S` runs.
 
 # %%
 curves = {
@@ -243,36 +247,16 @@ if curves:
     fig, axs = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 4.4), squeeze=False)
     for ax, (title, cs) in zip(axs[0], curves.items(), strict=True):
         report.plot_learning_curves(ax, cs, metric="tv")
-        ax.set_title(f"{title}, C={panels[0].C[-1]}")
+        ax.set_title(f"{title}, C={panels[0].C[-1]}, 2S")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
     report.save_figure(fig, "07_exp1_learning_curves")
     plt.show()
 else:
-    display(Markdown("*No fig_exp1 cpu run with a learning curve is on disk yet.*"))
+    display(Markdown("*No fig_exp1_budget cpu run with a learning curve is on disk yet.*"))
 
 # %% [markdown]
-# ### The claims on the cells present
-#
-# Per panel, as in `pfntheory.claims.trained.check_exp1`: `E[TV]` falls with `L` at the largest
-# declared `C`, and with `C` at the largest declared `L`, comparing the smallest and largest value
-# of the slice **present** (a drop of more than 3 SE). Each row names the cells it rests on; a slice
-# with fewer than two cells on disk is pending.
-
-# %%
-for p in panels:
-    for c in rcpu.exp1_slice_claims(p):
-        variant = f"cpu scale, {p.title}, {c.cells_text}"
-        if c.result is None:
-            rec.pending(
-                "fig:exp1",
-                f"{p.kind}/{p.mode}: E[TV] falls with {c.axis} at "
-                f"{'C' if c.axis == 'L' else 'L'}={c.at}",
-                f"{len(c.present)} of {len(c.declared)} cells of this slice are on disk (two "
-                f"are needed); run `{rcpu.sweep_command('fig_exp1')}`",
-                variant=variant,
-            )
-        else:
-            add_all([c.result], c.runs, "fig_exp1", variant=variant)
+# fig:exp1's claims are recorded once, on the `2S` grid, gated by budget doubling (*fig:exp1 at
+# budget* below); the committed last-iterate `fig_exp1` cells are replayed by the `S` runs.
 
 # %% [markdown]
 # ## fig:exp1 at budget: weight averaging and budget doubling
@@ -291,7 +275,6 @@ for p in panels:
 # committed last-iterate cell (12 curve points) beside them.
 
 # %%
-runs_b, missing_b, declared_b = loaded["fig_exp1_budget"]
 avg = rtab.averaging_frame(runs_b, trained(runs1))
 if len(avg):
     display(report.table(avg))
@@ -339,19 +322,7 @@ else:
 
 
 # %%
-def is_doubled(spec):
-    """A 2S spec of the budget design (twice the smallest steps of its panel)."""
-    panel = (spec.task.kind, spec.model.mode)
-    return spec.steps == 2 * min(
-        d.steps for d in declared_b if (d.task.kind, d.model.mode) == panel
-    )
-
-
-statuses_b = xgate.doubling_statuses(trained(runs_b))
-panels_b = rcpu.exp1_panels(
-    [r for r in trained(runs_b) if is_doubled(r.spec)], [d for d in declared_b if is_doubled(d)]
-)
-for p in panels_b:
+for p in panels:  # the 2S panels of the heatmaps above
     for c in rcpu.exp1_slice_claims(p, statuses=statuses_b):
         variant = f"cpu scale, weight-averaged, 2S steps, {p.title}, {c.cells_text}"
         if c.result is None:
@@ -447,47 +418,40 @@ for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
 # The paper: "the unnormalized model's TV errors spike outside the pretraining range, while the
 # normalized model remains stable", by the mechanism of sec:generalization: the largest Gram
 # eigenvalue grows like `n mu_0` (thm:lambda1), so a step learned on `n <= n_max` violates
-# eqn:convg cond on a long enough context. From each trained run's learned solver weights and the
-# Gram spectrum of its learned kernel, `pfntheory.claims.breakdown` computes `G(n')`, the sum over
-# the solver layers of the log spectral radius of the layer's update of the mean channel (averaged
-# over two context draws): the recursion is guaranteed to contract where `G < 0`, and the
-# predicted breakdown is the first `n'` with `G > 0`. The runs are then evaluated beyond the
-# paper's `n' <= 200` (256 instances per `n'`, the evaluation seed of the committed file), to
-# check the curve against the prediction. (`python -m pfntheory.claims.breakdown` writes
-# `reports/runs/fig_exp2_1/breakdown.json`.)
+# eqn:convg cond on a long enough context. Read on the runs fig:exp2-1's rows read: the longest
+# pair of `fig_exp2_1_budget` (TF and TF^pr, weight-averaged; 8000 steps). Each solver layer maps
+# the mean row of the tokens by `h <- M_l h + b_l`; `pfntheory.claims.breakdown` multiplies the
+# learned layers' maps on actual contexts of size `n'` (16 per `n'` up to 300, 4 at 400 and 600,
+# each with its query; the learned per-layer kernel scales, `V` and `S`) and takes
+# `log ||prod_l M_l||_2`. Its context block is the recursion: below 0 the stack contracts every
+# residual of the context; the query row is the read-out (the weights the query gives the
+# context), bounded where the block contracts. The **predicted breakdown** `n*` is the first `n'`
+# where the median context's block expands, its **onset** where 10% do. The check: `E[TV]` is
+# low (below twice the in-range level by 3 SE) at every evaluated `n'` below the onset and high
+# (above it by 3 SE) at every `n'` from `n*` on, the runs evaluated beyond the paper's
+# `n' <= 200` with 256 instances per `n'`. (`python -m pfntheory.claims.breakdown` writes
+# `reports/runs/fig_exp2_1_budget/breakdown.json`.)
 
 # %%
-runs21, missing21, declared21 = loaded["fig_exp2_1"]
-bd_path = xrun.default_root() / "fig_exp2_1" / "breakdown.json"
-if trained(runs21) and bd_path.is_file():
+runs21b = loaded["fig_exp2_1_budget"][0]
+bd_path = xrun.default_root() / "fig_exp2_1_budget" / "breakdown.json"
+if trained(runs21b) and bd_path.is_file():
     from pfntheory import runs as runfiles
 
     bd = runfiles.load_json(bd_path)
     fig, (ax_tv, ax_g) = plt.subplots(1, 2, figsize=(12, 4.2))
-    rcpu.plot_breakdown(ax_tv, ax_g, trained(runs21), bd)
-    ax_tv.set_title("E[TV] against n', with the predicted breakdown of TF")
-    ax_g.set_title("solver growth G(n'): > 0 is no longer guaranteed to contract")
-    fig.suptitle("fig:exp2-1 at the cpu scale, extended beyond n' = 200")
+    rbd.plot_breakdown(ax_tv, ax_g, trained(runs21b), bd)
+    steps = sorted({r.spec.steps for r in rbd.breakdown_runs(trained(runs21b), bd)})
+    ax_tv.set_title("E[TV] against n', with TF's predicted onset and breakdown")
+    ax_g.set_title("log ||prod_l M_l||_2 (median, 10-90%): > 0 expands")
+    fig.suptitle(
+        f"fig:exp2-1 at the cpu scale, weight-averaged, {'/'.join(map(str, steps))} steps, "
+        "extended beyond n' = 200"
+    )
     report.save_figure(fig, "07_exp2_1_breakdown")
     plt.show()
-
-    def breakdown_line(name, a):
-        beyond = ", ".join(f"{v:.3f}" for v in a["beyond"]["tv"])
-        where = (
-            f"G stays bounded (at most {max(a['trained']['growth_f']):.2f} up to n' = "
-            f"{a['trained']['n'][-1]}): the normalised update does not grow with n'"
-            if a["normalised"]
-            else f"predicted breakdown n' = {a['predicted_breakdown']} (G = "
-            f"{a['trained']['growth_f'][-1]:.1f} at n' = {a['trained']['n'][-1]})"
-        )
-        return (
-            f"- `{name}`: {where}; at initialisation (the theory values) G < 0 at every n' "
-            f"(breakdown: {a['predicted_breakdown_init']}); E[TV] at n' = "
-            f"{a['beyond']['n_eval']}: {beyond}"
-        )
-
-    display(Markdown("\n".join(breakdown_line(name, a) for name, a in bd.items())))
-elif trained(runs21):
+    display(Markdown("\n".join(rbd.breakdown_lines(trained(runs21b), bd))))
+elif trained(runs21b):
     display(
         Markdown(
             "*The breakdown analysis has not been run: `python -m pfntheory.claims.breakdown`.*"
@@ -535,8 +499,11 @@ def claims_of(name, runs):
     return []
 
 
+FAMILY_BUDGETS = {b for _, b in rfam.FAMILY.values()} | {"supp_exp2_d8_seeds"}
 OTHERS = [
-    n for n in EXPERIMENTS if n not in ("fig_exp1", "fig_exp1_budget", "supp_exp2_shift_regime")
+    n
+    for n in EXPERIMENTS
+    if n not in {"fig_exp1", "fig_exp1_budget", "supp_exp2_shift_regime"} | FAMILY_BUDGETS
 ]
 fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
 rcpu.plot_progress(ax, counts)
@@ -574,7 +541,58 @@ for name in OTHERS:
         add_all([c], runs, name, variant=f"cpu scale, {name}", **kw)
 
 # %% [markdown]
-# ## Summary of this part
+# ## The n-generalisation family at budget (fig:exp2-2, supp-fig:exp2 d4 / d8, the shift)
+#
+# The paper's layout (prediction MSE, 90% coverage and 90% width against `n'`, one row per
+# `n_max`, one line per `L`, the exact PPD dashed red) for `d = 16`, `8` and `4`, each cell read
+# from its **strongest run on disk**: the longest weight-averaged budget run (solid; `*_budget`
+# experiments, 1000 / 2000 steps, 4000 for two `d = 8` cells) where it is complete, else the
+# original 1000-step last-iterate run (dotted). The budget grids are trained in the background
+# over several sessions (`pfntheory sweep supp_exp2_d8_budget supp_exp2_d4_budget
+# fig_exp2_2_budget --scale cpu`); the family's claims (rows above) switch to them once a grid
+# is complete, so these figures decide nothing on their own.
 
 # %%
+family_cells = {d: rfam.strongest_cells(d, SCALE) for d in rfam.FAMILY}
+for d in rfam.FAMILY:
+    designs = ("gaussian",) if d == 16 else ("gaussian", "uniform")
+    for design in designs:
+        fig, axs = plt.subplots(3, 3, figsize=(12, 8.5))
+        rfam.plot_family(axs, family_cells[d], design)
+        where = "N(0, I/d) inputs" if design == "gaussian" else "covariate shift"
+        fig.suptitle(f"d = {d}, {where}")
+        fig.tight_layout()
+        report.save_figure(fig, f"07_family_d{d}_{design}")
+        plt.show()
+display(
+    Markdown(
+        "90% coverage of every cell on both designs (the exact PPD's on the same instances in "
+        "brackets), the run it reads and its budget-doubling state:"
+    )
+)
+display(report.table(rfam.coverage_frame(family_cells)))
+
+# %% [markdown]
+# ## Summary of this part
+#
+# One plateau tally per experiment, over the runs this page's rows read, each with the status
+# its row's gate read (budget doubling where the row is gated on it, else the log-half test): the
+# index prints the same numbers (`pfntheory.report.experiment_tallies`).
+
+# %%
+display(
+    report.table(
+        [
+            {
+                "experiment": exp,
+                "runs": t["n"],
+                "plateaued": t["plateaued"],
+                "got worse": t["worse"],
+                "tally": t["text"],
+            }
+            for exp, t in report.experiment_tallies(rec.rows).items()
+        ],
+        caption="Plateau tally per experiment (the index shows the same)",
+    )
+)
 rec.table()

@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -18,12 +19,25 @@ from scipy import stats
 from . import runs
 from ._checks import ArgumentTypeError, choice, int_tuple, keys, sequence
 from .config import COVARIATES, curve_file
+from .status import (
+    ALPHA,
+    NOMINAL,
+    START_MARGIN,
+    Status,
+    as_status,
+    no_curve,
+    start_vs_end,
+    trend_text,
+)
 
 __all__ = [
     "ALPHA",
     "MIN_POINTS",
     "METRICS",
     "STATES",
+    "START_MARGIN",
+    "Status",
+    "no_curve",
     "TOLERANCES",
     "curve_means",
     "curve_status",
@@ -38,8 +52,6 @@ __all__ = [
     "trend_text",
 ]
 
-#: One-sided level of each of the two tests (the interval is the 90% confidence interval).
-ALPHA = 0.05
 #: Minimum number of log-spaced evaluation steps (> 0) in the last log-half for a decision.
 MIN_POINTS = 4
 #: Metrics of the learning-curve points.
@@ -54,7 +66,6 @@ TOLERANCES = {
 }
 #: The states :func:`plateau_status` returns, in its ``state`` field.
 STATES = ("plateaued", "still improving", "diverging", "too noisy to tell", "too short")
-_NOMINAL = {"coverage90": 0.9}
 
 
 def _curve(points, name: str = "points") -> list:
@@ -128,17 +139,14 @@ def _state(lo: float, hi: float, tol: float) -> str:
     return "too noisy to tell"
 
 
-def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dict:
+def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dict[str, Any]:
     """The state of a fall with standard error ``se`` (``dof`` degrees of freedom) against ``tol``,
-    with its ``1 - 2 alpha`` confidence interval, as the status fields both tests report."""
+    with its ``1 - 2 alpha`` confidence interval, as the :class:`Status` fields both tests set."""
     t = float(stats.t.ppf(1 - alpha, dof))
     lo, hi = fall - t * se, fall + t * se
-    state = _state(lo, hi, tol)
     return {
-        "state": state,
-        "plateaued": state == "plateaued",
-        "diverging": state == "diverging",
-        "change": fall,
+        "state": _state(lo, hi, tol),
+        "fall": fall,
         "se": se,
         "ci": (lo, hi),
         "tol": tol,
@@ -149,7 +157,7 @@ def _decision(fall: float, se: float, dof: int, alpha: float, tol: float) -> dic
 
 def plateau_status(
     points: Sequence[dict], metric: str = "tv", tol: tuple | None = None, alpha: float = ALPHA
-) -> dict:
+) -> Status:
     """Whether a learning curve has plateaued (docs/verdicts.md, "The plateau criterion").
 
     Parameters
@@ -164,9 +172,9 @@ def plateau_status(
 
     Returns
     -------
-    dict
-        ``state`` (one of :data:`STATES`), ``plateaued`` and ``diverging`` (bools of the state),
-        ``last_step`` (int), ``value`` (the metric at the last step), ``change`` (the fitted fall
+    Status
+        ``state`` (one of :data:`STATES`; ``plateaued`` and ``diverging`` are its booleans),
+        ``last_step`` (int), ``value`` (the metric at the last step), ``fall`` (the fitted fall
         over the last log-half; for coverage, of the distance to 0.9), ``se`` (its standard error),
         ``ci`` (its ``1 - 2 alpha`` confidence interval), ``tol`` (in the metric's units),
         ``jitter`` (residual SD about the trend), ``instance_se`` (RMS held-out standard error over
@@ -177,26 +185,22 @@ def plateau_status(
         (first step of the last half), ``alpha`` and ``criterion`` (text). Where no trend is
         fitted (too few steps, or a non-finite value in the last half) the fitted quantities are
         NaN, and so is ``value`` for a curve without a step > 0 (an empty curve is "too short").
+        ``start`` / ``worse_than_start``: the curve's value at step 0 against its last, per n'
+        (:data:`START_MARGIN`), whatever the state.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
     points = _curve(points)
     curve = [c for c in curve_means(points, metric) if c[0] > 0]
-    base = {
+    # the initialisation is compared on E[TV] only (the accuracy the construction sets at step 0)
+    ends, worse = start_vs_end(points, metric) if metric == "tv" else ((), ())
+    base: dict[str, Any] = {
         "state": "too noisy to tell",
-        "plateaued": False,
-        "diverging": False,
         "last_step": curve[-1][0] if curve else 0,
         "value": curve[-1][1] if curve else float("nan"),
-        "change": float("nan"),
-        "se": float("nan"),
-        "ci": (float("nan"), float("nan")),
-        "tol": float("nan"),
-        "jitter": float("nan"),
-        "instance_se": float("nan"),
-        "n_points": 0,
-        "mid_step": None,
         "alpha": float(alpha),
+        "start": ends,
+        "worse_than_start": worse,
     }
     _, tol_text = _tolerance(metric, 1.0, tol)  # validates tol before any early return
     crit = (
@@ -206,21 +210,23 @@ def plateau_status(
     start = last_half_start([c[0] for c in curve]) if curve else 0
     half = [c for c in curve if c[0] >= start]
     if len(half) < MIN_POINTS:
-        return {
-            **base,
-            "state": "too short",
-            "n_points": len(half),
-            "criterion": crit + f" (needs >= {MIN_POINTS} steps in the last log-half, "
-            f"has {len(half)})",
-        }
+        return Status(
+            **{
+                **base,
+                "state": "too short",
+                "n_points": len(half),
+                "criterion": crit + f" (needs >= {MIN_POINTS} steps in the last log-half, "
+                f"has {len(half)})",
+            }
+        )
     x = np.log([c[0] for c in half])
     m = np.array([c[1] for c in half])
     se_i = np.array([c[2] for c in half])
-    nominal = _NOMINAL.get(metric)
+    nominal = NOMINAL.get(metric)
     y = np.abs(m - nominal) if nominal is not None else m
     base = {**base, "n_points": len(half), "mid_step": int(half[0][0]), "criterion": crit}
     if not (np.all(np.isfinite(y)) and np.all(np.isfinite(se_i))):
-        return {**base, "criterion": crit + " (a non-finite value in the last log-half)"}
+        return Status(**{**base, "criterion": crit + " (a non-finite value in the last log-half)"})
     xc = x - x.mean()
     sxx = float(xc @ xc)
     b = float(xc @ (y - y.mean())) / sxx
@@ -234,37 +240,13 @@ def plateau_status(
     se = span * sigma / math.sqrt(sxx)
     end = float(y.mean() + b * xc[-1])
     tol_units, _ = _tolerance(metric, end, tol)
-    return {
-        **base,
-        **_decision(fall, se, dof, alpha, tol_units),
-        "jitter": jitter,
-        "instance_se": inst,
-    }
-
-
-def trend_text(status: dict) -> str:
-    """One line for a claim's details, e.g. "still improving at 2000 steps (0.123; fitted fall over
-    the last log-half 0.021, 90% CI [0.012, 0.030], tolerance 0.0123; jitter 0.004 vs instance se
-    0.001)"."""
-    status = keys("state", "last_step", "change", "criterion")(status, "status")
-    if not math.isfinite(status["change"]):
-        return (
-            f"{status['state']} at {status['last_step']} steps "
-            f"({status.get('value', float('nan')):.4g}; {status['criterion']})"
-        )
-    pct = 100 * (1 - 2 * status.get("alpha", ALPHA))
-    lo, hi = status.get("ci", (float("nan"), float("nan")))
-    return (
-        f"{status['state']} at {status['last_step']} steps "
-        f"({status.get('value', float('nan')):.4g}; fitted fall over the last log-half "
-        f"{status['change']:.3g}, {pct:g}% CI [{lo:.3g}, {hi:.3g}], tolerance {status['tol']:.3g}; "
-        f"jitter {status['jitter']:.3g} vs instance se {status['instance_se']:.3g})"
-        + (
-            f"; the CI's half-width {status['halfwidth']:.3g} exceeds the tolerance, so at this "
-            "jitter and these steps even a flat curve could not be called plateaued"
-            if status.get("resolvable") is False
-            else ""
-        )
+    return Status(
+        **{
+            **base,
+            **_decision(fall, se, dof, alpha, tol_units),
+            "jitter": jitter,
+            "instance_se": inst,
+        }
     )
 
 
@@ -352,24 +334,18 @@ def curve_points(run_dir: str | os.PathLike, covariates: str | None = None) -> l
 
 def curve_status(
     run_dir: str | os.PathLike, covariates: str | None = None, metric: str = "tv"
-) -> dict:
-    """:func:`plateau_status` of a run's learning curve (:func:`read_learning_curve`) with its
-    one-line ``trend`` (:func:`trend_text`); a run without that curve (or a covariate law outside
+) -> Status:
+    """:func:`plateau_status` of a run's learning curve (:func:`read_learning_curve`), named by
+    the run's directory; a run without that curve (or a covariate law outside
     :data:`~pfntheory.config.COVARIATES`, which no run has) gives ``state`` "no curve" (never
-    plateaued) and says so in ``trend``."""
+    plateaued), which its ``trend`` says."""
     known = covariates is None or covariates in COVARIATES
     points = curve_points(run_dir, covariates) if known else None
     if points is None:
-        return {
-            "state": "no curve",
-            "plateaued": False,
-            "diverging": False,
-            "last_step": None,
-            "criterion": "no learning curve",
-            "trend": f"no learning curve ({curve_file(covariates)} missing)",
-        }
-    st = plateau_status(points, metric=metric)
-    return {**st, "trend": trend_text(st)}
+        return no_curve(f"no learning curve: {curve_file(covariates)} missing").replace(
+            run=Path(run_dir).name
+        )
+    return plateau_status(points, metric=metric).replace(run=Path(run_dir).name)
 
 
 def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
@@ -395,14 +371,19 @@ def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
         )
     for name, st in statuses.items():
         keys("state", "plateaued")(st, f"statuses[{name!r}]")
-    out = [n for n, st in statuses.items() if not st["plateaued"]]
-    states = dict(sorted(Counter(statuses[n]["state"] for n in out).items()))
-    steps = [st["last_step"] for st in statuses.values() if st.get("last_step") is not None]
+    sts: dict[str, Status] = {
+        n: st if isinstance(st, Status) else as_status(st) for n, st in statuses.items()
+    }
+    statuses = sts
+    out = [n for n, st in sts.items() if not st.plateaued]
+    states = dict(sorted(Counter(sts[n].state for n in out).items()))
+    steps = [st.last_step for st in sts.values() if st.last_step is not None]
     return {
         "plateaued": not out,
         "n": len(statuses),
         "not_plateaued": out,
-        "no_curve": [n for n in out if statuses[n]["state"] == "no curve"],
+        "no_curve": [n for n in out if sts[n].state == "no curve"],
+        "worse": [n for n, st in sts.items() if st.got_worse],
         "states": states,
         "last_step": max(steps) if steps else None,
         "counts": ", ".join(f"{v} {k}" for k, v in states.items()),
@@ -432,7 +413,7 @@ def final_instances(points: Sequence[dict], metric: str = "tv") -> np.ndarray | 
 
 def doubling_status(
     short: Sequence[dict], long: Sequence[dict], tol: float = 0.10, alpha: float = ALPHA
-) -> dict:
+) -> Status:
     """Has a run stopped improving, by budget doubling (docs/verdicts.md, "Budget doubling").
 
     ``short`` and ``long`` are the learning-curve points of the same run trained for ``S`` and
@@ -449,9 +430,10 @@ def doubling_status(
     Its size (a true fall of ``tol`` called plateaued) is at most ``alpha`` for independent
     instances: two one-sided t-tests (simulated in tests/test_convergence.py).
 
-    Returns the keys of :func:`plateau_status` (``change`` is the fall, ``value`` E[TV_2S],
-    ``last_step`` the long run's steps, ``jitter`` 0 and ``instance_se`` the paired SE) plus
-    ``short_step`` and ``n_instances``. Without per-instance values at either end (an empty
+    Returns a :class:`Status` (``test`` "doubling"; ``fall`` the paired fall, ``value``
+    E[TV_2S], ``last_step`` the long run's steps, ``jitter`` 0, ``instance_se`` the paired SE,
+    ``short_step``, ``n_instances``, and the long run's ``start`` / ``worse_than_start``: the model
+    read is the 2S one). Without per-instance values at either end (an empty
     curve, a curve read from a missing file as ``[]``) the state is "too short" and the fitted
     quantities are NaN.
     """
@@ -467,27 +449,23 @@ def doubling_status(
         f"budget doubling: the {100 * (1 - 2 * alpha):g}% CI of the paired fall of E[TV] from "
         f"{s_short} to {s_long} steps lies within +-{100 * tol:g}% of E[TV] at {s_long}"
     )
-    base = {
+    ends, worse = start_vs_end(long, "tv")
+    base: dict[str, Any] = {
         "state": "too short",
-        "plateaued": False,
-        "diverging": False,
+        "test": "doubling",
         "last_step": s_long,
         "short_step": s_short,
-        "value": float("nan"),
-        "change": float("nan"),
-        "se": float("nan"),
-        "ci": (float("nan"), float("nan")),
-        "tol": float("nan"),
         "jitter": 0.0,
-        "instance_se": float("nan"),
         "n_points": 2,
-        "n_instances": 0,
         "mid_step": s_short,
         "alpha": float(alpha),
         "criterion": crit,
+        "start": ends,
+        "worse_than_start": worse,
+        "model": f"the weight average at {s_long} steps",
     }
     if a is None or b is None:
-        return {**base, "criterion": crit + " (a curve lacks per-instance values)"}
+        return Status(**{**base, "criterion": crit + " (a curve lacks per-instance values)"})
     if a.shape != b.shape or a.size < 3:
         raise ValueError(
             f"short and long must end on the same held-out instances, got {a.size} and {b.size}"
@@ -496,18 +474,22 @@ def doubling_status(
         raise ValueError(f"long must train for more steps than short, got {s_long} <= {s_short}")
     d = a - b
     if not (np.all(np.isfinite(d))):
-        return {**base, "state": "too noisy to tell", "criterion": crit + " (non-finite TV)"}
+        return Status(
+            **{**base, "state": "too noisy to tell", "criterion": crit + " (non-finite TV)"}
+        )
     n = d.size
     fall = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(n))
     value = float(b.mean())
-    return {
-        **base,
-        **_decision(fall, se, n - 1, alpha, tol * value),
-        "value": value,
-        "instance_se": se,
-        "n_instances": n,
-    }
+    return Status(
+        **{
+            **base,
+            **_decision(fall, se, n - 1, alpha, tol * value),
+            "value": value,
+            "instance_se": se,
+            "n_instances": n,
+        }
+    )
 
 
 def last_half_values(points: Sequence[dict]) -> dict[int, dict]:

@@ -100,7 +100,7 @@ def _status(state: str) -> dict:
         ("plateaued", True, False, "does not hold"),
         ("still improving", True, True, "holds at budget"),
         ("still improving", False, False, "fails at budget"),
-        ("diverging", True, True, "holds at budget"),
+        ("diverging", True, True, "worse with training"),
         ("still improving", True, False, "undecided"),
         ("too noisy to tell", False, True, "undecided"),
     ],
@@ -108,10 +108,13 @@ def _status(state: str) -> dict:
 def test_doubling_gate_decides_by_the_pair(state, short, long, verdict):
     """Every branch of the rule, each with the outcome that tells it apart from the others (a
     plateaued pair follows the 2S measurement even when S disagrees; an improving pair needs the
-    same outcome at both ends)."""
+    same outcome at both ends; a diverging pair, the doubled budget worse, is *worse with
+    training* whatever the check's outcome)."""
     g = cclaims.doubling_gate(_claim(short), _claim(long), _status(state))
     assert g.verdict == verdict and g.holds is long
-    assert g.details["holds_at_S"] is short and "budget doubling" in g.details["convergence"]
+    assert g.details["holds_at_S"] is short
+    assert "budget doubling" in g.details["convergence"]["criterion"]
+    assert g.decision["kind"] == verdict and g.decision["text"]
 
 
 def test_doubling_gate_refuses_another_claim_or_a_status_without_its_keys():

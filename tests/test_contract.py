@@ -112,6 +112,9 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.report.tables": "display formatting: any value (None, NaN...) is valid input",
     "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
     "pfntheory.report.cpu_tables": "the cpu-scale page's tables: read run directories",
+    "pfntheory.report.exp1_budget": "the cpu-scale page's fig:exp1 grid: reads runs, draws",
+    "pfntheory.report.family": "the cpu-scale page's n-generalisation family: reads runs, draws",
+    "pfntheory.report.breakdown_plots": "the cpu-scale page's fig:exp2-1 figure: reads runs, draws",
     "pfntheory.casestudy.run": "the case-study pipeline: reads data, trains, writes figures",
     "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
     "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",
@@ -146,6 +149,13 @@ SKIP: dict[str, str] = {
     "pfntheory.nn.priors.Batch": "result record of sample_batch",
     "pfntheory.nn.model.PFNOutput": "result record of the forward pass",
     "pfntheory.report.rows.Row": "result record",
+    "pfntheory.status.Status": "result record of the convergence tests",
+    "pfntheory.claims.Power": "result record of an effect check (gating.exceeds)",
+    "pfntheory.claims.gating.Decision": "result record of gating.decide",
+    "pfntheory.claims.gating.Replay": "result record of a replayed check (gating.gate)",
+    "pfntheory.claims.real_data_eb.check_printed_fit": "reads a data set (as check_eb_optimum)",
+    "pfntheory.report.rows.experiment_tallies": "reads result rows (tests/test_report.py)",
+    "pfntheory.report.recorder.decided_convergence": "display formatting of a decision record",
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
     "pfntheory.report.html.fmt": "display formatting: any value (None, NaN...) is valid input",
@@ -490,6 +500,17 @@ def _task_config():
     return TaskSpec("rbf", 2)
 
 
+def _PRODUCT() -> dict:
+    """A :func:`pfntheory.claims.breakdown.solver_product` result on two sizes."""
+    stats = {"median": [-1.0, 0.5], "q10": [-1.2, 0.1], "q90": [-0.8, 0.9], "max": [-0.7, 1.0]}
+    one = {**stats, "mean": [-1.0, 0.5], "frac_expanding": [0.0, 0.8]}
+    return {
+        "n": [4, 8],
+        "instances": 2,
+        **{k: dict(one) for k in ("f", "f_context", "g", "g_context")},
+    }
+
+
 def _model():
     from pfntheory.nn.model import PFNTransformer
 
@@ -615,18 +636,37 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.casestudy.pfn.pretraining_config": {"dataset": lambda: "sacramento"},
     "pfntheory.casestudy.pfn.scale_settings": {"scale": lambda: "quick"},
     "pfntheory.casestudy.pfn.budget_scales": {"scale": lambda: "quick"},
-    "pfntheory.claims.breakdown.predicted_breakdown": {
-        "growth": lambda: {"n": [4, 8], "growth_f": [-1.0, 0.5], "growth_g": [-1.0, -0.5]}
-    },
-    "pfntheory.claims.breakdown.solver_growth": {
+    "pfntheory.claims.breakdown.predicted_breakdown": {"product": lambda: _PRODUCT()},
+    "pfntheory.claims.breakdown.certified_contraction": {"product": lambda: _PRODUCT()},
+    "pfntheory.claims.breakdown.solver_product": {
         "model": _model,
         "task": _task_config,
         "ns": lambda: (4, 8),
+        "instances": lambda: 2,
+    },
+    "pfntheory.claims.breakdown.breakdown_test": {
+        "n_eval": lambda: [40, 80, 200],
+        "tv": lambda: [0.05, 0.05, 0.9],
+        "tv_se": lambda: [0.01, 0.01, 0.01],
+        "level": lambda: 0.05,
+        "level_se": lambda: 0.005,
+        "n_star": lambda: 200,
     },
     "pfntheory.claims.casestudy.gate": {
         "claim": _claim,
-        "conv": lambda: {"trend": "still improving", "plateaued": False},
+        "conv": lambda: {"state": "still improving", "plateaued": False, "criterion": "c"},
     },
+    "pfntheory.claims.gating.decide": {
+        "holds": lambda: True,
+        "statuses": lambda: {"a": __import__("pfntheory.status", fromlist=["x"]).no_curve("c")},
+    },
+    "pfntheory.claims.gating.plateau_tally": {
+        "statuses": lambda: {"a": ["plateaued", 1000, False], "b": ["diverging", 1000, True]},
+    },
+    "pfntheory.claims.band_verdict": {"ci": lambda: (-0.95, -0.91), "band": lambda: (-1.1, -0.9)},
+    "pfntheory.status.no_curve": {"criterion": lambda: "no learning curve"},
+    "pfntheory.status.as_status": {"status": lambda: {"state": "plateaued", "criterion": "c"}},
+    "pfntheory.status.start_vs_end": {"points": _points, "metric": lambda: "tv"},
     "pfntheory.claims.casestudy.doubling_gate": {
         "short": _claim,
         "long": _claim,
@@ -753,7 +793,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.construction.tf_forward": {"weights": _handset},
     "pfntheory.convergence.last_half_start": {"steps": lambda: [1, 2, 4, 8]},
-    "pfntheory.convergence.trend_text": {
+    "pfntheory.status.trend_text": {
         "status": lambda: __import__("pfntheory.convergence", fromlist=["x"]).plateau_status(
             _points()
         )

@@ -356,6 +356,7 @@ def test_all_plateaued_is_the_gate():
         "n": 2,
         "not_plateaued": [],
         "no_curve": [],
+        "worse": [],
         "states": {},
         "last_step": STEPS[-1],
         "counts": "",

@@ -164,7 +164,7 @@ def test_partial_grid_panels_claims_and_gating(tmp_path):
     for r in c.runs:
         _curve(r.run_dir, FLAT)
     c = rcpu.exp1_slice_claims(p)[0]
-    assert c.result.verdict is None and all(rcpu.plateau_word(r) == "plateaued" for r in c.runs)
+    assert c.result.verdict == HOLDS and all(rcpu.plateau_word(r) == "plateaued" for r in c.runs)
     _curve(c.runs[0].run_dir, FALLING)
     assert rcpu.plateau_word(c.runs[0]) == "still improving"
     # L=2 still falls but stays above L=8 (0.1) at every step of the last log-half: the drop the
@@ -379,9 +379,9 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
         )
 
     c = shifted()
-    assert c.verdict == HOLDS_AT_BUDGET, c.tolerance
-    assert "holds at budget: at each of the" in c.tolerance
-    assert all(c.details["at_budget"]["held"])
+    assert c.verdict == HOLDS_AT_BUDGET, c.decision
+    assert "holds at budget: at each of the" in c.decision["text"]
+    assert all(c.decision["replay"]["held"])
     # coverage off nominal at one step of the last log-half: the outcome changes there
     path = r.run_dir / curve_file("uniform")
     doc = runs.load_json(path)
@@ -392,7 +392,7 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
     runs.save_json(path, doc)
     c = shifted()
     assert c.verdict == UNDECIDED
-    assert "outcome changes within the last log-half" in c.tolerance
+    assert "the check's outcome changes" in c.decision["text"]
     assert "along its uniform learning curve the measurement held" in c.tolerance
 
 
@@ -421,20 +421,35 @@ def test_page_with_no_cpu_run_is_all_pending(tmp_path, monkeypatch):
     assert {"fig:exp1", "fig:exp2-1", "supp-fig:exp2 d4-1 uni"} <= {r["label"] for r in rows}
 
 
+def _plateaued_curve(run_dir, steps: int):
+    """A flat learning curve at n' = 64 ending on the same per-instance E[TV] at every budget, so
+    that budget doubling calls the longer run plateaued."""
+    pts = [
+        {"step": s, "n": 64, "tv": 0.1, "tv_se": 0.001, "coverage90": 0.9, "coverage90_se": 0.01}
+        for s in curve_steps(steps, 12)
+    ]
+    pts[-1]["tv_instances"] = np.random.default_rng(0).uniform(0.05, 0.15, 64).tolist()
+    (run_dir / "learning_curve.json").write_text(json.dumps({"schema": 1, "points": pts}))
+
+
 def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypatch):
-    """A partial fig:exp1 grid (the BLR theory C=256 slice, L <= 8, plateaued) and the shift run
-    (no curves): the slice's row names its cells and decides; the shift rows are undecided."""
+    """A partial fig:exp1 grid at budget (the BLR theory C=256 slice, L <= 8, at S and 2S steps,
+    plateaued by budget doubling) and the shift run (no curves): the slice's row, on the 2S runs,
+    names its cells and decides; the shift rows are undecided."""
     root = tmp_path / "runs"
-    _write(
-        EXP1,
+    specs = _write(
+        "fig_exp1_budget",
         "cpu",
         root,
         lambda s: (
-            (s.task.kind, s.model.mode) == ("blr", "theory") and s.model.C == 256 and s.model.L <= 8
+            isinstance(s, RunSpec)
+            and (s.task.kind, s.model.mode) == ("blr", "theory")
+            and s.model.C == 256
+            and s.model.L <= 8
         ),
     )
-    for d in (root / EXP1).iterdir():
-        _curve(d, FLAT)
+    for s in specs:
+        _plateaued_curve(run_dir_of("fig_exp1_budget", s, root), s.steps)
     _write("supp_exp2_shift_regime", "cpu", root, lambda s: True)
     _write(  # one cell of a table: the page shows it beside the paper's (table_frame)
         "supp_tab_lengthscale",
@@ -447,8 +462,9 @@ def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypat
     assert len(decided) == 1
     (r,) = decided
     assert r["verdict"] == "holds" and "L in {2, 4, 8} at C=256 (3 of 5 cells)" in r["variant"]
-    assert r["command"] == "pfntheory sweep fig_exp1 --scale cpu"
-    assert r["convergence"].startswith("all 3 runs plateaued")
+    assert "2S steps" in r["variant"]
+    assert r["command"] == "pfntheory sweep fig_exp1_budget --scale cpu"
+    assert "plateaued" in r["convergence"]
     shift = [r for r in rows if r["label"].startswith("supp-fig:exp2 d4-1") and r["run_dir"]]
     assert len(shift) == 2 and {r["verdict"] for r in shift} == {UNDECIDED}
 
@@ -548,13 +564,13 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     statuses = xgate.doubling_statuses(runs)
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
-        assert res[key].verdict == HOLDS_AT_BUDGET, res[key].tolerance
-        assert res[key].details["at_budget"]["steps"][-1] == longest
+        assert res[key].verdict == HOLDS_AT_BUDGET, res[key].decision
+        assert res[key].decision["replay"]["steps"][-1] == longest
     (tf,) = [r for r in runs if r.spec.steps == longest and not r.spec.model.normalised]
     write(tf, vanish_at=curve_steps(tf.spec.steps, tf.spec.curve_points)[-3])
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
-        assert res[key].verdict == UNDECIDED, res[key].tolerance
+        assert res[key].verdict == UNDECIDED, res[key].decision
     # doubling the budget changed nothing: plateaued, so the measurement decides, explicitly
     for r in runs:
         write(r, plateau=True)
@@ -564,5 +580,5 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     }
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
-        assert res[key].verdict == HOLDS, res[key].tolerance
-        assert "plateaued (budget doubling" in res[key].tolerance
+        assert res[key].verdict == HOLDS, res[key].decision
+        assert "plateaued by budget doubling" in res[key].decision["text"]

@@ -191,11 +191,11 @@ def test_trained_rows_are_undecided_while_improving(out, tmp_path):
     rec.add(_claim(), runs=[flat], show=False)
     rec.add(_claim(holds=False), runs=[bare], show=False)
     rows = json.loads((out / "results" / "nb_conv.json").read_text())["rows"]
-    assert [r["verdict"] for r in rows] == ["undecided", "holds", "does not hold"]
+    # the one gate (claims.gating.decide): a run without a curve has not been shown to plateau
+    assert [r["verdict"] for r in rows] == ["undecided", "holds", "undecided"]
     assert "still improving" in rows[0]["convergence"]
-    assert "Plateau criterion, not met:" in rows[0]["convergence"]
-    assert rows[0]["run_states"] == {str(improving): ["still improving", 1024]}
-    assert "convergence unknown" in rows[2]["convergence"]
+    assert rows[0]["run_states"] == {str(improving): ["still improving", 1024, False]}
+    assert "no curve" in rows[2]["convergence"]
 
 
 def test_learning_curve_helpers(tmp_path):
@@ -425,8 +425,11 @@ def test_summary_box_counts_errata_and_trained_runs(out):
     assert "ρ* = 1 - 2/(c+1) <a" in box and "a typo" not in box
     assert "d=2, d=4" in box and 'href="#r-b"' in box
     # the trained runs: verdicts, the check's outcome per figure, budget and plateau states
-    assert "rest on 2 runs: 2 have a learning curve, trained 1000–2000 steps" in box
-    assert "1 of those have plateaued" in box
+    assert "rest on 2 runs, trained 1000–2000 steps" in box
+    # one plateau tally per experiment (claims.gating.plateau_tally, shared with page 07)
+    assert (
+        "<code>reports/runs</code>: 1 of 2 runs plateaued (1 plateaued, 1 still improving)" in box
+    )
     assert "<b>Figure 2</b> (<code>fig:exp1</code>) 2 of 2" in box
     assert "1 holds at budget, 1 undecided" in box
 
@@ -594,18 +597,18 @@ def test_recorder_table_is_formatted(out):
     assert ">0.03533<" in markup and "None" not in markup and "nan" not in markup
 
 
-def test_tolerance_reasons_and_plateau_wording():
-    """A coverage margin carries its reason (from claims.trained, never restated); a criterion is
-    printed as not met, never as if the run had plateaued."""
+def test_tolerance_reasons_are_typed_keys():
+    """A margin's reason is named by a key of claims.gating.SHARED_REASONS (never found by parsing
+    the tolerance's text), appended once; an unknown key is refused."""
     from pfntheory.claims import gating
 
-    tol = report.recorder.explain_tolerance(
-        f"|coverage - 0.9| <= {gating.COVERAGE_SLACK} + 3 SE (worst n'=384)"
-    )
-    assert "reasonably close to nominal" in tol and "0.848" in tol
-    assert report.recorder.explain_tolerance(tol) == tol  # once
-    assert report.recorder.explain_tolerance("atol 1e-9") == "atol 1e-9"
-    assert "why 3 SE" in report.recorder.explain_tolerance("TV(C_min) - TV(C_max) > 3 SE")
+    tol = f"|coverage - 0.9| <= {gating.COVERAGE_SLACK} + 3 SE (worst n'=384)"
+    out = report.recorder.explain_tolerance(tol, ["coverage", "coverage"])
+    assert "reasonably close to nominal" in out and "0.848" in out and out.count("why:") == 1
+    assert report.recorder.explain_tolerance(tol) == tol  # no key, no reason: the text is not read
+    assert "3 SE" in report.recorder.explain_tolerance("TV(a) - TV(b) > 3 SE", ["margin"])
+    with pytest.raises(ValueError, match="reasons"):
+        report.recorder.explain_tolerance(tol, ["why"])
 
 
 def test_paper_values_only_for_like_quantities():
@@ -691,6 +694,9 @@ def test_a_decided_row_shows_what_decided_it():
     a verdict decided on plateaued runs); without a decision the log-half line stays."""
     from pfntheory.report.recorder import decided_convergence
 
+    assert decided_convergence({"kind": "holds", "text": "all 2 runs plateaued"}, "x") == (
+        "all 2 runs plateaued"
+    )  # the gate's decision, rendered once
     assert decided_convergence("budget doubling: CI within 10%", "x") == (
         "decided by budget doubling: CI within 10%"
     )
@@ -703,3 +709,31 @@ def test_a_decided_row_shows_what_decided_it():
     assert "budget doubling" in text
     for nothing in (None, "", {}, {"a": 1}):
         assert decided_convergence(nothing, "log-half line") == "log-half line"
+
+
+def test_findings_list_failed_claims_apart_from_errata(out):
+    """Errata are only corrections of the paper; a claim that fails (or rests on runs that got
+    worse) is listed apart, one line per result and variant with its measured cause, never under
+    "Errata" (fails if a failed caption is counted as an erratum or its cause is dropped)."""
+    (out / "results").mkdir(parents=True)
+    rows = [
+        dict(label="fig:walker", statement="a", verdict="worse with training", anchor="r-w1",
+             variant="PFN vs EB GP", key="near_close", cause="prior mismatch (0.038 sd)"),
+        dict(label="fig:walker", statement="b", verdict="worse with training", anchor="r-w2",
+             variant="PFN vs EB GP", key="coverage"),
+        dict(label="fig:sacramento", statement="c", verdict="does not hold", anchor="r-s",
+             variant="PFN vs EB GP", key="pattern_corr", cause="far-query divergence"),
+        dict(label="thm:L growth", statement="s", verdict="erratum", anchor="r-e",
+             erratum="rho* = 1 - 2/(c+1)", variant="proof"),
+    ]  # fmt: skip
+    (out / "results" / "05_case_studies.json").write_text(
+        json.dumps({"notebook": "05_case_studies", "scale": "quick", "rows": rows})
+    )
+    page = report.build_index(out).read_text()
+    box = page[page.index('<section class="summary"') : page.index("</section>")]
+    errata, failed = box.split("<b>Claims that fail")
+    assert "<b>Errata</b> (1 rows" in errata and "walker" not in errata
+    assert failed.count("<li>") == 2  # the two Walker rows share one line
+    assert "near_close" in failed and "coverage" in failed
+    assert "measured cause: prior mismatch (0.038 sd)" in failed
+    assert "far-query divergence" in failed

@@ -28,7 +28,7 @@ from functools import cache
 
 import pytest
 
-from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED
+from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED, UNDERPOWERED, WORSE
 from pfntheory.claims import gating as xg
 from pfntheory.claims import pretraining_range as xr
 from pfntheory.claims import trained as xc
@@ -76,12 +76,17 @@ def _check(scale: str, result) -> None:
     """Assert the claim, except where the rule of the report forbids a refutation: at the ``cpu``
     and ``paper`` scales a claim that does not hold on runs still improving is *undecided* (its
     outcome changes within the last log-half of the curves) or *fails at budget* (it fails at
-    every point there: a finding about the stated budget, not a refutation of the paper), and the
-    test says so as an xfail carrying the measurement (never a pass). At the ``quick`` scale the
-    committed runs (no learning curves) are a fixed fixture and every claim is asserted as measured,
-    so a change that breaks one fails."""
+    every point there: a finding about the stated budget, not a refutation of the paper), *undecided
+    (underpowered)* (its interval still holds the claimed effect) or *worse with training* (a run it
+    reads got worse), and the test says so as an xfail carrying the measurement (never a pass). At
+    the ``quick`` scale the committed runs (no learning curves) are a fixed fixture and every claim
+    is asserted as measured, so a change that breaks one fails."""
     print(result)  # observed beside bound, shown by pytest -rA / on failure
-    if not result.holds and scale != "quick" and result.verdict in (UNDECIDED, FAILS_AT_BUDGET):
+    if (
+        not result.holds
+        and scale != "quick"
+        and result.verdict in (UNDECIDED, FAILS_AT_BUDGET, UNDERPOWERED, WORSE)
+    ):
         pytest.xfail(f"{result.verdict}, not refuted: {result}")
     assert result.holds, str(result)
 
@@ -156,6 +161,26 @@ def test_exp2_1_normalised_attention_stays_flatter(scale):
     does not flatten the curve (stand-in runs with the two curves swapped).
     """
     _check(scale, _pick(xc.check_exp2_1(_runs("fig_exp2_1", scale)), "fig_exp2_1.pr_flatter"))
+
+
+def test_exp2_1_tf_breaks_down_where_its_solver_stops_contracting():
+    """fig:exp2-1 / sec:generalization: "the unnormalized model's TV errors spike outside the
+    pretraining range", where its learned solver stops contracting.
+
+    Read on the runs the row reads, the 8000-step weight-averaged pair of ``fig_exp2_1_budget``
+    at the cpu scale (the only scale with the breakdown analysis, ``breakdown.json``; gated by
+    budget doubling). The predicted breakdown n* is the first n' where the median context's
+    ``log ||prod_l M_l||_2`` (mean channel, context block) exceeds 0, its onset where the 90%
+    quantile does; E[TV] + 3 SE must stay below twice the in-range level at every evaluated n'
+    below the onset, and E[TV] - 3 SE above it at every n' from n* on. Fails for a solver that does
+    not break down (no n*: tests/test_breakdown.py runs the same check on TF^pr, and on curves
+    that jump too early, too late or not at all)."""
+    runs = _runs("fig_exp2_1_budget", "cpu")
+    statuses = xg.doubling_statuses(xg.trained_runs(runs))
+    _check(
+        "cpu",
+        _pick(xc.check_exp2_1(runs, statuses=statuses), "fig_exp2_1.tf_spikes_beyond_breakdown"),
+    )
 
 
 # --------------------------------------------------------------------------------------------------

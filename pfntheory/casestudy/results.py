@@ -4,6 +4,7 @@ PFN's learning curve, and the content of ``results.json`` (deterministic: no wal
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from .data import WALKER_GRID_SHAPE
 from .predict import GridPredictions
 from .prepare import CaseData
 
-__all__ = ["collect_results", "budget_claims"]
+__all__ = ["collect_results", "budget_claims", "caption_claims"]
 
 
 def _rounded(obj):
@@ -60,22 +61,9 @@ def collect_results(
     from .pfn import SCALES
 
     name, comparison = case.name, grid.comparison
-    extra = {"coverage_design": cov["design"]}
-    claims = make_claims(
-        name, comparison, cov, scale=scale_name, baseline=grid.baseline, extra=extra
+    claims = caption_claims(
+        name, comparison, cov, grid.comparison_same_prior, scale_name, grid.baseline
     )
-    if grid.comparison_same_prior is not None:
-        same = make_claims(
-            name,
-            grid.comparison_same_prior,
-            {"pfn": cov["pfn"], "gp": cov["gp_pretraining_prior"]},
-            scale=scale_name,
-            baseline="GP at the pretraining prior (the PPD the PFN was trained to approximate)",
-            extra=extra,
-            key_prefix="pretraining_prior/",
-        )
-        by_key = {c.key: c for c in same}
-        claims += [by_key["pretraining_prior/near_close"], by_key["pretraining_prior/coverage"]]
     conv = run_convergence(run_dir)
     claims = [gate(c, conv) for c in claims]
     sc = config
@@ -114,7 +102,7 @@ def collect_results(
         "coverage90_gp": cov["gp"]["coverage"],
         "n_heldout": cov["pfn"]["n"],
         "pfn_train_final_loss": train_metrics["loss"]["final_loss"],
-        "pfn_learning_curve": conv["trend"],
+        "pfn_learning_curve": conv.trend,
         "claims_holding": f"{sum(c.holds for c in claims)}/{len(claims)}",
     }
     results = {
@@ -129,7 +117,7 @@ def collect_results(
             "interval": train_metrics["interval"],
             "final_loss": train_metrics["loss"]["final_loss"],
             "n_params": train_metrics["n_params"],
-            "convergence": conv,
+            "convergence": conv.to_dict(),
             "covariates": f"x ~ Unif[-{config.task.scale:.4g}, {config.task.scale:.4g}]^2 = "
             "Unif[-sqrt(3)/0.3, sqrt(3)/0.3]^2, the per-coordinate variance 1/0.3^2 "
             "of the standardised inputs (the paper does not say; the Gaussian "
@@ -163,6 +151,54 @@ def collect_results(
     return _rounded(runs._jsonable(results))
 
 
+def caption_claims(
+    name: str,
+    comparison: dict,
+    cov: dict,
+    same_prior: dict | None,
+    scale_name: str,
+    baseline: str,
+) -> list[ClaimResult]:
+    """The caption claims of one case study from its measurements (the near/far ``comparison``
+    and the held-out coverage ``cov`` of ``results.json``; ``same_prior``: the comparison with the
+    GP at the pretraining prior, whose near-cell and coverage claims are added), ungated."""
+    extra = {"coverage_design": cov["design"]}
+    claims = make_claims(name, comparison, cov, scale=scale_name, baseline=baseline, extra=extra)
+    if same_prior is not None:
+        same = make_claims(
+            name,
+            same_prior,
+            {"pfn": cov["pfn"], "gp": cov["gp_pretraining_prior"]},
+            scale=scale_name,
+            baseline="GP at the pretraining prior (the PPD the PFN was trained to approximate)",
+            extra=extra,
+            key_prefix="pretraining_prior/",
+        )
+        by_key = {c.key: c for c in same}
+        claims += [by_key["pretraining_prior/near_close"], by_key["pretraining_prior/coverage"]]
+    return claims
+
+
+def _claims_of(doc: dict) -> list[ClaimResult]:
+    """:func:`caption_claims` re-derived from a ``results.json`` document's measurements (never
+    its stored claims' text, which a former gate may have extended); a document without the
+    measurements (``near_far``, ``coverage``) gives its stored claims, ungated."""
+    if "near_far" not in doc or "coverage" not in doc:
+        return [
+            dataclasses.replace(runs.dataclass_from_dict(ClaimResult, c), verdict=None)
+            for c in doc["claims"]
+        ]
+    near_far = {k: v for k, v in doc["near_far"].items() if k != "definition"}
+    return caption_claims(
+        doc["dataset"],
+        near_far,
+        doc["coverage"],
+        doc.get("near_far_same_prior"),
+        doc["scale"],
+        doc["baseline"],
+    )
+
+
 def budget_claims(case_dir) -> dict | None:
     """The caption claims of one case study decided by budget doubling: read the two
     ``budget-s<steps>/results.json`` of ``case_dir`` (:func:`pfntheory.casestudy.run.
@@ -189,15 +225,18 @@ def budget_claims(case_dir) -> dict | None:
     run_dirs = [case_dir / f"budget-s{k}" / r["pfn"]["run_dir"] for k, r in ((s, short), (t, long))]
     curves = [read_learning_curve(rd) for rd in run_dirs]
     short_points, long_points = (c["points"] if c is not None else [] for c in curves)
-    status = doubling_status(short_points, long_points)
-    by_key = {c["key"]: runs.dataclass_from_dict(ClaimResult, c) for c in short["claims"]}
+    cfg = long["pfn"].get("config", {})  # the pretraining range: worse beyond it is not counted
+    status = doubling_status(short_points, long_points).replace(
+        run=f"budget-s{t}/{run_dirs[1].name}", half_run=f"budget-s{s}/{run_dirs[0].name}"
+    )
+    if "n_min" in cfg and "n_max" in cfg:
+        status = status.within(int(cfg["n_min"]), int(cfg["n_max"]))
+    by_key = {c.key: c for c in _claims_of(short)}
     claims = []
-    for doc in long["claims"]:
-        if doc["key"] not in by_key:
-            raise ValueError(f"{case_dir}: claim {doc['key']!r} is measured at {t} steps only")
-        claims.append(
-            doubling_gate(by_key[doc["key"]], runs.dataclass_from_dict(ClaimResult, doc), status)
-        )
+    for c in _claims_of(long):
+        if c.key not in by_key:
+            raise ValueError(f"{case_dir}: claim {c.key!r} is measured at {t} steps only")
+        claims.append(doubling_gate(by_key[c.key], c, status))
     return {
         "claims": claims,
         "status": status,

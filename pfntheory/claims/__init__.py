@@ -28,6 +28,10 @@ __all__ = [
     "ERRATUM",
     "OUTSIDE",
     "UNDECIDED",
+    "UNDERPOWERED",
+    "WORSE",
+    "Power",
+    "band_verdict",
     "HOLDS_AT_BUDGET",
     "FAILS_AT_BUDGET",
     "ARGS",
@@ -44,6 +48,12 @@ OUTSIDE = "outside the paper's regime"  # measured, but not where the paper make
 HOLDS_AT_BUDGET = "holds at budget"
 FAILS_AT_BUDGET = "fails at budget"
 UNDECIDED = "undecided"  # still improving, and the check's outcome changes within the last log-half
+# the check fails, but the interval of the measured effect still holds the claimed effect: the test
+# cannot detect an effect of the claimed size, so it refutes nothing (docs/verdicts.md, "Power")
+UNDERPOWERED = "undecided (underpowered)"
+# a run the claim reads got worse with training: diverging (a rising trend, or a doubled budget
+# that made it worse), or worse than its initialisation at some n' (docs/verdicts.md)
+WORSE = "worse with training"
 VERDICT_KINDS = (
     HOLDS,
     CAVEAT,
@@ -53,7 +63,76 @@ VERDICT_KINDS = (
     HOLDS_AT_BUDGET,
     FAILS_AT_BUDGET,
     UNDECIDED,
+    UNDERPOWERED,
+    WORSE,
 )
+
+
+def _interval(x, name: str) -> tuple[float, float]:
+    """A confidence interval ``(lo, hi)``: two finite floats, ``lo <= hi`` (an exact fit has
+    ``lo == hi``)."""
+    t = _checks.float_tuple(x, name)
+    if len(t) != 2 or t[0] > t[1]:
+        raise ValueError(f"{name} must be an interval (lo, hi) with lo <= hi, got {x!r}")
+    return t[0], t[1]
+
+
+@_checks.checked(ci=_interval, band=_checks.pair)
+def band_verdict(ci, band) -> str | None:
+    """The one rule of an interval check (docs/verdicts.md, "One rule per check shape"): it holds
+    only with its confidence interval ``ci`` inside ``band``; an interval that crosses an edge of
+    the band (neither inside nor outside it) is *undecided (underpowered)*; one wholly outside
+    fails. Returns the explicit verdict, None when ``holds`` alone decides (inside, or outside)."""
+    lo, hi = float(ci[0]), float(ci[1])
+    inside = band[0] <= lo and hi <= band[1]
+    outside = hi < band[0] or lo > band[1]
+    return None if inside or outside else UNDERPOWERED
+
+
+@dataclass(frozen=True)
+class Power:
+    """What a check of "the effect exceeds ``target``" can detect, so that it fails only when the
+    data refute the claim (docs/verdicts.md, "Power before fails").
+
+    Attributes
+    ----------
+    effect : float
+        The measured effect (e.g. the fall of CRPS from L = 8 to 32).
+    ci : tuple of float
+        Its interval at the check's level (``effect -+ z se``).
+    target : float
+        The effect the claim asserts: the paper's printed effect where it prints one, else the
+        claim's threshold (0 for "falls", "rises").
+    detectable : float
+        The smallest true effect the check detects (``z se``: a true effect of this size passes
+        ``effect > z se`` half of the time).
+    paper : float or None
+        The paper's printed effect, set beside ours.
+    paired : bool
+        Whether the standard error is of paired differences on shared instances.
+    """
+
+    effect: float
+    ci: tuple[float, float]
+    target: float
+    detectable: float
+    paper: float | None = None
+    paired: bool = False
+
+    @property
+    def refutes(self) -> bool:
+        """The interval lies below the claimed effect: the data exclude it."""
+        return bool(self.ci[1] < self.target)
+
+    def text(self) -> str:
+        """One line: ours beside the paper's, and what the check can detect."""
+        lo, hi = self.ci
+        paper = f", the paper's {self.paper:.3g}" if self.paper is not None else ""
+        how = "paired" if self.paired else "unpaired"
+        return (
+            f"measured effect {self.effect:.3g} (interval [{lo:.3g}, {hi:.3g}], {how}{paper}); "
+            f"the smallest effect this check detects is {self.detectable:.3g}"
+        )
 
 
 #: The check of each argument name the claim functions share: one quantity, one name, one rule
@@ -129,6 +208,13 @@ class ClaimResult:
         The number the paper prints for this quantity, where it prints one (never a threshold).
     run_dir : str or None
         The run directory (relative to the repository) the measurement read, for trained claims.
+    power : Power or None
+        For a check of an effect against a claimed one: what it can detect
+        (:func:`pfntheory.claims.gating.exceeds` sets it); a failing check with power fails only
+        when the interval excludes the claimed effect.
+    decision : dict or None
+        How the one gate decided the verdict (:meth:`pfntheory.claims.gating.Decision.to_dict`):
+        its kind, the model read, the runs' states and the rendered ``text``.
     """
 
     label: str
@@ -143,6 +229,8 @@ class ClaimResult:
     verdict: str | None = None
     paper_value: float | None = None
     run_dir: str | None = None
+    power: Power | None = None
+    decision: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.verdict is not None and self.verdict not in VERDICT_KINDS:

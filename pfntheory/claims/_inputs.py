@@ -40,7 +40,7 @@ def statuses_of(statuses, runs: list, name: str = "statuses") -> None:
     missing = [
         r.run_dir.name
         for r in runs
-        if isinstance(r.spec, RunSpec) and not isinstance(statuses.get(r.run_dir.name), Mapping)
+        if isinstance(r.spec, RunSpec) and statuses.get(r.run_dir.name) is None
     ]
     if missing:
         raise ValueError(f"{name} has no status for the run(s) {missing[:3]}")

@@ -7,8 +7,8 @@ and fixed before any result was seen. Here:
 - :func:`near_far_summary` -- PFN-vs-GP differences on a grid split into cells near / far from the
   observations; :func:`coverage_summary` -- empirical coverage of central intervals;
 - :func:`make_claims` -- the captions' claims (keys :data:`CLAIM_KEYS`);
-- :func:`run_convergence`, :func:`gate` -- "undecided" unless the PFN's learning curve has plateaued
-  (:mod:`pfntheory.convergence`), the project's rule for every trained result.
+- :func:`run_convergence`, :func:`gate`, :func:`doubling_gate` -- the PFN's convergence and the
+  one gate of every trained result (:func:`pfntheory.claims.gating.decide`).
 
 NumPy only.
 """
@@ -36,7 +36,9 @@ from .._checks import (
 )
 from ..casestudy.data import DATASETS
 from ..convergence import curve_status
-from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult, checked_args
+from ..status import Status, as_status
+from . import ClaimResult, checked_args
+from .gating import Replay, decide
 
 __all__ = [
     "NEAR_THRESHOLD",
@@ -188,7 +190,14 @@ def coverage_summary(lo, hi, y, level: float = COVERAGE_LEVEL) -> dict:
 
 
 #: The keys of :func:`make_claims`' claims, in order (pick a claim by key, never by position).
-CLAIM_KEYS = ("near_close", "mean_far_vs_near", "quantiles_far_vs_near", "pattern_corr", "coverage")
+CLAIM_KEYS = (
+    "near_close",
+    "mean_far_vs_near",
+    "quantiles_far_vs_near",
+    "pattern_corr",
+    "pattern_corr_near",
+    "coverage",
+)
 _MEASURED = {
     "near_close": (
         "worst near-cell mean |PFN - GP| over mean, 5% and 95% maps, in GP predictive sds"
@@ -196,6 +205,8 @@ _MEASURED = {
     "mean_far_vs_near": "mean |PFN - GP| of the PPD mean, far cells / near cells",
     "quantiles_far_vs_near": "mean |PFN - GP| far / near, the smaller of the 5% and 95% quantiles",
     "pattern_corr": "smallest grid correlation of PFN and GP maps (mean, 5%, 95%)",
+    "pattern_corr_near": "smallest correlation of PFN and GP maps over the near cells (mean, 5%, "
+    "95%): the caption's exception of regions without nearby observations",
     "coverage": "held-out 90% coverage, PFN minus GP",
 }
 
@@ -256,6 +267,8 @@ def make_claims(
     r_q = min(ratios.values())
     corr = {q: c[q]["corr"] for q in QUANTITIES}
     cmin = min(corr.values())
+    corr_near = {q: c[q]["corr_near"] for q in QUANTITIES}
+    cmin_near = min(corr_near.values())
     cp, cg = coverage["pfn"], coverage["gp"]
     tol = COVERAGE_SE_MULT * cp["se_nominal"]
     gap = cp["coverage"] - cg["coverage"]
@@ -309,6 +322,19 @@ def make_claims(
             corr_without_expanding=c.get("query_recursion", {}).get("corr_without_expanding"),
         ),
         claim(
+            "pattern_corr_near",
+            "near the observations PFN and GP maps show similar spatial patterns (correlation "
+            f"over the near cells >= {PATTERN_CORR_MIN} for the mean and both quantiles): the "
+            "caption's reading, which excepts the regions with no nearby observations",
+            np.isfinite(cmin_near) and cmin_near >= PATTERN_CORR_MIN,
+            cmin_near,
+            PATTERN_CORR_MIN,
+            f"Pearson correlation over the near cells (r <= {c['threshold']} lengthscales) >= "
+            f"{PATTERN_CORR_MIN}",
+            corr=corr,
+            corr_near=corr_near,
+        ),
+        claim(
             "coverage",
             "the PFN's 90% central intervals cover held-out observations as often as "
             f"the GP's (|difference| <= {COVERAGE_SE_MULT:g} binomial SE)",
@@ -328,27 +354,33 @@ def make_claims(
     return claims
 
 
-def run_convergence(run_dir: Path) -> dict:
+def run_convergence(run_dir: Path) -> Status:
     """Plateau status of the PFN's E[TV] learning curve
-    (:func:`pfntheory.convergence.plateau_status` on ``learning_curve.json``) with its one-line
+    (:func:`pfntheory.convergence.plateau_status` on ``learning_curve.json``), its one line in
     ``trend``; a run without a curve never plateaued."""
     return curve_status(run_dir, metric="tv")
 
 
-@checked(claim=instance_of(ClaimResult), conv=keys("trend", "plateaued"))
-def gate(claim: ClaimResult, conv: dict) -> ClaimResult:
-    """``claim`` with verdict "undecided" unless the PFN's run has plateaued (the project's rule for
-    every trained result, :func:`pfntheory.claims.gating.gate`): a run that is still improving
-    says neither "holds" nor "does not hold". ``holds`` stays the measurement."""
-    details = {**claim.details, "convergence": conv["trend"]}
-    if conv["plateaued"]:
-        return dataclasses.replace(claim, details=details)
+def _decided(claim: ClaimResult, d, status: Status) -> ClaimResult:
+    """``claim`` with the gate's decision ``d`` (:func:`pfntheory.claims.gating.decide`): its
+    kind, the decision's fields and its one line; the tolerance stays the claim's own (the
+    convergence criterion shared by every row is stated once, on the page)."""
     return dataclasses.replace(
         claim,
-        verdict=UNDECIDED,
-        tolerance=f"{claim.tolerance}; undecided: the PFN's run is {conv['trend']}",
-        details=details,
+        verdict=d.kind,
+        decision=d.to_dict(),
+        details={**claim.details, "convergence": status.to_dict()},
     )
+
+
+@checked(claim=instance_of(ClaimResult), conv=keys("state", "plateaued"))
+def gate(claim: ClaimResult, conv) -> ClaimResult:
+    """``claim`` gated on the PFN's run by the one gate (:func:`pfntheory.claims.gating.decide`):
+    *worse with training* when the run got worse, the measurement's verdict when it has
+    plateaued, *undecided* otherwise (no replay: a map is not on the curve). ``holds`` stays the
+    measurement."""
+    st = conv if isinstance(conv, Status) else as_status(conv)
+    return _decided(claim, decide(claim.holds, {st.run or "PFN": st}), st)
 
 
 @checked(
@@ -356,31 +388,25 @@ def gate(claim: ClaimResult, conv: dict) -> ClaimResult:
     long=instance_of(ClaimResult),
     status=keys("state", "plateaued", "criterion", "short_step", "last_step"),
 )
-def doubling_gate(short: ClaimResult, long: ClaimResult, status: dict) -> ClaimResult:
+def doubling_gate(short: ClaimResult, long: ClaimResult, status) -> ClaimResult:
     """The verdict of one caption claim measured on the PFN trained for S (``short``) and 2S
-    (``long``) steps, by budget doubling (:func:`pfntheory.convergence.doubling_status` of the two
-    runs' learning curves, ``status``; docs/verdicts.md): the 2S measurement's *holds* / *does not
-    hold* when the run has plateaued; otherwise *holds at budget* / *fails at budget* when the
-    check has the same outcome at S and 2S (the two ends of the last doubling), *undecided* when
-    it changes between them."""
+    (``long``) steps, by the one gate (:func:`pfntheory.claims.gating.decide`) on the budget
+    doubling of the two runs (``status``, :func:`pfntheory.convergence.doubling_status`;
+    docs/verdicts.md) with the check's outcomes at S and 2S as its replay: *worse with training*
+    when the 2S model got worse (diverging, or worse than its initialisation at some n'); the 2S
+    measurement's *holds* / *does not hold* when the pair has plateaued; *holds / fails at budget*
+    when the check has one outcome at S and 2S; *undecided* when it changes between them."""
     if short.key != long.key:
         raise ValueError(f"short and long must be one claim, got keys {short.key!r}, {long.key!r}")
-    s, t = status["short_step"], status["last_step"]
-    details = {**long.details, "convergence": status["criterion"], "holds_at_S": short.holds}
-    if status["plateaued"]:
-        verdict, why = (HOLDS if long.holds else FAILS), f"plateaued ({status['criterion']})"
-    elif short.holds == long.holds:
-        verdict = HOLDS_AT_BUDGET if long.holds else FAILS_AT_BUDGET
-        why = (
-            f"{'holds' if long.holds else 'fails'} at budget: the same outcome at {s} and {t} "
-            f"steps; the PFN's run is {status['state']} by budget doubling"
-        )
-    else:
-        verdict = UNDECIDED
-        why = (
-            f"undecided: {'holds' if short.holds else 'fails'} at {s} steps, "
-            f"{'holds' if long.holds else 'fails'} at {t}; the PFN's run is {status['state']}"
-        )
-    return dataclasses.replace(
-        long, verdict=verdict, tolerance=f"{long.tolerance}; {why}", details=details
+    st = status if isinstance(status, Status) else as_status(status)
+    if st.short_step is None:
+        raise ValueError("status must be a budget-doubling status (with short_step)")
+    rep = Replay(
+        (int(st.short_step), int(st.last_step or 0)),
+        (bool(short.holds), bool(long.holds)),
+        source="doubling",
+        min_steps=2,
     )
+    d = decide(long.holds, {st.run or "PFN": st}, replay=rep, power=long.power)
+    out = _decided(long, d, st)
+    return dataclasses.replace(out, details={**out.details, "holds_at_S": short.holds})

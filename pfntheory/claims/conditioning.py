@@ -30,7 +30,7 @@ from ..kernels import (
 )
 from ..richardson import optimal_step, richardson
 from ..stats import EPS
-from . import ClaimResult, checked_args
+from . import CAVEAT, ClaimResult, checked_args
 from .gram import band_tolerance, eig_atol, in_band, rate_claim, seed_slopes
 from .richardson import as_erratum
 
@@ -226,7 +226,7 @@ def check_prec_amplitude(
             admissible_step=2 / sp.lambda_1,
         ),
     )
-    return as_erratum(result)
+    return as_erratum(result, CAVEAT)  # a scope caveat: the lemma assumes alpha = 1
 
 
 @checked_args("rng", "n", "d", "lengthscale", "k_se")

@@ -1,10 +1,15 @@
-"""The decision rules of the trained claims: the statistical margin, and the gate that turns a
-measurement on runs still training into a verdict kind (docs/verdicts.md).
+"""The decision rules of the trained claims: the statistical margin, and the one gate that turns a
+measurement on trained runs into a verdict kind (docs/verdicts.md).
 
-``holds`` is the measurement. :func:`gate` decides the verdict: the measurement's own when every
-run it rests on has plateaued (its learning curve, or budget doubling, :func:`doubling_statuses`);
-otherwise *holds / fails at budget* when the check, replayed on the curves, has one outcome over the
-whole last log-half (:func:`budget_outcomes`), else *undecided*.
+``holds`` is the measurement. :func:`decide` is the gate every trained and case-study row goes
+through (claims here, :mod:`pfntheory.claims.casestudy`, and the report's recorder): from the
+runs' :class:`~pfntheory.status.Status` (either convergence test), the check replayed along the
+curves or at the two budgets (:class:`Replay`) and the check's power (:class:`~pfntheory.claims.
+Power`), first rule that applies: *worse with training* when a run got worse (diverging, or worse
+than its initialisation at some n'); else, when every run has plateaued, *holds*, or *does not
+hold* if the interval of the effect excludes the claimed one (*undecided (underpowered)* if not);
+else *holds / fails at budget* when the replayed check has one outcome throughout (with the same
+power rule for *fails*); else *undecided*. :func:`gate` applies it to a claim and its runs.
 
 A difference ``D = a - b`` of two means counts as real when ``D > Z_MARGIN * SE_D`` with
 ``SE_D = sqrt(SE_a^2 + SE_b^2)``: runs of one task share their evaluation instances, so this
@@ -15,19 +20,44 @@ one-sided normal tail of 0.13% per comparison.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from .._checks import finite_scalar, float_tuple, nonneg_scalar, positive_scalar
+from .._checks import (
+    ArgumentTypeError,
+    checked,
+    finite_scalar,
+    float_tuple,
+    instance_of,
+    mapping,
+    nonneg_scalar,
+    optional,
+    positive_scalar,
+    text,
+)
 from ..convergence import (
     MIN_POINTS,
-    all_plateaued,
     curve_points,
     curve_status,
+    doubling_status,
     last_half_values,
 )
 from ..experiments.specs import RunSpec
-from . import FAILS, FAILS_AT_BUDGET, HOLDS, HOLDS_AT_BUDGET, UNDECIDED, ClaimResult
+from ..status import Status, as_status, no_curve
+from . import (
+    FAILS,
+    FAILS_AT_BUDGET,
+    HOLDS,
+    HOLDS_AT_BUDGET,
+    UNDECIDED,
+    UNDERPOWERED,
+    WORSE,
+    ClaimResult,
+    Power,
+)
 from ._inputs import loaded_run, loaded_runs, replay_of, statuses_of
 
 __all__ = [
@@ -38,6 +68,11 @@ __all__ = [
     "tv_beats",
     "doubling_statuses",
     "gate",
+    "decide",
+    "Decision",
+    "Replay",
+    "SHARED_REASONS",
+    "plateau_tally",
     "diff_se",
     "exceeds",
 ]
@@ -68,41 +103,47 @@ def _mean_se(x, name: str) -> tuple[float, float]:
     return t[0], t[1]
 
 
-def exceeds(D: float, se: float, z: float, **claim) -> ClaimResult:
+def exceeds(
+    D: float, se: float, z: float, paper: float | None = None, paired: bool = False, **claim
+) -> ClaimResult:
     """The claim that a difference ``D`` with standard error ``se`` exceeds ``z`` standard errors
-    (the decision rule of the module docstring); ``claim``: the other ClaimResult fields.
+    (the decision rule of the module docstring), with its :class:`~pfntheory.claims.Power`: the
+    interval ``D -+ z se`` against the claimed effect (``paper``, the paper's printed effect, where
+    it prints one; else 0), so that the gate calls it *does not hold* only when the interval
+    excludes that effect. ``claim``: the other ClaimResult fields.
 
     ``D`` is finite, ``se >= 0`` and ``z > 0``.
     """
     D = finite_scalar(D, "D")
     se = nonneg_scalar(se, "se")
     z = positive_scalar(z, "z")
-    return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, **claim)
+    target = 0.0 if paper is None else max(finite_scalar(paper, "paper"), 0.0)
+    power = Power(D, (D - z * se, D + z * se), target, z * se, paper=paper, paired=paired)
+    return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, power=power, **claim)
 
 
 def trained_runs(runs):
     return [r for r in runs if isinstance(r.spec, RunSpec)]
 
 
-def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> dict:
+def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> Status:
     """Plateau status (``metric``, E[TV] by default) of one loaded run from its
     ``learning_curve.json`` (with ``covariates``: its curve on that covariate law, e.g. the
-    covariate shift); a run without one gets ``{"state": "no curve", "plateaued": False,
-    "criterion": "no learning curve"}``."""
+    covariate shift); a run without one gets state "no curve" (never plateaued) at its steps."""
     loaded_run(run)
-    st = curve_status(run.run_dir, covariates, metric=metric)
-    if st["state"] == "no curve":
-        st["last_step"] = int(run.spec.steps)
-        st["trend"] += f" (trained {run.spec.steps} steps)"
+    st = curve_status(run.run_dir, covariates, metric=metric).within(run.spec.n_min, run.spec.n_max)
+    if st.state == "no curve":
+        st = st.replace(
+            last_step=int(run.spec.steps),
+            criterion=st.criterion + f" (trained {run.spec.steps} steps)",
+        )
     return st
 
 
-def doubling_statuses(runs) -> dict:
+def doubling_statuses(runs) -> dict[str, Status]:
     """Budget-doubling convergence (:func:`pfntheory.convergence.doubling_status`) of every run of
     ``runs`` that has a partner trained for half its steps (same spec otherwise), by run name;
-    runs without one get ``{"state": "no half-budget run", "plateaued": False, ...}``."""
-    from ..convergence import doubling_status
-
+    runs without one get state "no half-budget run" (never plateaued)."""
     tr = trained_runs(loaded_runs(runs))
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
@@ -115,30 +156,21 @@ def doubling_statuses(runs) -> dict:
             by_key.get((budgetless(r.spec), r.spec.steps // 2)) if r.spec.steps % 2 == 0 else None
         )
         if half is None:
-            out[r.run_dir.name] = {
-                "state": "no half-budget run",
-                "plateaued": False,
-                "diverging": False,
-                "last_step": int(r.spec.steps),
-                "criterion": "budget doubling needs the run at half the steps",
-                "trend": f"no half-budget run ({r.spec.steps} steps)",
-            }
+            out[r.run_dir.name] = no_curve(
+                f"budget doubling needs the run at half the steps ({r.spec.steps} steps)",
+                int(r.spec.steps),
+                state="no half-budget run",
+            ).replace(run=r.run_dir.name)
             continue
         st = doubling_status(curve_points(half.run_dir) or [], curve_points(r.run_dir) or [])
-        out[r.run_dir.name] = {**st, "trend": doubling_text(st), "half_run": half.run_dir.name}
+        st = st.within(r.spec.n_min, r.spec.n_max)
+        out[r.run_dir.name] = st.replace(run=r.run_dir.name, half_run=half.run_dir.name)
     return out
 
 
-def doubling_text(st: dict) -> str:
-    """One line on a :func:`pfntheory.convergence.doubling_status`."""
-    if not np.isfinite(st["change"]):
-        return f"{st['state']} ({st['criterion']})"
-    lo, hi = st["ci"]
-    return (
-        f"{st['state']} by budget doubling: E[TV] {st['value']:.4g} at {st['last_step']} steps, "
-        f"fall from {st['short_step']} steps {st['change']:.3g} (90% CI [{lo:.3g}, {hi:.3g}], "
-        f"paired over {st['n_instances']} held-out instances), tolerance {st['tol']:.3g}"
-    )
+def doubling_text(st: Status) -> str:
+    """One line on a :func:`pfntheory.convergence.doubling_status` (its ``trend``)."""
+    return st.trend
 
 
 def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
@@ -163,6 +195,263 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     return {"steps": common, "held": held}
 
 
+# --------------------------------------------------------------------------------------------------
+# the one gate
+# --------------------------------------------------------------------------------------------------
+
+#: Reasons shared by many rows, stated once on the page (docs/verdicts.md): the row names the key.
+SHARED_REASONS = {
+    "margin": f"a difference counts when it exceeds {Z_MARGIN:g} SE (one-sided normal tail "
+    "0.13% per comparison); the unpaired SE over-states the paired one where both means are on "
+    "the same instances, so the test is conservative",
+    "coverage": f"|coverage - nominal| <= {COVERAGE_SLACK} + {Z_MARGIN:g} SE: {COVERAGE_SLACK} "
+    "is the largest deviation the paper itself calls 'reasonably close to nominal' (0.848 at the "
+    "90% level, supp-tab:lengthscale-crps, L=8)",
+    "doubling": "budget doubling: the PFN is trained, weight-averaged, at S and at 2S steps, each "
+    "with its own schedule; the run has plateaued when the 90% CI of the paired fall of E[TV] "
+    "from S to 2S lies within +-10% of E[TV] at 2S (docs/verdicts.md, 'Budget doubling')",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """A claim's check re-decided where the runs were evaluated before their end: at each step of
+    the last log-half of their curves (``source`` "curve"), or at the two budgets of a doubling
+    pair ("doubling"). ``min_steps``: how many outcomes it needs to decide."""
+
+    steps: tuple[int, ...]
+    held: tuple[bool, ...]
+    source: str = "curve"
+    min_steps: int = MIN_POINTS
+
+    @property
+    def decides(self) -> bool:
+        return len(self.steps) >= self.min_steps
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """The verdict of a trained row and why, as typed fields (:func:`decide`); :meth:`text` renders
+    them once."""
+
+    kind: str
+    holds: bool
+    rule: str  # "worse", "plateaued", "at budget", "underpowered", "open"
+    model: str
+    n_runs: int
+    states: tuple[tuple[str, int], ...]  # (state, count) of every run read
+    worse: tuple[str, ...] = ()  # the runs that got worse, each with where
+    last_step: int | None = None
+    replay: Replay | None = None
+    power: Power | None = None
+    test: str = "log-half"
+
+    def text(self) -> str:
+        st = ", ".join(f"{n} {s}" for s, n in self.states)
+        word = "holds" if self.holds else "fails"
+        runs = f"{self.n_runs} run{'s' if self.n_runs != 1 else ''}"
+        how = "budget doubling" if self.test == "doubling" else "their learning curves' log-half"
+        if self.rule == "worse":
+            return (
+                f"worse with training: {'; '.join(self.worse)}. The check {word} on {self.model}, "
+                f"a model training made worse: it is neither a converged PFN nor one still "
+                f"improving at its budget ({runs}: {st}, by {how})"
+            )
+        head = ""
+        if self.rule == "plateaued" or (
+            self.rule == "underpowered" and dict(self.states).get("plateaued") == self.n_runs
+        ):
+            head = f"all {runs} plateaued by {how}" if self.n_runs else "no trained run"
+        elif self.replay is not None and self.replay.decides and self.rule != "open":
+            rp = self.replay
+            where = (
+                f"at each of the {len(rp.steps)} steps {rp.steps[0]}-{rp.steps[-1]} of the last "
+                "log-half of the learning curves and in the final evaluation"
+                if rp.source == "curve"
+                else f"at both budgets, {rp.steps[0]} and {rp.steps[-1]} steps"
+            )
+            head = (
+                f"{word} at budget: {where}, at {self.last_step} steps; runs not plateaued "
+                f"({st}, by {how})"
+                if self.rule == "at budget"
+                else f"the check fails {where}, at {self.last_step} steps; runs not plateaued "
+                f"({st}, by {how})"
+            )
+        if self.rule == "underpowered" and self.power is not None:
+            return (
+                f"undecided (underpowered): the check fails, but the interval of the effect "
+                f"still holds the claimed {self.power.target:.3g}: {self.power.text()}; {head}"
+            ).rstrip("; ")
+        if self.rule == "open":
+            why = f"undecided: {runs} not all plateaued at {self.last_step} steps ({st}, by {how})"
+            r = self.replay
+            if r is None:
+                return why
+            if not r.decides:
+                return why + (
+                    f"; the check could not be replayed ({len(r.steps)} outcomes, "
+                    f"{r.min_steps} needed)"
+                )
+            return why + (
+                f"; the check's outcome changes: it holds at {sum(r.held)} of {len(r.held)} "
+                f"({r.steps[0]}-{r.steps[-1]}) and {word} on {self.model}"
+            )
+        return head
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["states"] = [list(x) for x in self.states]
+        return {**d, "text": self.text()}
+
+
+def _statuses(x, name: str) -> dict[str, Status]:
+    """Run name -> :class:`~pfntheory.status.Status` (or a status mapping with a ``state``)."""
+    mapping(x, name, non_empty=False)
+    out = {}
+    for k, st in x.items():
+        if isinstance(st, Status):
+            out[k] = st
+        elif isinstance(st, Mapping):
+            out[k] = as_status(st)
+        else:
+            raise ArgumentTypeError(f"{name}[{k!r}] must be a Status, got {type(st).__name__}")
+    return out
+
+
+def _flag(x, name: str) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be a bool, got {type(x).__name__}")
+    return bool(x)
+
+
+@checked(
+    holds=_flag,
+    statuses=_statuses,
+    replay=optional(instance_of(Replay)),
+    power=optional(instance_of(Power)),
+    model=optional(text),
+)
+def decide(
+    holds: bool,
+    statuses: Mapping[str, Status],
+    *,
+    replay: Replay | None = None,
+    power: Power | None = None,
+    model: str | None = None,
+) -> Decision:
+    """The one gate of every trained and case-study verdict (docs/verdicts.md, "The kinds").
+
+    Parameters
+    ----------
+    holds : bool
+        The check's outcome on the model read.
+    statuses : mapping of str to Status
+        The convergence status of every run the claim reads (either test), by name.
+    replay : Replay, optional
+        The check re-decided along the curves, or at the two budgets of a doubling pair.
+    power : Power, optional
+        What the check can detect; a failing check without one fails as measured.
+    model : str, optional
+        The model the measurement read (default: the statuses' ``model``).
+
+    Returns
+    -------
+    Decision
+        First rule that applies: a run got worse (diverging, or worse than its initialisation at
+        some n') -> *worse with training*; every run plateaued -> *holds*, or *does not hold* when
+        ``power`` refutes the claimed effect (*undecided (underpowered)* otherwise); the replay
+        decides with one outcome throughout -> *holds / fails at budget* (the same power rule for
+        *fails*); otherwise *undecided*.
+    """
+    sts = dict(statuses)
+    states = tuple(sorted(Counter(st.state for st in sts.values()).items()))
+    steps = [st.last_step for st in sts.values() if st.last_step is not None]
+    tests = {st.test for st in sts.values()} - {"none"}
+    base = Decision(
+        kind=UNDECIDED,
+        holds=holds,
+        rule="open",
+        model=model or _model_of(sts),
+        n_runs=len(sts),
+        states=states,
+        last_step=max(steps) if steps else None,
+        replay=replay,
+        power=power,
+        test="doubling" if tests == {"doubling"} else "log-half",
+    )
+    refuted = power is None or power.refutes
+    worse = tuple(_worse_text(n, st) for n, st in sts.items() if st.got_worse)
+    if worse:
+        return dataclasses.replace(base, kind=WORSE, rule="worse", worse=worse)
+    if all(st.plateaued for st in sts.values()):
+        if holds or refuted:
+            return dataclasses.replace(base, kind=HOLDS if holds else FAILS, rule="plateaued")
+        return dataclasses.replace(base, kind=UNDERPOWERED, rule="underpowered")
+    if replay is not None and replay.decides and all(h == holds for h in replay.held):
+        if holds or refuted:
+            kind = HOLDS_AT_BUDGET if holds else FAILS_AT_BUDGET
+            return dataclasses.replace(base, kind=kind, rule="at budget")
+        return dataclasses.replace(base, kind=UNDERPOWERED, rule="underpowered")
+    return base
+
+
+def _model_of(sts: Mapping[str, Status]) -> str:
+    models = sorted({st.model for st in sts.values()})
+    return models[0] if len(models) == 1 else "the runs' final weights"
+
+
+def _worse_text(name: str, st: Status) -> str:
+    """Where one run got worse, in words."""
+    parts = []
+    if st.diverging:
+        parts.append(
+            "diverging by budget doubling (the doubled budget made E[TV] worse, fall "
+            f"{st.fall:.3g}, 90% CI [{st.ci[0]:.3g}, {st.ci[1]:.3g}])"
+            if st.test == "doubling"
+            else f"diverging (its E[TV] rose over the last log-half: fitted fall {st.fall:.3g})"
+        )
+    at = {row[0]: row for row in st.start}
+    for n in st.worse_than_start:
+        parts.append(
+            f"worse than its initialisation at n'={n} (E[TV] {at[n][1]:.3g} at step 0, "
+            f"{at[n][3]:.3g} at {st.last_step} steps)"
+        )
+    return f"{name}: " + " and ".join(parts)
+
+
+@checked(statuses=lambda x, name: mapping(x, name, non_empty=False))
+def plateau_tally(statuses: Mapping[str, Any]) -> dict[str, Any]:
+    """One plateau tally of an experiment's runs, the numbers the index, page 07 and the runs
+    table share. ``statuses``: run -> its :class:`~pfntheory.status.Status` (or a status dict, or
+    a row's ``run_states`` entry ``[state, last_step, got_worse]``). Returns ``n`` runs,
+    ``plateaued``, ``worse`` (got worse with training), ``states`` (``{state: count}``) and
+    ``text`` ("16 of 133 runs plateaued (...)")."""
+    cells = []
+    for name, st in statuses.items():
+        if isinstance(st, Status):
+            cells.append((st.state, st.got_worse))
+        elif isinstance(st, Mapping):
+            s2 = as_status(st)
+            cells.append((s2.state, s2.got_worse))
+        elif isinstance(st, (list, tuple)) and st and isinstance(st[0], str):
+            cells.append((st[0], bool(st[2]) if len(st) > 2 else st[0] == "diverging"))
+        else:
+            raise ArgumentTypeError(f"statuses[{name!r}] must be a Status or [state, step, worse]")
+    states = dict(sorted(Counter(c[0] for c in cells).items()))
+    plateaued = states.get("plateaued", 0)
+    worse = sum(w for _, w in cells)
+    detail = ", ".join(f"{v} {k}" for k, v in states.items())
+    return {
+        "n": len(cells),
+        "plateaued": plateaued,
+        "worse": worse,
+        "states": states,
+        "text": f"{plateaued} of {len(cells)} runs plateaued ({detail}"
+        + (f"; {worse} got worse with training" if worse else "")
+        + ")",
+    }
+
+
 def gate(
     result: ClaimResult,
     runs,
@@ -172,16 +461,15 @@ def gate(
     statuses: dict | None = None,
     replay_curve: str | None = None,
 ) -> ClaimResult:
-    """Attach the convergence of every run ``result`` rests on, and decide its verdict kind
-    (docs/verdicts.md): the measurement's verdict when all of them have plateaued; otherwise
-    "holds at budget" / "fails at budget" when ``replay`` (see :func:`budget_outcomes`) gives the
-    measured outcome at every one of at least ``MIN_POINTS`` steps of the last log-half of the
-    curves on ``replay_curve`` (None: the task's own design), and "undecided" when the outcome
-    changes there (or cannot be replayed). ``curves``: the learning curves that must have
-    plateaued, by covariate law (None: the task's own; "uniform": the shift curve); ``metrics``:
-    the curves' metrics that must have plateaued (E[TV]; a coverage claim whose curves are
-    precise enough to decide adds ``"coverage90"``); ``statuses``: convergence statuses to use
-    instead (run name -> status, e.g. :func:`pfntheory.convergence.doubling_status`)."""
+    """Attach the convergence of every run ``result`` rests on, and decide its verdict kind with
+    :func:`decide`. ``replay`` (see :func:`budget_outcomes`) re-decides the check at every step of
+    the last log-half of the curves on ``replay_curve`` (None: the task's own design);
+    ``curves``: the learning curves whose status is read, by covariate law (None: the task's own;
+    "uniform": the shift curve); ``metrics``: the curves' metrics read (E[TV]; a coverage claim
+    whose curves are precise enough to decide adds ``"coverage90"``); ``statuses``: convergence
+    statuses to use instead (run name -> :class:`~pfntheory.status.Status`, e.g.
+    :func:`doubling_statuses`). A result whose verdict is already set (an explicit one) is
+    returned with its statuses attached, undecided by the gate."""
     runs, replay = loaded_runs(runs), replay_of(replay, optional=True)
     statuses_of(statuses, runs)
     conv = (
@@ -196,65 +484,15 @@ def gate(
             for metric in metrics
         }
     )
-    verdict = result.verdict
-    summary = all_plateaued(conv)
-    open_runs = bool(conv) and not summary["plateaued"]
-    not_plateaued = f"{len(summary['not_plateaued'])} of {len(conv)}"
-    if open_runs and replay is not None:
+    details = {**result.details, "convergence": {k: v.to_dict() for k, v in conv.items()}}
+    if result.verdict is not None or not conv:
+        return dataclasses.replace(result, details=details)
+    rep = None
+    if replay is not None and not all(st.plateaued for st in conv.values()):
         b = budget_outcomes(runs, replay, replay_curve)
-        steps = summary["last_step"]
-        b["final_held"] = bool(result.holds)
-        if len(b["steps"]) >= MIN_POINTS and all(h == result.holds for h in b["held"]):
-            kind = HOLDS_AT_BUDGET if result.holds else FAILS_AT_BUDGET
-            word = "holds" if result.holds else "fails"
-            return dataclasses.replace(
-                result,
-                verdict=kind,
-                tolerance=result.tolerance
-                + f"; {word} at budget: at each of the {len(b['steps'])} steps "
-                f"{b['steps'][0]}-{b['steps'][-1]} of the last log-half of the learning "
-                f"curves and in the final evaluation, at {steps} steps; "
-                f"{not_plateaued} runs not plateaued ({summary['counts']})",
-                details={**result.details, "convergence": conv, "at_budget": b},
-            )
-        result = dataclasses.replace(result, details={**result.details, "at_budget": b})
-    if open_runs:
-        verdict = UNDECIDED
-        result = dataclasses.replace(
-            result,
-            tolerance=result.tolerance + f"; undecided: {not_plateaued} "
-            f"{'runs' if (curves, metrics) == ((None,), ('tv',)) else 'learning curves'} "
-            f"have not plateaued at {summary['last_step']} steps ({summary['counts']})"
-            + _budget_note(result.details.get("at_budget")),
-        )
-    elif statuses is not None and conv and verdict is None:
-        # plateaued by the statuses given (budget doubling): the measurement decides, and the
-        # verdict is explicit so that the report does not re-gate it on the curves' log-half test
-        verdict = HOLDS if result.holds else FAILS
-        result = dataclasses.replace(
-            result,
-            tolerance=result.tolerance + f"; all {len(conv)} runs plateaued (budget doubling: "
-            "doubling the steps changes the final E[TV] by less than 10%)",
-        )
-    return dataclasses.replace(
-        result, verdict=verdict, details={**result.details, "convergence": conv}
-    )
-
-
-def _budget_note(b: dict | None) -> str:
-    """Why a replayed check did not decide at budget (empty when it was not replayed)."""
-    if b is None:
-        return ""
-    if len(b["steps"]) < MIN_POINTS:
-        return (
-            f"; the check could not be replayed on the curves ({len(b['steps'])} common steps in "
-            f"the last log-half, {MIN_POINTS} needed)"
-        )
-    return (
-        f"; the check's outcome changes within the last log-half: it holds at "
-        f"{sum(b['held'])} of {len(b['held'])} steps ({b['steps'][0]}-{b['steps'][-1]}) and "
-        f"{'holds' if b['final_held'] else 'fails'} in the final evaluation"
-    )
+        rep = Replay(tuple(b["steps"]), tuple(b["held"]))
+    d = decide(result.holds, conv, replay=rep, power=result.power)
+    return dataclasses.replace(result, verdict=d.kind, decision=d.to_dict(), details=details)
 
 
 def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:

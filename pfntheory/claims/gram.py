@@ -39,7 +39,7 @@ from ..spectral import (
     top_eigenvalue,
 )
 from ..stats import EPS, mean_se, slope_ci, t_interval
-from . import ClaimResult, checked_args
+from . import ClaimResult, band_verdict, checked_args
 
 __all__ = [
     "clopper_pearson",
@@ -125,6 +125,7 @@ def rate_claim(
         label=label,
         statement=statement,
         holds=in_band(ci, band),
+        verdict=band_verdict(ci, band),
         observed=m,
         bound=target,
         ci=ci,

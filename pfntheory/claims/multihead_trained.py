@@ -27,7 +27,7 @@ from .._checks import int_tuple, positive_int, seed_int
 from ..experiments.results import LoadedRun, load_available
 from ..experiments.specs import ExactPPDSpec, RunSpec
 from ..stats import mean_se
-from . import ClaimResult, gating
+from . import ClaimResult, Power, gating
 from .gating import Z_MARGIN, diff_se, gate
 
 __all__ = [
@@ -259,6 +259,13 @@ def _tv_claim(paired: dict, multi: str, single: str, key: str, z: float) -> Clai
         holds=bool(ok),
         observed=worst[2],
         bound=z * worst[3],
+        power=Power(
+            worst[2],
+            (worst[2] - z * worst[3], worst[2] + z * worst[3]),
+            0.0,
+            z * worst[3],
+            paired=True,
+        ),
         tolerance=f"E[TV_single - TV_multi] > {z:g} SE, paired over {paired['n_instances']} "
         f"instances per n' (worst n'={worst[1]})",
         details={"rows": rows},

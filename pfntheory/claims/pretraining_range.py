@@ -16,7 +16,7 @@ from ..convergence import (
     curve_points,
     last_half_start,
 )
-from . import UNDECIDED, ClaimResult, gating, slope_ci
+from . import UNDECIDED, ClaimResult, Power, gating, slope_ci
 
 __all__ = [
     "check_exp2_2",
@@ -56,6 +56,12 @@ def check_exp2_2(
             holds=all(D > z * se for D, se in comps.values()),
             observed=comps[worst][0],
             bound=z * comps[worst][1],
+            power=Power(
+                comps[worst][0],
+                (comps[worst][0] - z * comps[worst][1], comps[worst][0] + z * comps[worst][1]),
+                0.0,
+                z * comps[worst][1],
+            ),
             tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE at each n_max (worst n_max={worst})",
             details={**grid, "diff_by_n_max": {str(m): v for m, v in comps.items()}},
         )
@@ -99,6 +105,12 @@ def check_exp2_2(
             holds=all(ci[0] > 0 for _, ci in slopes.values()),
             observed=slopes[worst][0],
             bound=0.0,
+            power=Power(
+                slopes[worst][0],
+                (float(slopes[worst][1][0]), float(slopes[worst][1][1])),
+                0.0,
+                float(slopes[worst][1][1] - slopes[worst][1][0]) / 2,
+            ),
             tolerance="95% CI of the slope of log E[TV] on n' lies above 0 in every cell "
             f"(worst {worst})",
             ci=slopes[worst][1],
@@ -158,6 +170,7 @@ def _coverage_claim(
         tolerance=f"|coverage - 0.9| <= {gating.COVERAGE_SLACK} + {z:g} SE "
         f"(worst n'={e.n_eval[i]})",
         details={
+            "shared_reasons": ["coverage"],
             "n_eval": e.n_eval.tolist(),
             "coverage_90": e.mean["coverage_90"].tolist(),
             "coverage_90_exact": e.mean.get("coverage_90_exact", np.array([])).tolist(),

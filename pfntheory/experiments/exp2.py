@@ -327,15 +327,16 @@ def _cell(r) -> tuple[int, int]:
     return (r.model.L, r.n_max)
 
 
-def _family_runs(base: Experiment, long_cells=()) -> tuple:
-    """``base``'s cpu runs weight-averaged at S and 2S (and 4S for ``long_cells``) with 48
+def _family_runs(design: Design, long_cells=(), fast: bool = True) -> tuple:
+    """``design``'s runs weight-averaged at S and 2S (and 4S for ``long_cells``) with 48
     learning-curve points at (n_min, n_max) on the pretraining design and under the covariate
-    shift, trained with fast numerics (the same maths in another rounding order: 1.1x at d = 16,
-    n up to 512, 1.5x at d = 2; docs/speed.md); the cheapest first."""
-    fields = dict(curve_covariates=("uniform",), fast_numerics=True)
-    runs = budget_runs(base.cpu, bool, (2,), **fields)
+    shift; at the cpu scale trained with fast numerics (``fast``: the same maths in another
+    rounding order, 1.1x at d = 16 and n up to 512, 1.5x at d = 2; docs/speed.md); the cheapest
+    first."""
+    fields = dict(curve_covariates=("uniform",), fast_numerics=fast)
+    runs = budget_runs(design, bool, (2,), **fields)
     if long_cells:
-        longer = budget_runs(base.cpu, lambda r: _cell(r) in long_cells, (4,), **fields)
+        longer = budget_runs(design, lambda r: _cell(r) in long_cells, (4,), **fields)
         have = {r.name for r in runs}
         runs += tuple(r for r in longer if r.name not in have)
     return tuple(sorted(runs, key=by_cost))
@@ -353,14 +354,14 @@ def _family_budget(base: Experiment, long_cells=()) -> Experiment:
         title=f"{base.name}'s grid, weight-averaged, at S and 2S steps, with learning curves on "
         "both designs (convergence by budget doubling)",
         claims=base.claims,
-        paper=base.paper,
+        paper=Design(_family_runs(base.paper, long_cells, fast=False)),
         quick=Design(
             budget_runs(base.quick, bool),
             shrunk=f"{base.name}'s quick design at S and 2S steps, weight-averaged: "
             + base.quick.shrunk,
         ),
         cpu=Design(
-            _family_runs(base, long_cells),
+            _family_runs(base.cpu, long_cells),
             shrunk=(
                 f"{base.name}'s cpu grid (C=256, L in {{4,8,16,32}}, n in [64, n_max], n_max in "
                 f"{{128,256,512}}) at S = 1000 and 2S = 2000 steps with {CPU_OPT}, an exponential "
@@ -378,25 +379,23 @@ SUPP_EXP2_D4_BUDGET = _family_budget(SUPP_EXP2_D4)
 SUPP_EXP2_D8_BUDGET = _family_budget(SUPP_EXP2_D8, FAMILY_LONG_CELLS)
 
 
-def _seed_runs(base: Experiment, cell, seeds) -> tuple:
-    keep = [r for r in _family_runs(base) if _cell(r) == cell]
-    return tuple(
-        sorted(
-            (dataclasses.replace(r, seed=s) for r in keep for s in seeds),
-            key=by_cost,
-        )
-    )
+def _seeds(runs, cell, seeds=FAMILY_SEEDS) -> tuple:
+    """``runs`` of ``cell`` (L, n_max) at each of ``seeds``."""
+    return tuple(dataclasses.replace(r, seed=s) for r in runs if _cell(r) == cell for s in seeds)
 
 
 SUPP_EXP2_D8_SEEDS = Experiment(
     name="supp_exp2_d8_seeds",
     labels=SUPP_EXP2_D8.labels,
     title="The d = 8 shift's collapsing cell (L = 4, n_max = 128) at two more seeds, S and 2S",
-    claims=(),
-    paper=Design(()),
-    quick=Design(()),
+    claims=(SUPP_EXP2_D8.claims[-1],),
+    paper=Design(_seeds(_family_runs(SUPP_EXP2_D8.paper, fast=False), (4, 128))),
+    quick=Design(
+        _seeds(SUPP_EXP2_D8_BUDGET.quick.runs, (2, 96)),
+        shrunk="supp_exp2_d8_budget's quick L = 2, n_max = 96 runs at seeds 1 and 2",
+    ),
     cpu=Design(
-        _seed_runs(SUPP_EXP2_D8, (4, 128), FAMILY_SEEDS),
+        tuple(sorted(_seeds(_family_runs(SUPP_EXP2_D8.cpu), (4, 128)), key=by_cost)),
         shrunk=(
             f"supp_exp2_d8_budget's L = 4, n_max = 128 runs at seeds {FAMILY_SEEDS} (the grid "
             "trains seed 0): does the collapse under the shift depend on the initial draw?"

@@ -46,7 +46,7 @@ from .plots import (  # noqa: F401 (re-exported through plots.__all__ below)
     show_png,
 )
 from .recorder import Recorder, convergence_of, decide_verdict, verdict_of
-from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
+from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row, experiment_tallies
 from .spec import (
     DEFAULT_OUT,
     ENV_OUT,
@@ -62,6 +62,7 @@ from .spec import (
 from .tables import Table, table
 
 __all__ = [
+    "experiment_tallies",
     "NOTEBOOKS",
     "NOTEBOOKS_DIR",
     "DEFAULT_OUT",

@@ -49,7 +49,6 @@ __all__ = [
     "plot_progress",
     "plot_tv_against_n",
     "eval_files",
-    "plot_breakdown",
     "sweep_command",
 ]
 
@@ -354,7 +353,7 @@ def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
         rows = []
         for (L, C), r in sorted(p.cells.items()):
             st = xgate.run_convergence(r)
-            if np.isfinite(st.get("change", np.nan)) and st["tol"] > 0:
+            if np.isfinite(st.fall) and st.tol > 0:
                 rows.append((f"L{L} C{C}", st))
         ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
         ax.axvline(0, color="k", lw=0.6)
@@ -496,55 +495,3 @@ def plot_tv_against_n(axs, runs: Sequence) -> list[str]:
             log_axis(ax, "y")
         ax.legend(fontsize=6)
     return files
-
-
-# --------------------------------------------------------------------------------------------------
-# tables
-
-
-def plot_breakdown(ax_tv, ax_g, runs: Sequence, doc: dict) -> None:
-    """fig:exp2-1 with its mechanism: E[TV] against n' of each run (the committed evaluation, and
-    beyond it from ``doc``, :func:`pfntheory.claims.breakdown.breakdown_analysis`), the pretraining
-    range shaded and each run's predicted breakdown as a dashed line (``ax_tv``); the solver growth
-    ``G(n')`` of the mean channel, trained and at initialisation (``ax_g``, symlog: the band around
-    0 is linear), where ``G > 0`` is no longer guaranteed to contract."""
-    style = {False: ("tab:red", "o", "TF (unnormalised)"), True: ("tab:blue", "s", "TF^pr")}
-    for r in runs:
-        if not isinstance(r.spec, RunSpec) or r.run_dir.name not in doc:
-            continue
-        colour, marker, name = style[bool(r.spec.model.normalised)]
-        a = doc[r.run_dir.name]
-        e = r.eval
-        ns = list(e.n_eval) + a["beyond"]["n_eval"]
-        tv = list(e.mean["tv"]) + a["beyond"]["tv"]
-        se = list(e.se["tv"]) + a["beyond"]["tv_se"]
-        ax_tv.errorbar(
-            ns, tv, yerr=2 * np.asarray(se), color=colour, marker=marker, ms=4, label=name
-        )
-        if a["predicted_breakdown"] is not None and not r.spec.model.normalised:
-            ax_tv.axvline(a["predicted_breakdown"], color=colour, ls="--", lw=1)
-            ax_tv.annotate(
-                f"predicted breakdown n'={a['predicted_breakdown']}",
-                (a["predicted_breakdown"], 0.98),
-                xycoords=("data", "axes fraction"),
-                ha="right",
-                va="top",
-                rotation=90,
-                fontsize=8,
-                color=colour,
-            )
-        g = a["trained"]
-        ax_g.plot(
-            g["n"], g["growth_f"], color=colour, marker=marker, ms=4, label=f"{name}, trained"
-        )
-        ax_g.plot(g["n"], a["init"]["growth_f"], color=colour, ls=":", label=f"{name}, initial")
-        lo, hi = r.spec.n_min, r.spec.n_max
-    for ax in (ax_tv, ax_g):
-        ax.axvspan(lo, hi, color="0.9", zorder=0, label="pretraining range")
-        ax.set_xlabel("context size n'")
-        ax.legend(fontsize=8)
-    ax_tv.set_yscale("log")
-    ax_tv.set_ylabel("E[TV] (±2 SE)")
-    ax_g.axhline(0, color="k", lw=0.8)
-    ax_g.set_yscale("symlog", linthresh=0.1)
-    ax_g.set_ylabel("G(n') = sum_l log rho_l (mean channel)")

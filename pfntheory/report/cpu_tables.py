@@ -85,7 +85,7 @@ def resolution_frame(runs_by_experiment: dict[str, Sequence]):
         if not tr:
             continue
         sts = [xgate.run_convergence(r) for r in tr]
-        fitted = [st for st in sts if "resolvable" in st]
+        fitted = [st for st in sts if st.resolvable is not None]
         row: dict = {"experiment": name, "curves": len(tr)}
         for w in STATUS_WORDS:
             row[w] = sum(st["state"] == w for st in sts)
@@ -159,7 +159,7 @@ def doubling_frame(runs: Sequence):
     rows = []
     for r in runs:
         st = sts.get(r.run_dir.name)
-        if not isinstance(r.spec, RunSpec) or st is None or "half_run" not in st:
+        if not isinstance(r.spec, RunSpec) or st is None or not st.half_run:
             continue
         s = r.spec
         rows.append(
@@ -174,7 +174,7 @@ def doubling_frame(runs: Sequence):
                 "90% CI": f"[{st['ci'][0]:.4f}, {st['ci'][1]:.4f}]",
                 "tol": st["tol"],
                 "state": st["state"],
-                "resolvable": st.get("resolvable", False),
+                "resolvable": bool(st.resolvable),
             }
         )
     return pd.DataFrame(rows)

@@ -22,11 +22,12 @@ from collections import Counter
 from pathlib import Path
 
 from pfntheory._checks import ArgumentTypeError
+from pfntheory.claims.gating import SHARED_REASONS
 
 from .citation import PAPER_TITLE, build_stamp, citation_html
 from .labels import paper_number
 from .mathtext import math_html
-from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row
+from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS, Row, experiment_tallies
 from .spec import NOTEBOOKS, NotebookSpec, output_dir
 
 __all__ = ["build_index", "row_card", "fmt", "CSS"]
@@ -40,6 +41,8 @@ _VERDICT_CLASS = {
     "holds at budget": "budget-ok",
     "fails at budget": "budget-fail",
     "undecided": "undecided",
+    "undecided (underpowered)": "undecided",
+    "worse with training": "budget-fail",
     PENDING: "pending",
 }
 _COMPARE_WORD = {"bound": "bound", "threshold": "threshold", "reference": "reference"}
@@ -88,17 +91,16 @@ def _notes(r) -> list[str]:
     if _get(r, "caveat"):
         out.append(f'<span class="note caveat">{math_html(_get(r, "caveat"))}</span>')
     if _get(r, "convergence"):
-        conv, _, crit = _get(r, "convergence").partition(". Plateau criterion, not met: ")
-        note = html.escape(conv + ("." if crit else ""))
-        if crit:  # the criterion, folded: it reads the same on every trained row
-            note += (
-                '<details class="crit"><summary>plateau criterion (not met)</summary>'
-                f"{html.escape(crit)}</details>"
-            )
-        out.append(f'<span class="note">{note}</span>')
+        out.append(f'<span class="note">{html.escape(_get(r, "convergence"))}</span>')
     if _get(r, "erratum") and _get(r, "verdict") == "does not hold":
         out.append('<span class="note">the check did not confirm the corrected statement</span>')
-    if _get(r, "verdict") in ("erratum", "outside the paper's regime", "undecided"):
+    if _get(r, "verdict") in (
+        "erratum",
+        "outside the paper's regime",
+        "undecided",
+        "undecided (underpowered)",
+        "worse with training",
+    ):
         out.append(
             f'<span class="note">the check itself: {"holds" if _get(r, "holds") else "fails"}'
             "</span>"
@@ -116,14 +118,13 @@ def _measurement(r, common_command: str = "") -> str:
     if _get(r, "measured"):
         parts.append(f"<div><b>measured:</b> {math_html(_get(r, 'measured'))}</div>")
     if _get(r, "tolerance"):
-        tol, _, why = _get(r, "tolerance").partition(" (why ")
-        reason = ""
-        if why:  # the margin's reason (recorder.explain_tolerance), folded: it repeats across rows
-            reason = (
-                '<details class="crit"><summary>why this margin</summary>'
-                f"{math_html('why ' + why.removesuffix(')'))}</details>"
-            )
-        parts.append(f"<div><b>tolerance:</b> {math_html(tol)}{reason}</div>")
+        reason = "".join(  # the margin's shared reasons (gating.SHARED_REASONS), folded
+            '<details class="crit"><summary>why this margin</summary>'
+            f"{math_html(SHARED_REASONS[k])}</details>"
+            for k in _get(r, "reasons", []) or []
+            if k in SHARED_REASONS
+        )
+        parts.append(f"<div><b>tolerance:</b> {math_html(_get(r, 'tolerance'))}{reason}</div>")
     src = []
     if _get(r, "run_dir"):
         src.append(f"read <code>{html.escape(_get(r, 'run_dir'))}</code>")
@@ -283,6 +284,8 @@ _TRAINED_ORDER = (
     "fails at budget",
     "does not hold",
     "undecided",
+    "undecided (underpowered)",
+    "worse with training",
     "outside the paper's regime",
     "erratum",
     PENDING,
@@ -358,38 +361,53 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
         f"{head}<th>rows</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
-    # errata and failures, one line each (rows of one statement grouped)
-    lines: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+    # errata (corrections of the paper) one line each; failed claims grouped by result and variant
+    errata: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    failed: dict[tuple[str, str], list[dict]] = {}
     for s in order:
         for r in results[s.name].get("rows", []):
             v = r.get("verdict")
-            if v not in ("erratum", "does not hold"):
-                continue
-            text = r.get("erratum") or r.get("caveat") or r.get("statement", "")
-            lines.setdefault((v, r["label"], text), []).append(
-                (s.name, r.get("anchor", ""), r.get("variant", ""))
-            )
+            if v == "erratum":
+                errata.setdefault((r["label"], r.get("erratum", "")), []).append(
+                    (r.get("anchor", ""), r.get("variant", ""))
+                )
+            elif v in ("does not hold", "fails at budget", "worse with training"):
+                failed.setdefault((r["label"], r.get("variant", "")), []).append(r)
     items = []
-    for (v, label, text), where in lines.items():
-        nb, anchor, _ = where[0]
-        variants = ", ".join(math_html(w[2]) for w in where if w[2])
+    for (label, text), where in errata.items():
+        anchor = where[0][0]
+        variants = ", ".join(math_html(w[1]) for w in where if w[1])
         what = f"{_numbered(label)}" + (f", {variants}" if variants else "")
         link = f'<a href="#{html.escape(anchor)}">row</a>' if anchor else ""
-        kind = "" if v == "erratum" else f"{_badge(v)} "
-        items.append(f"<li>{kind}{what}: {math_html(_headline(text))} {link}</li>")
-    n_err = sum(len(w) for (v, _, _), w in lines.items() if v == "erratum")
-    n_fail = sum(len(w) for (v, _, _), w in lines.items() if v == "does not hold")
-    errata = (
-        f"<p><b>Errata</b> ({n_err} rows"
-        + (f", and {n_fail} that do not hold" if n_fail else "")
-        + "; the paper's statement is wrong as printed and the check confirms the corrected one):"
-        f"</p><ul>{''.join(items)}</ul>"
+        items.append(f"<li>{what}: {math_html(_headline(text))} {link}</li>")
+    n_err = sum(len(w) for w in errata.values())
+    out = (
+        f"<p><b>Errata</b> ({n_err} rows; the paper's statement is wrong as printed and the check "
+        f"confirms the corrected one):</p><ul>{''.join(items)}</ul>"
         if items
         else "<p><b>Errata</b>: none recorded.</p>"
     )
+    fitems = []
+    for (label, variant), rows in failed.items():
+        by_kind = Counter(r["verdict"] for r in rows)
+        badges = " ".join(f"{_badge(k)}&times;{n}" for k, n in by_kind.items())
+        what = f"{_numbered(label)}" + (f", {math_html(variant)}" if variant else "")
+        keys = ", ".join(
+            f'<a href="#{html.escape(r.get("anchor", ""))}">{html.escape(r.get("key") or "row")}'
+            "</a>"
+            for r in rows
+        )
+        causes = list(dict.fromkeys(r.get("cause", "") for r in rows if r.get("cause")))
+        cause = f"; measured cause: {math_html(' '.join(causes))}" if causes else ""
+        fitems.append(f"<li>{badges} {what} ({keys}){cause}</li>")
+    if fitems:
+        out += (
+            f"<p><b>Claims that fail or rest on runs that got worse</b> "
+            f"({sum(len(v) for v in failed.values())} rows):</p><ul>{''.join(fitems)}</ul>"
+        )
     return (
         '<section class="summary" id="summary"><h2>Findings</h2>'
-        f"{counts_html}{errata}{_trained_summary(results, order)}</section>"
+        f"{counts_html}{out}{_trained_summary(results, order)}</section>"
     )
 
 
@@ -418,26 +436,18 @@ def _trained_summary(results: dict[str, dict], order) -> str:
     runs: dict[str, list] = {}
     for _, r in rows:
         runs.update(r["run_states"])
-    curved = {k: v for k, v in runs.items() if v[0] != "no curve"}
-    states = Counter(st for st, _ in curved.values())
-    steps = [int(step) for _, step in curved.values() if step]
+    steps = [int(st[1]) for st in runs.values() if len(st) > 1 and st[1]]
     budget = f", trained {min(steps)}–{max(steps)} steps" if steps else ""
-    stext = ", ".join(
-        f"{n} {html.escape(st)}" for st, n in sorted(states.items(), key=lambda kv: (-kv[1], kv[0]))
+    tallies = "; ".join(
+        f"<code>{html.escape(exp)}</code>: {html.escape(t['text'])}"
+        for exp, t in experiment_tallies([r for _, r in rows]).items()
     )
-    bare = len(runs) - len(curved)
-    curves = (
-        f"{len(curved)} have a learning curve{budget} (the paper trains 10<sup>4</sup>–"
-        f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}), "
-        f"and {states.get('plateaued', 0)} of those have plateaued in E[TV] ({stext})"
-        if curved
-        else "none has a learning curve"
-    )
-    none = f"; {bare} have none, so their convergence is unknown" if bare else ""
     return (
         f"<p><b>Trained runs</b> (parts {', '.join(parts)}; {len(rows)} rows: {vtext}). "
         f"The check itself holds, verdict aside, in: {outcome}. "
-        f"These rows rest on {len(runs)} runs: {curves}{none}.</p>"
+        f"These rows rest on {len(runs)} runs{budget} (the paper trains 10<sup>4</sup>–"
+        f"10<sup>5</sup> steps at batch 128, {_numbered('supp-tab:pretraining hyperparameters')}); "
+        f"by experiment, with the status the row's gate read: {tallies}.</p>"
     )
 
 

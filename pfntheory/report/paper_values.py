@@ -54,17 +54,9 @@ def published_value(result) -> float | None:
     if label not in _TABLES or not rows or not isinstance(rows, list):
         return None
     if key == "table.crps_falls_with_L" and Ls:
-        cells = _paper_cells(label)
-        lo, hi = Ls[0], Ls[-1]
-        try:
-            diffs = [
-                cells[(r.get("lengthscale"), int(r["n_prime"]), lo)]["crps"]
-                - cells[(r.get("lengthscale"), int(r["n_prime"]), hi)]["crps"]
-                for r in rows
-            ]
-        except (KeyError, TypeError):
-            return None
-        return float(sum(diffs) / len(diffs))
+        from pfntheory.claims.trained import table_paper_fall
+
+        return table_paper_fall(label, rows, Ls)
     if key == "table.coverage_near_nominal":
         cells = _paper_cells(label)
         depths = sorted(

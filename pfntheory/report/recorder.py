@@ -9,13 +9,18 @@ How a verdict is decided (:func:`decide_verdict`), first rule that applies:
 
 1. a row measured outside the paper's regime (``outside=`` why): "outside the paper's regime"
    (whatever the runs' convergence: more training cannot bring it into the regime);
-2. an explicit ``ClaimResult.verdict`` (the claim function knows best, e.g. "undecided" for a
-   trained claim whose runs have not plateaued);
+2. an explicit ``ClaimResult.verdict`` (the claim function knows best; a trained claim's verdict
+   is set by the one gate, :func:`pfntheory.claims.gating.decide`);
 3. an erratum row (``erratum=`` the corrected statement): "erratum" when the check confirms the
    corrected statement, "does not hold" when it does not;
-4. a trained row (``runs=`` its run directories) whose runs have not all plateaued by
-   :func:`pfntheory.convergence.plateau_status`: "undecided";
+4. a trained row (``runs=`` its run directories) whose claim set no verdict: the one gate
+   (:func:`pfntheory.claims.gating.decide`) on the runs' learning curves
+   (:func:`pfntheory.convergence.plateau_status`);
 5. otherwise from ``holds``: "holds", "holds with a caveat" (a caveat is given) or "does not hold".
+
+A row's reasons are typed: the gate's :class:`~pfntheory.claims.gating.Decision` (rendered once,
+into the row's ``convergence`` line) and the keys of the shared reasons of its margin
+(:data:`pfntheory.claims.gating.SHARED_REASONS`, the row's ``reasons``); no verdict text is parsed.
 
 "pending" is only for a result whose data is absent on this machine (:meth:`Recorder.pending`).
 """
@@ -25,13 +30,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pfntheory._checks import ArgumentTypeError, checked, instance_of, text
+from pfntheory._checks import ArgumentTypeError, checked, text
 from pfntheory.claims import (
     CAVEAT,
     ERRATUM,
@@ -41,8 +44,10 @@ from pfntheory.claims import (
     UNDECIDED,
     VERDICT_KINDS,
 )
-from pfntheory.convergence import all_plateaued, curve_status
+from pfntheory.claims.gating import SHARED_REASONS, decide, plateau_tally
+from pfntheory.convergence import curve_status
 from pfntheory.runs import round_significant
+from pfntheory.status import Status, as_status
 
 from .html import fmt, row_card
 from .labels import check_label, paper_number
@@ -55,6 +60,7 @@ __all__ = [
     "decide_verdict",
     "verdict_of",
     "convergence_of",
+    "decided_convergence",
     "explain_tolerance",
 ]
 
@@ -77,7 +83,17 @@ def _scalars(details: dict[str, Any]) -> dict[str, Any]:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "row"
+    """``text`` as an HTML anchor: runs of characters other than ASCII letters and digits become
+    one "-", lower case."""
+    out, dash = [], False
+    for ch in text:
+        if ch.isascii() and ch.isalnum():
+            out.append(ch.lower())
+            dash = False
+        elif not dash:
+            out.append("-")
+            dash = True
+    return "".join(out).strip("-") or "row"
 
 
 def _rel(path) -> str:
@@ -90,44 +106,18 @@ def _rel(path) -> str:
         return str(path)
 
 
-def _tolerance_reasons() -> list[tuple[re.Pattern, str]]:
-    """(pattern, reason) pairs: a tolerance that matches gets its reason appended once. The margins
-    are those of :mod:`pfntheory.claims.gating`, read from it (never restated)."""
-    from pfntheory.claims import gating
-
-    slack = getattr(gating, "COVERAGE_SLACK", None)
-    z = getattr(gating, "Z_MARGIN", None)
-    out = []
-    if slack is not None:
-        out.append(
-            (
-                re.compile(rf"\|coverage - (?:0\.9|nominal)\| <= {re.escape(str(slack))} \+"),
-                f"why {slack:g}: the largest deviation the paper itself calls 'reasonably close "
-                "to nominal' (0.848 at the 90% level, supp-tab:lengthscale-crps, L=8); why "
-                f"{z:g} SE: a one-sided normal tail of 0.13%, so that sampling noise alone does "
-                "not fail the check",
-            )
-        )
-    if z is not None:
-        out.append(
-            (
-                re.compile(rf"^(?:TV|CRPS|log-rise)\(.*> -?{re.escape(f'{z:g}')} SE"),
-                f"why {z:g} SE: a one-sided normal tail of 0.13% per comparison; the unpaired SE "
-                "over-states the paired one (both means are on the same instances), so the test is "
-                "conservative",
-            )
-        )
-    return out
-
-
-@checked(tolerance=instance_of(str))
-def explain_tolerance(tolerance: str) -> str:
-    """``tolerance`` with the reason for its margin appended where the report knows one and the
-    text does not already give it (e.g. why ``|coverage - 0.9| <= 0.05 + 3 SE``)."""
-    if not tolerance or "why " in tolerance:
-        return tolerance
-    reasons = [why for pat, why in _tolerance_reasons() if pat.search(tolerance)]
-    return tolerance + "".join(f" ({why})" for why in reasons[:1])
+def explain_tolerance(tolerance: str, reasons: Sequence[str] = ()) -> str:
+    """``tolerance`` with the reasons of its margin (keys of
+    :data:`pfntheory.claims.gating.SHARED_REASONS`) appended, each once, as "(why: ...)"; the
+    text itself is never parsed."""
+    if not isinstance(tolerance, str):
+        raise ArgumentTypeError(f"tolerance must be a str, got {type(tolerance).__name__}")
+    if isinstance(reasons, str) or not isinstance(reasons, (list, tuple)):
+        raise ArgumentTypeError(f"reasons must be a list of keys, got {type(reasons).__name__}")
+    unknown = [k for k in reasons if k not in SHARED_REASONS]
+    if unknown:
+        raise ValueError(f"reasons must be keys of SHARED_REASONS {sorted(SHARED_REASONS)}")
+    return tolerance + "".join(f" (why: {SHARED_REASONS[k]})" for k in dict.fromkeys(reasons))
 
 
 @checked(caveat=text)
@@ -142,14 +132,16 @@ def verdict_of(holds: bool | None, caveat: str = "") -> str:
 
 
 def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") -> dict[str, Any]:
-    """Whether every run in ``run_dirs`` has plateaued, from its ``learning_curve.json``.
+    """The log-half convergence of every run in ``run_dirs``, from its ``learning_curve.json``.
 
     Returns
     -------
     dict
         ``status``: ``"plateaued"`` (all runs), ``"improving"`` (at least one run has not
-        plateaued) or ``"unknown"`` (a run has no learning curve); ``text``: one line for the row;
-        ``runs``: the per-run status (``{run_dir: plateau_status dict or None}``).
+        plateaued) or ``"unknown"`` (a run has no learning curve); ``statuses``: the
+        :class:`~pfntheory.status.Status` per run (by path relative to the repository);
+        ``text``: the runs' tally (:func:`pfntheory.claims.gating.plateau_tally`); ``runs``: the
+        per-run status as a dict (None for a run without a curve).
     """
     if isinstance(run_dirs, (str, os.PathLike)):
         raise ArgumentTypeError("run_dirs must be a sequence of run directories, not one path")
@@ -157,49 +149,51 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     if not paths:
         raise ValueError("run_dirs must name at least one run directory")
     statuses = {_rel(rd): curve_status(rd, metric=metric) for rd in paths}
-    gate = all_plateaued(statuses)
-    per_run = {k: None if st["state"] == "no curve" else st for k, st in statuses.items()}
-    improving = [k for k in gate["not_plateaued"] if k not in gate["no_curve"]]
-    if improving:
-        st = statuses[improving[0]]
-        return {
-            "status": "improving",
-            "runs": per_run,
-            "text": f"not plateaued: {len(improving)} of {len(paths)} runs (e.g. "
-            f"{Path(improving[0]).name}: {st['state']} at {st['last_step']} steps). Plateau "
-            f"criterion, not met: {st['criterion']}",
-        }
-    if gate["no_curve"]:
-        return {
-            "status": "unknown",
-            "runs": per_run,
-            "text": f"convergence unknown: {len(gate['no_curve'])} of {len(paths)} runs have no "
-            f"learning curve (e.g. {Path(gate['no_curve'][0]).name})",
-        }
-    return {
-        "status": "plateaued",
-        "runs": per_run,
-        "text": f"all {len(paths)} runs plateaued in {metric}",
-    }
+    per_run = {k: None if st.state == "no curve" else st.to_dict() for k, st in statuses.items()}
+    tally = plateau_tally(statuses)
+    if tally["plateaued"] == len(statuses):
+        status = "plateaued"
+    elif all(st.plateaued or st.state == "no curve" for st in statuses.values()):
+        status = "unknown"
+    else:
+        status = "improving"
+    return {"status": status, "statuses": statuses, "runs": per_run, "text": tally["text"]}
 
 
 def decided_convergence(decided, fallback: str) -> str:
-    """The convergence line of a row whose verdict its claim decided (budget doubling, a replay):
-    what that decision read (``details["convergence"]``: a criterion, or a status per run), not
-    the log-half test of the same curves, which can disagree; ``fallback`` when it read nothing."""
+    """The convergence line of a row whose verdict its claim decided: the gate's rendered line (a
+    ``decision`` dict with its ``text``), the tally of the statuses it read (a dict of statuses),
+    or ``fallback`` when it read nothing."""
+    if isinstance(decided, dict) and isinstance(decided.get("text"), str):
+        return decided["text"]
     if isinstance(decided, str) and decided:
         return f"decided by {decided}"
     if isinstance(decided, dict) and decided and all(isinstance(v, dict) for v in decided.values()):
-        states = Counter(str(v.get("state", "unknown")) for v in decided.values())
-        first = next(iter(decided.values()))
-        crit = first.get("criterion", "")
-        return (
-            f"{states.get('plateaued', 0)} of {len(decided)} runs plateaued ("
-            + ", ".join(f"{n} {k}" for k, n in sorted(states.items()))
-            + ")"
-            + (f"; criterion: {crit}" if crit else "")
-        )
+        sts = {k: as_status(v) for k, v in decided.items()}
+        crit = next(iter(sts.values())).criterion
+        return plateau_tally(sts)["text"] + (f"; criterion: {crit}" if crit else "")
     return fallback
+
+
+def _states_of(paths: Sequence[str], decided) -> dict[str, Status]:
+    """The status of each run path from the statuses a claim's gate read (``details
+    ["convergence"]``): one status (a case study's doubling pair) stands for every run of the
+    pair; statuses by run name are matched by the path's last component (of a run with several
+    curves read, a status not plateaued wins)."""
+    if not isinstance(decided, dict) or not decided:
+        return {}
+    if "state" in decided and "criterion" in decided:
+        st = as_status(decided)
+        return {p: st for p in paths}
+    by_name: dict[str, Status] = {}
+    for key, v in decided.items():
+        if not (isinstance(v, dict) and "state" in v):
+            continue
+        st = as_status(v)
+        for n in {key, st.run, st.half_run} - {""}:
+            if n not in by_name or (by_name[n].plateaued and not st.plateaued):
+                by_name[n] = st
+    return {p: by_name[Path(p).name] for p in paths if Path(p).name in by_name}
 
 
 @checked(caveat=text, erratum=text, outside=text)
@@ -244,7 +238,11 @@ class Recorder:
     """
 
     def __init__(self, notebook: str):
-        if not isinstance(notebook, str) or not re.fullmatch(r"[A-Za-z0-9_\-]+", notebook):
+        if (
+            not isinstance(notebook, str)
+            or not notebook
+            or not all(c.isascii() and (c.isalnum() or c in "_-") for c in notebook)
+        ):
             raise ValueError(f"notebook must be a plain file stem, got {notebook!r}")
         self.notebook = notebook
         self.rows: list[Row] = []
@@ -300,6 +298,8 @@ class Recorder:
         outside : str
             Why this measurement is outside the paper's regime (verdict "outside the
             paper's regime").
+        cause : str
+            For a claim that fails: its measured cause (the findings list it beside the claim).
         runs : sequence of path, optional
             The trained run directories read; their learning curves decide "undecided".
         run_dir : path, optional
@@ -335,6 +335,7 @@ class Recorder:
         caveat: str = "",
         erratum: str = "",
         outside: str = "",
+        cause: str = "",
         runs: Sequence[str | os.PathLike] | None = None,
         run_dir: str | os.PathLike | None = None,
         command: str | None = None,
@@ -351,30 +352,35 @@ class Recorder:
         lab = check_label(label or result.label)
         details = dict(getattr(result, "details", {}) or {})
         h = bool(result.holds) if holds is None else bool(holds)
-        conv = convergence_of(runs) if runs is not None else None
-        if conv is not None and getattr(result, "verdict", None) is not None:
-            conv = {**conv, "text": decided_convergence(details.get("convergence"), conv["text"])}
+        explicit = getattr(result, "verdict", None)
+        decision = getattr(result, "decision", None)
+        conv_text, states = "", {}
+        if runs is not None:
+            paths = [_rel(r) for r in runs]
+            states = _states_of(paths, details.get("convergence"))
+            if len(states) < len(paths):  # read the runs' own curves (the log-half test)
+                states = {**convergence_of(runs)["statuses"], **states}
+            if decision is None and explicit is None and not (outside or erratum):
+                d = decide(h, states, power=getattr(result, "power", None))
+                decision, explicit = d.to_dict(), d.kind
+            conv_text = (
+                decision["text"] if decision else decided_convergence(None, "")
+            ) or plateau_tally(states)["text"]
         run_dir = _rel(run_dir) if run_dir is not None else (getattr(result, "run_dir", None) or "")
         if runs is not None and not run_dir:
             dirs = sorted({_rel(Path(r).parent) for r in runs})
             run_dir = ", ".join(d + "/" for d in dirs)
         verdict = decide_verdict(
-            h,
-            explicit=getattr(result, "verdict", None),
-            caveat=caveat,
-            erratum=erratum,
-            outside=outside,
-            convergence=conv["status"] if conv else None,
+            h, explicit=explicit, caveat=caveat, erratum=erratum, outside=outside
         )
         pv = paper_value if paper_value is not None else getattr(result, "paper_value", None)
         if pv is None:  # a printed table cell or a stated rate (report.paper_values)
             from .paper_values import published_value
 
             pv = published_value(result)
-        states = {
-            run: [st["state"], st.get("last_step")] if st else ["no curve", None]
-            for run, st in (conv["runs"].items() if conv else ())
-        }
+        reasons = list(details.get("shared_reasons", ()))
+        if getattr(result, "power", None) is not None:
+            reasons.insert(0, "margin")
         row = self._row(
             lab,
             variant,
@@ -389,14 +395,16 @@ class Recorder:
             compare=compare,
             paper_value=finite_or_none(pv),
             measured=measured or str(details.get("measured", "")),
-            tolerance=explain_tolerance(result.tolerance if tolerance is None else tolerance),
+            tolerance=result.tolerance if tolerance is None else tolerance,
+            reasons=list(dict.fromkeys(reasons)),
             caveat=caveat,
             erratum=erratum,
             outside=outside,
-            convergence=conv["text"] if conv else "",
+            cause=cause,
+            convergence=conv_text,
             run_dir=run_dir,
             details=_scalars(details),
-            run_states=states,
+            run_states={p: [st.state, st.last_step, st.got_worse] for p, st in states.items()},
         )
         self._append(row, show)
 
@@ -455,6 +463,6 @@ def _display_html(markup: str) -> None:
     try:
         from IPython.display import HTML, display
     except ImportError:  # pragma: no cover - IPython is installed with the report extra
-        print(re.sub(r"<[^>]+>", " ", markup))
+        print(markup)
         return
     display(HTML(markup))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pfntheory.claims import (
@@ -16,8 +17,11 @@ from pfntheory.claims import (
     HOLDS_AT_BUDGET,
     OUTSIDE,
     UNDECIDED,
+    UNDERPOWERED,
     VERDICT_KINDS,
+    WORSE,
 )
+from pfntheory.claims.gating import plateau_tally
 from pfntheory.runs import round_significant
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "VERDICT_DEFINITIONS",
     "finite_or_none",
     "Row",
+    "experiment_tallies",
 ]
 
 #: A result whose data is not available on this machine (never used for missing code).
@@ -38,17 +43,25 @@ VERDICT_DEFINITIONS = {
     CAVEAT: (
         "it holds, but only under a condition or reading the paper does not state (see the row)"
     ),
-    FAILS: "measured where the paper makes the claim, and contradicted beyond the tolerance",
+    FAILS: "measured where the paper makes the claim, and contradicted: where the check measures "
+    "an effect, its interval excludes the claimed effect",
     ERRATUM: "the paper's statement as printed is wrong; our check confirms the corrected "
     "statement given in the row",
     OUTSIDE: "measured, but at settings where the paper does not make the claim; it counts neither "
     "for nor against the paper",
-    HOLDS_AT_BUDGET: "its runs are still improving, but the check holds at every point of the last "
-    "log-half of their learning curves: it holds at the stated number of steps",
-    FAILS_AT_BUDGET: "its runs are still improving, and the check fails at every point of the last "
-    "log-half of their learning curves: it fails at the stated number of steps",
+    HOLDS_AT_BUDGET: "its runs have not plateaued and none got worse, and the check holds at every "
+    "point of the last log-half of their learning curves (or at both budgets of a doubling): it "
+    "holds at the stated number of steps",
+    FAILS_AT_BUDGET: "its runs have not plateaued and none got worse, and the check fails at every "
+    "point it is replayed, with an interval that excludes the claimed effect: it fails at the "
+    "stated number of steps",
     UNDECIDED: "rests on a trained run that has not plateaued, and the check's outcome changes "
-    "within the last log-half of its learning curve (or it has none): no verdict until it settles",
+    "where it is replayed (or it cannot be replayed): no verdict until it settles",
+    UNDERPOWERED: "the check fails, but the interval of the measured effect still holds the "
+    "claimed effect (the paper's, where it prints one): the test cannot detect an effect of that "
+    "size; the row states the smallest effect it detects",
+    WORSE: "a run it reads got worse with training (diverging, or worse than its initialisation "
+    "at some n'): the row says where, and which model the check read; counts neither way",
     PENDING: "the data it needs is not on this machine",
 }
 
@@ -81,10 +94,12 @@ class Row:
     compare: str = "bound"  # "bound" | "threshold" | "reference"
     paper_value: float | None = None  # the paper's printed number, never a threshold
     measured: str = ""  # what exactly ``observed`` is
-    tolerance: str = ""  # the tolerance and its reason
+    tolerance: str = ""  # the tolerance
+    reasons: list[str] = field(default_factory=list)  # keys of gating.SHARED_REASONS
     caveat: str = ""
     erratum: str = ""  # the corrected statement our check confirms
     outside: str = ""  # why the measurement is outside the paper's regime
+    cause: str = ""  # for a claim that fails: its measured cause
     convergence: str = ""  # the trained runs' convergence, in one line
     run_dir: str = ""  # the run directory (or directories) read
     command: str = ""  # the command that regenerates the row
@@ -92,10 +107,30 @@ class Row:
     anchor: str = ""
     missing: str = ""  # for pending rows: what is not available
     details: dict[str, Any] = field(default_factory=dict)
-    # per trained run read: [plateau state, last step] (the index sums them up)
+    # per trained run read: [state, last step, got worse] (the index tallies them per experiment)
     run_states: dict[str, list] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["ci"] = [finite_or_none(c) for c in self.ci] if self.ci is not None else None
         return d
+
+
+def experiment_tallies(rows) -> dict[str, dict]:
+    """One plateau tally per experiment (:func:`pfntheory.claims.gating.plateau_tally`) over the
+    runs that ``rows`` (rows of results JSON, or :class:`~pfntheory.report.rows.Row`) read, each
+    with the status its row's gate read: the index and page 07 print these same numbers."""
+    runs: dict[str, list] = {}
+    for r in rows:
+        runs.update((r.get("run_states") if isinstance(r, dict) else r.run_states) or {})
+    by_exp: dict[str, dict[str, list]] = {}
+    for run, st in runs.items():
+        by_exp.setdefault(_experiment_of(run), {})[run] = st
+    return {exp: plateau_tally(sts) for exp, sts in sorted(by_exp.items())}
+
+
+def _experiment_of(run: str) -> str:
+    """The experiment of a run path: its parent folder (``reports/runs/fig_exp1``), or the case
+    study (``reports/casestudy/walker``) for a budget run."""
+    parent = Path(run).parent
+    return (parent.parent if parent.name.startswith("budget-s") else parent).as_posix()

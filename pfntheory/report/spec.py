@@ -119,6 +119,12 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         ("thm:TFdoPPD", "supp-tab:hierarchical-gp"),
         needs_training=True,
     ),
+    NotebookSpec(
+        "09_latent_gp",
+        "Beyond the paper: latent GP models",
+        ("thm:TFdoPPD", "thm:PPD convergence"),
+        needs_training=True,
+    ),
 )
 
 
