@@ -312,7 +312,12 @@ def contract_suite() -> tuple[Counter, Counter]:
     for q in tc.DRIVEN:
         if not q.startswith(CONTRACT_MODULES):
             continue
-        for c in tc.cases_of(q):
+        try:
+            cases = tc.cases_of(q)
+        except LookupError:  # no valid base call declared in tests/test_contract.py
+            print(f"  [contract] not driven (no valid base call): {q}")
+            continue
+        for c in cases:
             if not c.bad.strict:
                 continue
             ok, detail = tc.verdict(c)
