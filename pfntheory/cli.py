@@ -132,10 +132,44 @@ def _check_common(args) -> None:
             _check_writable_dir(v, f"--{attr.replace('_', '-')}")
 
 
+#: errno of the failures of the machine, not of the input: the run is not at fault, exit 1.
+_MACHINE_ERRNO = {28: "the disk is full", 122: "the disk quota is exceeded", 5: "an I/O error"}
+#: errno of a path that cannot be written (exit 2, bad input: another path is the fix).
+_PATH_ERRNO = {
+    30: "the file system is read-only",
+    21: "a directory is in the way",
+    13: "no write access",
+}
+
+
+def _os_error_line(err: OSError) -> str | None:
+    """One line for a file-system failure naming the real file (runs' atomic writes re-raise with
+    it) and what to do; None when ``err`` has no errno."""
+    if err.errno is None:
+        return None
+    where = err.filename2 if err.filename2 is not None else err.filename
+    what = _MACHINE_ERRNO.get(err.errno) or _PATH_ERRNO.get(err.errno) or err.strerror
+    fix = (
+        "free space and re-run (finished runs and checkpoints are kept)"
+        if err.errno in _MACHINE_ERRNO
+        else "use another path or fix its permissions"
+    )
+    return f"cannot write {where}: {what} ({err.strerror}); {fix}"
+
+
 def _one_line(err: BaseException) -> str:
     """The error in words, on one line: its message (an OS error: the reason and the path), never
     the Python class name (``--debug`` shows that, with the traceback)."""
-    text = " ".join(str(err).split())
+    from pfntheory import runs
+
+    if isinstance(err, OSError) and err.errno in {**_MACHINE_ERRNO, **_PATH_ERRNO}:
+        return _os_error_line(err) or str(err)
+
+    text = " ".join(str(err).split()) or "(no message)"
+    if isinstance(err, (ValueError, TypeError, runs.CorruptFileError)) and not isinstance(
+        err, (UnicodeError,)
+    ):
+        return text
     if isinstance(err, OSError) and err.filename is not None:
         reason = err.strerror or "cannot be used"
         return f"{err.filename}: {reason[:1].lower()}{reason[1:]}"
@@ -173,7 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - the boundary: one line, no traceback
         if debug:
             raise
-        bad_input = isinstance(err, (ValueError, TypeError, LookupError, OSError))
+        bad_input = isinstance(err, (ValueError, TypeError, LookupError, OSError)) and not (
+            isinstance(err, OSError) and err.errno in _MACHINE_ERRNO
+        )
         hint = "" if bad_input else " (run with --debug for the traceback)"
         sys.stderr.write(f"{command}: error: {_one_line(err)}{hint}\n")
         raise SystemExit(EXIT_BAD_INPUT if bad_input else EXIT_FAILURE) from None

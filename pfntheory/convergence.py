@@ -271,7 +271,10 @@ def read_learning_curve(run_dir: str | os.PathLike, covariates: str | None = Non
     Raises
     ------
     pfntheory.runs.CorruptFileError
-        (a ValueError) If the file exists but is not valid JSON or not schema 1.
+        (a ValueError) If the file exists but is not valid JSON (or not UTF-8), not schema 1, or
+        holds values no curve can hold (:func:`_point_values`: a point without ``step``, a
+        negative step, a NaN or out-of-range E[TV] or coverage, per-instance TVs outside
+        [0, 1]); the message names the file and the field.
     """
     if covariates is not None:
         choice(covariates, "covariates", COVARIATES)
@@ -287,7 +290,40 @@ def read_learning_curve(run_dir: str | os.PathLike, covariates: str | None = Non
         raise runs.CorruptFileError(
             f"{path} is not a learning curve (schema 1 with a 'points' list)"
         )
+    for i, p in enumerate(doc["points"]):
+        problem = _point_values(p)
+        if problem is not None:
+            raise runs.CorruptFileError(f"{path} points[{i}] {problem}")
     return doc
+
+
+def _point_values(p) -> str | None:
+    """What is wrong with the values of one curve point (None: nothing): an integer ``step`` >= 0
+    and ``n`` >= 1, a finite E[TV] in [0, 1] with a finite SE >= 0, the other metrics present
+    numeric (coverage in [0, 1], CRPS finite; the NLL may be infinite, its SE NaN), per-instance
+    TVs in [0, 1]."""
+    if not isinstance(p, Mapping):
+        return "is not an object"
+    for key in ("step", "n"):
+        v = p.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "step" else 1):
+            return f"has no valid {key!r} (got {v!r})"
+    for key in (*METRICS, *(m + "_se" for m in METRICS)):
+        v = p.get(key, 0.0 if key not in ("tv", "tv_se") else None)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"has no numeric {key!r} (got {v!r})"
+        if not key.startswith("nll") and not math.isfinite(v):
+            return f"has a non-finite {key!r} ({v!r})"
+        if key in ("tv", "coverage90") and not 0 <= v <= 1 or key.endswith("_se") and v < 0:
+            return f"has {key!r} = {v!r} outside its range"
+    inst = p.get("tv_instances", [])
+    if not (isinstance(inst, list) and all(_unit(v) for v in inst)):
+        return "has 'tv_instances' that are not TVs in [0, 1]"
+    return None
+
+
+def _unit(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v <= 1
 
 
 def curve_points(run_dir: str | os.PathLike, covariates: str | None = None) -> list | None:

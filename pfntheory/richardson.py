@@ -17,7 +17,17 @@ Divergence: a step above the admissible ``2 / lambda_1(D^{-1} A)`` makes :func:`
 (the "only if" of supp-sec:richardson): the iterates grow geometrically and eventually overflow to
 inf/NaN. Such a step is flagged with a :class:`RuntimeWarning` naming ``eta`` and the bound (an
 error under the test suite's warning filter) unless the caller passes ``allow_divergence=True``,
-as the checks that measure divergence on purpose do.
+as the checks that measure divergence on purpose do. Iterates that overflow raise a ValueError
+naming ``eta`` and the step (``allow_divergence=True``: returned as they are, the documented
+non-finite result).
+
+Validation cost (validate once at the boundary, then trust): :func:`richardson` checks ``A`` in
+O(n^2) (finite, square, symmetric, positive diagonal; Gershgorin's discs certify positive
+definiteness and the admissible step without an eigensolve in the usual case). The O(n^3)
+certificates (a Cholesky factorisation, an eigensolve for the step) run only when they cost no
+more than the iteration itself (:func:`_affordable`), or always with ``check_spd=True``; with
+``check_spd=False`` the caller vouches for ``A``. The loop itself (:func:`_iterate`) trusts its
+inputs.
 
 Conventions: ``sigma^2`` is ``noise_var`` (a variance). Paths have shape ``(L + 1, ...)`` with the
 initial iterate ``u^(0) = 0`` first. ``eta`` is a positive scalar or a length-``L`` sequence
@@ -38,6 +48,19 @@ from ._checks import (
     positive_array,
     positive_int,
     positive_scalar,
+)
+from ._richardson_checks import (
+    _affordable,
+    _gram,
+    _krr_inputs,
+    _precond,
+    _query,
+    _required,
+    _spd,
+    _spd_cheap,
+    _steps,
+    _sym,
+    _vec,
 )
 
 __all__ = [
@@ -70,109 +93,12 @@ MAX_PATH_ELEMENTS = 10**8
 MAX_ITERATIONS = 10**7
 
 
-# --------------------------------------------------------------------------------------------------
-# validation helpers
-# --------------------------------------------------------------------------------------------------
-
-
-def _sym(A, name: str = "A") -> np.ndarray:
-    """``A`` as a non-empty, finite, symmetric float64 matrix."""
-    A = as_float_array(A, name, ndim=2)
-    n = A.shape[0]
-    if A.shape != (n, n) or n == 0:
-        raise ValueError(f"{name} must be a non-empty square matrix, got shape {A.shape}")
-    scale = max(np.max(np.abs(A)), np.finfo(float).tiny)
-    if not np.allclose(A, A.T, rtol=0.0, atol=1e-12 * scale):
-        raise ValueError(f"{name} must be symmetric")
-    return A
-
-
-def _spd(A, name: str = "A") -> np.ndarray:
-    """``A`` as a symmetric positive definite matrix (a Cholesky factorisation must succeed)."""
-    A = _sym(A, name)
-    try:
-        np.linalg.cholesky(A)
-    except np.linalg.LinAlgError as err:
-        raise ValueError(
-            f"{name} must be positive definite (its Cholesky factorisation failed)"
-        ) from err
-    return A
-
-
-def _gram(G, noise_var) -> tuple[np.ndarray, float]:
-    """A Gram matrix ``G`` and ``sigma^2 > 0`` with ``G + sigma^2 I`` positive definite."""
-    G = _sym(G, "G")
-    noise_var = positive_scalar(noise_var, "noise_var")
-    _spd(G + noise_var * np.eye(G.shape[0]), "G + noise_var * I")
-    return G, noise_var
-
-
 def _path_size(L: int, per_step: int, name: str = "L") -> None:
     if (L + 1) * per_step > MAX_PATH_ELEMENTS:
         raise ValueError(
             f"{name}={L} would make a path of {(L + 1) * per_step:.3g} values, above "
             f"MAX_PATH_ELEMENTS={MAX_PATH_ELEMENTS:.0e}; lower {name} or do not ask for the path"
         )
-
-
-def _precond(D, n: int) -> np.ndarray | None:
-    """Return the Cholesky factor of ``D`` as a matrix, or the diagonal as a vector, or None."""
-    if D is None:
-        return None
-    D = as_float_array(D, "D", ndim=(1, 2))
-    if D.ndim == 1:
-        if D.shape != (n,):
-            raise ValueError(f"D must have shape ({n},) or ({n}, {n}), got {D.shape}")
-        return positive_array(D, "D")
-    if D.shape != (n, n):
-        raise ValueError(f"D must have shape ({n},) or ({n}, {n}), got {D.shape}")
-    d = np.diag(D)
-    if np.array_equal(D, np.diag(d)):
-        return positive_array(d, "D")
-    try:
-        return np.linalg.cholesky(_spd(D, "D"))
-    except np.linalg.LinAlgError as err:
-        raise ValueError("D must be positive definite") from err
-
-
-def _steps(eta, L: int) -> np.ndarray:
-    """``eta`` as a length-``L`` array of positive step sizes."""
-    e = as_float_array(eta, "eta", ndim=(0, 1))
-    if e.ndim == 0:
-        e = np.full(L, float(e))
-    elif e.shape != (L,):
-        raise ValueError(f"eta must be a scalar or have length L={L}, got shape {e.shape}")
-    if np.any(e <= 0):
-        raise ValueError(f"eta must be positive, got min {e.min()}")
-    return e
-
-
-def _vec(v, name: str, n: int, *, allow_matrix: bool = False) -> np.ndarray:
-    v = as_float_array(v, name, ndim=(1, 2) if allow_matrix else 1)
-    if v.shape[0] != n:
-        raise ValueError(f"{name} must have leading length n={n}, got shape {v.shape}")
-    return v
-
-
-def _required(x, name: str):
-    if x is None:
-        raise ArgumentTypeError(f"{name} must be given (an array), got None")
-    return x
-
-
-def _query(k_x, n: int) -> np.ndarray:
-    k_x = as_float_array(k_x, "k_x", ndim=(1, 2))
-    if k_x.shape[-1] != n:
-        raise ValueError(f"k_x must have shape (n,) or (m, n) with n={n}, got {k_x.shape}")
-    return k_x
-
-
-def _krr_inputs(G, k_x, Y, noise_var) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """The checked ``(G, sigma^2, k_x, Y)`` of a query-side KRR function (G first: it
-    sets ``n``)."""
-    G, noise_var = _gram(G, noise_var)
-    n = G.shape[0]
-    return G, noise_var, _query(k_x, n), _vec(Y, "Y", n)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -188,9 +114,12 @@ def _apply_Dinv(P, r: np.ndarray) -> np.ndarray:
     return scipy.linalg.cho_solve((P, True), r)
 
 
-def _check_admissible(A: np.ndarray, D, P, eta: np.ndarray) -> None:
+def _check_admissible(A: np.ndarray, D, P, eta: np.ndarray, *, exact: bool = True) -> None:
     """Warn when a step exceeds the admissible ``2 / lambda_1(D^{-1} A)`` (the iteration then
-    diverges). Gershgorin's bound on ``lambda_1`` clears the usual case without an eigensolve."""
+    diverges). Gershgorin's bound on ``lambda_1`` clears the usual case without an eigensolve; the
+    eigensolve runs only with ``exact`` (when affordable, :func:`_affordable`), else Rayleigh
+    quotients bound ``lambda_1`` from below (a step above ``2 /`` that bound surely diverges); an
+    overflowing iteration is still caught by :func:`richardson` after the fact."""
     top = float(np.max(eta))
     row = np.sum(np.abs(A), axis=1)
     if P is None:
@@ -201,15 +130,42 @@ def _check_admissible(A: np.ndarray, D, P, eta: np.ndarray) -> None:
         gersh = np.inf
     if top * gersh <= 2.0:
         return
-    bound = admissible_step(A, D)
+    if exact:
+        bound, how = admissible_step(A, D), "="
+    elif P is None or P.ndim == 1:  # Rayleigh quotients (e_i, 1) bound lambda_1 from below: O(n^2)
+        p = np.ones(A.shape[0]) if P is None else P
+        lam_low = max(float(np.max(np.diag(A) / p)), float(np.sum(A) / np.sum(p)))
+        bound, how = 2.0 / lam_low, "<="
+    else:
+        return  # caught after the fact if the iterates overflow
     if top > bound:
         warnings.warn(
-            f"eta={top:.6g} exceeds the admissible step 2/lambda_1(D^-1 A) = {bound:.6g}: the "
+            f"eta={top:.6g} exceeds the admissible step 2/lambda_1(D^-1 A) {how} {bound:.6g}: the "
             "Richardson iteration diverges (supp-sec:richardson) and its iterates may overflow "
             "to inf/NaN; pass allow_divergence=True to run a divergent step on purpose",
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+def _iterate(A, b, eta, P, u, L: int, return_path: bool):
+    """The trusted loop of :func:`richardson` (inputs already checked): ``(u^(L), path or None,
+    first step whose iterate is not finite or None)``; it stops there (the path is NaN after)."""
+    path = np.empty(((L + 1) if return_path else 0,) + b.shape)  # (L + 1, ...) iterates, if asked
+    if return_path:
+        path[0] = u
+    bad = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l in range(L):
+            u = u + eta[l] * _apply_Dinv(P, b - A @ u)  # supp-sec:richardson, preconditioned update
+            if return_path:
+                path[l + 1] = u
+            if not np.isfinite(u).all():  # O(n) beside the O(n^2) product
+                bad = l + 1
+                if return_path:
+                    path[l + 2 :] = np.nan
+                break
+    return u, path, bad
 
 
 def richardson(
@@ -222,6 +178,7 @@ def richardson(
     return_path: bool = False,
     *,
     allow_divergence: bool = False,
+    check_spd: bool | None = None,
 ):
     """Preconditioned Richardson iteration ``u^{l+1} = u^l + eta_l D^{-1} (b - A u^l)``.
 
@@ -245,14 +202,22 @@ def richardson(
     allow_divergence : bool
         Run steps above the admissible ``2 / lambda_1(D^{-1} A)`` without the
         :class:`RuntimeWarning` (the iterates then grow geometrically and may overflow to inf/NaN:
-        the documented non-finite result of a divergent step).
+        the documented non-finite result of a divergent step; the path is NaN after the first
+        non-finite iterate). Without it, overflowing iterates raise a ValueError naming ``eta``.
+    check_spd : bool or None
+        Certify that ``A`` is positive definite (Cholesky) and the step admissible (eigensolve),
+        O(n^3): None (default) when Gershgorin's discs do not already and it costs at most the
+        iteration (``3 n <= 2 L k`` for ``k`` right-hand sides); True always; False never (the
+        caller vouches for ``A``; the O(n^2) checks still run). Documented limit: for a large
+        ``A`` and few iterations, an indefinite ``A`` with a positive diagonal is not refused (the
+        result is still ``L`` exact Richardson steps).
 
     Returns
     -------
     u_L : ndarray like ``b``
     path : ndarray of shape (L + 1,) + b.shape, only if ``return_path``
     """
-    A = _spd(A)
+    A = _sym(A)
     n = A.shape[0]
     b = _vec(b, "b", n, allow_matrix=True)
     L = positive_int(L, "L")
@@ -260,20 +225,26 @@ def richardson(
         _path_size(L, b.size)
     if L > MAX_ITERATIONS:
         raise ValueError(f"L={L} is above MAX_ITERATIONS={MAX_ITERATIONS:.0e}")
+    if check_spd is not None and not isinstance(check_spd, (bool, np.bool_)):
+        raise ArgumentTypeError(f"check_spd must be True, False or None, got {check_spd!r}")
+    k = 1 if b.ndim == 1 else b.shape[1]
+    exact = _affordable(n, L, k) if check_spd is None else bool(check_spd)
+    if not _spd_cheap(A) and exact:
+        _spd(A)  # O(n^3): affordable here, or asked for
     eta = _steps(eta, L)
     P = _precond(D, n)
     if not allow_divergence:
-        _check_admissible(A, D, P, eta)
+        _check_admissible(A, D, P, eta, exact=exact)
     u = np.zeros_like(b) if u0 is None else as_float_array(u0, "u0")
     if u.shape != b.shape:
         raise ValueError(f"u0 must have the shape of b {b.shape}, got {u.shape}")
-    path = np.empty(((L + 1) if return_path else 0,) + b.shape)  # (L + 1, ...) iterates, if asked
-    if return_path:
-        path[0] = u
-    for l in range(L):
-        u = u + eta[l] * _apply_Dinv(P, b - A @ u)  # supp-sec:richardson, preconditioned update
-        if return_path:
-            path[l + 1] = u
+    u, path, bad = _iterate(A, b, eta, P, u, L, return_path)
+    if bad is not None and not allow_divergence:
+        raise ValueError(
+            f"eta={float(np.max(eta)):.6g} made the Richardson iteration diverge: its iterate "
+            f"u^({bad}) overflowed to inf/NaN (supp-sec:richardson: a step must stay below "
+            "2/lambda_1(D^-1 A)); pass allow_divergence=True to get the non-finite iterates"
+        )
     return (u, path) if return_path else u
 
 

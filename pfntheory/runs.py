@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import numbers
@@ -38,6 +39,7 @@ __all__ = [
     "CONFIG",
     "METRICS",
     "WEIGHTS",
+    "WEIGHTS_LAST",
     "CHECKPOINT",
     "EVAL",
     "CorruptFileError",
@@ -75,6 +77,8 @@ def round_significant(x) -> float:
 CONFIG = "config.json"
 METRICS = "metrics.json"
 WEIGHTS = "weights.pt"
+#: The last iterate of a weight-averaged run (``weights.pt`` then holds the average).
+WEIGHTS_LAST = "weights_last.pt"
 CHECKPOINT = "checkpoint.pt"
 EVAL = "eval.json"
 #: Metrics of every learning-curve point (``learning_curve*.json``), each with its ``_se``.
@@ -97,7 +101,19 @@ FILE_MODE = 0o666 & ~_umask()
 
 def _atomic_write(path, write) -> Path:
     path = Path(path)
+    try:
+        _write_replace(path, write)
+    except OSError as err:  # name the real file, not the temporary one (disk full, read-only...)
+        if err.errno is None:
+            raise
+        raise type(err)(err.errno, err.strerror, str(path)) from err
+    return path
+
+
+def _write_replace(path: Path, write) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         # mkstemp creates 0600; a run's files get the mode of any other file the user writes
@@ -113,7 +129,6 @@ def _atomic_write(path, write) -> Path:
         except FileNotFoundError:
             pass
         raise
-    return path
 
 
 def atomic_write_bytes(path, data: bytes) -> Path:
@@ -145,8 +160,8 @@ def load_json(path) -> dict:
     """Read a JSON file; a malformed one raises :class:`CorruptFileError`."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise CorruptFileError(
             f"{path} is not valid JSON (truncated or corrupted?): {err}"
         ) from err
@@ -294,31 +309,66 @@ def _check_metrics(doc) -> str | None:
 def check_artefacts(run_dir) -> dict[str, str]:
     """Problems of the artefacts present in a run directory: ``{file name: what is wrong}``.
 
-    Reads ``config.json`` and ``metrics.json`` (valid JSON objects; a finished ``metrics.json``
-    holds ``interval`` and ``steps``) and loads ``weights.pt`` and ``checkpoint.pt`` with
-    ``weights_only=True`` (a weights file must hold a state dict of tensors). Absent files are not
+    Reads ``config.json`` and ``metrics.json`` (valid UTF-8 JSON objects; a finished
+    ``metrics.json`` holds ``interval`` and ``steps``) and loads ``weights.pt``,
+    ``weights_last.pt`` and ``checkpoint.pt`` with ``weights_only=True`` (a weights file must hold
+    a state dict of finite tensors; a checkpoint's step lies within the steps of ``config.json``
+    and its weights are finite); the learning curves' values are checked by
+    :func:`curve_problems`. Absent files are not
     problems. An empty dict means every present artefact is readable.
     """
     run_dir = Path(run_dir)
     problems: dict[str, str] = {}
     curve_problems(run_dir, problems)
+    docs: dict = {}
     for names, load, problem in (
         ((CONFIG, METRICS), load_json, _json_problem),
-        ((WEIGHTS, CHECKPOINT), load_torch, _torch_problem),
+        ((WEIGHTS, WEIGHTS_LAST, CHECKPOINT), load_torch, _torch_problem),
     ):
         for name in names:
             path = run_dir / name
             if not path.is_file():
                 continue
             try:
-                obj = load(path)
+                obj = docs[name] = load(path)
             except CorruptFileError as err:
                 problems[name] = str(err)
                 continue
-            msg = problem(name, obj)
+            steps = (
+                docs.get(CONFIG, {}).get("steps") if isinstance(docs.get(CONFIG), dict) else None
+            )
+            msg = problem(name, obj) if name != CHECKPOINT else _checkpoint_problem(obj, steps)
             if msg:
                 problems[name] = f"{path} {msg}"
     return problems
+
+
+def _tvs(values) -> bool:
+    """Whether ``values`` is a list of numbers in [0, 1] (False for NaN)."""
+    return isinstance(values, list) and all(
+        not isinstance(v, bool) and isinstance(v, (int, float)) and 0 <= v <= 1 for v in values
+    )
+
+
+def _point_problem(p, ns: list) -> str | None:
+    """What is wrong with one learning-curve point (None: nothing)."""
+    if not isinstance(p, dict):
+        return "is not an object"
+    step, n = p.get("step"), p.get("n")
+    if not (isinstance(step, int) and not isinstance(step, bool) and step >= 0) or n not in ns:
+        return f"has no valid step/n (got step={step!r}, n={n!r})"
+    for m in CURVE_METRICS:
+        for key in (m, m + "_se"):
+            v = p.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return f"has no numeric {key!r} (got {v!r})"
+            if m != "nll" and not math.isfinite(v):
+                return f"has a non-finite {key!r}"
+    if not (0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1):
+        return "has tv or coverage90 outside [0, 1]"
+    if not _tvs(p.get("tv_instances", [])):
+        return "has 'tv_instances' that are not TVs in [0, 1]"
+    return None
 
 
 def curve_problem(doc, steps: int | None = None) -> str | None:
@@ -327,7 +377,8 @@ def curve_problem(doc, steps: int | None = None) -> str | None:
     Schema 1: ``{"schema": 1, "n_eval": [n'...], "points": [{"step", "n", "tv", "tv_se", "nll",
     "nll_se", "coverage90", "coverage90_se", "crps", "crps_se", ...}, ...]}`` with integer steps
     >= 0, every point's ``n`` in ``n_eval``, numeric metrics (the NLL may be infinite, its SE
-    NaN), ``tv`` and ``coverage90`` in [0, 1], and every n' at every step. ``steps``: the run's
+    NaN), ``tv`` and ``coverage90`` in [0, 1], per-instance ``tv_instances`` (when present) in
+    [0, 1], and every n' at every step. ``steps``: the run's
     budget, which a finished run's curve must end at (a curve cut short by a kill is not finished).
     """
     if not isinstance(doc, dict):
@@ -341,21 +392,10 @@ def curve_problem(doc, steps: int | None = None) -> str | None:
         return "has no 'points'"
     seen: dict[int, set] = {}
     for i, p in enumerate(points):
-        if not isinstance(p, dict):
-            return f"points[{i}] is not an object"
-        step, n = p.get("step"), p.get("n")
-        if not (isinstance(step, int) and step >= 0) or n not in ns:
-            return f"points[{i}] has no valid step/n (got step={step!r}, n={n!r})"
-        for m in CURVE_METRICS:
-            for key in (m, m + "_se"):
-                v = p.get(key)
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    return f"points[{i}] has no numeric {key!r} (got {v!r})"
-                if m != "nll" and not math.isfinite(v):
-                    return f"points[{i}] has a non-finite {key!r}"
-        if not (0 <= p["tv"] <= 1 and 0 <= p["coverage90"] <= 1):
-            return f"points[{i}] has tv or coverage90 outside [0, 1]"
-        seen.setdefault(step, set()).add(n)
+        msg = _point_problem(p, ns)
+        if msg:
+            return f"points[{i}] {msg}"
+        seen.setdefault(p["step"], set()).add(p["n"])
     incomplete = [s for s, got in seen.items() if got != set(ns)]
     if incomplete:
         return f"lacks some n' at step(s) {sorted(incomplete)[:3]}"
@@ -394,10 +434,38 @@ def _json_problem(name: str, doc) -> str | None:
     return _check_metrics(doc) if name == METRICS else None
 
 
+def _nonfinite(state) -> bool:
+    """Whether a state dict holds a floating tensor with a NaN or an infinite entry."""
+    import torch
+
+    return any(
+        isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all())
+        for t in state.values()
+    )
+
+
 def _torch_problem(name: str, obj) -> str | None:
-    """What is wrong with the loaded torch artefact ``name`` (None: nothing)."""
-    if name == WEIGHTS and not (isinstance(obj, dict) and obj):
+    """What is wrong with the loaded weights artefact ``name`` (None: nothing)."""
+    if not (isinstance(obj, dict) and obj):
         return "does not hold a state dict"
+    if _nonfinite(obj):
+        return "holds non-finite weights"
+    return None
+
+
+def _checkpoint_problem(ckpt, steps) -> str | None:
+    """What is wrong with a loaded checkpoint of a run of ``steps`` steps (None: nothing, or the
+    steps unknown): its step must lie in [0, steps] and its model (and average) be finite."""
+    if not isinstance(ckpt, dict):
+        return "is not a checkpoint"
+    step = ckpt.get("step")
+    if isinstance(steps, int) and not (
+        isinstance(step, int) and not isinstance(step, bool) and 0 <= step <= steps
+    ):
+        return f"is at step {step!r}, outside the run's 0..{steps} steps"
+    for key in ("model", "ema"):
+        if isinstance(ckpt.get(key), dict) and _nonfinite(ckpt[key]):
+            return f"holds non-finite {key} weights"
     return None
 
 
@@ -418,16 +486,16 @@ def remove_corrupt_artefacts(run_dir) -> list[str]:
     problems = check_artefacts(run_dir)
     doomed: set[str] = set()
     if CONFIG in problems:
-        doomed |= {CONFIG, METRICS, WEIGHTS, CHECKPOINT}
-    if WEIGHTS in problems or METRICS in problems:
-        doomed |= {WEIGHTS, METRICS}
+        doomed |= {CONFIG, METRICS, WEIGHTS, WEIGHTS_LAST, CHECKPOINT}
+    if WEIGHTS in problems or METRICS in problems or WEIGHTS_LAST in problems:
+        doomed |= {WEIGHTS, METRICS, WEIGHTS_LAST}
     if CHECKPOINT in problems:
         doomed.add(CHECKPOINT)
     curves = sorted(k for k in problems if k.startswith("learning_curve"))
     if curves:  # a curve is the record of a training: the training that wrote it is redone
-        doomed |= {*curves, METRICS, WEIGHTS, CHECKPOINT}
+        doomed |= {*curves, METRICS, WEIGHTS, WEIGHTS_LAST, CHECKPOINT}
     messages = []
-    for name in (CONFIG, METRICS, WEIGHTS, CHECKPOINT, *curves):
+    for name in (CONFIG, METRICS, WEIGHTS, WEIGHTS_LAST, CHECKPOINT, *curves):
         path = run_dir / name
         if name in doomed and path.is_file():
             path.unlink()
@@ -450,12 +518,17 @@ def root_lock(root, *, wait_s: float = 0.0, poll_s: float = 0.5):
     """
     import fcntl
 
+    for name, v in (("wait_s", wait_s), ("poll_s", poll_s)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < math.inf:
+            raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
+    if poll_s <= 0:
+        raise ValueError(f"poll_s must be > 0 seconds, got {poll_s!r}")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     path = root / ".lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + max(float(wait_s), 0.0)
+        deadline = time.monotonic() + float(wait_s)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

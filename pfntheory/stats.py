@@ -4,6 +4,11 @@
 - :func:`mean_se` -- a sample mean and its standard error.
 - :func:`t_interval` -- a Student-t confidence interval for a mean over seeds.
 - :func:`slope_ci` -- a least-squares slope with its Student-t confidence interval.
+
+One rule for degenerate intervals: an estimate with no degree of freedom left for its error (one
+value for a mean, two points for a slope) has the interval ``(-inf, inf)`` -- nothing is known
+about its spread, and an unbounded interval lies inside no band, so no verdict rests on it. A
+zero-width interval would claim the opposite (certainty).
 """
 
 from __future__ import annotations
@@ -49,13 +54,14 @@ def mean_se(x, *, allow_inf: bool = False, allow_nan: bool = False) -> tuple[flo
 def t_interval(x, level: float = 0.95) -> tuple[float, tuple[float, float]]:
     """Mean of ``x`` and its two-sided Student-t confidence interval at ``level``.
 
-    With a single value the interval is the point itself (no spread to estimate).
+    With a single value there is no degree of freedom to estimate the spread: the interval is
+    ``(-inf, inf)`` (the module's rule for degenerate intervals; documented non-finite result).
     """
     level = _level(level)
     m, se = mean_se(x)
     n = np.asarray(x).size
     if n < 2:
-        return m, (m, m)
+        return m, (-np.inf, np.inf)
     half = float(scipy.stats.t.ppf(0.5 + level / 2, n - 1) * se)
     return m, (m - half, m + half)
 
@@ -67,7 +73,7 @@ def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], flo
 
     ``x`` and ``y``: 1-d, finite, of one length >= 2, ``x`` not constant. Two points determine the
     line exactly and leave no degree of freedom to estimate its error: the interval is then
-    ``(-inf, inf)`` (documented non-finite result; it lies inside no band).
+    ``(-inf, inf)`` (the module's rule for degenerate intervals; documented non-finite result).
     """
     level = _level(level)
     x = as_float_array(x, "x")

@@ -66,7 +66,9 @@ def test_budget_dir_and_the_cli_flag(tmp_path):
     args = cli.build_parser().parse_args(
         ["casestudy", "walker", "--scale", "cpu", "--budget-doubling"]
     )
-    assert args.budget_doubling and args.scale == "cpu" and args.budget_factor == 2
+    # the factor is None unless given (the command then uses 2), so that a factor given without
+    # --budget-doubling can be refused (issue 41)
+    assert args.budget_doubling and args.scale == "cpu" and args.budget_factor is None
     with pytest.raises(ValueError, match="factor"):
         crun.run_casestudy_budget("walker", "cpu", tmp_path, factor=1, progress=False)
     assert not any(tmp_path.iterdir())

@@ -194,6 +194,8 @@ SKIP: dict[str, str] = {
     "pfntheory.runs.curve_problem": "checks a document: any value is valid input (it says "
     "what is wrong)",
     "pfntheory.nn.state.weights_problem": "reads a run directory",
+    "pfntheory.nn.state.finished": "reads and writes a run directory (tests/test_finished_runs.py)",
+    "pfntheory.nn.state.finished_problem": "reads a run directory (tests/test_finished_runs.py)",
     "pfntheory.nn.train.train": "trains a model",
     "pfntheory.nn.state.load_trained": "reads a run directory",
     "pfntheory.nn.state.read_config": "reads a run directory",

@@ -324,8 +324,10 @@ def test_read_learning_curve_reads_each_design_and_refuses_bad_files(tmp_path):
     with pytest.raises(CorruptFileError, match="schema"):
         read_learning_curve(tmp_path / "a")
     _write_curve(tmp_path / "a", [{k: v for k, v in p.items() if k != "tv"} for p in own["points"]])
-    with pytest.raises(ValueError, match="lacks a numeric step/tv/tv_se"):
-        curve_status(tmp_path / "a")  # the plateau test names what the point lacks
+    with pytest.raises(
+        CorruptFileError, match=r"learning_curve.json points\[0\] has no numeric 'tv'"
+    ):
+        curve_status(tmp_path / "a")  # the reader names the file and the field (issue 41)
 
 
 def test_read_learning_curve_agrees_with_the_trainers_reader():

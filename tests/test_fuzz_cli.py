@@ -196,6 +196,40 @@ def _bad_lines() -> list[tuple[str, list[str]]]:
         "casestudy --walker-csv missing",
         ["casestudy", "walker", "--walker-csv", "{tmp}/nope.csv", "--out-dir", "{tmp}/o"],
     )
+    # issue 41: options that would not apply, or would train what nothing reads, are refused
+    add(
+        "casestudy --budget-factor without doubling",
+        ["casestudy", "sacramento", "--budget-factor", "2"],
+    )
+    add(
+        "casestudy --budget-factor 3",
+        ["casestudy", "sacramento", "--budget-doubling", "--budget-factor", "3"],
+    )
+    add(
+        "train --no-curve --curve-points",
+        _train(run_dir="{tmp}/nc") + ["--no-curve", "--curve-points", "8"],
+    )
+    add(
+        "train --no-curve --curve-instances",
+        _train(run_dir="{tmp}/nc") + ["--no-curve", "--curve-instances", "8"],
+    )
+    add(
+        "train --fast-numerics on blr", _train(run_dir="{tmp}/fb", task="blr") + ["--fast-numerics"]
+    )
+    add(
+        "evaluate --curve-only --n-eval",
+        ["evaluate", "{tmp}/other_run", "--curve-only", "--n-eval", "8"],
+    )
+    add(
+        "evaluate --curve-only --out",
+        ["evaluate", "{tmp}/other_run", "--curve-only", "--out", "{tmp}/e.json"],
+    )
+    add(
+        "evaluate --out of another producer",
+        ["evaluate", "{tmp}/other_run", "--n-eval", "4", "--n-instances", "8", "--out",
+         "{tmp}/foreign_eval.json"],
+    )  # fmt: skip
+    add("train checkpoint is a directory", _train(run_dir="{tmp}/ckdir"))
     return L
 
 
@@ -213,6 +247,10 @@ def make_workdir(tmp: Path) -> Path:
     shutil.copytree(tmp / "other_run", tmp / "truncated")
     w = tmp / "truncated" / runfiles.WEIGHTS
     w.write_bytes(w.read_bytes()[:200])
+    # issue 41: a JSON of another producer (no producer record) at an evaluate --out path; a
+    # directory where a run writes its checkpoint
+    runfiles.save_json(tmp / "foreign_eval.json", {"seed": 12345, "results": {"4": {"tv": 0.5}}})
+    (tmp / "ckdir" / runfiles.CHECKPOINT).mkdir(parents=True)
     shutil.copytree(tmp / "other_run", tmp / "no_interval")
     doc = runfiles.load_json(tmp / "no_interval" / runfiles.METRICS)
     del doc["interval"]

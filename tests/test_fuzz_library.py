@@ -1171,12 +1171,122 @@ def test_divergent_richardson_step_is_flagged():
     """issue 29: a step above 2/lambda_1 diverges (supp-sec:richardson); richardson() says so with
     a RuntimeWarning naming eta and the admissible step, unless the caller asks for divergence."""
     A = 2.0 * np.eye(3)
-    with pytest.warns(RuntimeWarning, match=r"eta=5 exceeds the admissible step .* = 1"):
+    with pytest.warns(RuntimeWarning, match=r"eta=5 exceeds the admissible step .* <?= 1"):
         richardson.richardson(A, np.ones(3), 5.0, 3)
     with np.errstate(over="ignore"):
         u = richardson.richardson(A, np.ones(3), 5.0, 3, allow_divergence=True)  # no warning
     assert np.all(np.abs(u) > 1.0)
     richardson.richardson(A, np.ones(3), 0.99, 3)  # admissible: no warning (errors under pytest)
+
+
+def test_divergent_richardson_overflow_is_an_error():
+    """issue 41: ``richardson(A, Y, eta=10, L=2000)`` returned inf/NaN; overflowing iterates now
+    raise a ValueError naming eta and the step (allow_divergence: the documented non-finite
+    result, the path NaN after the first non-finite iterate)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the up-front admissibility warning
+        with pytest.raises(ValueError, match=r"eta=10 made the Richardson iteration diverge"):
+            richardson.richardson(A, Y, eta=10, L=2000)
+    u, path = richardson.richardson(A, Y, 10.0, 2000, return_path=True, allow_divergence=True)
+    assert not np.all(np.isfinite(u)) and np.isnan(path[-1]).all()
+
+
+def test_richardson_validates_in_quadratic_time(monkeypatch):
+    """issue 40: richardson ran a Cholesky and an eigendecomposition (O(n^3)) to validate before
+    O(L n^2) work. Few iterations on a large system run no O(n^3) check; many run it (affordable);
+    check_spd=True always does, and a non-positive-definite A is refused there."""
+    from pfntheory import _richardson_checks as rc
+
+    calls = []
+    real = np.linalg.cholesky
+    monkeypatch.setattr(np.linalg, "cholesky", lambda M: calls.append(M.shape) or real(M))
+    n = 200
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(n, n)) / n
+    B = Z @ Z.T + 0.01 * np.eye(n)  # SPD, not diagonally dominant
+    assert not rc._spd_cheap(B)
+    richardson.richardson(B, np.ones(n), 0.1, 3)
+    assert calls == []  # 3 iterations: 2 L n^2 << n^3 / 3
+    richardson.richardson(B, np.ones(n), 0.1, 3, check_spd=True)
+    assert calls == [(n, n)]
+    bad = B - 2.0 * np.eye(n) * 0.01 - np.outer(Z[0], Z[0]) * 50
+    bad[np.diag_indices(n)] = np.abs(np.diag(bad)) + 1e-3  # positive diagonal, indefinite
+    with pytest.raises(ValueError, match="A must be positive definite"):
+        richardson.richardson(bad, np.ones(n), 0.1, 3, check_spd=True)
+    with pytest.raises(TypeError, match="check_spd"):
+        richardson.richardson(B, np.ones(n), 0.1, 3, check_spd="yes")
+
+
+def test_far_apart_gaussians_have_tv_one():
+    """issue 41: ``gaussian_tv(1e300, 1, -1e300, 2)`` returned NaN (overflow of the means'
+    squares); far-apart laws have TV 1 and near ones are unchanged."""
+    from pfntheory import mixture_tv
+
+    assert mixture_tv.gaussian_tv(1e300, 1, -1e300, 2) == 1.0
+    assert mixture_tv.gaussian_tv(1e308, 1, -1e308, 1) == 1.0  # the difference overflows
+    tv = mixture_tv.gaussian_tv(1e300, 1.0, 1e300, 2.0)  # equal means, far from 0
+    np.testing.assert_allclose(tv, mixture_tv.gaussian_tv(0.0, 1.0, 0.0, 2.0), rtol=1e-12, atol=0)
+
+
+def test_one_rule_for_degenerate_intervals():
+    """issue 41: t_interval of one value gave a zero-width CI while slope_ci of two points gave
+    (-inf, inf). The rule: no degree of freedom left, the interval is (-inf, inf)."""
+    m, (lo, hi) = stats.t_interval([0.3])
+    assert m == 0.3 and (lo, hi) == (-math.inf, math.inf)
+    assert stats.slope_ci([1.0, 2.0], [1.0, 3.0])[1] == (-math.inf, math.inf)
+
+
+def test_sample_batch_fast_checks_its_size_first():
+    """issue 41: sample_batch_fast lacked sample_batch's size pre-check (asked for 160 GB)."""
+    torch = pytest.importorskip("torch")
+    from pfntheory.config import TaskSpec
+    from pfntheory.nn.fast_oracle import sample_batch_fast
+
+    with pytest.raises(ValueError, match="batch_size=4, n=200000: one \\(n, n\\) Gram"):
+        sample_batch_fast(TaskSpec(kind="rbf", d=2), 4, 200_000, torch.Generator())
+
+
+def test_inputs_of_none_or_empty_are_refused_by_name(tmp_path):
+    """issue 41: root_lock(wait_s=nan) waited forever; claims.gating, experiments.cost/scales,
+    state.run_dir_of raised KeyError/AttributeError on None or {}; PsiHead(learn_scales='yes') was
+    accepted."""
+    from pfntheory import runs
+    from pfntheory.claims import gating
+    from pfntheory.experiments import cost, scales, state
+
+    for bad in (math.nan, -1.0, math.inf, "1"):
+        with pytest.raises(ValueError, match="wait_s"):
+            with runs.root_lock(tmp_path, wait_s=bad):
+                pass
+    calls = [
+        (cost.training_seconds, (None,), "spec"),
+        (cost.training_terms, ({},), "spec"),
+        (scales.by_cost, (None,), "r"),
+        (scales.paper_curves, ({},), "paper"),
+        (scales.budget_runs, (None, lambda r: True), "design"),
+        (state.run_dir_of, (None, None), "experiment"),
+        (state.run_dir_of, ("x", {}), "spec"),
+        (gating.run_convergence, (None,), "run"),
+        (gating.doubling_statuses, (None,), "runs"),
+        (gating.doubling_statuses, ({},), "runs"),
+        (gating.budget_outcomes, ([], None), "replay"),
+        (gating.tv_beats, (None, None, 3.0), "a"),
+    ]
+    for f, args, name in calls:
+        with pytest.raises((TypeError, ValueError), match=rf"\b{name}\b"):
+            f(*args)
+    pytest.importorskip("torch")
+    from pfntheory.nn.head import PsiHead
+
+    with pytest.raises(TypeError, match="learn_scales"):
+        PsiHead("yes", 0.01)
+    from pfntheory.nn import fused
+
+    with pytest.raises(TypeError, match="flag"):
+        with fused.enabled("no"):  # bool("no") is True: it used to enable the operator
+            pass
 
 
 def test_normalised_mixture_weights_are_accepted():

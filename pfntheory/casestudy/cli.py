@@ -20,6 +20,11 @@ def _run_cli(args) -> int:
     from .run import run_casestudy, run_casestudy_budget
 
     options = ("walker_csv", "walker_exh_csv", "seed", "grid_stride", "device")
+    if args.budget_factor is not None and not args.budget_doubling:
+        raise ValueError(
+            "--budget-factor applies only with --budget-doubling (without it the case study "
+            "trains one run and the factor would be ignored)"
+        )
     if args.out_dir is None and not args.budget_doubling:
         _refuse_replacing_committed(args.dataset, args.scale)
     if args.budget_doubling:
@@ -27,7 +32,7 @@ def _run_cli(args) -> int:
             args.dataset,
             args.scale,
             args.out_dir,
-            args.budget_factor,
+            2 if args.budget_factor is None else args.budget_factor,
             progress=show_progress(args),
             **pick(args, *options),
         )
@@ -103,10 +108,11 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--budget-factor",
         type=int,
-        default=2,
+        choices=(2, 4),
+        default=None,
         metavar="K",
-        help="with --budget-doubling: train at S and K*S steps (default 2; K=4 after 2 adds the "
-        "doubling 2S -> 4S, which the page then reads)",
+        help="with --budget-doubling: train at S and K*S steps, K in {2, 4} (default 2; K=4 after "
+        "2 adds the doubling 2S -> 4S, which the page then reads; the page pairs no other K)",
     )
     p.add_argument("--grid-stride", type=int, default=1, help="Walker Lake grid stride (1 = full)")
     add_run_options(p)

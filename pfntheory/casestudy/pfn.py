@@ -197,9 +197,12 @@ def budget_scales(scale: str = "cpu", factor: int = 2) -> dict[int, PFNScale]:
     """The budget-doubling pair of ``scale`` (docs/verdicts.md, "Budget doubling"): its PFN at its
     steps S and at ``factor`` S, each with its own schedule, weight-averaged and with a dense
     learning curve as fig:exp1's budget runs (:data:`pfntheory.experiments.scales.
-    BUDGET_EMA_DECAY`, ``BUDGET_CURVE_POINTS``). Keyed by steps."""
+    BUDGET_EMA_DECAY`, ``BUDGET_CURVE_POINTS``). Keyed by steps. ``factor`` is a power of 2:
+    budget doubling pairs a run only with the run at half its steps."""
     sc = scale_settings(scale)
     factor = positive_int(factor, "factor", minimum=2)
+    if factor & (factor - 1):  # the page pairs S -> 2S -> 4S ...: doublings only
+        raise ValueError(f"factor must be a power of 2 (a doubling: 2, 4, ...), got {factor}")
     return {
         steps: dataclasses.replace(
             sc, steps=steps, ema_decay=BUDGET_EMA_DECAY, curve_points=BUDGET_CURVE_POINTS

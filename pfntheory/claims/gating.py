@@ -58,6 +58,7 @@ from . import (
     ClaimResult,
     Power,
 )
+from ._inputs import loaded_run, loaded_runs, replay_of, statuses_of
 
 __all__ = [
     "Z_MARGIN",
@@ -129,6 +130,7 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> S
     """Plateau status (``metric``, E[TV] by default) of one loaded run from its
     ``learning_curve.json`` (with ``covariates``: its curve on that covariate law, e.g. the
     covariate shift); a run without one gets state "no curve" (never plateaued) at its steps."""
+    loaded_run(run)
     st = curve_status(run.run_dir, covariates, metric=metric).within(run.spec.n_min, run.spec.n_max)
     if st.state == "no curve":
         st = st.replace(
@@ -142,7 +144,7 @@ def doubling_statuses(runs) -> dict[str, Status]:
     """Budget-doubling convergence (:func:`pfntheory.convergence.doubling_status`) of every run of
     ``runs`` that has a partner trained for half its steps (same spec otherwise), by run name;
     runs without one get state "no half-budget run" (never plateaued)."""
-    tr = trained_runs(runs)
+    tr = trained_runs(loaded_runs(runs))
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
         return dataclasses.replace(spec, steps=1, evals=())
@@ -181,6 +183,7 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     task share their held-out instances, so comparisons between runs at one step are paired on
     them (the unpaired SE used is conservative). Returns ``{"steps": [...], "held": [bool...]}``;
     empty lists when a run has no curve or the runs share no step."""
+    runs, replay = loaded_runs(runs), replay_of(replay)
     vals = {}
     for r in trained_runs(runs):
         points = curve_points(r.run_dir, covariates)
@@ -467,6 +470,8 @@ def gate(
     statuses to use instead (run name -> :class:`~pfntheory.status.Status`, e.g.
     :func:`doubling_statuses`). A result whose verdict is already set (an explicit one) is
     returned with its statuses attached, undecided by the gate."""
+    runs, replay = loaded_runs(runs), replay_of(replay, optional=True)
+    statuses_of(statuses, runs)
     conv = (
         {r.run_dir.name: statuses[r.run_dir.name] for r in trained_runs(runs)}
         if statuses is not None
@@ -498,6 +503,7 @@ def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
 
 def tv_beats(a, b, z: float):
     """The replay "run ``a``'s E[TV] exceeds run ``b``'s by ``z`` SE" (:func:`gate`)."""
+    a, b, z = loaded_run(a, "a"), loaded_run(b, "b"), positive_scalar(z, "z")
     return lambda v: beats(v(a)["tv"], v(b)["tv"], z)
 
 

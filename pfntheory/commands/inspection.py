@@ -91,8 +91,9 @@ def _add_evaluate(sub) -> None:
     )
     _add_output_options(
         p,
-        "the evaluation (eval.json format; results of other n' already in "
-        "FILE under the same settings are kept)",
+        "the evaluation (eval.json format with its producer: run, config, oracle, arithmetic; "
+        "results of other n' already in FILE from the same producer and settings are kept, a "
+        "FILE of another is refused)",
     )
     p.set_defaults(func=_run_evaluate)
 
@@ -115,8 +116,10 @@ def _add_output_options(p, what: str) -> None:
 
 def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
     """Write ``doc`` to ``--out`` ``path``; with ``keep_results``, results of other n' already in
-    the file under the same settings are kept. The numbers have been printed before: a file that
-    cannot be written is a one-line error that says so."""
+    the file from the same producer (``doc["producer"]``: run, config, oracle, arithmetic) under the
+    same settings are kept, and a file of another producer or settings is refused (never mixed
+    under one header, never overwritten). The numbers have been printed before: a file that cannot
+    be written is a one-line error that says so."""
     from pathlib import Path
 
     from pfntheory import runs
@@ -131,6 +134,12 @@ def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
         if isinstance(old, dict) and all(old.get(k) == v for k, v in settings.items()):
             merged = {**old.get("results", {}), **doc["results"]}
             doc = {**doc, "results": dict(sorted(merged.items(), key=lambda kv: int(kv[0])))}
+        elif isinstance(old, dict):  # another producer (run, oracle, arithmetic) or settings
+            raise ValueError(
+                f"--out {p} holds results of another producer ({_differs(old, doc)}); merging "
+                "would mix them under one header: use another FILE or delete it (the numbers "
+                "above were printed but not saved)"
+            )
     try:
         runs.save_json(p, doc)
     except OSError as err:
@@ -139,6 +148,55 @@ def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
             "were printed but not saved"
         ) from None
     print(f"wrote {p}", file=sys.stderr)
+
+
+def _refuse_foreign_out(path: str, producer: dict) -> None:
+    """Refuse an ``--out`` file that holds a readable evaluation of another producer."""
+    from pathlib import Path
+
+    from pfntheory import runs
+
+    p = Path(path)
+    if not p.is_file():
+        return
+    try:
+        old = runs.load_json(p)
+    except runs.CorruptFileError:
+        return  # unreadable: replaced by the new evaluation
+    if isinstance(old, dict) and old.get("producer") != producer:
+        raise ValueError(
+            f"--out {p} holds results of another producer "
+            f"({_differs(old, {'producer': producer})}); merging would mix them under one "
+            "header: use another FILE or delete it"
+        )
+
+
+def _differs(old: dict, doc: dict) -> str:
+    """Which producer fields (run, config, oracle, arithmetic) and settings differ, in words."""
+    if not isinstance(old.get("producer"), dict):
+        return "it names no producer"
+    a, b = old["producer"], doc["producer"]
+    keys = [f"producer {k}" for k in sorted(b) if a.get(k) != b[k]]
+    keys += [k for k in sorted(doc) if k not in ("results", "producer") and old.get(k) != doc[k]]
+    return "differs in " + ", ".join(keys)
+
+
+def _producer(run_dir, oracle: str, device) -> dict:
+    """What produced an evaluation written by ``--out``: the run (its directory name and the hash
+    of its config.json), the oracle and the arithmetic of this process
+    (:func:`pfntheory.nn.arithmetic.arithmetic`)."""
+    from pfntheory import runs
+    from pfntheory.nn.arithmetic import arithmetic
+    from pfntheory.nn.device import select_device
+    from pfntheory.nn.state import read_config
+    from pfntheory.tree import spec_hash
+
+    return {
+        "run": run_dir.name,
+        "config_sha256": spec_hash(runs.load_json(run_dir / runs.CONFIG), 16),
+        "oracle": oracle,
+        "arithmetic": arithmetic(read_config(run_dir), select_device(device)),
+    }
 
 
 def _num(v, digits: int = 4) -> str:
@@ -241,11 +299,18 @@ def _run_evaluate(args) -> int:
 
     run_dir = _finished_run(args.run_dir)
     if args.curve_only:
+        for opt, v in (("--n-eval", args.n_eval), ("--out", args.out_file)):
+            if v is not None:
+                raise ValueError(f"{opt} does not apply with --curve-only (it evaluates nothing)")
         _print_learning_curve(run_dir, args.curve, covariates=args.covariates)
         return 0
     if args.n_eval is None:
         raise ValueError("--n-eval is required unless --curve-only is given")
     check_attention_size(args.batch_size, max(args.n_eval), "--batch-size/--n-eval")
+    producer = None
+    if args.out_file is not None:  # refused before the work, not after it
+        producer = _producer(run_dir, args.oracle, args.device)
+        _refuse_foreign_out(args.out_file, producer)
     from pfntheory.nn.evaluate import evaluate
 
     doc = evaluate(
@@ -274,6 +339,7 @@ def _run_evaluate(args) -> int:
     # stdout stays one JSON document under --json
     _print_learning_curve(run_dir, args.curve, file=sys.stderr if args.json else sys.stdout)
     if args.out_file is not None:
+        doc = {**doc, "producer": producer}
         _write_out(args.out_file, doc, keep_results=True)
     return 0
 

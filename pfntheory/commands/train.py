@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from pfntheory.config import COVARIATES, HEADS, LR_UNITS, MODES, SCORES, TASK_KINDS
 
@@ -126,19 +127,26 @@ def _add_train(sub) -> None:
     g.add_argument(
         "--curve-points",
         type=int_in(2, 1000),
-        default=12,
+        default=None,
         help="log-spaced learning-curve points, evaluated at n' = n_min and n_max (default 12)",
     )
     g.add_argument(
         "--curve-instances",
         type=int_in(2, 100_000),
-        default=256,
+        default=None,
         help="held-out instances per n' of the learning curve (default 256)",
     )
     g.add_argument(
         "--no-curve", action="store_true", help="record no learning curve (faster, undecidable)"
     )
     g.add_argument("--checkpoint-every", type=int_in(1, LIMITS["steps"]), default=200)
+    g.add_argument(
+        "--allow-arithmetic-change",
+        action="store_true",
+        help="resume a checkpoint written with other arithmetic (fused/eager path, instruction "
+        "set, library versions: metrics.json 'arithmetic'); refused by default, as the result "
+        "then differs by round-off from an uninterrupted run",
+    )
     add_run_options(g)
     p.set_defaults(func=_run_train)
 
@@ -184,6 +192,7 @@ def _run_train(args) -> int:
             "the linear score can be zero or negative, so its row sums can vanish"
         )
     check_attention_size(args.batch_size, args.n_max, "--batch-size/--n-max")
+    _refuse_unused(args, score)
     spec = _run_tree(args, score)
     run_dir = _prepare_run_dir(args.run_dir)
 
@@ -195,6 +204,7 @@ def _run_train(args) -> int:
         device=args.device,
         checkpoint_every=args.checkpoint_every,
         progress=show_progress(args),
+        allow_arithmetic_change=args.allow_arithmetic_change,
     )
     print(out)
     from pfntheory.nn import fused
@@ -212,6 +222,22 @@ def _run_train(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _refuse_unused(args, score: str) -> None:
+    """Options that would not apply are refused, not stored in config.json (a new run name that
+    changes nothing)."""
+    given = [o for o in ("curve_points", "curve_instances") if getattr(args, o) is not None]
+    if args.no_curve and given:
+        raise ValueError(
+            f"--{given[0].replace('_', '-')} does not apply with --no-curve (no curve is recorded)"
+        )
+    if args.fast_numerics and args.task == "blr" and score == "linear":
+        raise ValueError(
+            "--fast-numerics changes nothing for --task blr with the linear score (its batches "
+            "are drawn in weight space and the linear score has no fused solver stack); it "
+            "would only rename the run"
+        )
 
 
 def _run_tree(args, score: str):
@@ -236,13 +262,13 @@ def _run_tree(args, score: str):
     else:
         lr, steps = schedule_for(args.task, args.mode, args.scale)
         units, ema = "absolute", 0.0
-    curve = (
+    curve: dict[str, Any] = (
         {}
         if args.no_curve
         else dict(
             curve_n_eval=tuple(sorted({args.n_min, args.n_max})),
-            curve_points=args.curve_points,
-            curve_instances=args.curve_instances,
+            curve_points=12 if args.curve_points is None else args.curve_points,
+            curve_instances=256 if args.curve_instances is None else args.curve_instances,
         )
     )
     return RunSpec(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import choice
+from .._checks import ArgumentTypeError, choice
 from ..config import SCALES
 from .design import Experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
@@ -45,6 +45,12 @@ COST = {
 }
 
 
+def _run_spec(spec, name: str = "spec") -> RunSpec:
+    if not isinstance(spec, RunSpec):
+        raise ArgumentTypeError(f"{name} must be a RunSpec (a trained run), got {spec!r}"[:200])
+    return spec
+
+
 def _mean_pow(n_min: int, n_max: int, k: int) -> float:
     n = np.arange(n_min, n_max + 1, dtype=float)
     return float(np.mean(n**k))
@@ -55,7 +61,7 @@ def step_terms(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> di
     of ``spec`` on a batch of ``batch`` contexts with mean ``n``, ``n^2``, ``n^3`` equal to ``n1``,
     ``n2``, ``n3`` (the cost model is linear in its coefficients, so that
     ``benchmarks/cost_model.py`` can refit them to timed runs)."""
-    m, b = spec.model, batch / 128
+    m, b = _run_spec(spec).model, batch / 128
     layers: float = max(m.L - 1, 0)
     terms = {"DATA_S": b}
     # BLR tasks are drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix); the
@@ -81,6 +87,13 @@ def step_terms(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> di
 
 def _seconds(terms: dict[str, float], cost: dict[str, float] | None = None) -> float:
     cost = COST if cost is None else cost
+    if not isinstance(cost, dict) or any(
+        isinstance(cost.get(k), bool) or not isinstance(cost.get(k), (int, float)) for k in terms
+    ):
+        raise ArgumentTypeError(
+            f"cost must map each of {sorted(terms)} to a number of seconds (see COST), got "
+            f"{cost!r}"[:300]
+        )
     return float(sum(cost[k] * v for k, v in terms.items()))
 
 
@@ -92,6 +105,7 @@ def training_terms(spec: RunSpec) -> dict[str, float]:
     """The multipliers of the :data:`COST` coefficients in the seconds of training ``spec`` (its
     steps, with ``n ~ Unif{n_min..n_max}`` per step, and ``RUN_S`` once); the learning-curve and
     final evaluations are not included."""
+    _run_spec(spec)
     n1, n2, n3 = (_mean_pow(spec.n_min, spec.n_max, k) for k in (1, 2, 3))
     terms = {"RUN_S": 1.0}
     for k, v in step_terms(spec, n1, n2, n3, spec.batch_size).items():

@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._checks import ArgumentTypeError
 from .cost import cpu_seconds
 from .design import Design
 from .specs import RunSpec
+
+
+def _design(design, name: str) -> Design:
+    if not isinstance(design, Design):
+        raise ArgumentTypeError(f"{name} must be a Design, got {design!r}"[:200])
+    return design
+
 
 #: cpu scale: Adam in each weight's natural unit (``lr_units="elementwise"``, see "Sample
 #: efficiency" in :mod:`pfntheory.nn.train`) at one base learning rate for every run. Plain Adam
@@ -39,7 +47,7 @@ def cpu_design(
     ``order`` (a key function) sorts the runs so that a sweep does the cheapest, most informative
     ones first."""
     runs = []
-    for r in paper.runs:
+    for r in _design(paper, "paper").runs:
         if not isinstance(r, RunSpec):
             runs.append(r)
             continue
@@ -86,7 +94,7 @@ def paper_curves(paper: Design) -> Design:
     that each claim can be gated on the design it is about. The tasks, steps and evaluations are
     the paper's, unchanged."""
     runs = []
-    for r in paper.runs:
+    for r in _design(paper, "paper").runs:
         if isinstance(r, RunSpec):
             other = sorted(
                 {e.covariates for e in r.evals if e.covariates not in (None, r.task.covariates)}
@@ -117,9 +125,11 @@ def budget_runs(design: Design, keep, factors: tuple[int, ...] = (2,), **fields)
     ``f S`` for each ``f`` of ``factors`` (each with its own cosine schedule; the doubling test of
     :func:`pfntheory.convergence.doubling_status` pairs a run with the one at half its steps on
     the same held-out instances, so ``factors = (2, 4)`` gives two doublings)."""
+    if not callable(keep):
+        raise ArgumentTypeError(f"keep must be a function of a RunSpec, got {keep!r}"[:200])
     fields = {"ema_decay": BUDGET_EMA_DECAY, "curve_points": BUDGET_CURVE_POINTS, **fields}
     out = []
-    for r in design.runs:
+    for r in _design(design, "design").runs:
         if isinstance(r, RunSpec) and keep(r):
             for steps in (r.steps, *(f * r.steps for f in factors)):
                 out.append(dataclasses.replace(r, steps=steps, **fields))
@@ -128,4 +138,6 @@ def budget_runs(design: Design, keep, factors: tuple[int, ...] = (2,), **fields)
 
 def by_cost(r) -> tuple:
     """Sweep order: the cheapest run first (by :func:`~.cost.cpu_seconds`), then by name."""
+    if not hasattr(r, "name"):
+        raise ArgumentTypeError(f"r must be a run's spec, got {r!r}"[:200])
     return (cpu_seconds(r, "cpu"), r.name)

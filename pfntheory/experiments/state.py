@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from .. import runs as runfiles
+from .._checks import ArgumentTypeError
 from ..config import curve_file
 from .definitions import get_experiment
 from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
@@ -55,6 +56,10 @@ def default_root() -> Path:
 
 def run_dir_of(experiment: str, spec, root=None) -> Path:
     """``<root>/<experiment>/<spec.name>``."""
+    if not isinstance(experiment, str) or not experiment:
+        raise ArgumentTypeError(f"experiment must be an experiment's name, got {experiment!r}")
+    if not isinstance(getattr(spec, "name", None), str):
+        raise ArgumentTypeError(f"spec must be a run's spec (with a name), got {spec!r}")
     return Path(root if root is not None else default_root()) / experiment / spec.name
 
 
@@ -89,7 +94,9 @@ def _weights_readable(path: Path) -> bool:
 
 def is_trained(run_dir: Path, spec: RunSpec) -> bool:
     """Whether ``run_dir`` holds the finished training of ``spec``: metrics of all its steps,
-    readable weights and, when the spec asks for them, finished learning curves."""
+    readable, finite weights (both files of a weight-averaged run) and, when the spec asks for
+    them, finished learning curves; every artefact passes :func:`pfntheory.runs.check_artefacts`
+    (the check training applies before it calls a run finished)."""
     m = run_dir / runfiles.METRICS
     w = run_dir / runfiles.WEIGHTS
     if not (m.is_file() and w.is_file()):
@@ -104,9 +111,14 @@ def is_trained(run_dir: Path, spec: RunSpec) -> bool:
         return True
     if spec.curve_n_eval:  # the learning curves that gate its verdicts, finished and schema 1
         names = [curve_file(c) for c in (None, *spec.curve_covariates)]
-        if any(not (run_dir / n).is_file() for n in names) or runfiles.curve_problems(run_dir):
+        if any(not (run_dir / n).is_file() for n in names):
             return False
-    return _weights_readable(w)
+    if spec.ema_decay > 0 and not (run_dir / runfiles.WEIGHTS_LAST).is_file():
+        return False  # a weight-averaged run ships its last iterate too
+    # the one artefact check of a finished run (as training's): finite weights in both weight
+    # files, curves in range and ending at the run's steps, a checkpoint within its steps
+    problems = runfiles.check_artefacts(run_dir)
+    return _weights_readable(w) and not problems
 
 
 def is_complete(spec, run_dir) -> bool:

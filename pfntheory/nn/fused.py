@@ -208,6 +208,8 @@ def unavailable_reason() -> str | None:
 @contextlib.contextmanager
 def enabled(flag: bool):
     """Use (True) or bypass (False) the fused operator inside the block (benchmarks, tests)."""
+    if not isinstance(flag, bool):  # bool("no") is True: a string would silently enable it
+        raise TypeError(f"flag must be True or False, got {flag!r}")
     old = _state["enabled"]
     _state["enabled"] = bool(flag)
     try:

@@ -112,6 +112,8 @@ class PsiHead(nn.Module):
 
     def __init__(self, learn_scales: bool, tau_min: float):
         super().__init__()
+        if not isinstance(learn_scales, bool):
+            raise ArgumentTypeError(f"learn_scales must be True or False, got {learn_scales!r}")
         ones = torch.ones(2)
         if learn_scales:
             self.s = nn.Parameter(ones)  # (s1, s2)

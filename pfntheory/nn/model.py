@@ -311,11 +311,12 @@ class PFNTransformer(nn.Module):
     # ------------------------------------------------------------------------------------------
     # forward
     # ------------------------------------------------------------------------------------------
-    def _check_inputs(self, X, Y, xq):
-        """:func:`check_batch` with the model's scales and ``d``."""
-        return check_batch(X, Y, xq, self.scale, self.d)
+    def _check_inputs(self, X, Y, xq, check: bool = True):
+        """:func:`check_batch` with the model's scales and ``d`` (``check=False``: inputs the
+        caller has checked once, e.g. the training loop's own draws, are trusted)."""
+        return check_batch(X, Y, xq, self.scale, self.d) if check else (X, Y, xq)
 
-    def forward(self, X, Y, xq) -> PFNOutput:
+    def forward(self, X, Y, xq, *, check: bool = True) -> PFNOutput:
         """Run the transformer and the head.
 
         Parameters
@@ -326,6 +327,9 @@ class PFNTransformer(nn.Module):
             Context labels.
         xq : Tensor of shape (B, d)
             Query inputs.
+        check : bool
+            Validate ``X, Y, xq`` (:func:`check_batch`); ``False`` only for inputs already checked
+            at the boundary (the training loop's draws of the prior, which it trusts).
 
         Returns
         -------
@@ -333,8 +337,8 @@ class PFNTransformer(nn.Module):
             ``logits`` (B, C), ``mu`` (B,), ``tau`` (B,).
         """
         if self.dense:
-            return self.forward_dense(X, Y, xq)
-        X, Y, xq = self._check_inputs(X, Y, xq)
+            return self.forward_dense(X, Y, xq, check=check)
+        X, Y, xq = self._check_inputs(X, Y, xq, check)
         cfg = self.config
         B, n, d = X.shape
         c = self.coefficients()
@@ -443,13 +447,13 @@ class PFNTransformer(nn.Module):
             H = self._skip(H, att, s, S_l)
         return H
 
-    def forward_dense(self, X, Y, xq) -> PFNOutput:
+    def forward_dense(self, X, Y, xq, *, check: bool = True) -> PFNOutput:
         """The literal eqn:tabPFN attn: full ``(d+4) x (d+4)`` ``V, K, Q, S`` over every channel,
         masked ``(n+1) x (n+1)`` attention, per-layer gradient checkpointing. Parity reference.
 
         Same arguments and return as :meth:`forward`.
         """
-        X, Y, xq = self._check_inputs(X, Y, xq)
+        X, Y, xq = self._check_inputs(X, Y, xq, check)
         cfg = self.config
         B, n, d = X.shape
         T = n + 1

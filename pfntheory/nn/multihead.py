@@ -146,9 +146,10 @@ class MixturePFN(nn.Module):
         self.register_buffer("log_prior", torch.full((H,), -math.log(H), dtype=dt))
         self.H = H
 
-    def _check_inputs(self, X, Y, xq):
-        """:func:`pfntheory.nn.model.check_batch` with the heads' scales."""
-        return check_batch(X, Y, xq, self.scale, self.d)
+    def _check_inputs(self, X, Y, xq, check: bool = True):
+        """:func:`pfntheory.nn.model.check_batch` with the heads' scales (``check=False``:
+        trusted inputs, as :meth:`PFNTransformer.forward`)."""
+        return check_batch(X, Y, xq, self.scale, self.d) if check else (X, Y, xq)
 
     def _group(self, xa, Y, g: int, hs: list[int]):
         """The heads ``hs`` of lengthscale group ``g``: per-head ``mu, tau, q`` (B, H_g) and
@@ -188,11 +189,11 @@ class MixturePFN(nn.Module):
         q = self.q_scale[hs] * (Yc * (Yc - F[:, :n])).sum(1)  # beta_h sum_i y_i (y_i - f_{h,i})
         return mu, tau, q, log_det_D
 
-    def forward(self, X, Y, xq) -> MixtureOutput:
+    def forward(self, X, Y, xq, *, check: bool = True) -> MixtureOutput:
         """Same arguments as :meth:`pfntheory.nn.model.PFNTransformer.forward`; returns
         :class:`MixtureOutput` (``logits`` (B, C) of the mixture of the heads' bar
         distributions)."""
-        X, Y, xq = self._check_inputs(X, Y, xq)
+        X, Y, xq = self._check_inputs(X, Y, xq, check)
         B, n, _ = X.shape
         xa = torch.cat([X, xq.unsqueeze(1)], 1)  # (B, n+1, d)
         mu_h = xa.new_empty(B, self.H)

@@ -418,17 +418,6 @@ def sample_batch(
     d = task.d
     comps = _components(task)
     H = len(comps)
-    # refuse before allocating: the inputs (B, n + 1, d) and, for the function-space kinds, one
-    # instance's (n, n) Gram matrix (sub-batches hold GRAM_CHUNK_ELEMENTS), in float64
-    for what, size in (
-        ("the inputs (B, n + 1, d)", B * (n + 1) * d),
-        ("one (n, n) Gram matrix", n * n if task.kind != "blr" else 0),
-    ):
-        if size > MAX_ELEMENTS:
-            raise ValueError(
-                f"batch_size={B}, n={n}: {what} would need {size:.3g} float64 "
-                f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}"
-            )
     X_all = _covariates(task, (B, n + 1, d), generator, gdev)  # (B, n+1, d)
     X, xq = X_all[:, :n], X_all[:, n:]  # (B, n, d), (B, 1, d)
     if task.kind == "blr":
@@ -509,6 +498,17 @@ def check_sample_args(task, batch_size, n, generator, dtype, interval):
     B = positive_int(batch_size, "batch_size")
     n = positive_int(n, "n")
     _check_generator(generator)
+    # refuse before allocating: the inputs (B, n + 1, d) and, for the function-space kinds, one
+    # instance's (n, n) Gram matrix (sub-batches hold GRAM_CHUNK_ELEMENTS), in float64
+    for what, size in (
+        ("the inputs (B, n + 1, d)", B * (n + 1) * task.d),
+        ("one (n, n) Gram matrix", n * n if task.kind != "blr" else 0),
+    ):
+        if size > MAX_ELEMENTS:
+            raise ValueError(
+                f"batch_size={B}, n={n}: {what} would need {size:.3g} float64 "
+                f"elements, more than the limit MAX_ELEMENTS = {MAX_ELEMENTS:.3g}"
+            )
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ArgumentTypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     if interval is not None:

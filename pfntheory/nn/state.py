@@ -5,6 +5,7 @@ sec:sims)."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from pathlib import Path
 
 import torch
@@ -21,6 +22,8 @@ __all__ = [
     "WEIGHTS_LAST",
     "build_model",
     "config_doc",
+    "finished",
+    "finished_problem",
     "load_trained",
     "read_config",
     "refuse_other_config",
@@ -28,7 +31,7 @@ __all__ = [
 ]
 
 #: Weights of the last iterate of a weight-averaged run (``weights.pt`` holds the average).
-WEIGHTS_LAST = "weights_last.pt"
+WEIGHTS_LAST = runs.WEIGHTS_LAST
 
 
 def _check_spec(spec) -> None:
@@ -110,6 +113,67 @@ def weights_problem(spec: RunSpec, run_dir, metrics: dict) -> str | None:
     if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
         return f"{path} holds non-finite weights"
     return None
+
+
+def finished_problem(spec: RunSpec, run_dir, metrics: dict) -> str | None:
+    """What keeps a run whose ``metrics.json`` says "completed" from being finished (None:
+    nothing). One check for every artefact a finished run ships: ``weights.pt`` fits ``spec`` with
+    finite values (:func:`weights_problem`), so does ``weights_last.pt`` of a weight-averaged run
+    (it must be there), the learning curves end at the run's steps with values in range
+    (:func:`pfntheory.runs.curve_problems`), and the artefacts read (:func:`pfntheory.runs.
+    check_artefacts`: finite weights; the checkpoint is left to the resume that reads it)."""
+    problem = weights_problem(spec, run_dir, metrics)
+    if problem is None and spec.ema_decay > 0:
+        run_dir = Path(run_dir)
+        last = run_dir / WEIGHTS_LAST
+        if not last.is_file():
+            return f"{last} is missing (a weight-averaged run ships its last iterate too)"
+        try:
+            model = build_model(spec, tuple(metrics["interval"]), "cpu")
+            model.load_state_dict(runs.load_torch(last))
+        except (runs.CorruptFileError, RuntimeError, KeyError, TypeError, ValueError) as err:
+            return f"{last} does not fit the run's config: {str(err).splitlines()[0]}"
+        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+            return f"{last} holds non-finite weights"
+    problems = runs.check_artefacts(run_dir)
+    problems.pop(runs.CHECKPOINT, None)  # not needed by a finished run (read by a resume)
+    return problem or (next(iter(problems.values())) if problems else None)
+
+
+def finished(spec: RunSpec, run_dir) -> bool:
+    """Write (or check) ``config.json``; True when the run is finished and every artefact passes
+    :func:`finished_problem`. Otherwise the weights and metrics are deleted (with a one-line
+    :class:`RuntimeWarning` naming the file at fault), so that the training is redone; orphan
+    temporary files of a killed write (older than a minute) are removed either way. (A corrupt
+    checkpoint raises when read; the commands delete corrupt artefacts first,
+    :func:`pfntheory.runs.remove_corrupt_artefacts`.)"""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg_path = run_dir / runs.CONFIG
+    if cfg_path.is_file():
+        refuse_other_config(spec, run_dir)
+    else:
+        runs.save_json(cfg_path, config_doc(spec))
+    runs.clean_orphan_temps(run_dir, min_age_s=60.0)
+    if not ((run_dir / runs.WEIGHTS).is_file() and (run_dir / runs.METRICS).is_file()):
+        return False
+    done = runs.load_json(run_dir / runs.METRICS)
+    if not (done.get("completed") and done.get("steps") == spec.steps):
+        return False
+    problem = finished_problem(spec, run_dir, done)
+    if problem is None:
+        return True
+    # artefacts that do not fit the spec (another architecture, non-finite values, a missing last
+    # iterate) do not make a finished run: they and the metrics go, and the training is redone
+    for name in (runs.WEIGHTS, runs.METRICS, WEIGHTS_LAST):
+        (run_dir / name).unlink(missing_ok=True)
+    _redo_warning(run_dir, f"{problem}; training redoes the run")
+    return False
+
+
+def _redo_warning(run_dir: Path, message: str) -> None:
+    """A one-line warning: attributed to the run directory, so no source line is printed."""
+    warnings.warn_explicit(message, RuntimeWarning, str(run_dir), 0, module="pfntheory")
 
 
 def read_config(run_dir) -> RunSpec:

@@ -18,9 +18,10 @@ measurements are explained in docs/design.md, "Training".
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import operator
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from .. import runs
 from .._checks import (
     ArgumentTypeError,
     choice,
+    instance_of,
     nonneg_int,
     pair,
     positive_int,
@@ -49,6 +51,7 @@ from ..config import (
 from ..discretize import bin_edges
 from ..tree import RunSpec
 from . import fused
+from .arithmetic import arithmetic, arithmetic_change
 from .curve import (
     CURVE_METRICS,
     LEARNING_CURVE,
@@ -64,7 +67,7 @@ from .priors import Batch, calibrate_task_interval, sample_batch, sample_context
 from .state import (
     WEIGHTS_LAST,
     build_model,
-    config_doc,
+    finished,
     load_trained,
     read_config,
     refuse_other_config,
@@ -258,16 +261,20 @@ def accumulate_gradients(
         (torch.isfinite(edges).all() & (edges[1:] > edges[:-1]).all()).item()
     ):  # one synchronisation
         raise ValueError("edges must be a finite, strictly increasing 1-d tensor")
-    total_size = sum(b.X.shape[0] for b in batches)
-    total: torch.Tensor | None = None
+    return _accumulate(model, batches, edges, check=True)
+
+
+def _accumulate(model, batches: list[Batch], edges: torch.Tensor, check: bool) -> torch.Tensor:
+    """:func:`accumulate_gradients` on arguments checked once (the training loop's: ``edges``
+    from its interval, batches of its own prior draws, so ``check=False`` skips the model's
+    per-forward input check)."""
+    total_size, losses = sum(b.X.shape[0] for b in batches), []
     for b in batches:
-        out = model(b.X, b.Y, b.xq)
+        out = model(b.X, b.Y, b.xq) if check else model(b.X, b.Y, b.xq, check=False)
         loss = _truncated_nll(out.logits, b.y, edges).mean() * (b.X.shape[0] / total_size)
         loss.backward()
-        total = loss.detach() if total is None else total + loss.detach()
-    if total is None:
-        raise ValueError("batches must hold at least one group")
-    return total
+        losses.append(loss.detach())
+    return functools.reduce(operator.add, losses)  # l_1 + l_2 + ..., in group order
 
 
 def _loss_summary(losses: list[float], n_points: int = 200) -> dict:
@@ -336,6 +343,7 @@ def train(
     checkpoint_every: int = 200,
     progress: bool = True,
     callback: Callable[[int, float], None] | None = None,
+    allow_arithmetic_change: bool = False,
 ) -> Path:
     """Train (or resume, or skip if finished) the run ``spec`` in ``run_dir``.
 
@@ -354,6 +362,10 @@ def train(
     callback : callable(step, loss), optional
         Called after every optimiser step with the 1-based step count (e.g. to log, or to interrupt
         a run in a test; an exception propagates after the last checkpoint was written).
+    allow_arithmetic_change : bool
+        Resume a checkpoint written with other arithmetic (:mod:`pfntheory.nn.arithmetic`: the
+        fused or eager path, instruction set, numerics, versions), which is refused by default
+        (the result would differ by round-off from an uninterrupted run).
 
     Returns
     -------
@@ -362,11 +374,12 @@ def train(
     if not isinstance(spec, RunSpec):
         raise ValueError(f"spec must be a RunSpec, got {type(spec).__name__}")
     checkpoint_every = positive_int(checkpoint_every, "checkpoint_every")
+    instance_of(bool)(allow_arithmetic_change, "allow_arithmetic_change")
     dev = select_device(device)
     run_dir = Path(run_dir)
-    if _finished(spec, run_dir):
+    if finished(spec, run_dir):
         return run_dir
-    run = _Run(spec, run_dir, dev)
+    run = _Run(spec, run_dir, dev, allow_arithmetic_change)
     # fast numerics: the pairwise solver stack through the whole run (the data: step_batches)
     with fused.pairwise() if spec.fast_numerics else contextlib.nullcontext():
         run.loop(checkpoint_every, progress, callback)
@@ -374,37 +387,13 @@ def train(
     return run_dir
 
 
-def _finished(spec: RunSpec, run_dir: Path) -> bool:
-    """Write (or check) ``config.json``; True when the run is finished with sound weights (unsound
-    ones are deleted with their metrics, with a warning, so that the training is redone)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    cfg_path = run_dir / runs.CONFIG
-    if cfg_path.is_file():
-        refuse_other_config(spec, run_dir)
-    else:
-        runs.save_json(cfg_path, config_doc(spec))
-    if not ((run_dir / runs.WEIGHTS).is_file() and (run_dir / runs.METRICS).is_file()):
-        return False
-    done = runs.load_json(run_dir / runs.METRICS)
-    if not (done.get("completed") and done.get("steps") == spec.steps):
-        return False
-    problem = weights_problem(spec, run_dir, done)
-    if problem is None:
-        return True
-    # weights that do not fit the spec (another architecture, non-finite values) do not make a
-    # finished run: they and the metrics go, and the training is redone
-    for name in (runs.WEIGHTS, runs.METRICS, WEIGHTS_LAST):
-        (run_dir / name).unlink(missing_ok=True)
-    warnings.warn(f"{problem}; training redoes the run", RuntimeWarning, stacklevel=3)
-    return False
-
-
 class _Run:
     """One training run in progress: model, optimiser, schedule, weight average, learning curves
     and the counters a checkpoint holds."""
 
-    def __init__(self, spec: RunSpec, run_dir: Path, device: torch.device):
+    def __init__(self, spec: RunSpec, run_dir: Path, device: torch.device, allow: bool = False):
         self.spec, self.run_dir, self.device = spec, run_dir, device
+        self.arithmetic = arithmetic(spec, device)
         self.ckpt_path = run_dir / runs.CHECKPOINT
         ckpt = (
             runs.load_torch(self.ckpt_path, map_location=device)
@@ -436,7 +425,7 @@ class _Run:
         self.losses: list[float] = []
         self.start, self.wall, self.skipped, self.bad = 0, 0.0, 0, 0
         if ckpt is not None:
-            self._restore(ckpt)
+            self._restore(ckpt, allow)
         self.curves = LearningCurves(spec, run_dir, self.interval, self.start, self.ema is not None)
         self.t0 = time.perf_counter()
 
@@ -457,7 +446,14 @@ class _Run:
             seed=spec.calib_seed,
         )
 
-    def _restore(self, ckpt: dict) -> None:
+    def _restore(self, ckpt: dict, allow: bool) -> None:
+        change = arithmetic_change(ckpt.get("arithmetic"), self.arithmetic)
+        if change and not allow:
+            raise ValueError(
+                f"{self.ckpt_path} was written with other arithmetic ({change}): resuming would "
+                "not be bitwise; pass --allow-arithmetic-change (allow_arithmetic_change=True) "
+                "to resume anyway, or delete the checkpoint to train from step 0"
+            )
         try:
             self.model.load_state_dict(ckpt["model"])
             self.opt.load_state_dict(ckpt["optimizer"])
@@ -466,6 +462,8 @@ class _Run:
             if self.device.type == "cuda" and ckpt.get("rng_cuda") is not None:
                 torch.cuda.set_rng_state(ckpt["rng_cuda"].cpu(), self.device)
             self.start, self.losses = int(ckpt["step"]), list(ckpt["losses"])
+            if not 0 <= self.start <= self.spec.steps:
+                raise ValueError(f"its step {self.start} is outside 0..{self.spec.steps}")
             self.wall = float(ckpt["wall_time"])
             self.skipped, self.bad = int(ckpt["skipped"]), int(ckpt["bad"])
             if self.ema is not None:
@@ -496,6 +494,7 @@ class _Run:
                 "bad": self.bad,
                 "interval": list(self.interval),
                 "ema": self.ema.state_dict() if self.ema is not None else None,
+                "arithmetic": self.arithmetic,
             },
         )
 
@@ -510,7 +509,7 @@ class _Run:
         dtype = next(model.parameters()).dtype
         batches = step_batches(spec, g, device=self.device, dtype=dtype, interval=self.interval)
         self.opt.zero_grad(set_to_none=True)
-        loss = accumulate_gradients(model, batches, self.edges)
+        loss = _accumulate(model, batches, self.edges, check=False)  # checked once: __init__
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip_norm)
         finite = bool(torch.isfinite(gnorm))
         if finite:
@@ -590,6 +589,7 @@ class _Run:
             "skipped_steps": self.skipped,
             "n_params": int(sum(p.numel() for p in self.model.parameters())),
             "torch_version": torch.__version__,
+            "arithmetic": self.arithmetic,  # not part of the run's identity (nn/arithmetic.py)
             "loss": _loss_summary(self.losses),
             **({"weights": "average", "ema_decay": spec.ema_decay} if ema is not None else {}),
         }
