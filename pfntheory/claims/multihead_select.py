@@ -1,0 +1,329 @@
+"""The selection ceiling and the selectors of the multi-head model (issue 38, beyond the paper).
+
+* :func:`ceiling`: on the same prior draws as :func:`pfntheory.claims.multihead_trained.paired_tv`
+  (seed and instance count: the draws of ``paired-tv-cpu.json`` are reproduced), per n' of
+  supp-tab:hierarchical-gp: the Bayes top-component accuracy of ``p(h | D)`` (how often its largest
+  weight is the component the prior drew), and the per-instance TV to the exact mixture PPD of
+  (a) the single heads of supp_tab_hier (L = 8, 16, 32), (b) the trained multi-head model's heads
+  with its own readout and with the exact weights plugged in, (c) the hand-set heads of the
+  construction at L = 8, 16, 32 (the trained model's initialisation at that depth) with the exact
+  weights, and (d) any selector: heads with the selector's weights. (b)-(c) with exact weights
+  bound what any selector can gain with those heads.
+* :func:`selector_accuracy`: a selector's top-component accuracy and ``TV(w, p(h | D))`` against
+  the Bayes accuracy, on contexts with their exact weights (also the positive control's check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import metrics as M
+from .._checks import int_tuple, positive_int, seed_int
+from ..stats import mean_se
+from . import ClaimResult
+
+__all__ = [
+    "ceiling",
+    "summarise_ceiling",
+    "selector_accuracy",
+    "with_depth",
+    "load_select",
+    "merge_ceilings",
+    "control_claim",
+    "ceiling_claim",
+]
+
+LABEL = "supp-tab:hierarchical-gp"
+PAPER_NOTE = "beyond the paper (remark 'Extension to hierarchical GPs')"
+NKEY = "n'"
+
+
+def with_depth(spec, L: int):
+    """The run spec ``spec`` with the model's depth replaced by ``L`` (hand-set heads at ``L``)."""
+    return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=positive_int(L, "L")))
+
+
+def _forward_chunks(model, bt, chunk: int, log_weights=None):
+    import torch
+
+    probs, weights = [], []
+    with torch.no_grad():
+        for i in range(0, bt.X.shape[0], chunk):
+            sl = slice(i, i + chunk)
+            if log_weights is None:
+                out = model(bt.X[sl], bt.Y[sl], bt.xq[sl])
+            else:
+                out = model(bt.X[sl], bt.Y[sl], bt.xq[sl], log_weights=log_weights[sl])
+            probs.append(torch.softmax(out.logits.double(), -1))
+            if getattr(out, "weights", None) is not None:
+                weights.append(out.weights.double())
+    return torch.cat(probs).numpy(), (torch.cat(weights).numpy() if weights else None)
+
+
+def ceiling(
+    singles: dict,
+    multi,
+    *,
+    depths=(8, 16, 32),
+    selectors: dict | None = None,
+    n_eval=(256, 512, 1024),
+    n_instances: int = 256,
+    seed: int = 4242,
+    chunk: int = 32,
+    dtype=None,
+) -> dict:
+    """Per-instance TVs and top-component accuracies of the module docstring.
+
+    Parameters
+    ----------
+    singles : dict name -> run directory
+        Single-head runs (their own output).
+    multi : run directory
+        The trained multi-head run (its heads; readout own and exact; and its spec gives the
+        hand-set heads at each of ``depths``).
+    selectors : dict name -> (heads, selector), optional
+        ``heads``: ``"trained"`` (the multi-head run's) or an int depth ``L`` (hand-set heads);
+        ``selector``: a :class:`~pfntheory.nn.selector.StatSelector`.
+    n_eval, n_instances, seed
+        The draws: ``sample_batch`` with generator seed ``seed * 100_003 + n`` (as ``paired_tv``).
+    dtype : torch dtype, optional
+        Of the models and inputs (default float64; the oracle moments are float64 either way).
+
+    Returns
+    -------
+    dict (JSON-able): ``{"n_eval", "n_instances", "seed", "bayes_acc": {n: [per-instance 0/1]},
+    "tv": {name: {n: [...]}}, "sel_acc": {name: {n: [...]}}, "sel_tv_w": {name: {n: [...]}}}``.
+    """
+    import torch
+
+    from ..discretize import bin_edges
+    from ..nn.selector import sample_with_component, summary_stats
+    from ..nn.state import build_model, load_trained
+
+    n_eval = int_tuple(n_eval, "n_eval")
+    n_instances = positive_int(n_instances, "n_instances", minimum=2)
+    seed = seed_int(seed, "seed")
+    dtype = torch.float64 if dtype is None else dtype
+    models = {}
+    for name, rd in singles.items():
+        m, cfg, met = load_trained(rd)
+        models[name] = (m.to(dtype), cfg, tuple(met["interval"]), False)
+    mm, mcfg, mmet = load_trained(multi)
+    interval = tuple(mmet["interval"])
+    heads = {"trained": mm.to(dtype)}
+    for L in int_tuple(depths, "depths"):
+        heads[L] = build_model(with_depth(mcfg, L), interval, "cpu").to(dtype).eval()
+    task = mcfg.task
+    doc: dict = {
+        "n_eval": list(n_eval),
+        "n_instances": n_instances,
+        "seed": seed,
+        "dtype": str(dtype).removeprefix("torch."),
+        "multi_run": str(multi),
+        "single_runs": {k: str(v) for k, v in singles.items()},
+        "bayes_acc": {},
+        "tv": {},
+        "sel_acc": {},
+        "sel_tv_w": {},
+    }
+    edges = bin_edges(interval[0], interval[1], mcfg.model.C)
+
+    def put(key, name, n, vals):
+        doc[key].setdefault(name, {})[str(n)] = [float(f"{v:.6g}") for v in vals]
+
+    for n in n_eval:
+        g = torch.Generator().manual_seed(seed * 100_003 + n)
+        bt, h0 = sample_with_component(task, n_instances, n, g, dtype=dtype, interval=interval)
+        assert bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None
+        w, mu_h, tau_h = bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy()
+        h0n = h0.numpy()
+        put("bayes_acc", "p(h|D)", n, (w.argmax(-1) == h0n).astype(float))
+
+        def tv_of(probs, e=edges, w=w, mu_h=mu_h, tau_h=tau_h):
+            return M.tv_mixture_histogram(w, mu_h, tau_h, e, probs, e[0], e[-1])
+
+        for name, (m, cfg, iv, _) in models.items():
+            e = bin_edges(iv[0], iv[1], cfg.model.C)
+            put("tv", name, n, tv_of(_forward_chunks(m, bt, chunk)[0], e))
+        log_exact = torch.log(bt.weights.clamp_min(1e-300))
+        probs, wl = _forward_chunks(heads["trained"], bt, chunk)
+        put("tv", "multi-head L=8 trained, own readout", n, tv_of(probs))
+        assert wl is not None
+        put("sel_acc", "multi-head L=8 trained, own readout", n, (wl.argmax(-1) == h0n) * 1.0)
+        put("sel_tv_w", "multi-head L=8 trained, own readout", n, 0.5 * np.abs(wl - w).sum(-1))
+        probs, _ = _forward_chunks(heads["trained"], bt, chunk, log_exact)
+        put("tv", "multi-head L=8 trained heads, exact weights", n, tv_of(probs))
+        for L in depths:
+            probs, _ = _forward_chunks(heads[L], bt, chunk, log_exact)
+            put("tv", f"hand-set heads L={L}, exact weights", n, tv_of(probs))
+        for name, (which, sel) in (selectors or {}).items():
+            with torch.no_grad():
+                lw = sel(summary_stats(bt.X.double(), bt.Y.double(), sel.bank))
+            ws = lw.exp().numpy()
+            put("sel_acc", name, n, (ws.argmax(-1) == h0n) * 1.0)
+            put("sel_tv_w", name, n, 0.5 * np.abs(ws - w).sum(-1))
+            probs, _ = _forward_chunks(heads[which], bt, chunk, lw)
+            put("tv", name, n, tv_of(probs))
+    return doc
+
+
+def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
+    """Rows per (n', model): E[TV] with SE, and the paired fall ``TV_reference - TV_model`` with its
+    SE (per-instance differences on the same draws)."""
+    rows = []
+    for n in doc["n_eval"]:
+        ref = np.asarray(doc["tv"][reference][str(n)])
+        for name, v in doc["tv"].items():
+            t = np.asarray(v[str(n)])
+            m, se = mean_se(t)
+            f, fse = mean_se(ref - t)
+            rows.append({"n'": n, "model": name, "tv": m, "tv_se": se, "fall": f, "fall_se": fse})
+    return rows
+
+
+def selector_accuracy(task, selector, n_eval, n_instances: int, seed: int, model=None) -> dict:
+    """Top-component accuracy of ``selector`` and of ``p(h | D)`` (Bayes) on ``n_instances``
+    prior draws per n' (``sample_with_component``), and ``E TV(w_selector, p(h | D))``; with
+    ``model`` (a :class:`~pfntheory.nn.multihead.MixturePFN` of ``task``) also its own readout's
+    accuracy (``"model_acc"``, ``"model_tv_w"``).
+
+    Returns
+    -------
+    dict: ``{n: {"acc", "acc_se", "bayes", "bayes_se", "tv_w", "tv_w_se", ...}}`` (binomial SEs).
+    """
+    import torch
+
+    from ..nn.selector import sample_with_component, summary_stats
+
+    out = {}
+    for n in int_tuple(n_eval, "n_eval"):
+        g = torch.Generator().manual_seed(seed_int(seed, "seed") * 100_003 + n)
+        bt, h0 = sample_with_component(task, positive_int(n_instances, "n_instances"), n, g)
+        assert bt.weights is not None
+        w = bt.weights.numpy()
+        with torch.no_grad():
+            ws = selector(summary_stats(bt.X, bt.Y, selector.bank)).exp().numpy()
+        a = (ws.argmax(-1) == h0.numpy()) * 1.0
+        b = (w.argmax(-1) == h0.numpy()) * 1.0
+        tw = 0.5 * np.abs(ws - w).sum(-1)
+        out[n] = _binomial("model_acc", None) if model is None else {}
+        if model is not None:
+            with torch.no_grad():
+                wm = model(bt.X.to(torch.float64), bt.Y, bt.xq).weights.numpy()
+            out[n] = {
+                **_binomial("model_acc", (wm.argmax(-1) == h0.numpy()) * 1.0),
+                "model_tv_w": mean_se(0.5 * np.abs(wm - w).sum(-1))[0],
+            }
+        out[n] |= {
+            "n_instances": len(a),
+            "acc": float(a.mean()),
+            "acc_se": float(np.sqrt(a.mean() * (1 - a.mean()) / len(a))),
+            "bayes": float(b.mean()),
+            "bayes_se": float(np.sqrt(b.mean() * (1 - b.mean()) / len(b))),
+            "tv_w": mean_se(tw)[0],
+            "tv_w_se": mean_se(tw)[1],
+        }
+    return out
+
+
+def _binomial(key: str, x) -> dict:
+    """``{key: mean, key_se: binomial SE}`` of 0/1 outcomes ``x`` (empty for None)."""
+    if x is None:
+        return {}
+    p = float(np.mean(x))
+    return {key: p, key + "_se": float(np.sqrt(p * (1 - p) / len(x)))}
+
+
+#: The folder of the selection results under the runs root (JSON documents of this module).
+FOLDER = "supp_tab_hier_multihead_select"
+CEILING_FILE = "ceiling-cpu.json"
+CONTROL_FILE = "positive-control.json"
+SELECTOR_FILE = "selector-table.json"
+
+
+def load_select(root=None) -> dict:
+    """The committed documents of :data:`FOLDER` that exist: ``{"ceiling", "control",
+    "selector"}`` (each a dict, or None while missing)."""
+    from pathlib import Path
+
+    from .. import runs as runfiles
+    from ..experiments.state import default_root
+
+    base = Path(default_root() if root is None else root) / FOLDER
+    out = {}
+    for key, name in (("ceiling", CEILING_FILE), ("control", CONTROL_FILE),
+                      ("selector", SELECTOR_FILE)):  # fmt: skip
+        p = base / name
+        out[key] = runfiles.load_json(p) if p.is_file() else None
+    return out
+
+
+def merge_ceilings(docs) -> dict:
+    """One :func:`ceiling` document from several (one per n', possibly with different instance
+    counts): ``n_instances`` becomes a per-n' dict."""
+    docs = list(docs)
+    if not docs:
+        raise ValueError("docs must hold at least one ceiling document")
+    out = {k: docs[0][k] for k in ("seed", "multi_run", "single_runs")}
+    out["n_eval"], out["n_instances"], out["cpu_s"] = [], {}, 0.0
+    for d in docs:
+        for n in d["n_eval"]:
+            out["n_eval"].append(n)
+            out["n_instances"][str(n)] = d["n_instances"]
+        out["cpu_s"] += float(d.get("cpu_s", 0.0))
+        for key in ("bayes_acc", "tv", "sel_acc", "sel_tv_w"):
+            for name, v in d[key].items():
+                out.setdefault(key, {}).setdefault(name, {}).update(v)
+    return out
+
+
+def control_claim(doc: dict, level: float = 0.95) -> ClaimResult:
+    """The positive control: the selector's top component is the drawing one in at least
+    ``level`` of the contexts at every n' (two components far apart)."""
+    acc = doc["accuracy"]
+    worst = min(acc, key=lambda n: acc[n]["acc"])
+    a = acc[worst]
+    return ClaimResult(
+        key="multihead.select.positive_control",
+        label=LABEL,
+        statement=(
+            f"positive control (lengthscale {doc['task']['hier_lengthscales']}, noise std "
+            f"{doc['task']['hier_noise_stds']}): the statistics selector picks the drawing "
+            f"component in >= {level:.0%} of contexts at every n' ({PAPER_NOTE})"
+        ),
+        holds=bool(all(v["acc"] >= level for v in acc.values())),
+        observed=a["acc"],
+        bound=level,
+        tolerance=f"point estimate against {level:.0%}; binomial SE {a['acc_se']:.3g} over "
+        f"{a['n_instances']} contexts (worst n'={worst})",
+        details={"accuracy": acc},
+    )
+
+
+def ceiling_claim(doc: dict, reference: str, candidates, z: float = 3.0) -> ClaimResult:
+    """Whether any of ``candidates`` (exact weights plugged into given heads) beats the single
+    head ``reference`` by more than ``z`` paired SE at every n': if none does, no selector can with
+    those heads (the ceiling of the selector's gain)."""
+    rows = [r for r in summarise_ceiling(doc, reference) if r["model"] in candidates]
+    best = {}
+    for r in rows:
+        ok = r["fall"] > z * r["fall_se"]
+        best[r["model"]] = best.get(r["model"], True) and ok
+    any_beats = any(best.values())
+    top = max(rows, key=lambda r: r["fall"] / max(r["fall_se"], 1e-12))
+    return ClaimResult(
+        key="multihead.select.ceiling",
+        label=LABEL,
+        statement=(
+            f"with the exact weights p(h|D) plugged in, some heads beat {reference} by > {z:g} "
+            f"paired SE in E[TV] at every n' (else no selector can with these heads; "
+            f"{PAPER_NOTE})"
+        ),
+        holds=bool(any_beats),
+        observed=top["fall"],
+        bound=z * top["fall_se"],
+        tolerance=f"paired over the same draws ({top['model']} at n'={top[NKEY]})",
+        details={"rows": rows, "beats": best},
+    )
