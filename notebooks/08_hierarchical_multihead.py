@@ -342,4 +342,143 @@ for r in tmh.check_multihead(cmp, paired):
         runs=runs,
         command="pfntheory sweep supp_tab_hier_multihead --scale cpu",
     )
+
+# %% [markdown]
+# ## 3. Selecting the component: the ceiling, a selector, a positive control (issue 38)
+#
+# The trained model above collapses onto one head. Before building a better selector, the
+# **ceiling**: plug the *exact* posterior weights `p(h | D)` into the heads (the trained model's
+# heads at L = 8, and the construction's hand-set heads at L = 8, 16, 32) and measure E[TV] to the
+# exact mixture PPD, paired with the single heads of supp_tab_hier on the same prior draws (cells
+# n' = 256 / 512 / 1024 of supp-tab:hierarchical-gp). No selector can do better with those heads
+# than the exact weights do. Beside it the **Bayes top-component accuracy** (how often the largest
+# `p(h | D)` is the component the prior drew), and a **selector that does not rest on the solved
+# system** (`pfntheory.nn.selector`): statistics `Y^T (K_b - I) Y / (n (n - 1))` over a bank of
+# kernels, `Y^T Y / n` and the design's kernel means, each computed by one attention layer and a
+# linear summary head (checked in `verify/test_multihead_selector.py`), feeding a small MLP trained
+# by the selection loss `-log w_{h*}(D)`; its last layer starts at zero (uniform weights), so the
+# gate cannot collapse at initialisation. Results: `reports/runs/supp_tab_hier_multihead_select/`.
+
+# %%
+from pfntheory.claims import multihead_select as msel
+
+sel_docs = msel.load_select()
+ceil = sel_docs["ceiling"]
+if ceil is None:
+    rec.pending(
+        "supp-tab:hierarchical-gp",
+        "ceiling of the multi-head model's selector (exact weights plugged in)",
+        "reports/runs/supp_tab_hier_multihead_select/ceiling-cpu.json not committed",
+        variant=VARIANT,
+    )
+else:
+    rows_c = msel.summarise_ceiling(ceil, "single L=8")
+    display(
+        report.table(
+            rows_c,
+            columns={
+                "n'": "n'",
+                "model": "model (heads, weights)",
+                "tv": "E[TV]",
+                "tv_se": "SE",
+                "fall": "single L=8 minus model",
+                "fall_se": "paired SE",
+            },
+            caption=(
+                f"the same prior draws for every row ({ceil['n_instances']} per n', seed "
+                f"{ceil['seed']}, {ceil.get('dtype', 'float64')} models); exact weights: "
+                "p(h | D) plugged into the heads"
+            ),
+        )
+    )
+    acc_rows = []
+    for n in ceil["n_eval"]:
+        row = {"n'": n}
+        for name, v in [("Bayes p(h|D)", ceil["bayes_acc"]["p(h|D)"])] + list(
+            ceil["sel_acc"].items()
+        ):
+            a = np.asarray(v[str(n)])
+            row[name] = f"{a.mean():.3f} +- {np.sqrt(a.mean() * (1 - a.mean()) / len(a)):.3f}"
+        for name, v in ceil["sel_tv_w"].items():
+            row[f"TV(w, p(h|D)): {name}"] = float(np.mean(v[str(n)]))
+        acc_rows.append(row)
+    display(
+        report.table(
+            acc_rows,
+            caption="top-component accuracy (the largest weight is the drawing component; "
+            "binomial SE) and the weights' TV to p(h | D); chance 1/9",
+        )
+    )
+    fig, axs = plt.subplots(1, len(ceil["n_eval"]), figsize=(5 * len(ceil["n_eval"]), 3.8))
+    for ax, n in zip(np.atleast_1d(axs), ceil["n_eval"], strict=True):
+        by = {r["model"]: r for r in rows_c if r["n'"] == n}
+        for prefix, style, label in (
+            ("single L=", "ks-", "single head (trained)"),
+            ("hand-set heads L=", "o--", "hand-set heads, exact weights"),
+        ):
+            pts = sorted(
+                (int(k[len(prefix) :].split(",")[0]), v)
+                for k, v in by.items()
+                if k.startswith(prefix) and (prefix != "single L=" or "," not in k)
+            )
+            if pts:
+                ax.errorbar(
+                    [p[0] for p in pts],
+                    [p[1]["tv"] for p in pts],
+                    [3 * p[1]["tv_se"] for p in pts],
+                    fmt=style,
+                    label=label,
+                    capsize=2,
+                )
+        for name, mk in (
+            ("multi-head L=8 trained heads, exact weights", "v"),
+            ("multi-head L=8 trained, own readout", "^"),
+        ):
+            if name in by:
+                ax.errorbar([8], [by[name]["tv"]], [3 * by[name]["tv_se"]], fmt=mk, label=name)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("depth L")
+        ax.set_title(f"n' = {n}")
+    np.atleast_1d(axs)[0].set_ylabel("E[TV] to the exact mixture PPD (+- 3 SE)")
+    np.atleast_1d(axs)[0].legend(fontsize=7)
+    fig.suptitle("The ceiling: exact component weights plugged into the heads")
+    report.save_figure(fig, "08_ceiling")
+    plt.show()
+    pairs = [(f"single L={L}", f"hand-set heads L={L}, exact weights") for L in (8, 16, 32)]
+    pairs += [
+        ("single L=8", "multi-head L=8 trained heads, exact weights"),
+        ("single L=8, 1600 steps (equal time)", "multi-head L=8 trained heads, exact weights"),
+    ]
+    r = msel.ceiling_claim(ceil, [p for p in pairs if p[0] in ceil["tv"] and p[1] in ceil["tv"]])
+    rec.add(r, variant=VARIANT + ", ceiling (exact weights)", measured=r.statement)
+
+# %% [markdown]
+# ### Positive control: two components far apart
+#
+# Lengthscale 0.4 against 1.2 at the same noise std 0.1 (d = 16): a working selector must pick the
+# drawing component in at least 95% of contexts. The statistics selector (trained on its own prior,
+# n in [64, 256]) and, beside it, the construction's own readout at L = 8 (hand-set heads, fitted
+# log-determinant).
+
+# %%
+ctrl = sel_docs["control"]
+if ctrl is None:
+    rec.pending(
+        "supp-tab:hierarchical-gp",
+        "positive control of the selector",
+        "reports/runs/supp_tab_hier_multihead_select/positive-control.json not committed",
+        variant=VARIANT,
+    )
+else:
+    display(
+        report.table(
+            [{"n'": int(n), **v} for n, v in ctrl["accuracy"].items()],
+            caption="accuracy: statistics selector; bayes: p(h | D); model_acc: the construction's "
+            "readout (L = 8); tv_w: E TV(selector weights, p(h | D))",
+        )
+    )
+    r = msel.control_claim(ctrl)
+    rec.add(r, variant=VARIANT + ", positive control", measured=r.statement)
+
+# %%
 display(rec.table())

@@ -114,9 +114,9 @@ def _doc(tv_single, tv_exact):
 
 def test_ceiling_claim_decides_on_paired_differences():
     low = _doc([0.30, 0.31, 0.29, 0.30], [0.10, 0.12, 0.11, 0.10])
-    assert ms.ceiling_claim(low, "single", ["exact"]).holds
+    assert ms.ceiling_claim(low, [("single", "exact")]).holds
     high = _doc([0.30, 0.31, 0.29, 0.30], [0.31, 0.30, 0.30, 0.32])
-    assert not ms.ceiling_claim(high, "single", ["exact"]).holds
+    assert not ms.ceiling_claim(high, [("single", "exact")]).holds
     merged = ms.merge_ceilings([low, dict(high, n_eval=[512], tv={
         "single": {"512": [0.3] * 4}, "exact": {"512": [0.2] * 4}})])  # fmt: skip
     assert merged["n_eval"] == [256, 512] and set(merged["tv"]["exact"]) == {"256", "512"}

@@ -117,15 +117,19 @@ def draw_contexts(task: TaskSpec, batch_size: int, n: int, generator: torch.Gene
     return X, Y, h
 
 
-def summary_stats(X: torch.Tensor, Y: torch.Tensor, bank=BANK) -> torch.Tensor:
+def summary_stats(X: torch.Tensor, Y: torch.Tensor, bank=BANK, variogram: bool = False):
     """Features ``(log s_0, t_b / m_b ..., log m_b ..., log n)`` of the module docstring, shape
-    ``(B, 2 len(bank) + 2)``.
+    ``(B, 2 len(bank) + 2)``; with ``variogram`` also ``v_b = Y^T D_b^{-1} (K_b - I) Y / n``
+    (``D_b`` the row sums of ``K_b - I``: one *normalised* attention layer, the kernel-smoothed
+    label at each point, then the linear summary head), ``(B, 3 len(bank) + 2)``;
+    ``s_0 - v_b`` is a kernel-weighted variogram.
 
     Parameters
     ----------
     X : Tensor (B, n, d); Y : Tensor (B, n), n >= 2
     bank : sequence of float
         Lengthscales ``ell_b > 0`` of the unit-amplitude RBF kernels.
+    variogram : bool
     """
     if X.ndim != 3 or Y.shape != X.shape[:2]:
         raise ValueError(f"X must be (B, n, d) and Y (B, n), got {tuple(X.shape)}, {Y.shape}")
@@ -138,16 +142,20 @@ def summary_stats(X: torch.Tensor, Y: torch.Tensor, bank=BANK) -> torch.Tensor:
     sq = torch.cdist(X, X).square()
     pairs = n * (n - 1)
     s0 = (Y * Y).sum(-1) / n
-    feats_t, feats_m = [], []
+    feats_t, feats_m, feats_v = [], [], []
     for ell in bank:
         K = torch.exp(-0.5 * sq / ell**2)
         K.diagonal(dim1=-2, dim2=-1).zero_()  # K_b - I
-        t = (Y * (K @ Y[..., None])[..., 0]).sum(-1) / pairs  # one attention layer + linear readout
-        m = K.sum((-2, -1)) / pairs
+        KY = (K @ Y[..., None])[..., 0]
+        t = (Y * KY).sum(-1) / pairs  # one attention layer + linear readout
+        rows = K.sum(-1)
+        m = rows.sum(-1) / pairs
         feats_t.append(t / m)
         feats_m.append(torch.log(m))
+        if variogram:
+            feats_v.append((Y * KY / rows).sum(-1) / n)
     logn = torch.full_like(s0, math.log(n))
-    return torch.stack([torch.log(s0), *feats_t, *feats_m, logn], -1)
+    return torch.stack([torch.log(s0), *feats_t, *feats_m, *feats_v, logn], -1)
 
 
 class StatSelector(nn.Module):
@@ -160,17 +168,20 @@ class StatSelector(nn.Module):
     bank : sequence of float
         The lengthscales of the features (``2 len(bank) + 2`` features).
     H, width : int
+    variogram : bool
+        Also the ``v_b`` features (:func:`summary_stats`).
     """
 
     mean: torch.Tensor
     std: torch.Tensor
 
-    def __init__(self, bank, H: int, width: int = 32):
+    def __init__(self, bank, H: int, width: int = 32, variogram: bool = False):
         super().__init__()
         self.bank = tuple(float(b) for b in bank)
         if not self.bank or min(self.bank) <= 0:
             raise ValueError(f"bank must hold positive lengthscales, got {bank}")
-        F = 2 * len(self.bank) + 2
+        self.variogram = bool(variogram)
+        F = (3 if self.variogram else 2) * len(self.bank) + 2
         H, width = positive_int(H, "H"), positive_int(width, "width")
         self.register_buffer("mean", torch.zeros(F, dtype=torch.float64))
         self.register_buffer("std", torch.ones(F, dtype=torch.float64))
@@ -184,6 +195,10 @@ class StatSelector(nn.Module):
         with torch.no_grad():
             self.mean.copy_(feats.mean(0))
             self.std.copy_(feats.std(0).clamp_min(1e-12))
+
+    def features(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+        """:func:`summary_stats` of the context with this selector's bank and options."""
+        return summary_stats(X, Y, self.bank, self.variogram)
 
     def forward(self, feats: torch.Tensor) -> torch.Tensor:
         """Log-weights ``log w_h`` (B, H), normalised."""
@@ -203,6 +218,7 @@ def train_selector(
     seed: int = 0,
     bank=BANK,
     width: int = 32,
+    variogram: bool = False,
 ) -> tuple[StatSelector, dict]:
     """Train a :class:`StatSelector` by the selection loss ``-log w_{h*}(D)``.
 
@@ -228,11 +244,11 @@ def train_selector(
         u = float(torch.rand((), generator=g, dtype=torch.float64))
         n = int(round(math.exp(math.log(lo) + u * (math.log(hi) - math.log(lo)))))
         X, Y, h = draw_contexts(task, chunk, n, g)
-        feats.append(summary_stats(X, Y, bank))
+        feats.append(summary_stats(X, Y, bank, variogram))
         labels.append(h)
     F, lab = torch.cat(feats)[:n_contexts], torch.cat(labels)[:n_contexts]
     t1 = time.process_time()
-    sel = StatSelector(bank, H, width)
+    sel = StatSelector(bank, H, width, variogram)
     sel.standardise(F)
     opt = torch.optim.Adam(sel.parameters(), lr=lr)
     losses = []
@@ -261,6 +277,7 @@ def train_selector(
         "seed": int(seed),
         "bank": [float(b) for b in bank],
         "width": width,
+        "variogram": bool(variogram),
         "chance_loss": float(np.log(H)),
     }
     return sel, log
