@@ -134,3 +134,17 @@ def test_control_claim_needs_every_n():
     assert not ms.control_claim(doc).holds
     doc["accuracy"]["256"]["acc"] = 0.97
     assert ms.control_claim(doc).holds
+
+
+def test_tv_and_coverage_claims():
+    doc = _doc([0.30, 0.31, 0.29, 0.30], [0.10, 0.12, 0.11, 0.10])
+    assert ms.tv_claim(doc, "exact", "single").holds
+    assert not ms.tv_claim(doc, "single", "exact").holds
+    with pytest.raises(ValueError, match="no rows"):
+        ms.tv_claim(doc, "missing", "single")
+    half = [1, 0] * 50  # 100 instances, coverage 0.5
+    doc["coverage"] = {"50": {"m": {"256": half}}, "90": {"m": {"256": [1] * 90 + [0] * 10}}}
+    assert ms.coverage_claim(doc, "m").holds
+    doc["coverage"]["90"]["m"]["256"] = [1] * 70 + [0] * 30  # 0.70: 6.7 SE below 0.9
+    r = ms.coverage_claim(doc, "m")
+    assert not r.holds and r.bound == 0.9

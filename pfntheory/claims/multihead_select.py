@@ -33,11 +33,15 @@ __all__ = [
     "merge_ceilings",
     "control_claim",
     "ceiling_claim",
+    "tv_claim",
+    "coverage_claim",
 ]
 
 LABEL = "supp-tab:hierarchical-gp"
 PAPER_NOTE = "beyond the paper (remark 'Extension to hierarchical GPs')"
 NKEY = "n'"
+#: Central-interval levels (percent) whose coverage :func:`ceiling` records.
+COVERAGE_LEVELS = (50, 90, 95)
 
 
 def with_depth(spec, L: int):
@@ -131,6 +135,7 @@ def ceiling(
         "tv": {},
         "sel_acc": {},
         "sel_tv_w": {},
+        "coverage": {str(lv): {} for lv in COVERAGE_LEVELS},
     }
     edges = bin_edges(interval[0], interval[1], mcfg.model.C)
 
@@ -145,12 +150,23 @@ def ceiling(
         h0n = h0.numpy()
         put("bayes_acc", "p(h|D)", n, (w.argmax(-1) == h0n).astype(float))
 
+        y = bt.y.double().numpy()
+
         def tv_of(probs, e=edges, w=w, mu_h=mu_h, tau_h=tau_h):
             return M.tv_mixture_histogram(w, mu_h, tau_h, e, probs, e[0], e[-1])
 
+        def row(name, probs, e=edges, n=n, y=y):
+            """TV and the central intervals' coverage indicators of one model's histograms."""
+            put("tv", name, n, tv_of(probs, e))
+            for lv in COVERAGE_LEVELS:
+                lo, hi = M.central_interval(e, probs, lv / 100)
+                doc["coverage"][str(lv)].setdefault(name, {})[str(n)] = [
+                    int(v) for v in (lo <= y) & (y <= hi)
+                ]
+
         for name, (m, cfg, iv, _) in models.items():
             e = bin_edges(iv[0], iv[1], cfg.model.C)
-            put("tv", name, n, tv_of(_forward_chunks(m, bt, chunk)[0], e))
+            row(name, _forward_chunks(m, bt, chunk)[0], e)
         log_exact = torch.log(bt.weights.clamp_min(1e-300))
         for name, (which, sel) in (selectors or {}).items():
             with torch.no_grad():
@@ -160,19 +176,19 @@ def ceiling(
             put("sel_tv_w", name, n, 0.5 * np.abs(ws - w).sum(-1))
             for L in which:
                 probs, _ = _forward_chunks(heads[L], bt, chunk, lw)
-                put("tv", f"{name}, heads {L}", n, tv_of(probs))
+                row(f"{name}, heads {L}", probs)
         if not baselines:
             continue
         probs, wl = _forward_chunks(heads["trained"], bt, chunk)
-        put("tv", "multi-head L=8 trained, own readout", n, tv_of(probs))
+        row("multi-head L=8 trained, own readout", probs)
         assert wl is not None
         put("sel_acc", "multi-head L=8 trained, own readout", n, (wl.argmax(-1) == h0n) * 1.0)
         put("sel_tv_w", "multi-head L=8 trained, own readout", n, 0.5 * np.abs(wl - w).sum(-1))
         probs, _ = _forward_chunks(heads["trained"], bt, chunk, log_exact)
-        put("tv", "multi-head L=8 trained heads, exact weights", n, tv_of(probs))
+        row("multi-head L=8 trained heads, exact weights", probs)
         for L in depths:
             probs, _ = _forward_chunks(heads[L], bt, chunk, log_exact)
-            put("tv", f"hand-set heads L={L}, exact weights", n, tv_of(probs))
+            row(f"hand-set heads L={L}, exact weights", probs)
     return doc
 
 
@@ -252,7 +268,7 @@ SELECTOR_FILE = "selector-table.json"
 
 def load_select(root=None) -> dict:
     """The committed documents of :data:`FOLDER` that exist: ``{"ceiling", "control",
-    "selector"}`` (each a dict, or None while missing)."""
+    "selector", "verdict"}`` (each a dict, or None while missing)."""
     from pathlib import Path
 
     from .. import runs as runfiles
@@ -261,7 +277,7 @@ def load_select(root=None) -> dict:
     base = Path(default_root() if root is None else root) / FOLDER
     out = {}
     for key, name in (("ceiling", CEILING_FILE), ("control", CONTROL_FILE),
-                      ("selector", SELECTOR_FILE)):  # fmt: skip
+                      ("selector", SELECTOR_FILE), ("verdict", VERDICT_FILE)):  # fmt: skip
         p = base / name
         out[key] = runfiles.load_json(p) if p.is_file() else None
     return out
@@ -283,6 +299,9 @@ def merge_ceilings(docs) -> dict:
         for key in ("bayes_acc", "tv", "sel_acc", "sel_tv_w"):
             for name, v in d[key].items():
                 out.setdefault(key, {}).setdefault(name, {}).update(v)
+        for lv, by in d.get("coverage", {}).items():
+            for name, v in by.items():
+                out.setdefault("coverage", {}).setdefault(lv, {}).setdefault(name, {}).update(v)
     return out
 
 
@@ -342,4 +361,52 @@ def ceiling_claim(doc: dict, pairs, z: float = 3.0) -> ClaimResult:
         tolerance=f"{z:g} SE of per-instance differences on the same draws (best: "
         f"{top['model']} vs {top['reference']} at n'={top[NKEY]})",
         details={"rows": rows, "beats": beats},
+    )
+
+
+VERDICT_FILE = "verdict-cpu.json"
+
+
+def tv_claim(doc: dict, model: str, reference: str, z: float = 3.0) -> ClaimResult:
+    """``model``'s E[TV] to the exact mixture PPD below ``reference``'s by more than ``z`` SE of
+    the per-instance differences (the same draws) at every n' of ``doc``."""
+    rows = [r for r in summarise_ceiling(doc, reference) if r["model"] == model]
+    if not rows:
+        raise ValueError(f"doc holds no rows of {model!r}")
+    worst = min(rows, key=lambda r: r["fall"] / max(r["fall_se"], 1e-12))
+    return ClaimResult(
+        key="multihead.select.tv_below_single",
+        label=LABEL,
+        statement=f"{model}: E[TV] below {reference}'s at every n' ({PAPER_NOTE})",
+        holds=all(r["fall"] > z * r["fall_se"] for r in rows),
+        observed=worst["fall"],
+        bound=z * worst["fall_se"],
+        tolerance=f"E[TV_single - TV_model] > {z:g} SE, paired over {doc['n_instances']} "
+        f"instances per n' (worst n'={worst[NKEY]})",
+        details={"rows": rows},
+    )
+
+
+def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = 3.0) -> ClaimResult:
+    """``model``'s central-interval coverage within ``z`` binomial SE of nominal at every n' and
+    level (SE ``sqrt(p (1 - p) / N)`` at the nominal ``p``)."""
+    rows, worst = [], (-1.0, 0, 0, 0.0)
+    for lv in int_tuple(levels, "levels"):
+        for n, v in doc["coverage"][str(lv)][model].items():
+            c, N = float(np.mean(v)), len(v)
+            se = float(np.sqrt(lv / 100 * (1 - lv / 100) / N))
+            k = abs(c - lv / 100) / se
+            rows.append({"level": lv, NKEY: int(n), "coverage": c, "se": se, "k": k, "N": N})
+            worst = max(worst, (k, lv, int(n), c))
+    return ClaimResult(
+        key="multihead.select.coverage",
+        label=LABEL,
+        statement=f"{model}: {'/'.join(map(str, levels))}% coverage within {z:g} binomial SE of "
+        f"nominal at every n' ({PAPER_NOTE})",
+        holds=worst[0] <= z,
+        observed=worst[3],
+        bound=worst[1] / 100,
+        tolerance=f"|coverage - nominal| <= {z:g} SE (worst: {worst[1]}% at n'={worst[2]}, "
+        f"{worst[0]:.1f} SE)",
+        details={"rows": rows},
     )
