@@ -29,6 +29,10 @@
 # 2. **Trained** (`pfntheory.nn.multihead.MixturePFN`, experiment `supp_tab_hier_multihead`, cpu
 #    scale): the multi-head model beside the single head at the same number of steps and at the
 #    same CPU time, and the exact mixture PPD, on the table's cells.
+# 3. **Selecting the component** (issue 38, `pfntheory.nn.selector`, `claims.multihead_select`):
+#    the ceiling (exact weights plugged into the heads at L = 8, 16, 32), the Bayes top-component
+#    accuracy, a selector from statistics one attention layer computes, a positive control, and
+#    the multi-head model that beats the single head (hand-set heads at L = 32 + the selector).
 #
 # Trained verdicts follow the rules of the trained claims (docs/verdicts.md). The page renders with
 # whatever runs are complete and says which are pending.

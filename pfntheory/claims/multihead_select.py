@@ -78,6 +78,7 @@ def ceiling(
     chunk: int = 32,
     dtype=None,
     baselines: bool = True,
+    exact_rows: bool = True,
 ) -> dict:
     """Per-instance TVs and top-component accuracies of the module docstring.
 
@@ -98,6 +99,9 @@ def ceiling(
     baselines : bool
         False: only the selectors' rows (and the Bayes accuracy), for a second pass on the same
         draws.
+    exact_rows : bool
+        False: without the multi-head rows (own readout, exact weights): the single heads and the
+        selectors only (a confirmation pass).
 
     Returns
     -------
@@ -177,7 +181,7 @@ def ceiling(
             for L in which:
                 probs, _ = _forward_chunks(heads[L], bt, chunk, lw)
                 row(f"{name}, heads {L}", probs)
-        if not baselines:
+        if not (baselines and exact_rows):
             continue
         probs, wl = _forward_chunks(heads["trained"], bt, chunk)
         row("multi-head L=8 trained, own readout", probs)
