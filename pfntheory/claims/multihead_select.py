@@ -124,7 +124,7 @@ def ceiling(
         models[name] = (m.to(dtype), cfg, tuple(met["interval"]), False)
     mm, mcfg, mmet = load_trained(multi)
     interval = tuple(mmet["interval"])
-    heads = {"trained": mm.to(dtype)}
+    heads: dict = {"trained": mm.to(dtype)}
     for L in int_tuple(depths, "depths"):
         heads[L] = build_model(with_depth(mcfg, L), interval, "cpu").to(dtype).eval()
     task = mcfg.task

@@ -70,7 +70,7 @@ def train_teacher_forced(spec: RunSpec, run_dir, interval, *, log_every: int = 5
     elementwise = spec.lr_units == "elementwise"
     if spec.lr_units not in ("elementwise", "absolute"):
         raise ValueError(f"lr_units {spec.lr_units!r} not supported here")
-    edges = torch.as_tensor(bin_edges(*interval, spec.model.C), dtype=torch.float64)
+    edges = torch.as_tensor(bin_edges(interval[0], interval[1], spec.model.C), dtype=torch.float64)
     opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: lr_factor(s, spec.steps, spec.warmup_frac, spec.min_lr_ratio)

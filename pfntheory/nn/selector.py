@@ -78,9 +78,9 @@ def sample_with_component(
     bt = sample_batch(task, B, n, generator, dtype=dtype, interval=interval)
     g = torch.Generator(device=generator.device)
     g.set_state(state)
-    kw = dict(generator=g, device=generator.device, dtype=torch.float64)
-    X_all = task.scale * torch.randn(B, n + 1, task.d, **kw)
-    torch.randn(B, n, **kw)  # z
+    dev, f64 = generator.device, torch.float64
+    X_all = task.scale * torch.randn(B, n + 1, task.d, generator=g, device=dev, dtype=f64)
+    torch.randn(B, n, generator=g, device=dev, dtype=f64)  # z
     h0 = torch.randint(H, (B,), generator=g, device=generator.device)
     if not torch.equal(X_all[:, :n].to(dtype), bt.X.to(generator.device)):
         raise RuntimeError("sample_with_component: sample_batch's draw order changed (covariates)")
@@ -99,12 +99,12 @@ def draw_contexts(task: TaskSpec, batch_size: int, n: int, generator: torch.Gene
     H = _check_hier(task)
     B, n = positive_int(batch_size, "batch_size"), positive_int(n, "n")
     kernels, noise_var = prior_components(task)
-    kw = dict(generator=generator, device=generator.device, dtype=torch.float64)
+    g, dev, f64 = generator, generator.device, torch.float64
     if task.covariates == "gaussian":
-        X = task.scale * torch.randn(B, n, task.d, **kw)
+        X = task.scale * torch.randn(B, n, task.d, generator=g, device=dev, dtype=f64)
     else:
-        X = task.scale * (2.0 * torch.rand(B, n, task.d, **kw) - 1.0)
-    z = torch.randn(B, n, **kw)
+        X = task.scale * (2.0 * torch.rand(B, n, task.d, generator=g, device=dev, dtype=f64) - 1.0)
+    z = torch.randn(B, n, generator=g, device=dev, dtype=f64)
     h = torch.randint(H, (B,), generator=generator, device=generator.device)
     Y = torch.empty(B, n, dtype=torch.float64, device=X.device)
     sq = torch.cdist(X, X).square()
