@@ -52,6 +52,7 @@ __all__ = [
     "readout_log_weights",
     "exact_log_weights",
     "model_ppd",
+    "selection_stats",
 ]
 
 
@@ -500,3 +501,53 @@ def model_ppd(out: MultiHeadOutput, log_weights) -> MixturePPD:
     w = np.exp(lw)
     w = w / w.sum(-1, keepdims=True)
     return MixturePPD(weights=w, mu=out.mu[..., None], tau=out.tau[..., None])
+
+
+def selection_stats(X, Y, x_query, bank, *, scale_error: float = 1.0, keep_diagonal=False):
+    """The selector's statistics by attention on the tokens ``[x; y; u_b]`` (docs/multihead.md,
+    "Selectors"; :func:`pfntheory.nn.selector.summary_stats` is the batched closed form).
+
+    Per lengthscale ``ell_b``: one unnormalised RBF attention layer, ``K = Q = diag(1/ell_b)`` on
+    the ``x`` rows, value ``y -> u_b``, mask ``M_ij = 1{i <= n, j <= n, i != j}`` plus the query
+    column: ``u_{b,j} = sum_{i != j} kappa_b(x_i, x_j) y_i`` at the context tokens and, with
+    value ``1``, ``c_{b,j} = sum_{i != j} kappa_b(x_i, x_j)``; then linear summary heads at the
+    query (key ``u_{b,i}`` or ``c_{b,i}``, value ``y_i`` or ``1``, query 1) give
+    ``t_b = Y^T (K_b - I) Y / (n (n - 1))`` and ``m_b = 1^T (K_b - I) 1 / (n (n - 1))``; and
+    ``s_0 = Y^T Y / n`` (key and value ``y_i``).
+
+    Parameters
+    ----------
+    X : ndarray (n, d), n >= 2; Y : ndarray (n,); x_query : ndarray (d,)
+    bank : sequence of float
+    scale_error, keep_diagonal
+        Fault injections: ``K = Q = diag(scale_error / ell_b)``, and the mask's diagonal kept.
+
+    Returns
+    -------
+    dict: ``{"s0": float, "t": ndarray (B,), "m": ndarray (B,)}``
+    """
+    Z = con.build_Z0(X, Y, x_query)
+    d, n = Z.shape[0] - 4, Z.shape[1] - 1
+    if n < 2:
+        raise ValueError(f"selection_stats needs n >= 2 context points, got {n}")
+    bank = positive_array(bank, "bank", ndim=1)
+    idx = np.arange(n + 1)
+    M = ((idx[:, None] < n) & (idx[None, :] < n)).astype(float)  # keys and queries: the context
+    if not keep_diagonal:
+        M[idx, idx] = 0.0
+    y, xs = Z[d], Z[:d]
+    yc = np.where(idx < n, y, 0.0)  # value y_i at the context keys (0 at the query)
+    one = (idx < n).astype(float)
+    q = np.zeros(n + 1)
+    q[n] = 1.0  # Q z_{n+1} = 1 (the query's y row), 0 at the context
+    pairs = n * (n - 1)
+    t, m = [], []
+    for ell in bank:
+        sc = np.full((d, 1), float(scale_error) / ell)
+        A = con.attention_scores(sc * xs, sc * xs, "rbf") * M  # (n+1, n+1): keys i, queries j
+        u, c = yc @ A, one @ A  # u_{b,j}, c_{b,j}: the attention layer's outputs
+        # linear summary head at the query: sum_i (V z_i) (K z_i)^T (Q z_{n+1})
+        t.append(float(np.sum(yc * con.attention_scores(u[None], q[None], "linear")[:, n])))
+        m.append(float(np.sum(one * con.attention_scores(c[None], q[None], "linear")[:, n])))
+    s0 = float(np.sum(yc * con.attention_scores(yc[None], q[None], "linear")[:, n])) / n
+    return {"s0": s0, "t": np.asarray(t) / pairs, "m": np.asarray(m) / pairs}

@@ -189,11 +189,23 @@ class MixturePFN(nn.Module):
         q = self.q_scale[hs] * (Yc * (Yc - F[:, :n])).sum(1)  # beta_h sum_i y_i (y_i - f_{h,i})
         return mu, tau, q, log_det_D
 
-    def forward(self, X, Y, xq, *, check: bool = True) -> MixtureOutput:
+    def forward(self, X, Y, xq, log_weights=None, *, check: bool = True) -> MixtureOutput:
         """Same arguments as :meth:`pfntheory.nn.model.PFNTransformer.forward`; returns
         :class:`MixtureOutput` (``logits`` (B, C) of the mixture of the heads' bar
-        distributions)."""
+        distributions). ``log_weights`` (B, H), optional: mixture log-weights that replace the
+        readout's (an external selector, or the exact ``log p(h | D)`` of the ceiling; normalised
+        here)."""
         X, Y, xq = self._check_inputs(X, Y, xq, check)
+        if log_weights is not None:
+            if not isinstance(log_weights, torch.Tensor):
+                raise ArgumentTypeError(
+                    f"log_weights must be a Tensor, got {type(log_weights).__name__}"
+                )
+            if log_weights.shape != (X.shape[0], self.H):
+                raise ValueError(
+                    f"log_weights must have shape {(X.shape[0], self.H)}, "
+                    f"got {tuple(log_weights.shape)}"
+                )
         B, n, _ = X.shape
         xa = torch.cat([X, xq.unsqueeze(1)], 1)  # (B, n+1, d)
         mu_h = xa.new_empty(B, self.H)
@@ -206,6 +218,8 @@ class MixturePFN(nn.Module):
             )
             mu_h[:, hs], tau_h[:, hs] = mu, tau
             logit_w[:, hs] = self.log_prior[hs] - 0.5 * q - phi @ self.ld_coef[hs].T
+        if log_weights is not None:
+            logit_w = log_weights.to(logit_w.dtype)
         log_w = torch.log_softmax(logit_w, -1)  # (B, H)
         edges = self.edges.to(xa.dtype)
         xi = 0.5 * (edges[1:] + edges[:-1])

@@ -1,0 +1,416 @@
+"""The selection ceiling and the selectors of the multi-head model (issue 38, beyond the paper).
+
+* :func:`ceiling`: on the same prior draws as :func:`pfntheory.claims.multihead_trained.paired_tv`
+  (seed and instance count: the draws of ``paired-tv-cpu.json`` are reproduced), per n' of
+  supp-tab:hierarchical-gp: the Bayes top-component accuracy of ``p(h | D)`` (how often its largest
+  weight is the component the prior drew), and the per-instance TV to the exact mixture PPD of
+  (a) the single heads of supp_tab_hier (L = 8, 16, 32), (b) the trained multi-head model's heads
+  with its own readout and with the exact weights plugged in, (c) the hand-set heads of the
+  construction at L = 8, 16, 32 (the trained model's initialisation at that depth) with the exact
+  weights, and (d) any selector: heads with the selector's weights. (b)-(c) with exact weights
+  bound what any selector can gain with those heads.
+* :func:`selector_accuracy`: a selector's top-component accuracy and ``TV(w, p(h | D))`` against
+  the Bayes accuracy, on contexts with their exact weights (also the positive control's check).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .. import metrics as M
+from .._checks import int_tuple, positive_int, seed_int
+from ..stats import mean_se
+from . import ClaimResult
+
+__all__ = [
+    "ceiling",
+    "summarise_ceiling",
+    "selector_accuracy",
+    "with_depth",
+    "load_select",
+    "merge_ceilings",
+    "control_claim",
+    "ceiling_claim",
+    "tv_claim",
+    "coverage_claim",
+]
+
+LABEL = "supp-tab:hierarchical-gp"
+PAPER_NOTE = "beyond the paper (remark 'Extension to hierarchical GPs')"
+NKEY = "n'"
+#: Central-interval levels (percent) whose coverage :func:`ceiling` records.
+COVERAGE_LEVELS = (50, 90, 95)
+
+
+def with_depth(spec, L: int):
+    """The run spec ``spec`` with the model's depth replaced by ``L`` (hand-set heads at ``L``)."""
+    return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=positive_int(L, "L")))
+
+
+def _forward_chunks(model, bt, chunk: int, log_weights=None):
+    import torch
+
+    probs, weights = [], []
+    with torch.no_grad():
+        for i in range(0, bt.X.shape[0], chunk):
+            sl = slice(i, i + chunk)
+            if log_weights is None:
+                out = model(bt.X[sl], bt.Y[sl], bt.xq[sl])
+            else:
+                out = model(bt.X[sl], bt.Y[sl], bt.xq[sl], log_weights=log_weights[sl])
+            probs.append(torch.softmax(out.logits.double(), -1))
+            if getattr(out, "weights", None) is not None:
+                weights.append(out.weights.double())
+    return torch.cat(probs).numpy(), (torch.cat(weights).numpy() if weights else None)
+
+
+def ceiling(
+    singles: dict,
+    multi,
+    *,
+    depths=(8, 16, 32),
+    selectors: dict | None = None,
+    n_eval=(256, 512, 1024),
+    n_instances: int = 256,
+    seed: int = 4242,
+    chunk: int = 32,
+    dtype=None,
+    baselines: bool = True,
+    exact_rows: bool = True,
+) -> dict:
+    """Per-instance TVs and top-component accuracies of the module docstring.
+
+    Parameters
+    ----------
+    singles : dict name -> run directory
+        Single-head runs (their own output).
+    multi : run directory
+        The trained multi-head run (its heads; readout own and exact; and its spec gives the
+        hand-set heads at each of ``depths``).
+    selectors : dict name -> (heads, selector), optional
+        ``heads``: a sequence of ``"trained"`` (the multi-head run's heads) and depths ``L`` of
+        ``depths`` (hand-set heads); ``selector``: a :class:`~pfntheory.nn.selector.StatSelector`.
+    n_eval, n_instances, seed
+        The draws: ``sample_batch`` with generator seed ``seed * 100_003 + n`` (as ``paired_tv``).
+    dtype : torch dtype, optional
+        Of the models and inputs (default float64; the oracle moments are float64 either way).
+    baselines : bool
+        False: only the selectors' rows (and the Bayes accuracy), for a second pass on the same
+        draws.
+    exact_rows : bool
+        False: without the multi-head rows (own readout, exact weights): the single heads and the
+        selectors only (a confirmation pass).
+
+    Returns
+    -------
+    dict (JSON-able): ``{"n_eval", "n_instances", "seed", "bayes_acc": {n: [per-instance 0/1]},
+    "tv": {name: {n: [...]}}, "sel_acc": {name: {n: [...]}}, "sel_tv_w": {name: {n: [...]}}}``.
+    """
+    import torch
+
+    from ..discretize import bin_edges
+    from ..nn.selector import sample_with_component
+    from ..nn.state import build_model, load_trained
+
+    n_eval = int_tuple(n_eval, "n_eval")
+    n_instances = positive_int(n_instances, "n_instances", minimum=2)
+    seed = seed_int(seed, "seed")
+    dtype = torch.float64 if dtype is None else dtype
+    models = {}
+    for name, rd in (singles if baselines else {}).items():
+        m, cfg, met = load_trained(rd)
+        models[name] = (m.to(dtype), cfg, tuple(met["interval"]), False)
+    mm, mcfg, mmet = load_trained(multi)
+    interval = tuple(mmet["interval"])
+    heads: dict = {"trained": mm.to(dtype)}
+    for L in int_tuple(depths, "depths"):
+        heads[L] = build_model(with_depth(mcfg, L), interval, "cpu").to(dtype).eval()
+    task = mcfg.task
+    doc: dict = {
+        "n_eval": list(n_eval),
+        "n_instances": n_instances,
+        "seed": seed,
+        "dtype": str(dtype).removeprefix("torch."),
+        "multi_run": str(multi),
+        "single_runs": {k: str(v) for k, v in singles.items()},
+        "bayes_acc": {},
+        "tv": {},
+        "sel_acc": {},
+        "sel_tv_w": {},
+        "coverage": {str(lv): {} for lv in COVERAGE_LEVELS},
+    }
+    edges = bin_edges(interval[0], interval[1], mcfg.model.C)
+
+    def put(key, name, n, vals):
+        doc[key].setdefault(name, {})[str(n)] = [float(f"{v:.6g}") for v in vals]
+
+    for n in n_eval:
+        g = torch.Generator().manual_seed(seed * 100_003 + n)
+        bt, h0 = sample_with_component(task, n_instances, n, g, dtype=dtype, interval=interval)
+        assert bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None
+        w, mu_h, tau_h = bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy()
+        h0n = h0.numpy()
+        put("bayes_acc", "p(h|D)", n, (w.argmax(-1) == h0n).astype(float))
+
+        y = bt.y.double().numpy()
+
+        def tv_of(probs, e=edges, w=w, mu_h=mu_h, tau_h=tau_h):
+            return M.tv_mixture_histogram(w, mu_h, tau_h, e, probs, e[0], e[-1])
+
+        def row(name, probs, e=edges, n=n, y=y):
+            """TV and the central intervals' coverage indicators of one model's histograms."""
+            put("tv", name, n, tv_of(probs, e))
+            for lv in COVERAGE_LEVELS:
+                lo, hi = M.central_interval(e, probs, lv / 100)
+                doc["coverage"][str(lv)].setdefault(name, {})[str(n)] = [
+                    int(v) for v in (lo <= y) & (y <= hi)
+                ]
+
+        for name, (m, cfg, iv, _) in models.items():
+            e = bin_edges(iv[0], iv[1], cfg.model.C)
+            row(name, _forward_chunks(m, bt, chunk)[0], e)
+        log_exact = torch.log(bt.weights.clamp_min(1e-300))
+        for name, (which, sel) in (selectors or {}).items():
+            with torch.no_grad():
+                lw = sel(sel.features(bt.X.double(), bt.Y.double()))
+            ws = lw.exp().numpy()
+            put("sel_acc", name, n, (ws.argmax(-1) == h0n) * 1.0)
+            put("sel_tv_w", name, n, 0.5 * np.abs(ws - w).sum(-1))
+            for L in which:
+                probs, _ = _forward_chunks(heads[L], bt, chunk, lw)
+                row(f"{name}, heads {L}", probs)
+        if not (baselines and exact_rows):
+            continue
+        probs, wl = _forward_chunks(heads["trained"], bt, chunk)
+        row("multi-head L=8 trained, own readout", probs)
+        assert wl is not None
+        put("sel_acc", "multi-head L=8 trained, own readout", n, (wl.argmax(-1) == h0n) * 1.0)
+        put("sel_tv_w", "multi-head L=8 trained, own readout", n, 0.5 * np.abs(wl - w).sum(-1))
+        probs, _ = _forward_chunks(heads["trained"], bt, chunk, log_exact)
+        row("multi-head L=8 trained heads, exact weights", probs)
+        for L in depths:
+            probs, _ = _forward_chunks(heads[L], bt, chunk, log_exact)
+            row(f"hand-set heads L={L}, exact weights", probs)
+    return doc
+
+
+def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
+    """Rows per (n', model): E[TV] with SE, and the paired fall ``TV_reference - TV_model`` with its
+    SE (per-instance differences on the same draws)."""
+    rows = []
+    for n in doc["n_eval"]:
+        ref = np.asarray(doc["tv"][reference][str(n)])
+        for name, v in doc["tv"].items():
+            t = np.asarray(v[str(n)])
+            m, se = mean_se(t)
+            f, fse = mean_se(ref - t)
+            rows.append({"n'": n, "model": name, "tv": m, "tv_se": se, "fall": f, "fall_se": fse})
+    return rows
+
+
+def selector_accuracy(task, selector, n_eval, n_instances: int, seed: int, model=None) -> dict:
+    """Top-component accuracy of ``selector`` and of ``p(h | D)`` (Bayes) on ``n_instances``
+    prior draws per n' (``sample_with_component``), and ``E TV(w_selector, p(h | D))``; with
+    ``model`` (a :class:`~pfntheory.nn.multihead.MixturePFN` of ``task``) also its own readout's
+    accuracy (``"model_acc"``, ``"model_tv_w"``).
+
+    Returns
+    -------
+    dict: ``{n: {"acc", "acc_se", "bayes", "bayes_se", "tv_w", "tv_w_se", ...}}`` (binomial SEs).
+    """
+    import torch
+
+    from ..nn.selector import sample_with_component
+
+    out = {}
+    for n in int_tuple(n_eval, "n_eval"):
+        g = torch.Generator().manual_seed(seed_int(seed, "seed") * 100_003 + n)
+        bt, h0 = sample_with_component(task, positive_int(n_instances, "n_instances"), n, g)
+        assert bt.weights is not None
+        w = bt.weights.numpy()
+        with torch.no_grad():
+            ws = selector(selector.features(bt.X, bt.Y)).exp().numpy()
+        a = (ws.argmax(-1) == h0.numpy()) * 1.0
+        b = (w.argmax(-1) == h0.numpy()) * 1.0
+        tw = 0.5 * np.abs(ws - w).sum(-1)
+        out[n] = _binomial("model_acc", None) if model is None else {}
+        if model is not None:
+            with torch.no_grad():
+                wm = model(bt.X.to(torch.float64), bt.Y, bt.xq).weights.numpy()
+            out[n] = {
+                **_binomial("model_acc", (wm.argmax(-1) == h0.numpy()) * 1.0),
+                "model_tv_w": mean_se(0.5 * np.abs(wm - w).sum(-1))[0],
+            }
+        out[n] |= {
+            "n_instances": len(a),
+            "acc": float(a.mean()),
+            "acc_se": float(np.sqrt(a.mean() * (1 - a.mean()) / len(a))),
+            "bayes": float(b.mean()),
+            "bayes_se": float(np.sqrt(b.mean() * (1 - b.mean()) / len(b))),
+            "tv_w": mean_se(tw)[0],
+            "tv_w_se": mean_se(tw)[1],
+        }
+    return out
+
+
+def _binomial(key: str, x) -> dict:
+    """``{key: mean, key_se: binomial SE}`` of 0/1 outcomes ``x`` (empty for None)."""
+    if x is None:
+        return {}
+    p = float(np.mean(x))
+    return {key: p, key + "_se": float(np.sqrt(p * (1 - p) / len(x)))}
+
+
+#: The folder of the selection results under the runs root (JSON documents of this module).
+FOLDER = "supp_tab_hier_multihead_select"
+CEILING_FILE = "ceiling-cpu.json"
+CONTROL_FILE = "positive-control.json"
+SELECTOR_FILE = "selector-table.json"
+
+
+def load_select(root=None) -> dict:
+    """The committed documents of :data:`FOLDER` that exist: ``{"ceiling", "control",
+    "selector", "verdict"}`` (each a dict, or None while missing)."""
+    from pathlib import Path
+
+    from .. import runs as runfiles
+    from ..experiments.state import default_root
+
+    base = Path(default_root() if root is None else root) / FOLDER
+    out = {}
+    for key, name in (("ceiling", CEILING_FILE), ("control", CONTROL_FILE),
+                      ("selector", SELECTOR_FILE), ("verdict", VERDICT_FILE)):  # fmt: skip
+        p = base / name
+        out[key] = runfiles.load_json(p) if p.is_file() else None
+    return out
+
+
+def merge_ceilings(docs) -> dict:
+    """One :func:`ceiling` document from several (one per n', possibly with different instance
+    counts): ``n_instances`` becomes a per-n' dict."""
+    docs = list(docs)
+    if not docs:
+        raise ValueError("docs must hold at least one ceiling document")
+    out = {k: docs[0][k] for k in ("seed", "multi_run", "single_runs")}
+    out["n_eval"], out["n_instances"], out["cpu_s"] = [], {}, 0.0
+    for d in docs:
+        for n in d["n_eval"]:
+            out["n_eval"].append(n)
+            out["n_instances"][str(n)] = d["n_instances"]
+        out["cpu_s"] += float(d.get("cpu_s", 0.0))
+        for key in ("bayes_acc", "tv", "sel_acc", "sel_tv_w"):
+            for name, v in d[key].items():
+                out.setdefault(key, {}).setdefault(name, {}).update(v)
+        for lv, by in d.get("coverage", {}).items():
+            for name, v in by.items():
+                out.setdefault("coverage", {}).setdefault(lv, {}).setdefault(name, {}).update(v)
+    return out
+
+
+def control_claim(doc: dict, level: float = 0.95) -> ClaimResult:
+    """The positive control: the selector's top component is the drawing one in at least
+    ``level`` of the contexts at every n' (two components far apart)."""
+    acc = doc["accuracy"]
+    worst = min(acc, key=lambda n: acc[n]["acc"])
+    a = acc[worst]
+    return ClaimResult(
+        key="multihead.select.positive_control",
+        label=LABEL,
+        statement=(
+            f"positive control (lengthscale {doc['task']['hier_lengthscales']}, noise std "
+            f"{doc['task']['hier_noise_stds']}): the statistics selector picks the drawing "
+            f"component in >= {level:.0%} of contexts at every n' ({PAPER_NOTE})"
+        ),
+        holds=bool(all(v["acc"] >= level for v in acc.values())),
+        observed=a["acc"],
+        bound=level,
+        tolerance=f"point estimate against {level:.0%}; binomial SE {a['acc_se']:.3g} over "
+        f"{a['n_instances']} contexts (worst n'={worst})",
+        details={"accuracy": acc},
+    )
+
+
+def ceiling_claim(doc: dict, pairs, z: float = 3.0) -> ClaimResult:
+    """Whether any ``(reference, candidate)`` of ``pairs`` (a single head; exact weights plugged
+    into given heads) has the candidate's E[TV] below the reference's by more than ``z`` paired SE
+    at every n'. If none does, no selector can beat those single heads with those heads: the
+    selector's gain is bounded by the ceiling's."""
+    pairs = [(str(a), str(b)) for a, b in pairs]
+    if not pairs:
+        raise ValueError("pairs must hold at least one (reference, candidate) pair")
+    rows, beats = [], {}
+    for ref, cand in pairs:
+        ok = True
+        for r in summarise_ceiling(doc, ref):
+            if r["model"] != cand:
+                continue
+            r = dict(r, reference=ref)
+            rows.append(r)
+            ok = ok and r["fall"] > z * r["fall_se"]
+        beats[f"{cand} vs {ref}"] = ok
+    top = max(rows, key=lambda r: r["fall"] / max(r["fall_se"], 1e-12))
+    return ClaimResult(
+        key="multihead.select.ceiling",
+        label=LABEL,
+        statement=(
+            f"with the exact weights p(h|D) plugged in, some heads beat a single head by > {z:g} "
+            f"paired SE in E[TV] at every n' (else no selector can with these heads; "
+            f"{PAPER_NOTE})"
+        ),
+        holds=any(beats.values()),
+        observed=top["fall"],
+        bound=z * top["fall_se"],
+        tolerance=f"{z:g} SE of per-instance differences on the same draws (best: "
+        f"{top['model']} vs {top['reference']} at n'={top[NKEY]})",
+        details={"rows": rows, "beats": beats},
+    )
+
+
+VERDICT_FILE = "verdict-cpu.json"
+
+
+def tv_claim(doc: dict, model: str, reference: str, z: float = 3.0) -> ClaimResult:
+    """``model``'s E[TV] to the exact mixture PPD below ``reference``'s by more than ``z`` SE of
+    the per-instance differences (the same draws) at every n' of ``doc``."""
+    rows = [r for r in summarise_ceiling(doc, reference) if r["model"] == model]
+    if not rows:
+        raise ValueError(f"doc holds no rows of {model!r}")
+    worst = min(rows, key=lambda r: r["fall"] / max(r["fall_se"], 1e-12))
+    return ClaimResult(
+        key="multihead.select.tv_below_single",
+        label=LABEL,
+        statement=f"{model}: E[TV] below {reference}'s at every n' ({PAPER_NOTE})",
+        holds=all(r["fall"] > z * r["fall_se"] for r in rows),
+        observed=worst["fall"],
+        bound=z * worst["fall_se"],
+        tolerance=f"E[TV_single - TV_model] > {z:g} SE, paired over {doc['n_instances']} "
+        f"instances per n' (worst n'={worst[NKEY]})",
+        details={"rows": rows},
+    )
+
+
+def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = 3.0) -> ClaimResult:
+    """``model``'s central-interval coverage within ``z`` binomial SE of nominal at every n' and
+    level (SE ``sqrt(p (1 - p) / N)`` at the nominal ``p``)."""
+    rows, worst = [], (-1.0, 0, 0, 0.0)
+    for lv in int_tuple(levels, "levels"):
+        for n, v in doc["coverage"][str(lv)][model].items():
+            c, N = float(np.mean(v)), len(v)
+            se = float(np.sqrt(lv / 100 * (1 - lv / 100) / N))
+            k = abs(c - lv / 100) / se
+            rows.append({"level": lv, NKEY: int(n), "coverage": c, "se": se, "k": k, "N": N})
+            worst = max(worst, (k, lv, int(n), c))
+    return ClaimResult(
+        key="multihead.select.coverage",
+        label=LABEL,
+        statement=f"{model}: {'/'.join(map(str, levels))}% coverage within {z:g} binomial SE of "
+        f"nominal at every n' ({PAPER_NOTE})",
+        holds=worst[0] <= z,
+        observed=worst[3],
+        bound=worst[1] / 100,
+        tolerance=f"|coverage - nominal| <= {z:g} SE (worst: {worst[1]}% at n'={worst[2]}, "
+        f"{worst[0]:.1f} SE)",
+        details={"rows": rows},
+    )
