@@ -142,7 +142,7 @@ SKIP_MODULES: dict[str, str] = {
 
 #: Single callables skipped, with the reason.
 SKIP: dict[str, str] = {
-    "pfntheory.multihead.selection_stats": "selector statistics: see tests/test_multihead_select.py",
+    "pfntheory.multihead.selection_stats": "selector statistics: tests/test_multihead_select.py",
     # exceptions and containers of results (built by the library from checked values)
     "pfntheory.runs.CorruptFileError": "exception class",
     "pfntheory.report.rows.finite_or_none": "a serialiser whose job is to map every non-number "
