@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from .. import latent, runs
-from .._checks import positive_int, positive_scalar
+from .._checks import int_tuple, positive_int, positive_scalar, probability, seed_int
 from ..config import LEARNING_CURVE_FILE
 from .train import lr_factor, step_generator
 
@@ -101,6 +101,14 @@ class LatentRunSpec:
             positive_int(getattr(self, name), name)
         positive_int(self.curve_instances, "curve_instances", minimum=3)
         positive_scalar(self.lr, "lr")
+        positive_scalar(self.clip_norm, "clip_norm")
+        probability(self.warmup_frac, "warmup_frac", open_low=False)
+        probability(self.min_lr_ratio, "min_lr_ratio", open_low=False, open_high=False)
+        seed_int(self.seed, "seed")
+        seed_int(self.curve_seed, "curve_seed")
+        int_tuple(self.curve_n_eval, "curve_n_eval")
+        if not isinstance(self.task, LatentTask):
+            raise TypeError(f"task must be a LatentTask, got {type(self.task).__name__}")
 
     def name(self) -> str:
         return f"gpc-d{self.task.d}-L{self.L}-w{self.width}-s{self.steps}-seed{self.seed}"
