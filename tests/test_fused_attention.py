@@ -199,9 +199,11 @@ def test_stack_parity_with_eager(built, shape, normalised, score):
     """The fused stack against the eager per-layer loop (solver.solver_layers without the fused
     operator): H and the gradients wrt scales, R, V, S. float64 fused = eager to 1e-10; float32
     fused within 2e-4 of the float64 eager reference and no further from it than 4x the float32
-    eager loop's own error (plus 1e-6). 2e-4: the float32 eager loop reaches 5.4e-5 here (the d=16
+    eager loop's own error (plus 1e-5). 2e-4: the float32 eager loop reaches 5.4e-5 here (the d=16
     scale gradient, a sum of cancelling terms), and the fused loop keeps its sums in float32 in
-    another order."""
+    another order. 1e-5: about 100 float32 unit round-offs (6e-8 each), the order of a sum of
+    n L ~ 100 terms; with 1e-6 the rule failed on one machine's instruction set (dV of B2 n37 d16
+    L3, normalised rbf: 3.05e-6 against 4 x 4.8e-7 + 1e-6) while passing on another."""
     ref = _stack_run(False, *_stack_case(*shape, torch.float64, score), score, normalised)
     f64 = _stack_run(True, *_stack_case(*shape, torch.float64, score), score, normalised)
     f32 = _stack_run(True, *_stack_case(*shape, torch.float32, score), score, normalised)
@@ -212,7 +214,7 @@ def test_stack_parity_with_eager(built, shape, normalised, score):
         assert a.dtype == torch.float64 and b.dtype == torch.float32, name
         assert _rel(a, r) < 1e-10, name
         assert _rel(b, r) < 2e-4, (name, _rel(b, r), _rel(c, r))
-        assert _rel(b, r) <= 4 * _rel(c, r) + 1e-6, (name, _rel(b, r), _rel(c, r))
+        assert _rel(b, r) <= 4 * _rel(c, r) + 1e-5, (name, _rel(b, r), _rel(c, r))
 
 
 @pytest.mark.parametrize("score", ["rbf", "softmax"])
