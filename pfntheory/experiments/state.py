@@ -117,8 +117,8 @@ def is_trained(run_dir: Path, spec: RunSpec) -> bool:
         return False  # a weight-averaged run ships its last iterate too
     # the one artefact check of a finished run (as training's): finite weights in both weight
     # files, curves in range and ending at the run's steps, a checkpoint within its steps
-    problems = runfiles.check_artefacts(run_dir)
-    return _weights_readable(w) and not problems
+    # (the torch-free zip check first: a corrupt archive needs no torch loads)
+    return _weights_readable(w) and not runfiles.check_artefacts(run_dir)
 
 
 def is_complete(spec, run_dir) -> bool:

@@ -13,7 +13,7 @@ their grids over hours, so this page reads whatever runs are complete
 - :func:`exp1_slice_claims` -- the fig:exp1 claims ("E[TV] falls with L at the largest C", "... with
   C at the largest L") decided on the cells of the slice that are present, gated by convergence
   exactly as :func:`pfntheory.claims.trained.check_exp1` is; on a complete grid they are its claims;
-- :func:`plot_exp1_heatmaps`, :func:`plot_exp1_slices`, :func:`plot_progress`,
+- :func:`plot_exp1_heatmaps`, :func:`plot_progress`,
   :func:`plot_tv_against_n` -- the page's figures;
 - the tables: :mod:`pfntheory.report.cpu_tables`.
 
@@ -43,7 +43,6 @@ __all__ = [
     "SliceClaim",
     "exp1_slice_claims",
     "plot_exp1_heatmaps",
-    "plot_exp1_slices",
     "plot_plateau_intervals",
     "STATE_COLOURS",
     "plot_progress",
@@ -368,52 +367,6 @@ def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set(xlabel="fitted fall / tolerance (90% CI)", title=p.title)
     return [Line2D([], [], color=c, lw=2, label=w) for w, c in STATE_COLOURS.items()]
-
-
-def plot_exp1_slices(ax_L, ax_C, panels: Sequence[Exp1Panel]) -> None:
-    """The two slices the paper plots: E[TV] (±2 SE) against L at each panel's largest declared C on
-    ``ax_L``, against C at its largest declared L on ``ax_C``; one line per panel, log-log; only the
-    cells present."""
-    from .plots import log_axis
-
-    for j, p in enumerate(panels):
-        H, S = p.grid()
-        colour = f"C{j}"
-        for ax, x, y, s in (
-            (ax_L, np.array(p.L), H[:, -1], S[:, -1]),
-            (ax_C, np.array(p.C), H[-1, :], S[-1, :]),
-        ):
-            ok = np.isfinite(y)
-            if ok.any():
-                ax.errorbar(
-                    x[ok],
-                    y[ok],
-                    yerr=2 * s[ok],
-                    fmt="o-",
-                    ms=4,
-                    capsize=2,
-                    color=colour,
-                    label=p.title,
-                )
-    for ax, axis, at, ticks in (
-        (ax_L, "depth L", "C", panels[0].L if panels else ()),
-        (ax_C, "bins C", "L", panels[0].C if panels else ()),
-    ):
-        fixed = (panels[0].C[-1] if at == "C" else panels[0].L[-1]) if panels else "?"
-        ax.set(xlabel=axis, ylabel="E[TV] (±2 SE)", title=f"{at} = {fixed}, varying {axis[-1]}")
-        if ax.lines:
-            log_axis(ax, "xy")
-            ax.set_xticks(list(ticks), [str(t) for t in ticks])
-            ax.legend(fontsize=7)
-        else:
-            ax.text(
-                0.5,
-                0.5,
-                "no cell of this slice on disk yet",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-            )
 
 
 def plot_progress(ax, counts: dict[str, tuple[int, int]]) -> None:

@@ -105,11 +105,10 @@ def _doubling_states(runs: Sequence[LoadedRun]) -> dict[str, str]:
         return {}
     from ..claims.gating import doubling_statuses
 
-    out = {}
-    for name, st in doubling_statuses(runs).items():
-        state = st["state"] if isinstance(st, dict) else getattr(st, "state", str(st))
-        out[name] = "no doubling" if state == "no half-budget run" else str(state)
-    return out
+    return {
+        name: "no doubling" if st["state"] == "no half-budget run" else str(st["state"])
+        for name, st in doubling_statuses(runs).items()
+    }
 
 
 #: The paper's three panels (fig:exp2-2): metric key, exact-PPD key, axis label.
