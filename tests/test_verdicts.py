@@ -208,7 +208,8 @@ def test_the_scan_catches_contradictions():
 def _committed_decisions():
     """The gate's decision of every trained row re-derived from the committed runs by the claim
     functions the report calls: the case studies' budget pairs, the two tables, fig:exp1's budget
-    grid (its 2S runs by budget doubling) and the multi-head comparison's inputs."""
+    grid (its 2S runs by budget doubling), the multi-head comparison's inputs and page 09's
+    trained latent-GP rows."""
     from pfntheory.casestudy.results import budget_claims
     from pfntheory.claims import trained as xclaims
     from pfntheory.experiments.definitions import get_experiment
@@ -239,6 +240,12 @@ def _committed_decisions():
         for p in rcpu.exp1_panels(tr, [d for d in declared if doubled(d)]):
             for c in rcpu.exp1_slice_claims(p, statuses=statuses):
                 out.append((f"fig_exp1_budget:{p.title}:{c.axis}", c.result))
+    from pfntheory.claims import latent as xlatent
+
+    lat = xlatent.load_trained(ROOT / "reports" / "runs" / "latent_gpc")
+    if lat["reference"] is not None and lat["preds"]["2S"]:
+        rows = xlatent.check_trained(lat["reference"], lat["preds"], lat["doubling"])
+        out += [(f"latent_gpc:{c.key}", c) for c in rows]
     return out
 
 

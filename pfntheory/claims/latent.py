@@ -27,7 +27,7 @@ from pfntheory import latent
 from pfntheory import latent_construction as lc
 from pfntheory.kernels import RBFKernel
 
-from . import ClaimResult
+from . import ClaimResult, Power
 
 __all__ = [
     "LABEL",
@@ -326,18 +326,31 @@ def reference_noise(reference: list[dict]) -> float:
     return float(np.sqrt(2 / np.pi) * se.mean())
 
 
-def _budget_verdict(outcomes: dict[str, bool], plateaued: bool, holds: bool) -> str | None:
-    """The verdict of a trained row (docs/latent.md, "Verdicts"): the measurement's when every
-    run it rests on plateaued by budget doubling; otherwise "holds/fails at budget" when the
-    outcome is the same at S and 2S, "undecided" when it changes."""
-    from . import FAILS_AT_BUDGET, HOLDS_AT_BUDGET, UNDECIDED
+def _decide(holds: bool, outcomes: dict[str, bool], doubling: dict, depths, power):
+    """The verdict of a trained row through the one gate (:func:`pfntheory.claims.gating.decide`,
+    docs/verdicts.md): the runs' budget-doubling statuses, the check replayed at the two budgets
+    (S, 2S) and its power. Returns ``(kind, decision dict)``."""
+    from pfntheory.status import Status, as_status
 
-    if plateaued:
-        return None
-    vals = set(outcomes.values())
-    if len(vals) != 1:
-        return UNDECIDED
-    return HOLDS_AT_BUDGET if holds else FAILS_AT_BUDGET
+    from .gating import Replay, decide
+
+    statuses = {}
+    for L in depths:
+        st = doubling.get(L)
+        if st is None:
+            continue
+        statuses[f"L = {L}"] = st if isinstance(st, Status) else as_status(st)
+    if not statuses:
+        return None, None
+    budgets = [b for b in ("S", "2S") if b in outcomes]
+    replay = Replay(
+        tuple(range(1, len(budgets) + 1)),
+        tuple(outcomes[b] for b in budgets),
+        source="doubling",
+        min_steps=2,
+    )
+    d = decide(holds, statuses, replay=replay, power=power)
+    return d.kind, d.to_dict()
 
 
 #: Non-inferiority margin of "as close as Laplace": 10% of Laplace's error (the relative tolerance
@@ -364,9 +377,6 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
 
     depths = sorted(runs_by_budget["2S"])
 
-    def plateaued(*Ls):
-        return all(doubling.get(L, {}).get("state") == "plateaued" for L in Ls)
-
     out = []
     for L in depths:
         outcomes = {}
@@ -377,6 +387,16 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
         diff = err(runs_by_budget["2S"][L]) - lap
         m, ci = t_interval(diff)
         holds = bool(ci[1] < margin)
+        # "err_PFN - err_Lap < margin" as an effect "margin - diff > 0": refuted only when the
+        # whole interval of the difference lies above the margin.
+        power = Power(
+            effect=margin - m,
+            ci=(margin - ci[1], margin - ci[0]),
+            target=0.0,
+            detectable=(ci[1] - ci[0]) / 2,
+            paired=True,
+        )
+        kind, decision = _decide(holds, outcomes, doubling, (L,), power)
         out.append(
             ClaimResult(
                 label=TRAINED_LABEL,
@@ -396,7 +416,9 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                     "err_laplace": float(lap.mean()),
                 },
                 key=f"pfn_vs_laplace_L{L}",
-                verdict=_budget_verdict(outcomes, plateaued(L), holds),
+                verdict=kind,
+                decision=decision,
+                power=power,
             )
         )
     if len(depths) >= 2:
@@ -408,6 +430,10 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                 outcomes[budget] = bool(t_interval(err(rb[lo]) - err(rb[hi]))[1][0] > 0)
         m, ci = t_interval(err(runs_by_budget["2S"][lo]) - err(runs_by_budget["2S"][hi]))
         holds = bool(ci[0] > 0)
+        power = Power(
+            effect=m, ci=ci, target=0.0, detectable=(ci[1] - ci[0]) / 2, paired=True
+        )
+        kind, decision = _decide(holds, outcomes, doubling, (lo, hi), power)
         out.append(
             ClaimResult(
                 label=TRAINED_LABEL,
@@ -420,7 +446,9 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                 tolerance="95% t-interval of the paired difference over the held-out contexts",
                 details={"outcomes": outcomes},
                 key="depth_helps",
-                verdict=_budget_verdict(outcomes, plateaued(lo, hi), holds),
+                verdict=kind,
+                decision=decision,
+                power=power,
             )
         )
     return out
