@@ -10,10 +10,11 @@ import re
 import pytest
 
 from pfntheory import report
+from pfntheory.claims.gating import SHARED_REASONS
 from pfntheory.report import execute, index, paper_tables, plots, tables
 from pfntheory.report.mathtext import markdown_math
 
-_WHY = "why 3 SE: a one-sided normal tail of 0.13% per comparison, so the test is conservative"
+_WHY = "why: " + SHARED_REASONS["margin"]
 _CRIT = "tv: the 90% confidence interval of its fitted fall lies within +-10% of the last value"
 
 
@@ -26,8 +27,9 @@ def _row(k: int, **kw) -> dict:
         "observed": 0.1 * k,
         "bound": 0.01,
         "compare": "threshold",
-        "tolerance": f"TV(L=2) - TV(L=32) > 3 SE (SE=0.00{k}) ({_WHY})",
-        "convergence": f"not plateaued: {k} of 5 runs. Plateau criterion, not met: {_CRIT}",
+        "tolerance": f"TV(L=2) - TV(L=32) > 3 SE (SE=0.00{k})",
+        "reasons": ["margin"],
+        "convergence": f"not plateaued: {k} of 5 runs; {_CRIT}",
         "anchor": f"r-{k}",
         "command": "pfntheory sweep fig_exp1 --scale cpu",
         "a_field_the_index_does_not_know": {"typed": "reason"},
@@ -46,10 +48,17 @@ def out(tmp_path, monkeypatch):
 def test_a_reason_many_rows_share_is_said_once_per_part(out):
     rows = [_row(k) for k in range(1, 6)]
     shared = index.shared_clauses(rows)
-    assert shared == [_WHY, "plateau criterion, not met: " + _CRIT]
+    assert shared == [_WHY, _CRIT]
     (out / "results" / "07_cpu_scale.json").write_text(json.dumps({"rows": rows}))
     page = index.build_index(out).read_text()
     assert page.count("one-sided normal tail") == 1 and page.count("fitted fall lies") == 1
+    # a reason only two rows carry stays in those rows' own text
+    two = [_row(k, reasons=["coverage"] if k < 3 else []) for k in range(1, 6)]
+    assert not any("coverage" in c for c in index.shared_clauses(two))
+    (out / "results" / "07_cpu_scale.json").write_text(json.dumps({"rows": two}))
+    assert index.build_index(out).read_text().count("reasonabl") == 2
+    (out / "results" / "07_cpu_scale.json").write_text(json.dumps({"rows": rows}))
+    page = index.build_index(out).read_text()
     assert 'id="notes-07_cpu_scale"' in page and "(5 rows)" in page
     # each row keeps its own clause and points to the note
     assert page.count("SE=0.00") == 5 and page.count('href="#notes-07_cpu_scale"') == 10

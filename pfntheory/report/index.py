@@ -23,6 +23,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from ..claims.gating import SHARED_REASONS
 from .citation import PAPER_TITLE, build_stamp, citation_html
 from .html import CSS, _badge, _ci_brackets, _measurement, _notes, fmt
 from .labels import paper_number
@@ -38,7 +39,6 @@ __all__ = ["build_index", "shared_clauses", "INDEX_CSS"]
 SHARED_MIN_ROWS = 3
 #: Clauses shorter than this are left in the rows (a note would be longer than the clause).
 _SHORT = 40
-_CRIT = ". Plateau criterion, not met: "
 
 INDEX_CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:16px 20px;color:#1f2328;
@@ -90,18 +90,14 @@ code{font-size:12px;overflow-wrap:anywhere} small{color:#57606a}
 """
 
 
-def _clauses(field: str, text: str) -> list[str]:
-    """``text`` of a row's ``field`` cut where the recorder joins its pieces: "; ", the margin's
-    reason (" (why ...)") and the plateau criterion."""
-    if not text:
-        return []
-    main, crit = text.split(_CRIT, 1) if _CRIT in text else (text, "")
-    main, why = main.split(" (why ", 1) if field == "tolerance" and " (why " in main else (main, "")
-    out = [c for c in _top_level_split(main) if c]
-    if why:
-        out.append("why " + why.removesuffix(")"))
-    if crit:
-        out.append("plateau criterion, not met: " + crit)
+def _clauses(field: str, r: dict) -> list[str]:
+    """Row ``r``'s ``field`` cut where the recorder joins its pieces ("; "); the tolerance also
+    carries the margin's typed reasons (keys of :data:`~pfntheory.claims.gating.SHARED_REASONS`
+    in the row's ``reasons``), each as "why: ..." (the text itself holds no reason)."""
+    out = [c for c in _top_level_split(r.get(field) or "") if c]
+    if field == "tolerance":
+        keys = r.get("reasons") or []
+        out += [f"why: {SHARED_REASONS[k]}" for k in keys if k in SHARED_REASONS]
     return out
 
 
@@ -132,7 +128,7 @@ def shared_clauses(rows: list[dict], min_rows: int = SHARED_MIN_ROWS) -> list[st
     seen: Counter = Counter()
     order: list[str] = []
     for r in rows:
-        mine = {c for f in _FIELDS for c in _clauses(f, r.get(f) or "") if len(c) >= _SHORT}
+        mine = {c for c in _all_clauses(r) if len(c) >= _SHORT}
         for c in sorted(mine, key=lambda c: _first(r, c)):
             if c not in seen:
                 order.append(c)
@@ -141,8 +137,8 @@ def shared_clauses(rows: list[dict], min_rows: int = SHARED_MIN_ROWS) -> list[st
 
 
 def _first(r: dict, clause: str) -> int:
-    text = " ".join(r.get(f) or "" for f in _FIELDS)
-    return text.find(clause.removeprefix("why ").removeprefix("plateau criterion, not met: "))
+    order = [c for f in _FIELDS for c in _clauses(f, r)]
+    return order.index(clause) if clause in order else len(order)
 
 
 def _without_shared(r: dict, notes: dict[str, int], part: str) -> dict:
@@ -150,12 +146,15 @@ def _without_shared(r: dict, notes: dict[str, int], part: str) -> dict:
     one replaced by a pointer to the part's note."""
     out = dict(r)
     for f in _FIELDS:
-        clauses = _clauses(f, r.get(f) or "")
+        clauses = _clauses(f, r)
         if not any(c in notes for c in clauses):
             continue
-        own = [c for c in clauses if c not in notes]
+        out[f] = "; ".join(c for c in _top_level_split(r.get(f) or "") if c and c not in notes)
+        if f == "tolerance":  # the reasons not stated in a note stay folded in the row
+            out["reasons"] = [
+                k for k in r.get("reasons") or [] if f"why: {SHARED_REASONS.get(k)}" not in notes
+            ]
         refs = sorted({notes[c] for c in clauses if c in notes})
-        out[f] = "; ".join(own)
         out[f"_{f}_refs"] = refs
     out["_part"] = part
     return out
@@ -289,7 +288,7 @@ def _part(spec, data: dict | None, st: dict, has_page: bool, tables: list[dict])
 
 
 def _all_clauses(r: dict) -> set[str]:
-    return {c for f in _FIELDS for c in _clauses(f, r.get(f) or "")}
+    return {c for f in _FIELDS for c in _clauses(f, r)}
 
 
 def build_index(out_dir: str | os.PathLike | None = None) -> Path:
