@@ -20,6 +20,7 @@ from pfntheory import cli
 from pfntheory import runs as runfiles
 from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.experiments import _standin, definitions, pool, reference, runner, state
 from pfntheory.experiments.definitions import (
     CPU_SUBSET,
@@ -41,17 +42,9 @@ from pfntheory.experiments.published import (
 )
 from pfntheory.experiments.results import LoadedRun, MissingRunsError, load_experiment
 from pfntheory.experiments.runner import sweep
-from pfntheory.experiments.specs import (
-    EvalSpec,
-    ExactPPDSpec,
-    ModelSpec,
-    RunSpec,
-    StepsizeSpec,
-    TaskSpec,
-    canonical_json,
-    spec_hash,
-)
+from pfntheory.experiments.specs import ExactPPDSpec, StepsizeSpec
 from pfntheory.experiments.state import SPEC_FILE, is_complete, plan
+from pfntheory.tree import EvalSpec, RunSpec, canonical_json, spec_hash
 
 PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
 ALL = [(name, scale) for name in EXPERIMENTS for scale in SCALES]
@@ -925,9 +918,9 @@ _PRELOAD_SCRIPT = """
 import json, sys
 from pathlib import Path
 from pfntheory.experiments import execute, pool
-from pfntheory.experiments.specs import (
-    EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec,
-)
+from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.experiments.specs import ExactPPDSpec, StepsizeSpec
+from pfntheory.tree import EvalSpec, RunSpec
 root, backend = Path(sys.argv[1]), sys.argv[2]
 task = TaskSpec(kind="rbf", d=2)
 specs = [

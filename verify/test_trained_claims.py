@@ -35,7 +35,8 @@ from pfntheory.claims import trained as xc
 from pfntheory.config import SCALES
 from pfntheory.experiments.definitions import get_experiment
 from pfntheory.experiments.results import MissingRunsError, load_experiment
-from pfntheory.experiments.specs import RunSpec, StepsizeSpec
+from pfntheory.experiments.specs import StepsizeSpec
+from pfntheory.tree import RunSpec
 
 Z, SLACK = xg.Z_MARGIN, xg.COVERAGE_SLACK
 

@@ -70,7 +70,8 @@ def _lists_as_tuples(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate(run_dir: Path, ev) -> None:
-    from .specs import EvalSpec, ModelSpec, RunSpec, TaskSpec
+    from ..config import ModelSpec, TaskSpec
+    from ..tree import EvalSpec, RunSpec
 
     run_dir = Path(run_dir)
     s = runfiles.load_json(run_dir / "spec.json")["spec"]

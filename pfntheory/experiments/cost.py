@@ -9,8 +9,9 @@ import numpy as np
 
 from .._checks import ArgumentTypeError, choice
 from ..config import SCALES
+from ..tree import RunSpec
 from .design import Experiment
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from .specs import ExactPPDSpec, StepsizeSpec
 
 __all__ = ["COST"]
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import choice
-from ..config import SCALES
-from .specs import EvalSpec, RunSpec, TaskSpec
+from ..config import SCALES, TaskSpec
+from ..tree import EvalSpec, RunSpec
 
 __all__ = ["SCALES", "Design", "Experiment"]
 

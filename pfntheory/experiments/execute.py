@@ -1,12 +1,13 @@
 """Executing one run: bring its directory to the finished state of its spec.
 
-A trained run (:class:`~.specs.RunSpec`) writes ``spec.json``, trains with
+A trained run (:class:`~pfntheory.tree.RunSpec`) writes ``spec.json``, trains with
 :func:`pfntheory.nn.train.train` (which skips a finished run and resumes a killed one from its
 ``checkpoint.pt``), or adopts an identical finished run of another experiment, evaluates every
-:class:`~.specs.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate`, and deletes
-``checkpoint.pt``. An exact-side run (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`;
-fig:stepsize and the tables' exact-PPD references) writes ``result.json``. Every file is written
-atomically (temporary file + ``os.replace``), so a killed run leaves complete files only.
+:class:`~pfntheory.tree.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate` (which
+takes the spec whole), and deletes ``checkpoint.pt``. An exact-side run
+(:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`; fig:stepsize and the tables'
+exact-PPD references) writes ``result.json``. Every file is written atomically (temporary file +
+``os.replace``), so a killed run leaves complete files only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from .. import runs as runfiles
 from .._checks import choice
 from ..config import LEARNING_CURVE_FILE
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from ..tree import EvalSpec, RunSpec
+from .specs import ExactPPDSpec, StepsizeSpec
 from .state import (
     RESULT_FILE,
     SPEC_FILE,
@@ -40,20 +42,12 @@ def _train_nn(spec: RunSpec, run_dir: Path) -> None:
     train(spec, run_dir, progress=False)
 
 
-def _evaluate_nn(run_dir: Path, ev) -> None:
+def _evaluate_nn(run_dir: Path, ev: EvalSpec) -> None:
     import torch
 
     from pfntheory.nn.evaluate import evaluate
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    evaluate(
-        run_dir,
-        list(ev.n_eval),
-        n_instances=ev.n_instances,
-        seed=ev.seed,
-        covariates=ev.covariates,
-        device=device,
-    )
+    evaluate(run_dir, ev, device="cuda" if torch.cuda.is_available() else "cpu")
 
 
 def _backend(name: str):

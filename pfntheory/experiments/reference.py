@@ -35,10 +35,10 @@ from .._checks import (
     sequence,
     shaped,
 )
+from ..config import TaskSpec
 from ..config import prior_components as components
 from ..spectral import sample_design
 from ..stats import mean_se
-from .specs import TaskSpec
 
 __all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
 
