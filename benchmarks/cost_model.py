@@ -66,7 +66,7 @@ def fit(runs: list[tuple[str, RunSpec, float]]) -> dict[str, float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=None, help="runs root (default: reports/runs)")
-    ap.add_argument("--scale", default="cpu", choices=D.SCALES)
+    ap.add_argument("--scale", default="cpu", choices=D.EXPERIMENT_SCALES)
     args = ap.parse_args(argv)
     runs = timed_runs(args.root, args.scale)
     if len(runs) < 8:

@@ -44,11 +44,22 @@ from .config import (
     TaskSpec,
 )
 
-__all__ = ["EVAL_ORACLES", "EvalSpec", "RunSpec", "canonical_json", "spec_hash", "task_identity"]
+__all__ = [
+    "EVAL_ORACLES",
+    "EVAL_SEED",
+    "EvalSpec",
+    "RunSpec",
+    "canonical_json",
+    "spec_hash",
+    "task_identity",
+]
 
 #: Oracles of an evaluation (:attr:`EvalSpec.oracle`): how the instances and their exact PPD are
 #: computed (docs/speed.md, "Fast numerics").
 EVAL_ORACLES = ("float64", "float32")
+#: Seed of the evaluation instances of every run (:attr:`EvalSpec.seed`), shared by all runs so
+#: that the runs of one task are scored on the same instances.
+EVAL_SEED = 12345
 
 
 def canonical_json(obj) -> str:
@@ -127,7 +138,7 @@ class EvalSpec:
 
     n_eval: tuple[int, ...]
     n_instances: int
-    seed: int = 12345
+    seed: int = EVAL_SEED
     covariates: str | None = None
     oracle: str = "float64"
 

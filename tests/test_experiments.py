@@ -25,8 +25,8 @@ from pfntheory.experiments import _standin, definitions, pool, reference, runner
 from pfntheory.experiments.definitions import (
     CPU_SUBSET,
     EXP2_1_CURVE_N_EVAL,
+    EXPERIMENT_SCALES,
     EXPERIMENTS,
-    SCALES,
     Design,
     Experiment,
     experiment_names,
@@ -47,7 +47,7 @@ from pfntheory.experiments.state import SPEC_FILE, is_complete, plan
 from pfntheory.tree import EvalSpec, RunSpec, canonical_json, spec_hash
 
 PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
-ALL = [(name, scale) for name in EXPERIMENTS for scale in SCALES]
+ALL = [(name, scale) for name in EXPERIMENTS for scale in EXPERIMENT_SCALES]
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +124,7 @@ def test_every_experiment_builds(name, scale):
 
 def _all_runs():
     for name in EXPERIMENTS:
-        for scale in SCALES:
+        for scale in EXPERIMENT_SCALES:
             for spec in get_experiment(name).runs(scale):
                 yield name, scale, spec
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pfntheory import runs, tree
-from pfntheory.experiments.definitions import EXPERIMENTS, SCALES
+from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS
 from pfntheory.experiments.state import SPEC_TYPES
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs"
@@ -90,7 +90,7 @@ def test_every_committed_run_is_still_declared():
         exp, name = path.parent.parent.name, path.parent.name
         if exp not in EXPERIMENTS or f"{exp}/{name}" in RETIRED:
             continue
-        if name not in {r.name for sc in SCALES for r in EXPERIMENTS[exp].runs(sc)}:
+        if name not in {r.name for sc in EXPERIMENT_SCALES for r in EXPERIMENTS[exp].runs(sc)}:
             undeclared.append(f"{exp}/{name}")
     assert not undeclared, undeclared
     for key in RETIRED:

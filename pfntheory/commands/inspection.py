@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pfntheory.config import COVARIATES
 from pfntheory.convergence import METRICS
-from pfntheory.tree import EVAL_ORACLES, EvalSpec
+from pfntheory.tree import EVAL_ORACLES, EVAL_SEED, EvalSpec
 
 from .options import (
     LIMITS,
@@ -55,10 +55,6 @@ def _add_run_dir_command(sub, name: str):
     return p
 
 
-#: The default seed of an evaluation: :class:`pfntheory.tree.EvalSpec`'s (the sweeps' seed).
-_EVAL_SEED = EvalSpec.__dataclass_fields__["seed"].default
-
-
 def _add_evaluate(sub) -> None:
     p = _add_run_dir_command(sub, "evaluate")
     p.add_argument(
@@ -82,7 +78,7 @@ def _add_evaluate(sub) -> None:
         help="exact PPD: float32 factor refined to float64 accuracy (default; docs/speed.md), or "
         "float64 throughout (the committed eval.json)",
     )
-    add_run_options(p, seed=_EVAL_SEED, device="cpu", progress=True)
+    add_run_options(p, seed=EVAL_SEED, device="cpu", progress=True)
     p.add_argument(
         "--curve",
         choices=METRICS,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from ..commands.options import add_run_options, int_in, nonnegative_float
 from ..tree import EVAL_ORACLES
-from .definitions import EXPERIMENTS, SCALES, get_experiment
+from .definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
 from .pool import EXECUTORS, slurm_available
 from .runner import sweep_many
 from .state import default_root, partial_progress, plan
@@ -29,7 +29,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--scale",
-        choices=SCALES,
+        choices=EXPERIMENT_SCALES,
         default="quick",
         help="quick (minutes on a laptop, shrunk tasks), cpu (the paper's tasks, fewer steps; "
         "hours on one core) or paper (supp-tab:pretraining hyperparameters; a GPU or a cluster)",

@@ -21,7 +21,7 @@ from .. import runs as runfiles
 from .._checks import choice, positive_int, positive_scalar
 from ..tree import EVAL_ORACLES
 from . import pool
-from .definitions import EXPERIMENTS, SCALES, get_experiment
+from .definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
 from .execute import BACKENDS
 from .state import Spec, default_root, plan
 
@@ -114,7 +114,7 @@ def sweep_many(
     exps = [get_experiment(e) for e in experiments]
     if len({e.name for e in exps}) != len(exps):
         raise ValueError(f"experiments must not repeat a name, got {list(experiments)}")
-    choice(scale, "scale", SCALES)
+    choice(scale, "scale", EXPERIMENT_SCALES)
     choice(executor, "executor", pool.EXECUTORS)
     choice(backend, "backend", BACKENDS)
     root = Path(root) if root is not None else default_root()
