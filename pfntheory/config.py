@@ -43,6 +43,7 @@ __all__ = [
     "EXPERIMENT_SCALES",
     "PAPER_SCHEDULE",
     "QUICK_SCHEDULE",
+    "INTERVAL_LEVELS",
     "BATCH_SIZE",
     "WARMUP_FRAC",
     "MIN_LR_RATIO",
@@ -100,6 +101,10 @@ LR_UNITS = ("absolute", "relative", "elementwise")
 #: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, a table of
 #: ``PFNScale``, named here so that the CLI lists them without importing torch).
 CASESTUDY_SCALES = ("quick", "cpu", "paper")
+
+#: Central-interval levels of the coverage and width metrics (supp-tab:lengthscale-crps: 50/90/95%),
+#: of the trained runs' evaluations and the exact-PPD references alike.
+INTERVAL_LEVELS = (0.5, 0.9, 0.95)
 
 #: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x
 #: LR_base, gradient clipping at global norm 1.

@@ -142,8 +142,9 @@ def _foreign_imports(path: Path, root: Path) -> list[str]:
 
 def test_the_run_tree_has_one_import_path():
     """``RunSpec``, ``EvalSpec`` and the tree's helpers are imported from ``pfntheory.tree`` only
-    (docs/design.md, "One import path per class"). How it can fail: a file importing ``RunSpec`` through ``pfntheory.experiments.specs``
-    (as 12 files did) is listed; the checker itself is run on such a line below."""
+    (docs/design.md, "One import path per class"). How it can fail: a file importing ``RunSpec``
+    through ``pfntheory.experiments.specs`` (as 12 files did) is listed; the checker itself is run
+    on such a line below."""
     root = REPORTS.parent
     files = [
         p

@@ -23,7 +23,7 @@ from .._checks import (
     positive_int,
     seed_int,
 )
-from ..config import SPEC_TASK_KINDS, TaskSpec
+from ..config import INTERVAL_LEVELS, SPEC_TASK_KINDS, TaskSpec
 from ..tree import RunSpec, spec_hash, task_identity
 
 __all__ = ["StepsizeSpec", "ExactPPDSpec", "run_name"]
@@ -186,7 +186,7 @@ class ExactPPDSpec(_ExactSide):
     task: TaskSpec
     n_eval: tuple[int, ...]
     n_instances: int
-    levels: tuple[float, ...] = (0.5, 0.9, 0.95)
+    levels: tuple[float, ...] = INTERVAL_LEVELS
     seed: int = 2024
 
     def identity(self) -> dict:

@@ -40,6 +40,7 @@ from scipy.special import ndtr
 from .. import metrics as M
 from .. import runs
 from .._checks import ArgumentTypeError, instance_of, positive_int
+from ..config import INTERVAL_LEVELS
 from ..discretize import bin_edges
 from ..stats import mean_se
 from ..tree import EvalSpec
@@ -50,10 +51,7 @@ from .multihead import MixturePFN
 from .priors import Batch, sample_batch
 from .train import load_trained
 
-__all__ = ["LEVELS", "evaluate", "predict", "compare_to_construction"]
-
-#: Central-interval levels of supp-tab:lengthscale-crps (50/90/95%).
-LEVELS = (0.5, 0.9, 0.95)
+__all__ = ["evaluate", "predict", "compare_to_construction"]
 #: The instance samplers of the oracles of :attr:`pfntheory.tree.EvalSpec.oracle`.
 _DRAW = {"float64": sample_batch, "float32": sample_batch_fast}
 
@@ -156,7 +154,7 @@ def evaluate(
     *,
     batch_size: int = 512,
     device="cpu",
-    levels=LEVELS,
+    levels=INTERVAL_LEVELS,
     progress: bool = False,
     save: bool = True,
 ) -> dict:
