@@ -1019,3 +1019,19 @@ def test_a_run_with_a_corrupt_or_missing_learning_curve_is_not_complete(tmp_path
     assert not state.is_trained(rd, spec)
     runfiles.save_json(rd / "learning_curve.json", {**doc, "points": pts[:-2]})  # stops early
     assert not state.is_trained(rd, spec)
+
+
+def test_execute_hands_each_eval_spec_whole_to_evaluate(monkeypatch, tmp_path):
+    """The nn backend passes the declared EvalSpec itself (its oracle included) to
+    ``nn.evaluate.evaluate``, as ``train`` gets the RunSpec: nothing is unpacked, no environment
+    variable is read. How it can fail: a backend that rebuilt the evaluation from loose fields
+    would drop the oracle, and the float32 spec below would reach evaluate as float64."""
+    from pfntheory.experiments import execute as ex
+    from pfntheory.nn import evaluate as nn_eval
+
+    got = []
+    monkeypatch.setattr(nn_eval, "evaluate", lambda rd, spec, **kw: got.append((rd, spec, kw)))
+    ev = EvalSpec(n_eval=(4, 8), n_instances=4, oracle="float32")
+    ex._evaluate_nn(tmp_path, ev)
+    assert len(got) == 1 and got[0][0] == tmp_path and got[0][1] is ev
+    assert set(got[0][2]) == {"device"}
