@@ -203,15 +203,16 @@ def test_sweep_creates_files_and_is_idempotent(tmp_path, tiny):
     assert runfiles.load_json(exp_dir / "sweep-quick.json") == s
     for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
         assert done and rd == exp_dir / spec.name
-        assert {p.name for p in rd.iterdir()} == {
-            SPEC_FILE,
+        assert {p.name for p in rd.iterdir()} == {  # one spec file: config.json, no spec.json
             runfiles.CONFIG,
             runfiles.METRICS,
             runfiles.WEIGHTS,
             "eval.json",
             "eval_uniform.json",
         }
-        assert runfiles.load_json(rd / SPEC_FILE)["name"] == spec.name
+        assert RunSpec.from_config(runfiles.load_json(rd / runfiles.CONFIG)) == dataclasses.replace(
+            spec, evals=()
+        )
 
     before = _files(tmp_path)
     again = _sweep("supp_exp2_d4", tmp_path)
@@ -371,7 +372,8 @@ def _corrupt(path: Path) -> None:
         ("run", "eval.json", True),
         ("run", "eval_uniform.json", True),
         ("run", "metrics.json", True),
-        ("run", SPEC_FILE, False),  # does not break completeness, but must not break a redo either
+        ("run", SPEC_FILE, False),  # a legacy spec.json: breaks neither completeness nor a redo
+        ("stepsize", SPEC_FILE, False),
         ("stepsize", "result.json", True),
         ("exact", "result.json", True),
     ],
@@ -383,16 +385,22 @@ def test_corrupt_json_is_redone(tmp_path, tiny, kind, file, breaks):
         for s, rd, _ in plan(tiny, "quick", tmp_path)
         if type(s).__name__.lower().startswith(kind)
     )
+    legacy = isinstance(spec, RunSpec) and file == SPEC_FILE
+    if legacy:  # a trained run's spec.json exists only in directories made before
+        (rd / file).write_text(json.dumps(state.spec_doc(spec)))
     _corrupt(rd / file)
-    if not breaks:
-        (rd / "eval.json").unlink()  # give the run some work to do alongside the corrupt file
+    if not breaks:  # give the run some work to do alongside the corrupt file
+        (rd / ("eval.json" if isinstance(spec, RunSpec) else "result.json")).unlink()
     assert not is_complete(spec, rd)
     s = _sweep(tiny, tmp_path)
     assert s["n_failed"] == 0, [r.get("error") for r in s["runs"]]
     assert _statuses(s)[spec.name] == "done"
     assert sorted(_statuses(s).values()) == ["done", "skipped", "skipped"]
     assert is_complete(spec, rd)
-    runfiles.load_json(rd / file)  # readable again
+    if legacy:  # unreadable, and no longer written: removed
+        assert not (rd / file).exists()
+    else:
+        runfiles.load_json(rd / file)  # readable again
     assert len(load_experiment(tiny, "quick", tmp_path)) == 3
 
 

@@ -32,15 +32,18 @@ def test_there_are_committed_configs_to_check():
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: str(p.parent.relative_to(REPORTS)))
 def test_committed_config_reads_back_as_its_run(path):
-    """The migrated config.json is a RunSpec; with a spec.json beside it, the tree is named as the
-    directory (fails if the migration dropped or renamed a hashed field), and the library's readers
-    (``read_config`` and the resume check ``refuse_other_config``) accept the directory."""
+    """The migrated config.json is a RunSpec; in an experiment's folder (with a spec.json beside it,
+    or without one: a run made after config.json became a trained run's one spec file), the tree is
+    named as the directory (fails if the migration dropped or renamed a hashed field), and the
+    library's readers (``read_config`` and the resume check ``refuse_other_config``) accept the
+    directory."""
+    from pfntheory.experiments.definitions import EXPERIMENTS
     from pfntheory.nn.state import read_config, refuse_other_config
 
     doc = json.loads(path.read_text())
     spec = RunSpec.from_config(doc)
     assert read_config(path.parent) == spec
-    if (path.parent / "spec.json").is_file():
+    if (path.parent / "spec.json").is_file() or path.parent.parent.name in EXPERIMENTS:
         assert spec.name == path.parent.name
     refuse_other_config(spec, path.parent)  # resuming this run with its own tree is not refused
 
