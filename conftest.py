@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from pfntheory.config import SCALES  # noqa: E402
+from pfntheory.config import EXPERIMENT_SCALES  # noqa: E402
 
 threadpool_limits(limits=int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
 
@@ -46,7 +46,7 @@ def pytest_addoption(parser):
         "--scale",
         action="store",
         default="quick",
-        choices=SCALES,
+        choices=EXPERIMENT_SCALES,
         help="size of the rate checks and which committed runs the trained claims read "
         "(quick: CI minutes; cpu: the paper's tasks with fewer steps; paper)",
     )

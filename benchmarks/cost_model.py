@@ -28,7 +28,7 @@ from scipy.optimize import nnls
 
 from pfntheory.experiments import definitions as D
 from pfntheory.experiments.results import load_available
-from pfntheory.experiments.specs import RunSpec
+from pfntheory.tree import RunSpec
 
 #: Coefficients the fit leaves as they are: ``RUN_S`` (a run's fixed cost) is not identifiable
 #: beside ``DATA_S`` at a fixed step count per experiment, and the fractions of evaluation are not
@@ -66,7 +66,7 @@ def fit(runs: list[tuple[str, RunSpec, float]]) -> dict[str, float]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=None, help="runs root (default: reports/runs)")
-    ap.add_argument("--scale", default="cpu", choices=D.SCALES)
+    ap.add_argument("--scale", default="cpu", choices=D.EXPERIMENT_SCALES)
     args = ap.parse_args(argv)
     runs = timed_runs(args.root, args.scale)
     if len(runs) < 8:

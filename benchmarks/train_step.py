@@ -397,7 +397,7 @@ def run_eval(
 ) -> dict:
     """The paper's evaluation on ``instances`` instances, scaled to ``total``: the oracle and labels
     both ways, alternating on the same random numbers (``sample_batch`` in float64, the committed
-    evaluations; ``sample_batch_fast``, float32 with the float64 correction, ``evaluate(...,
+    evaluations; ``sample_batch_fast``, float32 with the float64 correction, ``EvalSpec(...,
     oracle="float32")``), with the largest |mu| and |tau| difference between them; and the model's
     forward (float32, the dtype of a trained model, as :func:`pfntheory.nn.evaluate.evaluate`
     runs it) with the fused operator and without it.

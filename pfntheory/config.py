@@ -40,9 +40,10 @@ __all__ = [
     "SCORES",
     "MODES",
     "HEADS",
-    "SCALES",
+    "EXPERIMENT_SCALES",
     "PAPER_SCHEDULE",
     "QUICK_SCHEDULE",
+    "INTERVAL_LEVELS",
     "BATCH_SIZE",
     "WARMUP_FRAC",
     "MIN_LR_RATIO",
@@ -69,8 +70,11 @@ SCORES = ("linear", "rbf", "softmax")
 MODES = ("theory", "learnable", "theory_shared")
 #: Heads: the analytic psi head (Sec. 4) or the MLP of eqn:tabPFN mlp.
 HEADS = ("psi", "mlp")
-#: Experiment scales: ``quick`` (CI minutes), ``cpu`` (the paper's tasks, fewer steps), ``paper``.
-SCALES = ("quick", "cpu", "paper")
+#: Scales of the paper's experiments (``pfntheory sweep --scale``): ``quick`` (CI minutes), ``cpu``
+#: (the paper's tasks, fewer steps), ``paper``. Not the report's notebook sizes
+#: (:data:`pfntheory.report.spec.REPORT_SCALES`) nor the case-study PFN's
+#: (:data:`CASESTUDY_SCALES`).
+EXPERIMENT_SCALES = ("quick", "cpu", "paper")
 
 #: supp-tab:pretraining hyperparameters: (task kind, mode) -> (LR_base, N steps). TF and TF^pr on
 #: the RBF task share the row; the hierarchical and fitted-ARD priors (no row of their own) use the
@@ -94,9 +98,13 @@ QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
 #: every weight moves about ``lr`` of its own initial size per step; docs/design.md, "Sample
 #: efficiency").
 LR_UNITS = ("absolute", "relative", "elementwise")
-#: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, named here so that
-#: the CLI lists them without importing torch).
+#: Scales of the case-study PFN (the keys of ``pfntheory.casestudy.pfn.SCALES``, a table of
+#: ``PFNScale``, named here so that the CLI lists them without importing torch).
 CASESTUDY_SCALES = ("quick", "cpu", "paper")
+
+#: Central-interval levels of the coverage and width metrics (supp-tab:lengthscale-crps: 50/90/95%),
+#: of the trained runs' evaluations and the exact-PPD references alike.
+INTERVAL_LEVELS = (0.5, 0.9, 0.95)
 
 #: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x
 #: LR_base, gradient clipping at global norm 1.

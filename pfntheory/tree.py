@@ -44,7 +44,22 @@ from .config import (
     TaskSpec,
 )
 
-__all__ = ["EvalSpec", "RunSpec", "canonical_json", "spec_hash", "task_identity"]
+__all__ = [
+    "EVAL_ORACLES",
+    "EVAL_SEED",
+    "EvalSpec",
+    "RunSpec",
+    "canonical_json",
+    "spec_hash",
+    "task_identity",
+]
+
+#: Oracles of an evaluation (:attr:`EvalSpec.oracle`): how the instances and their exact PPD are
+#: computed (docs/speed.md, "Fast numerics").
+EVAL_ORACLES = ("float64", "float32")
+#: Seed of the evaluation instances of every run (:attr:`EvalSpec.seed`), shared by all runs so
+#: that the runs of one task are scored on the same instances.
+EVAL_SEED = 12345
 
 
 def canonical_json(obj) -> str:
@@ -65,13 +80,31 @@ def spec_hash(obj, length: int = 10) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
 
 
+def _defaults(cls, names: tuple[str, ...]) -> dict:
+    """``{name: default}`` of the fields ``names`` of the dataclass ``cls``: the late-default
+    tables below name fields, and their values are the dataclasses' own defaults (stated once)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out = {}
+    for name in names:
+        f = fields[name]
+        if f.default is dataclasses.MISSING:  # pragma: no cover - a table names a required field
+            raise TypeError(f"{cls.__name__}.{name} has no default to leave out")
+        out[name] = f.default
+    return out
+
+
+def _drop_defaults(node: dict, defaults: dict) -> None:
+    """Remove from ``node`` the keys of ``defaults`` that hold their default value."""
+    for name, default in defaults.items():
+        if name in node and node[name] == default:
+            node.pop(name)
+
+
 def task_identity(task: TaskSpec) -> dict:
     """The prior's part of a hashed identity: its fields, those added after the first runs left out
-    at their defaults (:data:`_LATE_TASK_DEFAULTS`)."""
+    at their defaults (:data:`_LATE_TASK_FIELDS`)."""
     d = dataclasses.asdict(instance_of(TaskSpec)(task, "task"))
-    for name, default in _LATE_TASK_DEFAULTS.items():
-        if d[name] == default:
-            d.pop(name)
+    _drop_defaults(d, _defaults(TaskSpec, _LATE_TASK_FIELDS))
     return d
 
 
@@ -94,19 +127,28 @@ class EvalSpec:
         task is scored on the same instances.
     covariates : str or None
         Override of the task's covariate law at evaluation (covariate shift); None keeps it.
+    oracle : {"float64", "float32"}
+        How the instances and their exact PPD are computed (:data:`EVAL_ORACLES`): ``sample_batch``
+        in float64 (every committed evaluation), or the float32 factor refined to float64 accuracy
+        (:func:`pfntheory.nn.fast_oracle.sample_batch_fast`; docs/speed.md, "Fast numerics").
+        ``"float32"`` is recorded in the evaluation file's settings. ``spec.json`` does not record
+        it: the evaluation file says how it was made, and either oracle's file completes the
+        evaluation (:func:`pfntheory.experiments.state.eval_complete`).
     """
 
     n_eval: tuple[int, ...]
     n_instances: int
-    seed: int = 12345
+    seed: int = EVAL_SEED
     covariates: str | None = None
+    oracle: str = "float64"
 
     def __post_init__(self):
-        int_tuple(self.n_eval, "n_eval")  # non-empty, each >= 1
+        object.__setattr__(self, "n_eval", int_tuple(self.n_eval, "n_eval"))  # non-empty, >= 1
         positive_int(self.n_instances, "n_instances", minimum=2)
         seed_int(self.seed, "seed")
         if self.covariates is not None:
             choice(self.covariates, "covariates", COVARIATES)
+        choice(self.oracle, "oracle", EVAL_ORACLES)
 
     @property
     def filename(self) -> str:
@@ -243,27 +285,26 @@ class RunSpec:
     # ------------------------------------------------------------------------------------------
     def record(self) -> dict:
         """The spec as ``spec.json`` records it: every field, those the tree added to the
-        experiments' spec (the former ``TrainConfig``'s, :data:`_TREE_DEFAULTS`,
-        :data:`_TREE_MODEL_DEFAULTS`, :data:`_LATE_TASK_DEFAULTS`) left out at their defaults,
-        so that the committed ``spec.json`` files read the same."""
+        experiments' spec (the former ``TrainConfig``'s, :data:`_TREE_FIELDS`,
+        :data:`_TREE_MODEL_FIELDS`, :data:`_LATE_TASK_FIELDS`) left out at their defaults, and
+        each evaluation without its ``oracle`` (:class:`EvalSpec`), so that the committed
+        ``spec.json`` files read the same."""
         d = dataclasses.asdict(self)
-        for node, late in ((d, _TREE_DEFAULTS), (d["model"], _TREE_MODEL_DEFAULTS)):
-            for name, default in late.items():
-                if node[name] == default:
-                    node.pop(name)
+        _drop_defaults(d, _defaults(RunSpec, _TREE_FIELDS))
+        _drop_defaults(d["model"], _defaults(ModelSpec, _TREE_MODEL_FIELDS))
+        for ev in d["evals"]:
+            ev.pop("oracle")
         d["task"] = task_identity(self.task)
         return d
 
     def identity(self) -> dict:
         """The hashed identity of the run directory: :meth:`record` without ``evals``, the fields
-        added after the first runs also left out at their defaults (:data:`_LATE_DEFAULTS`), so
-        that the directories of those runs keep their names."""
+        added after the first runs also left out at their defaults (:data:`_LATE_FIELDS`,
+        :data:`_LATE_MODEL_FIELDS`), so that the directories of those runs keep their names."""
         d = self.record()
         d.pop("evals")
-        for node, late in ((d, _LATE_DEFAULTS), (d["model"], _LATE_MODEL_DEFAULTS)):
-            for name, default in late.items():
-                if name in node and node[name] == default:
-                    node.pop(name)
+        _drop_defaults(d, _defaults(RunSpec, _LATE_FIELDS))
+        _drop_defaults(d["model"], _defaults(ModelSpec, _LATE_MODEL_FIELDS))
         return d
 
     @property
@@ -304,43 +345,38 @@ class RunSpec:
         return runs.dataclass_from_dict(cls, doc)
 
 
+# The fields left out of spec.json and of the hashed identity at their defaults: names only, the
+# defaults are the dataclasses' own (_defaults), so each default is stated once.
 #: RunSpec fields the tree took over from ``TrainConfig``: left out of ``spec.json`` and of the
-#: hashed identity at these values.
-_TREE_DEFAULTS = {
-    "warmup_frac": WARMUP_FRAC,
-    "min_lr_ratio": MIN_LR_RATIO,
-    "clip_norm": CLIP_NORM,
-    "curve_seed": LEARNING_CURVE_SEED,
-    "interval": None,
-    "outside_mass": 0.002,
-    "calib_instances": 2000,
-    "calib_seed": 0,
-}
+#: hashed identity at their defaults.
+_TREE_FIELDS = (
+    "warmup_frac",
+    "min_lr_ratio",
+    "clip_norm",
+    "curve_seed",
+    "interval",
+    "outside_mass",
+    "calib_instances",
+    "calib_seed",
+)
 #: ModelSpec fields the tree took over from ``ModelConfig``, left out likewise.
-_TREE_MODEL_DEFAULTS = {
-    "mlp_width": 64,
-    "eta_init": None,
-    "scale_init": 1.0,
-    "amp_init": 1.0,
-    "tau_min": 1e-3,
-    "shared_scale": False,
-}
+_TREE_MODEL_FIELDS = ("mlp_width", "eta_init", "scale_init", "amp_init", "tau_min", "shared_scale")
 #: RunSpec fields added after the first runs (recorded in ``spec.json``), omitted from the hashed
-#: identity when they hold these values.
-_LATE_DEFAULTS = {
-    "lr_units": "absolute",
-    "curve_n_eval": (),
-    "curve_instances": 256,
-    "curve_covariates": (),
-    "context_groups": 1,
-    "curve_points": 12,
-    "ema_decay": 0.0,
-    "fast_numerics": False,
-}
-#: ModelSpec fields omitted from the hashed identity when they hold these values.
-_LATE_MODEL_DEFAULTS = {"mixture": False}
-#: TaskSpec fields omitted from the hashed identity when they hold these values.
-_LATE_TASK_DEFAULTS = {"lengthscales": None, "sigma_diag": None, "x_scale": None}
+#: identity at their defaults.
+_LATE_FIELDS = (
+    "lr_units",
+    "curve_n_eval",
+    "curve_instances",
+    "curve_covariates",
+    "context_groups",
+    "curve_points",
+    "ema_decay",
+    "fast_numerics",
+)
+#: ModelSpec fields omitted from the hashed identity at their defaults.
+_LATE_MODEL_FIELDS = ("mixture",)
+#: TaskSpec fields omitted from the hashed identity at their defaults.
+_LATE_TASK_FIELDS = ("lengthscales", "sigma_diag", "x_scale")
 #: Keys of a pre-tree config.json that are settings of the process, not of the run.
 _RUNTIME_KEYS = ("device", "checkpoint_every")
 #: The model's copies of prior values in a pre-tree config.json: model key -> task key.

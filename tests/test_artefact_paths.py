@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pfntheory import cli, runs
+from pfntheory.tree import EvalSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -97,7 +98,7 @@ def test_a_run_moved_elsewhere_holds_no_path_and_still_loads(tmp_path, capsys):
 
     first = tmp_path / "machine_a" / "run"
     _train(first)
-    evaluate(first, [4, 6], n_instances=8)
+    evaluate(first, EvalSpec((4, 6), 8))
     for f in sorted(first.glob("*.json")):
         text = f.read_text()
         assert str(tmp_path) not in text and "machine_a" not in text, f.name

@@ -552,13 +552,12 @@ def test_a_closed_pipe_ends_quietly():
     assert "rc=141" in r.stdout and r.stderr == "", (r.stdout, r.stderr)
 
 
-def test_evaluate_oracle_option(tmp_path, capsys, monkeypatch):
+def test_evaluate_oracle_option(tmp_path, capsys):
     """`evaluate` computes the exact PPD with the float32 oracle by default (recorded in the
     document's settings) and with float64 under --oracle float64 (recorded as the committed
     evaluations are: no key). Same instances up to the labels' float32 round-off, so every metric
     agrees within 1e-4 (the labels differ by a relative 1e-5 at most, test_fast_oracle.py). How it
     can fail: an option not handed on leaves both documents without "oracle"."""
-    monkeypatch.delenv("PFNTHEORY_EVAL_ORACLE", raising=False)
     rd = tmp_path / "run"
     assert cli.main(_train_args(rd)) == 0
     docs = {}
@@ -577,18 +576,32 @@ def test_evaluate_oracle_option(tmp_path, capsys, monkeypatch):
     assert err.value.code == 2 and "--oracle" in capsys.readouterr().err
 
 
-def test_sweep_eval_oracle_reaches_the_workers(tmp_path, monkeypatch):
-    """`sweep --eval-oracle float32` sets $PFNTHEORY_EVAL_ORACLE (inherited by the workers), which
-    evaluate() reads when its oracle is not given; without the option it stays unset."""
-    from pfntheory.nn import evaluate as ev
+def test_sweep_eval_oracle_fills_the_eval_specs(tmp_path, monkeypatch):
+    """`sweep --eval-oracle float32` sets the oracle of every EvalSpec the sweep hands its workers
+    (no environment variable: the option fills the spec); without it the specs keep the declared
+    float64. The run names and spec.json records do not change. How it can fail: an option not
+    handed on leaves float64 in the specs that reach sweep_many's workers."""
+    from pfntheory.experiments import cli as sweep_cli
+    from pfntheory.experiments.runner import sweep_many
+    from pfntheory.experiments.state import plan, spec_doc
 
-    monkeypatch.delenv(ev.ORACLE_ENV, raising=False)
+    seen: dict = {}
+
+    def fake_sweep_many(names, scale, **kw):
+        seen.update(kw)
+        return [{"n_runs": 0, "n_failed": 0, "wall_time_s": 0.0, "runs": []} for _ in names]
+
+    monkeypatch.setattr(sweep_cli, "sweep_many", fake_sweep_many)
     root = str(tmp_path / "runs")
-    assert cli.main(["sweep", "fig_exp2_1", "--list", "--root", root]) == 0
-    assert ev.ORACLE_ENV not in os.environ
-    argv = ["sweep", "fig_exp2_1", "--list", "--root", root, "--eval-oracle", "float32"]
-    assert cli.main(argv) == 0
-    assert os.environ[ev.ORACLE_ENV] == "float32"
-    monkeypatch.setenv(ev.ORACLE_ENV, "float16")
-    with pytest.raises(ValueError, match="oracle"):
-        ev.evaluate(tmp_path, [8])
+    for given, want in ((None, "float64"), ("float32", "float32")):
+        argv = ["sweep", "fig_exp2_1", "--root", root]
+        assert cli.main(argv + (["--eval-oracle", given] if given else [])) == 0
+        assert seen["eval_oracle"] == given
+        items = plan("fig_exp2_1", "quick", root, eval_oracle=seen["eval_oracle"])
+        assert {ev.oracle for spec, _, _ in items for ev in spec.evals} == {want}
+    base = plan("fig_exp2_1", "quick", root)
+    fast = plan("fig_exp2_1", "quick", root, eval_oracle="float32")
+    assert [spec_doc(s) for s, _, _ in fast] == [spec_doc(s) for s, _, _ in base]
+    assert "PFNTHEORY_EVAL_ORACLE" not in os.environ
+    with pytest.raises(ValueError, match="eval_oracle"):
+        sweep_many(["fig_exp2_1"], root=root, eval_oracle="float16")

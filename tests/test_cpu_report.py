@@ -29,11 +29,12 @@ from pfntheory.experiments.results import (
     load_available,
     load_experiment,
 )
-from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
+from pfntheory.experiments.specs import ExactPPDSpec
 from pfntheory.experiments.state import run_dir_of
 from pfntheory.nn.train import curve_steps
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
+from pfntheory.tree import RunSpec
 
 EXP1 = "fig_exp1"
 

@@ -14,14 +14,19 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from pfntheory.experiments.definitions import EXPERIMENTS, SCALES
+from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS
 
 MANIFEST = Path(__file__).resolve().parent / "experiment_runs.txt"
 
 
 def manifest(experiments=EXPERIMENTS) -> list[str]:
     """``"experiment scale run-name"`` per run, in declaration order."""
-    return [f"{n} {s} {r.name}" for n, e in experiments.items() for s in SCALES for r in e.runs(s)]
+    return [
+        f"{n} {s} {r.name}"
+        for n, e in experiments.items()
+        for s in EXPERIMENT_SCALES
+        for r in e.runs(s)
+    ]
 
 
 def test_declared_runs_match_the_manifest():

@@ -20,12 +20,13 @@ from pfntheory import cli
 from pfntheory import runs as runfiles
 from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
+from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.experiments import _standin, definitions, pool, reference, runner, state
 from pfntheory.experiments.definitions import (
     CPU_SUBSET,
     EXP2_1_CURVE_N_EVAL,
+    EXPERIMENT_SCALES,
     EXPERIMENTS,
-    SCALES,
     Design,
     Experiment,
     experiment_names,
@@ -41,20 +42,12 @@ from pfntheory.experiments.published import (
 )
 from pfntheory.experiments.results import LoadedRun, MissingRunsError, load_experiment
 from pfntheory.experiments.runner import sweep
-from pfntheory.experiments.specs import (
-    EvalSpec,
-    ExactPPDSpec,
-    ModelSpec,
-    RunSpec,
-    StepsizeSpec,
-    TaskSpec,
-    canonical_json,
-    spec_hash,
-)
+from pfntheory.experiments.specs import ExactPPDSpec, StepsizeSpec
 from pfntheory.experiments.state import SPEC_FILE, is_complete, plan
+from pfntheory.tree import EvalSpec, RunSpec, canonical_json, spec_hash
 
 PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
-ALL = [(name, scale) for name in EXPERIMENTS for scale in SCALES]
+ALL = [(name, scale) for name in EXPERIMENTS for scale in EXPERIMENT_SCALES]
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +124,7 @@ def test_every_experiment_builds(name, scale):
 
 def _all_runs():
     for name in EXPERIMENTS:
-        for scale in SCALES:
+        for scale in EXPERIMENT_SCALES:
             for spec in get_experiment(name).runs(scale):
                 yield name, scale, spec
 
@@ -210,15 +203,16 @@ def test_sweep_creates_files_and_is_idempotent(tmp_path, tiny):
     assert runfiles.load_json(exp_dir / "sweep-quick.json") == s
     for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
         assert done and rd == exp_dir / spec.name
-        assert {p.name for p in rd.iterdir()} == {
-            SPEC_FILE,
+        assert {p.name for p in rd.iterdir()} == {  # one spec file: config.json, no spec.json
             runfiles.CONFIG,
             runfiles.METRICS,
             runfiles.WEIGHTS,
             "eval.json",
             "eval_uniform.json",
         }
-        assert runfiles.load_json(rd / SPEC_FILE)["name"] == spec.name
+        assert RunSpec.from_config(runfiles.load_json(rd / runfiles.CONFIG)) == dataclasses.replace(
+            spec, evals=()
+        )
 
     before = _files(tmp_path)
     again = _sweep("supp_exp2_d4", tmp_path)
@@ -378,7 +372,8 @@ def _corrupt(path: Path) -> None:
         ("run", "eval.json", True),
         ("run", "eval_uniform.json", True),
         ("run", "metrics.json", True),
-        ("run", SPEC_FILE, False),  # does not break completeness, but must not break a redo either
+        ("run", SPEC_FILE, False),  # a legacy spec.json: breaks neither completeness nor a redo
+        ("stepsize", SPEC_FILE, False),
         ("stepsize", "result.json", True),
         ("exact", "result.json", True),
     ],
@@ -390,16 +385,22 @@ def test_corrupt_json_is_redone(tmp_path, tiny, kind, file, breaks):
         for s, rd, _ in plan(tiny, "quick", tmp_path)
         if type(s).__name__.lower().startswith(kind)
     )
+    legacy = isinstance(spec, RunSpec) and file == SPEC_FILE
+    if legacy:  # a trained run's spec.json exists only in directories made before
+        (rd / file).write_text(json.dumps(state.spec_doc(spec)))
     _corrupt(rd / file)
-    if not breaks:
-        (rd / "eval.json").unlink()  # give the run some work to do alongside the corrupt file
+    if not breaks:  # give the run some work to do alongside the corrupt file
+        (rd / ("eval.json" if isinstance(spec, RunSpec) else "result.json")).unlink()
     assert not is_complete(spec, rd)
     s = _sweep(tiny, tmp_path)
     assert s["n_failed"] == 0, [r.get("error") for r in s["runs"]]
     assert _statuses(s)[spec.name] == "done"
     assert sorted(_statuses(s).values()) == ["done", "skipped", "skipped"]
     assert is_complete(spec, rd)
-    runfiles.load_json(rd / file)  # readable again
+    if legacy:  # unreadable, and no longer written: removed
+        assert not (rd / file).exists()
+    else:
+        runfiles.load_json(rd / file)  # readable again
     assert len(load_experiment(tiny, "quick", tmp_path)) == 3
 
 
@@ -925,9 +926,9 @@ _PRELOAD_SCRIPT = """
 import json, sys
 from pathlib import Path
 from pfntheory.experiments import execute, pool
-from pfntheory.experiments.specs import (
-    EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec,
-)
+from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.experiments.specs import ExactPPDSpec, StepsizeSpec
+from pfntheory.tree import EvalSpec, RunSpec
 root, backend = Path(sys.argv[1]), sys.argv[2]
 task = TaskSpec(kind="rbf", d=2)
 specs = [
@@ -1026,3 +1027,19 @@ def test_a_run_with_a_corrupt_or_missing_learning_curve_is_not_complete(tmp_path
     assert not state.is_trained(rd, spec)
     runfiles.save_json(rd / "learning_curve.json", {**doc, "points": pts[:-2]})  # stops early
     assert not state.is_trained(rd, spec)
+
+
+def test_execute_hands_each_eval_spec_whole_to_evaluate(monkeypatch, tmp_path):
+    """The nn backend passes the declared EvalSpec itself (its oracle included) to
+    ``nn.evaluate.evaluate``, as ``train`` gets the RunSpec: nothing is unpacked, no environment
+    variable is read. How it can fail: a backend that rebuilt the evaluation from loose fields
+    would drop the oracle, and the float32 spec below would reach evaluate as float64."""
+    from pfntheory.experiments import execute as ex
+    from pfntheory.nn import evaluate as nn_eval
+
+    got = []
+    monkeypatch.setattr(nn_eval, "evaluate", lambda rd, spec, **kw: got.append((rd, spec, kw)))
+    ev = EvalSpec(n_eval=(4, 8), n_instances=4, oracle="float32")
+    ex._evaluate_nn(tmp_path, ev)
+    assert len(got) == 1 and got[0][0] == tmp_path and got[0][1] is ev
+    assert set(got[0][2]) == {"device"}

@@ -133,11 +133,11 @@ def test_bad_arguments(kw, name):
         fo.sample_batch_fast(**args)
 
 
-def test_evaluate_refuses_an_unknown_oracle(tmp_path):
-    from pfntheory.nn.evaluate import evaluate
+def test_evaluate_refuses_an_unknown_oracle():
+    from pfntheory.tree import EvalSpec
 
     with pytest.raises(ValueError, match="oracle"):
-        evaluate(tmp_path, [8], oracle="float16")
+        EvalSpec((8,), 16, oracle="float16")
 
 
 def test_not_positive_definite_even_in_float64(path):

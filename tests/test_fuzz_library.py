@@ -937,10 +937,9 @@ def _extra_cases() -> list[Case]:
 
 def _issue29_cases() -> list[Case]:
     """The defects issue 29 lists by name (files of the exact side), as written there."""
-    from pfntheory import densities
+    from pfntheory import densities, tree
     from pfntheory.casestudy import data
     from pfntheory.claims import casestudy as ccase
-    from pfntheory.experiments import specs
 
     def case(name, fn, arg, **kw):
         return Case(f"issue29:{name}", Spec(name, fn, kw, {}, "hardening"), arg, kw)
@@ -990,7 +989,7 @@ def _issue29_cases() -> list[Case]:
             Xq=np.zeros((2, 2)),
             X=np.zeros((0, 2)),
         ),
-        case("EvalSpec(seed=-1)", specs.EvalSpec, "seed", n_eval=(4,), n_instances=16, seed=-1),
+        case("EvalSpec(seed=-1)", tree.EvalSpec, "seed", n_eval=(4,), n_instances=16, seed=-1),
         case("grid_corr(shapes differ)", ccase.grid_corr, "b", a=[1.0, 2.0, 3.0], b=[1.0, 2.0]),
         case(
             "coverage_summary(level=None)",

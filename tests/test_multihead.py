@@ -14,9 +14,9 @@ from pfntheory import multihead as mh
 from pfntheory.config import ModelSpec, TaskSpec, prior_components
 from pfntheory.discretize import bin_edges
 from pfntheory.experiments.definitions import get_experiment
-from pfntheory.experiments.specs import RunSpec
 from pfntheory.nn.multihead import MixturePFN, load_multihead_handset
 from pfntheory.nn.train import build_model
+from pfntheory.tree import RunSpec
 
 RUNS = Path(__file__).resolve().parents[1] / "reports" / "runs"
 TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))

@@ -6,8 +6,8 @@ import pytest
 import scipy.special
 import scipy.stats
 
+from pfntheory.config import TaskSpec
 from pfntheory.experiments.reference import components, expected_crps, ppd_at_query
-from pfntheory.experiments.specs import TaskSpec
 from pfntheory.gp import mixture_ppd
 from pfntheory.spectral import sample_design
 

@@ -1,10 +1,11 @@
 """Migration test of run identity: every committed run directory keeps its name.
 
 A run's directory name is a hash of its training spec (``RunSpec.name``); fields added later enter
-the hash only away from their defaults (``specs._LATE_DEFAULTS``). A change to the spec classes, the
-defaults or the experiment definitions that renamed a committed run would orphan its weights and
-results, so this test rebuilds every committed ``spec.json`` with today's code and asks for the same
-name, and asks every experiment to still declare the runs committed under its folder.
+the hash only away from their defaults (``tree._LATE_FIELDS``, at the dataclasses' own defaults). A
+change to the spec classes, the defaults or the experiment definitions that renamed a committed run
+would orphan its weights and results, so this test rebuilds every committed ``spec.json`` with
+today's code and asks for the same name, and asks every experiment to still declare the runs
+committed under its folder.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pfntheory import runs, tree
-from pfntheory.experiments import specs
-from pfntheory.experiments.definitions import EXPERIMENTS, SCALES
+from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS
+from pfntheory.experiments.state import SPEC_TYPES
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs"
 SPEC_FILES = sorted(ROOT.glob("*/*/spec.json"))
@@ -33,7 +34,7 @@ RETIRED = {
 
 def load_spec(doc: dict):
     """The spec object of a ``spec.json`` document (``{"type", "name", "spec"}``)."""
-    return runs.dataclass_from_dict(getattr(specs, doc["type"]), doc["spec"])
+    return runs.dataclass_from_dict(SPEC_TYPES[doc["type"]], doc["spec"])
 
 
 def test_there_are_committed_runs_to_check():
@@ -67,8 +68,8 @@ def test_committed_spec_record_is_unchanged(path):
     spec = load_spec(doc)
     new, old = jsonable(spec_doc(spec))["spec"], doc["spec"]
     for node, late in (
-        ("", {**tree._LATE_DEFAULTS, "evals": ()}),
-        ("model", tree._LATE_MODEL_DEFAULTS),
+        ("", {**tree._defaults(tree.RunSpec, tree._LATE_FIELDS), "evals": ()}),
+        ("model", tree._defaults(tree.ModelSpec, tree._LATE_MODEL_FIELDS)),
     ):
         n, o = (new, old) if not node else (new.get(node, {}), old.get(node, {}))
         for key in set(n) - set(o):
@@ -85,11 +86,13 @@ def test_every_committed_run_is_still_declared():
     scale (or retired, with its reason): a definition change that renamed a committed cell fails
     here even when the spec classes did not change."""
     undeclared = []
-    for path in SPEC_FILES:
+    # a trained run made after config.json became its one spec file has no spec.json
+    configs = [p for p in ROOT.glob("*/*/config.json") if not (p.parent / "spec.json").is_file()]
+    for path in SPEC_FILES + configs:
         exp, name = path.parent.parent.name, path.parent.name
         if exp not in EXPERIMENTS or f"{exp}/{name}" in RETIRED:
             continue
-        if name not in {r.name for sc in SCALES for r in EXPERIMENTS[exp].runs(sc)}:
+        if name not in {r.name for sc in EXPERIMENT_SCALES for r in EXPERIMENTS[exp].runs(sc)}:
             undeclared.append(f"{exp}/{name}")
     assert not undeclared, undeclared
     for key in RETIRED:
@@ -104,5 +107,6 @@ def test_the_check_catches_a_renaming_change(monkeypatch):
     )
     spec = load_spec(doc)
     assert spec.name == doc["name"]
-    monkeypatch.delitem(tree._LATE_DEFAULTS, "ema_decay")
+    late = tuple(f for f in tree._LATE_FIELDS if f != "ema_decay")
+    monkeypatch.setattr(tree, "_LATE_FIELDS", late)
     assert dataclasses.replace(spec).name != doc["name"]

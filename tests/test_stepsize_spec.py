@@ -19,7 +19,7 @@ import pytest
 
 from pfntheory import runs
 from pfntheory.config import TaskSpec
-from pfntheory.experiments.definitions import EXPERIMENTS, SCALES
+from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS
 from pfntheory.experiments.execute import execute
 from pfntheory.experiments.specs import StepsizeSpec
 from pfntheory.experiments.state import RESULT_FILE, jsonable, spec_doc
@@ -49,7 +49,7 @@ def test_committed_stepsize_spec_rebuilds_to_its_name(path):
     assert spec.task.kind == {"linear": "blr", "rbf": "rbf"}[doc["spec"]["kernel"]]
     assert spec.name == doc["name"] == path.parent.name
     assert jsonable(spec_doc(spec)) == doc
-    declared = {r for sc in SCALES for r in EXPERIMENTS["fig_stepsize"].runs(sc)}
+    declared = {r for sc in EXPERIMENT_SCALES for r in EXPERIMENTS["fig_stepsize"].runs(sc)}
     assert spec in declared
 
 

@@ -208,7 +208,8 @@ def test_orphan_temp_files_are_cleaned(tmp_path):
 
 def test_truncated_weights_are_detected_and_redone(tmp_path):
     """A finished run whose weights.pt was truncated counts as not done, and execute retrains it."""
-    from pfntheory.experiments.specs import EvalSpec, ModelSpec, RunSpec, TaskSpec
+    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.tree import EvalSpec, RunSpec
 
     spec = RunSpec(
         task=TaskSpec(kind="rbf", d=2),

@@ -330,23 +330,26 @@ def test_metrics_of_the_exact_discretised_ppd(kind):
 
 def test_evaluate_writes_and_merges(tmp_path):
     from pfntheory.nn.evaluate import evaluate
+    from pfntheory.tree import EvalSpec
 
     rd = train(tiny(steps=2), tmp_path / "r", progress=False)
-    doc = evaluate(rd, [5, 7], n_instances=40, batch_size=16)
+    doc = evaluate(rd, EvalSpec((5, 7), 40), batch_size=16)
     assert set(doc["results"]) == {"5", "7"} and doc["label_law"].startswith("truncated")
     r = doc["results"]["7"]
     assert r["n_instances"] == 40 and 0 <= r["tv"] <= 1 and np.isfinite(r["crps"])
-    doc2 = evaluate(rd, [6], n_instances=40, batch_size=16)
+    doc2 = evaluate(rd, EvalSpec((6,), 40), batch_size=16)
     assert set(doc2["results"]) == {"5", "6", "7"}
     assert runs.load_json(rd / runs.EVAL)["results"]["7"] == r  # same seed: same instances
-    shifted = evaluate(rd, [5], n_instances=40, covariates="uniform")
+    shifted = evaluate(rd, EvalSpec((5,), 40, covariates="uniform"))
     assert (rd / "eval_uniform.json").is_file() and shifted["covariates"] == "uniform"
     with pytest.raises(ValueError, match="n_eval"):
-        evaluate(rd, [0])
+        EvalSpec((0,), 40)
     with pytest.raises(ValueError, match="covariates"):
-        evaluate(rd, [5], covariates="laplace")
+        EvalSpec((5,), 40, covariates="laplace")
+    with pytest.raises(TypeError, match="spec"):  # the loose fields of the old signature
+        evaluate(rd, [5])
     with pytest.raises(FileNotFoundError):
-        evaluate(tmp_path / "nothing", [5])
+        evaluate(tmp_path / "nothing", EvalSpec((5,), 40))
 
 
 def test_compare_to_construction_at_initialisation(tmp_path):

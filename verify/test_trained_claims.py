@@ -32,10 +32,11 @@ from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED, UNDERPOWERED, WORSE
 from pfntheory.claims import gating as xg
 from pfntheory.claims import pretraining_range as xr
 from pfntheory.claims import trained as xc
-from pfntheory.config import SCALES
+from pfntheory.config import EXPERIMENT_SCALES
 from pfntheory.experiments.definitions import get_experiment
 from pfntheory.experiments.results import MissingRunsError, load_experiment
-from pfntheory.experiments.specs import RunSpec, StepsizeSpec
+from pfntheory.experiments.specs import StepsizeSpec
+from pfntheory.tree import RunSpec
 
 Z, SLACK = xg.Z_MARGIN, xg.COVERAGE_SLACK
 
@@ -93,7 +94,7 @@ def _check(scale: str, result) -> None:
 
 def _panels(experiment: str) -> list[tuple[str, str]]:
     runs = [
-        r for sc in SCALES for r in get_experiment(experiment).runs(sc)
+        r for sc in EXPERIMENT_SCALES for r in get_experiment(experiment).runs(sc)
     ]  # same panels at every scale
     return sorted({(r.task.kind, r.model.mode) for r in runs if isinstance(r, RunSpec)})
 

@@ -35,7 +35,7 @@ def statuses_of(statuses, runs: list, name: str = "statuses") -> None:
         return
     if not isinstance(statuses, Mapping):
         raise ArgumentTypeError(f"{name} must map run names to statuses, got {statuses!r}"[:200])
-    from ..experiments.specs import RunSpec
+    from ..tree import RunSpec
 
     missing = [
         r.run_dir.name

@@ -321,8 +321,9 @@ def _beyond(rd, beyond, n_instances: int, previous: dict | None) -> dict:
     (:func:`pfntheory.nn.evaluate.evaluate`, read-only, the seed of the run's own eval file)."""
     from pfntheory import runs as runfiles
     from pfntheory.nn.evaluate import evaluate
+    from pfntheory.tree import EvalSpec
 
-    seed = runfiles.load_json(rd / "eval.json").get("seed", 12345)
+    seed = runfiles.load_json(rd / "eval.json")["seed"]
     old = (previous or {}).get(rd.name, {}).get("beyond")
     if (
         old is not None
@@ -331,7 +332,7 @@ def _beyond(rd, beyond, n_instances: int, previous: dict | None) -> dict:
         and old.get("seed", seed) == seed
     ):
         return {**old, "seed": seed}
-    ev = evaluate(rd, list(beyond), n_instances=n_instances, seed=seed, save=False)
+    ev = evaluate(rd, EvalSpec(tuple(beyond), n_instances, seed), save=False)
     return {
         "n_eval": list(beyond),
         "n_instances": int(n_instances),

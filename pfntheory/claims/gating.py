@@ -45,8 +45,8 @@ from ..convergence import (
     doubling_status,
     last_half_values,
 )
-from ..experiments.specs import RunSpec
 from ..status import Status, as_status, no_curve
+from ..tree import RunSpec
 from . import (
     FAILS,
     FAILS_AT_BUDGET,

@@ -25,8 +25,9 @@ from .. import metrics as M
 from .. import runs as runfiles
 from .._checks import int_tuple, positive_int, seed_int
 from ..experiments.results import LoadedRun, load_available
-from ..experiments.specs import ExactPPDSpec, RunSpec
+from ..experiments.specs import ExactPPDSpec
 from ..stats import mean_se
+from ..tree import RunSpec
 from . import ClaimResult, Power, gating
 from .gating import Z_MARGIN, diff_se, gate
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pfntheory.config import COVARIATES
 from pfntheory.convergence import METRICS
+from pfntheory.tree import EVAL_ORACLES, EVAL_SEED, EvalSpec
 
 from .options import (
     LIMITS,
@@ -62,7 +63,7 @@ def _add_evaluate(sub) -> None:
         nargs="+",
         help="evaluation sizes n' (required unless --curve-only)",
     )
-    p.add_argument("--n-instances", type=int_in(1, LIMITS["n_instances"]), default=4096)
+    p.add_argument("--n-instances", type=int_in(2, LIMITS["n_instances"]), default=4096)
     p.add_argument(
         "--covariates",
         choices=COVARIATES,
@@ -72,12 +73,12 @@ def _add_evaluate(sub) -> None:
     p.add_argument("--batch-size", type=int_in(1, LIMITS["batch_size"]), default=512)
     p.add_argument(
         "--oracle",
-        choices=("float32", "float64"),
+        choices=EVAL_ORACLES,
         default="float32",
         help="exact PPD: float32 factor refined to float64 accuracy (default; docs/speed.md), or "
         "float64 throughout (the committed eval.json)",
     )
-    add_run_options(p, seed=12345, device="cpu", progress=True)
+    add_run_options(p, seed=EVAL_SEED, device="cpu", progress=True)
     p.add_argument(
         "--curve",
         choices=METRICS,
@@ -313,14 +314,13 @@ def _run_evaluate(args) -> int:
         _refuse_foreign_out(args.out_file, producer)
     from pfntheory.nn.evaluate import evaluate
 
+    spec = EvalSpec(**pick(args, "n_eval", "n_instances", "seed", "covariates", "oracle"))
     doc = evaluate(
         run_dir,
-        args.n_eval,
-        args.n_instances,
-        args.seed,
+        spec,
         progress=show_progress(args),
         save=False,  # read-only: the run's committed eval.json is never rewritten
-        **pick(args, "covariates", "batch_size", "device", "oracle"),
+        **pick(args, "batch_size", "device"),
     )
     n_eval = sorted(set(args.n_eval))
     if args.json:

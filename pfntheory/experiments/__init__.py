@@ -5,7 +5,8 @@ sec:exp3 (fig:exp2-2, supp-fig:exp2-3 and the d=4, d=8, covariate-shift companio
 and supp-sec:exp additional (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp), with the
 pretraining budgets of supp-tab:pretraining hyperparameters.
 
-* :mod:`.specs` -- frozen run specifications and the run-directory naming (prefix + config hash);
+* :mod:`.specs` -- the exact-side specs (a trained run is a :class:`pfntheory.tree.RunSpec`) and
+  the run-directory naming (prefix + config hash);
 * :mod:`.definitions` -- the registry: one :class:`Experiment` per figure/table, at three scales,
   defined in :mod:`.exp1`, :mod:`.exp2` and :mod:`.tables` from the records of :mod:`.design`,
   the scale rules of :mod:`.scales` and the cost model of :mod:`.cost`;
@@ -20,9 +21,11 @@ pretraining budgets of supp-tab:pretraining hyperparameters.
 
 from . import published, specs
 from .published import HIERARCHICAL_GP, LENGTHSCALE_CRPS, PUBLISHED, published_rows  # noqa: F401
-from .specs import EvalSpec, ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec  # noqa: F401
+from .specs import ExactPPDSpec, StepsizeSpec  # noqa: F401
 
-# Re-exported, named once in the submodules' ``__all__``: the spec classes and the published tables
-# (the helpers ``canonical_json``, ``spec_hash``, ``run_name`` and ``PUBLISHED_*`` stay there).
+# Re-exported, named once in the submodules' ``__all__``: the exact-side spec classes and the
+# published tables (``run_name`` and ``PUBLISHED_*`` stay there). The run tree's classes are
+# imported from where they are defined, one path each: ``RunSpec`` and ``EvalSpec`` from
+# :mod:`pfntheory.tree`, ``TaskSpec`` and ``ModelSpec`` from :mod:`pfntheory.config`.
 __all__ = [n for n in specs.__all__ if n.endswith("Spec")]
 __all__ += [n for n in published.__all__ if not n.startswith("PUBLISHED_")]

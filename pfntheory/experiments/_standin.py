@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 from .. import runs as runfiles
 
@@ -23,7 +22,7 @@ __all__ = ["train", "evaluate", "fake_metrics"]
 
 def train(spec, run_dir: Path) -> None:
     run_dir = Path(run_dir)
-    runfiles.save_json(run_dir / runfiles.CONFIG, {"standin": True, **spec.identity()})
+    runfiles.save_json(run_dir / runfiles.CONFIG, spec.to_config())
     ckpt = run_dir / runfiles.CHECKPOINT
     start = 0
     if ckpt.is_file():
@@ -65,21 +64,11 @@ def fake_metrics(spec, n: int, covariates: str) -> dict:
     return out
 
 
-def _lists_as_tuples(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
-
-
 def evaluate(run_dir: Path, ev) -> None:
-    from .specs import EvalSpec, ModelSpec, RunSpec, TaskSpec
+    from ..tree import RunSpec
 
     run_dir = Path(run_dir)
-    s = runfiles.load_json(run_dir / "spec.json")["spec"]
-    spec = RunSpec(
-        task=TaskSpec(**_lists_as_tuples(s["task"])),
-        model=ModelSpec(**s["model"]),
-        **{k: s[k] for k in ("n_min", "n_max", "steps", "lr", "batch_size", "seed")},
-        evals=tuple(EvalSpec(**{**e, "n_eval": tuple(e["n_eval"])}) for e in s["evals"]),
-    )
+    spec = RunSpec.from_config(runfiles.load_json(run_dir / runfiles.CONFIG))
     cov = ev.covariates or spec.task.covariates
     results = {}
     for n in ev.n_eval:

@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterable
 
 from ..commands.options import add_run_options, int_in, nonnegative_float
-from .definitions import EXPERIMENTS, SCALES, get_experiment
+from ..tree import EVAL_ORACLES
+from .definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
 from .pool import EXECUTORS, slurm_available
 from .runner import sweep_many
 from .state import default_root, partial_progress, plan
@@ -28,7 +29,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--scale",
-        choices=SCALES,
+        choices=EXPERIMENT_SCALES,
         default="quick",
         help="quick (minutes on a laptop, shrunk tasks), cpu (the paper's tasks, fewer steps; "
         "hours on one core) or paper (supp-tab:pretraining hyperparameters; a GPU or a cluster)",
@@ -57,10 +58,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--eval-oracle",
-        choices=("float32", "float64"),
+        choices=EVAL_ORACLES,
         default=None,
-        help="exact PPD of the evaluations this sweep runs: float32 refined to float64 accuracy, "
-        "or float64 (default: $PFNTHEORY_EVAL_ORACLE, else float64, as the committed runs)",
+        help="exact PPD of the evaluations this sweep runs (the oracle of their EvalSpec): "
+        "float32 refined to float64 accuracy, or float64 (default: as declared, float64, as "
+        "the committed runs); an evaluation already on disk is not redone",
     )
     p.add_argument("--list", action="store_true", help="list the runs and their state; run nothing")
     p.add_argument(
@@ -116,8 +118,6 @@ def _shown(path) -> str:
 
 def _cmd(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
-    if args.eval_oracle is not None:  # workers inherit it (pfntheory.nn.evaluate.ORACLE_ENV)
-        os.environ["PFNTHEORY_EVAL_ORACLE"] = args.eval_oracle
     for n in names:
         get_experiment(n)
     if (
@@ -145,7 +145,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.list:
         for n in names:
             exp = get_experiment(n)
-            items = plan(n, args.scale, args.root)
+            items = plan(n, args.scale, args.root, eval_oracle=args.eval_oracle)
             print(
                 f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} "
                 f"complete -- {exp.title}"
@@ -181,6 +181,7 @@ def _cmd(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         slurm=slurm,
         wait_lock_s=args.wait_lock,
+        eval_oracle=args.eval_oracle,
     )
     for n, s in zip(names, summaries, strict=True):
         print(

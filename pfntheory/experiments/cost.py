@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import ArgumentTypeError, choice
-from ..config import SCALES
+from ..config import EXPERIMENT_SCALES
+from ..tree import RunSpec
 from .design import Experiment
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from .specs import ExactPPDSpec, StepsizeSpec
 
 __all__ = ["COST"]
 
@@ -124,7 +125,7 @@ def cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
     ``scale``: training steps, learning-curve evaluations and the final evaluations, from the cost
     model :data:`COST`. An exact-PPD reference counts its Gram matrices (``EXACT_N2D_S``);
     fig:stepsize counts as 0 (seconds of NumPy)."""
-    choice(scale, "scale", SCALES)
+    choice(scale, "scale", EXPERIMENT_SCALES)
     if isinstance(spec_or_experiment, Experiment):
         return float(sum(cpu_seconds(r, scale) for r in spec_or_experiment.runs(scale)))
     spec = spec_or_experiment

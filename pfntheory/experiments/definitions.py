@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .._checks import choice
 from .cost import COST, cpu_seconds, step_terms, training_seconds, training_terms  # noqa: F401
-from .design import PAPER_EVAL_INSTANCES, SCALES, Design, Experiment  # noqa: F401
+from .design import EXPERIMENT_SCALES, PAPER_EVAL_INSTANCES, Design, Experiment  # noqa: F401
 from .exp1 import FIG_EXP1, FIG_EXP1_BUDGET, FIG_EXP1_THEORY_SHARED
 from .exp2 import (  # noqa: F401
     EXP2_1_CURVE_N_EVAL,
@@ -48,7 +48,7 @@ from .tables import (  # noqa: F401
 )
 
 __all__ = [
-    "SCALES",
+    "EXPERIMENT_SCALES",
     "Design",
     "Experiment",
     "EXPERIMENTS",

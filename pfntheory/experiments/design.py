@@ -12,10 +12,10 @@ import numpy as np
 
 from .. import DEFAULT_NOISE_VAR
 from .._checks import choice
-from ..config import SCALES
-from .specs import EvalSpec, RunSpec, TaskSpec
+from ..config import EXPERIMENT_SCALES, TaskSpec
+from ..tree import EvalSpec, RunSpec
 
-__all__ = ["SCALES", "Design", "Experiment"]
+__all__ = ["EXPERIMENT_SCALES", "Design", "Experiment"]
 
 PAPER_EVAL_INSTANCES = 4096  # supp-sec:exp details: "evaluated on 4096 evaluation samples"
 
@@ -66,7 +66,7 @@ class Experiment:
     cpu: Design
 
     def design(self, scale: str) -> Design:
-        choice(scale, "scale", SCALES)
+        choice(scale, "scale", EXPERIMENT_SCALES)
         return getattr(self, scale)
 
     def runs(self, scale: str) -> tuple:

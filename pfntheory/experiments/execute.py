@@ -1,12 +1,14 @@
 """Executing one run: bring its directory to the finished state of its spec.
 
-A trained run (:class:`~.specs.RunSpec`) writes ``spec.json``, trains with
+A trained run (:class:`~pfntheory.tree.RunSpec`; its one spec file is ``config.json``, which
+training writes; a ``spec.json`` beside it is read in directories made before), trains with
 :func:`pfntheory.nn.train.train` (which skips a finished run and resumes a killed one from its
 ``checkpoint.pt``), or adopts an identical finished run of another experiment, evaluates every
-:class:`~.specs.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate`, and deletes
-``checkpoint.pt``. An exact-side run (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`;
-fig:stepsize and the tables' exact-PPD references) writes ``result.json``. Every file is written
-atomically (temporary file + ``os.replace``), so a killed run leaves complete files only.
+:class:`~pfntheory.tree.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate` (which
+takes the spec whole), and deletes ``checkpoint.pt``. An exact-side run
+(:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`; fig:stepsize and the tables'
+exact-PPD references) writes ``spec.json``, then ``result.json``. Every file is written atomically
+(temporary file + ``os.replace``), so a killed run leaves complete files only.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from .. import runs as runfiles
 from .._checks import choice
 from ..config import LEARNING_CURVE_FILE
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from ..tree import EvalSpec, RunSpec
+from .specs import ExactPPDSpec, StepsizeSpec
 from .state import (
     RESULT_FILE,
     SPEC_FILE,
@@ -40,20 +43,25 @@ def _train_nn(spec: RunSpec, run_dir: Path) -> None:
     train(spec, run_dir, progress=False)
 
 
-def _evaluate_nn(run_dir: Path, ev) -> None:
+def _evaluate_nn(run_dir: Path, ev: EvalSpec) -> None:
     import torch
 
     from pfntheory.nn.evaluate import evaluate
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    evaluate(
-        run_dir,
-        list(ev.n_eval),
-        n_instances=ev.n_instances,
-        seed=ev.seed,
-        covariates=ev.covariates,
-        device=device,
-    )
+    evaluate(run_dir, ev, device="cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _config_name(run_dir: Path) -> str | None:
+    """The name of the trained run whose ``config.json`` ``run_dir`` holds (None: no readable
+    run tree there; a corrupt file is redone, and training refuses a readable one of another run
+    naming the fields that differ)."""
+    path = run_dir / runfiles.CONFIG
+    if not path.is_file():
+        return None
+    try:
+        return RunSpec.from_config(runfiles.load_json(path)).name
+    except (runfiles.CorruptFileError, ValueError, TypeError):
+        return None
 
 
 def _backend(name: str):
@@ -159,16 +167,21 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
     root = Path(root) if root is not None else run_dir.parent.parent
     t0 = time.perf_counter()
     spec_path = run_dir / SPEC_FILE
-    old = read_spec_doc(spec_path)
-    if old is not None and old.get("name") != spec.name:
-        raise ValueError(f"{run_dir} holds the run {old.get('name')!r}, not {spec.name!r}")
+    old = read_spec_doc(spec_path)  # a trained run's spec.json: only in directories made before
+    held = old.get("name") if old is not None else _config_name(run_dir)
+    if held is not None and held != spec.name:
+        raise ValueError(f"{run_dir} holds the run {held!r}, not {spec.name!r}")
+    exact = not isinstance(spec, RunSpec)
     if is_complete(spec, run_dir):
-        if old != jsonable(spec_doc(spec)):
+        if exact and old != jsonable(spec_doc(spec)):
             runfiles.save_json(spec_path, spec_doc(spec))
         return {"name": spec.name, "status": "skipped", "seconds": 0.0}
     run_dir.mkdir(parents=True, exist_ok=True)
     runfiles.clean_orphan_temps(run_dir)
-    runfiles.save_json(spec_path, spec_doc(spec))
+    if exact:  # a trained run's one spec file is config.json, which training writes
+        runfiles.save_json(spec_path, spec_doc(spec))
+    elif old is None:  # an unreadable spec.json of an earlier layout: nothing reads it again
+        spec_path.unlink(missing_ok=True)
     status = "done"
     if isinstance(spec, RunSpec):
         train_fn, eval_fn = _backend(backend)

@@ -9,6 +9,8 @@ import dataclasses
 import itertools
 
 from .. import DEFAULT_NOISE_VAR
+from ..config import ModelSpec, TaskSpec
+from ..tree import RunSpec
 from .cost import cpu_seconds
 from .design import (
     PAPER_EVAL_INSTANCES,
@@ -27,7 +29,6 @@ from .scales import (
     cpu_design,
     paper_curves,
 )
-from .specs import ModelSpec, RunSpec, TaskSpec
 
 
 def _exp1(Ls, Cs, settings, per_n: int, k_eval: int) -> tuple:

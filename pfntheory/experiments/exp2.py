@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from ..config import ModelSpec
+from ..tree import EvalSpec
 from .design import PAPER_EVAL_INSTANCES, Design, Experiment, eval_spec, rbf_task, trained_cells
 from .scales import (
     BUDGET_CURVE_POINTS,
@@ -20,7 +22,6 @@ from .scales import (
     cpu_design,
     paper_curves,
 )
-from .specs import EvalSpec, ModelSpec
 
 # --------------------------------------------------------------------------------------------------
 # fig:exp2-1 (sec:exp2): normalised vs unnormalised attention, RBF d=8

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from .. import runs as runfiles
 from .._checks import choice
+from ..tree import RunSpec
 from .execute import BACKENDS, execute
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec
+from .specs import ExactPPDSpec, StepsizeSpec
 
 __all__ = [
     "EXECUTORS",

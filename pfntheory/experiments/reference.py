@@ -35,10 +35,10 @@ from .._checks import (
     sequence,
     shaped,
 )
+from ..config import INTERVAL_LEVELS, TaskSpec
 from ..config import prior_components as components
 from ..spectral import sample_design
 from ..stats import mean_se
-from .specs import TaskSpec
 
 __all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
 
@@ -99,7 +99,7 @@ def exact_ppd_reference(
     n_eval,
     n_instances: int,
     rng: np.random.Generator,
-    levels=(0.5, 0.9, 0.95),
+    levels=INTERVAL_LEVELS,
     covariates: str | None = None,
 ) -> dict:
     """CRPS, coverage and width of the exact PPD on ``n_instances`` contexts per ``n'``.

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import runs as runfiles
+from ..tree import RunSpec
 from .definitions import get_experiment
-from .specs import RunSpec
 from .state import RESULT_FILE, default_root, is_complete, run_dir_of
 
 __all__ = [

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from .. import runs as runfiles
 from .._checks import choice, positive_int, positive_scalar
+from ..tree import EVAL_ORACLES
 from . import pool
-from .definitions import EXPERIMENTS, SCALES, get_experiment
+from .definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
 from .execute import BACKENDS
 from .state import Spec, default_root, plan
 
@@ -39,7 +40,7 @@ def sweep(experiment: str, scale: str = "quick", **options) -> dict:
     scale : {"quick", "cpu", "paper"}
     **options
         ``executor``, ``root``, ``workers``, ``threads``, ``backend``, ``progress``, ``slurm``,
-        ``wait_lock_s``, as in :func:`sweep_many`.
+        ``wait_lock_s``, ``eval_oracle``, as in :func:`sweep_many`.
 
     Returns
     -------
@@ -63,6 +64,7 @@ def sweep_many(
     progress: bool = True,
     slurm: dict | None = None,
     wait_lock_s: float = 0.0,
+    eval_oracle: str | None = None,
 ) -> list[dict]:
     """Run every missing run of several experiments under one lock, with **one** local worker pool.
 
@@ -93,6 +95,11 @@ def sweep_many(
     wait_lock_s : float
         How long to wait for another sweep holding the runs root's lock before refusing
         (:class:`pfntheory.runs.LockHeldError`).
+    eval_oracle : {"float64", "float32"}, optional
+        The :attr:`~pfntheory.tree.EvalSpec.oracle` of every evaluation this sweep runs (None:
+        as the experiments declare them, float64 like every committed evaluation); it travels in
+        the specs to the workers (:func:`.state.with_eval_oracle`). An evaluation already on disk is
+        complete under either oracle (:func:`.state.eval_complete`).
 
     Returns
     -------
@@ -107,7 +114,7 @@ def sweep_many(
     exps = [get_experiment(e) for e in experiments]
     if len({e.name for e in exps}) != len(exps):
         raise ValueError(f"experiments must not repeat a name, got {list(experiments)}")
-    choice(scale, "scale", SCALES)
+    choice(scale, "scale", EXPERIMENT_SCALES)
     choice(executor, "executor", pool.EXECUTORS)
     choice(backend, "backend", BACKENDS)
     root = Path(root) if root is not None else default_root()
@@ -118,6 +125,8 @@ def sweep_many(
         else min(2, os.cpu_count() or 1)
     )
     wait_lock_s = positive_scalar(wait_lock_s, "wait_lock_s", allow_zero=True)
+    if eval_oracle is not None:
+        choice(eval_oracle, "eval_oracle", EVAL_ORACLES)
     if slurm is not None and not isinstance(slurm, dict):
         raise ValueError(f"slurm must be a dict of submitit parameters, got {type(slurm).__name__}")
     if executor == "slurm":
@@ -132,12 +141,14 @@ def sweep_many(
             )
     with runfiles.root_lock(root, wait_s=wait_lock_s):
         return _sweep_locked(
-            exps, scale, executor, root, workers, threads, backend, progress, slurm
+            exps, scale, executor, root, workers, threads, backend, progress, slurm, eval_oracle
         )
 
 
-def _sweep_locked(exps, scale, executor, root, workers, threads, backend, progress, slurm) -> list:
-    plans = {exp.name: _plan_experiment(exp.name, scale, root) for exp in exps}
+def _sweep_locked(
+    exps, scale, executor, root, workers, threads, backend, progress, slurm, eval_oracle
+) -> list:
+    plans = {exp.name: _plan_experiment(exp.name, scale, root, eval_oracle) for exp in exps}
     todo = {n: [(s, rd) for s, rd, done in items if not done] for n, items in plans.items()}
     t0 = time.perf_counter()
     results: dict[str, list[dict]] = {n: [] for n in plans}
@@ -175,7 +186,9 @@ def _sweep_locked(exps, scale, executor, root, workers, threads, backend, progre
     return summaries
 
 
-def _plan_experiment(name: str, scale: str, root: Path) -> list[tuple[Spec, Path, bool]]:
+def _plan_experiment(
+    name: str, scale: str, root: Path, eval_oracle: str | None = None
+) -> list[tuple[Spec, Path, bool]]:
     """:func:`.state.plan` of one experiment, after creating its folder (with the ``.gitignore``
     of run directories) and deleting the orphan temporary files of killed writes in it."""
     exp_dir = root / name
@@ -184,7 +197,7 @@ def _plan_experiment(name: str, scale: str, root: Path) -> list[tuple[Spec, Path
     gi = exp_dir / ".gitignore"
     if not gi.is_file():
         runfiles.atomic_write_bytes(gi, _GITIGNORE.encode())
-    return plan(name, scale, root)
+    return plan(name, scale, root, eval_oracle=eval_oracle)
 
 
 def _passes(todo: dict[str, list[tuple[Spec, Path]]]) -> list[list[tuple[str, Spec, Path]]]:

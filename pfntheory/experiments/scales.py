@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from .._checks import ArgumentTypeError
+from ..tree import RunSpec
 from .cost import cpu_seconds
 from .design import Design
-from .specs import RunSpec
 
 
 def _design(design, name: str) -> Design:

@@ -1,7 +1,7 @@
-"""The experiments' specs: a trained run is a :class:`pfntheory.tree.RunSpec` (re-exported here
-with its nodes), an exact-side run (fig:stepsize, no training) a :class:`StepsizeSpec`, the
-exact-PPD reference of a table an :class:`ExactPPDSpec`; :func:`run_name` names the directory of
-each.
+"""The experiments' specs: a trained run is a :class:`pfntheory.tree.RunSpec` (imported from there,
+never through this module: one import path per class), an exact-side run (fig:stepsize, no
+training) a :class:`StepsizeSpec`, the exact-PPD reference of a table an :class:`ExactPPDSpec`;
+:func:`run_name` names the directory of each.
 
 A directory is ``<readable prefix>-<hash>``: the first 10 hex digits of the SHA-256 of the canonical
 JSON of the spec's :meth:`identity` (docs/design.md, "The run tree").
@@ -23,20 +23,10 @@ from .._checks import (
     positive_int,
     seed_int,
 )
-from ..config import SPEC_TASK_KINDS, ModelSpec, TaskSpec
-from ..tree import EvalSpec, RunSpec, canonical_json, spec_hash, task_identity
+from ..config import INTERVAL_LEVELS, SPEC_TASK_KINDS, TaskSpec
+from ..tree import RunSpec, spec_hash, task_identity
 
-__all__ = [
-    "TaskSpec",
-    "ModelSpec",
-    "EvalSpec",
-    "RunSpec",
-    "StepsizeSpec",
-    "ExactPPDSpec",
-    "canonical_json",
-    "spec_hash",
-    "run_name",
-]
+__all__ = ["StepsizeSpec", "ExactPPDSpec", "run_name"]
 
 
 def _spec_task(task) -> None:
@@ -196,7 +186,7 @@ class ExactPPDSpec(_ExactSide):
     task: TaskSpec
     n_eval: tuple[int, ...]
     n_instances: int
-    levels: tuple[float, ...] = (0.5, 0.9, 0.95)
+    levels: tuple[float, ...] = INTERVAL_LEVELS
     seed: int = 2024
 
     def identity(self) -> dict:

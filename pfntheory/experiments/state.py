@@ -8,6 +8,7 @@ artefacts".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import zipfile
@@ -16,11 +17,13 @@ from pathlib import Path
 from .. import runs as runfiles
 from .._checks import ArgumentTypeError
 from ..config import curve_file
+from ..tree import RunSpec, canonical_json
 from .definitions import get_experiment
-from .specs import ExactPPDSpec, RunSpec, StepsizeSpec, canonical_json
+from .specs import ExactPPDSpec, StepsizeSpec
 
 __all__ = [
     "Spec",
+    "SPEC_TYPES",
     "SPEC_FILE",
     "RESULT_FILE",
     "default_root",
@@ -32,11 +35,14 @@ __all__ = [
     "is_trained",
     "is_complete",
     "plan",
+    "with_eval_oracle",
     "partial_progress",
 ]
 
 #: A run of an experiment: trained (RunSpec) or exact-side (StepsizeSpec, ExactPPDSpec).
 Spec = RunSpec | StepsizeSpec | ExactPPDSpec
+#: The spec classes by the name ``spec.json`` records as its ``type``.
+SPEC_TYPES = {c.__name__: c for c in (RunSpec, StepsizeSpec, ExactPPDSpec)}
 
 SPEC_FILE = "spec.json"
 RESULT_FILE = "result.json"
@@ -69,8 +75,11 @@ def spec_doc(spec) -> dict:
 
 
 def eval_complete(run_dir: Path, ev) -> bool:
-    """Whether ``run_dir`` holds the evaluation ``ev`` (an :class:`~.specs.EvalSpec`): its file,
-    readable, with the same seed and number of instances and a result for every n'."""
+    """Whether ``run_dir`` holds the evaluation ``ev`` (a :class:`~pfntheory.tree.EvalSpec`): its
+    file, readable, with the same seed and number of instances and a result for every n'. The oracle
+    is not compared: both compute the same PPD (mu and tau within 1e-10; docs/speed.md), the file
+    records which one made it, and a sweep with another oracle (``--eval-oracle``) never redoes a
+    committed evaluation."""
     path = run_dir / ev.filename
     if not path.is_file():
         return False
@@ -137,8 +146,8 @@ def is_complete(spec, run_dir) -> bool:
 
 
 def jsonable(d):
-    """``d`` as it reads back from a JSON file (the canonical form :func:`.specs.canonical_json`
-    writes)."""
+    """``d`` as it reads back from a JSON file (the canonical form
+    :func:`pfntheory.tree.canonical_json` writes)."""
     return json.loads(canonical_json(d))
 
 
@@ -154,13 +163,27 @@ def read_spec_doc(path: Path) -> dict | None:
         return None
 
 
-def plan(experiment: str, scale: str = "quick", root=None) -> list[tuple[Spec, Path, bool]]:
-    """``(spec, run_dir, complete)`` for every run of ``experiment`` at ``scale``."""
+def with_eval_oracle(spec: Spec, oracle: str | None) -> Spec:
+    """``spec`` with every evaluation's :attr:`~pfntheory.tree.EvalSpec.oracle` set to ``oracle``
+    (None: ``spec`` as declared). The run's name and ``spec.json`` do not change (neither records
+    the oracle); an exact-side spec has no evaluations and is returned as is."""
+    if oracle is None or not isinstance(spec, RunSpec):
+        return spec
+    evals = tuple(dataclasses.replace(ev, oracle=oracle) for ev in spec.evals)
+    return dataclasses.replace(spec, evals=evals)
+
+
+def plan(
+    experiment: str, scale: str = "quick", root=None, *, eval_oracle: str | None = None
+) -> list[tuple[Spec, Path, bool]]:
+    """``(spec, run_dir, complete)`` for every run of ``experiment`` at ``scale``; with
+    ``eval_oracle``, the evaluations of each spec use that oracle (:func:`with_eval_oracle`)."""
     exp = get_experiment(experiment)
     root = Path(root) if root is not None else default_root()
+    specs = [with_eval_oracle(s, eval_oracle) for s in exp.runs(scale)]
     return [
         (s, run_dir_of(exp.name, s, root), is_complete(s, run_dir_of(exp.name, s, root)))
-        for s in exp.runs(scale)
+        for s in specs
     ]
 
 

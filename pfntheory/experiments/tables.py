@@ -9,6 +9,8 @@ import dataclasses
 import itertools
 
 from .. import DEFAULT_NOISE_VAR
+from ..config import ModelSpec, TaskSpec
+from ..tree import RunSpec
 from .design import (
     PAPER_EVAL_INSTANCES,
     Design,
@@ -18,7 +20,7 @@ from .design import (
     trained_cells,
 )
 from .scales import CPU_OPT, by_cost, cpu_design, paper_curves
-from .specs import ExactPPDSpec, ModelSpec, RunSpec, StepsizeSpec, TaskSpec
+from .specs import ExactPPDSpec, StepsizeSpec
 
 # --------------------------------------------------------------------------------------------------
 # fig:stepsize: admissible Richardson step against n (exact, no training)

@@ -22,13 +22,14 @@ the difference is below the Monte-Carlo error of 4096 instances. The moment targ
 untruncated ``mu`` and ``tau + mu^2``, as the paper writes them.
 
 The instances depend only on ``(seed, n', chunk)``, never on the run, so every run of one task is
-scored on the same instances.
+scored on the same instances. What is evaluated (sizes, instances, seed, covariates, oracle) is one
+:class:`pfntheory.tree.EvalSpec`, taken whole, as :func:`pfntheory.nn.train.train` takes the
+:class:`pfntheory.tree.RunSpec`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
@@ -38,25 +39,21 @@ from scipy.special import ndtr
 
 from .. import metrics as M
 from .. import runs
-from .._checks import ArgumentTypeError, choice, positive_int
+from .._checks import ArgumentTypeError, instance_of, positive_int
+from ..config import INTERVAL_LEVELS
 from ..discretize import bin_edges
 from ..stats import mean_se
+from ..tree import EvalSpec
 from . import fused
 from .fast_oracle import sample_batch_fast
 from .model import PFNTransformer, select_device
 from .multihead import MixturePFN
-from .priors import COVARIATES, Batch, sample_batch
+from .priors import Batch, sample_batch
 from .train import load_trained
 
-__all__ = ["LEVELS", "evaluate", "predict", "compare_to_construction"]
-
-#: Central-interval levels of supp-tab:lengthscale-crps (50/90/95%).
-LEVELS = (0.5, 0.9, 0.95)
-#: Oracles of :func:`evaluate` (its ``oracle`` argument).
-ORACLES = ("float64", "float32")
-#: Environment variable naming the oracle of :func:`evaluate` when its ``oracle`` is None (how a
-#: sweep's workers get ``pfntheory sweep --eval-oracle``); unset: ``float64``.
-ORACLE_ENV = "PFNTHEORY_EVAL_ORACLE"
+__all__ = ["evaluate", "predict", "compare_to_construction"]
+#: The instance samplers of the oracles of :attr:`pfntheory.tree.EvalSpec.oracle`.
+_DRAW = {"float64": sample_batch, "float32": sample_batch_fast}
 
 
 def _eval_generator(seed: int, n: int, chunk: int) -> torch.Generator:
@@ -153,35 +150,33 @@ def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
 
 def evaluate(
     run_dir,
-    n_eval,
-    n_instances: int = 4096,
-    seed: int = 12345,
+    spec: EvalSpec,
     *,
-    covariates: str | None = None,
     batch_size: int = 512,
     device="cpu",
-    levels=LEVELS,
+    levels=INTERVAL_LEVELS,
     progress: bool = False,
     save: bool = True,
-    oracle: str | None = None,
 ) -> dict:
-    """Evaluate a finished run at each evaluation size in ``n_eval``; write ``eval*.json``.
+    """Evaluate a finished run as ``spec`` asks, at each of its sizes ``n'``; write ``eval*.json``.
 
     Parameters
     ----------
     run_dir : path
         A finished run directory (see :func:`pfntheory.nn.train.train`).
-    n_eval : list of int
-        Evaluation context sizes ``n'``.
-    n_instances : int
-        Fresh instances per ``n'`` (4096 in the paper).
-    seed : int
-        Seed of the evaluation instances (shared by all runs).
-    covariates : {'gaussian', 'uniform'}, optional
-        Override the covariate law (covariate shift, supp-sec:exp additional); default: as trained.
-        Results go to ``eval.json`` (as trained) or ``eval_<covariates>.json``.
+    spec : EvalSpec
+        What to evaluate: the sizes ``n'`` (in order), instances per ``n'`` (4096 in the paper),
+        the seed of the instances (shared by all runs), the covariate law (None: as trained; an
+        override is the covariate shift of supp-sec:exp additional, written to
+        ``eval_<covariates>.json``), and the oracle: ``"float64"`` (``sample_batch``, the
+        committed evaluations) or ``"float32"``
+        (:func:`pfntheory.nn.fast_oracle.sample_batch_fast`: the same random numbers; float32
+        factor, PPD refined to float64 accuracy: mu and tau within 1e-10 of the float64 oracle's
+        on the labels drawn, measured 4e-14; the context labels differ from float64's draw by
+        float32 round-off, relative 1e-5 at n' = 1024; docs/speed.md), recorded in the
+        document's settings.
     batch_size : int
-        Instances per forward pass.
+        Instances per forward pass (the numbers do not depend on it beyond float round-off).
     device : str or torch.device
     levels : tuple of float
         Central-interval levels.
@@ -189,14 +184,6 @@ def evaluate(
         Write (and extend) the run's ``eval*.json`` after each ``n'``, as a sweep does. False
         reads and writes nothing in the run directory (``pfntheory evaluate``: inspecting a run
         never rewrites its committed artefacts).
-    oracle : {"float64", "float32"}, optional
-        How the instances and their exact PPD are computed: ``sample_batch`` in float64 (the
-        committed evaluations), or :func:`pfntheory.nn.fast_oracle.sample_batch_fast` (the same
-        random numbers; float32 factor, PPD refined to float64 accuracy: mu and tau within 1e-10
-        of the float64 oracle's on the labels drawn, measured 4e-14; the context labels differ
-        from float64's draw by float32 round-off, relative 1e-5 at n' = 1024; docs/speed.md).
-        None: ``$PFNTHEORY_EVAL_ORACLE``, else ``"float64"``. ``"float32"`` is recorded in the
-        document's settings.
 
     Returns
     -------
@@ -205,25 +192,15 @@ def evaluate(
         ``save``, also the results of other ``n'`` already in the file under the same settings).
     """
     run_dir = Path(run_dir)
-    if isinstance(n_eval, int):
-        n_eval = [n_eval]
-    n_eval = [positive_int(n, "n_eval") for n in n_eval]
-    if not n_eval:
-        raise ValueError("n_eval must hold at least one evaluation size")
-    n_instances = positive_int(n_instances, "n_instances", minimum=2)
+    spec = instance_of(EvalSpec, what="pfntheory.tree.EvalSpec")(spec, "spec")
     batch_size = positive_int(batch_size, "batch_size")
-    seed = positive_int(seed, "seed", minimum=0)
-    if oracle is None:
-        oracle = os.environ.get(ORACLE_ENV) or "float64"
-    draw = {"float64": sample_batch, "float32": sample_batch_fast}[
-        choice(oracle, "oracle", ORACLES)
-    ]
+    seed, n_instances, oracle = spec.seed, spec.n_instances, spec.oracle
+    draw = _DRAW[oracle]
     device = select_device(device)
     model, config, train_metrics = load_trained(run_dir, device)
     task = config.task
-    if covariates is not None:
-        choice(covariates, "covariates", COVARIATES)
-        task = dataclasses.replace(task, covariates=covariates)
+    if spec.covariates is not None:
+        task = dataclasses.replace(task, covariates=spec.covariates)
     a, b = train_metrics["interval"]
     interval = (a, b)
     edges = bin_edges(a, b, config.model.C)
@@ -249,11 +226,11 @@ def evaluate(
         same = old.get("oracle", "float64") == oracle
         if same and all(old.get(k) == v for k, v in settings.items()):
             doc["results"] = old.get("results", {})
-    it = n_eval
+    it = spec.n_eval
     if progress:
         from tqdm.auto import tqdm
 
-        it = tqdm(n_eval, desc=f"evaluate {run_dir.name}")
+        it = tqdm(spec.n_eval, desc=f"evaluate {run_dir.name}")
     for n in it:
         cols: dict[str, list] = {}
         for chunk, start in enumerate(range(0, n_instances, batch_size)):

@@ -41,11 +41,11 @@ from .._checks import (
     seed_int,
 )
 from ..config import (
+    EXPERIMENT_SCALES,
     LR_UNITS,
     MODES,
     PAPER_SCHEDULE,
     QUICK_SCHEDULE,
-    SCALES,
     TASK_KINDS,
 )
 from ..discretize import bin_edges
@@ -112,7 +112,7 @@ def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int
     :mod:`pfntheory.experiments.definitions`)."""
     choice(kind, "task kind", TASK_KINDS)
     choice(mode, "mode", MODES)
-    choice(scale, "scale", tuple(x for x in SCALES if x != "cpu"))
+    choice(scale, "scale", tuple(x for x in EXPERIMENT_SCALES if x != "cpu"))
     if scale == "quick":
         return QUICK_SCHEDULE["lr"], int(QUICK_SCHEDULE["steps"])
     key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .execute import run_report
-from .spec import SCALES
+from .spec import REPORT_SCALES
 
 __all__ = ["register", "main"]
 
@@ -28,8 +28,8 @@ def _report_scale(value: str) -> str:
             "cpu is a scale of the trained runs, not of the notebooks: every notebook reads the "
             "committed cpu runs at either report scale; use quick (default) or paper"
         )
-    if value not in SCALES:
-        raise argparse.ArgumentTypeError(f"choose from {', '.join(SCALES)}, got {value!r}")
+    if value not in REPORT_SCALES:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(REPORT_SCALES)}, got {value!r}")
     return value
 
 

@@ -30,8 +30,8 @@ import numpy as np
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import gating as xgate
 from pfntheory.convergence import STATES
-from pfntheory.experiments.specs import RunSpec
 from pfntheory.stats import slope_ci
+from pfntheory.tree import RunSpec
 
 __all__ = [
     "training_hours",

@@ -12,7 +12,8 @@ import numpy as np
 from pfntheory.claims import gating as xgate
 from pfntheory.convergence import curve_points, curve_status, plateau_status
 from pfntheory.experiments import published
-from pfntheory.experiments.specs import ExactPPDSpec, RunSpec
+from pfntheory.experiments.specs import ExactPPDSpec
+from pfntheory.tree import RunSpec
 
 from .cpu import STATUS_WORDS, plateau_word
 

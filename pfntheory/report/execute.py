@@ -150,7 +150,7 @@ def execute_notebook(
     src = nbdir / f"{name}.py"
     if not src.exists():
         raise ValueError(f"name: no notebook source {src}")
-    if scale_ not in spec.SCALES:
+    if scale_ not in spec.REPORT_SCALES:
         raise ValueError(f"scale_ must be 'quick' or 'paper', got {scale_!r}")
     if not (isinstance(timeout, int) and timeout > 0):
         raise ValueError(f"timeout must be a positive integer, got {timeout!r}")

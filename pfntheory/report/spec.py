@@ -19,7 +19,7 @@ __all__ = [
     "DEFAULT_OUT",
     "ENV_OUT",
     "ENV_SCALE",
-    "SCALES",
+    "REPORT_SCALES",
     "NotebookSpec",
     "NOTEBOOKS",
     "find_spec",
@@ -32,7 +32,9 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 DEFAULT_OUT = ROOT / "reports"
 ENV_OUT = "PFNTHEORY_REPORT_DIR"
 ENV_SCALE = "PFNTHEORY_SCALE"
-SCALES = ("quick", "paper")
+#: Sizes of the notebooks' own computations (``pfntheory report --scale``); not the experiments'
+#: scales (:data:`pfntheory.config.EXPERIMENT_SCALES`): every notebook reads the committed runs.
+REPORT_SCALES = ("quick", "paper")
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,6 @@ def output_dir() -> Path:
 def scale() -> str:
     """``"quick"`` (default; CPU minutes) or ``"paper"``, from ``$PFNTHEORY_SCALE``."""
     s = os.environ.get(ENV_SCALE) or "quick"
-    if s not in SCALES:
+    if s not in REPORT_SCALES:
         raise ValueError(f"{ENV_SCALE} must be 'quick' or 'paper', got {s!r}")
     return s
