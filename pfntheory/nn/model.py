@@ -40,9 +40,12 @@ Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
             psi head's ``s1, s2`` are learned. Initialised at the ``theory`` values.
 
-The fast forward (:meth:`PFNTransformer.forward`, which touches only what a layer changes) and the
-dense parity reference (:meth:`PFNTransformer.forward_dense`, :class:`DenseTransformer`) are
-explained in docs/design.md, "The model's forward".
+Every forward runs the solver layers through the one recursion
+:func:`pfntheory.nn.solver.solver_recursion`: :meth:`PFNTransformer.forward` in the *channel form*
+(only the rows ``f, g`` a layer writes; its attention chosen once per call: a kernel per layer,
+the fused stack when it applies, one shared kernel, or the linear score in feature space) and the
+dense parity reference (:meth:`PFNTransformer.forward_dense`, :class:`DenseTransformer`) in the
+*literal form* (full matrices); docs/design.md, "The model's forward".
 """
 
 from __future__ import annotations
