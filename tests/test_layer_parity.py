@@ -128,8 +128,8 @@ def test_committed_run_metrics_are_reproduced(key):
     (``tests/data/layer_parity_eval_ref.json``): exactly, since the forwards are bitwise and the
     float64 oracle is deterministic; ``rel=1e-12`` leaves room only for float64 round-off.
     (The committed ``eval.json`` itself is not the reference: for the BLR run main a1815e2 already
-    gave E[TV] 0.4672 against its committed 0.4638, the same exact-PPD columns, an older
-    evaluation's model outputs; docs/speed.md, issue 40.)"""
+    gave E[TV] 0.4672 against its committed 0.4638, other query labels; docs/speed.md, issue
+    40.)"""
     import json
 
     from pfntheory.nn.evaluate import evaluate
