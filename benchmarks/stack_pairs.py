@@ -2,8 +2,8 @@
 
 ``stack_forward`` (save=True) and ``stack_backward`` (the default training stack, every kernel
 entry computed per order) against ``stack_forward_pairs`` and ``stack_backward_pairs``
-(:func:`pfntheory.nn.fused.pairwise`: each context-context rbf entry computed once), float32,
-one thread, at the shapes of a training step:
+(numerics ``"pairwise"`` of :func:`pfntheory.nn.fused.solver_stack`: each context-context rbf
+entry computed once), float32, one thread, at the shapes of a training step:
 
     a  B = 128, n = 89 context points + 1 query, d = 2, m = 2 (unnormalised), 31 solver layers
     b  B = 128, n = 298, d = 16, m = 3 (TF^pr), 31 solver layers

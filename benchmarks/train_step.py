@@ -243,7 +243,7 @@ def run(
     fast = PFNTransformer(cfg, edges, task).to(dtype)
     dense = DenseTransformer(cfg, edges, task).to(dtype)
     eager = PFNTransformer(cfg, edges, task).to(dtype)
-    numf = PFNTransformer(cfg, edges, task).to(dtype)
+    numf = PFNTransformer(cfg, edges, task, numerics="pairwise").to(dtype)  # fast numerics
     opt_f, opt_d, opt_e, opt_n = (_copy_with_adam(fast, m) for m in (fast, dense, eager, numf))
     g = torch.Generator().manual_seed(seed)
 
@@ -282,8 +282,7 @@ def run(
                 return _timed(_step, eager, opt_e, [b], edges)
 
         def numerics_step(bn=bn):
-            with fused.pairwise():
-                return _timed(_step, numf, opt_n, [bn], edges)
+            return _timed(_step, numf, opt_n, [bn], edges)
 
         others = [numerics_step] + ([eager_step] if use_fused else [])
         (_, tf, cf), (_, tn, cn), *rest = _alternate(
@@ -405,7 +404,7 @@ def run_eval(
     Two models: a learnable TF^pr whose solver layers have distinct scales (a trained model: one
     kernel per layer) and the same model with equal scales (theory mode / hand-set weights: the
     kernel is computed once per instance chunk). ``pl`` is :func:`predict` (the evaluation's
-    stack, each context-context kernel entry once: ``fused.evaluation``), ``pl_train`` the same
+    stack, each context-context kernel entry once: numerics ``symmetric``), ``pl_train`` the same
     model's training forward pass without autograd."""
 
     edges = torch.linspace(*INTERVAL, C + 1, dtype=torch.float64)
@@ -440,7 +439,7 @@ def run_eval(
             with fused.enabled(flag):
                 _, wall, cpu = _timed(predict, model, bt, "cpu")
             t[key], c[key] = t[key] + wall, c[key] + cpu
-        with torch.no_grad():  # the training forward pass (no fused.evaluation)
+        with torch.no_grad():  # the training forward pass (numerics 'replay')
             _, wall, cpu = _timed(per_layer, bt.X.float(), bt.Y.float(), bt.xq.float())
         t["pl_train"], c["pl_train"] = t["pl_train"] + wall, c["pl_train"] + cpu
     f = total / instances

@@ -177,6 +177,22 @@ def _layer_steps(eta, L: int) -> tuple[float, ...]:
     return tuple(float(v) for v in e)
 
 
+def solver_step_sizes(eta, alpha2, normalised: bool):
+    """``(eta_V, eta_S)``: the step of solver layer ``l`` as it enters ``V`` and ``S`` of
+    supp-eqn:weights, ``V^(l)_{f,y} = V^(l)_{g,k} = eta_V``, ``V^(l)_{f,f} = V^(l)_{g,g} = -eta_V``,
+    ``S^(l)_{f,f} = S^(l)_{g,g} = -eta_S sigma^2``, for the kernel amplitude ``alpha2``
+    (``alpha^2``, folded into ``V^(0)_{k,y}``). TF (``normalised=False``): ``(eta alpha^2, eta)``;
+    TF^pr: the normalised weights ``kappa/s`` are free of ``alpha``, so ``(eta, eta / alpha^2)``
+    and the skip scaled by ``1/s_unit = alpha^2/s_x`` gives eqn:recursion prec's
+    ``-eta sigma^2 / s_x``.
+
+    The one initialisation of the solver layers: :func:`handset_weights` (NumPy),
+    :class:`pfntheory.nn.model.PFNTransformer` and :class:`pfntheory.nn.multihead.MixturePFN`
+    (torch; ``eta``, ``alpha2`` floats or tensors, element-wise) all take their steps here.
+    """
+    return (eta, eta / alpha2) if normalised else (eta * alpha2, eta)
+
+
 def handset_weights(
     d: int, L: int, eta, noise_var: float, kernel, *, normalised: bool = False
 ) -> HandsetWeights:
@@ -226,11 +242,10 @@ def handset_weights(
     S = np.zeros((L, dt, dt))
     V[0, kr, yr] = alpha2  # supp-eqn:weights: V^(0)_{d+2,d+1} = 1 (times alpha^2)
     for l in range(1, L):
-        eta_l = steps[l - 1]
-        v = eta_l if normalised else eta_l * alpha2
+        v, eta_s = solver_step_sizes(steps[l - 1], alpha2, normalised)
         V[l, fr, yr] = V[l, gr, kr] = v  # V^(l)_{d+3,d+1} = V^(l)_{d+4,d+2} = eta^(l)
         V[l, fr, fr] = V[l, gr, gr] = -v  # V^(l)_{d+3,d+3} = V^(l)_{d+4,d+4} = -eta^(l)
-        sk = -eta_l * noise_var / alpha2 if normalised else -eta_l * noise_var
+        sk = -eta_s * noise_var
         S[l, fr, fr] = S[l, gr, gr] = sk  # S^(l)_{d+3,d+3} = S^(l)_{d+4,d+4} = -eta^(l) sigma^2
     W = np.zeros((2, dt))
     W[0, fr] = 1.0  # mu_L = row d+3

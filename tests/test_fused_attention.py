@@ -254,10 +254,13 @@ SYM_SHAPES = [
 ]
 
 
+SYM = "symmetric"  # the evaluation's numerics (pfntheory.nn.fused.NUMERICS)
+
+
 @pytest.mark.parametrize("normalised", [False, True])
 @pytest.mark.parametrize("shape", SYM_SHAPES, ids=lambda s: "B{}n{}d{}L{}".format(*s))
 def test_evaluation_stack_parity(built, shape, normalised):
-    """fused.evaluation(): the no-autograd stack computing each context-context kernel entry once
+    """Numerics 'symmetric': the no-autograd stack computing each context-context kernel entry once
     (symmetric P) gives the eager loop's H: float64 to 1e-12 relative (round-off of another order
     of summation; measured 3e-15), float32 within 4x the float32 eager loop's own error from the
     float64 reference plus 1e-6 (as test_stack_parity_with_eager). Shapes with tails (n not a
@@ -270,9 +273,9 @@ def test_evaluation_stack_parity(built, shape, normalised):
     c32 = _stack_case(*shape, torch.float32, "rbf")
     with fused.enabled(False), torch.no_grad():
         e32 = solver_layers(c32[0], c32[2], c32[1], c32[3], c32[4], "rbf", normalised, 1 << 30)
-    with fused.enabled(True), fused.evaluation(), torch.no_grad():
-        s64 = solver_layers(ref[0], ref[2], ref[1], ref[3], ref[4], "rbf", normalised, 1 << 30)
-        s32 = solver_layers(c32[0], c32[2], c32[1], c32[3], c32[4], "rbf", normalised, 1 << 30)
+    with fused.enabled(True), torch.no_grad():
+        s64 = solver_layers(ref[0], ref[2], ref[1], ref[3], ref[4], "rbf", normalised, 1 << 30, SYM)
+        s32 = solver_layers(c32[0], c32[2], c32[1], c32[3], c32[4], "rbf", normalised, 1 << 30, SYM)
     scale = float(h64.abs().max())
     assert float((s64 - h64).abs().max()) <= 1e-12 * scale
     err_e = float((e32.double() - h64).abs().max())
@@ -280,17 +283,16 @@ def test_evaluation_stack_parity(built, shape, normalised):
 
 
 def test_evaluation_mode_is_scoped(built):
-    """Outside fused.evaluation() (training, and its no-autograd forward) the stack is the
-    training forward bitwise; inside, autograd still takes the training operator."""
+    """Numerics 'symmetric' is an argument of the call: the calls before and after it (training,
+    and its no-autograd forward) are the training forward bitwise; with autograd it takes the
+    training operator."""
     x, scales, R, V, S, _ = _stack_case(2, 40, 16, 3, torch.float32, "rbf")
     with fused.enabled(True):
         with torch.no_grad():
             plain = fused.solver_stack(x, scales, R, V, S, True, True)
-            with fused.evaluation():
-                sym = fused.solver_stack(x, scales, R, V, S, True, True)
+            sym = fused.solver_stack(x, scales, R, V, S, True, True, SYM)
             again = fused.solver_stack(x, scales, R, V, S, True, True)
-        with fused.evaluation():
-            grad = fused.solver_stack(x, scales.clone().requires_grad_(), R, V, S, True, True)
+        grad = fused.solver_stack(x, scales.clone().requires_grad_(), R, V, S, True, True, SYM)
     assert torch.equal(plain, again) and torch.equal(plain, grad.detach())
     assert not torch.equal(plain, sym)  # another order of summation
     torch.testing.assert_close(sym, plain, rtol=1e-4, atol=1e-5)

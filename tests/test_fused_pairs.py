@@ -8,8 +8,6 @@ or ninja, as tests/test_fused_attention.py.
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 import torch
 
@@ -30,11 +28,12 @@ def _case(B, n, d, layers, dtype, seed=0):
 
 def _run(mode, x, scales, R, V, S, w, normalised):
     """H and the gradients wrt (scales, R, V, S) of a random linear functional of it; mode:
-    'eager' (no fused operator), 'fused' (the default fused stack), 'pairs' (fused.pairwise())."""
+    'eager' (no fused operator), 'fused' (the default fused stack), 'pairs' (numerics
+    'pairwise')."""
     ps = [t.clone().requires_grad_() for t in (scales, R, V, S)]
-    ctx = fused.pairwise() if mode == "pairs" else contextlib.nullcontext()
-    with fused.enabled(mode != "eager"), ctx:
-        H = solver_layers(x, ps[1], ps[0], ps[2], ps[3], "rbf", normalised, 1 << 30)
+    numerics = "pairwise" if mode == "pairs" else "replay"
+    with fused.enabled(mode != "eager"):
+        H = solver_layers(x, ps[1], ps[0], ps[2], ps[3], "rbf", normalised, 1 << 30, numerics)
     return [H.detach(), *torch.autograd.grad((H * w).sum(), ps)]
 
 
@@ -113,10 +112,10 @@ def test_pairs_gradcheck_float64(built):
     """The pairwise operator's gradients against finite differences (float64)."""
     x, scales, R, V, S, _ = _case(2, 18, 2, 3, torch.float64, seed=3)
     args = [t.clone().requires_grad_() for t in (scales, R, V, S)]
-    with fused.enabled(True), fused.pairwise():
+    with fused.enabled(True):
         for normalised in (False, True):
             assert torch.autograd.gradcheck(
-                lambda *a, nz=normalised: fused.solver_stack(x, *a, True, nz),
+                lambda *a, nz=normalised: fused.solver_stack(x, *a, True, nz, "pairwise"),
                 args,
                 eps=1e-6,
                 atol=1e-8,
@@ -125,20 +124,21 @@ def test_pairs_gradcheck_float64(built):
 
 
 def test_pairs_without_autograd(built):
-    """No autograd inside pairwise(): the forward that saves nothing gives the same H as the
-    autograd operator's forward (bitwise: the same loop)."""
+    """No autograd with numerics 'pairwise': the forward that saves nothing gives the same H as
+    the autograd operator's forward (bitwise: the same loop)."""
     x, scales, R, V, S, _ = _case(3, 33, 2, 4, torch.float32)
-    with fused.enabled(True), fused.pairwise():
+    with fused.enabled(True):
         with torch.no_grad():
-            a = fused.solver_stack(x, scales, R, V, S, True, True)
-        b = fused.solver_stack(x, scales.clone().requires_grad_(), R, V, S, True, True)
+            a = fused.solver_stack(x, scales, R, V, S, True, True, "pairwise")
+        b = fused.solver_stack(x, scales.clone().requires_grad_(), R, V, S, True, True, "pairwise")
     assert b.requires_grad and torch.equal(a, b.detach())
 
 
 def test_pairwise_is_scoped(built):
-    """Outside fused.pairwise() the stack is the default one bitwise (forward, and gradients with
-    autograd); inside, the rbf stack differs from it in the last bits (another order of
-    summation), and the softmax score keeps the default operator."""
+    """Numerics 'pairwise' is an argument of the call: the calls before and after it are the
+    default stack bitwise (forward, and gradients with autograd); with it the rbf stack differs
+    from the default in the last bits (another order of summation), and the softmax score keeps
+    the default operator."""
     x, scales, R, V, S, w = _case(2, 40, 2, 3, torch.float32)
     before = _run("fused", x, scales, R, V, S, w, True)
     inside = _run("pairs", x, scales, R, V, S, w, True)
@@ -149,8 +149,7 @@ def test_pairwise_is_scoped(built):
     torch.testing.assert_close(inside[0], before[0], rtol=1e-4, atol=1e-5)
     with fused.enabled(True), torch.no_grad():
         plain = fused.solver_stack(x, scales, R, V, S, False, False)
-        with fused.pairwise():
-            soft = fused.solver_stack(x, scales, R, V, S, False, False)
+        soft = fused.solver_stack(x, scales, R, V, S, False, False, "pairwise")
     assert torch.equal(plain, soft)
 
 

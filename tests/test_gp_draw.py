@@ -238,7 +238,7 @@ def test_fast_numerics_run_resumes_bitwise(built, tmp_path):
     resumed = runs.load_torch(_train(spec, tmp_path / "b") / runs.WEIGHTS)
     for k in straight:
         assert torch.equal(straight[k], resumed[k]), k
-    assert not fused._state.get("pairwise", False)  # the context is left after the run
+    assert "pairwise" not in fused._state  # the numerics are the model's argument, no flag
 
 
 def test_fast_numerics_without_the_extension_is_the_replay_run(tmp_path):

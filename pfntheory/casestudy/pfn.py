@@ -87,7 +87,7 @@ from ..experiments.scales import BUDGET_CURVE_POINTS, BUDGET_EMA_DECAY, CPU_LR, 
 from ..gp import EBFit
 from ..nn.attention import score_matrix
 from ..nn.model import PFNTransformer
-from ..nn.solver import skip
+from ..nn.solver import LayerAttention, solver_recursion
 from ..nn.train import PAPER_SCHEDULE, load_trained, train
 from ..tree import RunSpec
 from .data import COORD_DIVISOR, DATASETS
@@ -358,7 +358,6 @@ def pfn_forward_shared(
     P_cc = [
         score_matrix(X * scale[layer], X * scale[layer], cfg.score) for layer in range(1, cfg.L)
     ]
-    s_cc = [P.sum(-1) for P in P_cc] if cfg.normalised else []  # s_j of context tokens
     out: dict[str, list] = {"logits": [], "mu_L": [], "tau_L": [], "skip_factor_max": []}
     for start in range(0, Xq_all.shape[0], chunk):
         xq = Xq_all[start : start + chunk].to(dev)  # (m, d)
@@ -367,42 +366,20 @@ def pfn_forward_shared(
         a0, aq0 = X * scale[0], xq * scale[0]
         k_c = amp * score_matrix(aq0, a0, cfg.score)  # (m, n) k_x at context
         k_q = amp * score_matrix(aq0[:, None, :], aq0[:, None, :], cfg.score)[:, 0, 0]  # (m,)
-        f_c = Y.new_zeros(n)  # f row, context
-        g_c = Y.new_zeros(m, n)  # g row, context
-        f_q, g_q = Y.new_zeros(m), Y.new_zeros(m)  # f, g rows, query
-        growth = Y.new_zeros(m)  # max_l |1 + S_ff / s_x|
-        for layer in range(1, cfg.L):  # eqn:l attn, mask M
-            v, S_l = V[layer - 1], S[layer - 1]
-            vf = v[0] * Y + v[1] * f_c  # V_fy y_i + V_ff f_i
-            vg = v[2] * k_c + v[3] * g_c  # V_gk k_i + V_gg g_i
-            P = P_cc[layer - 1]  # (n, n) [j, i]
-            P_q = score_matrix(xq * scale[layer], X * scale[layer], cfg.score)  # (m, n)
-            att_fc, att_gc = P @ vf, vg @ P.T  # (n,), (m, n)
-            att_fq, att_gq = P_q @ vf, (P_q * vg).sum(-1)  # (m,), (m,)
-            s_c = s_q = None
-            if cfg.normalised:  # Attn^na: the attention and the skip term divided by s_x
-                s_c, s_q = s_cc[layer - 1], P_q.sum(-1)
-                att_fc, att_gc, att_fq, att_gq = (
-                    att_fc / s_c,
-                    att_gc / s_c,
-                    att_fq / s_q,
-                    att_gq / s_q,
-                )
-                growth = torch.maximum(growth, (1 + S_l[0] / s_q).abs())
-            else:
-                growth = torch.maximum(growth, (1 + S_l[0]).abs().expand(m))
-            # the layer update of nn.solver.skip, channel by channel (f is shared by every query's
-            # context, g is per query): Z + Attn + S Z (TF^pr: S Z / s_x)
-            f_c = skip(f_c[:, None], att_fc[:, None], s_c, S_l[:1], cfg.normalised)[:, 0]
-            g_c = skip(g_c[..., None], att_gc[..., None], s_c, S_l[1:], cfg.normalised)[..., 0]
-            hq = skip(
-                torch.stack([f_q, g_q], -1),
-                torch.stack([att_fq, att_gq], -1),
-                s_q,
-                S_l,
-                cfg.normalised,
-            )
-            f_q, g_q = hq[:, 0], hq[:, 1]
+        # eqn:l attn (nn.solver.solver_recursion) on two token groups: the context tokens with
+        # the channels (f, g_1 .. g_m) (f is the same for every query, g_q is driven by query
+        # q's k_x) and the m queries with their own (f, g)
+        attend = _SharedContext(P_cc, X, xq, scale[1:], S[:, 0], cfg.score, cfg.normalised)
+        f_q, g_q = solver_recursion(
+            (Y.new_zeros(n, 1 + m), Y.new_zeros(m, 2)),
+            torch.cat([Y[:, None], k_c.T], 1),  # rows y, k_{x_q} of the context
+            torch.cat([V[:, :1], V[:, 2:3].expand(-1, m)], 1),  # V_fy, V_gk per channel
+            torch.cat([V[:, 1:2], V[:, 3:].expand(-1, m)], 1),  # V_ff, V_gg
+            (torch.cat([S[:, :1], S[:, 1:].expand(-1, m)], 1), S),  # S_ff, S_gg per group
+            attend,
+            cfg.normalised,
+        )[1].unbind(-1)
+        growth = attend.growth  # max_l |1 + S_ff / s_x|
         mu = W[0] * f_q  # readout W [Z^(L)]_{:, n+1}
         tau = W[1] + W[2] * k_q + W[3] * g_q
         if cfg.head == "psi":
@@ -418,6 +395,34 @@ def pfn_forward_shared(
     if cfg.head == "psi":
         model.head.to(next(model.parameters()).dtype)  # undo the cast
     return {k: torch.cat(v).double().numpy() for k, v in out.items()}
+
+
+class _SharedContext(LayerAttention):
+    """The solver layers' attention with one context for ``m`` queries: per layer the
+    ``n x n`` context kernel (given, ``P_cc``) and the ``m x n`` query-context kernel; tracks the
+    query's skip factor ``max_l |1 + S_ff^(l) / s_x|`` (:func:`pfn_forward_shared`)."""
+
+    def __init__(self, P_cc, X, xq, scales, S_ff, score: str, normalised: bool):
+        self.P_cc, self.X, self.xq, self.scales = P_cc, X, xq, scales
+        self.S_ff, self.score, self.normalised = S_ff, score, normalised
+        self.s_cc = [P.sum(-1) for P in P_cc] if normalised else []  # s_j of context tokens
+        self.growth = xq.new_zeros(xq.shape[0])
+
+    def __call__(self, layer, vals, H):
+        P = self.P_cc[layer]  # (n, n) [j, i]
+        sc = self.scales[layer]
+        P_q = score_matrix(self.xq * sc, self.X * sc, self.score)  # (m, n)
+        att_c = P @ vals  # (n, 1 + m): f and every query's g at the context
+        att_q = torch.stack([P_q @ vals[:, 0], (P_q * vals[:, 1:].T).sum(-1)], -1)  # (m, 2)
+        s_c = s_q = None
+        if self.normalised:  # Attn^na: the attention and the skip term divided by s_x
+            s_c, s_q = self.s_cc[layer], P_q.sum(-1)
+            att_c, att_q = att_c / s_c[:, None], att_q / s_q[:, None]
+            factor = (1 + self.S_ff[layer] / s_q).abs()
+        else:
+            factor = (1 + self.S_ff[layer]).abs().expand(len(self.growth))
+        self.growth = torch.maximum(self.growth, factor)
+        return (att_c, s_c), (att_q, s_q)
 
 
 @dataclass(frozen=True)

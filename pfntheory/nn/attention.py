@@ -409,6 +409,16 @@ def masked_attention_dense(
     s : Tensor of shape (B, T) or None
         ``s_j`` when ``normalised``.
     """
+    h, s = masked_attention_weights(Z, K, Q, M, score, normalised)
+    return V @ Z @ h, s  # V Z h, eqn:std attn
+
+
+def masked_attention_weights(
+    Z: torch.Tensor, K: torch.Tensor, Q: torch.Tensor, M: torch.Tensor, score: str, normalised: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The weights ``h_{M,kappa}(KZ, QZ)`` (B, T, T) of :func:`masked_attention_dense`
+    (``[h]_ij = kappa(K z_i, Q z_j) M_ij``, divided by ``s_j`` for ``Attn^na``) and ``s`` (B, T) or
+    None; the values ``V Z`` are the caller's (:class:`pfntheory.nn.solver.DenseMasked`)."""
     _check_score(score)
     KZ = (K @ Z).transpose(1, 2)  # (B, T, d') rows k_i
     QZ = (Q @ Z).transpose(1, 2)  # (B, T, d') rows q_j
@@ -417,4 +427,4 @@ def masked_attention_dense(
     if normalised:
         s = h.sum(1)  # s_j, (B, T)
         h = h / s.unsqueeze(1)  # Attn^na weights
-    return V @ Z @ h, s  # V Z h, eqn:std attn
+    return h, s

@@ -66,7 +66,7 @@ def _gram32(c, X32: torch.Tensor) -> torch.Tensor:
     """``A = G + sigma^2 I`` (b, n, n) in float32."""
     feat = torch.tensor(c.feat, dtype=torch.float32)
     if fused.available():
-        return torch.ops.pfntheory_fused.gram(X32.contiguous(), feat, c.alpha2, c.noise_var)
+        return fused.gram(X32, feat, c.alpha2, c.noise_var)
     A = c.gram(X32, X32)
     A.diagonal(dim1=-2, dim2=-1).add_(c.noise_var)
     return A
@@ -85,8 +85,8 @@ def _factor32(c, X32: torch.Tensor, buf: torch.Tensor | None = None):
             buf = buf[: len(X32)]
         else:
             buf = None
-        A = torch.ops.pfntheory_fused.gram_upper(X32.contiguous(), feat, c.alpha2, c.noise_var, buf)
-        info = torch.ops.pfntheory_fused.chol_(A)
+        A = fused.gram_upper(X32, feat, c.alpha2, c.noise_var, buf)
+        info = fused.chol_(A)
         return A.mT, info
     return torch.linalg.cholesky_ex(_gram32(c, X32))
 
@@ -96,7 +96,7 @@ def _apply_A(c, X: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     (fused when available), no ``n x n`` matrix in memory."""
     feat = torch.tensor(c.feat, dtype=torch.float64)
     if fused.available():  # P symmetric: each entry once
-        out = torch.ops.pfntheory_fused.matvec_sym(X.contiguous(), feat, V.contiguous())
+        out = fused.matvec_sym(X, feat, V)
     else:
         with torch.no_grad():
             out, _ = scaled_kernel_attention(X, feat, V, "rbf")  # (b, n, m): P V

@@ -21,13 +21,15 @@ it the same way (saved: ``x, s, v`` and the output):
 More operators run the same loops: :func:`solver_stack`, every solver layer of
 :func:`pfntheory.nn.solver.solver_layers` (values, ``P v`` and the skip term) for one instance after
 another in one call, with its backward pass (saved: each layer's input state and ``P v``, never a
-kernel), which the model uses whenever it can, and inside :func:`evaluation` without autograd
-``stack_forward_sym`` (each context-context kernel entry once), and inside :func:`pairwise` (opt-in
-for training) ``stack_forward_pairs``/``stack_backward_pairs`` (each such entry once in the forward
-and the backward pass, ``_fused_src/stack_pairs.cpp``); ``gram``/``gram_upper``, the rbf
+kernel), which the model uses whenever it can, in the order of summation its caller passes
+(:data:`NUMERICS`: ``symmetric`` without autograd, ``stack_forward_sym``, each context-context
+kernel entry once; ``pairwise``, opt-in for training, ``stack_forward_pairs``/
+``stack_backward_pairs``, each such entry once in the forward and the backward pass,
+``_fused_src/stack_pairs.cpp``); ``gram``/``gram_upper``, the rbf
 Gram matrix of :mod:`pfntheory.nn.fast_oracle`, ``matvec_sym`` its symmetric mat-vec, and
 ``chol_``/``chol_lower_``, Cholesky factors in place by the LAPACK routine of torch's own library
-(bitwise ``torch.linalg.cholesky_ex``'s, without its copy; :mod:`pfntheory.nn.priors` too).
+(bitwise ``torch.linalg.cholesky_ex``'s, without its copy; :mod:`pfntheory.nn.priors` too), and
+``gp_draw``. Every call of the library goes through a function of this module.
 
 The rbf distance is taken as differences (never below 0) rather than the eager path's expansion
 ``a.b - |a|^2/2 - |b|^2/2``, except in the forward pass at ``d >= 8``, which takes the expansion
@@ -70,7 +72,9 @@ import torch
 
 #: Nothing exported: the operator is internal to
 #: :func:`pfntheory.nn.attention.scaled_kernel_attention`; :func:`available`,
-#: :func:`unavailable_reason` and :func:`enabled` are switches for tests and benchmarks
+#: :func:`unavailable_reason` and :func:`enabled` (use the operator or the eager path, which agree
+#: to round-off; decides no numerics of a result by itself: the run records which path it took,
+#: :mod:`pfntheory.nn.arithmetic`) are switches for tests and benchmarks
 #: (``available`` may compile, which a contract test's 30 s call budget does not allow).
 __all__: list[str] = []
 
@@ -318,49 +322,71 @@ class _FusedSolverStack(torch.autograd.Function):
         return (None, *grads, None, None, None)
 
 
-@contextlib.contextmanager
-def evaluation():
-    """Inside the block, :func:`solver_stack` without autograd computes each rbf kernel entry
-    between two context tokens once (``P`` is symmetric there): about 0.6 of the work at
-    n' = 1024, the same numbers to float round-off but not bitwise those of the training forward
-    pass (another order of summation), which is why it is opt-in:
-    :func:`pfntheory.nn.evaluate.predict` uses it."""
-    with _flag("symmetric"):
-        yield
+#: The orders of summation of :func:`solver_stack` (the fused operator's numerics), one argument
+#: of the call, never a process-wide flag: ``replay`` the default stack, bitwise that of every
+#: committed run; ``pairwise`` (rbf; the training runs of ``RunSpec.fast_numerics``) each kernel
+#: entry between two context tokens once, in the forward and the backward pass
+#: (``_fused_src/stack_pairs.cpp``); ``symmetric`` (rbf, without autograd; the evaluation,
+#: :func:`pfntheory.nn.evaluate.predict`) each such entry once in a forward pass with nothing saved,
+#: about 0.6 of the work at n' = 1024. The three agree to float round-off, not bitwise (another
+#: order of summation; docs/speed.md). ``symmetric`` under autograd is the default stack.
+NUMERICS = ("replay", "pairwise", "symmetric")
 
 
-@contextlib.contextmanager
-def _flag(name: str):
-    """``_state[name]`` set inside the block, restored after it."""
-    old = _state.get(name, False)
-    _state[name] = True
-    try:
-        yield
-    finally:
-        _state[name] = old
+def check_numerics(numerics: str) -> str:
+    """``numerics`` if it is one of :data:`NUMERICS`, else a ValueError naming it."""
+    if numerics not in NUMERICS:
+        raise ValueError(f"numerics must be one of {NUMERICS}, got {numerics!r}")
+    return numerics
 
 
-@contextlib.contextmanager
-def pairwise():
-    """Inside the block, :func:`solver_stack` (with autograd and without) for the rbf score
-    computes each kernel entry between two context tokens once, in the forward and the backward
-    pass: the same numbers to float round-off, not bitwise those of the default stack (another
-    order of summation), so opt-in for training runs (docs/speed.md). Outside it nothing
-    changes."""
-    with _flag("pairwise"):
-        yield
-
-
-def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool) -> torch.Tensor:
-    """``H`` (B, T, 2) after the ``L-1`` solver layers (:func:`pfntheory.nn.solver.solver_layers`);
+def solver_stack(x, scales, R, V, S, rbf: bool, normalised: bool, numerics: str = "replay"):
+    """``H`` (B, T, 2) after the ``L-1`` solver layers (:func:`pfntheory.nn.solver.solver_layers`)
+    in the order of summation ``numerics`` (:data:`NUMERICS`; the softmax score has one);
     call only where :func:`stack_supports` holds. ``x`` gets no gradient."""
+    check_numerics(numerics)
     args = [x.detach().contiguous()] + [t.contiguous() for t in (scales, R, V, S)]
-    pairs = rbf and _state.get("pairwise", False)
+    pairs = rbf and numerics == "pairwise"
     if torch.is_grad_enabled() and any(t.requires_grad for t in args[1:]):
         return _FusedSolverStack.apply(*args, rbf, normalised, pairs)
     args = [t.detach() for t in args]
-    if rbf and _state.get("symmetric", False):
+    if rbf and numerics == "symmetric":
         return _ops().stack_forward_sym(*args, normalised)
     if pairs:
         return _ops().stack_forward_pairs(*args, normalised, False)[0]
     return _ops().stack_forward(*args, rbf, normalised, False)[0]
+
+
+# The other operators of the library, each called only here (the callers check :func:`available`,
+# and :func:`lapack` for the LAPACK ones, first).
+
+
+def gram(X, feat, alpha2: float, noise_var: float) -> torch.Tensor:
+    """The rbf Gram matrix plus noise ``alpha^2 P + sigma^2 I`` (b, n, n), float32
+    (:mod:`pfntheory.nn.fast_oracle`)."""
+    return _ops().gram(X.contiguous(), feat, alpha2, noise_var)
+
+
+def gram_upper(X, feat, alpha2: float, noise_var: float, out=None) -> torch.Tensor:
+    """:func:`gram`'s upper triangle only (the one LAPACK's ``potrf`` reads), into ``out``."""
+    return _ops().gram_upper(X.contiguous(), feat, alpha2, noise_var, out)
+
+
+def chol_(A) -> torch.Tensor:
+    """The Cholesky factor in place on ``A``'s upper triangle (``L^T``); returns LAPACK's info."""
+    return _ops().chol_(A)
+
+
+def chol_lower_(A) -> torch.Tensor:
+    """The lower Cholesky factor in place, bitwise ``torch.linalg.cholesky_ex``'s; returns info."""
+    return _ops().chol_lower_(A)
+
+
+def matvec_sym(X, feat, V) -> torch.Tensor:
+    """``P V`` (b, n, m) of the symmetric rbf kernel of ``X`` (each entry once)."""
+    return _ops().matvec_sym(X.contiguous(), feat, V.contiguous())
+
+
+def gp_draw(X, xq, z, f, amp: float, noise: float):
+    """The fused GP draw (``_fused_src/gp_draw.cpp``, :mod:`pfntheory.nn.priors`)."""
+    return _ops().gp_draw(X, xq, z, f, amp, noise)

@@ -123,16 +123,28 @@ class PsiHead(nn.Module):
 
     def psi(self, mu: torch.Tensor, tau: torch.Tensor) -> torch.Tensor:
         """``psi(mu, tau_+) = (mu/tau_+, -1/(2 tau_+))``; shape (B, 2)."""
-        tau_p = _positive_tau(tau, self.tau_min)
-        return torch.stack([mu / tau_p, -0.5 / tau_p], -1)  # psi(mu, tau), Sec. 4
+        return _psi(mu, tau, self.tau_min)
 
     def forward(self, mu: torch.Tensor, tau: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
         """Logits (B, C) from moments ``mu, tau`` of shape (B,) and edges (C + 1,)."""
-        edges = edges.to(mu.dtype)
-        xi = 0.5 * (edges[1:] + edges[:-1])  # midpoints xi_c
-        Xi = torch.stack([xi, xi * xi], -1)  # Xi_{c,:} = T(xi_c), (C, 2)
-        log_delta = torch.log(edges[1:] - edges[:-1])  # log Delta_c
-        return (self.psi(mu, tau) * self.s) @ Xi.T + log_delta  # Xi (s1 psi1, s2 psi2) + log Delta
+        return psi_logits(mu, tau, self.s, edges, self.tau_min)
+
+
+def _psi(mu: torch.Tensor, tau: torch.Tensor, tau_min: float) -> torch.Tensor:
+    tau_p = _positive_tau(tau, tau_min)
+    return torch.stack([mu / tau_p, -0.5 / tau_p], -1)  # psi(mu, tau), Sec. 4
+
+
+def psi_logits(mu, tau, s, edges, tau_min: float) -> torch.Tensor:
+    """The psi head of Sec. 4, ``ell_c = s1 psi_1 xi_c + s2 psi_2 xi_c^2 + log Delta_c`` (..., C),
+    for moments ``mu, tau`` (...) and scales ``s`` (..., 2) broadcast against them (one head:
+    :class:`PsiHead`; one per mixture component: :class:`pfntheory.nn.multihead.MixturePFN`).
+    Unchecked: the callers' own readouts and edges."""
+    edges = edges.to(mu.dtype)
+    xi = 0.5 * (edges[1:] + edges[:-1])  # midpoints xi_c
+    Xi = torch.stack([xi, xi * xi], -1)  # Xi_{c,:} = T(xi_c), (C, 2)
+    log_delta = torch.log(edges[1:] - edges[:-1])  # log Delta_c
+    return (_psi(mu, tau, tau_min) * s) @ Xi.T + log_delta  # Xi (s1 psi1, s2 psi2) + log Delta
 
 
 class MLPHead(nn.Module):

@@ -40,9 +40,12 @@ Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d
             V^(l)_{g,g}``, ``S^(l)_{f,f}, S^(l)_{g,g}``, ``W_{1,f}, W_{2,y}, W_{2,k}, W_{2,g}``; the
             psi head's ``s1, s2`` are learned. Initialised at the ``theory`` values.
 
-The fast forward (:meth:`PFNTransformer.forward`, which touches only what a layer changes) and the
-dense parity reference (:meth:`PFNTransformer.forward_dense`, :class:`DenseTransformer`) are
-explained in docs/design.md, "The model's forward".
+Every forward runs the solver layers through the one recursion
+:func:`pfntheory.nn.solver.solver_recursion`: :meth:`PFNTransformer.forward` in the *channel form*
+(only the rows ``f, g`` a layer writes; its attention chosen once per call: a kernel per layer,
+the fused stack when it applies, one shared kernel, or the linear score in feature space) and the
+dense parity reference (:meth:`PFNTransformer.forward_dense`, :class:`DenseTransformer`) in the
+*literal form* (full matrices); docs/design.md, "The model's forward".
 """
 
 from __future__ import annotations
@@ -53,15 +56,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from .._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of
 from ..config import MODES, ModelSpec, TaskSpec
+from ..construction import solver_step_sizes
 from . import fused as _fused
 from .attention import masked_attention_dense, score_matrix, score_vector
 from .device import select_device
 from .head import MLPHead, PsiHead, check_edges
-from .solver import skip, solver_layers
+from .solver import DenseMasked, FeatureSpace, SharedKernel, solver_layers, solver_recursion
 
 __all__ = [
     "PFNOutput",
@@ -95,13 +98,14 @@ def _check_kernel_size(size: int, what: str, B: int, n: int) -> None:
         )
 
 
-def default_eta(config: ModelSpec, task: TaskSpec) -> float:
+def default_eta(config: ModelSpec, task: TaskSpec, noise_var=None):
     """The initial step size of every solver layer: ``config.eta_init``, or when it is None
     ``1 / (1 + noise_var)`` for ``normalised`` (the Jacobi-preconditioned spectrum lies in
     ``[lambda_n, 1 + sigma^2/alpha^2]``, sec:generalization, so this is admissible for every n) and
     ``0.005`` otherwise (admissible, ``eta < 2/(lambda_1 + sigma^2)``, for ``lambda_1 <= 400``,
     which covers the paper's tasks up to n = 512: BLR d = 5 has ``lambda_1 ~ 2n/5 * 1.2``, RBF
-    ``lambda_1 ~ n rho`` with ``rho <= 0.4``). ``sigma^2`` is the prior's ``task.noise_var``."""
+    ``lambda_1 ~ n rho`` with ``rho <= 0.4``). ``sigma^2`` is the prior's ``task.noise_var``, or
+    ``noise_var`` when given (a tensor of the mixture heads' ``sigma_h^2``: a tensor of steps)."""
     if not isinstance(config, ModelSpec):
         raise ArgumentTypeError(
             f"config must be a pfntheory.config.ModelSpec, got {type(config).__name__}"
@@ -112,7 +116,8 @@ def default_eta(config: ModelSpec, task: TaskSpec) -> float:
         )
     if config.eta_init is not None:
         return float(config.eta_init)
-    return 1.0 / (1.0 + task.noise_var) if config.normalised else 0.005
+    noise_var = task.noise_var if noise_var is None else noise_var
+    return 1.0 / (1.0 + noise_var) if config.normalised else 0.005
 
 
 @dataclass
@@ -198,6 +203,11 @@ class PFNTransformer(nn.Module):
     task : TaskSpec
         The prior: the input dimension ``d = task.d`` and ``sigma^2 = task.noise_var`` (the fixed
         value in theory mode, the initial value in learnable mode; supp-eqn:weights).
+    numerics : {'replay', 'pairwise', 'symmetric'}
+        The fused solver stack's order of summation (:data:`pfntheory.nn.fused.NUMERICS`; attribute
+        ``numerics``, the default of :meth:`forward`'s argument): ``replay``, every committed run's
+        arithmetic; the training loop sets ``pairwise`` for a ``RunSpec.fast_numerics`` run.
+        Not part of the weights or the run's identity.
     """
 
     dense: bool = False
@@ -208,10 +218,13 @@ class PFNTransformer(nn.Module):
     W: torch.Tensor
     head: nn.Module
 
-    def __init__(self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec):
+    def __init__(
+        self, config: ModelSpec, edges: torch.Tensor, task: TaskSpec, *, numerics: str = "replay"
+    ):
         super().__init__()
         instance_of(ModelSpec)(config, "config")
         instance_of(TaskSpec)(task, "task")
+        self.numerics = _fused.check_numerics(numerics)
         self.config = cfg = config
         self.d = d = task.d
         cfg.check_size(d)
@@ -219,9 +232,8 @@ class PFNTransformer(nn.Module):
         L = cfg.L
         dt = torch.get_default_dtype()
         noise_var, amp = task.noise_var, cfg.amp_init
-        eta = default_eta(cfg, task)
-        eta_a = eta if cfg.normalised else eta * amp  # step in V (attention)
-        eta_d = eta / amp if cfg.normalised else eta  # step in S (ridge drift)
+        # supp-eqn:weights: the step in V (attention) and in S (ridge drift)
+        eta_a, eta_d = solver_step_sizes(default_eta(cfg, task), amp, cfg.normalised)
         rbf = cfg.score == "rbf"
         n_scale = 1 if cfg.one_scale else L
         self.scale = nn.Parameter(torch.full((n_scale, d), cfg.scale_init, dtype=dt))  # diag K=Q
@@ -316,7 +328,7 @@ class PFNTransformer(nn.Module):
         caller has checked once, e.g. the training loop's own draws, are trusted)."""
         return check_batch(X, Y, xq, self.scale, self.d) if check else (X, Y, xq)
 
-    def forward(self, X, Y, xq, *, check: bool = True) -> PFNOutput:
+    def forward(self, X, Y, xq, *, check: bool = True, numerics: str | None = None) -> PFNOutput:
         """Run the transformer and the head.
 
         Parameters
@@ -330,12 +342,17 @@ class PFNTransformer(nn.Module):
         check : bool
             Validate ``X, Y, xq`` (:func:`check_batch`); ``False`` only for inputs already checked
             at the boundary (the training loop's draws of the prior, which it trusts).
+        numerics : {'replay', 'pairwise', 'symmetric'}, optional
+            The fused solver stack's order of summation (:data:`pfntheory.nn.fused.NUMERICS`);
+            default the model's ``numerics``. :func:`pfntheory.nn.evaluate.predict` passes
+            ``symmetric``.
 
         Returns
         -------
         PFNOutput
             ``logits`` (B, C), ``mu`` (B,), ``tau`` (B,).
         """
+        numerics = self.numerics if numerics is None else _fused.check_numerics(numerics)
         if self.dense:
             return self.forward_dense(X, Y, xq, check=check)
         X, Y, xq = self._check_inputs(X, Y, xq, check)
@@ -351,14 +368,16 @@ class PFNTransformer(nn.Module):
         R = torch.stack([Y, k[:, :n]], -1)  # (B, n, 2) rows y, k
         H = xa.new_zeros(B, n + 1, 2)  # rows d+3, d+4: f, g
         grad = torch.is_grad_enabled()
-        if (
-            cfg.L > 1
-            and cfg.score != "linear"
-            and (
-                cfg.shared_scale
-                or (not grad and bool((scale[1:] == scale[1]).all()))
-                or (cfg.one_scale and not _fused.stack_supports(xa, scale[1:], R, V, S, cfg.score))
-            )
+        # eqn:l attn, mask M, K^(l) = Q^(l) = diag(scale_l): one recursion (nn.solver), its
+        # attention chosen here once
+        if cfg.L == 1:
+            pass
+        elif cfg.score == "linear":  # in feature space
+            H = self._solve(H, R, V, S, FeatureSpace(xa, scale[1:], cfg.normalised))
+        elif (
+            cfg.shared_scale
+            or (not grad and bool((scale[1:] == scale[1]).all()))
+            or (cfg.one_scale and not _fused.stack_supports(xa, scale[1:], R, V, S, cfg.score))
         ):
             # one kernel for every solver layer: shared K = Q, or equal per-layer scales without
             # autograd (evaluation of a theory-mode or hand-set model): the exp is paid once.
@@ -367,26 +386,36 @@ class PFNTransformer(nn.Module):
             a = xa * scale[1]  # (B, n+1, d)
             if grad:
                 _check_kernel_size(B * (n + 1) * n, "the shared (B, n+1, n) kernel", B, n)
-                H = self._solve_shared(score_matrix(a, a[:, :n], cfg.score), R, H, V, S)
+                P = score_matrix(a, a[:, :n], cfg.score)
+                H = self._solve(H, R, V, S, SharedKernel(P, cfg.normalised))
             else:  # instance chunks in cache
                 step = max(1, SHARED_KERNEL_CHUNK_ELEMENTS // ((n + 1) * n))
                 H = torch.cat(
                     [
-                        self._solve_shared(
-                            score_matrix(a[i : i + step], a[i : i + step, :n], cfg.score),
-                            R[i : i + step],
+                        self._solve(
                             H[i : i + step],
+                            R[i : i + step],
                             V,
                             S,
+                            SharedKernel(
+                                score_matrix(a[i : i + step], a[i : i + step, :n], cfg.score),
+                                cfg.normalised,
+                            ),
                         )
                         for i in range(0, B, step)
                     ]
                 )
-        elif cfg.L > 1 and cfg.score == "linear":
-            H = self._solve_linear(xa, R, H, scale, V, S)
-        elif cfg.L > 1:  # eqn:l attn, mask M, K^(l) = Q^(l) = diag(scale_l); fused when available
+        else:  # a kernel per layer; the fused stack when available
             H = solver_layers(
-                xa, R, scale[1:], V, S, cfg.score, cfg.normalised, SAVE_KERNEL_BUDGET_BYTES
+                xa,
+                R,
+                scale[1:],
+                V,
+                S,
+                cfg.score,
+                cfg.normalised,
+                SAVE_KERNEL_BUDGET_BYTES,
+                numerics,
             )
         f, g = H[..., 0], H[..., 1]
         # readout W [Z^(L)]_{:, n+1}; the query's y-row holds 1 (thm:TFdoPPD)
@@ -400,58 +429,16 @@ class PFNTransformer(nn.Module):
             logits = self.head(zq)
         return PFNOutput(logits=logits, mu=mu, tau=tau)
 
-    def _skip(self, H, att, s, S_l):
-        """``Z + Attn + S Z`` on the (f, g) rows, TF^pr: ``S Z / s_{x_j}`` (eqn:l attn)."""
-        return skip(H, att, s, S_l, self.config.normalised)
-
-    def _solve_linear(self, xa, R, H, scale, V, S):
-        """The ``L-1`` solver layers for the linear score, in feature space.
-
-        With ``a = x diag(s_l)``: ``sum_i (a_j . a_i) v_i = x_j^T diag(s_l^2) (X^T V)`` and
-        ``X^T V = (X^T R) v_(y,k) + (X^T H) v_(f,g)`` (eqn:l attn), so each layer costs one
-        ``(d, n) x (n, 2)`` and one ``(n+1, d) x (d, 2)`` product per instance, on the data ``x``
-        (no gradient to it, so autograd forms no ``(B, n+1, d)`` gradient), with the scale applied
-        to ``d x 2`` numbers; TF^pr's ``s_j = x_j^T diag(s_l^2) X^T 1``. (Channel-leading
-        ``(B, 2, T)`` layouts make the forward products 2-4x faster but the backward ones slower:
-        no gain over a step, measured.)
-        """
-        n = R.shape[1]
-        xk = xa[:, :n]  # keys (B, n, d)
-        xkT = xk.transpose(1, 2)  # (B, d, n)
-        XR = torch.bmm(xkT, R)  # X^T [Y, k], (B, d, 2)
-        xsum = xk.sum(1) if self.config.normalised else None  # X^T 1, (B, d)
-        for layer in range(1, self.config.L):
-            v, S_l = V[layer - 1], S[layer - 1]
-            sq = scale[layer] * scale[layer]  # diag(K^T Q), (d,)
-            XV = torch.addcmul(XR * v[0::2], torch.bmm(xkT, H[:, :n]), v[1::2])  # X^T V, (B, d, 2)
-            att = torch.bmm(xa, XV * sq.unsqueeze(-1))  # (B, n+1, 2)
-            s = None
-            if xsum is not None:
-                s = (xa * (xsum * sq).unsqueeze(1)).sum(-1)  # s_j, (B, n+1)
-                att = att / s.unsqueeze(-1)  # Attn^na
-            H = self._skip(H, att, s, S_l)
-        return H
-
-    def _solve_shared(self, P, R, H, V, S):
-        """The ``L-1`` solver layers with one kernel ``P`` (B, n+1, n) for all of them."""
-        n = R.shape[1]
-        s = P.sum(-1) if self.config.normalised else None  # s_j, (B, n+1)
-        PT = P.transpose(1, 2)  # (B, n, n+1) view
-        for layer in range(1, self.config.L):
-            v, S_l = V[layer - 1], S[layer - 1]
-            vals = torch.addcmul(R * v[0::2], H[:, :n], v[1::2])  # (B, n, 2)
-            # (P v)^T = v^T P^T: MKL's batched GEMM is ~4x faster with the kernel on the right
-            att = torch.bmm(vals.transpose(1, 2).contiguous(), PT).transpose(1, 2)  # (B, n+1, 2)
-            if s is not None:
-                att = att / s.unsqueeze(-1)  # Attn^na
-            H = self._skip(H, att, s, S_l)
-        return H
+    def _solve(self, H, R, V, S, attend):
+        """The ``L-1`` solver layers on the (f, g) rows (:func:`~pfntheory.nn.solver.
+        solver_recursion`, channel form: ``vals = R (V_fy, V_gk) + H (V_ff, V_gg)``)."""
+        return solver_recursion(H, R, V[:, 0::2], V[:, 1::2], S, attend, self.config.normalised)
 
     def forward_dense(self, X, Y, xq, *, check: bool = True) -> PFNOutput:
         """The literal eqn:tabPFN attn: full ``(d+4) x (d+4)`` ``V, K, Q, S`` over every channel,
         masked ``(n+1) x (n+1)`` attention, per-layer gradient checkpointing. Parity reference.
 
-        Same arguments and return as :meth:`forward`.
+        Same arguments and return as :meth:`forward` (without ``numerics``: no fused operator).
         """
         X, Y, xq = self._check_inputs(X, Y, xq, check)
         cfg = self.config
@@ -469,19 +456,18 @@ class PFNTransformer(nn.Module):
         M = (idx < n).to(X.dtype).unsqueeze(1).expand(T, T)  # M_ij = 1{i <= n}
         att, _ = masked_attention_dense(Z, w["V"][0], w["K"][0], w["K"][0], M0, cfg.score, False)
         Z = Z + att  # eqn:1st attn
-
-        def solver_layer(Z, V, K, S):  # eqn:l attn
-            att, s = masked_attention_dense(Z, V, K, K, M, cfg.score, cfg.normalised)
-            skip = S @ Z
-            if cfg.normalised:
-                skip = skip / s.unsqueeze(1)  # TF^pr: 1/s_{x_j}
-            return Z + att + skip
-
-        for layer in range(1, cfg.L):
-            Z = checkpoint(
-                solver_layer, Z, w["V"][layer], w["K"][layer], w["S"][layer], use_reentrant=False
-            )
-        zq = Z[:, :, n]  # (B, d+4)
+        # eqn:l attn, literal form: tokens as rows (B, T, d+4), full V^(l), S^(l)
+        Zt = solver_recursion(
+            Z.transpose(1, 2),
+            None,
+            None,
+            w["V"][1:],
+            w["S"][1:],
+            DenseMasked(w["K"][1:], M, cfg.score, cfg.normalised),
+            cfg.normalised,
+            checkpoint_layers=True,
+        )
+        zq = Zt[:, n, :]  # (B, d+4)
         mu_tau = zq @ w["W"].T  # TF = W [Z^(L)]_{:, n+1}
         mu, tau = mu_tau[:, 0], mu_tau[:, 1]
         logits = self.head(mu, tau, self.edges) if cfg.head == "psi" else self.head(zq)

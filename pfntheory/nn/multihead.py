@@ -37,10 +37,12 @@ from torch import nn
 from .. import multihead as mh
 from .._checks import ArgumentTypeError, instance_of
 from ..config import ModelSpec, TaskSpec, prior_components
+from ..construction import solver_step_sizes
 from ..kernels import RBFKernel
 from .attention import scaled_kernel_attention, score_vector
-from .head import _positive_tau, check_edges
-from .model import PFNOutput, check_batch
+from .head import check_edges, psi_logits
+from .model import PFNOutput, check_batch, default_eta
+from .solver import LayerAttention, solver_recursion
 
 __all__ = ["MixtureOutput", "MixturePFN", "load_multihead_handset"]
 
@@ -123,12 +125,9 @@ class MixturePFN(nn.Module):
         )  # (G, L or 1, d): diag K = Q per lengthscale group
         self.amp = nn.Parameter(torch.full((H,), amp, dtype=dt))  # V^(0)_{k,y} per head
         noise_var = torch.as_tensor(noise_var_h, dtype=dt)  # (H,) sigma_h^2
-        if cfg.eta_init is not None:
-            eta = torch.full((H,), float(cfg.eta_init), dtype=dt)
-        else:
-            eta = 1.0 / (1.0 + noise_var) if cfg.normalised else torch.full((H,), 0.005, dtype=dt)
-        eta_a = eta if cfg.normalised else eta * amp  # step in V
-        eta_d = eta / amp if cfg.normalised else eta  # step in S
+        eta = default_eta(cfg, task, noise_var)  # per head (a float: the same for every head)
+        eta = eta if isinstance(eta, torch.Tensor) else torch.full((H,), eta, dtype=dt)
+        eta_a, eta_d = solver_step_sizes(eta, amp, cfg.normalised)  # steps in V and S
         V = torch.stack([eta_a, -eta_a, eta_a, -eta_a], -1)  # (H, 4): V_fy V_ff V_gk V_gg
         self.V = nn.Parameter(V[:, None].repeat(1, L - 1, 1))  # (H, L-1, 4)
         self.S = nn.Parameter((-eta_d * noise_var)[:, None, None].repeat(1, L - 1, 2))  # S_ff S_gg
@@ -160,34 +159,26 @@ class MixturePFN(nn.Module):
         scale = self.scale[g].expand(cfg.L, self.d)
         a = xa * scale[0]
         k = score_vector(a, a[:, n], "rbf")[..., None] * self.amp[hs]  # (B, n+1, Hg): eqn:1st attn
-        F = xa.new_zeros(xa.shape[0], n + 1, Hg)  # rows f_h
-        Gr = torch.zeros_like(F)  # rows g_h
-        Yc = Y[..., None]
-        log_det_D = None
-        for layer in range(1, cfg.L):  # eqn:l attn, one kernel for the group's 2 Hg channels
-            v, S_l = self.V[hs, layer - 1], self.S[hs, layer - 1]  # (Hg, 4), (Hg, 2)
-            vals = torch.cat(
-                [Yc * v[:, 0] + F[:, :n] * v[:, 1], k[:, :n] * v[:, 2] + Gr[:, :n] * v[:, 3]], -1
-            )
-            if not cfg.normalised and layer == 1:  # the normaliser s for log det D only
-                vals = torch.cat([vals, torch.ones_like(vals[..., :1])], -1)
-            att, s = scaled_kernel_attention(xa, scale[layer], vals, "rbf", cfg.normalised)
-            if s is None:
-                if layer == 1:
-                    att, s1 = att[..., :-1], att[..., -1]
-                    log_det_D = torch.log(s1[:, :n]).sum(-1)
-                F = F + att[..., :Hg] + F * S_l[:, 0]
-                Gr = Gr + att[..., Hg:] + Gr * S_l[:, 1]
-            else:
-                if layer == 1:
-                    log_det_D = torch.log(s[:, :n]).sum(-1)  # sum_i log s_i = log det D
-                F = F + att[..., :Hg] + F * S_l[:, 0] / s[..., None]  # TF^pr skip / s_{x_j}
-                Gr = Gr + att[..., Hg:] + Gr * S_l[:, 1] / s[..., None]
+        # eqn:l attn on the 2 Hg channels (f_h..., g_h...): one kernel for the group's heads
+        V, S = self.V[hs], self.S[hs]  # (Hg, L-1, 4), (Hg, L-1, 2)
+        R = torch.cat([Y[..., None].expand(-1, -1, Hg), k[:, :n]], -1)  # rows y, k_h (B, n, 2Hg)
+        attend = _GroupKernel(xa, scale[1:], cfg.normalised)
+        Hs = solver_recursion(
+            xa.new_zeros(xa.shape[0], n + 1, 2 * Hg),
+            R,
+            torch.cat([V[..., 0], V[..., 2]], 0).T,  # (L-1, 2Hg): V_fy, V_gk
+            torch.cat([V[..., 1], V[..., 3]], 0).T,  # V_ff, V_gg
+            torch.cat([S[..., 0], S[..., 1]], 0).T,  # S_ff, S_gg
+            attend,
+            cfg.normalised,
+        )
+        F, Gr = Hs[..., :Hg], Hs[..., Hg:]  # rows f_h, g_h
         W = self.W[hs]  # (Hg, 4)
         mu = W[:, 0] * F[:, n]
         tau = W[:, 1] + W[:, 2] * k[:, n] + W[:, 3] * Gr[:, n]
+        Yc = Y[..., None]
         q = self.q_scale[hs] * (Yc * (Yc - F[:, :n])).sum(1)  # beta_h sum_i y_i (y_i - f_{h,i})
-        return mu, tau, q, log_det_D
+        return mu, tau, q, attend.log_det_D
 
     def forward(self, X, Y, xq, log_weights=None, *, check: bool = True) -> MixtureOutput:
         """Same arguments as :meth:`pfntheory.nn.model.PFNTransformer.forward`; returns
@@ -221,17 +212,40 @@ class MixturePFN(nn.Module):
         if log_weights is not None:
             logit_w = log_weights.to(logit_w.dtype)
         log_w = torch.log_softmax(logit_w, -1)  # (B, H)
-        edges = self.edges.to(xa.dtype)
-        xi = 0.5 * (edges[1:] + edges[:-1])
-        Xi = torch.stack([xi, xi * xi], -1)  # (C, 2)
-        tau_p = _positive_tau(tau_h, self.config.tau_min)
-        psi = torch.stack([mu_h / tau_p, -0.5 / tau_p], -1) * self.psi_scale  # (B, H, 2)
-        ell = psi @ Xi.T + torch.log(edges[1:] - edges[:-1])  # (B, H, C): Sec. 4 per head
+        ell = psi_logits(mu_h, tau_h, self.psi_scale, self.edges, self.config.tau_min)  # (B, H, C)
         logits = torch.logsumexp(log_w[..., None] + torch.log_softmax(ell, -1), 1)  # (B, C)
         w = log_w.exp()
         mu = (w * mu_h).sum(-1)
         tau = (w * (tau_h + mu_h**2)).sum(-1) - mu**2
         return MixtureOutput(logits=logits, mu=mu, tau=tau, weights=w, mu_h=mu_h, tau_h=tau_h)
+
+
+class _GroupKernel(LayerAttention):
+    """The per-layer kernel of one lengthscale group, applied to its heads' ``2 H_g`` channels;
+    keeps ``log det D = sum_i log s_i`` of the first solver layer's normaliser (computed on an
+    extra channel of ones for TF)."""
+
+    def __init__(self, xa, scales, normalised: bool):
+        self.xa, self.scales, self.normalised = xa, scales, normalised
+        self.log_det_D = None
+
+    def values(self, layer, R, Hk, vR, vH):
+        # R vR + H vH in two products and a sum (not solver's one fused multiply-add): the
+        # rounding every committed mixture run was trained with
+        return R * vR + Hk * vH
+
+    def __call__(self, layer, vals, H):
+        n = vals.shape[1]
+        if not self.normalised and layer == 0:  # the normaliser s for log det D only
+            vals = torch.cat([vals, torch.ones_like(vals[..., :1])], -1)
+        att, s = scaled_kernel_attention(self.xa, self.scales[layer], vals, "rbf", self.normalised)
+        if layer == 0:
+            if s is None:
+                att, s1 = att[..., :-1], att[..., -1]
+                self.log_det_D = torch.log(s1[:, :n]).sum(-1)
+            else:
+                self.log_det_D = torch.log(s[:, :n]).sum(-1)  # sum_i log s_i = log det D
+        return att, s
 
 
 def load_multihead_handset(model: MixturePFN, weights, logdet) -> MixturePFN:

@@ -247,7 +247,7 @@ def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
         and fused.available(build=False)
         and fused.lapack()
     ):
-        info = torch.ops.pfntheory_fused.chol_lower_(A)
+        info = fused.chol_lower_(A)
         Lc = A.mT
     else:
         Lc, info = torch.linalg.cholesky_ex(A)
@@ -281,7 +281,7 @@ def _blr_draw(
 
 
 def _fused_gp_draw(X, xq, z, f, amp: float, noise: float):
-    return torch.ops.pfntheory_fused.gp_draw(X, xq, z, f, amp, noise)
+    return fused.gp_draw(X, xq, z, f, amp, noise)
 
 
 def _fast_draw(c: _Component, X, xq, z, offset: int):

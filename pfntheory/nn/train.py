@@ -17,7 +17,6 @@ measurements are explained in docs/design.md, "Training".
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import operator
@@ -50,7 +49,6 @@ from ..config import (
 )
 from ..discretize import bin_edges
 from ..tree import RunSpec
-from . import fused
 from .arithmetic import arithmetic, arithmetic_change
 from .curve import (
     CURVE_METRICS,
@@ -63,6 +61,7 @@ from .curve import (
 )
 from .device import select_device
 from .head import check_edges
+from .model import PFNTransformer
 from .priors import Batch, calibrate_task_interval, sample_batch, sample_context_size
 from .state import (
     WEIGHTS_LAST,
@@ -380,9 +379,7 @@ def train(
     if finished(spec, run_dir):
         return run_dir
     run = _Run(spec, run_dir, dev, allow_arithmetic_change)
-    # fast numerics: the pairwise solver stack through the whole run (the data: step_batches)
-    with fused.pairwise() if spec.fast_numerics else contextlib.nullcontext():
-        run.loop(checkpoint_every, progress, callback)
+    run.loop(checkpoint_every, progress, callback)
     run.finish()
     return run_dir
 
@@ -402,6 +399,8 @@ class _Run:
         )
         self.interval = self._interval(ckpt)
         self.model = model = build_model(spec, self.interval, device)
+        if spec.fast_numerics and isinstance(model, PFNTransformer):  # the pairwise solver stack
+            model.numerics = "pairwise"  # (the data: step_batches); the average copies it
         self.ema = weight_average(model, spec.ema_decay) if spec.ema_decay > 0 else None
         # "elementwise": per-entry units |theta_0| (from the seeded initialisation, so identical on
         # resume)
