@@ -133,20 +133,17 @@ def test_committed_run_metrics_are_reproduced(key):
     import json
 
     from pfntheory.nn.evaluate import evaluate
+    from pfntheory.tree import EvalSpec
 
     _needs_fused()
     ref = json.loads(EVAL_REF.read_text())["runs"][key]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        out = evaluate(
-            cases.ROOT / ref["run"],
-            [ref["n_eval"]],
-            n_instances=ref["n_instances"],
-            seed=ref["seed"],
-            save=False,
-            oracle="float64",
+        spec = EvalSpec(
+            (ref["n_eval"],), n_instances=ref["n_instances"], seed=ref["seed"], oracle="float64"
         )
+        out = evaluate(cases.ROOT / ref["run"], spec, save=False)
     finally:
         torch.set_num_threads(threads)
     got, want = out["results"][str(ref["n_eval"])], ref["results"]
