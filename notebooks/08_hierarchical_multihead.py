@@ -463,8 +463,15 @@ else:
         ("single L=8", "multi-head L=8 trained heads, exact weights"),
         ("single L=8, 1600 steps (equal time)", "multi-head L=8 trained heads, exact weights"),
     ]
-    r = msel.ceiling_claim(ceil, [p for p in pairs if p[0] in ceil["tv"] and p[1] in ceil["tv"]])
-    rec.add(r, variant=VARIANT + ", ceiling (exact weights)", measured=r.statement)
+    pairs = [p for p in pairs if p[0] in ceil["tv"] and p[1] in ceil["tv"]]
+    read = msel.runs_read([n for p in pairs for n in p], tmh.models(cmp))
+    r = msel.ceiling_claim(ceil, pairs, statuses=msel.statuses_of_runs(read))
+    rec.add(
+        r,
+        variant=VARIANT + ", ceiling (exact weights)",
+        measured=r.statement,
+        runs=[run.run_dir for run in read.values()],
+    )
 
 # %% [markdown]
 # ### A multi-head model that beats the single head: hand-set heads at L = 32 + the selector
@@ -479,7 +486,12 @@ else:
 # with the single heads L = 32 and L = 8 (equal time), and the central intervals' coverage.
 
 # %%
+from pfntheory.claims import multihead_cells as mcells
+
 verdict = sel_docs["verdict"]
+cell = mcells.load_cell(1024)
+if verdict is not None and cell is not None:  # the n' = 1024 cell at more instances
+    verdict = mcells.with_cell(verdict, cell)
 CAND = "statistics selector, heads 32"
 if verdict is None:
     rec.pending(
@@ -507,8 +519,14 @@ else:
         )
     )
     for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
-        r = msel.tv_claim(verdict, CAND, ref)
-        rec.add(r, variant=VARIANT + f", L=32 heads + selector vs {ref}", measured=r.statement)
+        read = msel.runs_read([ref], tmh.models(cmp))
+        r = msel.tv_claim(verdict, CAND, ref, statuses=msel.statuses_of_runs(read))
+        rec.add(
+            r,
+            variant=VARIANT + f", L=32 heads + selector vs {ref}",
+            measured=r.statement,
+            runs=[run.run_dir for run in read.values()],
+        )
     r = msel.coverage_claim(verdict, CAND)
     rec.add(r, variant=VARIANT + ", L=32 heads + selector, coverage", measured=r.statement)
 

@@ -1,0 +1,231 @@
+"""More instances for one n' cell of the multi-head confirmation (issue 38, beyond the paper).
+
+The confirmation of :mod:`pfntheory.claims.multihead_select` (``verdict-cpu.json``: the hand-set
+L = 32 heads with the statistics selector against the single heads L = 32 and the equal-time L = 8,
+on fresh prior draws, seed 5151) held only 32 instances at n' = 1024, too few to resolve the
+comparison there. :func:`confirm_cell` scores more, in batches of :func:`~pfntheory.claims.
+multihead_select.ceiling` calls, one generator seed per batch (``seed0 + b``, so that batch 0 of
+``batch_size`` 32 replays the committed 32 instances exactly), each batch written atomically as
+soon as it is done (an interrupted run keeps its finished batches and resumes after them);
+:func:`concat_batches` joins the batches into one cell and :func:`with_cell` puts that cell into
+the confirmation document in place of the old one.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .._checks import positive_int, seed_int
+
+__all__ = [
+    "FOLDER",
+    "CELL_FILE",
+    "batch_path",
+    "confirm_cell",
+    "concat_batches",
+    "with_cell",
+    "load_cell",
+    "run_confirmation",
+]
+
+#: Runs-root folder of the cells (JSON documents of this module).
+FOLDER = "supp_tab_hier_multihead_confirm"
+#: The joined cell of n' (``.format(n=...)``).
+CELL_FILE = "cell-n{n}.json"
+_KEYS = ("bayes_acc", "tv", "sel_acc", "sel_tv_w")
+
+
+def batch_path(out_dir, n: int, seed: int) -> Path:
+    """Where the batch of n' = ``n`` and generator seed ``seed`` is written."""
+    return Path(out_dir) / "batches" / f"n{int(n)}-seed{int(seed)}.json"
+
+
+def confirm_cell(
+    out_dir,
+    singles: dict,
+    multi,
+    selector,
+    *,
+    n: int = 1024,
+    n_batches: int = 16,
+    batch_size: int = 32,
+    seed0: int = 5151,
+    depth: int = 32,
+    exact: bool = True,
+    deadline: float | None = None,
+) -> list[Path]:
+    """Score ``n_batches`` batches of ``batch_size`` fresh draws at n' = ``n`` (module docstring).
+
+    Parameters
+    ----------
+    out_dir : path
+        Batches go to :func:`batch_path`; a batch already there is kept (resume).
+    singles, multi
+        As :func:`~pfntheory.claims.multihead_select.ceiling` (single-head runs by name; the
+        multi-head run whose spec gives the hand-set heads).
+    selector : StatSelector
+        Scored on the hand-set heads of depth ``depth`` (row ``"statistics selector, heads
+        <depth>"``).
+    exact : bool
+        Also the hand-set heads with the exact weights (the ceiling on these draws).
+    deadline : float, optional
+        ``time.time()`` after which no new batch starts (the finished ones are kept).
+
+    Returns
+    -------
+    list of Path: the batches present after the call, in seed order.
+    """
+    import torch
+
+    from . import multihead_select as ms
+
+    n, n_batches = positive_int(n, "n", minimum=2), positive_int(n_batches, "n_batches")
+    batch_size, seed0 = positive_int(batch_size, "batch_size", minimum=2), seed_int(seed0, "seed0")
+    depth = positive_int(depth, "depth")
+    out = []
+    for b in range(n_batches):
+        path = batch_path(out_dir, n, seed0 + b)
+        if not path.is_file():
+            if deadline is not None and time.time() > deadline:
+                break
+            c0, w0 = time.process_time(), time.perf_counter()
+            doc = ms.ceiling(
+                singles,
+                multi,
+                depths=(depth,),
+                selectors={"statistics selector": ((depth,), selector)},
+                exact_rows=False,
+                exact_handset=(depth,) if exact else (),
+                n_eval=(n,),
+                n_instances=batch_size,
+                seed=seed0 + b,
+                dtype=torch.float32,
+            )
+            doc["cpu_s"] = time.process_time() - c0
+            doc["wall_s"] = time.perf_counter() - w0
+            doc["threads"] = torch.get_num_threads()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            from .. import runs
+
+            runs.save_json(path, doc)
+            print(f"n'={n} seed {seed0 + b}: {doc['cpu_s']:.0f} s CPU", flush=True)
+        out.append(path)
+    return out
+
+
+def concat_batches(docs) -> dict:
+    """One cell from batches of one n' (:func:`confirm_cell`'s documents): the per-instance lists
+    of every row joined in the batches' order; rows missing from a batch are refused (every row
+    must be paired on the same instances)."""
+    docs = list(docs)
+    if not docs:
+        raise ValueError("docs must hold at least one batch")
+    ns = {tuple(d["n_eval"]) for d in docs}
+    if len(ns) != 1 or len(next(iter(ns))) != 1:
+        raise ValueError(f"docs must be batches of one n' each, the same, got {sorted(ns)}")
+    n = str(docs[0]["n_eval"][0])
+    for d in docs:
+        lens = {len(v[n]) for key in ("bayes_acc", "tv") for v in d[key].values()}
+        if lens != {int(d["n_instances"])}:
+            raise ValueError(f"batch of seed {d['seed']}: rows of {sorted(lens)} instances, "
+                             f"n_instances {d['n_instances']}")  # fmt: skip
+    out: dict = {
+        "n_eval": docs[0]["n_eval"],
+        "seeds": [d["seed"] for d in docs],
+        "multi_run": docs[0]["multi_run"],
+        "single_runs": docs[0]["single_runs"],
+        "n_instances": sum(int(d["n_instances"]) for d in docs),
+        "cpu_s": sum(float(d.get("cpu_s", 0.0)) for d in docs),
+    }
+    for key in _KEYS:
+        names = [set(d[key]) for d in docs]
+        if any(s != names[0] for s in names):
+            raise ValueError(f"the batches do not share their {key!r} rows: {names}")
+        out[key] = {k: {n: [v for d in docs for v in d[key][k][n]]} for k in sorted(names[0])}
+    levels = [set(d["coverage"]) for d in docs]
+    if any(s != levels[0] for s in levels):
+        raise ValueError("the batches do not share their coverage levels")
+    out["coverage"] = {
+        lv: {
+            k: {n: [v for d in docs for v in d["coverage"][lv][k][n]]}
+            for k in docs[0]["coverage"][lv]
+        }
+        for lv in sorted(levels[0])
+    }
+    return out
+
+
+def with_cell(verdict: dict, cell: dict) -> dict:
+    """``verdict`` (a confirmation document, one list per row and n') with the n' of ``cell``
+    replaced by ``cell``'s instances, for the rows both hold (rows only ``cell`` holds are added;
+    ``n_instances`` becomes per n')."""
+    n = str(cell["n_eval"][0])
+    lost = sorted(k for k, v in verdict["tv"].items() if n in v and k not in cell["tv"])
+    if lost:
+        raise ValueError(f"cell lacks the rows {lost} of verdict at n'={n} (they must stay paired)")
+    out = {k: v for k, v in verdict.items()}
+    ni = verdict["n_instances"]
+    out["n_instances"] = (
+        dict(ni) if isinstance(ni, dict) else {str(m): ni for m in verdict["n_eval"]}
+    )
+    out["n_instances"][n] = cell["n_instances"]
+    for key in _KEYS:
+        out[key] = {k: dict(v) for k, v in verdict.get(key, {}).items()}
+        for name, v in cell[key].items():
+            out[key].setdefault(name, {})[n] = v[n]
+    out["coverage"] = {
+        lv: {k: dict(v) for k, v in by.items()} for lv, by in verdict["coverage"].items()
+    }
+    for lv, by in cell["coverage"].items():
+        for name, v in by.items():
+            out["coverage"].setdefault(lv, {}).setdefault(name, {})[n] = v[n]
+    out["cells"] = {**verdict.get("cells", {}), n: {"seeds": cell["seeds"], "cpu_s": cell["cpu_s"]}}
+    return out
+
+
+def load_cell(n: int = 1024, root=None) -> dict | None:
+    """The joined cell of n' = ``n`` (:data:`CELL_FILE` under :data:`FOLDER`), None while absent."""
+    from .. import runs
+    from ..experiments.state import default_root
+
+    p = Path(default_root() if root is None else root) / FOLDER / CELL_FILE.format(n=int(n))
+    return runs.load_json(p) if p.is_file() else None
+
+
+def run_confirmation(
+    root=None, *, n: int = 1024, n_batches: int = 16, batch_size: int = 32, deadline=None
+) -> dict:
+    """The command of the committed cell: :func:`confirm_cell` with the committed confirmation's
+    runs and selector (``verdict-cpu.json``, ``selector-table.pt`` of
+    :data:`~pfntheory.claims.multihead_select.FOLDER`), then the batches joined into
+    :data:`CELL_FILE` (written atomically). Run it on one thread (``torch.set_num_threads(1)``)."""
+    from .. import runs
+    from ..experiments.state import default_root
+    from ..nn.selector import BANK, StatSelector
+    from . import multihead_select as ms
+
+    base = Path(default_root() if root is None else root)
+    verdict = runs.load_json(base / ms.FOLDER / ms.VERDICT_FILE)
+    sel = StatSelector(BANK, 9, 32)
+    sel.load_state_dict(runs.load_torch(base / ms.FOLDER / "selector-table.pt"))
+    sel.eval()
+    out_dir = base / FOLDER
+    paths = confirm_cell(
+        out_dir,
+        verdict["single_runs"],
+        verdict["multi_run"],
+        sel,
+        n=n,
+        n_batches=n_batches,
+        batch_size=batch_size,
+        seed0=int(verdict["seed"]),
+        deadline=deadline,
+    )
+    cell = concat_batches(runs.load_json(p) for p in paths)
+    cell["command"] = (
+        f"run_confirmation(n={n}, n_batches={n_batches}, batch_size={batch_size}) on one thread "
+        "at nice 5 (pfntheory.claims.multihead_cells)"
+    )
+    runs.save_json(out_dir / CELL_FILE.format(n=n), cell)
+    return cell
