@@ -44,7 +44,14 @@ import math
 
 import numpy as np
 
-from ._checks import ArgumentTypeError, positive_int, positive_scalar
+from ._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    check_size,
+    positive_array,
+    positive_int,
+    positive_scalar,
+)
 
 __all__ = [
     "ORDERS",
@@ -76,7 +83,9 @@ def chebyshev_nodes(lo, hi, L: int) -> np.ndarray:
     (``0 < lo < hi``), in decreasing order: ``(hi + lo)/2 + (hi - lo)/2 cos((2k - 1) pi / (2L))``,
     ``k = 1..L``."""
     lo, hi = _range(lo, hi)
-    k = np.arange(1, positive_int(L, "L") + 1)
+    L = positive_int(L, "L")
+    check_size(L, "L")
+    k = np.arange(1, L + 1)
     return 0.5 * (hi + lo) + 0.5 * (hi - lo) * np.cos((2 * k - 1) * np.pi / (2 * len(k)))
 
 
@@ -84,9 +93,7 @@ def leja_order(points) -> np.ndarray:
     """Indices of ``points`` (distinct reals) in Leja order: first the point of largest modulus,
     then each next one maximising the product of its distances to those already taken (sums of
     logarithms, so that no product overflows)."""
-    x = np.asarray(points, dtype=float)
-    if x.ndim != 1 or not x.size or not np.isfinite(x).all():
-        raise ValueError("points must be a non-empty 1-d array of finite numbers")
+    x = as_float_array(points, "points", ndim=1, non_empty=True)
     if np.unique(x).size != x.size:
         raise ValueError("points must be distinct (a repeated point has distance 0)")
     order = [int(np.argmax(np.abs(x)))]
@@ -125,13 +132,19 @@ def chebyshev_bound(kappa, L: int) -> float:
     return 2.0 * rho**L / (1.0 + rho ** (2 * L))
 
 
+def _steps_points(eta, lam) -> tuple[np.ndarray, np.ndarray]:
+    """Steps ``eta`` (a non-empty 1-d array of positive numbers) and points ``lam`` (finite, any
+    shape, non-empty), checked; ``len(eta) * lam.size`` within the size limit."""
+    eta = positive_array(eta, "eta", ndim=1, non_empty=True)
+    lam = as_float_array(lam, "lam", non_empty=True)
+    check_size(eta.size * lam.size, "eta x lam")
+    return eta, lam
+
+
 def residual_polynomial(eta, lam) -> np.ndarray:
     """``p(lam) = prod_l (1 - eta_l lam)`` at each of ``lam`` (the error factor of the steps
     ``eta`` on an eigenvalue ``lam`` of ``D^{-1} A``)."""
-    eta = np.asarray(eta, dtype=float)
-    lam = np.asarray(lam, dtype=float)
-    if eta.ndim != 1 or not eta.size or not np.isfinite(eta).all():
-        raise ValueError("eta must be a non-empty 1-d array of finite steps")
+    eta, lam = _steps_points(eta, lam)
     return np.prod(1.0 - eta[:, None] * lam.reshape(-1)[None, :], axis=0).reshape(lam.shape)
 
 
@@ -144,8 +157,8 @@ def amplification(eta, lam) -> np.ndarray:
     steps after it grow that error by up to ``T_j``. ``eps sum_j a_j`` bounds the round-off's
     growth by the end, relative to the initial error; it is moderate for :func:`leja_order` and of
     order ``kappa^(L/2)`` for monotone orders."""
-    eta = np.asarray(eta, dtype=float)
-    lam = np.asarray(lam, dtype=float).reshape(-1)
+    eta, lam = _steps_points(eta, lam)
+    lam = lam.reshape(-1)
     f = np.abs(1.0 - eta[:, None] * lam[None, :])  # (L, m)
     with np.errstate(over="ignore", invalid="ignore"):
         head = np.ones(len(eta))

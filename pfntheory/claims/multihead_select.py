@@ -69,6 +69,18 @@ def _forward_chunks(model, bt, chunk: int, log_weights=None):
     return torch.cat(probs).numpy(), (torch.cat(weights).numpy() if weights else None)
 
 
+def _handset(spec, interval, depths, dtype, head_hook) -> dict:
+    """The hand-set heads of ``spec`` at each depth of ``depths`` (``head_hook`` applied)."""
+    from ..nn.state import build_model
+
+    out = {}
+    for L in depths:
+        out[L] = build_model(with_depth(spec, L), interval, "cpu").to(dtype).eval()
+        if head_hook is not None:
+            head_hook(out[L], L)
+    return out
+
+
 def ceiling(
     singles: dict,
     multi,
@@ -83,6 +95,7 @@ def ceiling(
     baselines: bool = True,
     exact_rows: bool = True,
     exact_handset=(),
+    head_hook=None,
 ) -> dict:
     """Per-instance TVs and top-component accuracies of the module docstring.
 
@@ -109,6 +122,9 @@ def ceiling(
     exact_handset : sequence of int
         Depths of ``depths`` whose hand-set heads are scored with the exact weights even when
         ``exact_rows`` is False (the ceiling of a confirmation pass on its own draws).
+    head_hook : callable, optional
+        ``head_hook(model, L)`` changes the hand-set heads of depth ``L`` in place after they are
+        built (e.g. :func:`pfntheory.nn.chebyshev_heads.set_layer_steps`).
 
     Returns
     -------
@@ -119,7 +135,7 @@ def ceiling(
 
     from ..discretize import bin_edges
     from ..nn.selector import sample_with_component
-    from ..nn.state import build_model, load_trained
+    from ..nn.state import load_trained
 
     n_eval = int_tuple(n_eval, "n_eval")
     n_instances = positive_int(n_instances, "n_instances", minimum=2)
@@ -132,8 +148,7 @@ def ceiling(
     mm, mcfg, mmet = load_trained(multi)
     interval = tuple(mmet["interval"])
     heads: dict = {"trained": mm.to(dtype)}
-    for L in int_tuple(depths, "depths"):
-        heads[L] = build_model(with_depth(mcfg, L), interval, "cpu").to(dtype).eval()
+    heads.update(_handset(mcfg, interval, int_tuple(depths, "depths"), dtype, head_hook))
     exact_handset = int_tuple(exact_handset, "exact_handset", non_empty=False)
     if set(exact_handset) - set(heads):
         raise ValueError(f"exact_handset {exact_handset} must be depths of depths={depths}")
