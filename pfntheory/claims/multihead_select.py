@@ -226,11 +226,13 @@ def ceiling(
 
 def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
     """Rows per (n', model): E[TV] with SE, and the paired fall ``TV_reference - TV_model`` with its
-    SE (per-instance differences on the same draws)."""
+    SE (per-instance differences on the same draws); a model without that n' has no row there."""
     rows = []
     for n in doc["n_eval"]:
         ref = np.asarray(doc["tv"][reference][str(n)])
         for name, v in doc["tv"].items():
+            if str(n) not in v:  # a row scored at some n' only (e.g. a confirmation cell's)
+                continue
             t = np.asarray(v[str(n)])
             m, se = mean_se(t)
             f, fse = mean_se(ref - t)
