@@ -588,7 +588,13 @@ else:
     )
     for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
         read = msel.runs_read([ref], tmh.models(cmp))
-        r = msel.tv_claim(verdict, CAND, ref, statuses=msel.statuses_of_runs(read))
+        r = msel.tv_claim(
+            verdict,
+            CAND,
+            ref,
+            statuses=msel.statuses_of_runs(read),
+            replay=mcells.curve_replay(read),  # along the reference's curve, where committed
+        )
         rec.add(
             r,
             variant=VARIANT + f", L=32 heads + selector vs {ref}",

@@ -95,7 +95,13 @@ def _page08_rows() -> list:
             verdict = mcells.with_cell(verdict, cell)
         for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
             read = msel.runs_read([ref], models)
-            r = msel.tv_claim(verdict, CAND, ref, statuses=msel.statuses_of_runs(read))
+            r = msel.tv_claim(
+                verdict,
+                CAND,
+                ref,
+                statuses=msel.statuses_of_runs(read),
+                replay=mcells.curve_replay(read),
+            )
             out.append((f"tv vs {ref}", r))
         out.append(("coverage", msel.coverage_claim(verdict, CAND)))
     if docs["control"] is not None:

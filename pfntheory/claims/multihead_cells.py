@@ -27,6 +27,10 @@ __all__ = [
     "with_cell",
     "load_cell",
     "run_confirmation",
+    "CURVE_FILE",
+    "curve_values",
+    "replay_against_curve",
+    "curve_replay",
 ]
 
 #: Runs-root folder of the cells (JSON documents of this module).
@@ -229,3 +233,91 @@ def run_confirmation(
     )
     runs.save_json(out_dir / CELL_FILE.format(n=n), cell)
     return cell
+
+
+#: The candidate's E[TV] on a reference run's learning-curve held-out set (:func:`curve_values`).
+CURVE_FILE = "candidate-on-curve-{run}.json"
+
+
+def curve_values(reference_run, multi, selector, *, depth: int = 32) -> dict:
+    """E[TV] (mean, SE) of the hand-set heads of ``depth`` with ``selector``'s weights (the
+    confirmation's candidate, a fixed model: it does not train) on the held-out instances of the
+    learning curve of ``reference_run`` (a single head's run directory: the same instances its
+    curve is evaluated on, :func:`pfntheory.nn.curve._heldout_set`), per curve n'. With them the
+    check "the candidate's E[TV] below the reference's" can be replayed at every step of the last
+    log-half of the reference's curve (:func:`replay_against_curve`). The heads run in float64
+    (in float32 a far query's attention normaliser at n' = 64 can underflow)."""
+    import numpy as np
+    import torch
+
+    from .. import runs
+    from ..discretize import bin_edges
+    from ..nn.curve import _heldout_set, _tv_per_instance
+    from ..nn.state import load_trained, read_config
+    from ..stats import mean_se
+    from . import multihead_select as ms
+
+    spec = read_config(reference_run)
+    interval = tuple(runs.load_json(Path(reference_run) / runs.METRICS)["interval"])
+    _, mcfg, mmet = load_trained(multi)
+    mint = tuple(mmet["interval"])
+    heads = ms._handset(mcfg, mint, (positive_int(depth, "depth"),), torch.float64, None)[depth]
+    edges = bin_edges(mint[0], mint[1], mcfg.model.C)
+    out = {}
+    for n, batches in _heldout_set(spec, interval):
+        tv = []
+        for bt in batches:
+            with torch.no_grad():
+                lw = selector(selector.features(bt.X.double(), bt.Y.double()))
+                probs, _ = ms._forward_chunks(heads, _cast_inputs(bt, torch.float64), 32, lw)
+            tv.append(_tv_per_instance(bt, edges, probs))
+        m, se = mean_se(np.concatenate(tv))
+        out[str(n)] = [m, se]
+    return {"reference_run": str(reference_run), "multi_run": str(multi), "depth": depth,
+            "tv": out}  # fmt: skip
+
+
+def _cast_inputs(bt, dtype):
+    """``bt`` with its model inputs ``X, Y, xq`` cast to ``dtype`` (the oracle fields kept)."""
+    import dataclasses
+
+    return dataclasses.replace(bt, X=bt.X.to(dtype), Y=bt.Y.to(dtype), xq=bt.xq.to(dtype))
+
+
+def replay_against_curve(reference, values: dict, z: float = 3.0):
+    """The :class:`~pfntheory.claims.gating.Replay` of "the candidate's E[TV] below the
+    reference run's by more than ``z`` SE at every curve n'" at every step of the last log-half of
+    the reference's learning curve (``reference``: the loaded run; ``values``:
+    :func:`curve_values`'s ``tv``). The SE is unpaired (the curve keeps means only):
+    conservative."""
+    import math
+
+    from .gating import Replay, budget_outcomes
+
+    def check(v) -> bool:
+        by_n = v(reference)["by_n"]
+        ok = True
+        for n, (m, se) in values.items():
+            a = by_n[int(n)]["tv"]
+            ok = ok and (a[0] - m) > z * math.hypot(a[1], se)
+        return ok
+
+    b = budget_outcomes([reference], check)
+    return Replay(tuple(b["steps"]), tuple(b["held"]))
+
+
+def curve_replay(read: dict, root=None, z: float = 3.0):
+    """The replay of :func:`replay_against_curve` for the one reference run of ``read``
+    (``{name: loaded run}``, :func:`pfntheory.claims.multihead_select.runs_read`) from its
+    committed :data:`CURVE_FILE`; None when there is none (or ``read`` is not one run)."""
+    from .. import runs
+    from ..experiments.state import default_root
+
+    if len(read) != 1:
+        return None
+    run = next(iter(read.values()))
+    p = Path(default_root() if root is None else root) / FOLDER
+    p = p / CURVE_FILE.format(run=run.run_dir.name)
+    if not p.is_file():
+        return None
+    return replay_against_curve(run, runs.load_json(p)["tv"], z)

@@ -424,12 +424,18 @@ def _cell_power(r: dict, z: float) -> Power:
     return Power(f, (f - z * se, f + z * se), 0.0, z * se, paired=True)
 
 
-def _decided(res: ClaimResult, statuses, power: Power | None) -> ClaimResult:
+def _decided(res: ClaimResult, statuses, power: Power | None, replay=None) -> ClaimResult:
     """``res`` with its power, and its verdict and decision from the one gate
     (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (run name -> Status; empty when the
     claim reads no trained run: then every run read has 'plateaued' vacuously and the power
     decides)."""
-    d = decide(res.holds, statuses, power=power, model=None if statuses else "no trained run")
+    d = decide(
+        res.holds,
+        statuses,
+        replay=replay,
+        power=power,
+        model=None if statuses else "no trained run",
+    )
     conv = {k: v.to_dict() for k, v in statuses.items()}
     return dataclasses.replace(
         res,
@@ -474,7 +480,7 @@ VERDICT_FILE = "verdict-cpu.json"
 
 
 def tv_claim(
-    doc: dict, model: str, reference: str, z: float = Z_MARGIN, *, statuses
+    doc: dict, model: str, reference: str, z: float = Z_MARGIN, *, statuses, replay=None
 ) -> ClaimResult:
     """``model``'s E[TV] to the exact mixture PPD below ``reference``'s by more than ``z`` SE of
     the per-instance differences (the same draws) at every n' of ``doc``.
@@ -482,7 +488,10 @@ def tv_claim(
     The verdict is the gate's (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (the
     reference's run; the hand-set heads and the selector have no learning curve) and the power of
     the worst cell (:func:`_cell_power`): a cell that fails with an interval still above 0 is
-    *undecided (underpowered)*, and the row states the smallest effect it detects."""
+    *undecided (underpowered)*, and the row states the smallest effect it detects. ``replay``
+    (a :class:`~pfntheory.claims.gating.Replay`, e.g. :func:`pfntheory.claims.multihead_cells.
+    replay_against_curve`): the check re-decided along the reference's learning curve, for a
+    reference that has not plateaued."""
     rows = [r for r in summarise_ceiling(doc, reference) if r["model"] == model]
     if not rows:
         raise ValueError(f"doc holds no rows of {model!r}")
@@ -500,7 +509,7 @@ def tv_claim(
         f"({per_n}; worst n'={worst[NKEY]})",
         details={"rows": rows},
     )
-    return _decided(res, statuses, _cell_power(worst, z))
+    return _decided(res, statuses, _cell_power(worst, z), replay)
 
 
 def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = Z_MARGIN) -> ClaimResult:
