@@ -65,3 +65,14 @@ def test_set_layer_steps_refuses_bad_steps():
         set_layer_steps(m, -np.ones((4, 4)))
     with pytest.raises(TypeError, match="model"):
         set_layer_steps(object(), np.ones((4, 4)))
+
+
+def test_depth_matched_range_reaches_eps_at_its_depth():
+    """The raised bottom ``hi / kappa_L`` makes ``L - 1`` steps reach exactly ``eps`` (the bound
+    is continuous in kappa: 1e-12 relative); a bottom already above it is kept."""
+    from pfntheory.nn.chebyshev_heads import depth_matched
+
+    for L in (4, 8, 32):
+        (lo, hi), keep = depth_matched([(1e-6, 1.0), (0.9, 1.0)], L, eps=1e-2)
+        assert ch.chebyshev_bound(hi / lo, L - 1) == pytest.approx(1e-2, rel=1e-12)
+        assert keep == (0.9, 1.0)

@@ -17,7 +17,7 @@ from ..config import TaskSpec, prior_components
 from ..richardson import jacobi_preconditioner, spectrum
 from ..spectral import sample_design
 
-__all__ = ["prior_ranges", "set_layer_steps", "chebyshev_hook"]
+__all__ = ["prior_ranges", "set_layer_steps", "chebyshev_hook", "depth_matched"]
 
 
 def prior_ranges(task: TaskSpec, n: int, n_designs: int = 32, seed: int = 0) -> list:
@@ -59,11 +59,27 @@ def set_layer_steps(model, steps) -> None:
         model.S.copy_((S_over * eta[..., None]).expand_as(model.S))
 
 
-def chebyshev_hook(ranges):
+def depth_matched(ranges, L: int, eps: float = 1e-2) -> list:
+    """``ranges`` with each bottom raised to ``hi / kappa_L`` where ``L - 1`` Chebyshev steps reach
+    ``eps`` on ``[hi / kappa_L, hi]`` (``kappa_L = (1 / tanh(acosh(1 / eps) / (L - 1)))^2``, the
+    inverse of :func:`pfntheory.chebyshev.chebyshev_depth`), when that is above the bottom: a
+    shallow model then damps the top of the spectrum, where the prediction's mass lies, to
+    ``eps`` instead of spreading its few nodes over the whole range."""
+    import math
+
+    m = max(positive_int(L, "L") - 1, 1)
+    t = math.acosh(1.0 / eps) / m  # arccosh((k + 1) / (k - 1)) = t  <=>  sqrt(k) = 1 / tanh(t / 2)
+    kappa = (1.0 / math.tanh(t / 2.0)) ** 2
+    return [(max(lo, hi / kappa), hi) for lo, hi in ranges]
+
+
+def chebyshev_hook(ranges, eps: float | None = None):
     """``head_hook`` for :func:`pfntheory.claims.multihead_select.ceiling`: the hand-set heads of
-    depth ``L`` take the Chebyshev steps (Leja order) of ``ranges`` (per head ``(lo, hi)``)."""
+    depth ``L`` take the Chebyshev steps (Leja order) of ``ranges`` (per head ``(lo, hi)``); with
+    ``eps``, of :func:`depth_matched` ranges."""
 
     def hook(model, L: int) -> None:
-        set_layer_steps(model, np.stack([ch.chebyshev_steps(lo, hi, L - 1) for lo, hi in ranges]))
+        rr = ranges if eps is None else depth_matched(ranges, L, eps)
+        set_layer_steps(model, np.stack([ch.chebyshev_steps(lo, hi, L - 1) for lo, hi in rr]))
 
     return hook
