@@ -210,6 +210,7 @@ plt.show()
 # %%
 from pfntheory import runs as runfiles
 from pfntheory.experiments.state import default_root
+from pfntheory.stats import mean_se
 
 cheb_path = default_root() / "supp_tab_hier_multihead_chebyshev" / "depth-n64.json"
 if not cheb_path.is_file():
@@ -603,6 +604,86 @@ else:
         )
     r = msel.coverage_claim(verdict, CAND)
     rec.add(r, variant=VARIANT + ", L=32 heads + selector, coverage", measured=r.statement)
+
+# %% [markdown]
+# ### Chebyshev steps in the heads, at the table's depths
+#
+# The hand-set heads with per-layer Chebyshev steps (`pfntheory.nn.chebyshev_heads`; fixed weights:
+# the range of each component's preconditioned system from 4 prior designs at n = 1024,
+# `ranges-n1024.json`). On the whole range, with kappa up to 7e4, the L - 1 nodes of a head of
+# depth 8-32 spread over it and damp the top of the spectrum, where the prediction's mass lies,
+# less than the constant step does: worse at every cell. With the range's bottom raised so that
+# L - 1 steps reach 1e-2 on it (`depth_matched`, eps = 1e-2, one a-priori choice), they beat the
+# constant step and the single head. Rows below: the ceiling's draws (seed 4242), and fresh draws
+# (seed 5151, the confirmation's, paired with its single heads).
+
+# %%
+cheb_dir = default_root() / "supp_tab_hier_multihead_chebyshev"
+cheb_rows, confirm_docs = [], {}
+for prefix, variant, ref_doc, draws in (
+    ("ceiling-chebyshev", "whole range", ceil, "ceiling's (seed 4242)"),
+    ("ceiling-chebyshev-matched", "depth-matched", ceil, "ceiling's (seed 4242)"),
+    ("confirm-chebyshev-matched", "depth-matched", verdict, "fresh (seed 5151)"),
+):
+    for n in ref_doc["n_eval"] if ref_doc is not None else ():
+        p = cheb_dir / f"{prefix}-n{n}.json"
+        if not p.is_file():
+            continue
+        d = runfiles.load_json(p)
+        if d["bayes_acc"]["p(h|D)"][str(n)] != ref_doc["bayes_acc"]["p(h|D)"][str(n)]:
+            raise ValueError(f"{p}: not the draws of its reference document")
+        if prefix.startswith("confirm"):
+            confirm_docs[n] = d
+        for ref in ("single L=8, 1600 steps (equal time)", "single L=32"):
+            base = np.asarray(ref_doc["tv"][ref][str(n)])
+            for name, v in d["tv"].items():
+                t = np.asarray(v[str(n)])
+                f, fse = mean_se(base - t)
+                cheb_rows.append(
+                    {
+                        "draws": draws,
+                        "n'": n,
+                        "range": variant,
+                        "heads, weights": name,
+                        "E[TV]": float(t.mean()),
+                        "reference": ref,
+                        "reference minus model": f,
+                        "paired SE": fse,
+                    }
+                )
+if cheb_rows:
+    display(report.table(cheb_rows, caption="Chebyshev heads, paired with the single heads"))
+if verdict is not None and confirm_docs:
+    cdoc = {
+        "n_eval": sorted(confirm_docs),
+        "n_instances": {str(n): verdict["n_instances"][str(n)] for n in confirm_docs},
+        "tv": {
+            **{
+                k: {str(n): verdict["tv"][k][str(n)] for n in confirm_docs}
+                for k in ("single L=8, 1600 steps (equal time)", "single L=32")
+            },
+            **{
+                k: {str(n): confirm_docs[n]["tv"][k][str(n)] for n in confirm_docs}
+                for k in confirm_docs[min(confirm_docs)]["tv"]
+            },
+        },
+    }
+    for L, ref in ((8, "single L=8, 1600 steps (equal time)"), (32, "single L=32")):
+        read = msel.runs_read([ref], tmh.models(cmp))
+        r = msel.tv_claim(
+            cdoc,
+            f"statistics selector, heads {L}",
+            ref,
+            statuses=msel.statuses_of_runs(read),
+            replay=mcells.curve_replay(read) if L == 32 else None,
+        )
+        rec.add(
+            r,
+            variant=VARIANT + f", Chebyshev (depth-matched) L={L} heads + selector vs {ref}, "
+            f"n' = {'/'.join(map(str, cdoc['n_eval']))}",
+            measured=r.statement,
+            runs=[run.run_dir for run in read.values()],
+        )
 
 # %% [markdown]
 # ### Positive control: two components far apart
