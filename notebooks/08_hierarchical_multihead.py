@@ -651,23 +651,34 @@ for prefix, variant, ref_doc, draws in (
                         "paired SE": fse,
                     }
                 )
+batches = sorted((cheb_dir / "confirm-chebyshev-matched-n1024").glob("seed*.json"))
+if verdict is not None and batches:  # n' = 1024: the cell's first batches (seeds from 5151)
+    d = mcells.concat_batches(runfiles.load_json(b) for b in batches)
+    k = d["n_instances"]
+    if d["bayes_acc"]["p(h|D)"]["1024"] != verdict["bayes_acc"]["p(h|D)"]["1024"][:k]:
+        raise ValueError("the Chebyshev n' = 1024 batches are not the cell's first draws")
+    confirm_docs[1024] = d
+    for ref in ("single L=8, 1600 steps (equal time)", "single L=32"):
+        base = np.asarray(verdict["tv"][ref]["1024"][:k])
+        for name, v in d["tv"].items():
+            t = np.asarray(v["1024"])
+            f, fse = mean_se(base - t)
+            cheb_rows.append(
+                {
+                    "draws": "fresh (seeds 5151..)",
+                    "n'": 1024,
+                    "range": "depth-matched",
+                    "heads, weights": name,
+                    "E[TV]": float(t.mean()),
+                    "reference": ref,
+                    "reference minus model": f,
+                    "paired SE": fse,
+                }
+            )
 if cheb_rows:
     display(report.table(cheb_rows, caption="Chebyshev heads, paired with the single heads"))
-if verdict is not None and confirm_docs:
-    cdoc = {
-        "n_eval": sorted(confirm_docs),
-        "n_instances": {str(n): verdict["n_instances"][str(n)] for n in confirm_docs},
-        "tv": {
-            **{
-                k: {str(n): verdict["tv"][k][str(n)] for n in confirm_docs}
-                for k in ("single L=8, 1600 steps (equal time)", "single L=32")
-            },
-            **{
-                k: {str(n): confirm_docs[n]["tv"][k][str(n)] for n in confirm_docs}
-                for k in confirm_docs[min(confirm_docs)]["tv"]
-            },
-        },
-    }
+cdoc = None if verdict is None else mcells.chebyshev_confirmation(verdict)
+if cdoc is not None:
     for L, ref in ((8, "single L=8, 1600 steps (equal time)"), (32, "single L=32")):
         read = msel.runs_read([ref], tmh.models(cmp))
         r = msel.tv_claim(

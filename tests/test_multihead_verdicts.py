@@ -104,6 +104,19 @@ def _page08_rows() -> list:
             )
             out.append((f"tv vs {ref}", r))
         out.append(("coverage", msel.coverage_claim(verdict, CAND)))
+        cdoc = mcells.chebyshev_confirmation(verdict)
+        for L, ref in ((8, "single L=8, 1600 steps (equal time)"), (32, "single L=32")):
+            if cdoc is None:
+                break
+            read = msel.runs_read([ref], models)
+            r = msel.tv_claim(
+                cdoc,
+                f"statistics selector, heads {L}",
+                ref,
+                statuses=msel.statuses_of_runs(read),
+                replay=mcells.curve_replay(read) if L == 32 else None,
+            )
+            out.append((f"chebyshev L={L} vs {ref}", r))
     if docs["control"] is not None:
         out.append(("control", msel.control_claim(docs["control"])))
     return out

@@ -31,6 +31,8 @@ __all__ = [
     "curve_values",
     "replay_against_curve",
     "curve_replay",
+    "CHEBYSHEV_FOLDER",
+    "chebyshev_confirmation",
 ]
 
 #: Runs-root folder of the cells (JSON documents of this module).
@@ -321,3 +323,44 @@ def curve_replay(read: dict, root=None, z: float = 3.0):
     if not p.is_file():
         return None
     return replay_against_curve(run, runs.load_json(p)["tv"], z)
+
+
+#: Folder of the Chebyshev-step heads' documents (:mod:`pfntheory.nn.chebyshev_heads`).
+CHEBYSHEV_FOLDER = "supp_tab_hier_multihead_chebyshev"
+_REFS = ("single L=8, 1600 steps (equal time)", "single L=32")
+
+
+def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
+    """The confirmation document of the depth-matched Chebyshev heads on fresh draws: per n',
+    their rows (``confirm-chebyshev-matched-n<n'>.json``, or the batches of
+    ``confirm-chebyshev-matched-n1024/``, the first batches of the n' = 1024 cell) beside the
+    single heads' rows of ``verdict`` (the confirmation with its cell, :func:`with_cell`) on the
+    same instances (checked by the draws' Bayes indicators: other draws are refused). None when no
+    document is committed."""
+    from .. import runs
+    from ..experiments.state import default_root
+
+    base = Path(default_root() if root is None else root) / CHEBYSHEV_FOLDER
+    docs = {}
+    for n in verdict["n_eval"]:
+        p = base / f"confirm-chebyshev-matched-n{n}.json"
+        batches = sorted((base / f"confirm-chebyshev-matched-n{n}").glob("seed*.json"))
+        if p.is_file():
+            docs[n] = runs.load_json(p)
+        elif batches:
+            docs[n] = concat_batches(runs.load_json(b) for b in batches)
+    if not docs:
+        return None
+    size = {n: len(d["bayes_acc"]["p(h|D)"][str(n)]) for n, d in docs.items()}
+    for n, d in docs.items():
+        if d["bayes_acc"]["p(h|D)"][str(n)] != verdict["bayes_acc"]["p(h|D)"][str(n)][: size[n]]:
+            raise ValueError(f"the Chebyshev rows at n'={n} are not the confirmation's draws")
+    names = set.intersection(*(set(d["tv"]) for d in docs.values()))
+    return {
+        "n_eval": sorted(docs),
+        "n_instances": {str(n): size[n] for n in sorted(docs)},
+        "tv": {
+            **{k: {str(n): verdict["tv"][k][str(n)][: size[n]] for n in docs} for k in _REFS},
+            **{k: {str(n): docs[n]["tv"][k][str(n)] for n in docs} for k in sorted(names)},
+        },
+    }
