@@ -199,13 +199,16 @@ plt.show()
 # **Finding.** Per-layer steps at the Chebyshev nodes of the spectrum's range of each head's
 # Jacobi-preconditioned system (`pfntheory.chebyshev`, Leja order; `verify/test_chebyshev.py`
 # checks the bound `2 rho^L / (1 + rho^{2L})`, the depth `~ sqrt(kappa)` against `~ kappa`, and
-# that monotone orders and nodes outside the range fail) need far fewer layers than the stationary
-# step, but only with a range close to the spectrum's: the proven range `[sigma^2 / n, 1 + sigma^2]`
-# is loose by a factor of up to 70 in `kappa` for the lengthscale-0.4 components at d = 16. Three
-# choices below, on the same contexts as the stationary curve (TV(w, w') to the exact weights, mean
-# over contexts; committed in `reports/runs/supp_tab_hier_multihead_chebyshev/depth-n64.json`):
-# the proven range (fixed weights), the smallest `lambda_min` over 32 prior designs with the proven
-# top (fixed weights), and each context's own spectrum (an oracle: one eigensolve per context).
+# that monotone orders and nodes outside the range fail) find the weights with far fewer layers
+# than the constant step: TV(w, w') 0.001 at L = 512 on the proven range `[sigma^2/n, 1 + sigma^2]`,
+# 0.000 at 256 on a range from 32 prior designs (both fixed weights), against 0.20 at 512 and 0.06
+# at 2048 for the constant step. At the table's depths (L <= 32) no rule finds them: the hardest
+# component needs about 144 Chebyshev steps. Below `sqrt(kappa)` layers, Chebyshev steps are no
+# better than the constant step. Three choices below, on the same contexts as the constant-step
+# curve (mean over contexts; committed in
+# `reports/runs/supp_tab_hier_multihead_chebyshev/depth-n64.json`): the proven range, the smallest
+# `lambda_min` over 32 prior designs with the proven top (fixed weights), and each context's own
+# spectrum (an oracle: one eigensolve per context).
 
 # %%
 from pfntheory import runs as runfiles
@@ -423,6 +426,12 @@ for r in tmh.check_multihead(cmp, paired):
 # 1.000 of contexts; the construction's own readout in 0.47 / 0.50 (chance). Every verdict of this
 # section goes through the one gate (`claims.gating.decide`): a failing every-n' check whose worst
 # interval still holds 0 is *undecided (underpowered)*, never *does not hold*.
+#
+# **Chebyshev heads.** The same hand-set heads with depth-matched Chebyshev steps (below) beat the
+# single head already at L = 8: on fresh draws E[TV] 0.228 against 0.254 for the equal-time single
+# head at n' = 256 (+0.026, 4.1 paired SE; n' = 512: +0.018, 2.0 SE, unresolved at 128
+# instances). At L = 32 it is 0.113 / 0.134 against 0.247 / 0.267 for the single L = 32 (15-20 SE).
+# So "no selector can win at L = 8 / 16" holds for the constant-step heads only.
 #
 # The trained model above collapses onto one head. Before building a better selector, the
 # **ceiling**: plug the *exact* posterior weights `p(h | D)` into the heads (the trained model's
