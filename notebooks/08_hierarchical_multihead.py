@@ -688,7 +688,11 @@ if cheb_rows:
     display(report.table(cheb_rows, caption="Chebyshev heads, paired with the single heads"))
 cdoc = None if verdict is None else mcells.chebyshev_confirmation(verdict)
 if cdoc is not None:
-    for L, ref in ((8, "single L=8, 1600 steps (equal time)"), (32, "single L=32")):
+    for L, ref in (
+        (8, "single L=8, 1600 steps (equal time)"),
+        (16, "single L=8, 1600 steps (equal time)"),
+        (32, "single L=32"),
+    ):
         read = msel.runs_read([ref], tmh.models(cmp))
         r = msel.tv_claim(
             cdoc,

@@ -105,7 +105,11 @@ def _page08_rows() -> list:
             out.append((f"tv vs {ref}", r))
         out.append(("coverage", msel.coverage_claim(verdict, CAND)))
         cdoc = mcells.chebyshev_confirmation(verdict)
-        for L, ref in ((8, "single L=8, 1600 steps (equal time)"), (32, "single L=32")):
+        for L, ref in (
+            (8, "single L=8, 1600 steps (equal time)"),
+            (16, "single L=8, 1600 steps (equal time)"),
+            (32, "single L=32"),
+        ):
             if cdoc is None:
                 break
             read = msel.runs_read([ref], models)
