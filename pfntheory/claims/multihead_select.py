@@ -11,6 +11,11 @@
   bound what any selector can gain with those heads.
 * :func:`selector_accuracy`: a selector's top-component accuracy and ``TV(w, p(h | D))`` against
   the Bayes accuracy, on contexts with their exact weights (also the positive control's check).
+* The claims (:func:`ceiling_claim`, :func:`tv_claim`, :func:`coverage_claim`,
+  :func:`control_claim`) decide no verdict themselves: each goes through the one gate,
+  :func:`pfntheory.claims.gating.decide`, with the statuses of the trained runs it reads
+  (:func:`runs_read`, :func:`statuses_of_runs`) and the power of its worst paired cell
+  (docs/multihead.md, "Verdicts").
 """
 
 from __future__ import annotations
