@@ -14,11 +14,11 @@ import torch
 from pfntheory.claims import FAILS, HOLDS, UNDECIDED, UNDERPOWERED
 from pfntheory.claims import multihead_select as ms
 from pfntheory.config import ModelSpec, TaskSpec, prior_components
-from pfntheory.experiments.specs import RunSpec
 from pfntheory.nn import selector as S
 from pfntheory.nn.multihead_train import TEACHER_FORCED, train_teacher_forced
 from pfntheory.nn.state import build_model, load_trained
 from pfntheory.status import as_status
+from pfntheory.tree import RunSpec
 
 IMPROVING = as_status({"state": "still improving", "criterion": "synthetic", "last_step": 10})
 TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
