@@ -17,10 +17,8 @@ from pfntheory.config import ModelSpec, TaskSpec, prior_components
 from pfntheory.nn import selector as S
 from pfntheory.nn.multihead_train import TEACHER_FORCED, train_teacher_forced
 from pfntheory.nn.state import build_model, load_trained
-from pfntheory.status import as_status
 from pfntheory.tree import RunSpec
 
-IMPROVING = as_status({"state": "still improving", "criterion": "synthetic", "last_step": 10})
 TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
 
 
@@ -124,7 +122,10 @@ def test_ceiling_claim_decides_on_paired_differences():
     assert not r.holds and r.verdict == UNDERPOWERED  # -0.0075 +- 3 x 0.0075 holds 0
     worse = _doc([0.30, 0.31, 0.29, 0.30], [0.40, 0.41, 0.40, 0.39])
     assert ms.ceiling_claim(worse, [("single", "exact")], statuses={}).verdict == FAILS
-    r = ms.ceiling_claim(low, [("single", "exact")], statuses={"run": IMPROVING})
+    from pfntheory.status import as_status
+
+    improving = as_status({"state": "still improving", "criterion": "synthetic", "last_step": 10})
+    r = ms.ceiling_claim(low, [("single", "exact")], statuses={"run": improving})
     assert r.holds and r.verdict == UNDECIDED  # the single head may still improve
     merged = ms.merge_ceilings([low, dict(high, n_eval=[512], tv={
         "single": {"512": [0.3] * 4}, "exact": {"512": [0.2] * 4}})])  # fmt: skip
