@@ -427,10 +427,12 @@ for r in tmh.check_multihead(cmp, paired):
 # section goes through the one gate (`claims.gating.decide`): a failing every-n' check whose worst
 # interval still holds 0 is *undecided (underpowered)*, never *does not hold*.
 #
-# **Chebyshev heads.** The same hand-set heads with depth-matched Chebyshev steps (below) beat the
-# single head already at L = 8: on fresh draws E[TV] 0.228 against 0.254 for the equal-time single
-# head at n' = 256 (+0.026, 4.1 paired SE; n' = 512: +0.018, 2.0 SE, unresolved at 128
-# instances). At L = 32 it is 0.113 / 0.134 against 0.247 / 0.267 for the single L = 32 (15-20 SE).
+# **Chebyshev heads.** The same hand-set heads with depth-matched Chebyshev steps (below), on
+# fresh draws, against the equal-time single head (E[TV] 0.254 / 0.270 / 0.316 at n' = 256 / 512 /
+# 1024). At L = 16 they read 0.159 / 0.181 / 0.252 and win by 11-15 paired SE at every n'. At L = 8
+# they read 0.228 / 0.253 / 0.301: a win by 4.1 SE at n' = 256, but only 2.0 / 2.6 SE at 512 / 1024
+# (128 / 256 instances), so that row is unresolved. At L = 32 they read 0.113 / 0.134 / 0.181
+# against 0.247 / 0.267 / 0.305 for the single L = 32 (15-22 SE).
 # So "no selector can win at L = 8 / 16" holds for the constant-step heads only.
 #
 # The trained model above collapses onto one head. Before building a better selector, the
