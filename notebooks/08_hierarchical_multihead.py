@@ -564,9 +564,8 @@ else:
 from pfntheory.claims import multihead_cells as mcells
 
 verdict = sel_docs["verdict"]
-cell = mcells.load_cell(1024)
-if verdict is not None and cell is not None:  # the n' = 1024 cell at more instances
-    verdict = mcells.with_cell(verdict, cell)
+if verdict is not None:  # the cells at more instances (n' = 512, 1024), where committed
+    verdict = mcells.with_cells(verdict)
 CAND = "statistics selector, heads 32"
 if verdict is None:
     rec.pending(
@@ -630,30 +629,34 @@ else:
 
 # %%
 cheb_dir = default_root() / "supp_tab_hier_multihead_chebyshev"
-cheb_rows, confirm_docs = [], {}
-for prefix, variant, ref_doc, draws in (
-    ("ceiling-chebyshev", "whole range", ceil, "ceiling's (seed 4242)"),
-    ("ceiling-chebyshev-matched", "depth-matched", ceil, "ceiling's (seed 4242)"),
-    ("confirm-chebyshev-matched", "depth-matched", verdict, "fresh (seed 5151)"),
-):
+REFS = ("single L=8, 1600 steps (equal time)", "single L=32")
+cdoc = None if verdict is None else mcells.chebyshev_confirmation(verdict)
+sources = [(f"ceiling-chebyshev{m}", r, ceil, "ceiling's (4242)") for m, r in (("", "whole"),
+           ("-matched", "depth-matched"))]  # fmt: skip
+cheb_rows = []
+for prefix, variant, ref_doc, draws in sources + [(None, "depth-matched", cdoc, "fresh (5151..)")]:
     for n in ref_doc["n_eval"] if ref_doc is not None else ():
-        p = cheb_dir / f"{prefix}-n{n}.json"
-        if not p.is_file():
-            continue
-        d = runfiles.load_json(p)
-        if d["bayes_acc"]["p(h|D)"][str(n)] != ref_doc["bayes_acc"]["p(h|D)"][str(n)]:
-            raise ValueError(f"{p}: not the draws of its reference document")
-        if prefix.startswith("confirm"):
-            confirm_docs[n] = d
-        for ref in ("single L=8, 1600 steps (equal time)", "single L=32"):
+        if prefix is None:
+            d = ref_doc
+        else:
+            p = cheb_dir / f"{prefix}-n{n}.json"
+            if not p.is_file():
+                continue
+            d = runfiles.load_json(p)
+            if d["bayes_acc"]["p(h|D)"][str(n)] != ref_doc["bayes_acc"]["p(h|D)"][str(n)]:
+                raise ValueError(f"{p}: not the draws of its reference document")
+        for ref in REFS:
             base = np.asarray(ref_doc["tv"][ref][str(n)])
             for name, v in d["tv"].items():
+                if name in REFS or str(n) not in v:
+                    continue
                 t = np.asarray(v[str(n)])
                 f, fse = mean_se(base - t)
                 cheb_rows.append(
                     {
-                        "draws": draws,
+                        "draws (seed)": draws,
                         "n'": n,
+                        "instances": len(t),
                         "range": variant,
                         "heads, weights": name,
                         "E[TV]": float(t.mean()),
@@ -662,33 +665,8 @@ for prefix, variant, ref_doc, draws in (
                         "paired SE": fse,
                     }
                 )
-batches = sorted((cheb_dir / "confirm-chebyshev-matched-n1024").glob("seed*.json"))
-if verdict is not None and batches:  # n' = 1024: the cell's first batches (seeds from 5151)
-    d = mcells.concat_batches(runfiles.load_json(b) for b in batches)
-    k = d["n_instances"]
-    if d["bayes_acc"]["p(h|D)"]["1024"] != verdict["bayes_acc"]["p(h|D)"]["1024"][:k]:
-        raise ValueError("the Chebyshev n' = 1024 batches are not the cell's first draws")
-    confirm_docs[1024] = d
-    for ref in ("single L=8, 1600 steps (equal time)", "single L=32"):
-        base = np.asarray(verdict["tv"][ref]["1024"][:k])
-        for name, v in d["tv"].items():
-            t = np.asarray(v["1024"])
-            f, fse = mean_se(base - t)
-            cheb_rows.append(
-                {
-                    "draws": "fresh (seeds 5151..)",
-                    "n'": 1024,
-                    "range": "depth-matched",
-                    "heads, weights": name,
-                    "E[TV]": float(t.mean()),
-                    "reference": ref,
-                    "reference minus model": f,
-                    "paired SE": fse,
-                }
-            )
 if cheb_rows:
     display(report.table(cheb_rows, caption="Chebyshev heads, paired with the single heads"))
-cdoc = None if verdict is None else mcells.chebyshev_confirmation(verdict)
 if cdoc is not None:
     for L, ref in (
         (8, "single L=8, 1600 steps (equal time)"),

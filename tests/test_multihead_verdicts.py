@@ -90,9 +90,7 @@ def _page08_rows() -> list:
             ("ceiling", msel.ceiling_claim(ceil, pairs, statuses=msel.statuses_of_runs(read)))
         )
     if verdict is not None:
-        cell = mcells.load_cell(1024)
-        if cell is not None:
-            verdict = mcells.with_cell(verdict, cell)
+        verdict = mcells.with_cells(verdict)
         for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
             read = msel.runs_read([ref], models)
             r = msel.tv_claim(

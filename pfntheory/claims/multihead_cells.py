@@ -26,6 +26,7 @@ __all__ = [
     "concat_batches",
     "with_cell",
     "load_cell",
+    "with_cells",
     "run_confirmation",
     "CURVE_FILE",
     "curve_values",
@@ -190,6 +191,16 @@ def with_cell(verdict: dict, cell: dict) -> dict:
     return out
 
 
+def with_cells(verdict: dict, root=None) -> dict:
+    """``verdict`` with every committed cell (:func:`load_cell` of each of its n') in place
+    (:func:`with_cell`)."""
+    for n in verdict["n_eval"]:
+        cell = load_cell(n, root)
+        if cell is not None:
+            verdict = with_cell(verdict, cell)
+    return verdict
+
+
 def load_cell(n: int = 1024, root=None) -> dict | None:
     """The joined cell of n' = ``n`` (:data:`CELL_FILE` under :data:`FOLDER`), None while absent."""
     from .. import runs
@@ -332,8 +343,8 @@ _REFS = ("single L=8, 1600 steps (equal time)", "single L=32")
 
 def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
     """The confirmation document of the depth-matched Chebyshev heads on fresh draws: per n',
-    their rows (``confirm-chebyshev-matched-n<n'>.json``, or the batches of
-    ``confirm-chebyshev-matched-n1024/``, the first batches of the n' = 1024 cell) beside the
+    their rows (the batches of ``confirm-chebyshev-matched-n<n'>/``, generator seeds from 5151 as
+    the cell of that n', or one ``confirm-chebyshev-matched-n<n'>.json``) beside the
     single heads' rows of ``verdict`` (the confirmation with its cell, :func:`with_cell`) on the
     same instances (checked by the draws' Bayes indicators: other draws are refused). None when no
     document is committed."""
@@ -345,10 +356,10 @@ def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
     for n in verdict["n_eval"]:
         p = base / f"confirm-chebyshev-matched-n{n}.json"
         batches = sorted((base / f"confirm-chebyshev-matched-n{n}").glob("seed*.json"))
-        if p.is_file():
-            docs[n] = runs.load_json(p)
-        elif batches:
+        if batches:  # batches of the cell's seeds first (they extend a single document)
             docs[n] = concat_batches(runs.load_json(b) for b in batches)
+        elif p.is_file():
+            docs[n] = runs.load_json(p)
     if not docs:
         return None
     size = {n: len(d["bayes_acc"]["p(h|D)"][str(n)]) for n, d in docs.items()}
