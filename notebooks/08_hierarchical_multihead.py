@@ -417,9 +417,10 @@ for r in tmh.check_multihead(cmp, paired):
 # not the selector, are the limit. The Bayes top-component accuracy is 0.71 / 0.83 / 0.84 at
 # n' = 256 / 512 / 1024. A selector from one-attention-layer statistics reaches 0.32-0.40, but on
 # the hand-set L = 32 heads it scores within 0.008 E[TV] of the exact weights, and that model
-# (no head training, 113 s CPU of selector training) beats the single head L = 32 by 6.5 / 3.9 /
-# 5.1 paired SE at n' = 256 / 512 / 1024 and the equal-time single head L = 8 by 8.2 / 4.6 / 8.5
-# SE, with coverage within 2.1 SE of nominal (n' = 1024 now on 512 instances, up from 32). The
+# (no head training, 113 s CPU of selector training) beats the single head L = 32 by 6.5 / 7.0 /
+# 5.1 paired SE at n' = 256 / 512 / 1024 and the equal-time single head L = 8 by 8.2 / 9.6 / 8.5
+# SE, with coverage within 2.1 SE of nominal (n' = 512 / 1024 now on 384 / 512 instances, up from
+# 128 / 32). The
 # equal-time comparison *holds* (its single head has plateaued); the one against L = 32 is
 # *undecided*, because that single head is "too noisy to tell" by its learning curve and the check
 # cannot be replayed along it. The positive control (lengthscale 0.4 vs 1.2) selects in 0.977 /
@@ -427,12 +428,13 @@ for r in tmh.check_multihead(cmp, paired):
 # section goes through the one gate (`claims.gating.decide`): a failing every-n' check whose worst
 # interval still holds 0 is *undecided (underpowered)*, never *does not hold*.
 #
-# **Chebyshev heads.** The same hand-set heads with depth-matched Chebyshev steps (below), on
-# fresh draws, against the equal-time single head (E[TV] 0.254 / 0.270 / 0.316 at n' = 256 / 512 /
-# 1024). At L = 16 they read 0.159 / 0.181 / 0.252 and win by 11-15 paired SE at every n'. At L = 8
-# they read 0.228 / 0.253 / 0.301: a win by 4.1 SE at n' = 256, but only 2.0 / 2.6 SE at 512 / 1024
-# (128 / 256 instances), so that row is unresolved. At L = 32 they read 0.113 / 0.134 / 0.181
-# against 0.247 / 0.267 / 0.305 for the single L = 32 (15-22 SE).
+# **Chebyshev heads: the issue's "done when" at L = 8.** The same hand-set heads with depth-matched
+# Chebyshev steps (below), on the confirmation's fresh draws (256 / 384 / 512 instances at
+# n' = 256 / 512 / 1024), against the equal-time single head (E[TV] 0.254 / 0.288 / 0.317). At
+# L = 8 they read 0.228 / 0.264 / 0.299, a win by 4.1 / 5.0 / 4.4 paired SE at every n'. Their
+# coverage is within 2 binomial SE of nominal at 50 / 90 / 95%. At L = 16 they read 0.159 / 0.198 /
+# 0.250 (15-22 SE). At L = 32 they read 0.113 / 0.146 / 0.182, against 0.247 / 0.281 / 0.307 for
+# the single L = 32 (20-31 SE).
 # So "no selector can win at L = 8 / 16" holds for the constant-step heads only.
 #
 # The trained model above collapses onto one head. Before building a better selector, the
