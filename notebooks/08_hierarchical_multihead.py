@@ -681,7 +681,7 @@ if cdoc is not None:
             f"statistics selector, heads {L}",
             ref,
             statuses=msel.statuses_of_runs(read),
-            replay=mcells.curve_replay(read) if L == 32 else None,
+            replay=None,  # the curve values on file are the constant-step heads', not these
         )
         rec.add(
             r,
