@@ -130,6 +130,10 @@ SKIP_MODULES: dict[str, str] = {
     "bad input in tests/test_multihead_select.py",
     "pfntheory.nn.selector": "trains the selector; bad input in tests/test_multihead_select.py",
     "pfntheory.nn.multihead_train": "trains heads; bad input in tests/test_multihead_select.py",
+    "pfntheory.claims.multihead_cells": "reads and writes run directories (the confirmation's "
+    "batches); bad input in tests/test_multihead_select.py",
+    "pfntheory.nn.chebyshev_heads": "edits a MixturePFN's parameters; checked in "
+    "tests/test_chebyshev_heads.py",
     "pfntheory.claims.shift_cause": "reads run directories; bad input in tests/test_shift_cause.py",
     "pfntheory.claims.shift_findings": "reads run directories, writes shift_cause.json",
     "pfntheory.report.theory_readings": "the cpu-scale page's theory readings: reads runs, draws",
@@ -562,6 +566,20 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.multihead.readout_path": {"weights": _mh_weights, "path": lambda: _mh_out().path},
     "pfntheory.multihead.head_steps": {"eta": lambda: 0.1, "H": lambda: 2, "L": lambda: 3},
+    "pfntheory.chebyshev.amplification": {
+        "eta": lambda: np.array([0.5, 1.0, 2.0]),
+        "lam": lambda: np.linspace(0.4, 1.6, 5),
+    },
+    "pfntheory.chebyshev.residual_polynomial": {
+        "eta": lambda: np.array([0.5, 1.0, 2.0]),
+        "lam": lambda: np.linspace(0.4, 1.6, 5),
+    },
+    "pfntheory.chebyshev.chebyshev_bound": {"kappa": lambda: 10.0, "L": lambda: 3},
+    "pfntheory.chebyshev.chebyshev_depth": {"kappa": lambda: 10.0, "eps": lambda: 1e-3},
+    "pfntheory.chebyshev.richardson_depth": {"kappa": lambda: 10.0, "eps": lambda: 1e-3},
+    "pfntheory.chebyshev.leja_order": {"points": lambda: np.array([0.3, 1.0, 2.5, 0.7])},
+    "pfntheory.chebyshev.chebyshev_nodes": {"lo": lambda: 0.1, "hi": lambda: 2.0},
+    "pfntheory.chebyshev.chebyshev_steps": {"lo": lambda: 0.1, "hi": lambda: 2.0},
     "pfntheory.multihead.exact_logdet": {
         "kernels": lambda: list(MH_KERNELS),
         "noise_var": lambda: MH_NV.copy(),

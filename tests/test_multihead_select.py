@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from pfntheory.claims import FAILS, HOLDS, UNDECIDED, UNDERPOWERED
 from pfntheory.claims import multihead_select as ms
 from pfntheory.config import ModelSpec, TaskSpec, prior_components
 from pfntheory.nn import selector as S
@@ -114,9 +115,18 @@ def _doc(tv_single, tv_exact):
 
 def test_ceiling_claim_decides_on_paired_differences():
     low = _doc([0.30, 0.31, 0.29, 0.30], [0.10, 0.12, 0.11, 0.10])
-    assert ms.ceiling_claim(low, [("single", "exact")]).holds
+    r = ms.ceiling_claim(low, [("single", "exact")], statuses={})
+    assert r.holds and r.verdict == HOLDS
     high = _doc([0.30, 0.31, 0.29, 0.30], [0.31, 0.30, 0.30, 0.32])
-    assert not ms.ceiling_claim(high, [("single", "exact")]).holds
+    r = ms.ceiling_claim(high, [("single", "exact")], statuses={})
+    assert not r.holds and r.verdict == UNDERPOWERED  # -0.0075 +- 3 x 0.0075 holds 0
+    worse = _doc([0.30, 0.31, 0.29, 0.30], [0.40, 0.41, 0.40, 0.39])
+    assert ms.ceiling_claim(worse, [("single", "exact")], statuses={}).verdict == FAILS
+    from pfntheory.status import as_status
+
+    improving = as_status({"state": "still improving", "criterion": "synthetic", "last_step": 10})
+    r = ms.ceiling_claim(low, [("single", "exact")], statuses={"run": improving})
+    assert r.holds and r.verdict == UNDECIDED  # the single head may still improve
     merged = ms.merge_ceilings([low, dict(high, n_eval=[512], tv={
         "single": {"512": [0.3] * 4}, "exact": {"512": [0.2] * 4}})])  # fmt: skip
     assert merged["n_eval"] == [256, 512] and set(merged["tv"]["exact"]) == {"256", "512"}
@@ -131,20 +141,60 @@ def test_control_claim_needs_every_n():
             "256": {"acc": 0.94, "acc_se": 0.01, "n_instances": 256},
         },
     }
-    assert not ms.control_claim(doc).holds
+    r = ms.control_claim(doc)
+    assert not r.holds and r.verdict == UNDERPOWERED  # 0.94 + 3 x 0.01 reaches 0.95
+    doc["accuracy"]["256"]["acc"] = 0.90
+    assert ms.control_claim(doc).verdict == FAILS
     doc["accuracy"]["256"]["acc"] = 0.97
-    assert ms.control_claim(doc).holds
+    assert ms.control_claim(doc).verdict == HOLDS
 
 
 def test_tv_and_coverage_claims():
     doc = _doc([0.30, 0.31, 0.29, 0.30], [0.10, 0.12, 0.11, 0.10])
-    assert ms.tv_claim(doc, "exact", "single").holds
-    assert not ms.tv_claim(doc, "single", "exact").holds
+    assert ms.tv_claim(doc, "exact", "single", statuses={}).verdict == HOLDS
+    r = ms.tv_claim(doc, "single", "exact", statuses={})
+    assert not r.holds and r.verdict == FAILS and r.power is not None and r.power.refutes
     with pytest.raises(ValueError, match="no rows"):
-        ms.tv_claim(doc, "missing", "single")
+        ms.tv_claim(doc, "missing", "single", statuses={})
     half = [1, 0] * 50  # 100 instances, coverage 0.5
     doc["coverage"] = {"50": {"m": {"256": half}}, "90": {"m": {"256": [1] * 90 + [0] * 10}}}
-    assert ms.coverage_claim(doc, "m").holds
+    assert ms.coverage_claim(doc, "m").verdict == HOLDS
     doc["coverage"]["90"]["m"]["256"] = [1] * 70 + [0] * 30  # 0.70: 6.7 SE below 0.9
     r = ms.coverage_claim(doc, "m")
-    assert not r.holds and r.bound == 0.9
+    assert not r.holds and r.bound == 0.9 and r.verdict == FAILS
+
+
+def test_cells_join_batches_and_replace_one_n_keeping_the_pairing():
+    from pfntheory.claims import multihead_cells as mc
+
+    def batch(seed, vals):
+        d = _doc(vals, [v - 0.1 for v in vals])
+        d["n_eval"], d["seed"], d["n_instances"] = [1024], seed, len(vals)
+        d["bayes_acc"] = {"p(h|D)": {"1024": [1.0] * len(vals)}}
+        d["tv"] = {k: {"1024": v["256"]} for k, v in d["tv"].items()}
+        d["coverage"] = {"50": {"exact": {"1024": [1] * len(vals)}}}
+        return d
+
+    cell = mc.concat_batches([batch(1, [0.3, 0.4]), batch(2, [0.5, 0.6, 0.7])])
+    assert cell["n_instances"] == 5 and cell["seeds"] == [1, 2]
+    assert cell["tv"]["single"]["1024"] == [0.3, 0.4, 0.5, 0.6, 0.7]
+    assert len(cell["coverage"]["50"]["exact"]["1024"]) == 5
+    verdict = _doc([0.3] * 4, [0.2] * 4)
+    verdict["n_eval"] = [256, 1024]
+    for k in ("single", "exact"):
+        verdict["tv"][k]["1024"] = [0.9]
+    verdict["coverage"] = {"50": {"exact": {"256": [1] * 4, "1024": [0]}}}
+    out = mc.with_cell(verdict, cell)
+    assert out["n_instances"] == {"256": 4, "1024": 5}
+    assert out["tv"]["exact"]["1024"] == cell["tv"]["exact"]["1024"]
+    assert out["tv"]["exact"]["256"] == verdict["tv"]["exact"]["256"]
+    assert verdict["tv"]["exact"]["1024"] == [0.9]  # the input is not modified
+    verdict["tv"]["other"] = {"1024": [0.1]}  # a row the cell lacks would lose its pairing
+    with pytest.raises(ValueError, match="paired"):
+        mc.with_cell(verdict, cell)
+    with pytest.raises(ValueError, match="instances"):
+        mc.concat_batches([dict(batch(1, [0.3]), n_instances=2)])
+    with pytest.raises(ValueError, match="share"):
+        b = batch(3, [0.1])
+        del b["tv"]["exact"]
+        mc.concat_batches([batch(1, [0.3]), b])

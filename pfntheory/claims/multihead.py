@@ -250,42 +250,66 @@ def check_tv_bound(kernels, noise_var, X, Y, x, eta, L: int, logdet, *, normalis
     )
 
 
-def readout_weights_against_depth(task, n: int, Ls, n_instances: int, rng) -> dict:
+def readout_weights_against_depth(
+    task, n: int, Ls, n_instances: int, rng, *, steps: str = "stationary"
+) -> dict:
     """How deep the hand-set model must be for its weight readout to find the posterior weights.
 
     On ``n_instances`` contexts of ``task``'s prior (component drawn uniformly, then ``X``, ``Y``),
-    the TF^pr heads with step ``1/(1 + sigma_h^2)`` (the trained model's initialisation); at each
-    depth ``L`` the readout's quadratic term ``sigma_h^{-2} sum_i y_i (y_i - f_{h,i}^(L))`` with the
-    exact log-determinant (the oracle, so that only the recursion's convergence shows), and
-    ``TV(w, w')`` to the exact posterior weights.
+    the TF^pr heads at each depth ``L``; the readout's quadratic term ``sigma_h^{-2} sum_i y_i (y_i
+    - f_{h,i}^(L))`` with the exact log-determinant (the oracle, so that only the recursion's
+    convergence shows), and ``TV(w, w')`` to the exact posterior weights.
+
+    ``steps``: ``"stationary"``, the constant step ``1/(1 + sigma_h^2)`` (the trained model's
+    initialisation); ``"chebyshev"``, per-layer steps at the Chebyshev nodes of the prior's range
+    ``[sigma_h^2 / n, 1 + sigma_h^2]`` of the Jacobi-preconditioned system, Leja order
+    (:mod:`pfntheory.chebyshev`: fixed weights for every context of size ``n``, depth
+    ``~ sqrt(kappa)``); ``"chebyshev-prior"``, the range ``[min lambda_min, 1 + sigma_h^2]`` with
+    the minimum over 32 designs of the prior (the range's top is the proven one: missing it would
+    diverge; a context whose ``lambda_min`` lies below the bottom only converges slower there, as
+    ``|p_L| <= 1`` on ``[0, lo]``), also fixed weights; ``"chebyshev-context"``, each context's own
+    spectrum range per component (an oracle: an eigensolve per context).
 
     Returns
     -------
     dict
-        ``{"n", "L": [...], "tv_w": [[per-instance TV at each L]...], "mean": [...]}``.
+        ``{"n", "steps", "L": [...], "tv_w": [[per-instance TV at each L]...], "mean": [...]}``.
     """
+    from .. import chebyshev as ch
     from ..config import TaskSpec, prior_components
     from ..kernels import RBFKernel
+    from ..richardson import jacobi_preconditioner, spectrum
     from ..spectral import sample_design
 
     task = instance_of(TaskSpec)(task, "task")
     kernels, noise_var = prior_components(task)
     if not all(isinstance(k, RBFKernel) for k in kernels):
         raise ValueError(f"task must have RBF components (TF^pr heads), got kind {task.kind!r}")
+    kinds = ("stationary", "chebyshev", "chebyshev-prior", "chebyshev-context")
+    if steps not in kinds:
+        raise ValueError(f"steps must be one of {kinds}, got {steps!r}")
     n = positive_int(n, "n")
     n_instances = positive_int(n_instances, "n_instances")
     rng = check_rng(rng)
-    Ls = sorted(set(int_tuple(Ls, "Ls", minimum=1)))
+    Ls = sorted(set(int_tuple(Ls, "Ls", minimum=2 if steps != "stationary" else 1)))
     H, d = len(kernels), task.d
-    w = mh.multihead_weights(
-        d,
-        Ls[-1],
-        kernels,
-        noise_var,
-        [1.0 / (1.0 + noise_var_h) for noise_var_h in noise_var],
-        normalised=True,
-    )
+    stationary = [1.0 / (1.0 + noise_var_h) for noise_var_h in noise_var]
+    w = mh.multihead_weights(d, Ls[-1], kernels, noise_var, stationary, normalised=True)
     rows = mh.token_rows(d, H)
+
+    def lam_range(X, k, s2):
+        G = k(X)
+        lam = spectrum(G + s2 * np.eye(len(X)), jacobi_preconditioner(G))
+        return float(lam[-1]), float(lam[0])
+
+    prior = None
+    if steps == "chebyshev-prior":  # from designs of their own stream (the contexts' unchanged)
+        r2 = np.random.default_rng(rng.integers(2**32))
+        designs = [sample_design(n, d, r2, task.covariates) for _ in range(32)]
+        prior = [
+            (min(lam_range(Xm, k, s2)[0] for Xm in designs), 1.0 + s2)
+            for k, s2 in zip(kernels, noise_var, strict=True)
+        ]
     tv_w = []
     for _ in range(n_instances):
         X, x = (
@@ -294,15 +318,31 @@ def readout_weights_against_depth(task, n: int, Ls, n_instances: int, rng) -> di
         )
         h0 = int(rng.integers(H))
         Y = np.linalg.cholesky(kernels[h0](X) + noise_var[h0] * np.eye(n)) @ rng.normal(size=n)
-        out = mh.multihead_forward(w, X, Y, x, return_path=True)
-        assert out.path is not None
         exact = np.exp(mh.exact_log_weights(kernels, noise_var, w.log_prior, X, Y))
         logdet = mh.exact_logdet(kernels, noise_var, X)
-        row = []
-        for L in Ls:
-            q = np.sum(Y * (Y - out.path[L][rows["f"], :n]), -1) / noise_var  # (H,)
+
+        def tv_of(q, logdet=logdet, exact=exact):
             z = w.log_prior - 0.5 * q - 0.5 * logdet
             wq = np.exp(z - z.max())
-            row.append(0.5 * float(np.sum(np.abs(wq / wq.sum() - exact))))
+            return 0.5 * float(np.sum(np.abs(wq / wq.sum() - exact)))
+
+        if steps == "stationary":
+            out = mh.multihead_forward(w, X, Y, x, return_path=True)
+            assert out.path is not None
+            tv_w.append(
+                [tv_of(np.sum(Y * (Y - out.path[L][rows["f"], :n]), -1) / noise_var) for L in Ls]
+            )
+            continue
+        if steps == "chebyshev":
+            ranges = [ch.prior_range(s2, n) for s2 in noise_var]
+        elif prior is not None:
+            ranges = prior
+        else:
+            ranges = [lam_range(X, k, s2) for k, s2 in zip(kernels, noise_var, strict=True)]
+        row = []
+        for L in Ls:
+            eta = [ch.chebyshev_steps(lo, hi, L - 1) for lo, hi in ranges]
+            wL = mh.multihead_weights(d, L, kernels, noise_var, eta, normalised=True)
+            row.append(tv_of(mh.multihead_forward(wL, X, Y, x).quad))
         tv_w.append(row)
-    return {"n": n, "L": Ls, "tv_w": tv_w, "mean": np.mean(tv_w, 0).tolist()}
+    return {"n": n, "steps": steps, "L": Ls, "tv_w": tv_w, "mean": np.mean(tv_w, 0).tolist()}

@@ -11,6 +11,11 @@
   bound what any selector can gain with those heads.
 * :func:`selector_accuracy`: a selector's top-component accuracy and ``TV(w, p(h | D))`` against
   the Bayes accuracy, on contexts with their exact weights (also the positive control's check).
+* The claims (:func:`ceiling_claim`, :func:`tv_claim`, :func:`coverage_claim`,
+  :func:`control_claim`) decide no verdict themselves: each goes through the one gate,
+  :func:`pfntheory.claims.gating.decide`, with the statuses of the trained runs it reads
+  (:func:`runs_read`, :func:`statuses_of_runs`) and the power of its worst paired cell
+  (docs/multihead.md, "Verdicts").
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import numpy as np
 from .. import metrics as M
 from .._checks import int_tuple, positive_int, seed_int
 from ..stats import mean_se
-from . import ClaimResult
+from . import ClaimResult, Power
+from .gating import Z_MARGIN, decide
 
 __all__ = [
     "ceiling",
@@ -35,6 +41,8 @@ __all__ = [
     "ceiling_claim",
     "tv_claim",
     "coverage_claim",
+    "statuses_of_runs",
+    "runs_read",
 ]
 
 LABEL = "supp-tab:hierarchical-gp"
@@ -66,6 +74,18 @@ def _forward_chunks(model, bt, chunk: int, log_weights=None):
     return torch.cat(probs).numpy(), (torch.cat(weights).numpy() if weights else None)
 
 
+def _handset(spec, interval, depths, dtype, head_hook) -> dict:
+    """The hand-set heads of ``spec`` at each depth of ``depths`` (``head_hook`` applied)."""
+    from ..nn.state import build_model
+
+    out = {}
+    for L in depths:
+        out[L] = build_model(with_depth(spec, L), interval, "cpu").to(dtype).eval()
+        if head_hook is not None:
+            head_hook(out[L], L)
+    return out
+
+
 def ceiling(
     singles: dict,
     multi,
@@ -79,6 +99,8 @@ def ceiling(
     dtype=None,
     baselines: bool = True,
     exact_rows: bool = True,
+    exact_handset=(),
+    head_hook=None,
 ) -> dict:
     """Per-instance TVs and top-component accuracies of the module docstring.
 
@@ -102,6 +124,12 @@ def ceiling(
     exact_rows : bool
         False: without the multi-head rows (own readout, exact weights): the single heads and the
         selectors only (a confirmation pass).
+    exact_handset : sequence of int
+        Depths of ``depths`` whose hand-set heads are scored with the exact weights even when
+        ``exact_rows`` is False (the ceiling of a confirmation pass on its own draws).
+    head_hook : callable, optional
+        ``head_hook(model, L)`` changes the hand-set heads of depth ``L`` in place after they are
+        built (e.g. :func:`pfntheory.nn.chebyshev_heads.set_layer_steps`).
 
     Returns
     -------
@@ -112,7 +140,7 @@ def ceiling(
 
     from ..discretize import bin_edges
     from ..nn.selector import sample_with_component
-    from ..nn.state import build_model, load_trained
+    from ..nn.state import load_trained
 
     n_eval = int_tuple(n_eval, "n_eval")
     n_instances = positive_int(n_instances, "n_instances", minimum=2)
@@ -125,8 +153,10 @@ def ceiling(
     mm, mcfg, mmet = load_trained(multi)
     interval = tuple(mmet["interval"])
     heads: dict = {"trained": mm.to(dtype)}
-    for L in int_tuple(depths, "depths"):
-        heads[L] = build_model(with_depth(mcfg, L), interval, "cpu").to(dtype).eval()
+    heads.update(_handset(mcfg, interval, int_tuple(depths, "depths"), dtype, head_hook))
+    exact_handset = int_tuple(exact_handset, "exact_handset", non_empty=False)
+    if set(exact_handset) - set(heads):
+        raise ValueError(f"exact_handset {exact_handset} must be depths of depths={depths}")
     task = mcfg.task
     doc: dict = {
         "n_eval": list(n_eval),
@@ -182,6 +212,9 @@ def ceiling(
                 probs, _ = _forward_chunks(heads[L], bt, chunk, lw)
                 row(f"{name}, heads {L}", probs)
         if not (baselines and exact_rows):
+            for L in exact_handset:
+                probs, _ = _forward_chunks(heads[L], bt, chunk, log_exact)
+                row(f"hand-set heads L={L}, exact weights", probs)
             continue
         probs, wl = _forward_chunks(heads["trained"], bt, chunk)
         row("multi-head L=8 trained, own readout", probs)
@@ -198,11 +231,13 @@ def ceiling(
 
 def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
     """Rows per (n', model): E[TV] with SE, and the paired fall ``TV_reference - TV_model`` with its
-    SE (per-instance differences on the same draws)."""
+    SE (per-instance differences on the same draws); a model without that n' has no row there."""
     rows = []
     for n in doc["n_eval"]:
         ref = np.asarray(doc["tv"][reference][str(n)])
         for name, v in doc["tv"].items():
+            if str(n) not in v:  # a row scored at some n' only (e.g. a confirmation cell's)
+                continue
             t = np.asarray(v[str(n)])
             m, se = mean_se(t)
             f, fse = mean_se(ref - t)
@@ -309,13 +344,19 @@ def merge_ceilings(docs) -> dict:
     return out
 
 
-def control_claim(doc: dict, level: float = 0.95) -> ClaimResult:
+def control_claim(doc: dict, level: float = 0.95, z: float = Z_MARGIN) -> ClaimResult:
     """The positive control: the selector's top component is the drawing one in at least
-    ``level`` of the contexts at every n' (two components far apart)."""
+    ``level`` of the contexts at every n' (two components far apart). It reads no trained run (the
+    selector trains a fixed number of epochs, no learning curve), so the gate
+    (:func:`~pfntheory.claims.gating.decide`) decides it on its power alone: a shortfall whose
+    interval ``acc -+ z SE`` (binomial) still reaches ``level`` is *undecided (underpowered)*."""
     acc = doc["accuracy"]
     worst = min(acc, key=lambda n: acc[n]["acc"])
     a = acc[worst]
-    return ClaimResult(
+    holds = bool(all(v["acc"] >= level for v in acc.values()))
+    se = float(a["acc_se"])
+    power = Power(a["acc"], (a["acc"] - z * se, a["acc"] + z * se), level, z * se, paired=False)
+    res = ClaimResult(
         key="multihead.select.positive_control",
         label=LABEL,
         statement=(
@@ -323,35 +364,39 @@ def control_claim(doc: dict, level: float = 0.95) -> ClaimResult:
             f"{doc['task']['hier_noise_stds']}): the statistics selector picks the drawing "
             f"component in >= {level:.0%} of contexts at every n' ({PAPER_NOTE})"
         ),
-        holds=bool(all(v["acc"] >= level for v in acc.values())),
+        holds=holds,
         observed=a["acc"],
         bound=level,
         tolerance=f"point estimate against {level:.0%}; binomial SE {a['acc_se']:.3g} over "
         f"{a['n_instances']} contexts (worst n'={worst})",
         details={"accuracy": acc},
     )
+    return _decided(res, {}, power)
 
 
-def ceiling_claim(doc: dict, pairs, z: float = 3.0) -> ClaimResult:
+def ceiling_claim(doc: dict, pairs, z: float = Z_MARGIN, *, statuses) -> ClaimResult:
     """Whether any ``(reference, candidate)`` of ``pairs`` (a single head; exact weights plugged
     into given heads) has the candidate's E[TV] below the reference's by more than ``z`` paired SE
     at every n'. If none does, no selector can beat those single heads with those heads: the
-    selector's gain is bounded by the ceiling's."""
+    selector's gain is bounded by the ceiling's.
+
+    The verdict is the gate's (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (the
+    convergence of every trained run the pairs read, by run name; :func:`statuses_of_runs`) and
+    the power of the best pair's worst cell (:func:`_cell_power`): the claim is refuted only when
+    every pair is, i.e. when even the best pair's interval lies below 0 at some n'."""
     pairs = [(str(a), str(b)) for a, b in pairs]
     if not pairs:
         raise ValueError("pairs must hold at least one (reference, candidate) pair")
-    rows, beats = [], {}
+    rows, beats, worst = [], {}, {}
     for ref, cand in pairs:
-        ok = True
-        for r in summarise_ceiling(doc, ref):
-            if r["model"] != cand:
-                continue
-            r = dict(r, reference=ref)
-            rows.append(r)
-            ok = ok and r["fall"] > z * r["fall_se"]
-        beats[f"{cand} vs {ref}"] = ok
-    top = max(rows, key=lambda r: r["fall"] / max(r["fall_se"], 1e-12))
-    return ClaimResult(
+        mine = [dict(r, reference=ref) for r in summarise_ceiling(doc, ref) if r["model"] == cand]
+        if not mine:
+            raise ValueError(f"doc holds no rows of {cand!r}")
+        rows += mine
+        worst[(ref, cand)] = min(mine, key=_ratio)
+        beats[f"{cand} vs {ref}"] = all(r["fall"] > z * r["fall_se"] for r in mine)
+    top = max(worst.values(), key=_ratio)  # the best pair, at its worst n'
+    res = ClaimResult(
         key="multihead.select.ceiling",
         label=LABEL,
         statement=(
@@ -362,38 +407,121 @@ def ceiling_claim(doc: dict, pairs, z: float = 3.0) -> ClaimResult:
         holds=any(beats.values()),
         observed=top["fall"],
         bound=z * top["fall_se"],
-        tolerance=f"{z:g} SE of per-instance differences on the same draws (best: "
-        f"{top['model']} vs {top['reference']} at n'={top[NKEY]})",
+        tolerance=f"{z:g} SE of per-instance differences on the same draws (best pair at its "
+        f"worst n': {top['model']} vs {top['reference']} at n'={top[NKEY]})",
         details={"rows": rows, "beats": beats},
     )
+    return _decided(res, statuses, _cell_power(top, z))
+
+
+def _ratio(r: dict) -> float:
+    """``fall / SE`` of a paired row (+-inf at SE 0)."""
+    se = r["fall_se"]
+    return r["fall"] / se if se > 0 else float(np.copysign(np.inf, r["fall"]))
+
+
+def _cell_power(r: dict, z: float) -> Power:
+    """The :class:`~pfntheory.claims.Power` of one paired cell ``fall -+ z SE`` against the
+    claimed effect 0 ("below": any fall). For a claim "at every n'", the cell of the smallest
+    ``fall / SE`` decides both ways: the check holds iff it passes, and the claim is refuted iff
+    its interval lies below 0 (``fall / SE < -z`` there, the smallest ratio, iff at some n')."""
+    f, se = float(r["fall"]), float(r["fall_se"])
+    return Power(f, (f - z * se, f + z * se), 0.0, z * se, paired=True)
+
+
+def _decided(res: ClaimResult, statuses, power: Power | None, replay=None) -> ClaimResult:
+    """``res`` with its power, and its verdict and decision from the one gate
+    (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (run name -> Status; empty when the
+    claim reads no trained run: then every run read has 'plateaued' vacuously and the power
+    decides)."""
+    d = decide(
+        res.holds,
+        statuses,
+        replay=replay,
+        power=power,
+        model=None if statuses else "no trained run",
+    )
+    conv = {k: v.to_dict() for k, v in statuses.items()}
+    return dataclasses.replace(
+        res,
+        power=power,
+        verdict=d.kind,
+        decision=d.to_dict(),
+        details={**res.details, "convergence": conv, "shared_reasons": ["margin"]},
+    )
+
+
+def runs_read(names, models: dict) -> dict:
+    """The trained runs a claim on rows ``names`` reads: ``{display name: run}`` from ``models``
+    (:func:`pfntheory.claims.multihead_trained.models`), a single head by its name and the
+    committed multi-head run for rows of its trained heads; hand-set heads and selectors read no
+    run. A row naming a trained model absent from ``models`` is refused (its status would be
+    silently left out of the gate)."""
+    out = {}
+    for name in names:
+        if name.startswith("multi-head L=8 trained"):
+            key = "multi-head L=8"
+        elif name.startswith("single "):
+            key = name
+        else:
+            continue  # hand-set heads, selectors: no trained run
+        if key not in models:
+            raise ValueError(f"row {name!r} reads the run {key!r}, which models does not hold")
+        out[key] = models[key]
+    return out
+
+
+def statuses_of_runs(runs: dict) -> dict:
+    """Run name -> log-half convergence :class:`~pfntheory.status.Status`
+    (:func:`pfntheory.claims.gating.run_convergence`) of loaded runs (``{display name: run}``,
+    e.g. :func:`pfntheory.claims.multihead_trained.models`), keyed by run directory name as the
+    recorder matches them."""
+    from .gating import run_convergence
+
+    return {r.run_dir.name: run_convergence(r) for r in runs.values()}
 
 
 VERDICT_FILE = "verdict-cpu.json"
 
 
-def tv_claim(doc: dict, model: str, reference: str, z: float = 3.0) -> ClaimResult:
+def tv_claim(
+    doc: dict, model: str, reference: str, z: float = Z_MARGIN, *, statuses, replay=None
+) -> ClaimResult:
     """``model``'s E[TV] to the exact mixture PPD below ``reference``'s by more than ``z`` SE of
-    the per-instance differences (the same draws) at every n' of ``doc``."""
+    the per-instance differences (the same draws) at every n' of ``doc``.
+
+    The verdict is the gate's (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (the
+    reference's run; the hand-set heads and the selector have no learning curve) and the power of
+    the worst cell (:func:`_cell_power`): a cell that fails with an interval still above 0 is
+    *undecided (underpowered)*, and the row states the smallest effect it detects. ``replay``
+    (a :class:`~pfntheory.claims.gating.Replay`, e.g. :func:`pfntheory.claims.multihead_cells.
+    replay_against_curve`): the check re-decided along the reference's learning curve, for a
+    reference that has not plateaued."""
     rows = [r for r in summarise_ceiling(doc, reference) if r["model"] == model]
     if not rows:
         raise ValueError(f"doc holds no rows of {model!r}")
-    worst = min(rows, key=lambda r: r["fall"] / max(r["fall_se"], 1e-12))
-    return ClaimResult(
+    worst = min(rows, key=_ratio)
+    ni = doc["n_instances"]
+    per_n = ", ".join(f"{k}: {v}" for k, v in ni.items()) if isinstance(ni, dict) else str(ni)
+    res = ClaimResult(
         key="multihead.select.tv_below_single",
         label=LABEL,
         statement=f"{model}: E[TV] below {reference}'s at every n' ({PAPER_NOTE})",
         holds=all(r["fall"] > z * r["fall_se"] for r in rows),
         observed=worst["fall"],
         bound=z * worst["fall_se"],
-        tolerance=f"E[TV_single - TV_model] > {z:g} SE, paired over {doc['n_instances']} "
-        f"instances per n' (worst n'={worst[NKEY]})",
+        tolerance=f"E[TV_single - TV_model] > {z:g} SE, paired over the instances per n' "
+        f"({per_n}; worst n'={worst[NKEY]})",
         details={"rows": rows},
     )
+    return _decided(res, statuses, _cell_power(worst, z), replay)
 
 
-def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = 3.0) -> ClaimResult:
+def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = Z_MARGIN) -> ClaimResult:
     """``model``'s central-interval coverage within ``z`` binomial SE of nominal at every n' and
-    level (SE ``sqrt(p (1 - p) / N)`` at the nominal ``p``)."""
+    level (SE ``sqrt(p (1 - p) / N)`` at the nominal ``p``). It reads no trained run (hand-set
+    heads and the selector), so the gate decides it on the check alone: a deviation beyond ``z``
+    SE is itself significant, so a failure refutes (no power object)."""
     rows, worst = [], (-1.0, 0, 0, 0.0)
     for lv in int_tuple(levels, "levels"):
         for n, v in doc["coverage"][str(lv)][model].items():
@@ -402,7 +530,7 @@ def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = 3.0) -> Cl
             k = abs(c - lv / 100) / se
             rows.append({"level": lv, NKEY: int(n), "coverage": c, "se": se, "k": k, "N": N})
             worst = max(worst, (k, lv, int(n), c))
-    return ClaimResult(
+    res = ClaimResult(
         key="multihead.select.coverage",
         label=LABEL,
         statement=f"{model}: {'/'.join(map(str, levels))}% coverage within {z:g} binomial SE of "
@@ -414,3 +542,4 @@ def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = 3.0) -> Cl
         f"{worst[0]:.1f} SE)",
         details={"rows": rows},
     )
+    return _decided(res, {}, None)

@@ -1,0 +1,377 @@
+"""More instances for one n' cell of the multi-head confirmation (issue 38, beyond the paper).
+
+The confirmation of :mod:`pfntheory.claims.multihead_select` (``verdict-cpu.json``: the hand-set
+L = 32 heads with the statistics selector against the single heads L = 32 and the equal-time L = 8,
+on fresh prior draws, seed 5151) held only 32 instances at n' = 1024, too few to resolve the
+comparison there. :func:`confirm_cell` scores more, in batches of :func:`~pfntheory.claims.
+multihead_select.ceiling` calls, one generator seed per batch (``seed0 + b``, so that batch 0 of
+``batch_size`` 32 replays the committed 32 instances exactly), each batch written atomically as
+soon as it is done (an interrupted run keeps its finished batches and resumes after them);
+:func:`concat_batches` joins the batches into one cell and :func:`with_cell` puts that cell into
+the confirmation document in place of the old one.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .._checks import positive_int, seed_int
+
+__all__ = [
+    "FOLDER",
+    "CELL_FILE",
+    "batch_path",
+    "confirm_cell",
+    "concat_batches",
+    "with_cell",
+    "load_cell",
+    "with_cells",
+    "run_confirmation",
+    "CURVE_FILE",
+    "curve_values",
+    "replay_against_curve",
+    "curve_replay",
+    "CHEBYSHEV_FOLDER",
+    "chebyshev_confirmation",
+]
+
+#: Runs-root folder of the cells (JSON documents of this module).
+FOLDER = "supp_tab_hier_multihead_confirm"
+#: The joined cell of n' (``.format(n=...)``).
+CELL_FILE = "cell-n{n}.json"
+_KEYS = ("bayes_acc", "tv", "sel_acc", "sel_tv_w")
+
+
+def batch_path(out_dir, n: int, seed: int) -> Path:
+    """Where the batch of n' = ``n`` and generator seed ``seed`` is written."""
+    return Path(out_dir) / "batches" / f"n{int(n)}-seed{int(seed)}.json"
+
+
+def confirm_cell(
+    out_dir,
+    singles: dict,
+    multi,
+    selector,
+    *,
+    n: int = 1024,
+    n_batches: int = 16,
+    batch_size: int = 32,
+    seed0: int = 5151,
+    depth: int = 32,
+    exact: bool = True,
+    deadline: float | None = None,
+) -> list[Path]:
+    """Score ``n_batches`` batches of ``batch_size`` fresh draws at n' = ``n`` (module docstring).
+
+    Parameters
+    ----------
+    out_dir : path
+        Batches go to :func:`batch_path`; a batch already there is kept (resume).
+    singles, multi
+        As :func:`~pfntheory.claims.multihead_select.ceiling` (single-head runs by name; the
+        multi-head run whose spec gives the hand-set heads).
+    selector : StatSelector
+        Scored on the hand-set heads of depth ``depth`` (row ``"statistics selector, heads
+        <depth>"``).
+    exact : bool
+        Also the hand-set heads with the exact weights (the ceiling on these draws).
+    deadline : float, optional
+        ``time.time()`` after which no new batch starts (the finished ones are kept).
+
+    Returns
+    -------
+    list of Path: the batches present after the call, in seed order.
+    """
+    import torch
+
+    from . import multihead_select as ms
+
+    n, n_batches = positive_int(n, "n", minimum=2), positive_int(n_batches, "n_batches")
+    batch_size, seed0 = positive_int(batch_size, "batch_size", minimum=2), seed_int(seed0, "seed0")
+    depth = positive_int(depth, "depth")
+    out = []
+    for b in range(n_batches):
+        path = batch_path(out_dir, n, seed0 + b)
+        if not path.is_file():
+            if deadline is not None and time.time() > deadline:
+                break
+            c0, w0 = time.process_time(), time.perf_counter()
+            doc = ms.ceiling(
+                singles,
+                multi,
+                depths=(depth,),
+                selectors={"statistics selector": ((depth,), selector)},
+                exact_rows=False,
+                exact_handset=(depth,) if exact else (),
+                n_eval=(n,),
+                n_instances=batch_size,
+                seed=seed0 + b,
+                dtype=torch.float32,
+            )
+            doc["cpu_s"] = time.process_time() - c0
+            doc["wall_s"] = time.perf_counter() - w0
+            doc["threads"] = torch.get_num_threads()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            from .. import runs
+
+            runs.save_json(path, doc)
+            print(f"n'={n} seed {seed0 + b}: {doc['cpu_s']:.0f} s CPU", flush=True)
+        out.append(path)
+    return out
+
+
+def concat_batches(docs) -> dict:
+    """One cell from batches of one n' (:func:`confirm_cell`'s documents): the per-instance lists
+    of every row joined in the batches' order; rows missing from a batch are refused (every row
+    must be paired on the same instances)."""
+    docs = list(docs)
+    if not docs:
+        raise ValueError("docs must hold at least one batch")
+    ns = {tuple(d["n_eval"]) for d in docs}
+    if len(ns) != 1 or len(next(iter(ns))) != 1:
+        raise ValueError(f"docs must be batches of one n' each, the same, got {sorted(ns)}")
+    n = str(docs[0]["n_eval"][0])
+    for d in docs:
+        lens = {len(v[n]) for key in ("bayes_acc", "tv") for v in d[key].values()}
+        if lens != {int(d["n_instances"])}:
+            raise ValueError(f"batch of seed {d['seed']}: rows of {sorted(lens)} instances, "
+                             f"n_instances {d['n_instances']}")  # fmt: skip
+    out: dict = {
+        "n_eval": docs[0]["n_eval"],
+        "seeds": [d["seed"] for d in docs],
+        "multi_run": docs[0]["multi_run"],
+        "single_runs": docs[0]["single_runs"],
+        "n_instances": sum(int(d["n_instances"]) for d in docs),
+        "cpu_s": sum(float(d.get("cpu_s", 0.0)) for d in docs),
+    }
+    for key in _KEYS:
+        names = [set(d[key]) for d in docs]
+        if any(s != names[0] for s in names):
+            raise ValueError(f"the batches do not share their {key!r} rows: {names}")
+        out[key] = {k: {n: [v for d in docs for v in d[key][k][n]]} for k in sorted(names[0])}
+    levels = [set(d["coverage"]) for d in docs]
+    if any(s != levels[0] for s in levels):
+        raise ValueError("the batches do not share their coverage levels")
+    out["coverage"] = {
+        lv: {
+            k: {n: [v for d in docs for v in d["coverage"][lv][k][n]]}
+            for k in docs[0]["coverage"][lv]
+        }
+        for lv in sorted(levels[0])
+    }
+    return out
+
+
+def with_cell(verdict: dict, cell: dict) -> dict:
+    """``verdict`` (a confirmation document, one list per row and n') with the n' of ``cell``
+    replaced by ``cell``'s instances, for the rows both hold (rows only ``cell`` holds are added;
+    ``n_instances`` becomes per n')."""
+    n = str(cell["n_eval"][0])
+    lost = sorted(k for k, v in verdict["tv"].items() if n in v and k not in cell["tv"])
+    if lost:
+        raise ValueError(f"cell lacks the rows {lost} of verdict at n'={n} (they must stay paired)")
+    out = {k: v for k, v in verdict.items()}
+    ni = verdict["n_instances"]
+    out["n_instances"] = (
+        dict(ni) if isinstance(ni, dict) else {str(m): ni for m in verdict["n_eval"]}
+    )
+    out["n_instances"][n] = cell["n_instances"]
+    for key in _KEYS:
+        out[key] = {k: dict(v) for k, v in verdict.get(key, {}).items()}
+        for name, v in cell[key].items():
+            out[key].setdefault(name, {})[n] = v[n]
+    out["coverage"] = {
+        lv: {k: dict(v) for k, v in by.items()} for lv, by in verdict["coverage"].items()
+    }
+    for lv, by in cell["coverage"].items():
+        for name, v in by.items():
+            out["coverage"].setdefault(lv, {}).setdefault(name, {})[n] = v[n]
+    out["cells"] = {**verdict.get("cells", {}), n: {"seeds": cell["seeds"], "cpu_s": cell["cpu_s"]}}
+    return out
+
+
+def with_cells(verdict: dict, root=None) -> dict:
+    """``verdict`` with every committed cell (:func:`load_cell` of each of its n') in place
+    (:func:`with_cell`)."""
+    for n in verdict["n_eval"]:
+        cell = load_cell(n, root)
+        if cell is not None:
+            verdict = with_cell(verdict, cell)
+    return verdict
+
+
+def load_cell(n: int = 1024, root=None) -> dict | None:
+    """The joined cell of n' = ``n`` (:data:`CELL_FILE` under :data:`FOLDER`), None while absent."""
+    from .. import runs
+    from ..experiments.state import default_root
+
+    p = Path(default_root() if root is None else root) / FOLDER / CELL_FILE.format(n=int(n))
+    return runs.load_json(p) if p.is_file() else None
+
+
+def run_confirmation(
+    root=None, *, n: int = 1024, n_batches: int = 16, batch_size: int = 32, deadline=None
+) -> dict:
+    """The command of the committed cell: :func:`confirm_cell` with the committed confirmation's
+    runs and selector (``verdict-cpu.json``, ``selector-table.pt`` of
+    :data:`~pfntheory.claims.multihead_select.FOLDER`), then the batches joined into
+    :data:`CELL_FILE` (written atomically). Run it on one thread (``torch.set_num_threads(1)``)."""
+    from .. import runs
+    from ..experiments.state import default_root
+    from ..nn.selector import BANK, StatSelector
+    from . import multihead_select as ms
+
+    base = Path(default_root() if root is None else root)
+    verdict = runs.load_json(base / ms.FOLDER / ms.VERDICT_FILE)
+    sel = StatSelector(BANK, 9, 32)
+    sel.load_state_dict(runs.load_torch(base / ms.FOLDER / "selector-table.pt"))
+    sel.eval()
+    out_dir = base / FOLDER
+    paths = confirm_cell(
+        out_dir,
+        verdict["single_runs"],
+        verdict["multi_run"],
+        sel,
+        n=n,
+        n_batches=n_batches,
+        batch_size=batch_size,
+        seed0=int(verdict["seed"]),
+        deadline=deadline,
+    )
+    cell = concat_batches(runs.load_json(p) for p in paths)
+    cell["command"] = (
+        f"run_confirmation(n={n}, n_batches={n_batches}, batch_size={batch_size}) on one thread "
+        "at nice 5 (pfntheory.claims.multihead_cells)"
+    )
+    runs.save_json(out_dir / CELL_FILE.format(n=n), cell)
+    return cell
+
+
+#: The candidate's E[TV] on a reference run's learning-curve held-out set (:func:`curve_values`).
+CURVE_FILE = "candidate-on-curve-{run}.json"
+
+
+def curve_values(reference_run, multi, selector, *, depth: int = 32) -> dict:
+    """E[TV] (mean, SE) of the hand-set heads of ``depth`` with ``selector``'s weights (the
+    confirmation's candidate, a fixed model: it does not train) on the held-out instances of the
+    learning curve of ``reference_run`` (a single head's run directory: the same instances its
+    curve is evaluated on, :func:`pfntheory.nn.curve._heldout_set`), per curve n'. With them the
+    check "the candidate's E[TV] below the reference's" can be replayed at every step of the last
+    log-half of the reference's curve (:func:`replay_against_curve`). The heads run in float64
+    (in float32 a far query's attention normaliser at n' = 64 can underflow)."""
+    import numpy as np
+    import torch
+
+    from .. import runs
+    from ..discretize import bin_edges
+    from ..nn.curve import _heldout_set, _tv_per_instance
+    from ..nn.state import load_trained, read_config
+    from ..stats import mean_se
+    from . import multihead_select as ms
+
+    spec = read_config(reference_run)
+    interval = tuple(runs.load_json(Path(reference_run) / runs.METRICS)["interval"])
+    _, mcfg, mmet = load_trained(multi)
+    mint = tuple(mmet["interval"])
+    heads = ms._handset(mcfg, mint, (positive_int(depth, "depth"),), torch.float64, None)[depth]
+    edges = bin_edges(mint[0], mint[1], mcfg.model.C)
+    out = {}
+    for n, batches in _heldout_set(spec, interval):
+        tv = []
+        for bt in batches:
+            with torch.no_grad():
+                lw = selector(selector.features(bt.X.double(), bt.Y.double()))
+                probs, _ = ms._forward_chunks(heads, _cast_inputs(bt, torch.float64), 32, lw)
+            tv.append(_tv_per_instance(bt, edges, probs))
+        m, se = mean_se(np.concatenate(tv))
+        out[str(n)] = [m, se]
+    return {"reference_run": str(reference_run), "multi_run": str(multi), "depth": depth,
+            "tv": out}  # fmt: skip
+
+
+def _cast_inputs(bt, dtype):
+    """``bt`` with its model inputs ``X, Y, xq`` cast to ``dtype`` (the oracle fields kept)."""
+    import dataclasses
+
+    return dataclasses.replace(bt, X=bt.X.to(dtype), Y=bt.Y.to(dtype), xq=bt.xq.to(dtype))
+
+
+def replay_against_curve(reference, values: dict, z: float = 3.0):
+    """The :class:`~pfntheory.claims.gating.Replay` of "the candidate's E[TV] below the
+    reference run's by more than ``z`` SE at every curve n'" at every step of the last log-half of
+    the reference's learning curve (``reference``: the loaded run; ``values``:
+    :func:`curve_values`'s ``tv``). The SE is unpaired (the curve keeps means only):
+    conservative."""
+    import math
+
+    from .gating import Replay, budget_outcomes
+
+    def check(v) -> bool:
+        by_n = v(reference)["by_n"]
+        ok = True
+        for n, (m, se) in values.items():
+            a = by_n[int(n)]["tv"]
+            ok = ok and (a[0] - m) > z * math.hypot(a[1], se)
+        return ok
+
+    b = budget_outcomes([reference], check)
+    return Replay(tuple(b["steps"]), tuple(b["held"]))
+
+
+def curve_replay(read: dict, root=None, z: float = 3.0):
+    """The replay of :func:`replay_against_curve` for the one reference run of ``read``
+    (``{name: loaded run}``, :func:`pfntheory.claims.multihead_select.runs_read`) from its
+    committed :data:`CURVE_FILE`; None when there is none (or ``read`` is not one run)."""
+    from .. import runs
+    from ..experiments.state import default_root
+
+    if len(read) != 1:
+        return None
+    run = next(iter(read.values()))
+    p = Path(default_root() if root is None else root) / FOLDER
+    p = p / CURVE_FILE.format(run=run.run_dir.name)
+    if not p.is_file():
+        return None
+    return replay_against_curve(run, runs.load_json(p)["tv"], z)
+
+
+#: Folder of the Chebyshev-step heads' documents (:mod:`pfntheory.nn.chebyshev_heads`).
+CHEBYSHEV_FOLDER = "supp_tab_hier_multihead_chebyshev"
+_REFS = ("single L=8, 1600 steps (equal time)", "single L=32")
+
+
+def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
+    """The confirmation document of the depth-matched Chebyshev heads on fresh draws: per n',
+    their rows (the batches of ``confirm-chebyshev-matched-n<n'>/``, generator seeds from 5151 as
+    the cell of that n', or one ``confirm-chebyshev-matched-n<n'>.json``) beside the
+    single heads' rows of ``verdict`` (the confirmation with its cell, :func:`with_cell`) on the
+    same instances (checked by the draws' Bayes indicators: other draws are refused). None when no
+    document is committed."""
+    from .. import runs
+    from ..experiments.state import default_root
+
+    base = Path(default_root() if root is None else root) / CHEBYSHEV_FOLDER
+    docs = {}
+    for n in verdict["n_eval"]:
+        p = base / f"confirm-chebyshev-matched-n{n}.json"
+        batches = sorted((base / f"confirm-chebyshev-matched-n{n}").glob("seed*.json"))
+        if batches:  # batches of the cell's seeds first (they extend a single document)
+            docs[n] = concat_batches(runs.load_json(b) for b in batches)
+        elif p.is_file():
+            docs[n] = runs.load_json(p)
+    if not docs:
+        return None
+    size = {n: len(d["bayes_acc"]["p(h|D)"][str(n)]) for n, d in docs.items()}
+    for n, d in docs.items():
+        if d["bayes_acc"]["p(h|D)"][str(n)] != verdict["bayes_acc"]["p(h|D)"][str(n)][: size[n]]:
+            raise ValueError(f"the Chebyshev rows at n'={n} are not the confirmation's draws")
+    names = set.intersection(*(set(d["tv"]) for d in docs.values()))
+    return {
+        "n_eval": sorted(docs),
+        "n_instances": {str(n): size[n] for n in sorted(docs)},
+        "tv": {
+            **{k: {str(n): verdict["tv"][k][str(n)][: size[n]] for n in docs} for k in _REFS},
+            **{k: {str(n): docs[n]["tv"][k][str(n)] for n in docs} for k in sorted(names)},
+        },
+    }

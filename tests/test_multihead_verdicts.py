@@ -1,0 +1,171 @@
+"""Page 08's trained verdicts (the multi-head extension, issues 27 and 38) re-derived from their
+stored evidence through the one gate, :func:`pfntheory.claims.gating.decide`.
+
+The evidence: the committed selection documents (``ceiling-cpu.json``, ``verdict-cpu.json`` with
+the n' = 1024 cell of ``supp_tab_hier_multihead_confirm`` when present, ``positive-control.json``),
+the paired E[TV] of ``supp_tab_hier_multihead`` and the learning curves of the runs read. Every row
+the page records from :mod:`pfntheory.claims.multihead_select` and
+:mod:`pfntheory.claims.multihead_trained` is rebuilt with the page's own calls.
+
+How these tests fail: a claim function that decides its verdict itself (no ``decision``), or one
+whose kind differs from ``decide()`` on the same holds, statuses and power, fails
+:func:`test_page08_rows_go_through_the_gate`; a row whose kind contradicts its definition
+(:func:`contradiction`: a *does not hold* whose interval still holds the claimed effect, as the
+old every-n' rule gave the n' = 1024 row at 32 instances, +0.019 +- 0.019 against a 3-SE bar of
+0.054; a *holds* on runs not all plateaued; an *underpowered* whose interval excludes the claimed
+effect) fails :func:`test_no_page08_row_contradicts_its_kind`, and
+:func:`test_the_scan_catches_contradictions` feeds the checker each such row so that it cannot
+pass vacuously.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pfntheory.claims import (
+    FAILS,
+    FAILS_AT_BUDGET,
+    HOLDS,
+    HOLDS_AT_BUDGET,
+    UNDECIDED,
+    UNDERPOWERED,
+    WORSE,
+    Power,
+)
+from pfntheory.claims import gating as xgate
+from pfntheory.claims import multihead_cells as mcells
+from pfntheory.claims import multihead_select as msel
+from pfntheory.claims import multihead_trained as tmh
+from pfntheory.status import as_status
+
+CAND = "statistics selector, heads 32"
+
+
+def contradiction(decision: dict) -> str:
+    """Why a decision (:meth:`~pfntheory.claims.gating.Decision.to_dict`) contradicts the
+    definition of its kind (docs/verdicts.md, "The kinds"), or "" when it agrees."""
+    kind, power = decision["kind"], decision.get("power")
+    states = dict(decision["states"])
+    plateaued = states.get("plateaued", 0) == decision["n_runs"]
+    worse = bool(decision.get("worse"))
+    refutes = power is not None and power["ci"][1] < power["target"]
+    if kind in (FAILS, FAILS_AT_BUDGET) and power is not None and not refutes:
+        return f"{kind} with an interval {power['ci']} that holds the claimed {power['target']}"
+    if kind == UNDERPOWERED and (power is None or refutes or decision["holds"]):
+        return "underpowered without a failing check whose interval holds the claimed effect"
+    if kind in (HOLDS, HOLDS_AT_BUDGET) and not decision["holds"]:
+        return f"{kind} on a check that fails"
+    if kind in (FAILS, FAILS_AT_BUDGET) and decision["holds"]:
+        return f"{kind} on a check that holds"
+    if kind in (HOLDS, FAILS) and (not plateaued or worse):
+        return f"{kind} on runs not all plateaued or worse than their start"
+    if kind in (HOLDS_AT_BUDGET, FAILS_AT_BUDGET) and (plateaued or worse):
+        return f"{kind} on runs {'plateaued' if plateaued else 'that got worse'}"
+    if kind == UNDECIDED and plateaued and not worse:
+        return "undecided on runs all plateaued"
+    if kind == WORSE and not worse:
+        return "worse with training without a run that got worse"
+    return ""
+
+
+def _page08_rows() -> list:
+    """The page's trained rows, rebuilt with its own calls (notebooks/08_*.py)."""
+    cmp = tmh.load_comparison()
+    if cmp.multi is None:
+        pytest.skip("the multi-head run of supp_tab_hier_multihead is not committed here")
+    out = [(c.key, c) for c in tmh.check_multihead(cmp, tmh.cached_paired_tv(cmp))]
+    docs, models = msel.load_select(), tmh.models(cmp)
+    ceil, verdict = docs["ceiling"], docs["verdict"]
+    if ceil is not None:
+        pairs = [(f"single L={L}", f"hand-set heads L={L}, exact weights") for L in (8, 16, 32)]
+        pairs += [
+            (ref, "multi-head L=8 trained heads, exact weights")
+            for ref in ("single L=8", "single L=8, 1600 steps (equal time)")
+        ]
+        pairs = [p for p in pairs if p[0] in ceil["tv"] and p[1] in ceil["tv"]]
+        read = msel.runs_read([n for p in pairs for n in p], models)
+        out.append(
+            ("ceiling", msel.ceiling_claim(ceil, pairs, statuses=msel.statuses_of_runs(read)))
+        )
+    if verdict is not None:
+        verdict = mcells.with_cells(verdict)
+        for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
+            read = msel.runs_read([ref], models)
+            r = msel.tv_claim(
+                verdict,
+                CAND,
+                ref,
+                statuses=msel.statuses_of_runs(read),
+                replay=mcells.curve_replay(read),
+            )
+            out.append((f"tv vs {ref}", r))
+        out.append(("coverage", msel.coverage_claim(verdict, CAND)))
+        cdoc = mcells.chebyshev_confirmation(verdict)
+        for L, ref in (
+            (8, "single L=8, 1600 steps (equal time)"),
+            (16, "single L=8, 1600 steps (equal time)"),
+            (32, "single L=32"),
+        ):
+            if cdoc is None:
+                break
+            read = msel.runs_read([ref], models)
+            r = msel.tv_claim(
+                cdoc,
+                f"statistics selector, heads {L}",
+                ref,
+                statuses=msel.statuses_of_runs(read),
+                replay=None,  # the curve values on file are the constant-step heads', not these
+            )
+            out.append((f"chebyshev L={L} vs {ref}", r))
+    if docs["control"] is not None:
+        out.append(("control", msel.control_claim(docs["control"])))
+    return out
+
+
+def test_page08_rows_go_through_the_gate():
+    rows = _page08_rows()
+    assert len(rows) >= 7, [k for k, _ in rows]
+    for name, r in rows:
+        assert r.decision is not None and r.verdict == r.decision["kind"], name
+        sts = {k: as_status(v) for k, v in r.details.get("convergence", {}).items()}
+        rp = r.decision.get("replay")  # the trained comparison replays along the curves
+        rep = None if rp is None else xgate.Replay(**{**rp, "steps": tuple(rp["steps"]),
+                                                     "held": tuple(rp["held"])})  # fmt: skip
+        again = xgate.decide(r.holds, sts, replay=rep, power=r.power)
+        assert again.kind == r.verdict, (name, again.kind, r.verdict)
+
+
+def test_no_page08_row_contradicts_its_kind():
+    bad = {n: contradiction(r.decision) for n, r in _page08_rows() if contradiction(r.decision)}
+    assert not bad, bad
+
+
+def test_an_unresolved_cell_is_underpowered_not_refuted():
+    """The committed 32 instances at n' = 1024 (+0.031 +- 0.018 against the plateaued equal-time
+    single head) alone: the every-n' check fails there, and its interval holds 0."""
+    docs = msel.load_select()
+    if docs["verdict"] is None:
+        pytest.skip("verdict-cpu.json not committed here")
+    cmp = tmh.load_comparison()
+    ref = "single L=8, 1600 steps (equal time)"
+    read = msel.runs_read([ref], tmh.models(cmp))
+    r = msel.tv_claim(docs["verdict"], CAND, ref, statuses=msel.statuses_of_runs(read))
+    assert not r.holds and r.power is not None and not r.power.refutes
+    assert r.verdict == UNDERPOWERED
+    assert r.power.detectable == pytest.approx(3 * r.details["rows"][-1]["fall_se"])
+
+
+def test_the_scan_catches_contradictions():
+    st = {"a": as_status({"state": "plateaued", "criterion": "synthetic", "last_step": 10})}
+    weak = Power(0.019, (-0.038, 0.076), 0.0, 0.057, paired=True)
+    d = xgate.decide(False, st, power=weak).to_dict()
+    assert d["kind"] == UNDERPOWERED and contradiction(d) == ""
+    assert "holds the claimed" in contradiction({**d, "kind": FAILS})
+    assert "fails" in contradiction({**d, "kind": HOLDS})
+    strong = dataclasses.replace(weak, ci=(-0.2, -0.1))
+    assert "underpowered" in contradiction({**d, "power": dataclasses.asdict(strong)})
+    open_ = {**d, "states": [["still improving", 1]]}
+    assert "not all plateaued" in contradiction({**open_, "kind": HOLDS, "holds": True})
+    assert "undecided on runs all plateaued" in contradiction({**d, "kind": UNDECIDED})
