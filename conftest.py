@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from pfntheory.config import EXPERIMENT_SCALES  # noqa: E402
+from pfntheory.infra.config import EXPERIMENT_SCALES  # noqa: E402
 
 threadpool_limits(limits=int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
 

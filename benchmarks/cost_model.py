@@ -28,7 +28,7 @@ from scipy.optimize import nnls
 
 from pfntheory.experiments import definitions as D
 from pfntheory.experiments.results import load_available
-from pfntheory.tree import RunSpec
+from pfntheory.infra.tree import RunSpec
 
 #: Coefficients the fit leaves as they are: ``RUN_S`` (a run's fixed cost) is not identifiable
 #: beside ``DATA_S`` at a fixed step count per experiment, and the fractions of evaluation are not

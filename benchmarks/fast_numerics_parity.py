@@ -27,9 +27,9 @@ from pathlib import Path
 
 import torch
 
-from pfntheory import runs
 from pfntheory.cli import main as cli
-from pfntheory.convergence import read_learning_curve
+from pfntheory.infra import runs
+from pfntheory.infra.convergence import read_learning_curve
 
 CONFIG_A = (
     "--task rbf --d 2 --L 32 --C 256 --mode learnable --n-min 64 --n-max 128 --scale cpu "

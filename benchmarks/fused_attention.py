@@ -114,7 +114,7 @@ def layer_call(dtype, d: int, n: int, normalised: bool, rounds: int) -> dict:
 
 def train_steps(dtype, steps: int, warmup: int, L: int, C: int, seed: int = 0) -> dict:
     """Configuration (a) training steps, fused and eager alternating on two copies of one model."""
-    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.infra.config import ModelSpec, TaskSpec
     from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch, sample_context_size
     from pfntheory.nn.train import accumulate_gradients
@@ -167,7 +167,7 @@ def eval_forward(instances: int, rounds: int, L: int, C: int) -> dict:
     """The paper's evaluation model pass (n' = 1024, d = 16, TF^pr, per-layer scales as in a trained
     model, no autograd) on ``instances`` instances, fused and eager alternating: seconds scaled to
     4096 instances (the work is linear in them)."""
-    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.infra.config import ModelSpec, TaskSpec
     from pfntheory.nn.model import PFNTransformer
 
     edges = torch.linspace(-4.0, 4.0, C + 1, dtype=torch.float64)
@@ -202,7 +202,7 @@ def drift(steps: int, L: int, C: int, heldout: int = 1024, seed: int = 0) -> dic
     each, so the fused run's deviation can be set beside the eager float32 run's and the SE."""
     from dataclasses import replace
 
-    from pfntheory.config import ModelSpec, TaskSpec
+    from pfntheory.infra.config import ModelSpec, TaskSpec
     from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch, sample_context_size
     from pfntheory.nn.train import accumulate_gradients, truncated_nll

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import torch
 
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn import fused
 from pfntheory.nn.train import CURVE_METRICS, read_learning_curve, train
-from pfntheory.tree import RunSpec
 
 #: Standard errors within which the two runs must agree at every curve point.
 K_SE = 1.0

@@ -118,18 +118,20 @@ def issue41_calls(tmp: Path) -> list[tuple[str, tuple[str, ...], object]]:  # no
     """``(id, names the message must contain, thunk)`` of each hostile call."""
     import torch
 
-    from pfntheory import mixture_tv, richardson, runs, stats
+    from pfntheory.base import stats
     from pfntheory.casestudy.pfn import budget_scales
     from pfntheory.claims import ClaimResult, gating
-    from pfntheory.config import ModelSpec, TaskSpec
-    from pfntheory.convergence import doubling_status, final_instances, read_learning_curve
     from pfntheory.experiments import cost, scales, state
     from pfntheory.experiments.results import LoadedRun
+    from pfntheory.infra import runs
+    from pfntheory.infra.config import ModelSpec, TaskSpec
+    from pfntheory.infra.convergence import doubling_status, final_instances, read_learning_curve
+    from pfntheory.infra.tree import EvalSpec, RunSpec, spec_hash
+    from pfntheory.maths import mixture_tv, richardson
     from pfntheory.nn import fused
     from pfntheory.nn.fast_oracle import sample_batch_fast
     from pfntheory.nn.head import PsiHead
     from pfntheory.nn.priors import sample_batch
-    from pfntheory.tree import EvalSpec, RunSpec, spec_hash
 
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(5, 5))
@@ -287,15 +289,15 @@ def fuzz_library_suite() -> Counter:
 
 #: Modules of the contract suite (issue 41: the new public functions).
 CONTRACT_MODULES = (
-    "pfntheory.tree",
-    "pfntheory.convergence",
-    "pfntheory.multihead",
-    "pfntheory.mixture_tv",
+    "pfntheory.infra.tree",
+    "pfntheory.infra.convergence",
+    "pfntheory.maths.multihead_construction",
+    "pfntheory.maths.mixture_tv",
     "pfntheory.claims.gating",
     "pfntheory.claims.casestudy",
     "pfntheory.casestudy.pfn",
-    "pfntheory.stats",
-    "pfntheory.richardson",
+    "pfntheory.base.stats",
+    "pfntheory.maths.richardson",
     "pfntheory.experiments",
     "pfntheory.nn",
 )

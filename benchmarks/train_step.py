@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.nn import fused
 from pfntheory.nn import model as model_mod
 from pfntheory.nn.evaluate import predict

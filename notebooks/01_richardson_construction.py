@@ -29,14 +29,15 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pfntheory import DEFAULT_NOISE_VAR, gp, report
-from pfntheory import construction as cons
-from pfntheory import richardson as rich
+from pfntheory import DEFAULT_NOISE_VAR, report
 from pfntheory.claims import construction as cclaims
 from pfntheory.claims import richardson as rclaims
 from pfntheory.claims import tf_rate
-from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
-from pfntheory.spectral import sample_design
+from pfntheory.maths import construction as cons
+from pfntheory.maths import gp
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.maths.spectral import sample_design
 
 report.setup_plots()
 rec = report.Recorder("01_richardson_construction")

@@ -21,18 +21,19 @@
 # **thm:PPD convergence** (`TV(p_n, q_theta) <~ exp(-(1-rho)L) + delta_MLP + 1/C + eps_tail` for the
 # hand-set transformer with an MLP head).
 #
-# Every number below comes from `pfntheory.discretize` and `pfntheory.metrics` (figures) and from
-# `pfntheory.claims.discretization` (verdicts).
+# Every number below comes from `pfntheory.maths.discretize` and `pfntheory.maths.metrics` (figures)
+# and from `pfntheory.claims.discretization` (verdicts).
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pfntheory import DEFAULT_NOISE_VAR, densities, metrics, readout, report
-from pfntheory import discretize as disc
+from pfntheory import DEFAULT_NOISE_VAR, report
 from pfntheory.claims import discretization as dclaims
 from pfntheory.claims import popmini, ppd_convergence, slope_ci
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import densities, metrics, readout
+from pfntheory.maths import discretize as disc
+from pfntheory.maths.kernels import RBFKernel
 
 report.setup_plots()
 rec = report.Recorder("02_discretisation_ppd")
@@ -159,7 +160,7 @@ rec.add(
 # ## The composed bound (thm:PPD convergence)
 #
 # The hand-set transformer of part 1 with the explicit ReLU MLP head of
-# `pfntheory.construction`: `TV(p_n, q_theta)` against depth `L` for several `C`, falling
+# `pfntheory.maths.construction`: `TV(p_n, q_theta)` against depth `L` for several `C`, falling
 # exponentially in `L` to a floor set by `1/C`, `delta_MLP` and the tail mass.
 
 # %%

@@ -21,21 +21,21 @@
 # **fig:stepsize** (the admissible step `2/(lambda_1 + sigma^2)` is of order `1/n`) and
 # **thm:L growth** (the depth for a tolerance `eps` grows like `n log(1/eps)`).
 #
-# Figures from `pfntheory.spectral`; verdicts from `pfntheory.claims.gram`, `.conditioning` and
-# `.stepsize` (the functions `verify/` asserts on).
+# Figures from `pfntheory.maths.spectral`; verdicts from `pfntheory.claims.gram`, `.conditioning`
+# and `.stepsize` (the functions `verify/` asserts on).
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 
 from pfntheory import DEFAULT_NOISE_VAR, report
-from pfntheory import spectral as sp
 from pfntheory.claims import conditioning, gram, slope_ci, stepsize
 from pfntheory.claims import mercer as mclaims
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments.results import load_experiment
-from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
-from pfntheory.mercer import RBFMercer
+from pfntheory.maths import spectral as sp
+from pfntheory.maths.kernels import RBFKernel, expected_rbf_gaussian
+from pfntheory.maths.mercer import RBFMercer
 
 report.setup_plots()
 rec = report.Recorder("03_spectra_generalisation")

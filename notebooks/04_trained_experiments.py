@@ -189,8 +189,8 @@ def add_all(results, runs, experiment, measured="", variant="", **kw):
 #
 # Held-out `E[TV]` at log-spaced training steps (`learning_curve.json`, written by the training
 # loop) for every run that has one, at the largest evaluated `n'`, with ±2 SE bands. A trained claim
-# is decided only on runs whose curve has plateaued (`pfntheory.convergence.plateau_status`); each
-# row below says whether its runs have.
+# is decided only on runs whose curve has plateaued (`pfntheory.infra.convergence.plateau_status`);
+# each row below says whether its runs have.
 
 # %%
 curves = {}

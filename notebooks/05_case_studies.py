@@ -26,13 +26,14 @@ import json
 
 from IPython.display import Markdown, display
 
-from pfntheory import report, runs
+from pfntheory import report
 from pfntheory.casestudy import baseline, load_dataset
 from pfntheory.casestudy.data import walker_data_available
 from pfntheory.casestudy.pfn import SCALES
-from pfntheory.casestudy.results import budget_claims
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import real_data_eb as eb_claims
+from pfntheory.infra import runs
+from pfntheory.pipelines.casestudy_results import budget_claims
 
 report.setup_plots()
 rec = report.Recorder("05_case_studies")

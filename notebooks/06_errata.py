@@ -29,8 +29,6 @@ import numpy as np
 from IPython.display import display
 
 from pfntheory import DEFAULT_NOISE_VAR, report
-from pfntheory import discretize as disc
-from pfntheory import richardson as rich
 from pfntheory.claims import (
     conditioning,
     construction,
@@ -47,7 +45,9 @@ from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
 from pfntheory.experiments import results as xres
 from pfntheory.experiments.specs import ExactPPDSpec
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import discretize as disc
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.kernels import RBFKernel
 
 report.setup_plots()
 rec = report.Recorder("06_errata")
@@ -451,7 +451,7 @@ report.table(
 # %%
 import matplotlib.pyplot as plt
 
-from pfntheory import construction as con
+from pfntheory.maths import construction as con
 
 kern = RBFKernel(alpha=1.0, lengthscale=0.8)
 rng = np.random.default_rng(0)  # the seed of the d = 2 row: the same context and direction

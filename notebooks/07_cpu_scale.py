@@ -183,7 +183,7 @@ plt.show()
 
 # %% [markdown]
 # The same numbers as a table: `ln E[TV]` per `2S` cell (rows `C`, columns `L`, one block per
-# panel) with its budget-doubling state (`pfntheory.convergence.doubling_status`: the 90%
+# panel) with its budget-doubling state (`pfntheory.infra.convergence.doubling_status`: the 90%
 # interval of the paired fall of `E[TV]` from `S` to `2S` steps over the same held-out instances,
 # against ±10% of its value: **plateaued** inside, **still improving** above 0, **diverging**
 # below 0, **too noisy to tell** straddling 0 and leaving the band), and after `|` the `S` cell's
@@ -307,11 +307,11 @@ else:
 # **Has it stopped improving? Budget doubling.** A cell has plateaued when doubling its budget
 # (a complete new schedule, not a longer tail of the same one) changes its final `E[TV]` by less
 # than 10%: the 90% interval of the paired fall `E[TV_S] - E[TV_2S]` over the same 512 held-out
-# instances lies within `+-0.1 E[TV_2S]` (`pfntheory.convergence.doubling_status`). An annealing
-# rate cannot pass for a plateau here, as the bend of a cosine-scheduled curve can in the log-half
-# test, and the pairing makes the interval narrow: a cell is **resolvable** when its interval is
-# no wider than its tolerance. The test's size (a true change of 10% called plateaued) is at most
-# 5%, simulated in `tests/test_convergence.py`.
+# instances lies within `+-0.1 E[TV_2S]` (`pfntheory.infra.convergence.doubling_status`). An
+# annealing rate cannot pass for a plateau here, as the bend of a cosine-scheduled curve can in the
+# log-half test, and the pairing makes the interval narrow: a cell is **resolvable** when its
+# interval is no wider than its tolerance. The test's size (a true change of 10% called plateaued)
+# is at most 5%, simulated in `tests/test_convergence.py`.
 
 # %%
 dbl = rtab.doubling_frame(runs_b)
@@ -420,7 +420,9 @@ for run_dir, spec, state in shift_dirs:
         plt.show()
     if state == "complete":
         r = next(r for r in runs_s if r.run_dir == run_dir)
-        display(Markdown("Plateau status of each curve (`pfntheory.convergence.plateau_status`):"))
+        display(
+            Markdown("Plateau status of each curve (`pfntheory.infra.convergence.plateau_status`):")
+        )
         display(report.table(rtab.curve_status_frame(r, DESIGNS)))
 for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
     reg = c.details["regime"]
@@ -478,8 +480,8 @@ for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
 # that file by `pfntheory.claims.shift_findings.findings` (rules in each tolerance).
 
 # %%
-from pfntheory import runs as runfiles
 from pfntheory.claims import shift_findings as xfind
+from pfntheory.infra import runs as runfiles
 
 cause_path = xrun.default_root() / "supp_exp2_d8" / xfind.SHIFT_CAUSE_FILE
 cause_docs = runfiles.load_json(cause_path)["runs"] if cause_path.is_file() else []
@@ -702,7 +704,7 @@ if cause_docs:
 runs21b = loaded["fig_exp2_1_budget"][0]
 bd_path = xrun.default_root() / "fig_exp2_1_budget" / "breakdown.json"
 if trained(runs21b) and bd_path.is_file():
-    from pfntheory import runs as runfiles
+    from pfntheory.infra import runs as runfiles
 
     bd = runfiles.load_json(bd_path)
     fig, (ax_tv, ax_g) = plt.subplots(1, 2, figsize=(12, 4.2))

@@ -23,11 +23,12 @@
 # intervals over-cover on the table. This page builds the extension and checks it
 # (docs/multihead.md):
 #
-# 1. **The construction** (`pfntheory.multihead`): each head equals its component's Richardson
-#    iterate; with the exact weights the mixture PPD converges at the per-component rate; the TV
-#    error obeys `TV(w, w') + sum_h w'_h TV(p_h, q_h)`; heads sharing one component fail.
-# 2. **Trained** (`pfntheory.nn.multihead.MixturePFN`, experiment `supp_tab_hier_multihead`, cpu
-#    scale): the multi-head model beside the single head at the same number of steps and at the
+# 1. **The construction** (`pfntheory.maths.multihead_construction`): each head equals its
+#    component's Richardson iterate; with the exact weights the mixture PPD converges at the
+#    per-component rate; the TV error obeys `TV(w, w') + sum_h w'_h TV(p_h, q_h)`; heads sharing one
+#    component fail.
+# 2. **Trained** (`pfntheory.nn.multihead_model.MixturePFN`, experiment `supp_tab_hier_multihead`,
+#    cpu scale): the multi-head model beside the single head at the same number of steps and at the
 #    same CPU time, and the exact mixture PPD, on the table's cells.
 # 3. **Selecting the component** (issue 38, `pfntheory.nn.selector`, `claims.multihead_select`):
 #    the ceiling (exact weights plugged into the heads at L = 8, 16, 32), the Bayes top-component
@@ -42,13 +43,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-from pfntheory import multihead as mh
 from pfntheory import report
-from pfntheory.claims import multihead as cmh
+from pfntheory.claims import multihead_exact as cmh
 from pfntheory.claims import multihead_trained as tmh
-from pfntheory.config import TaskSpec, prior_components
-from pfntheory.convergence import curve_points
-from pfntheory.kernels import RBFKernel
+from pfntheory.infra.config import TaskSpec, prior_components
+from pfntheory.infra.convergence import curve_points
+from pfntheory.maths import multihead_construction as mh
+from pfntheory.maths.kernels import RBFKernel
 
 report.setup_plots()
 rec = report.Recorder("08_hierarchical_multihead")
@@ -197,7 +198,7 @@ plt.show()
 # ### Chebyshev steps: the same readout at depth ~ sqrt(kappa)
 #
 # **Finding.** Per-layer steps at the Chebyshev nodes of the spectrum's range of each head's
-# Jacobi-preconditioned system (`pfntheory.chebyshev`, Leja order; `verify/test_chebyshev.py`
+# Jacobi-preconditioned system (`pfntheory.maths.chebyshev`, Leja order; `verify/test_chebyshev.py`
 # checks the bound `2 rho^L / (1 + rho^{2L})`, the depth `~ sqrt(kappa)` against `~ kappa`, and
 # that monotone orders and nodes outside the range fail) find the weights with far fewer layers
 # than the constant step: TV(w, w') 0.001 at L = 512 on the proven range `[sigma^2/n, 1 + sigma^2]`,
@@ -211,9 +212,9 @@ plt.show()
 # spectrum (an oracle: one eigensolve per context).
 
 # %%
-from pfntheory import runs as runfiles
+from pfntheory.base.stats import mean_se
 from pfntheory.experiments.state import default_root
-from pfntheory.stats import mean_se
+from pfntheory.infra import runs as runfiles
 
 cheb_path = default_root() / "supp_tab_hier_multihead_chebyshev" / "depth-n64.json"
 if not cheb_path.is_file():

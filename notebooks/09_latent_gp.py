@@ -21,7 +21,7 @@
 # probit link (`f ~ GP(0, alpha^2 RBF(0.8))`, `alpha = 2`, `x ~ N(0, I/2)`,
 # `P(y = 1 | f) = Phi(f)`), on both sides (docs/latent.md):
 #
-# 1. **The construction** (`pfntheory.latent_construction`): each Newton step of the Laplace
+# 1. **The construction** (`pfntheory.maths.latent_construction`): each Newton step of the Laplace
 #    approximation (R&W Algorithm 3.1) is GP regression on a working response with noise
 #    `W^-1`, i.e. the paper's system on the reweighted Gram `W^1/2 K W^1/2` with `sigma^2 = 1`. We
 #    write it as the paper's attention layers (score `kappa(x_i, x_j) W_i` through a key-side row
@@ -38,10 +38,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-from pfntheory import latent_construction as lc
 from pfntheory import report
 from pfntheory.claims import latent as cl
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import latent_construction as lc
+from pfntheory.maths.kernels import RBFKernel
 
 report.setup_plots()
 rec = report.Recorder("09_latent_gp")

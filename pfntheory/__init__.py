@@ -2,14 +2,16 @@
 Distributions In-Context".
 
 The exact side (NumPy/SciPy, float64; needs nothing else) lives in one module per mathematical
-object: :mod:`~pfntheory.kernels`, :mod:`~pfntheory.gp`, :mod:`~pfntheory.richardson`,
-:mod:`~pfntheory.spectral`, :mod:`~pfntheory.discretize`, :mod:`~pfntheory.densities`,
-:mod:`~pfntheory.construction`, :mod:`~pfntheory.mlp`, :mod:`~pfntheory.ppd_bound`,
-:mod:`~pfntheory.metrics`, with :mod:`~pfntheory.stats` (EPS, standard errors, t-intervals, slopes);
-:mod:`~pfntheory.claims` measures each paper result. The learned side (PyTorch, the ``nn`` extra)
-lives in :mod:`pfntheory.nn`.
+object: :mod:`~pfntheory.maths.kernels`, :mod:`~pfntheory.maths.gp`,
+:mod:`~pfntheory.maths.richardson`, :mod:`~pfntheory.maths.spectral`,
+:mod:`~pfntheory.maths.discretize`, :mod:`~pfntheory.maths.densities`,
+:mod:`~pfntheory.maths.construction`, :mod:`~pfntheory.maths.mlp`,
+:mod:`~pfntheory.maths.ppd_bound`, :mod:`~pfntheory.maths.metrics`, with
+:mod:`~pfntheory.base.stats` (EPS, standard errors, t-intervals, slopes); :mod:`~pfntheory.claims`
+measures each paper result. The learned side (PyTorch, the ``nn`` extra) lives in
+:mod:`pfntheory.nn`.
 
-Constants named once: :data:`DEFAULT_NOISE_VAR` here, :data:`pfntheory.stats.EPS`.
+Constants named once: :data:`DEFAULT_NOISE_VAR` here, :data:`pfntheory.base.stats.EPS`.
 """
 
 __version__ = "0.1.0"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.nn import fused
 from pfntheory.nn.model import DenseTransformer, PFNTransformer
 
@@ -128,7 +128,7 @@ def synthetic_outputs(numerics_kw) -> dict:
 
 
 def mixture_outputs() -> dict:
-    from pfntheory.nn.multihead import MixturePFN
+    from pfntheory.nn.multihead_model import MixturePFN
 
     res: dict = {}
     task = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.1, 0.3))

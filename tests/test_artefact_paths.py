@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import cli, runs
-from pfntheory.tree import EvalSpec
+from pfntheory import cli
+from pfntheory.infra import runs
+from pfntheory.infra.tree import EvalSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"

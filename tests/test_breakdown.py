@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pfntheory.claims import breakdown as bd
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.nn.attention import scaled_kernel_attention
 from pfntheory.nn.model import PFNTransformer
 from pfntheory.nn.priors import sample_batch
@@ -155,9 +155,9 @@ def test_breakdown_test_refuses_bad_input():
 
 def _committed():
     """The 8000-step TF and TF^pr of ``fig_exp2_1_budget`` (cpu) and their breakdown analysis."""
-    from pfntheory import runs as runfiles
     from pfntheory.claims import gating
     from pfntheory.experiments.results import load_experiment
+    from pfntheory.infra import runs as runfiles
 
     runs = gating.trained_runs(load_experiment("fig_exp2_1_budget", "cpu"))
     longest = max(r.spec.steps for r in runs)

@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 import torch
 
-from pfntheory import cli, runs
-from pfntheory.casestudy import cli as casestudy_cli
+from pfntheory import cli
 from pfntheory.casestudy import pfn as cpfn
 from pfntheory.casestudy import prepare as cprep
-from pfntheory.casestudy import run as crun
 from pfntheory.casestudy.data import walker_data_available
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import casestudy as cclaims
-from pfntheory.gp import EBFit
+from pfntheory.cli import casestudy as casestudy_cli
+from pfntheory.infra import runs
+from pfntheory.maths.gp import EBFit
 from pfntheory.nn.train import build_model
+from pfntheory.pipelines import casestudy_run as crun
 
 FIT = EBFit(
     alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836, log_marginal_likelihood=float("nan")
@@ -77,9 +78,9 @@ def test_pfn_config_bad_input():
 def test_cpu_scale_keeps_the_paper_model_and_range_and_the_cli_lists_every_scale():
     """The cpu scale is the paper's model (L=32, C=256, TF^pr) on the paper's context-size range,
     shortened in steps and batch only, with the experiments' cpu optimiser; the CLI's scale names
-    (torch-free, pfntheory.config) are the keys of SCALES."""
-    from pfntheory.config import CASESTUDY_SCALES
+    (torch-free, pfntheory.infra.config) are the keys of SCALES."""
     from pfntheory.experiments.definitions import CPU_LR, CPU_LR_UNITS
+    from pfntheory.infra.config import CASESTUDY_SCALES
 
     assert set(cpfn.SCALES) == set(CASESTUDY_SCALES)
     cfg = cpfn.pretraining_config(FIT, "sacramento", "cpu")

@@ -1,6 +1,7 @@
 """The case studies decided by budget doubling (pfntheory.casestudy.pfn.budget_scales,
-pfntheory.casestudy.run.run_casestudy_budget, pfntheory.casestudy.results.budget_claims,
-pfntheory.claims.casestudy.doubling_gate; docs/verdicts.md, "Budget doubling")."""
+pfntheory.pipelines.casestudy_run.run_casestudy_budget,
+pfntheory.pipelines.casestudy_results.budget_claims, pfntheory.claims.casestudy.doubling_gate;
+docs/verdicts.md, "Budget doubling")."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pfntheory import cli, runs
+from pfntheory import cli
 from pfntheory.casestudy import pfn as cpfn
-from pfntheory.casestudy import run as crun
-from pfntheory.casestudy.results import budget_claims
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import casestudy as cclaims
 from pfntheory.experiments.definitions import BUDGET_CURVE_POINTS, BUDGET_EMA_DECAY
-from pfntheory.gp import EBFit
+from pfntheory.infra import runs
+from pfntheory.maths.gp import EBFit
+from pfntheory.pipelines import casestudy_run as crun
+from pfntheory.pipelines.casestudy_results import budget_claims
 
 FIT = EBFit(
     alpha=0.666, lengthscales=(1.226, 0.770), noise_std=0.836, log_marginal_likelihood=float("nan")

@@ -1,6 +1,7 @@
 """Chebyshev per-layer steps in the torch multi-head model (pfntheory.nn.chebyshev_heads, issue 38):
 the torch heads with the steps written by ``set_layer_steps`` compute what the NumPy construction
-(:func:`pfntheory.multihead.multihead_forward`) computes with the same per-layer steps.
+(:func:`pfntheory.maths.multihead_construction.multihead_forward`) computes with the same per-layer
+steps.
 
 How it fails: a step written into the wrong slot of ``V`` / ``S`` (or the skip's noise factor
 lost) changes the per-head moments at O(1), far above the tolerance: 1e-8 absolute at float64
@@ -15,12 +16,12 @@ import numpy as np
 import pytest
 import torch
 
-from pfntheory import chebyshev as ch
-from pfntheory import multihead as mh
-from pfntheory.config import ModelSpec, TaskSpec, prior_components
-from pfntheory.discretize import bin_edges
+from pfntheory.infra.config import ModelSpec, TaskSpec, prior_components
+from pfntheory.maths import chebyshev as ch
+from pfntheory.maths import multihead_construction as mh
+from pfntheory.maths.discretize import bin_edges
 from pfntheory.nn.chebyshev_heads import chebyshev_hook, prior_ranges, set_layer_steps
-from pfntheory.nn.multihead import MixturePFN
+from pfntheory.nn.multihead_model import MixturePFN
 
 TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
 

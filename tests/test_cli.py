@@ -5,13 +5,15 @@ import os
 
 import pytest
 
-from pfntheory import cli, runs
-from pfntheory.commands import train as train_cmd
+from pfntheory import cli
+from pfntheory.cli import train as train_cmd
+from pfntheory.infra import runs
 from pfntheory.nn import attention, model, priors
 
 
 def test_parser_choices_match_library():
-    """The CLI takes its choices from pfntheory.config (torch-free); the library uses the same."""
+    """The CLI takes its choices from pfntheory.infra.config (torch-free); the library uses the
+    same."""
     assert train_cmd.TASK_KINDS == priors.TASK_KINDS and train_cmd.COVARIATES == priors.COVARIATES
     assert train_cmd.SCORES == attention.SCORES and train_cmd.MODES == model.MODES
 
@@ -62,7 +64,7 @@ def test_train_then_evaluate(tmp_path, capsys):
     assert cli.main(["evaluate", str(rd), "--curve-only", "--curve", "nll"]) == 0
     out = capsys.readouterr().out
     # the run's learning curve (if training recorded one) or a plain statement that it has none
-    from pfntheory.convergence import STATES
+    from pfntheory.infra.convergence import STATES
 
     assert ("step" in out and any(state in out for state in STATES)) or "no learning curve" in out
     # the curve on another covariate design: none was recorded for this run, and it says so
@@ -581,7 +583,7 @@ def test_sweep_eval_oracle_fills_the_eval_specs(tmp_path, monkeypatch):
     (no environment variable: the option fills the spec); without it the specs keep the declared
     float64. The run names and spec.json records do not change. How it can fail: an option not
     handed on leaves float64 in the specs that reach sweep_many's workers."""
-    from pfntheory.experiments import cli as sweep_cli
+    from pfntheory.cli import sweep as sweep_cli
     from pfntheory.experiments.runner import sweep_many
     from pfntheory.experiments.state import plan, spec_doc
 

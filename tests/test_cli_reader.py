@@ -79,7 +79,7 @@ def test_walker_error_names_the_option(tmp_path):
 
 
 def test_evaluate_has_no_progress_and_no_bar_off_a_terminal(monkeypatch):
-    from pfntheory.commands.options import show_progress
+    from pfntheory.cli.options import show_progress
 
     args = cli.build_parser().parse_args(["evaluate", "run", "--n-eval", "4", "--no-progress"])
     assert args.no_progress and not show_progress(args)

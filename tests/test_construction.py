@@ -1,13 +1,13 @@
-"""Unit tests of pfntheory.construction: layout, weights, forward pass, MLP, bad input."""
+"""Unit tests of pfntheory.maths.construction: layout, weights, forward pass, MLP, bad input."""
 
 import numpy as np
 import pytest
 
-from pfntheory import construction as con
-from pfntheory import mlp
-from pfntheory.gp import posterior_predictive
-from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel
-from pfntheory.readout import psi_gaussian
+from pfntheory.maths import construction as con
+from pfntheory.maths import mlp
+from pfntheory.maths.gp import posterior_predictive
+from pfntheory.maths.kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from pfntheory.maths.readout import psi_gaussian
 
 
 def _data(n=5, d=2, seed=0, batch=()):

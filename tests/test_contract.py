@@ -2,7 +2,7 @@
 
 The contract (docs/reliability.md): a public function or class of :mod:`pfntheory` checks its
 arguments where they enter and refuses a bad one with a :class:`ValueError` or :class:`TypeError`
-(:class:`pfntheory._checks.ArgumentTypeError` is both) whose message names the argument. A bad
+(:class:`pfntheory.base._checks.ArgumentTypeError` is both) whose message names the argument. A bad
 value is never answered with a number, a NaN, or an unrelated exception (AttributeError, KeyError,
 IndexError, ZeroDivisionError, LinAlgError...).
 
@@ -73,8 +73,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pfntheory
-from pfntheory import densities, discretize, gp, kernels, readout
-from pfntheory.config import TaskSpec
+from pfntheory.infra.config import TaskSpec
+from pfntheory.maths import densities, discretize, gp, kernels, readout
 
 try:
     import torch
@@ -96,29 +96,32 @@ MAX_EXAMPLES = 3
 #: Modules whose every callable is skipped, with the reason.
 SKIP_MODULES: dict[str, str] = {
     "pfntheory.cli": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.commands.options": "argparse types: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.commands.train": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.commands.inspection": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.report.cli": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.casestudy.cli": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.runs": "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py",
+    "pfntheory.cli.options": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.train": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.inspection": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.report": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.casestudy": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.infra.runs": "filesystem (atomic writes, locks, artefact checks): "
+    "tests/test_runs.py",
     "pfntheory.experiments.state": "reads run directories from disk",
     "pfntheory.experiments.execute": "trains models and writes run directories",
     "pfntheory.experiments.pool": "starts worker processes and SLURM jobs",
     "pfntheory.experiments.runner": "trains models and writes run directories",
-    "pfntheory.experiments.cli": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.sweep": "command line: fuzzed by tests/test_fuzz_cli.py",
     "pfntheory.experiments.results": "reads run directories from disk",
-    "pfntheory.report.execute": "executes notebooks and writes HTML",
+    "pfntheory.pipelines.report_run": "executes notebooks and writes HTML",
     "pfntheory.report.tables": "display formatting: any value (None, NaN...) is valid input",
     "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
     "pfntheory.report.cpu_tables": "the cpu-scale page's tables: read run directories",
     "pfntheory.report.exp1_budget": "the cpu-scale page's fig:exp1 grid: reads runs, draws",
     "pfntheory.report.family": "the cpu-scale page's n-generalisation family: reads runs, draws",
     "pfntheory.report.breakdown_plots": "the cpu-scale page's fig:exp2-1 figure: reads runs, draws",
-    "pfntheory.casestudy.run": "the case-study pipeline: reads data, trains, writes figures",
+    "pfntheory.pipelines.casestudy_run": "the case-study pipeline: reads data, trains, writes "
+    "figures",
     "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
-    "pfntheory.casestudy.predict": "the case-study pipeline: a trained PFN's maps",
-    "pfntheory.casestudy.results": "the case-study pipeline: results of the stages before",
+    "pfntheory.pipelines.casestudy_predict": "the case-study pipeline: a trained PFN's maps",
+    "pfntheory.pipelines.casestudy_results": "the case-study pipeline: results of the stages "
+    "before",
     "pfntheory.report.casestudy_plots": "draws and writes figures",
     "pfntheory.report.guard": "reads the committed results files: tests/test_report_guard.py",
     "pfntheory.report.paper_tables": "writes and reads the report's tables; display formatting",
@@ -137,8 +140,9 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.claims.shift_cause": "reads run directories; bad input in tests/test_shift_cause.py",
     "pfntheory.claims.shift_findings": "reads run directories, writes shift_cause.json",
     "pfntheory.report.theory_readings": "the cpu-scale page's theory readings: reads runs, draws",
-    "pfntheory.latent": "beyond the paper (GP classification); bad input in tests/test_latent.py",
-    "pfntheory.latent_construction": "beyond the paper; bad input in tests/test_latent.py",
+    "pfntheory.maths.latent": "beyond the paper (GP classification); bad input in "
+    "tests/test_latent.py",
+    "pfntheory.maths.latent_construction": "beyond the paper; bad input in tests/test_latent.py",
     "pfntheory.claims.latent": "reads run directories and the sampling reference",
     "pfntheory.nn.latent": "trains the classification PFN and writes run directories",
     "pfntheory.nn.latent_eval": "builds the sampling reference and writes it",
@@ -146,32 +150,33 @@ SKIP_MODULES: dict[str, str] = {
 
 #: Single callables skipped, with the reason.
 SKIP: dict[str, str] = {
-    "pfntheory.multihead.selection_stats": "selector statistics: tests/test_multihead_select.py",
+    "pfntheory.maths.multihead_construction.selection_stats": "selector statistics: "
+    "tests/test_multihead_select.py",
     # exceptions and containers of results (built by the library from checked values)
-    "pfntheory.runs.CorruptFileError": "exception class",
+    "pfntheory.infra.runs.CorruptFileError": "exception class",
     "pfntheory.report.rows.finite_or_none": "a serialiser whose job is to map every non-number "
     "(None, text, NaN, inf) to JSON null; tested in tests/test_report.py",
     "pfntheory.claims.ClaimResult": "result record",
-    "pfntheory.gp.EBFit": "result record",
-    "pfntheory.gp.MixturePPD": "result record of mixture_ppd (fuzzed in test_fuzz_library)",
-    "pfntheory.spectral.LinearInterval": "result record",
-    "pfntheory.spectral.PrecSpectrum": "result record",
-    "pfntheory.spectral.PrecBounds": "result record",
-    "pfntheory.spectral.StepCurve": "result record",
-    "pfntheory.ppd_bound.PPDBoundTerms": "result record",
-    "pfntheory.construction.HandsetWeights": "result record of handset_weights",
-    "pfntheory.multihead.MultiHeadWeights": "result record of multihead_weights",
-    "pfntheory.multihead.MultiHeadOutput": "result record of multihead_forward",
-    "pfntheory.multihead.LogdetReadout": "result record of fit_logdet_readout",
-    "pfntheory.nn.multihead.MixtureOutput": "result record of the forward pass",
-    "pfntheory.mlp.ReLUMLP": "result record of fit_psi_mlp",
-    "pfntheory.densities.Density": "result record of the density constructors",
+    "pfntheory.maths.gp.EBFit": "result record",
+    "pfntheory.maths.gp.MixturePPD": "result record of mixture_ppd (fuzzed in test_fuzz_library)",
+    "pfntheory.maths.spectral.LinearInterval": "result record",
+    "pfntheory.maths.spectral.PrecSpectrum": "result record",
+    "pfntheory.maths.spectral.PrecBounds": "result record",
+    "pfntheory.maths.spectral.StepCurve": "result record",
+    "pfntheory.maths.ppd_bound.PPDBoundTerms": "result record",
+    "pfntheory.maths.construction.HandsetWeights": "result record of handset_weights",
+    "pfntheory.maths.multihead_construction.MultiHeadWeights": "result record of multihead_weights",
+    "pfntheory.maths.multihead_construction.MultiHeadOutput": "result record of multihead_forward",
+    "pfntheory.maths.multihead_construction.LogdetReadout": "result record of fit_logdet_readout",
+    "pfntheory.nn.multihead_model.MixtureOutput": "result record of the forward pass",
+    "pfntheory.maths.mlp.ReLUMLP": "result record of fit_psi_mlp",
+    "pfntheory.maths.densities.Density": "result record of the density constructors",
     "pfntheory.casestudy.data.SpatialData": "result record of the loaders",
     "pfntheory.casestudy.pfn.PFNPrediction": "result record",
     "pfntheory.nn.priors.Batch": "result record of sample_batch",
     "pfntheory.nn.model.PFNOutput": "result record of the forward pass",
     "pfntheory.report.rows.Row": "result record",
-    "pfntheory.status.Status": "result record of the convergence tests",
+    "pfntheory.infra.status.Status": "result record of the convergence tests",
     "pfntheory.claims.Power": "result record of an effect check (gating.exceeds)",
     "pfntheory.claims.gating.Decision": "result record of gating.decide",
     "pfntheory.claims.gating.Replay": "result record of a replayed check (gating.gate)",
@@ -207,10 +212,10 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.gating.budget_outcomes": "reads run directories",
     "pfntheory.claims.gating.doubling_statuses": "reads run directories",
     "pfntheory.claims.gating.tv_beats": "a replay over loaded runs (reads run directories)",
-    "pfntheory.convergence.curve_status": "reads a run directory",
-    "pfntheory.convergence.read_learning_curve": "reads a run directory",
-    "pfntheory.convergence.curve_points": "reads a run directory",
-    "pfntheory.runs.curve_problem": "checks a document: any value is valid input (it says "
+    "pfntheory.infra.convergence.curve_status": "reads a run directory",
+    "pfntheory.infra.convergence.read_learning_curve": "reads a run directory",
+    "pfntheory.infra.convergence.curve_points": "reads a run directory",
+    "pfntheory.infra.runs.curve_problem": "checks a document: any value is valid input (it says "
     "what is wrong)",
     "pfntheory.nn.state.weights_problem": "reads a run directory",
     "pfntheory.nn.state.finished": "reads and writes a run directory (tests/test_finished_runs.py)",
@@ -238,7 +243,7 @@ SKIP: dict[str, str] = {
     "pfntheory.report.plots.log_axis": "draws on matplotlib axes (tests/test_report*.py)",
     "pfntheory.report.plots.plot_learning_curves": "draws on matplotlib axes",
     # process state
-    "pfntheory.runs.temporary_environ": "changes the process environment",
+    "pfntheory.infra.runs.temporary_environ": "changes the process environment",
     "pfntheory.nn.device.select_device": "depends on the machine's accelerators",
 }
 
@@ -329,7 +334,7 @@ def _ebfit():
 
 @cache
 def _mlp():
-    from pfntheory import mlp
+    from pfntheory.maths import mlp
 
     return mlp.fit_psi_mlp(((-1.0, 1.0), (0.5, 2.0)), 8, np.random.default_rng(0))
 
@@ -341,7 +346,7 @@ def _ppd():
 
 @cache
 def _handset():
-    from pfntheory import construction
+    from pfntheory.maths import construction
 
     return construction.handset_weights(2, 3, 0.1, 0.1, K)
 
@@ -352,29 +357,29 @@ MH_NV = np.array([0.1, 0.2])
 
 @cache
 def _mh_weights():
-    from pfntheory import multihead
+    from pfntheory.maths import multihead_construction as multihead
 
     return multihead.multihead_weights(2, 3, list(MH_KERNELS), MH_NV, 0.1)
 
 
 @cache
 def _mh_out():
-    from pfntheory import multihead
+    from pfntheory.maths import multihead_construction as multihead
 
     return multihead.multihead_forward(_mh_weights(), X, Y, XQ1, return_path=True)
 
 
 @cache
 def _mh_fit():
-    from pfntheory import multihead
+    from pfntheory.maths import multihead_construction as multihead
 
     rng = np.random.default_rng(0)
     return multihead.fit_logdet_readout(list(MH_KERNELS), MH_NV, 2, rng, ns=(4, 5, 6, 8))
 
 
 def _mh_model():
-    from pfntheory.config import ModelSpec, TaskSpec
-    from pfntheory.nn.multihead import MixturePFN
+    from pfntheory.infra.config import ModelSpec, TaskSpec
+    from pfntheory.nn.multihead_model import MixturePFN
 
     cfg = ModelSpec("rbf", 3, 8, normalised=True, mixture=True)
     task = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,))
@@ -399,7 +404,7 @@ def _claim():
 
 
 def _model_config():
-    from pfntheory.config import ModelSpec
+    from pfntheory.infra.config import ModelSpec
 
     return ModelSpec("rbf", 2, 8)
 
@@ -513,13 +518,13 @@ def _reference_result():
 
 
 def _train_config():
-    from pfntheory.tree import RunSpec
+    from pfntheory.infra.tree import RunSpec
 
     return RunSpec(_task_config(), _model_config(), 4, 8, 2, 1e-3, batch_size=4)
 
 
 def _task_config():
-    from pfntheory.config import TaskSpec
+    from pfntheory.infra.config import TaskSpec
 
     return TaskSpec("rbf", 2)
 
@@ -552,102 +557,112 @@ def _batch():
 #: Valid values of one callable, where the shared name means something else there (or a smaller
 #: problem keeps the call fast).
 OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
-    "pfntheory.multihead.token_rows": {"d": lambda: 2, "H": lambda: 2},
-    "pfntheory.multihead.multihead_weights": {
+    "pfntheory.maths.multihead_construction.token_rows": {"d": lambda: 2, "H": lambda: 2},
+    "pfntheory.maths.multihead_construction.multihead_weights": {
         "d": lambda: 2,
         "L": lambda: 3,
         "kernels": lambda: list(MH_KERNELS),
         "noise_var": lambda: MH_NV.copy(),
         "eta": lambda: 0.1,
     },
-    "pfntheory.multihead.multihead_forward": {
+    "pfntheory.maths.multihead_construction.multihead_forward": {
         "weights": _mh_weights,
         "x_query": lambda: XQ1.copy(),
     },
-    "pfntheory.multihead.readout_path": {"weights": _mh_weights, "path": lambda: _mh_out().path},
-    "pfntheory.multihead.head_steps": {"eta": lambda: 0.1, "H": lambda: 2, "L": lambda: 3},
-    "pfntheory.chebyshev.amplification": {
+    "pfntheory.maths.multihead_construction.readout_path": {
+        "weights": _mh_weights,
+        "path": lambda: _mh_out().path,
+    },
+    "pfntheory.maths.multihead_construction.head_steps": {
+        "eta": lambda: 0.1,
+        "H": lambda: 2,
+        "L": lambda: 3,
+    },
+    "pfntheory.maths.chebyshev.amplification": {
         "eta": lambda: np.array([0.5, 1.0, 2.0]),
         "lam": lambda: np.linspace(0.4, 1.6, 5),
     },
-    "pfntheory.chebyshev.residual_polynomial": {
+    "pfntheory.maths.chebyshev.residual_polynomial": {
         "eta": lambda: np.array([0.5, 1.0, 2.0]),
         "lam": lambda: np.linspace(0.4, 1.6, 5),
     },
-    "pfntheory.chebyshev.chebyshev_bound": {"kappa": lambda: 10.0, "L": lambda: 3},
-    "pfntheory.chebyshev.chebyshev_depth": {"kappa": lambda: 10.0, "eps": lambda: 1e-3},
-    "pfntheory.chebyshev.richardson_depth": {"kappa": lambda: 10.0, "eps": lambda: 1e-3},
-    "pfntheory.chebyshev.leja_order": {"points": lambda: np.array([0.3, 1.0, 2.5, 0.7])},
-    "pfntheory.chebyshev.chebyshev_nodes": {"lo": lambda: 0.1, "hi": lambda: 2.0},
-    "pfntheory.chebyshev.chebyshev_steps": {"lo": lambda: 0.1, "hi": lambda: 2.0},
-    "pfntheory.multihead.exact_logdet": {
+    "pfntheory.maths.chebyshev.chebyshev_bound": {"kappa": lambda: 10.0, "L": lambda: 3},
+    "pfntheory.maths.chebyshev.chebyshev_depth": {"kappa": lambda: 10.0, "eps": lambda: 1e-3},
+    "pfntheory.maths.chebyshev.richardson_depth": {"kappa": lambda: 10.0, "eps": lambda: 1e-3},
+    "pfntheory.maths.chebyshev.leja_order": {"points": lambda: np.array([0.3, 1.0, 2.5, 0.7])},
+    "pfntheory.maths.chebyshev.chebyshev_nodes": {"lo": lambda: 0.1, "hi": lambda: 2.0},
+    "pfntheory.maths.chebyshev.chebyshev_steps": {"lo": lambda: 0.1, "hi": lambda: 2.0},
+    "pfntheory.maths.multihead_construction.exact_logdet": {
         "kernels": lambda: list(MH_KERNELS),
         "noise_var": lambda: MH_NV.copy(),
     },
-    "pfntheory.multihead.exact_log_weights": {
+    "pfntheory.maths.multihead_construction.exact_log_weights": {
         "kernels": lambda: list(MH_KERNELS),
         "noise_var": lambda: MH_NV.copy(),
         "log_prior": lambda: np.log([0.5, 0.5]),
     },
-    "pfntheory.multihead.logdet_features": {
+    "pfntheory.maths.multihead_construction.logdet_features": {
         "log_det_D": lambda: np.array([1.0, 2.0]),
         "n": lambda: 4,
     },
-    "pfntheory.multihead.fit_logdet_readout": {
+    "pfntheory.maths.multihead_construction.fit_logdet_readout": {
         "kernels": lambda: list(MH_KERNELS),
         "noise_var": lambda: MH_NV.copy(),
         "d": lambda: 2,
         "ns": lambda: (4, 5, 6, 8),
         "n_draws": lambda: 2,
     },
-    "pfntheory.multihead.readout_log_weights": {
+    "pfntheory.maths.multihead_construction.readout_log_weights": {
         "out": _mh_out,
         "log_prior": lambda: np.log([0.5, 0.5]),
         "logdet": lambda: np.array([1.0, 2.0]),
     },
-    "pfntheory.multihead.model_ppd": {"out": _mh_out, "log_weights": lambda: np.log([0.3, 0.7])},
-    "pfntheory.mixture_tv.gaussian_tv": {
+    "pfntheory.maths.multihead_construction.model_ppd": {
+        "out": _mh_out,
+        "log_weights": lambda: np.log([0.3, 0.7]),
+    },
+    "pfntheory.maths.mixture_tv.gaussian_tv": {
         "m1": lambda: 0.0,
         "v1": lambda: 1.0,
         "m2": lambda: 0.5,
         "v2": lambda: 2.0,
     },
-    "pfntheory.mixture_tv.gaussian_tv_bound": {
+    "pfntheory.maths.mixture_tv.gaussian_tv_bound": {
         "dmu": lambda: 0.1,
         "dtau": lambda: 0.2,
         "tau": lambda: 1.0,
     },
-    "pfntheory.mixture_tv.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
-    "pfntheory.mixture_tv.mixture_tv_bound": {
+    "pfntheory.maths.mixture_tv.mixture_tv": {"p": _ppd, "q": _ppd, "query": lambda: 1},
+    "pfntheory.maths.mixture_tv.mixture_tv_bound": {
         "w": lambda: np.array([0.5, 0.5]),
         "w_model": lambda: np.array([0.4, 0.6]),
         "tv_components": lambda: np.array([0.1, 0.2]),
     },
-    "pfntheory.claims.multihead.check_heads_richardson": {**_mh_common(), "L": lambda: 3},
-    "pfntheory.claims.multihead.check_mixture_rate": {**_mh_common(), "Ls": lambda: (2, 4)},
-    "pfntheory.claims.multihead.check_tv_bound": {
+    "pfntheory.claims.multihead_exact.check_heads_richardson": {**_mh_common(), "L": lambda: 3},
+    "pfntheory.claims.multihead_exact.check_mixture_rate": {**_mh_common(), "Ls": lambda: (2, 4)},
+    "pfntheory.claims.multihead_exact.check_tv_bound": {
         **_mh_common(),
         "L": lambda: 3,
         "logdet": lambda: np.array([1.0, 2.0]),
     },
-    "pfntheory.claims.multihead.readout_weights_against_depth": {
-        "task": lambda: __import__("pfntheory.config", fromlist=["x"]).TaskSpec(
+    "pfntheory.claims.multihead_exact.readout_weights_against_depth": {
+        "task": lambda: __import__("pfntheory.infra.config", fromlist=["x"]).TaskSpec(
             kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.3,)
         ),
         "n": lambda: 4,
         "Ls": lambda: (2, 3),
         "n_instances": lambda: 1,
     },
-    "pfntheory.nn.multihead.MixturePFN": {
-        "config": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelSpec(
+    "pfntheory.nn.multihead_model.MixturePFN": {
+        "config": lambda: __import__("pfntheory.infra.config", fromlist=["x"]).ModelSpec(
             "rbf", 3, 8, normalised=True, mixture=True
         ),
         "edges": lambda: torch.linspace(-3.0, 3.0, 9),
-        "task": lambda: __import__("pfntheory.config", fromlist=["x"]).TaskSpec(
+        "task": lambda: __import__("pfntheory.infra.config", fromlist=["x"]).TaskSpec(
             kind="hier_rbf", d=2, hier_lengthscales=(0.8, 0.3), hier_noise_stds=(0.3,)
         ),
     },
-    "pfntheory.nn.multihead.load_multihead_handset": {
+    "pfntheory.nn.multihead_model.load_multihead_handset": {
         "model": _mh_model,
         "weights": _mh_weights,
         "logdet": _mh_fit,
@@ -696,15 +711,19 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.claims.gating.decide": {
         "holds": lambda: True,
-        "statuses": lambda: {"a": __import__("pfntheory.status", fromlist=["x"]).no_curve("c")},
+        "statuses": lambda: {
+            "a": __import__("pfntheory.infra.status", fromlist=["x"]).no_curve("c")
+        },
     },
     "pfntheory.claims.gating.plateau_tally": {
         "statuses": lambda: {"a": ["plateaued", 1000, False], "b": ["diverging", 1000, True]},
     },
     "pfntheory.claims.band_verdict": {"ci": lambda: (-0.95, -0.91), "band": lambda: (-1.1, -0.9)},
-    "pfntheory.status.no_curve": {"criterion": lambda: "no learning curve"},
-    "pfntheory.status.as_status": {"status": lambda: {"state": "plateaued", "criterion": "c"}},
-    "pfntheory.status.start_vs_end": {"points": _points, "metric": lambda: "tv"},
+    "pfntheory.infra.status.no_curve": {"criterion": lambda: "no learning curve"},
+    "pfntheory.infra.status.as_status": {
+        "status": lambda: {"state": "plateaued", "criterion": "c"}
+    },
+    "pfntheory.infra.status.start_vs_end": {"points": _points, "metric": lambda: "tv"},
     "pfntheory.claims.casestudy.doubling_gate": {
         "short": _claim,
         "long": _claim,
@@ -817,73 +836,79 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "statement": lambda: "a statement",
     },
     "pfntheory.claims.gating.diff_se": {"a": lambda: (0.3, 0.01), "b": lambda: (0.2, 0.01)},
-    "pfntheory.config.TaskSpec": {"kind": lambda: "rbf"},
-    "pfntheory.config.ModelSpec": {"L": lambda: 2},
-    "pfntheory.construction.attention_scores": {
+    "pfntheory.infra.config.TaskSpec": {"kind": lambda: "rbf"},
+    "pfntheory.infra.config.ModelSpec": {"L": lambda: 2},
+    "pfntheory.maths.construction.attention_scores": {
         "KZ": lambda: (
             _handset().K[0]
-            @ __import__("pfntheory.construction", fromlist=["x"]).build_Z0(X, Y, XQ1)
+            @ __import__("pfntheory.maths.construction", fromlist=["x"]).build_Z0(X, Y, XQ1)
         ),
         "QZ": lambda: (
             _handset().Q[0]
-            @ __import__("pfntheory.construction", fromlist=["x"]).build_Z0(X, Y, XQ1)
+            @ __import__("pfntheory.maths.construction", fromlist=["x"]).build_Z0(X, Y, XQ1)
         ),
     },
-    "pfntheory.construction.tf_forward": {"weights": _handset},
-    "pfntheory.convergence.last_half_start": {"steps": lambda: [1, 2, 4, 8]},
-    "pfntheory.status.trend_text": {
-        "status": lambda: __import__("pfntheory.convergence", fromlist=["x"]).plateau_status(
+    "pfntheory.maths.construction.tf_forward": {"weights": _handset},
+    "pfntheory.infra.convergence.last_half_start": {"steps": lambda: [1, 2, 4, 8]},
+    "pfntheory.infra.status.trend_text": {
+        "status": lambda: __import__("pfntheory.infra.convergence", fromlist=["x"]).plateau_status(
             _points()
         )
     },
-    "pfntheory.densities.gaussian": {"mu": lambda: 0.0, "tau": lambda: 1.0},
-    "pfntheory.densities.inverse_gaussian": {"mu": lambda: 1.0, "tau": lambda: 0.5},
-    "pfntheory.densities.laplace": {"b": lambda: 0.5},
-    "pfntheory.densities.triangular": {"lo": lambda: -1.0, "mode": lambda: 0.0, "hi": lambda: 2.0},
-    "pfntheory.densities.modulus_of_continuity": {
+    "pfntheory.maths.densities.gaussian": {"mu": lambda: 0.0, "tau": lambda: 1.0},
+    "pfntheory.maths.densities.inverse_gaussian": {"mu": lambda: 1.0, "tau": lambda: 0.5},
+    "pfntheory.maths.densities.laplace": {"b": lambda: 0.5},
+    "pfntheory.maths.densities.triangular": {
+        "lo": lambda: -1.0,
+        "mode": lambda: 0.0,
+        "hi": lambda: 2.0,
+    },
+    "pfntheory.maths.densities.modulus_of_continuity": {
         "a": lambda: -3.0,
         "b": lambda: 3.0,
         "n": lambda: 1001,
     },
-    "pfntheory.discretize.bin_edges": {"a": lambda: -1.0, "b": lambda: 1.0},
-    "pfntheory.discretize.gaussian_interval_mass": {"a": lambda: -1.0, "b": lambda: 1.0},
-    "pfntheory.discretize.gaussian_tail_mass": {"a": lambda: -1.0, "b": lambda: 1.0},
+    "pfntheory.maths.discretize.bin_edges": {"a": lambda: -1.0, "b": lambda: 1.0},
+    "pfntheory.maths.discretize.gaussian_interval_mass": {"a": lambda: -1.0, "b": lambda: 1.0},
+    "pfntheory.maths.discretize.gaussian_tail_mass": {"a": lambda: -1.0, "b": lambda: 1.0},
     "pfntheory.experiments.definitions.estimated_cpu_seconds": {
         "spec_or_experiment": lambda: "fig_exp1"
     },
     "pfntheory.experiments.definitions.get_experiment": {"name": lambda: "fig_exp1"},
     "pfntheory.experiments.published.published_rows": {"experiment": lambda: "supp_tab_hier"},
-    "pfntheory.convergence.all_plateaued": {
+    "pfntheory.infra.convergence.all_plateaued": {
         "statuses": lambda: {"a": {"state": "plateaued", "plateaued": True, "last_step": 8}}
     },
     "pfntheory.experiments.reference.ppd_at_query": {
         "noise_var": lambda: np.array([0.1, 0.2]),
         "h_true": lambda: 0,
     },
-    "pfntheory.gp.mixture_ppd": {"noise_var": lambda: np.array([0.1, 0.2])},
-    "pfntheory.tree.EvalSpec": {"n_eval": lambda: (4, 8), "n_instances": lambda: 16},
-    "pfntheory.tree.task_identity": {"task": _task_config},
+    "pfntheory.maths.gp.mixture_ppd": {"noise_var": lambda: np.array([0.1, 0.2])},
+    "pfntheory.infra.tree.EvalSpec": {"n_eval": lambda: (4, 8), "n_instances": lambda: 16},
+    "pfntheory.infra.tree.task_identity": {"task": _task_config},
     "pfntheory.experiments.specs.ExactPPDSpec": {
         "n_eval": lambda: (4, 8),
         "n_instances": lambda: 16,
     },
-    "pfntheory.tree.RunSpec": {
-        "model": lambda: __import__("pfntheory.config", fromlist=["x"]).ModelSpec("rbf", 2, 8),
+    "pfntheory.infra.tree.RunSpec": {
+        "model": lambda: __import__("pfntheory.infra.config", fromlist=["x"]).ModelSpec(
+            "rbf", 2, 8
+        ),
         "n_min": lambda: 4,
         "n_max": lambda: 8,
         "steps": lambda: 10,
         "lr": lambda: 1e-3,
     },
     "pfntheory.experiments.specs.StepsizeSpec": {"n_trials": lambda: 2},
-    "pfntheory.tree.canonical_json": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
-    "pfntheory.tree.spec_hash": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
+    "pfntheory.infra.tree.canonical_json": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
+    "pfntheory.infra.tree.spec_hash": {"obj": lambda: {"a": 1, "b": [1.0, 2.0]}},
     "pfntheory.experiments.specs.run_name": {
         "spec": lambda: __import__("pfntheory.experiments.specs", fromlist=["x"]).StepsizeSpec(
             _task_config(), (5, 10), 2
         )
     },
-    "pfntheory.kernels.make_kernel": {"name": lambda: "rbf"},
-    "pfntheory.mlp.fit_psi_mlp": {"width": lambda: 8},
+    "pfntheory.maths.kernels.make_kernel": {"name": lambda: "rbf"},
+    "pfntheory.maths.mlp.fit_psi_mlp": {"width": lambda: 8},
     "pfntheory.nn.attention.kernel_attention": {
         "q": lambda: _tensor(2, 3, 4),
         "k": lambda: _tensor(2, 5, 4),
@@ -928,9 +953,9 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.nn.model.default_eta": {"config": _model_config, "task": _task_config},
     "pfntheory.nn.handset.load_handset": {
         "model": _model,
-        "weights": lambda: __import__("pfntheory.construction", fromlist=["x"]).handset_weights(
-            2, 2, 0.1, 0.1, K
-        ),
+        "weights": lambda: __import__(
+            "pfntheory.maths.construction", fromlist=["x"]
+        ).handset_weights(2, 2, 0.1, 0.1, K),
     },
     "pfntheory.nn.priors.calibrate_task_interval": {
         "task": _task_config,
@@ -985,7 +1010,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "batches": lambda: [_batch()],
         "edges": lambda: torch.linspace(-3.0, 3.0, 9, dtype=torch.float64),
     },
-    "pfntheory.ppd_bound.ppd_bound_terms": {
+    "pfntheory.maths.ppd_bound.ppd_bound_terms": {
         "mu_L": lambda: 1.1,
         "tau_L": lambda: 1.0,
         "mu": lambda: 1.0,
@@ -1003,7 +1028,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.report.recorder.decide_verdict": {"holds": lambda: True},
     "pfntheory.report.recorder.verdict_of": {"holds": lambda: True},
     "pfntheory.report.spec.find_spec": {"name": lambda: "01_richardson_construction"},
-    "pfntheory.spectral.admissible_step_curve": {"n_trials": lambda: 2},
+    "pfntheory.maths.spectral.admissible_step_curve": {"n_trials": lambda: 2},
     "pfntheory.claims.construction.check_tf_rows": {"x": lambda: XQ1.copy()},
     "pfntheory.claims.construction.check_tf_convergence": {"x": lambda: XQ1.copy()},
     "pfntheory.claims.construction.informative_depth": {"x": lambda: XQ1.copy()},
@@ -1031,23 +1056,23 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "Y": lambda: Y[None].copy(),
         "xq": lambda: XQ1[None].copy(),
     },
-    "pfntheory.readout.inverse_gaussian_T": {"y": lambda: TAU.copy()},
-    "pfntheory.readout.inverse_gaussian_log_normaliser": {
+    "pfntheory.maths.readout.inverse_gaussian_T": {"y": lambda: TAU.copy()},
+    "pfntheory.maths.readout.inverse_gaussian_log_normaliser": {
         "mu": lambda: TAU.copy(),
         "tau": lambda: TAU.copy(),
     },
-    "pfntheory.readout.inverse_gaussian_pdf": {
+    "pfntheory.maths.readout.inverse_gaussian_pdf": {
         "y": lambda: TAU.copy(),
         "mu": lambda: TAU.copy(),
         "tau": lambda: TAU.copy(),
     },
-    "pfntheory.readout.inverse_gaussian_psi": {
+    "pfntheory.maths.readout.inverse_gaussian_psi": {
         "mu": lambda: TAU.copy(),
         "tau": lambda: TAU.copy(),
     },
-    "pfntheory.tv_density.l1_density_histogram": {"probs": lambda: PROBS[0].copy()},
-    "pfntheory.tv_density.tv_density_histogram": {"probs": lambda: PROBS[0].copy()},
-    "pfntheory.metrics.tv_mixture_histogram": {
+    "pfntheory.maths.tv_density.l1_density_histogram": {"probs": lambda: PROBS[0].copy()},
+    "pfntheory.maths.tv_density.tv_density_histogram": {"probs": lambda: PROBS[0].copy()},
+    "pfntheory.maths.metrics.tv_mixture_histogram": {
         "w": lambda: np.full((PROBS.shape[0], 2), 0.5),
         "mu_h": lambda: np.zeros((PROBS.shape[0], 2)),
         "tau_h": lambda: np.ones((PROBS.shape[0], 2)),
@@ -1056,7 +1081,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "a": lambda: float(EDGES[0]),
         "b": lambda: float(EDGES[-1]),
     },
-    "pfntheory.convergence.doubling_status": {"short": _points, "long": _points},
+    "pfntheory.infra.convergence.doubling_status": {"short": _points, "long": _points},
     "pfntheory.report.citation.stamp_html": {
         "stamp": lambda: __import__("pfntheory.report.citation", fromlist=["x"]).Stamp(
             "0.1", "abcdef0123", "2024-01-01"
@@ -1067,9 +1092,9 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
             "0.1", "abcdef0123", "2024-01-01"
         )
     },
-    "pfntheory.mercer.rbf_cond_lower_shape": {"n": lambda: np.array([10.0, 20.0])},
-    "pfntheory.stats.slope_ci": {"x": lambda: [1.0, 2.0, 3.0], "y": lambda: [2.0, 4.1, 5.9]},
-    "pfntheory.richardson.krr_test_error_closed_form": {"eta": lambda: 0.1},
+    "pfntheory.maths.mercer.rbf_cond_lower_shape": {"n": lambda: np.array([10.0, 20.0])},
+    "pfntheory.base.stats.slope_ci": {"x": lambda: [1.0, 2.0, 3.0], "y": lambda: [2.0, 4.1, 5.9]},
+    "pfntheory.maths.richardson.krr_test_error_closed_form": {"eta": lambda: 0.1},
 }
 
 #: Parameters whose valid values are strictly positive (a zero and a negative value are bad).
@@ -1150,7 +1175,7 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
         frozenset({"nan entry", "inf entry", "negative entry"}),
         "a non-finite bound counts as not covering (documented)",
     ),
-    ("pfntheory.gp.mixture_ppd", "prior_weights"): (
+    ("pfntheory.maths.gp.mixture_ppd", "prior_weights"): (
         frozenset({"not normalised"}),
         "only the ratios of the prior weights matter (normalised there, documented)",
     ),
@@ -1165,9 +1190,10 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
 DOCUMENTED_NONFINITE: dict[str, str] = {
     "pfntheory.claims.casestudy.grid_corr": "NaN when the correlation is undefined",
     "pfntheory.claims.casestudy.coverage_summary": "mean width inf when a bound is not finite",
-    "pfntheory.convergence.plateau_status": "NaN fitted quantities (and value) for a curve too "
+    "pfntheory.infra.convergence.plateau_status": "NaN fitted quantities (and value) for a curve "
+    "too "
     "short for a trend, an empty one included",
-    "pfntheory.convergence.doubling_status": "NaN fitted quantities when a curve has no "
+    "pfntheory.infra.convergence.doubling_status": "NaN fitted quantities when a curve has no "
     "per-instance values (an empty one: a missing file)",
 }
 
@@ -1193,10 +1219,10 @@ SEMANTIC: dict[str, dict[str, Callable[[np.ndarray], np.ndarray]]] = {
 
 #: Parameters not fuzzed, with the reason (every value of their type is valid).
 NOT_FUZZED: dict[tuple[str, str], str] = {
-    ("pfntheory.discretize.check_edges", "name"): "the name the error messages use",
-    ("pfntheory.discretize.check_probs", "name"): "the name the error messages use",
-    ("pfntheory.tree.canonical_json", "obj"): "any JSON value (None, str...)",
-    ("pfntheory.tree.spec_hash", "obj"): "any JSON value (None, str...)",
+    ("pfntheory.maths.discretize.check_edges", "name"): "the name the error messages use",
+    ("pfntheory.maths.discretize.check_probs", "name"): "the name the error messages use",
+    ("pfntheory.infra.tree.canonical_json", "obj"): "any JSON value (None, str...)",
+    ("pfntheory.infra.tree.spec_hash", "obj"): "any JSON value (None, str...)",
 }
 
 
@@ -1518,9 +1544,9 @@ def test_discovery_finds_the_library():
     """The introspection sees the package (a broken import would silently shrink it)."""
     mods = {q.rsplit(".", 1)[0] for q in PUBLIC}
     for m in (
-        "pfntheory.densities",
-        "pfntheory.stats",
-        "pfntheory.spectral",
+        "pfntheory.maths.densities",
+        "pfntheory.base.stats",
+        "pfntheory.maths.spectral",
         "pfntheory.claims.gram",
     ):
         assert m in mods

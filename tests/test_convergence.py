@@ -1,5 +1,5 @@
-"""Tests of the plateau criterion (pfntheory.convergence) on synthetic learning curves: flat, still
-falling, jittery, rising, too short; and the size of the equivalence test by simulation."""
+"""Tests of the plateau criterion (pfntheory.infra.convergence) on synthetic learning curves: flat,
+still falling, jittery, rising, too short; and the size of the equivalence test by simulation."""
 
 import json
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pfntheory.convergence import (
+from pfntheory.infra.convergence import (
     ALPHA,
     MIN_POINTS,
     STATES,
@@ -22,8 +22,8 @@ from pfntheory.convergence import (
     read_learning_curve,
     trend_text,
 )
+from pfntheory.infra.runs import CorruptFileError
 from pfntheory.nn.train import curve_steps
-from pfntheory.runs import CorruptFileError
 
 STEPS = curve_steps(2000, 12)
 #: The last log-half of STEPS (steps >= sqrt(10 * 2000) = 141): 180 ... 2000, six points.

@@ -15,12 +15,11 @@ import math
 import numpy as np
 import pytest
 
-from pfntheory import report, runs
+from pfntheory import report
 from pfntheory.claims import HOLDS, HOLDS_AT_BUDGET, UNDECIDED
 from pfntheory.claims import gating as xgate
 from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
-from pfntheory.config import curve_file
 from pfntheory.experiments import definitions, published
 from pfntheory.experiments.execute import execute
 from pfntheory.experiments.results import (
@@ -31,10 +30,12 @@ from pfntheory.experiments.results import (
 )
 from pfntheory.experiments.specs import ExactPPDSpec
 from pfntheory.experiments.state import run_dir_of
+from pfntheory.infra import runs
+from pfntheory.infra.config import curve_file
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn.train import curve_steps
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
-from pfntheory.tree import RunSpec
 
 EXP1 = "fig_exp1"
 
@@ -186,7 +187,7 @@ def test_plateau_intervals_plot_one_row_per_curve_in_tolerance_units(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pfntheory.convergence import STATES
+    from pfntheory.infra.convergence import STATES
 
     assert set(rcpu.STATE_COLOURS) == set(STATES)
     pick = lambda s: (  # noqa: E731

@@ -1,13 +1,14 @@
-"""Unit tests of the test densities (:mod:`pfntheory.densities`): what the discretisation checks of
-``verify/`` (supp-lem:discretization error, supp-lem:smax quad) take for granted about them.
+"""Unit tests of the test densities (:mod:`pfntheory.maths.densities`): what the discretisation
+checks of ``verify/`` (supp-lem:discretization error, supp-lem:smax quad) take for granted about
+them.
 
 * The declared Lipschitz constant is ``sup |p'|``: no secant slope of the pdf exceeds it, and a
   secant slope comes within 2% of it (so it is neither understated, which would make a violated
   bound look satisfied, nor loose, which would make the bounds easier to meet).
 * The pdf integrates to the CDF's differences.
-* :func:`pfntheory.densities.quantile_interval` puts ``(a, b]`` at the asked tail masses and inside
-  the support (``p > 0`` on ``[a, b]``, the hypothesis of supp-lem:smax quad), so the outside mass
-  ``eps = lower + upper`` lies in ``(0, 1)``.
+* :func:`pfntheory.maths.densities.quantile_interval` puts ``(a, b]`` at the asked tail masses and
+  inside the support (``p > 0`` on ``[a, b]``, the hypothesis of supp-lem:smax quad), so the outside
+  mass ``eps = lower + upper`` lies in ``(0, 1)``.
 
 The densities are drawn by the strategy of ``verify/_discretization_strategies.py`` (the one the
 discretisation checks use), with the inverse-Gaussian family added.
@@ -26,7 +27,7 @@ from _discretization_strategies import densities
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pfntheory.densities import (
+from pfntheory.maths.densities import (
     Density,
     gaussian,
     laplace,

@@ -1,4 +1,4 @@
-"""Unit tests of pfntheory.discretize: shapes, independent references, bad input."""
+"""Unit tests of pfntheory.maths.discretize: shapes, independent references, bad input."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import scipy.integrate
 import scipy.stats
 
 from pfntheory.claims.ppd_convergence import check_inverse_gaussian_example
-from pfntheory.discretize import (
+from pfntheory.maths.discretize import (
     bin_edges,
     calibrate_interval,
     check_probs,
@@ -24,7 +24,7 @@ from pfntheory.discretize import (
     truncated_nll_histogram,
     truncnorm_bin_masses,
 )
-from pfntheory.readout import (
+from pfntheory.maths.readout import (
     inverse_gaussian_psi,
     inverse_gaussian_T,
     logits_from_natural,

@@ -17,10 +17,8 @@ import numpy as np
 import pytest
 
 from pfntheory import cli
-from pfntheory import runs as runfiles
 from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
-from pfntheory.config import ModelSpec, TaskSpec
 from pfntheory.experiments import _standin, definitions, pool, reference, runner, state
 from pfntheory.experiments.definitions import (
     CPU_SUBSET,
@@ -44,7 +42,9 @@ from pfntheory.experiments.results import LoadedRun, MissingRunsError, load_expe
 from pfntheory.experiments.runner import sweep
 from pfntheory.experiments.specs import ExactPPDSpec, StepsizeSpec
 from pfntheory.experiments.state import SPEC_FILE, is_complete, plan
-from pfntheory.tree import EvalSpec, RunSpec, canonical_json, spec_hash
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.tree import EvalSpec, RunSpec, canonical_json, spec_hash
 
 PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "paper.tex"
 ALL = [(name, scale) for name in EXPERIMENTS for scale in EXPERIMENT_SCALES]
@@ -926,9 +926,9 @@ _PRELOAD_SCRIPT = """
 import json, sys
 from pathlib import Path
 from pfntheory.experiments import execute, pool
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.experiments.specs import ExactPPDSpec, StepsizeSpec
-from pfntheory.tree import EvalSpec, RunSpec
+from pfntheory.infra.tree import EvalSpec, RunSpec
 root, backend = Path(sys.argv[1]), sys.argv[2]
 task = TaskSpec(kind="rbf", d=2)
 specs = [
@@ -967,12 +967,12 @@ def test_sweep_workers_import_nothing_after_the_fork(tmp_path, backend):
 
 
 def test_the_run_tree_has_one_class_per_node():
-    """One definition of the prior and of the architecture (pfntheory.config), no Spec/Config pairs:
-    the experiments' RunSpec is the tree nn.train.train takes; the model holds no copy of the
+    """One definition of the prior and of the architecture (pfntheory.infra.config), no Spec/Config
+    pairs: the experiments' RunSpec is the tree nn.train.train takes; the model holds no copy of the
     prior's ``d`` or noise (fails if ModelSpec grew a ``d`` / ``noise_var_init`` field again); the
     prior's fields added with the tree (lengthscales, sigma_diag, x_scale) and the model's
     (mlp_width, eta_init, ...) enter a run's identity only away from their defaults."""
-    from pfntheory import config, tree
+    from pfntheory.infra import config, tree
 
     spec = next(s for s in get_experiment("supp_tab_hier").runs("cpu") if isinstance(s, RunSpec))
     assert RunSpec is tree.RunSpec and TaskSpec is config.TaskSpec and ModelSpec is config.ModelSpec

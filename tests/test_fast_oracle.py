@@ -134,7 +134,7 @@ def test_bad_arguments(kw, name):
 
 
 def test_evaluate_refuses_an_unknown_oracle():
-    from pfntheory.tree import EvalSpec
+    from pfntheory.infra.tree import EvalSpec
 
     with pytest.raises(ValueError, match="oracle"):
         EvalSpec((8,), 16, oracle="float16")

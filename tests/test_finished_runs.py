@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 import torch
 
-from pfntheory import cli, runs
-from pfntheory.config import ModelSpec, TaskSpec
-from pfntheory.convergence import read_learning_curve
+from pfntheory import cli
 from pfntheory.experiments.state import is_trained
+from pfntheory.infra import runs
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.convergence import read_learning_curve
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn import train as train_mod
 from pfntheory.nn.train import train
-from pfntheory.tree import RunSpec
 
 
 def tiny(**kw) -> RunSpec:

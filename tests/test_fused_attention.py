@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.nn import attention, fused
 from pfntheory.nn.attention import scaled_kernel_attention
 from pfntheory.nn.model import PFNTransformer
@@ -395,7 +395,7 @@ RECORD = Path(__file__).parents[1] / "benchmarks" / "results" / "fused_training.
 
 
 def _tiny_config(steps=30):
-    from pfntheory.tree import RunSpec
+    from pfntheory.infra.tree import RunSpec
 
     return RunSpec(
         task=TaskSpec(kind="rbf", d=2),

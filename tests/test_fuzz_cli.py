@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pfntheory import cli
-from pfntheory import runs as runfiles
+from pfntheory.infra import runs as runfiles
 
 UNWRITABLE = "/proc/pfntheory-cannot-write-here"  # no one, not even root, creates files in /proc
 

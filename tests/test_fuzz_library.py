@@ -40,14 +40,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pfntheory import construction as con
-from pfntheory import discretize as D
-from pfntheory import gp, kernels, mercer, metrics, richardson, spectral, stats, tv_density
-from pfntheory import readout as R
-from pfntheory._checks import MAX_ELEMENTS
+from pfntheory.base import stats
+from pfntheory.base._checks import MAX_ELEMENTS
+from pfntheory.maths import construction as con
+from pfntheory.maths import discretize as D
+from pfntheory.maths import gp, kernels, mercer, metrics, richardson, spectral, tv_density
+from pfntheory.maths import readout as R
 
 try:
-    from pfntheory import mlp as mlpmod
+    from pfntheory.maths import mlp as mlpmod
 except ImportError:  # pragma: no cover - before the structure engineer's split
     mlpmod = None
 
@@ -937,9 +938,10 @@ def _extra_cases() -> list[Case]:
 
 def _issue29_cases() -> list[Case]:
     """The defects issue 29 lists by name (files of the exact side), as written there."""
-    from pfntheory import densities, tree
     from pfntheory.casestudy import data
     from pfntheory.claims import casestudy as ccase
+    from pfntheory.infra import tree
+    from pfntheory.maths import densities
 
     def case(name, fn, arg, **kw):
         return Case(f"issue29:{name}", Spec(name, fn, kw, {}, "hardening"), arg, kw)
@@ -1196,7 +1198,7 @@ def test_richardson_validates_in_quadratic_time(monkeypatch):
     """issue 40: richardson ran a Cholesky and an eigendecomposition (O(n^3)) to validate before
     O(L n^2) work. Few iterations on a large system run no O(n^3) check; many run it (affordable);
     check_spd=True always does, and a non-positive-definite A is refused there."""
-    from pfntheory import _richardson_checks as rc
+    from pfntheory.maths import _richardson_checks as rc
 
     calls = []
     real = np.linalg.cholesky
@@ -1221,7 +1223,7 @@ def test_richardson_validates_in_quadratic_time(monkeypatch):
 def test_far_apart_gaussians_have_tv_one():
     """issue 41: ``gaussian_tv(1e300, 1, -1e300, 2)`` returned NaN (overflow of the means'
     squares); far-apart laws have TV 1 and near ones are unchanged."""
-    from pfntheory import mixture_tv
+    from pfntheory.maths import mixture_tv
 
     assert mixture_tv.gaussian_tv(1e300, 1, -1e300, 2) == 1.0
     assert mixture_tv.gaussian_tv(1e308, 1, -1e308, 1) == 1.0  # the difference overflows
@@ -1240,7 +1242,7 @@ def test_one_rule_for_degenerate_intervals():
 def test_sample_batch_fast_checks_its_size_first():
     """issue 41: sample_batch_fast lacked sample_batch's size pre-check (asked for 160 GB)."""
     torch = pytest.importorskip("torch")
-    from pfntheory.config import TaskSpec
+    from pfntheory.infra.config import TaskSpec
     from pfntheory.nn.fast_oracle import sample_batch_fast
 
     with pytest.raises(ValueError, match="batch_size=4, n=200000: one \\(n, n\\) Gram"):
@@ -1251,9 +1253,9 @@ def test_inputs_of_none_or_empty_are_refused_by_name(tmp_path):
     """issue 41: root_lock(wait_s=nan) waited forever; claims.gating, experiments.cost/scales,
     state.run_dir_of raised KeyError/AttributeError on None or {}; PsiHead(learn_scales='yes') was
     accepted."""
-    from pfntheory import runs
     from pfntheory.claims import gating
     from pfntheory.experiments import cost, scales, state
+    from pfntheory.infra import runs
 
     for bad in (math.nan, -1.0, math.inf, "1"):
         with pytest.raises(ValueError, match="wait_s"):
@@ -1290,7 +1292,7 @@ def test_inputs_of_none_or_empty_are_refused_by_name(tmp_path):
 
 def test_normalised_mixture_weights_are_accepted():
     """The sum-to-one check of gaussian_mixture allows the round-off of ``w / w.sum()``."""
-    from pfntheory import densities
+    from pfntheory.maths import densities
 
     w = np.random.default_rng(3).dirichlet(np.ones(7))
     densities.gaussian_mixture(w / w.sum(), np.zeros(7), np.ones(7))

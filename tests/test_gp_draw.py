@@ -18,11 +18,11 @@ import math
 import pytest
 import torch
 
-from pfntheory import runs
-from pfntheory.config import TaskSpec
+from pfntheory.infra import runs
+from pfntheory.infra.config import TaskSpec
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn import fused, priors
 from pfntheory.nn.priors import sample_batch
-from pfntheory.tree import RunSpec
 
 U = 2.0**-53
 
@@ -147,7 +147,7 @@ def test_fast_flag_is_checked():
 
 def test_fast_numerics_in_the_run_name():
     """Off (the default) leaves every name as it was; on renames the run; a non-bool is refused."""
-    from pfntheory.config import ModelSpec
+    from pfntheory.infra.config import ModelSpec
 
     base = dict(
         task=TaskSpec(kind="rbf", d=2), model=ModelSpec(score="rbf", L=4, C=32), n_min=8, n_max=16
@@ -167,7 +167,7 @@ def test_fast_numerics_in_the_run_name():
 
 
 def _tiny(**kw) -> RunSpec:
-    from pfntheory.config import ModelSpec
+    from pfntheory.infra.config import ModelSpec
 
     base = dict(
         task=TaskSpec(kind="rbf", d=2),

@@ -29,10 +29,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pfntheory"
 #: Layers from the bottom up (docs/design.md, "Layers"): a module may import its own layer and the
 #: layers below it, never one above. Each entry names a module, or a package and all its modules;
 #: the most specific entry holding a module decides its layer. A top-level module of pfntheory/
-#: named nowhere (``pfntheory.kernels``, ``pfntheory.gp``, ...) is on the exact side
+#: named nowhere (``pfntheory.maths.kernels``, ``pfntheory.maths.gp``, ...) is on the exact side
 #: (:data:`EXACT`).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundations", ("pfntheory", "pfntheory._checks", "pfntheory.stats")),
+    ("foundations", ("pfntheory", "pfntheory.base._checks", "pfntheory.base.stats")),
     ("exact", ()),
     ("learned", ("pfntheory.nn",)),
     ("experiments", ("pfntheory.experiments",)),
@@ -51,10 +51,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "pipelines",
         (
-            "pfntheory.casestudy.predict",
-            "pfntheory.casestudy.results",
-            "pfntheory.casestudy.run",
-            "pfntheory.report.execute",
+            "pfntheory.pipelines.casestudy_predict",
+            "pfntheory.pipelines.casestudy_results",
+            "pfntheory.pipelines.casestudy_run",
+            "pfntheory.pipelines.report_run",
             "pfntheory.report.__init__",
         ),
     ),
@@ -63,10 +63,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "pfntheory.cli",
             "pfntheory.__main__",
-            "pfntheory.commands",
-            "pfntheory.experiments.cli",
-            "pfntheory.casestudy.cli",
-            "pfntheory.report.cli",
+            "pfntheory.cli",
+            "pfntheory.cli.sweep",
+            "pfntheory.cli.casestudy",
+            "pfntheory.cli.report",
             "pfntheory.report.__main__",
         ),
     ),
@@ -201,18 +201,18 @@ def test_graph_sees_the_package():
     docs/design.md says."""
     graph = import_graph()
     assert len(graph) > 60, sorted(graph)
-    assert "pfntheory.kernels" in graph["pfntheory.gp"]  # from .kernels import ...
+    assert "pfntheory.maths.kernels" in graph["pfntheory.maths.gp"]  # from .kernels import ...
     assert "pfntheory.experiments.pool" in graph["pfntheory.experiments.runner"]  # from . import
     assert "pfntheory.claims" in graph["pfntheory.claims.richardson"]  # a name of the __init__
     assert "pfntheory.nn.train" in graph["pfntheory.experiments.execute"]  # inside a function
     layer = {name: i for i, (name, _) in enumerate(LAYERS)}
     pkgs = packages()
     assert "pfntheory.report" in pkgs and "pfntheory.report.html" not in pkgs
-    assert layer_of("pfntheory.kernels") == layer["exact"]
+    assert layer_of("pfntheory.maths.kernels") == layer["exact"]
     assert layer_of("pfntheory.nn.model") == layer["learned"]
     assert layer_of("pfntheory.report.html") == layer["report"]
     assert layer_of("pfntheory.report", is_package=True) == layer["pipelines"]
-    assert layer_of("pfntheory.commands.train") == layer["command line"]
+    assert layer_of("pfntheory.cli.train") == layer["command line"]
 
 
 def test_no_import_cycle():

@@ -1,17 +1,17 @@
-"""Unit tests of pfntheory.kernels and pfntheory.gp against independent references."""
+"""Unit tests of pfntheory.maths.kernels and pfntheory.maths.gp against independent references."""
 
 import numpy as np
 import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, DotProduct
 
-from pfntheory.gp import (
+from pfntheory.maths.gp import (
     fit_empirical_bayes,
     log_marginal_likelihood,
     mixture_ppd,
     posterior_predictive,
 )
-from pfntheory.kernels import (
+from pfntheory.maths.kernels import (
     ARDRBFKernel,
     LinearKernel,
     RBFKernel,

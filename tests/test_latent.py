@@ -1,4 +1,4 @@
-"""The exact side of binary GP classification (pfntheory/latent.py) and the classification PFN
+"""The exact side of binary GP classification (pfntheory/maths/latent.py) and the classification PFN
 (pfntheory/nn/latent.py): scikit-learn's Laplace classifier as the independent reference on the
 logistic link, hypothesis properties of Laplace and EP, the two samplers against each other, and
 the PFN's prior, model and training loop."""
@@ -9,9 +9,9 @@ import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pfntheory import latent
 from pfntheory.claims.latent import context
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import latent
+from pfntheory.maths.kernels import RBFKernel
 from verify._array_strategies import designs
 
 KERNEL = RBFKernel(2.0, 0.8)
@@ -232,7 +232,7 @@ def test_training_resumes_to_the_same_weights(tmp_path):
     """A run stopped after its checkpoint and resumed reaches the weights of an uninterrupted
     run (the data of a step is a function of (seed, step))."""
     torch = pytest.importorskip("torch")
-    from pfntheory import runs
+    from pfntheory.infra import runs
     from pfntheory.nn.latent import LatentRunSpec, heldout_set, train_latent
 
     spec = LatentRunSpec(

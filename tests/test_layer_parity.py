@@ -31,7 +31,7 @@ import _layer_parity_cases as cases
 import pytest
 import torch
 
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.nn import fused
 from pfntheory.nn.model import PFNTransformer
 
@@ -132,8 +132,8 @@ def test_committed_run_metrics_are_reproduced(key):
     40.)"""
     import json
 
+    from pfntheory.infra.tree import EvalSpec
     from pfntheory.nn.evaluate import evaluate
-    from pfntheory.tree import EvalSpec
 
     _needs_fused()
     ref = json.loads(EVAL_REF.read_text())["runs"][key]
@@ -162,9 +162,9 @@ def test_one_initialisation_of_the_solver_layers(normalised):
     entries for the same step, amplitude and noise, bitwise (the same operations in float64).
     How it fails: a re-inlined step (``-eta sigma^2 / alpha^2`` rounded in another order, or the
     TF step for TF^pr) differs in the last bit or by the factor ``alpha^2``."""
-    from pfntheory import construction as con
-    from pfntheory.kernels import RBFKernel
-    from pfntheory.nn.multihead import MixturePFN
+    from pfntheory.maths import construction as con
+    from pfntheory.maths.kernels import RBFKernel
+    from pfntheory.nn.multihead_model import MixturePFN
 
     d, L, eta, noise_var, alpha = 2, 4, 0.07, 0.3, 1.7
     cfg = ModelSpec(score="rbf", L=L, C=8, normalised=normalised, eta_init=eta, amp_init=alpha**2)

@@ -1,4 +1,4 @@
-"""Unit tests of pfntheory.metrics against independent references (quad, scipy.stats,
+"""Unit tests of pfntheory.maths.metrics against independent references (quad, scipy.stats,
 Monte Carlo)."""
 
 import numpy as np
@@ -7,8 +7,12 @@ import scipy.integrate
 import scipy.optimize
 import scipy.stats
 
-from pfntheory.discretize import gaussian_interval_mass, histogram_density, truncnorm_bin_masses
-from pfntheory.metrics import (
+from pfntheory.maths.discretize import (
+    gaussian_interval_mass,
+    histogram_density,
+    truncnorm_bin_masses,
+)
+from pfntheory.maths.metrics import (
     central_interval,
     coverage,
     gaussian_crps,
@@ -27,7 +31,7 @@ from pfntheory.metrics import (
     tv_gaussian_histogram,
     tv_truncnorm_histogram,
 )
-from pfntheory.tv_density import tv_density_histogram
+from pfntheory.maths.tv_density import tv_density_histogram
 
 QUAD = dict(epsabs=1e-13, epsrel=1e-12, limit=400)
 #: quad reaches ~1e-12 per bin; sums over <= 30 bins: atol 1e-10 on TV / CRPS / moments.
@@ -264,7 +268,7 @@ def test_mixture_helpers_against_references():
 
 
 def test_mixture_components_from_gp_mixture():
-    from pfntheory.gp import MixturePPD
+    from pfntheory.maths.gp import MixturePPD
 
     ppd = MixturePPD(
         weights=np.array([0.3, 0.7]),

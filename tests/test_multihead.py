@@ -1,5 +1,6 @@
-"""The trainable multi-head model (pfntheory.nn.multihead.MixturePFN, issue 27): shapes, gradients,
-bad input, NumPy-vs-torch parity of the hand-set model at float64, and its place in run specs."""
+"""The trainable multi-head model (pfntheory.nn.multihead_model.MixturePFN, issue 27): shapes,
+gradients, bad input, NumPy-vs-torch parity of the hand-set model at float64, and its place in run
+specs."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from pfntheory import multihead as mh
-from pfntheory.config import ModelSpec, TaskSpec, prior_components
-from pfntheory.discretize import bin_edges
 from pfntheory.experiments.definitions import get_experiment
-from pfntheory.nn.multihead import MixturePFN, load_multihead_handset
+from pfntheory.infra.config import ModelSpec, TaskSpec, prior_components
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths import multihead_construction as mh
+from pfntheory.maths.discretize import bin_edges
+from pfntheory.nn.multihead_model import MixturePFN, load_multihead_handset
 from pfntheory.nn.train import build_model
-from pfntheory.tree import RunSpec
 
 RUNS = Path(__file__).resolve().parents[1] / "reports" / "runs"
 TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
@@ -56,11 +57,11 @@ def test_shapes_and_a_valid_mixture():
 
 @pytest.mark.parametrize("normalised", [True, False], ids=["TF^pr", "TF"])
 def test_numpy_torch_parity_of_the_handset_model(normalised):
-    """Hand-set weights (pfntheory.multihead) loaded into the torch model: per-head moments and the
-    readout's weights agree at float64 to 1e-10 (the float64 round-off of 5 layers on n = 9 is
-    ~1e-14 on O(1) values; the normalised path divides by row sums as small as 1, and the weights
-    go through a softmax of O(10) logits). Fails if one head read another's rows or the readout's
-    log-determinant coefficients were not halved (both change values at O(1))."""
+    """Hand-set weights (pfntheory.maths.multihead_construction) loaded into the torch model:
+    per-head moments and the readout's weights agree at float64 to 1e-10 (the float64 round-off of 5
+    layers on n = 9 is ~1e-14 on O(1) values; the normalised path divides by row sums as small as 1,
+    and the weights go through a softmax of O(10) logits). Fails if one head read another's rows or
+    the readout's log-determinant coefficients were not halved (both change values at O(1))."""
     m = _model(normalised=normalised)
     ks, nv = prior_components(TASK)
     X, Y, xq = _context()

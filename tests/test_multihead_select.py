@@ -13,11 +13,11 @@ import torch
 
 from pfntheory.claims import FAILS, HOLDS, UNDECIDED, UNDERPOWERED
 from pfntheory.claims import multihead_select as ms
-from pfntheory.config import ModelSpec, TaskSpec, prior_components
+from pfntheory.infra.config import ModelSpec, TaskSpec, prior_components
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn import selector as S
 from pfntheory.nn.multihead_train import TEACHER_FORCED, train_teacher_forced
 from pfntheory.nn.state import build_model, load_trained
-from pfntheory.tree import RunSpec
 
 TASK = TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
 
@@ -122,7 +122,7 @@ def test_ceiling_claim_decides_on_paired_differences():
     assert not r.holds and r.verdict == UNDERPOWERED  # -0.0075 +- 3 x 0.0075 holds 0
     worse = _doc([0.30, 0.31, 0.29, 0.30], [0.40, 0.41, 0.40, 0.39])
     assert ms.ceiling_claim(worse, [("single", "exact")], statuses={}).verdict == FAILS
-    from pfntheory.status import as_status
+    from pfntheory.infra.status import as_status
 
     improving = as_status({"state": "still improving", "criterion": "synthetic", "last_step": 10})
     r = ms.ceiling_claim(low, [("single", "exact")], statuses={"run": improving})

@@ -38,7 +38,7 @@ from pfntheory.claims import gating as xgate
 from pfntheory.claims import multihead_cells as mcells
 from pfntheory.claims import multihead_select as msel
 from pfntheory.claims import multihead_trained as tmh
-from pfntheory.status import as_status
+from pfntheory.infra.status import as_status
 
 CAND = "statistics selector, heads 32"
 

@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from pfntheory import DEFAULT_NOISE_VAR
-from pfntheory.config import ModelSpec, TaskSpec
-from pfntheory.discretize import bin_edges
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.maths.discretize import bin_edges
+from pfntheory.maths.readout import logits_from_natural, psi_gaussian
 from pfntheory.nn import (
     DenseTransformer,
     PFNTransformer,
@@ -18,7 +19,6 @@ from pfntheory.nn import (
     score_matrix,
     select_device,
 )
-from pfntheory.readout import logits_from_natural, psi_gaussian
 
 SCORES = ["linear", "rbf", "softmax"]
 EDGES = torch.as_tensor(bin_edges(-3.0, 3.0, 8), dtype=torch.float64)
@@ -223,8 +223,8 @@ def test_positive_tau_map():
 
 
 def test_psi_head_matches_numpy_logits():
-    """Psi head = Xi (psi_1, psi_2) + log Delta_c of pfntheory.discretize on a non-uniform grid
-    (float64 round-off). Fails if Xi, psi or log Delta is wrong."""
+    """Psi head = Xi (psi_1, psi_2) + log Delta_c of pfntheory.maths.discretize on a non-uniform
+    grid (float64 round-off). Fails if Xi, psi or log Delta is wrong."""
     edges = np.array([-2.0, -1.2, -0.5, 0.0, 0.3, 1.1, 2.5])
     cfg = ModelSpec(score="rbf", L=1, C=6, mode="theory")
     model = PFNTransformer(cfg, torch.as_tensor(edges), prior(1)).double()
@@ -373,7 +373,7 @@ def test_complex_input_refused():
     ],
 )
 def test_config_sizes_refused_before_allocating(kwargs, match):
-    """Sizes beyond the stated limits (pfntheory._checks.MAX_DIM, MAX_ELEMENTS) are refused by
+    """Sizes beyond the stated limits (pfntheory.base._checks.MAX_DIM, MAX_ELEMENTS) are refused by
     the prior (``d``) and the model (:meth:`ModelSpec.check_size`), before any parameter is
     allocated."""
     base, d = dict(score="rbf", L=2, C=4), kwargs.get("d", 2)

@@ -1,11 +1,12 @@
 """Parity of the PyTorch transformer with the NumPy construction of thm:TFdoPPD, and of the fast
 forward/backward with the dense eqn:tabPFN attn reference.
 
-* thm:TFdoPPD / supp-eqn:weights: loading ``pfntheory.construction.handset_weights`` into
+* thm:TFdoPPD / supp-eqn:weights: loading ``pfntheory.maths.construction.handset_weights`` into
   :class:`~pfntheory.nn.model.PFNTransformer` (modes theory and learnable) reproduces
   ``construction.tf_forward``'s ``(mu_L, tau_L)`` and the analytic logits
-  ``Xi psi(mu_L, tau_L) + log Delta`` of :mod:`pfntheory.discretize`, for BLR (linear kernel with
-  Sigma) and RBF (alpha, lengthscale folded into the weights), TF and TF^pr (sec:generalization).
+  ``Xi psi(mu_L, tau_L) + log Delta`` of :mod:`pfntheory.maths.discretize`, for BLR (linear kernel
+  with Sigma) and RBF (alpha, lengthscale folded into the weights), TF and TF^pr
+  (sec:generalization).
 * The fast path (keys selected instead of masked, only the written channels, custom backward with a
   recomputed and chunked kernel) equals the dense path (full (d+4)x(d+4) matrices, masked
   (n+1)x(n+1) attention, checkpointing) in outputs and in gradients.
@@ -22,15 +23,15 @@ import torch
 
 import pfntheory.nn.attention as attention
 import pfntheory.nn.model as model_mod
-from pfntheory import richardson as rich
-from pfntheory.config import ModelSpec, TaskSpec
-from pfntheory.construction import handset_weights, tf_forward
-from pfntheory.discretize import bin_edges
-from pfntheory.gp import posterior_predictive
-from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.construction import handset_weights, tf_forward
+from pfntheory.maths.discretize import bin_edges
+from pfntheory.maths.gp import posterior_predictive
+from pfntheory.maths.kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.maths.readout import logits_from_natural, psi_gaussian
 from pfntheory.nn.handset import load_handset
 from pfntheory.nn.model import DenseTransformer, PFNTransformer
-from pfntheory.readout import logits_from_natural, psi_gaussian
 
 RTOL = ATOL = 1e-10
 NOISE_VAR = 0.04

@@ -1,4 +1,4 @@
-"""Unit tests of pfntheory.nn.priors: oracle agreement with pfntheory.gp, laws of the
+"""Unit tests of pfntheory.nn.priors: oracle agreement with pfntheory.maths.gp, laws of the
 draws, errors."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import scipy.linalg
 import scipy.stats
 import torch
 
-from pfntheory.gp import log_marginal_likelihood, mixture_ppd, posterior_predictive
+from pfntheory.maths.gp import log_marginal_likelihood, mixture_ppd, posterior_predictive
 from pfntheory.nn.priors import (
     TaskSpec,
     calibrate_task_interval,
@@ -38,7 +38,8 @@ def _draw(task, B=6, n=25, seed=0, interval=(-3.0, 3.0)):
 
 @pytest.mark.parametrize("task", TASKS, ids=IDS)
 def test_oracle_matches_exact_gp(task):
-    """The oracle (mu, tau) from the sampling Cholesky factor equals pfntheory.gp on the same data.
+    """The oracle (mu, tau) from the sampling Cholesky factor equals pfntheory.maths.gp on the same
+    data.
 
     Fails if the v = L^{-1} k_x / mu = v.z shortcut, the kernels, or the mixture weights are wrong.
     """

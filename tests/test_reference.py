@@ -6,10 +6,10 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from pfntheory.config import TaskSpec
 from pfntheory.experiments.reference import components, expected_crps, ppd_at_query
-from pfntheory.gp import mixture_ppd
-from pfntheory.spectral import sample_design
+from pfntheory.infra.config import TaskSpec
+from pfntheory.maths.gp import mixture_ppd
+from pfntheory.maths.spectral import sample_design
 
 # float64 solves of SPD systems with cond(G + s2 I) <= 1 + n / min s2 = 1 + 12 / 0.01 ~ 1e3:
 # round-off ~ cond * n * eps ~ 1e-12; 1e-9 leaves margin.

@@ -521,7 +521,7 @@ def test_report_fails_on_cell_error(tmp_path):
         """)
     )
     out = tmp_path / "rep"
-    from pfntheory.report import cli as report_cli
+    from pfntheory.cli import report as report_cli
 
     code = report_cli.main(["--out", str(out), "--notebooks", str(nbdir), "--timeout", "120"])
     assert code == 1
@@ -538,7 +538,7 @@ def test_register_adds_report_subcommand():
 
     parser = argparse.ArgumentParser(prog="pfntheory")
     sub = parser.add_subparsers(dest="command")
-    from pfntheory.report import cli as report_cli
+    from pfntheory.cli import report as report_cli
 
     report_cli.register(sub)
     args = parser.parse_args(["report", "--only", "01", "--timeout", "30"])
@@ -549,8 +549,8 @@ def test_register_adds_report_subcommand():
 def test_retrain_runs_every_sweep_and_missing_case_studies(monkeypatch, tmp_path):
     """--retrain calls the experiments' sweep (idempotent) at the report's scale and runs only the
     case studies whose results are missing; nothing is trained here (both are replaced by spies)."""
-    import pfntheory.casestudy.run as crun
     import pfntheory.experiments.runner as runner
+    import pfntheory.pipelines.casestudy_run as crun
 
     calls = []
     monkeypatch.setattr(runner, "run_sweep", lambda **kw: calls.append(("sweep", kw["scale"])))

@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from pfntheory.report import execute, guard, spec
+from pfntheory.pipelines import report_run as execute
+from pfntheory.report import guard, spec
 
 _WALKER = "05_case_studies"
 

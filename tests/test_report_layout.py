@@ -11,7 +11,8 @@ import pytest
 
 from pfntheory import report
 from pfntheory.claims.gating import SHARED_REASONS
-from pfntheory.report import execute, index, paper_tables, plots, tables
+from pfntheory.pipelines import report_run as execute
+from pfntheory.report import index, paper_tables, plots, tables
 from pfntheory.report.mathtext import markdown_math
 
 _WHY = "why: " + SHARED_REASONS["margin"]

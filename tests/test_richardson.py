@@ -1,9 +1,9 @@
-"""Unit tests of pfntheory.richardson: shapes, reference values, bad input."""
+"""Unit tests of pfntheory.maths.richardson: shapes, reference values, bad input."""
 
 import numpy as np
 import pytest
 
-from pfntheory import richardson as rich
+from pfntheory.maths import richardson as rich
 
 
 def _sys(n=5, seed=0):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import runs, tree
 from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS
 from pfntheory.experiments.state import SPEC_TYPES
+from pfntheory.infra import runs, tree
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs"
 SPEC_FILES = sorted(ROOT.glob("*/*/spec.json"))

@@ -1,12 +1,12 @@
 """Migration test of ``config.json``: every committed run directory reads back as a run tree.
 
-The committed ``config.json`` files were written before the run tree (``pfntheory.tree.RunSpec``)
-replaced ``TrainConfig``: they hold the process settings ``device`` and ``checkpoint_every`` and the
-model's copies ``model.d`` / ``model.noise_var_init`` of the prior's ``d`` / ``noise_var``.
-:meth:`RunSpec.from_config` drops the first two and checks the copies against the prior; the run
-directories are not rewritten. A run with a ``spec.json`` beside its ``config.json`` must read back
-to the tree whose name is its directory (so the migrated config and the hashed spec agree field by
-field), and resuming it must not be refused.
+The committed ``config.json`` files were written before the run tree
+(``pfntheory.infra.tree.RunSpec``) replaced ``TrainConfig``: they hold the process settings
+``device`` and ``checkpoint_every`` and the model's copies ``model.d`` / ``model.noise_var_init`` of
+the prior's ``d`` / ``noise_var``. :meth:`RunSpec.from_config` drops the first two and checks the
+copies against the prior; the run directories are not rewritten. A run with a ``spec.json`` beside
+its ``config.json`` must read back to the tree whose name is its directory (so the migrated config
+and the hashed spec agree field by field), and resuming it must not be refused.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import runs
-from pfntheory.tree import RunSpec
+from pfntheory.infra import runs
+from pfntheory.infra.tree import RunSpec
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 CONFIG_FILES = sorted(REPORTS.rglob(runs.CONFIG))
@@ -111,13 +111,13 @@ def test_committed_weights_load_into_the_tree_model(run_dir):
 #: from. (``TaskSpec`` is still re-exported by ``pfntheory.nn.priors``, which the layer refactor
 #: owns.)
 _HOMES = {
-    "RunSpec": "pfntheory.tree",
-    "EvalSpec": "pfntheory.tree",
-    "EVAL_ORACLES": "pfntheory.tree",
-    "EVAL_SEED": "pfntheory.tree",
-    "canonical_json": "pfntheory.tree",
-    "spec_hash": "pfntheory.tree",
-    "task_identity": "pfntheory.tree",
+    "RunSpec": "pfntheory.infra.tree",
+    "EvalSpec": "pfntheory.infra.tree",
+    "EVAL_ORACLES": "pfntheory.infra.tree",
+    "EVAL_SEED": "pfntheory.infra.tree",
+    "canonical_json": "pfntheory.infra.tree",
+    "spec_hash": "pfntheory.infra.tree",
+    "task_identity": "pfntheory.infra.tree",
 }
 
 
@@ -144,10 +144,10 @@ def _foreign_imports(path: Path, root: Path) -> list[str]:
 
 
 def test_the_run_tree_has_one_import_path():
-    """``RunSpec``, ``EvalSpec`` and the tree's helpers are imported from ``pfntheory.tree`` only
-    (docs/design.md, "One import path per class"). How it can fail: a file importing ``RunSpec``
-    through ``pfntheory.experiments.specs`` (as 12 files did) is listed; the checker itself is run
-    on such a line below."""
+    """``RunSpec``, ``EvalSpec`` and the tree's helpers are imported from ``pfntheory.infra.tree``
+    only (docs/design.md, "One import path per class"). How it can fail: a file importing
+    ``RunSpec`` through ``pfntheory.experiments.specs`` (as 12 files did) is listed; the checker
+    itself is run on such a line below."""
     root = REPORTS.parent
     files = [
         p
@@ -163,7 +163,7 @@ def test_the_import_path_check_sees_a_foreign_path(tmp_path):
     pkg = tmp_path / "pfntheory" / "report"
     pkg.mkdir(parents=True)
     (pkg / "x.py").write_text(
-        "from ..experiments.specs import RunSpec\nfrom pfntheory.tree import EvalSpec\n"
+        "from ..experiments.specs import RunSpec\nfrom pfntheory.infra.tree import EvalSpec\n"
         "from ..config import TaskSpec\n"
     )
     got = _foreign_imports(pkg / "x.py", tmp_path)

@@ -1,4 +1,4 @@
-"""Unit tests of pfntheory.runs: atomic writes, JSON round trips of frozen configs,
+"""Unit tests of pfntheory.infra.runs: atomic writes, JSON round trips of frozen configs,
 corrupt files."""
 
 import json
@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from pfntheory import runs
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra import runs
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn.state import config_doc
-from pfntheory.tree import RunSpec
 
 
 @dataclass

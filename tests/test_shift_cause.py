@@ -23,9 +23,9 @@ import torch
 from pfntheory.claims import shift_cause as sc
 from pfntheory.claims import shift_findings as sf
 from pfntheory.claims.shift import tfpr_step
-from pfntheory.config import ModelSpec, TaskSpec
-from pfntheory.construction import handset_weights
-from pfntheory.kernels import RBFKernel
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.maths.construction import handset_weights
+from pfntheory.maths.kernels import RBFKernel
 from pfntheory.nn.handset import load_handset
 from pfntheory.nn.model import PFNTransformer
 

@@ -1,13 +1,14 @@
-"""Unit tests of :mod:`pfntheory.spectral`: shapes, references, and bad input -> ValueError naming
-the argument."""
+"""Unit tests of :mod:`pfntheory.maths.spectral`: shapes, references, and bad input -> ValueError
+naming the argument."""
 
 import numpy as np
 import pytest
 
-from pfntheory.kernels import LinearKernel, RBFKernel
-from pfntheory.mercer import RBFMercer, rbf_cond_lower_shape
-from pfntheory.richardson import admissible_step
-from pfntheory.spectral import (
+from pfntheory.base.stats import EPS
+from pfntheory.maths.kernels import LinearKernel, RBFKernel
+from pfntheory.maths.mercer import RBFMercer, rbf_cond_lower_shape
+from pfntheory.maths.richardson import admissible_step
+from pfntheory.maths.spectral import (
     admissible_step_curve,
     depth_needed,
     depth_sufficient,
@@ -24,7 +25,6 @@ from pfntheory.spectral import (
     sample_design,
     top_eigenvalue,
 )
-from pfntheory.stats import EPS
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_top_eigenvalue_matches_eigvalsh(rng):
     ref = np.linalg.eigvalsh(G)[-1]
     assert top_eigenvalue(G) == pytest.approx(ref, rel=1e-11, abs=0)
     assert top_eigenvalue(np.eye(400)) == pytest.approx(1.0, rel=1e-12)  # no gap: dense fallback
-    # the admissible step of one matrix (pfntheory.richardson, the only implementation) is the
+    # the admissible step of one matrix (pfntheory.maths.richardson, the only implementation) is the
     # point of the fig:stepsize curve: 2 / (lambda_1(G) + sigma^2)
     assert admissible_step(G + 0.2 * np.eye(len(G))) == pytest.approx(2 / (ref + 0.2), rel=1e-11)
 

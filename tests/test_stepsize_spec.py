@@ -1,7 +1,7 @@
 """fig:stepsize's spec takes its prior from the run tree and keeps its committed names.
 
-:class:`pfntheory.experiments.specs.StepsizeSpec` holds a :class:`pfntheory.config.TaskSpec` node;
-its identity (and ``spec.json``) is the flat layout the committed runs were named by
+:class:`pfntheory.experiments.specs.StepsizeSpec` holds a :class:`pfntheory.infra.config.TaskSpec`
+node; its identity (and ``spec.json``) is the flat layout the committed runs were named by
 (docs/design.md, "The run tree"). Every committed ``reports/runs/fig_stepsize`` spec reads back to
 the new spec, is named as its directory, and is declared by the experiment; a changed field
 renames it; and the kernel and noise the computation takes from the prior reproduce the committed
@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pfntheory import runs
-from pfntheory.config import TaskSpec
 from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS
 from pfntheory.experiments.execute import execute
 from pfntheory.experiments.specs import StepsizeSpec
 from pfntheory.experiments.state import RESULT_FILE, jsonable, spec_doc
+from pfntheory.infra import runs
+from pfntheory.infra.config import TaskSpec
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs" / "fig_stepsize"
 SPEC_FILES = sorted(ROOT.glob("*/spec.json"))

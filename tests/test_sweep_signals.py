@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import runs as runfiles
 from pfntheory.experiments import execute, pool
 from pfntheory.experiments.runner import sweep
 from pfntheory.experiments.state import is_complete, plan
+from pfntheory.infra import runs as runfiles
 
 #: Seconds allowed between the signal and the end of every process of the sweep. The workers get
 #: SIGTERM at once and SIGKILL after pool.STOP_GRACE_S (10 s); a stand-in worker exits within
@@ -35,7 +35,7 @@ EXPERIMENT = "fig_exp2_1"  # two runs at the quick scale: one per worker
 SLOW_SWEEP = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    from pfntheory import runs as runfiles
+    from pfntheory.infra import runs as runfiles
     from pfntheory.experiments import _standin, execute, runner
 
     def slow_train(spec, run_dir):
@@ -208,8 +208,8 @@ def test_orphan_temp_files_are_cleaned(tmp_path):
 
 def test_truncated_weights_are_detected_and_redone(tmp_path):
     """A finished run whose weights.pt was truncated counts as not done, and execute retrains it."""
-    from pfntheory.config import ModelSpec, TaskSpec
-    from pfntheory.tree import EvalSpec, RunSpec
+    from pfntheory.infra.config import ModelSpec, TaskSpec
+    from pfntheory.infra.tree import EvalSpec, RunSpec
 
     spec = RunSpec(
         task=TaskSpec(kind="rbf", d=2),

@@ -5,7 +5,7 @@ for every score; docs/design.md, "Known ambiguities").
 * Its parameters: one feature-scale vector, ``eta_k`` and ``eta_r`` per solver layer, ``sigma``
   (and ``V^(0)_{k,y}`` for rbf, as in mode ``theory``); the counts are stated.
 * At initialisation its weights are the construction of supp-eqn:weights
-  (:func:`pfntheory.construction.handset_weights`), entry by entry.
+  (:func:`pfntheory.maths.construction.handset_weights`), entry by entry.
 * With the same numbers in its parameters it is the ``theory`` model whose per-layer scales
   happen to be equal (forward and the gradients that the two parameterisations share).
 * Loading hand-set weights reproduces the NumPy construction; the fast forward equals the dense
@@ -27,13 +27,13 @@ import numpy as np
 import pytest
 import torch
 
-from pfntheory.config import ModelSpec, TaskSpec
-from pfntheory.construction import handset_weights, tf_forward
-from pfntheory.kernels import LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths.construction import handset_weights, tf_forward
+from pfntheory.maths.kernels import LinearKernel, RBFKernel, blr_sigma_diag
 from pfntheory.nn import fused
 from pfntheory.nn.handset import load_handset
 from pfntheory.nn.model import PFNTransformer, default_eta
-from pfntheory.tree import RunSpec
 
 RTOL = ATOL = 1e-10
 NOISE_VAR = 0.04
@@ -92,7 +92,7 @@ def test_initialisation_is_the_construction(score, d):
     """At step 0 the model's weights are supp-eqn:weights for the kernel its initial values
     encode (linear: Sigma = scale^2 I; rbf: lengthscale 1/scale, alpha^2 = amp), with the default
     step eta in every layer and the prior's sigma^2: every entry of V, K = Q, S, W, exactly as
-    pfntheory.construction.handset_weights builds them (up to float64 round-off of sigma =
+    pfntheory.maths.construction.handset_weights builds them (up to float64 round-off of sigma =
     sqrt(sigma^2) squared). Fails if an init value, a sign or the sparsity differ."""
     L, scale, amp = 6, 1.3, 1.0 if score == "linear" else 1.7
     m = _model(score, L, d, scale_init=scale, amp_init=amp)

@@ -8,8 +8,9 @@ import pytest
 import scipy.stats
 import torch
 
-from pfntheory import runs
-from pfntheory.config import ModelSpec, TaskSpec
+from pfntheory.infra import runs
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.tree import RunSpec
 from pfntheory.nn.train import (
     PAPER_SCHEDULE,
     load_trained,
@@ -19,7 +20,6 @@ from pfntheory.nn.train import (
     truncated_nll,
 )
 from pfntheory.nn.train import train as train_run
-from pfntheory.tree import RunSpec
 
 
 def tiny(**kw) -> RunSpec:
@@ -243,7 +243,7 @@ def _perfect_arrays(task, n=10, B=1500, seed=0, interval=(-3.5, 3.5), C=64):
     """Per-instance arrays as evaluate() collects them, with q = the exact discretised p_(a,b]."""
     import scipy.stats
 
-    from pfntheory.discretize import bin_edges
+    from pfntheory.maths.discretize import bin_edges
     from pfntheory.nn.priors import sample_batch
 
     edges = bin_edges(*interval, C)
@@ -329,8 +329,8 @@ def test_metrics_of_the_exact_discretised_ppd(kind):
 
 
 def test_evaluate_writes_and_merges(tmp_path):
+    from pfntheory.infra.tree import EvalSpec
     from pfntheory.nn.evaluate import evaluate
-    from pfntheory.tree import EvalSpec
 
     rd = train(tiny(steps=2), tmp_path / "r", progress=False)
     doc = evaluate(rd, EvalSpec((5, 7), 40), batch_size=16)
@@ -599,7 +599,7 @@ def test_one_group_is_bitwise_the_single_n_step():
     """context_groups=1 draws the same data and gives bitwise the same loss and gradient as the step
     before groups existed (one ``n``, ``loss.mean()``): fails if the grouped path changes the data
     stream or the arithmetic of the runs already committed."""
-    from pfntheory.discretize import bin_edges
+    from pfntheory.maths.discretize import bin_edges
     from pfntheory.nn.priors import sample_batch, sample_context_size
     from pfntheory.nn.train import accumulate_gradients, build_model, step_batches
 
@@ -630,7 +630,7 @@ def test_grouped_gradient_is_the_mean_over_every_instance():
     weighted by 1/G instead of B_g/B (the groups here have unequal sizes 5, 4, 4, 4), if a group is
     dropped, or if instances were padded to a common ``n`` (the per-instance forward would
     then differ)."""
-    from pfntheory.discretize import bin_edges
+    from pfntheory.maths.discretize import bin_edges
     from pfntheory.nn.train import accumulate_gradients, build_model, step_batches
 
     cfg = tiny(batch_size=17, context_groups=4, n_min=3, n_max=30)
@@ -672,7 +672,7 @@ def test_mixture_tv_tolerates_round_off_of_the_weights_only():
     mass of (a, b] came out as 1 + 2.2e-16 stopped every hier_rbf learning curve at step 0 with
     "mass must lie in (0, 1]". The round-off is removed (the TV equals that of the normalised
     weights to 1e-12); weights summing to 1.1 are still refused, naming the sum."""
-    from pfntheory.metrics import tv_mixture_histogram as _tv_mixture
+    from pfntheory.maths.metrics import tv_mixture_histogram as _tv_mixture
 
     edges = np.linspace(-40.0, 40.0, 65)
     probs = np.diff(scipy.stats.norm.cdf(edges))[None, :]
@@ -693,8 +693,8 @@ def test_labels_stay_inside_the_bins_in_the_training_dtype():
     float32(a); the truncated NLL refused it and, the data being a function of (seed, step),
     every resume hit the same batch. The label must now lie inside the float32 bins and the loss
     be finite (fails without ``priors._inside_bins``: "y must lie in the bins' range")."""
-    from pfntheory.discretize import bin_edges
     from pfntheory.experiments.definitions import get_experiment
+    from pfntheory.maths.discretize import bin_edges
     from pfntheory.nn.train import step_batches
 
     spec = next(

@@ -26,7 +26,7 @@ from pfntheory.claims import (
     band_verdict,
 )
 from pfntheory.claims import gating as xgate
-from pfntheory.convergence import doubling_status, plateau_status
+from pfntheory.infra.convergence import doubling_status, plateau_status
 from pfntheory.report.spec import ROOT
 
 STEPS = (0, 10, 20, 40, 80, 160, 320, 640, 1000, 1280, 1600, 2000)
@@ -138,7 +138,7 @@ def test_the_gate_gives_the_documented_kind(case, holds, statuses, replay, power
 def test_walker_lake_worse_than_its_initialisation():
     """The Walker Lake PFN at n' = 128 (E[TV] 0.0055 at step 0, 0.0156 at 2000 and 0.0139 at 4000
     steps; it improves at n' = 384): its claims are *worse with training*, named as such."""
-    from pfntheory.casestudy.results import budget_claims
+    from pfntheory.pipelines.casestudy_results import budget_claims
 
     case = ROOT / "reports" / "casestudy" / "walker"
     out = budget_claims(case)
@@ -210,10 +210,10 @@ def _committed_decisions():
     functions the report calls: the case studies' budget pairs, the two tables, fig:exp1's budget
     grid (its 2S runs by budget doubling), the multi-head comparison's inputs and page 09's
     trained latent-GP rows."""
-    from pfntheory.casestudy.results import budget_claims
     from pfntheory.claims import trained as xclaims
     from pfntheory.experiments.definitions import get_experiment
     from pfntheory.experiments.results import load_available
+    from pfntheory.pipelines.casestudy_results import budget_claims
     from pfntheory.report import cpu as rcpu
 
     out = []

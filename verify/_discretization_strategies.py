@@ -5,8 +5,8 @@ supp-lem:smax quad: a density that is Lipschitz on R (with a known Lipschitz con
 (a, b] with outside mass eps in (0, 1), and a partition of (a, b] into C >= 2 bins, equidistant or
 not. For supp-lem:smax quad the density is also continuous and positive on [a, b] (the interval is
 taken between two interior quantiles, inside the support). What this rests on -- each family's
-declared Lipschitz constant and :func:`pfntheory.densities.quantile_interval` -- is unit-tested in
-``tests/test_densities.py``.
+declared Lipschitz constant and :func:`pfntheory.maths.densities.quantile_interval` -- is
+unit-tested in ``tests/test_densities.py``.
 """
 
 import numpy as np
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pfntheory.claims.discretization import (
     warped_partition,
 )
-from pfntheory.densities import (
+from pfntheory.maths.densities import (
     gaussian,
     gaussian_mixture,
     inverse_gaussian,

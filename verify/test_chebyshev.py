@@ -1,5 +1,5 @@
 """Beyond the paper (issue 38): Chebyshev step sizes for the Jacobi-preconditioned Richardson
-recursion of a head (:mod:`pfntheory.chebyshev`; docs/multihead.md, "Chebyshev steps").
+recursion of a head (:mod:`pfntheory.maths.chebyshev`; docs/multihead.md, "Chebyshev steps").
 
 Statements checked, on Jacobi-preconditioned KRR systems ``A = G + sigma^2 I``, ``D = diag(G 1)``
 of RBF Gram matrices (n = 24..60, d = 2, lengthscale 0.5..1.2, noise variance 1e-1..1e-3, so
@@ -15,14 +15,15 @@ that ``kappa = lambda_max / lambda_min`` of ``D^{-1} A`` spans 73..2.1e4):
    stability: round-off grows by ``kappa^(L/2)``; by more than 1e3 times the bound), and nodes
    outside the spectrum's range at L = 128 (the range's bottom at ``2 lambda_min``: 5 times the
    true range's bound; its top at ``lambda_max / 2``: divergence, 1e3 times);
-4. the hand-set multi-head model (TF^pr heads of :func:`pfntheory.multihead.multihead_weights`)
-   with Chebyshev per-layer steps on the prior's range ``[sigma^2 / n, 1 + sigma^2]`` has every
-   head's rows equal to its component's Richardson iterate with those steps, at L = 128.
+4. the hand-set multi-head model (TF^pr heads of
+   :func:`pfntheory.maths.multihead_construction.multihead_weights`) with Chebyshev per-layer steps
+   on the prior's range ``[sigma^2 / n, 1 + sigma^2]`` has every head's rows equal to its
+   component's Richardson iterate with those steps, at L = 128.
 
 Tolerance: round-off. The error of the computed iterate beyond the exact ``p_L(D^{-1} A) e_0`` is
 at most ``c n eps sum_j a_j |D^{1/2} e_0|`` with ``a_j`` the growth of a step-``j`` round-off
-(:func:`pfntheory.chebyshev.amplification` on the spectrum) and the safety ``c = 64`` (a step is
-a matrix-vector product of n terms, a scaling and an addition); for the Leja order ``sum_j a_j``
+(:func:`pfntheory.maths.chebyshev.amplification` on the spectrum) and the safety ``c = 64`` (a step
+is a matrix-vector product of n terms, a scaling and an addition); for the Leja order ``sum_j a_j``
 is below 1e6 here, so the slack is below 1e-6 of the initial error (the 1e-9 relative beside
 it, where the error is compared with the bound itself: the eigensolve's eigenvector and the
 right-hand side ``A u*`` carry round-off of their own).
@@ -35,12 +36,12 @@ bound that held only loosely would fail the attainment check of 1.
 import numpy as np
 import pytest
 
-from pfntheory import chebyshev as ch
-from pfntheory import multihead as mh
-from pfntheory.claims import multihead as cmh
-from pfntheory.kernels import RBFKernel
-from pfntheory.richardson import jacobi_preconditioner, richardson, spectrum
-from pfntheory.stats import EPS
+from pfntheory.base.stats import EPS
+from pfntheory.claims import multihead_exact as cmh
+from pfntheory.maths import chebyshev as ch
+from pfntheory.maths import multihead_construction as mh
+from pfntheory.maths.kernels import RBFKernel
+from pfntheory.maths.richardson import jacobi_preconditioner, richardson, spectrum
 
 SAFETY = 64
 
@@ -179,7 +180,7 @@ def test_multihead_heads_run_chebyshev_steps():
     """The hand-set multi-head model (3 TF^pr heads, d = 2, n = 12) with Chebyshev steps on each
     component's prior range, Leja order, L = 128: every head's rows equal its component's
     preconditioned Richardson iterates with those steps
-    (:func:`pfntheory.claims.multihead.check_heads_richardson`, whose tolerance is the single
+    (:func:`pfntheory.claims.multihead_exact.check_heads_richardson`, whose tolerance is the single
     head's round-off bound); each head's training row converges at the Chebyshev bound of its
     prior range, ``|D^{1/2} (f - u*)| <= 2 rho^(L-1) / (1 + rho^(2L-2)) |D^{1/2} u*|``, and the
     readout's quadratic term with it."""

@@ -27,7 +27,7 @@ def test_slip_is_the_only_difference():
     import numpy as np
     import pytest
 
-    from pfntheory.metrics import histogram_cdf, histogram_crps
+    from pfntheory.maths.metrics import histogram_cdf, histogram_crps
 
     edges = np.linspace(-1, 1, 5)
     P = np.full((2, 4), 0.25)
@@ -66,8 +66,8 @@ def _cpu_references() -> dict:
     runs of supp_tab_lengthscale (d=16, 4096 contexts per n')."""
     from pathlib import Path
 
-    from pfntheory import runs
     from pfntheory.claims.crps_slip import reference_floors
+    from pfntheory.infra import runs
 
     root = Path(__file__).resolve().parents[1] / "reports" / "runs" / "supp_tab_lengthscale"
     return reference_floors(runs.load_json(p) for p in root.glob("exact-ppd-*/result.json"))

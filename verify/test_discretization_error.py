@@ -11,7 +11,7 @@ Laplace densities (all Lipschitz on R, with exact or numerically located Lipschi
 partitions with 2 <= C <= 300. The hypotheses hold by construction, given two properties of the
 density families that tests/test_densities.py checks (it can fail, and shows it): the declared
 Lipschitz constant is sup |p'|, and quantile_interval puts (a, b] at the asked tail masses (so
-0 < eps < 1); every check here validates its partition (pfntheory.discretize.check_edges).
+0 < eps < 1); every check here validates its partition (pfntheory.maths.discretize.check_edges).
 
 Findings checked here: the bound holds; it is loose by a factor >= 4 in its first term (the sharp
 per-bin constant is 1/8, not 1/2: int_bin |p - mean| <= L Delta^2 / 4); the eps term is tight
@@ -32,13 +32,13 @@ from pfntheory.claims.discretization import (
     discretization_instance,
 )
 from pfntheory.claims.popmini import check_interval_conventions
-from pfntheory.densities import (
+from pfntheory.maths.densities import (
     gaussian,
     gaussian_mixture,
     laplace,
     quantile_interval,
 )
-from pfntheory.discretize import truncnorm_bin_masses
+from pfntheory.maths.discretize import truncnorm_bin_masses
 
 
 @given(cases())

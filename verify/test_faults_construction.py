@@ -10,8 +10,6 @@ import dataclasses
 import numpy as np
 
 from pfntheory import DEFAULT_NOISE_VAR as S2
-from pfntheory import construction as con
-from pfntheory import richardson as rich
 from pfntheory.claims.construction import (
     check_tf_convergence,
     check_tf_rows,
@@ -19,7 +17,9 @@ from pfntheory.claims.construction import (
     informative_depth,
 )
 from pfntheory.claims.richardson import check_convergence_iff
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import construction as con
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.kernels import RBFKernel
 
 K = RBFKernel(1.0, 0.6)
 

@@ -19,12 +19,12 @@ from pfntheory.claims.discretization import (
     random_partition,
 )
 from pfntheory.claims.popmini import check_popmini
-from pfntheory.densities import (
+from pfntheory.maths.densities import (
     gaussian,
     gaussian_mixture,
     quantile_interval,
 )
-from pfntheory.discretize import gaussian_bin_masses, truncnorm_bin_masses
+from pfntheory.maths.discretize import gaussian_bin_masses, truncnorm_bin_masses
 
 
 def readout_left_edges(density, edges):

@@ -17,9 +17,9 @@ import numpy as np
 from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
-from pfntheory import richardson as rich
 from pfntheory.claims.richardson import check_krr, check_krr_preconditioned
-from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.kernels import ARDRBFKernel, LinearKernel, RBFKernel
 
 _f = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
 

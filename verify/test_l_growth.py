@@ -5,8 +5,8 @@ eqn:richardson prec, then for RBF kernels ``L >~ n log(1/eps)`` suffices for err
 for large ``n``. The proof: ``rho = 1 - 2/(c_n + 2)`` [sic],
 ``L > log eps/log rho >= (c_n + 1)/2 log(1/eps)`` [sic], ``c_n = Theta(n)``.
 
-Checked: (i) measured depth to reach eps with pfntheory.richardson.richardson at
-pfntheory.richardson.optimal_step grows ~ n (slope CI inside 1 +- 0.2); (ii) the proof's
+Checked: (i) measured depth to reach eps with pfntheory.maths.richardson.richardson at
+pfntheory.maths.richardson.optimal_step grows ~ n (slope CI inside 1 +- 0.2); (ii) the proof's
 ``L = (c_n + 1)/2 log(1/eps)`` reaches eps (D-norm, where rho*^L is an exact bound); (iii) errata:
 rho* is ``1 - 2/(c_n + 1)`` and the displayed inequality runs the other way (the sufficiency
 conclusion survives).
@@ -21,7 +21,7 @@ from pfntheory.claims.conditioning import (
     check_L_growth,
     check_rho_star_convention,
 )
-from pfntheory.spectral import depth_needed, depth_sufficient
+from pfntheory.maths.spectral import depth_needed, depth_sufficient
 
 
 def test_depth_grows_linearly_and_sufficient_depth_works():

@@ -1,5 +1,5 @@
 """The Newton transformer for GP classification (the paper's Discussion, "latent GP models";
-pfntheory/latent_construction.py, docs/latent.md).
+pfntheory/maths/latent_construction.py, docs/latent.md).
 
 Statement checked: Laplace's Newton iteration (R&W Algorithm 3.1, probit link) is a stack of
 the paper's attention updates. Each Newton block is a token-wise map (``W`` and the working
@@ -18,8 +18,8 @@ prior's law, so drawn with NumPy at fixed seeds), and for (1) hypothesis-drawn d
 (:mod:`verify._array_strategies`), every one a valid input of the theorem (any design, any labels).
 
 How these fail: ``verify/`` runs the same checks on the two broken variants of
-:data:`pfntheory.latent_construction.FAULTS` (gradient map of the wrong sign; ``W`` read from the
-previous block's latent) in :func:`test_faults_are_caught`, and they turn red.
+:data:`pfntheory.maths.latent_construction.FAULTS` (gradient map of the wrong sign; ``W`` read from
+the previous block's latent) in :func:`test_faults_are_caught`, and they turn red.
 """
 
 import numpy as np
@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pfntheory.claims import latent as cl
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths.kernels import RBFKernel
 from verify._array_strategies import designs
 
 KERNEL = RBFKernel(2.0, 0.8)

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pfntheory.claims.gram import check_linear_interval, check_linear_rate
-from pfntheory.spectral import linear_gram_eigenvalues, linear_gram_interval
+from pfntheory.maths.spectral import linear_gram_eigenvalues, linear_gram_interval
 
 # (n, d, t) with n > d, the section's standing assumption
 cases = st.integers(1, 12).flatmap(

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pfntheory.claims.ppd_convergence import check_logit_perturbation
-from pfntheory.discretize import softmax_perturbation_bound, softmax_perturbation_sharp
-from pfntheory.readout import softmax
+from pfntheory.maths.discretize import softmax_perturbation_bound, softmax_perturbation_sharp
+from pfntheory.maths.readout import softmax
 
 _f = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
 

@@ -29,18 +29,18 @@ from _array_strategies import FINITE, designs, vectors
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pfntheory import mixture_tv as mtv
-from pfntheory import multihead as mh
 from pfntheory.claims.construction import informative_depth
-from pfntheory.claims.multihead import (
+from pfntheory.claims.multihead_exact import (
     QUAD_ATOL,
     QUAD_RTOL,
     check_heads_richardson,
     check_mixture_rate,
     check_tv_bound,
 )
-from pfntheory.gp import MixturePPD, mixture_ppd
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import mixture_tv as mtv
+from pfntheory.maths import multihead_construction as mh
+from pfntheory.maths.gp import MixturePPD, mixture_ppd
+from pfntheory.maths.kernels import RBFKernel
 
 #: Deepest model a draw of the rate check may need (its informative depth); deeper draws rejected.
 MAX_DEPTH = 1500

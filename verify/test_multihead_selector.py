@@ -2,8 +2,8 @@
 one attention layer each (docs/multihead.md, "Selectors").
 
 Statement checked: for every context, the attention construction
-:func:`pfntheory.multihead.selection_stats` (one unnormalised RBF attention layer with
-``K = Q = diag(1/ell_b)`` and a diagonal-free mask, then a linear summary head at the query)
+:func:`pfntheory.maths.multihead_construction.selection_stats` (one unnormalised RBF attention layer
+with ``K = Q = diag(1/ell_b)`` and a diagonal-free mask, then a linear summary head at the query)
 returns ``t_b = Y^T (K_b - I) Y / (n (n - 1))``, ``m_b = 1^T (K_b - I) 1 / (n (n - 1))`` and
 ``s_0 = Y^T Y / n`` (closed forms from the Gram matrix), and the batched torch features
 :func:`pfntheory.nn.selector.summary_stats` that the trained selector reads are these numbers
@@ -26,10 +26,10 @@ from _array_strategies import FINITE, designs, vectors
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pfntheory import multihead as mh
-from pfntheory.kernels import RBFKernel
+from pfntheory.base.stats import EPS
+from pfntheory.maths import multihead_construction as mh
+from pfntheory.maths.kernels import RBFKernel
 from pfntheory.nn.selector import summary_stats
-from pfntheory.stats import EPS
 
 SAFETY = 16
 

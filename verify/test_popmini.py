@@ -22,7 +22,7 @@ from hypothesis import given, target
 from hypothesis import strategies as st
 
 from pfntheory.claims.popmini import check_popmini, check_true_piece_normaliser
-from pfntheory.discretize import (
+from pfntheory.maths.discretize import (
     calibrate_interval,
     gaussian_tail_mass,
     histogram_density,

@@ -4,11 +4,11 @@ Statement: there is vartheta such that
 ``TV(p_n, q_vartheta) <~ exp(-(1 - rho) L) + delta_MLP + 1/C + eps_tail``.
 
 Construction used: the hand-set transformer of thm:TFdoPPD (optimal step), the explicit
-one-hidden-layer ReLU MLP of pfntheory.mlp.fit_psi_mlp (deterministic ridge features,
-least-squares readout; delta_MLP its certified upper bound, pfntheory.mlp) on a box K around the
-context's (mu, tau) that contains every (mu_L, tau_L), and the readout Xi (rows [xi_c, xi_c^2] at
-bin midpoints, plus log Delta_c) on C equal bins of (a, b] = (-3, 3]. Contexts: RBF(1, 0.4), n = 10,
-d = 2, x ~ N(0, I/d), Y ~ N(0, G + sigma^2 I), sigma^2 = DEFAULT_NOISE_VAR = 0.04 (4 seeds).
+one-hidden-layer ReLU MLP of pfntheory.maths.mlp.fit_psi_mlp (deterministic ridge features,
+least-squares readout; delta_MLP its certified upper bound, pfntheory.maths.mlp) on a box K around
+the context's (mu, tau) that contains every (mu_L, tau_L), and the readout Xi (rows [xi_c, xi_c^2]
+at bin midpoints, plus log Delta_c) on C equal bins of (a, b] = (-3, 3]. Contexts: RBF(1, 0.4), n =
+10, d = 2, x ~ N(0, I/d), Y ~ N(0, G + sigma^2 I), sigma^2 = DEFAULT_NOISE_VAR = 0.04 (4 seeds).
 Hypotheses of supp-sec:thrm4.1 hold: (mu, tau) in K, Gaussian PPD (exponential family, Lipschitz),
 equidistant grid.
 """
@@ -22,7 +22,7 @@ from pfntheory.claims.ppd_convergence import (
     check_ppd_convergence_L,
     check_ppd_floor_C,
 )
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths.kernels import RBFKernel
 
 KERNEL = RBFKernel(1.0, 0.4)
 N, D, S2 = 10, 2, DEFAULT_NOISE_VAR

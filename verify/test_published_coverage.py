@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pfntheory import runs
 from pfntheory.claims.published_tables import (
     check_published_coverage,
     check_reference_calibrated,
     check_single_kernel_signature,
 )
+from pfntheory.infra import runs
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs"
 

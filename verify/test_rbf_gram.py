@@ -32,9 +32,9 @@ from pfntheory.claims.mercer import (
     check_mercer_quadrature,
     check_mercer_truncation,
 )
-from pfntheory.kernels import RBFKernel
-from pfntheory.mercer import RBFMercer
-from pfntheory.spectral import sample_design
+from pfntheory.maths.kernels import RBFKernel
+from pfntheory.maths.mercer import RBFMercer
+from pfntheory.maths.spectral import sample_design
 
 
 def gram_cases():

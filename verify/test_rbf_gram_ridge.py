@@ -19,8 +19,8 @@ from hypothesis import given, target
 
 from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.conditioning import check_cond_rate, check_ridge_sandwich
-from pfntheory.kernels import RBFKernel, expected_rbf_gaussian
-from pfntheory.spectral import sample_design
+from pfntheory.maths.kernels import RBFKernel, expected_rbf_gaussian
+from pfntheory.maths.spectral import sample_design
 
 
 def cases():

@@ -28,7 +28,7 @@ from pfntheory.claims.conditioning import (
     check_prec_inequalities,
     check_row_sum_limit,
 )
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths.kernels import RBFKernel
 
 
 def cases():

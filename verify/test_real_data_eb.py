@@ -31,7 +31,7 @@ from pfntheory.claims.real_data_eb import (
     check_sklearn_agreement,
     check_walker_coordinate_convention,
 )
-from pfntheory.gp import fit_empirical_bayes
+from pfntheory.maths.gp import fit_empirical_bayes
 
 pytest.importorskip("sklearn")
 

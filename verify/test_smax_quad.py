@@ -29,12 +29,12 @@ from pfntheory.claims.discretization import (
     check_smax_quad,
     check_smax_quad_rate,
 )
-from pfntheory.densities import (
+from pfntheory.maths.densities import (
     gaussian,
     quantile_interval,
 )
-from pfntheory.discretize import bin_edges
-from pfntheory.readout import logits_from_natural, psi_gaussian, readout_Xi, softmax
+from pfntheory.maths.discretize import bin_edges
+from pfntheory.maths.readout import logits_from_natural, psi_gaussian, readout_Xi, softmax
 
 KINDS = ("gaussian", "mixture", "triangular", "laplace", "inverse_gaussian")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pfntheory.claims.stepsize import check_covariate_shift, check_stepsize_figure
-from pfntheory.spectral import expected_rbf_uniform
+from pfntheory.maths.spectral import expected_rbf_uniform
 
 
 def test_stepsize_curve_like_one_over_n():

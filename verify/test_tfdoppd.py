@@ -26,8 +26,6 @@ from hypothesis import assume, given, target
 from hypothesis import strategies as st
 
 from pfntheory import DEFAULT_NOISE_VAR as S2
-from pfntheory import construction as con
-from pfntheory import richardson as rich
 from pfntheory.claims.construction import (
     check_tf_convergence,
     check_tf_rows,
@@ -35,7 +33,9 @@ from pfntheory.claims.construction import (
     informative_depth,
 )
 from pfntheory.claims.tf_rate import check_rate_step_condition, check_tf_rate
-from pfntheory.kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.maths import construction as con
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
 
 #: Deepest transformer an informative draw of test_error_within_theorem_bound may need (a few
 #: tenths of a second of forward pass at n <= 15); deeper draws are rejected by ``assume``.

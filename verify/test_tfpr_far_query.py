@@ -23,7 +23,7 @@ import pytest
 
 from pfntheory import DEFAULT_NOISE_VAR
 from pfntheory.claims.construction import check_tfpr_far_query
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths.kernels import RBFKernel
 
 #: Band on log(observed growth) / log(predicted growth): the context part of the query update adds
 #: a convergent term that changes the error by O(1) relative to |factor|^(L/2) ~ 1e14, i.e. a few

@@ -32,11 +32,11 @@ from pfntheory.claims import FAILS_AT_BUDGET, UNDECIDED, UNDERPOWERED, WORSE
 from pfntheory.claims import gating as xg
 from pfntheory.claims import pretraining_range as xr
 from pfntheory.claims import trained as xc
-from pfntheory.config import EXPERIMENT_SCALES
 from pfntheory.experiments.definitions import get_experiment
 from pfntheory.experiments.results import MissingRunsError, load_experiment
 from pfntheory.experiments.specs import StepsizeSpec
-from pfntheory.tree import RunSpec
+from pfntheory.infra.config import EXPERIMENT_SCALES
+from pfntheory.infra.tree import RunSpec
 
 Z, SLACK = xg.Z_MARGIN, xg.COVERAGE_SLACK
 

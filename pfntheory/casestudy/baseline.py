@@ -4,8 +4,8 @@ Implements
 ----------
 * supp-sec:real data: the ARD RBF kernel ``kappa(x, x') = alpha^2 exp(-1/2 sum_k (x_k - x'_k)^2 /
   ell_k^2)`` with Gaussian noise ``sigma``, fitted by maximising the log marginal likelihood (R&W
-  Ch. 5) with :func:`pfntheory.gp.fit_empirical_bayes`; the GP predictive mean and Gaussian 5%/95%
-  quantiles (fig:sacramento, fig:walker, bottom rows).
+  Ch. 5) with :func:`pfntheory.maths.gp.fit_empirical_bayes`; the GP predictive mean and Gaussian
+  5%/95% quantiles (fig:sacramento, fig:walker, bottom rows).
 * The paper's printed hyperparameters (:data:`PAPER_FITS`) and an independent reference,
   scikit-learn's ``GaussianProcessRegressor`` (``ConstantKernel * RBF(ARD) + WhiteKernel``): its LML
   at our parameters, its own optimum, and its predictive moments with ``optimizer=None`` at
@@ -21,14 +21,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
-from .._checks import (
+from pfntheory.base._checks import (
     ArgumentTypeError,
     as_float_array,
     choice,
     instance_of,
     positive_int,
 )
-from ..gp import EBFit, log_marginal_likelihood, posterior_predictive
+from pfntheory.maths.gp import EBFit, log_marginal_likelihood, posterior_predictive
+
 from .data import split_indices
 
 __all__ = [
@@ -68,7 +69,7 @@ PAPER_ROUNDING = 5e-4
 WALKER_EB_SIZE = 200
 WALKER_CONTEXT_SIZE = 200
 
-_check_fit = instance_of(EBFit, what="pfntheory.gp.EBFit (an empirical-Bayes fit)")
+_check_fit = instance_of(EBFit, what="pfntheory.maths.gp.EBFit (an empirical-Bayes fit)")
 #: scikit-learn's random_state takes seeds in [0, 2**32 - 1].
 _SK_MAX_SEED = 2**32 - 1
 

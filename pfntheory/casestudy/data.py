@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import (
+from pfntheory.base._checks import (
     as_float_array,
     check_rng,
     check_size,

@@ -7,10 +7,11 @@ Implements
   ``n' ~ Unif[128, 552]`` (Sacramento) and ``Unif[128, 384]`` (Walker Lake), the truncation
   interval ``(a, b]`` by Monte-Carlo calibration under the fitted prior (as in sec:sims). Training
   itself is :func:`pfntheory.nn.train.train` (resumable, atomic run directory); this module only
-  builds its run tree, a :class:`~pfntheory.tree.RunSpec` (:func:`pretraining_config`).
+  builds its run tree, a :class:`~pfntheory.infra.tree.RunSpec` (:func:`pretraining_config`).
 * fig:sacramento, fig:walker (top rows): the PFN's PPD on a grid given the observed data as context,
   summarised by its mean and 5%/95% quantiles computed from the binned predictive distribution
-  (:func:`pfntheory.metrics.histogram_moments`, :func:`pfntheory.metrics.histogram_quantile`).
+  (:func:`pfntheory.maths.metrics.histogram_moments`,
+  :func:`pfntheory.maths.metrics.histogram_quantile`).
 
 Choices the paper leaves open (documented, and recorded in every run's ``config.json``)
 --------------------------------------------------------------------------------------
@@ -34,7 +35,7 @@ Choices the paper leaves open (documented, and recorded in every run's ``config.
   remove the effect at inference: grid cells far from every observation still expand (the
   south-west corner of fig:sacramento). :func:`pfn_forward_shared` reports the factor per query
   (``skip_factor_max``) so that such cells can be counted.
-* Initial attention scale. :class:`~pfntheory.config.ModelSpec` has one scalar ``scale_init``;
+* Initial attention scale. :class:`~pfntheory.infra.config.ModelSpec` has one scalar ``scale_init``;
   we use ``1 / sqrt(ell_1 ell_2)`` (geometric mean of the fitted lengthscales) and let training
   learn the per-coordinate diagonal of ``K = Q`` (mode ``learnable``). ``amp_init = alpha^2`` is
   the fitted value, and the model's ``sigma^2`` is the fitted prior's ``noise_var``.
@@ -48,7 +49,7 @@ Quick scale (:data:`SCALES` ``['quick']``, one CPU core, a few minutes): ``L = 8
 sizes it is used at. Every scale records a learning curve (E[TV] to the exact PPD of the fitted
 prior at ``n' = n_min`` and ``n_max``, 256 held-out instances each, 12 log-spaced steps), so the
 case study's claims are gated on convergence like every trained result
-(:mod:`pfntheory.convergence`).
+(:mod:`pfntheory.infra.convergence`).
 
 Fast inference with one shared context
 --------------------------------------
@@ -72,8 +73,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import metrics as M
-from .._checks import (
+from pfntheory.base._checks import (
     ArgumentTypeError,
     as_float_array,
     choice,
@@ -82,14 +82,16 @@ from .._checks import (
     positive_int,
     positive_scalar,
 )
-from ..config import LR_UNITS, ModelSpec, TaskSpec
+from pfntheory.infra.config import LR_UNITS, ModelSpec, TaskSpec
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths import metrics as M
+from pfntheory.maths.gp import EBFit
+
 from ..experiments.scales import BUDGET_CURVE_POINTS, BUDGET_EMA_DECAY, CPU_LR, CPU_LR_UNITS
-from ..gp import EBFit
 from ..nn.attention import score_matrix
 from ..nn.model import PFNTransformer
 from ..nn.solver import LayerAttention, solver_recursion
 from ..nn.train import PAPER_SCHEDULE, load_trained, train
-from ..tree import RunSpec
 from .data import COORD_DIVISOR, DATASETS
 
 __all__ = [
@@ -128,7 +130,7 @@ class PFNScale:
         ``LR_base`` (warm-up and cosine decay as in supp-sec:exp details).
     batch_size : int
     lr_units : str
-        Units of ``lr`` (:data:`pfntheory.config.LR_UNITS`): ``"absolute"`` (plain Adam) or
+        Units of ``lr`` (:data:`pfntheory.infra.config.LR_UNITS`): ``"absolute"`` (plain Adam) or
         ``"elementwise"`` (each weight's step in its natural units, the experiments' cpu scale).
     checkpoint_every : int
     n_range : (int, int) or None
@@ -137,7 +139,7 @@ class PFNScale:
         Held-out instances per n' of the learning curve (``learning_curve.json``, E[TV] to the exact
         GP PPD at the two ends of the context-size range, as the experiments' runs); 0: none. The
         curve decides whether a claim on the run may say "holds" / "does not hold" (plateaued) or
-        only "undecided" (still improving), :mod:`pfntheory.convergence`.
+        only "undecided" (still improving), :mod:`pfntheory.infra.convergence`.
     ema_decay : float
         Exponential weight average of the run (``RunSpec.ema_decay``; 0: the last iterate).
     curve_points : int
@@ -234,8 +236,8 @@ def pretraining_config(
     seed: int = 0,
     coord_divisor: float = COORD_DIVISOR,
 ) -> RunSpec:
-    """The run tree (:class:`~pfntheory.tree.RunSpec`) of the case-study PFN ``TF^pr`` (normalised,
-    learnable, rbf score, psi head) on the prior ``fit`` of ``dataset``.
+    """The run tree (:class:`~pfntheory.infra.tree.RunSpec`) of the case-study PFN ``TF^pr``
+    (normalised, learnable, rbf score, psi head) on the prior ``fit`` of ``dataset``.
 
     Parameters
     ----------
@@ -432,9 +434,10 @@ class PFNPrediction:
     Attributes
     ----------
     mean : ndarray of shape (m,)
-        ``m_1`` of the histogram distribution (:func:`pfntheory.metrics.histogram_moments`).
+        ``m_1`` of the histogram distribution (:func:`pfntheory.maths.metrics.histogram_moments`).
     quantiles : ndarray of shape (len(levels), m)
-        Generalised inverse of the histogram CDF (:func:`pfntheory.metrics.histogram_quantile`).
+        Generalised inverse of the histogram CDF
+        (:func:`pfntheory.maths.metrics.histogram_quantile`).
     levels : tuple of float
     mu_L, tau_L : ndarray of shape (m,)
         The transformer's readout ``(mu_L, tau_L)`` before the head.

@@ -7,8 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood
-from ..runs import round_significant
+from pfntheory.infra.runs import round_significant
+from pfntheory.maths.gp import EBFit, fit_empirical_bayes, log_marginal_likelihood
+
 from .baseline import PAPER_FITS, walker_splits
 from .data import SACRAMENTO_BOX, SpatialData, load_dataset, regular_grid, walker_grid
 
@@ -95,10 +96,10 @@ def _fit_dict(f: EBFit) -> dict:
 
 def _fit(X, Y, seed: int, n_restarts: int) -> EBFit:
     """The EB fit with its hyperparameters to :data:`SIGNIFICANT` digits: the last digits of the
-    optimum move with the host's BLAS and with round-off changes in :mod:`pfntheory.gp`, and the fit
-    is written into the PFN's ``config.json``, so unrounded a finished run would be refused as "a
-    different config" on another machine. The rounding moves each hyperparameter by at most 5e-6
-    relative, which changes the LML at its optimum only to second order (~1e-9), far inside the
+    optimum move with the host's BLAS and with round-off changes in :mod:`pfntheory.maths.gp`, and
+    the fit is written into the PFN's ``config.json``, so unrounded a finished run would be refused
+    as "a different config" on another machine. The rounding moves each hyperparameter by at most
+    5e-6 relative, which changes the LML at its optimum only to second order (~1e-9), far inside the
     optimiser's own convergence (1e-6 relative in the LML)."""
     f = fit_empirical_bayes(X, Y, n_restarts=n_restarts, rng=np.random.default_rng(seed))
     return dataclasses.replace(

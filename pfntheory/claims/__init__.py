@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from pfntheory import _checks
-from pfntheory._checks import ArgumentTypeError, Rule
-from pfntheory.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
+from pfntheory.base import _checks
+from pfntheory.base._checks import ArgumentTypeError, Rule
+from pfntheory.base.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
 
 __all__ = [
     "ClaimResult",
@@ -170,7 +170,7 @@ ARGS: dict[str, Rule] = {
 
 
 def checked_args(*names: str, **rules: Rule):
-    """:func:`pfntheory._checks.checked` with the rule of each of ``names`` from :data:`ARGS`
+    """:func:`pfntheory.base._checks.checked` with the rule of each of ``names`` from :data:`ARGS`
     and ``rules`` for the arguments of this function alone."""
     return _checks.checked(**{n: ARGS[n] for n in names}, **rules)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._checks import ArgumentTypeError
+from pfntheory.base._checks import ArgumentTypeError
 
 
 def loaded_run(run, name: str = "run"):
@@ -35,7 +35,7 @@ def statuses_of(statuses, runs: list, name: str = "statuses") -> None:
         return
     if not isinstance(statuses, Mapping):
         raise ArgumentTypeError(f"{name} must map run names to statuses, got {statuses!r}"[:200])
-    from ..tree import RunSpec
+    from pfntheory.infra.tree import RunSpec
 
     missing = [
         r.run_dir.name

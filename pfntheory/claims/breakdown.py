@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._checks import (
+from pfntheory.base._checks import (
     MAX_SEED,
     checked,
     floats,
@@ -37,6 +37,7 @@ from .._checks import (
     probability,
     sequence,
 )
+
 from . import checked_args
 
 __all__ = [
@@ -102,8 +103,8 @@ def _summary(x: np.ndarray) -> dict:
 def solver_product(model, task, ns, instances: int = 64, seed: int = 0) -> dict:
     """``log ||M_{L-1} ... M_1||_2`` of a trained ``model``'s solver layers
     (:class:`pfntheory.nn.model.PFNTransformer`; module docstring) on ``instances`` contexts of the
-    prior ``task`` (:class:`pfntheory.config.TaskSpec`) per n' in ``ns``, each with its query, per
-    channel (mean ``f``, variance ``g``), in float64. Context ``k`` of size n' is drawn with the
+    prior ``task`` (:class:`pfntheory.infra.config.TaskSpec`) per n' in ``ns``, each with its query,
+    per channel (mean ``f``, variance ``g``), in float64. Context ``k`` of size n' is drawn with the
     torch seed ``seed * 100000 + n'``.
 
     Returns
@@ -116,12 +117,12 @@ def solver_product(model, task, ns, instances: int = 64, seed: int = 0) -> dict:
     """
     import torch
 
-    from pfntheory.config import TaskSpec
+    from pfntheory.infra.config import TaskSpec
     from pfntheory.nn.model import PFNTransformer
     from pfntheory.nn.priors import sample_batch
 
     instance_of(PFNTransformer, what="pfntheory.nn.model.PFNTransformer")(model, "model")
-    instance_of(TaskSpec, what="pfntheory.config.TaskSpec")(task, "task")
+    instance_of(TaskSpec, what="pfntheory.infra.config.TaskSpec")(task, "task")
     ns = list(ns)
     cfg = model.config
     with torch.no_grad():
@@ -319,9 +320,9 @@ def _beyond(rd, beyond, n_instances: int, previous: dict | None) -> dict:
     """The run's E[TV] at the ``beyond`` sizes: from ``previous`` (an earlier analysis of the same
     run) when it was made with the same sizes, instances and evaluation seed, else evaluated
     (:func:`pfntheory.nn.evaluate.evaluate`, read-only, the seed of the run's own eval file)."""
-    from pfntheory import runs as runfiles
+    from pfntheory.infra import runs as runfiles
+    from pfntheory.infra.tree import EvalSpec
     from pfntheory.nn.evaluate import evaluate
-    from pfntheory.tree import EvalSpec
 
     seed = runfiles.load_json(rd / "eval.json")["seed"]
     old = (previous or {}).get(rd.name, {}).get("beyond")
@@ -485,10 +486,10 @@ def exp2_1_breakdown_claims(tf, pr, doc: dict, inside, z: float) -> list:
 if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committed file
     import sys
 
-    from pfntheory import runs as runfiles
-    from pfntheory._checks import choice
+    from pfntheory.base._checks import choice
     from pfntheory.claims.gating import trained_runs
     from pfntheory.experiments.results import load_experiment
+    from pfntheory.infra import runs as runfiles
 
     name = choice(
         sys.argv[1] if len(sys.argv) > 1 else "fig_exp2_1_budget",

@@ -1,5 +1,6 @@
 """The claims of the real-data case studies (fig:sacramento, fig:walker), measured on the PFN's and
-the GP's maps (:mod:`pfntheory.casestudy.predict` computes them) and gated on the PFN's convergence.
+the GP's maps (:mod:`pfntheory.pipelines.casestudy_predict` computes them) and gated on the PFN's
+convergence.
 
 The definitions (near / far, the margins, the coverage test) are stated in docs/casestudies.md
 and fixed before any result was seen. Here:
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import (
+from pfntheory.base._checks import (
     array,
     as_float_array,
     checked,
@@ -34,9 +35,10 @@ from .._checks import (
     positive_scalar,
     text,
 )
+from pfntheory.infra.convergence import curve_status
+from pfntheory.infra.status import Status, as_status
+
 from ..casestudy.data import DATASETS
-from ..convergence import curve_status
-from ..status import Status, as_status
 from . import ClaimResult, checked_args
 from .gating import Replay, decide
 
@@ -356,7 +358,7 @@ def make_claims(
 
 def run_convergence(run_dir: Path) -> Status:
     """Plateau status of the PFN's E[TV] learning curve
-    (:func:`pfntheory.convergence.plateau_status` on ``learning_curve.json``), its one line in
+    (:func:`pfntheory.infra.convergence.plateau_status` on ``learning_curve.json``), its one line in
     ``trend``; a run without a curve never plateaued."""
     return curve_status(run_dir, metric="tv")
 
@@ -391,7 +393,7 @@ def gate(claim: ClaimResult, conv) -> ClaimResult:
 def doubling_gate(short: ClaimResult, long: ClaimResult, status) -> ClaimResult:
     """The verdict of one caption claim measured on the PFN trained for S (``short``) and 2S
     (``long``) steps, by the one gate (:func:`pfntheory.claims.gating.decide`) on the budget
-    doubling of the two runs (``status``, :func:`pfntheory.convergence.doubling_status`;
+    doubling of the two runs (``status``, :func:`pfntheory.infra.convergence.doubling_status`;
     docs/verdicts.md) with the check's outcomes at S and 2S as its replay: *worse with training*
     when the 2S model got worse (diverging, or worse than its initialisation at some n'); the 2S
     measurement's *holds* / *does not hold* when the pair has plateaued; *holds / fails at budget*

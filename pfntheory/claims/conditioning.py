@@ -16,20 +16,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import spectral
-from .._checks import (
+from pfntheory.base._checks import (
     finite_scalar,
     floats,
     one_of,
     optional,
 )
-from ..kernels import (
+from pfntheory.base.stats import EPS
+from pfntheory.maths import spectral
+from pfntheory.maths.kernels import (
     RBFKernel,
     expected_rbf_gaussian,
     expected_rbf_gaussian_given,
 )
-from ..richardson import optimal_step, richardson
-from ..stats import EPS
+from pfntheory.maths.richardson import optimal_step, richardson
+
 from . import CAVEAT, ClaimResult, checked_args
 from .gram import band_tolerance, eig_atol, in_band, rate_claim, seed_slopes
 from .richardson import as_erratum
@@ -288,8 +289,8 @@ def check_L_growth(
     plus noise).
 
     Measures ``L_needed``: the first ``l`` with ``||u^l - u*||_2/||u*||_2 < eps`` from
-    :func:`pfntheory.richardson.richardson`. Holds if (i) the per-seed slope of ``log L_needed`` on
-    ``log n`` has its 95% t-CI in ``band`` and (ii) at the proof's depth
+    :func:`pfntheory.maths.richardson.richardson`. Holds if (i) the per-seed slope of ``log
+    L_needed`` on ``log n`` has its 95% t-CI in ``band`` and (ii) at the proof's depth
     ``L = ceil((c_n+1)/2 log 1/eps)`` the error in the ``D``-norm (where ``rho*^L`` bounds it
     exactly) is below ``eps`` for every draw. The Euclidean error at that depth and ``L_needed`` vs
     the worst-case ``log eps/log rho*`` are in ``details``.

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import construction as con
-from .. import richardson as rich
-from .._checks import (
+from pfntheory.base._checks import (
     Rule,
     array,
     as_float_array,
@@ -25,8 +23,11 @@ from .._checks import (
     probability,
     shaped,
 )
-from ..gp import posterior_predictive
-from ..stats import EPS
+from pfntheory.base.stats import EPS
+from pfntheory.maths import construction as con
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.gp import posterior_predictive
+
 from . import ERRATUM, ClaimResult, checked_args
 from .richardson import ROUNDOFF_SAFETY, roundoff_atol
 
@@ -134,7 +135,7 @@ def check_tf_rows(
     Checks, for every layer ``l`` and every token: row ``d+2`` equals ``k_x`` (``kappa(x, x)`` at
     the query) after layer 0, rows ``d+3`` / ``d+4`` equal the ``(l-1)``-th iterate of the
     (preconditioned) Richardson recursions with ``v = Y`` / ``v = k_x`` computed by
-    :mod:`pfntheory.richardson`, and the readout ``W [Z^(L)]_{:, n+1}`` equals
+    :mod:`pfntheory.maths.richardson`, and the readout ``W [Z^(L)]_{:, n+1}`` equals
     ``(f^(L-1)(x), kappa(x,x) + sigma^2 - g^(L-1)(x))``.
 
     Tolerance: :func:`~pfntheory.claims.richardson.roundoff_atol` with the size of the rows as scale
@@ -195,7 +196,7 @@ def _tf_bounds(G, k_x, Y, noise_var, steps, normalised):
 
     Unnormalised: the theorem's bound of supp-thm:KRR with its exponent summed over the layers,
     ``exp(-(lambda_n + sigma^2) sum_l eta_l) ||k_x|| ||v|| / (lambda_n + sigma^2)``; for a constant
-    step it is exactly :func:`pfntheory.richardson.krr_testing_bound`. It holds when every
+    step it is exactly :func:`pfntheory.maths.richardson.krr_testing_bound`. It holds when every
     ``eta_l <= 2/(lambda_1 + lambda_n + 2 sigma^2)`` (then ``|1 - eta_l (lambda_i + sigma^2)| <=
     1 - eta_l (lambda_n + sigma^2) <= exp(-eta_l (lambda_n + sigma^2))``), so a step past that range
     is caught. Normalised: the unrolled
@@ -280,7 +281,7 @@ def check_tf_convergence(
     (:func:`_tf_bounds`; the theorem's ``exp(-(1-rho)(L-1))`` form for a constant step),
     ``v = Y`` for ``mu`` and ``v = k_x`` for ``tau``. Normalised:
     the unrolled bound of the preconditioned query recursion. ``(mu, tau)`` from
-    :func:`pfntheory.gp.posterior_predictive` (Cholesky). A divergent transformer (inf/NaN, or
+    :func:`pfntheory.maths.gp.posterior_predictive` (Cholesky). A divergent transformer (inf/NaN, or
     above the bound) fails. ``details["informative"]`` says whether the bound is below the error of
     a do-nothing transformer (``(0, kappa(x,x) + sigma^2)``), i.e. whether this draw
     could reject one.

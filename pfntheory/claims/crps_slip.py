@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .. import DEFAULT_NOISE_VAR
-from .._checks import (
+from pfntheory.base._checks import (
     array,
     checked,
     mapping,
@@ -19,9 +18,11 @@ from .._checks import (
     probability,
     sequence,
 )
-from ..discretize import bin_edges, check_edges, gaussian_bin_masses
-from ..metrics import histogram_cdf, histogram_crps
-from ..stats import mean_se
+from pfntheory.base.stats import mean_se
+from pfntheory.maths.discretize import bin_edges, check_edges, gaussian_bin_masses
+from pfntheory.maths.metrics import histogram_cdf, histogram_crps
+
+from .. import DEFAULT_NOISE_VAR
 from . import ERRATUM, FAILS, HOLDS, ClaimResult, checked_args
 from .noise import PAPER_INSTANCES, exact_ppd_expected_crps, paper_cell_se
 

@@ -13,29 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pfntheory.claims import ClaimResult
-from pfntheory.densities import (
-    DENSITY_KINDS,
-    Density,
-    modulus_of_continuity,
-    quantile_interval,
-    random_density,
-)
-from pfntheory.discretize import (
-    bin_widths,
-    check_edges,
-    discretization_bound,
-    mesh,
-    midpoints,
-    smax_quad_bound,
-    smax_quad_bound_modulus,
-)
-from pfntheory.metrics import tv_gaussian_histogram, tv_truncnorm_histogram
-from pfntheory.readout import logits_from_natural, softmax
-from pfntheory.stats import slope_ci, t_interval
-from pfntheory.tv_density import l1_density_histogram
-
-from .._checks import (
+from pfntheory.base._checks import (
     Rule,
     check_callable,
     check_rng,
@@ -50,6 +28,28 @@ from .._checks import (
     positive_scalar,
     sequence,
 )
+from pfntheory.base.stats import slope_ci, t_interval
+from pfntheory.claims import ClaimResult
+from pfntheory.maths.densities import (
+    DENSITY_KINDS,
+    Density,
+    modulus_of_continuity,
+    quantile_interval,
+    random_density,
+)
+from pfntheory.maths.discretize import (
+    bin_widths,
+    check_edges,
+    discretization_bound,
+    mesh,
+    midpoints,
+    smax_quad_bound,
+    smax_quad_bound_modulus,
+)
+from pfntheory.maths.metrics import tv_gaussian_histogram, tv_truncnorm_histogram
+from pfntheory.maths.readout import logits_from_natural, softmax
+from pfntheory.maths.tv_density import l1_density_histogram
+
 from . import checked_args
 
 __all__ = [
@@ -91,7 +91,7 @@ def _ratio(x, name: str) -> float:
 
 
 def _density(x, name: str) -> Density:
-    return instance_of(Density, what="pfntheory.densities.Density")(x, name)
+    return instance_of(Density, what="pfntheory.maths.densities.Density")(x, name)
 
 
 def _cases(x, name: str) -> list:

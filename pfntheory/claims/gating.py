@@ -3,8 +3,8 @@ measurement on trained runs into a verdict kind (docs/verdicts.md).
 
 ``holds`` is the measurement. :func:`decide` is the gate every trained and case-study row goes
 through (claims here, :mod:`pfntheory.claims.casestudy`, and the report's recorder): from the
-runs' :class:`~pfntheory.status.Status` (either convergence test), the check replayed along the
-curves or at the two budgets (:class:`Replay`) and the check's power (:class:`~pfntheory.claims.
+runs' :class:`~pfntheory.infra.status.Status` (either convergence test), the check replayed along
+the curves or at the two budgets (:class:`Replay`) and the check's power (:class:`~pfntheory.claims.
 Power`), first rule that applies: *worse with training* when a run got worse (diverging, or worse
 than its initialisation at some n'); else, when every run has plateaued, *holds*, or *does not
 hold* if the interval of the effect excludes the claimed one (*undecided (underpowered)* if not);
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import (
+from pfntheory.base._checks import (
     ArgumentTypeError,
     checked,
     finite_scalar,
@@ -38,15 +38,16 @@ from .._checks import (
     positive_scalar,
     text,
 )
-from ..convergence import (
+from pfntheory.infra.convergence import (
     MIN_POINTS,
     curve_points,
     curve_status,
     doubling_status,
     last_half_values,
 )
-from ..status import Status, as_status, no_curve
-from ..tree import RunSpec
+from pfntheory.infra.status import Status, as_status, no_curve
+from pfntheory.infra.tree import RunSpec
+
 from . import (
     FAILS,
     FAILS_AT_BUDGET,
@@ -141,9 +142,9 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> S
 
 
 def doubling_statuses(runs) -> dict[str, Status]:
-    """Budget-doubling convergence (:func:`pfntheory.convergence.doubling_status`) of every run of
-    ``runs`` that has a partner trained for half its steps (same spec otherwise), by run name;
-    runs without one get state "no half-budget run" (never plateaued)."""
+    """Budget-doubling convergence (:func:`pfntheory.infra.convergence.doubling_status`) of every
+    run of ``runs`` that has a partner trained for half its steps (same spec otherwise), by run
+    name; runs without one get state "no half-budget run" (never plateaued)."""
     tr = trained_runs(loaded_runs(runs))
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
@@ -169,7 +170,7 @@ def doubling_statuses(runs) -> dict[str, Status]:
 
 
 def doubling_text(st: Status) -> str:
-    """One line on a :func:`pfntheory.convergence.doubling_status` (its ``trend``)."""
+    """One line on a :func:`pfntheory.infra.convergence.doubling_status` (its ``trend``)."""
     return st.trend
 
 
@@ -177,7 +178,7 @@ def budget_outcomes(runs, replay, covariates: str | None = None) -> dict:
     """A claim's check re-decided at every step of the last log-half of its runs' learning curves.
 
     ``replay(value_of)`` returns the check's outcome (bool) from ``value_of(run)``, the run's curve
-    values at one step (:func:`pfntheory.convergence.last_half_values`: ``{metric: (mean, se),
+    values at one step (:func:`pfntheory.infra.convergence.last_half_values`: ``{metric: (mean, se),
     "by_n": {n': {metric: (mean, se)}}}``). The steps are those of the last log-half common to all
     runs (runs of one claim share their curve steps when they share their budget). Runs of one
     task share their held-out instances, so comparisons between runs at one step are paired on
@@ -305,7 +306,8 @@ class Decision:
 
 
 def _statuses(x, name: str) -> dict[str, Status]:
-    """Run name -> :class:`~pfntheory.status.Status` (or a status mapping with a ``state``)."""
+    """Run name -> :class:`~pfntheory.infra.status.Status` (or a status mapping with a
+    ``state``)."""
     mapping(x, name, non_empty=False)
     out = {}
     for k, st in x.items():
@@ -422,8 +424,8 @@ def _worse_text(name: str, st: Status) -> str:
 @checked(statuses=lambda x, name: mapping(x, name, non_empty=False))
 def plateau_tally(statuses: Mapping[str, Any]) -> dict[str, Any]:
     """One plateau tally of an experiment's runs, the numbers the index, page 07 and the runs
-    table share. ``statuses``: run -> its :class:`~pfntheory.status.Status` (or a status dict, or
-    a row's ``run_states`` entry ``[state, last_step, got_worse]``). Returns ``n`` runs,
+    table share. ``statuses``: run -> its :class:`~pfntheory.infra.status.Status` (or a status dict,
+    or a row's ``run_states`` entry ``[state, last_step, got_worse]``). Returns ``n`` runs,
     ``plateaued``, ``worse`` (got worse with training), ``states`` (``{state: count}``) and
     ``text`` ("16 of 133 runs plateaued (...)")."""
     cells = []
@@ -467,7 +469,7 @@ def gate(
     ``curves``: the learning curves whose status is read, by covariate law (None: the task's own;
     "uniform": the shift curve); ``metrics``: the curves' metrics read (E[TV]; a coverage claim
     whose curves are precise enough to decide adds ``"coverage90"``); ``statuses``: convergence
-    statuses to use instead (run name -> :class:`~pfntheory.status.Status`, e.g.
+    statuses to use instead (run name -> :class:`~pfntheory.infra.status.Status`, e.g.
     :func:`doubling_statuses`). A result whose verdict is already set (an explicit one) is
     returned with its statuses attached, undecided by the gate."""
     runs, replay = loaded_runs(runs), replay_of(replay, optional=True)

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
-from .. import DEFAULT_NOISE_VAR
-from .._checks import (
+from pfntheory.base._checks import (
     array,
     as_float_array,
     check_callable,
@@ -24,12 +23,13 @@ from .._checks import (
     positive_scalar,
     text,
 )
-from ..kernels import (
+from pfntheory.base.stats import EPS, mean_se, slope_ci, t_interval
+from pfntheory.maths.kernels import (
     RBFKernel,
     expected_rbf_gaussian,
 )
-from ..mercer import RBFMercer
-from ..spectral import (
+from pfntheory.maths.mercer import RBFMercer
+from pfntheory.maths.spectral import (
     lambda1_lower_bound,
     linear_gram_eigenvalues,
     linear_gram_interval,
@@ -38,7 +38,8 @@ from ..spectral import (
     sample_design,
     top_eigenvalue,
 )
-from ..stats import EPS, mean_se, slope_ci, t_interval
+
+from .. import DEFAULT_NOISE_VAR
 from . import ClaimResult, band_verdict, checked_args
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Measurements of the latent-GP extension (the paper's Discussion; docs/latent.md): the Newton
-transformer of :mod:`pfntheory.latent_construction` against R&W Algorithm 3.1, its two rates, and
-the trained classification PFN against Laplace, EP and the sampling reference.
+transformer of :mod:`pfntheory.maths.latent_construction` against R&W Algorithm 3.1, its two rates,
+and the trained classification PFN against Laplace, EP and the sampling reference.
 
 Construction checks (deterministic, per instance):
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from pfntheory import latent
-from pfntheory import latent_construction as lc
-from pfntheory.kernels import RBFKernel
+from pfntheory.maths import latent
+from pfntheory.maths import latent_construction as lc
+from pfntheory.maths.kernels import RBFKernel
 
 from . import ClaimResult, Power
 
@@ -269,7 +269,7 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
     reference itself (its calibration error is the estimator's floor) and every run in
     ``predictions`` (``name -> {n': p of shape (contexts, m)}``), on the reference set; the
     last row per method pools the n'."""
-    from pfntheory.stats import t_interval
+    from pfntheory.base.stats import t_interval
 
     methods = {
         "Laplace": {int(e["n"]): e["p_laplace"] for e in reference},
@@ -330,7 +330,7 @@ def _decide(holds: bool, outcomes: dict[str, bool], doubling: dict, depths, powe
     """The verdict of a trained row through the one gate (:func:`pfntheory.claims.gating.decide`,
     docs/verdicts.md): the runs' budget-doubling statuses, the check replayed at the two budgets
     (S, 2S) and its power. Returns ``(kind, decision dict)``."""
-    from pfntheory.status import Status, as_status
+    from pfntheory.infra.status import Status, as_status
 
     from .gating import Replay, decide
 
@@ -367,7 +367,7 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
     ``runs_by_budget``: ``{"S": {L: {n': p}}, "2S": {L: {n': p}}}``; ``doubling``:
     ``{L: doubling_status dict}``. The measurement is taken on the 2S runs.
     """
-    from pfntheory.stats import t_interval
+    from pfntheory.base.stats import t_interval
 
     lap = np.concatenate([_errors(e["p_laplace"], e["p_ess"]) for e in reference])
     margin = MARGIN * float(lap.mean())
@@ -430,9 +430,7 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                 outcomes[budget] = bool(t_interval(err(rb[lo]) - err(rb[hi]))[1][0] > 0)
         m, ci = t_interval(err(runs_by_budget["2S"][lo]) - err(runs_by_budget["2S"][hi]))
         holds = bool(ci[0] > 0)
-        power = Power(
-            effect=m, ci=ci, target=0.0, detectable=(ci[1] - ci[0]) / 2, paired=True
-        )
+        power = Power(effect=m, ci=ci, target=0.0, detectable=(ci[1] - ci[0]) / 2, paired=True)
         kind, decision = _decide(holds, outcomes, doubling, (lo, hi), power)
         out.append(
             ClaimResult(
@@ -462,7 +460,7 @@ def load_trained(root) -> dict:
     and the runs still missing."""
     from pathlib import Path
 
-    from pfntheory import convergence
+    from pfntheory.infra import convergence
     from pfntheory.nn import latent as nl
     from pfntheory.nn import latent_eval as ne
 
@@ -527,7 +525,7 @@ def probe_newton(run_dir, reference: list[dict], targets: dict, *, at_init: bool
 
     * ``corr_w``: the correlation, over every context point of the reference, of the model's key
       weight ``log w_i`` with the construction's ``log W_i`` at the Laplace mode (the score
-      factor of :mod:`pfntheory.latent_construction`);
+      factor of :mod:`pfntheory.maths.latent_construction`);
     * ``r2_mu``: the held-out R^2 of a linear read-out of the Laplace latent mean ``mu*`` from the
       query token's state (least squares on the first half of the contexts, R^2 on the second).
 

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import (
+from pfntheory.base._checks import (
     nonneg_int,
     optional,
     positive_int,
     positive_scalar,
     probability,
 )
-from ..kernels import RBFKernel
-from ..mercer import RBFMercer
-from ..spectral import sample_design
-from ..stats import mean_se
+from pfntheory.base.stats import mean_se
+from pfntheory.maths.kernels import RBFKernel
+from pfntheory.maths.mercer import RBFMercer
+from pfntheory.maths.spectral import sample_design
+
 from . import ClaimResult, checked_args
 from .gram import eig_atol
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .._checks import positive_int, seed_int
+from pfntheory.base._checks import positive_int, seed_int
 
 __all__ = [
     "FOLDER",
@@ -113,7 +113,7 @@ def confirm_cell(
             doc["wall_s"] = time.perf_counter() - w0
             doc["threads"] = torch.get_num_threads()
             path.parent.mkdir(parents=True, exist_ok=True)
-            from .. import runs
+            from pfntheory.infra import runs
 
             runs.save_json(path, doc)
             print(f"n'={n} seed {seed0 + b}: {doc['cpu_s']:.0f} s CPU", flush=True)
@@ -203,7 +203,8 @@ def with_cells(verdict: dict, root=None) -> dict:
 
 def load_cell(n: int = 1024, root=None) -> dict | None:
     """The joined cell of n' = ``n`` (:data:`CELL_FILE` under :data:`FOLDER`), None while absent."""
-    from .. import runs
+    from pfntheory.infra import runs
+
     from ..experiments.state import default_root
 
     p = Path(default_root() if root is None else root) / FOLDER / CELL_FILE.format(n=int(n))
@@ -217,7 +218,8 @@ def run_confirmation(
     runs and selector (``verdict-cpu.json``, ``selector-table.pt`` of
     :data:`~pfntheory.claims.multihead_select.FOLDER`), then the batches joined into
     :data:`CELL_FILE` (written atomically). Run it on one thread (``torch.set_num_threads(1)``)."""
-    from .. import runs
+    from pfntheory.infra import runs
+
     from ..experiments.state import default_root
     from ..nn.selector import BANK, StatSelector
     from . import multihead_select as ms
@@ -263,11 +265,12 @@ def curve_values(reference_run, multi, selector, *, depth: int = 32) -> dict:
     import numpy as np
     import torch
 
-    from .. import runs
-    from ..discretize import bin_edges
+    from pfntheory.base.stats import mean_se
+    from pfntheory.infra import runs
+    from pfntheory.maths.discretize import bin_edges
+
     from ..nn.curve import _heldout_set, _tv_per_instance
     from ..nn.state import load_trained, read_config
-    from ..stats import mean_se
     from . import multihead_select as ms
 
     spec = read_config(reference_run)
@@ -323,7 +326,8 @@ def curve_replay(read: dict, root=None, z: float = 3.0):
     """The replay of :func:`replay_against_curve` for the one reference run of ``read``
     (``{name: loaded run}``, :func:`pfntheory.claims.multihead_select.runs_read`) from its
     committed :data:`CURVE_FILE`; None when there is none (or ``read`` is not one run)."""
-    from .. import runs
+    from pfntheory.infra import runs
+
     from ..experiments.state import default_root
 
     if len(read) != 1:
@@ -348,7 +352,8 @@ def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
     single heads' rows of ``verdict`` (the confirmation with its cell, :func:`with_cell`) on the
     same instances (checked by the draws' Bayes indicators: other draws are refused). None when no
     document is committed."""
-    from .. import runs
+    from pfntheory.infra import runs
+
     from ..experiments.state import default_root
 
     base = Path(default_root() if root is None else root) / CHEBYSHEV_FOLDER

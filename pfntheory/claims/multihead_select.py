@@ -24,9 +24,10 @@ import dataclasses
 
 import numpy as np
 
-from .. import metrics as M
-from .._checks import int_tuple, positive_int, seed_int
-from ..stats import mean_se
+from pfntheory.base._checks import int_tuple, positive_int, seed_int
+from pfntheory.base.stats import mean_se
+from pfntheory.maths import metrics as M
+
 from . import ClaimResult, Power
 from .gating import Z_MARGIN, decide
 
@@ -138,7 +139,8 @@ def ceiling(
     """
     import torch
 
-    from ..discretize import bin_edges
+    from pfntheory.maths.discretize import bin_edges
+
     from ..nn.selector import sample_with_component
     from ..nn.state import load_trained
 
@@ -248,8 +250,8 @@ def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
 def selector_accuracy(task, selector, n_eval, n_instances: int, seed: int, model=None) -> dict:
     """Top-component accuracy of ``selector`` and of ``p(h | D)`` (Bayes) on ``n_instances``
     prior draws per n' (``sample_with_component``), and ``E TV(w_selector, p(h | D))``; with
-    ``model`` (a :class:`~pfntheory.nn.multihead.MixturePFN` of ``task``) also its own readout's
-    accuracy (``"model_acc"``, ``"model_tv_w"``).
+    ``model`` (a :class:`~pfntheory.nn.multihead_model.MixturePFN` of ``task``) also its own
+    readout's accuracy (``"model_acc"``, ``"model_tv_w"``).
 
     Returns
     -------
@@ -310,7 +312,8 @@ def load_select(root=None) -> dict:
     "selector", "verdict"}`` (each a dict, or None while missing)."""
     from pathlib import Path
 
-    from .. import runs as runfiles
+    from pfntheory.infra import runs as runfiles
+
     from ..experiments.state import default_root
 
     base = Path(default_root() if root is None else root) / FOLDER
@@ -472,7 +475,7 @@ def runs_read(names, models: dict) -> dict:
 
 
 def statuses_of_runs(runs: dict) -> dict:
-    """Run name -> log-half convergence :class:`~pfntheory.status.Status`
+    """Run name -> log-half convergence :class:`~pfntheory.infra.status.Status`
     (:func:`pfntheory.claims.gating.run_convergence`) of loaded runs (``{display name: run}``,
     e.g. :func:`pfntheory.claims.multihead_trained.models`), keyed by run directory name as the
     recorder matches them."""

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import metrics as M
-from .. import runs as runfiles
-from .._checks import int_tuple, positive_int, seed_int
+from pfntheory.base._checks import int_tuple, positive_int, seed_int
+from pfntheory.base.stats import mean_se
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths import metrics as M
+
 from ..experiments.results import LoadedRun, load_available
 from ..experiments.specs import ExactPPDSpec
-from ..stats import mean_se
-from ..tree import RunSpec
 from . import ClaimResult, Power, gating
 from .gating import Z_MARGIN, diff_se, gate
 
@@ -111,7 +112,8 @@ def paired_tv(cmp: Comparison, n_eval=(256, 512, 1024), n_instances: int = 256, 
     """
     import torch
 
-    from ..discretize import bin_edges
+    from pfntheory.maths.discretize import bin_edges
+
     from ..nn.priors import sample_batch
     from ..nn.train import build_model, load_trained
 

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import ndtr
 from scipy.stats import norm
 
-from .._checks import (
+from pfntheory.base._checks import (
     at_least,
     checked,
     mapping,
@@ -22,9 +22,10 @@ from .._checks import (
     positive_int,
     positive_scalar,
 )
-from ..gp import posterior_predictive
-from ..kernels import RBFKernel
-from ..stats import mean_se
+from pfntheory.base.stats import mean_se
+from pfntheory.maths.gp import posterior_predictive
+from pfntheory.maths.kernels import RBFKernel
+
 from . import ClaimResult, checked_args
 
 __all__ = [

@@ -12,17 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr
 
-from pfntheory.claims import ERRATUM, ClaimResult
-from pfntheory.discretize import (
-    check_edges,
-    gaussian_tail_mass,
-    histogram_density,
-    midpoints,
-    population_nll_minimizer,
-)
-from pfntheory.stats import EPS
-
-from .._checks import (
+from pfntheory.base._checks import (
     array,
     check_callable,
     checked,
@@ -32,6 +22,16 @@ from .._checks import (
     positive_scalar,
     probability,
 )
+from pfntheory.base.stats import EPS
+from pfntheory.claims import ERRATUM, ClaimResult
+from pfntheory.maths.discretize import (
+    check_edges,
+    gaussian_tail_mass,
+    histogram_density,
+    midpoints,
+    population_nll_minimizer,
+)
+
 from . import checked_args
 
 __all__ = [

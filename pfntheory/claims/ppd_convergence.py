@@ -14,8 +14,7 @@ import numpy as np
 import scipy.integrate
 import scipy.stats
 
-from .. import richardson as rich
-from .._checks import (
+from pfntheory.base._checks import (
     Rule,
     at_least,
     check_callable,
@@ -26,17 +25,23 @@ from .._checks import (
     positive_scalar,
     sequence,
 )
-from ..discretize import bin_edges, softmax_perturbation_bound, softmax_perturbation_sharp
-from ..mlp import delta_mlp, fit_psi_mlp
-from ..ppd_bound import ppd_bound_terms
-from ..readout import (
+from pfntheory.base.stats import slope_ci, t_interval
+from pfntheory.maths import richardson as rich
+from pfntheory.maths.discretize import (
+    bin_edges,
+    softmax_perturbation_bound,
+    softmax_perturbation_sharp,
+)
+from pfntheory.maths.mlp import delta_mlp, fit_psi_mlp
+from pfntheory.maths.ppd_bound import ppd_bound_terms
+from pfntheory.maths.readout import (
     inverse_gaussian_log_normaliser,
     inverse_gaussian_pdf,
     inverse_gaussian_psi,
     inverse_gaussian_T,
     softmax,
 )
-from ..stats import slope_ci, t_interval
+
 from . import ClaimResult, checked_args
 from .construction import CONTEXT_RULES, context, layer_readouts, query_parts
 from .tf_rate import effective_factor, fit_window
@@ -68,7 +73,7 @@ def check_mlp_rate(box, widths=(16, 36, 64, 144, 256), n_grid: int = 51) -> Clai
     """ "MLP for natural parameter conversion": ``delta_MLP`` of the explicit ReLU MLP falls
     with ``C'``.
 
-    ``delta_MLP`` is the certified upper bound of :func:`pfntheory.mlp.delta_mlp`. Fits
+    ``delta_MLP`` is the certified upper bound of :func:`pfntheory.maths.mlp.delta_mlp`. Fits
     ``log delta = a + p log C'``; holds if the 95 % CI of ``p`` lies below 0 (the universal
     approximation claim: ``delta_MLP -> 0``). The fitted order is reported (``observed``).
     """
@@ -364,8 +369,8 @@ def check_logit_perturbation(
 
     Draws random logits ``ell_3`` (scale up to 10, C up to ``C_max``), perturbations with
     ``||.||_inf <= Delta`` (uniform, sign patterns ``+-Delta`` and the extremal pair of
-    :func:`~pfntheory.discretize.softmax_perturbation_sharp`). holds iff every draw obeys ``bound``.
-    Records observed/paper ratios and observed/sharp ratios (the sharp value is attained:
+    :func:`~pfntheory.maths.discretize.softmax_perturbation_sharp`). holds iff every draw obeys
+    ``bound``. Records observed/paper ratios and observed/sharp ratios (the sharp value is attained:
     max ratio 1).
     """
     ratios, ratios_sharp, ok = [], [], True

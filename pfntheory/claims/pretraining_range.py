@@ -11,11 +11,12 @@ import dataclasses
 
 import numpy as np
 
-from ..config import curve_file
-from ..convergence import (
+from pfntheory.infra.config import curve_file
+from pfntheory.infra.convergence import (
     curve_points,
     last_half_start,
 )
+
 from . import UNDECIDED, ClaimResult, Power, gating, slope_ci
 
 __all__ = [
@@ -203,7 +204,7 @@ def coverage_along_curve(
         largest ``|coverage - 0.9| - z SE`` over n'), ``held_since`` (the first step from which the
         claim held at every later step, or None when it fails at the last step), ``points_held``
         (how many of the steps from ``held_since`` on), ``last_half_step`` (first step of the
-        last log-half, :mod:`pfntheory.convergence`) and ``held_over_last_half`` (bool); a run
+        last log-half, :mod:`pfntheory.infra.convergence`) and ``held_over_last_half`` (bool); a run
         without that curve gives ``{"steps": [], "held_since": None, ...}`` with ``file`` named.
     """
     path = run.run_dir / curve_file(covariates)

@@ -21,18 +21,19 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._checks import (
+from pfntheory.base._checks import (
     at_least,
     floats,
     instance_of,
     keys,
     text,
 )
-from ..config import TaskSpec
+from pfntheory.base.stats import mean_se
+from pfntheory.infra.config import TaskSpec
+from pfntheory.maths.spectral import sample_design
+
 from ..experiments.published import PUBLISHED, PUBLISHED_DEPTHS, published_rows
 from ..experiments.reference import components, ppd_at_query
-from ..spectral import sample_design
-from ..stats import mean_se
 from . import ClaimResult, checked_args
 from .crps_slip import K_SE, PAPER_INSTANCES
 

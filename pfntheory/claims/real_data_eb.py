@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import (
+from pfntheory.base._checks import (
     array,
     as_float_array,
     instance_of,
     optional,
     positive_scalar,
 )
+from pfntheory.maths.gp import (
+    EBFit,
+    fit_empirical_bayes,
+    log_marginal_likelihood,
+    posterior_predictive,
+)
+
 from ..casestudy.baseline import (
     PAPER_FITS,
     PAPER_ROUNDING,
@@ -35,7 +42,6 @@ from ..casestudy.baseline import (
     walker_splits,
 )
 from ..casestudy.data import COORD_DIVISOR, SpatialData
-from ..gp import EBFit, fit_empirical_bayes, log_marginal_likelihood, posterior_predictive
 from . import ClaimResult, checked_args
 
 __all__ = [

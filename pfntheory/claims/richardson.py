@@ -12,7 +12,8 @@ Every function measures and returns :class:`~pfntheory.claims.ClaimResult`; none
 * :func:`check_krr` -- supp-thm:KRR: both bounds on every ``L`` of a grid, and the closed form of
   ``e^(l)(x)`` against the testing recursion.
 * :func:`check_krr_preconditioned` -- eqn:recursion prec has the fixed points of eqn:richardson
-  (the training recursion equals :func:`~pfntheory.richardson.richardson` with ``D = diag(G 1)``).
+  (the training recursion equals :func:`~pfntheory.maths.richardson.richardson` with ``D = diag(G
+  1)``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from .. import richardson as rich
-from .._checks import (
+from pfntheory.base._checks import (
     Rule,
     array,
     at_least,
@@ -37,7 +37,9 @@ from .._checks import (
     shaped,
     symmetric_matrix,
 )
-from ..stats import EPS
+from pfntheory.base.stats import EPS
+from pfntheory.maths import richardson as rich
+
 from . import ERRATUM, VERDICT_KINDS, ClaimResult, checked_args
 
 __all__ = [

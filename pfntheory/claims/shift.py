@@ -1,5 +1,5 @@
 """Is the architecture itself calibrated under the covariate shift of supp-sec:exp additional? The
-hand-set TF^pr (:mod:`pfntheory.construction`, no training) at d = 4 and L in {16, 32} on the
+hand-set TF^pr (:mod:`pfntheory.maths.construction`, no training) at d = 4 and L in {16, 32} on the
 pretraining design ``N(0, I_d/d)`` and on ``Unif[-1/sqrt(d), 1/sqrt(d)]^d``: 90% coverage, width
 ratio and distance to the exact PPD per design, depth and n, with the literal forward pass checked
 against the batched recursion on every call. What is measured and why: docs/exact-side.md,
@@ -13,9 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.stats
 
-from .. import DEFAULT_NOISE_VAR
-from .. import construction as con
-from .._checks import (
+from pfntheory.base._checks import (
     Rule,
     array,
     nonneg_int,
@@ -24,10 +22,13 @@ from .._checks import (
     positive_scalar,
     probability,
 )
-from ..config import COVARIATES
-from ..gp import posterior_predictive
-from ..kernels import RBFKernel
-from ..stats import mean_se
+from pfntheory.base.stats import mean_se
+from pfntheory.infra.config import COVARIATES
+from pfntheory.maths import construction as con
+from pfntheory.maths.gp import posterior_predictive
+from pfntheory.maths.kernels import RBFKernel
+
+from .. import DEFAULT_NOISE_VAR
 from . import ClaimResult, checked_args
 
 __all__ = [
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 #: Covariate designs: the pretraining design of sec:sims and the shift of supp-sec:exp additional
-#: (the covariate laws :data:`pfntheory.config.COVARIATES`).
+#: (the covariate laws :data:`pfntheory.infra.config.COVARIATES`).
 DESIGNS = COVARIATES
 #: Allowed |coverage - 0.9| beyond Z_SE standard errors: the paper's own "reasonably close to
 #: nominal" (.848 at the 90% level in supp-tab:lengthscale-crps), as in
@@ -116,9 +117,9 @@ def tfpr_moments(kernel, X, Y, xq, noise_var: float, eta: float, L: int):
     """``(mu_L, tau_L)`` of the hand-set depth-``L`` TF^pr, batched, via eqn:recursion prec.
 
     A depth-``L`` transformer returns the ``(L-1)``-th iterate (layer 0 writes ``k_x``,
-    :mod:`pfntheory.construction`), started from 0, for ``v = Y`` (mean) and ``v = k_x`` (variance):
-    ``u^(l+1)(x) = (1 - eta sigma^2 / s_x) u^(l)(x) + (eta / s_x) sum_i kappa(x_i, x)(v_i -
-    u^(l)(x_i))`` at the context points and at the query;
+    :mod:`pfntheory.maths.construction`), started from 0, for ``v = Y`` (mean) and ``v = k_x``
+    (variance): ``u^(l+1)(x) = (1 - eta sigma^2 / s_x) u^(l)(x) + (eta / s_x) sum_i kappa(x_i,
+    x)(v_i - u^(l)(x_i))`` at the context points and at the query;
     ``tau_L = sigma^2 + kappa(x, x) - g^(L-1)(x)``.
 
     Parameters
@@ -185,10 +186,10 @@ def shift_cell(
     defaults (the paper's regime) and passes them on.
 
     ``n_instances`` contexts per seed; per-seed means, pooled mean and standard error over all
-    contexts (:func:`pfntheory.stats.mean_se`); ``parity_max_abs``: the largest difference between
-    :func:`tfpr_moments` and the literal :func:`pfntheory.construction.tf_forward` on the first
-    ``n_parity`` contexts of the first seed, when ``n <= parity_max_n`` (the literal pass is dense
-    in ``(n+1)^2`` per layer; NaN: not checked).
+    contexts (:func:`pfntheory.base.stats.mean_se`); ``parity_max_abs``: the largest difference
+    between :func:`tfpr_moments` and the literal :func:`pfntheory.maths.construction.tf_forward` on
+    the first ``n_parity`` contexts of the first seed, when ``n <= parity_max_n`` (the literal pass
+    is dense in ``(n+1)^2`` per layer; NaN: not checked).
     """
     kernel = RBFKernel(1.0, lengthscale)
     eta = tfpr_step(noise_var, step_fraction)

@@ -39,14 +39,15 @@ import numpy as np
 import scipy.stats
 import torch
 
+from pfntheory.base._checks import ArgumentTypeError, positive_int, positive_scalar
+from pfntheory.base.stats import mean_se
+from pfntheory.maths.gp import posterior_predictive
+from pfntheory.maths.kernels import RBFKernel
+
 from .. import DEFAULT_NOISE_VAR
-from .._checks import ArgumentTypeError, positive_int, positive_scalar
-from ..gp import posterior_predictive
-from ..kernels import RBFKernel
 from ..nn.head import PsiHead, positive_tau
 from ..nn.model import PFNTransformer
 from ..nn.state import load_trained
-from ..stats import mean_se
 from .shift import tfpr_moments, tfpr_step
 
 __all__ = [

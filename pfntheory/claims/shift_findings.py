@@ -348,10 +348,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
     a run found twice is read once) into :data:`SHIFT_CAUSE_FILE` beside the d = 8 companion's runs
     of the first root. Incremental: a run already in the file (same name, same settings) is kept,
     and the file is saved after each new run."""
-    from .. import runs as runfiles
+    from pfntheory.infra import runs as runfiles
+    from pfntheory.infra.tree import RunSpec
+
     from ..experiments import state as xrun
     from ..experiments.results import load_available
-    from ..tree import RunSpec
     from .shift_cause import decompose_run, design_contexts
 
     roots = [Path(a) for a in (argv or [])] or [xrun.default_root()]

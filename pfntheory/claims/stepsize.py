@@ -12,28 +12,29 @@ from typing import Any
 
 import numpy as np
 
-from .. import DEFAULT_NOISE_VAR
-from .._checks import (
+from pfntheory.base._checks import (
     choice,
     instance_of,
     positive_int,
 )
-from ..config import COVARIATES
-from ..kernels import (
+from pfntheory.base.stats import mean_se, slope_ci
+from pfntheory.infra.config import COVARIATES
+from pfntheory.maths.kernels import (
     LinearKernel,
     RBFKernel,
     blr_sigma_diag,
     expected_rbf_gaussian,
 )
-from ..mercer import RBFMercer
-from ..spectral import (
+from pfntheory.maths.mercer import RBFMercer
+from pfntheory.maths.spectral import (
     admissible_step_curve,
     expected_rbf_uniform,
     prec_spectrum,
     sample_design,
     top_eigenvalue,
 )
-from ..stats import mean_se, slope_ci
+
+from .. import DEFAULT_NOISE_VAR
 from . import CAVEAT, ClaimResult, band_verdict, checked_args
 from .gram import rate_claim
 from .richardson import as_erratum

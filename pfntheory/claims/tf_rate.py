@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import richardson as rich
-from .._checks import (
+from pfntheory.base._checks import (
     array,
     one_of,
     positive_int,
     positive_scalar,
     shaped,
 )
-from ..stats import slope_ci, t_interval
+from pfntheory.base.stats import slope_ci, t_interval
+from pfntheory.maths import richardson as rich
+
 from . import ClaimResult, checked_args
 from .construction import CONTEXT_RULES, context, layer_readouts, query_parts
 from .richardson import KRR_RULES, ROUNDOFF_SAFETY, roundoff_atol

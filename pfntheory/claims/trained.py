@@ -219,7 +219,8 @@ def _exp2_1_breakdown(tf, pr, inside, z: float) -> list[ClaimResult]:
     beside the runs; none when the analysis of these runs has not been run."""
     from pathlib import Path
 
-    from .. import runs as runfiles
+    from pfntheory.infra import runs as runfiles
+
     from .breakdown import BREAKDOWN_FILE, exp2_1_breakdown_claims
 
     path = Path(tf.run_dir).parent / BREAKDOWN_FILE

@@ -5,8 +5,8 @@ sec:exp3 (fig:exp2-2, supp-fig:exp2-3 and the d=4, d=8, covariate-shift companio
 and supp-sec:exp additional (supp-tab:lengthscale-crps, supp-tab:hierarchical-gp), with the
 pretraining budgets of supp-tab:pretraining hyperparameters.
 
-* :mod:`.specs` -- the exact-side specs (a trained run is a :class:`pfntheory.tree.RunSpec`) and
-  the run-directory naming (prefix + config hash);
+* :mod:`.specs` -- the exact-side specs (a trained run is a :class:`pfntheory.infra.tree.RunSpec`)
+  and the run-directory naming (prefix + config hash);
 * :mod:`.definitions` -- the registry: one :class:`Experiment` per figure/table, at three scales,
   defined in :mod:`.exp1`, :mod:`.exp2` and :mod:`.tables` from the records of :mod:`.design`,
   the scale rules of :mod:`.scales` and the cost model of :mod:`.cost`;
@@ -26,6 +26,6 @@ from .specs import ExactPPDSpec, StepsizeSpec  # noqa: F401
 # Re-exported, named once in the submodules' ``__all__``: the exact-side spec classes and the
 # published tables (``run_name`` and ``PUBLISHED_*`` stay there). The run tree's classes are
 # imported from where they are defined, one path each: ``RunSpec`` and ``EvalSpec`` from
-# :mod:`pfntheory.tree`, ``TaskSpec`` and ``ModelSpec`` from :mod:`pfntheory.config`.
+# :mod:`pfntheory.infra.tree`, ``TaskSpec`` and ``ModelSpec`` from :mod:`pfntheory.infra.config`.
 __all__ = [n for n in specs.__all__ if n.endswith("Spec")]
 __all__ += [n for n in published.__all__ if not n.startswith("PUBLISHED_")]

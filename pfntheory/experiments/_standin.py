@@ -15,7 +15,7 @@ import math
 import os
 from pathlib import Path
 
-from .. import runs as runfiles
+from pfntheory.infra import runs as runfiles
 
 __all__ = ["train", "evaluate", "fake_metrics"]
 
@@ -65,7 +65,7 @@ def fake_metrics(spec, n: int, covariates: str) -> dict:
 
 
 def evaluate(run_dir: Path, ev) -> None:
-    from ..tree import RunSpec
+    from pfntheory.infra.tree import RunSpec
 
     run_dir = Path(run_dir)
     spec = RunSpec.from_config(runfiles.load_json(run_dir / runfiles.CONFIG))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import ArgumentTypeError, choice
-from ..config import EXPERIMENT_SCALES
-from ..tree import RunSpec
+from pfntheory.base._checks import ArgumentTypeError, choice
+from pfntheory.infra.config import EXPERIMENT_SCALES
+from pfntheory.infra.tree import RunSpec
+
 from .design import Experiment
 from .specs import ExactPPDSpec, StepsizeSpec
 
@@ -75,7 +76,7 @@ def step_terms(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> di
     # adds little (a sqrt(d/2) factor overestimated d = 8 and d = 16 runs 2-5x); the linear score
     # never forms the kernel
     if m.mixture:  # a kernel per lengthscale group on 2 H_g + 1 value channels (measured 7.7x
-        # the single head's 3 at d = 16, 3 x 3 grid; pfntheory.nn.multihead)
+        # the single head's 3 at d = 16, 3 x 3 grid; pfntheory.nn.multihead_model)
         t = spec.task
         layers *= len(set(t.hier_lengthscales)) * (2 * len(t.hier_noise_stds) + 1) / 3
     if m.score == "linear":

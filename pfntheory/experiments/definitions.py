@@ -9,7 +9,8 @@ records in :mod:`.design`, the scale rules in :mod:`.scales`, the cost model in 
 
 from __future__ import annotations
 
-from .._checks import choice
+from pfntheory.base._checks import choice
+
 from .cost import COST, cpu_seconds, step_terms, training_seconds, training_terms  # noqa: F401
 from .design import EXPERIMENT_SCALES, PAPER_EVAL_INSTANCES, Design, Experiment  # noqa: F401
 from .exp1 import FIG_EXP1, FIG_EXP1_BUDGET, FIG_EXP1_THEORY_SHARED

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pfntheory.base._checks import choice
+from pfntheory.infra.config import EXPERIMENT_SCALES, TaskSpec
+from pfntheory.infra.tree import EvalSpec, RunSpec
+
 from .. import DEFAULT_NOISE_VAR
-from .._checks import choice
-from ..config import EXPERIMENT_SCALES, TaskSpec
-from ..tree import EvalSpec, RunSpec
 
 __all__ = ["EXPERIMENT_SCALES", "Design", "Experiment"]
 

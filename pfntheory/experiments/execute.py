@@ -1,11 +1,11 @@
 """Executing one run: bring its directory to the finished state of its spec.
 
-A trained run (:class:`~pfntheory.tree.RunSpec`; its one spec file is ``config.json``, which
+A trained run (:class:`~pfntheory.infra.tree.RunSpec`; its one spec file is ``config.json``, which
 training writes; a ``spec.json`` beside it is read in directories made before), trains with
 :func:`pfntheory.nn.train.train` (which skips a finished run and resumes a killed one from its
 ``checkpoint.pt``), or adopts an identical finished run of another experiment, evaluates every
-:class:`~pfntheory.tree.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate` (which
-takes the spec whole), and deletes ``checkpoint.pt``. An exact-side run
+:class:`~pfntheory.infra.tree.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate`
+(which takes the spec whole), and deletes ``checkpoint.pt``. An exact-side run
 (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`; fig:stepsize and the tables'
 exact-PPD references) writes ``spec.json``, then ``result.json``. Every file is written atomically
 (temporary file + ``os.replace``), so a killed run leaves complete files only.
@@ -16,10 +16,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .. import runs as runfiles
-from .._checks import choice
-from ..config import LEARNING_CURVE_FILE
-from ..tree import EvalSpec, RunSpec
+from pfntheory.base._checks import choice
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.config import LEARNING_CURVE_FILE
+from pfntheory.infra.tree import EvalSpec, RunSpec
+
 from .specs import ExactPPDSpec, StepsizeSpec
 from .state import (
     RESULT_FILE,
@@ -101,8 +102,8 @@ def _execute_exact(spec, run_dir: Path) -> None:
 
     t0 = time.perf_counter()
     if isinstance(spec, StepsizeSpec):
-        from ..config import prior_components
-        from ..spectral import admissible_step_curve
+        from pfntheory.infra.config import prior_components
+        from pfntheory.maths.spectral import admissible_step_curve
 
         (kernel,), _ = prior_components(spec.task)
         task = spec.task

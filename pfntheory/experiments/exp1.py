@@ -8,9 +8,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from pfntheory.infra.config import ModelSpec, TaskSpec
+from pfntheory.infra.tree import RunSpec
+
 from .. import DEFAULT_NOISE_VAR
-from ..config import ModelSpec, TaskSpec
-from ..tree import RunSpec
 from .cost import cpu_seconds
 from .design import (
     PAPER_EVAL_INSTANCES,

@@ -8,8 +8,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..config import ModelSpec
-from ..tree import EvalSpec
+from pfntheory.infra.config import ModelSpec
+from pfntheory.infra.tree import EvalSpec
+
 from .design import PAPER_EVAL_INSTANCES, Design, Experiment, eval_spec, rbf_task, trained_cells
 from .scales import (
     BUDGET_CURVE_POINTS,

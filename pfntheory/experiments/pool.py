@@ -23,9 +23,10 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import runs as runfiles
-from .._checks import choice
-from ..tree import RunSpec
+from pfntheory.base._checks import choice
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.tree import RunSpec
+
 from .execute import BACKENDS, execute
 from .specs import ExactPPDSpec, StepsizeSpec
 
@@ -171,7 +172,7 @@ def worker_modules(backend: str, specs: Iterable) -> list[str]:
         else:
             names.append("pfntheory.experiments._standin")
     if any(isinstance(s, StepsizeSpec) for s in specs):
-        names += ["pfntheory.kernels", "pfntheory.spectral"]
+        names += ["pfntheory.maths.kernels", "pfntheory.maths.spectral"]
     if any(isinstance(s, ExactPPDSpec) for s in specs):
         names.append("pfntheory.experiments.reference")
     return names

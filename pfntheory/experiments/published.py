@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._checks import choice
+from pfntheory.base._checks import choice
 
 __all__ = [
     "PUBLISHED_DEPTHS",

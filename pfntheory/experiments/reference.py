@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import gp, metrics
-from .._checks import (
+from pfntheory.base._checks import (
     as_float_array,
     check_kernel,
     check_rng,
@@ -35,10 +34,11 @@ from .._checks import (
     sequence,
     shaped,
 )
-from ..config import INTERVAL_LEVELS, TaskSpec
-from ..config import prior_components as components
-from ..spectral import sample_design
-from ..stats import mean_se
+from pfntheory.base.stats import mean_se
+from pfntheory.infra.config import INTERVAL_LEVELS, TaskSpec
+from pfntheory.infra.config import prior_components as components
+from pfntheory.maths import gp, metrics
+from pfntheory.maths.spectral import sample_design
 
 __all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
 
@@ -46,8 +46,8 @@ __all__ = ["components", "ppd_at_query", "expected_crps", "exact_ppd_reference"]
 def ppd_at_query(kernels, noise_var, X, xq, *, rng: np.random.Generator, h_true: int):
     """Draw ``Y`` from component ``h_true`` and return the (mixture) PPD at ``xq``.
 
-    The PPD is :func:`pfntheory.gp.mixture_ppd` (the one implementation of eqn:GPreg and of the
-    mixture weights); only the draw of ``Y`` is done here.
+    The PPD is :func:`pfntheory.maths.gp.mixture_ppd` (the one implementation of eqn:GPreg and of
+    the mixture weights); only the draw of ``Y`` is done here.
 
     Parameters
     ----------

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import runs as runfiles
-from ..tree import RunSpec
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.tree import RunSpec
+
 from .definitions import get_experiment
 from .state import RESULT_FILE, default_root, is_complete, run_dir_of
 

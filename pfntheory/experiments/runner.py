@@ -4,9 +4,9 @@
 missing ones (:mod:`.execute`) in a local worker pool or a SLURM job array (:mod:`.pool`), and
 writes a summary per experiment. Re-running a sweep does only what is missing; a killed sweep
 resumes. One sweep at a time per runs root: :func:`sweep_many` holds
-:func:`pfntheory.runs.root_lock`; a second sweep waits ``wait_lock_s`` seconds, then refuses naming
-the holder's pid. Orphan temporary files of killed writes are deleted when a sweep starts. The
-command is :mod:`.cli` (``pfntheory sweep``).
+:func:`pfntheory.infra.runs.root_lock`; a second sweep waits ``wait_lock_s`` seconds, then refuses
+naming the holder's pid. Orphan temporary files of killed writes are deleted when a sweep starts.
+The command is :mod:`.cli` (``pfntheory sweep``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import runs as runfiles
-from .._checks import choice, positive_int, positive_scalar
-from ..tree import EVAL_ORACLES
+from pfntheory.base._checks import choice, positive_int, positive_scalar
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.tree import EVAL_ORACLES
+
 from . import pool
 from .definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
 from .execute import BACKENDS
@@ -94,9 +95,9 @@ def sweep_many(
     backend : {"nn", "standin"}
     wait_lock_s : float
         How long to wait for another sweep holding the runs root's lock before refusing
-        (:class:`pfntheory.runs.LockHeldError`).
+        (:class:`pfntheory.infra.runs.LockHeldError`).
     eval_oracle : {"float64", "float32"}, optional
-        The :attr:`~pfntheory.tree.EvalSpec.oracle` of every evaluation this sweep runs (None:
+        The :attr:`~pfntheory.infra.tree.EvalSpec.oracle` of every evaluation this sweep runs (None:
         as the experiments declare them, float64 like every committed evaluation); it travels in
         the specs to the workers (:func:`.state.with_eval_oracle`). An evaluation already on disk is
         complete under either oracle (:func:`.state.eval_complete`).

@@ -1,14 +1,15 @@
 """How the ``cpu`` and ``paper`` designs derive from the paper's sizes: the cpu optimiser and
 steps, the learning curves every trained run records (so that its verdicts can be gated on
-convergence, :mod:`pfntheory.convergence`), and the budget-doubling runs (docs/scales.md).
+convergence, :mod:`pfntheory.infra.convergence`), and the budget-doubling runs (docs/scales.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from .._checks import ArgumentTypeError
-from ..tree import RunSpec
+from pfntheory.base._checks import ArgumentTypeError
+from pfntheory.infra.tree import RunSpec
+
 from .cost import cpu_seconds
 from .design import Design
 
@@ -75,10 +76,10 @@ def cpu_design(
 
 
 #: paper scale: log-spaced learning-curve points per run. Every trained verdict is gated on its
-#: runs' learning curves (:mod:`pfntheory.convergence`), so a paper-scale run without one could
-#: never be decided. 48 points put 24 in the last log-half, where the 90% interval of the fitted
-#: fall reaches about 1.2x the residual SD about the trend on each side (2.5x with the cpu scale's
-#: 12 points, which left 83 of fig:exp1's 100 cpu curves unable to fit their tolerance:
+#: runs' learning curves (:mod:`pfntheory.infra.convergence`), so a paper-scale run without one
+#: could never be decided. 48 points put 24 in the last log-half, where the 90% interval of the
+#: fitted fall reaches about 1.2x the residual SD about the trend on each side (2.5x with the cpu
+#: scale's 12 points, which left 83 of fig:exp1's 100 cpu curves unable to fit their tolerance:
 #: ``report.cpu.resolution_frame``). The curves add under 1% to the cost model's estimate of a
 #: paper-scale design (fig:exp1: 209.0 -> 210.0 h of one core, by the cost model of that day).
 PAPER_CURVE_POINTS = 48
@@ -123,8 +124,8 @@ def budget_runs(design: Design, keep, factors: tuple[int, ...] = (2,), **fields)
     """The runs of ``design`` that ``keep`` accepts with a weight average and 48 curve points
     (``fields`` overrides these or sets other RunSpec fields), each at its own steps S and at
     ``f S`` for each ``f`` of ``factors`` (each with its own cosine schedule; the doubling test of
-    :func:`pfntheory.convergence.doubling_status` pairs a run with the one at half its steps on
-    the same held-out instances, so ``factors = (2, 4)`` gives two doublings)."""
+    :func:`pfntheory.infra.convergence.doubling_status` pairs a run with the one at half its steps
+    on the same held-out instances, so ``factors = (2, 4)`` gives two doublings)."""
     if not callable(keep):
         raise ArgumentTypeError(f"keep must be a function of a RunSpec, got {keep!r}"[:200])
     fields = {"ema_decay": BUDGET_EMA_DECAY, "curve_points": BUDGET_CURVE_POINTS, **fields}

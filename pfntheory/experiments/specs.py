@@ -1,5 +1,5 @@
-"""The experiments' specs: a trained run is a :class:`pfntheory.tree.RunSpec` (imported from there,
-never through this module: one import path per class), an exact-side run (fig:stepsize, no
+"""The experiments' specs: a trained run is a :class:`pfntheory.infra.tree.RunSpec` (imported from
+there, never through this module: one import path per class), an exact-side run (fig:stepsize, no
 training) a :class:`StepsizeSpec`, the exact-PPD reference of a table an :class:`ExactPPDSpec`;
 :func:`run_name` names the directory of each.
 
@@ -13,8 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import runs
-from .._checks import (
+from pfntheory.base._checks import (
     ArgumentTypeError,
     choice,
     float_tuple,
@@ -23,8 +22,9 @@ from .._checks import (
     positive_int,
     seed_int,
 )
-from ..config import INTERVAL_LEVELS, SPEC_TASK_KINDS, TaskSpec
-from ..tree import RunSpec, spec_hash, task_identity
+from pfntheory.infra import runs
+from pfntheory.infra.config import INTERVAL_LEVELS, SPEC_TASK_KINDS, TaskSpec
+from pfntheory.infra.tree import RunSpec, spec_hash, task_identity
 
 __all__ = ["StepsizeSpec", "ExactPPDSpec", "run_name"]
 
@@ -60,8 +60,8 @@ class _ExactSide:
 class StepsizeSpec(_ExactSide):
     """fig:stepsize (exact side, no training): ``2/(lambda_1(G) + sigma^2)`` against ``n``.
 
-    Computed by :func:`pfntheory.spectral.admissible_step_curve` on the kernel and ``sigma^2``
-    (``task.noise_var``) of the prior ``task`` (:func:`pfntheory.config.prior_components`),
+    Computed by :func:`pfntheory.maths.spectral.admissible_step_curve` on the kernel and ``sigma^2``
+    (``task.noise_var``) of the prior ``task`` (:func:`pfntheory.infra.config.prior_components`),
     averaged over ``n_trials`` designs ``x ~ N(0, I/d)``.
 
     Attributes
@@ -191,7 +191,7 @@ class ExactPPDSpec(_ExactSide):
 
     def identity(self) -> dict:
         """The hashed identity: the whole spec, the prior's late fields left out at their
-        defaults (:func:`pfntheory.tree.task_identity`)."""
+        defaults (:func:`pfntheory.infra.tree.task_identity`)."""
         return dataclasses.asdict(self) | {"task": task_identity(self.task)}
 
     def __post_init__(self):

@@ -14,10 +14,11 @@ import os
 import zipfile
 from pathlib import Path
 
-from .. import runs as runfiles
-from .._checks import ArgumentTypeError
-from ..config import curve_file
-from ..tree import RunSpec, canonical_json
+from pfntheory.base._checks import ArgumentTypeError
+from pfntheory.infra import runs as runfiles
+from pfntheory.infra.config import curve_file
+from pfntheory.infra.tree import RunSpec, canonical_json
+
 from .definitions import get_experiment
 from .specs import ExactPPDSpec, StepsizeSpec
 
@@ -75,11 +76,11 @@ def spec_doc(spec) -> dict:
 
 
 def eval_complete(run_dir: Path, ev) -> bool:
-    """Whether ``run_dir`` holds the evaluation ``ev`` (a :class:`~pfntheory.tree.EvalSpec`): its
-    file, readable, with the same seed and number of instances and a result for every n'. The oracle
-    is not compared: both compute the same PPD (mu and tau within 1e-10; docs/speed.md), the file
-    records which one made it, and a sweep with another oracle (``--eval-oracle``) never redoes a
-    committed evaluation."""
+    """Whether ``run_dir`` holds the evaluation ``ev`` (a :class:`~pfntheory.infra.tree.EvalSpec`):
+    its file, readable, with the same seed and number of instances and a result for every n'. The
+    oracle is not compared: both compute the same PPD (mu and tau within 1e-10; docs/speed.md), the
+    file records which one made it, and a sweep with another oracle (``--eval-oracle``) never redoes
+    a committed evaluation."""
     path = run_dir / ev.filename
     if not path.is_file():
         return False
@@ -104,8 +105,9 @@ def _weights_readable(path: Path) -> bool:
 def is_trained(run_dir: Path, spec: RunSpec) -> bool:
     """Whether ``run_dir`` holds the finished training of ``spec``: metrics of all its steps,
     readable, finite weights (both files of a weight-averaged run) and, when the spec asks for
-    them, finished learning curves; every artefact passes :func:`pfntheory.runs.check_artefacts`
-    (the check training applies before it calls a run finished)."""
+    them, finished learning curves; every artefact passes
+    :func:`pfntheory.infra.runs.check_artefacts` (the check training applies before it calls a run
+    finished)."""
     m = run_dir / runfiles.METRICS
     w = run_dir / runfiles.WEIGHTS
     if not (m.is_file() and w.is_file()):
@@ -147,7 +149,7 @@ def is_complete(spec, run_dir) -> bool:
 
 def jsonable(d):
     """``d`` as it reads back from a JSON file (the canonical form
-    :func:`pfntheory.tree.canonical_json` writes)."""
+    :func:`pfntheory.infra.tree.canonical_json` writes)."""
     return json.loads(canonical_json(d))
 
 
@@ -164,9 +166,9 @@ def read_spec_doc(path: Path) -> dict | None:
 
 
 def with_eval_oracle(spec: Spec, oracle: str | None) -> Spec:
-    """``spec`` with every evaluation's :attr:`~pfntheory.tree.EvalSpec.oracle` set to ``oracle``
-    (None: ``spec`` as declared). The run's name and ``spec.json`` do not change (neither records
-    the oracle); an exact-side spec has no evaluations and is returned as is."""
+    """``spec`` with every evaluation's :attr:`~pfntheory.infra.tree.EvalSpec.oracle` set to
+    ``oracle`` (None: ``spec`` as declared). The run's name and ``spec.json`` do not change (neither
+    records the oracle); an exact-side spec has no evaluations and is returned as is."""
     if oracle is None or not isinstance(spec, RunSpec):
         return spec
     evals = tuple(dataclasses.replace(ev, oracle=oracle) for ev in spec.evals)

@@ -17,7 +17,8 @@ import os
 import numpy as np
 import torch
 
-from ..tree import RunSpec
+from pfntheory.infra.tree import RunSpec
+
 from . import fused
 
 __all__: list[

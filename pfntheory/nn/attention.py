@@ -37,9 +37,8 @@ from __future__ import annotations
 import torch
 
 import pfntheory.nn.fused as _fused
-
-from .._checks import choice
-from ..config import SCORES
+from pfntheory.base._checks import choice
+from pfntheory.infra.config import SCORES
 
 __all__ = [
     "SCORES",

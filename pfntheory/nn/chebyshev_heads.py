@@ -1,7 +1,7 @@
 """Chebyshev per-layer steps in the torch multi-head model's hand-set heads (issue 38, beyond the
-paper): :class:`~pfntheory.nn.multihead.MixturePFN` keeps one step per head and layer in its
+paper): :class:`~pfntheory.nn.multihead_model.MixturePFN` keeps one step per head and layer in its
 ``V`` and ``S`` parameters; :func:`set_layer_steps` writes the steps of
-:func:`pfntheory.chebyshev.chebyshev_steps` there (TF^pr heads), on a range of the
+:func:`pfntheory.maths.chebyshev.chebyshev_steps` there (TF^pr heads), on a range of the
 Jacobi-preconditioned system fixed for the prior (:func:`prior_ranges`), so that the model stays one
 set of weights for every context.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import chebyshev as ch
-from .._checks import instance_of, positive_int
-from ..config import TaskSpec, prior_components
-from ..richardson import jacobi_preconditioner, spectrum
-from ..spectral import sample_design
+from pfntheory.base._checks import instance_of, positive_int
+from pfntheory.infra.config import TaskSpec, prior_components
+from pfntheory.maths import chebyshev as ch
+from pfntheory.maths.richardson import jacobi_preconditioner, spectrum
+from pfntheory.maths.spectral import sample_design
 
 __all__ = ["prior_ranges", "set_layer_steps", "chebyshev_hook", "depth_matched"]
 
@@ -23,7 +23,7 @@ __all__ = ["prior_ranges", "set_layer_steps", "chebyshev_hook", "depth_matched"]
 def prior_ranges(task: TaskSpec, n: int, n_designs: int = 32, seed: int = 0) -> list:
     """Per component ``(lo, hi)``: ``lo`` the smallest ``lambda_min(D^{-1} (G + sigma^2 I))`` over
     ``n_designs`` designs of ``n`` points of the prior's covariates, ``hi = 1 + sigma^2 / alpha^2``
-    (the proven top, :func:`pfntheory.chebyshev.prior_range`: steps beyond it would diverge; a
+    (the proven top, :func:`pfntheory.maths.chebyshev.prior_range`: steps beyond it would diverge; a
     context whose ``lambda_min`` lies below ``lo`` converges slower on that mode, never diverges,
     since ``|p_L| <= 1`` on ``[0, lo]``). ``lambda_min`` falls as ``n`` grows, so the range of the
     largest ``n`` serves every smaller one."""
@@ -45,7 +45,7 @@ def set_layer_steps(model, steps) -> None:
     """Write per-layer steps ``steps`` (H, L - 1) into a TF^pr ``MixturePFN``'s ``V`` and ``S``
     (the layout of its initialisation: ``V_h = (eta, -eta, eta, -eta)``,
     ``S_h = -eta sigma_h^2 / alpha^2`` per layer), in place."""
-    from .multihead import MixturePFN
+    from pfntheory.nn.multihead_model import MixturePFN
 
     instance_of(MixturePFN)(model, "model")
     if not model.config.normalised:
@@ -62,7 +62,7 @@ def set_layer_steps(model, steps) -> None:
 def depth_matched(ranges, L: int, eps: float = 1e-2) -> list:
     """``ranges`` with each bottom raised to ``hi / kappa_L`` where ``L - 1`` Chebyshev steps reach
     ``eps`` on ``[hi / kappa_L, hi]`` (``kappa_L = (1 / tanh(acosh(1 / eps) / (L - 1)))^2``, the
-    inverse of :func:`pfntheory.chebyshev.chebyshev_depth`), when that is above the bottom: a
+    inverse of :func:`pfntheory.maths.chebyshev.chebyshev_depth`), when that is above the bottom: a
     shallow model then damps the top of the spectrum, where the prediction's mass lies, to
     ``eps`` instead of spreading its few nodes over the whole range."""
     import math

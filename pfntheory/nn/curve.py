@@ -1,9 +1,9 @@
 """The learning curve of a training run: E[TV] to the exact PPD, truncated NLL, 90% coverage and
 CRPS on a held-out set drawn once, at log-spaced steps (the convergence gate of every trained
-result, :mod:`pfntheory.convergence`; metrics of sec:sims).
+result, :mod:`pfntheory.infra.convergence`; metrics of sec:sims).
 
 File schema 1 (``learning_curve.json``, ``learning_curve_<covariates>.json``): see
-:func:`pfntheory.convergence.read_learning_curve` (the one reader, re-exported here).
+:func:`pfntheory.infra.convergence.read_learning_curve` (the one reader, re-exported here).
 """
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import metrics as M
-from .. import runs
-from .._checks import choice, keys, positive_int
-from ..config import LEARNING_CURVE_FILE, curve_file
-from ..convergence import METRICS, read_learning_curve
-from ..discretize import bin_edges
-from ..runs import CURVE_METRICS
-from ..stats import mean_se
-from ..tree import RunSpec
+from pfntheory.base._checks import choice, keys, positive_int
+from pfntheory.base.stats import mean_se
+from pfntheory.infra import runs
+from pfntheory.infra.config import LEARNING_CURVE_FILE, curve_file
+from pfntheory.infra.convergence import METRICS, read_learning_curve
+from pfntheory.infra.runs import CURVE_METRICS
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths import metrics as M
+from pfntheory.maths.discretize import bin_edges
+
 from .priors import sample_batch
 
 __all__ = [
@@ -106,9 +107,9 @@ def _curve_points(
     model, heldout, edges: np.ndarray, step: int, instances: bool = False
 ) -> list[dict]:
     """One learning-curve point per n' at ``step``: E[TV], truncated NLL, 90% coverage, CRPS, each
-    with its standard error over the held-out instances (:func:`pfntheory.stats.mean_se`);
+    with its standard error over the held-out instances (:func:`pfntheory.base.stats.mean_se`);
     ``instances``: also each instance's TV (``tv_instances``, 6 significant digits), for comparisons
-    paired on the held-out instances (:func:`pfntheory.convergence.doubling_status`)."""
+    paired on the held-out instances (:func:`pfntheory.infra.convergence.doubling_status`)."""
     was_training = model.training
     model.eval()
     p = next(model.parameters())

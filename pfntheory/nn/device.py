@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from .._checks import ArgumentTypeError
+from pfntheory.base._checks import ArgumentTypeError
 
 __all__ = ["select_device"]
 

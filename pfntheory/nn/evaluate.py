@@ -23,8 +23,8 @@ untruncated ``mu`` and ``tau + mu^2``, as the paper writes them.
 
 The instances depend only on ``(seed, n', chunk)``, never on the run, so every run of one task is
 scored on the same instances. What is evaluated (sizes, instances, seed, covariates, oracle) is one
-:class:`pfntheory.tree.EvalSpec`, taken whole, as :func:`pfntheory.nn.train.train` takes the
-:class:`pfntheory.tree.RunSpec`.
+:class:`pfntheory.infra.tree.EvalSpec`, taken whole, as :func:`pfntheory.nn.train.train` takes the
+:class:`pfntheory.infra.tree.RunSpec`.
 """
 
 from __future__ import annotations
@@ -37,21 +37,22 @@ import numpy as np
 import torch
 from scipy.special import ndtr
 
-from .. import metrics as M
-from .. import runs
-from .._checks import ArgumentTypeError, instance_of, positive_int
-from ..config import INTERVAL_LEVELS
-from ..discretize import bin_edges
-from ..stats import mean_se
-from ..tree import EvalSpec
+from pfntheory.base._checks import ArgumentTypeError, instance_of, positive_int
+from pfntheory.base.stats import mean_se
+from pfntheory.infra import runs
+from pfntheory.infra.config import INTERVAL_LEVELS
+from pfntheory.infra.tree import EvalSpec
+from pfntheory.maths import metrics as M
+from pfntheory.maths.discretize import bin_edges
+from pfntheory.nn.multihead_model import MixturePFN
+
 from .fast_oracle import sample_batch_fast
 from .model import PFNTransformer, select_device
-from .multihead import MixturePFN
 from .priors import Batch, sample_batch
 from .train import load_trained
 
 __all__ = ["evaluate", "predict", "compare_to_construction"]
-#: The instance samplers of the oracles of :attr:`pfntheory.tree.EvalSpec.oracle`.
+#: The instance samplers of the oracles of :attr:`pfntheory.infra.tree.EvalSpec.oracle`.
 _DRAW = {"float64": sample_batch, "float32": sample_batch_fast}
 
 
@@ -192,7 +193,7 @@ def evaluate(
         ``save``, also the results of other ``n'`` already in the file under the same settings).
     """
     run_dir = Path(run_dir)
-    spec = instance_of(EvalSpec, what="pfntheory.tree.EvalSpec")(spec, "spec")
+    spec = instance_of(EvalSpec, what="pfntheory.infra.tree.EvalSpec")(spec, "spec")
     batch_size = positive_int(batch_size, "batch_size")
     seed, n_instances, oracle = spec.seed, spec.n_instances, spec.oracle
     draw = _DRAW[oracle]
@@ -256,7 +257,7 @@ def evaluate(
 def _prescribed_scale(task) -> np.ndarray:
     """Diagonal of ``K = Q`` in supp-eqn:weights for the task's kernel written as a unit kernel."""
     if task.kind == "blr":
-        from ..kernels import blr_sigma_diag
+        from pfntheory.maths.kernels import blr_sigma_diag
 
         return np.sqrt(np.asarray(task.sigma_diag or blr_sigma_diag(task.d)))  # sqrt(Sigma_kk)
     if task.kind == "ard_rbf":
@@ -288,7 +289,7 @@ def compare_to_construction(
 
     Also reported: the RMS distance between the trained readout ``(mu_L, tau_L)`` and the exact
     Richardson solver after the same number of layers with step ``eta*`` (construction's
-    :func:`~pfntheory.construction.expected_rows`), and both their distances to the exact PPD.
+    :func:`~pfntheory.maths.construction.expected_rows`), and both their distances to the exact PPD.
     Read-only: the document is written only to ``out`` when given (the committed runs keep
     theirs as ``construction.json``, made with ``n_instances=16``).
 
@@ -304,8 +305,9 @@ def compare_to_construction(
     out : path, optional
         JSON file to write the document to; default: none (nothing is written).
     """
-    from ..construction import expected_rows
-    from ..richardson import jacobi_preconditioner, optimal_step
+    from pfntheory.maths.construction import expected_rows
+    from pfntheory.maths.richardson import jacobi_preconditioner, optimal_step
+
     from .priors import exact_kernels
 
     run_dir = Path(run_dir)

@@ -1,5 +1,5 @@
 """The hand-set weights of thm:TFdoPPD loaded into the PyTorch transformer: the NumPy construction
-(:func:`pfntheory.construction.handset_weights`) checked against the sparsity pattern of
+(:func:`pfntheory.maths.construction.handset_weights`) checked against the sparsity pattern of
 supp-eqn:weights and copied into a :class:`~pfntheory.nn.model.PFNTransformer`."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._checks import ArgumentTypeError, as_float_array, keys
+from pfntheory.base._checks import ArgumentTypeError, as_float_array, keys
+
 from .model import PFNTransformer
 
 __all__ = ["load_handset"]
@@ -27,7 +28,8 @@ def _arrays(weights, d: int, L: int) -> tuple[list, list, list, list, np.ndarray
         keys("V", "K", "Q", "S", "W")(weights, "weights")
     elif not all(hasattr(weights, nm) for nm in ("V", "K", "Q", "S", "W")):
         raise ArgumentTypeError(
-            "weights must be a pfntheory.construction.HandsetWeights or a dict with V, K, Q, S "
+            "weights must be a pfntheory.maths.construction.HandsetWeights or a dict with V, K, Q, "
+            "S "
             f"and W, got {type(weights).__name__}"
         )
     D = d + 4
@@ -127,9 +129,9 @@ def load_handset(model: PFNTransformer, weights) -> PFNTransformer:
         Target, mode ``theory``, ``theory_shared`` (every ``K^(l)`` equal) or ``learnable``; its
         ``d`` and ``L`` must match.
     weights : HandsetWeights or dict
-        From :func:`pfntheory.construction.handset_weights`: per-layer ``V, K, Q, S`` (L arrays of
-        shape (d+4, d+4); ``S`` may have ``L-1`` entries for the solver layers only) and ``W``
-        (2, d+4).
+        From :func:`pfntheory.maths.construction.handset_weights`: per-layer ``V, K, Q, S`` (L
+        arrays of shape (d+4, d+4); ``S`` may have ``L-1`` entries for the solver layers only) and
+        ``W`` (2, d+4).
 
     Raises
     ------

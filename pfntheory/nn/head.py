@@ -27,7 +27,7 @@ construction, are exact wherever ``tau_L >= tau_min``), is C^1 (value and slope 
 ``tau_min^2/|tau|``, so unlike an exponential it cannot underflow to 0), and makes
 ``psi_2 = -1/(2 tau_+)`` affine in ``tau`` below ``tau_min``, so gradients keep pushing ``tau`` back
 up at a bounded rate.
-``tau_min`` (default ``1e-3`` in :class:`~pfntheory.config.ModelSpec`) lies below every PPD
+``tau_min`` (default ``1e-3`` in :class:`~pfntheory.infra.config.ModelSpec`) lies below every PPD
 variance of the paper's tasks (``tau >= sigma^2 >= 0.01``). The raw ``tau_L`` is what the model
 reports in ``PFNOutput.tau``; only the head sees ``tau_+``. User inputs are never clipped.
 """
@@ -37,8 +37,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import ArgumentTypeError, positive_int, positive_scalar
-from ..config import HEADS
+from pfntheory.base._checks import ArgumentTypeError, positive_int, positive_scalar
+from pfntheory.infra.config import HEADS
 
 __all__ = ["positive_tau", "check_edges", "PsiHead", "MLPHead", "HEADS"]
 
@@ -138,7 +138,7 @@ def _psi(mu: torch.Tensor, tau: torch.Tensor, tau_min: float) -> torch.Tensor:
 def psi_logits(mu, tau, s, edges, tau_min: float) -> torch.Tensor:
     """The psi head of Sec. 4, ``ell_c = s1 psi_1 xi_c + s2 psi_2 xi_c^2 + log Delta_c`` (..., C),
     for moments ``mu, tau`` (...) and scales ``s`` (..., 2) broadcast against them (one head:
-    :class:`PsiHead`; one per mixture component: :class:`pfntheory.nn.multihead.MixturePFN`).
+    :class:`PsiHead`; one per mixture component: :class:`pfntheory.nn.multihead_model.MixturePFN`).
     Unchecked: the callers' own readouts and edges."""
     edges = edges.to(mu.dtype)
     xi = 0.5 * (edges[1:] + edges[:-1])  # midpoints xi_c

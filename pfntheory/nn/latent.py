@@ -7,10 +7,10 @@ the model and a compact training loop (docs/latent.md, "The trained PFN").
 * The model (:class:`LatentPFN`): tokens carry ``(y, is_query)``; ``L`` blocks, each a token-wise
   MLP and one kernel attention whose score is ``exp(-||x_i - x_j||^2 / (2 ell_l^2)) w_i`` over the
   context keys ``i``, with a key weight ``w_i = exp(-softplus(a_l^T h_i)) in (0, 1]`` read from the
-  token's state: the family holds the Newton construction of :mod:`pfntheory.latent_construction`
-  up to the MLPs' approximation of ``W`` and ``y~`` (its score is ``kappa W_i``). The head is the
-  paper's binned-Gaussian head with two bins ``(-inf, 0], (0, inf)``:
-  ``P(y* = 1) = Phi(mu / sqrt(1 + s^2))``.
+  token's state: the family holds the Newton construction of
+  :mod:`pfntheory.maths.latent_construction` up to the MLPs' approximation of ``W`` and ``y~`` (its
+  score is ``kappa W_i``). The head is the paper's binned-Gaussian head with two bins ``(-inf, 0],
+  (0, inf)``: ``P(y* = 1) = Phi(mu / sqrt(1 + s^2))``.
 * The loss is the cross-entropy of the head against ``q* = Phi(f(x*))``, the Rao-Blackwellised
   label (same minimiser as the NLL of a drawn ``y*``, the PFN objective, with less variance).
 * Training (:func:`train_latent`): Adam, warm-up then cosine decay (``nn.train.lr_factor``),
@@ -32,9 +32,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import latent, runs
-from .._checks import int_tuple, positive_int, positive_scalar, probability, seed_int
-from ..config import LEARNING_CURVE_FILE
+from pfntheory.base._checks import int_tuple, positive_int, positive_scalar, probability, seed_int
+from pfntheory.infra import runs
+from pfntheory.infra.config import LEARNING_CURVE_FILE
+from pfntheory.maths import latent
+
 from .train import lr_factor, step_generator
 
 __all__ = [

@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import latent, runs
-from .._checks import int_tuple, positive_int
+from pfntheory.base._checks import int_tuple, positive_int
+from pfntheory.infra import runs
+from pfntheory.maths import latent
+
 from .latent import LatentTask, _rbf, load_latent, sample_classification
 
 __all__ = ["REFERENCE_FILE", "build_reference", "load_reference", "run_predictions"]

@@ -57,9 +57,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of
-from ..config import MODES, ModelSpec, TaskSpec
-from ..construction import solver_step_sizes
+from pfntheory.base._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of
+from pfntheory.infra.config import MODES, ModelSpec, TaskSpec
+from pfntheory.maths.construction import solver_step_sizes
+
 from . import fused as _fused
 from .attention import masked_attention_dense, score_matrix, score_vector
 from .device import select_device
@@ -108,11 +109,11 @@ def default_eta(config: ModelSpec, task: TaskSpec, noise_var=None):
     ``noise_var`` when given (a tensor of the mixture heads' ``sigma_h^2``: a tensor of steps)."""
     if not isinstance(config, ModelSpec):
         raise ArgumentTypeError(
-            f"config must be a pfntheory.config.ModelSpec, got {type(config).__name__}"
+            f"config must be a pfntheory.infra.config.ModelSpec, got {type(config).__name__}"
         )
     if not isinstance(task, TaskSpec):
         raise ArgumentTypeError(
-            f"task must be a pfntheory.config.TaskSpec, got {type(task).__name__}"
+            f"task must be a pfntheory.infra.config.TaskSpec, got {type(task).__name__}"
         )
     if config.eta_init is not None:
         return float(config.eta_init)

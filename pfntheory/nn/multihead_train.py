@@ -23,10 +23,11 @@ from pathlib import Path
 
 import torch
 
-from .. import runs
-from .._checks import ArgumentTypeError, pair, positive_int
-from ..discretize import bin_edges
-from ..tree import RunSpec
+from pfntheory.base._checks import ArgumentTypeError, pair, positive_int
+from pfntheory.infra import runs
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths.discretize import bin_edges
+
 from .state import build_model
 from .train import _truncated_nll, lr_factor, step_batches, step_generator
 
@@ -37,8 +38,8 @@ TEACHER_FORCED = "teacher_forced_exact_weights"
 
 
 def train_teacher_forced(spec: RunSpec, run_dir, interval, *, log_every: int = 50) -> Path:
-    """Train ``spec``'s :class:`~pfntheory.nn.multihead.MixturePFN` for ``spec.steps`` steps with
-    the exact weights plugged in (module docstring) and write the run directory.
+    """Train ``spec``'s :class:`~pfntheory.nn.multihead_model.MixturePFN` for ``spec.steps`` steps
+    with the exact weights plugged in (module docstring) and write the run directory.
 
     Parameters
     ----------

@@ -42,10 +42,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._checks import MAX_ELEMENTS, ArgumentTypeError, instance_of, positive_int, seed_int
-from .._checks import interval as check_interval
-from ..config import COVARIATES, TASK_KINDS, TaskSpec, prior_components
-from ..kernels import ARDRBFKernel, LinearKernel, RBFKernel
+from pfntheory.base._checks import (
+    MAX_ELEMENTS,
+    ArgumentTypeError,
+    instance_of,
+    positive_int,
+    seed_int,
+)
+from pfntheory.base._checks import interval as check_interval
+from pfntheory.infra.config import COVARIATES, TASK_KINDS, TaskSpec, prior_components
+from pfntheory.maths.kernels import ARDRBFKernel, LinearKernel, RBFKernel
+
 from . import fused
 from .model import select_device
 
@@ -109,7 +116,7 @@ class _Component:
 
 
 def _component(kernel, noise_var: float, d: int) -> _Component:
-    """The torch form of one exact kernel of :func:`pfntheory.config.prior_components`."""
+    """The torch form of one exact kernel of :func:`pfntheory.infra.config.prior_components`."""
     if isinstance(kernel, LinearKernel):
         return _Component(
             True, tuple(math.sqrt(s) for s in kernel.sigma_diag), 1.0, noise_var, kernel
@@ -133,8 +140,8 @@ def _components(task: TaskSpec) -> list[_Component]:
 
 
 def exact_kernels(task: TaskSpec) -> tuple[list, np.ndarray, np.ndarray]:
-    """The task's components as NumPy kernels of :mod:`pfntheory.kernels` (for the exact side):
-    :func:`pfntheory.config.prior_components` with the (uniform) prior weights.
+    """The task's components as NumPy kernels of :mod:`pfntheory.maths.kernels` (for the exact
+    side): :func:`pfntheory.infra.config.prior_components` with the (uniform) prior weights.
 
     Returns
     -------
@@ -231,8 +238,8 @@ def _solve_lower(Lc: torch.Tensor, R: torch.Tensor) -> torch.Tensor:
 
 def _cholesky(A: torch.Tensor, what: str, offset: int = 0) -> torch.Tensor:
     """Batched lower Cholesky factor of ``A``'s lower triangle (``A`` may be overwritten); a matrix
-    that is not numerically positive definite raises a ValueError (as :mod:`pfntheory.gp` does)
-    naming the first failing instance, not torch's ``_LinAlgError``.
+    that is not numerically positive definite raises a ValueError (as :mod:`pfntheory.maths.gp`
+    does) naming the first failing instance, not torch's ``_LinAlgError``.
 
     With the fused extension (:mod:`pfntheory.nn.fused`, when loaded or cached: drawing never
     compiles it), in place by the LAPACK routine that ``torch.linalg.cholesky_ex`` calls on the
@@ -552,13 +559,13 @@ def calibrate_task_interval(
     """Truncation interval ``(a, b]`` by Monte-Carlo calibration (sec:sims).
 
     Draws ``n_instances`` instances (in chunks of ``chunk``, each chunk with its own
-    ``n ~ Unif[n_min, n_max]``) and calls :func:`pfntheory.discretize.calibrate_interval` on their
-    PPD moments, so that the average PPD mass outside ``(a, b]`` is ``outside_mass``. For the
+    ``n ~ Unif[n_min, n_max]``) and calls :func:`pfntheory.maths.discretize.calibrate_interval` on
+    their PPD moments, so that the average PPD mass outside ``(a, b]`` is ``outside_mass``. For the
     hierarchical prior each instance contributes one component drawn from its posterior weights:
     averaged over instances this is an unbiased Monte-Carlo estimate of the mixture's CDF
     (``E_w Phi_k = sum_h w_h Phi_h``).
     """
-    from ..discretize import calibrate_interval
+    from pfntheory.maths.discretize import calibrate_interval
 
     n_instances = positive_int(n_instances, "n_instances")
     chunk = positive_int(chunk, "chunk")

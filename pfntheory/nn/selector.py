@@ -1,17 +1,17 @@
 """Component selectors for the multi-head PFN of the hierarchical prior (issue 38, beyond the
 paper).
 
-The multi-head model (:class:`pfntheory.nn.multihead.MixturePFN`) reads its mixture weights from
-the heads' solved systems, which at the table's depths have not converged (docs/multihead.md). A
-selector here reads them instead from statistics that concentrate without a solve:
+The multi-head model (:class:`pfntheory.nn.multihead_model.MixturePFN`) reads its mixture weights
+from the heads' solved systems, which at the table's depths have not converged (docs/multihead.md).
+A selector here reads them instead from statistics that concentrate without a solve:
 
 * ``s_0 = Y^T Y / n`` and, per kernel ``b`` of a bank of RBF lengthscales,
   ``t_b = Y^T (K_b - I) Y / (n (n - 1))`` and the design's ``m_b = 1^T (K_b - I) 1 / (n (n - 1))``
   (``K_b`` unit amplitude). ``K_b Y`` is one attention layer (RBF score of scale ``1 / ell_b``,
   value ``y``, no normalisation: eqn:1st attn with ``y`` as the value); ``Y^T (.)`` at the query
-  is the linear summary head of :func:`pfntheory.multihead.multihead_forward` (value ``y_i``,
-  key the attention's output, query 1). ``t_b`` and ``m_b`` have n-free means (population
-  averages of kernel products), so the statistics are comparable across ``n``.
+  is the linear summary head of :func:`pfntheory.maths.multihead_construction.multihead_forward`
+  (value ``y_i``, key the attention's output, query 1). ``t_b`` and ``m_b`` have n-free means
+  (population averages of kernel products), so the statistics are comparable across ``n``.
 * :class:`StatSelector`: a small MLP from ``(log s_0, t_b / m_b, log m_b, log n)`` to the
   component logits, trained by the selection loss ``-log w_{h*}(D)`` (``h*`` the component the
   prior drew: a proper scoring rule whose minimiser is ``p(h | D)``). Its last layer starts at zero,
@@ -31,8 +31,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._checks import ArgumentTypeError, instance_of, positive_int
-from ..config import TaskSpec, prior_components
+from pfntheory.base._checks import ArgumentTypeError, instance_of, positive_int
+from pfntheory.infra.config import TaskSpec, prior_components
+
 from .priors import Batch, sample_batch
 
 __all__ = [

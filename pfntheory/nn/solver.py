@@ -7,9 +7,9 @@ term ``S^(l) Z^(l)``, ``L-1`` of them (thm:TFdoPPD; TF^pr of sec:generalization)
 
 and every torch forward calls it: the fast model (:class:`~pfntheory.nn.model.PFNTransformer`: per
 layer kernel, one shared kernel, the linear score in feature space), its dense parity reference
-(the literal ``(d+4) x (d+4)`` matrices), the mixture heads (:mod:`pfntheory.nn.multihead`) and the
-case studies' shared-context forward (:func:`pfntheory.casestudy.pfn.pfn_forward_shared`). What
-differs between them is only how a layer's attention is computed, a :class:`LayerAttention`
+(the literal ``(d+4) x (d+4)`` matrices), the mixture heads (:mod:`pfntheory.nn.multihead_model`)
+and the case studies' shared-context forward (:func:`pfntheory.casestudy.pfn.pfn_forward_shared`).
+What differs between them is only how a layer's attention is computed, a :class:`LayerAttention`
 chosen once per forward (the *strategy*); the fused C++ stack of :mod:`pfntheory.nn.fused` (every
 layer of one instance in one loop, one autograd node) sits behind the same call as the strategy's
 :meth:`LayerAttention.whole`, the same numbers to float round-off (tests/test_fused_attention.py).

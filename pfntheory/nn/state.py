@@ -1,6 +1,6 @@
 """The state of a run directory: its ``config.json`` (the run tree,
-:class:`pfntheory.tree.RunSpec`), the model it builds and its weights (the resumable training of
-sec:sims)."""
+:class:`pfntheory.infra.tree.RunSpec`), the model it builds and its weights (the resumable training
+of sec:sims)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from pathlib import Path
 
 import torch
 
-from .. import runs
-from .._checks import ArgumentTypeError, pair
-from ..discretize import bin_edges
-from ..tree import RunSpec
+from pfntheory.base._checks import ArgumentTypeError, pair
+from pfntheory.infra import runs
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths.discretize import bin_edges
+from pfntheory.nn.multihead_model import MixturePFN
+
 from .device import select_device
 from .model import PFNTransformer
-from .multihead import MixturePFN
 
 __all__ = [
     "WEIGHTS_LAST",
@@ -36,7 +37,9 @@ WEIGHTS_LAST = runs.WEIGHTS_LAST
 
 def _check_spec(spec) -> None:
     if not isinstance(spec, RunSpec):
-        raise ArgumentTypeError(f"spec must be a pfntheory.tree.RunSpec, got {type(spec).__name__}")
+        raise ArgumentTypeError(
+            f"spec must be a pfntheory.infra.tree.RunSpec, got {type(spec).__name__}"
+        )
 
 
 def config_doc(spec: RunSpec) -> dict:
@@ -93,7 +96,7 @@ def build_model(spec: RunSpec, interval: tuple[float, float], device) -> torch.n
     edges = torch.as_tensor(bin_edges(*interval, spec.model.C), dtype=torch.float64)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
-        if spec.model.mixture:  # one head per prior component (pfntheory.nn.multihead)
+        if spec.model.mixture:  # one head per prior component (pfntheory.nn.multihead_model)
             model: torch.nn.Module = MixturePFN(spec.model, edges, spec.task)
         else:
             model = PFNTransformer(spec.model, edges, spec.task)
@@ -120,8 +123,9 @@ def finished_problem(spec: RunSpec, run_dir, metrics: dict) -> str | None:
     nothing). One check for every artefact a finished run ships: ``weights.pt`` fits ``spec`` with
     finite values (:func:`weights_problem`), so does ``weights_last.pt`` of a weight-averaged run
     (it must be there), the learning curves end at the run's steps with values in range
-    (:func:`pfntheory.runs.curve_problems`), and the artefacts read (:func:`pfntheory.runs.
-    check_artefacts`: finite weights; the checkpoint is left to the resume that reads it)."""
+    (:func:`pfntheory.infra.runs.curve_problems`), and the artefacts read
+    (:func:`pfntheory.infra.runs. check_artefacts`: finite weights; the checkpoint is left to the
+    resume that reads it)."""
     problem = weights_problem(spec, run_dir, metrics)
     if problem is None and spec.ema_decay > 0:
         run_dir = Path(run_dir)
@@ -146,7 +150,7 @@ def finished(spec: RunSpec, run_dir) -> bool:
     :class:`RuntimeWarning` naming the file at fault), so that the training is redone; orphan
     temporary files of a killed write (older than a minute) are removed either way. (A corrupt
     checkpoint raises when read; the commands delete corrupt artefacts first,
-    :func:`pfntheory.runs.remove_corrupt_artefacts`.)"""
+    :func:`pfntheory.infra.runs.remove_corrupt_artefacts`.)"""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir / runs.CONFIG
@@ -177,7 +181,7 @@ def _redo_warning(run_dir: Path, message: str) -> None:
 
 
 def read_config(run_dir) -> RunSpec:
-    """The :class:`~pfntheory.tree.RunSpec` of a run directory (either layout of
+    """The :class:`~pfntheory.infra.tree.RunSpec` of a run directory (either layout of
     ``config.json``, :meth:`RunSpec.from_config`)."""
     path = Path(run_dir) / runs.CONFIG
     if not path.is_file():

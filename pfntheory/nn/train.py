@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .. import runs
-from .._checks import (
+from pfntheory.base._checks import (
     ArgumentTypeError,
     choice,
     instance_of,
@@ -39,7 +38,8 @@ from .._checks import (
     probability,
     seed_int,
 )
-from ..config import (
+from pfntheory.infra import runs
+from pfntheory.infra.config import (
     EXPERIMENT_SCALES,
     LR_UNITS,
     MODES,
@@ -47,8 +47,9 @@ from ..config import (
     QUICK_SCHEDULE,
     TASK_KINDS,
 )
-from ..discretize import bin_edges
-from ..tree import RunSpec
+from pfntheory.infra.tree import RunSpec
+from pfntheory.maths.discretize import bin_edges
+
 from .arithmetic import arithmetic, arithmetic_change
 from .curve import (
     CURVE_METRICS,
@@ -227,7 +228,9 @@ def step_batches(spec: RunSpec, generator: torch.Generator, device, dtype, inter
     ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order
     from ``generator`` (with one group this is the draw of a step before groups existed)."""
     if not isinstance(spec, RunSpec):
-        raise ArgumentTypeError(f"spec must be a pfntheory.tree.RunSpec, got {type(spec).__name__}")
+        raise ArgumentTypeError(
+            f"spec must be a pfntheory.infra.tree.RunSpec, got {type(spec).__name__}"
+        )
     device = select_device(device)
     interval = pair(interval, "interval")
     kw = dict(device=device, dtype=dtype, interval=interval, fast=spec.fast_numerics)

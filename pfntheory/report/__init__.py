@@ -35,10 +35,17 @@ Layout of the output folder (``reports/`` by default)::
     results/_status.json       per-notebook execution status (no times)
 """
 
-from pfntheory.convergence import read_learning_curve
+from pfntheory.infra.convergence import read_learning_curve
+from pfntheory.pipelines.report_run import (
+    KERNEL_ENV,
+    NotebookRun,
+    execute_notebook,
+    export_html,
+    retrain,
+    run_report,
+)
 
 from . import plots
-from .execute import KERNEL_ENV, NotebookRun, execute_notebook, export_html, retrain, run_report
 from .index import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html

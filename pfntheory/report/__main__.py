@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from pfntheory.cli.report import main
 
 sys.exit(main())

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pfntheory.claims import breakdown as xbd
-from pfntheory.tree import RunSpec
+from pfntheory.infra.tree import RunSpec
 
 __all__ = ["breakdown_runs", "plot_breakdown", "breakdown_lines"]
 

@@ -2,8 +2,8 @@
 side by side, and their differences with the near/far boundary.
 
 Each function takes arrays on a grid and writes one PNG (no software tag, so the bytes depend on
-the figure only); :func:`pfntheory.casestudy.run.draw_maps` chooses the coordinates, labels and
-titles.
+the figure only); :func:`pfntheory.pipelines.casestudy_run.draw_maps` chooses the coordinates,
+labels and titles.
 """
 
 from __future__ import annotations

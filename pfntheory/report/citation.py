@@ -20,7 +20,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._checks import checked, instance_of, optional
+from pfntheory.base._checks import checked, instance_of, optional
+
 from .spec import ROOT
 
 __all__ = [

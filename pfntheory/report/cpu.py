@@ -6,7 +6,7 @@ their grids over hours, so this page reads whatever runs are complete
 (:func:`pfntheory.experiments.results.load_available`) and says which are not. Here:
 
 - :func:`plateau_word` -- one run's learning-curve status in words (a state of
-  :data:`pfntheory.convergence.STATES`, or "no curve"), by
+  :data:`pfntheory.infra.convergence.STATES`, or "no curve"), by
   :func:`pfntheory.claims.gating.run_convergence`;
 - :class:`Exp1Panel`, :func:`exp1_panels` -- fig:exp1's (L, C) grids per task and parameterisation,
   with holes where a run is not on disk;
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from pfntheory.base.stats import slope_ci
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import gating as xgate
-from pfntheory.convergence import STATES
-from pfntheory.stats import slope_ci
-from pfntheory.tree import RunSpec
+from pfntheory.infra.convergence import STATES
+from pfntheory.infra.tree import RunSpec
 
 __all__ = [
     "training_hours",
@@ -342,9 +342,9 @@ STATE_COLOURS = {
 def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
     """Why each cell has its status: per panel (one axis of ``axs`` each), one row per present cell
     with a learning curve, its fitted fall of E[TV] over the last log-half of training and the 90%
-    confidence interval (:func:`pfntheory.convergence.plateau_status`), both divided by the cell's
-    tolerance, so the band ``[-1, 1]`` is "plateaued" for every cell; coloured by state. Returns
-    the legend handles (one per state) for a figure legend."""
+    confidence interval (:func:`pfntheory.infra.convergence.plateau_status`), both divided by the
+    cell's tolerance, so the band ``[-1, 1]`` is "plateaued" for every cell; coloured by state.
+    Returns the legend handles (one per state) for a figure legend."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from pfntheory.claims import gating as xgate
-from pfntheory.convergence import curve_points, curve_status, plateau_status
 from pfntheory.experiments import published
 from pfntheory.experiments.specs import ExactPPDSpec
-from pfntheory.tree import RunSpec
+from pfntheory.infra.convergence import curve_points, curve_status, plateau_status
+from pfntheory.infra.tree import RunSpec
 
 from .cpu import STATUS_WORDS, plateau_word
 
@@ -74,10 +74,10 @@ def resolution_frame(runs_by_experiment: dict[str, Sequence]):
     """Could the plateau test decide at all? Per experiment, its trained runs' own E[TV] learning
     curves counted by state, and how many of them are *resolvable*: the 90% interval of the fitted
     fall is no wider than the tolerance (``halfwidth <= tol``,
-    :func:`pfntheory.convergence.plateau_status`). An unresolvable curve cannot be called plateaued
-    whatever its trend: its undecided verdict says as much about the curve's evaluation density
-    and the optimiser's jitter as about training. ``median halfwidth / tol`` over the curves with
-    a fitted trend; experiments without a trained run are left out."""
+    :func:`pfntheory.infra.convergence.plateau_status`). An unresolvable curve cannot be called
+    plateaued whatever its trend: its undecided verdict says as much about the curve's evaluation
+    density and the optimiser's jitter as about training. ``median halfwidth / tol`` over the curves
+    with a fitted trend; experiments without a trained run are left out."""
     import pandas as pd
 
     rows = []

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from pfntheory.tree import RunSpec
+from pfntheory.infra.tree import RunSpec
 
 from .cpu import STATE_COLOURS, Exp1Panel, exp1_panels
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._checks import choice
+from pfntheory.base._checks import choice
+from pfntheory.infra.tree import RunSpec
+
 from ..experiments.results import LoadedRun, load_available
-from ..tree import RunSpec
 
 __all__ = ["FAMILY", "FamilyCell", "strongest_cells", "plot_family", "coverage_frame"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import math
 
-from pfntheory._checks import ArgumentTypeError
+from pfntheory.base._checks import ArgumentTypeError
 from pfntheory.claims.gating import SHARED_REASONS
 
 from .labels import paper_number

@@ -10,7 +10,7 @@ itself never reads the paper.
 
 from __future__ import annotations
 
-from .._checks import checked, instance_of
+from pfntheory.base._checks import checked, instance_of
 
 __all__ = ["PAPER_LABELS", "PAPER_NUMBERS", "paper_number", "check_label"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-from pfntheory._checks import ArgumentTypeError
+from pfntheory.base._checks import ArgumentTypeError
 
 __all__ = ["math_html", "markdown_math"]
 

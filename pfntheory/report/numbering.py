@@ -23,7 +23,7 @@ import string
 import sys
 from dataclasses import dataclass, field
 
-from .._checks import checked, instance_of
+from pfntheory.base._checks import checked, instance_of
 
 __all__ = ["number_labels", "theorem_environments"]
 

@@ -1,6 +1,6 @@
 """Plotting helpers of the notebooks: the report's style, saving, showing a saved image, log axes,
 and the learning curves of trained runs (read by
-:func:`pfntheory.convergence.read_learning_curve`).
+:func:`pfntheory.infra.convergence.read_learning_curve`).
 
 Figures are shown inline by the kernel (the runner executes with the inline backend), so a page
 holds every figure beside the claim it supports; :func:`save_figure` also keeps a PNG under
@@ -181,7 +181,8 @@ def plot_learning_curves(ax, curves: dict[str, dict], metric: str = "tv", n: int
     ----------
     ax : matplotlib Axes
     curves : dict of str to dict
-        Run name -> learning-curve document (:func:`pfntheory.convergence.read_learning_curve`).
+        Run name -> learning-curve document
+        (:func:`pfntheory.infra.convergence.read_learning_curve`).
     metric : str
         A metric of the points (``tv``, ``nll``, ``coverage90``, ``crps``).
     n : int, optional

@@ -15,7 +15,7 @@ How a verdict is decided (:func:`decide_verdict`), first rule that applies:
    corrected statement, "does not hold" when it does not;
 4. a trained row (``runs=`` its run directories) whose claim set no verdict: the one gate
    (:func:`pfntheory.claims.gating.decide`) on the runs' learning curves
-   (:func:`pfntheory.convergence.plateau_status`);
+   (:func:`pfntheory.infra.convergence.plateau_status`);
 5. otherwise from ``holds``: "holds", "holds with a caveat" (a caveat is given) or "does not hold".
 
 A row's reasons are typed: the gate's :class:`~pfntheory.claims.gating.Decision` (rendered once,
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pfntheory._checks import ArgumentTypeError, checked, text
+from pfntheory.base._checks import ArgumentTypeError, checked, text
 from pfntheory.claims import (
     CAVEAT,
     ERRATUM,
@@ -45,9 +45,9 @@ from pfntheory.claims import (
     VERDICT_KINDS,
 )
 from pfntheory.claims.gating import SHARED_REASONS, decide, plateau_tally
-from pfntheory.convergence import curve_status
-from pfntheory.runs import round_significant
-from pfntheory.status import Status, as_status
+from pfntheory.infra.convergence import curve_status
+from pfntheory.infra.runs import round_significant
+from pfntheory.infra.status import Status, as_status
 
 from .html import fmt, row_card
 from .labels import check_label, paper_number
@@ -139,7 +139,7 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
     dict
         ``status``: ``"plateaued"`` (all runs), ``"improving"`` (at least one run has not
         plateaued) or ``"unknown"`` (a run has no learning curve); ``statuses``: the
-        :class:`~pfntheory.status.Status` per run (by path relative to the repository);
+        :class:`~pfntheory.infra.status.Status` per run (by path relative to the repository);
         ``text``: the runs' tally (:func:`pfntheory.claims.gating.plateau_tally`); ``runs``: the
         per-run status as a dict (None for a run without a curve).
     """

@@ -22,7 +22,7 @@ from pfntheory.claims import (
     WORSE,
 )
 from pfntheory.claims.gating import plateau_tally
-from pfntheory.runs import round_significant
+from pfntheory.infra.runs import round_significant
 
 __all__ = [
     "PENDING",

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pfntheory._checks import ArgumentTypeError
+from pfntheory.base._checks import ArgumentTypeError
 
 __all__ = [
     "ROOT",
@@ -33,7 +33,8 @@ DEFAULT_OUT = ROOT / "reports"
 ENV_OUT = "PFNTHEORY_REPORT_DIR"
 ENV_SCALE = "PFNTHEORY_SCALE"
 #: Sizes of the notebooks' own computations (``pfntheory report --scale``); not the experiments'
-#: scales (:data:`pfntheory.config.EXPERIMENT_SCALES`): every notebook reads the committed runs.
+#: scales (:data:`pfntheory.infra.config.EXPERIMENT_SCALES`): every notebook reads the committed
+#: runs.
 REPORT_SCALES = ("quick", "paper")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pfntheory.claims import gating as xgate
-from pfntheory.tree import RunSpec
+from pfntheory.infra.tree import RunSpec
 
 __all__ = ["READINGS", "reading_cells", "readings_frame", "plot_readings"]
 

@@ -1,0 +1,219 @@
+"""The ``pfntheory sweep`` command: run, resume or list the runs of the paper's experiments."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable
+
+from pfntheory.cli.options import add_run_options, int_in, nonnegative_float
+from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
+from pfntheory.experiments.pool import EXECUTORS, slurm_available
+from pfntheory.experiments.runner import sweep_many
+from pfntheory.experiments.state import default_root, partial_progress, plan
+from pfntheory.infra.tree import EVAL_ORACLES
+
+__all__ = ["register", "main"]
+
+#: argparse types of ``pfntheory sweep``: a count in [1, 10**6]; a finite number of seconds >= 0
+_count = int_in(1, 10**6)
+_seconds = nonnegative_float
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "experiments",
+        nargs="*",
+        metavar="EXPERIMENT",
+        help=f"experiments to run (default: all): {', '.join(EXPERIMENTS)}",
+    )
+    p.add_argument(
+        "--scale",
+        choices=EXPERIMENT_SCALES,
+        default="quick",
+        help="quick (minutes on a laptop, shrunk tasks), cpu (the paper's tasks, fewer steps; "
+        "hours on one core) or paper (supp-tab:pretraining hyperparameters; a GPU or a cluster)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="local process pool (default) or a SLURM job array via submitit",
+    )
+    p.add_argument(
+        "--workers", type=_count, default=None, help="local worker processes (default min(2, CPUs))"
+    )
+    p.add_argument(
+        "--threads", type=_count, default=1, help="torch/BLAS threads per run (default 1)"
+    )
+    p.add_argument(
+        "--wait-lock",
+        type=_seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for another sweep on the same root (default: refuse at once)",
+    )
+    p.add_argument(
+        "--root", default=None, help="runs root (default reports/runs of the repository)"
+    )
+    p.add_argument(
+        "--eval-oracle",
+        choices=EVAL_ORACLES,
+        default=None,
+        help="exact PPD of the evaluations this sweep runs (the oracle of their EvalSpec): "
+        "float32 refined to float64 accuracy, or float64 (default: as declared, float64, as "
+        "the committed runs); an evaluation already on disk is not redone",
+    )
+    p.add_argument("--list", action="store_true", help="list the runs and their state; run nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="use a seconds-long stand-in instead of training (checks the plumbing)",
+    )
+    add_run_options(p, seed=None, device=None)
+    g = p.add_argument_group("slurm executor (submitit)")
+    g.add_argument("--partition", default=None, help="slurm partition")
+    g.add_argument("--timeout-min", type=_count, default=240, help="time limit per run (minutes)")
+    g.add_argument("--gpus-per-node", type=_count, default=None)
+    g.add_argument("--mem-gb", type=_seconds, default=None)
+    g.add_argument(
+        "--array-parallelism",
+        type=_count,
+        default=None,
+        help="at most this many array tasks at once",
+    )
+    g.add_argument(
+        "--submitit-cluster",
+        choices=("slurm", "local", "debug"),
+        default=None,
+        help="force submitit's executor (local/debug run the array on this machine)",
+    )
+    p.set_defaults(func=_cmd)
+
+
+def _estimate_line(name: str, scale: str) -> str | None:
+    """The CPU-time estimate of an experiment, when :mod:`.definitions` provides one."""
+    from pfntheory.experiments import definitions
+
+    est = getattr(definitions, "estimated_cpu_seconds", None)
+    if est is None:
+        return None
+    try:
+        secs = float(est(name, scale))
+    except Exception as err:  # noqa: BLE001 - an estimate must never break --list
+        return f"    estimate: unavailable ({err})"
+    return f"    estimated CPU time: {secs / 3600:.2f} h ({secs:.0f} s, one core)"
+
+
+def _shown(path) -> str:
+    """``path`` as a reader types it: relative to the working directory when inside it."""
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
+    for n in names:
+        get_experiment(n)
+    if (
+        args.executor == "slurm"
+        and not args.list
+        and args.submitit_cluster in (None, "slurm")
+        and not slurm_available()
+    ):
+        raise ValueError(
+            "--executor slurm: SLURM is not available on this machine (no sbatch on the "
+            "PATH); use --executor local, or --submitit-cluster local to run the job "
+            "array on this machine through submitit"
+        )
+    if (
+        args.dry_run
+        and not args.list
+        and args.root is None
+        and not os.environ.get("PFNTHEORY_RUNS")
+    ):
+        # stand-in runs in the real runs root would count as complete and be served as trained runs
+        raise ValueError(
+            "--dry-run needs --root (or $PFNTHEORY_RUNS): stand-in runs must not land "
+            f"in {default_root()}"
+        )
+    if args.list:
+        for n in names:
+            exp = get_experiment(n)
+            items = plan(n, args.scale, args.root, eval_oracle=args.eval_oracle)
+            print(
+                f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} "
+                f"complete -- {exp.title}"
+            )
+            shrunk = exp.design(args.scale).shrunk
+            if shrunk:
+                print(f"    shrunk: {shrunk}")
+            line = _estimate_line(n, args.scale)
+            if line:
+                print(line)
+            for spec, rd, done in items:
+                part = None if done else partial_progress(spec, rd)
+                state = "done" if done else ("part" if part else "todo")
+                print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else ""))
+        return 0
+    slurm = {
+        "cluster": args.submitit_cluster,
+        "slurm_partition": args.partition,
+        "timeout_min": args.timeout_min,
+        "gpus_per_node": args.gpus_per_node,
+        "mem_gb": args.mem_gb,
+        "slurm_array_parallelism": args.array_parallelism,
+    }
+    failed = 0
+    summaries = sweep_many(
+        names,
+        args.scale,
+        executor=args.executor,
+        root=args.root,
+        workers=args.workers,
+        threads=args.threads,
+        backend="standin" if args.dry_run else "nn",
+        progress=not args.no_progress,
+        slurm=slurm,
+        wait_lock_s=args.wait_lock,
+        eval_oracle=args.eval_oracle,
+    )
+    for n, s in zip(names, summaries, strict=True):
+        print(
+            f"{n} [{args.scale}]: {s['n_runs']} runs, {s['n_failed']} failed, "
+            f"{s['wall_time_s']:.0f} s"
+        )
+        for r in s["runs"]:
+            if r["status"] == "failed":
+                print(f"  FAILED {r['name']}: {r.get('error', '')[:2000]}")
+        failed += s["n_failed"]
+    return 1 if failed else 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``sweep`` sub-command to a CLI's ``subparsers`` (sets ``func``; returns an
+    exit code)."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="run an experiment's runs (idempotent, resumable)",
+        description="Run every missing run of the paper's experiments, at quick, "
+        "cpu or paper scale, locally or as a SLURM job array.",
+    )
+    _add_arguments(p)
+    return p
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pfntheory.cli.sweep")
+    _add_arguments(parser)
+    args = parser.parse_args(None if argv is None else list(argv))
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,2 +1,0 @@
-"""The subcommands on trained runs (``train``, ``evaluate``, ``compare``) and the checked option
-types every subcommand shares (:mod:`.options`); the entry point is :mod:`pfntheory.cli`."""
