@@ -34,6 +34,7 @@ from pfntheory.infra import runs
 from pfntheory.infra.config import curve_file
 from pfntheory.infra.tree import RunSpec
 from pfntheory.nn.train import curve_steps
+from pfntheory.pipelines import report_run
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
 
@@ -413,7 +414,7 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
 def _execute_page(tmp_path, monkeypatch, runs_root):
     monkeypatch.setenv("PFNTHEORY_RUNS", str(runs_root))
     out = tmp_path / "rep"
-    run = report.execute_notebook("07_cpu_scale", out, timeout=300, write_html=False)
+    run = report_run.execute_notebook("07_cpu_scale", out, timeout=300, write_html=False)
     assert run.ok, run.error[-4000:]
     rows = json.loads((out / "results" / "07_cpu_scale.json").read_text())["rows"]
     assert rows and all(r["label"] in report.PAPER_LABELS for r in rows)

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from pfntheory import report
+from pfntheory.pipelines import report_run
 
 ALL = [s.name for s in report.NOTEBOOKS]
 #: Notebooks that read runs still being swept (the cpu scale fills its grids over hours): a pending
@@ -32,7 +33,7 @@ def test_every_notebook_has_a_plain_text_source():
 def test_notebook_executes(name, tmp_path):
     """The notebook runs top to bottom without a cell error and records at least one result row.
     A failing check function, a missing import or a plotting error all make this fail."""
-    run = report.execute_notebook(name, tmp_path, timeout=300, write_html=False)
+    run = report_run.execute_notebook(name, tmp_path, timeout=300, write_html=False)
     assert run.ok, f"{name} failed after {run.seconds:.0f} s:\n{run.error[-4000:]}"
     rows = json.loads((tmp_path / "results" / f"{name}.json").read_text())["rows"]
     assert rows or (name in SMOKE_ONLY and _cpu_supersedes()), f"{name} recorded no result"

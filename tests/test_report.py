@@ -12,6 +12,7 @@ import pytest
 
 from pfntheory import report
 from pfntheory.claims import ClaimResult
+from pfntheory.pipelines import report_run
 
 
 @pytest.fixture
@@ -560,7 +561,7 @@ def test_retrain_runs_every_sweep_and_missing_case_studies(monkeypatch, tmp_path
     monkeypatch.setattr(spec, "DEFAULT_OUT", tmp_path)
     (tmp_path / "casestudy" / "sacramento").mkdir(parents=True)
     (tmp_path / "casestudy" / "sacramento" / "results.json").write_text("{}")
-    report.retrain("quick")
+    report_run.retrain("quick")
     assert calls == [("sweep", "quick"), ("walker", "quick")]
 
 
@@ -667,7 +668,7 @@ def test_export_hides_the_kernels_temporary_file_names(tmp_path):
             f"{sys.prefix}/lib/x.py:1: Warning: v\n{report.ROOT}/pfntheory/y.py:2: Warning: u\n",
         )
     ]
-    page = report.export_html(nb, tmp_path / "t.html", ok=True).read_text()
+    page = report_run.export_html(nb, tmp_path / "t.html", ok=True).read_text()
     assert "ipykernel_" not in page and "&lt;cell&gt;:6: UserWarning" in page
     assert "&lt;python&gt;/lib/x.py:1" in page and "\npfntheory/y.py:2" in page
     assert sys.prefix not in page and str(report.ROOT) not in page

@@ -16,6 +16,7 @@ import textwrap
 import pytest
 
 from pfntheory import report
+from pfntheory.pipelines import report_run
 
 FIGURE_CALL = re.compile(r"^\s*(plt\.show\(\)|report\.show_png\()", re.M)
 
@@ -118,7 +119,7 @@ def test_runner_puts_figures_on_the_page(tmp_path):
         """)
     )
     out = tmp_path / "rep"
-    assert report.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
+    assert report_run.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
     page = (out / "zz_fig.html").read_text()
     assert len(re.findall(r"<img\b", page)) == 2
     assert 'alt="A line: y against x"' in page  # the figure describes itself
@@ -128,5 +129,5 @@ def test_runner_puts_figures_on_the_page(tmp_path):
     assert "λ<sub>1</sub> ≤ σ<sup>2</sup>" in page  # maths typeset offline
     assert '<details class="code">' in page  # code folded
     first = page
-    assert report.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
+    assert report_run.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
     assert (out / "zz_fig.html").read_text() == first  # deterministic rebuild

@@ -125,8 +125,14 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m pfntheory.report [options]`` (the same options as ``pfntheory report``)."""
-    parser = argparse.ArgumentParser(prog="python -m pfntheory.report", description=_DESCRIPTION)
+    """``python -m pfntheory.cli.report [options]`` (the same options as ``pfntheory report``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pfntheory.cli.report", description=_DESCRIPTION
+    )
     _add_arguments(parser)
     args = parser.parse_args(None if argv is None else list(argv))
     return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -23,8 +23,10 @@ One module per job:
 - :mod:`.index` -- the index page: one line per result, details one click away;
 - :mod:`.paper_tables` -- the paper's printed tables beside ours, cell by cell;
 - :mod:`.guard` -- a rebuild into the committed ``reports/`` that would lose rows refuses;
-- :mod:`.execute` -- executing notebooks and exporting their pages;
-- :mod:`.cli` -- the ``report`` subcommand (``python -m pfntheory.report``).
+
+Executing the notebooks, exporting their pages and retraining is the pipelines layer's
+(:mod:`pfntheory.pipelines.report_run`), above this package; the ``report`` subcommand is
+:mod:`pfntheory.cli.report`.
 
 Layout of the output folder (``reports/`` by default)::
 
@@ -36,14 +38,6 @@ Layout of the output folder (``reports/`` by default)::
 """
 
 from pfntheory.infra.convergence import read_learning_curve
-from pfntheory.pipelines.report_run import (
-    KERNEL_ENV,
-    NotebookRun,
-    execute_notebook,
-    export_html,
-    retrain,
-    run_report,
-)
 
 from . import plots
 from .index import build_index
@@ -108,12 +102,6 @@ __all__ = [
     "published_beside",
     "pretraining_beside",
     "Table",
-    "NotebookRun",
-    "execute_notebook",
-    "export_html",
-    "run_report",
-    "retrain",
-    "KERNEL_ENV",
 ]
 # The plotting helpers, named once in plots.__all__.
 __all__ += plots.__all__
