@@ -28,6 +28,7 @@ from pfntheory.base._checks import (
     positive_scalar,
 )
 from pfntheory.maths.kernels import ARDRBFKernel, LinearKernel, RBFKernel, blr_sigma_diag
+from pfntheory.maths.spectral import COVARIATES  # the laws of sample_design, re-exported
 
 __all__ = [
     "TaskSpec",
@@ -59,8 +60,6 @@ TASK_KINDS = ("blr", "rbf", "hier_rbf", "ard_rbf")
 #: The families an experiment of the paper pretrains on (the fitted ARD prior belongs to the case
 #: studies, which build their own trees).
 SPEC_TASK_KINDS = ("blr", "rbf", "hier_rbf")
-#: Covariate laws: ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` (supp-sec:exp additional).
-COVARIATES = ("gaussian", "uniform")
 #: Attention scores kappa (Sec. 3).
 SCORES = ("linear", "rbf", "softmax")
 #: Parameterisation modes of sec:sims: ``theory`` (the paper's text: ``K = Q`` learned per layer),

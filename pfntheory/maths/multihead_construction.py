@@ -31,12 +31,11 @@ from pfntheory.base._checks import (
     sequence,
     shaped,
 )
-from pfntheory.infra.config import COVARIATES
 
 from . import construction as con
 from .gp import MixturePPD, log_marginal_likelihood
 from .kernels import RBFKernel
-from .spectral import sample_design
+from .spectral import COVARIATES, sample_design
 
 __all__ = [
     "MultiHeadWeights",

@@ -29,12 +29,12 @@ from pfntheory.base._checks import (
     positive_int,
     positive_scalar,
 )
-from pfntheory.infra.config import COVARIATES
 
 from .kernels import LinearKernel, RBFKernel, expected_rbf_gaussian
 from .mercer import RBFMercer
 
 __all__ = [
+    "COVARIATES",
     "DESIGNS",
     "sample_design",
     "LinearInterval",
@@ -57,8 +57,11 @@ __all__ = [
     "expected_rbf_uniform",
 ]
 
-#: Covariate designs of :func:`sample_design`: the covariate laws
-#: :data:`pfntheory.infra.config.COVARIATES`.
+#: Covariate laws: ``N(0, I/d)`` or ``Unif[-1/sqrt(d), 1/sqrt(d)]^d`` (supp-sec:exp additional),
+#: those of :func:`sample_design`; the run tree takes its choices from here
+#: (:data:`pfntheory.infra.config.COVARIATES`).
+COVARIATES = ("gaussian", "uniform")
+#: Covariate designs of :func:`sample_design` (the same laws).
 DESIGNS = COVARIATES
 
 
