@@ -1,20 +1,26 @@
-"""The import graph of pfntheory/: no cycle, and no module imports a layer above its own.
+"""The import graph of pfntheory/: each folder is one layer, no folder imports a folder above
+its own, and no module reaches itself through its imports.
 
 Every module of ``pfntheory/`` is parsed with :mod:`ast` (nothing is imported). Each ``import`` and
 ``from ... import`` statement, at module level or inside a function, is an edge; relative imports
 are resolved; a package's ``__init__`` is a node (``pfntheory.nn``). ``from pkg import name`` is an
 edge to the module ``pkg.name`` when there is one, else to ``pkg`` (a name defined in its
-``__init__``). Importing ``pkg.sub`` also runs ``pkg/__init__`` first; that is not an edge: a
-package's ``__init__`` that re-exports its modules (the notebooks' ``report`` API) is its front
-door, above them, and a module that imports a *name* from its own package's ``__init__`` is an
-edge, so a cycle through a front door is still caught. The layers are those of docs/design.md,
-"Layers" (:data:`LAYERS`).
+``__init__``). Importing ``pkg.sub`` also runs ``pkg/__init__`` first; that is not an edge, and a
+module that imports a *name* from its own package's ``__init__`` is an edge, so a cycle through a
+package's front door is still caught.
+
+The layers are the folders of ``pfntheory/`` (docs/design.md, "Layers", :data:`LAYERS`): a module's
+layer is its folder's, whole; no table splits a folder. The package root holds only its
+``__init__`` (the package constants, under every layer) and ``__main__`` (``python -m pfntheory``,
+over every layer). Folder ``A`` imports folder ``B`` when a module of ``A`` imports one of ``B``.
 
 How these tests can fail: the checker runs on synthetic graphs and packages holding a cycle
 (``a -> b -> c -> a``, and ``pkg -> pkg.a -> pkg.b -> pkg`` written with relative,
-function-level and package imports) and an import of a higher layer, and reports each. Before
-this test the real graph held the cycle ``report.html -> report.recorder -> report.html``
-(through ``report.tables`` too), which :func:`test_no_import_cycle` printed.
+function-level and package imports), a folder loop between acyclic modules, an import of a higher
+folder and a module flat in the root, and reports each. Before the folders were the layers
+(issue 40) the real tree held three folder loops (claims <-> casestudy, report <-> casestudy,
+commands <-> experiments), which a table that split casestudy/, report/ and the command-line
+modules across layers had made legal.
 """
 
 from __future__ import annotations
@@ -25,55 +31,24 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pfntheory"
-
-#: Layers from the bottom up (docs/design.md, "Layers"): a module may import its own layer and the
-#: layers below it, never one above. Each entry names a module, or a package and all its modules;
-#: the most specific entry holding a module decides its layer. A top-level module of pfntheory/
-#: named nowhere (``pfntheory.maths.kernels``, ``pfntheory.maths.gp``, ...) is on the exact side
-#: (:data:`EXACT`).
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundations", ("pfntheory", "pfntheory.base._checks", "pfntheory.base.stats")),
-    ("exact", ()),
-    ("learned", ("pfntheory.nn",)),
-    ("experiments", ("pfntheory.experiments",)),
-    (
-        "case-study inputs",
-        (
-            "pfntheory.casestudy",
-            "pfntheory.casestudy.data",
-            "pfntheory.casestudy.baseline",
-            "pfntheory.casestudy.pfn",
-            "pfntheory.casestudy.prepare",
-        ),
-    ),
-    ("claims", ("pfntheory.claims",)),
-    ("report", ("pfntheory.report",)),
-    (
-        "pipelines",
-        (
-            "pfntheory.pipelines.casestudy_predict",
-            "pfntheory.pipelines.casestudy_results",
-            "pfntheory.pipelines.casestudy_run",
-            "pfntheory.pipelines.report_run",
-            "pfntheory.report.__init__",
-        ),
-    ),
-    (
-        "command line",
-        (
-            "pfntheory.cli",
-            "pfntheory.__main__",
-            "pfntheory.cli",
-            "pfntheory.cli.sweep",
-            "pfntheory.cli.casestudy",
-            "pfntheory.cli.report",
-            "pfntheory.report.__main__",
-        ),
-    ),
-)
-#: The layer of the top-level modules named in no entry of :data:`LAYERS`.
-EXACT = "exact"
 ROOT = "pfntheory"
+
+#: The layers from the bottom up, one folder each (docs/design.md, "Layers"): a module may import
+#: its own folder and the folders below it, never one above.
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("foundations", "pfntheory.base"),
+    ("exact side", "pfntheory.maths"),
+    ("run tree", "pfntheory.infra"),
+    ("learned side", "pfntheory.nn"),
+    ("experiments", "pfntheory.experiments"),
+    ("case-study inputs", "pfntheory.casestudy"),
+    ("measurements", "pfntheory.claims"),
+    ("report", "pfntheory.report"),
+    ("pipelines", "pfntheory.pipelines"),
+    ("command line", "pfntheory.cli"),
+)
+#: The two modules of the package root: its ``__init__`` under every layer, ``__main__`` over all.
+ROOT_MODULES = {ROOT: "package constants", ROOT + ".__main__": "python -m pfntheory"}
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -116,11 +91,6 @@ def imports_of(source: str, module: str, is_package: bool, modules: set[str]) ->
     return out
 
 
-def packages(root: Path = PACKAGE) -> set[str]:
-    """The module names of the packages under ``root`` (their ``__init__``)."""
-    return {module_name(p, root) for p in root.rglob("__init__.py")}
-
-
 def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
     """``{module: modules it imports}`` over every ``.py`` file under ``root``."""
     files = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
@@ -154,41 +124,58 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def layer_of(module: str, layers=LAYERS, *, is_package: bool = False) -> int:
-    """Index in ``layers`` of the layer holding ``module``: the entry naming the module itself
-    (a package's ``__init__`` is named ``<package>.__init__`` when it must differ from its modules),
-    else the longest entry naming a package above it, else :data:`EXACT` for a top-level module."""
-    names = [module + ".__init__"] if is_package else []
-    names.append(module)
-    for name in names:
-        for i, (_, entries) in enumerate(layers):
-            if name in entries:
-                return i
-    best, best_len = None, -1
-    for i, (_, entries) in enumerate(layers):
-        for p in entries:
-            if p != ROOT and module.startswith(p + ".") and len(p) > best_len:
-                best, best_len = i, len(p)
-    if best is not None:
-        return best
-    if module.count(".") == 1 and module.startswith(ROOT + "."):
-        return [name for name, _ in layers].index(EXACT)
-    raise ValueError(f"module {module!r} is in no layer of docs/design.md; add it to LAYERS")
+def folder_of(module: str) -> str:
+    """The folder (top-level subpackage) holding ``module``: ``pfntheory.nn.model`` and the
+    package ``pfntheory.nn`` -> ``pfntheory.nn``; the root's two modules are their own."""
+    if module in ROOT_MODULES:
+        return module
+    parts = module.split(".")
+    if parts[0] != ROOT or len(parts) < 2:
+        raise ValueError(f"module {module!r} is not in {ROOT}/")
+    return ".".join(parts[:2])
 
 
-def arrows_up(graph: dict[str, set[str]], layers=LAYERS, pkgs=frozenset()) -> list[str]:
-    """Every edge from a module to a module of a higher layer, as readable lines (``pkgs``: the
-    modules of ``graph`` that are packages)."""
+def layer_of(module: str, layers=LAYERS) -> int:
+    """Index in ``layers`` of ``module``'s folder: -1 for the package root's ``__init__`` (under
+    every layer), ``len(layers)`` for its ``__main__`` (over every layer). A folder in no layer,
+    or a module flat in the root, raises."""
+    if module == ROOT:
+        return -1
+    if module == ROOT + ".__main__":
+        return len(layers)
+    folder = folder_of(module)
+    for i, (_, name) in enumerate(layers):
+        if name == folder:
+            return i
+    raise ValueError(
+        f"module {module!r} is in no layer of docs/design.md: put it in the folder of its layer"
+        " (a module flat in pfntheory/ is in none), or add its folder to LAYERS"
+    )
 
-    def layer(m: str) -> int:
-        return layer_of(m, layers, is_package=m in pkgs)
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``{folder: folders it imports}``: folder ``A`` imports ``B`` when a module of ``A`` imports
+    a module of ``B`` (the root's two modules are folders of their own)."""
+    out: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        a = folder_of(m)
+        out.setdefault(a, set())
+        out[a] |= {folder_of(t) for t in targets} - {a}
+    return out
+
+
+def arrows_up(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """Every edge from a module to a module of a higher layer, as readable lines."""
+
+    def name(i: int) -> str:
+        return "root" if i < 0 else "entry point" if i >= len(layers) else layers[i][0]
 
     bad = []
     for m in sorted(graph):
         for t in sorted(graph[m]):
-            lm, lt = layer(m), layer(t)
+            lm, lt = layer_of(m, layers), layer_of(t, layers)
             if lt > lm:
-                bad.append(f"{m} ({layers[lm][0]}) imports {t} ({layers[lt][0]})")
+                bad.append(f"{m} ({name(lm)}) imports {t} ({name(lt)})")
     return bad
 
 
@@ -197,8 +184,8 @@ def arrows_up(graph: dict[str, set[str]], layers=LAYERS, pkgs=frozenset()) -> li
 
 def test_graph_sees_the_package():
     """The walk finds the package's modules and the edges of each kind of import (a walk that saw
-    nothing would pass the two tests below vacuously), and the layers place them as
-    docs/design.md says."""
+    nothing would pass the tests below vacuously), and the layers place them as docs/design.md
+    says."""
     graph = import_graph()
     assert len(graph) > 60, sorted(graph)
     assert "pfntheory.maths.kernels" in graph["pfntheory.maths.gp"]  # from .kernels import ...
@@ -206,13 +193,24 @@ def test_graph_sees_the_package():
     assert "pfntheory.claims" in graph["pfntheory.claims.richardson"]  # a name of the __init__
     assert "pfntheory.nn.train" in graph["pfntheory.experiments.execute"]  # inside a function
     layer = {name: i for i, (name, _) in enumerate(LAYERS)}
-    pkgs = packages()
-    assert "pfntheory.report" in pkgs and "pfntheory.report.html" not in pkgs
-    assert layer_of("pfntheory.maths.kernels") == layer["exact"]
-    assert layer_of("pfntheory.nn.model") == layer["learned"]
-    assert layer_of("pfntheory.report.html") == layer["report"]
-    assert layer_of("pfntheory.report", is_package=True) == layer["pipelines"]
-    assert layer_of("pfntheory.cli.train") == layer["command line"]
+    assert layer_of("pfntheory.maths.kernels") == layer["exact side"]
+    assert layer_of("pfntheory.nn.model") == layer["learned side"]
+    assert layer_of("pfntheory.report") == layer_of("pfntheory.report.html") == layer["report"]
+    assert layer_of("pfntheory.pipelines.report_run") == layer["pipelines"]
+    assert layer_of("pfntheory.cli") == layer_of("pfntheory.cli.train") == layer["command line"]
+    assert layer_of("pfntheory") < 0 and layer_of("pfntheory.__main__") == len(LAYERS)
+
+
+def test_each_folder_is_one_layer():
+    """The tree shows the layers: every folder of pfntheory/ (a package) is a layer of
+    :data:`LAYERS` and every layer is a folder; the root holds no module but its ``__init__`` and
+    ``__main__`` (no module sits flat beside the folders)."""
+    folders = {f"{ROOT}.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
+    assert folders == {name for _, name in LAYERS}
+    flat = {f"{ROOT}.{p.stem}" for p in PACKAGE.glob("*.py")} - {ROOT + ".__init__"}
+    assert flat == set(ROOT_MODULES) - {ROOT}, sorted(flat)
+    for m in import_graph():
+        layer_of(m)  # raises for a module of no layer
 
 
 def test_no_import_cycle():
@@ -222,9 +220,16 @@ def test_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+def test_no_folder_loop():
+    """No folder of pfntheory/ reaches itself through its modules' imports."""
+    cycle = find_cycle(folder_graph(import_graph()))
+    assert cycle is None, "folder loop: " + " -> ".join(cycle or [])
+
+
 def test_no_import_of_a_higher_layer():
-    """Each module imports only its own layer and those below (docs/design.md, "Layers")."""
-    bad = arrows_up(import_graph(), pkgs=packages())
+    """Each module imports only its own folder and the folders below (docs/design.md,
+    "Layers")."""
+    bad = arrows_up(import_graph())
     assert not bad, "imports of a higher layer:\n" + "\n".join(bad)
 
 
@@ -263,13 +268,33 @@ def test_checker_resolves_imports(tmp_path):
     assert cycle is not None and cycle[0] == cycle[-1], cycle
 
 
+def test_checker_finds_a_folder_loop():
+    """Two folders that import each other through different modules (the module graph acyclic,
+    as claims <-> casestudy was) are a folder loop; the same imports one way are not."""
+    graph = {
+        "pfntheory.a.x": {"pfntheory.b.y"},
+        "pfntheory.b.y": set(),
+        "pfntheory.b.z": {"pfntheory.a.w"},
+        "pfntheory.a.w": set(),
+    }
+    assert find_cycle(graph) is None
+    assert find_cycle(folder_graph(graph)) in (
+        ["pfntheory.a", "pfntheory.b", "pfntheory.a"],
+        ["pfntheory.b", "pfntheory.a", "pfntheory.b"],
+    )
+    graph["pfntheory.b.z"] = set()
+    assert find_cycle(folder_graph(graph)) is None
+
+
 def test_checker_finds_an_arrow_up():
-    """An import of a higher layer is reported, with both layers named; the same import
-    downwards is not."""
-    layers = (("low", ("p.low",)), ("high", ("p.high",)))
-    assert arrows_up({"p.low.x": {"p.high.y"}, "p.high.y": set()}, layers) == [
-        "p.low.x (low) imports p.high.y (high)"
-    ]
-    assert arrows_up({"p.high.y": {"p.low.x"}, "p.low.x": set()}, layers) == []
-    with pytest.raises(ValueError, match="no layer"):
-        layer_of("p.elsewhere", layers)
+    """An import of a higher folder is reported, with both layers named; the same import
+    downwards is not; a module flat in the root or in an unknown folder is in no layer."""
+    layers = (("low", "pfntheory.low"), ("high", "pfntheory.high"))
+    up = {"pfntheory.low.x": {"pfntheory.high.y"}, "pfntheory.high.y": set()}
+    assert arrows_up(up, layers) == ["pfntheory.low.x (low) imports pfntheory.high.y (high)"]
+    down = {"pfntheory.high.y": {"pfntheory.low.x"}, "pfntheory.low.x": {"pfntheory"}}
+    assert arrows_up(down, layers) == []
+    assert arrows_up({"pfntheory": {"pfntheory.low.x"}, "pfntheory.low.x": set()}, layers)
+    for module in ("pfntheory.flat", "pfntheory.elsewhere.x"):
+        with pytest.raises(ValueError, match="no layer"):
+            layer_of(module, layers)
