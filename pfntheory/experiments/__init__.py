@@ -15,8 +15,10 @@ pretraining budgets of supp-tab:pretraining hyperparameters.
 * :mod:`.state` -- a run directory's state (complete, trained, partial), the runs root;
 * :mod:`.execute` -- executing one run (train, adopt, evaluate; or an exact-side result);
 * :mod:`.pool` -- a local worker pool or a SLURM job array (submitit), stopped by signals;
-* :mod:`.runner` -- idempotent, resumable sweeps over experiments; :mod:`.cli` -- ``sweep``;
-* :mod:`.results` -- loading the committed runs; :mod:`.claims` -- the trained-claim checks.
+* :mod:`.runner` -- idempotent, resumable sweeps over experiments (the command:
+  :mod:`pfntheory.cli.sweep`);
+* :mod:`.results` -- loading the committed runs (the trained-claim checks:
+  :mod:`pfntheory.claims.trained`).
 """
 
 from . import published, specs

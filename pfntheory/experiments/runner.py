@@ -6,7 +6,7 @@ writes a summary per experiment. Re-running a sweep does only what is missing; a
 resumes. One sweep at a time per runs root: :func:`sweep_many` holds
 :func:`pfntheory.infra.runs.root_lock`; a second sweep waits ``wait_lock_s`` seconds, then refuses
 naming the holder's pid. Orphan temporary files of killed writes are deleted when a sweep starts.
-The command is :mod:`.cli` (``pfntheory sweep``).
+The command is :mod:`pfntheory.cli.sweep` (``pfntheory sweep``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """End-to-end real-data case studies (fig:sacramento, fig:walker, supp-sec:real data).
 
-:func:`run_casestudy` calls one function per stage: :func:`.prepare.prepare_data` and
-:func:`.prepare.fit_priors` (data, context, grid; empirical-Bayes fits), :func:`pretrain_pfn`
-(TF^pr on the fitted prior, :mod:`.pfn`), :func:`.predict.predict_grid` and
-:func:`.predict.heldout_coverage`, :func:`draw_maps` (:mod:`pfntheory.report.casestudy_plots`) and
-:func:`.results.collect_results` (``results.json``). The stages, the near/far and coverage
-definitions and the caption claims are described in docs/casestudies.md; the command is :mod:`.cli`.
+:func:`run_casestudy` calls one function per stage:
+:func:`pfntheory.casestudy.prepare.prepare_data` and :func:`pfntheory.casestudy.prepare.fit_priors`
+(data, context, grid; empirical-Bayes fits), :func:`pretrain_pfn` (TF^pr on the fitted prior,
+:mod:`pfntheory.casestudy.pfn`), :func:`.casestudy_predict.predict_grid` and
+:func:`.casestudy_predict.heldout_coverage`, :func:`draw_maps`
+(:mod:`pfntheory.report.casestudy_plots`) and :func:`.casestudy_results.collect_results`
+(``results.json``). The stages, the near/far and coverage definitions and the caption claims are
+described in docs/casestudies.md; the command is :mod:`pfntheory.cli.casestudy`.
 """
 
 from __future__ import annotations
@@ -76,8 +78,8 @@ def pretrain_pfn(
     device: str = "auto",
     progress: bool = True,
 ):
-    """Stage 3: pretrain ``TF^pr`` on the fitted prior (:mod:`.pfn`; resumable, reused when
-    finished). Returns ``(model, config, train_metrics)``."""
+    """Stage 3: pretrain ``TF^pr`` on the fitted prior (:mod:`pfntheory.casestudy.pfn`; resumable,
+    reused when finished). Returns ``(model, config, train_metrics)``."""
     from pfntheory.casestudy.pfn import (
         PFNScale,
         load_pfn,
@@ -193,7 +195,8 @@ def run_casestudy(
     out_dir : path, optional
         Default ``reports/casestudy/<name>``; the PFN run lands in ``out_dir/run-<scale>``.
     walker_csv, walker_exh_csv : path, optional
-        Walker Lake sample and exhaustive CSVs (defaults: :func:`.data.walker_csv_path`).
+        Walker Lake sample and exhaustive CSVs (defaults:
+        :func:`pfntheory.casestudy.data.walker_csv_path`).
     seed : int
         Seeds the EB restarts, the data splits, the folds and the PFN's training.
     grid_stride : int
