@@ -403,7 +403,7 @@ def test_random_garbage_values(opt, value, tmp_path_factory):
 def test_installed_script_shows_no_traceback(line):
     """What a user sees from the real script: one line, status 2."""
     p = subprocess.run(
-        [sys.executable, "-m", "pfntheory.cli", *line], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "pfntheory", *line], capture_output=True, text=True, timeout=120
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
@@ -414,7 +414,7 @@ def test_debug_shows_the_traceback():
         [
             sys.executable,
             "-m",
-            "pfntheory.cli",
+            "pfntheory",
             "--debug",
             "evaluate",
             "/nonexistent",

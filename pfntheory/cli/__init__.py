@@ -213,7 +213,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if bad_input else " (run with --debug for the traceback)"
         sys.stderr.write(f"{command}: error: {_one_line(err)}{hint}\n")
         raise SystemExit(EXIT_BAD_INPUT if bad_input else EXIT_FAILURE) from None
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
