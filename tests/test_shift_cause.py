@@ -164,3 +164,17 @@ def test_budget_and_seed_findings(docs):
     one = {r.key: r for r in sf.findings(bad[:1])}
     assert one["shift_cause.budget"].verdict == "undecided"
     assert one["shift_cause.seeds"].verdict == "undecided"
+
+
+def test_the_command_refuses_options_and_missing_roots_without_writing(tmp_path, monkeypatch):
+    """``--help`` prints usage and a root that does not exist is refused, neither creating a
+    directory (before, both were taken as runs roots: ``--help/supp_exp2_d8/shift_cause.json``
+    was written into the working directory)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        sf.main(["--help"])
+    assert e.value.code == 0
+    with pytest.raises(SystemExit) as e:
+        sf.main([str(tmp_path / "nowhere")])
+    assert e.value.code == 2
+    assert list(tmp_path.iterdir()) == []

@@ -348,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     a run found twice is read once) into :data:`SHIFT_CAUSE_FILE` beside the d = 8 companion's runs
     of the first root. Incremental: a run already in the file (same name, same settings) is kept,
     and the file is saved after each new run."""
+    import argparse
+
     from pfntheory.infra import runs as runfiles
     from pfntheory.infra.tree import RunSpec
 
@@ -355,7 +357,17 @@ def main(argv: Sequence[str] | None = None) -> Path:
     from ..experiments.results import load_available
     from .shift_cause import decompose_run, design_contexts
 
-    roots = [Path(a) for a in (argv or [])] or [xrun.default_root()]
+    parser = argparse.ArgumentParser(
+        prog="python -m pfntheory.claims.shift_findings",
+        description="Decompose the d = 8 covariate-shift loss of the complete cpu TF^pr runs "
+        "into shift_cause.json (docs/findings.md, 'The d = 8 shift: its cause').",
+    )
+    parser.add_argument("roots", nargs="*", type=Path, help="runs roots (default: the repo's)")
+    args = parser.parse_args(list(argv or []))
+    missing = [str(r) for r in args.roots if not r.is_dir()]
+    if missing:
+        parser.error(f"ROOT must be an existing runs root, got {', '.join(missing)}")
+    roots = list(args.roots) or [xrun.default_root()]
     dirs: dict[tuple[str, str], Any] = {}
     for root in roots:
         for name in EXPERIMENTS:
