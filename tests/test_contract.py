@@ -140,9 +140,6 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.claims.shift_cause": "reads run directories; bad input in tests/test_shift_cause.py",
     "pfntheory.claims.shift_findings": "reads run directories, writes shift_cause.json",
     "pfntheory.report.theory_readings": "the cpu-scale page's theory readings: reads runs, draws",
-    "pfntheory.maths.latent": "beyond the paper (GP classification); bad input in "
-    "tests/test_latent.py",
-    "pfntheory.maths.latent_construction": "beyond the paper; bad input in tests/test_latent.py",
     "pfntheory.claims.latent": "reads run directories and the sampling reference",
     "pfntheory.nn.latent": "trains the classification PFN and writes run directories",
     "pfntheory.nn.latent_eval": "builds the sampling reference and writes it",
@@ -150,8 +147,6 @@ SKIP_MODULES: dict[str, str] = {
 
 #: Single callables skipped, with the reason.
 SKIP: dict[str, str] = {
-    "pfntheory.maths.multihead_construction.selection_stats": "selector statistics: "
-    "tests/test_multihead_select.py",
     # exceptions and containers of results (built by the library from checked values)
     "pfntheory.infra.runs.CorruptFileError": "exception class",
     "pfntheory.report.rows.finite_or_none": "a serialiser whose job is to map every non-number "
@@ -170,6 +165,10 @@ SKIP: dict[str, str] = {
     "pfntheory.maths.multihead_construction.LogdetReadout": "result record of fit_logdet_readout",
     "pfntheory.nn.multihead_model.MixtureOutput": "result record of the forward pass",
     "pfntheory.maths.mlp.ReLUMLP": "result record of fit_psi_mlp",
+    "pfntheory.maths.latent.LaplaceFit": "result record of laplace_mode",
+    "pfntheory.maths.latent.EPFit": "result record of ep_fit",
+    "pfntheory.maths.latent.ESSResult": "result record of ess_predict",
+    "pfntheory.maths.latent_construction.NewtonTFResult": "result record of newton_tf_forward",
     "pfntheory.maths.densities.Density": "result record of the density constructors",
     "pfntheory.casestudy.data.SpatialData": "result record of the loaders",
     "pfntheory.casestudy.pfn.PFNPrediction": "result record",
@@ -397,6 +396,38 @@ def _mh_common():
     }
 
 
+#: Labels in {-1, +1} at ``X`` and the jittered latent Gram (pfntheory.maths.latent).
+YL = np.array([1.0, -1.0, 1.0, 1.0, -1.0])
+KL = G + 1e-6 * np.eye(5)
+
+
+@cache
+def _laplace():
+    from pfntheory.maths import latent
+
+    return latent.laplace_mode(KL, YL)
+
+
+@cache
+def _ep():
+    from pfntheory.maths import latent
+
+    return latent.ep_fit(KL, YL)
+
+
+def _latent_query():
+    return {"k_star": lambda: K(X, XQ), "kss": lambda: np.full(3, K.alpha**2)}
+
+
+def _newton_Z():
+    """Tokens of :func:`pfntheory.maths.latent_construction.token_map` (d = 2: rows x, y, k_x, f,
+    g, t, y~; the query last)."""
+    Z = np.zeros((8, 6))
+    Z[:2, :5], Z[:2, 5], Z[2, :5], Z[2, 5] = X.T, XQ1, YL, 1.0
+    Z[4] = 0.1 * np.arange(6)
+    return Z
+
+
 def _claim():
     from pfntheory.claims import ClaimResult
 
@@ -578,6 +609,47 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "H": lambda: 2,
         "L": lambda: 3,
     },
+    "pfntheory.maths.multihead_construction.selection_stats": {
+        "x_query": lambda: XQ1.copy(),
+        "bank": lambda: np.array([0.5, 1.0, 2.0]),
+    },
+    "pfntheory.maths.latent.log_likelihood": {"y": lambda: YL.copy(), "f": lambda: Y.copy()},
+    "pfntheory.maths.latent.likelihood_derivatives": {
+        "y": lambda: YL.copy(),
+        "f": lambda: Y.copy(),
+    },
+    "pfntheory.maths.latent.newton_step": {
+        "K": lambda: KL.copy(),
+        "y": lambda: YL.copy(),
+        "f": lambda: Y.copy(),
+    },
+    "pfntheory.maths.latent.laplace_mode": {"K": lambda: KL.copy(), "y": lambda: YL.copy()},
+    "pfntheory.maths.latent.ep_fit": {"K": lambda: KL.copy(), "y": lambda: YL.copy()},
+    "pfntheory.maths.latent.laplace_predict": {"fit": _laplace, **_latent_query()},
+    "pfntheory.maths.latent.ep_predict": {"fit": _ep, **_latent_query()},
+    "pfntheory.maths.latent.ess_predict": {
+        "K": lambda: KL.copy(),
+        "y": lambda: YL.copy(),
+        **_latent_query(),
+        "chains": lambda: 2,
+        "samples": lambda: 10,
+        "burn_in": lambda: 2,
+    },
+    "pfntheory.maths.latent.probit_predictive": {"mu": lambda: MU.copy(), "s2": lambda: TAU.copy()},
+    "pfntheory.maths.latent.logistic_gauss": {"mu": lambda: MU.copy(), "s2": lambda: TAU.copy()},
+    "pfntheory.maths.latent_construction.token_map": {"Z": _newton_Z},
+    "pfntheory.maths.latent_construction.newton_tf_forward": {
+        "y": lambda: YL.copy(),
+        "x_query": lambda: XQ1.copy(),
+        "L_out": lambda: 2,
+        "L_in": lambda: 3,
+        "eta": lambda: 0.1,
+    },
+    "pfntheory.maths.latent_construction.inner_factor": {
+        "K": lambda: KL.copy(),
+        "W": lambda: np.full(5, 0.2),
+    },
+    "pfntheory.maths.latent_construction.newton_constant": {"K": lambda: KL.copy()},
     "pfntheory.maths.chebyshev.amplification": {
         "eta": lambda: np.array([0.5, 1.0, 2.0]),
         "lam": lambda: np.linspace(0.4, 1.6, 5),
@@ -1160,6 +1232,7 @@ CHOICES = {
     "head",
     "covariates",
     "lr_units",
+    "link",
 }
 #: Integer parameters that may be negative.
 SIGNED_INTS = {"axis"}
@@ -1178,6 +1251,10 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
     ("pfntheory.maths.gp.mixture_ppd", "prior_weights"): (
         frozenset({"not normalised"}),
         "only the ratios of the prior weights matter (normalised there, documented)",
+    ),
+    ("pfntheory.maths.latent_construction.newton_tf_forward", "L_in"): (
+        frozenset({"None"}),
+        "None replaces each block's layers by their fixed point (documented)",
     ),
     ("pfntheory.claims.gram.in_band", "ci"): (
         frozenset({"nan entry", "inf entry", "negative entry"}),
@@ -1212,6 +1289,7 @@ SEMANTIC: dict[str, dict[str, Callable[[np.ndarray], np.ndarray]]] = {
     "probs": {"not normalised": lambda a: 2.0 * a, "negative entry": lambda a: _with(a, -0.1)},
     "G": {"not square": lambda a: a[:, :-1].copy(), "not symmetric": _asymmetric},
     "A": {"not square": lambda a: a[:, :-1].copy(), "not symmetric": _asymmetric},
+    "K": {"not square": lambda a: a[:, :-1].copy(), "not symmetric": _asymmetric},
     "w": {"not normalised": lambda a: 0.5 * a},
     "weights": {"not normalised": lambda a: 0.5 * a},
     "prior_weights": {"not normalised": lambda a: 0.5 * a, "negative entry": lambda a: -a},

@@ -82,10 +82,29 @@ def _latent(f, n: int) -> np.ndarray:
     return f
 
 
+def _pointwise(a, b, name_a: str, name_b: str, *, labels: bool = False):
+    """Two finite arrays of broadcastable shapes (``a`` labels in {-1, +1} when ``labels``): the
+    checks of the elementwise public functions (their private twins run unchecked in loops)."""
+    a, b = as_float_array(a, name_a), as_float_array(b, name_b)
+    if labels and not np.all(np.isin(a, (-1.0, 1.0))):
+        raise ValueError(f"{name_a} must hold labels in {{-1, +1}}")
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError as err:
+        raise ValueError(
+            f"{name_a} and {name_b} must have broadcastable shapes, got {a.shape} and {b.shape}"
+        ) from err
+    return a, b
+
+
 def log_likelihood(y, f, link: str = "probit") -> np.ndarray:
     """``log p(y_i | f_i)`` per point: ``log Phi(y f)`` or ``-log(1 + exp(-y f))``."""
-    choice(link, "link", LINKS)
-    z = np.asarray(y, float) * np.asarray(f, float)
+    y, f = _pointwise(y, f, "y", "f", labels=True)
+    return _log_likelihood(y, f, choice(link, "link", LINKS))
+
+
+def _log_likelihood(y, f, link):
+    z = y * f
     return log_ndtr(z) if link == "probit" else -np.logaddexp(0.0, -z)
 
 
@@ -96,7 +115,11 @@ def likelihood_derivatives(y, f, link: str = "probit") -> tuple[np.ndarray, np.n
     ``W = r^2 + z r`` (in (0, 1)). Logistic (R&W eq. 3.15): ``pi = sigma(f)``, ``grad = t - pi``
     with ``t = (y + 1) / 2``, ``W = pi (1 - pi)`` (in (0, 1/4]). Elementwise, any shape.
     """
-    choice(link, "link", LINKS)
+    y, f = _pointwise(y, f, "y", "f", labels=True)
+    return _likelihood_derivatives(y, f, choice(link, "link", LINKS))
+
+
+def _likelihood_derivatives(y, f, link):
     y, f = np.asarray(y, float), np.asarray(f, float)
     if link == "probit":
         z = y * f
@@ -140,7 +163,7 @@ def newton_step(K, y, f, link: str = "probit") -> np.ndarray:
 
 
 def _newton(K, y, f, link):
-    grad, W = likelihood_derivatives(y, f, link)
+    grad, W = _likelihood_derivatives(y, f, link)
     sW = np.sqrt(W)
     B = np.eye(len(y)) + sW[:, None] * K * sW[None, :]  # line 5: B = I + W^1/2 K W^1/2
     L = np.linalg.cholesky(B)  # line 5: L = cholesky(B)
@@ -175,7 +198,7 @@ def laplace_mode(
     path, psi = [f], -np.inf
     for _ in range(max_iter):
         f_new, a = _newton(K, y, f, link)
-        psi_new = -0.5 * a @ f_new + float(np.sum(log_likelihood(y, f_new, link)))  # line 9
+        psi_new = -0.5 * a @ f_new + float(np.sum(_log_likelihood(y, f_new, link)))  # line 9
         path.append(f_new)
         done = abs(psi_new - psi) <= tol * (1 + abs(psi_new))
         f, psi = f_new, psi_new
@@ -183,7 +206,7 @@ def laplace_mode(
             break
     else:
         raise RuntimeError(f"Newton's iteration did not converge in max_iter={max_iter} steps")
-    grad, W = likelihood_derivatives(y, f, link)
+    grad, W = _likelihood_derivatives(y, f, link)
     sW = np.sqrt(W)
     L = np.linalg.cholesky(np.eye(len(y)) + sW[:, None] * K * sW[None, :])
     log_q = psi - float(np.sum(np.log(np.diag(L))))  # line 10 (eq. 3.32)
@@ -200,14 +223,29 @@ def _query(k_star, kss, n: int) -> tuple[np.ndarray, np.ndarray]:
     return k_star, kss
 
 
+def _moments(mu, s2):
+    mu, s2 = _pointwise(mu, s2, "mu", "s2")
+    if np.any(s2 < 0):
+        raise ValueError(f"s2 must be non-negative (a variance), got min {s2.min()}")
+    return mu, s2
+
+
 def probit_predictive(mu, s2) -> np.ndarray:
     """``int Phi(f) N(f | mu, s^2) df = Phi(mu / sqrt(1 + s^2))`` (R&W eq. 3.82)."""
+    return _probit_predictive(*_moments(mu, s2))
+
+
+def _probit_predictive(mu, s2):
     return ndtr(np.asarray(mu, float) / np.sqrt(1.0 + np.asarray(s2, float)))
 
 
 def logistic_gauss(mu, s2) -> np.ndarray:
     """``int sigma(f) N(f | mu, s^2) df`` by 64-point Gauss-Hermite quadrature (error below 1e-10
     for ``s^2 <= 100``: the integrand is analytic and the rule exact to degree 127)."""
+    return _logistic_gauss(*_moments(mu, s2))
+
+
+def _logistic_gauss(mu, s2):
     mu, s = np.asarray(mu, float)[..., None], np.sqrt(np.asarray(s2, float))[..., None]
     z, w = _GH
     return np.sum(w * expit(mu + s * z), axis=-1) / np.sqrt(2 * np.pi)
@@ -235,7 +273,7 @@ def laplace_predict(fit: LaplaceFit, k_star, kss) -> tuple[np.ndarray, np.ndarra
     mu = k_star.T @ fit.grad  # line 4: f* = k*^T grad log p(y|f_hat)
     v = scipy.linalg.solve_triangular(fit.L, np.sqrt(fit.W)[:, None] * k_star, lower=True)
     s2 = np.maximum(kss - np.sum(v * v, axis=0), 0.0)  # lines 5-6: V[f*] = k** - v^T v
-    p = probit_predictive(mu, s2) if fit.link == "probit" else logistic_gauss(mu, s2)
+    p = _probit_predictive(mu, s2) if fit.link == "probit" else _logistic_gauss(mu, s2)
     return mu, s2, p
 
 
@@ -311,7 +349,7 @@ def ep_predict(fit: EPFit, k_star, kss) -> tuple[np.ndarray, np.ndarray, np.ndar
     mu = k_star.T @ (fit.nu - z)  # line 5: f* = k*^T (nu~ - z)
     v = scipy.linalg.solve_triangular(fit.L, sS[:, None] * k_star, lower=True)  # line 6
     s2 = np.maximum(kss - np.sum(v * v, axis=0), 0.0)  # line 7
-    return mu, s2, probit_predictive(mu, s2)  # line 8
+    return mu, s2, _probit_predictive(mu, s2)  # line 8
 
 
 # --------------------------------------------------------------------------------------------------
@@ -353,6 +391,8 @@ def _ess_inputs(K, y, k_star, kss, sites, single):
     B, n = K.shape[0], K.shape[1]
     for b in range(B):
         _gram(K[b])
+    if np.ndim(y) != 2:
+        raise ValueError(f"y must have shape {(B, n)} to match K of shape {K.shape}")
     y = as_float_array(y, "y", ndim=2)
     if y.shape != (B, n) or not np.all(np.isin(y, (-1.0, 1.0))):
         raise ValueError(f"y must have shape {(B, n)} with labels in {{-1, +1}}")
@@ -431,7 +471,7 @@ def ess_predict(
     yb, tb, nb = y[:, None, :], tau[:, None, :], nu_s[:, None, :]
 
     def log_g(yy, ff, tt, nn):
-        return np.sum(log_likelihood(yy, ff, link) + 0.5 * tt * ff * ff - nn * ff, axis=-1)
+        return np.sum(_log_likelihood(yy, ff, link) + 0.5 * tt * ff * ff - nn * ff, axis=-1)
 
     def draw():
         return np.einsum("bij,bcj->bci", Ls, rng.standard_normal((B, chains, n)))
@@ -462,7 +502,7 @@ def ess_predict(
             todo[bi[ok], ci[ok]] = False
         if step >= burn_in and (step - burn_in) % thin == 0:
             m = np.einsum("bcn,bnm->bcm", f, A)  # E[f* | f]
-            acc += probit_predictive(m, v) if link == "probit" else logistic_gauss(m, v)
+            acc += _probit_predictive(m, v) if link == "probit" else _logistic_gauss(m, v)
             kept += 1
     means = acc / kept  # (B, chains, m)
     p, se = means.mean(axis=1), means.std(axis=1, ddof=1) / np.sqrt(chains)

@@ -36,7 +36,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pfntheory.base._checks import as_float_array, choice, positive_int, positive_scalar
+from pfntheory.base._checks import (
+    as_float_array,
+    choice,
+    positive_array,
+    positive_int,
+    positive_scalar,
+    shaped,
+    symmetric_matrix,
+)
 
 from . import latent
 from .construction import attention_scores
@@ -73,6 +81,7 @@ def solver_layer_weights(
     """
     d = positive_int(d, "d")
     eta = positive_scalar(eta, "eta")
+    _rbf(kernel)
     r, dt = _rows(d), d + 6
     Kw = np.zeros((dt, dt))
     Kw[np.arange(d), np.arange(d)] = 1.0 / kernel.lengthscale  # x / ell, as supp-eqn:weights
@@ -88,13 +97,36 @@ def solver_layer_weights(
     return Kw, Qw, V, S
 
 
+def _rbf(kernel) -> RBFKernel:
+    if not isinstance(kernel, RBFKernel):
+        raise ValueError(f"kernel must be an RBFKernel, got {type(kernel).__name__}")
+    return kernel
+
+
 def token_map(Z: np.ndarray, d: int, link: str = "probit", *, W_from=None, fault=None):
     """The token-wise map between Newton blocks: rows ``t = sqrt(-2 log W)`` and
     ``y~ = f + grad / W`` from rows ``f`` and ``y`` of every token (``W_from``: the latent that
-    ``W`` and the gradient are read from, default row ``f``). Returns a new array and ``W``."""
+    ``W`` and the gradient are read from, default row ``f``). Returns a new array and ``W``.
+
+    ``Z`` has shape ``(..., d + 6, N)`` (module docstring), row ``y`` holding labels in {-1, +1}.
+    """
+    d = positive_int(d, "d")
+    Z = as_float_array(Z, "Z", min_ndim=2, non_empty=True)
+    if Z.shape[-2] != d + 6:
+        raise ValueError(f"Z must have d + 6 = {d + 6} rows for d={d}, got shape {Z.shape}")
+    if not np.all(np.isin(Z[..., d, :], (-1.0, 1.0))):
+        raise ValueError(f"Z's row y (row d={d}) must hold labels in {{-1, +1}}")
+    if W_from is not None:
+        W_from = shaped(as_float_array(W_from, "W_from"), "W_from", Z[..., d + 2, :].shape)
+    if fault is not None:
+        choice(fault, "fault", FAULTS)
+    return _token_map(Z, d, choice(link, "link", latent.LINKS), W_from=W_from, fault=fault)
+
+
+def _token_map(Z, d, link, *, W_from=None, fault=None):
     r = _rows(d)
     f = Z[..., r["f"], :] if W_from is None else W_from
-    grad, W = latent.likelihood_derivatives(Z[..., r["y"], :], f, link)
+    grad, W = latent._likelihood_derivatives(Z[..., r["y"], :], f, link)
     Z = Z.copy()
     sign = -1.0 if fault == "grad_sign" else 1.0
     with np.errstate(divide="ignore", invalid="ignore"):  # a diverging fault underflows W
@@ -106,8 +138,11 @@ def token_map(Z: np.ndarray, d: int, link: str = "probit", *, W_from=None, fault
 def inner_factor(K, W, eta: float) -> float:
     """Richardson contraction factor ``max_i |1 - eta lambda_i(B)|`` of ``B = I + W^1/2 K W^1/2``
     (the spectrum of ``I + K W``)."""
-    sW = np.sqrt(np.asarray(W, float))
-    lam = np.linalg.eigvalsh(np.eye(len(sW)) + sW[:, None] * np.asarray(K, float) * sW[None, :])
+    K = symmetric_matrix(K, "K")
+    W = shaped(positive_array(W, "W", ndim=1), "W", (K.shape[0],), "to match K")
+    eta = positive_scalar(eta, "eta")
+    sW = np.sqrt(W)
+    lam = np.linalg.eigvalsh(np.eye(len(sW)) + sW[:, None] * K * sW[None, :])
     return float(np.max(np.abs(1.0 - eta * lam)))
 
 
@@ -130,6 +165,7 @@ def probit_third_derivative_bound() -> float:
 def newton_constant(K) -> float:
     """``M = c3 lambda_max(K) / 2``: exact Newton for probit Laplace satisfies
     ``||f^(t+1) - f_hat|| <= M ||f^(t) - f_hat||^2`` (docs/latent.md, "Rates")."""
+    K = symmetric_matrix(K, "K")
     return probit_third_derivative_bound() * float(np.linalg.eigvalsh(K)[-1]) / 2.0
 
 
@@ -176,8 +212,7 @@ def _forward_inputs(X, y, x_query, kernel, L_out, L_in, eta, link, fault):
     x_query = as_float_array(x_query, "x_query", ndim=1)
     if x_query.shape != (d,):
         raise ValueError(f"x_query must have shape ({d},), got {x_query.shape}")
-    if not isinstance(kernel, RBFKernel):
-        raise ValueError(f"kernel must be an RBFKernel, got {type(kernel).__name__}")
+    _rbf(kernel)
     L_out = positive_int(L_out, "L_out")
     if L_in is not None:
         L_in = positive_int(L_in, "L_in")
@@ -250,7 +285,7 @@ def newton_tf_forward(
         variance = block == L_out
         W_from = f_prev if (fault == "stale_W" and not variance) else None
         f_prev = Z[r["f"]].copy()
-        Z, W = token_map(Z, d, link, W_from=W_from, fault=fault)
+        Z, W = _token_map(Z, d, link, W_from=W_from, fault=fault)
         Wc = W[:n]
         if not np.all(np.isfinite(Wc) & (Wc > 0)):  # a diverged (faulty) iterate: report NaN
             Z[r["f"]] = Z[r["g"]] = np.nan

@@ -28,6 +28,7 @@ from pfntheory.base._checks import (
     one_of,
     positive_array,
     positive_int,
+    positive_scalar,
     sequence,
     shaped,
 )
@@ -532,6 +533,7 @@ def selection_stats(X, Y, x_query, bank, *, scale_error: float = 1.0, keep_diago
     if n < 2:
         raise ValueError(f"selection_stats needs n >= 2 context points, got {n}")
     bank = positive_array(bank, "bank", ndim=1)
+    scale_error = positive_scalar(scale_error, "scale_error")
     idx = np.arange(n + 1)
     M = ((idx[:, None] < n) & (idx[None, :] < n)).astype(float)  # keys and queries: the context
     if not keep_diagonal:
@@ -544,7 +546,7 @@ def selection_stats(X, Y, x_query, bank, *, scale_error: float = 1.0, keep_diago
     pairs = n * (n - 1)
     t, m = [], []
     for ell in bank:
-        sc = np.full((d, 1), float(scale_error) / ell)
+        sc = np.full((d, 1), scale_error / ell)
         A = con.attention_scores(sc * xs, sc * xs, "rbf") * M  # (n+1, n+1): keys i, queries j
         u, c = yc @ A, one @ A  # u_{b,j}, c_{b,j}: the attention layer's outputs
         # linear summary head at the query: sum_i (V z_i) (K z_i)^T (Q z_{n+1})
