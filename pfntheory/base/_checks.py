@@ -555,3 +555,12 @@ def check_kernel(kernel, name: str = "kernel"):
             f".diag method), got {_describe(kernel)}"
         )
     return kernel
+
+
+def named_broadcast(*named_shapes) -> tuple[int, ...]:
+    """``np.broadcast_shapes`` of ``(name, shape)`` pairs; a mismatch names the arguments."""
+    try:
+        return np.broadcast_shapes(*(shape for _, shape in named_shapes))
+    except ValueError as err:
+        desc = ", ".join(f"{n} {sh}" for n, sh in named_shapes)
+        raise ValueError(f"shapes do not broadcast: {desc}") from err

@@ -11,7 +11,7 @@ import argparse
 import json
 
 from pfntheory.casestudy.data import DATASETS
-from pfntheory.cli.options import add_run_options, pick, show_progress
+from pfntheory.cli.options import add_run_options, add_walker_options, pick, show_progress
 from pfntheory.infra.config import CASESTUDY_SCALES
 
 __all__ = ["register"]
@@ -87,18 +87,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         help="PFN sizes and budget (pfntheory.casestudy.pfn.SCALES): quick (minutes), cpu (the "
         "paper's L=32, C=256, 1000 steps; about half an hour of one core), paper (1e5 steps)",
     )
-    p.add_argument(
-        "--walker-csv",
-        default=None,
-        metavar="PATH",
-        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
-    )
-    p.add_argument(
-        "--walker-exh-csv",
-        default=None,
-        metavar="PATH",
-        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
-    )
+    add_walker_options(p)
     p.add_argument("--out-dir", default=None, help="default reports/casestudy/<dataset>")
     p.add_argument(
         "--budget-doubling",

@@ -128,6 +128,23 @@ def add_run_options(
         )
 
 
+def add_walker_options(p) -> None:
+    """Add ``--walker-csv`` and ``--walker-exh-csv``, the Walker Lake data's paths (the case
+    studies and the report read them)."""
+    p.add_argument(
+        "--walker-csv",
+        default=None,
+        metavar="PATH",
+        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
+    )
+    p.add_argument(
+        "--walker-exh-csv",
+        default=None,
+        metavar="PATH",
+        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
+    )
+
+
 def show_progress(args) -> bool:
     """Whether to draw a progress bar: not with ``--no-progress``, and never into a log file or a
     pipe (a bar redrawn there is a stream of carriage returns)."""

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
+from pfntheory.cli.options import add_walker_options
 from pfntheory.pipelines.report_run import run_report
 from pfntheory.report.spec import REPORT_SCALES
 
@@ -66,18 +67,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="report folder (default: the committed reports/)",
     )
-    p.add_argument(
-        "--walker-csv",
-        default=None,
-        metavar="PATH",
-        help="Walker Lake sample CSV (default $PFNTHEORY_WALKER_CSV or ../shared/data/walker.csv)",
-    )
-    p.add_argument(
-        "--walker-exh-csv",
-        default=None,
-        metavar="PATH",
-        help="exhaustive Walker Lake CSV (default: walker_exh.csv beside the sample)",
-    )
+    add_walker_options(p)
     p.add_argument(
         "--notebooks",
         default=None,

@@ -20,6 +20,7 @@ from pfntheory.base._checks import (
     as_float_array,
     choice,
     interval,
+    named_broadcast,
     positive_array,
     positive_int,
     positive_scalar,
@@ -127,13 +128,7 @@ def check_probs(probs, C: int, name: str = "probs", *, sum_tol: float | None = N
     return p
 
 
-def _broadcast(*named_shapes) -> tuple[int, ...]:
-    """``np.broadcast_shapes`` of ``(name, shape)`` pairs; a mismatch names the arguments."""
-    try:
-        return np.broadcast_shapes(*(shape for _, shape in named_shapes))
-    except ValueError as err:
-        desc = ", ".join(f"{n} {sh}" for n, sh in named_shapes)
-        raise ValueError(f"shapes do not broadcast: {desc}") from err
+_broadcast = named_broadcast  # metrics' name for it
 
 
 def _mu_tau(mu, tau):

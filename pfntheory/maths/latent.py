@@ -28,7 +28,14 @@ import numpy as np
 import scipy.linalg
 from scipy.special import expit, log_ndtr, ndtr
 
-from pfntheory.base._checks import as_float_array, check_rng, choice, positive_int, positive_scalar
+from pfntheory.base._checks import (
+    as_float_array,
+    check_rng,
+    choice,
+    named_broadcast,
+    positive_int,
+    positive_scalar,
+)
 
 __all__ = [
     "LINKS",
@@ -88,12 +95,7 @@ def _pointwise(a, b, name_a: str, name_b: str, *, labels: bool = False):
     a, b = as_float_array(a, name_a), as_float_array(b, name_b)
     if labels and not np.all(np.isin(a, (-1.0, 1.0))):
         raise ValueError(f"{name_a} must hold labels in {{-1, +1}}")
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError as err:
-        raise ValueError(
-            f"{name_a} and {name_b} must have broadcastable shapes, got {a.shape} and {b.shape}"
-        ) from err
+    named_broadcast((name_a, a.shape), (name_b, b.shape))
     return a, b
 
 

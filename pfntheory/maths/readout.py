@@ -12,7 +12,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pfntheory.base._checks import as_float_array, check_callable, positive_array, positive_int
+from pfntheory.base._checks import (
+    as_float_array,
+    check_callable,
+    named_broadcast,
+    positive_array,
+    positive_int,
+)
 
 from .discretize import _mu_tau, bin_widths, midpoints
 
@@ -149,12 +155,7 @@ def inverse_gaussian_pdf(y, mu, tau) -> np.ndarray:
     """
     mu, tau = _ig_params(mu, tau)
     y = as_float_array(y, "y")
-    try:
-        np.broadcast_shapes(y.shape, mu.shape)
-    except ValueError as err:
-        raise ValueError(
-            f"y must broadcast with mu and tau, got shapes {y.shape} and {mu.shape}"
-        ) from err
+    named_broadcast(("y", y.shape), ("mu and tau", mu.shape))
     pos = y > 0
     ys = np.where(pos, y, 1.0)
     logf = 0.5 * (np.log(mu**3 / tau) - np.log(2 * np.pi) - 3 * np.log(ys)) - mu * (
