@@ -138,6 +138,8 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.nn.chebyshev_heads": "edits a MixturePFN's parameters; checked in "
     "tests/test_chebyshev_heads.py",
     "pfntheory.claims.shift_cause": "reads run directories; bad input in tests/test_shift_cause.py",
+    "pfntheory.nn.oracle_store": "reads and writes the on-disk oracle store; bad input in "
+    "tests/test_oracle_store.py",
     "pfntheory.claims.shift_findings": "reads run directories, writes shift_cause.json",
     "pfntheory.report.theory_readings": "the cpu-scale page's theory readings: reads runs, draws",
     "pfntheory.claims.latent": "reads run directories and the sampling reference",

@@ -1031,15 +1031,25 @@ def test_a_run_with_a_corrupt_or_missing_learning_curve_is_not_complete(tmp_path
 
 def test_execute_hands_each_eval_spec_whole_to_evaluate(monkeypatch, tmp_path):
     """The nn backend passes the declared EvalSpec itself (its oracle included) to
-    ``nn.evaluate.evaluate``, as ``train`` gets the RunSpec: nothing is unpacked, no environment
-    variable is read. How it can fail: a backend that rebuilt the evaluation from loose fields
-    would drop the oracle, and the float32 spec below would reach evaluate as float64."""
+    ``nn.evaluate.evaluate``, as ``train`` gets the RunSpec: nothing is unpacked; beside it only
+    the device and the oracle store (``$PFNTHEORY_ORACLE_STORE``: a directory, or ``off`` for
+    none; the store changes no byte of the result, tests/test_oracle_store.py). How it can fail: a
+    backend that rebuilt the evaluation from loose fields would drop the oracle, and the float32
+    spec below would reach evaluate as float64."""
     from pfntheory.experiments import execute as ex
     from pfntheory.nn import evaluate as nn_eval
 
     got = []
     monkeypatch.setattr(nn_eval, "evaluate", lambda rd, spec, **kw: got.append((rd, spec, kw)))
     ev = EvalSpec(n_eval=(4, 8), n_instances=4, oracle="float32")
+    from pfntheory.nn.oracle_store import OracleStore
+
+    monkeypatch.setenv("PFNTHEORY_ORACLE_STORE", str(tmp_path / "store"))
     ex._evaluate_nn(tmp_path, ev)
     assert len(got) == 1 and got[0][0] == tmp_path and got[0][1] is ev
-    assert set(got[0][2]) == {"device"}
+    assert set(got[0][2]) == {"device", "store"}
+    assert isinstance(got[0][2]["store"], OracleStore)
+    assert got[0][2]["store"].root == tmp_path / "store"
+    monkeypatch.setenv("PFNTHEORY_ORACLE_STORE", "off")
+    ex._evaluate_nn(tmp_path, ev)
+    assert got[1][2]["store"] is None

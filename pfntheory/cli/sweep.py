@@ -64,6 +64,14 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "float32 refined to float64 accuracy, or float64 (default: as declared, float64, as "
         "the committed runs); an evaluation already on disk is not redone",
     )
+    p.add_argument(
+        "--oracle-store",
+        default=None,
+        metavar="DIR|off",
+        help="directory where evaluations keep the instances and exact PPD they draw, so the "
+        "runs of a grid compute them once (byte-identical results; default "
+        "$PFNTHEORY_ORACLE_STORE, else ~/.cache/pfntheory/oracle); 'off': recompute per run",
+    )
     p.add_argument("--list", action="store_true", help="list the runs and their state; run nothing")
     p.add_argument(
         "--dry-run",
@@ -161,6 +169,12 @@ def _cmd(args: argparse.Namespace) -> int:
                 state = "done" if done else ("part" if part else "todo")
                 print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else ""))
         return 0
+    if args.oracle_store is not None:
+        # read by the evaluations of this process and of the workers it starts
+        # (pfntheory.nn.oracle_store.from_environment)
+        if not args.oracle_store.strip():
+            raise ValueError("--oracle-store: give a directory, or 'off'")
+        os.environ["PFNTHEORY_ORACLE_STORE"] = args.oracle_store
     slurm = {
         "cluster": args.submitit_cluster,
         "slurm_partition": args.partition,

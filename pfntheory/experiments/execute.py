@@ -48,8 +48,11 @@ def _evaluate_nn(run_dir: Path, ev: EvalSpec) -> None:
     import torch
 
     from pfntheory.nn.evaluate import evaluate
+    from pfntheory.nn.oracle_store import from_environment
 
-    evaluate(run_dir, ev, device="cuda" if torch.cuda.is_available() else "cpu")
+    # the instances and exact PPD computed once per grid (byte-identical results; issue 45)
+    store = from_environment()
+    evaluate(run_dir, ev, device="cuda" if torch.cuda.is_available() else "cpu", store=store)
 
 
 def _config_name(run_dir: Path) -> str | None:

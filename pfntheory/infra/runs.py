@@ -44,6 +44,7 @@ __all__ = [
     "EVAL",
     "CorruptFileError",
     "atomic_write_bytes",
+    "atomic_write_stream",
     "save_json",
     "load_json",
     "save_torch",
@@ -134,6 +135,14 @@ def _write_replace(path: Path, write) -> None:
 def atomic_write_bytes(path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temporary file + ``os.replace``)."""
     return _atomic_write(path, lambda fh: fh.write(data))
+
+
+def atomic_write_stream(path, write) -> Path:
+    """Write ``path`` atomically by calling ``write(fh)`` on a binary file handle (temporary file
+    in the same directory, fsync, ``os.replace``): large binary files without a copy in memory."""
+    if not callable(write):
+        raise ArgumentTypeError(f"write must be callable, got {type(write).__name__}")
+    return _atomic_write(path, write)
 
 
 def _jsonable(obj):

@@ -48,6 +48,7 @@ from pfntheory.nn.multihead_model import MixturePFN
 
 from .fast_oracle import sample_batch_fast
 from .model import PFNTransformer, select_device
+from .oracle_store import OracleStore
 from .priors import Batch, sample_batch
 from .train import load_trained
 
@@ -158,6 +159,7 @@ def evaluate(
     levels=INTERVAL_LEVELS,
     progress: bool = False,
     save: bool = True,
+    store: OracleStore | None = None,
 ) -> dict:
     """Evaluate a finished run as ``spec`` asks, at each of its sizes ``n'``; write ``eval*.json``.
 
@@ -185,6 +187,10 @@ def evaluate(
         Write (and extend) the run's ``eval*.json`` after each ``n'``, as a sweep does. False
         reads and writes nothing in the run directory (``pfntheory evaluate``: inspecting a run
         never rewrites its committed artefacts).
+    store : OracleStore, optional
+        Read the instances and their exact PPD from this store, computing and writing only the
+        missing entries (:mod:`pfntheory.nn.oracle_store`: the oracle computed once per grid; the
+        results are byte-identical to an evaluation without it). Default: no store.
 
     Returns
     -------
@@ -195,6 +201,10 @@ def evaluate(
     run_dir = Path(run_dir)
     spec = instance_of(EvalSpec, what="pfntheory.infra.tree.EvalSpec")(spec, "spec")
     batch_size = positive_int(batch_size, "batch_size")
+    if store is not None:
+        store = instance_of(OracleStore, what="pfntheory.nn.oracle_store.OracleStore")(
+            store, "store"
+        )
     seed, n_instances, oracle = spec.seed, spec.n_instances, spec.oracle
     draw = _DRAW[oracle]
     device = select_device(device)
@@ -236,9 +246,11 @@ def evaluate(
         cols: dict[str, list] = {}
         for chunk, start in enumerate(range(0, n_instances, batch_size)):
             m = min(batch_size, n_instances - start)
-            bt = draw(
-                task, m, n, _eval_generator(seed, n, chunk), dtype=torch.float64, interval=interval
-            )
+            gen = _eval_generator(seed, n, chunk)
+            if store is None:
+                bt = draw(task, m, n, gen, dtype=torch.float64, interval=interval)
+            else:
+                bt = store.draw(draw, task, m, n, gen, dtype=torch.float64, interval=interval)
             pred = predict(model, bt, device)
             part = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy(), **pred}
             if bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None:
