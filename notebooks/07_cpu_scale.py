@@ -753,12 +753,39 @@ def claims_of(name, runs):
     if name == "fig_exp2_1_budget":  # the 2S runs, gated by budget doubling, replayed on curves
         statuses = xgate.doubling_statuses(trained(runs))
         return [(c, None) for c in xclaims.check_exp2_1(runs, statuses=statuses)]
-    if name == "fig_exp2_2":
-        return [(c, None) for c in xrange.check_exp2_2(runs)]
-    if name in ("supp_exp2_d4", "supp_exp2_d8"):
-        out = [(c, exp.labels[0]) for c in xrange.check_exp2_2(runs)]
-        return out + [
-            (c, exp.labels[2]) for c in xrange.check_exp2_2(runs, eval_file="eval_uniform.json")
+    if name in FAMILY_OF:  # the family: its budget grid once complete, else the 1000-step grid
+        budget = FAMILY_OF[name]
+        b_runs, b_missing, b_declared = loaded[budget]
+        files = [("eval.json", None if name == "fig_exp2_2" else exp.labels[0])]
+        if name != "fig_exp2_2":
+            files.append(("eval_uniform.json", exp.labels[2]))
+        if not b_missing:
+            cells = xrange.budget_cells(b_runs)
+            display(
+                Markdown(
+                    f"*Its rows read the budget grid `{budget}` (complete: {len(b_runs)} runs), "
+                    "each cell its longest run with a half-budget partner ("
+                    + ", ".join(
+                        f"L={L}/n_max={m}: {r.spec.steps}" for (L, m), r in sorted(cells.items())
+                    )
+                    + " steps), gated by budget doubling on the design each row is about.*"
+                )
+            )
+            return [
+                (c, label, b_runs, budget)
+                for f, label in files
+                for c in xrange.check_family_budget(b_runs, eval_file=f)
+            ]
+        display(
+            Markdown(
+                f"*Its rows read the 1000-step grid: the budget grid `{budget}` has "
+                f"{len(b_runs)} of {len(b_declared)} runs.*"
+            )
+        )
+        return [
+            (c, label, runs, name)
+            for f, label in files
+            for c in xrange.check_exp2_2(runs, eval_file=f)
         ]
     if name in ("supp_tab_lengthscale", "supp_tab_hier"):
         return [(c, None) for c in xclaims.check_table(runs)]
@@ -768,6 +795,7 @@ def claims_of(name, runs):
 
 
 FAMILY_BUDGETS = {b for _, b in rfam.FAMILY.values()} | {"supp_exp2_d8_seeds"}
+FAMILY_OF = dict(rfam.FAMILY.values())  # the family's 1000-step experiment -> its budget grid
 OTHERS = [
     n
     for n in EXPERIMENTS
@@ -818,9 +846,10 @@ for name in OTHERS:
     if missing:
         pending(name, exp.labels[0], missing, declared)
         continue
-    for c, label in claims_of(name, runs):
+    for c, label, *read in claims_of(name, runs):
         kw = {"label": label} if label else {}
-        add_all([c], runs, name, variant=f"cpu scale, {name}", **kw)
+        src, src_name = read if read else (runs, name)
+        add_all([c], src, src_name, variant=f"cpu scale, {src_name}", **kw)
 
 # %% [markdown]
 # ## The n-generalisation family at budget (fig:exp2-2, supp-fig:exp2 d4 / d8, the shift)

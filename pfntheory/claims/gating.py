@@ -29,6 +29,7 @@ import numpy as np
 from pfntheory.base._checks import (
     ArgumentTypeError,
     checked,
+    choice,
     finite_scalar,
     float_tuple,
     instance_of,
@@ -38,6 +39,7 @@ from pfntheory.base._checks import (
     positive_scalar,
     text,
 )
+from pfntheory.infra.config import COVARIATES
 from pfntheory.infra.convergence import (
     MIN_POINTS,
     curve_points,
@@ -141,10 +143,14 @@ def run_convergence(run, covariates: str | None = None, metric: str = "tv") -> S
     return st
 
 
-def doubling_statuses(runs) -> dict[str, Status]:
+def doubling_statuses(runs, covariates: str | None = None) -> dict[str, Status]:
     """Budget-doubling convergence (:func:`pfntheory.infra.convergence.doubling_status`) of every
     run of ``runs`` that has a partner trained for half its steps (same spec otherwise), by run
-    name; runs without one get state "no half-budget run" (never plateaued)."""
+    name; runs without one get state "no half-budget run" (never plateaued). ``covariates``: the
+    learning curves compared (None: the task's own design; "uniform": the covariate-shift curves),
+    so that a row about one design is gated on that design's curves."""
+    if covariates is not None:
+        choice(covariates, "covariates", COVARIATES)
     tr = trained_runs(loaded_runs(runs))
 
     def budgetless(spec):  # the spec with its budget and evaluations left out
@@ -163,7 +169,9 @@ def doubling_statuses(runs) -> dict[str, Status]:
                 state="no half-budget run",
             ).replace(run=r.run_dir.name)
             continue
-        st = doubling_status(curve_points(half.run_dir) or [], curve_points(r.run_dir) or [])
+        st = doubling_status(
+            curve_points(half.run_dir, covariates) or [], curve_points(r.run_dir, covariates) or []
+        )
         st = st.within(r.spec.n_min, r.spec.n_max)
         out[r.run_dir.name] = st.replace(run=r.run_dir.name, half_run=half.run_dir.name)
     return out

@@ -20,7 +20,9 @@ from pfntheory.infra.convergence import (
 from . import UNDECIDED, ClaimResult, Power, gating, slope_ci
 
 __all__ = [
+    "budget_cells",
     "check_exp2_2",
+    "check_family_budget",
     "check_shift_regime",
     "coverage_along_curve",
 ]
@@ -28,11 +30,49 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 
-def check_exp2_2(
+def budget_cells(runs) -> dict[tuple[int, int], object]:
+    """The run each (L, n_max) cell of a budget-doubled family grid is read from: the longest
+    complete run of the cell whose half-budget partner is complete too (2S, or 4S where a cell
+    was doubled twice), seed 0. A cell without such a pair is absent."""
+    tr = [r for r in gating.trained_runs(runs) if r.spec.seed == 0]
+    by: dict[tuple, dict[int, object]] = {}
+    for r in tr:
+        by.setdefault((r.spec.model.L, r.spec.n_max), {})[int(r.spec.steps)] = r
+    out = {}
+    for cell, steps in by.items():
+        paired = [s for s in steps if s % 2 == 0 and s // 2 in steps]
+        if paired:
+            out[cell] = steps[max(paired)]
+    return out
+
+
+def check_family_budget(
     runs, eval_file: str = "eval.json", z: float = gating.Z_MARGIN
 ) -> list[ClaimResult]:
+    """:func:`check_exp2_2` on a budget-doubled family grid (``*_budget``): each cell read from
+    :func:`budget_cells`, each row gated on the budget-doubling status of the runs it reads,
+    computed on the learning curves of the design the row is about (``eval_file``), and replayed
+    on those curves while a run is still improving."""
+    cells = budget_cells(runs)
+    if not cells:
+        raise ValueError("runs: no cell of the grid has a complete run and its half-budget partner")
+    cov = None if eval_file == "eval.json" else eval_file[len("eval_") : -len(".json")]
+    statuses = gating.doubling_statuses(runs, covariates=cov)
+    chosen = list(cells.values())
+    return check_exp2_2(
+        chosen, eval_file, z, statuses={r.run_dir.name: statuses[r.run_dir.name] for r in chosen}
+    )
+
+
+def check_exp2_2(
+    runs, eval_file: str = "eval.json", z: float = gating.Z_MARGIN, statuses: dict | None = None
+) -> list[ClaimResult]:
     """Depth and n_max help; the solver error grows with n'; coverage near nominal
-    (deepest, widest)."""
+    (deepest, widest). Each row is gated on exactly the runs its check reads (depth: the
+    shallowest and deepest run at every n_max; n_max: the deepest run at the smallest and largest
+    n_max; growth with n': every run; coverage: the deepest, widest run). ``statuses``: the
+    convergence statuses to gate on instead of the curves' own (by run name; the budget-doubling
+    statuses of :func:`check_family_budget`)."""
     cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in gating.trained_runs(runs)}
     run_of = {(r.spec.model.L, r.spec.n_max): r for r in gating.trained_runs(runs)}
     Ls = sorted({L for L, _ in cells})
@@ -152,7 +192,24 @@ def check_exp2_2(
             v(run_of[(Ls[-1], Nm[-1])]), z
         ),
     }
-    return [gating.gate(r, runs, replay=replays.get(r.key), replay_curve=cov) for r in out]
+    gated_on = {
+        "exp2_2.depth_helps": [run_of[(L, m)] for m in Nm for L in (Ls[0], Ls[-1])],
+        "exp2_2.n_max_helps": [run_of[(Ls[-1], m)] for m in (Nm[0], Nm[-1])],
+        "exp2_2.tv_grows_with_n": list(run_of.values()),
+        "exp2_2.coverage_near_nominal": [run_of[(Ls[-1], Nm[-1])]],
+    }
+    return [
+        gating.gate(
+            r,
+            gated_on[r.key],
+            replay=replays.get(r.key),
+            replay_curve=cov,
+            statuses=None
+            if statuses is None
+            else {x.run_dir.name: statuses[x.run_dir.name] for x in gated_on[r.key]},
+        )
+        for r in out
+    ]
 
 
 def _coverage_claim(

@@ -1,0 +1,73 @@
+"""The n-generalisation family's rows on a budget-doubled grid (issue 45, item 4; issue 47, item 1):
+each cell read from its longest run with a half-budget partner, each row gated on exactly the runs
+its check reads, by budget doubling on the curves of the design the row is about.
+
+Read on the committed ``supp_exp2_d8_budget`` runs of the four cells L in {4, 8} x n_max in
+{128, 256}, all doubled (L = 4 / n_max = 128 twice). How these fail: a selection that took the
+S run, or the 2S run of a cell doubled twice, names another run; a row gated on the whole grid
+lists runs it does not read; shift rows gated on the pretraining design's curves carry other
+statuses than ``doubling_statuses(..., covariates="uniform")``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+CELLS = {(4, 128), (8, 128), (4, 256), (8, 256)}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    from pfntheory.experiments.results import load_available
+
+    done, _ = load_available("supp_exp2_d8_budget", "cpu")
+    sub = [r for r in done if (r.spec.model.L, r.spec.n_max) in CELLS]
+    if len({(r.spec.model.L, r.spec.n_max, r.spec.steps) for r in sub}) < 9:
+        pytest.fail("the committed d = 8 budget runs of the four cells are not all on disk")
+    return sub
+
+
+def test_each_cell_reads_its_longest_doubled_run(runs):
+    from pfntheory.claims.pretraining_range import budget_cells
+
+    cells = budget_cells(runs)
+    assert set(cells) == CELLS
+    assert {k: r.spec.steps for k, r in cells.items()} == {
+        (4, 128): 4000,
+        (8, 128): 2000,
+        (4, 256): 2000,
+        (8, 256): 2000,
+    }
+    # a cell whose only run has no half-budget partner is absent
+    lone = [r for r in runs if (r.spec.model.L, r.spec.n_max, r.spec.steps) == (8, 256, 2000)]
+    assert budget_cells(lone) == {}
+    with pytest.raises(ValueError, match="runs"):
+        from pfntheory.claims.pretraining_range import check_family_budget
+
+        check_family_budget(lone)
+
+
+@pytest.mark.parametrize("eval_file,cov", [("eval.json", None), ("eval_uniform.json", "uniform")])
+def test_rows_are_gated_on_exactly_the_runs_they_read(runs, eval_file, cov):
+    from pfntheory.claims import gating
+    from pfntheory.claims.pretraining_range import budget_cells, check_family_budget
+
+    cells = {k: r.run_dir.name for k, r in budget_cells(runs).items()}
+    want = {
+        "exp2_2.depth_helps": {cells[k] for k in CELLS},  # L = 4 and L = 8 at both n_max
+        "exp2_2.n_max_helps": {cells[(8, 128)], cells[(8, 256)]},
+        "exp2_2.tv_grows_with_n": set(cells.values()),
+        "exp2_2.coverage_near_nominal": {cells[(8, 256)]},
+    }
+    statuses = gating.doubling_statuses(runs, covariates=cov)
+    rows = check_family_budget(runs, eval_file)
+    assert {r.key for r in rows} == set(want)
+    for r in rows:
+        conv = r.details["convergence"]
+        assert set(conv) == want[r.key], r.key
+        for name, st in conv.items():
+            assert st["test"] == "doubling"
+            assert st == statuses[name].to_dict()
+        assert r.verdict is not None
