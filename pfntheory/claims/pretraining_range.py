@@ -8,6 +8,7 @@ nominal; the shift regime's coverage along its learning curves. Gated by
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -30,12 +31,12 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 
 
-def budget_cells(runs) -> dict[tuple[int, int], object]:
+def budget_cells(runs) -> dict[tuple[int, int], Any]:
     """The run each (L, n_max) cell of a budget-doubled family grid is read from: the longest
     complete run of the cell whose half-budget partner is complete too (2S, or 4S where a cell
     was doubled twice), seed 0. A cell without such a pair is absent."""
     tr = [r for r in gating.trained_runs(runs) if r.spec.seed == 0]
-    by: dict[tuple, dict[int, object]] = {}
+    by: dict[tuple, dict[int, Any]] = {}
     for r in tr:
         by.setdefault((r.spec.model.L, r.spec.n_max), {})[int(r.spec.steps)] = r
     out = {}
