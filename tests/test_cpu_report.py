@@ -577,6 +577,10 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
         assert res[key].verdict == HOLDS_AT_BUDGET, res[key].decision
         assert res[key].decision["replay"]["steps"][-1] == longest
     (tf,) = [r for r in runs if r.spec.steps == longest and not r.spec.model.normalised]
+    # TF's rise reads TF's run only, so it is gated on it alone (issue 47: 07#10 was gated on
+    # TF^pr too, and undecided by it); the comparison rests on both
+    assert set(res["fig_exp2_1.tf_rises_beyond_range"].details["convergence"]) == {tf.run_dir.name}
+    assert len(res["fig_exp2_1.pr_flatter"].details["convergence"]) == 2
     write(tf, vanish_at=curve_steps(tf.spec.steps, tf.spec.curve_points)[-3])
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):

@@ -205,7 +205,12 @@ def check_exp2_1(
         details,
     )
     replays = _exp2_1_replays(tf, pr, z)
-    gated_on = {"fig_exp2_1.tf_spikes_beyond_breakdown": [tf]}  # the others rest on both runs
+    # each row gated on the runs its check reads: TF's rise and spike read TF only, the
+    # comparisons both runs
+    gated_on = {
+        "fig_exp2_1.tf_rises_beyond_range": [tf],
+        "fig_exp2_1.tf_spikes_beyond_breakdown": [tf],
+    }
     return [
         gating.gate(r, gated_on.get(r.key, runs), replay=replays.get(r.key), statuses=statuses)
         for r in (r1, r2, *_exp2_1_breakdown(tf, pr, inside, z))
