@@ -755,15 +755,16 @@ def claims_of(name, runs):
         return [(c, None) for c in xclaims.check_exp2_1(runs, statuses=statuses)]
     if name in FAMILY_OF:  # the family: its budget grid once complete, else the 1000-step grid
         budget = FAMILY_OF[name]
-        b_runs, b_missing, b_declared = loaded[budget]
+        b_runs, _, b_declared = loaded[budget]
         files = [("eval.json", None if name == "fig_exp2_2" else exp.labels[0])]
         if name != "fig_exp2_2":
             files.append(("eval_uniform.json", exp.labels[2]))
-        if not b_missing:
-            cells = xrange.budget_cells(b_runs)
+        cells = xrange.budget_cells(b_runs)
+        if len(cells) == len(rfam.FAMILY_LS) * len(rfam.FAMILY_NMAX):  # every cell doubled
             display(
                 Markdown(
-                    f"*Its rows read the budget grid `{budget}` (complete: {len(b_runs)} runs), "
+                    f"*Its rows read the budget grid `{budget}` ({len(b_runs)} of "
+                    f"{len(b_declared)} runs complete; every cell doubled at least once), "
                     "each cell its longest run with a half-budget partner ("
                     + ", ".join(
                         f"L={L}/n_max={m}: {r.spec.steps}" for (L, m), r in sorted(cells.items())
@@ -779,7 +780,8 @@ def claims_of(name, runs):
         display(
             Markdown(
                 f"*Its rows read the 1000-step grid: the budget grid `{budget}` has "
-                f"{len(b_runs)} of {len(b_declared)} runs.*"
+                f"{len(b_runs)} of {len(b_declared)} runs, {len(cells)} of "
+                f"{len(rfam.FAMILY_LS) * len(rfam.FAMILY_NMAX)} cells doubled.*"
             )
         )
         return [
