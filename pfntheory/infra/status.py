@@ -14,8 +14,10 @@ from pfntheory.base._checks import (
     checked,
     choice,
     finite_or_nan,
+    finite_scalar,
     keys,
     nonneg_int,
+    nonneg_scalar,
     optional,
     sequence,
     text,
@@ -72,7 +74,8 @@ class Status(Mapping):
     ``>= 0`` (or None where optional), ``alpha`` in (0, 0.5), the fitted quantities real numbers
     that are finite or NaN (NaN: not fitted; ``value`` may also be +-inf, the metric as read), the
     standard errors, tolerance, half-width and jitter ``>= 0``, ``ci`` an interval ``lo <= hi``
-    (or NaN, NaN), ``start`` rows of five numbers and ``worse_than_start`` among their n'.
+    (or NaN, NaN), ``start`` rows of five finite numbers (SEs ``>= 0``) and ``worse_than_start``
+    among their n'.
     """
 
     state: str
@@ -224,10 +227,9 @@ def _start(x) -> tuple[tuple[int, float, float, float, float], ...]:
         if len(r) != 5:
             raise ValueError(f"start[{i}] must be (n', start, se, end, se), got {len(r)} values")
         n = nonneg_int(r[0], f"start[{i}][0] (n')")
-        a, sa, b, sb = (
-            finite_or_nan(v, f"start[{i}]", allow_inf=True, nonneg=j in (1, 3))
-            for j, v in enumerate(r[1:])
-        )
+        a, b = finite_scalar(r[1], f"start[{i}][1]"), finite_scalar(r[3], f"start[{i}][3]")
+        sa = nonneg_scalar(r[2], f"start[{i}][2] (SE)")
+        sb = nonneg_scalar(r[4], f"start[{i}][4] (SE)")
         rows.append((n, a, sa, b, sb))
     return tuple(rows)
 
