@@ -341,6 +341,15 @@ def test_power_keeps_the_unbounded_interval_of_two_points():
     assert not p.refutes
 
 
+def test_the_slope_of_a_constant_is_exact_not_nan():
+    """Before: slope_ci of a constant y gave a NaN interval (linregress's r is 0/0), which a Power
+    now refuses. After: the exact fit's interval (0, 0)."""
+    from pfntheory.base.stats import slope_ci
+
+    s, ci, _ = slope_ci([1.0, 2.0, 3.0, 4.0], [0.5, 0.5, 0.5, 0.5])
+    assert s == 0.0 and ci == (0.0, 0.0)
+
+
 def _paired_doc() -> dict:
     return {
         "n_eval": [256],
