@@ -177,10 +177,7 @@ SKIP: dict[str, str] = {
     "pfntheory.nn.priors.Batch": "result record of sample_batch",
     "pfntheory.nn.model.PFNOutput": "result record of the forward pass",
     "pfntheory.report.rows.Row": "result record",
-    "pfntheory.infra.status.Status": "result record of the convergence tests",
-    "pfntheory.claims.Power": "result record of an effect check (gating.exceeds)",
     "pfntheory.claims.gating.Decision": "result record of gating.decide",
-    "pfntheory.claims.gating.Replay": "result record of a replayed check (gating.gate)",
     "pfntheory.claims.real_data_eb.check_printed_fit": "reads a data set (as check_eb_optimum)",
     "pfntheory.report.rows.experiment_tallies": "reads result rows (tests/test_report.py)",
     "pfntheory.report.recorder.decided_convergence": "display formatting of a decision record",
@@ -796,6 +793,35 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.claims.band_verdict": {"ci": lambda: (-0.95, -0.91), "band": lambda: (-1.1, -0.9)},
     "pfntheory.infra.status.no_curve": {"criterion": lambda: "no learning curve"},
+    # the gate's own inputs check their fields at construction (issue 52)
+    "pfntheory.infra.status.Status": {
+        "state": lambda: "plateaued",
+        "criterion": lambda: "c",
+        "last_step": lambda: 2000,
+        "value": lambda: 0.1,
+        "fall": lambda: 0.01,
+        "se": lambda: 0.002,
+        "ci": lambda: (0.006, 0.014),
+        "tol": lambda: 0.01,
+        "halfwidth": lambda: 0.004,
+        "jitter": lambda: 0.001,
+        "instance_se": lambda: 0.001,
+        "n_points": lambda: 5,
+        "n_instances": lambda: 256,
+        "start": lambda: ((64, 0.5, 0.01, 0.1, 0.002),),
+        "worse_than_start": lambda: (64,),
+    },
+    "pfntheory.claims.Power": {
+        "effect": lambda: 0.1,
+        "ci": lambda: (0.07, 0.13),
+        "target": lambda: 0.0,
+        "detectable": lambda: 0.03,
+        "paper": lambda: 0.12,
+    },
+    "pfntheory.claims.gating.Replay": {
+        "steps": lambda: (400, 800, 1600, 2000),
+        "held": lambda: (True, True, True, True),
+    },
     "pfntheory.infra.status.as_status": {
         "status": lambda: {"state": "plateaued", "criterion": "c"}
     },
@@ -1244,6 +1270,30 @@ SIGNED_INTS = {"axis"}
 #: Bad values that a parameter accepts by design, with the reason: ``{(callable, parameter):
 #: (labels, reason)}``.
 ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
+    **{
+        ("pfntheory.infra.status.Status", f): (
+            frozenset({"nan"}),
+            "NaN: a fitted quantity not computed (a curve too short for a trend, documented)",
+        )
+        for f in ("fall", "se", "tol", "halfwidth", "jitter", "instance_se")
+    },
+    ("pfntheory.infra.status.Status", "value"): (
+        frozenset({"nan", "inf"}),
+        "the metric at the last step as read: NaN without a step > 0, +-inf as the curve holds "
+        "it (documented)",
+    ),
+    ("pfntheory.infra.status.Status", "n_instances"): (
+        frozenset({"zero"}),
+        "0: no paired instances (every log-half status; budget doubling counts them)",
+    ),
+    ("pfntheory.claims.Power", "ci"): (
+        frozenset({"inf entry"}),
+        "an unbounded interval: slope_ci's of a slope through two points (documented)",
+    ),
+    ("pfntheory.claims.Power", "detectable"): (
+        frozenset({"inf"}),
+        "what a check with an unbounded interval detects (documented)",
+    ),
     ("pfntheory.claims.casestudy.coverage_summary", "lo"): (
         frozenset({"nan entry", "inf entry", "negative entry"}),
         "a non-finite bound counts as not covering (documented)",
@@ -1269,6 +1319,10 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
 #: Callables whose result may be non-finite for valid input (documented in their docstrings): a
 #: lenient bad value (an empty array...) answered with NaN is then not a contract breach.
 DOCUMENTED_NONFINITE: dict[str, str] = {
+    "pfntheory.infra.status.Status": "NaN fitted quantities where no trend is fitted, and the "
+    "last value as read",
+    "pfntheory.claims.Power": "an unbounded interval (and detectable effect) of a slope through "
+    "two points",
     "pfntheory.claims.casestudy.grid_corr": "NaN when the correlation is undefined",
     "pfntheory.claims.casestudy.coverage_summary": "mean width inf when a bound is not finite",
     "pfntheory.infra.convergence.plateau_status": "NaN fitted quantities (and value) for a curve "

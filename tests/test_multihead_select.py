@@ -128,7 +128,8 @@ def test_ceiling_claim_decides_on_paired_differences():
     r = ms.ceiling_claim(low, [("single", "exact")], statuses={"run": improving})
     assert r.holds and r.verdict == UNDECIDED  # the single head may still improve
     merged = ms.merge_ceilings([low, dict(high, n_eval=[512], tv={
-        "single": {"512": [0.3] * 4}, "exact": {"512": [0.2] * 4}})])  # fmt: skip
+        "single": {"512": [0.3] * 4}, "exact": {"512": [0.2] * 4}},
+        bayes_acc={"p(h|D)": {"512": [1.0] * 4}})])  # fmt: skip
     assert merged["n_eval"] == [256, 512] and set(merged["tv"]["exact"]) == {"256", "512"}
     json.dumps(merged)
 
@@ -157,6 +158,8 @@ def test_tv_and_coverage_claims():
     with pytest.raises(ValueError, match="no rows"):
         ms.tv_claim(doc, "missing", "single", statuses={})
     half = [1, 0] * 50  # 100 instances, coverage 0.5
+    doc["n_instances"], doc["tv"] = 100, {}
+    doc["bayes_acc"] = {"p(h|D)": {"256": [1.0] * 100}}
     doc["coverage"] = {"50": {"m": {"256": half}}, "90": {"m": {"256": [1] * 90 + [0] * 10}}}
     assert ms.coverage_claim(doc, "m").verdict == HOLDS
     doc["coverage"]["90"]["m"]["256"] = [1] * 70 + [0] * 30  # 0.70: 6.7 SE below 0.9
@@ -180,7 +183,7 @@ def test_cells_join_batches_and_replace_one_n_keeping_the_pairing():
     assert cell["tv"]["single"]["1024"] == [0.3, 0.4, 0.5, 0.6, 0.7]
     assert len(cell["coverage"]["50"]["exact"]["1024"]) == 5
     verdict = _doc([0.3] * 4, [0.2] * 4)
-    verdict["n_eval"] = [256, 1024]
+    verdict["n_eval"], verdict["n_instances"] = [256, 1024], {"256": 4, "1024": 1}
     for k in ("single", "exact"):
         verdict["tv"][k]["1024"] = [0.9]
     verdict["coverage"] = {"50": {"exact": {"256": [1] * 4, "1024": [0]}}}

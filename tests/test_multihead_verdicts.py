@@ -133,7 +133,7 @@ def test_page08_rows_go_through_the_gate():
         rp = r.decision.get("replay")  # the trained comparison replays along the curves
         rep = None if rp is None else xgate.Replay(**{**rp, "steps": tuple(rp["steps"]),
                                                      "held": tuple(rp["held"])})  # fmt: skip
-        again = xgate.decide(r.holds, sts, replay=rep, power=r.power)
+        again = xgate.decide(r.holds, sts, replay=rep, power=r.power, model=r.decision["model"])
         assert again.kind == r.verdict, (name, again.kind, r.verdict)
 
 
@@ -164,7 +164,7 @@ def test_the_scan_catches_contradictions():
     assert d["kind"] == UNDERPOWERED and contradiction(d) == ""
     assert "holds the claimed" in contradiction({**d, "kind": FAILS})
     assert "fails" in contradiction({**d, "kind": HOLDS})
-    strong = dataclasses.replace(weak, ci=(-0.2, -0.1))
+    strong = dataclasses.replace(weak, effect=-0.15, ci=(-0.2, -0.1))
     assert "underpowered" in contradiction({**d, "power": dataclasses.asdict(strong)})
     open_ = {**d, "states": [["still improving", 1]]}
     assert "not all plateaued" in contradiction({**open_, "kind": HOLDS, "holds": True})

@@ -46,6 +46,7 @@ __all__ = [
     "ArgumentTypeError",
     "as_float_array",
     "finite_scalar",
+    "finite_or_nan",
     "positive_scalar",
     "positive_array",
     "positive_int",
@@ -180,6 +181,22 @@ def finite_scalar(x, name: str) -> float:
     v = float(x)
     if not np.isfinite(v):
         raise ValueError(f"{name} must be finite, got {v}")
+    return v
+
+
+def finite_or_nan(x, name: str, *, nonneg: bool = False, allow_inf: bool = False) -> float:
+    """A real number that is finite or NaN (NaN: a quantity not computed, e.g. a trend a curve too
+    short could not fit); ``nonneg``: a number ``>= 0`` unless NaN; ``allow_inf``: +-inf too (a
+    value read as it was, e.g. a curve's last value)."""
+    if getattr(x, "ndim", None) == 0 and hasattr(x, "item"):
+        x = x.item()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a real number (or NaN), got {_describe(x)}")
+    v = float(x)
+    if np.isinf(v) and not allow_inf:
+        raise ValueError(f"{name} must be finite or NaN (not computed), got {v}")
+    if nonneg and v < 0:
+        raise ValueError(f"{name} must be >= 0 (or NaN, not computed), got {v}")
     return v
 
 

@@ -89,8 +89,13 @@ def slope_ci(x, y, level: float = 0.95) -> tuple[float, tuple[float, float], flo
     if dof == 0:
         return float(res.slope), (-np.inf, np.inf), float(res.rvalue)
     t = scipy.stats.t.ppf(0.5 + level / 2, dof)
+    stderr = float(res.stderr)
+    if not np.isfinite(stderr):  # a constant y: linregress's r is 0/0; the fit is exact
+        resid = y - (res.intercept + res.slope * x)
+        xc = x - x.mean()
+        stderr = float(np.sqrt(resid @ resid / dof / (xc @ xc)))
     return (
         float(res.slope),
-        (float(res.slope - t * res.stderr), float(res.slope + t * res.stderr)),
+        (float(res.slope - t * stderr), float(res.slope + t * stderr)),
         float(res.rvalue),
     )

@@ -110,6 +110,11 @@ class Power:
         The paper's printed effect, set beside ours.
     paired : bool
         Whether the standard error is of paired differences on shared instances.
+
+    Checked at construction, each bad field refused naming it: ``effect``, ``target`` and
+    ``paper`` finite; ``ci`` an interval ``lo <= hi`` holding ``effect`` (its ends may be +-inf:
+    the unbounded interval of a slope through two points, :func:`~pfntheory.base.stats.slope_ci`;
+    never NaN); ``detectable`` ``>= 0`` (inf with an unbounded interval); ``paired`` a bool.
     """
 
     effect: float
@@ -118,6 +123,38 @@ class Power:
     detectable: float
     paper: float | None = None
     paired: bool = False
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        put(self, "effect", _checks.finite_scalar(self.effect, "effect"))
+        put(self, "target", _checks.finite_scalar(self.target, "target"))
+        if self.paper is not None:
+            put(self, "paper", _checks.finite_scalar(self.paper, "paper"))
+        if self.ci is None or isinstance(self.ci, (str, bytes, dict)):
+            raise ArgumentTypeError(f"ci must be an interval (lo, hi), got {self.ci!r}")
+        try:
+            ends = list(self.ci)
+        except TypeError as err:
+            raise ArgumentTypeError(f"ci must be an interval (lo, hi), got {self.ci!r}") from err
+        if len(ends) != 2:
+            raise ValueError(f"ci must be an interval (lo, hi), got {len(ends)} values")
+        lo, hi = (_checks.finite_or_nan(v, "ci", allow_inf=True) for v in ends)
+        if np.isnan(lo) or np.isnan(hi):
+            raise ValueError(f"ci must not be NaN, got ({lo}, {hi})")
+        tol = 1e-12 * max(1.0, abs(self.effect))
+        if not (lo <= hi and lo - tol <= self.effect <= hi + tol):
+            raise ValueError(
+                f"ci must be an interval lo <= hi holding effect {self.effect:.6g}, "
+                f"got ({lo:.6g}, {hi:.6g})"
+            )
+        put(self, "ci", (lo, hi))
+        d = _checks.finite_or_nan(self.detectable, "detectable", nonneg=True, allow_inf=True)
+        if np.isnan(d):
+            raise ValueError("detectable must be a number >= 0, got nan")
+        put(self, "detectable", d)
+        if not isinstance(self.paired, (bool, np.bool_)):
+            raise ArgumentTypeError(f"paired must be a bool, got {self.paired!r}")
+        put(self, "paired", bool(self.paired))
 
     @property
     def refutes(self) -> bool:

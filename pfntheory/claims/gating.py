@@ -34,9 +34,12 @@ from pfntheory.base._checks import (
     float_tuple,
     instance_of,
     mapping,
+    nonneg_int,
     nonneg_scalar,
     optional,
+    positive_int,
     positive_scalar,
+    sequence,
     text,
 )
 from pfntheory.infra.config import COVARIATES
@@ -222,16 +225,42 @@ SHARED_REASONS = {
 }
 
 
+#: Where a :class:`Replay`'s outcomes come from.
+REPLAY_SOURCES = ("curve", "doubling")
+
+
 @dataclasses.dataclass(frozen=True)
 class Replay:
     """A claim's check re-decided where the runs were evaluated before their end: at each step of
     the last log-half of their curves (``source`` "curve"), or at the two budgets of a doubling
-    pair ("doubling"). ``min_steps``: how many outcomes it needs to decide."""
+    pair ("doubling"). ``min_steps``: how many outcomes it needs to decide.
+
+    Checked at construction, each bad field refused naming it: ``steps`` strictly increasing
+    integers ``>= 0``, ``held`` one bool per step (the same length: an outcome without its step, or
+    a step without its outcome, is refused), ``source`` one of :data:`REPLAY_SOURCES`,
+    ``min_steps`` an integer ``>= 1`` (so that an empty replay never decides). Empty ``steps`` and
+    ``held`` are a replay that could not be made (no common curve step): it does not decide."""
 
     steps: tuple[int, ...]
     held: tuple[bool, ...]
     source: str = "curve"
     min_steps: int = MIN_POINTS
+
+    def __post_init__(self) -> None:
+        steps = tuple(
+            nonneg_int(v, "steps") for v in sequence(self.steps, "steps", non_empty=False)
+        )
+        if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
+            raise ValueError(f"steps must be strictly increasing, got {list(steps)}")
+        held = tuple(_flag(v, "held") for v in sequence(self.held, "held", non_empty=False))
+        if len(held) != len(steps):
+            raise ValueError(
+                f"held must hold one outcome per step: {len(held)} outcomes for {len(steps)} steps"
+            )
+        choice(self.source, "source", REPLAY_SOURCES)
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "held", held)
+        object.__setattr__(self, "min_steps", positive_int(self.min_steps, "min_steps"))
 
     @property
     def decides(self) -> bool:
@@ -372,10 +401,29 @@ def decide(
         ``power`` refutes the claimed effect (*undecided (underpowered)* otherwise); the replay
         decides with one outcome throughout -> *holds / fails at budget* (the same power rule for
         *fails*); otherwise *undecided*.
+
+    Raises
+    ------
+    ValueError
+        ``statuses`` empty without ``model`` (an empty input is no verdict: a claim that reads no
+        trained run says so with ``model``, e.g. "no trained run", and its power decides), or a
+        ``replay`` with a step beyond the last step of every run read (the check replayed on
+        other runs). :class:`Replay`, :class:`~pfntheory.infra.status.Status` and
+        :class:`~pfntheory.claims.Power` check their own fields.
     """
     sts = dict(statuses)
+    if not sts and model is None:
+        raise ValueError(
+            "statuses must not be empty: the gate decides on the statuses of the runs a claim "
+            "reads; a claim that reads no trained run passes model (e.g. 'no trained run')"
+        )
     states = tuple(sorted(Counter(st.state for st in sts.values()).items()))
     steps = [st.last_step for st in sts.values() if st.last_step is not None]
+    if replay is not None and replay.steps and steps and replay.steps[-1] > max(steps):
+        raise ValueError(
+            f"replay has steps up to {replay.steps[-1]}, beyond the last step {max(steps)} of "
+            "the runs in statuses: it was replayed on other runs"
+        )
     tests = {st.test for st in sts.values()} - {"none"}
     base = Decision(
         kind=UNDECIDED,

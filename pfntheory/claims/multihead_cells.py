@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pfntheory.base._checks import positive_int, seed_int
+from pfntheory.base._checks import keys, positive_int, seed_int, seed_tuple, sequence
 
 __all__ = [
     "FOLDER",
@@ -24,6 +24,8 @@ __all__ = [
     "batch_path",
     "confirm_cell",
     "concat_batches",
+    "check_batch",
+    "selector_digest",
     "with_cell",
     "load_cell",
     "with_cells",
@@ -90,10 +92,24 @@ def confirm_cell(
     n, n_batches = positive_int(n, "n", minimum=2), positive_int(n_batches, "n_batches")
     batch_size, seed0 = positive_int(batch_size, "batch_size", minimum=2), seed_int(seed0, "seed0")
     depth = positive_int(depth, "depth")
+    expect = {
+        "n_eval": [n],
+        "n_instances": batch_size,
+        "multi_run": Path(str(multi)).name,
+        "single_runs": {str(k): Path(str(v)).name for k, v in singles.items()},
+        "dtype": "float32",
+        "rows": [f"statistics selector, heads {depth}", *map(str, singles)]
+        + ([f"hand-set heads L={depth}, exact weights"] if exact else []),
+        "selector_sha256": selector_digest(selector),
+    }
     out = []
     for b in range(n_batches):
         path = batch_path(out_dir, n, seed0 + b)
-        if not path.is_file():
+        if path.is_file():
+            from pfntheory.infra import runs
+
+            check_batch(runs.load_json(path), path, seed=seed0 + b, **expect)
+        else:
             if deadline is not None and time.time() > deadline:
                 break
             c0, w0 = time.process_time(), time.perf_counter()
@@ -109,6 +125,7 @@ def confirm_cell(
                 seed=seed0 + b,
                 dtype=torch.float32,
             )
+            doc["selector_sha256"] = expect["selector_sha256"]
             doc["cpu_s"] = time.process_time() - c0
             doc["wall_s"] = time.perf_counter() - w0
             doc["threads"] = torch.get_num_threads()
@@ -121,22 +138,123 @@ def confirm_cell(
     return out
 
 
+def _batch(doc, name: str) -> dict:
+    """``doc`` if it is one batch (:func:`confirm_cell`'s document): a well-formed document
+    (:func:`~pfntheory.claims.multihead_select.check_document`) of one n', one generator ``seed``,
+    an integer ``n_instances`` and every table of a batch."""
+    from . import multihead_select as ms
+
+    keys("n_eval", "n_instances", "seed", "multi_run", "single_runs", *_KEYS, "coverage")(doc, name)
+    ms.check_document(doc, name)
+    if len(doc["n_eval"]) != 1:
+        raise ValueError(f"{name} must be a batch of one n', got n_eval {doc['n_eval']}")
+    positive_int(doc["n_instances"], f"{name}['n_instances']")
+    seed_int(doc["seed"], f"{name}['seed']")
+    return doc
+
+
+def selector_digest(selector) -> str:
+    """SHA-256 of a selector's parameters and buffers (names, dtypes, shapes and values): the
+    identity of the weights a batch was scored with."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for k, v in sorted(selector.state_dict().items()):
+        t = v.detach().cpu().contiguous()
+        h.update(f"{k}:{t.dtype}:{tuple(t.shape)};".encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()
+
+
+def check_batch(
+    doc,
+    path,
+    *,
+    seed: int,
+    n_eval,
+    n_instances,
+    multi_run,
+    single_runs,
+    dtype,
+    rows,
+    selector_sha256=None,
+) -> dict:
+    """``doc`` (the batch file at ``path``, :func:`confirm_cell` resuming) if it is what its place
+    says and what the resumed call would write: a well-formed batch of n' ``n_eval``, generator
+    seed ``seed``, ``n_instances`` draws, the runs (by directory name: spec and config hash) and
+    ``dtype`` asked for, holding the ``rows`` the call scores, and the selector's weights
+    (``selector_sha256``, checked when the batch records it: batches written before it was
+    recorded are checked on the rest). Otherwise a ValueError naming the file: a batch of other
+    draws, runs or weights is never counted as this one (remove it to score it again)."""
+    from . import multihead_select as ms
+
+    try:
+        _batch(doc, "the batch")
+    except ValueError as err:
+        raise ValueError(f"{path}: not a batch of the confirmation: {err}") from err
+    ident = ms.identity(doc)
+    got = {
+        "n_eval": [int(m) for m in doc["n_eval"]],
+        "seed": ident["seed"],
+        "n_instances": int(doc["n_instances"]),
+        "multi_run": ident["multi_run"],
+        "single_runs": ident["single_runs"],
+        "dtype": doc.get("dtype"),
+    }
+    want = {
+        "n_eval": list(n_eval),
+        "seed": seed,
+        "n_instances": n_instances,
+        "multi_run": multi_run,
+        "single_runs": single_runs,
+        "dtype": dtype,
+    }
+    diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+    missing = sorted(set(rows) - set(doc["tv"]))
+    if missing:
+        diff["rows"] = (sorted(doc["tv"]), sorted(rows))
+    if selector_sha256 is not None and doc.get("selector_sha256", selector_sha256) != (
+        selector_sha256
+    ):
+        diff["selector_sha256"] = (doc["selector_sha256"], selector_sha256)
+    if diff:
+        what = "; ".join(f"{k} {a!r}, expected {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(
+            f"{path} is not the batch it stands for ({what}): its instances are not counted; "
+            "remove it to score the batch again"
+        )
+    return doc
+
+
 def concat_batches(docs) -> dict:
     """One cell from batches of one n' (:func:`confirm_cell`'s documents): the per-instance lists
     of every row joined in the batches' order; rows missing from a batch are refused (every row
-    must be paired on the same instances)."""
-    docs = list(docs)
-    if not docs:
-        raise ValueError("docs must hold at least one batch")
+    must be paired on the same instances).
+
+    Each batch counts once: a batch is its draws (n' and generator seed: the instances ``0 ..
+    n_instances - 1`` of that seed), so a seed given twice is refused, and so are batches of
+    other runs or dtype (:func:`~pfntheory.claims.multihead_select.same_identity`; runs by
+    directory name, which carries the config hash). The cell records its ``seeds`` and, where
+    the batches share one, their ``dtype``."""
+    from . import multihead_select as ms
+
+    docs = list(sequence(docs, "docs"))
+    for i, d in enumerate(docs):
+        _batch(d, f"docs[{i}]")
     ns = {tuple(d["n_eval"]) for d in docs}
-    if len(ns) != 1 or len(next(iter(ns))) != 1:
+    if len(ns) != 1:
         raise ValueError(f"docs must be batches of one n' each, the same, got {sorted(ns)}")
+    seen: dict[int, int] = {}
+    for i, d in enumerate(docs):
+        sd = int(d["seed"])
+        if sd in seen:
+            raise ValueError(
+                f"docs[{seen[sd]}] and docs[{i}] are both the batch of seed {sd} at "
+                f"n'={d['n_eval'][0]}: its instances would count twice"
+            )
+        seen[sd] = i
+    ident = ms.same_identity(docs, ("dtype", "multi_run", "single_runs"))
     n = str(docs[0]["n_eval"][0])
-    for d in docs:
-        lens = {len(v[n]) for key in ("bayes_acc", "tv") for v in d[key].values()}
-        if lens != {int(d["n_instances"])}:
-            raise ValueError(f"batch of seed {d['seed']}: rows of {sorted(lens)} instances, "
-                             f"n_instances {d['n_instances']}")  # fmt: skip
     out: dict = {
         "n_eval": docs[0]["n_eval"],
         "seeds": [d["seed"] for d in docs],
@@ -145,6 +263,8 @@ def concat_batches(docs) -> dict:
         "n_instances": sum(int(d["n_instances"]) for d in docs),
         "cpu_s": sum(float(d.get("cpu_s", 0.0)) for d in docs),
     }
+    if ident["dtype"] is not None:
+        out["dtype"] = ident["dtype"]
     for key in _KEYS:
         names = [set(d[key]) for d in docs]
         if any(s != names[0] for s in names):
@@ -153,6 +273,10 @@ def concat_batches(docs) -> dict:
     levels = [set(d["coverage"]) for d in docs]
     if any(s != levels[0] for s in levels):
         raise ValueError("the batches do not share their coverage levels")
+    for lv in levels[0]:
+        rows = [set(d["coverage"][lv]) for d in docs]
+        if any(s != rows[0] for s in rows):
+            raise ValueError(f"the batches do not share their coverage {lv} rows: {rows}")
     out["coverage"] = {
         lv: {
             k: {n: [v for d in docs for v in d["coverage"][lv][k][n]]}
@@ -163,15 +287,63 @@ def concat_batches(docs) -> dict:
     return out
 
 
+def _cell(cell, name: str = "cell") -> dict:
+    """``cell`` if it is one joined cell (:func:`concat_batches`): a well-formed document of one
+    n', distinct generator ``seeds`` and an integer ``n_instances``."""
+    from . import multihead_select as ms
+
+    keys("n_eval", "n_instances", "seeds", "multi_run", "single_runs", "tv", "coverage")(cell, name)
+    ms.check_document(cell, name)
+    if len(cell["n_eval"]) != 1:
+        raise ValueError(f"{name} must be a cell of one n', got n_eval {cell['n_eval']}")
+    seeds = seed_tuple(cell["seeds"], f"{name}['seeds']")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name}['seeds'] repeats a seed (a batch counted twice): {list(seeds)}")
+    positive_int(cell["n_instances"], f"{name}['n_instances']")
+    return cell
+
+
 def with_cell(verdict: dict, cell: dict) -> dict:
     """``verdict`` (a confirmation document, one list per row and n') with the n' of ``cell``
     replaced by ``cell``'s instances, for the rows both hold (rows only ``cell`` holds are added;
-    ``n_instances`` becomes per n')."""
+    ``n_instances`` becomes per n').
+
+    The cell must be of the verdict's runs (the multi-head run, and each single-head run both
+    name, by directory name) and dtype where both record one, at an n' of the verdict's
+    ``n_eval``; its single-head runs the verdict does not name are added to ``single_runs``, so
+    that the result labels every row it holds. The cell replaces the verdict's instances at its
+    n' (they are never added to them), so joining one cell twice counts it once."""
+    from . import multihead_select as ms
+
+    keys("n_eval", "n_instances", "multi_run", "single_runs", "tv", "coverage")(verdict, "verdict")
+    ms.check_document(verdict, "verdict")
+    _cell(cell)
     n = str(cell["n_eval"][0])
-    lost = sorted(k for k, v in verdict["tv"].items() if n in v and k not in cell["tv"])
+    if int(n) not in {int(m) for m in verdict["n_eval"]}:
+        raise ValueError(f"cell is of n'={n}, not one of verdict's n_eval {verdict['n_eval']}")
+    vid, cid = ms.identity(verdict, "verdict"), ms.identity(cell, "cell")
+    for f in ("multi_run", "dtype"):
+        if vid[f] is not None and cid[f] is not None and vid[f] != cid[f]:
+            raise ValueError(f"cell is of {f} {cid[f]!r}, verdict of {vid[f]!r}")
+    other = {
+        k: (cid["single_runs"][k], r)
+        for k, r in (vid["single_runs"] or {}).items()
+        if k in (cid["single_runs"] or {}) and cid["single_runs"][k] != r
+    }
+    if other:
+        raise ValueError(f"cell and verdict name other single-head runs: {other}")
+    tables = [(k, verdict.get(k, {}), cell.get(k, {})) for k in _KEYS]
+    tables += [
+        (f"coverage {lv}", by, cell["coverage"].get(lv, {}))
+        for lv, by in verdict["coverage"].items()
+    ]
+    lost = sorted(
+        f"{key}: {k}" for key, vt, ct in tables for k, v in vt.items() if n in v and k not in ct
+    )
     if lost:
         raise ValueError(f"cell lacks the rows {lost} of verdict at n'={n} (they must stay paired)")
     out = {k: v for k, v in verdict.items()}
+    out["single_runs"] = {**cell["single_runs"], **verdict["single_runs"]}
     ni = verdict["n_instances"]
     out["n_instances"] = (
         dict(ni) if isinstance(ni, dict) else {str(m): ni for m in verdict["n_eval"]}
@@ -179,7 +351,7 @@ def with_cell(verdict: dict, cell: dict) -> dict:
     out["n_instances"][n] = cell["n_instances"]
     for key in _KEYS:
         out[key] = {k: dict(v) for k, v in verdict.get(key, {}).items()}
-        for name, v in cell[key].items():
+        for name, v in cell.get(key, {}).items():
             out[key].setdefault(name, {})[n] = v[n]
     out["coverage"] = {
         lv: {k: dict(v) for k, v in by.items()} for lv, by in verdict["coverage"].items()
@@ -187,8 +359,11 @@ def with_cell(verdict: dict, cell: dict) -> dict:
     for lv, by in cell["coverage"].items():
         for name, v in by.items():
             out["coverage"].setdefault(lv, {}).setdefault(name, {})[n] = v[n]
-    out["cells"] = {**verdict.get("cells", {}), n: {"seeds": cell["seeds"], "cpu_s": cell["cpu_s"]}}
-    return out
+    out["cells"] = {
+        **verdict.get("cells", {}),
+        n: {"seeds": cell["seeds"], "cpu_s": cell.get("cpu_s", 0.0)},
+    }
+    return ms.check_document(out, "the joined verdict")
 
 
 def with_cells(verdict: dict, root=None) -> dict:

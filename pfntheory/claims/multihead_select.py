@@ -21,10 +21,23 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
-from pfntheory.base._checks import int_tuple, positive_int, seed_int
+from pfntheory.base._checks import (
+    ArgumentTypeError,
+    as_float_array,
+    int_tuple,
+    keys,
+    mapping,
+    positive_int,
+    positive_scalar,
+    probability,
+    seed_int,
+    sequence,
+    text,
+)
 from pfntheory.base.stats import mean_se
 from pfntheory.maths import metrics as M
 
@@ -38,6 +51,9 @@ __all__ = [
     "with_depth",
     "load_select",
     "merge_ceilings",
+    "check_document",
+    "identity",
+    "same_identity",
     "control_claim",
     "ceiling_claim",
     "tv_claim",
@@ -234,8 +250,13 @@ def ceiling(
 def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
     """Rows per (n', model): E[TV] with SE, and the paired fall ``TV_reference - TV_model`` with its
     SE (per-instance differences on the same draws); a model without that n' has no row there."""
+    check_document(doc)
+    if reference not in doc["tv"]:
+        raise ValueError(f"doc holds no rows of reference {reference!r}")
     rows = []
     for n in doc["n_eval"]:
+        if str(n) not in doc["tv"][reference]:
+            raise ValueError(f"reference {reference!r} has no instances at n'={n}")
         ref = np.asarray(doc["tv"][reference][str(n)])
         for name, v in doc["tv"].items():
             if str(n) not in v:  # a row scored at some n' only (e.g. a confirmation cell's)
@@ -325,13 +346,118 @@ def load_select(root=None) -> dict:
     return out
 
 
+#: The per-instance tables of a :func:`ceiling` document (``{row: {n': [one value per
+#: instance]}}``); ``coverage`` holds one such table per level.
+ROW_KEYS = ("bayes_acc", "tv", "sel_acc", "sel_tv_w")
+
+
+def _n_instances(doc: dict, n, name: str) -> int:
+    ni = doc["n_instances"]
+    if isinstance(ni, dict):
+        if str(n) not in ni:
+            raise ValueError(f"{name}['n_instances'] has no count for n'={n}")
+        ni = ni[str(n)]
+    return positive_int(ni, f"{name}['n_instances']")
+
+
+def check_document(doc, name: str = "doc") -> dict:
+    """``doc`` if it is a well-formed :func:`ceiling`-shaped document (a ceiling, a batch, a cell,
+    a confirmation); otherwise a ValueError naming ``name``: ``n_eval`` distinct positive
+    integers, ``n_instances`` a positive count (or one per n'), and every per-instance list of
+    :data:`ROW_KEYS` and ``coverage`` at an n' of ``n_eval``, of ``n_instances`` finite numbers
+    (so that the rows of one n' are paired on the same instances)."""
+    keys("n_eval", "n_instances", "tv")(doc, name)
+    n_eval = int_tuple(doc["n_eval"], f"{name}['n_eval']")
+    if len(set(n_eval)) != len(n_eval):
+        raise ValueError(f"{name}['n_eval'] repeats an n': {list(n_eval)}")
+    sizes = {str(n): _n_instances(doc, n, name) for n in n_eval}
+    tables = [(key, doc[key]) for key in ROW_KEYS if key in doc]
+    cov = doc.get("coverage", {})
+    if not isinstance(cov, dict):
+        raise ArgumentTypeError(f"{name}['coverage'] must be a dict of levels")
+    tables += [(f"coverage {lv}", t) for lv, t in cov.items()]
+    for key, table in tables:
+        if not isinstance(table, dict):
+            raise ArgumentTypeError(f"{name}[{key!r}] must map rows to per-n' lists")
+        for row, by_n in table.items():
+            if not isinstance(by_n, dict):
+                raise ArgumentTypeError(f"{name}[{key!r}][{row!r}] must map n' to lists")
+            for n, vals in by_n.items():
+                if n not in sizes:
+                    raise ValueError(f"{name}[{key!r}][{row!r}] has n'={n}, not in n_eval")
+                a = as_float_array(vals, f"{name}[{key!r}][{row!r}][{n!r}]", ndim=1)
+                if a.size != sizes[n]:
+                    raise ValueError(
+                        f"{name}[{key!r}][{row!r}] holds {a.size} instances at n'={n}, "
+                        f"n_instances {sizes[n]} (rows must be paired on the same instances)"
+                    )
+    return doc
+
+
+def _run_name(path) -> str:
+    """A run by its directory name (the spec and its config hash), wherever the root lies."""
+    return Path(text(path, "run")).name
+
+
+def identity(doc: dict, name: str = "doc") -> dict:
+    """What a document's evidence was measured on: the draws' ``seed``, the ``dtype``, the
+    multi-head run and the single-head runs, each run by its directory name (its spec and config
+    hash; the root it was read under does not matter). Absent fields are None."""
+    singles = doc.get("single_runs")
+    if singles is not None:
+        m = mapping(singles, f"{name}['single_runs']", non_empty=False)
+        singles = {str(k): _run_name(v) for k, v in m.items()}
+    multi = doc.get("multi_run")
+    seed = doc.get("seed")
+    return {
+        "seed": None if seed is None else seed_int(seed, f"{name}['seed']"),
+        "dtype": doc.get("dtype"),
+        "multi_run": None if multi is None else _run_name(multi),
+        "single_runs": singles,
+    }
+
+
+def same_identity(docs, fields=("seed", "dtype", "multi_run", "single_runs"), what="docs"):
+    """Refuse ``docs`` whose :func:`identity` differs in one of ``fields`` (a field absent from a
+    document is not compared): one merged document is labelled with one seed, dtype and runs, so
+    evidence of other draws or other runs cannot be joined under it."""
+    ids = [identity(d, f"{what}[{i}]") for i, d in enumerate(docs)]
+    for f in fields:
+        seen = {repr(v[f]): (i, v[f]) for i, v in enumerate(ids) if v[f] is not None}
+        if len(seen) > 1:
+            (i, a), (j, b) = sorted(seen.values(), key=lambda t: t[0])[:2]
+            raise ValueError(
+                f"{what} mix {f}: {what}[{i}] has {a!r}, {what}[{j}] has {b!r} (evidence of "
+                "other draws or runs cannot be merged under one label)"
+            )
+    return ids[0] if ids else {}
+
+
 def merge_ceilings(docs) -> dict:
     """One :func:`ceiling` document from several (one per n', possibly with different instance
-    counts): ``n_instances`` becomes a per-n' dict."""
-    docs = list(docs)
-    if not docs:
-        raise ValueError("docs must hold at least one ceiling document")
+    counts): ``n_instances`` becomes a per-n' dict.
+
+    Each n' is counted once: a document whose n' another already holds is refused (the rows would
+    count its instances twice), and so are documents of other draws or runs (:func:`same_identity`:
+    seed, dtype, multi-head and single-head runs), which one merged document could not label.
+    Every document must be well-formed (:func:`check_document`)."""
+    docs = list(sequence(docs, "docs"))
+    for i, d in enumerate(docs):
+        check_document(d, f"docs[{i}]")
+    same_identity(docs)
+    where: dict[int, int] = {}
+    for i, d in enumerate(docs):
+        for n in d["n_eval"]:
+            if int(n) in where:
+                raise ValueError(
+                    f"docs[{where[int(n)]}] and docs[{i}] both hold n'={n}: its instances would "
+                    "count twice (merge one document per n')"
+                )
+            where[int(n)] = i
+    keys("seed", "multi_run", "single_runs")(docs[0], "docs[0]")
     out = {k: docs[0][k] for k in ("seed", "multi_run", "single_runs")}
+    if docs[0].get("dtype") is not None:
+        out["dtype"] = docs[0]["dtype"]
     out["n_eval"], out["n_instances"], out["cpu_s"] = [], {}, 0.0
     for d in docs:
         for n in d["n_eval"]:
@@ -352,8 +478,14 @@ def control_claim(doc: dict, level: float = 0.95, z: float = Z_MARGIN) -> ClaimR
     ``level`` of the contexts at every n' (two components far apart). It reads no trained run (the
     selector trains a fixed number of epochs, no learning curve), so the gate
     (:func:`~pfntheory.claims.gating.decide`) decides it on its power alone: a shortfall whose
-    interval ``acc -+ z SE`` (binomial) still reaches ``level`` is *undecided (underpowered)*."""
-    acc = doc["accuracy"]
+    interval ``acc -+ z SE`` (binomial) still reaches ``level`` is *undecided (underpowered)*.
+    ``level`` in (0, 1), ``z > 0``; an empty ``accuracy`` is refused (no verdict on nothing)."""
+    level, z = probability(level, "level"), positive_scalar(z, "z")
+    acc = mapping(keys("accuracy", "task")(doc, "doc")["accuracy"], "doc['accuracy']")
+    for n, a in acc.items():
+        keys("acc", "acc_se", "n_instances")(a, f"doc['accuracy'][{n!r}]")
+        probability(a["acc"], f"doc['accuracy'][{n!r}]['acc']", open_low=False, open_high=False)
+        positive_scalar(a["acc_se"], f"doc['accuracy'][{n!r}]['acc_se']", allow_zero=True)
     worst = min(acc, key=lambda n: acc[n]["acc"])
     a = acc[worst]
     holds = bool(all(v["acc"] >= level for v in acc.values()))
@@ -386,7 +518,8 @@ def ceiling_claim(doc: dict, pairs, z: float = Z_MARGIN, *, statuses) -> ClaimRe
     The verdict is the gate's (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (the
     convergence of every trained run the pairs read, by run name; :func:`statuses_of_runs`) and
     the power of the best pair's worst cell (:func:`_cell_power`): the claim is refuted only when
-    every pair is, i.e. when even the best pair's interval lies below 0 at some n'."""
+    every pair is, i.e. when even the best pair's interval lies below 0 at some n'. ``z > 0``."""
+    z = positive_scalar(z, "z")
     pairs = [(str(a), str(b)) for a, b in pairs]
     if not pairs:
         raise ValueError("pairs must hold at least one (reference, candidate) pair")
@@ -499,7 +632,8 @@ def tv_claim(
     *undecided (underpowered)*, and the row states the smallest effect it detects. ``replay``
     (a :class:`~pfntheory.claims.gating.Replay`, e.g. :func:`pfntheory.claims.multihead_cells.
     replay_against_curve`): the check re-decided along the reference's learning curve, for a
-    reference that has not plateaued."""
+    reference that has not plateaued. ``z > 0``."""
+    z = positive_scalar(z, "z")
     rows = [r for r in summarise_ceiling(doc, reference) if r["model"] == model]
     if not rows:
         raise ValueError(f"doc holds no rows of {model!r}")
@@ -524,10 +658,17 @@ def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = Z_MARGIN) 
     """``model``'s central-interval coverage within ``z`` binomial SE of nominal at every n' and
     level (SE ``sqrt(p (1 - p) / N)`` at the nominal ``p``). It reads no trained run (hand-set
     heads and the selector), so the gate decides it on the check alone: a deviation beyond ``z``
-    SE is itself significant, so a failure refutes (no power object)."""
+    SE is itself significant, so a failure refutes (no power object). ``levels`` in (0, 100),
+    ``z > 0``; a level or ``model`` the document lacks, or a cell of no instances, is refused."""
+    z = positive_scalar(z, "z")
+    levels = int_tuple(levels, "levels", maximum=99)
+    check_document(doc)
     rows, worst = [], (-1.0, 0, 0, 0.0)
-    for lv in int_tuple(levels, "levels"):
-        for n, v in doc["coverage"][str(lv)][model].items():
+    for lv in levels:
+        by = doc.get("coverage", {}).get(str(lv), {})
+        if model not in by or not by[model]:
+            raise ValueError(f"doc holds no {lv}% coverage of model {model!r}")
+        for n, v in by[model].items():
             c, N = float(np.mean(v)), len(v)
             se = float(np.sqrt(lv / 100 * (1 - lv / 100) / N))
             k = abs(c - lv / 100) / se

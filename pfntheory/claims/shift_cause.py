@@ -32,14 +32,20 @@ What was found and why: docs/findings.md, "The d = 8 shift: its cause".
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import scipy.stats
 import torch
 
-from pfntheory.base._checks import ArgumentTypeError, positive_int, positive_scalar
+from pfntheory.base._checks import (
+    ArgumentTypeError,
+    positive_int,
+    positive_scalar,
+    probability,
+    sequence,
+)
 from pfntheory.base.stats import mean_se
 from pfntheory.maths.gp import posterior_predictive
 from pfntheory.maths.kernels import RBFKernel
@@ -411,8 +417,25 @@ def decompose(model: PFNTransformer, contexts: dict, *, n_map: int = 16) -> dict
 def breaking_scale(path: Sequence[dict], level: float = 0.9 - COVERAGE_SLACK) -> float:
     """The largest ``c`` on the path whose coverage lies below ``level`` after every larger ``c``
     stayed above it, interpolated linearly between grid points; 0 when the coverage never falls
-    below ``level`` (the readout holds all the way)."""
-    pts = sorted(((p["c"], p["coverage90"]) for p in path), reverse=True)
+    below ``level`` on a path of at least one point (the readout holds all the way).
+
+    ``path``: points ``{"c": scale > 0, "coverage90": coverage in [0, 1]}``, one per scale; an
+    empty path (nothing measured, which 0 would read as "never breaks"), a repeated scale, or a
+    point without a finite ``c`` or coverage is refused naming ``path``; ``level`` in (0, 1)."""
+    level = probability(level, "level")
+    items = sequence(path, "path")
+    pts = []
+    for i, p in enumerate(items):
+        if not isinstance(p, Mapping) or "c" not in p or "coverage90" not in p:
+            raise ArgumentTypeError(f"path[{i}] must be a point {{'c', 'coverage90'}}, got {p!r}")
+        c = positive_scalar(p["c"], f"path[{i}]['c']")
+        cov = probability(
+            p["coverage90"], f"path[{i}]['coverage90']", open_low=False, open_high=False
+        )
+        pts.append((c, cov))
+    if len({c for c, _ in pts}) != len(pts):
+        raise ValueError(f"path must hold one point per scale c, got {sorted(c for c, _ in pts)}")
+    pts.sort(reverse=True)
     prev = None
     for c, cov in pts:
         if cov < level:

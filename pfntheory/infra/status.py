@@ -13,8 +13,11 @@ from pfntheory.base._checks import (
     ArgumentTypeError,
     checked,
     choice,
+    finite_or_nan,
+    finite_scalar,
     keys,
     nonneg_int,
+    nonneg_scalar,
     optional,
     sequence,
     text,
@@ -65,6 +68,14 @@ class Status(Mapping):
 
     A Mapping of its fields (and of ``plateaued``, ``diverging``, ``change``), so that readers
     of the former dict statuses keep working; new code reads the attributes.
+
+    The fields are checked at construction (and by :meth:`replace`), each bad one refused naming
+    it: ``state`` a non-empty string, ``test`` one of :data:`TESTS`, steps and counts integers
+    ``>= 0`` (or None where optional), ``alpha`` in (0, 0.5), the fitted quantities real numbers
+    that are finite or NaN (NaN: not fitted; ``value`` may also be +-inf, the metric as read), the
+    standard errors, tolerance, half-width and jitter ``>= 0``, ``ci`` an interval ``lo <= hi``
+    (or NaN, NaN), ``start`` rows of five finite numbers (SEs ``>= 0``) and ``worse_than_start``
+    among their n'.
     """
 
     state: str
@@ -90,6 +101,41 @@ class Status(Mapping):
     model: str = "the run's final weights"
     run: str = ""
     half_run: str = ""
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        if not isinstance(self.state, str) or not self.state.strip():
+            raise ArgumentTypeError(f"state must be a non-empty string, got {self.state!r}")
+        for k in ("criterion", "model", "run", "half_run"):
+            text(getattr(self, k), k)
+        choice(self.test, "test", TESTS)
+        for k in ("last_step", "mid_step", "short_step"):
+            put(self, k, optional(nonneg_int)(getattr(self, k), k))
+        for k in ("n_points", "n_instances"):
+            put(self, k, nonneg_int(getattr(self, k), k))
+        put(self, "value", finite_or_nan(self.value, "value", allow_inf=True))
+        put(self, "fall", finite_or_nan(self.fall, "fall"))
+        for k in ("se", "tol", "halfwidth", "jitter", "instance_se"):
+            put(self, k, finite_or_nan(getattr(self, k), k, nonneg=True))
+        if self.resolvable is not None and not isinstance(self.resolvable, bool):
+            raise ArgumentTypeError(f"resolvable must be None or a bool, got {self.resolvable!r}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
+            raise ArgumentTypeError(f"alpha must be a number in (0, 0.5), got {self.alpha!r}")
+        if not 0 < self.alpha < 0.5:
+            raise ValueError(f"alpha must be a number in (0, 0.5), got {self.alpha!r}")
+        put(self, "ci", _ci(self.ci))
+        put(self, "start", _start(self.start))
+        ns = {row[0] for row in self.start}
+        worse = tuple(
+            nonneg_int(n, "worse_than_start")
+            for n in _seq(self.worse_than_start, "worse_than_start")
+        )
+        if set(worse) - ns:
+            raise ValueError(
+                f"worse_than_start must name n' of start, got {sorted(set(worse) - ns)} not in "
+                f"{sorted(ns)}"
+            )
+        put(self, "worse_than_start", worse)
 
     @property
     def plateaued(self) -> bool:
@@ -144,6 +190,48 @@ class Status(Mapping):
         """The fields and the state's booleans, JSON-ready (tuples as lists)."""
         d = dataclasses.asdict(self)
         return {**d, "plateaued": self.plateaued, "diverging": self.diverging}
+
+
+#: The tests a :class:`Status` comes from ("none": no test could read the run).
+TESTS = ("log-half", "doubling", "none")
+
+
+def _seq(x, name: str) -> list:
+    if x is None or isinstance(x, (str, bytes, Mapping)):
+        raise ArgumentTypeError(f"{name} must be a sequence, got {x!r}")
+    try:
+        return list(x)
+    except TypeError as err:
+        raise ArgumentTypeError(f"{name} must be a sequence, got {x!r}") from err
+
+
+def _ci(x) -> tuple[float, float]:
+    """A status's ``ci``: an interval ``(lo, hi)`` of finite numbers with ``lo <= hi``, or
+    ``(NaN, NaN)`` (no trend fitted)."""
+    items = _seq(x, "ci")
+    if len(items) != 2:
+        raise ValueError(f"ci must be a pair (lo, hi), got {len(items)} values")
+    lo, hi = (finite_or_nan(v, "ci") for v in items)
+    if math.isnan(lo) != math.isnan(hi):
+        raise ValueError(f"ci must be two numbers or two NaN, got ({lo}, {hi})")
+    if lo > hi:
+        raise ValueError(f"ci must be an interval with lo <= hi, got ({lo}, {hi})")
+    return lo, hi
+
+
+def _start(x) -> tuple[tuple[int, float, float, float, float], ...]:
+    """A status's ``start``: rows ``(n', value at step 0, SE, value at the end, SE)``."""
+    rows = []
+    for i, row in enumerate(_seq(x, "start")):
+        r = _seq(row, f"start[{i}]")
+        if len(r) != 5:
+            raise ValueError(f"start[{i}] must be (n', start, se, end, se), got {len(r)} values")
+        n = nonneg_int(r[0], f"start[{i}][0] (n')")
+        a, b = finite_scalar(r[1], f"start[{i}][1]"), finite_scalar(r[3], f"start[{i}][3]")
+        sa = nonneg_scalar(r[2], f"start[{i}][2] (SE)")
+        sb = nonneg_scalar(r[4], f"start[{i}][4] (SE)")
+        rows.append((n, a, sa, b, sb))
+    return tuple(rows)
 
 
 @checked(criterion=text, last_step=optional(nonneg_int), state=text)
@@ -236,11 +324,22 @@ def _worse_text(st: Status) -> str:
     return "; ended worse than its initialisation at " + ", ".join(parts)
 
 
+#: The float fields of a :class:`Status` whose NaN a JSON record may hold as null.
+_NAN_FIELDS = ("value", "fall", "se", "tol", "halfwidth", "jitter", "instance_se")
+
+
 def as_status(status: Mapping) -> Status:
-    """A former dict status as a :class:`Status` (its known fields; ``change`` as ``fall``)."""
+    """A former dict status as a :class:`Status` (its known fields; ``change`` as ``fall``; a JSON
+    null in a fitted quantity or ``ci`` as the NaN it was written from). Its fields are checked as
+    :class:`Status` checks them."""
     d = keys("state")(status, "status")
     fields = Status.__dataclass_fields__
     kw = {"criterion": "", **{k: v for k, v in d.items() if k in fields}}
+    for k in _NAN_FIELDS:
+        if k in kw and kw[k] is None:
+            kw[k] = _NAN
+    if isinstance(kw.get("ci"), (list, tuple)):
+        kw["ci"] = tuple(_NAN if v is None else v for v in kw["ci"])
     if "fall" not in kw and "change" in d:
         kw["fall"] = d["change"]
     for k in ("ci", "start", "worse_than_start"):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pfntheory.report.spec as spec
-from pfntheory.infra.runs import temporary_environ
+from pfntheory.infra.runs import CorruptFileError, temporary_environ
 from pfntheory.report.citation import build_stamp, stamp_html
 from pfntheory.report.guard import committed_rows, degraded, rebuild_blockers, writes_committed
 from pfntheory.report.html import CSS
@@ -459,13 +459,19 @@ def run_report(
         run = execute_notebook(
             s.name, out, timeout=timeout, scale_=scale_, notebooks_dir=notebooks_dir
         )
-        if kept is not None and run.ok and degraded(kept[0], committed_rows(out, s.name)):
-            _restore(kept[1])
-            run.ok = False
-            run.error = (
-                f"{s.name} measured fewer rows than the committed page; the committed page and "
-                "rows are kept (write elsewhere with --out DIR to see the new ones)"
-            )
+        if kept is not None and run.ok:
+            try:
+                fewer = degraded(kept[0], committed_rows(out, s.name))
+                why = "measured fewer rows than the committed page"
+            except CorruptFileError as err:  # the notebook wrote no readable results file
+                fewer, why = True, f"wrote a results file that cannot be read ({err})"
+            if fewer:
+                _restore(kept[1])
+                run.ok = False
+                run.error = (
+                    f"{s.name} {why}; the committed page and rows are kept (write elsewhere "
+                    "with --out DIR to see the new ones)"
+                )
         status[s.name] = {"ok": run.ok, "error": run.error[-2000:]}
         status_path.parent.mkdir(parents=True, exist_ok=True)
         status_path.write_text(json.dumps(dict(sorted(status.items())), indent=1) + "\n")

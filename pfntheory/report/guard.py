@@ -16,6 +16,8 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from pfntheory.infra.runs import CorruptFileError
+
 from .rows import PENDING
 from .spec import DEFAULT_OUT, ROOT
 
@@ -41,14 +43,28 @@ def writes_committed(out_dir: str | os.PathLike | None) -> bool:
 
 
 def committed_rows(out_dir: str | os.PathLike, notebook: str) -> list[dict]:
-    """The rows of ``results/<notebook>.json`` under ``out_dir`` ([] when there is none)."""
+    """The rows of ``results/<notebook>.json`` under ``out_dir`` ([] when there is none).
+
+    Raises
+    ------
+    CorruptFileError
+        The file exists but is no results document (unreadable, not UTF-8 JSON, or without a list
+        of rows that are objects), naming it: a corrupt committed file is never read as "nothing
+        committed", which would leave its rows unprotected.
+    """
     path = Path(out_dir) / "results" / f"{notebook}.json"
-    if not path.is_file():
+    if not path.exists():
         return []
     try:
-        return list(json.loads(path.read_text()).get("rows", []))
-    except (OSError, ValueError, AttributeError):
-        return []
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as err:  # unreadable, not UTF-8, not JSON
+        raise CorruptFileError(
+            f"{path} is not a readable results file (corrupted or truncated?): {err}"
+        ) from err
+    rows = doc.get("rows") if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise CorruptFileError(f"{path} is not a results file: it holds no list of rows")
+    return list(rows)
 
 
 def measured_rows(rows: Iterable[dict]) -> int:
@@ -73,13 +89,21 @@ def rebuild_blockers(
     root: str | os.PathLike = ROOT,
 ) -> list[str]:
     """What a rebuild of ``notebooks`` into ``out_dir`` would lose, one line per cause ([] when
-    nothing): the measured Walker Lake rows when ``walker_available()`` is false, and (``runs``)
-    the measured rows whose run directories (relative to ``root``) are absent."""
+    nothing): the measured Walker Lake rows when ``walker_available()`` is false, (``runs``)
+    the measured rows whose run directories (relative to ``root``) are absent, and each committed
+    results file that cannot be read (:func:`committed_rows`), by its name: what it protects is
+    unknown, so the rebuild stops until it is restored."""
     root = Path(root)
     walker_rows: dict[str, int] = {}
     missing: dict[str, set[str]] = {}
+    corrupt: list[str] = []
     for nb in notebooks:
-        for r in committed_rows(out_dir, nb):
+        try:
+            rows = committed_rows(out_dir, nb)
+        except CorruptFileError as err:
+            corrupt.append(str(err))
+            continue
+        for r in rows:
             if r.get("verdict", PENDING) == PENDING:
                 continue
             if r.get("label") in WALKER_LABELS:
@@ -87,7 +111,11 @@ def rebuild_blockers(
             for p in _run_paths(r) if runs else ():
                 if not (root / p).exists():
                     missing.setdefault(nb, set()).add(p)
-    out = []
+    out = [
+        f"{c}: restore it (git checkout -- reports/results) before rebuilding, or write the "
+        "report elsewhere"
+        for c in corrupt
+    ]
     if walker_rows and not walker_available():
         where = ", ".join(f"{n} rows of {nb}" for nb, n in walker_rows.items())
         out.append(

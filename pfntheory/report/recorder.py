@@ -361,7 +361,12 @@ class Recorder:
             if len(states) < len(paths):  # read the runs' own curves (the log-half test)
                 states = {**convergence_of(runs)["statuses"], **states}
             if decision is None and explicit is None and not (outside or erratum):
-                d = decide(h, states, power=getattr(result, "power", None))
+                d = decide(
+                    h,
+                    states,
+                    power=getattr(result, "power", None),
+                    model=None if states else "no trained run",  # runs=[]: none read
+                )
                 decision, explicit = d.to_dict(), d.kind
             conv_text = (
                 decision["text"] if decision else decided_convergence(None, "")
