@@ -109,9 +109,10 @@ INTERVAL_LEVELS = (0.5, 0.9, 0.95)
 #: Largest ``n`` at which a fast-numerics run started from step 0 draws its training batches with
 #: the fused GP draw (``sample_batch(..., fast=True)``); larger ``n`` take the exact float64 path,
 #: which is faster there (issue 45). Measured 2026-11-28 on the project's machine class (2-core x86,
-#: AVX2, torch 2.13, one thread pinned to a core; ``benchmarks/cost_calibration.py --parts draw``):
-#: the CPU seconds per batch of 128 of the two draws at d = 4, 8, 16 and n = 64..512 cross at
-#: n ~ 350 (docs/speed.md, "The training draw per n"). Recorded per run
+#: AVX2, torch 2.13, one thread pinned to a core; ``benchmarks/draw_per_n.py --crossover``): CPU
+#: seconds per batch of 128, the fused draw is faster at n <= 352 at d = 4, 8 and 16, level with
+#: the exact path at n = 368 for d <= 8 and slower from n = 368 at d = 16 and from 384 at every d
+#: (docs/speed.md, "Issue 45: the training draw per n"). Recorded per run
 #: (:func:`pfntheory.nn.arithmetic.fused_draw_max_n`); torch-free here for the cost model.
 FUSED_DRAW_MAX_N = 352
 

@@ -52,7 +52,6 @@ from pfntheory.maths.discretize import bin_edges
 
 from .arithmetic import (
     DRAW_KEY,
-    LEGACY_FUSED_DRAW_MAX_N,
     arithmetic,
     arithmetic_change,
     fused_draw_max_n,
@@ -235,16 +234,16 @@ def step_batches(
     device,
     dtype,
     interval,
-    fused_max_n: int | None = LEGACY_FUSED_DRAW_MAX_N,
+    fused_max_n: int | None = None,
 ) -> list[Batch]:
     """The data of one step: ``spec.context_groups`` dense batches, group ``g`` with
     ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order
     from ``generator`` (with one group this is the draw of a step before groups existed).
 
     A fast-numerics run draws a group of ``n_g <= fused_max_n`` with the fused GP draw and a larger
-    one by the exact path (the same random numbers either way; the default is the draw of every
-    run trained before the choice per ``n``; :func:`train` passes the run's recorded choice,
-    :func:`pfntheory.nn.arithmetic.fused_draw_max_n`)."""
+    one by the exact path (the same random numbers either way). None: the fused draw wherever it
+    applies, the draw of every run trained before the choice per ``n``; :func:`train` passes the
+    run's recorded choice (:func:`pfntheory.nn.arithmetic.fused_draw_max_n`)."""
     if not isinstance(spec, RunSpec):
         raise ArgumentTypeError(
             f"spec must be a pfntheory.infra.tree.RunSpec, got {type(spec).__name__}"
@@ -257,7 +256,7 @@ def step_batches(
     out = []
     for size in group_sizes(spec.batch_size, spec.context_groups):
         n = sample_context_size(spec.n_min, spec.n_max, generator)
-        fast = spec.fast_numerics and fused_max_n is not None and n <= fused_max_n
+        fast = spec.fast_numerics and (fused_max_n is None or n <= fused_max_n)
         out.append(sample_batch(spec.task, size, n, generator, fast=fast, **kw))
     return out
 
