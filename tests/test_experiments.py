@@ -826,12 +826,13 @@ def test_fig_exp1_cpu_covers_the_full_grid_in_priority_order():
     assert len(runs) == len(cells) == 100
     on_slice = [r.model.C == 256 or r.model.L == 32 for r in runs]
     assert on_slice == sorted(on_slice, reverse=True)  # the plotted slices first
-    from pfntheory.experiments.definitions import estimated_cpu_seconds
+    from pfntheory.experiments.order import order_seconds
 
-    # within each group, cheapest first (by the cost model that `sweep --list` prints)
+    # within each group, cheapest first (by the sweep order's key, the cost model the designs were
+    # ordered by; pfntheory/experiments/order.py)
     k = on_slice.count(True)
     for group in (runs[:k], runs[k:]):
-        cost = [estimated_cpu_seconds(r, "cpu") for r in group]
+        cost = [order_seconds(r) for r in group]
         assert cost == sorted(cost)
     assert runs[0].model.L == 2
 
@@ -888,8 +889,8 @@ def test_cost_model_refit_recovers_known_coefficients():
         for s in D.get_experiment(name).runs("cpu")
         if isinstance(s, RunSpec)
     ]
-    scale = {"DATA_S": 1.5, "DATA_N3_S": 0.5, "HIER_DATA_N3_S": 2.0}
-    scale |= {"RBF_N_S": 0.8, "RBF_N2_S": 1.7, "LINEAR_N_S": 1.2}
+    scale = {"DATA_S": 1.5, "DATA_N3_S": 0.5, "HIER_DATA_N3_S": 2.0, "DATA_N2D_S": 1.3}
+    scale |= {"RBF_N_S": 0.8, "RBF_N2_S": 1.7, "LINEAR_N_S": 1.2, "RBF_N2D_S": 0.9}
     truth = {k: v * scale.get(k, 1.0) for k, v in D.COST.items()}
     runs = [("x", s, D.training_seconds(s, truth)) for s in specs]
     fitted = mod.fit(runs)

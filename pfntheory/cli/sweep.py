@@ -100,17 +100,36 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _estimate_line(name: str, scale: str) -> str | None:
-    """The CPU-time estimate of an experiment, when :mod:`.definitions` provides one."""
-    from pfntheory.experiments import definitions
+    """The CPU-time estimate of an experiment by part (:func:`~pfntheory.experiments.cost.
+    experiment_parts`), with the evaluation's oracle computed and read from a store."""
+    from pfntheory.experiments import cost
 
-    est = getattr(definitions, "estimated_cpu_seconds", None)
-    if est is None:
-        return None
     try:
-        secs = float(est(name, scale))
+        exp = get_experiment(name)
+        parts = cost.experiment_parts(exp, scale)
+        cached = cost.experiment_parts(exp, scale, oracle_cached=True)["evaluation"]
     except Exception as err:  # noqa: BLE001 - an estimate must never break --list
         return f"    estimate: unavailable ({err})"
-    return f"    estimated CPU time: {secs / 3600:.2f} h ({secs:.0f} s, one core)"
+    secs = sum(parts.values())
+    shown = ", ".join(f"{k} {v / 3600:.2f} h" for k, v in parts.items() if v > 0)
+    line = f"    estimated CPU time: {secs / 3600:.2f} h ({secs:.0f} s, one core: {shown})"
+    if parts["evaluation"] > 0:
+        line += f"; evaluation {cached / 3600:.2f} h with its oracle cached"
+    return line
+
+
+def _run_estimate(spec) -> str:
+    """`` (est. N s)`` of a trained run (its three parts, oracle not cached); empty otherwise."""
+    from pfntheory.experiments import cost
+    from pfntheory.infra.tree import RunSpec
+
+    if not isinstance(spec, RunSpec):
+        return ""
+    p = cost.run_parts(spec)
+    return (
+        f"  (est. {sum(p.values()):.0f} s: training {p['training']:.0f}, curves "
+        f"{p['curves']:.0f}, evaluation {p['evaluation']:.0f})"
+    )
 
 
 def _shown(path) -> str:
@@ -167,7 +186,8 @@ def _cmd(args: argparse.Namespace) -> int:
             for spec, rd, done in items:
                 part = None if done else partial_progress(spec, rd)
                 state = "done" if done else ("part" if part else "todo")
-                print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else ""))
+                est = "" if done else _run_estimate(spec)
+                print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else "") + est)
         return 0
     if args.oracle_store is not None:
         # read by the evaluations of this process and of the workers it starts

@@ -1,47 +1,89 @@
-"""The cost model of ``sweep --list`` and of the sweep order: estimated single-core CPU seconds of
-a run or of an experiment's design, refitted by ``benchmarks/cost_model.py`` (docs/scales.md,
-"Hours: measured against the cost model").
+"""The cost model of ``sweep --list``, of the sweep's report of each finished run and of the
+sweep order: estimated single-core CPU seconds of a run's training, learning curves and evaluation
+(:func:`run_parts`), of a run or of an experiment's design (:func:`cpu_seconds`), measured on the
+project's machine class (:data:`COST_MEASURED`; docs/scales.md, "Hours: measured against the cost
+model").
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pfntheory.base._checks import ArgumentTypeError, choice
-from pfntheory.infra.config import EXPERIMENT_SCALES
+from pfntheory.base._checks import ArgumentTypeError, choice, instance_of
+from pfntheory.infra.config import EXPERIMENT_SCALES, FUSED_DRAW_MAX_N
 from pfntheory.infra.tree import RunSpec
 
 from .design import Experiment
 from .specs import ExactPPDSpec, StepsizeSpec
 
-__all__ = ["COST"]
+__all__ = ["COST", "COST_MEASURED", "PARTS"]
 
+#: The three parts of a trained run's estimate (:func:`run_parts`).
+PARTS = ("training", "curves", "evaluation")
 
-#: Seconds on one core of the development machine (2-core x86 laptop, torch 2.13, float32, one
-#: thread, two workers sharing the machine). Training (:func:`training_terms`): drawing a batch of
-#: 128 costs ``DATA_S + DATA_N3_S * n^3`` (one Cholesky per context; ``HIER_DATA_N3_S * n^3`` more
-#: for the hierarchical prior, whose contexts each have their own Gram matrix); the
-#: forward+backward of one solver layer ``RBF_N_S * n + RBF_N2_S * n^2`` (kernel scores over
-#: (n+1) x n) or ``LINEAR_N_S * n`` (the linear score never forms the kernel); ``RUN_S`` is what a
-#: run costs besides its steps (building the model and the oracle; ~20 s at L = 2). The training
-#: coefficients are refitted by ``benchmarks/cost_model.py`` to the 148 cpu-scale runs committed on
-#: 2026-11-25 (relative least squares): per experiment the estimate is 0.70-1.14x the measured
-#: training hours (0.68-2.32x with the previous pure-n^2 model, which overestimated every TF^pr
-#: design at n_max = 512 about 2x), per run 0.70-1.24x (10%-90%). An exact-PPD reference
-#: (:class:`ExactPPDSpec`, float64 NumPy, one thread) costs, per context, ``EXACT_N2D_S`` per
-#: mixture component and ``n'^2 d`` (forming each ``n' x n'`` RBF Gram matrix, which dominates its
-#: Cholesky factor up to ``n' = 1024``) plus ``EXACT_N3_S`` per ``n'^3`` (the draw of the
-#: context); fitted to two references at d = 16, 4096 contexts: the 9-component hierarchical prior
-#: at n' = 256/512/1024 (4252 s) and the RBF prior at n' = 256/1024 (521-536 s).
+#: Where and how :data:`COST` was measured. CPU seconds (``time.process_time``) of one process
+#: with one torch/BLAS thread pinned to a free core, each piece timed on its own by
+#: ``benchmarks/cost_calibration.py`` (record ``benchmarks/results/cost_calibration.json``) and
+#: the coefficients fitted to it (relative least squares); checked against whole runs in
+#: docs/scales.md.
+COST_MEASURED = {
+    "date": "2026-11-28",
+    "machine": "2-core x86 (AVX2) CPU, torch 2.13, float32 model, one thread per run",
+    "how": "benchmarks/cost_calibration.py: process CPU time of each piece on a pinned core",
+}
+
+#: CPU seconds on :data:`COST_MEASURED`'s machine class. The pieces:
+#:
+#: * a training step on a batch of 128 contexts of size ``n`` (:func:`step_terms`): its data,
+#:   drawn by the exact float64 path, ``DATA_S + DATA_N2_S n^2 + DATA_N2D_S n^2 d + DATA_N3_S n^3``
+#:   (Gram matrix, Cholesky factor, ``Y = L z``; ``HIER_DATA_N3_S n^3`` more for the hierarchical
+#:   prior, whose contexts each have a Gram matrix per component) or, for a fast-numerics run at
+#:   ``n <= FUSED_DRAW_MAX_N`` (the draw a run started now takes; :mod:`pfntheory.nn.arithmetic`),
+#:   by the fused GP draw, the same form in ``FUSED_*`` (fitted up to n = 384 only: the fused
+#:   draw grows faster above, where no run started now takes it); and its model step,
+#:   ``STEP_S + STEP_N_S n + (L - 1)(RBF_N_S n + RBF_N2_S n^2 + RBF_N2D_S n^2 d)`` (embedding,
+#:   head, loss, Adam, the weight average; forward and backward of each solver layer's
+#:   ``(n+1) x n`` kernel), ``LINEAR_N_S n`` per layer for the linear score; ``RUN_S`` once per run
+#:   (the interval's calibration, 0.2-0.3 s measured, building the model, the checkpoints: set,
+#:   not fitted);
+#: * a forward of the model without gradients, per context, ``FWD0_N2_S n^2 + (L - 1)(FWD_N_S n +
+#:   FWD_N2_S n^2 + FWD_N2D_S n^2 d)`` (the context's kernel, formed once, then each layer), plus
+#:   ``CURVE_S`` (a learning-curve point's metrics: :func:`curve_terms`, one forward per curve
+#:   point, design and weights evaluated, two with a weight average: the average and the last
+#:   iterate) or ``EVAL_S`` (the evaluation's metrics: :func:`eval_terms`, whose oracle is the exact
+#:   draw of its contexts unless cached);
+#: * an exact-PPD reference (:class:`ExactPPDSpec`, float64 NumPy), per context, ``EXACT_N2D_S``
+#:   per mixture component and ``n'^2 d`` plus ``EXACT_N3_S`` per ``n'^3``.
+#:
+#: Fitted by ``benchmarks/cost_calibration.py --fit`` to its record of the pieces (within
+#: 0.8-1.2 of each timing but the exact draw's, 0.86-1.2); the forwards timed on trained weights
+#: (two finished d = 8 runs, L = 8 and 32: the forward of an initialisation was 3.6-6x slower).
+#: ``HIER_DATA_N3_S``, ``LINEAR_N_S``, ``EXACT_N2D_S`` and ``EXACT_N3_S`` were not measured again:
+#: they are the fit of 2026-11-25 to the wall times of committed runs on a loaded machine
+#: (``benchmarks/cost_model.py``), likely high by its load.
 COST = {
-    "DATA_S": 7.9e-3,
-    "DATA_N3_S": 1.26e-8,
+    "DATA_S": 1.03e-3,
+    "DATA_N2_S": 1.38e-6,
+    "DATA_N2D_S": 1.94e-8,
+    "DATA_N3_S": 1.3e-9,
+    "FUSED_DATA_S": 1.75e-3,
+    "FUSED_N2_S": 0.0,
+    "FUSED_N2D_S": 2.16e-8,
+    "FUSED_N3_S": 3.74e-9,
     "HIER_DATA_N3_S": 1.48e-7,
-    "RBF_N_S": 7.5e-5,
-    "RBF_N2_S": 2.9e-7,
+    "STEP_S": 2.4e-3,
+    "STEP_N_S": 1.47e-5,
+    "RBF_N_S": 5.98e-6,
+    "RBF_N2_S": 1.52e-8,
+    "RBF_N2D_S": 1.14e-8,
     "LINEAR_N_S": 9.3e-6,
-    "EVAL_FRACTION": 0.35,
-    "RUN_S": 20.0,
+    "RUN_S": 2.0,
+    "FWD0_N2_S": 3.41e-10,
+    "FWD_N_S": 3.09e-8,
+    "FWD_N2_S": 2.93e-11,
+    "FWD_N2D_S": 2.2e-11,
+    "CURVE_S": 4.39e-5,
+    "EVAL_S": 4.23e-5,
     "EXACT_N2D_S": 5.0e-9,
     "EXACT_N3_S": 3.7e-11,
 }
@@ -51,40 +93,6 @@ def _run_spec(spec, name: str = "spec") -> RunSpec:
     if not isinstance(spec, RunSpec):
         raise ArgumentTypeError(f"{name} must be a RunSpec (a trained run), got {spec!r}"[:200])
     return spec
-
-
-def _mean_pow(n_min: int, n_max: int, k: int) -> float:
-    n = np.arange(n_min, n_max + 1, dtype=float)
-    return float(np.mean(n**k))
-
-
-def step_terms(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> dict[str, float]:
-    """The multipliers of the :data:`COST` coefficients in the seconds of one forward+backward step
-    of ``spec`` on a batch of ``batch`` contexts with mean ``n``, ``n^2``, ``n^3`` equal to ``n1``,
-    ``n2``, ``n3`` (the cost model is linear in its coefficients, so that
-    ``benchmarks/cost_model.py`` can refit them to timed runs)."""
-    m, b = _run_spec(spec).model, batch / 128
-    layers: float = max(m.L - 1, 0)
-    terms = {"DATA_S": b}
-    # BLR tasks are drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix); the
-    # hierarchical prior builds a Gram matrix per context's own (lengthscale, noise)
-    if spec.task.kind != "blr":
-        terms["DATA_N3_S"] = b * n3
-    if spec.task.kind == "hier_rbf":
-        terms["HIER_DATA_N3_S"] = b * n3
-    # the RBF layer's cost is its n x n kernel (exp-bound) plus per-row work; the inner dimension d
-    # adds little (a sqrt(d/2) factor overestimated d = 8 and d = 16 runs 2-5x); the linear score
-    # never forms the kernel
-    if m.mixture:  # a kernel per lengthscale group on 2 H_g + 1 value channels (measured 7.7x
-        # the single head's 3 at d = 16, 3 x 3 grid; pfntheory.nn.multihead_model)
-        t = spec.task
-        layers *= len(set(t.hier_lengthscales)) * (2 * len(t.hier_noise_stds) + 1) / 3
-    if m.score == "linear":
-        terms["LINEAR_N_S"] = b * layers * n1
-    else:
-        terms["RBF_N_S"] = b * layers * n1
-        terms["RBF_N2_S"] = b * layers * n2
-    return terms
 
 
 def _seconds(terms: dict[str, float], cost: dict[str, float] | None = None) -> float:
@@ -99,19 +107,74 @@ def _seconds(terms: dict[str, float], cost: dict[str, float] | None = None) -> f
     return float(sum(cost[k] * v for k, v in terms.items()))
 
 
-def _step_seconds(spec: RunSpec, n1: float, n2: float, n3: float, batch: int) -> float:
-    return _seconds(step_terms(spec, n1, n2, n3, batch))
+def _layers(spec: RunSpec) -> float:
+    """Solver layers weighted by their kernels: ``L - 1``, times the kernels of a mixture model."""
+    m = spec.model
+    layers: float = max(m.L - 1, 0)
+    if m.mixture:  # a kernel per lengthscale group on 2 H_g + 1 value channels (measured 7.7x
+        # the single head's 3 at d = 16, 3 x 3 grid; pfntheory.nn.multihead_model)
+        t = spec.task
+        layers *= len(set(t.hier_lengthscales)) * (2 * len(t.hier_noise_stds) + 1) / 3
+    return layers
 
 
-def training_terms(spec: RunSpec) -> dict[str, float]:
+def draw_terms(spec: RunSpec, n: int, contexts: float, fused: bool = False) -> dict[str, float]:
+    """The multipliers of the :data:`COST` coefficients in the seconds of drawing ``contexts``
+    contexts of size ``n`` of ``spec``'s prior with their exact PPD (``fused``: by the fused GP
+    draw, which applies to a one-component rbf prior only)."""
+    t, b = _run_spec(spec).task, contexts / 128
+    if t.kind == "blr":  # drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix)
+        return {"DATA_S": b}
+    pre = "FUSED_" if fused and t.kind == "rbf" else ""
+    terms = {
+        f"{pre}DATA_S": b,
+        f"{pre}{'N2_S' if pre else 'DATA_N2_S'}": b * n * n,
+        f"{pre}{'N2D_S' if pre else 'DATA_N2D_S'}": b * n * n * t.d,
+        f"{pre}{'N3_S' if pre else 'DATA_N3_S'}": b * n**3,
+    }
+    if pre:
+        return terms
+    if t.kind == "hier_rbf":
+        terms["HIER_DATA_N3_S"] = b * n**3
+    return terms
+
+
+def step_terms(
+    spec: RunSpec, n: int, batch: int, fused_max_n: int | None = None
+) -> dict[str, float]:
+    """The multipliers of the :data:`COST` coefficients in the seconds of one training step of
+    ``spec`` on a batch of ``batch`` contexts of size ``n``: the data (by the fused draw at
+    ``n <= fused_max_n`` for a fast-numerics run; None: :data:`FUSED_DRAW_MAX_N`, the draw of a
+    run started now) and the model's step. The model is linear in its coefficients, so that
+    ``benchmarks/cost_model.py`` can refit them to timed runs."""
+    spec = _run_spec(spec)
+    limit = FUSED_DRAW_MAX_N if fused_max_n is None else fused_max_n
+    terms = draw_terms(spec, n, batch, fused=spec.fast_numerics and n <= limit)
+    b, layers = batch / 128, _layers(spec)
+    terms["STEP_S"], terms["STEP_N_S"] = b, b * n
+    if spec.model.score == "linear":  # the linear score never forms the kernel
+        terms["LINEAR_N_S"] = b * layers * n
+    else:  # the (n+1) x n kernel (exp-bound, distances ~ d) plus per-row work
+        terms["RBF_N_S"] = b * layers * n
+        terms["RBF_N2_S"] = b * layers * n * n
+        terms["RBF_N2D_S"] = b * layers * n * n * spec.task.d
+    return terms
+
+
+def _add(total: dict[str, float], terms: dict[str, float], weight: float = 1.0) -> None:
+    for k, v in terms.items():
+        total[k] = total.get(k, 0.0) + weight * v
+
+
+def training_terms(spec: RunSpec, fused_max_n: int | None = None) -> dict[str, float]:
     """The multipliers of the :data:`COST` coefficients in the seconds of training ``spec`` (its
-    steps, with ``n ~ Unif{n_min..n_max}`` per step, and ``RUN_S`` once); the learning-curve and
-    final evaluations are not included."""
+    steps, with ``n ~ Unif{n_min..n_max}`` per step, and ``RUN_S`` once); the learning curves and
+    the evaluations are :func:`curve_terms` and :func:`eval_terms`."""
     _run_spec(spec)
-    n1, n2, n3 = (_mean_pow(spec.n_min, spec.n_max, k) for k in (1, 2, 3))
+    ns = range(spec.n_min, spec.n_max + 1)
     terms = {"RUN_S": 1.0}
-    for k, v in step_terms(spec, n1, n2, n3, spec.batch_size).items():
-        terms[k] = spec.steps * v
+    for n in ns:
+        _add(terms, step_terms(spec, n, spec.batch_size, fused_max_n), spec.steps / len(ns))
     return terms
 
 
@@ -121,14 +184,106 @@ def training_seconds(spec: RunSpec, cost: dict[str, float] | None = None) -> flo
     return _seconds(training_terms(spec), cost)
 
 
-def cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
+def _forward_terms(spec: RunSpec, n: int, contexts: float, fixed: str) -> dict[str, float]:
+    """A forward without gradients of ``contexts`` contexts of size ``n``, and their metrics
+    (``fixed``: ``CURVE_S`` or ``EVAL_S``)."""
+    c, layers = contexts, _layers(spec)
+    return {
+        fixed: c,
+        "FWD0_N2_S": c * n * n,
+        "FWD_N_S": c * layers * n,
+        "FWD_N2_S": c * layers * n * n,
+        "FWD_N2D_S": c * layers * n * n * spec.task.d,
+    }
+
+
+def _curve_grid(steps: int, points: int) -> list[int]:
+    """The steps of a learning curve (:func:`pfntheory.nn.curve.curve_steps`, which imports
+    torch; tests/test_cost.py holds the two equal)."""
+    first = 10 if steps >= 100 else 1
+    grid = np.unique(np.round(np.geomspace(first, steps, points)).astype(int))
+    return [0] + sorted({int(v) for v in grid} | {steps})
+
+
+def curve_terms(spec: RunSpec, after: int = -1) -> dict[str, float]:
+    """The multipliers of the :data:`COST` coefficients in the seconds of ``spec``'s learning
+    curves: at each curve point, each design (the task's and ``curve_covariates``) and each
+    weights evaluated (the average and the last iterate of a weight-averaged run), a forward and
+    the metrics of ``curve_instances`` held-out contexts per ``n'``; the held-out sets drawn
+    once per design. ``after``: only the points after that step (a resumed run's)."""
+    spec = _run_spec(spec)
+    terms: dict[str, float] = {}
+    if not spec.curve_n_eval:
+        return terms
+    designs = 1 + len(spec.curve_covariates)
+    forwards = sum(s > after for s in _curve_grid(spec.steps, spec.curve_points)) * designs
+    forwards *= 2 if spec.ema_decay > 0 else 1
+    for n in spec.curve_n_eval:
+        _add(terms, _forward_terms(spec, n, spec.curve_instances, "CURVE_S"), forwards)
+        _add(terms, draw_terms(spec, n, spec.curve_instances), designs)
+    return terms
+
+
+def eval_terms(spec: RunSpec, *, oracle_cached: bool) -> dict[str, float]:
+    """The multipliers of the :data:`COST` coefficients in the seconds of ``spec``'s evaluations:
+    per evaluation and ``n'``, the exact oracle of its contexts (unless ``oracle_cached``: read
+    from a store computed once per grid) and the model's forward and metrics."""
+    spec = _run_spec(spec)
+    instance_of(bool)(oracle_cached, "oracle_cached")
+    terms: dict[str, float] = {}
+    for e in spec.evals:
+        for n in e.n_eval:
+            _add(terms, _forward_terms(spec, n, e.n_instances, "EVAL_S"))
+            if not oracle_cached:
+                _add(terms, draw_terms(spec, n, e.n_instances))
+    return terms
+
+
+def run_parts(
+    spec: RunSpec, *, oracle_cached: bool = False, cost: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Estimated CPU seconds of the trained run ``spec`` on one core, by part (:data:`PARTS`):
+    ``training`` (its steps and fixed cost), ``curves`` (the learning curves) and ``evaluation``
+    (the final evaluations; ``oracle_cached``: their exact oracle read from a store instead of
+    computed, which leaves the forward and the metrics), under the coefficients ``cost`` (default
+    :data:`COST`)."""
+    spec = _run_spec(spec)
+    return {
+        "training": _seconds(training_terms(spec), cost),
+        "curves": _seconds(curve_terms(spec), cost),
+        "evaluation": _seconds(eval_terms(spec, oracle_cached=oracle_cached), cost),
+    }
+
+
+def experiment_parts(experiment: Experiment, scale: str = "cpu", *, oracle_cached: bool = False):
+    """:func:`run_parts` summed over the trained runs of ``experiment`` at ``scale``, plus
+    ``exact`` (its exact-side runs, :func:`cpu_seconds`)."""
+    instance_of(Experiment)(experiment, "experiment")
+    choice(scale, "scale", EXPERIMENT_SCALES)
+    out = dict.fromkeys((*PARTS, "exact"), 0.0)
+    for r in experiment.runs(scale):
+        if isinstance(r, RunSpec):
+            for k, v in run_parts(r, oracle_cached=oracle_cached).items():
+                out[k] += v
+        else:
+            out["exact"] += cpu_seconds(r, scale)
+    return out
+
+
+def cpu_seconds(spec_or_experiment, scale: str = "cpu", *, oracle_cached: bool = False) -> float:
     """Estimated single-core CPU seconds of a run (a spec) or of every run of an experiment at
-    ``scale``: training steps, learning-curve evaluations and the final evaluations, from the cost
-    model :data:`COST`. An exact-PPD reference counts its Gram matrices (``EXACT_N2D_S``);
+    ``scale``: the sum of :func:`run_parts` (``oracle_cached``: the evaluations' oracle read from
+    a store). An exact-PPD reference counts its Gram matrices (``EXACT_N2D_S``) and draws;
     fig:stepsize counts as 0 (seconds of NumPy)."""
     choice(scale, "scale", EXPERIMENT_SCALES)
+    instance_of(bool)(oracle_cached, "oracle_cached")
     if isinstance(spec_or_experiment, Experiment):
-        return float(sum(cpu_seconds(r, scale) for r in spec_or_experiment.runs(scale)))
+        return float(
+            sum(
+                cpu_seconds(r, scale, oracle_cached=oracle_cached)
+                for r in spec_or_experiment.runs(scale)
+            )
+        )
     spec = spec_or_experiment
     if not isinstance(spec, RunSpec):
         if isinstance(spec, ExactPPDSpec):
@@ -142,16 +297,4 @@ def cpu_seconds(spec_or_experiment, scale: str = "cpu") -> float:
             f"spec_or_experiment must be an Experiment, its name or a spec, got "
             f"{type(spec).__name__}"
         )
-    train = training_seconds(spec)
-    # forward only ~ EVAL_FRACTION of a training step per instance; data drawn once per instance
-    ev = 0.0
-    for e in spec.evals:
-        for n in e.n_eval:
-            ev += _step_seconds(spec, n, n**2, n**3, e.n_instances) * COST["EVAL_FRACTION"] * 2
-    if spec.curve_n_eval:
-        # step 0 and curve_points log-spaced steps, on the task's design and each curve_covariates
-        n_pts = (spec.curve_points + 1) * (1 + len(spec.curve_covariates))
-        for n in spec.curve_n_eval:
-            step = _step_seconds(spec, n, n**2, 0.0, spec.curve_instances)
-            ev += n_pts * step * COST["EVAL_FRACTION"]
-    return float(train + ev)
+    return float(sum(run_parts(spec, oracle_cached=oracle_cached).values()))

@@ -12,7 +12,6 @@ from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.infra.tree import RunSpec
 
 from .. import DEFAULT_NOISE_VAR
-from .cost import cpu_seconds
 from .design import (
     PAPER_EVAL_INSTANCES,
     Design,
@@ -22,6 +21,7 @@ from .design import (
     rbf_task,
     trained_cells,
 )
+from .order import order_seconds
 from .scales import (
     BUDGET_CURVE_POINTS,
     BUDGET_EMA_DECAY,
@@ -75,7 +75,7 @@ def _on_slice(r: RunSpec) -> bool:
 def _exp1_priority(r: RunSpec) -> tuple:
     """Sweep order of fig:exp1 at the cpu scale: the plotted slices first, then the rest; within
     each, the cheapest first."""
-    return (not _on_slice(r), cpu_seconds(r, "cpu"), r.name)
+    return (not _on_slice(r), order_seconds(r), r.name)
 
 
 FIG_EXP1 = Experiment(

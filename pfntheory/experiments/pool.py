@@ -29,11 +29,13 @@ from pfntheory.infra.tree import RunSpec
 
 from .execute import BACKENDS, execute
 from .specs import ExactPPDSpec, StepsizeSpec
+from .state import remaining_parts
 
 __all__ = [
     "EXECUTORS",
     "STOP_GRACE_S",
     "execute_job",
+    "report_line",
     "worker_modules",
     "run_local",
     "run_slurm",
@@ -45,20 +47,66 @@ STOP_GRACE_S = 10.0
 EXECUTORS = ("local", "slurm")
 
 
+def _oracle_cached() -> bool:
+    """Whether the estimate beside each finished run (:func:`report_line`) takes the evaluations'
+    exact oracle as read from the store computed once per grid (``oracle_cached`` of
+    :func:`.cost.run_parts`): yes unless ``$PFNTHEORY_ORACLE_STORE`` is ``off``
+    (:mod:`pfntheory.nn.oracle_store`; the first run of each n_max and design fills the store and
+    costs the uncached figure)."""
+    return os.environ.get("PFNTHEORY_ORACLE_STORE") != "off"
+
+
 def execute_job(spec, run_dir: str, backend: str, root: str, threads: int) -> dict:
     """Worker entry point (worker process or SLURM array task): reports an error instead of raising
-    it; KeyboardInterrupt and SystemExit (SIGTERM) propagate, so that a stopped sweep stops."""
+    it; KeyboardInterrupt and SystemExit (SIGTERM) propagate, so that a stopped sweep stops.
+
+    The result also holds ``cpu_s``, the CPU seconds this process spent on the run (every thread;
+    a local worker is one process per run), and, for a trained run of the ``nn`` backend,
+    ``estimate_s``: the cost model's seconds of what was left to do of it, by part
+    (:func:`.state.remaining_parts`; :func:`report_line` prints the two side by side)."""
     _limit_threads(threads)
-    t0 = time.perf_counter()
+    estimate = _estimate(spec, run_dir, backend)
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
-        return execute(spec, run_dir, backend=backend, root=root)
+        res = execute(spec, run_dir, backend=backend, root=root)
     except Exception as err:  # noqa: BLE001 - reported to the sweep, which fails at the end
-        return {
+        res = {
             "name": spec.name,
             "status": "failed",
             "seconds": time.perf_counter() - t0,
             "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()[-3000:]}",
         }
+    res["cpu_s"] = time.process_time() - c0
+    if estimate is not None:
+        res["estimate_s"] = estimate
+    return res
+
+
+def _estimate(spec, run_dir: str, backend: str) -> dict | None:
+    """:func:`.state.remaining_parts` of a trained run (None for an exact-side run, a stand-in, or
+    where the estimate fails: it must never fail the run)."""
+    if backend != "nn" or not isinstance(spec, RunSpec):
+        return None
+    try:
+        return remaining_parts(spec, run_dir, oracle_cached=_oracle_cached())
+    except Exception:  # noqa: BLE001 - an estimate is a report, not part of the run
+        return None
+
+
+def report_line(res: dict) -> str | None:
+    """The sweep's line for a finished run: its measured CPU seconds beside the cost model's
+    estimate of what was left to do of it (None for a run skipped or without the measurement)."""
+    if res.get("status") not in ("done", "adopted", "failed") or "cpu_s" not in res:
+        return None
+    line = f"{res['status']} {res['name']}: {res['cpu_s']:.0f} s of CPU"
+    est = res.get("estimate_s")
+    if isinstance(est, dict) and res["status"] == "done":
+        total = sum(est.values())
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in est.items())
+        ratio = f"; measured/estimate {res['cpu_s'] / total:.2f}" if total > 0 else ""
+        oracle = "cached" if _oracle_cached() else "not cached"
+        line += f", estimate {total:.0f} s ({parts}; oracle {oracle}){ratio}"
+    return line
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -192,6 +240,12 @@ def _preload(backend: str, specs: Iterable) -> None:
         importlib.import_module(name)
 
 
+def _report(bar, res: dict) -> None:
+    line = report_line(res)
+    if line is not None:
+        bar.write(f"pfntheory sweep: {line}")
+
+
 def run_local(todo, backend, root, workers, threads, progress, desc):
     from tqdm.auto import tqdm
 
@@ -202,6 +256,7 @@ def run_local(todo, backend, root, workers, threads, progress, desc):
         with _restored_threads(threads), _sigterm_as_interrupt():  # caller's thread settings kept
             for spec, rd in todo:
                 results.append(execute_job(spec, str(rd), backend, str(root), threads))
+                _report(bar, results[-1])
                 bar.update()
                 bar.set_postfix_str(f"{results[-1]['status']} {spec.name[:40]}")
         bar.close()
@@ -247,6 +302,7 @@ def run_local(todo, backend, root, workers, threads, progress, desc):
                             f"before reporting (killed?); the run resumes on re-run",
                         }
                     results.append(res)
+                    _report(bar, res)
                     bar.update()
                     bar.set_postfix_str(f"{res['status']} {res['name'][:40]}")
     finally:

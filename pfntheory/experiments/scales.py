@@ -10,8 +10,8 @@ import dataclasses
 from pfntheory.base._checks import ArgumentTypeError
 from pfntheory.infra.tree import RunSpec
 
-from .cost import cpu_seconds
 from .design import Design
+from .order import order_seconds
 
 
 def _design(design, name: str) -> Design:
@@ -134,11 +134,12 @@ def budget_runs(design: Design, keep, factors: tuple[int, ...] = (2,), **fields)
         if isinstance(r, RunSpec) and keep(r):
             for steps in (r.steps, *(f * r.steps for f in factors)):
                 out.append(dataclasses.replace(r, steps=steps, **fields))
-    return tuple(sorted(out, key=lambda r: (r.task.kind != "blr", cpu_seconds(r, "cpu"), r.name)))
+    return tuple(sorted(out, key=lambda r: (r.task.kind != "blr", order_seconds(r), r.name)))
 
 
 def by_cost(r) -> tuple:
-    """Sweep order: the cheapest run first (by :func:`~.cost.cpu_seconds`), then by name."""
+    """Sweep order: the cheapest run first (by :func:`~.order.order_seconds`, the cost model the
+    designs were ordered by), then by name."""
     if not hasattr(r, "name"):
         raise ArgumentTypeError(f"r must be a run's spec, got {r!r}"[:200])
-    return (cpu_seconds(r, "cpu"), r.name)
+    return (order_seconds(r), r.name)

@@ -14,11 +14,12 @@ import os
 import zipfile
 from pathlib import Path
 
-from pfntheory.base._checks import ArgumentTypeError
+from pfntheory.base._checks import ArgumentTypeError, instance_of
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.config import curve_file
 from pfntheory.infra.tree import RunSpec, canonical_json
 
+from .cost import PARTS, _seconds, curve_terms, eval_terms, training_terms
 from .definitions import get_experiment
 from .specs import ExactPPDSpec, StepsizeSpec
 
@@ -38,6 +39,7 @@ __all__ = [
     "plan",
     "with_eval_oracle",
     "partial_progress",
+    "remaining_parts",
 ]
 
 #: A run of an experiment: trained (RunSpec) or exact-side (StepsizeSpec, ExactPPDSpec).
@@ -203,3 +205,34 @@ def partial_progress(spec, run_dir) -> str | None:
     except (runfiles.CorruptFileError, KeyError, TypeError, ValueError) as err:
         return f"checkpoint unreadable, the run restarts: {err}"
     return f"checkpoint at step {step} of {spec.steps}, {wall / 60:.0f} min trained"
+
+
+def remaining_parts(spec: RunSpec, run_dir, *, oracle_cached: bool = False) -> dict[str, float]:
+    """:func:`.cost.run_parts` of what is left to do of ``spec`` in ``run_dir``: nothing of a
+    trained run's training and curves, the steps and curve points after a checkpoint's step, and
+    the evaluations not on disk (what a sweep's worker is about to spend; ``oracle_cached`` as in
+    :func:`.cost.run_parts`)."""
+    if not isinstance(spec, RunSpec):
+        raise ArgumentTypeError(f"spec must be a RunSpec (a trained run), got {spec!r}"[:200])
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise ArgumentTypeError(f"run_dir must be a path, got {type(run_dir).__name__}")
+    run_dir = Path(run_dir)
+    instance_of(bool)(oracle_cached, "oracle_cached")
+    parts = dict.fromkeys(PARTS, 0.0)
+    if not is_trained(run_dir, spec):
+        start = 0
+        ckpt = run_dir / runfiles.CHECKPOINT
+        if ckpt.is_file():
+            try:
+                start = min(max(int(runfiles.load_torch(ckpt)["step"]), 0), spec.steps)
+            except (runfiles.CorruptFileError, KeyError, TypeError, ValueError):
+                start = 0  # unreadable: training restarts
+        steps = dict(training_terms(spec))
+        run_s = steps.pop("RUN_S")
+        parts["training"] = _seconds({"RUN_S": run_s}) + _seconds(steps) * (1 - start / spec.steps)
+        parts["curves"] = _seconds(curve_terms(spec, after=start if start else -1))
+    for e in spec.evals:
+        if not eval_complete(run_dir, e):
+            one = dataclasses.replace(spec, evals=(e,))
+            parts["evaluation"] += _seconds(eval_terms(one, oracle_cached=oracle_cached))
+    return parts

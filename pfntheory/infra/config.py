@@ -46,6 +46,7 @@ __all__ = [
     "QUICK_SCHEDULE",
     "INTERVAL_LEVELS",
     "BATCH_SIZE",
+    "FUSED_DRAW_MAX_N",
     "WARMUP_FRAC",
     "MIN_LR_RATIO",
     "CLIP_NORM",
@@ -104,6 +105,16 @@ CASESTUDY_SCALES = ("quick", "cpu", "paper")
 #: Central-interval levels of the coverage and width metrics (supp-tab:lengthscale-crps: 50/90/95%),
 #: of the trained runs' evaluations and the exact-PPD references alike.
 INTERVAL_LEVELS = (0.5, 0.9, 0.95)
+
+#: Largest ``n`` at which a fast-numerics run started from step 0 draws its training batches with
+#: the fused GP draw (``sample_batch(..., fast=True)``); larger ``n`` take the exact float64 path,
+#: which is faster there (issue 45). Measured 2026-11-28 on the project's machine class (2-core x86,
+#: AVX2, torch 2.13, one thread pinned to a core; ``benchmarks/draw_per_n.py --crossover``): CPU
+#: seconds per batch of 128, the fused draw is faster at n <= 352 at d = 4, 8 and 16, level with
+#: the exact path at n = 368 for d <= 8 and slower from n = 368 at d = 16 and from 384 at every d
+#: (docs/speed.md, "Issue 45: the training draw per n"). Recorded per run
+#: (:func:`pfntheory.nn.arithmetic.fused_draw_max_n`); torch-free here for the cost model.
+FUSED_DRAW_MAX_N = 352
 
 #: supp-sec:exp details: batch 128, linear warm-up over 5% of the steps, cosine decay to 0.1 x
 #: LR_base, gradient clipping at global norm 1.

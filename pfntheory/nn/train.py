@@ -50,7 +50,12 @@ from pfntheory.infra.config import (
 from pfntheory.infra.tree import RunSpec
 from pfntheory.maths.discretize import bin_edges
 
-from .arithmetic import arithmetic, arithmetic_change
+from .arithmetic import (
+    DRAW_KEY,
+    arithmetic,
+    arithmetic_change,
+    fused_draw_max_n,
+)
 from .curve import (
     CURVE_METRICS,
     LEARNING_CURVE,
@@ -223,21 +228,36 @@ def group_sizes(batch_size: int, groups: int) -> list[int]:
     return [q + 1] * r + [q] * (groups - r)
 
 
-def step_batches(spec: RunSpec, generator: torch.Generator, device, dtype, interval) -> list[Batch]:
+def step_batches(
+    spec: RunSpec,
+    generator: torch.Generator,
+    device,
+    dtype,
+    interval,
+    fused_max_n: int | None = None,
+) -> list[Batch]:
     """The data of one step: ``spec.context_groups`` dense batches, group ``g`` with
     ``n_g ~ Unif{n_min..n_max}`` and ``B_g`` instances (:func:`group_sizes`), all drawn in order
-    from ``generator`` (with one group this is the draw of a step before groups existed)."""
+    from ``generator`` (with one group this is the draw of a step before groups existed).
+
+    A fast-numerics run draws a group of ``n_g <= fused_max_n`` with the fused GP draw and a larger
+    one by the exact path (the same random numbers either way). None: the fused draw wherever it
+    applies, the draw of every run trained before the choice per ``n``; :func:`train` passes the
+    run's recorded choice (:func:`pfntheory.nn.arithmetic.fused_draw_max_n`)."""
     if not isinstance(spec, RunSpec):
         raise ArgumentTypeError(
             f"spec must be a pfntheory.infra.tree.RunSpec, got {type(spec).__name__}"
         )
     device = select_device(device)
     interval = pair(interval, "interval")
-    kw = dict(device=device, dtype=dtype, interval=interval, fast=spec.fast_numerics)
+    if fused_max_n is not None:
+        fused_max_n = nonneg_int(fused_max_n, "fused_max_n")
+    kw = dict(device=device, dtype=dtype, interval=interval)
     out = []
     for size in group_sizes(spec.batch_size, spec.context_groups):
         n = sample_context_size(spec.n_min, spec.n_max, generator)
-        out.append(sample_batch(spec.task, size, n, generator, **kw))
+        fast = spec.fast_numerics and (fused_max_n is None or n <= fused_max_n)
+        out.append(sample_batch(spec.task, size, n, generator, fast=fast, **kw))
     return out
 
 
@@ -393,13 +413,18 @@ class _Run:
 
     def __init__(self, spec: RunSpec, run_dir: Path, device: torch.device, allow: bool = False):
         self.spec, self.run_dir, self.device = spec, run_dir, device
-        self.arithmetic = arithmetic(spec, device)
         self.ckpt_path = run_dir / runs.CHECKPOINT
         ckpt = (
             runs.load_torch(self.ckpt_path, map_location=device)
             if self.ckpt_path.is_file()
             else None
         )
+        # the training draw per n: this machine class's for a run from step 0, else the
+        # checkpoint's, so that a resumed run draws what an uninterrupted one drew (issue 45)
+        self.fused_max_n = fused_draw_max_n(spec, ckpt)
+        self.arithmetic = arithmetic(spec, device)
+        if self.fused_max_n is not None:
+            self.arithmetic[DRAW_KEY] = self.fused_max_n
         self.interval = self._interval(ckpt)
         self.model = model = build_model(spec, self.interval, device)
         if spec.fast_numerics and isinstance(model, PFNTransformer):  # the pairwise solver stack
@@ -449,7 +474,9 @@ class _Run:
         )
 
     def _restore(self, ckpt: dict, allow: bool) -> None:
-        change = arithmetic_change(ckpt.get("arithmetic"), self.arithmetic)
+        # the draw was taken from the checkpoint (__init__): what differs is the machine's
+        now = {k: v for k, v in self.arithmetic.items() if k != DRAW_KEY}
+        change = arithmetic_change(ckpt.get("arithmetic"), now)
         if change and not allow:
             raise ValueError(
                 f"{self.ckpt_path} was written with other arithmetic ({change}): resuming would "
@@ -509,7 +536,9 @@ class _Run:
         spec, model = self.spec, self.model
         g = step_generator(spec.seed, step, self.device)
         dtype = next(model.parameters()).dtype
-        batches = step_batches(spec, g, device=self.device, dtype=dtype, interval=self.interval)
+        batches = step_batches(
+            spec, g, self.device, dtype, self.interval, fused_max_n=self.fused_max_n
+        )
         self.opt.zero_grad(set_to_none=True)
         loss = _accumulate(model, batches, self.edges, check=False)  # checked once: __init__
         gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), spec.clip_norm)
