@@ -88,8 +88,9 @@ def test_what_is_left_of_a_run(tmp_path):
     )
 
 
-def test_the_sweep_reports_measured_cpu_beside_the_estimate(tmp_path):
+def test_the_sweep_reports_measured_cpu_beside_the_estimate(tmp_path, monkeypatch):
     spec = _cell()
+    monkeypatch.setenv("PFNTHEORY_ORACLE_STORE", "off")  # the estimate without the oracle store
     res = pool.execute_job(spec, str(tmp_path / spec.name), "standin", str(tmp_path), 1)
     assert res["status"] == "done" and res["cpu_s"] >= 0 and "estimate_s" not in res
     res["estimate_s"] = {"training": 30.0, "curves": 10.0, "evaluation": 60.0}
@@ -101,3 +102,8 @@ def test_the_sweep_reports_measured_cpu_beside_the_estimate(tmp_path):
     assert pool.report_line({"status": "skipped", "name": "x", "cpu_s": 0.0}) is None
     est = pool._estimate(spec, str(tmp_path / "fresh"), "nn")
     assert est == pytest.approx(cost.run_parts(spec))
+    assert "oracle not cached" in line
+    monkeypatch.delenv("PFNTHEORY_ORACLE_STORE")  # the sweep's default: the store is on
+    est = pool._estimate(spec, str(tmp_path / "fresh"), "nn")
+    assert est == pytest.approx(cost.run_parts(spec, oracle_cached=True))
+    assert "oracle cached" in pool.report_line(res)
