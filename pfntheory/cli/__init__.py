@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from pfntheory import __version__
+from pfntheory.base._entry import OneLineParser
 from pfntheory.cli.options import LIMITS, check_device, path_problem
 
 __all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
@@ -44,11 +45,8 @@ EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 EXIT_BROKEN_PIPE = 141
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage block) pointing at ``--help``."""
-
-    def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+#: The parser of ``pfntheory`` and its subcommands: errors are one line pointing at ``--help``.
+_Parser = OneLineParser
 
 
 # --------------------------------------------------------------------------------------------------

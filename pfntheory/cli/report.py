@@ -140,13 +140,13 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m pfntheory.cli.report [options]`` (the same options as ``pfntheory report``)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pfntheory.cli.report", description=_DESCRIPTION
-    )
-    _add_arguments(parser)
-    args = parser.parse_args(None if argv is None else list(argv))
-    return args.func(args)
+    """``python -m pfntheory.cli.report [options]``: ``pfntheory report``, with the same options and
+    the same error boundary (one line, never a traceback: :func:`pfntheory.cli.main`)."""
+    import sys
+
+    from pfntheory.cli import main as cli_main
+
+    return cli_main(["report", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover

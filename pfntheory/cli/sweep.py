@@ -224,10 +224,13 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pfntheory.cli.sweep")
-    _add_arguments(parser)
-    args = parser.parse_args(None if argv is None else list(argv))
-    return args.func(args)
+    """``python -m pfntheory.cli.sweep [options]``: ``pfntheory sweep``, with the same options and
+    the same error boundary (one line, never a traceback: :func:`pfntheory.cli.main`)."""
+    import sys
+
+    from pfntheory.cli import main as cli_main
+
+    return cli_main(["sweep", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover
