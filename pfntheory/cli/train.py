@@ -20,7 +20,7 @@ from .options import (
     show_progress,
 )
 
-__all__ = ["register", "ProgressLines"]
+__all__ = ["register"]
 
 #: Default seconds between the progress lines of ``train`` when stderr is not a terminal.
 PROGRESS_EVERY_S = 30.0
