@@ -378,4 +378,4 @@ def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):
                 "--no-progress",
             ]
         )
-    assert e.value.code == 2 and "walker_csv" in capsys.readouterr().err
+    assert e.value.code == 2 and "--walker-csv" in capsys.readouterr().err

@@ -156,7 +156,7 @@ def test_train_options_reach_the_config(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(_train_args(tmp_path / "bad", "--context-groups", "5"))
     assert e.value.code == 2
-    assert "context_groups must be <= batch_size=4" in capsys.readouterr().err
+    assert "--context-groups must be <= --batch-size=4" in capsys.readouterr().err  # as typed
 
 
 def test_every_subcommand_is_registered():
@@ -210,7 +210,7 @@ def test_mode_and_range_errors_are_clear(tmp_path, capsys):
     assert e.value.code == 2 and "invalid choice: 'magic'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
         cli.main(_train_args(tmp_path / "b")[:-2] + ["--n-min", "9", "--device", "cpu"])
-    assert e.value.code == 2 and "n_min <= n_max" in capsys.readouterr().err
+    assert e.value.code == 2 and "--n-min 9 is larger than --n-max 6" in capsys.readouterr().err
 
 
 def test_evaluate_missing_run(tmp_path, capsys):
@@ -550,7 +550,7 @@ def test_a_closed_pipe_ends_quietly():
         text=True,
         timeout=300,
     )
-    assert r.stdout.splitlines()[0].startswith("fig_exp1")
+    assert r.stdout.splitlines()[0].startswith("scale quick (the default")
     assert "rc=141" in r.stdout and r.stderr == "", (r.stdout, r.stderr)
 
 

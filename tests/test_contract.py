@@ -1089,7 +1089,7 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     },
     "pfntheory.nn.train.group_sizes": {"batch_size": lambda: 8, "groups": lambda: 2},
     "pfntheory.nn.train.lr_factor": {"step": lambda: 5, "steps": lambda: 100},
-    "pfntheory.nn.train.schedule_for": {"kind": lambda: "rbf", "mode": lambda: "learnable"},
+    "pfntheory.infra.config.schedule_for": {"kind": lambda: "rbf", "mode": lambda: "learnable"},
     "pfntheory.nn.train.step_batches": {
         "spec": _train_config,
         "generator": lambda: torch.Generator().manual_seed(0),

@@ -37,6 +37,7 @@ from pfntheory.base._checks import (
     probability,
     sequence,
 )
+from pfntheory.base._entry import OneLineParser, run_entry
 
 from . import checked_args
 
@@ -483,20 +484,34 @@ def exp2_1_breakdown_claims(tf, pr, doc: dict, inside, z: float) -> list:
     return [spike, stable]
 
 
-if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committed file
-    import sys
+#: The experiments whose cpu runs ``python -m pfntheory.claims.breakdown`` analyses (the first
+#: is the default).
+_MAIN_EXPERIMENTS = ("fig_exp2_1_budget", "fig_exp2_1")
 
-    from pfntheory.base._checks import choice
+
+def _main(argv: list[str]) -> int:
+    """``python -m pfntheory.claims.breakdown [EXPERIMENT]``: write the committed
+    :data:`BREAKDOWN_FILE` beside the cpu runs of EXPERIMENT (default fig_exp2_1_budget), from its
+    longest runs; incremental (:func:`breakdown_analysis`'s ``previous``)."""
     from pfntheory.claims.gating import trained_runs
     from pfntheory.experiments.results import load_experiment
     from pfntheory.infra import runs as runfiles
 
-    name = choice(
-        sys.argv[1] if len(sys.argv) > 1 else "fig_exp2_1_budget",
+    parser = OneLineParser(prog="python -m pfntheory.claims.breakdown", description=_main.__doc__)
+    parser.add_argument(
         "experiment",
-        ("fig_exp2_1", "fig_exp2_1_budget"),
+        nargs="?",
+        default=_MAIN_EXPERIMENTS[0],
+        choices=_MAIN_EXPERIMENTS,
+        metavar="EXPERIMENT",
     )
-    loaded = trained_runs(load_experiment(name, "cpu"))
+    args = parser.parse_args(argv)
+    loaded = trained_runs(load_experiment(args.experiment, "cpu"))
+    if not loaded:
+        raise ValueError(
+            f"{args.experiment} has no trained cpu runs (run `pfntheory sweep {args.experiment} "
+            "--scale cpu` first); nothing written"
+        )
     longest = max(r.spec.steps for r in loaded)  # the runs fig:exp2-1's rows read
     root = loaded[0].run_dir.parent
     path = root / BREAKDOWN_FILE
@@ -504,3 +519,8 @@ if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committe
     doc = breakdown_analysis([r.run_dir for r in loaded if r.spec.steps == longest], previous=prev)
     runfiles.save_json(path, doc)
     print(path)
+    return 0
+
+
+if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committed file
+    run_entry(_main, "python -m pfntheory.claims.breakdown")

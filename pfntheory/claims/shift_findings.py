@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
+from pfntheory.base._entry import OneLineParser, run_entry
+
 from . import UNDECIDED, ClaimResult
 from .shift_cause import COVERAGE_SLACK, PATH_SCALES, Z_SE
 
@@ -348,8 +350,6 @@ def main(argv: Sequence[str] | None = None) -> Path:
     a run found twice is read once) into :data:`SHIFT_CAUSE_FILE` beside the d = 8 companion's runs
     of the first root. Incremental: a run already in the file (same name, same settings) is kept,
     and the file is saved after each new run."""
-    import argparse
-
     from pfntheory.infra import runs as runfiles
     from pfntheory.infra.tree import RunSpec
 
@@ -357,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     from ..experiments.results import load_available
     from .shift_cause import decompose_run, design_contexts
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m pfntheory.claims.shift_findings",
         description="Decompose the d = 8 covariate-shift loss of the complete cpu TF^pr runs "
         "into shift_cause.json (docs/findings.md, 'The d = 8 shift: its cause').",
@@ -367,6 +367,12 @@ def main(argv: Sequence[str] | None = None) -> Path:
     missing = [str(r) for r in args.roots if not r.is_dir()]
     if missing:
         parser.error(f"ROOT must be an existing runs root, got {', '.join(missing)}")
+    for root in args.roots:
+        if not any((root / name).is_dir() for name in EXPERIMENTS):
+            parser.error(
+                f"ROOT {root} holds none of the experiments {', '.join(EXPERIMENTS)} (is it a "
+                "runs root, such as reports/runs?)"
+            )
     roots = list(args.roots) or [xrun.default_root()]
     dirs: dict[tuple[str, str], Any] = {}
     for root in roots:
@@ -378,6 +384,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
                     continue
                 if spec.model.normalised and spec.model.C == 256 and spec.task.kind == "rbf":
                     dirs.setdefault((name, r.run_dir.name), r)
+    if not dirs:
+        raise ValueError(
+            f"no complete cpu-scale TF^pr run (C = 256) under {', '.join(map(str, roots))}; "
+            "nothing to decompose, nothing written"
+        )
     out = roots[0] / "supp_exp2_d8" / SHIFT_CAUSE_FILE
     settings = dict(SETTINGS)
     old = runfiles.load_json(out) if out.is_file() else {}
@@ -409,6 +420,4 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    import sys
-
-    print(main(sys.argv[1:]))
+    run_entry(lambda argv: print(main(argv)), "python -m pfntheory.claims.shift_findings")

@@ -9,7 +9,8 @@ Errors
 ------
 :func:`main` is the one error boundary: every failure -- a bad option, bad input found by the
 library, an unreadable or unwritable path, a corrupt run file, Ctrl-C -- ends as one line on stderr
-(``pfntheory COMMAND: error: ...``) and ``SystemExit`` with a non-zero status (2: bad input or
+(``pfntheory COMMAND: error: ...``; the library's names of the command's options written as typed,
+``n_min`` as ``--n-min``) and ``SystemExit`` with a non-zero status (2: bad input or
 files, 1: anything else, 130: interrupted), never as a traceback; ``--debug`` (anywhere on the line)
 or ``PFNTHEORY_DEBUG=1`` re-raises to show it. ``--device`` is checked before any work starts.
 """
@@ -23,6 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from pfntheory import __version__
+from pfntheory.base._entry import OneLineParser
 from pfntheory.cli.options import LIMITS, check_device, path_problem
 
 __all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
@@ -43,11 +45,8 @@ EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED = 2, 1, 130
 EXIT_BROKEN_PIPE = 141
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage block) pointing at ``--help``."""
-
-    def error(self, message):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+#: The parser of ``pfntheory`` and its subcommands: errors are one line pointing at ``--help``.
+_Parser = OneLineParser
 
 
 # --------------------------------------------------------------------------------------------------
@@ -178,16 +177,45 @@ def _one_line(err: BaseException) -> str:
     return text or "an unexpected error with no message"
 
 
+def _options_of(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+    """``{dest: option as typed}`` of the subcommand ``command``'s options whose Python name holds
+    an underscore (``n_min`` -> ``--n-min``): the names a library message may use for them."""
+    sub = next(
+        (a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+        None,
+    )
+    p = None if sub is None else sub.choices.get(command)
+    if p is None:
+        return {}
+    return {
+        a.dest: max(a.option_strings, key=len)
+        for a in p._actions
+        if a.option_strings and "_" in a.dest
+    }
+
+
+def _as_typed(text: str, options: dict[str, str]) -> str:
+    """``text`` with the Python names of ``options`` (``n_min``, ``ema_decay``: the library's
+    argument names) replaced by the options as typed (``--n-min``), as whole words only
+    (``curve_n_eval`` and ``$PFNTHEORY_WALKER_CSV`` stay)."""
+    import re
+
+    for dest, opt in sorted(options.items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(rf"(?<![\w.$-]){re.escape(dest)}(?![\w-])", opt, text)
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``pfntheory`` script: the one error boundary (module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("PFNTHEORY_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
-    command = "pfntheory"
+    command, options = "pfntheory", {}
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         command = f"pfntheory {args.command}"
+        options = _options_of(parser, args.command)
         _check_common(args)
         return int(args.func(args) or 0)
     except SystemExit:  # argparse (one line, see _Parser) and explicit exits
@@ -211,5 +239,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             isinstance(err, OSError) and err.errno in _MACHINE_ERRNO
         )
         hint = "" if bad_input else " (run with --debug for the traceback)"
-        sys.stderr.write(f"{command}: error: {_one_line(err)}{hint}\n")
+        sys.stderr.write(f"{command}: error: {_as_typed(_one_line(err), options)}{hint}\n")
         raise SystemExit(EXIT_BAD_INPUT if bad_input else EXIT_FAILURE) from None

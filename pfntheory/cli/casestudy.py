@@ -26,6 +26,15 @@ def _run_cli(args) -> int:
             "--budget-factor applies only with --budget-doubling (without it the case study "
             "trains one run and the factor would be ignored)"
         )
+    if args.dataset == "walker":  # missing data first: no other fix helps without it
+        _check_walker_data(args.walker_csv, args.walker_exh_csv)
+    else:
+        for opt, v in (
+            ("--walker-csv", args.walker_csv),
+            ("--walker-exh-csv", args.walker_exh_csv),
+        ):
+            if v is not None:
+                raise ValueError(f"{opt} applies only to the walker case study, not {args.dataset}")
     if args.out_dir is None and not args.budget_doubling:
         _refuse_replacing_committed(args.dataset, args.scale)
     if args.budget_doubling:
@@ -48,6 +57,20 @@ def _run_cli(args) -> int:
     )
     print(json.dumps(res["summary"], indent=1))
     return 0
+
+
+def _check_walker_data(walker_csv, walker_exh_csv) -> None:
+    """The Walker Lake CSVs exist, before any other check: a path given as an option that names no
+    file says so with the option; a missing default says where it was looked for and how to pass
+    one (:func:`pfntheory.casestudy.data.walker_csv_path`)."""
+    from pathlib import Path
+
+    from pfntheory.casestudy.data import walker_csv_path, walker_exh_csv_path
+
+    for opt, v in (("--walker-csv", walker_csv), ("--walker-exh-csv", walker_exh_csv)):
+        if v is not None and not Path(v).expanduser().is_file():
+            raise FileNotFoundError(f"{opt} {v}: no such file")
+    walker_exh_csv_path(walker_exh_csv, walker_csv_path(walker_csv))
 
 
 def _refuse_replacing_committed(dataset: str, scale: str) -> None:

@@ -41,8 +41,13 @@ _RUN_DIR_COMMANDS = {
         "trained weights beside the construction of thm:TFdoPPD",
         "Learned feature scales, step sizes and readout of a trained run beside the values "
         "supp-eqn:weights prescribes, and the distance of its (mu_L, tau_L) to the exact "
-        "Richardson solver after the same depth, as a table. Read-only: nothing is written "
-        "unless --out FILE is given.",
+        "Richardson solver after the same depth, as a table. Each solver layer takes a "
+        "Richardson step mu <- mu + eta (y - (G + sigma^2 I) mu) in two parts: 'eta (attention)' "
+        "is the step on the kernel part G, read off the attention's value weight V_fy; 'eta "
+        "(drift)' the step on the ridge part sigma^2 I, read off the drift weight S_ff (the "
+        "residual term -eta sigma^2 mu added without attention). The construction uses one eta "
+        "for both; a layer whose two differ solves with noise variance sigma^2 x eta (drift) / "
+        "eta (attention). Read-only: nothing is written unless --out FILE is given.",
     ),
 }
 
@@ -82,8 +87,9 @@ def _add_evaluate(sub) -> None:
     p.add_argument(
         "--curve",
         choices=METRICS,
-        default="tv",
-        help="metric of the run's learning curve printed after the evaluation",
+        default=None,
+        help="metric of the run's learning curve printed after the evaluation (default tv; with "
+        "--json it is printed, on stderr, only when this option is given)",
     )
     p.add_argument(
         "--curve-only",
@@ -111,16 +117,17 @@ def _add_output_options(p, what: str) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print JSON instead of the table (stdout holds one JSON document)",
+        help="print JSON instead of the table: stdout holds one JSON document and nothing "
+        "else, and stderr nothing but errors (no progress bar, no 'wrote FILE' line)",
     )
 
 
-def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
+def _write_out(path: str, doc: dict, *, keep_results: bool = False, quiet: bool = False) -> None:
     """Write ``doc`` to ``--out`` ``path``; with ``keep_results``, results of other n' already in
     the file from the same producer (``doc["producer"]``: run, config, oracle, arithmetic) under the
     same settings are kept, and a file of another producer or settings is refused (never mixed
     under one header, never overwritten). The numbers have been printed before: a file that cannot
-    be written is a one-line error that says so."""
+    be written is a one-line error that says so. ``quiet`` (``--json``): no "wrote FILE" line."""
     from pathlib import Path
 
     from pfntheory.infra import runs
@@ -148,7 +155,8 @@ def _write_out(path: str, doc: dict, *, keep_results: bool = False) -> None:
             f"{path_problem(p, '--out', err)}; it could not be written, so the numbers above "
             "were printed but not saved"
         ) from None
-    print(f"wrote {p}", file=sys.stderr)
+    if not quiet:
+        print(f"wrote {p}", file=sys.stderr)
 
 
 def _refuse_foreign_out(path: str, producer: dict) -> None:
@@ -303,7 +311,7 @@ def _run_evaluate(args) -> int:
         for opt, v in (("--n-eval", args.n_eval), ("--out", args.out_file)):
             if v is not None:
                 raise ValueError(f"{opt} does not apply with --curve-only (it evaluates nothing)")
-        _print_learning_curve(run_dir, args.curve, covariates=args.covariates)
+        _print_learning_curve(run_dir, args.curve or "tv", covariates=args.covariates)
         return 0
     if args.n_eval is None:
         raise ValueError("--n-eval is required unless --curve-only is given")
@@ -318,7 +326,7 @@ def _run_evaluate(args) -> int:
     doc = evaluate(
         run_dir,
         spec,
-        progress=show_progress(args),
+        progress=show_progress(args) and not args.json,  # --json: stderr holds errors only
         save=False,  # read-only: the run's committed eval.json is never rewritten
         **pick(args, "batch_size", "device"),
     )
@@ -336,11 +344,14 @@ def _run_evaluate(args) -> int:
     else:
         print(format_evaluation(doc, n_eval, run_dir))
     sys.stdout.flush()
-    # stdout stays one JSON document under --json
-    _print_learning_curve(run_dir, args.curve, file=sys.stderr if args.json else sys.stdout)
+    # under --json stdout stays one JSON document, and the curve goes to stderr only when asked
+    if not args.json:
+        _print_learning_curve(run_dir, args.curve or "tv")
+    elif args.curve is not None:
+        _print_learning_curve(run_dir, args.curve, file=sys.stderr)
     if args.out_file is not None:
         doc = {**doc, "producer": producer}
-        _write_out(args.out_file, doc, keep_results=True)
+        _write_out(args.out_file, doc, keep_results=True, quiet=args.json)
     return 0
 
 
@@ -417,6 +428,12 @@ def format_comparison(doc: dict, run_dir) -> str:
             rows,
         )
     )
+    out += [
+        "eta (attention): the step on the kernel part G of A = G + sigma^2 I, read off the value",
+        "weight V_fy; eta (drift): the step on the ridge part sigma^2 I, read off the drift weight",
+        "S_ff (the term -eta sigma^2 mu a layer adds without attention). The construction ties",
+        "them; a layer whose two differ solves with noise sigma^2 x eta (drift) / eta (attention).",
+    ]
     rms = doc["readout_rms"]
     out += [
         "",
@@ -448,7 +465,7 @@ def _run_compare(args) -> int:
     print(json.dumps(doc, indent=1) if args.json else format_comparison(doc, run_dir))
     if args.out_file is not None:
         sys.stdout.flush()
-        _write_out(args.out_file, doc)
+        _write_out(args.out_file, doc, quiet=args.json)
     return 0
 
 

@@ -10,6 +10,8 @@ import argparse
 import math
 import re
 
+from pfntheory.base._entry import int_in  # shared with the python -m entry points
+
 __all__ = [
     "LIMITS",
     "int_in",
@@ -39,22 +41,6 @@ LIMITS = {
     # one layer's attention scores hold batch x (n+1) x n floats: 2^31 of them are 8 GB in float32
     "attention_elements": 2**31,
 }
-
-
-def int_in(lo: int, hi: int):
-    """argparse type: an integer in ``[lo, hi]``."""
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{lo}, {hi}], got {v}")
-        return v
-
-    parse.__name__ = "integer"
-    return parse
 
 
 def _finite_float(text: str, what: str, ok, unparsed: str) -> float:

@@ -77,9 +77,34 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_cmd)
 
 
+def _check_only(only) -> None:
+    """Each ``--only NAME`` names one notebook of the report (its name or a unique prefix); the
+    error names the option as typed."""
+    from pfntheory.report.spec import NOTEBOOKS
+
+    names = [s.name for s in NOTEBOOKS]
+    for name in only or ():
+        if not name.strip():
+            raise ValueError("--only must not be empty (a notebook name or a prefix such as 01)")
+        hits = [n for n in names if n == name] or [n for n in names if n.startswith(name)]
+        if len(hits) > 1:
+            raise ValueError(
+                f"--only {name}: {len(hits)} notebook names start with {name!r} "
+                f"({', '.join(hits)}); type more of one"
+            )
+        if not hits:
+            raise ValueError(
+                f"--only {name}: no notebook name is or starts with {name!r} (the notebooks: "
+                f"{', '.join(names)}; a unique prefix such as 01 will do)"
+            )
+
+
 def _cmd(args: argparse.Namespace) -> int:
     from pfntheory.casestudy.data import WALKER_CSV_ENV, WALKER_EXH_CSV_ENV
     from pfntheory.infra.runs import temporary_environ
+
+    if args.notebooks is None:  # another folder (--notebooks) holds other names
+        _check_only(args.only)
 
     env = {}  # the notebook kernels read the Walker Lake paths from the environment
     for var, path in ((WALKER_CSV_ENV, args.walker_csv), (WALKER_EXH_CSV_ENV, args.walker_exh_csv)):
@@ -115,13 +140,13 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m pfntheory.cli.report [options]`` (the same options as ``pfntheory report``)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pfntheory.cli.report", description=_DESCRIPTION
-    )
-    _add_arguments(parser)
-    args = parser.parse_args(None if argv is None else list(argv))
-    return args.func(args)
+    """``python -m pfntheory.cli.report [options]``: ``pfntheory report``, with the same options and
+    the same error boundary (one line, never a traceback: :func:`pfntheory.cli.main`)."""
+    import sys
+
+    from pfntheory.cli import main as cli_main
+
+    return cli_main(["report", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover

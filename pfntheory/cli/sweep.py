@@ -17,6 +17,8 @@ __all__ = ["register", "main"]
 
 #: argparse types of ``pfntheory sweep``: a count in [1, 10**6]; a finite number of seconds >= 0
 _count = int_in(1, 10**6)
+#: The scale of ``sweep`` without ``--scale``.
+DEFAULT_SCALE = "quick"
 _seconds = nonnegative_float
 
 
@@ -30,9 +32,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scale",
         choices=EXPERIMENT_SCALES,
-        default="quick",
-        help="quick (minutes on a laptop, shrunk tasks), cpu (the paper's tasks, fewer steps; "
-        "hours on one core) or paper (supp-tab:pretraining hyperparameters; a GPU or a cluster)",
+        default=None,
+        help="quick (the default: minutes on a laptop, shrunk tasks), cpu (the paper's tasks, "
+        "fewer steps; hours on one core; the committed runs the report reads) or paper "
+        "(supp-tab:pretraining hyperparameters; a GPU or a cluster)",
     )
     p.add_argument(
         "--executor",
@@ -143,7 +146,18 @@ def _shown(path) -> str:
         return str(p)
 
 
+def _scale_line(scale: str | None) -> str:
+    """The first line of ``--list``: the scale listed, and whether it is the default."""
+    if scale is None:
+        return (
+            f"scale {DEFAULT_SCALE} (the default; --scale cpu lists the committed runs the report "
+            "reads, --scale paper the paper's own settings)"
+        )
+    return f"scale {scale} (--scale {scale}; the default is {DEFAULT_SCALE})"
+
+
 def _cmd(args: argparse.Namespace) -> int:
+    given_scale, args.scale = args.scale, args.scale or DEFAULT_SCALE
     names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
     for n in names:
         get_experiment(n)
@@ -170,6 +184,7 @@ def _cmd(args: argparse.Namespace) -> int:
             f"in {default_root()}"
         )
     if args.list:
+        print(_scale_line(given_scale))
         for n in names:
             exp = get_experiment(n)
             items = plan(n, args.scale, args.root, eval_oracle=args.eval_oracle)
@@ -243,10 +258,13 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pfntheory.cli.sweep")
-    _add_arguments(parser)
-    args = parser.parse_args(None if argv is None else list(argv))
-    return args.func(args)
+    """``python -m pfntheory.cli.sweep [options]``: ``pfntheory sweep``, with the same options and
+    the same error boundary (one line, never a traceback: :func:`pfntheory.cli.main`)."""
+    import sys
+
+    from pfntheory.cli import main as cli_main
+
+    return cli_main(["sweep", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":  # pragma: no cover

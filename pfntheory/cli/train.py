@@ -14,12 +14,16 @@ from .options import (
     check_attention_size,
     context_size,
     int_in,
+    path_problem,
     pick,
     positive_float,
     show_progress,
 )
 
 __all__ = ["register"]
+
+#: Default seconds between the progress lines of ``train`` when stderr is not a terminal.
+PROGRESS_EVERY_S = 30.0
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -148,6 +152,15 @@ def _add_train(sub) -> None:
         "then differs by round-off from an uninterrupted run",
     )
     add_run_options(g)
+    g.add_argument(
+        "--progress-every",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="when stderr is not a terminal (a log file, a pipe), where no bar is drawn: one "
+        f"progress line on stderr every SECONDS of training (default {PROGRESS_EVERY_S:g}) and "
+        "at the last step; --no-progress: none",
+    )
     p.set_defaults(func=_run_train)
 
 
@@ -161,6 +174,10 @@ def _prepare_run_dir(run_dir: str):
     path = Path(run_dir)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--run-dir {path} exists and is not a directory")
+    try:  # created here (training would), so that a path that cannot be made names the option
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"{path_problem(path, '--run-dir', err)}; nothing was trained") from None
     if path.is_dir():
         runs.clean_orphan_temps(path, min_age_s=60.0)
         for msg in runs.remove_corrupt_artefacts(path):
@@ -179,6 +196,13 @@ _TASK_OPTIONS = {
 
 
 def _run_train(args) -> int:
+    """Check the whole command line and build its run tree before importing torch (seconds on a
+    loaded machine), then train."""
+    if args.n_min > args.n_max:
+        raise ValueError(
+            f"--n-min {args.n_min} is larger than --n-max {args.n_max} (the context sizes "
+            "trained on are drawn between the two)"
+        )
     for opt, kinds in _TASK_OPTIONS.items():
         if getattr(args, opt, None) is not None and args.task not in kinds:
             raise ValueError(
@@ -196,6 +220,13 @@ def _run_train(args) -> int:
     spec = _run_tree(args, score)
     run_dir = _prepare_run_dir(args.run_dir)
 
+    bar = show_progress(args)
+    lines = None
+    if not bar and not args.no_progress:  # a log or a pipe: lines, not a bar
+        every = PROGRESS_EVERY_S if args.progress_every is None else args.progress_every
+        lines = ProgressLines(str(run_dir), spec.steps, every)
+        lines.start(spec)
+
     from pfntheory.nn.train import train
 
     out = train(
@@ -203,9 +234,12 @@ def _run_train(args) -> int:
         run_dir,
         device=args.device,
         checkpoint_every=args.checkpoint_every,
-        progress=show_progress(args),
+        progress=bar,
+        callback=lines,
         allow_arithmetic_change=args.allow_arithmetic_change,
     )
+    if lines is not None and lines.first_step is None:
+        lines.finished_before()
     print(out)
     from pfntheory.nn import fused
 
@@ -227,6 +261,10 @@ def _run_train(args) -> int:
 def _refuse_unused(args, score: str) -> None:
     """Options that would not apply are refused, not stored in config.json (a new run name that
     changes nothing)."""
+    if args.no_progress and args.progress_every is not None:
+        raise ValueError(
+            "--progress-every does not apply with --no-progress (no progress is shown)"
+        )
     given = [o for o in ("curve_points", "curve_instances") if getattr(args, o) is not None]
     if args.no_curve and given:
         raise ValueError(
@@ -243,9 +281,8 @@ def _refuse_unused(args, score: str) -> None:
 def _run_tree(args, score: str):
     """The run tree of the command line (:class:`pfntheory.infra.tree.RunSpec`): the one object
     built here; it checks every value it holds (e.g. ``n_min <= n_max``)."""
-    from pfntheory.infra.config import ModelSpec, TaskSpec
+    from pfntheory.infra.config import ModelSpec, TaskSpec, schedule_for
     from pfntheory.infra.tree import RunSpec
-    from pfntheory.nn.train import schedule_for
 
     task_options = ("noise_var", "alpha", "lengthscale", "lengthscales", "covariates")
     task = TaskSpec(kind=args.task, d=args.d, **pick(args, *task_options, given=True))
@@ -282,6 +319,77 @@ def _run_tree(args, score: str):
         **pick(args, "n_min", "n_max", "batch_size", "context_groups", "seed"),
         **curve,
     )
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min`` or ``2.1 h``."""
+    if seconds < 120:
+        return f"{seconds:.2g} s" if seconds < 10 else f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def _steps(k: int) -> str:
+    return "1 step" if k == 1 else f"{k} steps"
+
+
+class ProgressLines:
+    """The progress of ``train`` as lines on stderr, for a log file or a pipe (where a redrawn bar
+    would be a stream of carriage returns): one when training starts, then, as the training
+    callback (``callback(step, loss)``), one every ``every_s`` seconds and one at the last step,
+    each with the step, the mean loss since the line before, the time taken and an estimate of the
+    time left. ``clock`` and ``file`` are for tests."""
+
+    def __init__(self, name: str, total: int, every_s: float, *, clock=None, file=None) -> None:
+        import time
+
+        self.name, self.total, self.every_s = name, int(total), float(every_s)
+        self.clock = clock or time.monotonic
+        self.file = file
+        self.t0 = self.last = self.clock()
+        self.first_step: int | None = None
+        self.t_first = self.t0
+        self.losses: list[float] = []
+
+    def _print(self, text: str) -> None:
+        print(f"pfntheory train: {self.name}: {text}", file=self.file or sys.stderr, flush=True)
+
+    def start(self, spec) -> None:
+        """The line before training (and before the torch import, the calibration, the learning
+        curve's first point): what runs, and how often a line follows."""
+        self._print(
+            f"starting {spec.steps} steps (batch {spec.batch_size}, n in [{spec.n_min}, "
+            f"{spec.n_max}]), or resuming from the run's checkpoint; a progress line every "
+            f"{_duration(self.every_s)} (--progress-every)"
+        )
+
+    def finished_before(self) -> None:
+        """The line for a run found finished: nothing was trained."""
+        self._print(f"already finished ({self.total} steps); nothing was trained")
+
+    def __call__(self, step: int, loss: float) -> None:
+        import math
+
+        now = self.clock()
+        if self.first_step is None:
+            self.first_step, self.t_first = step, now
+            if step > 1:
+                self._print(f"resumed at step {step - 1} of {self.total}")
+        if math.isfinite(loss):
+            self.losses.append(float(loss))
+        if now - self.last < self.every_s and step < self.total:
+            return
+        since = step - self.first_step  # steps timed since the first callback
+        left = ""
+        if since and step < self.total:
+            per_step = (now - self.t_first) / since
+            left = f", about {_duration(per_step * (self.total - step))} left"
+        mean = f"{sum(self.losses) / len(self.losses):.4g}" if self.losses else "nan"
+        self._print(
+            f"step {step}/{self.total} ({100 * step / self.total:.0f}%), loss {mean} (mean of "
+            f"{_steps(len(self.losses))} since the last line), {_duration(now - self.t0)} "
+            f"elapsed{left}"
+        )
+        self.last, self.losses = now, []
 
 
 def register(subparsers) -> None:

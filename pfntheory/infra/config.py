@@ -44,6 +44,7 @@ __all__ = [
     "EXPERIMENT_SCALES",
     "PAPER_SCHEDULE",
     "QUICK_SCHEDULE",
+    "schedule_for",
     "INTERVAL_LEVELS",
     "BATCH_SIZE",
     "FUSED_DRAW_MAX_N",
@@ -91,6 +92,25 @@ PAPER_SCHEDULE = {
 }
 #: Quick scale (CPU minutes): fewer steps, so a larger base learning rate.
 QUICK_SCHEDULE = {"lr": 3e-3, "steps": 1_000}
+
+
+def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
+    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or
+    'quick' (the ``cpu`` scale chooses its steps per experiment, see
+    :mod:`pfntheory.experiments.definitions`). Torch-free, so that the command line checks a whole
+    run tree before it imports torch."""
+    choice(kind, "task kind", TASK_KINDS)
+    choice(mode, "mode", MODES)
+    choice(scale, "scale", tuple(x for x in EXPERIMENT_SCALES if x != "cpu"))
+    if scale == "quick":
+        return QUICK_SCHEDULE["lr"], int(QUICK_SCHEDULE["steps"])
+    key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")
+    if key not in PAPER_SCHEDULE:
+        raise ValueError(
+            f"unknown task kind {kind!r}; expected one of {sorted({k for k, _ in PAPER_SCHEDULE})}"
+        )
+    return PAPER_SCHEDULE[key]
+
 
 #: How the learning rate applies to each parameter: "absolute" (plain Adam, every coordinate moves
 #: about ``lr`` per step), "relative" (each tensor's rate is ``lr`` times the largest magnitude of

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from pfntheory.base._checks import int_tuple, positive_int, positive_scalar, probability, seed_int
+from pfntheory.base._entry import OneLineParser, int_in, output_root, run_entry
 from pfntheory.infra import runs
 from pfntheory.infra.config import LEARNING_CURVE_FILE
 from pfntheory.maths import latent
@@ -376,18 +377,23 @@ def load_latent(run_dir) -> tuple[LatentRunSpec, LatentPFN]:
 
 def main(argv=None) -> int:
     """``python -m pfntheory.nn.latent ROOT``: train every run of :data:`DESIGN` under
-    ``ROOT/<name>`` (resumable; one thread)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("root", type=Path)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--only", default=None, help="train only the run of this name")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(positive_int(args.threads, "threads"))
+    ``ROOT/<name>`` (resumable; one thread). A bad command line is one line and exit 2
+    (:func:`pfntheory.base._entry.run_entry`), checked before any work."""
+    parser = OneLineParser(prog="python -m pfntheory.nn.latent", description=main.__doc__)
+    parser.add_argument("root", type=Path, metavar="ROOT", help="runs root (created if missing)")
+    parser.add_argument("--threads", type=int_in(1, 1024), default=1, help="torch threads")
+    parser.add_argument(
+        "--only", default=None, metavar="NAME", help="train only the run of this name"
+    )
+    args = parser.parse_args(None if argv is None else list(argv))
     todo = [s for s in DESIGN if args.only in (None, s.name())]
     if not todo:
-        raise SystemExit(f"--only {args.only!r} names no run of DESIGN")
+        parser.error(
+            f"--only {args.only} names no run of DESIGN (one of: "
+            f"{', '.join(s.name() for s in DESIGN)})"
+        )
+    output_root(parser, args.root)
+    torch.set_num_threads(args.threads)
     cache = args.root / HELDOUT_FILE
     held = load_heldout(cache) if cache.is_file() else save_heldout(heldout_set(todo[0]), cache)
     for spec in todo:
@@ -397,4 +403,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_entry(main, "python -m pfntheory.nn.latent")

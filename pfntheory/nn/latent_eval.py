@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from pfntheory.base._checks import int_tuple, positive_int
+from pfntheory.base._entry import OneLineParser, output_root, run_entry
 from pfntheory.infra import runs
 from pfntheory.maths import latent
 
@@ -122,12 +123,12 @@ def run_predictions(run_dir, reference: list[dict]) -> dict[int, np.ndarray]:
 
 
 def main(argv=None) -> int:
-    """``python -m pfntheory.nn.latent_eval ROOT``: build ``ROOT/reference.json``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("root", type=Path)
-    args = parser.parse_args(argv)
+    """``python -m pfntheory.nn.latent_eval ROOT``: build ``ROOT/reference.json`` (ROOT created if
+    missing; a bad command line is one line and exit 2, checked before any work)."""
+    parser = OneLineParser(prog="python -m pfntheory.nn.latent_eval", description=main.__doc__)
+    parser.add_argument("root", type=Path, metavar="ROOT")
+    args = parser.parse_args(None if argv is None else list(argv))
+    output_root(parser, args.root)
     torch.set_num_threads(1)
     doc = build_reference(LatentTask(), args.root / REFERENCE_FILE)
     for e in doc["by_n"]:
@@ -136,4 +137,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_entry(main, "python -m pfntheory.nn.latent_eval")

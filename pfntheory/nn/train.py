@@ -30,7 +30,6 @@ from tqdm.auto import tqdm
 
 from pfntheory.base._checks import (
     ArgumentTypeError,
-    choice,
     instance_of,
     nonneg_int,
     pair,
@@ -40,12 +39,10 @@ from pfntheory.base._checks import (
 )
 from pfntheory.infra import runs
 from pfntheory.infra.config import (
-    EXPERIMENT_SCALES,
     LR_UNITS,
-    MODES,
     PAPER_SCHEDULE,
     QUICK_SCHEDULE,
-    TASK_KINDS,
+    schedule_for,  # torch-free, for the command line; re-exported
 )
 from pfntheory.infra.tree import RunSpec
 from pfntheory.maths.discretize import bin_edges
@@ -109,23 +106,6 @@ __all__ = [
 
 #: Consecutive steps with non-finite gradients (skipped) after which training stops with an error.
 MAX_NONFINITE = 50
-
-
-def schedule_for(kind: str, mode: str, scale: str = "paper") -> tuple[float, int]:
-    """``(LR_base, steps)`` for a task kind and parameterisation mode at ``scale`` 'paper' or
-    'quick' (the ``cpu`` scale chooses its steps per experiment, see
-    :mod:`pfntheory.experiments.definitions`)."""
-    choice(kind, "task kind", TASK_KINDS)
-    choice(mode, "mode", MODES)
-    choice(scale, "scale", tuple(x for x in EXPERIMENT_SCALES if x != "cpu"))
-    if scale == "quick":
-        return QUICK_SCHEDULE["lr"], int(QUICK_SCHEDULE["steps"])
-    key = (kind, mode) if (kind, mode) in PAPER_SCHEDULE else (kind, "learnable")
-    if key not in PAPER_SCHEDULE:
-        raise ValueError(
-            f"unknown task kind {kind!r}; expected one of {sorted({k for k, _ in PAPER_SCHEDULE})}"
-        )
-    return PAPER_SCHEDULE[key]
 
 
 def lr_factor(step: int, steps: int, warmup_frac: float = 0.05, min_lr_ratio: float = 0.1) -> float:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import re
 import string
-import sys
 from dataclasses import dataclass, field
 
 from pfntheory.base._checks import checked, instance_of
+from pfntheory.base._entry import OneLineParser, run_entry
 
 __all__ = ["number_labels", "theorem_environments"]
 
@@ -219,11 +219,23 @@ def _outer(stack: list[_Frame]) -> str | None:
 
 
 def _main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python -m pfntheory.report.numbering PAPER.tex", file=sys.stderr)
-        return 2
-    with open(argv[0], encoding="utf-8") as fh:
-        numbers = number_labels(fh.read())
+    """``python -m pfntheory.report.numbering PAPER.tex``: print ``PAPER_NUMBERS`` of the paper's
+    LaTeX source, to paste into :mod:`pfntheory.report.labels`."""
+    from pathlib import Path
+
+    parser = OneLineParser(prog="python -m pfntheory.report.numbering", description=_main.__doc__)
+    parser.add_argument("paper", type=Path, metavar="PAPER.tex", help="the paper's LaTeX source")
+    args = parser.parse_args(argv)
+    if not args.paper.is_file():
+        what = "is a directory" if args.paper.is_dir() else "no such file"
+        parser.error(f"PAPER.tex {args.paper}: {what}")
+    try:
+        text = args.paper.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        parser.error(f"PAPER.tex {args.paper}: not UTF-8 text (byte {err.start}); a LaTeX source?")
+    numbers = number_labels(text)
+    if not numbers:
+        parser.error(f"PAPER.tex {args.paper}: no numbered \\label{{}} in it; a LaTeX source?")
     print("PAPER_NUMBERS: dict[str, str] = {")
     for label, number in numbers.items():
         print(f"    {label!r}: {number!r},")
@@ -232,4 +244,4 @@ def _main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    raise SystemExit(_main(sys.argv[1:]))
+    run_entry(_main, "python -m pfntheory.report.numbering")
