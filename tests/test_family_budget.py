@@ -71,3 +71,48 @@ def test_rows_are_gated_on_exactly_the_runs_they_read(runs, eval_file, cov):
             assert st["test"] == "doubling"
             assert st == statuses[name].to_dict()
         assert r.verdict is not None
+
+
+def _eval(cov, ratio):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    n = np.array([64, 128, 256])
+    exact = np.full(3, 1.0)
+    return SimpleNamespace(
+        n_eval=n,
+        mean={
+            "coverage_90": np.full(3, cov),
+            "width_90": exact * ratio,
+            "width_90_exact": exact,
+        },
+        se={"coverage_90": np.full(3, 0.01)},
+    )
+
+
+@pytest.mark.parametrize(
+    "cov,ratio,shift_holds",
+    [(0.91, 1.0, True), (0.91, 1.5, False), (0.91, 0.8, False), (0.70, 1.0, False)],
+    ids=["both-fine", "covers-by-being-too-wide", "too-narrow", "undercovers"],
+)
+def test_shift_rows_test_width_beside_coverage(cov, ratio, shift_holds):
+    """Under the covariate shift a coverage row also needs the mean 90% width within the band a
+    correctly centred Gaussian with coverage 0.9 -+ 0.05 would have ([0.875, 1.192]); on the
+    pretraining design the width is reported, not tested. How it fails: an interval 1.5x the exact
+    width that covers (the authors' reading, issue 46) would pass without the width test."""
+    from pfntheory.claims.pretraining_range import _coverage_claim, width_band
+
+    lo, hi = width_band()
+    assert lo == pytest.approx(0.8752, abs=1e-4) and hi == pytest.approx(1.1916, abs=1e-4)
+    e = _eval(cov, ratio)
+    shifted = _coverage_claim(e, 32, 512, "eval_uniform.json", 3.0, "x", "k")
+    plain = _coverage_claim(e, 32, 512, "eval.json", 3.0, "x", "k")
+    assert shifted.holds is shift_holds
+    assert plain.holds is (cov > 0.85)
+    assert shifted.details["width_ratio_90"] == pytest.approx([ratio] * 3)
+    assert "width / exact width in [0.875, 1.192]" in shifted.tolerance
+    with pytest.raises(ValueError, match="slack"):
+        width_band(slack=0.2, level=0.9)
+    with pytest.raises(ValueError, match="level"):
+        width_band(level=1.5)
