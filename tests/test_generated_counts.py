@@ -235,3 +235,18 @@ def test_committed_stamp_is_the_last_input_commit():
         f"pages built before the last commit touching code, notebooks or runs ({stamp}): "
         f"{stale}; re-render them (pfntheory report) and commit the pages"
     )
+
+
+def test_report_regenerates_the_passages_only_from_this_checkouts_reports(tmp_path, monkeypatch):
+    """``pfntheory report`` into the committed reports/ rewrites the passages; into another folder
+    (a copy of reports/ included, as the guard's tests make) it leaves README and docs alone."""
+    from pfntheory.pipelines import report_run
+
+    calls = []
+    monkeypatch.setattr(report_run, "build_index", lambda out: out / "index.html")
+    monkeypatch.setattr(report_run, "write_generated", lambda out_dir: calls.append(out_dir) or [])
+    report_run._index_and_counts(tmp_path, committed=True, progress=False)
+    report_run._index_and_counts(ROOT / "reports", committed=False, progress=False)
+    assert calls == []
+    report_run._index_and_counts(ROOT / "reports", committed=True, progress=False)
+    assert calls == [ROOT / "reports"]

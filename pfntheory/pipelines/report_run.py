@@ -488,11 +488,13 @@ def run_report(
 
 
 def _index_and_counts(out: Path, *, committed: bool, progress: bool) -> None:
-    """Write the index of ``out``; where ``out`` is the committed ``reports/``, also the counts
-    README.md and docs/findings.md state (:func:`~pfntheory.report.tallies.write`)."""
+    """Write the index of ``out``; where ``out`` is this checkout's committed ``reports/``, also
+    the counts its README.md and docs/findings.md state (:func:`~pfntheory.report.tallies.write`;
+    never from another folder's rows, a copy of ``reports/`` included)."""
     index = build_index(out)
     if progress:
         print(f"[report] index: {index}")
-    changed = write_generated(out_dir=out) if committed else []
+    ours = committed and out.resolve() == (spec.ROOT / "reports").resolve()
+    changed = write_generated(out_dir=out) if ours else []
     if progress and changed:
         print(f"[report] generated counts: {', '.join(p.name for p in changed)}")
