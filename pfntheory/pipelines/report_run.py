@@ -27,6 +27,7 @@ from pfntheory.report.guard import committed_rows, degraded, rebuild_blockers, w
 from pfntheory.report.html import CSS
 from pfntheory.report.index import build_index
 from pfntheory.report.mathtext import markdown_math
+from pfntheory.report.tallies import page_commits
 from pfntheory.report.tallies import write as write_generated
 
 __all__ = [
@@ -498,3 +499,13 @@ def _index_and_counts(out: Path, *, committed: bool, progress: bool) -> None:
     changed = write_generated(out_dir=out) if ours else []
     if progress and changed:
         print(f"[report] generated counts: {', '.join(p.name for p in changed)}")
+    by_commit: dict[str, list[str]] = {}
+    for page, commits in page_commits(out).items():
+        for c in commits:
+            by_commit.setdefault(c, []).append(page.split("_")[0].removesuffix(".html"))
+    if progress and len(by_commit) > 1:
+        print(
+            "[report] note: the pages name different commits ("
+            + "; ".join(f"{c}: {', '.join(p)}" for c, p in sorted(by_commit.items()))
+            + "); rebuild every page for one citation stamp"
+        )
