@@ -126,6 +126,7 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.report.guard": "reads the committed results files: tests/test_report_guard.py",
     "pfntheory.report.paper_tables": "writes and reads the report's tables; display formatting",
     "pfntheory.report.summary": "reads results files and formats the findings box",
+    "pfntheory.report.tallies": "reads results files and pages, rewrites README.md and docs",
     "pfntheory.claims.multihead_trained": "reads run directories (and, cached, trained models)",
     # Landed 2026-11-27 without contract declarations (issue 41's follow-up: each needs VALID
     # values; their own bad-input tests are in the test files named).

@@ -27,6 +27,8 @@ from pfntheory.report.guard import committed_rows, degraded, rebuild_blockers, w
 from pfntheory.report.html import CSS
 from pfntheory.report.index import build_index
 from pfntheory.report.mathtext import markdown_math
+from pfntheory.report.tallies import page_commits
+from pfntheory.report.tallies import write as write_generated
 
 __all__ = [
     "NotebookRun",
@@ -393,6 +395,8 @@ def run_report(
     progress: bool = True,
 ) -> int:
     """Execute the notebooks, write their pages and the index; return the exit status (0 = ok).
+    Writing into the committed ``reports/``, also rewrite the counts README.md and docs/findings.md
+    state (:func:`pfntheory.report.tallies.write`) from the rows just written.
 
     Parameters
     ----------
@@ -480,7 +484,28 @@ def run_report(
         if not run.ok:
             bad += 1
             print(run.error[-3000:], file=sys.stderr)
+    _index_and_counts(out, committed=committed, progress=progress)
+    return 1 if bad else 0
+
+
+def _index_and_counts(out: Path, *, committed: bool, progress: bool) -> None:
+    """Write the index of ``out``; where ``out`` is this checkout's committed ``reports/``, also
+    the counts its README.md and docs/findings.md state (:func:`~pfntheory.report.tallies.write`;
+    never from another folder's rows, a copy of ``reports/`` included)."""
     index = build_index(out)
     if progress:
         print(f"[report] index: {index}")
-    return 1 if bad else 0
+    ours = committed and out.resolve() == (spec.ROOT / "reports").resolve()
+    changed = write_generated(out_dir=out) if ours else []
+    if progress and changed:
+        print(f"[report] generated counts: {', '.join(p.name for p in changed)}")
+    by_commit: dict[str, list[str]] = {}
+    for page, commits in page_commits(out).items():
+        for c in commits:
+            by_commit.setdefault(c, []).append(page.split("_")[0].removesuffix(".html"))
+    if progress and len(by_commit) > 1:
+        print(
+            "[report] note: the pages name different commits ("
+            + "; ".join(f"{c}: {', '.join(p)}" for c, p in sorted(by_commit.items()))
+            + "); rebuild every page for one citation stamp"
+        )

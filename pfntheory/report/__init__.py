@@ -23,6 +23,7 @@ One module per job:
 - :mod:`.index` -- the index page: one line per result, details one click away;
 - :mod:`.paper_tables` -- the paper's printed tables beside ours, cell by cell;
 - :mod:`.guard` -- a rebuild into the committed ``reports/`` that would lose rows refuses;
+- :mod:`.tallies` -- the counts README.md and docs/findings.md state, generated from the rows;
 
 Executing the notebooks, exporting their pages and retraining is the pipelines layer's
 (:mod:`pfntheory.pipelines.report_run`), above this package; the ``report`` subcommand is
