@@ -82,6 +82,7 @@ from pfntheory.infra.config import INTERVAL_LEVELS, TaskSpec
 from pfntheory.infra.tree import EvalSpec
 from pfntheory.maths import metrics as M
 from pfntheory.maths.discretize import (
+    _log_norm_mass,
     bin_edges,
     check_edges,
     check_probs,
@@ -304,10 +305,8 @@ def _native_gaussian(res: dict, r: dict, a: float, b: float, levels) -> None:
     """Unbinned metrics of a Gaussian model (NLL of its law conditioned on (a, b])."""
     m, v, y = r["g_mean"], r["g_var"], r["y"]
     s = np.sqrt(v)
-    Z = ndtr((b - m) / s) - ndtr((a - m) / s)
-    dens = np.exp(-0.5 * ((y - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
-    with np.errstate(divide="ignore"):
-        nll = -np.log(dens / Z)
+    log_Z = _log_norm_mass((a - m) / s, (b - m) / s)  # log of the mass in (a, b], in log space
+    nll = 0.5 * ((y - m) / s) ** 2 + np.log(s * math.sqrt(2 * math.pi)) + log_Z
     res["nll_native"], res["nll_native_se"] = _mean_se(nll)
     res["crps_native"], res["crps_native_se"] = _mean_se(M.gaussian_crps(m, v, y))
     for lv in levels:
@@ -414,13 +413,13 @@ def audit(
         store = instance_of(OracleStore, what="pfntheory.nn.oracle_store.OracleStore")(
             store, "store"
         )
+    C = positive_int(C, "C", minimum=2)
     if edges is None:
         if pretraining_range is None:
             raise ValueError(
                 "edges or pretraining_range is required (the default grid is the interval "
                 "training calibrates for the pretraining range)"
             )
-        C = positive_int(C, "C", minimum=2)
         a, b = calibrate_task_interval(task, *pretraining_range)
         edges = bin_edges(a, b, C)
     else:
