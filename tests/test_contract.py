@@ -146,6 +146,8 @@ SKIP_MODULES: dict[str, str] = {
     "pfntheory.claims.latent": "reads run directories and the sampling reference",
     "pfntheory.nn.latent": "trains the classification PFN and writes run directories",
     "pfntheory.nn.latent_eval": "builds the sampling reference and writes it",
+    "pfntheory.cli.audit": "command line: tests/test_audit.py",
+    "pfntheory.nn.audit_pfns": "needs the optional pfns package; bad input in tests/test_audit.py",
 }
 
 #: Single callables skipped, with the reason.
@@ -227,6 +229,8 @@ SKIP: dict[str, str] = {
     "pfntheory.nn.state.refuse_other_config": "reads a run directory",
     "pfntheory.nn.curve.LearningCurves": "reads and writes a run directory",
     "pfntheory.nn.evaluate.evaluate": "reads a run directory",
+    "pfntheory.nn.audit.run_model": "reads a run directory",
+    "pfntheory.nn.audit.RunModel": "result record of run_model",
     "pfntheory.nn.evaluate.compare_to_construction": "reads a run directory",
     "pfntheory.casestudy.pfn.pretrain": "trains a model",
     "pfntheory.casestudy.pfn.load_pfn": "reads a run directory",
@@ -589,7 +593,32 @@ def _batch():
 
 #: Valid values of one callable, where the shared name means something else there (or a smaller
 #: problem keeps the call fast).
+def _audit_gaussian():
+    from pfntheory.nn.audit import Gaussian
+
+    return Gaussian(MU.copy(), TAU.copy())
+
+
+def _audit_model(X, y, xq):
+    from pfntheory.nn.audit import Gaussian
+
+    return Gaussian(np.zeros(X.shape[0]), np.ones(X.shape[0]))
+
+
 OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
+    "pfntheory.nn.audit.BinLogits": {
+        "logits": lambda: LOGITS.copy(),
+        "edges": lambda: EDGES.copy(),
+    },
+    "pfntheory.nn.audit.BarProbs": {"probs": lambda: PROBS.copy(), "borders": lambda: EDGES.copy()},
+    "pfntheory.nn.audit.Gaussian": {"mean": lambda: MU.copy(), "var": lambda: TAU.copy()},
+    "pfntheory.nn.audit.to_bins": {"output": _audit_gaussian, "edges": lambda: EDGES.copy()},
+    "pfntheory.nn.audit.audit": {
+        "model": lambda: _audit_model,
+        "task": lambda: TaskSpec(kind="rbf", d=2),
+        "spec": lambda: __import__("pfntheory.infra.tree", fromlist=["x"]).EvalSpec((8,), 4),
+        "edges": lambda: EDGES.copy(),
+    },
     "pfntheory.maths.multihead_construction.token_rows": {"d": lambda: 2, "H": lambda: 2},
     "pfntheory.maths.multihead_construction.multihead_weights": {
         "d": lambda: 2,

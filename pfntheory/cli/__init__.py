@@ -36,6 +36,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pfntheory.cli.sweep",
     "pfntheory.cli.report",
     "pfntheory.cli.casestudy",
+    "pfntheory.cli.audit",
 )
 
 #: Exit statuses of :func:`main`.

@@ -64,6 +64,29 @@ def _eval_generator(seed: int, n: int, chunk: int) -> torch.Generator:
     return torch.Generator().manual_seed(int(s[0]) << 31 | int(s[1]) >> 1)
 
 
+def _eval_batches(task, n: int, spec: EvalSpec, interval, batch_size: int, store=None):
+    """The evaluation instances at size ``n'`` = ``n``, chunk by chunk (``Batch``, float64): the one
+    generator of the instances that :func:`evaluate` and :func:`pfntheory.nn.audit.audit` score.
+    They depend only on ``(task, spec.seed, n, chunk, interval, spec.oracle)``; ``store`` (an
+    :class:`OracleStore`) reads them back byte-identical. ``task`` already carries the design."""
+    draw = _DRAW[spec.oracle]
+    for chunk, start in enumerate(range(0, spec.n_instances, batch_size)):
+        m = min(batch_size, spec.n_instances - start)
+        gen = _eval_generator(spec.seed, n, chunk)
+        if store is None:
+            yield draw(task, m, n, gen, dtype=torch.float64, interval=interval)
+        else:
+            yield store.draw(draw, task, m, n, gen, dtype=torch.float64, interval=interval)
+
+
+def _exact_part(bt: Batch) -> dict:
+    """The per-instance exact quantities of a batch that :func:`_metrics` reads (float64 NumPy)."""
+    part = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy()}
+    if bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None:
+        part.update(weights=bt.weights.numpy(), mu_h=bt.mu_h.numpy(), tau_h=bt.tau_h.numpy())
+    return part
+
+
 @torch.no_grad()
 def predict(model, batch, device) -> dict:
     """Model outputs on a batch as float64 NumPy: ``probs (B, C)``, ``mu_L, tau_L (B,)``.
@@ -142,6 +165,8 @@ def _metrics(r: dict, edges: np.ndarray, levels) -> dict:
         dens = np.exp(-0.5 * ((y - mu) / s) ** 2) / (s * np.sqrt(2 * np.pi))
         Z = ndtr((b - mu) / s) - ndtr((a - mu) / s)
     put("nll_exact", -np.log(dens / Z))  # -log p_(a,b](y)
+    if "mu_L" not in r:  # a model without the paper's readout (pfntheory.nn.audit)
+        return res
     # thm:TFdoPPD: solver error of the readout (for 'hier_rbf': against the mixture moments)
     put("solver_mse_mu", (r["mu_L"] - mu) ** 2)
     put("solver_mse_tau", (r["tau_L"] - tau) ** 2)
@@ -206,7 +231,6 @@ def evaluate(
             store, "store"
         )
     seed, n_instances, oracle = spec.seed, spec.n_instances, spec.oracle
-    draw = _DRAW[oracle]
     device = select_device(device)
     model, config, train_metrics = load_trained(run_dir, device)
     task = config.task
@@ -244,20 +268,9 @@ def evaluate(
         it = tqdm(spec.n_eval, desc=f"evaluate {run_dir.name}")
     for n in it:
         cols: dict[str, list] = {}
-        for chunk, start in enumerate(range(0, n_instances, batch_size)):
-            m = min(batch_size, n_instances - start)
-            gen = _eval_generator(seed, n, chunk)
-            if store is None:
-                bt = draw(task, m, n, gen, dtype=torch.float64, interval=interval)
-            else:
-                bt = store.draw(draw, task, m, n, gen, dtype=torch.float64, interval=interval)
+        for bt in _eval_batches(task, n, spec, interval, batch_size, store):
             pred = predict(model, bt, device)
-            part = {"mu": bt.mu.numpy(), "tau": bt.tau.numpy(), "y": bt.y.numpy(), **pred}
-            if bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None:
-                part.update(
-                    weights=bt.weights.numpy(), mu_h=bt.mu_h.numpy(), tau_h=bt.tau_h.numpy()
-                )
-            for k, v in part.items():
+            for k, v in {**_exact_part(bt), **pred}.items():
                 cols.setdefault(k, []).append(v)
         r = {k: np.concatenate(v) for k, v in cols.items()}
         doc["results"][str(n)] = _metrics(r, edges, levels)
