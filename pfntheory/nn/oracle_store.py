@@ -132,6 +132,11 @@ def _array_digest(arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+# Stamped when this module is imported (beside the modules it names, which it imports), so that a
+# long-lived process (a sweep's forked workers) stamps the code it loaded, not a later edit on disk.
+code_stamp()
+
+
 class OracleStore:
     """A directory of oracle entries (see the module docstring).
 
