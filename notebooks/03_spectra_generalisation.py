@@ -96,8 +96,8 @@ for r, res in zip(
         res,
         variant=f"{r.spec.kernel} kernel, d={r.spec.task.d}",
         compare="reference",
-        measured="log-log slope of the mean admissible step against n",
-        paper_value=-1.0,  # thm:lambda1: the step is Theta(1/n)
+        measured="c0: the limit of lambda_1/(n lambda_inf) fitted with its n^-1/2 term "
+        "(n x step -> 2 c0/lambda_inf); the slope beside it",
         run_dir=r.run_dir,
         command=f"pfntheory sweep fig_stepsize --scale {SCALE}",
     )

@@ -379,3 +379,25 @@ def test_cli_parses_and_reports_bad_paths(tmp_path, capsys):
             ]
         )
     assert e.value.code == 2 and "--walker-csv" in capsys.readouterr().err
+
+
+def test_scores_against_start_counts_worse_pairs():
+    """Held-out NLL / CRPS at the end of a run against step 0, per n': a higher score counts as
+    worse (both lower-is-better); a run that improved everywhere counts none."""
+    from pfntheory.claims.casestudy import scores_against_start
+
+    def pt(step, n, nll, crps):
+        return {"step": step, "n": n, "nll": nll, "nll_se": 0.04, "crps": crps, "crps_se": 0.02}
+
+    worse = [
+        pt(0, 128, 1.0, 0.40),
+        pt(0, 384, 0.9, 0.35),
+        pt(10, 128, 1.1, 0.41),
+        pt(10, 384, 0.95, 0.36),
+    ]
+    better = [pt(0, 128, 1.0, 0.40), pt(10, 128, 0.9, 0.39)]
+    w = scores_against_start({"10 steps": worse})
+    b = scores_against_start({"10 steps": better})
+    assert (w["worse"], w["total"]) == (4, 4)
+    assert (b["worse"], b["total"]) == (0, 2)
+    assert w["rows"][0]["unpaired SE"] == pytest.approx(0.04 * 2**0.5)

@@ -200,6 +200,7 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.casestudy.run_convergence": "reads a run directory",
     "pfntheory.claims.published_tables.check_published_coverage": "reads the published tables",
     "pfntheory.claims.real_data_eb.check_walker_coordinate_convention": "reads the data files",
+    "pfntheory.claims.real_data_eb.check_walker_subset_optimum": "reads the data files",
     "pfntheory.claims.real_data_eb.check_eb_optimum": "needs a loaded data set (files)",
     "pfntheory.claims.gating.run_convergence": "reads a run directory",
     "pfntheory.claims.gating.gate": "reads run directories",

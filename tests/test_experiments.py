@@ -682,21 +682,37 @@ def test_check_table_holds_on_standin_and_fails_inverted(
 
 
 def test_check_stepsize_accepts_one_over_n_only():
-    """A 1/n curve holds; a 1/sqrt(n) curve (slope -1/2) fails the band [-1.1, -0.9]."""
-    spec = StepsizeSpec(TaskSpec("rbf", d=16), ns=tuple(range(100, 1001, 100)), n_trials=3)
-    ns = np.asarray(spec.ns, float)
+    """thm:lambda1 with its n^-1/2 term holds; a 1/sqrt(n) curve (lambda_1 ~ sqrt(n)) and a
+    step of order n^-0.9 fail: the fitted limit c0 of lambda_1/(n lambda_inf) leaves [0.9, 1.1]."""
+    from pfntheory.claims.stepsize import lambda_inf
+    from pfntheory.infra.config import prior_components
 
-    def run(mean):
+    spec = StepsizeSpec(TaskSpec("rbf", d=16), ns=tuple(range(100, 1001, 100)), n_trials=20)
+    ns = np.asarray(spec.ns, float)
+    (kern,), _ = prior_components(spec.task)
+    lam_inf = lambda_inf(kern, 16)
+    s2 = spec.task.noise_var
+    jitter = 1 + 0.01 * np.random.default_rng(0).standard_normal((ns.size, 20))
+
+    def run(lam1):  # lam1: the mean lambda_1 per n; 1% trial-to-trial spread
+        steps = 2 / (lam1[:, None] * jitter + s2)
         return LoadedRun(
             spec=spec,
             run_dir=Path("."),
-            result={"ns": ns.tolist(), "mean": mean.tolist(), "limit": 0.0},
+            result={
+                "ns": ns.tolist(),
+                "mean": steps.mean(1).tolist(),
+                "steps": steps.tolist(),
+                "limit": 0.0,
+            },
         )
 
-    (ok,) = xclaims.check_stepsize([run(2 / (0.3 * ns + 0.04))])
-    (bad,) = xclaims.check_stepsize([run(2 / np.sqrt(ns))])
-    assert ok.holds and -1.1 <= ok.observed <= -0.9, str(ok)
-    assert not bad.holds and bad.observed == pytest.approx(-0.5), str(bad)
+    (ok,) = xclaims.check_stepsize([run(lam_inf * ns * (1 + 3 / np.sqrt(ns)))])
+    (root,) = xclaims.check_stepsize([run(lam_inf * 10 * np.sqrt(ns))])
+    (slow,) = xclaims.check_stepsize([run(lam_inf * ns**0.9)])
+    assert ok.holds and ok.verdict is None and abs(ok.observed - 1) < 0.05, str(ok)
+    assert not root.holds and root.verdict is None, str(root)
+    assert not slow.holds and slow.verdict is None, str(slow)
 
 
 def test_standin_is_never_taken_for_a_trained_run(tmp_path):

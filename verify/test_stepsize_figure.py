@@ -9,7 +9,11 @@ supp-sec:exp additional (Unif[-1/sqrt d, 1/sqrt d]^d has variance 1/(3d) per coo
 import numpy as np
 import pytest
 
-from pfntheory.claims.stepsize import check_covariate_shift, check_stepsize_figure
+from pfntheory.claims.stepsize import (
+    check_covariate_shift,
+    check_stepsize_figure,
+    check_stepsize_level,
+)
 from pfntheory.maths.spectral import expected_rbf_uniform
 
 
@@ -44,3 +48,18 @@ def test_covariate_shift_changes_scale():
     0.621) and the admissible step roughly halves; MC checks within 5 SE."""
     r = check_covariate_shift(np.random.default_rng(41))
     assert r.holds, str(r)
+
+
+def test_stepsize_level_is_half_the_caption():
+    """Erratum of fig:stepsize's level: the authors' code plots 1/(lambda_1 + sigma^2) (sigma^2 =
+    0.2, RBF at unit lengthscale), half the caption's eqn:convg cond 2/(lambda_1 + sigma^2). On the
+    same designs the caption's curve is twice the code's (relative 1e-12, round-off of one
+    division), both have one slope (1e-9), and n x the code's curve tends to 1/mu_0 (mu_0 = 0.3995
+    at unit lengthscale, d = 16): the 95% interval of the fitted limit of lambda_1/(n mu_0) lies in
+    [0.9, 1.1]. Fails if the curve computed were the caption's (ratio 1) or mu_0 were not the limit
+    (a wrong Mercer eigenvalue moves c0 out of the band; tests/test_experiments.py shows the band
+    refusing n^-0.9 and n^-1/2 steps)."""
+    r = check_stepsize_level(np.random.default_rng(47), n_trials=3)
+    assert r.holds and r.verdict == "erratum", str(r)
+    assert r.details["mu0_code"] == pytest.approx(0.39953, rel=1e-4)
+    assert r.observed == pytest.approx(r.details["code_n_step_limit"], rel=0.05)

@@ -408,35 +408,74 @@ def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
 
 
 def check_stepsize(runs) -> list[ClaimResult]:
-    """The admissible step ``2/(lambda_1 + sigma^2)`` is of order 1/n: the log-log slope is -1.
+    """The admissible step ``2/(lambda_1 + sigma^2)`` is of order 1/n (thm:lambda1), tested with its
+    finite-n term: ``lambda_1(G)/n = lambda_inf + O(n^{-1/2})``, so ``n`` times the step tends to
+    ``2/lambda_inf`` (``lambda_inf`` = ``max(Sigma)/d`` for the linear kernel, ``mu_0`` for RBF).
 
-    ``lambda_1(G) = n lambda_inf + O(sqrt(n))`` (thm:lambda1), so the slope of log step on log n
-    over n in [100, 1000] is -1 up to the O(n^-1/2) relative correction; the band
-    [-1.1, -0.9] holds it. The one rule of an interval check (:func:`~pfntheory.claims.
-    band_verdict`): holds with the slope's 95% CI inside the band, *undecided (underpowered)* when
-    it crosses an edge.
+    Per run, ``lambda_1 = 2/step - sigma^2`` per stored trial; :func:`~pfntheory.claims.stepsize.
+    limit_fit` fits ``lambda_1/(n lambda_inf) = c0 (1 + a n^{-1/2})`` and the one rule of an
+    interval check (:func:`~pfntheory.claims.band_verdict`) decides: holds with the 95% interval
+    of ``c0`` inside :data:`~pfntheory.claims.stepsize.LIMIT_BAND` (+-10%), fails wholly outside it,
+    *undecided (underpowered)* across an edge. The log-log slope of the mean step is reported, not
+    tested: over ``n`` in [100, 1000] at ``d = 16`` it is the finite-n slope (about -0.91 for the
+    linear kernel, whose ``n^{-1/2}`` term is large), not -1; a band around -1 cut through it, so
+    the quick and cpu runs of one curve got different verdicts (issue 47).
     """
+    from pfntheory.infra.config import prior_components
+
+    from .stepsize import LIMIT_BAND, lambda_inf, limit_fit
+
     out = []
     for r in runs:
         if not isinstance(r.spec, StepsizeSpec):
             continue
         ns = np.asarray(r.result["ns"], float)
-        s, ci, _ = slope_ci(np.log(ns), np.log(r.result["mean"]))
+        steps = np.asarray(r.result["steps"], float)
+        s2 = float(r.spec.task.noise_var)
+        (kernel,), _ = prior_components(r.spec.task)
+        lam_inf = lambda_inf(kernel, r.spec.task.d)
+        fit = limit_fit(ns, 2.0 / steps - s2, lam_inf)
+        s, s_ci, _ = slope_ci(np.log(ns), np.log(r.result["mean"]))
+        # the slope of the fitted finite-n form, 2/(n lambda_inf c0 (1 + a n^-1/2) + sigma^2)
+        form = 2.0 / (ns * lam_inf * fit.c0 * (1.0 + fit.a / np.sqrt(ns)) + s2)
+        s_form = slope_ci(np.log(ns), np.log(form))[0]
+        ci = fit.ci
         out.append(
             ClaimResult(
                 key=f"fig_stepsize.{r.spec.kernel}.slope",
                 label="fig:stepsize",
                 statement=f"{r.spec.kernel} d={r.spec.task.d}: admissible step ~ 1/n",
-                holds=bool(-1.1 <= ci[0] and ci[1] <= -0.9),
-                verdict=band_verdict(ci, (-1.1, -0.9)),
-                observed=s,
-                bound=-1.0,
+                holds=bool(LIMIT_BAND[0] <= ci[0] and ci[1] <= LIMIT_BAND[1]),
+                verdict=band_verdict(ci, LIMIT_BAND),
+                observed=fit.c0,
+                bound=1.0,
                 tolerance=(
-                    "95% CI of the fitted log-log slope inside [-1.1, -0.9] (O(n^-1/2) finite-n "
-                    "bias of lambda_1/n)"
+                    f"95% interval of c0 inside {list(LIMIT_BAND)}, c0 the limit of "
+                    "lambda_1/(n lambda_inf) fitted as c0 (1 + a n^-1/2) over the trials "
+                    "(thm:lambda1 with its O(n^-1/2) term: n x step -> 2/lambda_inf); smallest "
+                    f"detectable |c0 - 1| at 80% power {fit.detectable:.3g}; log-log slope "
+                    f"{s:.3f} [{s_ci[0]:.3f}, {s_ci[1]:.3f}] against the fitted finite-n form's "
+                    f"{s_form:.3f}, reported, not tested"
                 ),
                 ci=ci,
-                details={"ns": ns.tolist(), "mean": r.result["mean"], "limit": r.result["limit"]},
+                details={
+                    "ns": ns.tolist(),
+                    "mean": r.result["mean"],
+                    "limit": r.result["limit"],
+                    "lambda_inf": lam_inf,
+                    "q": fit.q.tolist(),
+                    "q_se": fit.q_se.tolist(),
+                    "c0": fit.c0,
+                    "c0_se": fit.c0_se,
+                    "a": fit.a,
+                    "chi2": fit.chi2,
+                    "dof": fit.dof,
+                    "fit_p": fit.p,
+                    "detectable": fit.detectable,
+                    "slope": s,
+                    "slope_ci": list(s_ci),
+                    "slope_finite_n_form": s_form,
+                },
             )
         )
     return out
