@@ -97,7 +97,7 @@ def fused_draw_max_n(spec: RunSpec, checkpoint: dict | None) -> int | None:
 
 
 #: The fields of a record (:func:`arithmetic`) and their types; ``fused_isa`` may be None (eager).
-_FIELDS = {
+_FIELDS: dict[str, type | tuple[type, ...]] = {
     "path": str,
     "cpu_capability": str,
     "fused_isa": (str, type(None)),
@@ -198,7 +198,7 @@ def resumed_segments(ckpt: dict, step: int, fast_numerics: bool) -> tuple[list[d
     unknown = [{"steps": [0, step], "arithmetic": None}]
     recorded = ckpt.get("arithmetic")
     problem = record_problem(recorded, fast_numerics)
-    if problem:
+    if problem or not isinstance(recorded, dict):
         return unknown, f"its arithmetic record is {problem}"
     segments = ckpt.get(SEGMENTS_KEY)
     if segments is None:  # written before issue 52: one segment, its record
