@@ -279,7 +279,9 @@ def train_latent(
     """Train (or resume, or find finished) the run ``spec`` in ``run_dir``: ``latent_config.json``,
     ``checkpoint.pt`` (atomic, every ``checkpoint_every`` steps), ``learning_curve.json``,
     ``weights.pt`` and ``metrics.json`` (written last: the run is finished iff it exists).
-    ``held``: the :func:`heldout_set` of ``spec`` when the caller has it already."""
+    ``held``: the :func:`heldout_set` of ``spec`` when the caller has it already. A directory of
+    another spec (its ``latent_config.json``, never rewritten), or with a run's files and no
+    config, and a checkpoint of another spec are refused with a ValueError naming what differs."""
     if not isinstance(spec, LatentRunSpec):
         raise ValueError(f"spec must be a LatentRunSpec, got {type(spec).__name__}")
     run_dir = Path(run_dir)
