@@ -17,6 +17,7 @@ segments reads as one segment.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -478,3 +479,19 @@ def test_compare_and_evaluate_never_share_an_out_file(tmp_path, evaluated, capsy
     other.write_text('{"mine": 1}')
     assert _cli(["compare", str(evaluated), *common, "--out", str(other)]) == 2
     assert json.loads(other.read_text()) == {"mine": 1}
+
+
+def test_committed_latent_runs_are_still_finished():
+    """Every committed run of the latent design is found finished, as its own spec (read only)."""
+    from pathlib import Path
+
+    from pfntheory.nn.latent import DESIGN, EXPERIMENT, _refuse_other_latent
+
+    root = Path(__file__).resolve().parents[1] / "reports" / "runs" / EXPERIMENT
+    if not root.is_dir():
+        pytest.skip("no committed latent runs")
+    for spec in DESIGN:
+        assert _refuse_other_latent(spec, root / spec.name()), spec.name()
+    other = dataclasses.replace(DESIGN[0], seed=1)
+    with pytest.raises(ValueError, match="differs in seed 0 -> 1"):
+        _refuse_other_latent(other, root / DESIGN[0].name())
