@@ -110,6 +110,7 @@ def test_checkpoint_without_the_record_resumes_with_the_legacy_draw(tmp_path, dr
         train(spec, rd, progress=False, callback=_kill_at(3), checkpoint_every=1)
     ckpt = runs.load_torch(rd / runs.CHECKPOINT)
     del ckpt["arithmetic"][arith.DRAW_KEY]
+    del ckpt[arith.SEGMENTS_KEY]  # nor the segments (issue 52), which came later still
     runs.save_torch(rd / runs.CHECKPOINT, ckpt)
     draws.clear()
     train(spec, rd, progress=False)

@@ -208,6 +208,23 @@ def _producer(run_dir, oracle: str, device) -> dict:
     }
 
 
+def _compare_producer(run_dir, args) -> dict:
+    """What produced a comparison written by ``compare --out``: the command, the run (its
+    directory name and the hash of its config.json) and the arguments of the comparison. An
+    ``evaluate --out`` producer names no command, so the two never share a file."""
+    from pfntheory.infra import runs
+    from pfntheory.infra.tree import spec_hash
+
+    return {
+        "command": "compare",
+        "run": run_dir.name,
+        "config_sha256": spec_hash(runs.load_json(run_dir / runs.CONFIG), 16),
+        "n": args.n,
+        "n_instances": args.n_instances,
+        "seed": args.seed,
+    }
+
+
 def _num(v, digits: int = 4) -> str:
     """A number rounded to ``digits`` significant digits for a table ("-" for none)."""
     if v is None:
@@ -460,12 +477,16 @@ def _run_compare(args) -> int:
     run_dir = _finished_run(args.run_dir)
     from pfntheory.nn.evaluate import compare_to_construction
 
+    producer = None
+    if args.out_file is not None:  # refused before the work: never over another command's file
+        producer = _compare_producer(run_dir, args)
+        _refuse_foreign_out(args.out_file, producer)
     # read-only: nothing is written in the run directory (its construction.json is committed)
     doc = compare_to_construction(run_dir, n=args.n, n_instances=args.n_instances, seed=args.seed)
     print(json.dumps(doc, indent=1) if args.json else format_comparison(doc, run_dir))
     if args.out_file is not None:
         sys.stdout.flush()
-        _write_out(args.out_file, doc, quiet=args.json)
+        _write_out(args.out_file, {**doc, "producer": producer}, quiet=args.json)
     return 0
 
 

@@ -148,8 +148,9 @@ def _add_train(sub) -> None:
         "--allow-arithmetic-change",
         action="store_true",
         help="resume a checkpoint written with other arithmetic (fused/eager path, instruction "
-        "set, library versions: metrics.json 'arithmetic'); refused by default, as the result "
-        "then differs by round-off from an uninterrupted run",
+        "set, library versions: metrics.json 'arithmetic'), or one whose record is missing or "
+        "damaged; refused by default, as the result then differs by round-off from an "
+        "uninterrupted run; each segment's arithmetic is recorded ('arithmetic_segments')",
     )
     add_run_options(g)
     g.add_argument(

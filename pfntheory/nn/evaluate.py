@@ -209,7 +209,9 @@ def evaluate(
     levels : tuple of float
         Central-interval levels.
     save : bool
-        Write (and extend) the run's ``eval*.json`` after each ``n'``, as a sweep does. False
+        Write (and extend) the run's ``eval*.json`` after each ``n'``, as a sweep does; a file of
+        another oracle or other settings (seed, instances, interval, levels) is never replaced:
+        FileExistsError before any work, naming what differs. False
         reads and writes nothing in the run directory (``pfntheory evaluate``: inspecting a run
         never rewrites its committed artefacts).
     store : OracleStore, optional
@@ -258,9 +260,14 @@ def evaluate(
     doc: dict[str, Any] = {**settings, "results": {}}
     if save and out_path.is_file():
         old = runs.load_json(out_path)
-        same = old.get("oracle", "float64") == oracle
-        if same and all(old.get(k) == v for k, v in settings.items()):
-            doc["results"] = old.get("results", {})
+        differ = _other_settings(old, settings, oracle)
+        if differ:  # never over a file of another oracle or settings (issue 52)
+            raise FileExistsError(
+                f"{out_path} holds an evaluation with other settings ({differ}); saving would "
+                "replace it: evaluate with its settings to extend it, or save=False "
+                "(pfntheory evaluate --out FILE writes elsewhere), or move the file away"
+            )
+        doc["results"] = old.get("results", {})
     it = spec.n_eval
     if progress:
         from tqdm.auto import tqdm
@@ -277,6 +284,21 @@ def evaluate(
         if save:
             runs.save_json(out_path, doc)
     return doc
+
+
+def _other_settings(old, settings: dict, oracle: str) -> str:
+    """Which settings of an evaluation file ``old`` differ from ``settings`` and ``oracle``, in
+    words ("" when none; a file that is not an evaluation differs in everything)."""
+    if not isinstance(old, dict) or not isinstance(old.get("results", {}), dict):
+        return "it is not an evaluation document"
+    keys = [k for k, v in settings.items() if old.get(k) != v]
+    if old.get("oracle", "float64") != oracle:
+        keys.append("oracle")
+    return ", ".join(
+        f"{k} {old.get(k, 'float64' if k == 'oracle' else None)!r} -> "
+        f"{oracle if k == 'oracle' else settings[k]!r}"
+        for k in keys
+    )
 
 
 def _prescribed_scale(task) -> np.ndarray:

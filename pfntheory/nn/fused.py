@@ -53,7 +53,11 @@ worst compile twice and a killed build leaves no lock behind. When the extension
 compiler or ninja, a failed build, a non-CPU tensor, an unsupported dtype) or ``PFNTHEORY_FUSED=0``,
 :func:`available` is False and callers use the eager path; the reason is logged once at debug
 level. ``PFNTHEORY_FUSED_ISA`` (``AVX512``, ``AVX2``, ``DEFAULT``) overrides the instruction set
-taken from ``torch.backends.cpu.get_cpu_capability()`` (a separate cached build). The loop runs on
+taken from ``torch.backends.cpu.get_cpu_capability()`` (a separate cached build; a capability other
+than AVX-512 and AVX2 builds ``DEFAULT``, :func:`built_isa`, which a run records). Both switches
+accept only these values (``PFNTHEORY_FUSED``: ``0`` or ``1``; unset or empty is the default):
+any other, ``no``, ``false``, ``avx2``, is a ValueError naming the variable
+(:func:`check_environment`), never a silent choice. The loop runs on
 the calling thread (no OpenMP): training runs use one thread (with more
 torch threads the eager path's matrix products use them and the fused operator does not).
 """
@@ -93,10 +97,54 @@ _NAMESPACE = "pfntheory_fused"
 _state: dict = {"tried": False, "ok": False, "reason": None, "enabled": True}
 
 
+#: ``$PFNTHEORY_FUSED``: ``1`` (the default) or ``0`` (the extension off); unset or empty is ``1``.
+FUSED_ENV = "PFNTHEORY_FUSED"
+FUSED_VALUES = ("0", "1")
+#: ``$PFNTHEORY_FUSED_ISA``: the instruction set of the build (unset or empty: torch's
+#: ``get_cpu_capability()``, mapped onto these three).
+ISA_ENV = "PFNTHEORY_FUSED_ISA"
+ISAS = ("AVX512", "AVX2", "DEFAULT")
+
+
+def _switch(name: str, values: tuple[str, ...]) -> str | None:
+    """The value of the environment switch ``name`` (None: unset or empty); any other value than
+    ``values`` is refused naming the variable (``PFNTHEORY_FUSED=no`` must not leave the fused
+    path on)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in values:
+        raise ValueError(
+            f"environment variable {name}={raw!r} is not one of {', '.join(values)} "
+            "(or unset); set one of those or unset it"
+        )
+    return raw
+
+
+def check_environment() -> None:
+    """Refuse a value of ``$PFNTHEORY_FUSED`` or ``$PFNTHEORY_FUSED_ISA`` other than those
+    documented (module docstring), with a one-line ValueError naming the variable."""
+    _switch(FUSED_ENV, FUSED_VALUES)
+    _switch(ISA_ENV, ISAS)
+
+
+def isa_of(capability) -> str:
+    """The instruction set a build takes for a CPU capability or ``$PFNTHEORY_FUSED_ISA`` value:
+    ``AVX512`` and ``AVX2`` as such, anything else ``DEFAULT``."""
+    return capability if capability in ("AVX512", "AVX2") else "DEFAULT"
+
+
+def built_isa() -> str:
+    """The instruction set the extension is (or would be) built for in this process: the checked
+    ``$PFNTHEORY_FUSED_ISA``, else torch's CPU capability (:func:`isa_of`). This is what a run
+    records (:mod:`pfntheory.nn.arithmetic`), never the variable as typed."""
+    return isa_of(_switch(ISA_ENV, ISAS) or str(torch.backends.cpu.get_cpu_capability()))
+
+
 def _flags() -> list[str]:
     """Compiler flags: the vector width of torch's own dispatch on this CPU (AVX2 or AVX-512)."""
     flags = ["-O3", "-fno-math-errno"]
-    cap = os.environ.get("PFNTHEORY_FUSED_ISA") or torch.backends.cpu.get_cpu_capability()
+    cap = built_isa()
     if cap == "AVX512":
         flags += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mavx2"]
         flags += ["-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"]
@@ -173,7 +221,8 @@ def available(build: bool = True) -> bool:
     """Whether the fused operator can be used now (compiling it on the first call; with
     ``build=False`` only loading a cached build, never compiling: :mod:`pfntheory.nn.priors`,
     whose draws must not wait a minute for a compiler)."""
-    if not _state["enabled"] or os.environ.get("PFNTHEORY_FUSED", "1") == "0":
+    check_environment()  # an undocumented value is an error, never a silent choice
+    if not _state["enabled"] or _switch(FUSED_ENV, FUSED_VALUES) == "0":
         return False
     if not _state["tried"] and not build and not _cached_library().is_file():
         return False

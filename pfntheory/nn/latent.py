@@ -279,14 +279,18 @@ def train_latent(
     """Train (or resume, or find finished) the run ``spec`` in ``run_dir``: ``latent_config.json``,
     ``checkpoint.pt`` (atomic, every ``checkpoint_every`` steps), ``learning_curve.json``,
     ``weights.pt`` and ``metrics.json`` (written last: the run is finished iff it exists).
-    ``held``: the :func:`heldout_set` of ``spec`` when the caller has it already."""
+    ``held``: the :func:`heldout_set` of ``spec`` when the caller has it already. A directory of
+    another spec (its ``latent_config.json``, never rewritten), or with a run's files and no
+    config, and a checkpoint of another spec are refused with a ValueError naming what differs."""
     if not isinstance(spec, LatentRunSpec):
         raise ValueError(f"spec must be a LatentRunSpec, got {type(spec).__name__}")
     run_dir = Path(run_dir)
-    if (run_dir / runs.METRICS).is_file():
-        return run_dir
+    if _refuse_other_latent(spec, run_dir):
+        return run_dir  # finished, and of this spec
     run_dir.mkdir(parents=True, exist_ok=True)
-    runs.save_json(run_dir / LATENT_CONFIG, {"kind": "latent_gpc", **asdict(spec)})
+    doc = _latent_doc(spec)
+    if not (run_dir / LATENT_CONFIG).is_file():
+        runs.save_json(run_dir / LATENT_CONFIG, doc)
     torch.manual_seed(spec.seed)
     model = LatentPFN(spec)
     opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
@@ -299,10 +303,16 @@ def train_latent(
     points: list[dict] = []
     if ckpt_path.is_file():
         ck = runs.load_torch(ckpt_path)
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        sched.load_state_dict(ck["scheduler"])
-        start, losses, wall = int(ck["step"]), list(ck["losses"]), float(ck["wall_time"])
+        _refuse_other_checkpoint(spec, doc, ck, ckpt_path)
+        try:
+            model.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optimizer"])
+            sched.load_state_dict(ck["scheduler"])
+            start, losses, wall = int(ck["step"]), list(ck["losses"]), float(ck["wall_time"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as err:
+            raise runs.CorruptFileError(
+                f"{ckpt_path} is not a checkpoint of this run: {str(err).splitlines()[0]}"
+            ) from err
         points = runs.load_json(curve_path)["points"] if curve_path.is_file() else []
         points = [p for p in points if p["step"] <= start]
     held = heldout_set(spec) if held is None else held
@@ -340,6 +350,7 @@ def train_latent(
                     "scheduler": sched.state_dict(),
                     "losses": losses,
                     "wall_time": wall + time.perf_counter() - t0,
+                    "spec": doc,  # what the checkpoint is of (a resume of another is refused)
                 },
             )
             if log is not None:
@@ -361,14 +372,118 @@ def train_latent(
     return run_dir
 
 
+def _latent_doc(spec: LatentRunSpec) -> dict:
+    """The JSON document of ``latent_config.json`` for ``spec`` (as read back: lists, not
+    tuples)."""
+    doc = {"kind": EXPERIMENT, **asdict(spec)}
+    doc["curve_n_eval"] = list(spec.curve_n_eval)
+    return doc
+
+
+def _spec_of(doc, where) -> LatentRunSpec:
+    """The :class:`LatentRunSpec` of a ``latent_config.json`` document; a document that is not
+    one is a :class:`~pfntheory.infra.runs.CorruptFileError` naming ``where``."""
+    try:
+        if not isinstance(doc, dict) or doc.get("kind") != EXPERIMENT:
+            raise ValueError(f"not a {EXPERIMENT} run spec")
+        cfg = {k: v for k, v in doc.items() if k != "kind"}
+        task = LatentTask(**cfg.pop("task"))
+        cfg["curve_n_eval"] = tuple(cfg["curve_n_eval"])
+        return LatentRunSpec(task=task, **cfg)
+    except (KeyError, TypeError, ValueError) as err:
+        raise runs.CorruptFileError(f"{where} is not a latent run spec: {err}") from None
+
+
+def _differs(old: LatentRunSpec, new: LatentRunSpec) -> str:
+    a, b = asdict(old), asdict(new)
+    keys = [f"task.{k}" for k in a["task"] if a["task"][k] != b["task"][k]]
+    keys += [k for k in a if k != "task" and a[k] != b[k]]
+    return ", ".join(f"{k} {_get(a, k)!r} -> {_get(b, k)!r}" for k in keys)
+
+
+def _get(d: dict, key: str):
+    for part in key.split("."):
+        d = d[part]
+    return d
+
+
+def _refuse_other_latent(spec: LatentRunSpec, run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds the finished run ``spec`` (True) or nothing finished (False);
+    a directory of another spec, or with a run's files but no readable ``latent_config.json``, is
+    refused (a ValueError naming what differs): its results must not be returned as this run's,
+    nor its config rewritten as if the whole run used ``spec``."""
+    cfg = run_dir / LATENT_CONFIG
+    hint = f"train into another directory, or delete {run_dir} to train {spec.name()} there"
+    if cfg.is_file():
+        old = _spec_of(runs.load_json(cfg), cfg)
+        if old != spec:
+            raise ValueError(
+                f"{run_dir} holds the latent run {old.name()}, not {spec.name()} (differs in "
+                f"{_differs(old, spec)}); {hint}"
+            )
+    elif any((run_dir / f).exists() for f in (runs.METRICS, runs.WEIGHTS, runs.CHECKPOINT)):
+        raise ValueError(
+            f"{run_dir} holds a run's files but no {LATENT_CONFIG}, so which run it is is not "
+            f"known; {hint}"
+        )
+    metrics = run_dir / runs.METRICS
+    if not metrics.is_file():
+        return False
+    done = runs.load_json(metrics)
+    if not (isinstance(done, dict) and done.get("completed") and done.get("steps") == spec.steps):
+        raise runs.CorruptFileError(
+            f"{metrics} is not the record of a finished run of {spec.steps} steps; {hint}"
+        )
+    if not (run_dir / runs.WEIGHTS).is_file():
+        raise runs.CorruptFileError(f"{run_dir / runs.WEIGHTS} is missing (the run says finished)")
+    return True
+
+
+def _refuse_other_checkpoint(spec: LatentRunSpec, doc: dict, ck, path: Path) -> None:
+    """Refuse a checkpoint of another run: its recorded spec must be ``spec``'s; one written before
+    the record (no ``spec``) must at least hold ``spec``'s learning rate and schedule at its step
+    (its seed is the directory's, checked by :func:`_refuse_other_latent`)."""
+    if not isinstance(ck, dict):
+        raise runs.CorruptFileError(f"{path} is not a checkpoint of this run")
+    if "spec" in ck:
+        old = _spec_of(ck["spec"], f"{path}'s spec")
+        if old != spec:
+            raise ValueError(
+                f"{path} is a checkpoint of the latent run {old.name()}, not {spec.name()} "
+                f"(differs in {_differs(old, spec)}); delete it to train {spec.name()} from "
+                "step 0"
+            )
+        return
+    try:
+        step = ck["step"]
+        sched = ck["scheduler"]
+        lr = ck["optimizer"]["param_groups"][0]["lr"]
+        base = sched["base_lrs"]
+        ok = (
+            isinstance(step, int)
+            and 0 <= step <= spec.steps
+            and sched["last_epoch"] == step
+            and base == [spec.lr]
+            and math.isclose(
+                lr,
+                spec.lr * lr_factor(step, spec.steps, spec.warmup_frac, spec.min_lr_ratio),
+                rel_tol=1e-12,
+            )
+        )
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        raise runs.CorruptFileError(f"{path} is not a checkpoint of this run: {err}") from None
+    if not ok:
+        raise ValueError(
+            f"{path} is a checkpoint of another run (its learning rate or schedule at step "
+            f"{step} is not {spec.name()}'s, lr={spec.lr}, steps={spec.steps}); delete it to "
+            f"train {spec.name()} from step 0"
+        )
+
+
 def load_latent(run_dir) -> tuple[LatentRunSpec, LatentPFN]:
     """The spec and the trained model of a finished run directory."""
     run_dir = Path(run_dir)
-    cfg = runs.load_json(run_dir / LATENT_CONFIG)
-    cfg.pop("kind", None)
-    task = LatentTask(**cfg.pop("task"))
-    cfg["curve_n_eval"] = tuple(cfg["curve_n_eval"])
-    spec = LatentRunSpec(task=task, **cfg)
+    spec = _spec_of(runs.load_json(run_dir / LATENT_CONFIG), run_dir / LATENT_CONFIG)
     model = LatentPFN(spec)
     model.load_state_dict(runs.load_torch(run_dir / runs.WEIGHTS))
     model.eval()

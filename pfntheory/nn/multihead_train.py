@@ -28,7 +28,8 @@ from pfntheory.infra import runs
 from pfntheory.infra.tree import RunSpec
 from pfntheory.maths.discretize import bin_edges
 
-from .state import build_model
+from .arithmetic import DRAW_KEY, LEGACY_FUSED_DRAW_MAX_N, SEGMENTS_KEY, arithmetic
+from .state import build_model, refuse_other_config
 from .train import _truncated_nll, lr_factor, step_batches, step_generator
 
 __all__ = ["train_teacher_forced", "load_teacher_forced", "TEACHER_FORCED"]
@@ -46,7 +47,8 @@ def train_teacher_forced(spec: RunSpec, run_dir, interval, *, log_every: int = 5
     spec : RunSpec
         With ``model.mixture=True`` and a 'hier_rbf' task.
     run_dir : path
-        Created; must not hold a finished run (``weights.pt``).
+        Created; must not hold a finished run (``weights.pt``) nor another spec's
+        ``config.json``.
     interval : (a, b)
         Truncation interval (the committed runs' calibrated one, so the bins are shared).
     log_every : int
@@ -59,9 +61,14 @@ def train_teacher_forced(spec: RunSpec, run_dir, interval, *, log_every: int = 5
     interval = pair(interval, "interval")
     log_every = positive_int(log_every, "log_every")
     run_dir = Path(run_dir)
+    if (run_dir / runs.CONFIG).is_file():  # another spec's directory is never reused
+        refuse_other_config(spec, run_dir)
     if (run_dir / runs.WEIGHTS).exists():
         raise FileExistsError(f"{run_dir} already holds a finished run")
     run_dir.mkdir(parents=True, exist_ok=True)
+    record = arithmetic(spec, torch.device("cpu"))  # one segment: this trainer does not resume
+    if spec.fast_numerics:  # step_batches without a choice per n: the fused draw wherever it can
+        record[DRAW_KEY] = LEGACY_FUSED_DRAW_MAX_N
     model = build_model(spec, interval, "cpu")
     dtype = next(model.parameters()).dtype
     units = [
@@ -119,6 +126,8 @@ def train_teacher_forced(spec: RunSpec, run_dir, interval, *, log_every: int = 5
             "cpu_time_s": cpu,
             "wall_time_s": wall,
             "skipped": skipped,
+            "arithmetic": record,
+            SEGMENTS_KEY: [{"steps": [0, spec.steps], "arithmetic": record}],
             "losses": [float(f"{v:.6g}") for v in losses],
         },
     )

@@ -49,9 +49,12 @@ from pfntheory.maths.discretize import bin_edges
 
 from .arithmetic import (
     DRAW_KEY,
+    SEGMENTS_KEY,
     arithmetic,
     arithmetic_change,
+    continue_segments,
     fused_draw_max_n,
+    resumed_segments,
 )
 from .curve import (
     CURVE_METRICS,
@@ -366,8 +369,10 @@ def train(
         a run in a test; an exception propagates after the last checkpoint was written).
     allow_arithmetic_change : bool
         Resume a checkpoint written with other arithmetic (:mod:`pfntheory.nn.arithmetic`: the
-        fused or eager path, instruction set, numerics, versions), which is refused by default
-        (the result would differ by round-off from an uninterrupted run).
+        fused or eager path, instruction set, numerics, versions), or one whose record is
+        missing or damaged, which are refused by default (the result would differ by round-off
+        from an uninterrupted run); the run then records each segment's arithmetic
+        (``arithmetic_segments``, :mod:`pfntheory.nn.arithmetic`).
 
     Returns
     -------
@@ -399,9 +404,34 @@ class _Run:
             if self.ckpt_path.is_file()
             else None
         )
+        # the checkpoint's record of its arithmetic, per segment (issue 52): missing or damaged
+        # is refused unless allowed (a record without fused_draw_max_n is not damaged)
+        self.segments: list[dict] = []
+        problem = None
+        if ckpt is not None:
+            if not isinstance(ckpt, dict):
+                raise runs.CorruptFileError(f"{self.ckpt_path} is not a checkpoint of this run")
+            step = ckpt.get("step")
+            if isinstance(step, bool) or not isinstance(step, int):
+                raise runs.CorruptFileError(
+                    f"{self.ckpt_path} is not a checkpoint of this run: its step is {step!r}"
+                )
+            if not 0 <= step <= spec.steps:
+                raise runs.CorruptFileError(
+                    f"{self.ckpt_path} is not a checkpoint of this run: its step {step} is "
+                    f"outside 0..{spec.steps}"
+                )
+            self.segments, problem = resumed_segments(ckpt, step, spec.fast_numerics)
+            if problem and not allow:
+                raise ValueError(
+                    f"{self.ckpt_path}: {problem}, so the arithmetic it was trained with is not "
+                    "known: resuming could not be shown bitwise; pass --allow-arithmetic-change "
+                    "(allow_arithmetic_change=True) to resume anyway (recorded as a segment of "
+                    "unknown arithmetic), or delete the checkpoint to train from step 0"
+                )
         # the training draw per n: this machine class's for a run from step 0, else the
         # checkpoint's, so that a resumed run draws what an uninterrupted one drew (issue 45)
-        self.fused_max_n = fused_draw_max_n(spec, ckpt)
+        self.fused_max_n = fused_draw_max_n(spec, None if problem else ckpt)
         self.arithmetic = arithmetic(spec, device)
         if self.fused_max_n is not None:
             self.arithmetic[DRAW_KEY] = self.fused_max_n
@@ -433,6 +463,8 @@ class _Run:
         self.start, self.wall, self.skipped, self.bad = 0, 0.0, 0, 0
         if ckpt is not None:
             self._restore(ckpt, allow)
+        else:
+            self.segments = continue_segments([], 0, self.arithmetic)
         self.curves = LearningCurves(spec, run_dir, self.interval, self.start, self.ema is not None)
         self.t0 = time.perf_counter()
 
@@ -455,8 +487,8 @@ class _Run:
 
     def _restore(self, ckpt: dict, allow: bool) -> None:
         # the draw was taken from the checkpoint (__init__): what differs is the machine's
-        now = {k: v for k, v in self.arithmetic.items() if k != DRAW_KEY}
-        change = arithmetic_change(ckpt.get("arithmetic"), now)
+        last = self.segments[-1]["arithmetic"]
+        change = None if last is None else arithmetic_change(last, self.arithmetic)
         if change and not allow:
             raise ValueError(
                 f"{self.ckpt_path} was written with other arithmetic ({change}): resuming would "
@@ -477,6 +509,7 @@ class _Run:
             self.skipped, self.bad = int(ckpt["skipped"]), int(ckpt["bad"])
             if self.ema is not None:
                 self.ema.load_state_dict(ckpt["ema"])
+            self.segments = continue_segments(self.segments, self.start, self.arithmetic)
         except (KeyError, RuntimeError, ValueError, TypeError) as err:
             raise runs.CorruptFileError(
                 f"{self.ckpt_path} is not a checkpoint of this run: {err}"
@@ -487,6 +520,7 @@ class _Run:
         return self.wall + time.perf_counter() - self.t0
 
     def save_checkpoint(self, step: int) -> None:
+        self.segments[-1]["steps"][1] = step  # the current segment ends here
         dev = self.device
         runs.save_torch(
             self.ckpt_path,
@@ -504,6 +538,7 @@ class _Run:
                 "interval": list(self.interval),
                 "ema": self.ema.state_dict() if self.ema is not None else None,
                 "arithmetic": self.arithmetic,
+                SEGMENTS_KEY: self.segments,
             },
         )
 
@@ -589,6 +624,9 @@ class _Run:
             runs.save_torch(run_dir / WEIGHTS_LAST, self.model.state_dict())
         final = ema.module if ema is not None else self.model
         runs.save_torch(run_dir / runs.WEIGHTS, final.state_dict())
+        # a resume at the last step on other arithmetic trained nothing: no segment of its own
+        segments = [s for s in self.segments if s["steps"][1] > s["steps"][0]] or self.segments
+        last = segments[-1]["arithmetic"]
         metrics = {
             "completed": True,
             "steps": spec.steps,
@@ -600,7 +638,10 @@ class _Run:
             "skipped_steps": self.skipped,
             "n_params": int(sum(p.numel() for p in self.model.parameters())),
             "torch_version": torch.__version__,
-            "arithmetic": self.arithmetic,  # not part of the run's identity (nn/arithmetic.py)
+            # not part of the run's identity (nn/arithmetic.py): the last segment's record, and
+            # every segment's (a run resumed across an arithmetic change has several)
+            "arithmetic": self.arithmetic if last is None else last,
+            SEGMENTS_KEY: segments,
             "loss": _loss_summary(self.losses),
             **({"weights": "average", "ema_decay": spec.ema_decay} if ema is not None else {}),
         }
