@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..experiments.specs import ExactPPDSpec, StepsizeSpec
-from . import FAILS, HOLDS, ClaimResult, band_verdict, gating, slope_ci
+from . import FAILS, HOLDS, MINIMAL_EFFECT, ClaimResult, band_verdict, gating, slope_ci
 
 __all__ = [
     "check_exp1",
@@ -67,6 +67,7 @@ def check_exp1(runs, z: float = gating.Z_MARGIN, statuses: dict | None = None) -
                         D,
                         se,
                         z,
+                        minimal=gating.minimal_effect(tv[line[-1]][0]),
                         key=f"{prefix}.tv_falls_with_{axis}",
                         label="fig:exp1",
                         statement=f"{kind}/{mode}: E[TV] falls with {axis} at {at} "
@@ -112,10 +113,13 @@ def _rise_claim(a, b, z: float, key: str, statement: str, diff: str, details: di
     (:func:`~pfntheory.claims.gating.exceeds`); ``diff`` names the difference in the tolerance."""
     D, se = gating.diff_se(a, b)
     method = "delta method, " if diff == _LOG_RISES else ""
+    # the minimal effect of interest: 10% of the lower E[TV] (``b``), or a 10% ratio of log-rises
+    minimal = float(np.log1p(MINIMAL_EFFECT)) if diff == _LOG_RISES else gating.minimal_effect(b[0])
     return gating.exceeds(
         D,
         se,
         z,
+        minimal=minimal,
         key=key,
         label="fig:exp2-1",
         statement=statement,
@@ -322,6 +326,7 @@ def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
             se,
             z,
             paper=table_paper_fall(label, rows, Ls),
+            minimal=gating.minimal_effect(b[0]),  # read only where the paper prints no fall
             key="table.crps_falls_with_L",
             label=label,
             statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
