@@ -669,13 +669,14 @@ def at_both_budgets(short: ClaimResult, long: ClaimResult, statuses: Mapping[str
     (``long``) of a budget-doubling grid: its outcomes at the two budgets, the steps read from
     ``statuses`` (the doubling statuses of the 2S runs the check reads: ``short_step`` and
     ``last_step``; every one the same pair). None when a status has no half-budget partner."""
-    pairs = {(st.short_step, st.last_step) for st in _statuses(statuses, "statuses").values()}
-    if not pairs or any(a is None or b is None for a, b in pairs):
+    sts = _statuses(statuses, "statuses").values()
+    if not sts or any(st.short_step is None or st.last_step is None for st in sts):
         return None
+    pairs = {(int(st.short_step or 0), int(st.last_step or 0)) for st in sts}
     if len(pairs) != 1:
         raise ValueError(f"statuses must share one budget pair (S, 2S), got {sorted(pairs)}")
     ((a, b),) = pairs
-    return Replay((int(a), int(b)), (bool(short.holds), bool(long.holds)), "doubling", 2)
+    return Replay((a, b), (bool(short.holds), bool(long.holds)), "doubling", 2)
 
 
 def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:
