@@ -147,12 +147,12 @@ def exceeds(
     return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, power=power, **claim)
 
 
-def minimal_effect(lower: float) -> float:
+def minimal_effect(value: float) -> float:
     """The minimal effect of interest of a comparison without a paper effect
     (docs/verdicts.md, "A minimal effect of interest"): :data:`~pfntheory.claims.MINIMAL_EFFECT`
-    (10%) of ``lower``, the E[TV] (CRPS, error) the claim says is the lower one -- the plateau
-    test's tolerance, 10% of the lower, later E[TV]. ``lower`` finite; its magnitude is used."""
-    return MINIMAL_EFFECT * abs(finite_scalar(lower, "lower"))
+    (10%) of ``value``, the E[TV] (CRPS, error) the claim says is the lower one -- the plateau
+    test's tolerance, 10% of the lower, later E[TV]. ``value`` finite and ``>= 0``."""
+    return MINIMAL_EFFECT * nonneg_scalar(value, "value")
 
 
 def trained_runs(runs):
@@ -664,12 +664,13 @@ def gate(
     return dataclasses.replace(result, verdict=d.kind, decision=d.to_dict(), details=details)
 
 
+@checked(short=instance_of(ClaimResult), long=instance_of(ClaimResult), statuses=_statuses)
 def at_both_budgets(short: ClaimResult, long: ClaimResult, statuses: Mapping[str, Status]):
     """The :class:`Replay` of one check measured on the S runs (``short``) and on the 2S runs
     (``long``) of a budget-doubling grid: its outcomes at the two budgets, the steps read from
     ``statuses`` (the doubling statuses of the 2S runs the check reads: ``short_step`` and
     ``last_step``; every one the same pair). None when a status has no half-budget partner."""
-    sts = _statuses(statuses, "statuses").values()
+    sts = list(statuses.values())
     if not sts or any(st.short_step is None or st.last_step is None for st in sts):
         return None
     pairs = {(int(st.short_step or 0), int(st.last_step or 0)) for st in sts}

@@ -239,6 +239,12 @@ def _start(x) -> tuple[tuple[int, float, float, float, float], ...]:
     return tuple(rows)
 
 
+def _a_status(x, name: str) -> Status:
+    if not isinstance(x, Status):
+        raise ArgumentTypeError(f"{name} must be a Status, got {type(x).__name__}")
+    return x
+
+
 def _by_n(x) -> tuple[tuple[int, float, float, float], ...]:
     """A doubling status's ``by_n``: rows ``(n', value at S, value at 2S, paired SE)``."""
     rows = []
@@ -257,6 +263,7 @@ def _by_n(x) -> tuple[tuple[int, float, float, float], ...]:
     return tuple(rows)
 
 
+@checked(st=lambda x, name: _a_status(x, name))
 def doubling_where(st: Status) -> str:
     """Where a budget-doubling status's change sits, per n' (empty without ``by_n``): e.g.
     "n'=128: 0.123 -> 0.110 (-11%, 9.0 SE), n'=512: 0.40 -> 0.57 (+42%, 17 SE)"."""
