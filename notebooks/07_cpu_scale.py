@@ -332,12 +332,15 @@ else:
 # The fig:exp1 claims on the `2S` runs present, gated by budget doubling: *holds* / *does not hold*
 # when every cell of the slice has plateaued; otherwise *holds at budget* / *fails at budget* when
 # the comparison has one outcome at every step of the last log-half of the weight-averaged curves
-# and in the final evaluation.
+# and in the final evaluation. A slice with a cell that doubling made worse is *worse with
+# training* only where the comparison's outcome differs between the `S` and the `2S` runs;
+# where it has one outcome at both budgets, the row keeps its kind and names the worsening, per
+# `n'`, as its caveat (docs/verdicts.md). The last row states where the worsening sits.
 
 
 # %%
-for p in panels:  # the 2S panels of the heatmaps above
-    for c in rcpu.exp1_slice_claims(p, statuses=statuses_b):
+for p, q in zip(panels, panels_s, strict=True):  # the 2S panels above, beside their S panels
+    for c in rcpu.exp1_slice_claims(p, statuses=statuses_b, short=q):
         variant = f"cpu scale, weight-averaged, 2S steps, {p.title}, {c.cells_text}"
         if c.result is None:
             rec.pending(
@@ -350,6 +353,14 @@ for p in panels:  # the 2S panels of the heatmaps above
             )
         else:
             add_all([c.result], c.runs, "fig_exp1_budget", variant=variant)
+for c in xclaims.check_exp1_budget(trained(runs_b)):  # where doubling made a cell worse
+    read = {cell["run"] for cell in c.details["cells"]}
+    add_all(
+        [c],
+        [r for r in trained(runs_b) if r.run_dir.name in read],
+        "fig_exp1_budget",
+        variant="cpu scale, fig_exp1_budget, the cells doubling made worse, S and 2S",
+    )
 
 # %% [markdown]
 # ## fig:exp1's theory panels in both readings of theory mode

@@ -102,7 +102,8 @@ def _status(state: str) -> dict:
         ("plateaued", True, False, "does not hold"),
         ("still improving", True, True, "holds at budget"),
         ("still improving", False, False, "fails at budget"),
-        ("diverging", True, True, "worse with training"),
+        ("diverging", True, True, "holds at budget"),
+        ("diverging", False, True, "worse with training"),
         ("still improving", True, False, "undecided"),
         ("too noisy to tell", False, True, "undecided"),
     ],
@@ -111,7 +112,8 @@ def test_doubling_gate_decides_by_the_pair(state, short, long, verdict):
     """Every branch of the rule, each with the outcome that tells it apart from the others (a
     plateaued pair follows the 2S measurement even when S disagrees; an improving pair needs the
     same outcome at both ends; a diverging pair, the doubled budget worse, is *worse with
-    training* whatever the check's outcome)."""
+    training* only where the check's outcome differs between S and 2S: with one outcome at both
+    the worsening cannot change the answer and is the row's caveat, docs/verdicts.md)."""
     g = cclaims.doubling_gate(_claim(short), _claim(long), _status(state))
     assert g.verdict == verdict and g.holds is long
     assert g.details["holds_at_S"] is short

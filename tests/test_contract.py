@@ -205,6 +205,7 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.gating.run_convergence": "reads a run directory",
     "pfntheory.claims.gating.gate": "reads run directories",
     "pfntheory.claims.trained.check_exp1": "reads run directories",
+    "pfntheory.claims.trained.check_exp1_budget": "reads run directories",
     "pfntheory.claims.trained.check_exp2_1": "reads run directories",
     "pfntheory.claims.pretraining_range.check_exp2_2": "reads run directories",
     "pfntheory.claims.pretraining_range.check_family_budget": "reads run directories",
@@ -969,6 +970,26 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "statement": lambda: "a statement",
     },
     "pfntheory.claims.gating.diff_se": {"a": lambda: (0.3, 0.01), "b": lambda: (0.2, 0.01)},
+    "pfntheory.claims.gating.minimal_effect": {"value": lambda: 0.2},
+    "pfntheory.claims.gating.at_both_budgets": {
+        "short": _claim,
+        "long": _claim,
+        "statuses": lambda: {
+            "a": __import__("pfntheory.infra.status", fromlist=["x"]).Status(
+                state="diverging", criterion="c", test="doubling", short_step=1000, last_step=2000
+            )
+        },
+    },
+    "pfntheory.infra.status.doubling_where": {
+        "st": lambda: __import__("pfntheory.infra.status", fromlist=["x"]).Status(
+            state="diverging",
+            criterion="c",
+            test="doubling",
+            short_step=1000,
+            last_step=2000,
+            by_n=((64, 0.1, 0.09, 0.001), (128, 0.1, 0.2, 0.01)),
+        )
+    },
     "pfntheory.infra.config.TaskSpec": {"kind": lambda: "rbf"},
     "pfntheory.infra.config.ModelSpec": {"L": lambda: 2},
     "pfntheory.maths.construction.attention_scores": {

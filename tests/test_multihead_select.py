@@ -117,9 +117,14 @@ def test_ceiling_claim_decides_on_paired_differences():
     low = _doc([0.30, 0.31, 0.29, 0.30], [0.10, 0.12, 0.11, 0.10])
     r = ms.ceiling_claim(low, [("single", "exact")], statuses={})
     assert r.holds and r.verdict == HOLDS
-    high = _doc([0.30, 0.31, 0.29, 0.30], [0.31, 0.30, 0.30, 0.32])
+    high = _doc([0.30, 0.31, 0.29, 0.30], [0.31, 0.20, 0.30, 0.32])
     r = ms.ceiling_claim(high, [("single", "exact")], statuses={})
-    assert not r.holds and r.verdict == UNDERPOWERED  # -0.0075 +- 3 x 0.0075 holds 0
+    # 0.0175 +- 3 x 0.031 holds the minimal effect of interest, 10% of E[TV] (0.028)
+    assert not r.holds and r.verdict == UNDERPOWERED
+    level = _doc([0.30, 0.31, 0.29, 0.30], [0.31, 0.30, 0.30, 0.32])
+    r = ms.ceiling_claim(level, [("single", "exact")], statuses={})
+    # -0.0075 +- 3 x 0.0075 lies below 0.031: no gain that matters (docs/verdicts.md)
+    assert not r.holds and r.verdict == FAILS and r.power.minimal == pytest.approx(0.03075)
     worse = _doc([0.30, 0.31, 0.29, 0.30], [0.40, 0.41, 0.40, 0.39])
     assert ms.ceiling_claim(worse, [("single", "exact")], statuses={}).verdict == FAILS
     from pfntheory.infra.status import as_status

@@ -50,9 +50,11 @@ def contradiction(decision: dict) -> str:
     states = dict(decision["states"])
     plateaued = states.get("plateaued", 0) == decision["n_runs"]
     worse = bool(decision.get("worse"))
-    refutes = power is not None and power["ci"][1] < power["target"]
+    # the effect the interval must reach: the claimed one, or the minimal effect of interest
+    edge = None if power is None else power.get("threshold", power["target"])
+    refutes = power is not None and power["ci"][1] < edge
     if kind in (FAILS, FAILS_AT_BUDGET) and power is not None and not refutes:
-        return f"{kind} with an interval {power['ci']} that holds the claimed {power['target']}"
+        return f"{kind} with an interval {power['ci']} that holds the claimed {edge}"
     if kind == UNDERPOWERED and (power is None or refutes or decision["holds"]):
         return "underpowered without a failing check whose interval holds the claimed effect"
     if kind in (HOLDS, HOLDS_AT_BUDGET) and not decision["holds"]:

@@ -107,8 +107,12 @@ CASES = [
      WORSE),
     ("doubling plateaued, holds", True, {"a": DOUBLING_FLAT}, None, None, HOLDS),
     ("doubling plateaued, fails, refuted", False, {"a": DOUBLING_FLAT}, None, REFUTED, FAILS),
-    ("doubling: the doubled budget is worse", True, {"a": DOUBLING_FLAT, "b": DOUBLING_WORSE},
-     xgate.Replay((1000, 2000), (True, True), "doubling", 2), None, WORSE),
+    ("doubling: the doubled budget is worse, the outcome changes", True,
+     {"a": DOUBLING_FLAT, "b": DOUBLING_WORSE},
+     xgate.Replay((1000, 2000), (False, True), "doubling", 2), None, WORSE),
+    ("doubling: the doubled budget is worse, one outcome at S and 2S", True,
+     {"a": DOUBLING_FLAT, "b": DOUBLING_WORSE},
+     xgate.Replay((1000, 2000), (True, True), "doubling", 2), None, HOLDS_AT_BUDGET),
     ("doubling still improving, one outcome at S and 2S", True, {"a": DOUBLING_FALLING},
      xgate.Replay((1000, 2000), (True, True), "doubling", 2), None, HOLDS_AT_BUDGET),
 ]  # fmt: skip
@@ -178,14 +182,17 @@ def contradiction(decision: dict) -> str:
     states = dict(decision["states"])
     plateaued = states.get("plateaued", 0) == decision["n_runs"]
     worse = bool(decision.get("worse"))
-    if (
-        kind in (FAILS, FAILS_AT_BUDGET)
-        and power is not None
-        and not power["ci"][1] < power["target"]
-    ):
-        return f"{kind} with an interval {power['ci']} that holds the claimed {power['target']}"
-    if kind == UNDERPOWERED and (power is None or power["ci"][1] < power["target"]):
+    # the effect the interval must reach: the claimed one, or the minimal effect of interest
+    edge = None if power is None else power.get("threshold", power["target"])
+    if kind in (FAILS, FAILS_AT_BUDGET) and power is not None and not power["ci"][1] < edge:
+        return f"{kind} with an interval {power['ci']} that holds the claimed {edge}"
+    if kind == UNDERPOWERED and (power is None or power["ci"][1] < edge):
         return "underpowered without an interval holding the claimed effect"
+    caveat, doubling = decision.get("caveat"), decision.get("doubling")
+    if caveat and (
+        doubling is None or any(h != decision["holds"] for h in doubling["held"]) or kind == WORSE
+    ):
+        return "a worsening kept as a caveat where the outcome at S and 2S differs"
     if kind in (HOLDS_AT_BUDGET, FAILS_AT_BUDGET) and (plateaued or worse):
         return f"{kind} on runs {'plateaued' if plateaued else 'that got worse'}"
     if kind in (HOLDS, FAILS) and decision["n_runs"] and (not plateaued or worse):

@@ -31,6 +31,8 @@ __all__ = [
     "UNDERPOWERED",
     "WORSE",
     "Power",
+    "MINIMAL_EFFECT",
+    "Z_POWER80",
     "band_verdict",
     "HOLDS_AT_BUDGET",
     "FAILS_AT_BUDGET",
@@ -89,6 +91,14 @@ def band_verdict(ci, band) -> str | None:
     return None if inside or outside else UNDERPOWERED
 
 
+#: The minimal effect of interest of a comparison without a paper effect, relative to the E[TV]
+#: (CRPS, error) the claim says is the lower one: the plateau test's tolerance (docs/verdicts.md).
+MINIMAL_EFFECT = 0.10
+#: The one-sided normal quantile of 80% power: a true effect of ``(z + Z_POWER80) se`` passes
+#: ``effect > z se`` with probability 0.8.
+Z_POWER80 = 0.8416212335729143
+
+
 @dataclass(frozen=True)
 class Power:
     """What a check of "the effect exceeds ``target``" can detect, so that it fails only when the
@@ -110,6 +120,15 @@ class Power:
         The paper's printed effect, set beside ours.
     paired : bool
         Whether the standard error is of paired differences on shared instances.
+    minimal : float or None
+        The minimal effect of interest of a comparison without a paper effect (``paper`` None):
+        :data:`MINIMAL_EFFECT`, 10% of the E[TV] (or CRPS, error) the claim says is the lower one,
+        the plateau test's tolerance. The claim is refuted when the interval lies below it (an
+        equivalence-style decision: the data exclude any effect that matters), so *does not hold*
+        is reachable for "beats" claims (docs/verdicts.md, "A minimal effect of interest").
+    z : float
+        The check's margin in standard errors (``effect > z se``), so that :attr:`detectable80`
+        can be stated: ``detectable`` is ``z se``.
 
     Checked at construction, each bad field refused naming it: ``effect``, ``target`` and
     ``paper`` finite; ``ci`` an interval ``lo <= hi`` holding ``effect`` (its ends may be +-inf:
@@ -123,6 +142,8 @@ class Power:
     detectable: float
     paper: float | None = None
     paired: bool = False
+    minimal: float | None = None
+    z: float = 3.0
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -130,6 +151,9 @@ class Power:
         put(self, "target", _checks.finite_scalar(self.target, "target"))
         if self.paper is not None:
             put(self, "paper", _checks.finite_scalar(self.paper, "paper"))
+        if self.minimal is not None:
+            put(self, "minimal", _checks.nonneg_scalar(self.minimal, "minimal"))
+        put(self, "z", _checks.positive_scalar(self.z, "z"))
         if self.ci is None or isinstance(self.ci, (str, bytes, dict)):
             raise ArgumentTypeError(f"ci must be an interval (lo, hi), got {self.ci!r}")
         try:
@@ -157,18 +181,40 @@ class Power:
         put(self, "paired", bool(self.paired))
 
     @property
+    def threshold(self) -> float:
+        """The effect the interval must reach for the claim to stand: the claimed effect
+        (``target``), raised to the minimal effect of interest where the paper prints none."""
+        if self.paper is None and self.minimal is not None:
+            return max(self.target, self.minimal)
+        return self.target
+
+    @property
     def refutes(self) -> bool:
-        """The interval lies below the claimed effect: the data exclude it."""
-        return bool(self.ci[1] < self.target)
+        """The interval lies below the claimed effect (or, without a paper effect, below the
+        minimal effect of interest): the data exclude any effect that matters."""
+        return bool(self.ci[1] < self.threshold)
+
+    @property
+    def detectable80(self) -> float:
+        """The smallest true effect the check detects with 80% power: ``(z + z_0.8) se``
+        (``detectable`` is ``z se``, detected half of the time)."""
+        return float(self.detectable * (self.z + Z_POWER80) / self.z)
 
     def text(self) -> str:
-        """One line: ours beside the paper's, and what the check can detect."""
+        """One line: ours beside the paper's, the minimal effect of interest, and what the check
+        can detect (at 50% and 80% power)."""
         lo, hi = self.ci
         paper = f", the paper's {self.paper:.3g}" if self.paper is not None else ""
         how = "paired" if self.paired else "unpaired"
+        mini = (
+            f"; minimal effect of interest {self.minimal:.3g} (10% of E[TV])"
+            if self.paper is None and self.minimal is not None
+            else ""
+        )
         return (
-            f"measured effect {self.effect:.3g} (interval [{lo:.3g}, {hi:.3g}], {how}{paper}); "
-            f"the smallest effect this check detects is {self.detectable:.3g}"
+            f"measured effect {self.effect:.3g} (interval [{lo:.3g}, {hi:.3g}], {how}{paper})"
+            f"{mini}; the smallest effect this check detects is {self.detectable:.3g} (half the "
+            f"time), {self.detectable80:.3g} at 80% power"
         )
 
 

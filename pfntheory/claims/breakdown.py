@@ -39,7 +39,7 @@ from pfntheory.base._checks import (
 )
 from pfntheory.base._entry import OneLineParser, run_entry
 
-from . import checked_args
+from . import MINIMAL_EFFECT, checked_args
 
 __all__ = [
     "solver_product",
@@ -470,6 +470,7 @@ def exp2_1_breakdown_claims(tf, pr, doc: dict, inside, z: float) -> list:
         D,
         dse,
         z,
+        minimal=float(np.log1p(MINIMAL_EFFECT)),  # a 10% ratio of the two rises
         key="fig_exp2_1.pr_stable_beyond_breakdown",
         label="fig:exp2-1",
         statement=f"normalised TF^pr stays stable where TF breaks down: its solver stack contracts "

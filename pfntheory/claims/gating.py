@@ -50,7 +50,7 @@ from pfntheory.infra.convergence import (
     doubling_status,
     last_half_values,
 )
-from pfntheory.infra.status import Status, as_status, no_curve
+from pfntheory.infra.status import Status, as_status, doubling_where, no_curve
 from pfntheory.infra.tree import RunSpec
 
 from . import (
@@ -58,6 +58,7 @@ from . import (
     FAILS_AT_BUDGET,
     HOLDS,
     HOLDS_AT_BUDGET,
+    MINIMAL_EFFECT,
     UNDECIDED,
     UNDERPOWERED,
     WORSE,
@@ -81,6 +82,8 @@ __all__ = [
     "plateau_tally",
     "diff_se",
     "exceeds",
+    "minimal_effect",
+    "at_both_budgets",
 ]
 
 #: Standard errors a difference must exceed to count (one-sided normal tail 0.13%).
@@ -110,22 +113,46 @@ def _mean_se(x, name: str) -> tuple[float, float]:
 
 
 def exceeds(
-    D: float, se: float, z: float, paper: float | None = None, paired: bool = False, **claim
+    D: float,
+    se: float,
+    z: float,
+    paper: float | None = None,
+    paired: bool = False,
+    minimal: float | None = None,
+    **claim,
 ) -> ClaimResult:
     """The claim that a difference ``D`` with standard error ``se`` exceeds ``z`` standard errors
     (the decision rule of the module docstring), with its :class:`~pfntheory.claims.Power`: the
     interval ``D -+ z se`` against the claimed effect (``paper``, the paper's printed effect, where
-    it prints one; else 0), so that the gate calls it *does not hold* only when the interval
+    it prints one; else 0, raised to ``minimal``, the minimal effect of interest, where given:
+    :func:`minimal_effect`), so that the gate calls it *does not hold* only when the interval
     excludes that effect. ``claim``: the other ClaimResult fields.
 
-    ``D`` is finite, ``se >= 0`` and ``z > 0``.
+    ``D`` is finite, ``se >= 0``, ``z > 0`` and ``minimal`` (where given) ``>= 0``.
     """
     D = finite_scalar(D, "D")
     se = nonneg_scalar(se, "se")
     z = positive_scalar(z, "z")
     target = 0.0 if paper is None else max(finite_scalar(paper, "paper"), 0.0)
-    power = Power(D, (D - z * se, D + z * se), target, z * se, paper=paper, paired=paired)
+    power = Power(
+        D,
+        (D - z * se, D + z * se),
+        target,
+        z * se,
+        paper=paper,
+        paired=paired,
+        minimal=minimal,
+        z=z,
+    )
     return ClaimResult(holds=bool(D > z * se), observed=D, bound=z * se, power=power, **claim)
+
+
+def minimal_effect(value: float) -> float:
+    """The minimal effect of interest of a comparison without a paper effect
+    (docs/verdicts.md, "A minimal effect of interest"): :data:`~pfntheory.claims.MINIMAL_EFFECT`
+    (10%) of ``value``, the E[TV] (CRPS, error) the claim says is the lower one -- the plateau
+    test's tolerance, 10% of the lower, later E[TV]. ``value`` finite and ``>= 0``."""
+    return MINIMAL_EFFECT * nonneg_scalar(value, "value")
 
 
 def trained_runs(runs):
@@ -283,8 +310,36 @@ class Decision:
     replay: Replay | None = None
     power: Power | None = None
     test: str = "log-half"
+    # runs that got worse by budget doubling where the check has one outcome at S and at 2S:
+    # the worsening cannot change the answer, so it is a caveat, each with where it sits
+    caveat: tuple[str, ...] = ()
+    doubling: Replay | None = None
 
     def text(self) -> str:
+        out = self._text()
+        if self.caveat and self.doubling is not None:
+            rp = self.doubling
+            word = "holds" if self.holds else "fails"
+            out += (
+                f". Caveat: training made {len(self.caveat)} run"
+                f"{'s' if len(self.caveat) != 1 else ''} worse where the check is not decided: "
+                f"{'; '.join(self.caveat)}; the check {word} at both budgets, {rp.steps[0]} and "
+                f"{rp.steps[-1]} steps, so the worsening does not change the answer"
+            )
+        if self.power is not None and self.rule != "underpowered":
+            p = self.power
+            mini = (
+                f"minimal effect of interest {p.minimal:.3g} (10% of E[TV]); "
+                if p.paper is None and p.minimal is not None
+                else ""
+            )
+            out += (
+                f" ({mini}smallest effect detected at 80% power {p.detectable80:.3g}, half the "
+                f"time {p.detectable:.3g})"
+            )
+        return out
+
+    def _text(self) -> str:
         st = ", ".join(f"{n} {s}" for s, n in self.states)
         word = "holds" if self.holds else "fails"
         runs = f"{self.n_runs} run{'s' if self.n_runs != 1 else ''}"
@@ -316,9 +371,15 @@ class Decision:
                 f"({st}, by {how})"
             )
         if self.rule == "underpowered" and self.power is not None:
+            p = self.power
+            what = (
+                f"the minimal effect of interest {p.threshold:.3g}"
+                if p.threshold != p.target
+                else f"the claimed {p.target:.3g}"
+            )
             return (
                 f"undecided (underpowered): the check fails, but the interval of the effect "
-                f"still holds the claimed {self.power.target:.3g}: {self.power.text()}; {head}"
+                f"still holds {what}: {p.text()}; {head}"
             ).rstrip("; ")
         if self.rule == "open":
             why = f"undecided: {runs} not all plateaued at {self.last_step} steps ({st}, by {how})"
@@ -339,6 +400,12 @@ class Decision:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["states"] = [list(x) for x in self.states]
+        if self.power is not None:  # the derived numbers a reader of the record needs
+            d["power"] = {
+                **d["power"],
+                "threshold": self.power.threshold,
+                "detectable80": self.power.detectable80,
+            }
         return {**d, "text": self.text()}
 
 
@@ -363,12 +430,23 @@ def _flag(x, name: str) -> bool:
     return bool(x)
 
 
+def _doubling_replay(x, name: str) -> Replay | None:
+    """An optional :class:`Replay` of source "doubling" (the check at S and at 2S)."""
+    if x is None:
+        return None
+    instance_of(Replay)(x, name)
+    if x.source != "doubling":
+        raise ValueError(f"{name} must be a replay at the two budgets (source 'doubling')")
+    return x
+
+
 @checked(
     holds=_flag,
     statuses=_statuses,
     replay=optional(instance_of(Replay)),
     power=optional(instance_of(Power)),
     model=optional(text),
+    doubling=_doubling_replay,
 )
 def decide(
     holds: bool,
@@ -377,6 +455,7 @@ def decide(
     replay: Replay | None = None,
     power: Power | None = None,
     model: str | None = None,
+    doubling: Replay | None = None,
 ) -> Decision:
     """The one gate of every trained and case-study verdict (docs/verdicts.md, "The kinds").
 
@@ -392,12 +471,20 @@ def decide(
         What the check can detect; a failing check without one fails as measured.
     model : str, optional
         The model the measurement read (default: the statuses' ``model``).
+    doubling : Replay, optional
+        The check at the two budgets S and 2S (source "doubling"; default: ``replay`` when it is
+        one). Where every run that got worse got worse by budget doubling alone (the 2S model
+        worse than the S one, not worse than its initialisation) and the check has the row's
+        outcome at S and at 2S, the worsening cannot change the answer: the row is decided by the
+        rules below, with the worsening as its caveat (``Decision.caveat``, where it sits per
+        n').
 
     Returns
     -------
     Decision
         First rule that applies: a run got worse (diverging, or worse than its initialisation at
-        some n') -> *worse with training*; every run plateaued -> *holds*, or *does not hold* when
+        some n') where the worsening could change the answer -> *worse with training*; every run
+        plateaued -> *holds*, or *does not hold* when
         ``power`` refutes the claimed effect (*undecided (underpowered)* otherwise); the replay
         decides with one outcome throughout -> *holds / fails at budget* (the same power rule for
         *fails*); otherwise *undecided*.
@@ -438,9 +525,26 @@ def decide(
         test="doubling" if tests == {"doubling"} else "log-half",
     )
     refuted = power is None or power.refutes
-    worse = tuple(_worse_text(n, st) for n, st in sts.items() if st.got_worse)
-    if worse:
+    if doubling is None and replay is not None and replay.source == "doubling":
+        doubling = replay
+    got_worse = {n: st for n, st in sts.items() if st.got_worse}
+    worse = tuple(_worse_text(n, st) for n, st in got_worse.items())
+    unchanged = (
+        doubling is not None
+        and doubling.decides
+        and all(h == holds for h in doubling.held)
+        and all(
+            st.test == "doubling" and st.diverging and not st.worse_than_start
+            for st in got_worse.values()
+        )
+    )
+    if worse and not unchanged:
         return dataclasses.replace(base, kind=WORSE, rule="worse", worse=worse)
+    if worse:  # the check has one outcome at S and 2S: the worsening is a caveat
+        base = dataclasses.replace(base, caveat=worse, doubling=doubling)
+        if replay is None or not replay.decides:
+            replay = doubling
+            base = dataclasses.replace(base, replay=doubling)
     if all(st.plateaued for st in sts.values()):
         if holds or refuted:
             return dataclasses.replace(base, kind=HOLDS if holds else FAILS, rule="plateaued")
@@ -459,12 +563,15 @@ def _model_of(sts: Mapping[str, Status]) -> str:
 
 
 def _worse_text(name: str, st: Status) -> str:
-    """Where one run got worse, in words."""
+    """Where one run got worse, in words (by budget doubling: per n')."""
     parts = []
     if st.diverging:
+        where = doubling_where(st)
         parts.append(
             "diverging by budget doubling (the doubled budget made E[TV] worse, fall "
-            f"{st.fall:.3g}, 90% CI [{st.ci[0]:.3g}, {st.ci[1]:.3g}])"
+            f"{st.fall:.3g}, 90% CI [{st.ci[0]:.3g}, {st.ci[1]:.3g}]"
+            + (f"; per n': {where}" if where else "")
+            + ")"
             if st.test == "doubling"
             else f"diverging (its E[TV] rose over the last log-half: fitted fall {st.fall:.3g})"
         )
@@ -518,6 +625,7 @@ def gate(
     replay=None,
     statuses: dict | None = None,
     replay_curve: str | None = None,
+    doubling: Replay | None = None,
 ) -> ClaimResult:
     """Attach the convergence of every run ``result`` rests on, and decide its verdict kind with
     :func:`decide`. ``replay`` (see :func:`budget_outcomes`) re-decides the check at every step of
@@ -526,8 +634,11 @@ def gate(
     "uniform": the shift curve); ``metrics``: the curves' metrics read (E[TV]; a coverage claim
     whose curves are precise enough to decide adds ``"coverage90"``); ``statuses``: convergence
     statuses to use instead (run name -> :class:`~pfntheory.infra.status.Status`, e.g.
-    :func:`doubling_statuses`). A result whose verdict is already set (an explicit one) is
-    returned with its statuses attached, undecided by the gate."""
+    :func:`doubling_statuses`); ``doubling``: the check at the two budgets S and 2S (a
+    :class:`Replay` of source "doubling", :func:`at_both_budgets`), which keeps a row whose runs
+    got worse by budget doubling from *worse with training* where both outcomes are its own
+    (:func:`decide`). A result whose verdict is already set (an explicit one) is returned with
+    its statuses attached, undecided by the gate."""
     runs, replay = loaded_runs(runs), replay_of(replay, optional=True)
     statuses_of(statuses, runs)
     conv = (
@@ -549,8 +660,24 @@ def gate(
     if replay is not None and not all(st.plateaued for st in conv.values()):
         b = budget_outcomes(runs, replay, replay_curve)
         rep = Replay(tuple(b["steps"]), tuple(b["held"]))
-    d = decide(result.holds, conv, replay=rep, power=result.power)
+    d = decide(result.holds, conv, replay=rep, power=result.power, doubling=doubling)
     return dataclasses.replace(result, verdict=d.kind, decision=d.to_dict(), details=details)
+
+
+@checked(short=instance_of(ClaimResult), long=instance_of(ClaimResult), statuses=_statuses)
+def at_both_budgets(short: ClaimResult, long: ClaimResult, statuses: Mapping[str, Status]):
+    """The :class:`Replay` of one check measured on the S runs (``short``) and on the 2S runs
+    (``long``) of a budget-doubling grid: its outcomes at the two budgets, the steps read from
+    ``statuses`` (the doubling statuses of the 2S runs the check reads: ``short_step`` and
+    ``last_step``; every one the same pair). None when a status has no half-budget partner."""
+    sts = list(statuses.values())
+    if not sts or any(st.short_step is None or st.last_step is None for st in sts):
+        return None
+    pairs = {(int(st.short_step or 0), int(st.last_step or 0)) for st in sts}
+    if len(pairs) != 1:
+        raise ValueError(f"statuses must share one budget pair (S, 2S), got {sorted(pairs)}")
+    ((a, b),) = pairs
+    return Replay((a, b), (bool(short.holds), bool(long.holds)), "doubling", 2)
 
 
 def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:

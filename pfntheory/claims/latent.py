@@ -27,7 +27,7 @@ from pfntheory.maths import latent
 from pfntheory.maths import latent_construction as lc
 from pfntheory.maths.kernels import RBFKernel
 
-from . import ClaimResult, Power
+from . import MINIMAL_EFFECT, ClaimResult, Power
 
 __all__ = [
     "LABEL",
@@ -428,9 +428,20 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
             rb = runs_by_budget.get(budget, {})
             if lo in rb and hi in rb:
                 outcomes[budget] = bool(t_interval(err(rb[lo]) - err(rb[hi]))[1][0] > 0)
-        m, ci = t_interval(err(runs_by_budget["2S"][lo]) - err(runs_by_budget["2S"][hi]))
+        diff = err(runs_by_budget["2S"][lo]) - err(runs_by_budget["2S"][hi])
+        m, ci = t_interval(diff)
         holds = bool(ci[0] > 0)
-        power = Power(effect=m, ci=ci, target=0.0, detectable=(ci[1] - ci[0]) / 2, paired=True)
+        # the minimal effect of interest: 10% of the deeper PFN's error (the claimed-lower one);
+        # z: the t quantile of the interval, so that the 80%-power effect can be stated
+        power = Power(
+            effect=m,
+            ci=ci,
+            target=0.0,
+            detectable=(ci[1] - ci[0]) / 2,
+            paired=True,
+            minimal=MINIMAL_EFFECT * float(err(runs_by_budget["2S"][hi]).mean()),
+            z=_t_quantile(diff.size),
+        )
         kind, decision = _decide(holds, outcomes, doubling, (lo, hi), power)
         out.append(
             ClaimResult(
@@ -570,3 +581,11 @@ def probe_newton(run_dir, reference: list[dict], targets: dict, *, at_init: bool
         resid = mus[half:].ravel() - A[half:].reshape(-1, A.shape[-1]) @ coef
         r2.append(float(1 - resid.var() / mus[half:].ravel().var()))
     return {"corr_w": corr, "r2_mu": r2}
+
+
+def _t_quantile(n: int, level: float = 0.95) -> float:
+    """The two-sided Student-t quantile of a ``level`` interval over ``n`` values (the ``z`` of a
+    :class:`~pfntheory.claims.Power` built on :func:`~pfntheory.base.stats.t_interval`)."""
+    import scipy.stats
+
+    return float(scipy.stats.t.ppf(0.5 + level / 2, max(n - 1, 1)))

@@ -41,7 +41,7 @@ from pfntheory.base._checks import (
 from pfntheory.base.stats import mean_se
 from pfntheory.maths import metrics as M
 
-from . import ClaimResult, Power
+from . import MINIMAL_EFFECT, ClaimResult, Power
 from .gating import Z_MARGIN, decide
 
 __all__ = [
@@ -562,7 +562,9 @@ def _cell_power(r: dict, z: float) -> Power:
     ``fall / SE`` decides both ways: the check holds iff it passes, and the claim is refuted iff
     its interval lies below 0 (``fall / SE < -z`` there, the smallest ratio, iff at some n')."""
     f, se = float(r["fall"]), float(r["fall_se"])
-    return Power(f, (f - z * se, f + z * se), 0.0, z * se, paired=True)
+    # the minimal effect of interest: 10% of the candidate's E[TV] in that cell
+    minimal = MINIMAL_EFFECT * abs(float(r["tv"])) if "tv" in r else None
+    return Power(f, (f - z * se, f + z * se), 0.0, z * se, paired=True, minimal=minimal, z=z)
 
 
 def _decided(res: ClaimResult, statuses, power: Power | None, replay=None) -> ClaimResult:

@@ -29,7 +29,7 @@ from pfntheory.maths import metrics as M
 
 from ..experiments.results import LoadedRun, load_available
 from ..experiments.specs import ExactPPDSpec
-from . import ClaimResult, Power, gating
+from . import MINIMAL_EFFECT, ClaimResult, Power, gating
 from .gating import Z_MARGIN, diff_se, gate
 
 __all__ = [
@@ -239,7 +239,7 @@ def _coverage_claim(run: LoadedRun, z: float) -> ClaimResult:
 
 
 def _tv_claim(paired: dict, multi: str, single: str, key: str, z: float) -> ClaimResult:
-    rows, ok, worst = [], True, (math.inf, 0, 0.0, 0.0)
+    rows, ok, worst = [], True, (math.inf, 0, 0.0, 0.0, 0.0)
     for n in paired["n_eval"]:
         d = np.asarray(paired["tv"][single][str(n)]) - np.asarray(paired["tv"][multi][str(n)])
         m, se = mean_se(d)
@@ -253,7 +253,8 @@ def _tv_claim(paired: dict, multi: str, single: str, key: str, z: float) -> Clai
             }
         )
         ok = ok and m > z * se
-        worst = min(worst, (m / se if se > 0 else math.inf, n, m, se))
+        tv_multi = float(np.mean(paired["tv"][multi][str(n)]))
+        worst = min(worst, (m / se if se > 0 else math.inf, n, m, se, tv_multi))
     return ClaimResult(
         key=key,
         label=LABEL,
@@ -269,6 +270,9 @@ def _tv_claim(paired: dict, multi: str, single: str, key: str, z: float) -> Clai
             0.0,
             z * worst[3],
             paired=True,
+            # the minimal effect of interest: 10% of the multi-head's E[TV] at the worst n'
+            minimal=MINIMAL_EFFECT * worst[4],
+            z=z,
         ),
         tolerance=f"E[TV_single - TV_multi] > {z:g} SE, paired over {paired['n_instances']} "
         f"instances per n' (worst n'={worst[1]})",

@@ -104,6 +104,8 @@ def check_exp2_2(
                 (comps[worst][0] - z * comps[worst][1], comps[worst][0] + z * comps[worst][1]),
                 0.0,
                 z * comps[worst][1],
+                minimal=gating.minimal_effect(tv[(Ls[-1], worst)][0]),
+                z=z,
             ),
             tolerance=f"TV(L_min) - TV(L_max) > {z:g} SE at each n_max (worst n_max={worst})",
             details={**grid, "diff_by_n_max": {str(m): v for m, v in comps.items()}},
@@ -125,6 +127,7 @@ def check_exp2_2(
             D,
             se,
             z,
+            minimal=gating.minimal_effect(cells[(Ls[-1], Nm[-1])].average("tv", beyond[Ls[-1]])[0]),
             key="exp2_2.n_max_helps",
             label="fig:exp2-2",
             statement=(

@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 
 from ..experiments.specs import ExactPPDSpec, StepsizeSpec
-from . import FAILS, HOLDS, ClaimResult, band_verdict, gating, slope_ci
+from . import FAILS, HOLDS, MINIMAL_EFFECT, ClaimResult, band_verdict, gating, slope_ci
 
 __all__ = [
     "check_exp1",
+    "check_exp1_budget",
     "check_exp2_1",
     "check_table",
     "check_stepsize",
@@ -67,6 +68,7 @@ def check_exp1(runs, z: float = gating.Z_MARGIN, statuses: dict | None = None) -
                         D,
                         se,
                         z,
+                        minimal=gating.minimal_effect(tv[line[-1]][0]),
                         key=f"{prefix}.tv_falls_with_{axis}",
                         label="fig:exp1",
                         statement=f"{kind}/{mode}: E[TV] falls with {axis} at {at} "
@@ -88,6 +90,68 @@ def check_exp1(runs, z: float = gating.Z_MARGIN, statuses: dict | None = None) -
                 )
             )
     return out
+
+
+def check_exp1_budget(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
+    """Where doubling the budget made a fig:exp1 cell worse, the worsening sits at the top of the
+    pretraining range: in every cell of the ``fig_exp1_budget`` grid whose 2S run is *diverging*
+    by budget doubling (:func:`~pfntheory.claims.gating.doubling_statuses`), E[TV] at
+    ``n' = n_max`` rises from S to 2S by more than ``z`` paired SE while at ``n' = n_min`` it falls
+    by more than ``z`` paired SE (per-instance E[TV] of the two final curve points, the same
+    held-out instances). The row reads both budgets of every cell: it is the doubling itself, so
+    it is not gated on it (its verdict is set explicitly). Empty when no cell diverges."""
+    statuses = gating.doubling_statuses(runs)
+    cells = []
+    for name, st in sorted(statuses.items()):
+        if not st.diverging or st.test != "doubling" or not st.by_n:
+            continue
+        run = next(r for r in gating.trained_runs(runs) if r.run_dir.name == name)
+        by = {n: (a, b, se) for n, a, b, se in st.by_n}
+        lo, hi = run.spec.n_min, run.spec.n_max
+        if lo not in by or hi not in by:
+            continue
+        rise = (by[hi][1] - by[hi][0]) / by[hi][2] if by[hi][2] > 0 else float("inf")
+        fall = (by[lo][0] - by[lo][1]) / by[lo][2] if by[lo][2] > 0 else float("inf")
+        cells.append(
+            {
+                "run": name,
+                "n_min": lo,
+                "n_max": hi,
+                "steps": [st.short_step, st.last_step],
+                "tv_n_max": [by[hi][0], by[hi][1]],
+                "tv_n_min": [by[lo][0], by[lo][1]],
+                "rise_n_max_rel": by[hi][1] / by[hi][0] - 1,
+                "fall_n_min_rel": 1 - by[lo][1] / by[lo][0],
+                "rise_n_max_se": rise,
+                "fall_n_min_se": fall,
+            }
+        )
+    if not cells:
+        return []
+    n_cells = sum(1 for st in statuses.values() if st.half_run)  # the 2S runs with an S partner
+    worst = min(cells, key=lambda c: min(c["rise_n_max_se"], c["fall_n_min_se"]))
+    holds = all(c["rise_n_max_se"] > z and c["fall_n_min_se"] > z for c in cells)
+    rel = [c["rise_n_max_rel"] for c in cells]
+    falls = [c["fall_n_min_rel"] for c in cells]
+    return [
+        ClaimResult(
+            key="fig_exp1.budget.worsening_at_n_max",
+            label="fig:exp1",
+            statement=f"where doubling the budget made a fig:exp1 cell worse ({len(cells)} of "
+            f"{n_cells} 2S cells diverging), E[TV] at n' = n_max rises with training "
+            f"(+{100 * min(rel):.0f}% to +{100 * max(rel):.0f}%) while at n' = n_min it falls "
+            f"({100 * min(falls):.0f}% to {100 * max(falls):.0f}%)",
+            holds=holds,
+            observed=float(min(worst["rise_n_max_se"], worst["fall_n_min_se"])),
+            bound=z,
+            tolerance=f"in every diverging cell, the paired change of E[TV] from S to 2S exceeds "
+            f"{z:g} SE upwards at n' = n_max and downwards at n' = n_min (observed: the smallest "
+            f"of the two, in SE, over the cells: {worst['run']}); not gated on budget doubling: "
+            "the row measures what the doubling did",
+            details={"cells": cells, "n_cells": n_cells},
+            verdict=HOLDS if holds else FAILS,
+        )
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -112,10 +176,13 @@ def _rise_claim(a, b, z: float, key: str, statement: str, diff: str, details: di
     (:func:`~pfntheory.claims.gating.exceeds`); ``diff`` names the difference in the tolerance."""
     D, se = gating.diff_se(a, b)
     method = "delta method, " if diff == _LOG_RISES else ""
+    # the minimal effect of interest: 10% of the lower E[TV] (``b``), or a 10% ratio of log-rises
+    minimal = float(np.log1p(MINIMAL_EFFECT)) if diff == _LOG_RISES else gating.minimal_effect(b[0])
     return gating.exceeds(
         D,
         se,
         z,
+        minimal=minimal,
         key=key,
         label="fig:exp2-1",
         statement=statement,
@@ -322,6 +389,7 @@ def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
             se,
             z,
             paper=table_paper_fall(label, rows, Ls),
+            minimal=gating.minimal_effect(b[0]),  # read only where the paper prints no fall
             key="table.crps_falls_with_L",
             label=label,
             statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",

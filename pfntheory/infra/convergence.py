@@ -489,8 +489,35 @@ def doubling_status(
             "value": value,
             "instance_se": se,
             "n_instances": n,
+            "by_n": _doubling_by_n(short, long),
         }
     )
+
+
+def _doubling_by_n(short: Sequence[dict], long: Sequence[dict]) -> tuple:
+    """Per n' of the two final points (both with per-instance E[TV] of one length): ``(n', E[TV]
+    at S, E[TV] at 2S, paired SE of the change)``; n' missing at either end are left out."""
+
+    def last(points):
+        step = max(int(p["step"]) for p in points)
+        return {
+            int(p["n"]): np.asarray(p["tv_instances"], float)
+            for p in points
+            if int(p["step"]) == step and "tv_instances" in p
+        }
+
+    a, b = last(short), last(long)
+    rows = []
+    for n in sorted(set(a) & set(b)):
+        if a[n].shape != b[n].shape or a[n].size < 2:
+            continue
+        d = b[n] - a[n]
+        if not np.all(np.isfinite(d)):
+            continue
+        rows.append(
+            (n, float(a[n].mean()), float(b[n].mean()), float(d.std(ddof=1) / math.sqrt(d.size)))
+        )
+    return tuple(rows)
 
 
 def last_half_values(points: Sequence[dict]) -> dict[int, dict]:

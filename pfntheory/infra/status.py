@@ -30,6 +30,7 @@ __all__ = [
     "Status",
     "as_status",
     "no_curve",
+    "doubling_where",
     "start_vs_end",
     "trend_text",
 ]
@@ -64,7 +65,9 @@ class Status(Mapping):
     ``(n', value at step 0, its SE, value at the last step, its SE)``), ``worse_than_start`` (the
     n' where the last value exceeds the step-0 value by more than :data:`START_MARGIN` SE and
     :data:`START_TOL` of it),
-    ``model`` (which model the values are of) and ``run`` / ``half_run`` (run names, where known).
+    ``model`` (which model the values are of) and ``run`` / ``half_run`` (run names, where known);
+    ``by_n`` (budget doubling: per n' of the two final points ``(n', E[TV] at S, E[TV] at 2S,
+    paired SE of the change)``, where the doubled budget made the run better or worse).
 
     A Mapping of its fields (and of ``plateaued``, ``diverging``, ``change``), so that readers
     of the former dict statuses keep working; new code reads the attributes.
@@ -101,6 +104,7 @@ class Status(Mapping):
     model: str = "the run's final weights"
     run: str = ""
     half_run: str = ""
+    by_n: tuple[tuple[int, float, float, float], ...] = ()
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -136,6 +140,7 @@ class Status(Mapping):
                 f"{sorted(ns)}"
             )
         put(self, "worse_than_start", worse)
+        put(self, "by_n", _by_n(self.by_n))
 
     @property
     def plateaued(self) -> bool:
@@ -232,6 +237,42 @@ def _start(x) -> tuple[tuple[int, float, float, float, float], ...]:
         sb = nonneg_scalar(r[4], f"start[{i}][4] (SE)")
         rows.append((n, a, sa, b, sb))
     return tuple(rows)
+
+
+def _a_status(x, name: str) -> Status:
+    if not isinstance(x, Status):
+        raise ArgumentTypeError(f"{name} must be a Status, got {type(x).__name__}")
+    return x
+
+
+def _by_n(x) -> tuple[tuple[int, float, float, float], ...]:
+    """A doubling status's ``by_n``: rows ``(n', value at S, value at 2S, paired SE)``."""
+    rows = []
+    for i, row in enumerate(_seq(x, "by_n")):
+        r = _seq(row, f"by_n[{i}]")
+        if len(r) != 4:
+            raise ValueError(f"by_n[{i}] must be (n', at S, at 2S, se), got {len(r)} values")
+        rows.append(
+            (
+                nonneg_int(r[0], f"by_n[{i}][0] (n')"),
+                finite_scalar(r[1], f"by_n[{i}][1]"),
+                finite_scalar(r[2], f"by_n[{i}][2]"),
+                nonneg_scalar(r[3], f"by_n[{i}][3] (SE)"),
+            )
+        )
+    return tuple(rows)
+
+
+@checked(st=lambda x, name: _a_status(x, name))
+def doubling_where(st: Status) -> str:
+    """Where a budget-doubling status's change sits, per n' (empty without ``by_n``): e.g.
+    "n'=128: 0.123 -> 0.110 (-11%, 9.0 SE), n'=512: 0.40 -> 0.57 (+42%, 17 SE)"."""
+    parts = []
+    for n, a, b, se in st.by_n:
+        rel = f"{100 * (b - a) / a:+.0f}%" if a else "n/a"
+        t = f", {(b - a) / se:+.1f} SE" if se > 0 else ""
+        parts.append(f"n'={n}: {a:.3g} at {st.short_step} -> {b:.3g} at {st.last_step} ({rel}{t})")
+    return ", ".join(parts)
 
 
 @checked(criterion=text, last_step=optional(nonneg_int), state=text)

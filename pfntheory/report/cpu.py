@@ -203,7 +203,10 @@ class SliceClaim:
 
 
 def exp1_slice_claims(
-    panel: Exp1Panel, z: float = xgate.Z_MARGIN, statuses: dict | None = None
+    panel: Exp1Panel,
+    z: float = xgate.Z_MARGIN,
+    statuses: dict | None = None,
+    short: Exp1Panel | None = None,
 ) -> list[SliceClaim]:
     """The two fig:exp1 claims of ``panel`` on the cells present: E[TV] falls with L at the declared
     largest C, and with C at the declared largest L.
@@ -215,7 +218,12 @@ def exp1_slice_claims(
     the runs of the slice (``statuses``: convergence statuses by run name instead of the curves'
     own, e.g. :func:`pfntheory.claims.gating.doubling_statuses`), replaying the comparison on the
     learning curves for a verdict at budget. On a complete grid the numbers equal
-    ``check_exp1``'s.
+    ``check_exp1``'s. ``short``: the panel of the same grid at half the steps (the S runs of a
+    budget-doubling grid, :func:`pfntheory.report.exp1_budget.budget_panels`): the same check on
+    its cells of the slice is the check at S, so that a slice whose runs got worse by doubling is
+    *worse with training* only where the outcome differs between S and 2S
+    (:func:`pfntheory.claims.gating.decide`). The minimal effect of interest is 10% of the
+    slice's last E[TV] (:func:`pfntheory.claims.gating.minimal_effect`).
     """
     out = []
     for axis in ("L", "C"):
@@ -234,6 +242,21 @@ def exp1_slice_claims(
         tv = {v: cells[v].eval.average("tv") for v in present}
         first, last = tv[present[0]], tv[present[-1]]
         D, se = xgate.diff_se(first, last)
+        doubling = None
+        if short is not None and statuses is not None:
+            s_cells = {
+                v: short.cells[(v, at) if axis == "L" else (at, v)]
+                for v in (present[0], present[-1])
+                if ((v, at) if axis == "L" else (at, v)) in short.cells
+            }
+            if len(s_cells) == 2:
+                s_tv = [s_cells[v].eval.average("tv") for v in (present[0], present[-1])]
+                Ds, ses = xgate.diff_se(*s_tv)
+                at_s = xgate.exceeds(Ds, ses, z, label="fig:exp1", statement="at S")
+                at_2s = xgate.exceeds(D, se, z, label="fig:exp1", statement="at 2S")
+                doubling = xgate.at_both_budgets(
+                    at_s, at_2s, {r.run_dir.name: statuses[r.run_dir.name] for r in runs}
+                )
         slope, ci, _ = slope_ci(np.log(present), np.log([tv[v][0] for v in present]))
         ci_text = (
             f"95% CI {ci[0]:.2f} to {ci[1]:.2f}, {len(present)} points"
@@ -245,6 +268,7 @@ def exp1_slice_claims(
             D,
             se,
             z,
+            minimal=xgate.minimal_effect(last[0]),
             key=f"fig_exp1.{panel.kind}.{panel.mode}.tv_falls_with_{axis}",
             label="fig:exp1",
             statement=f"{panel.kind}/{panel.mode}: E[TV] falls with {axis} at {other}={at} "
@@ -262,7 +286,11 @@ def exp1_slice_claims(
             },
         )
         gated = xgate.gate(
-            result, runs, replay=xgate.tv_beats(runs[0], runs[-1], z), statuses=statuses
+            result,
+            runs,
+            replay=xgate.tv_beats(runs[0], runs[-1], z),
+            statuses=statuses,
+            doubling=doubling,
         )
         out.append(replace(claim, result=gated))
     return out
