@@ -116,3 +116,63 @@ def test_shift_rows_test_width_beside_coverage(cov, ratio, shift_holds):
         width_band(slack=0.2, level=0.9)
     with pytest.raises(ValueError, match="level"):
         width_band(level=1.5)
+
+
+@pytest.mark.parametrize("eval_file", ["eval.json", "eval_uniform.json"])
+def test_each_row_is_replayed_at_both_budgets_on_the_whole_grid(runs, eval_file):
+    """The budget replay of a row is its check on the S grid (1000 steps, every cell) and on the
+    2S grid (2000 steps), recomputed here with :func:`check_exp2_2` on exactly those runs; a row
+    reading 4000- and 2000-step runs (L = 4 / n_max = 128 doubled twice) has curves that share no
+    step, so its recorded replay is this one (a row on one budget keeps its curve replay). Fails when the replay reads another grid (the
+    outcomes differ on some row), or when the gate ignores it (the row's decision records another
+    replay)."""
+    from pfntheory.claims.pretraining_range import check_exp2_2, doubling_replays
+
+    reps = doubling_replays(runs, eval_file)
+    assert reps and {r.steps for r in reps.values()} == {(1000, 2000)}
+    for steps, i in ((1000, 0), (2000, 1)):
+        grid = [r for r in runs if r.spec.steps == steps]
+        assert {(r.spec.model.L, r.spec.n_max) for r in grid} == CELLS
+        for row in check_exp2_2(grid, eval_file):
+            assert reps[row.key].held[i] == row.holds, (row.key, steps)
+    from pfntheory.claims.pretraining_range import check_family_budget
+
+    for row in check_family_budget(runs, eval_file):
+        rp = row.decision["replay"]
+        budgets = {st["last_step"] for st in row.details["convergence"].values()}
+        if len(budgets) > 1 and row.decision["rule"] != "worse":
+            # runs of 4000 and 2000 steps: no common curve step, the budgets replay the check
+            assert rp is not None and rp["source"] == "doubling", row.key
+        if rp is not None and rp["source"] == "doubling":
+            assert tuple(rp["held"]) == reps[row.key].held, row.key
+    # a grid missing a cell at S gives no replay (and its rows fall back to the curves)
+    partial = [r for r in runs if not (r.spec.steps == 1000 and r.spec.model.L == 8)]
+    assert doubling_replays(partial, eval_file) == {}
+
+
+def test_the_gate_takes_the_budget_replay_where_the_curves_cannot_replay():
+    """:func:`decide` with a curve replay that has no outcome and a doubling replay with the row's
+    outcome at S and 2S decides *at budget*; with outcomes that differ it stays undecided and
+    says the outcome changes. Fails if the doubling replay is ignored (undecided in the first
+    case) or trusted against its own outcomes (at budget in the second)."""
+    from pfntheory.claims import HOLDS_AT_BUDGET, UNDECIDED
+    from pfntheory.claims.gating import Replay, decide
+    from pfntheory.infra.status import Status
+
+    st = {
+        "a": Status(
+            state="still improving",
+            criterion="budget doubling",
+            test="doubling",
+            last_step=4000,
+            short_step=2000,
+        )
+    }
+    none = Replay((), (), "curve")
+    same = Replay((1000, 2000), (True, True), "doubling", 2)
+    d = decide(True, st, replay=none, doubling=same)
+    assert d.kind == HOLDS_AT_BUDGET and d.replay == same
+    assert "1000 and 2000 steps (every cell), and on the runs read, up to 4000" in d.text()
+    other = Replay((1000, 2000), (False, True), "doubling", 2)
+    d = decide(True, st, replay=none, doubling=other)
+    assert d.kind == UNDECIDED and "outcome changes" in d.text()

@@ -362,13 +362,21 @@ class Decision:
                 "log-half of the learning curves and in the final evaluation"
                 if rp.source == "curve"
                 else f"at both budgets, {rp.steps[0]} and {rp.steps[-1]} steps"
+                + (
+                    f" (every cell), and on the runs read, up to {self.last_step} steps"
+                    if self.last_step is not None and self.last_step > rp.steps[-1]
+                    else ""
+                )
+            )
+            at = (
+                ""
+                if rp.source == "doubling" and (self.last_step or 0) > rp.steps[-1]
+                else f", at {self.last_step} steps"
             )
             head = (
-                f"{word} at budget: {where}, at {self.last_step} steps; runs not plateaued "
-                f"({st}, by {how})"
+                f"{word} at budget: {where}{at}; runs not plateaued ({st}, by {how})"
                 if self.rule == "at budget"
-                else f"the check fails {where}, at {self.last_step} steps; runs not plateaued "
-                f"({st}, by {how})"
+                else f"the check fails {where}{at}; runs not plateaued ({st}, by {how})"
             )
         if self.rule == "underpowered" and self.power is not None:
             p = self.power
@@ -477,7 +485,7 @@ def decide(
         worse than the S one, not worse than its initialisation) and the check has the row's
         outcome at S and at 2S, the worsening cannot change the answer: the row is decided by the
         rules below, with the worsening as its caveat (``Decision.caveat``, where it sits per
-        n').
+        n'). Where ``replay`` is absent or cannot decide, ``doubling`` is the replay.
 
     Returns
     -------
@@ -545,6 +553,11 @@ def decide(
         if replay is None or not replay.decides:
             replay = doubling
             base = dataclasses.replace(base, replay=doubling)
+    if (replay is None or not replay.decides) and doubling is not None and doubling.decides:
+        # the curves cannot replay the check (e.g. runs of different budgets share no curve
+        # step): the check at the two budgets is the replay
+        replay = doubling
+        base = dataclasses.replace(base, replay=doubling)
     if all(st.plateaued for st in sts.values()):
         if holds or refuted:
             return dataclasses.replace(base, kind=HOLDS if holds else FAILS, rule="plateaued")

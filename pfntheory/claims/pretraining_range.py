@@ -24,6 +24,7 @@ __all__ = [
     "budget_cells",
     "check_exp2_2",
     "check_family_budget",
+    "doubling_replays",
     "width_band",
     "check_shift_regime",
     "coverage_along_curve",
@@ -53,8 +54,11 @@ def check_family_budget(
 ) -> list[ClaimResult]:
     """:func:`check_exp2_2` on a budget-doubled family grid (``*_budget``): each cell read from
     :func:`budget_cells`, each row gated on the budget-doubling status of the runs it reads,
-    computed on the learning curves of the design the row is about (``eval_file``), and replayed
-    on those curves while a run is still improving."""
+    computed on the learning curves of the design the row is about (``eval_file``), replayed on
+    those curves while a run is still improving, and replayed at the two budgets: the same check
+    on the grid's S runs and on its 2S runs (:func:`doubling_replays`). The curves of a grid
+    whose cells read different budgets (a cell doubled twice) share no step, so there the budget
+    replay is the one that can decide (:func:`pfntheory.claims.gating.decide`)."""
     cells = budget_cells(runs)
     if not cells:
         raise ValueError("runs: no cell of the grid has a complete run and its half-budget partner")
@@ -62,19 +66,80 @@ def check_family_budget(
     statuses = gating.doubling_statuses(runs, covariates=cov)
     chosen = list(cells.values())
     return check_exp2_2(
-        chosen, eval_file, z, statuses={r.run_dir.name: statuses[r.run_dir.name] for r in chosen}
+        chosen,
+        eval_file,
+        z,
+        statuses={r.run_dir.name: statuses[r.run_dir.name] for r in chosen},
+        doubling=doubling_replays(runs, eval_file, z),
     )
 
 
+def doubling_replays(
+    runs, eval_file: str = "eval.json", z: float = gating.Z_MARGIN
+) -> dict[str, gating.Replay]:
+    """The checks of :func:`check_exp2_2` at the two budgets of a budget-doubled family grid: each
+    row's outcome on the grid's runs at S steps (every cell, seed 0) and on its runs at 2S, as a
+    :class:`~pfntheory.claims.gating.Replay` of source "doubling" per row key. S is half the
+    smallest budget :func:`budget_cells` reads, so both grids are complete wherever the cells
+    are; a grid without every cell at S and at 2S gives no replay (an empty dict)."""
+    cells = budget_cells(runs)
+    if not cells:
+        return {}
+    two_s = min(int(r.spec.steps) for r in cells.values())
+    if two_s % 2:
+        return {}
+    tr = [r for r in gating.trained_runs(runs) if r.spec.seed == 0]
+    grids = {
+        steps: {(r.spec.model.L, r.spec.n_max): r for r in tr if r.spec.steps == steps}
+        for steps in (two_s // 2, two_s)
+    }
+    if any(set(g) != set(cells) for g in grids.values()):
+        return {}
+    outcomes = {
+        steps: {c.key: c.holds for c in _exp2_2_results(list(g.values()), eval_file, z)[0]}
+        for steps, g in grids.items()
+    }
+    short, long = outcomes[two_s // 2], outcomes[two_s]
+    return {
+        key: gating.Replay((two_s // 2, two_s), (short[key], long[key]), "doubling", 2)
+        for key in short
+    }
+
+
 def check_exp2_2(
-    runs, eval_file: str = "eval.json", z: float = gating.Z_MARGIN, statuses: dict | None = None
+    runs,
+    eval_file: str = "eval.json",
+    z: float = gating.Z_MARGIN,
+    statuses: dict | None = None,
+    doubling: dict | None = None,
 ) -> list[ClaimResult]:
     """Depth and n_max help; the solver error grows with n'; coverage near nominal
     (deepest, widest). Each row is gated on exactly the runs its check reads (depth: the
     shallowest and deepest run at every n_max; n_max: the deepest run at the smallest and largest
     n_max; growth with n': every run; coverage: the deepest, widest run). ``statuses``: the
     convergence statuses to gate on instead of the curves' own (by run name; the budget-doubling
-    statuses of :func:`check_family_budget`)."""
+    statuses of :func:`check_family_budget`); ``doubling``: each row's check at the two budgets
+    (by key, :func:`doubling_replays`)."""
+    out, replays, gated_on = _exp2_2_results(runs, eval_file, z)
+    cov = None if eval_file == "eval.json" else eval_file[len("eval_") : -len(".json")]
+    return [
+        gating.gate(
+            r,
+            gated_on[r.key],
+            replay=replays.get(r.key),
+            replay_curve=cov,
+            statuses=None
+            if statuses is None
+            else {x.run_dir.name: statuses[x.run_dir.name] for x in gated_on[r.key]},
+            doubling=None if doubling is None else doubling.get(r.key),
+        )
+        for r in out
+    ]
+
+
+def _exp2_2_results(runs, eval_file: str, z: float) -> tuple[list[ClaimResult], dict, dict]:
+    """The measurements of :func:`check_exp2_2`, not gated: the rows, their checks replayed on the
+    learning curves (by key) and the runs each row reads (by key)."""
     cells = {(r.spec.model.L, r.spec.n_max): r.evals[eval_file] for r in gating.trained_runs(runs)}
     run_of = {(r.spec.model.L, r.spec.n_max): r for r in gating.trained_runs(runs)}
     Ls = sorted({L for L, _ in cells})
@@ -182,7 +247,6 @@ def check_exp2_2(
     )
     # the checks replayed on the learning curves (n' in {n_min, n_max} of each run), on the curve of
     # the design the eval file is about
-    cov = None if eval_file == "eval.json" else eval_file[len("eval_") : -len(".json")]
     replays = {
         "exp2_2.depth_helps": lambda v: all(
             gating.beats(v(run_of[(Ls[0], m)])["tv"], v(run_of[(Ls[-1], m)])["tv"], z) for m in Nm
@@ -203,18 +267,7 @@ def check_exp2_2(
         "exp2_2.tv_grows_with_n": list(run_of.values()),
         "exp2_2.coverage_near_nominal": [run_of[(Ls[-1], Nm[-1])]],
     }
-    return [
-        gating.gate(
-            r,
-            gated_on[r.key],
-            replay=replays.get(r.key),
-            replay_curve=cov,
-            statuses=None
-            if statuses is None
-            else {x.run_dir.name: statuses[x.run_dir.name] for x in gated_on[r.key]},
-        )
-        for r in out
-    ]
+    return out, replays, gated_on
 
 
 def width_band(slack: float = gating.COVERAGE_SLACK, level: float = 0.9) -> tuple[float, float]:
