@@ -123,9 +123,9 @@ def test_each_row_is_replayed_at_both_budgets_on_the_whole_grid(runs, eval_file)
     """The budget replay of a row is its check on the S grid (1000 steps, every cell) and on the
     2S grid (2000 steps), recomputed here with :func:`check_exp2_2` on exactly those runs; a row
     reading 4000- and 2000-step runs (L = 4 / n_max = 128 doubled twice) has curves that share no
-    step, so its recorded replay is this one (a row on one budget keeps its curve replay). Fails when the replay reads another grid (the
-    outcomes differ on some row), or when the gate ignores it (the row's decision records another
-    replay)."""
+    step, so its recorded replay is this one unless the row got worse with training. Fails when
+    the replay reads another grid (the outcomes differ on some row), or when the gate ignores it
+    (such a row's decision records the empty curve replay)."""
     from pfntheory.claims.pretraining_range import check_exp2_2, doubling_replays
 
     reps = doubling_replays(runs, eval_file)
