@@ -210,6 +210,7 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.pretraining_range.check_exp2_2": "reads run directories",
     "pfntheory.claims.pretraining_range.check_family_budget": "reads run directories",
     "pfntheory.claims.pretraining_range.budget_cells": "reads run directories",
+    "pfntheory.claims.pretraining_range.doubling_replays": "reads run directories",
     "pfntheory.claims.pretraining_range.check_shift_regime": "reads run directories",
     "pfntheory.claims.pretraining_range.coverage_along_curve": "reads a run directory",
     "pfntheory.claims.trained.check_table": "reads run directories",
