@@ -891,7 +891,9 @@ for d in rfam.FAMILY:
 display(
     Markdown(
         "90% coverage of every cell on both designs (the exact PPD's on the same instances in "
-        "brackets), the run it reads and its budget-doubling state:"
+        "brackets) and its mean 90% width as a multiple of the exact PPD's (the shift rows pass "
+        "with a width in [{:.3f}, {:.3f}]x, `width_band`), the run it reads and its "
+        "budget-doubling state:".format(*xrange.width_band())
     )
 )
 display(report.table(rfam.coverage_frame(family_cells)))

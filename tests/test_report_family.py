@@ -66,3 +66,9 @@ def test_coverage_frame_has_both_designs(d8):
     assert len(f) == 12
     assert {"N(0,I/d) n'=64", "shift n'=64"} <= set(f.columns)
     assert f.iloc[0]["shift n'=64"].count("exact") == 1
+    # the width beside the coverage: the ratio of the run's mean 90% width to the exact PPD's
+    cell = d8[(f.iloc[0]["L"], f.iloc[0]["n_max"])]
+    e = cell.run.evals["eval_uniform.json"]
+    k = e.at(64)
+    ratio = e.mean["width_90"][k] / e.mean["width_90_exact"][k]
+    assert f.iloc[0]["shift n'=64"].endswith(f"width {ratio:.2f}x")

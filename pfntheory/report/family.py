@@ -160,8 +160,9 @@ def coverage_frame(
     cells_by_d: dict[int, dict[tuple[int, int], FamilyCell]],
     n_eval: Sequence[int] = (64, 512, 1024),
 ) -> pd.DataFrame:
-    """90% coverage of every cell at ``n_eval`` on both designs (the exact PPD's beside it), with
-    the run each cell read and its doubling state: one row per (d, L, n_max)."""
+    """90% coverage of every cell at ``n_eval`` on both designs (the exact PPD's beside it) and its
+    mean 90% width as a multiple of the exact PPD's (an interval that covers by being too wide
+    shows), with the run each cell read and its doubling state: one row per (d, L, n_max)."""
     rows = []
     for d, cells in sorted(cells_by_d.items()):
         for (L, n_max), cell in sorted(cells.items()):
@@ -175,6 +176,7 @@ def coverage_frame(
                         continue
                     k = e.at(n)
                     ours, exact = e.mean["coverage_90"][k], e.mean["coverage_90_exact"][k]
-                    row[f"{tag} n'={n}"] = f"{ours:.3f} (exact {exact:.3f})"
+                    ratio = e.mean["width_90"][k] / e.mean["width_90_exact"][k]
+                    row[f"{tag} n'={n}"] = f"{ours:.3f} (exact {exact:.3f}), width {ratio:.2f}x"
             rows.append(row)
     return pd.DataFrame(rows)
