@@ -240,7 +240,9 @@ def findings(docs: Sequence[dict], n: int | None = None) -> list[ClaimResult]:
             statement="the learned solver carries what the shift needs: refitting only the two "
             "numbers of the variance readout on designs N(0, c^2 I/d), c from 1 to "
             f"{docs[0].get('refit', {}).get('min_scale', float('nan'))}, calibrates the deep "
-            "collapsing runs under the shift and on N(0, I/d)",
+            "collapsing runs under the shift and on N(0, I/d) (a fit on designs that reach the "
+            "shift's scale, in-sample for it: it shows what the solver's feature carries, not what "
+            "the pretraining law determines)",
             holds=bool(deep_rows) and ok_refit,
             observed=min((r["refit_scales_shift"] for r in deep_rows), default=float("nan")),
             bound=floor,
