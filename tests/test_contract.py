@@ -43,7 +43,8 @@ introduced this test that do not meet the contract yet are listed in :data:`KNOW
 file; the test fails both when a listed argument stops failing (unlist it) and when an unlisted
 case fails.
 
-Skipped, with the reason: :data:`SKIP_MODULES` and :data:`SKIP` (training, files and run
+Skipped, with the reason, one callable at a time (no module is skipped by name, issue 52):
+:data:`SKIP` (training, files and run
 directories, the command line -- tests/test_fuzz_cli.py --, result records, display formatting,
 process state), and, when torch does not import, every callable of :data:`TORCH_MODULES`
 (``test_torch_callables_are_driven`` is then skipped and says so).
@@ -93,65 +94,445 @@ MAX_EXAMPLES = 3
 # discovery
 # ------------------------------------------------------------------------------------------------
 
-#: Modules whose every callable is skipped, with the reason.
-SKIP_MODULES: dict[str, str] = {
-    "pfntheory.cli": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.cli.options": "argparse types: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.cli.train": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.cli.inspection": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.cli.report": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.cli.casestudy": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.infra.runs": "filesystem (atomic writes, locks, artefact checks): "
-    "tests/test_runs.py",
-    "pfntheory.experiments.state": "reads run directories from disk",
-    "pfntheory.experiments.execute": "trains models and writes run directories",
-    "pfntheory.experiments.pool": "starts worker processes and SLURM jobs",
-    "pfntheory.experiments.runner": "trains models and writes run directories",
-    "pfntheory.cli.sweep": "command line: fuzzed by tests/test_fuzz_cli.py",
-    "pfntheory.experiments.results": "reads run directories from disk",
-    "pfntheory.pipelines.report_run": "executes notebooks and writes HTML",
-    "pfntheory.report.tables": "display formatting: any value (None, NaN...) is valid input",
-    "pfntheory.report.cpu": "the cpu-scale page: reads run directories and draws figures",
-    "pfntheory.report.cpu_tables": "the cpu-scale page's tables: read run directories",
-    "pfntheory.report.exp1_budget": "the cpu-scale page's fig:exp1 grid: reads runs, draws",
-    "pfntheory.report.family": "the cpu-scale page's n-generalisation family: reads runs, draws",
-    "pfntheory.report.breakdown_plots": "the cpu-scale page's fig:exp2-1 figure: reads runs, draws",
-    "pfntheory.pipelines.casestudy_run": "the case-study pipeline: reads data, trains, writes "
-    "figures",
-    "pfntheory.casestudy.prepare": "the case-study pipeline: reads data, fits the EB GP",
-    "pfntheory.pipelines.casestudy_predict": "the case-study pipeline: a trained PFN's maps",
-    "pfntheory.pipelines.casestudy_results": "the case-study pipeline: results of the stages "
-    "before",
-    "pfntheory.report.casestudy_plots": "draws and writes figures",
-    "pfntheory.report.guard": "reads the committed results files: tests/test_report_guard.py",
-    "pfntheory.report.paper_tables": "writes and reads the report's tables; display formatting",
-    "pfntheory.report.summary": "reads results files and formats the findings box",
-    "pfntheory.report.tallies": "reads results files and pages, rewrites README.md and docs",
-    "pfntheory.claims.multihead_trained": "reads run directories (and, cached, trained models)",
-    # Landed 2026-11-27 without contract declarations (issue 41's follow-up: each needs VALID
-    # values; their own bad-input tests are in the test files named).
-    "pfntheory.claims.multihead_select": "reads run directories and trained selectors; "
-    "bad input in tests/test_multihead_select.py",
-    "pfntheory.nn.selector": "trains the selector; bad input in tests/test_multihead_select.py",
-    "pfntheory.nn.multihead_train": "trains heads; bad input in tests/test_multihead_select.py",
-    "pfntheory.claims.multihead_cells": "reads and writes run directories (the confirmation's "
-    "batches); bad input in tests/test_multihead_select.py",
-    "pfntheory.nn.chebyshev_heads": "edits a MixturePFN's parameters; checked in "
-    "tests/test_chebyshev_heads.py",
-    "pfntheory.claims.shift_cause": "reads run directories; bad input in tests/test_shift_cause.py",
-    "pfntheory.nn.oracle_store": "reads and writes the on-disk oracle store; bad input in "
-    "tests/test_oracle_store.py",
-    "pfntheory.claims.shift_findings": "reads run directories, writes shift_cause.json",
-    "pfntheory.report.theory_readings": "the cpu-scale page's theory readings: reads runs, draws",
-    "pfntheory.claims.latent": "reads run directories and the sampling reference",
-    "pfntheory.nn.latent": "trains the classification PFN and writes run directories",
-    "pfntheory.nn.latent_eval": "builds the sampling reference and writes it",
-    "pfntheory.cli.audit": "command line: tests/test_audit.py",
-    "pfntheory.nn.audit_pfns": "needs the optional pfns package; bad input in tests/test_audit.py",
-}
-
 #: Single callables skipped, with the reason.
 SKIP: dict[str, str] = {
+    "pfntheory.claims.latent.check_trained": "reads loaded runs' learning curves (their run "
+    "directories); bad input in tests/test_latent.py",
+    "pfntheory.claims.latent.load_trained": "reads run directories",
+    "pfntheory.claims.latent.probe_newton": "reads a run directory and fits probes to its model",
+    # every callable of a module that reads or writes files, trains, draws or is the command
+    # line, named one by one (issue 52: no module is skipped by name; a new callable there must be
+    # declared)
+    # pfntheory.casestudy.prepare
+    "pfntheory.casestudy.prepare.CaseData": "the case-study pipeline: reads data, fits the EB GP",
+    "pfntheory.casestudy.prepare.fit_priors": "the case-study pipeline: reads data, fits the EB GP",
+    "pfntheory.casestudy.prepare.prepare_data": (
+        "the case-study pipeline: reads data, fits the EB GP"
+    ),
+    # pfntheory.claims.multihead_cells
+    "pfntheory.claims.multihead_cells.chebyshev_confirmation": "reads the committed cell files",
+    "pfntheory.claims.multihead_cells.confirm_cell": (
+        "scores trained heads and writes the confirmation's batch files"
+    ),
+    "pfntheory.claims.multihead_cells.curve_replay": (
+        "reads run directories (a replay along a learning curve)"
+    ),
+    "pfntheory.claims.multihead_cells.curve_values": "reads a run directory and scores its models",
+    "pfntheory.claims.multihead_cells.load_cell": "reads the committed cell file",
+    "pfntheory.claims.multihead_cells.replay_against_curve": (
+        "a replay over a loaded run (reads its run directory)"
+    ),
+    "pfntheory.claims.multihead_cells.run_confirmation": (
+        "reads run directories and writes the confirmation's batches"
+    ),
+    "pfntheory.claims.multihead_cells.selector_digest": (
+        "a hash of any torch module's state (every module is valid input)"
+    ),
+    "pfntheory.claims.multihead_cells.with_cells": "reads the committed cell files",
+    # pfntheory.claims.multihead_select
+    "pfntheory.claims.multihead_select.ceiling": (
+        "trains nothing but scores trained heads and the selector on hundreds of prior draws per "
+        "n' (minutes); bad input in tests/test_multihead_select.py"
+    ),
+    "pfntheory.claims.multihead_select.load_select": (
+        "reads the committed documents of the runs root"
+    ),
+    "pfntheory.claims.multihead_select.selector_accuracy": (
+        "scores a trained selector on prior draws (a Monte Carlo); bad input in "
+        "tests/test_multihead_select.py"
+    ),
+    "pfntheory.claims.multihead_select.statuses_of_runs": (
+        "reads run directories (learning curves of loaded runs)"
+    ),
+    # pfntheory.claims.multihead_trained
+    "pfntheory.claims.multihead_trained.Comparison": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    "pfntheory.claims.multihead_trained.cached_paired_tv": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    "pfntheory.claims.multihead_trained.check_multihead": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    "pfntheory.claims.multihead_trained.load_comparison": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    "pfntheory.claims.multihead_trained.models": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    "pfntheory.claims.multihead_trained.paired_tv": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    "pfntheory.claims.multihead_trained.side_by_side": (
+        "reads run directories (and, cached, trained models)"
+    ),
+    # pfntheory.claims.shift_cause
+    "pfntheory.claims.shift_cause.decompose": (
+        "runs a trained model over many contexts and refits readouts (a Monte Carlo); bad input "
+        "in tests/test_shift_cause.py"
+    ),
+    "pfntheory.claims.shift_cause.decompose_run": "reads a run directory",
+    "pfntheory.claims.shift_cause.decompose_runs": "reads run directories",
+    "pfntheory.claims.shift_cause.design_contexts": (
+        "a Monte Carlo over the design path (hundreds of GP draws); bad input in "
+        "tests/test_shift_cause.py"
+    ),
+    "pfntheory.claims.shift_cause.refit_readout": (
+        "refits a trained model's readout on decompose's contexts; bad input in "
+        "tests/test_shift_cause.py"
+    ),
+    # pfntheory.claims.shift_findings
+    "pfntheory.claims.shift_findings.collapsing": (
+        "reads a decompose document (written from run directories); bad input in "
+        "tests/test_shift_cause.py"
+    ),
+    "pfntheory.claims.shift_findings.findings": (
+        "reads decompose documents (written from run directories); bad input in "
+        "tests/test_shift_cause.py"
+    ),
+    "pfntheory.claims.shift_findings.main": (
+        "command line: tests/test_cli_frictions.py and tests/test_entry_points.py"
+    ),
+    "pfntheory.claims.shift_findings.table": (
+        "reads decompose documents (written from run directories); bad input in "
+        "tests/test_shift_cause.py"
+    ),
+    # pfntheory.cli.audit
+    "pfntheory.cli.audit.register": "command line: tests/test_audit.py",
+    # pfntheory.cli
+    "pfntheory.cli.build_parser": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli.casestudy
+    "pfntheory.cli.casestudy.register": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli.inspection
+    "pfntheory.cli.inspection.format_comparison": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.inspection.format_evaluation": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.inspection.register": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli
+    "pfntheory.cli.main": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli.options
+    "pfntheory.cli.options.add_run_options": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.check_attention_size": (
+        "argparse types: fuzzed by tests/test_fuzz_cli.py"
+    ),
+    "pfntheory.cli.options.check_device": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.context_size": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.device_spec": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.int_in": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.nonnegative_float": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.path_problem": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.pick": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.positive_float": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.options.show_progress": "argparse types: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli.report
+    "pfntheory.cli.report.main": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.report.register": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli.sweep
+    "pfntheory.cli.sweep.main": "command line: fuzzed by tests/test_fuzz_cli.py",
+    "pfntheory.cli.sweep.register": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.cli.train
+    "pfntheory.cli.train.register": "command line: fuzzed by tests/test_fuzz_cli.py",
+    # pfntheory.experiments.execute
+    "pfntheory.experiments.execute.execute": "trains models and writes run directories",
+    # pfntheory.experiments.pool
+    "pfntheory.experiments.pool.execute_job": "starts worker processes and SLURM jobs",
+    "pfntheory.experiments.pool.report_line": "starts worker processes and SLURM jobs",
+    "pfntheory.experiments.pool.run_local": "starts worker processes and SLURM jobs",
+    "pfntheory.experiments.pool.run_slurm": "starts worker processes and SLURM jobs",
+    "pfntheory.experiments.pool.slurm_available": "starts worker processes and SLURM jobs",
+    "pfntheory.experiments.pool.worker_modules": "starts worker processes and SLURM jobs",
+    # pfntheory.experiments.results
+    "pfntheory.experiments.results.EvalTable": "reads run directories from disk",
+    "pfntheory.experiments.results.LoadedRun": "reads run directories from disk",
+    "pfntheory.experiments.results.MissingRunsError": "reads run directories from disk",
+    "pfntheory.experiments.results.load_available": "reads run directories from disk",
+    "pfntheory.experiments.results.load_eval": "reads run directories from disk",
+    "pfntheory.experiments.results.load_experiment": "reads run directories from disk",
+    # pfntheory.experiments.runner
+    "pfntheory.experiments.runner.run_sweep": "trains models and writes run directories",
+    "pfntheory.experiments.runner.sweep": "trains models and writes run directories",
+    "pfntheory.experiments.runner.sweep_many": "trains models and writes run directories",
+    # pfntheory.experiments.state
+    "pfntheory.experiments.state.default_root": "reads run directories from disk",
+    "pfntheory.experiments.state.eval_complete": "reads run directories from disk",
+    "pfntheory.experiments.state.is_complete": "reads run directories from disk",
+    "pfntheory.experiments.state.is_trained": "reads run directories from disk",
+    "pfntheory.experiments.state.jsonable": "reads run directories from disk",
+    "pfntheory.experiments.state.partial_progress": "reads run directories from disk",
+    "pfntheory.experiments.state.plan": "reads run directories from disk",
+    "pfntheory.experiments.state.read_spec_doc": "reads run directories from disk",
+    "pfntheory.experiments.state.remaining_parts": "reads run directories from disk",
+    "pfntheory.experiments.state.run_dir_of": "reads run directories from disk",
+    "pfntheory.experiments.state.spec_doc": "reads run directories from disk",
+    "pfntheory.experiments.state.with_eval_oracle": "reads run directories from disk",
+    # pfntheory.infra.runs
+    "pfntheory.infra.runs.LockHeldError": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.atomic_write_bytes": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.atomic_write_stream": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.check_artefacts": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.clean_orphan_temps": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.config_to_dict": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.curve_problems": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.dataclass_from_dict": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.load_json": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.load_torch": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.remove_corrupt_artefacts": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.root_lock": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.round_significant": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.save_json": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    "pfntheory.infra.runs.save_torch": (
+        "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
+    ),
+    # pfntheory.nn.audit_pfns
+    "pfntheory.nn.audit_pfns.pfns_model": (
+        "needs the optional pfns package; bad input in tests/test_audit.py"
+    ),
+    # pfntheory.nn.latent
+    "pfntheory.nn.latent.heldout_set": (
+        "draws the held-out curve set (a Monte Carlo of the run's size)"
+    ),
+    "pfntheory.nn.latent.load_heldout": "reads a file",
+    "pfntheory.nn.latent.load_latent": "reads a run directory",
+    "pfntheory.nn.latent.save_heldout": "writes a file",
+    "pfntheory.nn.latent.train_latent": (
+        "trains the classification PFN and writes its run directory (tests/test_run_record.py)"
+    ),
+    # pfntheory.nn.latent_eval
+    "pfntheory.nn.latent_eval.build_reference": (
+        "builds the sampling reference (ESS chains, minutes) and writes it"
+    ),
+    "pfntheory.nn.latent_eval.load_reference": "reads a file",
+    "pfntheory.nn.latent_eval.run_predictions": "reads a run directory",
+    # pfntheory.nn.multihead_train
+    "pfntheory.nn.multihead_train.load_teacher_forced": (
+        "trains heads; bad input in tests/test_multihead_select.py"
+    ),
+    "pfntheory.nn.multihead_train.train_teacher_forced": (
+        "trains heads; bad input in tests/test_multihead_select.py"
+    ),
+    # pfntheory.nn.oracle_store
+    "pfntheory.nn.oracle_store.OracleStore": (
+        "reads and writes the on-disk oracle store; bad input in tests/test_oracle_store.py"
+    ),
+    "pfntheory.nn.oracle_store.from_environment": (
+        "reads the process environment (PFNTHEORY_ORACLE_STORE)"
+    ),
+    # pfntheory.nn.selector
+    "pfntheory.nn.selector.train_selector": (
+        "trains the selector; bad input in tests/test_multihead_select.py"
+    ),
+    # pfntheory.pipelines.casestudy_predict
+    "pfntheory.pipelines.casestudy_predict.GridPredictions": (
+        "the case-study pipeline: a trained PFN's maps"
+    ),
+    "pfntheory.pipelines.casestudy_predict.heldout_coverage": (
+        "the case-study pipeline: a trained PFN's maps"
+    ),
+    "pfntheory.pipelines.casestudy_predict.predict_grid": (
+        "the case-study pipeline: a trained PFN's maps"
+    ),
+    # pfntheory.pipelines.casestudy_results
+    "pfntheory.pipelines.casestudy_results.budget_claims": (
+        "the case-study pipeline: results of the stages before"
+    ),
+    "pfntheory.pipelines.casestudy_results.caption_claims": (
+        "the case-study pipeline: results of the stages before"
+    ),
+    "pfntheory.pipelines.casestudy_results.collect_results": (
+        "the case-study pipeline: results of the stages before"
+    ),
+    # pfntheory.pipelines.casestudy_run
+    "pfntheory.pipelines.casestudy_run.budget_dir": (
+        "the case-study pipeline: reads data, trains, writes figures"
+    ),
+    "pfntheory.pipelines.casestudy_run.default_out_dir": (
+        "the case-study pipeline: reads data, trains, writes figures"
+    ),
+    "pfntheory.pipelines.casestudy_run.draw_maps": (
+        "the case-study pipeline: reads data, trains, writes figures"
+    ),
+    "pfntheory.pipelines.casestudy_run.pretrain_pfn": (
+        "the case-study pipeline: reads data, trains, writes figures"
+    ),
+    "pfntheory.pipelines.casestudy_run.run_casestudy": (
+        "the case-study pipeline: reads data, trains, writes figures"
+    ),
+    "pfntheory.pipelines.casestudy_run.run_casestudy_budget": (
+        "the case-study pipeline: reads data, trains, writes figures"
+    ),
+    # pfntheory.pipelines.report_run
+    "pfntheory.pipelines.report_run.NotebookRun": "executes notebooks and writes HTML",
+    "pfntheory.pipelines.report_run.RebuildRefused": "executes notebooks and writes HTML",
+    "pfntheory.pipelines.report_run.execute_notebook": "executes notebooks and writes HTML",
+    "pfntheory.pipelines.report_run.export_html": "executes notebooks and writes HTML",
+    "pfntheory.pipelines.report_run.retrain": "executes notebooks and writes HTML",
+    "pfntheory.pipelines.report_run.run_report": "executes notebooks and writes HTML",
+    # pfntheory.report.breakdown_plots
+    "pfntheory.report.breakdown_plots.breakdown_lines": (
+        "the cpu-scale page's fig:exp2-1 figure: reads runs, draws"
+    ),
+    "pfntheory.report.breakdown_plots.breakdown_runs": (
+        "the cpu-scale page's fig:exp2-1 figure: reads runs, draws"
+    ),
+    "pfntheory.report.breakdown_plots.plot_breakdown": (
+        "the cpu-scale page's fig:exp2-1 figure: reads runs, draws"
+    ),
+    # pfntheory.report.casestudy_plots
+    "pfntheory.report.casestudy_plots.plot_differences": "draws and writes figures",
+    "pfntheory.report.casestudy_plots.plot_maps": "draws and writes figures",
+    # pfntheory.report.cpu
+    "pfntheory.report.cpu.Exp1Panel": "the cpu-scale page: reads run directories and draws figures",
+    "pfntheory.report.cpu.SliceClaim": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.eval_files": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.exp1_panels": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.exp1_slice_claims": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.plateau_word": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.plot_exp1_heatmaps": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.plot_plateau_intervals": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.plot_progress": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.plot_tv_against_n": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.sweep_command": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    "pfntheory.report.cpu.training_hours": (
+        "the cpu-scale page: reads run directories and draws figures"
+    ),
+    # pfntheory.report.cpu_tables
+    "pfntheory.report.cpu_tables.averaging_frame": (
+        "the cpu-scale page's tables: read run directories"
+    ),
+    "pfntheory.report.cpu_tables.curve_status_frame": (
+        "the cpu-scale page's tables: read run directories"
+    ),
+    "pfntheory.report.cpu_tables.doubling_frame": (
+        "the cpu-scale page's tables: read run directories"
+    ),
+    "pfntheory.report.cpu_tables.resolution_frame": (
+        "the cpu-scale page's tables: read run directories"
+    ),
+    "pfntheory.report.cpu_tables.runs_frame": "the cpu-scale page's tables: read run directories",
+    "pfntheory.report.cpu_tables.table_frame": "the cpu-scale page's tables: read run directories",
+    # pfntheory.report.exp1_budget
+    "pfntheory.report.exp1_budget.budget_panels": (
+        "the cpu-scale page's fig:exp1 grid: reads runs, draws"
+    ),
+    "pfntheory.report.exp1_budget.cell_frame": (
+        "the cpu-scale page's fig:exp1 grid: reads runs, draws"
+    ),
+    "pfntheory.report.exp1_budget.plot_doubling_intervals": (
+        "the cpu-scale page's fig:exp1 grid: reads runs, draws"
+    ),
+    "pfntheory.report.exp1_budget.plot_replay_slices": (
+        "the cpu-scale page's fig:exp1 grid: reads runs, draws"
+    ),
+    # pfntheory.report.family
+    "pfntheory.report.family.FamilyCell": (
+        "the cpu-scale page's n-generalisation family: reads runs, draws"
+    ),
+    "pfntheory.report.family.coverage_frame": (
+        "the cpu-scale page's n-generalisation family: reads runs, draws"
+    ),
+    "pfntheory.report.family.plot_family": (
+        "the cpu-scale page's n-generalisation family: reads runs, draws"
+    ),
+    "pfntheory.report.family.strongest_cells": (
+        "the cpu-scale page's n-generalisation family: reads runs, draws"
+    ),
+    # pfntheory.report.guard
+    "pfntheory.report.guard.committed_rows": (
+        "reads the committed results files: tests/test_report_guard.py"
+    ),
+    "pfntheory.report.guard.rebuild_blockers": (
+        "reads the committed results files and run directories: tests/test_report_guard.py"
+    ),
+    # pfntheory.report.paper_tables
+    "pfntheory.report.paper_tables.load_paper_tables": (
+        "writes and reads the report's tables; display formatting"
+    ),
+    "pfntheory.report.paper_tables.paper_table": (
+        "writes and reads the report's tables; display formatting"
+    ),
+    "pfntheory.report.paper_tables.paper_tables_html": (
+        "writes and reads the report's tables; display formatting"
+    ),
+    "pfntheory.report.paper_tables.pretraining_beside": (
+        "writes and reads the report's tables; display formatting"
+    ),
+    "pfntheory.report.paper_tables.published_beside": (
+        "writes and reads the report's tables; display formatting"
+    ),
+    # pfntheory.report.summary
+    "pfntheory.report.summary.load_results": "reads results files",
+    "pfntheory.report.summary.load_status": "reads results files",
+    "pfntheory.report.summary.summary_html": (
+        "display formatting of results documents read from files (tests/test_report.py)"
+    ),
+    # pfntheory.report.tables
+    "pfntheory.report.tables.Note": "display formatting: any value (None, NaN...) is valid input",
+    "pfntheory.report.tables.Table": "display formatting: any value (None, NaN...) is valid input",
+    "pfntheory.report.tables.cell": "display formatting: any value (None, NaN...) is valid input",
+    "pfntheory.report.tables.note": "display formatting: any value (None, NaN...) is valid input",
+    "pfntheory.report.tables.table": "display formatting: any value (None, NaN...) is valid input",
+    # pfntheory.report.tallies
+    "pfntheory.report.tallies.load_rows": "reads results files",
+    "pfntheory.report.tallies.main": "command line: tests/test_entry_points.py",
+    "pfntheory.report.tallies.page_commits": "reads the report's pages",
+    "pfntheory.report.tallies.write": "rewrites README.md and docs",
+    # pfntheory.report.theory_readings
+    "pfntheory.report.theory_readings.plot_readings": (
+        "the cpu-scale page's theory readings: reads runs, draws"
+    ),
+    "pfntheory.report.theory_readings.reading_cells": (
+        "the cpu-scale page's theory readings: reads runs, draws"
+    ),
+    "pfntheory.report.theory_readings.readings_frame": (
+        "the cpu-scale page's theory readings: reads runs, draws"
+    ),
     # exceptions and containers of results (built by the library from checked values)
     "pfntheory.infra.runs.CorruptFileError": "exception class",
     "pfntheory.report.rows.finite_or_none": "a serialiser whose job is to map every non-number "
@@ -284,8 +665,30 @@ def _public() -> dict[str, object]:
             home = getattr(obj, "__module__", None)
             if id(obj) not in by_id or home == mod.__name__:
                 by_id[id(obj)] = (qual, obj)
+    for mod, names in OUTSIDE_ALL.items():
+        m = importlib.import_module(mod)
+        for name in names:
+            obj = getattr(m, name)
+            by_id.setdefault(id(obj), (f"{mod}.{name}", obj))
     return dict(sorted(by_id.values(), key=lambda kv: kv[0]))
 
+
+#: Public callables other modules call that their module's ``__all__`` does not list yet (a file
+#: another change edits: each should join its ``__all__``); declared here so that the contract
+#: drives them meanwhile.
+OUTSIDE_ALL: dict[str, tuple[str, ...]] = {
+    "pfntheory.experiments.cost": (
+        "draw_terms",
+        "step_terms",
+        "training_terms",
+        "training_seconds",
+        "curve_terms",
+        "eval_terms",
+        "run_parts",
+        "experiment_parts",
+        "cpu_seconds",
+    ),
+}
 
 PUBLIC = _public()
 
@@ -293,9 +696,6 @@ PUBLIC = _public()
 def skip_reason(qual: str) -> str | None:
     if qual in SKIP:
         return SKIP[qual]
-    for mod, why in SKIP_MODULES.items():
-        if qual.startswith(mod + "."):
-            return why
     obj = PUBLIC[qual]
     if isinstance(obj, type) and issubclass(obj, BaseException):
         return "exception class"
@@ -1252,6 +1652,346 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.maths.richardson.krr_test_error_closed_form": {"eta": lambda: 0.1},
 }
 
+
+# ------------------------------------------------------------------------------------------------
+# valid values of the modules declared for issue 52 (latent, Chebyshev heads, selector, multi-head
+# cells, shift cause, report readers, oracle store)
+# ------------------------------------------------------------------------------------------------
+
+#: A ceiling-shaped document of the selection (pfntheory.claims.multihead_select.ceiling): one n'
+#: of four instances, the rows a batch holds.
+SEL_ROWS = ("single a", "exact weights")
+
+
+def _sel_doc(seed: int = 7, n: int = 256, k: int = 4, rows=SEL_ROWS) -> dict:
+    r = np.random.default_rng(seed)
+
+    def tab(lo, hi):
+        return {row: {str(n): [float(v) for v in r.uniform(lo, hi, k)]} for row in rows}
+
+    tv = tab(0.05, 0.1)
+    tv[rows[0]] = {str(n): [float(v) for v in r.uniform(0.3, 0.35, k)]}
+    return {
+        "n_eval": [n],
+        "n_instances": k,
+        "seed": seed,
+        "dtype": "float64",
+        "multi_run": "runs/hier/multi-0123456789",
+        "single_runs": {rows[0]: "runs/hier/single-a-0123456789"},
+        "tv": tv,
+        "bayes_acc": {"p(h|D)": {str(n): [1.0, 0.0, 1.0, 1.0][:k] + [1.0] * (k - 4)}},
+        "sel_acc": tab(0.0, 1.0),
+        "sel_tv_w": tab(0.0, 0.2),
+        "coverage": {lv: {row: {str(n): [1.0, 0.0, 1.0, 1.0]} for row in rows} for lv in ("50",)},
+    }
+
+
+def _sel_cell() -> dict:
+    from pfntheory.claims import multihead_cells as mc
+
+    return mc.concat_batches([_sel_doc(1), _sel_doc(2)])
+
+
+def _sel_verdict() -> dict:
+    from pfntheory.claims import multihead_select as ms
+
+    return ms.merge_ceilings([_sel_doc(3, 256), _sel_doc(3, 512)])
+
+
+def _control_doc() -> dict:
+    return {
+        "task": {"hier_lengthscales": [0.3, 3.0], "hier_noise_stds": [0.1]},
+        "accuracy": {"64": {"acc": 0.98, "acc_se": 0.01, "n_instances": 200}},
+    }
+
+
+def _hier_task():
+    return TaskSpec(kind="hier_rbf", d=2, hier_lengthscales=(0.5, 1.0), hier_noise_stds=(0.2, 0.3))
+
+
+def _psi_model():
+    """A TF^pr (normalised, rbf score) with the psi head, as pfntheory.claims.shift_cause reads."""
+    from pfntheory.infra.config import ModelSpec
+    from pfntheory.nn.model import PFNTransformer
+
+    cfg = ModelSpec("rbf", 3, 8, normalised=True, head="psi")
+    return PFNTransformer(cfg, torch.linspace(-3.0, 3.0, 9), _task_config()).double()
+
+
+def _pr_mixture():
+    from pfntheory.infra.config import ModelSpec
+    from pfntheory.nn.multihead_model import MixturePFN
+
+    cfg = ModelSpec("rbf", 3, 8, normalised=True, mixture=True)
+    return MixturePFN(cfg, torch.linspace(-3.0, 3.0, 9), _hier_task())
+
+
+def _latent_task():
+    from pfntheory.nn.latent import LatentTask
+
+    return LatentTask(d=2, n_min=4, n_max=6, n_query=2)
+
+
+def _latent_spec():
+    from pfntheory.nn.latent import LatentRunSpec
+
+    return LatentRunSpec(task=_latent_task(), L=2, width=4, hidden=4, steps=4, batch_size=2)
+
+
+def _latent_reference():
+    """A sampling reference (pfntheory.nn.latent_eval.build_reference's entries): two contexts of
+    ``n = 4`` points and two queries."""
+    r = np.random.default_rng(0)
+    q = r.uniform(0.1, 0.9, (2, 2))
+    X = r.normal(size=(2, 6, 2))
+    y = np.where(r.normal(size=(2, 4)) > 0, 1.0, -1.0)
+    return [
+        {
+            "n": 4,
+            "X": X,
+            "y": y,
+            "p_ess": q,
+            "se_ess": np.full_like(q, 0.01),
+            "q": q,
+            "p_laplace": q * 0.9,
+            "p_ep": q * 0.95,
+        }
+    ]
+
+
+def _result_rows() -> list[dict]:
+    """Rows of a results file, as pfntheory.report.tallies and guard read them."""
+    return [
+        {"label": "supp-thm:KRR", "verdict": "holds", "notebook": "01_a", "holds": True},
+        {"label": "fig:exp1", "verdict": "pending", "notebook": "03_b"},
+        {
+            "label": "fig:exp1",
+            "verdict": "undecided",
+            "notebook": "03_b",
+            "holds": False,
+            "run_states": {"runs/a": ["plateaued", 1000, False]},
+        },
+    ]
+
+
+def _cost_spec():
+    return _train_config()
+
+
+OVERRIDES.update(
+    {
+        "pfntheory.claims.multihead_select.check_document": {"doc": _sel_doc},
+        "pfntheory.claims.multihead_select.identity": {"doc": _sel_doc},
+        "pfntheory.claims.multihead_select.same_identity": {
+            "docs": lambda: [_sel_doc(3, 256), _sel_doc(3, 512)]
+        },
+        "pfntheory.claims.multihead_select.merge_ceilings": {
+            "docs": lambda: [_sel_doc(3, 256), _sel_doc(3, 512)]
+        },
+        "pfntheory.claims.multihead_select.summarise_ceiling": {
+            "doc": _sel_doc,
+            "reference": lambda: SEL_ROWS[0],
+        },
+        "pfntheory.claims.multihead_select.control_claim": {"doc": _control_doc},
+        "pfntheory.claims.multihead_select.ceiling_claim": {
+            "doc": _sel_doc,
+            "pairs": lambda: [SEL_ROWS],
+            "statuses": dict,
+        },
+        "pfntheory.claims.multihead_select.tv_claim": {
+            "doc": _sel_doc,
+            "model": lambda: SEL_ROWS[1],
+            "reference": lambda: SEL_ROWS[0],
+            "statuses": dict,
+        },
+        "pfntheory.claims.multihead_select.coverage_claim": {
+            "doc": _sel_doc,
+            "model": lambda: SEL_ROWS[1],
+            "levels": lambda: (50,),
+        },
+        "pfntheory.claims.multihead_select.runs_read": {
+            "names": lambda: ["single a", "hand-set heads L=8"],
+            "models": lambda: {"single a": "a run"},
+        },
+        "pfntheory.claims.multihead_select.with_depth": {
+            "spec": _train_config,
+            "L": lambda: 4,
+        },
+        "pfntheory.claims.multihead_cells.batch_path": {
+            "out_dir": lambda: "/nonexistent/cells",
+            "n": lambda: 256,
+            "seed": lambda: 3,
+        },
+        "pfntheory.claims.multihead_cells.check_batch": {
+            "doc": lambda: _sel_doc(1),
+            "path": lambda: "batches/n256-seed1.json",
+            "seed": lambda: 1,
+            "n_eval": lambda: [256],
+            "n_instances": lambda: 4,
+            "multi_run": lambda: "multi-0123456789",
+            "single_runs": lambda: {SEL_ROWS[0]: "single-a-0123456789"},
+            "dtype": lambda: "float64",
+            "rows": lambda: list(SEL_ROWS),
+        },
+        "pfntheory.claims.multihead_cells.concat_batches": {
+            "docs": lambda: [_sel_doc(1), _sel_doc(2)]
+        },
+        "pfntheory.claims.multihead_cells.with_cell": {"verdict": _sel_verdict, "cell": _sel_cell},
+        "pfntheory.claims.shift_cause.breaking_scale": {
+            "path": lambda: [
+                {"c": 1.0, "coverage90": 0.9},
+                {"c": 0.5, "coverage90": 0.6},
+                {"c": 0.2, "coverage90": 0.3},
+            ]
+        },
+        "pfntheory.claims.shift_cause.coverage90": {
+            "m": lambda: MU.copy(),
+            "v": lambda: TAU.copy(),
+            "mu": lambda: MU + 0.1,
+            "tau": lambda: TAU.copy(),
+        },
+        "pfntheory.claims.shift_cause.layer_map_norm": {
+            "scales": lambda: np.full((2, 2), 0.8),
+            "Vgg": lambda: np.array([0.1, 0.2]),
+            "Sgg": lambda: np.array([-0.01, -0.02]),
+            "X": lambda: X[None].copy(),
+        },
+        "pfntheory.claims.shift_cause.draw_design": {
+            "shape": lambda: "gaussian",
+            "c": lambda: 1.0,
+            "n": lambda: 4,
+            "n_instances": lambda: 2,
+        },
+        "pfntheory.claims.shift_cause.head_scales": {"model": _psi_model},
+        "pfntheory.claims.shift_cause.predictive": {
+            "model": _psi_model,
+            "X": lambda: X[None].copy(),
+            "Y": lambda: Y[None].copy(),
+            "xq": lambda: XQ1[None].copy(),
+        },
+        "pfntheory.claims.shift_cause.collapsed_variance": {"model": _psi_model, "n": lambda: 4},
+        "pfntheory.claims.latent.context": {"kernel": lambda: K, "n": lambda: 5},
+        "pfntheory.claims.latent.check_newton_identity": {
+            "y": lambda: YL.copy(),
+            "x_query": lambda: XQ1.copy(),
+            "L_out": lambda: 3,
+        },
+        "pfntheory.claims.latent.check_newton_rows": {
+            "y": lambda: YL.copy(),
+            "x_query": lambda: XQ1.copy(),
+            "L_out": lambda: 2,
+            "L_in": lambda: 3,
+        },
+        "pfntheory.claims.latent.check_inner_rate": {"y": lambda: YL.copy(), "L_in": lambda: 20},
+        "pfntheory.claims.latent.check_outer_quadratic": {
+            "y": lambda: YL.copy(),
+            "L_out": lambda: 6,
+        },
+        "pfntheory.claims.latent.check_outer_linear": {
+            "y": lambda: YL.copy(),
+            "L_in": lambda: 3,
+            "L_out": lambda: 10,
+        },
+        "pfntheory.claims.latent.calibration_error": {
+            "p": lambda: np.linspace(0.05, 0.95, 8),
+            "q": lambda: np.linspace(0.1, 0.9, 8),
+        },
+        "pfntheory.claims.latent.method_table": {
+            "reference": _latent_reference,
+            "predictions": lambda: {"run": {4: np.full((2, 2), 0.5)}},
+        },
+        "pfntheory.claims.latent.reference_noise": {"reference": _latent_reference},
+        "pfntheory.claims.latent.laplace_targets": {
+            "reference": _latent_reference,
+            "alpha": lambda: 2.0,
+            "lengthscale": lambda: 0.8,
+        },
+        "pfntheory.nn.latent.LatentTask": {"n_min": lambda: 4, "n_max": lambda: 6},
+        "pfntheory.nn.latent.LatentRunSpec": {"task": _latent_task, "steps": lambda: 4},
+        "pfntheory.nn.latent.LatentPFN": {"spec": _latent_spec},
+        "pfntheory.nn.latent.sample_classification": {
+            "task": _latent_task,
+            "B": lambda: 2,
+            "n": lambda: 4,
+            "generator": lambda: torch.Generator().manual_seed(0),
+        },
+        "pfntheory.nn.chebyshev_heads.depth_matched": {
+            "ranges": lambda: [(0.01, 1.1), (0.02, 1.2)],
+            "L": lambda: 4,
+        },
+        "pfntheory.nn.chebyshev_heads.chebyshev_hook": {"ranges": lambda: [(0.01, 1.1)]},
+        "pfntheory.nn.chebyshev_heads.prior_ranges": {
+            "task": _hier_task,
+            "n": lambda: 6,
+            "n_designs": lambda: 2,
+        },
+        "pfntheory.nn.chebyshev_heads.set_layer_steps": {
+            "model": _pr_mixture,
+            "steps": lambda: np.full((4, 2), 0.5),
+        },
+        "pfntheory.nn.selector.summary_stats": {
+            "X": lambda: _tensor(2, 5, 2),
+            "Y": lambda: _tensor(2, 5),
+            "bank": lambda: (0.5, 1.0),
+        },
+        "pfntheory.nn.selector.StatSelector": {"bank": lambda: (0.5, 1.0), "H": lambda: 2},
+        "pfntheory.nn.selector.draw_contexts": {
+            "task": _hier_task,
+            "batch_size": lambda: 2,
+            "n": lambda: 4,
+            "generator": lambda: torch.Generator().manual_seed(0),
+        },
+        "pfntheory.nn.selector.sample_with_component": {
+            "task": _hier_task,
+            "batch_size": lambda: 2,
+            "n": lambda: 4,
+            "generator": lambda: torch.Generator().manual_seed(0),
+        },
+        "pfntheory.report.tallies.tally_text": {"rows": _result_rows},
+        "pfntheory.report.tallies.passage": {
+            "spec": lambda: "counts",
+            "rows": _result_rows,
+        },
+        "pfntheory.report.tallies.render": {
+            "text": lambda: "a <!-- generated: counts -->x<!-- /generated --> b",
+            "rows": _result_rows,
+        },
+        "pfntheory.report.tallies.stale": {
+            "text": lambda: "a <!-- generated: counts -->x<!-- /generated --> b",
+            "rows": _result_rows,
+        },
+        "pfntheory.report.guard.measured_rows": {"rows": _result_rows},
+        "pfntheory.report.guard.result_rows": {"rows": _result_rows, "name": lambda: "rows"},
+        "pfntheory.report.guard.degraded": {"before": _result_rows, "after": _result_rows},
+        "pfntheory.report.guard.writes_committed": {"out_dir": lambda: "/nonexistent/reports"},
+        "pfntheory.report.summary.numbered": {"label": lambda: "supp-thm:KRR"},
+        "pfntheory.experiments.cost.draw_terms": {
+            "spec": _cost_spec,
+            "n": lambda: 8,
+            "contexts": lambda: 4.0,
+        },
+        "pfntheory.experiments.cost.step_terms": {
+            "spec": _cost_spec,
+            "n": lambda: 8,
+            "batch": lambda: 4,
+        },
+        "pfntheory.experiments.cost.training_terms": {"spec": _cost_spec},
+        "pfntheory.experiments.cost.training_seconds": {"spec": _cost_spec},
+        "pfntheory.experiments.cost.curve_terms": {"spec": _cost_spec},
+        "pfntheory.experiments.cost.eval_terms": {
+            "spec": _cost_spec,
+            "oracle_cached": lambda: False,
+        },
+        "pfntheory.experiments.cost.run_parts": {"spec": _cost_spec},
+        "pfntheory.experiments.cost.experiment_parts": {
+            "experiment": lambda: __import__(
+                "pfntheory.experiments.definitions", fromlist=["x"]
+            ).get_experiment("fig_exp1")
+        },
+        "pfntheory.experiments.cost.cpu_seconds": {"spec_or_experiment": _cost_spec},
+    }
+)
+
 #: Parameters whose valid values are strictly positive (a zero and a negative value are bad).
 POSITIVE = {
     "alpha",
@@ -1363,6 +2103,10 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
         frozenset({"None"}),
         "None replaces each block's layers by their fixed point (documented)",
     ),
+    ("pfntheory.report.guard.writes_committed", "out_dir"): (
+        frozenset({"None"}),
+        "None is the default report folder (documented)",
+    ),
     ("pfntheory.claims.gram.in_band", "ci"): (
         frozenset({"nan entry", "inf entry", "negative entry"}),
         "an undefined interval (NaN, +-inf) lies in no band (documented)",
@@ -1411,6 +2155,12 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
     ("pfntheory.maths.discretize.check_edges", "name"): "the name the error messages use",
     ("pfntheory.maths.discretize.check_probs", "name"): "the name the error messages use",
     ("pfntheory.infra.tree.canonical_json", "obj"): "any JSON value (None, str...)",
+    ("pfntheory.report.guard.result_rows", "name"): "the name the error messages use",
+    ("pfntheory.claims.multihead_select.check_document", "name"): "the name the messages use",
+    ("pfntheory.claims.multihead_select.identity", "name"): "the name the error messages use",
+    ("pfntheory.claims.multihead_select.same_identity", "what"): "the name the messages use",
+    ("pfntheory.claims.multihead_cells.check_batch", "path"): "the file's name in the messages "
+    "(the caller read the document from it)",
     ("pfntheory.infra.tree.spec_hash", "obj"): "any JSON value (None, str...)",
 }
 
@@ -1695,7 +2445,8 @@ def verdict(case: Case) -> tuple[bool, str]:
 #: that did not meet the contract when this test was last run, in files outside the change that
 #: introduced this test (issue 29), each with its file (under pfntheory/). A fix makes a listed
 #: entry match no failing case and the test fail until the entry is removed here; a new failure
-#: fails at once. At the last count: 15 arguments of nn/attention.py, 55 calls (547 calls on 132
+#: fails at once. At the last count: 15 arguments of nn/attention.py, 55 calls, and 5 of
+#: experiments/cost.py, 37 calls (547 calls on 132
 #: arguments of 20 files when the test was introduced).
 KNOWN_GAPS: dict[str, str] = {
     "pfntheory.nn.attention.kernel_attention[q=": "nn/attention.py",
@@ -1713,6 +2464,13 @@ KNOWN_GAPS: dict[str, str] = {
     "pfntheory.nn.attention.score_matrix[b=": "nn/attention.py",
     "pfntheory.nn.attention.score_vector[a=": "nn/attention.py",
     "pfntheory.nn.attention.score_vector[b=": "nn/attention.py",
+    # the cost model's terms (declared in issue 52; the file is another change's: the fix is a
+    # check of n, contexts, batch and after at the top of each)
+    "pfntheory.experiments.cost.curve_terms[after=": "experiments/cost.py",
+    "pfntheory.experiments.cost.draw_terms[contexts=": "experiments/cost.py",
+    "pfntheory.experiments.cost.draw_terms[n=": "experiments/cost.py",
+    "pfntheory.experiments.cost.step_terms[batch=": "experiments/cost.py",
+    "pfntheory.experiments.cost.step_terms[n=": "experiments/cost.py",
 }
 
 
@@ -1783,6 +2541,47 @@ def test_every_public_callable_is_driven_or_skipped():
         except LookupError as err:
             problems.append(str(err))
     assert not problems, "\n".join(problems)
+
+
+def test_every_public_callable_is_declared_one_by_one():
+    """Issue 52: every callable named in an ``__all__`` of every module of the package (and in
+    :data:`OUTSIDE_ALL`) is declared in the contract -- driven with a valid call -- or named one by
+    one in :data:`SKIP` with its reason; no module is skipped by name. Fails naming each callable
+    that is neither (a module that landed without declarations), and when the exemption list
+    holds an entry without a reason. The documented limits (:data:`KNOWN_GAPS`) are driven
+    callables, counted apart."""
+    assert "SKIP_MODULES" not in globals(), "no module is skipped by name"
+    modules = {q.rsplit(".", 1)[0] for q in PUBLIC}
+    for m in (
+        "pfntheory.maths.latent",
+        "pfntheory.claims.latent",
+        "pfntheory.nn.latent",
+        "pfntheory.claims.multihead_select",
+        "pfntheory.claims.multihead_cells",
+        "pfntheory.claims.gating",
+        "pfntheory.report.tallies",
+        "pfntheory.nn.oracle_store",
+        "pfntheory.experiments.cost",
+    ):
+        assert m in modules or not _present(m + ".x"), f"{m}: no public callable discovered"
+    undeclared, no_reason = [], []
+    for q in PUBLIC:
+        why = skip_reason(q)
+        if why is not None:
+            if not why.strip():
+                no_reason.append(q)
+            continue
+        try:
+            base_call(q)
+        except LookupError as err:
+            undeclared.append(f"{q}: {err}")
+    assert not no_reason, f"SKIP entries without a reason: {no_reason}"
+    assert not undeclared, "neither driven nor exempt:\n" + "\n".join(undeclared)
+    gaps = {k.split("[")[0] for k in KNOWN_GAPS}
+    print(
+        f"{len(PUBLIC)} public callables: {len(DRIVEN)} driven ({len(gaps)} with documented "
+        f"limits, KNOWN_GAPS), {len(PUBLIC) - len(DRIVEN)} exempt one by one"
+    )
 
 
 @pytest.mark.parametrize("qual", DRIVEN)

@@ -23,6 +23,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
+from pfntheory.base._checks import (
+    as_float_array,
+    check_rng,
+    instance_of,
+    mapping,
+    positive_int,
+    positive_scalar,
+    sequence,
+)
 from pfntheory.maths import latent
 from pfntheory.maths import latent_construction as lc
 from pfntheory.maths.kernels import RBFKernel
@@ -37,6 +46,13 @@ __all__ = [
     "check_inner_rate",
     "check_outer_quadratic",
     "check_outer_linear",
+    "calibration_error",
+    "method_table",
+    "reference_noise",
+    "check_trained",
+    "load_trained",
+    "laplace_targets",
+    "probe_newton",
 ]
 
 #: The paper's Discussion has no label: the construction rows sit under thm:TFdoPPD (whose
@@ -50,9 +66,30 @@ TRAINED_LABEL = "thm:PPD convergence"
 ROUNDOFF = 1e-9
 
 
+_NO_QUERY = object()
+
+
+def _instance(kernel, X, y, x_query=_NO_QUERY):
+    """The arguments of the construction checks, checked: an RBF ``kernel``, finite ``X`` (n, d),
+    labels ``y`` (n,) in {-1, +1}, a finite ``x_query`` (d,) when given."""
+    instance_of(RBFKernel)(kernel, "kernel")
+    X = as_float_array(X, "X", ndim=2, non_empty=True)
+    y = latent._labels(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must hold one label per row of X ({X.shape[0]}), got {y.shape[0]}")
+    if x_query is _NO_QUERY:
+        return X, y
+    x_query = as_float_array(x_query, "x_query", ndim=1)
+    if x_query.shape != (X.shape[1],):
+        raise ValueError(f"x_query must have shape ({X.shape[1]},) to match X, got {x_query.shape}")
+    return X, y, x_query
+
+
 def context(kernel: RBFKernel, n: int, d: int, rng: np.random.Generator):
     """One context of the classification prior: ``X`` (n, d) ~ N(0, I/d), labels ``y`` with
     ``P(y_i = 1) = Phi(f(x_i))``, and a query ``x*`` from the same law."""
+    instance_of(RBFKernel)(kernel, "kernel")
+    n, d, rng = positive_int(n, "n"), positive_int(d, "d"), check_rng(rng)
     X = rng.standard_normal((n + 1, d)) / np.sqrt(d)
     K = kernel(X) + latent.JITTER * kernel.alpha**2 * np.eye(n + 1)
     f = np.linalg.cholesky(K) @ rng.standard_normal(n + 1)
@@ -62,6 +99,8 @@ def context(kernel: RBFKernel, n: int, d: int, rng: np.random.Generator):
 
 def check_newton_identity(kernel, X, y, x_query, L_out: int = 8, *, fault=None) -> ClaimResult:
     """Exact inner solves: the ``f`` rows equal R&W 3.1's iterates, the readout R&W 3.2's ``p``."""
+    X, y, x_query = _instance(kernel, X, y, x_query)
+    L_out = positive_int(L_out, "L_out")
     tf = lc.newton_tf_forward(X, y, x_query, kernel, L_out, None, fault=fault)
     K = kernel(X)
     f, ref = np.zeros(len(y)), [np.zeros(len(y))]
@@ -117,6 +156,8 @@ def _recursion_path(K, y, kernel, X, x_query, L_out, L_in):
 
 def check_newton_rows(kernel, X, y, x_query, L_out: int = 3, L_in: int = 5, *, fault=None):
     """``L_in`` attention layers per block equal the Richardson recursion on ``(I + K W)``."""
+    X, y, x_query = _instance(kernel, X, y, x_query)
+    L_out, L_in = positive_int(L_out, "L_out"), positive_int(L_in, "L_in")
     tf = lc.newton_tf_forward(X, y, x_query, kernel, L_out, L_in, fault=fault)
     ref = _recursion_path(kernel(X), y, kernel, X, x_query, L_out, L_in)
     scale = 1.0 + np.max(np.abs(ref))
@@ -138,6 +179,8 @@ def check_inner_rate(kernel, X, y, L_in: int = 60, *, fault=None) -> ClaimResult
     """One block from ``f = 0``: the weighted error is below ``rho^l`` times the initial one at
     every layer ``l``, and its fitted slope over the last half of the layers is ``log rho``
     within 10%."""
+    X, y = _instance(kernel, X, y)
+    L_in = positive_int(L_in, "L_in", minimum=2)
     K = kernel(X)
     n = len(y)
     f0 = np.zeros(n)
@@ -179,6 +222,8 @@ def check_inner_rate(kernel, X, y, L_in: int = 60, *, fault=None) -> ClaimResult
 
 def check_outer_quadratic(kernel, X, y, L_out: int = 10, *, fault=None) -> ClaimResult:
     """Exact inner solves: ``e_{t+1} <= M e_t^2 + floor`` at every Newton step."""
+    X, y = _instance(kernel, X, y)
+    L_out = positive_int(L_out, "L_out")
     tf = lc.newton_tf_forward(X, y, X[0], kernel, L_out, None, fault=fault)
     K = kernel(X)
     f_hat = latent.laplace_mode(K, y).f_hat
@@ -204,6 +249,8 @@ def check_outer_linear(kernel, X, y, L_in: int = 4, L_out: int = 30) -> ClaimRes
     """``L_in`` layers per block: the per-block factor of the error is ``rho_hat^L_in``, from the
     mode's ``B`` with its optimal step (the linearisation of the inexact Newton map at the mode:
     the Newton map's derivative vanishes there, the inner residual's does not)."""
+    X, y = _instance(kernel, X, y)
+    L_in, L_out = positive_int(L_in, "L_in"), positive_int(L_out, "L_out")
     K = kernel(X)
     n = len(y)
     fit = latent.laplace_mode(K, y)
@@ -247,8 +294,11 @@ def calibration_error(p, q, bins: int = CALIBRATION_BINS) -> float:
     """``sum_b (N_b / N) |mean_b p - mean_b q|`` over equal-width bins of ``p``: the expected
     calibration error against the soft labels ``q = Phi(f*)`` (the probability of ``y* = 1``
     given the latent function, known in simulation: lower variance than drawn labels, the same
-    expectation)."""
-    p, q = np.ravel(p), np.ravel(q)
+    expectation). ``p`` and ``q`` probabilities in [0, 1] of the same size, ``bins >= 1``."""
+    p, q = _probabilities(p, "p"), _probabilities(q, "q")
+    if p.shape != q.shape:
+        raise ValueError(f"p and q must be of the same size, got {p.size} and {q.size}")
+    bins = positive_int(bins, "bins")
     idx = np.minimum((p * bins).astype(int), bins - 1)
     total = 0.0
     for b in range(bins):
@@ -256,6 +306,51 @@ def calibration_error(p, q, bins: int = CALIBRATION_BINS) -> float:
         if sel.any():
             total += sel.mean() * abs(p[sel].mean() - q[sel].mean())
     return float(total)
+
+
+def _probabilities(p, name: str) -> np.ndarray:
+    """``p`` flattened: finite probabilities in [0, 1], at least one."""
+    a = np.ravel(as_float_array(p, name, non_empty=True))
+    if np.any((a < 0.0) | (a > 1.0)):
+        raise ValueError(
+            f"{name} must hold probabilities in [0, 1], got a value {a[(a < 0) | (a > 1)][0]!r}"
+        )
+    return a
+
+
+#: The arrays of one entry of the sampling reference (pfntheory.nn.latent_eval), each
+#: (contexts, m) probabilities but ``se_ess`` (non-negative standard errors).
+_REFERENCE_KEYS = ("p_ess", "se_ess", "q", "p_laplace", "p_ep")
+
+
+def _reference(reference, name: str = "reference") -> list[dict]:
+    """``reference`` checked: a non-empty list of entries ``{"n", "p_ess", "se_ess", "q",
+    "p_laplace", "p_ep"}`` with arrays of one shape (contexts, m), probabilities in [0, 1] and
+    standard errors >= 0; one entry per n'."""
+    entries = sequence(reference, name)
+    seen = set()
+    for i, e in enumerate(entries):
+        where = f"{name}[{i}]"
+        mapping(e, where)
+        missing = [k for k in ("n", *_REFERENCE_KEYS) if k not in e]
+        if missing:
+            raise ValueError(f"{where} must hold the keys {missing}")
+        n = positive_int(e["n"], f"{where}['n']")
+        if n in seen:
+            raise ValueError(f"{name} holds n'={n} twice (its contexts would count twice)")
+        seen.add(n)
+        shape = None
+        for k in _REFERENCE_KEYS:
+            a = as_float_array(e[k], f"{where}[{k!r}]", ndim=2, non_empty=True)
+            if shape is not None and a.shape != shape:
+                raise ValueError(f"{where}[{k!r}] has shape {a.shape}, the entry's is {shape}")
+            shape = a.shape
+            if k == "se_ess":
+                if np.any(a < 0):
+                    raise ValueError(f"{where}['se_ess'] must hold standard errors >= 0")
+            else:
+                _probabilities(a, f"{where}[{k!r}]")
+    return entries
 
 
 def _errors(p, p_ref) -> np.ndarray:
@@ -271,6 +366,20 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
     last row per method pools the n'."""
     from pfntheory.base.stats import t_interval
 
+    reference = _reference(reference)
+    for name, by_n in mapping(predictions, "predictions", non_empty=False).items():
+        mapping(by_n, f"predictions[{name!r}]")
+        for e in reference:
+            n = int(e["n"])
+            if n not in by_n:
+                raise ValueError(f"predictions[{name!r}] has no probabilities at n'={n}")
+            a = as_float_array(by_n[n], f"predictions[{name!r}][{n}]", ndim=2)
+            if a.shape != np.shape(e["p_ess"]):
+                raise ValueError(
+                    f"predictions[{name!r}][{n}] has shape {a.shape}, the reference's is "
+                    f"{np.shape(e['p_ess'])}"
+                )
+            _probabilities(a, f"predictions[{name!r}][{n}]")
     methods = {
         "Laplace": {int(e["n"]): e["p_laplace"] for e in reference},
         "EP": {int(e["n"]): e["p_ep"] for e in reference},
@@ -322,6 +431,7 @@ def method_table(reference: list[dict], predictions: dict[str, dict[int, np.ndar
 def reference_noise(reference: list[dict]) -> float:
     """``E|p_ESS - p|`` that the sampler's Monte-Carlo error alone adds to a perfect method:
     ``sqrt(2/pi) E[se]`` (the mean absolute value of a centred normal)."""
+    reference = _reference(reference)
     se = np.concatenate([np.ravel(e["se_ess"]) for e in reference])
     return float(np.sqrt(2 / np.pi) * se.mean())
 
@@ -516,7 +626,25 @@ def load_trained(root) -> dict:
 
 def laplace_targets(reference: list[dict], alpha: float, lengthscale: float) -> dict:
     """``log W_i`` at the Laplace mode (per context point) and the Laplace latent mean ``mu*``
-    (per query) on the reference set, in its order: the probes' targets."""
+    (per query) on the reference set, in its order: the probes' targets. ``reference``'s
+    entries hold ``X`` (contexts, n + m, d) and labels ``y`` (contexts, n) in {-1, +1}."""
+    alpha = positive_scalar(alpha, "alpha")
+    lengthscale = positive_scalar(lengthscale, "lengthscale")
+    entries = sequence(reference, "reference")
+    for i, e in enumerate(entries):
+        mapping(e, f"reference[{i}]")
+        if not {"n", "X", "y"} <= set(e):
+            raise ValueError(f"reference[{i}] must hold the keys 'n', 'X' and 'y'")
+        n = positive_int(e["n"], f"reference[{i}]['n']")
+        Xe = as_float_array(e["X"], f"reference[{i}]['X']", ndim=3, non_empty=True)
+        ye = as_float_array(e["y"], f"reference[{i}]['y']", ndim=2)
+        if Xe.shape[1] <= n or ye.shape != (Xe.shape[0], n):
+            raise ValueError(
+                f"reference[{i}]: X {Xe.shape} must hold n={n} context points and the queries "
+                f"of each context, y {ye.shape} one label per context point"
+            )
+        if not np.all(np.isin(ye, (-1.0, 1.0))):
+            raise ValueError(f"reference[{i}]['y'] must hold labels in {{-1, +1}}")
     a2 = alpha**2
     log_w, mu = [], []
     for e in reference:

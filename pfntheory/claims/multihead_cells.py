@@ -16,7 +16,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pfntheory.base._checks import keys, positive_int, seed_int, seed_tuple, sequence
+from pfntheory.base._checks import (
+    ArgumentTypeError,
+    int_tuple,
+    keys,
+    positive_int,
+    seed_int,
+    seed_tuple,
+    sequence,
+    text,
+)
 
 __all__ = [
     "FOLDER",
@@ -47,7 +56,10 @@ _KEYS = ("bayes_acc", "tv", "sel_acc", "sel_tv_w")
 
 def batch_path(out_dir, n: int, seed: int) -> Path:
     """Where the batch of n' = ``n`` and generator seed ``seed`` is written."""
-    return Path(out_dir) / "batches" / f"n{int(n)}-seed{int(seed)}.json"
+    if not isinstance(out_dir, (str, Path)):
+        raise ArgumentTypeError(f"out_dir must be a path, got {type(out_dir).__name__}")
+    n, seed = positive_int(n, "n"), seed_int(seed, "seed")
+    return Path(out_dir) / "batches" / f"n{n}-seed{seed}.json"
 
 
 def confirm_cell(
@@ -189,9 +201,11 @@ def check_batch(
     from . import multihead_select as ms
 
     try:
-        _batch(doc, "the batch")
+        _batch(doc, "doc")
     except ValueError as err:
         raise ValueError(f"{path}: not a batch of the confirmation: {err}") from err
+    n_eval = list(int_tuple(n_eval, "n_eval"))
+    rows = [text(r, "rows") for r in sequence(rows, "rows")]
     ident = ms.identity(doc)
     got = {
         "n_eval": [int(m) for m in doc["n_eval"]],

@@ -28,6 +28,9 @@ import numpy as np
 from pfntheory.base._checks import (
     ArgumentTypeError,
     as_float_array,
+    choice,
+    float_tuple,
+    instance_of,
     int_tuple,
     keys,
     mapping,
@@ -71,6 +74,9 @@ COVERAGE_LEVELS = (50, 90, 95)
 
 def with_depth(spec, L: int):
     """The run spec ``spec`` with the model's depth replaced by ``L`` (hand-set heads at ``L``)."""
+    from pfntheory.infra.tree import RunSpec
+
+    instance_of(RunSpec)(spec, "spec")
     return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=positive_int(L, "L")))
 
 
@@ -251,7 +257,7 @@ def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
     """Rows per (n', model): E[TV] with SE, and the paired fall ``TV_reference - TV_model`` with its
     SE (per-instance differences on the same draws); a model without that n' has no row there."""
     check_document(doc)
-    if reference not in doc["tv"]:
+    if text(reference, "reference") not in doc["tv"]:
         raise ValueError(f"doc holds no rows of reference {reference!r}")
     rows = []
     for n in doc["n_eval"]:
@@ -403,6 +409,7 @@ def identity(doc: dict, name: str = "doc") -> dict:
     """What a document's evidence was measured on: the draws' ``seed``, the ``dtype``, the
     multi-head run and the single-head runs, each run by its directory name (its spec and config
     hash; the root it was read under does not matter). Absent fields are None."""
+    keys()(doc, name)
     singles = doc.get("single_runs")
     if singles is not None:
         m = mapping(singles, f"{name}['single_runs']", non_empty=False)
@@ -417,10 +424,16 @@ def identity(doc: dict, name: str = "doc") -> dict:
     }
 
 
-def same_identity(docs, fields=("seed", "dtype", "multi_run", "single_runs"), what="docs"):
+#: The fields of a document's :func:`identity`.
+_IDENTITY = ("seed", "dtype", "multi_run", "single_runs")
+
+
+def same_identity(docs, fields=_IDENTITY, what="docs"):
     """Refuse ``docs`` whose :func:`identity` differs in one of ``fields`` (a field absent from a
     document is not compared): one merged document is labelled with one seed, dtype and runs, so
     evidence of other draws or other runs cannot be joined under it."""
+    docs = sequence(docs, "docs", non_empty=False)
+    fields = [choice(f, "fields", _IDENTITY) for f in sequence(fields, "fields")]
     ids = [identity(d, f"{what}[{i}]") for i, d in enumerate(docs)]
     for f in fields:
         seen = {repr(v[f]): (i, v[f]) for i, v in enumerate(ids) if v[f] is not None}
@@ -482,10 +495,14 @@ def control_claim(doc: dict, level: float = 0.95, z: float = Z_MARGIN) -> ClaimR
     ``level`` in (0, 1), ``z > 0``; an empty ``accuracy`` is refused (no verdict on nothing)."""
     level, z = probability(level, "level"), positive_scalar(z, "z")
     acc = mapping(keys("accuracy", "task")(doc, "doc")["accuracy"], "doc['accuracy']")
+    task = keys("hier_lengthscales", "hier_noise_stds")(doc["task"], "doc['task']")
+    float_tuple(task["hier_lengthscales"], "doc['task']['hier_lengthscales']", positive=True)
+    float_tuple(task["hier_noise_stds"], "doc['task']['hier_noise_stds']", positive=True)
     for n, a in acc.items():
         keys("acc", "acc_se", "n_instances")(a, f"doc['accuracy'][{n!r}]")
         probability(a["acc"], f"doc['accuracy'][{n!r}]['acc']", open_low=False, open_high=False)
         positive_scalar(a["acc_se"], f"doc['accuracy'][{n!r}]['acc_se']", allow_zero=True)
+        positive_int(a["n_instances"], f"doc['accuracy'][{n!r}]['n_instances']")
     worst = min(acc, key=lambda n: acc[n]["acc"])
     a = acc[worst]
     holds = bool(all(v["acc"] >= level for v in acc.values()))
@@ -520,9 +537,7 @@ def ceiling_claim(doc: dict, pairs, z: float = Z_MARGIN, *, statuses) -> ClaimRe
     the power of the best pair's worst cell (:func:`_cell_power`): the claim is refuted only when
     every pair is, i.e. when even the best pair's interval lies below 0 at some n'. ``z > 0``."""
     z = positive_scalar(z, "z")
-    pairs = [(str(a), str(b)) for a, b in pairs]
-    if not pairs:
-        raise ValueError("pairs must hold at least one (reference, candidate) pair")
+    pairs = [_pair_of(p, f"pairs[{i}]") for i, p in enumerate(sequence(pairs, "pairs"))]
     rows, beats, worst = [], {}, {}
     for ref, cand in pairs:
         mine = [dict(r, reference=ref) for r in summarise_ceiling(doc, ref) if r["model"] == cand]
@@ -548,6 +563,14 @@ def ceiling_claim(doc: dict, pairs, z: float = Z_MARGIN, *, statuses) -> ClaimRe
         details={"rows": rows, "beats": beats},
     )
     return _decided(res, statuses, _cell_power(top, z))
+
+
+def _pair_of(p, name: str) -> tuple[str, str]:
+    """A ``(reference, candidate)`` pair of row names."""
+    items = sequence(p, name)
+    if len(items) != 2:
+        raise ValueError(f"{name} must be a (reference, candidate) pair, got {p!r}")
+    return text(items[0], name), text(items[1], name)
 
 
 def _ratio(r: dict) -> float:
@@ -595,6 +618,8 @@ def runs_read(names, models: dict) -> dict:
     committed multi-head run for rows of its trained heads; hand-set heads and selectors read no
     run. A row naming a trained model absent from ``models`` is refused (its status would be
     silently left out of the gate)."""
+    names = [text(nm, "names") for nm in sequence(names, "names", non_empty=False)]
+    mapping(models, "models", non_empty=False)
     out = {}
     for name in names:
         if name.startswith("multi-head L=8 trained"):
@@ -636,6 +661,7 @@ def tv_claim(
     replay_against_curve`): the check re-decided along the reference's learning curve, for a
     reference that has not plateaued. ``z > 0``."""
     z = positive_scalar(z, "z")
+    model = text(model, "model")
     rows = [r for r in summarise_ceiling(doc, reference) if r["model"] == model]
     if not rows:
         raise ValueError(f"doc holds no rows of {model!r}")
@@ -663,6 +689,7 @@ def coverage_claim(doc: dict, model: str, levels=(50, 90), z: float = Z_MARGIN) 
     SE is itself significant, so a failure refutes (no power object). ``levels`` in (0, 100),
     ``z > 0``; a level or ``model`` the document lacks, or a cell of no instances, is refused."""
     z = positive_scalar(z, "z")
+    model = text(model, "model")
     levels = int_tuple(levels, "levels", maximum=99)
     check_document(doc)
     rows, worst = [], (-1.0, 0, 0, 0.0)

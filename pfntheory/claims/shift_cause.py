@@ -41,6 +41,11 @@ import torch
 
 from pfntheory.base._checks import (
     ArgumentTypeError,
+    as_float_array,
+    check_kernel,
+    check_rng,
+    named_broadcast,
+    positive_array,
     positive_int,
     positive_scalar,
     probability,
@@ -97,10 +102,12 @@ def draw_design(shape: str, c: float, n: int, d: int, n_instances: int, kernel, 
 
     Returns ``X (B, n, d), Y (B, n), xq (B, d), mu (B,), tau (B,)``.
     """
-    if shape not in ("gaussian", "uniform"):
+    if not isinstance(shape, str) or shape not in ("gaussian", "uniform"):
         raise ValueError(f"shape must be 'gaussian' or 'uniform', got {shape!r}")
-    if not (np.isfinite(c) and c > 0):
-        raise ValueError(f"c must be a positive scale, got {c!r}")
+    c = positive_scalar(c, "c")
+    n, d = positive_int(n, "n"), positive_int(d, "d")
+    check_kernel(kernel)
+    noise_var, rng = positive_scalar(noise_var, "noise_var"), check_rng(rng)
     B, sd = positive_int(n_instances, "n_instances"), c / math.sqrt(d)
     if shape == "gaussian":
         P = rng.normal(size=(B, n + 1, d)) * sd
@@ -126,7 +133,7 @@ def _check_model(model) -> PFNTransformer:
 
 def head_scales(model: PFNTransformer) -> tuple[float, float]:
     """The psi head's ``(s1, s2)`` (learned in learnable mode, 1 in theory mode)."""
-    head = _psi_head(model)
+    head = _psi_head(_check_model(model))
     s = head.s.detach()
     return float(s[0]), float(s[1])
 
@@ -142,15 +149,25 @@ def predictive(model: PFNTransformer, X, Y, xq) -> tuple[np.ndarray, np.ndarray]
     """The Gaussian the psi head discretises: mean ``s1 mu_L / s2`` and variance ``tau_+ / s2``
     (``ell_c = s1 psi_1 xi_c + s2 psi_2 xi_c^2``, Sec. 4), float64, shape (B,) each."""
     model = _check_model(model)
+    X = as_float_array(X, "X", ndim=3, non_empty=True)
+    Y, xq = as_float_array(Y, "Y", ndim=2), as_float_array(xq, "xq", ndim=2)
+    if Y.shape != X.shape[:2] or xq.shape != (X.shape[0], X.shape[2]):
+        raise ValueError(
+            f"X (B, n, d), Y (B, n) and xq (B, d) must match, got {X.shape}, {Y.shape}, {xq.shape}"
+        )
     p = next(model.parameters())
-    out = model(*(torch.as_tensor(np.asarray(a), dtype=p.dtype) for a in (X, Y, xq)))
+    out = model(*(torch.as_tensor(a, dtype=p.dtype) for a in (X, Y, xq)))
     s1, s2 = head_scales(model)
     tau_p = positive_tau(out.tau, _psi_head(model).tau_min).double().numpy()
     return s1 * out.mu.double().numpy() / s2, tau_p / s2
 
 
 def coverage90(m, v, mu, tau) -> np.ndarray:
-    """Per-context probability that ``y ~ N(mu, tau)`` falls in ``m +- z_0.95 sqrt(v)``."""
+    """Per-context probability that ``y ~ N(mu, tau)`` falls in ``m +- z_0.95 sqrt(v)``
+    (finite means ``m``, ``mu`` and positive variances ``v``, ``tau`` of broadcastable shapes)."""
+    m, mu = as_float_array(m, "m"), as_float_array(mu, "mu")
+    v, tau = positive_array(v, "v"), positive_array(tau, "tau")
+    named_broadcast(("m", m.shape), ("v", v.shape), ("mu", mu.shape), ("tau", tau.shape))
     half, sd = _Z90 * np.sqrt(v), np.sqrt(tau)
     return scipy.stats.norm.cdf((m - mu + half) / sd) - scipy.stats.norm.cdf((m - mu - half) / sd)
 
@@ -178,8 +195,15 @@ def layer_map_norm(scales, Vgg, Sgg, X) -> np.ndarray:
     Vgg, Sgg : ndarray of shape (L-1,)
     X : ndarray of shape (B, n, d)
     """
-    X = np.asarray(X, dtype=float)
-    B, n, _ = X.shape
+    X = as_float_array(X, "X", ndim=3, non_empty=True)
+    B, n, d = X.shape
+    scales = as_float_array(scales, "scales", ndim=2)
+    Vgg, Sgg = as_float_array(Vgg, "Vgg", ndim=1), as_float_array(Sgg, "Sgg", ndim=1)
+    if scales.shape[1] != d or Vgg.shape != (scales.shape[0],) or Sgg.shape != Vgg.shape:
+        raise ValueError(
+            f"scales (L-1, d={d}), Vgg (L-1,) and Sgg (L-1,) must match, got {scales.shape}, "
+            f"{Vgg.shape}, {Sgg.shape}"
+        )
     prod = np.broadcast_to(np.eye(n), (B, n, n)).copy()
     for sc, vg, sg in zip(np.asarray(scales), np.asarray(Vgg), np.asarray(Sgg), strict=True):
         a = X * sc

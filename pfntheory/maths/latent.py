@@ -31,6 +31,7 @@ from scipy.special import expit, log_ndtr, ndtr
 from pfntheory.base._checks import (
     as_float_array,
     check_rng,
+    check_size,
     choice,
     named_broadcast,
     positive_int,
@@ -77,8 +78,18 @@ def _gram(K) -> np.ndarray:
     n = K.shape[0]
     if K.shape != (n, n) or n == 0:
         raise ValueError(f"K must be a non-empty square matrix, got shape {K.shape}")
-    if not np.allclose(K, K.T, rtol=0.0, atol=1e-12 * max(np.max(np.abs(K)), 1e-300)):
+    scale = max(float(np.max(np.abs(K))), 1e-300)
+    if not np.allclose(K, K.T, rtol=0.0, atol=1e-12 * scale):
         raise ValueError("K must be symmetric")
+    # positive semi-definite up to round-off: a symmetric eigensolve is accurate to ~n eps ||K||
+    # <= n^2 eps max|K|; 1e-10 n max|K| leaves ~1e6 eps of margin per row (a Gram matrix of
+    # coincident points passes, a Gram matrix minus a multiple of I that turns an eigenvalue
+    # negative does not). O(n^3), as the factorisations every caller runs on K.
+    lam_min = float(np.linalg.eigvalsh(K)[0])
+    if lam_min < -1e-10 * n * scale:
+        raise ValueError(
+            f"K must be positive semi-definite (a Gram matrix), got an eigenvalue {lam_min:.3g}"
+        )
     return K
 
 
@@ -465,6 +476,8 @@ def ess_predict(
     samples = positive_int(samples, "samples")
     burn_in = positive_int(burn_in, "burn_in", minimum=0)
     thin = positive_int(thin, "thin")
+    # the chains' work before any of it: B x chains x n latent values per step
+    check_size(B * chains * n * (burn_in + samples * thin), "the chains (burn_in + samples x thin)")
     mu, Sigma = _site_gaussian(K, tau, nu_s)
     scale = np.max(np.abs(np.diagonal(K, axis1=1, axis2=2)), axis=1)[:, None, None]
     Ls = np.linalg.cholesky(Sigma + JITTER * scale * np.eye(n))  # (B, n, n)

@@ -43,7 +43,6 @@ from pfntheory.base._checks import (
     positive_int,
     positive_scalar,
     shaped,
-    symmetric_matrix,
 )
 
 from . import latent
@@ -137,8 +136,8 @@ def _token_map(Z, d, link, *, W_from=None, fault=None):
 
 def inner_factor(K, W, eta: float) -> float:
     """Richardson contraction factor ``max_i |1 - eta lambda_i(B)|`` of ``B = I + W^1/2 K W^1/2``
-    (the spectrum of ``I + K W``)."""
-    K = symmetric_matrix(K, "K")
+    (the spectrum of ``I + K W``). ``K``: a Gram matrix (symmetric positive semi-definite)."""
+    K = latent._gram(K)
     W = shaped(positive_array(W, "W", ndim=1), "W", (K.shape[0],), "to match K")
     eta = positive_scalar(eta, "eta")
     sW = np.sqrt(W)
@@ -164,8 +163,9 @@ def probit_third_derivative_bound() -> float:
 
 def newton_constant(K) -> float:
     """``M = c3 lambda_max(K) / 2``: exact Newton for probit Laplace satisfies
-    ``||f^(t+1) - f_hat|| <= M ||f^(t) - f_hat||^2`` (docs/latent.md, "Rates")."""
-    K = symmetric_matrix(K, "K")
+    ``||f^(t+1) - f_hat|| <= M ||f^(t) - f_hat||^2`` (docs/latent.md, "Rates"). ``K``: a Gram
+    matrix (symmetric positive semi-definite)."""
+    K = latent._gram(K)
     return probit_third_derivative_bound() * float(np.linalg.eigvalsh(K)[-1]) / 2.0
 
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pfntheory.base._checks import instance_of, positive_int
+from pfntheory.base._checks import (
+    as_float_array,
+    instance_of,
+    pair,
+    positive_int,
+    probability,
+    seed_int,
+    sequence,
+)
 from pfntheory.infra.config import TaskSpec, prior_components
 from pfntheory.maths import chebyshev as ch
 from pfntheory.maths.richardson import jacobi_preconditioner, spectrum
@@ -30,7 +38,7 @@ def prior_ranges(task: TaskSpec, n: int, n_designs: int = 32, seed: int = 0) -> 
     instance_of(TaskSpec)(task, "task")
     n, n_designs = positive_int(n, "n", minimum=2), positive_int(n_designs, "n_designs")
     kernels, noise_var = prior_components(task)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed_int(seed, "seed"))
     designs = [sample_design(n, task.d, rng, task.covariates) for _ in range(n_designs)]
     out = []
     for k, s2 in zip(kernels, noise_var, strict=True):
@@ -50,13 +58,24 @@ def set_layer_steps(model, steps) -> None:
     instance_of(MixturePFN)(model, "model")
     if not model.config.normalised:
         raise ValueError("set_layer_steps writes TF^pr (normalised) heads only")
-    eta = torch.as_tensor(np.asarray(steps, dtype=float), dtype=model.V.dtype)
+    eta = torch.as_tensor(as_float_array(steps, "steps", ndim=2), dtype=model.V.dtype)
     if eta.shape != model.V.shape[:2] or not bool(torch.all(eta > 0)):
         raise ValueError(f"steps must be positive of shape {tuple(model.V.shape[:2])}")
     S_over = model.S[:, :1, :1] / model.V[:, :1, :1]  # -sigma^2 / alpha^2 per head (hand-set)
     with torch.no_grad():
         model.V.copy_(torch.stack([eta, -eta, eta, -eta], -1))
         model.S.copy_((S_over * eta[..., None]).expand_as(model.S))
+
+
+def _ranges(ranges) -> list[tuple[float, float]]:
+    """Per head ``(lo, hi)`` with ``0 < lo < hi`` finite: a spectral range."""
+    out = []
+    for i, r in enumerate(sequence(ranges, "ranges")):
+        lo, hi = pair(r, f"ranges[{i}]")
+        if not 0.0 < lo < hi:
+            raise ValueError(f"ranges[{i}] must be a range 0 < lo < hi, got {r!r}")
+        out.append((lo, hi))
+    return out
 
 
 def depth_matched(ranges, L: int, eps: float = 1e-2) -> list:
@@ -67,6 +86,8 @@ def depth_matched(ranges, L: int, eps: float = 1e-2) -> list:
     ``eps`` instead of spreading its few nodes over the whole range."""
     import math
 
+    ranges = _ranges(ranges)
+    eps = probability(eps, "eps")
     m = max(positive_int(L, "L") - 1, 1)
     t = math.acosh(1.0 / eps) / m  # arccosh((k + 1) / (k - 1)) = t  <=>  sqrt(k) = 1 / tanh(t / 2)
     kappa = (1.0 / math.tanh(t / 2.0)) ** 2
@@ -77,6 +98,9 @@ def chebyshev_hook(ranges, eps: float | None = None):
     """``head_hook`` for :func:`pfntheory.claims.multihead_select.ceiling`: the hand-set heads of
     depth ``L`` take the Chebyshev steps (Leja order) of ``ranges`` (per head ``(lo, hi)``); with
     ``eps``, of :func:`depth_matched` ranges."""
+    ranges = _ranges(ranges)
+    if eps is not None:
+        eps = probability(eps, "eps")
 
     def hook(model, L: int) -> None:
         rr = ranges if eps is None else depth_matched(ranges, L, eps)

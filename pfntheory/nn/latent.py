@@ -32,7 +32,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from pfntheory.base._checks import int_tuple, positive_int, positive_scalar, probability, seed_int
+from pfntheory.base._checks import (
+    instance_of,
+    int_tuple,
+    positive_int,
+    positive_scalar,
+    probability,
+    seed_int,
+)
 from pfntheory.base._entry import OneLineParser, int_in, output_root, run_entry
 from pfntheory.infra import runs
 from pfntheory.infra.config import LEARNING_CURVE_FILE
@@ -137,6 +144,9 @@ def sample_classification(task: LatentTask, B: int, n: int, generator: torch.Gen
     Returns ``X`` (B, n + m, d), ``y`` (B, n) in {-1, +1}, ``f`` (B, n + m) the latent values,
     ``q`` (B, m) = ``Phi(f*)`` and ``y_star`` (B, m) drawn labels in {-1, +1}.
     """
+    instance_of(LatentTask)(task, "task")
+    B, n = positive_int(B, "B"), positive_int(n, "n")
+    instance_of(torch.Generator)(generator, "generator")
     m, d = task.n_query, task.d
     X = torch.randn(B, n + m, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
     K = task.alpha**2 * _rbf(X, X, task.lengthscale)
@@ -155,6 +165,7 @@ class LatentPFN(nn.Module):
 
     def __init__(self, spec: LatentRunSpec):
         super().__init__()
+        instance_of(LatentRunSpec)(spec, "spec")
         C, H, L = spec.width, spec.hidden, spec.L
         self.embed = nn.Linear(2, C)
         self.log_ell = nn.Parameter(torch.full((L,), math.log(spec.task.lengthscale)))

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pfntheory.base._checks import ArgumentTypeError, instance_of, positive_int
+from pfntheory.base._checks import ArgumentTypeError, float_tuple, instance_of, positive_int
 from pfntheory.infra.config import TaskSpec, prior_components
 
 from .priors import Batch, sample_batch
@@ -99,6 +99,7 @@ def draw_contexts(task: TaskSpec, batch_size: int, n: int, generator: torch.Gene
     """
     H = _check_hier(task)
     B, n = positive_int(batch_size, "batch_size"), positive_int(n, "n")
+    instance_of(torch.Generator)(generator, "generator")
     kernels, noise_var = prior_components(task)
     g, dev, f64 = generator, generator.device, torch.float64
     if task.covariates == "gaussian":
@@ -132,14 +133,16 @@ def summary_stats(X: torch.Tensor, Y: torch.Tensor, bank=BANK, variogram: bool =
         Lengthscales ``ell_b > 0`` of the unit-amplitude RBF kernels.
     variogram : bool
     """
+    instance_of(torch.Tensor)(X, "X")
+    instance_of(torch.Tensor)(Y, "Y")
     if X.ndim != 3 or Y.shape != X.shape[:2]:
         raise ValueError(f"X must be (B, n, d) and Y (B, n), got {tuple(X.shape)}, {Y.shape}")
     B, n, _ = X.shape
     if n < 2:
         raise ValueError(f"summary_stats needs n >= 2 context points, got {n}")
-    bank = [float(b) for b in bank]
-    if not bank or min(bank) <= 0:
-        raise ValueError(f"bank must hold positive lengthscales, got {bank}")
+    bank = list(float_tuple(bank, "bank", positive=True))
+    if not (torch.isfinite(X).all() and torch.isfinite(Y).all()):
+        raise ValueError("X and Y must be finite")
     sq = torch.cdist(X, X).square()
     pairs = n * (n - 1)
     s0 = (Y * Y).sum(-1) / n
@@ -178,9 +181,7 @@ class StatSelector(nn.Module):
 
     def __init__(self, bank, H: int, width: int = 32, variogram: bool = False):
         super().__init__()
-        self.bank = tuple(float(b) for b in bank)
-        if not self.bank or min(self.bank) <= 0:
-            raise ValueError(f"bank must hold positive lengthscales, got {bank}")
+        self.bank = float_tuple(bank, "bank", positive=True)
         self.variogram = bool(variogram)
         F = (3 if self.variogram else 2) * len(self.bank) + 2
         H, width = positive_int(H, "H"), positive_int(width, "width")

@@ -28,6 +28,7 @@ __all__ = [
     "rebuild_blockers",
     "measured_rows",
     "degraded",
+    "result_rows",
 ]
 
 #: The labels whose rows read the Walker Lake data.
@@ -39,6 +40,8 @@ def writes_committed(out_dir: str | os.PathLike | None) -> bool:
     ``reports/`` of this checkout."""
     if out_dir is None:
         return True
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"out_dir must be a path or None, got {type(out_dir).__name__}")
     return Path(out_dir).resolve() == DEFAULT_OUT.resolve()
 
 
@@ -67,9 +70,21 @@ def committed_rows(out_dir: str | os.PathLike, notebook: str) -> list[dict]:
     return list(rows)
 
 
+def result_rows(rows, name: str) -> list[dict]:
+    """``rows`` as a list of result rows (dicts), else a TypeError naming ``name``."""
+    if isinstance(rows, (str, bytes, dict)) or not isinstance(rows, Iterable):
+        raise TypeError(f"{name} must be a list of result rows (dicts), got {type(rows).__name__}")
+    out = list(rows)
+    for r in out:
+        if not isinstance(r, dict):
+            raise TypeError(f"{name} must hold result rows (dicts), got a {type(r).__name__}")
+    return out
+
+
 def measured_rows(rows: Iterable[dict]) -> int:
-    """How many of ``rows`` carry a verdict (every row that is not "pending")."""
-    return sum(1 for r in rows if r.get("verdict", PENDING) != PENDING)
+    """How many of ``rows`` (result rows: dicts) carry a verdict (every row that is not
+    "pending")."""
+    return sum(1 for r in result_rows(rows, "rows") if r.get("verdict", PENDING) != PENDING)
 
 
 def _run_paths(row: dict) -> set[str]:
@@ -135,4 +150,5 @@ def rebuild_blockers(
 
 def degraded(before: Iterable[dict], after: Iterable[dict]) -> bool:
     """Whether ``after`` (a rebuilt notebook's rows) measures fewer rows than ``before``."""
+    before, after = result_rows(before, "before"), result_rows(after, "after")
     return measured_rows(after) < measured_rows(before)

@@ -27,15 +27,15 @@ can say whether every page was built from the same commit.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..base._entry import OneLineParser, run_entry
 from ..claims.gating import plateau_tally
+from .guard import result_rows
 from .rows import PENDING, VERDICTS
 from .spec import DEFAULT_OUT, NOTEBOOKS, ROOT
 from .summary import load_results
@@ -82,7 +82,7 @@ def _kind(r: dict) -> str:
 def tally_text(rows: Sequence[dict]) -> str:
     """``rows`` counted by verdict kind, in the index's order: "72 *holds*, 2 *does not hold* and
     1 *pending*" ("no rows" for none)."""
-    counts = Counter(_kind(r) for r in rows)
+    counts = Counter(_kind(r) for r in result_rows(rows, "rows"))
     order = [k for k in VERDICTS if counts.get(k)] + sorted(k for k in counts if k not in VERDICTS)
     parts = [f"{counts[k]} *{k}*" for k in order]
     if not parts:
@@ -178,15 +178,28 @@ def passage(spec: str, rows: list[dict]) -> str:
     ValueError
         For a spec this module does not know (naming it).
     """
+    if not isinstance(spec, str):
+        raise TypeError(f"spec must be a string, got {type(spec).__name__}")
+    rows = result_rows(rows, "rows")
     kind, _, arg = spec.strip().partition(" ")
     gen = _GENERATORS.get(kind)
     if gen is None:
-        raise ValueError(f"unknown generated passage {spec!r}; known: {', '.join(_GENERATORS)}")
+        raise ValueError(
+            f"spec: unknown generated passage {spec!r}; known: {', '.join(_GENERATORS)}"
+        )
     return gen(rows, arg.strip())
+
+
+def _text(x, name: str) -> str:
+    if not isinstance(x, str):
+        raise TypeError(f"{name} must be a string, got {type(x).__name__}")
+    return x
 
 
 def render(text: str, rows: list[dict]) -> str:
     """``text`` with every generated passage replaced by its current text."""
+    _text(text, "text")
+    rows = result_rows(rows, "rows")
     return MARKER.sub(
         lambda m: f"<!-- generated: {m['spec']} -->{passage(m['spec'], rows)}<!-- /generated -->",
         text,
@@ -195,6 +208,8 @@ def render(text: str, rows: list[dict]) -> str:
 
 def stale(text: str, rows: list[dict]) -> list[tuple[str, str, str]]:
     """``(spec, as written, as generated)`` for every passage of ``text`` that is not current."""
+    _text(text, "text")
+    rows = result_rows(rows, "rows")
     out = []
     for m in MARKER.finditer(text):
         now = passage(m["spec"], rows)
@@ -242,10 +257,15 @@ def page_commits(out_dir: str | os.PathLike | None = None) -> dict[str, list[str
     return found
 
 
+PROG = "python -m pfntheory.report.tallies"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pfntheory.report.tallies [--write | --check] [--out DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pfntheory.report.tallies",
+    """``python -m pfntheory.report.tallies [--write | --check] [--out DIR]``: a bad command line
+    (an unknown option, both modes, an ``--out`` that is no report folder) is one line on stderr
+    and exit 2 (:func:`pfntheory.base._entry.run_entry`)."""
+    parser = OneLineParser(
+        prog=PROG,
         description="Regenerate (--write) or check (--check) the counts README.md and "
         "docs/findings.md state, from reports/results/*.json.",
     )
@@ -254,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 if a passage is stale")
     parser.add_argument("--out", default=None, help="report folder to read (default: reports/)")
     args = parser.parse_args(argv)
+    if args.out is not None and not (Path(args.out) / "results").is_dir():
+        parser.error(f"--out {args.out}: not a report folder (no results/ folder in it)")
     if args.write:
         for path in write(out_dir=args.out):
             print(f"rewrote {path.relative_to(ROOT)}")
@@ -273,4 +295,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_entry(main, PROG)
