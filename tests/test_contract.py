@@ -676,19 +676,7 @@ def _public() -> dict[str, object]:
 #: Public callables other modules call that their module's ``__all__`` does not list yet (a file
 #: another change edits: each should join its ``__all__``); declared here so that the contract
 #: drives them meanwhile.
-OUTSIDE_ALL: dict[str, tuple[str, ...]] = {
-    "pfntheory.experiments.cost": (
-        "draw_terms",
-        "step_terms",
-        "training_terms",
-        "training_seconds",
-        "curve_terms",
-        "eval_terms",
-        "run_parts",
-        "experiment_parts",
-        "cpu_seconds",
-    ),
-}
+OUTSIDE_ALL: dict[str, tuple[str, ...]] = {}
 
 PUBLIC = _public()
 
@@ -2445,8 +2433,7 @@ def verdict(case: Case) -> tuple[bool, str]:
 #: that did not meet the contract when this test was last run, in files outside the change that
 #: introduced this test (issue 29), each with its file (under pfntheory/). A fix makes a listed
 #: entry match no failing case and the test fail until the entry is removed here; a new failure
-#: fails at once. At the last count: 15 arguments of nn/attention.py, 55 calls, and 5 of
-#: experiments/cost.py, 37 calls (547 calls on 132
+#: fails at once. At the last count: 15 arguments of nn/attention.py, 55 calls (547 calls on 132
 #: arguments of 20 files when the test was introduced).
 KNOWN_GAPS: dict[str, str] = {
     "pfntheory.nn.attention.kernel_attention[q=": "nn/attention.py",
@@ -2464,13 +2451,6 @@ KNOWN_GAPS: dict[str, str] = {
     "pfntheory.nn.attention.score_matrix[b=": "nn/attention.py",
     "pfntheory.nn.attention.score_vector[a=": "nn/attention.py",
     "pfntheory.nn.attention.score_vector[b=": "nn/attention.py",
-    # the cost model's terms (declared in issue 52; the file is another change's: the fix is a
-    # check of n, contexts, batch and after at the top of each)
-    "pfntheory.experiments.cost.curve_terms[after=": "experiments/cost.py",
-    "pfntheory.experiments.cost.draw_terms[contexts=": "experiments/cost.py",
-    "pfntheory.experiments.cost.draw_terms[n=": "experiments/cost.py",
-    "pfntheory.experiments.cost.step_terms[batch=": "experiments/cost.py",
-    "pfntheory.experiments.cost.step_terms[n=": "experiments/cost.py",
 }
 
 

@@ -9,14 +9,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from pfntheory.base._checks import ArgumentTypeError, choice, instance_of
+from pfntheory.base._checks import (
+    MAX_ELEMENTS,
+    ArgumentTypeError,
+    choice,
+    instance_of,
+    positive_int,
+    positive_scalar,
+)
 from pfntheory.infra.config import EXPERIMENT_SCALES, FUSED_DRAW_MAX_N
 from pfntheory.infra.tree import RunSpec
 
 from .design import Experiment
 from .specs import ExactPPDSpec, StepsizeSpec
 
-__all__ = ["COST", "COST_MEASURED", "PARTS"]
+__all__ = [
+    "COST",
+    "COST_MEASURED",
+    "PARTS",
+    "draw_terms",
+    "step_terms",
+    "training_terms",
+    "training_seconds",
+    "curve_terms",
+    "eval_terms",
+    "run_parts",
+    "experiment_parts",
+    "cpu_seconds",
+]
 
 #: The three parts of a trained run's estimate (:func:`run_parts`).
 PARTS = ("training", "curves", "evaluation")
@@ -122,6 +142,11 @@ def draw_terms(spec: RunSpec, n: int, contexts: float, fused: bool = False) -> d
     """The multipliers of the :data:`COST` coefficients in the seconds of drawing ``contexts``
     contexts of size ``n`` of ``spec``'s prior with their exact PPD (``fused``: by the fused GP
     draw, which applies to a one-component rbf prior only)."""
+    n = positive_int(n, "n", maximum=MAX_ELEMENTS)
+    contexts = positive_scalar(contexts, "contexts")
+    if contexts > MAX_ELEMENTS:  # a batch no run could hold: refused, as the trainer refuses it
+        raise ValueError(f"contexts must be <= {MAX_ELEMENTS}, got {contexts:g}")
+    instance_of(bool)(fused, "fused")
     t, b = _run_spec(spec).task, contexts / 128
     if t.kind == "blr":  # drawn in weight space (O(n d^2), no Cholesky of an n x n Gram matrix)
         return {"DATA_S": b}
@@ -148,7 +173,9 @@ def step_terms(
     run started now) and the model's step. The model is linear in its coefficients, so that
     ``benchmarks/cost_model.py`` can refit them to timed runs."""
     spec = _run_spec(spec)
-    limit = FUSED_DRAW_MAX_N if fused_max_n is None else fused_max_n
+    n = positive_int(n, "n", maximum=MAX_ELEMENTS)
+    batch = positive_int(batch, "batch", maximum=MAX_ELEMENTS)
+    limit = FUSED_DRAW_MAX_N if fused_max_n is None else positive_int(fused_max_n, "fused_max_n")
     terms = draw_terms(spec, n, batch, fused=spec.fast_numerics and n <= limit)
     b, layers = batch / 128, _layers(spec)
     terms["STEP_S"], terms["STEP_N_S"] = b, b * n
@@ -205,18 +232,20 @@ def _curve_grid(steps: int, points: int) -> list[int]:
     return [0] + sorted({int(v) for v in grid} | {steps})
 
 
-def curve_terms(spec: RunSpec, after: int = -1) -> dict[str, float]:
+def curve_terms(spec: RunSpec, after: int | None = None) -> dict[str, float]:
     """The multipliers of the :data:`COST` coefficients in the seconds of ``spec``'s learning
     curves: at each curve point, each design (the task's and ``curve_covariates``) and each
     weights evaluated (the average and the last iterate of a weight-averaged run), a forward and
     the metrics of ``curve_instances`` held-out contexts per ``n'``; the held-out sets drawn
-    once per design. ``after``: only the points after that step (a resumed run's)."""
+    once per design. ``after``: only the points after that step (a resumed run's; None: every
+    point, step 0 included)."""
     spec = _run_spec(spec)
+    first = -1 if after is None else positive_int(after, "after", minimum=0)
     terms: dict[str, float] = {}
     if not spec.curve_n_eval:
         return terms
     designs = 1 + len(spec.curve_covariates)
-    forwards = sum(s > after for s in _curve_grid(spec.steps, spec.curve_points)) * designs
+    forwards = sum(s > first for s in _curve_grid(spec.steps, spec.curve_points)) * designs
     forwards *= 2 if spec.ema_decay > 0 else 1
     for n in spec.curve_n_eval:
         _add(terms, _forward_terms(spec, n, spec.curve_instances, "CURVE_S"), forwards)

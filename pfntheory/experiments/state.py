@@ -230,7 +230,7 @@ def remaining_parts(spec: RunSpec, run_dir, *, oracle_cached: bool = False) -> d
         steps = dict(training_terms(spec))
         run_s = steps.pop("RUN_S")
         parts["training"] = _seconds({"RUN_S": run_s}) + _seconds(steps) * (1 - start / spec.steps)
-        parts["curves"] = _seconds(curve_terms(spec, after=start if start else -1))
+        parts["curves"] = _seconds(curve_terms(spec, after=start if start else None))
     for e in spec.evals:
         if not eval_complete(run_dir, e):
             one = dataclasses.replace(spec, evals=(e,))
