@@ -33,6 +33,7 @@ from pfntheory.claims import (
     conditioning,
     construction,
     crps_slip,
+    first_layer,
     gram,
     noise,
     popmini,
@@ -47,6 +48,7 @@ from pfntheory.experiments import results as xres
 from pfntheory.experiments.specs import ExactPPDSpec
 from pfntheory.maths import discretize as disc
 from pfntheory.maths import richardson as rich
+from pfntheory.maths.first_layer import CODE_EPS
 from pfntheory.maths.kernels import RBFKernel
 
 report.setup_plots()
@@ -251,6 +253,34 @@ rec.add(
     caveat="ambiguous: read literally (every head, incl. eqn:1st attn) it computes the wrong tau; "
     "only the layers of eqn:l attn may be normalised (the check: the literal reading "
     "fails to converge while the other converges)",
+)
+
+# %% [markdown]
+# Read literally, as the authors' public code does (`normalize=1` normalises the first layer too,
+# its one key's weight `A / (A + 1e-6)`), the `k_x` row holds `alpha^2` at every token, the variance
+# channel converges to `k_x^T (G + sigma^2 I)^-1 alpha^2 1`, and the query's `z_k` is one constant.
+# A learned readout `a + b z_k + c z_tau` cannot repair it: on a two-point context two queries share
+# `z_tau` and differ in `tau`, so every such readout errs by at least about half that difference
+# on three queries (`pfntheory.maths.first_layer`; docs/exact-side.md, "The first layer
+# normalised").
+
+# %%
+readout = first_layer.check_no_affine_readout(RBFKernel(1.0, 0.8), s2, 8)
+readout_code = first_layer.check_no_affine_readout(RBFKernel(1.0, 0.8), s2, 8, eps=CODE_EPS)
+rec.add(
+    readout,
+    label="sec:generalization",
+    variant="TF^pr, every head normalised: no affine readout recovers tau",
+    statement="sec:generalization: replace *each* head by normalised attention, with a learned "
+    "readout tau = a + b z_k + c z_tau of the channels (the public code's reading)",
+    measured="least worst-case error of any readout a + b z_k + c z_tau on three queries "
+    "(d = 8, alpha = 1, ell = 0.8)",
+    compare="threshold",
+    holds=ok.holds and readout.holds and readout_code.holds,
+    caveat="ambiguous: with the first layer normalised (as in the public code, offset 1e-6 "
+    f"included: {readout_code.observed:.3f}) no readout of that form recovers tau, so no "
+    "model of that reading reads tau out of the construction; only the first layer "
+    "unnormalised computes tau",
 )
 
 # %% [markdown]

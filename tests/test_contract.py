@@ -546,6 +546,8 @@ SKIP: dict[str, str] = {
     "pfntheory.maths.spectral.StepCurve": "result record",
     "pfntheory.maths.ppd_bound.PPDBoundTerms": "result record",
     "pfntheory.maths.construction.HandsetWeights": "result record of handset_weights",
+    "pfntheory.maths.first_layer.FirstLayerLimit": "result record of variance_limit",
+    "pfntheory.maths.first_layer.ReadoutCounterexample": "result record of readout_counterexample",
     "pfntheory.maths.multihead_construction.MultiHeadWeights": "result record of multihead_weights",
     "pfntheory.maths.multihead_construction.MultiHeadOutput": "result record of multihead_forward",
     "pfntheory.maths.multihead_construction.LogdetReadout": "result record of fit_logdet_readout",
@@ -1573,6 +1575,14 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.report.spec.find_spec": {"name": lambda: "01_richardson_construction"},
     "pfntheory.maths.spectral.admissible_step_curve": {"n_trials": lambda: 2},
     "pfntheory.claims.construction.check_tf_rows": {"x": lambda: XQ1.copy()},
+    "pfntheory.claims.first_layer.check_first_layer_limit": {"x": lambda: XQ1.copy()},
+    "pfntheory.claims.first_layer.limit_bound": {"x": lambda: XQ1.copy()},
+    "pfntheory.claims.first_layer.check_no_affine_readout": {"a": lambda: 1.0},
+    "pfntheory.maths.first_layer.readout_counterexample": {"a": lambda: 1.0},
+    "pfntheory.maths.first_layer.affine_minimax_error": {
+        "channel": lambda: MU.copy(),
+        "target": lambda: TAU.copy(),
+    },
     "pfntheory.claims.construction.check_tf_convergence": {"x": lambda: XQ1.copy()},
     "pfntheory.claims.construction.informative_depth": {"x": lambda: XQ1.copy()},
     "pfntheory.claims.popmini.check_interval_conventions": {

@@ -252,6 +252,56 @@ def test_identical_run_of_another_experiment_is_adopted(tmp_path):
             assert (rd / f).read_bytes() == (tmp_path / "fig_exp2_2" / spec.name / f).read_bytes()
 
 
+def test_the_first_layer_experiment_adopts_our_reading_from_the_family(tmp_path):
+    """supp_exp2_first_layer's runs in our reading are the family budget runs of the same names: a
+    sweep after supp_exp2_d8_budget's copies (adopts) the d = 8 ones instead of training them, and
+    trains the d = 4 one (its grid not swept here) and every run of the public code's reading."""
+    _sweep("supp_exp2_d8_budget", tmp_path)
+    s = _sweep("supp_exp2_first_layer", tmp_path)
+    got = _statuses(s)
+    assert s["n_failed"] == 0 and len(got) == 8
+    for spec in get_experiment("supp_exp2_first_layer").runs("quick"):
+        want = "adopted" if spec.task.d == 8 and not spec.model.normalise_first else "done"
+        assert got[spec.name] == want, spec.name
+
+
+@pytest.mark.parametrize("scale", EXPERIMENT_SCALES)
+def test_the_first_layer_experiment_pairs_both_readings(scale):
+    """supp_exp2_first_layer declares, at every scale, each deciding cell (d, L, n_max) at S and
+    2S steps in both readings of TF^pr: the run of our reading is the family budget run of that
+    name (so it is adopted, never trained twice), the public code's reading the same spec with
+    ``normalise_first=True`` (its own name, ``-pr-nf-``); at the cpu scale the cells are issue 46's
+    (d = 8: (4, 128), (8, 128), (32, 512); d = 4: (16, 512)) at 1000 and 2000 steps with the
+    shifted learning curve, the cheapest first. Fails if a cell, a budget or a reading is
+    missing, or if our reading's run stopped matching the family's (it would be trained again)."""
+    from pfntheory.experiments.exp2 import FIRST_LAYER_CELLS, FIRST_LAYER_QUICK_CELLS
+    from pfntheory.experiments.scales import by_cost
+
+    runs = get_experiment("supp_exp2_first_layer").runs(scale)
+    ours = [r for r in runs if not r.model.normalise_first]
+    code = [r for r in runs if r.model.normalise_first]
+    family = {
+        r.name
+        for n in ("supp_exp2_d8_budget", "supp_exp2_d4_budget")
+        for r in get_experiment(n).runs(scale)
+    }
+    assert len(ours) == len(code) == len(runs) // 2 and {r.name for r in ours} <= family
+    flipped = {
+        dataclasses.replace(r, model=dataclasses.replace(r.model, normalise_first=True)).name
+        for r in ours
+    }
+    assert flipped == {r.name for r in code} and all("-pr-nf-" in r.name for r in code)
+    cells = {(r.task.d, r.model.L, r.n_max) for r in runs}
+    assert cells == set(FIRST_LAYER_QUICK_CELLS if scale == "quick" else FIRST_LAYER_CELLS)
+    for cell in cells:
+        steps = sorted(r.steps for r in ours if (r.task.d, r.model.L, r.n_max) == cell)
+        assert len(steps) == 2 and steps[1] == 2 * steps[0], (cell, steps)
+    if scale == "cpu":
+        assert {r.steps for r in runs} == {1000, 2000}
+        assert all(r.curve_covariates == ("uniform",) and r.ema_decay > 0 for r in runs)
+        assert list(runs) == sorted(runs, key=by_cost)
+
+
 def test_a_sweep_of_several_experiments_shares_one_pool(tmp_path, monkeypatch):
     """``sweep_many`` (and ``pfntheory sweep A B``) hands the missing runs of all its experiments to
     one worker pool, so a worker freed by one experiment takes the next experiment's run instead of
@@ -725,7 +775,7 @@ def test_standin_is_never_taken_for_a_trained_run(tmp_path):
 
 def test_names_listed_once():
     assert experiment_names() == tuple(EXPERIMENTS)
-    assert len(set(experiment_names())) == len(EXPERIMENTS) == 17
+    assert len(set(experiment_names())) == len(EXPERIMENTS) == 18
 
 
 def test_dry_run_refuses_the_real_runs_root(monkeypatch):

@@ -2,7 +2,8 @@
 ``quick``, ``cpu`` and ``paper`` scales (docs/scales.md), by name.
 
 The definitions live in :mod:`.exp1` (fig:exp1 and its budget runs), :mod:`.exp2` (fig:exp2-1,
-fig:exp2-2, supp-fig:exp2-3, the d=4/d=8 companions, the covariate shift) and :mod:`.tables`
+fig:exp2-2, supp-fig:exp2-3, the d=4/d=8 companions, the covariate shift, the two readings of
+TF^pr's first layer) and :mod:`.tables`
 (fig:stepsize, supp-tab:lengthscale-crps, supp-tab:hierarchical-gp, the multi-head design); the
 records in :mod:`.design`, the scale rules in :mod:`.scales`, the cost model in :mod:`.cost`.
 """
@@ -29,6 +30,7 @@ from .exp2 import (  # noqa: F401
     SUPP_EXP2_D8,
     SUPP_EXP2_D8_BUDGET,
     SUPP_EXP2_D8_SEEDS,
+    SUPP_EXP2_FIRST_LAYER,
     SUPP_EXP2_SHIFT_REGIME,
 )
 from .scales import (  # noqa: F401
@@ -84,6 +86,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         SUPP_TAB_HIER,
         SUPP_TAB_HIER_MULTIHEAD,
         FIG_EXP1_THEORY_SHARED,
+        SUPP_EXP2_FIRST_LAYER,
     )
 }
 

@@ -1,6 +1,8 @@
 """sec:exp2 and sec:exp3: fig:exp2-1 (normalised vs unnormalised attention) and its budget runs;
 fig:exp2-2 and supp-fig:exp2-3 (depth L and pretraining range n_max against n'); the d=4 and d=8
-companions of supp-sec:exp additional, and the covariate shift in the paper's claimed regime.
+companions of supp-sec:exp additional, the covariate shift in the paper's claimed regime, the
+family's budget runs, and the two readings of TF^pr's first layer (ours and the authors' public
+code's) on the cells that decide the shift.
 """
 
 from __future__ import annotations
@@ -401,6 +403,77 @@ SUPP_EXP2_D8_SEEDS = Experiment(
         shrunk=(
             f"supp_exp2_d8_budget's L = 4, n_max = 128 runs at seeds {FAMILY_SEEDS} (the grid "
             "trains seed 0): does the collapse under the shift depend on the initial draw?"
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------------
+# The public code's reading of TF^pr (the first layer normalised too) beside ours (issue 46)
+# --------------------------------------------------------------------------------------------------
+
+#: The cells ``(d, L, n_max)`` that decide which reading of TF^pr reproduces the paper's shift
+#: figure: at d = 8 the collapsing cell (4, 128), its deeper neighbour (8, 128) and the paper's
+#: regime (32, 512); at d = 4 the regime's (16, 512).
+FIRST_LAYER_CELLS = ((8, 4, 128), (8, 8, 128), (8, 32, 512), (4, 16, 512))
+#: The same cells at the quick scale (its grids stop at L = 8, n_max = 192): the d = 8 companion's
+#: shallow, narrow cell and the d = 4 companion's deep, wide one.
+FIRST_LAYER_QUICK_CELLS = ((8, 2, 96), (4, 8, 192))
+
+
+def _both_readings(runs) -> tuple:
+    """``runs`` (our reading, ``normalise_first=False``) and each again with the first layer
+    normalised too (the public code's reading), ours first at equal cost."""
+    code = tuple(
+        dataclasses.replace(r, model=dataclasses.replace(r.model, normalise_first=True))
+        for r in runs
+    )
+    return tuple(sorted(runs + code, key=by_cost))
+
+
+def _first_layer_runs(scale: str, cells) -> tuple:
+    """The family budget runs (S and 2S, as ``supp_exp2_d{d}_budget`` declares them, so that our
+    reading's runs carry their names and are adopted from there) of ``cells``, in both readings."""
+    runs: tuple = ()
+    for d, base in ((8, SUPP_EXP2_D8), (4, SUPP_EXP2_D4)):
+        keep = {(L, n_max) for dd, L, n_max in cells if dd == d}
+        runs += tuple(r for r in _family_scale(base, scale) if _cell(r) in keep)
+    return _both_readings(runs)
+
+
+def _family_scale(base: Experiment, scale: str) -> tuple:
+    """The S and 2S runs ``_family_budget(base)`` declares at ``scale`` (no 4S)."""
+    if scale == "quick":
+        return budget_runs(base.quick, bool)
+    return _family_runs(base.design(scale), fast=scale == "cpu")
+
+
+SUPP_EXP2_FIRST_LAYER = Experiment(
+    name="supp_exp2_first_layer",
+    labels=SUPP_EXP2_D8.labels + SUPP_EXP2_D4.labels,
+    title=(
+        "The two readings of TF^pr under the covariate shift: the first layer unnormalised (ours) "
+        "and normalised too (the authors' public code), at S and 2S steps"
+    ),
+    claims=(SUPP_EXP2_D8.claims[-1],),
+    paper=Design(_first_layer_runs("paper", FIRST_LAYER_CELLS)),
+    quick=Design(
+        _first_layer_runs("quick", FIRST_LAYER_QUICK_CELLS),
+        shrunk=(
+            "the quick companions' cells (d, L, n_max) in (8, 2, 96) and (4, 8, 192) (their grids "
+            "stop at L = 8, n_max = 192), at S and 2S steps, weight-averaged, in both readings: "
+            + _QUICK_EXP2_SHRINK
+        ),
+    ),
+    cpu=Design(
+        _first_layer_runs("cpu", FIRST_LAYER_CELLS),
+        shrunk=(
+            "the family budget runs (supp_exp2_d8_budget, supp_exp2_d4_budget: S = 1000 and "
+            f"2S = 2000 steps with {CPU_OPT}, weight average {BUDGET_EMA_DECAY}, "
+            f"{BUDGET_CURVE_POINTS} learning-curve points at n' in {{n_min, n_max}} on N(0, I/d) "
+            "and under the shift, fast numerics) of the cells (d, L, n_max) in "
+            f"{list(FIRST_LAYER_CELLS)}, each in our reading (the first layer unnormalised: the "
+            "family's own runs, adopted from there) and the public code's (normalise_first); the "
+            "cheapest first."
         ),
     ),
 )

@@ -375,6 +375,13 @@ class ModelSpec:
     shared_scale : bool
         One ``K = Q`` diagonal shared by every layer, so the kernel is computed once per forward
         (``theory_shared`` always shares it, :attr:`one_scale`).
+    normalise_first : bool
+        The first layer (eqn:1st attn, one key per query: the query token) normalised too, as the
+        solver layers of ``TF^pr``: the reading of ``TF^pr`` in the authors' public code, where
+        that layer's weight ``kappa / kappa`` is 1 and the ``k_x`` row holds ``amp`` for every
+        token instead of ``amp kappa(x_j, x)`` (docs/design.md, "Known ambiguities"). Needs
+        ``normalised=True`` and ``mixture=False``. A late field: at its default it enters neither
+        a run's name nor its hash; set, the model slug reads ``pr-nf-...``.
     """
 
     score: str
@@ -390,6 +397,7 @@ class ModelSpec:
     amp_init: float = 1.0
     tau_min: float = 1e-3
     shared_scale: bool = False
+    normalise_first: bool = False
 
     def __post_init__(self):
         choice(self.score, "score", SCORES)
@@ -398,8 +406,14 @@ class ModelSpec:
         object.__setattr__(self, "L", positive_int(self.L, "L"))
         object.__setattr__(self, "C", positive_int(self.C, "C", minimum=2))
         object.__setattr__(self, "mlp_width", positive_int(self.mlp_width, "mlp_width"))
-        for name in ("normalised", "mixture", "shared_scale"):
+        for name in ("normalised", "mixture", "shared_scale", "normalise_first"):
             _check_bool(getattr(self, name), name)
+        if self.normalise_first and (not self.normalised or self.mixture):
+            raise ValueError(
+                "normalise_first=True (the first layer normalised too) needs normalised=True "
+                f"(TF^pr) and mixture=False, got normalised={self.normalised}, "
+                f"mixture={self.mixture}"
+            )
         if self.mixture and (
             self.score != "rbf" or self.mode != "learnable" or self.head != "psi" or self.L < 2
         ):
@@ -420,10 +434,12 @@ class ModelSpec:
 
     def slug(self) -> str:
         """The model part of a run directory's name (``pr-learn-L32-C256``, with ``mixture``
-        ``pr-mix-learn-L8-C256``, mode ``theory_shared`` ``tf-thsh-L32-C256``...)."""
+        ``pr-mix-learn-L8-C256``, mode ``theory_shared`` ``tf-thsh-L32-C256``, with
+        ``normalise_first`` ``pr-nf-learn-L4-C256``...)."""
         mix = "mix-" if self.mixture else ""
+        nf = "-nf" if self.normalise_first else ""
         tag = "thsh" if self.mode == "theory_shared" else self.mode[:5]
-        return f"{'pr' if self.normalised else 'tf'}-{mix}{tag}-L{self.L}-C{self.C}"
+        return f"{'pr' if self.normalised else 'tf'}{nf}-{mix}{tag}-L{self.L}-C{self.C}"
 
     def check_size(self, d: int) -> None:
         """Refuse, before any parameter is allocated, an architecture whose largest parameter

@@ -374,8 +374,9 @@ _LATE_FIELDS = (
     "ema_decay",
     "fast_numerics",
 )
-#: ModelSpec fields omitted from the hashed identity at their defaults.
-_LATE_MODEL_FIELDS = ("mixture",)
+#: ModelSpec fields omitted from the hashed identity at their defaults (``normalise_first``: the
+#: public code's reading of TF^pr, added after every committed run).
+_LATE_MODEL_FIELDS = ("mixture", "normalise_first")
 #: TaskSpec fields omitted from the hashed identity at their defaults.
 _LATE_TASK_FIELDS = ("lengthscales", "sigma_diag", "x_scale")
 #: Keys of a pre-tree config.json that are settings of the process, not of the run.

@@ -444,7 +444,16 @@ def tf_forward(
 
 
 def expected_rows(
-    kernel, X, Y, x_query, noise_var: float, eta, L: int, *, normalised: bool = False
+    kernel,
+    X,
+    Y,
+    x_query,
+    noise_var: float,
+    eta,
+    L: int,
+    *,
+    normalised: bool = False,
+    normalise_first: bool = False,
 ):
     """Rows ``d+3`` and ``d+4`` of ``Z^(0..L)`` predicted by the Richardson recursions.
 
@@ -452,7 +461,9 @@ def expected_rows(
     is ``g^(l-1)`` (eqn:recur var, ``v = k_x``) at the ``n`` context points and the query; with
     ``normalised=True`` the preconditioned recursion eqn:recursion prec. Computed with
     :mod:`pfntheory.maths.richardson` from the kernel's own Gram matrix, independently of the
-    attention code.
+    attention code. ``normalise_first=True`` (an RBF kernel): the first layer normalised too, so
+    its row holds ``alpha^2`` for every token and the variance recursion runs on
+    ``v = alpha^2 1`` (:mod:`pfntheory.maths.first_layer`).
 
     Parameters
     ----------
@@ -485,6 +496,12 @@ def expected_rows(
     n = X.shape[0]
     G = kernel(X)  # (n, n)
     k_x = kernel(X, x_query[None, :])[:, 0]  # (n,)
+    v_var = k_x  # eqn:recur var: v = k_x, the row eqn:1st attn writes
+    if normalise_first:
+        score, _, alpha2 = _kernel_geometry(kernel, X.shape[1])
+        if score != "rbf":
+            raise ValueError("normalise_first=True needs a strictly positive score (RBF kernel)")
+        v_var = np.full(n, alpha2)  # the normalised first layer's row: V^(0)_{k,y} * 1
     F = np.zeros((L + 1, n + 1))
     Gv = np.zeros((L + 1, n + 1))
     if L == 1:
@@ -494,7 +511,7 @@ def expected_rows(
         if normalised
         else (rich.krr_training_recursion, rich.krr_testing_recursion)
     )
-    for out, v in ((F, Y), (Gv, k_x)):
+    for out, v in ((F, Y), (Gv, v_var)):
         out[1:, :n] = tr(G, v, noise_var, steps, L - 1)  # (L, n): iterates 0..L-1
         out[1:, n] = te(G, k_x, v, noise_var, steps, L - 1)  # (L,)
     return F, Gv

@@ -337,6 +337,10 @@ def compare_to_construction(
     Also reported: the RMS distance between the trained readout ``(mu_L, tau_L)`` and the exact
     Richardson solver after the same number of layers with step ``eta*`` (construction's
     :func:`~pfntheory.maths.construction.expected_rows`), and both their distances to the exact PPD.
+    A model whose first layer is normalised too (``normalise_first``, the public code's reading of
+    TF^pr) is set beside the construction of the same reading: its first layer writes
+    ``alpha^2`` at every token, so the solver's variance recursion runs on ``v = alpha^2 1`` and its
+    readout is ``sigma^2 + alpha^2 - g`` (:mod:`pfntheory.maths.first_layer`).
     Read-only: the document is written only to ``out`` when given (the committed runs keep
     theirs as ``construction.json``, made with ``n_instances=16``).
 
@@ -398,15 +402,23 @@ def compare_to_construction(
         e = e_opt if eta is None else eta
         if mc.L >= 2:
             F, Gv = expected_rows(
-                kernel, X[i], Y[i], xq[i], noise_var, e, mc.L, normalised=mc.normalised
+                kernel,
+                X[i],
+                Y[i],
+                xq[i],
+                noise_var,
+                e,
+                mc.L,
+                normalised=mc.normalised,
+                normalise_first=mc.normalise_first,
             )
             f_L, g_L = F[mc.L, n], Gv[mc.L, n]
         else:
             f_L = g_L = 0.0
         mu_list.append(f_L)
-        tau_list.append(
-            float(kernel.diag(xq[i][None])[0]) + noise_var - g_L
-        )  # W row 2: noise_var + k - g
+        # W row 2: noise_var + (row k at the query) - g; the row is kappa(x, x) = alpha^2 in
+        # either reading (the normalised first layer writes V^(0)_{k,y} = alpha^2 there too)
+        tau_list.append(float(kernel.diag(xq[i][None])[0]) + noise_var - g_L)
     eta_star, mu_sol, tau_sol = map(np.asarray, (eta_list, mu_list, tau_list))
     mu, tau = bt.mu.numpy(), bt.tau.numpy()
 
@@ -419,6 +431,7 @@ def compare_to_construction(
         "solver_eta": "optimal" if eta is None else eta,
         "mode": mc.mode,
         "normalised": mc.normalised,
+        "normalise_first": mc.normalise_first,
         "scale": {
             "learned": coef["scale"].tolist(),
             "prescribed": _prescribed_scale(task).tolist(),

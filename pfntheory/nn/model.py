@@ -13,7 +13,9 @@ Paper results implemented here
 * sec:generalization: ``TF^pr`` (``normalised=True``) replaces the *solver* layers' attention by
   ``Attn^na`` and scales their skip term token-wise by ``1/s_{x_j}``. The first layer stays
   unnormalised: it has a single key per query, so normalising it would make every weight 1 and turn
-  the ``k_x`` row into a constant (docs/design.md, "Known ambiguities").
+  the ``k_x`` row into a constant (docs/design.md, "Known ambiguities"). ``normalise_first=True``
+  is that other reading, the authors' public code's: the first layer normalised too, its row ``k``
+  holding ``amp`` for every token.
 * Sec. 4 / supp-sec:exp details / eqn:tabPFN mlp: the head, see :mod:`pfntheory.nn.head`.
 
 Parameterisation (per solver layer ``l = 1..L-1``; 0-based token rows ``x = 0..d-1``, ``y = d``,
@@ -364,8 +366,14 @@ class PFNTransformer(nn.Module):
         xa = torch.cat([X, xq.unsqueeze(1)], 1)  # (B, n+1, d) x rows of Z
         # eqn:1st attn: mask M^(0) leaves one key, the query token n+1, so the layer writes
         # row k of token j as V^(0)_{k,y} * 1 * kappa(x_{n+1}, x_j): k_x and kappa(x, x).
-        a = xa * scale[0]  # (B, n+1, d) K^(0) z_j
-        k = c["amp"] * score_vector(a, a[:, n], cfg.score)  # (B, n+1) row d+2
+        if cfg.normalise_first:
+            # Attn^na over that one key: kappa(x_{n+1}, x_j) / s_j with s_j = kappa(x_{n+1}, x_j)
+            # is 1 (wherever the score is non-zero; the dense reference divides), so row k holds
+            # V^(0)_{k,y} for every token: the public code's reading of TF^pr
+            k = c["amp"] * xa.new_ones(B, n + 1)  # (B, n+1) row d+2
+        else:
+            a = xa * scale[0]  # (B, n+1, d) K^(0) z_j
+            k = c["amp"] * score_vector(a, a[:, n], cfg.score)  # (B, n+1) row d+2
         R = torch.stack([Y, k[:, :n]], -1)  # (B, n, 2) rows y, k
         H = xa.new_zeros(B, n + 1, 2)  # rows d+3, d+4: f, g
         grad = torch.is_grad_enabled()
@@ -455,8 +463,10 @@ class PFNTransformer(nn.Module):
         idx = torch.arange(T, device=X.device)
         M0 = (idx >= n).to(X.dtype).unsqueeze(1).expand(T, T)  # M^(0)_ij = 1{i > n}
         M = (idx < n).to(X.dtype).unsqueeze(1).expand(T, T)  # M_ij = 1{i <= n}
-        att, _ = masked_attention_dense(Z, w["V"][0], w["K"][0], w["K"][0], M0, cfg.score, False)
-        Z = Z + att  # eqn:1st attn
+        att, _ = masked_attention_dense(
+            Z, w["V"][0], w["K"][0], w["K"][0], M0, cfg.score, cfg.normalise_first
+        )
+        Z = Z + att  # eqn:1st attn (Attn^na with normalise_first: no skip term to scale)
         # eqn:l attn, literal form: tokens as rows (B, T, d+4), full V^(l), S^(l)
         Zt = solver_recursion(
             Z.transpose(1, 2),
