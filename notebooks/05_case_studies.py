@@ -31,18 +31,15 @@ from IPython.display import Markdown, display
 from pfntheory import report
 from pfntheory.casestudy import baseline, load_dataset
 from pfntheory.casestudy.data import walker_data_available
-from pfntheory.casestudy.pfn import SCALES
-from pfntheory.claims import ClaimResult
-from pfntheory.claims import casestudy as cs_claims
 from pfntheory.claims import real_data_eb as eb_claims
-from pfntheory.infra import runs
 from pfntheory.pipelines.casestudy_results import budget_claims
+from pfntheory.report import trained_rows
 
 report.setup_plots()
 rec = report.Recorder("05_case_studies")
 SCALE = report.scale()
 CASE_DIR = report.ROOT / "reports" / "casestudy"
-LABELS = {"sacramento": "fig:sacramento", "walker": "fig:walker"}
+LABELS = trained_rows.CASE_LABELS
 
 
 def available(name):
@@ -186,30 +183,6 @@ SUMMARY_ROWS = (
 )
 
 
-def failure_cause(name, claim, by_key):
-    """The measured cause of a caption claim that fails (docs/casestudies.md): for Walker Lake
-    the prior mismatch with the refitted GP (the PFN tracks the GP at its pretraining prior); for
-    Sacramento's whole-grid correlation, the far queries (the near-cell correlation beside it)."""
-    same = by_key.get("pretraining_prior/near_close")
-    if claim.key.startswith("pretraining_prior/"):
-        return ""
-    if name == "walker" and same is not None:
-        return (
-            "prior mismatch with the refitted GP: against the GP at the PFN's pretraining prior "
-            f"the near-cell MAD is {same.observed:.3g} GP sd (threshold {same.bound:g}), against "
-            f"the GP refitted on the context {by_key['near_close'].observed:.3g}"
-        )
-    if claim.key == "pattern_corr":
-        near = claim.details.get("corr_near", {})
-        return (
-            "far-query divergence: over the near cells the correlations are "
-            + ", ".join(f"{q} {v:.3f}" for q, v in near.items())
-            + f" (the whole grid: {claim.observed:.3f}); the caption excepts regions without "
-            "nearby observations"
-        )
-    return ""
-
-
 summaries, budgets = {}, {}
 for name in ("sacramento", "walker"):
     if not available(name):
@@ -217,61 +190,34 @@ for name in ("sacramento", "walker"):
     # the strongest evidence: the budget-doubling pair (S and 2S steps, weight-averaged) when it is
     # there, else the single cpu run gated on its own learning curve
     budget = budget_claims(CASE_DIR / name)
+    case = trained_rows.casestudy_case(name, budget, CASE_DIR)
+    if case is None:
+        rec.pending(
+            LABELS[name],
+            f"{name}: the PFN's PPD mean and 5%/95% quantiles track the EB GP's",
+            f"{(CASE_DIR / name / 'results.json').relative_to(report.ROOT)} not found; run "
+            f"`pfntheory casestudy {name}`",
+        )
+        continue
     if budget is not None:
         budgets[name] = budget
-        res, res_dir, claims = budget["results"], budget["run_dirs"][1].parent, budget["claims"]
-        run_dirs = budget["run_dirs"]
-        factor = res["summary"]["steps"] // SCALES["cpu"].steps  # the 2S run of the pair
-        command = f"pfntheory casestudy {name} --scale cpu --budget-doubling" + (
-            f" --budget-factor {factor}" if factor != 2 else ""
-        )
-    else:
-        res_dir = CASE_DIR / name
-        res_file = res_dir / "results.json"
-        if not res_file.exists():
-            rec.pending(
-                LABELS[name],
-                f"{name}: the PFN's PPD mean and 5%/95% quantiles track the EB GP's",
-                f"{res_file.relative_to(report.ROOT)} not found; run `pfntheory casestudy {name}`",
-            )
-            continue
-        res = json.loads(res_file.read_text())
-        claims = [runs.dataclass_from_dict(ClaimResult, c) for c in res["claims"]]
-        run_dirs = [res_dir / res["pfn"]["run_dir"]]
-        command = f"pfntheory casestudy {name} --scale {res['scale']}"
+    res, res_dir, start = case["results"], case["res_dir"], case["start"]
     display(Markdown(f"### {name} ({res['summary']['steps']} steps)"))
     for fig in ("maps", "differences"):
         report.show_png(res_dir / res["figures"][fig], alt=f"{name} {fig}")
     summaries[name] = res["summary"]
-    by_key = {r.key: r for r in claims}
     # held-out proper scores against step 0 at both curve n' (E[TV] alone does not show them)
-    start = ""
-    if budget is not None:
-        docs = {
-            f"{rd.parent.name.removeprefix('budget-s')} steps": report.read_learning_curve(rd)
-            for rd in run_dirs
-        }
-        if all(d is not None for d in docs.values()):
-            start = cs_claims.scores_against_start({k: d["points"] for k, d in docs.items()})
-            display(
-                report.table(
-                    start["rows"],
-                    digits={"step 0": 4, "end": 4, "end - step 0": 4, "unpaired SE": 3},
-                    caption=f"{name}: held-out NLL and CRPS (lower is better) at step 0 and at "
-                    "the end of each pretraining run, per curve n'",
-                )
+    if start:
+        display(
+            report.table(
+                start["rows"],
+                digits={"step 0": 4, "end": 4, "end - step 0": 4, "unpaired SE": 3},
+                caption=f"{name}: held-out NLL and CRPS (lower is better) at step 0 and at "
+                "the end of each pretraining run, per curve n'",
             )
-    for r in claims:
-        rec.add(
-            r,
-            variant=r.details.get("variant", ""),
-            compare="threshold",
-            measured=r.details.get("measured", ""),
-            runs=run_dirs,
-            command=command,
-            cause="" if r.holds else failure_cause(name, r, by_key),
-            caveat=start["text"] if start and start["worse"] else "",
         )
+    for spec in trained_rows.casestudy_rows(name, case):
+        spec.record(rec)
 
 # %%
 if summaries:

@@ -41,16 +41,15 @@ from IPython.display import Markdown, display
 from pfntheory import report
 from pfntheory.claims import gating as xgate
 from pfntheory.claims import pretraining_range as xrange
-from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments import published
-from pfntheory.experiments import results as xres
 from pfntheory.experiments import state as xrun
 from pfntheory.report import breakdown_plots as rbd
 from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
 from pfntheory.report import exp1_budget as rbud
 from pfntheory.report import family as rfam
+from pfntheory.report import trained_rows as rrows
 
 report.setup_plots()
 rec = report.Recorder("07_cpu_scale")
@@ -59,8 +58,7 @@ SCALE = rcpu.CPU
 
 def available(name):
     """The complete cpu runs of ``name``, the names of the others, and the declared design."""
-    runs, missing = xres.load_available(name, SCALE)
-    return runs, missing, xdefs.get_experiment(name).runs(SCALE)
+    return rrows.cpu_available(name)
 
 
 def trained(runs):
@@ -68,30 +66,7 @@ def trained(runs):
 
 
 def pending(name, label, missing, declared):
-    exp = xdefs.get_experiment(name)
-    rec.pending(
-        label,
-        exp.title,
-        f"{len(missing)} of {len(declared)} runs of {name} [cpu] are not on disk; run "
-        f"`{rcpu.sweep_command(name)}`",
-        variant="cpu scale",
-    )
-
-
-def add_all(results, runs, name, measured="", variant="cpu scale", **kw):
-    """Record trained claims, gated by the runs' learning curves, as cpu-scale rows."""
-    tr = trained(runs)
-    for r in results:
-        rec.add(
-            r,
-            measured=r.details.get("measured") or measured,
-            compare="threshold",
-            variant=variant,
-            runs=[x.run_dir for x in tr] if tr else None,
-            run_dir=None if tr else runs[0].run_dir.parent,
-            command=rcpu.sweep_command(name),
-            **kw,
-        )
+    rrows.cpu_pending(name, label, missing, declared).record(rec)
 
 
 # %% [markdown]
@@ -152,8 +127,7 @@ display(
 # %%
 runs1 = loaded["fig_exp1"][0]  # the committed last-iterate cells (the averaging table)
 runs_b, missing_b, declared_b = loaded["fig_exp1_budget"]
-statuses_b = xgate.doubling_statuses(trained(runs_b))
-panels, panels_s = rbud.budget_panels(trained(runs_b), declared_b)
+statuses_b, panels, panels_s = rrows.exp1_inputs(runs_b, declared_b)
 n_2s = sum(len(p.cells) for p in panels)
 n_2s_declared = sum(p.n_declared for p in panels)
 display(
@@ -339,28 +313,8 @@ else:
 
 
 # %%
-for p, q in zip(panels, panels_s, strict=True):  # the 2S panels above, beside their S panels
-    for c in rcpu.exp1_slice_claims(p, statuses=statuses_b, short=q):
-        variant = f"cpu scale, weight-averaged, 2S steps, {p.title}, {c.cells_text}"
-        if c.result is None:
-            rec.pending(
-                "fig:exp1",
-                f"{p.kind}/{p.mode}: E[TV] falls with {c.axis} at "
-                f"{'C' if c.axis == 'L' else 'L'}={c.at} (weight-averaged, budget doubling)",
-                f"{len(c.present)} of {len(c.declared)} cells of this slice are on disk at 2S (two "
-                f"are needed); run `{rcpu.sweep_command('fig_exp1_budget')}`",
-                variant=variant,
-            )
-        else:
-            add_all([c.result], c.runs, "fig_exp1_budget", variant=variant)
-for c in xclaims.check_exp1_budget(trained(runs_b)):  # where doubling made a cell worse
-    read = {cell["run"] for cell in c.details["cells"]}
-    add_all(
-        [c],
-        [r for r in trained(runs_b) if r.run_dir.name in read],
-        "fig_exp1_budget",
-        variant="cpu scale, fig_exp1_budget, the cells doubling made worse, S and 2S",
-    )
+for spec in rrows.exp1_rows(runs_b, declared_b):  # the 2S panels above, beside their S panels
+    spec.record(rec)
 
 # %% [markdown]
 # ## fig:exp1's theory panels in both readings of theory mode
@@ -435,8 +389,8 @@ for run_dir, spec, state in shift_dirs:
             Markdown("Plateau status of each curve (`pfntheory.infra.convergence.plateau_status`):")
         )
         display(report.table(rtab.curve_status_frame(r, DESIGNS)))
-for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
-    reg = c.details["regime"]
+for spec in rrows.shift_regime_rows(runs_s):
+    c, reg = spec.result, spec.result.details["regime"]
     display(
         Markdown(
             f"**{c.key}** ({reg['steps']} steps): {c.verdict}; measured worst 90% coverage "
@@ -445,22 +399,7 @@ for c in xrange.check_shift_regime(runs_s) if trained(runs_s) else []:
             f"; {c.tolerance}"
         )
     )
-    # the run the claim rests on (the longest complete one), not every run on disk
-    deciding = [r for r in runs_s if r.run_dir.name == reg["run"]]
-    add_all(
-        [c],
-        deciding,
-        "supp_exp2_shift_regime",
-        "worst 90% coverage over n'",
-        label="supp-fig:exp2 d4-1 uni"
-        if c.details["covariates"] == "uniform"
-        else "supp-fig:exp2 d4-1",
-        variant=f"cpu scale, d={reg['d']}, L={reg['L']}, n_max={reg['n_max']}, "
-        f"{reg['steps']} steps, {c.details['covariates']} design",
-        outside=""
-        if reg["in_claimed_regime"]
-        else f"outside the claimed regime ({reg['claimed_regime']})",
-    )
+    spec.record(rec)  # gated on the run the claim rests on (the longest complete one)
 
 # %% [markdown]
 # ## Why the learned TF^pr loses calibration under the shift at d = 8 (supp-fig:exp2 d8-1 uni)
@@ -753,73 +692,7 @@ elif trained(runs21b):
 
 
 # %%
-def claims_of(name, runs):
-    """The trained-claim checks notebook 4 applies to ``name`` (its complete design), with the
-    label each row carries."""
-    exp = xdefs.get_experiment(name)
-    if name == "fig_exp2_1":
-        if not loaded["fig_exp2_1_budget"][1]:  # one row per claim: the budget runs decide it
-            display(
-                Markdown(
-                    "*Its claims are recorded once, on `fig_exp2_1_budget` below (the same runs "
-                    "weight-averaged at 2000 and 4000 steps, curves beyond the range).*"
-                )
-            )
-            return []
-        return [(c, None) for c in xclaims.check_exp2_1(runs)]
-    if name == "fig_exp2_1_budget":  # the 2S runs, gated by budget doubling, replayed on curves
-        statuses = xgate.doubling_statuses(trained(runs))
-        return [(c, None) for c in xclaims.check_exp2_1(runs, statuses=statuses)]
-    if name in FAMILY_OF:  # the family: its budget grid once complete, else the 1000-step grid
-        budget = FAMILY_OF[name]
-        b_runs, _, b_declared = loaded[budget]
-        files = [("eval.json", None if name == "fig_exp2_2" else exp.labels[0])]
-        if name != "fig_exp2_2":
-            files.append(("eval_uniform.json", exp.labels[2]))
-        cells = xrange.budget_cells(b_runs)
-        if len(cells) == len(rfam.FAMILY_LS) * len(rfam.FAMILY_NMAX):  # every cell doubled
-            display(
-                Markdown(
-                    f"*Its rows read the budget grid `{budget}` ({len(b_runs)} of "
-                    f"{len(b_declared)} runs complete; every cell doubled at least once), "
-                    "each cell its longest run with a half-budget partner ("
-                    + ", ".join(
-                        f"L={L}/n_max={m}: {r.spec.steps}" for (L, m), r in sorted(cells.items())
-                    )
-                    + " steps), gated by budget doubling on the design each row is about.*"
-                )
-            )
-            return [
-                (c, label, b_runs, budget)
-                for f, label in files
-                for c in xrange.check_family_budget(b_runs, eval_file=f)
-            ]
-        display(
-            Markdown(
-                f"*Its rows read the 1000-step grid: the budget grid `{budget}` has "
-                f"{len(b_runs)} of {len(b_declared)} runs, {len(cells)} of "
-                f"{len(rfam.FAMILY_LS) * len(rfam.FAMILY_NMAX)} cells doubled.*"
-            )
-        )
-        return [
-            (c, label, runs, name)
-            for f, label in files
-            for c in xrange.check_exp2_2(runs, eval_file=f)
-        ]
-    if name in ("supp_tab_lengthscale", "supp_tab_hier"):
-        return [(c, None) for c in xclaims.check_table(runs)]
-    if name == "fig_stepsize":
-        return [(c, None) for c in xclaims.check_stepsize(runs)]
-    return []
-
-
-FAMILY_BUDGETS = {b for _, b in rfam.FAMILY.values()} | {"supp_exp2_d8_seeds"}
-FAMILY_OF = dict(rfam.FAMILY.values())  # the family's 1000-step experiment -> its budget grid
-OTHERS = [
-    n
-    for n in EXPERIMENTS
-    if n not in {"fig_exp1", "fig_exp1_budget", "supp_exp2_shift_regime"} | FAMILY_BUDGETS
-]
+OTHERS = rrows.other_experiments()
 fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
 rcpu.plot_progress(ax, counts)
 ax.set_title("cpu sweeps: complete runs")
@@ -862,13 +735,11 @@ for name in OTHERS:
                 cells,
             )
         )
-    if missing:
-        pending(name, exp.labels[0], missing, declared)
-        continue
-    for c, label, *read in claims_of(name, runs):
-        kw = {"label": label} if label else {}
-        src, src_name = read if read else (runs, name)
-        add_all([c], src, src_name, variant=f"cpu scale, {src_name}", **kw)
+    specs, note = rrows.other_rows(name, loaded)  # pending while its design is incomplete
+    if note:
+        display(Markdown(note))
+    for spec in specs:
+        spec.record(rec)
 
 # %% [markdown]
 # ## The n-generalisation family at budget (fig:exp2-2, supp-fig:exp2 d4 / d8, the shift)

@@ -50,10 +50,11 @@ from pfntheory.infra.config import TaskSpec, prior_components
 from pfntheory.infra.convergence import curve_points
 from pfntheory.maths import multihead_construction as mh
 from pfntheory.maths.kernels import RBFKernel
+from pfntheory.report import trained_rows
 
 report.setup_plots()
 rec = report.Recorder("08_hierarchical_multihead")
-VARIANT = "multi-head (beyond the paper)"
+VARIANT = trained_rows.MULTIHEAD_VARIANT
 
 # %% [markdown]
 # ## 1. The construction
@@ -397,17 +398,8 @@ else:
 # ### Verdicts
 
 # %%
-for r in tmh.check_multihead(cmp, paired):
-    runs = [cmp.multi.run_dir] + ([cmp.singles[8].run_dir] if "equal_steps" in r.key else [])
-    if "equal_time" in r.key and cmp.equal_time is not None:
-        runs.append(cmp.equal_time.run_dir)
-    rec.add(
-        r,
-        variant=VARIANT + ", cpu scale",
-        compare="threshold",
-        runs=runs,
-        command="pfntheory sweep supp_tab_hier_multihead --scale cpu",
-    )
+for spec in trained_rows.multihead_rows(cmp, paired):
+    spec.record(rec)
 
 # %% [markdown]
 # ## 3. Selecting the component: the ceiling, a selector, a positive control (issue 38)
@@ -536,20 +528,8 @@ else:
     fig.suptitle("The ceiling: exact component weights plugged into the heads")
     report.save_figure(fig, "08_ceiling")
     plt.show()
-    pairs = [(f"single L={L}", f"hand-set heads L={L}, exact weights") for L in (8, 16, 32)]
-    pairs += [
-        ("single L=8", "multi-head L=8 trained heads, exact weights"),
-        ("single L=8, 1600 steps (equal time)", "multi-head L=8 trained heads, exact weights"),
-    ]
-    pairs = [p for p in pairs if p[0] in ceil["tv"] and p[1] in ceil["tv"]]
-    read = msel.runs_read([n for p in pairs for n in p], tmh.models(cmp))
-    r = msel.ceiling_claim(ceil, pairs, statuses=msel.statuses_of_runs(read))
-    rec.add(
-        r,
-        variant=VARIANT + ", ceiling (exact weights)",
-        measured=r.statement,
-        runs=[run.run_dir for run in read.values()],
-    )
+    for spec in trained_rows.ceiling_rows(ceil, cmp):
+        spec.record(rec)
 
 # %% [markdown]
 # ### A multi-head model that beats the single head: hand-set heads at L = 32 + the selector
@@ -569,7 +549,6 @@ from pfntheory.claims import multihead_cells as mcells
 verdict = sel_docs["verdict"]
 if verdict is not None:  # the cells at more instances (n' = 512, 1024), where committed
     verdict = mcells.with_cells(verdict)
-CAND = "statistics selector, heads 32"
 if verdict is None:
     rec.pending(
         "supp-tab:hierarchical-gp",
@@ -600,23 +579,8 @@ else:
             "nominal level",
         )
     )
-    for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
-        read = msel.runs_read([ref], tmh.models(cmp))
-        r = msel.tv_claim(
-            verdict,
-            CAND,
-            ref,
-            statuses=msel.statuses_of_runs(read),
-            replay=mcells.curve_replay(read),  # along the reference's curve, where committed
-        )
-        rec.add(
-            r,
-            variant=VARIANT + f", L=32 heads + selector vs {ref}",
-            measured=r.statement,
-            runs=[run.run_dir for run in read.values()],
-        )
-    r = msel.coverage_claim(verdict, CAND)
-    rec.add(r, variant=VARIANT + ", L=32 heads + selector, coverage", measured=r.statement)
+    for spec in trained_rows.selector_rows(verdict, cmp):  # replayed along the reference's curve
+        spec.record(rec)
 
 # %% [markdown]
 # ### Chebyshev steps in the heads, at the table's depths
@@ -671,26 +635,8 @@ for prefix, variant, ref_doc, draws in sources + [(None, "depth-matched", cdoc, 
 if cheb_rows:
     display(report.table(cheb_rows, caption="Chebyshev heads, paired with the single heads"))
 if cdoc is not None:
-    for L, ref in (
-        (8, "single L=8, 1600 steps (equal time)"),
-        (16, "single L=8, 1600 steps (equal time)"),
-        (32, "single L=32"),
-    ):
-        read = msel.runs_read([ref], tmh.models(cmp))
-        r = msel.tv_claim(
-            cdoc,
-            f"statistics selector, heads {L}",
-            ref,
-            statuses=msel.statuses_of_runs(read),
-            replay=None,  # the curve values on file are the constant-step heads', not these
-        )
-        rec.add(
-            r,
-            variant=VARIANT + f", Chebyshev (depth-matched) L={L} heads + selector vs {ref}, "
-            f"n' = {'/'.join(map(str, cdoc['n_eval']))}",
-            measured=r.statement,
-            runs=[run.run_dir for run in read.values()],
-        )
+    for spec in trained_rows.chebyshev_rows(cdoc, cmp):
+        spec.record(rec)
 
 # %% [markdown]
 # ### Positive control: two components far apart
@@ -717,8 +663,8 @@ else:
             "readout (L = 8); tv_w: E TV(selector weights, p(h | D))",
         )
     )
-    r = msel.control_claim(ctrl)
-    rec.add(r, variant=VARIANT + ", positive control", measured=r.statement)
+    for spec in trained_rows.control_rows(ctrl):
+        spec.record(rec)
 
 # %%
 display(rec.table())

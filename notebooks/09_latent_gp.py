@@ -42,10 +42,11 @@ from pfntheory import report
 from pfntheory.claims import latent as cl
 from pfntheory.maths import latent_construction as lc
 from pfntheory.maths.kernels import RBFKernel
+from pfntheory.report import trained_rows
 
 report.setup_plots()
 rec = report.Recorder("09_latent_gp")
-VARIANT = "latent GP: probit classification (beyond the paper)"
+VARIANT = trained_rows.LATENT_VARIANT
 ROOT = report.ROOT / "reports" / "runs" / "latent_gpc"
 KERNEL = RBFKernel(2.0, 0.8)
 trained = cl.load_trained(ROOT)
@@ -333,14 +334,8 @@ if ref is not None and trained["preds"]["2S"]:
     ax.legend(markerscale=4)
     report.save_figure(fig, "09_scatter")
     plt.show()
-    for r in cl.check_trained(ref, trained["preds"], trained["doubling"]):
-        rec.add(
-            r,
-            variant="trained PFN, " + VARIANT,
-            measured=r.statement,
-            compare="threshold",
-            command="python -m pfntheory.nn.latent reports/runs/latent_gpc",
-        )
+    for spec in trained_rows.latent_rows(trained):
+        spec.record(rec)
 elif ref is not None:
     rec.pending(
         cl.TRAINED_LABEL,

@@ -94,6 +94,9 @@ MAX_EXAMPLES = 3
 # discovery
 # ------------------------------------------------------------------------------------------------
 
+_TRAINED_ROWS = (
+    "the trained pages' rows: read run directories and committed documents (tests/test_rederive.py)"
+)
 #: Single callables skipped, with the reason.
 SKIP: dict[str, str] = {
     "pfntheory.claims.latent.check_trained": "reads loaded runs' learning curves (their run "
@@ -483,6 +486,24 @@ SKIP: dict[str, str] = {
     "pfntheory.report.family.strongest_cells": (
         "the cpu-scale page's n-generalisation family: reads runs, draws"
     ),
+    # pfntheory.report.trained_rows
+    "pfntheory.report.trained_rows.RowSpec": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.casestudy_case": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.casestudy_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.failure_cause": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.cpu_available": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.cpu_options": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.cpu_pending": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.exp1_inputs": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.exp1_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.shift_regime_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.other_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.multihead_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.ceiling_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.selector_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.chebyshev_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.control_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.latent_rows": _TRAINED_ROWS,
     # pfntheory.report.guard
     "pfntheory.report.guard.committed_rows": (
         "reads the committed results files: tests/test_report_guard.py"

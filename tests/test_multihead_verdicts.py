@@ -39,8 +39,9 @@ from pfntheory.claims import multihead_cells as mcells
 from pfntheory.claims import multihead_select as msel
 from pfntheory.claims import multihead_trained as tmh
 from pfntheory.infra.status import as_status
+from pfntheory.report import trained_rows as rrows
 
-CAND = "statistics selector, heads 32"
+CAND = rrows.CANDIDATE
 
 
 def contradiction(decision: dict) -> str:
@@ -73,57 +74,24 @@ def contradiction(decision: dict) -> str:
 
 
 def _page08_rows() -> list:
-    """The page's trained rows, rebuilt with its own calls (notebooks/08_*.py)."""
+    """The page's trained rows, rebuilt by the builders the page records
+    (:mod:`pfntheory.report.trained_rows`), as (variant, claim)."""
     cmp = tmh.load_comparison()
     if cmp.multi is None:
         pytest.skip("the multi-head run of supp_tab_hier_multihead is not committed here")
-    out = [(c.key, c) for c in tmh.check_multihead(cmp, tmh.cached_paired_tv(cmp))]
-    docs, models = msel.load_select(), tmh.models(cmp)
-    ceil, verdict = docs["ceiling"], docs["verdict"]
-    if ceil is not None:
-        pairs = [(f"single L={L}", f"hand-set heads L={L}, exact weights") for L in (8, 16, 32)]
-        pairs += [
-            (ref, "multi-head L=8 trained heads, exact weights")
-            for ref in ("single L=8", "single L=8, 1600 steps (equal time)")
-        ]
-        pairs = [p for p in pairs if p[0] in ceil["tv"] and p[1] in ceil["tv"]]
-        read = msel.runs_read([n for p in pairs for n in p], models)
-        out.append(
-            ("ceiling", msel.ceiling_claim(ceil, pairs, statuses=msel.statuses_of_runs(read)))
-        )
-    if verdict is not None:
-        verdict = mcells.with_cells(verdict)
-        for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
-            read = msel.runs_read([ref], models)
-            r = msel.tv_claim(
-                verdict,
-                CAND,
-                ref,
-                statuses=msel.statuses_of_runs(read),
-                replay=mcells.curve_replay(read),
-            )
-            out.append((f"tv vs {ref}", r))
-        out.append(("coverage", msel.coverage_claim(verdict, CAND)))
+    specs = rrows.multihead_rows(cmp, tmh.cached_paired_tv(cmp))
+    docs = msel.load_select()
+    if docs["ceiling"] is not None:
+        specs += rrows.ceiling_rows(docs["ceiling"], cmp)
+    if docs["verdict"] is not None:
+        verdict = mcells.with_cells(docs["verdict"])
+        specs += rrows.selector_rows(verdict, cmp)
         cdoc = mcells.chebyshev_confirmation(verdict)
-        for L, ref in (
-            (8, "single L=8, 1600 steps (equal time)"),
-            (16, "single L=8, 1600 steps (equal time)"),
-            (32, "single L=32"),
-        ):
-            if cdoc is None:
-                break
-            read = msel.runs_read([ref], models)
-            r = msel.tv_claim(
-                cdoc,
-                f"statistics selector, heads {L}",
-                ref,
-                statuses=msel.statuses_of_runs(read),
-                replay=None,  # the curve values on file are the constant-step heads', not these
-            )
-            out.append((f"chebyshev L={L} vs {ref}", r))
+        if cdoc is not None:
+            specs += rrows.chebyshev_rows(cdoc, cmp)
     if docs["control"] is not None:
-        out.append(("control", msel.control_claim(docs["control"])))
-    return out
+        specs += rrows.control_rows(docs["control"])
+    return [(s.options["variant"], s.result) for s in specs]
 
 
 def test_page08_rows_go_through_the_gate():
