@@ -1,11 +1,11 @@
 """``sweep --executor slurm`` against a real one-node SLURM (issue 51).
 
-A session fixture starts ``munged``, ``slurmctld`` and ``slurmd`` (Debian's ``slurm-wlm`` and
+A module fixture starts ``munged``, ``slurmctld`` and ``slurmd`` (Debian's ``slurm-wlm`` and
 ``munge``; ``.ci/install-slurm`` installs them) in a temporary directory, pinned to core 1
-(:mod:`slurm_cluster`), and stops them after the last test; without the programs, or without
-root, the tests that need them skip and say why. The sweep submits through submitit, as a user's
-would, and the jobs train real (tiny) PFN runs with the ``nn`` backend; the cluster keeps no
-accounting database, so the sweep also shows that it follows its jobs without ``sacct``.
+(:mod:`slurm_cluster`), and stops them after this module's last test; without the programs, or
+without root, the tests that need them skip and say why. The sweep submits through submitit, as
+a user's would, and the jobs train real (tiny) PFN runs with the ``nn`` backend; the cluster
+keeps no accounting database, so the sweep also shows that it follows its jobs without ``sacct``.
 
 What is checked: the files of runs trained through SLURM are byte-identical to those of the local
 executor (``metrics.json`` up to its wall-clock seconds); ``sweep --list`` shows the state of the
@@ -15,7 +15,7 @@ bitwise identical; a job killed outright leaves one line naming the job, its exi
 The dry run (``--executor slurm --dry-run``: the job array printed, nothing submitted) and the
 parsing of the scheduler's answers are checked without a cluster.
 
-All of it takes about 30 s on one core.
+All of it takes about 40 s on one core.
 """
 
 from __future__ import annotations
@@ -95,10 +95,11 @@ def experiments():
         yield
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """The one-node SLURM of :mod:`slurm_cluster`, up for the session, its ``SLURM_CONF`` in
-    this process's environment (which the sweep's ``sbatch`` and the jobs inherit)."""
+    """The one-node SLURM of :mod:`slurm_cluster`, up while this module's tests run (stopped
+    after its last), its ``SLURM_CONF`` in this process's environment (which the sweep's
+    ``sbatch`` and the jobs inherit)."""
     missing = slurm_cluster.missing_binaries()
     if missing:
         pytest.skip(f"SLURM is not installed ({', '.join(missing)} missing): run .ci/install-slurm")
