@@ -162,7 +162,7 @@ def _bad_lines() -> list[tuple[str, list[str]]]:
     add("sweep --executor foo", ["sweep", "fig_exp2_1", "--executor", "foo"])
     add(
         "sweep --executor slurm without SLURM",
-        ["sweep", "fig_exp2_1", "--dry-run", "--root", "{tmp}/r", "--executor", "slurm"],
+        ["sweep", "fig_exp2_1", "--root", "{tmp}/r", "--executor", "slurm"],
     )
     for opt, v in (
         ("--workers", "0"),

@@ -242,6 +242,6 @@ def test_slurm_executor_refuses_without_slurm(tmp_path, monkeypatch, capsys):
             EXPERIMENT, "quick", root=tmp_path, executor="slurm", backend="standin", progress=False
         )
     with pytest.raises(SystemExit) as e:
-        cli.main(["sweep", EXPERIMENT, "--dry-run", "--root", str(tmp_path), "--executor", "slurm"])
+        cli.main(["sweep", EXPERIMENT, "--root", str(tmp_path), "--executor", "slurm"])
     assert e.value.code == 2 and "--submitit-cluster local" in capsys.readouterr().err
     assert not list(tmp_path.rglob("spec.json")), "nothing ran"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
 from pfntheory.cli.options import add_run_options, int_in, nonnegative_float
+from pfntheory.experiments import slurm as slurm_jobs
 from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
 from pfntheory.experiments.pool import EXECUTORS, slurm_available
 from pfntheory.experiments.runner import sweep_many
@@ -79,7 +81,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="use a seconds-long stand-in instead of training (checks the plumbing)",
+        help="use a seconds-long stand-in instead of training (checks the plumbing); with "
+        "--executor slurm: print the job arrays that would be submitted, submit nothing",
     )
     add_run_options(p, seed=None, device=None)
     g = p.add_argument_group("slurm executor (submitit)")
@@ -156,14 +159,42 @@ def _scale_line(scale: str | None) -> str:
     return f"scale {scale} (--scale {scale}; the default is {DEFAULT_SCALE})"
 
 
+def _print_list(args: argparse.Namespace, names: list[str], given_scale: str | None) -> None:
+    """``sweep --list``: each experiment's runs, their state, estimates and SLURM jobs."""
+    print(_scale_line(given_scale))
+    for n in names:
+        exp = get_experiment(n)
+        items = plan(n, args.scale, args.root, eval_oracle=args.eval_oracle)
+        print(
+            f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} complete -- {exp.title}"
+        )
+        jobs = slurm_jobs.listed_states(
+            Path(args.root or default_root()) / n, [s.name for s, _, d in items if not d]
+        )
+        shrunk = exp.design(args.scale).shrunk
+        if shrunk:
+            print(f"    shrunk: {shrunk}")
+        line = _estimate_line(n, args.scale)
+        if line:
+            print(line)
+        for spec, rd, done in items:
+            part = None if done else partial_progress(spec, rd)
+            state = "done" if done else ("part" if part else "todo")
+            est = "" if done else _run_estimate(spec)
+            job = f"  [{jobs[spec.name]}]" if spec.name in jobs else ""
+            print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else "") + job + est)
+
+
 def _cmd(args: argparse.Namespace) -> int:
     given_scale, args.scale = args.scale, args.scale or DEFAULT_SCALE
     names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
     for n in names:
         get_experiment(n)
+    slurm_dry = args.executor == "slurm" and args.dry_run  # prints the arrays, submits nothing
     if (
         args.executor == "slurm"
         and not args.list
+        and not slurm_dry
         and args.submitit_cluster in (None, "slurm")
         and not slurm_available()
     ):
@@ -175,6 +206,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if (
         args.dry_run
         and not args.list
+        and not slurm_dry
         and args.root is None
         and not os.environ.get("PFNTHEORY_RUNS")
     ):
@@ -184,25 +216,7 @@ def _cmd(args: argparse.Namespace) -> int:
             f"in {default_root()}"
         )
     if args.list:
-        print(_scale_line(given_scale))
-        for n in names:
-            exp = get_experiment(n)
-            items = plan(n, args.scale, args.root, eval_oracle=args.eval_oracle)
-            print(
-                f"{n} [{args.scale}] {sum(d for *_, d in items)}/{len(items)} "
-                f"complete -- {exp.title}"
-            )
-            shrunk = exp.design(args.scale).shrunk
-            if shrunk:
-                print(f"    shrunk: {shrunk}")
-            line = _estimate_line(n, args.scale)
-            if line:
-                print(line)
-            for spec, rd, done in items:
-                part = None if done else partial_progress(spec, rd)
-                state = "done" if done else ("part" if part else "todo")
-                est = "" if done else _run_estimate(spec)
-                print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else "") + est)
+        _print_list(args, names, given_scale)
         return 0
     if args.oracle_store is not None:
         # read by the evaluations of this process and of the workers it starts
@@ -218,6 +232,13 @@ def _cmd(args: argparse.Namespace) -> int:
         "mem_gb": args.mem_gb,
         "slurm_array_parallelism": args.array_parallelism,
     }
+    if slurm_dry:
+        for n in names:
+            items = plan(n, args.scale, args.root, eval_oracle=args.eval_oracle)
+            todo = [(s, rd) for s, rd, done in items if not done]
+            root = Path(args.root or default_root())
+            print(slurm_jobs.describe_array(n, args.scale, todo, root, args.threads, slurm))
+        return 0
     failed = 0
     summaries = sweep_many(
         names,

@@ -15,6 +15,7 @@ pretraining budgets of supp-tab:pretraining hyperparameters.
 * :mod:`.state` -- a run directory's state (complete, trained, partial), the runs root;
 * :mod:`.execute` -- executing one run (train, adopt, evaluate; or an exact-side result);
 * :mod:`.pool` -- a local worker pool or a SLURM job array (submitit), stopped by signals;
+* :mod:`.slurm` -- the SLURM jobs' states, failures and dry run (docs/slurm.md);
 * :mod:`.runner` -- idempotent, resumable sweeps over experiments (the command:
   :mod:`pfntheory.cli.sweep`);
 * :mod:`.results` -- loading the committed runs (the trained-claim checks:

@@ -27,6 +27,7 @@ from pfntheory.base._checks import choice
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.tree import RunSpec
 
+from . import slurm as _slurm
 from .execute import BACKENDS, execute
 from .specs import ExactPPDSpec, StepsizeSpec
 from .state import remaining_parts
@@ -34,6 +35,7 @@ from .state import remaining_parts
 __all__ = [
     "EXECUTORS",
     "STOP_GRACE_S",
+    "ResumableJob",
     "execute_job",
     "report_line",
     "worker_modules",
@@ -313,6 +315,22 @@ def run_local(todo, backend, root, workers, threads, progress, desc):
     return results
 
 
+class ResumableJob:
+    """:func:`execute_job` as an array task that submitit requeues when SLURM signals it (SIGUSR2,
+    sent 90 s before the time limit, or by ``scancel --signal=USR2`` on preemption): its
+    ``checkpoint`` hands back the same call, and the requeued task resumes the run from the
+    checkpoint on disk. Without it submitit requeued a preempted task but not a timed-out one,
+    so a run longer than the time limit never finished."""
+
+    def __call__(self, spec, run_dir: str, backend: str, root: str, threads: int) -> dict:
+        return execute_job(spec, run_dir, backend, root, threads)
+
+    def checkpoint(self, *args, **kwargs):
+        from submitit.helpers import DelayedSubmission
+
+        return DelayedSubmission(self, *args, **kwargs)
+
+
 def run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
     try:
         import submitit
@@ -332,18 +350,23 @@ def run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
     ex.update_parameters(**params)
     specs = [s for s, _ in todo]
     jobs = ex.map_array(
-        execute_job,
+        ResumableJob(),
         specs,
         [str(rd) for _, rd in todo],
         [backend] * len(todo),
         [str(root)] * len(todo),
         [threads] * len(todo),
     )
+    scheduler = ex.cluster == "slurm"  # not submitit's local/debug stand-ins for a cluster
+    if scheduler:  # read by `sweep --list` (slurm.listed_states)
+        _slurm.record_jobs(
+            Path(root) / experiment, {s.name: j.job_id for s, j in zip(specs, jobs, strict=True)}
+        )
     bar = tqdm(total=len(jobs), desc=desc, disable=not progress, unit="run", dynamic_ncols=True)
     results: dict[int, dict] = {}
     try:
         with _sigterm_as_interrupt():
-            _poll_jobs(jobs, specs, results, bar, poll)
+            _poll_jobs(jobs, specs, results, bar, poll, scheduler)
     except KeyboardInterrupt:  # stop the array too: its runs resume from their checkpoints
         for job in jobs:
             with contextlib.suppress(Exception):
@@ -354,23 +377,62 @@ def run_slurm(todo, backend, root, threads, progress, desc, experiment, slurm):
     return [results[i] for i in range(len(jobs))]
 
 
-def _poll_jobs(jobs, specs, results: dict, bar, poll: float) -> None:
+def _poll_jobs(jobs, specs, results: dict, bar, poll: float, scheduler: bool = False) -> None:
+    """Wait for every array task. With submitit's local stand-ins a task is over when submitit
+    says so; on a real scheduler, when SLURM (:func:`.slurm.job_states`: ``scontrol``, then
+    ``sacct``) calls it finished, and its result file is read then. A task finished twice in a
+    row without a result failed (killed, out of memory, timed out): :func:`.slurm.failure_line`."""
+    unreported: set[int] = set()  # finished without a result at the last poll
     while len(results) < len(jobs):
-        for i, job in enumerate(jobs):
-            if i not in results and job.done():
-                try:
-                    results[i] = job.result()
-                except Exception as err:  # noqa: BLE001 - job killed, timed out, node failure
-                    results[i] = {
-                        "name": specs[i].name,
-                        "status": "failed",
-                        "seconds": float("nan"),
-                        "error": f"{type(err).__name__}: {err}"[-3000:],
-                        "job_id": job.job_id,
-                    }
+        left = [i for i in range(len(jobs)) if i not in results]
+        states = _slurm.job_states(jobs[i].job_id for i in left) if scheduler else {}
+        for i in left:
+            job, info = jobs[i], states.get(jobs[i].job_id)
+            if not scheduler:
+                if job.done():
+                    results[i] = _job_result(job, specs[i], scheduler)
+                    bar.update()
+                continue
+            # a task requeued (preempted, timed out) may leave the result of its first attempt:
+            # read only once the scheduler calls it finished (or no longer answers for it)
+            finished = info is not None and info["state"] in _slurm.FINISHED
+            if (finished or info is None) and job.paths.result_pickle.exists():
+                results[i] = _job_result(job, specs[i], scheduler)
+            elif finished or (info is None and job.done()):
+                if i in unreported:  # the result file had a poll's time to appear
+                    line = _slurm.failure_line(job.job_id, info, job.paths.stderr)
+                    results[i] = _failed(specs[i], line, job.job_id)
+                unreported.add(i)
+            if i in results:
                 bar.update()
         if len(results) < len(jobs):
             time.sleep(poll)
+
+
+def _failed(spec, error: str, job_id) -> dict:
+    return {
+        "name": spec.name,
+        "status": "failed",
+        "seconds": float("nan"),
+        "error": error[-3000:],
+        "job_id": job_id,
+    }
+
+
+def _job_result(job, spec, scheduler: bool) -> dict:
+    """The result a task wrote; on a real scheduler a failure's first line names the job and the
+    path of its log."""
+    where = f" (SLURM job {job.job_id}; log: {job.paths.stderr})" if scheduler else ""
+    try:
+        res = job.result()
+    except Exception as err:  # noqa: BLE001 - job killed, timed out, node failure
+        first, _, rest = f"{type(err).__name__}: {err}".partition("\n")
+        return _failed(spec, first + where + ("\n" + rest if rest else ""), job.job_id)
+    if res.get("status") == "failed" and where:
+        first, _, rest = str(res.get("error", "")).partition("\n")
+        res["error"] = first + where + ("\n" + rest if rest else "")
+        res["job_id"] = job.job_id
+    return res
 
 
 def slurm_available() -> bool:
