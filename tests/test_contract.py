@@ -620,7 +620,7 @@ SKIP: dict[str, str] = {
     "pfntheory.experiments.slurm.recorded_jobs": "reads the job file of a runs root",
     "pfntheory.experiments.slurm.failure_line": "formats a submitit job of a running SLURM",
     "pfntheory.experiments.slurm.listed_states": "reads the job file and asks a running SLURM",
-    "pfntheory.experiments.slurm.describe_array": "takes an Experiment and sweep options (test_slurm_real)",
+    "pfntheory.experiments.slurm.describe_array": "an Experiment; test_slurm_real",
     "pfntheory.claims.pretraining_range.check_shift_regime": "reads run directories",
     "pfntheory.claims.pretraining_range.coverage_along_curve": "reads a run directory",
     "pfntheory.claims.trained.check_table": "reads run directories",
