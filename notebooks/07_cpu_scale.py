@@ -49,6 +49,7 @@ from pfntheory.report import cpu as rcpu
 from pfntheory.report import cpu_tables as rtab
 from pfntheory.report import exp1_budget as rbud
 from pfntheory.report import family as rfam
+from pfntheory.report import first_layer as rfirst
 from pfntheory.report import trained_rows as rrows
 
 report.setup_plots()
@@ -703,7 +704,15 @@ for name in OTHERS:
     exp = xdefs.get_experiment(name)
     display(Markdown(f"### {name}: {len(runs)} of {len(declared)} cpu runs complete"))
     tr = trained(runs)
-    if tr:
+    if tr and name == "supp_exp2_first_layer":  # the two readings side by side
+        display(report.table(rfirst.readings_frame(tr)))
+        ncell = len({(r.spec.task.d, r.spec.model.L, r.spec.n_max) for r in tr})
+        fig, axs = plt.subplots(2, ncell, figsize=(3.6 * ncell, 6.4), squeeze=False, sharex="col")
+        rfirst.plot_readings(axs, tr)
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        report.save_figure(fig, f"07_{name}")
+        plt.show()
+    elif tr:
         display(report.table(rtab.runs_frame(tr)))
         k = len(rcpu.eval_files(tr))
         fig, axs = plt.subplots(1, k, figsize=(6.5 * k, 4.2), squeeze=False, sharey=True)
@@ -738,6 +747,13 @@ for name in OTHERS:
     specs, note = rrows.other_rows(name, loaded)  # pending while its design is incomplete
     if note:
         display(Markdown(note))
+    if name == "supp_exp2_first_layer" and not missing:
+        display(
+            Markdown(
+                "**Which reading reproduces the figure.** "
+                + rfirst.which_reading([s.result for s in specs])
+            )
+        )
     for spec in specs:
         spec.record(rec)
 

@@ -367,6 +367,8 @@ def _claims_of(name: str, runs: Sequence, loaded: Mapping) -> tuple[list, str]:
             for f, label in files
             for c in xrange.check_exp2_2(runs, eval_file=f)
         ], note
+    if name == "supp_exp2_first_layer":  # both readings of TF^pr's first layer under the shift
+        return [(c, None, runs, name) for c in xrange.check_first_layer_readings(runs)], ""
     if name in ("supp_tab_lengthscale", "supp_tab_hier"):
         return [(c, None, runs, name) for c in xclaims.check_table(runs)], ""
     if name == "fig_stepsize":
