@@ -554,6 +554,16 @@ SKIP: dict[str, str] = {
     "pfntheory.report.theory_readings.readings_frame": (
         "the cpu-scale page's theory readings: reads runs, draws"
     ),
+    # pfntheory.report.first_layer
+    "pfntheory.report.first_layer.plot_readings": (
+        "the cpu-scale page's first-layer readings: reads runs, draws; tests/test_first_layer_rows.py"
+    ),
+    "pfntheory.report.first_layer.readings_frame": (
+        "the cpu-scale page's first-layer readings: reads runs; tests/test_first_layer_rows.py"
+    ),
+    "pfntheory.report.first_layer.which_reading": (
+        "the cpu-scale page's first-layer sentence: reads gated rows; tests/test_first_layer_rows.py"
+    ),
     # exceptions and containers of results (built by the library from checked values)
     "pfntheory.infra.runs.CorruptFileError": "exception class",
     "pfntheory.report.rows.finite_or_none": "a serialiser whose job is to map every non-number "
@@ -613,6 +623,9 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.trained.check_exp2_1": "reads run directories",
     "pfntheory.claims.pretraining_range.check_exp2_2": "reads run directories",
     "pfntheory.claims.pretraining_range.check_family_budget": "reads run directories",
+    "pfntheory.claims.pretraining_range.check_first_layer_readings": (
+        "reads run directories; tests/test_first_layer_rows.py"
+    ),
     "pfntheory.claims.pretraining_range.budget_cells": "reads run directories",
     "pfntheory.claims.pretraining_range.doubling_replays": "reads run directories",
     "pfntheory.experiments.slurm.job_states": "asks a running SLURM (scontrol / sacct)",
