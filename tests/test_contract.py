@@ -623,6 +623,9 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.trained.check_exp2_1": "reads run directories",
     "pfntheory.claims.pretraining_range.check_exp2_2": "reads run directories",
     "pfntheory.claims.pretraining_range.check_family_budget": "reads run directories",
+    "pfntheory.nn.evaluate.score_instances": (
+        "reads and writes a run directory; tests/test_instances.py"
+    ),
     "pfntheory.claims.pretraining_range.check_first_layer_readings": (
         "reads run directories; tests/test_first_layer_rows.py"
     ),

@@ -337,6 +337,49 @@ def table_paper_fall(label: str, rows: list[dict], Ls: list[int]) -> float | Non
     return float(sum(diffs) / len(diffs))
 
 
+def _paired_table_fall(tasks, run_of, Ls, cell):
+    """The table's CRPS fall from the shallowest to the deepest L averaged over its rows, paired:
+    ``(D, SE, instances per row)`` from the runs' ``eval_instances.json`` (the per-instance CRPS
+    on the instances of their ``eval.json``; :func:`pfntheory.nn.evaluate.score_instances`), or
+    None when a run lacks it or its instances do not pair (other settings or counts)."""
+    from pfntheory.infra import runs as runfiles
+
+    name = "eval_instances.json"  # pfntheory.nn.evaluate.INSTANCES (claims/ does not import nn/)
+    docs = {}
+    for t in tasks:
+        for L in (Ls[0], Ls[-1]):
+            path = run_of[(t, L)].run_dir / name
+            if not path.is_file():
+                return None
+            docs[(t, L)] = runfiles.load_json(path)
+    means, variances, sizes = [], [], set()
+    keys = ("seed", "n_instances", "interval", "oracle")
+    for t in tasks:
+        a, b = docs[(t, Ls[0])], docs[(t, Ls[-1])]
+        if any(a.get(k) != b.get(k) for k in keys):  # the same draws: same seed, count, (a, b]
+            return None
+        for n in cell[(t, Ls[0])].n_eval:
+            try:
+                x = np.asarray(a["values"][str(int(n))]["crps"], dtype=float)
+                y = np.asarray(b["values"][str(int(n))]["crps"], dtype=float)
+            except (KeyError, TypeError) as err:
+                raise ValueError(
+                    f"{name} of {run_of[(t, Ls[0])].run_dir.name}: no crps at n'={n}"
+                ) from err
+            if x.shape != y.shape or x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x - y)):
+                raise ValueError(f"{name}: the per-instance CRPS at n'={n} do not pair")
+            diff = x - y
+            means.append(float(diff.mean()))
+            variances.append(float(diff.var(ddof=1) / diff.size))
+            sizes.add(int(diff.size))
+    k = len(means)
+    return (
+        float(np.mean(means)),
+        float(np.sqrt(np.sum(variances)) / k),
+        "/".join(map(str, sorted(sizes))),
+    )
+
+
 def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
     """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal;
     CRPS floor."""
@@ -381,8 +424,12 @@ def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
         np.sqrt(np.sum([r[f"crps_se_L{Ls[-1]}"] ** 2 for r in rows])) / k,
     )
     D, se = gating.diff_se(a, b)
-    # unpaired: the eval files hold means and SEs only, not per-instance CRPS, and re-scoring the
-    # runs on shared instances is not cheap (docs/verdicts.md, "Power before fails")
+    # paired where both ends' runs keep their per-instance CRPS (eval_instances.json, issue 47):
+    # the runs of a task share the instances, so the difference's SE is that of the per-instance
+    # differences; else unpaired, conservative (docs/verdicts.md, "Power before fails")
+    paired = _paired_table_fall(tasks, run_of, Ls, cell)
+    if paired is not None:
+        D, se, n_pairs = paired
     out.append(
         gating.exceeds(
             D,
@@ -393,8 +440,14 @@ def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
             key="table.crps_falls_with_L",
             label=label,
             statement=f"CRPS (averaged over the table's rows) falls from L={Ls[0]} to L={Ls[-1]}",
-            tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE (unpaired, conservative; SE={se:.2g})",
-            details={"rows": rows, "L": Ls},
+            tolerance=f"CRPS(L_min) - CRPS(L_max) > {z:g} SE ("
+            + (
+                f"paired over the {n_pairs} shared instances of each row"
+                if paired is not None
+                else "unpaired, conservative"
+            )
+            + f"; SE={se:.2g})",
+            details={"rows": rows, "L": Ls, "paired": paired is not None},
         )
     )
     # coverage near nominal at the deepest L, 90% and 95%

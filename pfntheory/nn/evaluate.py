@@ -52,7 +52,14 @@ from .oracle_store import OracleStore
 from .priors import Batch, sample_batch
 from .train import load_trained
 
-__all__ = ["evaluate", "predict", "compare_to_construction"]
+__all__ = ["evaluate", "predict", "compare_to_construction", "score_instances", "INSTANCES"]
+
+#: The per-instance scores of a run's ``eval.json`` (:func:`score_instances`).
+INSTANCES = "eval_instances.json"
+
+#: Metrics :func:`score_instances` can keep per instance (each a function of the edges, the
+#: model's bin probabilities and the label; the exact PPD's CRPS beside the model's).
+INSTANCE_METRICS = ("crps", "crps_exact", "nll")
 #: The instance samplers of the oracles of :attr:`pfntheory.infra.tree.EvalSpec.oracle`.
 _DRAW = {"float64": sample_batch, "float32": sample_batch_fast}
 
@@ -281,6 +288,135 @@ def evaluate(
                 cols.setdefault(k, []).append(v)
         r = {k: np.concatenate(v) for k, v in cols.items()}
         doc["results"][str(n)] = _metrics(r, edges, levels)
+        if save:
+            runs.save_json(out_path, doc)
+    return doc
+
+
+def _instance_metric(name: str, r: dict, edges: np.ndarray) -> np.ndarray:
+    """Per-instance values of one metric of :data:`INSTANCE_METRICS` (as :func:`_metrics` averages
+    them)."""
+    if name == "crps":
+        return M.histogram_crps(edges, r["probs"], r["y"])
+    if name == "nll":
+        return M.histogram_nll(edges, r["probs"], r["y"])
+    if "weights" in r:
+        return M.mixture_crps(r["weights"], r["mu_h"], r["tau_h"], r["y"])
+    return M.gaussian_crps(r["mu"], r["tau"], r["y"])
+
+
+def _instance_args(spec, metrics, store):
+    """The checked arguments of :func:`score_instances`."""
+    spec = instance_of(EvalSpec, what="pfntheory.infra.tree.EvalSpec")(spec, "spec")
+    names = tuple(metrics) if not isinstance(metrics, str) else (metrics,)
+    if not names:
+        raise ValueError("metrics must name at least one metric")
+    for m in names:
+        if m not in INSTANCE_METRICS:
+            raise ValueError(f"metrics: unknown metric {m!r}; known: {', '.join(INSTANCE_METRICS)}")
+    if spec.covariates is not None:
+        raise ValueError(
+            "spec.covariates must be None (the run's own design, eval.json), got "
+            f"{spec.covariates!r}"
+        )
+    if store is not None:
+        store = instance_of(OracleStore, what="pfntheory.nn.oracle_store.OracleStore")(
+            store, "store"
+        )
+    return spec, names, store
+
+
+def _score_n(model, task, n, spec, interval, edges, names, store, device) -> dict:
+    """Per-instance values of ``names`` at one n' on :func:`evaluate`'s instances (batch 512)."""
+    cols: dict[str, list] = {}
+    for bt in _eval_batches(task, n, spec, interval, 512, store):
+        pred = predict(model, bt, device)
+        for k, v in {**_exact_part(bt), **pred}.items():
+            cols.setdefault(k, []).append(v)
+    r = {k: np.concatenate(v) for k, v in cols.items()}
+    return {m: _instance_metric(m, r, edges) for m in names}
+
+
+def score_instances(
+    run_dir,
+    spec: EvalSpec,
+    metrics=("crps", "crps_exact"),
+    *,
+    device="cpu",
+    store: OracleStore | None = None,
+    save: bool = True,
+) -> dict:
+    """Per-instance values of ``metrics`` on the instances of a run's ``eval.json`` (issue 47: the
+    tables' comparisons paired across runs, which share the instances).
+
+    The instances are :func:`evaluate`'s at its default batch size (they depend on it: the draw is
+    seeded per chunk), the model's outputs the same; each metric's mean over the instances is
+    checked against the run's ``eval.json`` (same settings) to 1e-5 relative: the model's float32
+    forward on another build or thread count moves the mean by round-off (4e-9 relative measured
+    on a committed run), other instances move it by about its standard error (1e-2 relative), so a
+    mismatch means other instances or another model, and is refused. Written atomically to :data:`INSTANCES` beside ``eval.json`` with the settings
+    (``save``); an existing file of other settings is never replaced.
+
+    Parameters
+    ----------
+    run_dir : path
+        A finished, evaluated run directory.
+    spec : EvalSpec
+        The evaluation of ``eval.json`` (covariates as trained).
+    metrics : sequence of str
+        Names in :data:`INSTANCE_METRICS`.
+    device, store
+        As in :func:`evaluate`.
+    save : bool
+        Write :data:`INSTANCES` (False: only return the document).
+
+    Returns
+    -------
+    dict
+        ``settings`` keys of ``eval.json`` and ``values[str(n')][metric]`` -> list of float.
+    """
+    run_dir = Path(run_dir)
+    spec, names, store = _instance_args(spec, metrics, store)
+    ev_path = run_dir / runs.EVAL
+    if not ev_path.is_file():
+        raise FileNotFoundError(f"run_dir: {run_dir} has no {runs.EVAL} to pair instances with")
+    ev = runs.load_json(ev_path)
+    device = select_device(device)
+    model, config, train_metrics = load_trained(run_dir, device)
+    a, b = train_metrics["interval"]
+    edges = bin_edges(a, b, config.model.C)
+    settings = {
+        "seed": spec.seed,
+        "n_instances": spec.n_instances,
+        "covariates": config.task.covariates,
+        "interval": [a, b],
+    }
+    differ = [k for k, v in settings.items() if ev.get(k) != v]
+    if ev.get("oracle", "float64") != spec.oracle:
+        differ.append("oracle")
+    if differ:
+        raise ValueError(f"spec: {ev_path} was evaluated with other settings ({', '.join(differ)})")
+    out_path = run_dir / INSTANCES
+    doc: dict[str, Any] = {**settings, "oracle": spec.oracle, "source": runs.EVAL, "values": {}}
+    if save and out_path.is_file():
+        old = runs.load_json(out_path)
+        if any(old.get(k) != v for k, v in doc.items() if k != "values"):
+            raise FileExistsError(f"{out_path} holds instances of other settings; move it away")
+        doc["values"] = old.get("values", {})
+    for n in spec.n_eval:
+        if str(n) not in ev.get("results", {}):
+            raise ValueError(f"spec.n_eval: {ev_path} has no n'={n}")
+        vals = _score_n(model, config.task, n, spec, (a, b), edges, names, store, device)
+        for m, x in vals.items():
+            mean, _ = mean_se(x, allow_inf=True, allow_nan=True)
+            ref = ev["results"][str(n)][m]
+            if not np.isclose(mean, ref, rtol=1e-5, atol=0.0):
+                raise ValueError(
+                    f"run_dir: the instances' mean {m} at n'={n} is {mean!r}, {ev_path} says "
+                    f"{ref!r}: not the instances or the model of that evaluation"
+                )
+        vals = {m: x.tolist() for m, x in vals.items()}
+        doc["values"][str(n)] = vals
         if save:
             runs.save_json(out_path, doc)
     return doc
