@@ -51,6 +51,7 @@ from pfntheory.infra.config import TaskSpec, prior_components
 from pfntheory.infra.convergence import curve_points
 from pfntheory.maths import multihead_construction as mh
 from pfntheory.maths.kernels import RBFKernel
+from pfntheory.pipelines import multihead_run as mrun
 from pfntheory.report import trained_rows
 
 report.setup_plots()
@@ -361,7 +362,7 @@ plt.show()
 # exact posterior weights (mean over the instances, and the mean of `TV(w, w')`).
 
 # %%
-paired = tmh.cached_paired_tv(cmp)
+paired = mrun.cached_paired_tv(cmp)
 if paired is None:
     display(Markdown("*Pending: the multi-head run is not finished.*"))
 else:

@@ -258,15 +258,15 @@ def _entry_main(module: str):
     import importlib
 
     mod = importlib.import_module(module)
-    if module == "pfntheory.claims.shift_findings":
+    if module == "pfntheory.pipelines.shift_cause_run":
         return lambda argv: print(mod.main(argv))
     return getattr(mod, "main", None) or mod._main
 
 
 _LATENT, _EVAL = "pfntheory.nn.latent", "pfntheory.nn.latent_eval"
 _SF, _BD, _NB = (
-    "pfntheory.claims.shift_findings",
-    "pfntheory.claims.breakdown",
+    "pfntheory.pipelines.shift_cause_run",
+    "pfntheory.pipelines.breakdown_run",
     "pfntheory.report.numbering",
 )
 #: Bad command lines of the ``python -m`` entry points ({tmp}: a folder of the files below).

@@ -114,35 +114,17 @@ SKIP: dict[str, str] = {
     ),
     # pfntheory.claims.multihead_cells
     "pfntheory.claims.multihead_cells.chebyshev_confirmation": "reads the committed cell files",
-    "pfntheory.claims.multihead_cells.confirm_cell": (
-        "scores trained heads and writes the confirmation's batch files"
-    ),
     "pfntheory.claims.multihead_cells.curve_replay": (
         "reads run directories (a replay along a learning curve)"
     ),
-    "pfntheory.claims.multihead_cells.curve_values": "reads a run directory and scores its models",
     "pfntheory.claims.multihead_cells.load_cell": "reads the committed cell file",
     "pfntheory.claims.multihead_cells.replay_against_curve": (
         "a replay over a loaded run (reads its run directory)"
     ),
-    "pfntheory.claims.multihead_cells.run_confirmation": (
-        "reads run directories and writes the confirmation's batches"
-    ),
-    "pfntheory.claims.multihead_cells.selector_digest": (
-        "a hash of any torch module's state (every module is valid input)"
-    ),
     "pfntheory.claims.multihead_cells.with_cells": "reads the committed cell files",
     # pfntheory.claims.multihead_select
-    "pfntheory.claims.multihead_select.ceiling": (
-        "trains nothing but scores trained heads and the selector on hundreds of prior draws per "
-        "n' (minutes); bad input in tests/test_multihead_select.py"
-    ),
     "pfntheory.claims.multihead_select.load_select": (
         "reads the committed documents of the runs root"
-    ),
-    "pfntheory.claims.multihead_select.selector_accuracy": (
-        "scores a trained selector on prior draws (a Monte Carlo); bad input in "
-        "tests/test_multihead_select.py"
     ),
     "pfntheory.claims.multihead_select.statuses_of_runs": (
         "reads run directories (learning curves of loaded runs)"
@@ -151,19 +133,16 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.multihead_trained.Comparison": (
         "reads run directories (and, cached, trained models)"
     ),
-    "pfntheory.claims.multihead_trained.cached_paired_tv": (
-        "reads run directories (and, cached, trained models)"
-    ),
     "pfntheory.claims.multihead_trained.check_multihead": (
         "reads run directories (and, cached, trained models)"
     ),
     "pfntheory.claims.multihead_trained.load_comparison": (
         "reads run directories (and, cached, trained models)"
     ),
-    "pfntheory.claims.multihead_trained.models": (
-        "reads run directories (and, cached, trained models)"
+    "pfntheory.claims.multihead_trained.load_paired_tv": (
+        "reads the committed paired-TV file of a comparison's run directories"
     ),
-    "pfntheory.claims.multihead_trained.paired_tv": (
+    "pfntheory.claims.multihead_trained.models": (
         "reads run directories (and, cached, trained models)"
     ),
     "pfntheory.claims.multihead_trained.side_by_side": (
@@ -192,9 +171,6 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.shift_findings.findings": (
         "reads decompose documents (written from run directories); bad input in "
         "tests/test_shift_cause.py"
-    ),
-    "pfntheory.claims.shift_findings.main": (
-        "command line: tests/test_cli_frictions.py and tests/test_entry_points.py"
     ),
     "pfntheory.claims.shift_findings.table": (
         "reads decompose documents (written from run directories); bad input in "
@@ -350,6 +326,42 @@ SKIP: dict[str, str] = {
     # pfntheory.nn.selector
     "pfntheory.nn.selector.train_selector": (
         "trains the selector; bad input in tests/test_multihead_select.py"
+    ),
+    # pfntheory.pipelines.breakdown_run
+    "pfntheory.pipelines.breakdown_run.breakdown_analysis": (
+        "reads run directories and evaluates their models (minutes)"
+    ),
+    "pfntheory.pipelines.breakdown_run.main": (
+        "command line: tests/test_cli_frictions.py and tests/test_entry_points.py"
+    ),
+    # pfntheory.pipelines.multihead_run
+    "pfntheory.pipelines.multihead_run.cached_paired_tv": (
+        "reads run directories, scores trained models and writes the committed cache"
+    ),
+    "pfntheory.pipelines.multihead_run.ceiling": (
+        "trains nothing but scores trained heads and the selector on hundreds of prior draws per "
+        "n' (minutes); bad input in tests/test_multihead_select.py"
+    ),
+    "pfntheory.pipelines.multihead_run.confirm_cell": (
+        "scores trained heads and writes the confirmation's batch files"
+    ),
+    "pfntheory.pipelines.multihead_run.curve_values": "reads a run directory and scores its models",
+    "pfntheory.pipelines.multihead_run.paired_tv": (
+        "reads run directories and scores trained models on prior draws"
+    ),
+    "pfntheory.pipelines.multihead_run.run_confirmation": (
+        "reads run directories and writes the confirmation's batches"
+    ),
+    "pfntheory.pipelines.multihead_run.selector_accuracy": (
+        "scores a trained selector on prior draws (a Monte Carlo); bad input in "
+        "tests/test_multihead_select.py"
+    ),
+    "pfntheory.pipelines.multihead_run.selector_digest": (
+        "a hash of any torch module's state (every module is valid input)"
+    ),
+    # pfntheory.pipelines.shift_cause_run
+    "pfntheory.pipelines.shift_cause_run.main": (
+        "command line: tests/test_cli_frictions.py and tests/test_entry_points.py"
     ),
     # pfntheory.pipelines.casestudy_predict
     "pfntheory.pipelines.casestudy_predict.GridPredictions": (
@@ -1854,7 +1866,7 @@ OVERRIDES.update(
             "names": lambda: ["single a", "hand-set heads L=8"],
             "models": lambda: {"single a": "a run"},
         },
-        "pfntheory.claims.multihead_select.with_depth": {
+        "pfntheory.pipelines.multihead_run.with_depth": {
             "spec": _train_config,
             "L": lambda: 4,
         },

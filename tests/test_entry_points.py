@@ -52,8 +52,8 @@ def test_entry_points_are_found():
     for m in (
         "pfntheory.nn.latent",
         "pfntheory.nn.latent_eval",
-        "pfntheory.claims.shift_findings",
-        "pfntheory.claims.breakdown",
+        "pfntheory.pipelines.shift_cause_run",
+        "pfntheory.pipelines.breakdown_run",
         "pfntheory.report.numbering",
         "pfntheory.report.tallies",
     ):

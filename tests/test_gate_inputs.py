@@ -21,6 +21,7 @@ from pfntheory.claims import multihead_cells as mc
 from pfntheory.claims import multihead_select as ms
 from pfntheory.infra.runs import CorruptFileError
 from pfntheory.infra.status import Status, as_status, no_curve
+from pfntheory.pipelines import multihead_run as mrun
 
 IMPROVING = Status(state="still improving", criterion="synthetic", last_step=2000)
 PLATEAUED = Status(state="plateaued", criterion="synthetic", last_step=2000)
@@ -184,7 +185,7 @@ def _resume(tmp_path, doc, selector=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
     sel = selector or _Selector()
-    return mc.confirm_cell(
+    return mrun.confirm_cell(
         tmp_path,
         {REF: SINGLE},
         MULTI,
@@ -203,7 +204,7 @@ def test_a_resumed_batch_is_checked_against_what_it_stands_for(tmp_path):
     file must be the batch of that n', seed, size, runs, dtype, rows and selector, or it is
     refused naming the file."""
     sel = _Selector()
-    good = _batch(7, selector_sha256=mc.selector_digest(sel))
+    good = _batch(7, selector_sha256=mrun.selector_digest(sel))
     assert _resume(tmp_path, good, sel) == [mc.batch_path(tmp_path, 1024, 7)]
     assert _resume(tmp_path, _batch(7), sel)  # written before the digest was recorded
     for bad, what in [

@@ -39,6 +39,7 @@ from pfntheory.claims import multihead_cells as mcells
 from pfntheory.claims import multihead_select as msel
 from pfntheory.claims import multihead_trained as tmh
 from pfntheory.infra.status import as_status
+from pfntheory.pipelines import multihead_run as mrun
 from pfntheory.report import trained_rows as rrows
 
 CAND = rrows.CANDIDATE
@@ -79,7 +80,7 @@ def _page08_rows() -> list:
     cmp = tmh.load_comparison()
     if cmp.multi is None:
         pytest.skip("the multi-head run of supp_tab_hier_multihead is not committed here")
-    specs = rrows.multihead_rows(cmp, tmh.cached_paired_tv(cmp))
+    specs = rrows.multihead_rows(cmp, mrun.cached_paired_tv(cmp))
     docs = msel.load_select()
     if docs["ceiling"] is not None:
         specs += rrows.ceiling_rows(docs["ceiling"], cmp)

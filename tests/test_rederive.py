@@ -115,18 +115,15 @@ def _derive_07():
 
 
 def _paired_tv(cmp):
-    """The paired E[TV] page 08 reads (:func:`~pfntheory.claims.multihead_trained.
+    """The paired E[TV] page 08 reads (:func:`~pfntheory.pipelines.multihead_run.
     cached_paired_tv`), never writing the committed cache: computed afresh when it is stale."""
     from pfntheory.claims import multihead_trained as tmh
-    from pfntheory.infra import runs as runfiles
+    from pfntheory.pipelines import multihead_run as mrun
 
     if cmp.multi is None:
         return None
-    path = cmp.multi.run_dir.parent / tmh.PAIRED_FILE
-    want = {k: r.run_dir.name for k, r in tmh.models(cmp).items()}
-    if path.is_file() and (doc := runfiles.load_json(path)).get("runs") == want:
-        return doc
-    return tmh.paired_tv(cmp)
+    doc = tmh.load_paired_tv(cmp)
+    return doc if doc is not None else mrun.paired_tv(cmp)
 
 
 def _derive_08():

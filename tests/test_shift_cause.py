@@ -1,5 +1,6 @@
 """The decomposition of the covariate-shift deficit (pfntheory.claims.shift_cause,
-pfntheory.claims.shift_findings) on the hand-set TF^pr with a planted cause.
+pfntheory.claims.shift_findings, its command pfntheory.pipelines.shift_cause_run) on the hand-set
+TF^pr with a planted cause.
 
 The hand-set TF^pr (exact weights of thm:TFdoPPD, normalised, d = 8, L = 32) is calibrated under
 the shift (verify/test_shift_construction.py). Two faults are planted in its readout, each a cause
@@ -28,6 +29,7 @@ from pfntheory.maths.construction import handset_weights
 from pfntheory.maths.kernels import RBFKernel
 from pfntheory.nn.handset import load_handset
 from pfntheory.nn.model import PFNTransformer
+from pfntheory.pipelines import shift_cause_run
 
 D, L, NOISE_VAR, ELL = 8, 32, 0.04, 0.8
 
@@ -172,9 +174,9 @@ def test_the_command_refuses_options_and_missing_roots_without_writing(tmp_path,
     was written into the working directory)."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as e:
-        sf.main(["--help"])
+        shift_cause_run.main(["--help"])
     assert e.value.code == 0
     with pytest.raises(SystemExit) as e:
-        sf.main([str(tmp_path / "nowhere")])
+        shift_cause_run.main([str(tmp_path / "nowhere")])
     assert e.value.code == 2
     assert list(tmp_path.iterdir()) == []

@@ -197,7 +197,7 @@ def test_page08_multihead_equal_steps_is_refuted_by_the_minimal_effect():
     from pfntheory.claims import multihead_trained as tmh
 
     cmp = tmh.load_comparison()
-    paired = tmh.cached_paired_tv(cmp)
+    paired = tmh.load_paired_tv(cmp)
     if cmp.multi is None or paired is None:
         pytest.skip("the committed multi-head comparison is not on disk")
     rows = {r.key: r for r in tmh.check_multihead(cmp, paired)}

@@ -16,6 +16,9 @@ The earlier diagnostic, the sum over layers of each layer's log spectral radius,
 for TF^pr (its ``M_l`` are similar to symmetric matrices by layer-dependent similarities, so their
 radii do not bound the product's norm) and flagged harmless single-layer expansion of an
 accelerated (polynomial) schedule: docs/exact-side.md, "Where a trained solver stops contracting".
+
+The analysis over trained runs and its committed file (:data:`BREAKDOWN_FILE`) are
+:mod:`pfntheory.pipelines.breakdown_run`'s; this module measures and decides, and writes nothing.
 """
 
 from __future__ import annotations
@@ -35,11 +38,9 @@ from pfntheory.base._checks import (
     positive_int,
     positive_scalar,
     probability,
-    sequence,
 )
-from pfntheory.base._entry import OneLineParser, run_entry
 
-from . import MINIMAL_EFFECT, checked_args
+from . import MINIMAL_EFFECT
 
 __all__ = [
     "solver_product",
@@ -291,106 +292,9 @@ def breakdown_test(
     return {**out, "holds": bool(ok_low and ok_high), "reason": reason}
 
 
-#: Context sizes of the diagnostic: the evaluation's 40-200 (finer where the committed TF's E[TV]
-#: jumps) and beyond, to 300, with :data:`BREAKDOWN_INSTANCES` contexts each; and the largest
-#: sizes, with :data:`LARGE_INSTANCES` (a context of n' costs ~n'^3: 31 products of n' x n').
-BREAKDOWN_NS = (40, 60, 80, 100, 120, 130, 140, 150, 160, 180, 200, 250, 300)
-LARGE_NS = (400, 600)
-#: Evaluation sizes beyond the paper's n' <= 200.
-BEYOND_NS = (250, 300, 400, 600)
-#: File of the analysis, beside the experiment's runs.
+#: File of the analysis, beside the experiment's runs (written by
+#: :mod:`pfntheory.pipelines.breakdown_run`).
 BREAKDOWN_FILE = "breakdown.json"
-#: Contexts per n' of the diagnostic (the quantiles' resolution; cost grows like n'^3 per context).
-BREAKDOWN_INSTANCES = 16
-LARGE_INSTANCES = 4
-
-
-def _merge(a: dict, b: dict | None) -> dict:
-    """Two :func:`solver_product` grids as one (``b``'s sizes after ``a``'s); ``instances``
-    becomes a list per n'."""
-    per_n = [a["instances"]] * len(a["n"])
-    if b is None:
-        return {**a, "instances": per_n}
-    out = {"n": a["n"] + b["n"], "instances": per_n + [b["instances"]] * len(b["n"])}
-    for k in PRODUCTS:
-        out[k] = {s: a[k][s] + b[k][s] for s in a[k]}
-    return out
-
-
-def _beyond(rd, beyond, n_instances: int, previous: dict | None) -> dict:
-    """The run's E[TV] at the ``beyond`` sizes: from ``previous`` (an earlier analysis of the same
-    run) when it was made with the same sizes, instances and evaluation seed, else evaluated
-    (:func:`pfntheory.nn.evaluate.evaluate`, read-only, the seed of the run's own eval file)."""
-    from pfntheory.infra import runs as runfiles
-    from pfntheory.infra.tree import EvalSpec
-    from pfntheory.nn.evaluate import evaluate
-
-    seed = runfiles.load_json(rd / "eval.json")["seed"]
-    old = (previous or {}).get(rd.name, {}).get("beyond")
-    if (
-        old is not None
-        and old.get("n_eval") == list(beyond)
-        and old.get("n_instances") == int(n_instances)
-        and old.get("seed", seed) == seed
-    ):
-        return {**old, "seed": seed}
-    ev = evaluate(rd, EvalSpec(tuple(beyond), n_instances, seed), save=False)
-    return {
-        "n_eval": list(beyond),
-        "n_instances": int(n_instances),
-        "seed": seed,
-        "tv": [float(ev["results"][str(n)]["tv"]) for n in beyond],
-        "tv_se": [float(ev["results"][str(n)]["tv_se"]) for n in beyond],
-    }
-
-
-@checked_args(
-    "n_instances",
-    run_dirs=sequence,
-    ns=ints(minimum=2),
-    large=ints(minimum=2, non_empty=False),
-    beyond=ints(minimum=2),
-    instances=positive_int,
-    large_instances=positive_int,
-)
-def breakdown_analysis(
-    run_dirs,
-    ns=BREAKDOWN_NS,
-    beyond=BEYOND_NS,
-    n_instances: int = 256,
-    instances: int = BREAKDOWN_INSTANCES,
-    previous: dict | None = None,
-    large=LARGE_NS,
-    large_instances: int = LARGE_INSTANCES,
-) -> dict:
-    """For each finished run: :func:`solver_product` of the trained model on ``instances``
-    contexts per n' in ``ns`` and ``large_instances`` per n' in ``large`` (larger sizes, after
-    ``ns``), its predicted breakdown (:func:`predicted_breakdown`, on the context
-    block: see docs/exact-side.md), whether the whole stack is certified to contract
-    (:func:`certified_contraction`), and its E[TV] at the ``beyond`` sizes (``n_instances`` per n';
-    reused from ``previous`` when made with the same settings)."""
-    from pathlib import Path
-
-    from pfntheory.nn.train import load_trained
-
-    out = {}
-    for rd in run_dirs:
-        rd = Path(rd)
-        model, cfg, _ = load_trained(rd)
-        prod = _merge(
-            solver_product(model, cfg.task, ns, instances=instances),
-            solver_product(model, cfg.task, large, instances=large_instances) if large else None,
-        )
-        out[rd.name] = {
-            "normalised": bool(cfg.model.normalised),
-            "steps": int(cfg.steps),
-            "product": prod,
-            "predicted_breakdown": predicted_breakdown(prod),
-            "predicted_onset": predicted_breakdown(prod, stat="q90"),
-            "certified_contraction": certified_contraction(prod),
-            "beyond": _beyond(rd, beyond, n_instances, previous),
-        }
-    return out
 
 
 def _log_rise(top, inside) -> tuple[float, float]:
@@ -403,7 +307,8 @@ def _log_rise(top, inside) -> tuple[float, float]:
 
 def exp2_1_breakdown_claims(tf, pr, doc: dict, inside, z: float) -> list:
     """fig:exp2-1 as sec:generalization states it, on the loaded runs ``tf`` (TF) and ``pr``
-    (TF^pr) and their entries of ``doc`` (:func:`breakdown_analysis`); ``inside``: the boolean mask
+    (TF^pr) and their entries of ``doc``
+    (:func:`pfntheory.pipelines.breakdown_run.breakdown_analysis`); ``inside``: the boolean mask
     of the runs' eval n' in the pretraining range. Two claims: TF's E[TV] is low below its
     predicted breakdown and high past it (:func:`breakdown_test` on the committed evaluation and
     the evaluation beyond it), and TF^pr stays stable: its stack is certified to contract at every
@@ -483,45 +388,3 @@ def exp2_1_breakdown_claims(tf, pr, doc: dict, inside, z: float) -> list:
     )
     stable = replace(stable, holds=stable.holds and certified)
     return [spike, stable]
-
-
-#: The experiments whose cpu runs ``python -m pfntheory.claims.breakdown`` analyses (the first
-#: is the default).
-_MAIN_EXPERIMENTS = ("fig_exp2_1_budget", "fig_exp2_1")
-
-
-def _main(argv: list[str]) -> int:
-    """``python -m pfntheory.claims.breakdown [EXPERIMENT]``: write the committed
-    :data:`BREAKDOWN_FILE` beside the cpu runs of EXPERIMENT (default fig_exp2_1_budget), from its
-    longest runs; incremental (:func:`breakdown_analysis`'s ``previous``)."""
-    from pfntheory.claims.gating import trained_runs
-    from pfntheory.experiments.results import load_experiment
-    from pfntheory.infra import runs as runfiles
-
-    parser = OneLineParser(prog="python -m pfntheory.claims.breakdown", description=_main.__doc__)
-    parser.add_argument(
-        "experiment",
-        nargs="?",
-        default=_MAIN_EXPERIMENTS[0],
-        choices=_MAIN_EXPERIMENTS,
-        metavar="EXPERIMENT",
-    )
-    args = parser.parse_args(argv)
-    loaded = trained_runs(load_experiment(args.experiment, "cpu"))
-    if not loaded:
-        raise ValueError(
-            f"{args.experiment} has no trained cpu runs (run `pfntheory sweep {args.experiment} "
-            "--scale cpu` first); nothing written"
-        )
-    longest = max(r.spec.steps for r in loaded)  # the runs fig:exp2-1's rows read
-    root = loaded[0].run_dir.parent
-    path = root / BREAKDOWN_FILE
-    prev = runfiles.load_json(path) if path.is_file() else None
-    doc = breakdown_analysis([r.run_dir for r in loaded if r.spec.steps == longest], previous=prev)
-    runfiles.save_json(path, doc)
-    print(path)
-    return 0
-
-
-if __name__ == "__main__":  # python -m pfntheory.claims.breakdown: the committed file
-    run_entry(_main, "python -m pfntheory.claims.breakdown")

@@ -1,19 +1,19 @@
 """More instances for one n' cell of the multi-head confirmation (issue 38, beyond the paper).
 
-The confirmation of :mod:`pfntheory.claims.multihead_select` (``verdict-cpu.json``: the hand-set
-L = 32 heads with the statistics selector against the single heads L = 32 and the equal-time L = 8,
-on fresh prior draws, seed 5151) held only 32 instances at n' = 1024, too few to resolve the
-comparison there. :func:`confirm_cell` scores more, in batches of :func:`~pfntheory.claims.
-multihead_select.ceiling` calls, one generator seed per batch (``seed0 + b``, so that batch 0 of
-``batch_size`` 32 replays the committed 32 instances exactly), each batch written atomically as
-soon as it is done (an interrupted run keeps its finished batches and resumes after them);
-:func:`concat_batches` joins the batches into one cell and :func:`with_cell` puts that cell into
-the confirmation document in place of the old one.
+The confirmation of :mod:`pfntheory.claims.multihead_select` (``verdict-cpu.json``: the hand-set L =
+32 heads with the statistics selector against the single heads L = 32 and the equal-time L = 8, on
+fresh prior draws, seed 5151) held only 32 instances at n' = 1024, too few to resolve the comparison
+there. The runner :func:`~pfntheory.pipelines.multihead_run.confirm_cell` scores more, in batches of
+:func:`~pfntheory.pipelines.multihead_run.ceiling` calls, one generator seed per batch (``seed0 +
+b``, so that batch 0 of ``batch_size`` 32 replays the committed 32 instances exactly), each batch
+written atomically as soon as it is done (an interrupted run keeps its finished batches and resumes
+after them). This module checks and joins what it wrote, and writes nothing: :func:`check_batch`
+checks a batch, :func:`concat_batches` joins the batches into one cell and :func:`with_cell` puts
+that cell into the confirmation document in place of the old one.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from pfntheory.base._checks import (
@@ -31,16 +31,12 @@ __all__ = [
     "FOLDER",
     "CELL_FILE",
     "batch_path",
-    "confirm_cell",
     "concat_batches",
     "check_batch",
-    "selector_digest",
     "with_cell",
     "load_cell",
     "with_cells",
-    "run_confirmation",
     "CURVE_FILE",
-    "curve_values",
     "replay_against_curve",
     "curve_replay",
     "CHEBYSHEV_FOLDER",
@@ -62,98 +58,10 @@ def batch_path(out_dir, n: int, seed: int) -> Path:
     return Path(out_dir) / "batches" / f"n{n}-seed{seed}.json"
 
 
-def confirm_cell(
-    out_dir,
-    singles: dict,
-    multi,
-    selector,
-    *,
-    n: int = 1024,
-    n_batches: int = 16,
-    batch_size: int = 32,
-    seed0: int = 5151,
-    depth: int = 32,
-    exact: bool = True,
-    deadline: float | None = None,
-) -> list[Path]:
-    """Score ``n_batches`` batches of ``batch_size`` fresh draws at n' = ``n`` (module docstring).
-
-    Parameters
-    ----------
-    out_dir : path
-        Batches go to :func:`batch_path`; a batch already there is kept (resume).
-    singles, multi
-        As :func:`~pfntheory.claims.multihead_select.ceiling` (single-head runs by name; the
-        multi-head run whose spec gives the hand-set heads).
-    selector : StatSelector
-        Scored on the hand-set heads of depth ``depth`` (row ``"statistics selector, heads
-        <depth>"``).
-    exact : bool
-        Also the hand-set heads with the exact weights (the ceiling on these draws).
-    deadline : float, optional
-        ``time.time()`` after which no new batch starts (the finished ones are kept).
-
-    Returns
-    -------
-    list of Path: the batches present after the call, in seed order.
-    """
-    import torch
-
-    from . import multihead_select as ms
-
-    n, n_batches = positive_int(n, "n", minimum=2), positive_int(n_batches, "n_batches")
-    batch_size, seed0 = positive_int(batch_size, "batch_size", minimum=2), seed_int(seed0, "seed0")
-    depth = positive_int(depth, "depth")
-    expect = {
-        "n_eval": [n],
-        "n_instances": batch_size,
-        "multi_run": Path(str(multi)).name,
-        "single_runs": {str(k): Path(str(v)).name for k, v in singles.items()},
-        "dtype": "float32",
-        "rows": [f"statistics selector, heads {depth}", *map(str, singles)]
-        + ([f"hand-set heads L={depth}, exact weights"] if exact else []),
-        "selector_sha256": selector_digest(selector),
-    }
-    out = []
-    for b in range(n_batches):
-        path = batch_path(out_dir, n, seed0 + b)
-        if path.is_file():
-            from pfntheory.infra import runs
-
-            check_batch(runs.load_json(path), path, seed=seed0 + b, **expect)
-        else:
-            if deadline is not None and time.time() > deadline:
-                break
-            c0, w0 = time.process_time(), time.perf_counter()
-            doc = ms.ceiling(
-                singles,
-                multi,
-                depths=(depth,),
-                selectors={"statistics selector": ((depth,), selector)},
-                exact_rows=False,
-                exact_handset=(depth,) if exact else (),
-                n_eval=(n,),
-                n_instances=batch_size,
-                seed=seed0 + b,
-                dtype=torch.float32,
-            )
-            doc["selector_sha256"] = expect["selector_sha256"]
-            doc["cpu_s"] = time.process_time() - c0
-            doc["wall_s"] = time.perf_counter() - w0
-            doc["threads"] = torch.get_num_threads()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            from pfntheory.infra import runs
-
-            runs.save_json(path, doc)
-            print(f"n'={n} seed {seed0 + b}: {doc['cpu_s']:.0f} s CPU", flush=True)
-        out.append(path)
-    return out
-
-
 def _batch(doc, name: str) -> dict:
-    """``doc`` if it is one batch (:func:`confirm_cell`'s document): a well-formed document
-    (:func:`~pfntheory.claims.multihead_select.check_document`) of one n', one generator ``seed``,
-    an integer ``n_instances`` and every table of a batch."""
+    """``doc`` if it is one batch (:func:`~pfntheory.pipelines.multihead_run.confirm_cell`'s
+    document): a well-formed document (:func:`~pfntheory.claims.multihead_select.check_document`)
+    of one n', one generator ``seed``, an integer ``n_instances`` and every table of a batch."""
     from . import multihead_select as ms
 
     keys("n_eval", "n_instances", "seed", "multi_run", "single_runs", *_KEYS, "coverage")(doc, name)
@@ -163,19 +71,6 @@ def _batch(doc, name: str) -> dict:
     positive_int(doc["n_instances"], f"{name}['n_instances']")
     seed_int(doc["seed"], f"{name}['seed']")
     return doc
-
-
-def selector_digest(selector) -> str:
-    """SHA-256 of a selector's parameters and buffers (names, dtypes, shapes and values): the
-    identity of the weights a batch was scored with."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for k, v in sorted(selector.state_dict().items()):
-        t = v.detach().cpu().contiguous()
-        h.update(f"{k}:{t.dtype}:{tuple(t.shape)};".encode())
-        h.update(t.numpy().tobytes())
-    return h.hexdigest()
 
 
 def check_batch(
@@ -191,13 +86,13 @@ def check_batch(
     rows,
     selector_sha256=None,
 ) -> dict:
-    """``doc`` (the batch file at ``path``, :func:`confirm_cell` resuming) if it is what its place
-    says and what the resumed call would write: a well-formed batch of n' ``n_eval``, generator
-    seed ``seed``, ``n_instances`` draws, the runs (by directory name: spec and config hash) and
-    ``dtype`` asked for, holding the ``rows`` the call scores, and the selector's weights
-    (``selector_sha256``, checked when the batch records it: batches written before it was
-    recorded are checked on the rest). Otherwise a ValueError naming the file: a batch of other
-    draws, runs or weights is never counted as this one (remove it to score it again)."""
+    """``doc`` (the batch file at ``path``, :func:`~pfntheory.pipelines.multihead_run.confirm_cell`
+    resuming) if it is what its place says and what the resumed call would write: a well-formed
+    batch of n' ``n_eval``, generator seed ``seed``, ``n_instances`` draws, the runs (by directory
+    name: spec and config hash) and ``dtype`` asked for, holding the ``rows`` the call scores, and
+    the selector's weights (``selector_sha256``, checked when the batch records it: batches written
+    before it was recorded are checked on the rest). Otherwise a ValueError naming the file: a batch
+    of other draws, runs or weights is never counted as this one (remove it to score it again)."""
     from . import multihead_select as ms
 
     try:
@@ -241,9 +136,9 @@ def check_batch(
 
 
 def concat_batches(docs) -> dict:
-    """One cell from batches of one n' (:func:`confirm_cell`'s documents): the per-instance lists
-    of every row joined in the batches' order; rows missing from a batch are refused (every row
-    must be paired on the same instances).
+    """One cell from batches of one n' (:func:`~pfntheory.pipelines.multihead_run.confirm_cell`'s
+    documents): the per-instance lists of every row joined in the batches' order; rows missing from
+    a batch are refused (every row must be paired on the same instances).
 
     Each batch counts once: a batch is its draws (n' and generator seed: the instances ``0 ..
     n_instances - 1`` of that seed), so a seed given twice is refused, and so are batches of
@@ -400,101 +295,17 @@ def load_cell(n: int = 1024, root=None) -> dict | None:
     return runs.load_json(p) if p.is_file() else None
 
 
-def run_confirmation(
-    root=None, *, n: int = 1024, n_batches: int = 16, batch_size: int = 32, deadline=None
-) -> dict:
-    """The command of the committed cell: :func:`confirm_cell` with the committed confirmation's
-    runs and selector (``verdict-cpu.json``, ``selector-table.pt`` of
-    :data:`~pfntheory.claims.multihead_select.FOLDER`), then the batches joined into
-    :data:`CELL_FILE` (written atomically). Run it on one thread (``torch.set_num_threads(1)``)."""
-    from pfntheory.infra import runs
-
-    from ..experiments.state import default_root
-    from ..nn.selector import BANK, StatSelector
-    from . import multihead_select as ms
-
-    base = Path(default_root() if root is None else root)
-    verdict = runs.load_json(base / ms.FOLDER / ms.VERDICT_FILE)
-    sel = StatSelector(BANK, 9, 32)
-    sel.load_state_dict(runs.load_torch(base / ms.FOLDER / "selector-table.pt"))
-    sel.eval()
-    out_dir = base / FOLDER
-    paths = confirm_cell(
-        out_dir,
-        verdict["single_runs"],
-        verdict["multi_run"],
-        sel,
-        n=n,
-        n_batches=n_batches,
-        batch_size=batch_size,
-        seed0=int(verdict["seed"]),
-        deadline=deadline,
-    )
-    cell = concat_batches(runs.load_json(p) for p in paths)
-    cell["command"] = (
-        f"run_confirmation(n={n}, n_batches={n_batches}, batch_size={batch_size}) on one thread "
-        "at nice 5 (pfntheory.claims.multihead_cells)"
-    )
-    runs.save_json(out_dir / CELL_FILE.format(n=n), cell)
-    return cell
-
-
-#: The candidate's E[TV] on a reference run's learning-curve held-out set (:func:`curve_values`).
+#: The candidate's E[TV] on a reference run's learning-curve held-out set
+#: (:func:`~pfntheory.pipelines.multihead_run.curve_values`).
 CURVE_FILE = "candidate-on-curve-{run}.json"
-
-
-def curve_values(reference_run, multi, selector, *, depth: int = 32) -> dict:
-    """E[TV] (mean, SE) of the hand-set heads of ``depth`` with ``selector``'s weights (the
-    confirmation's candidate, a fixed model: it does not train) on the held-out instances of the
-    learning curve of ``reference_run`` (a single head's run directory: the same instances its
-    curve is evaluated on, :func:`pfntheory.nn.curve._heldout_set`), per curve n'. With them the
-    check "the candidate's E[TV] below the reference's" can be replayed at every step of the last
-    log-half of the reference's curve (:func:`replay_against_curve`). The heads run in float64
-    (in float32 a far query's attention normaliser at n' = 64 can underflow)."""
-    import numpy as np
-    import torch
-
-    from pfntheory.base.stats import mean_se
-    from pfntheory.infra import runs
-    from pfntheory.maths.discretize import bin_edges
-
-    from ..nn.curve import _heldout_set, _tv_per_instance
-    from ..nn.state import load_trained, read_config
-    from . import multihead_select as ms
-
-    spec = read_config(reference_run)
-    interval = tuple(runs.load_json(Path(reference_run) / runs.METRICS)["interval"])
-    _, mcfg, mmet = load_trained(multi)
-    mint = tuple(mmet["interval"])
-    heads = ms._handset(mcfg, mint, (positive_int(depth, "depth"),), torch.float64, None)[depth]
-    edges = bin_edges(mint[0], mint[1], mcfg.model.C)
-    out = {}
-    for n, batches in _heldout_set(spec, interval):
-        tv = []
-        for bt in batches:
-            with torch.no_grad():
-                lw = selector(selector.features(bt.X.double(), bt.Y.double()))
-                probs, _ = ms._forward_chunks(heads, _cast_inputs(bt, torch.float64), 32, lw)
-            tv.append(_tv_per_instance(bt, edges, probs))
-        m, se = mean_se(np.concatenate(tv))
-        out[str(n)] = [m, se]
-    return {"reference_run": str(reference_run), "multi_run": str(multi), "depth": depth,
-            "tv": out}  # fmt: skip
-
-
-def _cast_inputs(bt, dtype):
-    """``bt`` with its model inputs ``X, Y, xq`` cast to ``dtype`` (the oracle fields kept)."""
-    import dataclasses
-
-    return dataclasses.replace(bt, X=bt.X.to(dtype), Y=bt.Y.to(dtype), xq=bt.xq.to(dtype))
 
 
 def replay_against_curve(reference, values: dict, z: float = 3.0):
     """The :class:`~pfntheory.claims.gating.Replay` of "the candidate's E[TV] below the
     reference run's by more than ``z`` SE at every curve n'" at every step of the last log-half of
     the reference's learning curve (``reference``: the loaded run; ``values``:
-    :func:`curve_values`'s ``tv``). The SE is unpaired (the curve keeps means only):
-    conservative."""
+    :func:`~pfntheory.pipelines.multihead_run.curve_values`'s ``tv``). The SE is unpaired (the
+    curve keeps means only): conservative."""
     import math
 
     from .gating import Replay, budget_outcomes

@@ -1,16 +1,21 @@
 """The selection ceiling and the selectors of the multi-head model (issue 38, beyond the paper).
 
-* :func:`ceiling`: on the same prior draws as :func:`pfntheory.claims.multihead_trained.paired_tv`
-  (seed and instance count: the draws of ``paired-tv-cpu.json`` are reproduced), per n' of
-  supp-tab:hierarchical-gp: the Bayes top-component accuracy of ``p(h | D)`` (how often its largest
-  weight is the component the prior drew), and the per-instance TV to the exact mixture PPD of
-  (a) the single heads of supp_tab_hier (L = 8, 16, 32), (b) the trained multi-head model's heads
-  with its own readout and with the exact weights plugged in, (c) the hand-set heads of the
-  construction at L = 8, 16, 32 (the trained model's initialisation at that depth) with the exact
-  weights, and (d) any selector: heads with the selector's weights. (b)-(c) with exact weights
-  bound what any selector can gain with those heads.
-* :func:`selector_accuracy`: a selector's top-component accuracy and ``TV(w, p(h | D))`` against
-  the Bayes accuracy, on contexts with their exact weights (also the positive control's check).
+The runners that score the models and write the documents are
+:mod:`pfntheory.pipelines.multihead_run`'s; this module checks, merges and decides, and writes
+nothing.
+
+* :func:`~pfntheory.pipelines.multihead_run.ceiling`: on the same prior draws as
+  :func:`~pfntheory.pipelines.multihead_run.paired_tv` (seed and instance count: the draws of
+  ``paired-tv-cpu.json`` are reproduced), per n' of supp-tab:hierarchical-gp: the Bayes
+  top-component accuracy of ``p(h | D)`` (how often its largest weight is the component the prior
+  drew), and the per-instance TV to the exact mixture PPD of (a) the single heads of supp_tab_hier
+  (L = 8, 16, 32), (b) the trained multi-head model's heads with its own readout and with the exact
+  weights plugged in, (c) the hand-set heads of the construction at L = 8, 16, 32 (the trained
+  model's initialisation at that depth) with the exact weights, and (d) any selector: heads with the
+  selector's weights. (b)-(c) with exact weights bound what any selector can gain with those heads.
+* :func:`~pfntheory.pipelines.multihead_run.selector_accuracy`: a selector's top-component
+  accuracy and ``TV(w, p(h | D))`` against the Bayes accuracy, on contexts with their exact weights
+  (also the positive control's check).
 * The claims (:func:`ceiling_claim`, :func:`tv_claim`, :func:`coverage_claim`,
   :func:`control_claim`) decide no verdict themselves: each goes through the one gate,
   :func:`pfntheory.claims.gating.decide`, with the statuses of the trained runs it reads
@@ -30,7 +35,6 @@ from pfntheory.base._checks import (
     as_float_array,
     choice,
     float_tuple,
-    instance_of,
     int_tuple,
     keys,
     mapping,
@@ -42,16 +46,12 @@ from pfntheory.base._checks import (
     text,
 )
 from pfntheory.base.stats import mean_se
-from pfntheory.maths import metrics as M
 
 from . import MINIMAL_EFFECT, ClaimResult, Power
 from .gating import Z_MARGIN, decide
 
 __all__ = [
-    "ceiling",
     "summarise_ceiling",
-    "selector_accuracy",
-    "with_depth",
     "load_select",
     "merge_ceilings",
     "check_document",
@@ -68,189 +68,9 @@ __all__ = [
 LABEL = "supp-tab:hierarchical-gp"
 PAPER_NOTE = "beyond the paper (remark 'Extension to hierarchical GPs')"
 NKEY = "n'"
-#: Central-interval levels (percent) whose coverage :func:`ceiling` records.
+#: Central-interval levels (percent) whose coverage
+#: :func:`~pfntheory.pipelines.multihead_run.ceiling` records.
 COVERAGE_LEVELS = (50, 90, 95)
-
-
-def with_depth(spec, L: int):
-    """The run spec ``spec`` with the model's depth replaced by ``L`` (hand-set heads at ``L``)."""
-    from pfntheory.infra.tree import RunSpec
-
-    instance_of(RunSpec)(spec, "spec")
-    return dataclasses.replace(spec, model=dataclasses.replace(spec.model, L=positive_int(L, "L")))
-
-
-def _forward_chunks(model, bt, chunk: int, log_weights=None):
-    import torch
-
-    probs, weights = [], []
-    with torch.no_grad():
-        for i in range(0, bt.X.shape[0], chunk):
-            sl = slice(i, i + chunk)
-            if log_weights is None:
-                out = model(bt.X[sl], bt.Y[sl], bt.xq[sl])
-            else:
-                out = model(bt.X[sl], bt.Y[sl], bt.xq[sl], log_weights=log_weights[sl])
-            probs.append(torch.softmax(out.logits.double(), -1))
-            if getattr(out, "weights", None) is not None:
-                weights.append(out.weights.double())
-    return torch.cat(probs).numpy(), (torch.cat(weights).numpy() if weights else None)
-
-
-def _handset(spec, interval, depths, dtype, head_hook) -> dict:
-    """The hand-set heads of ``spec`` at each depth of ``depths`` (``head_hook`` applied)."""
-    from ..nn.state import build_model
-
-    out = {}
-    for L in depths:
-        out[L] = build_model(with_depth(spec, L), interval, "cpu").to(dtype).eval()
-        if head_hook is not None:
-            head_hook(out[L], L)
-    return out
-
-
-def ceiling(
-    singles: dict,
-    multi,
-    *,
-    depths=(8, 16, 32),
-    selectors: dict | None = None,
-    n_eval=(256, 512, 1024),
-    n_instances: int = 256,
-    seed: int = 4242,
-    chunk: int = 32,
-    dtype=None,
-    baselines: bool = True,
-    exact_rows: bool = True,
-    exact_handset=(),
-    head_hook=None,
-) -> dict:
-    """Per-instance TVs and top-component accuracies of the module docstring.
-
-    Parameters
-    ----------
-    singles : dict name -> run directory
-        Single-head runs (their own output).
-    multi : run directory
-        The trained multi-head run (its heads; readout own and exact; and its spec gives the
-        hand-set heads at each of ``depths``).
-    selectors : dict name -> (heads, selector), optional
-        ``heads``: a sequence of ``"trained"`` (the multi-head run's heads) and depths ``L`` of
-        ``depths`` (hand-set heads); ``selector``: a :class:`~pfntheory.nn.selector.StatSelector`.
-    n_eval, n_instances, seed
-        The draws: ``sample_batch`` with generator seed ``seed * 100_003 + n`` (as ``paired_tv``).
-    dtype : torch dtype, optional
-        Of the models and inputs (default float64; the oracle moments are float64 either way).
-    baselines : bool
-        False: only the selectors' rows (and the Bayes accuracy), for a second pass on the same
-        draws.
-    exact_rows : bool
-        False: without the multi-head rows (own readout, exact weights): the single heads and the
-        selectors only (a confirmation pass).
-    exact_handset : sequence of int
-        Depths of ``depths`` whose hand-set heads are scored with the exact weights even when
-        ``exact_rows`` is False (the ceiling of a confirmation pass on its own draws).
-    head_hook : callable, optional
-        ``head_hook(model, L)`` changes the hand-set heads of depth ``L`` in place after they are
-        built (e.g. :func:`pfntheory.nn.chebyshev_heads.set_layer_steps`).
-
-    Returns
-    -------
-    dict (JSON-able): ``{"n_eval", "n_instances", "seed", "bayes_acc": {n: [per-instance 0/1]},
-    "tv": {name: {n: [...]}}, "sel_acc": {name: {n: [...]}}, "sel_tv_w": {name: {n: [...]}}}``.
-    """
-    import torch
-
-    from pfntheory.maths.discretize import bin_edges
-
-    from ..nn.selector import sample_with_component
-    from ..nn.state import load_trained
-
-    n_eval = int_tuple(n_eval, "n_eval")
-    n_instances = positive_int(n_instances, "n_instances", minimum=2)
-    seed = seed_int(seed, "seed")
-    dtype = torch.float64 if dtype is None else dtype
-    models = {}
-    for name, rd in (singles if baselines else {}).items():
-        m, cfg, met = load_trained(rd)
-        models[name] = (m.to(dtype), cfg, tuple(met["interval"]), False)
-    mm, mcfg, mmet = load_trained(multi)
-    interval = tuple(mmet["interval"])
-    heads: dict = {"trained": mm.to(dtype)}
-    heads.update(_handset(mcfg, interval, int_tuple(depths, "depths"), dtype, head_hook))
-    exact_handset = int_tuple(exact_handset, "exact_handset", non_empty=False)
-    if set(exact_handset) - set(heads):
-        raise ValueError(f"exact_handset {exact_handset} must be depths of depths={depths}")
-    task = mcfg.task
-    doc: dict = {
-        "n_eval": list(n_eval),
-        "n_instances": n_instances,
-        "seed": seed,
-        "dtype": str(dtype).removeprefix("torch."),
-        "multi_run": str(multi),
-        "single_runs": {k: str(v) for k, v in singles.items()},
-        "bayes_acc": {},
-        "tv": {},
-        "sel_acc": {},
-        "sel_tv_w": {},
-        "coverage": {str(lv): {} for lv in COVERAGE_LEVELS},
-    }
-    edges = bin_edges(interval[0], interval[1], mcfg.model.C)
-
-    def put(key, name, n, vals):
-        doc[key].setdefault(name, {})[str(n)] = [float(f"{v:.6g}") for v in vals]
-
-    for n in n_eval:
-        g = torch.Generator().manual_seed(seed * 100_003 + n)
-        bt, h0 = sample_with_component(task, n_instances, n, g, dtype=dtype, interval=interval)
-        assert bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None
-        w, mu_h, tau_h = bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy()
-        h0n = h0.numpy()
-        put("bayes_acc", "p(h|D)", n, (w.argmax(-1) == h0n).astype(float))
-
-        y = bt.y.double().numpy()
-
-        def tv_of(probs, e=edges, w=w, mu_h=mu_h, tau_h=tau_h):
-            return M.tv_mixture_histogram(w, mu_h, tau_h, e, probs, e[0], e[-1])
-
-        def row(name, probs, e=edges, n=n, y=y):
-            """TV and the central intervals' coverage indicators of one model's histograms."""
-            put("tv", name, n, tv_of(probs, e))
-            for lv in COVERAGE_LEVELS:
-                lo, hi = M.central_interval(e, probs, lv / 100)
-                doc["coverage"][str(lv)].setdefault(name, {})[str(n)] = [
-                    int(v) for v in (lo <= y) & (y <= hi)
-                ]
-
-        for name, (m, cfg, iv, _) in models.items():
-            e = bin_edges(iv[0], iv[1], cfg.model.C)
-            row(name, _forward_chunks(m, bt, chunk)[0], e)
-        log_exact = torch.log(bt.weights.clamp_min(1e-300))
-        for name, (which, sel) in (selectors or {}).items():
-            with torch.no_grad():
-                lw = sel(sel.features(bt.X.double(), bt.Y.double()))
-            ws = lw.exp().numpy()
-            put("sel_acc", name, n, (ws.argmax(-1) == h0n) * 1.0)
-            put("sel_tv_w", name, n, 0.5 * np.abs(ws - w).sum(-1))
-            for L in which:
-                probs, _ = _forward_chunks(heads[L], bt, chunk, lw)
-                row(f"{name}, heads {L}", probs)
-        if not (baselines and exact_rows):
-            for L in exact_handset:
-                probs, _ = _forward_chunks(heads[L], bt, chunk, log_exact)
-                row(f"hand-set heads L={L}, exact weights", probs)
-            continue
-        probs, wl = _forward_chunks(heads["trained"], bt, chunk)
-        row("multi-head L=8 trained, own readout", probs)
-        assert wl is not None
-        put("sel_acc", "multi-head L=8 trained, own readout", n, (wl.argmax(-1) == h0n) * 1.0)
-        put("sel_tv_w", "multi-head L=8 trained, own readout", n, 0.5 * np.abs(wl - w).sum(-1))
-        probs, _ = _forward_chunks(heads["trained"], bt, chunk, log_exact)
-        row("multi-head L=8 trained heads, exact weights", probs)
-        for L in depths:
-            probs, _ = _forward_chunks(heads[L], bt, chunk, log_exact)
-            row(f"hand-set heads L={L}, exact weights", probs)
-    return doc
 
 
 def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
@@ -272,59 +92,6 @@ def summarise_ceiling(doc: dict, reference: str) -> list[dict]:
             f, fse = mean_se(ref - t)
             rows.append({"n'": n, "model": name, "tv": m, "tv_se": se, "fall": f, "fall_se": fse})
     return rows
-
-
-def selector_accuracy(task, selector, n_eval, n_instances: int, seed: int, model=None) -> dict:
-    """Top-component accuracy of ``selector`` and of ``p(h | D)`` (Bayes) on ``n_instances``
-    prior draws per n' (``sample_with_component``), and ``E TV(w_selector, p(h | D))``; with
-    ``model`` (a :class:`~pfntheory.nn.multihead_model.MixturePFN` of ``task``) also its own
-    readout's accuracy (``"model_acc"``, ``"model_tv_w"``).
-
-    Returns
-    -------
-    dict: ``{n: {"acc", "acc_se", "bayes", "bayes_se", "tv_w", "tv_w_se", ...}}`` (binomial SEs).
-    """
-    import torch
-
-    from ..nn.selector import sample_with_component
-
-    out = {}
-    for n in int_tuple(n_eval, "n_eval"):
-        g = torch.Generator().manual_seed(seed_int(seed, "seed") * 100_003 + n)
-        bt, h0 = sample_with_component(task, positive_int(n_instances, "n_instances"), n, g)
-        assert bt.weights is not None
-        w = bt.weights.numpy()
-        with torch.no_grad():
-            ws = selector(selector.features(bt.X, bt.Y)).exp().numpy()
-        a = (ws.argmax(-1) == h0.numpy()) * 1.0
-        b = (w.argmax(-1) == h0.numpy()) * 1.0
-        tw = 0.5 * np.abs(ws - w).sum(-1)
-        out[n] = _binomial("model_acc", None) if model is None else {}
-        if model is not None:
-            with torch.no_grad():
-                wm = model(bt.X.to(torch.float64), bt.Y, bt.xq).weights.numpy()
-            out[n] = {
-                **_binomial("model_acc", (wm.argmax(-1) == h0.numpy()) * 1.0),
-                "model_tv_w": mean_se(0.5 * np.abs(wm - w).sum(-1))[0],
-            }
-        out[n] |= {
-            "n_instances": len(a),
-            "acc": float(a.mean()),
-            "acc_se": float(np.sqrt(a.mean() * (1 - a.mean()) / len(a))),
-            "bayes": float(b.mean()),
-            "bayes_se": float(np.sqrt(b.mean() * (1 - b.mean()) / len(b))),
-            "tv_w": mean_se(tw)[0],
-            "tv_w_se": mean_se(tw)[1],
-        }
-    return out
-
-
-def _binomial(key: str, x) -> dict:
-    """``{key: mean, key_se: binomial SE}`` of 0/1 outcomes ``x`` (empty for None)."""
-    if x is None:
-        return {}
-    p = float(np.mean(x))
-    return {key: p, key + "_se": float(np.sqrt(p * (1 - p) / len(x)))}
 
 
 #: The folder of the selection results under the runs root (JSON documents of this module).
@@ -352,8 +119,8 @@ def load_select(root=None) -> dict:
     return out
 
 
-#: The per-instance tables of a :func:`ceiling` document (``{row: {n': [one value per
-#: instance]}}``); ``coverage`` holds one such table per level.
+#: The per-instance tables of a :func:`~pfntheory.pipelines.multihead_run.ceiling` document
+#: (``{row: {n': [one value per instance]}}``); ``coverage`` holds one such table per level.
 ROW_KEYS = ("bayes_acc", "tv", "sel_acc", "sel_tv_w")
 
 
@@ -367,11 +134,11 @@ def _n_instances(doc: dict, n, name: str) -> int:
 
 
 def check_document(doc, name: str = "doc") -> dict:
-    """``doc`` if it is a well-formed :func:`ceiling`-shaped document (a ceiling, a batch, a cell,
-    a confirmation); otherwise a ValueError naming ``name``: ``n_eval`` distinct positive
-    integers, ``n_instances`` a positive count (or one per n'), and every per-instance list of
-    :data:`ROW_KEYS` and ``coverage`` at an n' of ``n_eval``, of ``n_instances`` finite numbers
-    (so that the rows of one n' are paired on the same instances)."""
+    """``doc`` if it is a well-formed :func:`~pfntheory.pipelines.multihead_run.ceiling`-shaped
+    document (a ceiling, a batch, a cell, a confirmation); otherwise a ValueError naming ``name``:
+    ``n_eval`` distinct positive integers, ``n_instances`` a positive count (or one per n'), and
+    every per-instance list of :data:`ROW_KEYS` and ``coverage`` at an n' of ``n_eval``, of
+    ``n_instances`` finite numbers (so that the rows of one n' are paired on the same instances)."""
     keys("n_eval", "n_instances", "tv")(doc, name)
     n_eval = int_tuple(doc["n_eval"], f"{name}['n_eval']")
     if len(set(n_eval)) != len(n_eval):
@@ -447,8 +214,8 @@ def same_identity(docs, fields=_IDENTITY, what="docs"):
 
 
 def merge_ceilings(docs) -> dict:
-    """One :func:`ceiling` document from several (one per n', possibly with different instance
-    counts): ``n_instances`` becomes a per-n' dict.
+    """One :func:`~pfntheory.pipelines.multihead_run.ceiling` document from several (one per n',
+    possibly with different instance counts): ``n_instances`` becomes a per-n' dict.
 
     Each n' is counted once: a document whose n' another already holds is refused (the rows would
     count its instances twice), and so are documents of other draws or runs (:func:`same_identity`:

@@ -9,7 +9,8 @@ equal-step comparison). Claims, with the verdict rules of the trained claims (do
   at every n' of the table (no slack: the single head's 50% cells are 5-7 SE high);
 * ``multihead.tv_below_single.<which>``: its E[TV] to the exact mixture PPD below the single head's
   at every n', by more than 3 SE of the per-instance differences (paired: both models on the same
-  instances, :func:`paired_tv`).
+  instances, :func:`~pfntheory.pipelines.multihead_run.paired_tv`, read here by
+  :func:`load_paired_tv`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pfntheory.base._checks import int_tuple, positive_int, seed_int
 from pfntheory.base.stats import mean_se
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.tree import RunSpec
-from pfntheory.maths import metrics as M
 
 from ..experiments.results import LoadedRun, load_available
 from ..experiments.specs import ExactPPDSpec
@@ -35,8 +34,7 @@ from .gating import Z_MARGIN, diff_se, gate
 __all__ = [
     "Comparison",
     "load_comparison",
-    "paired_tv",
-    "cached_paired_tv",
+    "load_paired_tv",
     "side_by_side",
     "models",
     "check_multihead",
@@ -46,7 +44,9 @@ __all__ = [
 LABEL = "supp-tab:hierarchical-gp"
 EXPERIMENT = "supp_tab_hier_multihead"
 PAPER_NOTE = "beyond the paper (remark 'Extension to hierarchical GPs')"
-#: Cache of :func:`paired_tv` in the experiment's runs folder (recomputed when its runs change).
+#: Cache of :func:`~pfntheory.pipelines.multihead_run.paired_tv` in the experiment's runs folder
+#: (recomputed by :func:`~pfntheory.pipelines.multihead_run.cached_paired_tv` when its runs
+#: change).
 PAIRED_FILE = "paired-tv-cpu.json"
 
 
@@ -100,87 +100,18 @@ def models(cmp: Comparison) -> dict:
     return out
 
 
-def paired_tv(cmp: Comparison, n_eval=(256, 512, 1024), n_instances: int = 256, seed: int = 4242):
-    """Per-instance TV to the exact mixture PPD of every model of the comparison (and of the
-    multi-head construction at its initialisation: the hand-set weights with the fitted
-    log-determinant readout), on the same ``n_instances`` prior draws per n'; with the multi-head
-    model's learned mixture weights against the exact posterior weights.
-
-    Returns a JSON-able dict: ``{"n_eval", "n_instances", "seed", "runs": {name: run dir},
-    "tv": {name: {n': [per-instance TV]}}, "weights": {n': {"tv_w": [per-instance TV(w, w')],
-    "mean_exact": [H], "mean_learned": [H]}}}``.
-    """
-    import torch
-
-    from pfntheory.maths.discretize import bin_edges
-
-    from ..nn.priors import sample_batch
-    from ..nn.train import build_model, load_trained
-
-    n_eval = int_tuple(n_eval, "n_eval")
-    n_instances = positive_int(n_instances, "n_instances", minimum=2)
-    seed = seed_int(seed, "seed")
-    loaded = {}
-    for name, r in models(cmp).items():
-        model, cfg, met = load_trained(r.run_dir)
-        loaded[name] = (model.double(), cfg, tuple(met["interval"]))
-    if cmp.multi is not None:
-        _, cfg, interval = loaded["multi-head L=8"]
-        loaded["multi-head construction (init)"] = (
-            build_model(cfg, interval, "cpu").double().eval(),
-            cfg,
-            interval,
-        )
-    doc: dict = {
-        "n_eval": list(n_eval),
-        "n_instances": n_instances,
-        "seed": seed,
-        "runs": {k: r.run_dir.name for k, r in models(cmp).items()},
-        "tv": {k: {} for k in loaded},
-        "weights": {},
-    }
-    if not loaded:
-        return doc
-    task = next(iter(loaded.values()))[1].task
-    interval = next(iter(loaded.values()))[2]
-    for n in n_eval:
-        g = torch.Generator().manual_seed(seed * 100_003 + n)
-        bt = sample_batch(task, n_instances, n, g, dtype=torch.float64, interval=interval)
-        assert bt.weights is not None and bt.mu_h is not None and bt.tau_h is not None
-        w, mh_, th = bt.weights.numpy(), bt.mu_h.numpy(), bt.tau_h.numpy()
-        for name, (model, cfg, iv) in loaded.items():
-            edges = bin_edges(iv[0], iv[1], cfg.model.C)
-            with torch.no_grad():
-                out = model(bt.X, bt.Y, bt.xq)
-            probs = torch.softmax(out.logits, -1).numpy()
-            tv = M.tv_mixture_histogram(w, mh_, th, edges, probs, edges[0], edges[-1])
-            doc["tv"][name][str(n)] = [float(f"{v:.6g}") for v in tv]
-            if name == "multi-head L=8":
-                wl = out.weights.numpy()
-                doc["weights"][str(n)] = {
-                    "tv_w": [float(f"{v:.6g}") for v in 0.5 * np.abs(wl - w).sum(-1)],
-                    "mean_exact": w.mean(0).tolist(),
-                    "mean_learned": wl.mean(0).tolist(),
-                    "top_agree": float(np.mean(wl.argmax(-1) == w.argmax(-1))),
-                }
-    return doc
-
-
-def cached_paired_tv(cmp: Comparison, **kw) -> dict | None:
-    """:func:`paired_tv` read from (or computed into) ``<root>/supp_tab_hier_multihead/``
-    :data:`PAIRED_FILE`; recomputed when its run directories differ from the comparison's. None
-    while the multi-head run is unfinished."""
+def load_paired_tv(cmp: Comparison) -> dict | None:
+    """The committed :data:`PAIRED_FILE` of the comparison's runs
+    (``<root>/supp_tab_hier_multihead/``) when its run directories are the comparison's; None while
+    the multi-head run is unfinished, the file is absent or it is of other runs (then
+    :func:`~pfntheory.pipelines.multihead_run. cached_paired_tv` computes it). Reads only."""
     if cmp.multi is None:
         return None
     path = cmp.multi.run_dir.parent / PAIRED_FILE
-    want = {k: r.run_dir.name for k, r in models(cmp).items()}
-    if path.is_file():
-        doc = runfiles.load_json(path)
-        if doc.get("runs") == want:
-            return doc
-    doc = paired_tv(cmp, **kw)
-    runfiles.save_json(path, doc)
-    return doc
+    if not path.is_file():
+        return None
+    doc = runfiles.load_json(path)
+    return doc if doc.get("runs") == {k: r.run_dir.name for k, r in models(cmp).items()} else None
 
 
 def side_by_side(cmp: Comparison) -> list[dict]:

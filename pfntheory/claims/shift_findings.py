@@ -1,20 +1,18 @@
 """The cause of the covariate-shift deficit of the learned TF^pr (supp-fig:exp2 d8-1 uni), decided
 over the decompositions of several trained runs (:mod:`pfntheory.claims.shift_cause`): depths,
 widths, d = 4 and 8, budgets (weight-averaged runs at S, 2S, 4S) and seeds.
-``python -m pfntheory.claims.shift_findings [ROOT ...]`` writes the decompositions page 07 reads.
+``python -m pfntheory.pipelines.shift_cause_run [ROOT ...]`` writes the decompositions page 07
+reads; this module reads them and decides, and writes nothing.
 What was found: docs/findings.md, "The d = 8 shift: its cause".
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.stats
-
-from pfntheory.base._entry import OneLineParser, run_entry
 
 from . import UNDECIDED, ClaimResult
 from .shift_cause import COVERAGE_SLACK, PATH_SCALES, Z_SE
@@ -25,12 +23,12 @@ __all__ = [
     "collapsing",
     "table",
     "findings",
-    "main",
 ]
 
 # --------------------------------------------------------------------------------------------------
 
-#: The file :func:`main` writes beside the d = 8 companion's runs, and page 07 reads.
+#: The file :func:`pfntheory.pipelines.shift_cause_run.main` writes beside the d = 8 companion's
+#: runs, and page 07 reads.
 SHIFT_CAUSE_FILE = "shift_cause.json"
 #: The experiments whose complete cpu runs the committed file decomposes.
 EXPERIMENTS = (
@@ -344,82 +342,3 @@ def _dimension(rows: list[dict]) -> ClaimResult:
         "below d = 4's, and the mean coverage under the shift of the d = 8 runs below d = 4's",
         details={"tau_ratio": ratio, "coverage_shift_mean": cov, "var_ratio_median": vr},
     )
-
-
-def main(argv: Sequence[str] | None = None) -> Path:
-    """``python -m pfntheory.claims.shift_findings [ROOT ...]``: decompose the complete cpu TF^pr
-    runs (C = 256) of :data:`EXPERIMENTS` found under every runs root (default: the repository's;
-    a run found twice is read once) into :data:`SHIFT_CAUSE_FILE` beside the d = 8 companion's runs
-    of the first root. Incremental: a run already in the file (same name, same settings) is kept,
-    and the file is saved after each new run."""
-    from pfntheory.infra import runs as runfiles
-    from pfntheory.infra.tree import RunSpec
-
-    from ..experiments import state as xrun
-    from ..experiments.results import load_available
-    from .shift_cause import decompose_run, design_contexts
-
-    parser = OneLineParser(
-        prog="python -m pfntheory.claims.shift_findings",
-        description="Decompose the d = 8 covariate-shift loss of the complete cpu TF^pr runs "
-        "into shift_cause.json (docs/findings.md, 'The d = 8 shift: its cause').",
-    )
-    parser.add_argument("roots", nargs="*", type=Path, help="runs roots (default: the repo's)")
-    args = parser.parse_args(list(argv or []))
-    missing = [str(r) for r in args.roots if not r.is_dir()]
-    if missing:
-        parser.error(f"ROOT must be an existing runs root, got {', '.join(missing)}")
-    for root in args.roots:
-        if not any((root / name).is_dir() for name in EXPERIMENTS):
-            parser.error(
-                f"ROOT {root} holds none of the experiments {', '.join(EXPERIMENTS)} (is it a "
-                "runs root, such as reports/runs?)"
-            )
-    roots = list(args.roots) or [xrun.default_root()]
-    dirs: dict[tuple[str, str], Any] = {}
-    for root in roots:
-        for name in EXPERIMENTS:
-            loaded, _ = load_available(name, "cpu", root=root)
-            for r in loaded:
-                spec = r.spec
-                if not isinstance(spec, RunSpec):  # an exact-side run
-                    continue
-                if spec.model.normalised and spec.model.C == 256 and spec.task.kind == "rbf":
-                    dirs.setdefault((name, r.run_dir.name), r)
-    if not dirs:
-        raise ValueError(
-            f"no complete cpu-scale TF^pr run (C = 256) under {', '.join(map(str, roots))}; "
-            "nothing to decompose, nothing written"
-        )
-    out = roots[0] / "supp_exp2_d8" / SHIFT_CAUSE_FILE
-    settings = dict(SETTINGS)
-    old = runfiles.load_json(out) if out.is_file() else {}
-    have = {
-        (d["run"]["experiment"], d["run"]["name"]): d
-        for d in old.get("runs", [])
-        if old.get("settings") == settings
-    }
-    docs = [have[k] for k in dirs if k in have]
-    cache: dict = {}
-    for key, r in dirs.items():
-        if key in have:
-            continue
-        task = r.spec.task
-        if task.d not in cache:
-            cache[task.d] = design_contexts(
-                task.d,
-                n_eval=SETTINGS["n_eval"],
-                n_instances=SETTINGS["n_instances"],
-                seed=SETTINGS["seed"],
-                path_scales=SETTINGS["path_scales"],
-                noise_var=task.noise_var,
-                lengthscale=task.lengthscale,
-            )
-        docs.append(decompose_run(r.run_dir, cache[task.d]))
-        runfiles.save_json(out, {"settings": settings, "runs": docs})
-    runfiles.save_json(out, {"settings": settings, "runs": docs})
-    return out
-
-
-if __name__ == "__main__":
-    run_entry(lambda argv: print(main(argv)), "python -m pfntheory.claims.shift_findings")

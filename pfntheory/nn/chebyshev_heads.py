@@ -95,7 +95,7 @@ def depth_matched(ranges, L: int, eps: float = 1e-2) -> list:
 
 
 def chebyshev_hook(ranges, eps: float | None = None):
-    """``head_hook`` for :func:`pfntheory.claims.multihead_select.ceiling`: the hand-set heads of
+    """``head_hook`` for :func:`pfntheory.pipelines.multihead_run.ceiling`: the hand-set heads of
     depth ``L`` take the Chebyshev steps (Leja order) of ``ranges`` (per head ``(lo, hi)``); with
     ``eps``, of :func:`depth_matched` ranges."""
     ranges = _ranges(ranges)
