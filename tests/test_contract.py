@@ -568,13 +568,15 @@ SKIP: dict[str, str] = {
     ),
     # pfntheory.report.first_layer
     "pfntheory.report.first_layer.plot_readings": (
-        "the cpu-scale page's first-layer readings: reads runs, draws; tests/test_first_layer_rows.py"
+        "the cpu-scale page's first-layer readings: reads runs, draws "
+        "(tests/test_first_layer_rows.py)"
     ),
     "pfntheory.report.first_layer.readings_frame": (
         "the cpu-scale page's first-layer readings: reads runs; tests/test_first_layer_rows.py"
     ),
     "pfntheory.report.first_layer.which_reading": (
-        "the cpu-scale page's first-layer sentence: reads gated rows; tests/test_first_layer_rows.py"
+        "the cpu-scale page's first-layer sentence: reads gated rows "
+        "(tests/test_first_layer_rows.py)"
     ),
     # exceptions and containers of results (built by the library from checked values)
     "pfntheory.infra.runs.CorruptFileError": "exception class",
