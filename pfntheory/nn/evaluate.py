@@ -354,8 +354,9 @@ def score_instances(
     checked against the run's ``eval.json`` (same settings) to 1e-5 relative: the model's float32
     forward on another build or thread count moves the mean by round-off (4e-9 relative measured
     on a committed run), other instances move it by about its standard error (1e-2 relative), so a
-    mismatch means other instances or another model, and is refused. Written atomically to :data:`INSTANCES` beside ``eval.json`` with the settings
-    (``save``); an existing file of other settings is never replaced.
+    mismatch means other instances or another model, and is refused. Written atomically to
+    :data:`INSTANCES` beside ``eval.json`` with the settings (``save``); an existing file of other
+    settings is never replaced.
 
     Parameters
     ----------
