@@ -751,11 +751,21 @@ for name in OTHERS:
     specs, note = rrows.other_rows(name, loaded)  # pending while its design is incomplete
     if note:
         display(Markdown(note))
-    if name == "supp_exp2_first_layer" and not missing:
+    if name == "supp_exp2_first_layer" and tr:  # the rows' reading of the cells so far
         display(
             Markdown(
                 "**Which reading reproduces the figure.** "
-                + rfirst.which_reading([s.result for s in specs])
+                + rfirst.which_reading(
+                    [s.result for s in specs]
+                    if not missing
+                    else xrange.check_first_layer_readings(tr)
+                )
+                + (
+                    ""
+                    if not missing
+                    else " *(Measured on the cells complete at S and 2S so far; the rows wait "
+                    "for the whole grid.)*"
+                )
             )
         )
     for spec in specs:
