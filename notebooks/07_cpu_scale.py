@@ -752,22 +752,25 @@ for name in OTHERS:
     if note:
         display(Markdown(note))
     if name == "supp_exp2_first_layer" and tr:  # the rows' reading of the cells so far
-        display(
-            Markdown(
-                "**Which reading reproduces the figure.** "
-                + rfirst.which_reading(
-                    [s.result for s in specs]
-                    if not missing
-                    else xrange.check_first_layer_readings(tr)
-                )
-                + (
-                    ""
-                    if not missing
-                    else " *(Measured on the cells complete at S and 2S so far; the rows wait "
-                    "for the whole grid.)*"
+        try:
+            fl_rows = (
+                [s.result for s in specs] if not missing else xrange.check_first_layer_readings(tr)
+            )
+        except ValueError:  # no cell complete at S and 2S yet
+            fl_rows = []
+        if fl_rows:
+            display(
+                Markdown(
+                    "**Which reading reproduces the figure.** "
+                    + rfirst.which_reading(fl_rows)
+                    + (
+                        ""
+                        if not missing
+                        else " *(Measured on the cells complete at S and 2S so far; the rows "
+                        "wait for the whole grid.)*"
+                    )
                 )
             )
-        )
     for spec in specs:
         spec.record(rec)
 
