@@ -48,9 +48,11 @@ _FLAGS = (
 # document's and the body's scroll height (either may be the taller with margins).
 _PROBE_JS = """(() => {
   const imgs = Array.from(document.images);
-  const broken = imgs.filter(i => i.complete && i.naturalWidth === 0).map(i => i.getAttribute('src'));
+  const broken = imgs.filter(i => i.complete && i.naturalWidth === 0)
+                     .map(i => i.getAttribute('src'));
   const pending = imgs.filter(i => !i.complete).length;
-  const h = Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  const body = document.body ? document.body.scrollHeight : 0;
+  const h = Math.max(document.documentElement.scrollHeight, body);
   return JSON.stringify({height: h, images: imgs.length, broken: broken, pending: pending,
                          title: document.title});
 })()"""
