@@ -259,8 +259,8 @@ def main(argv=None) -> int:
             f"{Path(r.path).name:44s} {r.screens:8.1f} {r.document_height:7d} {r.images:6d}"
             f" {len(r.broken_images):6d} {len(r.console_errors):6d}"
         )
-        for e in r.console_errors:
-            print(f"    console error: {e}")
+        for err in r.console_errors:
+            print(f"    console error: {err}")
         for b in r.broken_images:
             print(f"    broken image: {b}")
     return 0
