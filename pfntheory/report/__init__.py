@@ -41,6 +41,7 @@ Layout of the output folder (``reports/`` by default)::
 from pfntheory.infra.convergence import read_learning_curve
 
 from . import plots
+from .fold import FOLD_END, fold, fold_start_md
 from .index import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
@@ -69,6 +70,9 @@ from .spec import (
 from .tables import Note, Table, note, table
 
 __all__ = [
+    "fold",
+    "fold_start_md",
+    "FOLD_END",
     "experiment_tallies",
     "NOTEBOOKS",
     "NOTEBOOKS_DIR",
