@@ -780,11 +780,12 @@ def _other_runs(name, exp, runs, tr):
 
 
 OTHERS = rrows.other_experiments()
-fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
-rcpu.plot_progress(ax, counts)
-ax.set_title("cpu sweeps: complete runs")
-report.save_figure(fig, "07_progress")
-plt.show()
+with report.fold("Where every cpu sweep stands: the table at the top of the page as a chart"):
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
+    rcpu.plot_progress(ax, counts)
+    ax.set_title("cpu sweeps: complete runs")
+    report.save_figure(fig, "07_progress")
+    plt.show()
 for name in OTHERS:
     runs, missing, declared = loaded[name]
     exp = xdefs.get_experiment(name)
