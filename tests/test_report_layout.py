@@ -194,6 +194,7 @@ def test_late_outputs_are_waited_for_not_dropped(tmp_path, monkeypatch):
     assert not run.ok and seen["iopub_timeout"] == 77 and seen["raise_on_iopub_timeout"] is True
 
 
+@pytest.mark.filterwarnings("ignore:constrained_layout not applied:UserWarning")
 def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp_path, monkeypatch):
     """Issue 49: four per-axes ``ncol=3`` legends squeezed each panel of 07_exp1_learning_curves to
     about 45 px; the layout check names such an axes, colliding tick labels and ``sigma^2`` typed
