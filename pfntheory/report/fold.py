@@ -38,7 +38,8 @@ _DIV = re.compile(r"<div\b|</div>")
 
 FOLD_CSS = (
     "details.fold{margin:6px 0 10px;border-left:3px solid #d0d7de;padding-left:8px}"
-    "details.fold>summary{cursor:pointer;color:#0969da;font-size:14px;margin:2px 0}"
+    "details.fold>summary{cursor:pointer;color:#0969da;font-size:14px;margin:2px 0;"
+    "font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif}"
     "details.fold[open]>summary{margin-bottom:6px}"
 )
 
