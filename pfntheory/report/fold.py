@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pfntheory.base._checks import ArgumentTypeError
+
 __all__ = ["fold", "fold_start_md", "FOLD_END", "apply_folds", "FOLD_CSS"]
 
 _START = '<div class="pfn-fold" data-summary="{}"></div>'
@@ -46,7 +48,9 @@ FOLD_CSS = (
 
 def fold_start_md(summary: str) -> str:
     """The HTML that opens a fold with the one-line ``summary`` (a Markdown cell's whole text)."""
-    if not isinstance(summary, str) or not summary.strip():
+    if not isinstance(summary, str):
+        raise ArgumentTypeError(f"summary must be a str, got {type(summary).__name__}")
+    if not summary.strip():
         raise ValueError(f"summary must be a non-empty string, got {summary!r}")
     return _START.format(html.escape(summary.strip(), quote=True))
 
@@ -91,6 +95,8 @@ def _balanced(fragment: str) -> bool:
 def apply_folds(body: str) -> str:
     """Replace every fold marker pair in the exported page ``body`` by ``<details class="fold">``
     with its summary, and ``</details>``; folds do not nest."""
+    if not isinstance(body, str):
+        raise ArgumentTypeError(f"body must be a str (an HTML page), got {type(body).__name__}")
     pieces: list[str] = []
     at = 0
     open_at: int | None = None  # index in pieces of the opening tag, while a fold is open
