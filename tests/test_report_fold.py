@@ -56,5 +56,8 @@ def test_a_fold_that_cannot_close_where_it_opened_is_an_error():
         apply_folds(_md(0, FOLD_END))
     with pytest.raises(ValueError, match="shares its cell with text"):
         apply_folds(_md(0, "<p>words</p>" + fold_start_md("z")) + _md(1, FOLD_END))
+    card = '<details id="r-1" class="pfn-card pfn-ok"><summary>holds</summary></details>'
+    with pytest.raises(ValueError, match="'w' holds a verdict card"):
+        apply_folds(_code(0, fold_start_md("w"), card, FOLD_END))
     with pytest.raises(ValueError, match="summary must be a non-empty string"):
         fold_start_md("  ")

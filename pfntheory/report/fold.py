@@ -17,7 +17,8 @@ Two ways to mark a fold, both written as empty ``<div>`` markers that
 
 A marker is replaced by its whole container (the cell, or the output), so a fold always spans whole
 siblings and the page stays well-formed; a fold that would cross a cell's boundary, or a marker
-cell with other text, is an error naming it.
+cell with other text, is an error naming it, and so is a fold around a verdict card (the index
+links to every card).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ _MARKER = re.compile(r'<div class="pfn-fold(?P<end>-end)?"(?: data-summary="(?P<
 _CELL = '<div class="jp-Cell '
 _OUTPUT = '<div class="jp-OutputArea-child'
 _DIV = re.compile(r"<div\b|</div>")
+_CARD = 'class="pfn-card'  # a verdict card (pfntheory.report.html.row_card)
 
 FOLD_CSS = (
     "details.fold{margin:6px 0 10px;border-left:3px solid #d0d7de;padding-left:8px}"
@@ -114,8 +116,11 @@ def apply_folds(body: str) -> str:
         if m.group("end"):
             if open_at is None:
                 raise ValueError("apply_folds: a fold end with no fold open")
-            if not _balanced("".join(pieces[open_at + 1 :])):
+            inner_html = "".join(pieces[open_at + 1 :])
+            if not _balanced(inner_html):
                 raise ValueError(f"apply_folds: the fold {summary!r} crosses a cell's boundary")
+            if _CARD in inner_html:  # the index links to every card: none may be hidden
+                raise ValueError(f"apply_folds: the fold {summary!r} holds a verdict card")
             pieces.append("</details>")
             open_at = None
         else:
