@@ -373,20 +373,36 @@ SOLVER = (
 )
 
 
-def generalisation_figures(runs, tag, eval_file="eval.json"):
+def generalisation_figures(runs, tag, eval_file="eval.json", *, show_metrics=False):
+    """The metric and solver figures of ``runs``, folded on the page (the metric figure shown
+    when ``show_metrics``)."""
     tr = [r for r in trained(runs) if eval_file in r.evals]
     if not tr:
         return False
+    if show_metrics:
+        _generalisation_figures(tr, tag, eval_file, (PANELS, f"04_{tag}_metrics", False))
+    d = tr[0].spec.task.d
+    where = "under the covariate shift" if "uniform" in eval_file else "on N(0, I/d)"
+    with report.fold(
+        f"d = {d} {where}: "
+        + ("the solver errors" if show_metrics else "prediction metrics and solver errors")
+        + " against n' (figures)"
+    ):
+        figs = [(SOLVER, f"04_{tag}_solver", True)]
+        if not show_metrics:
+            figs.insert(0, (PANELS, f"04_{tag}_metrics", False))
+        _generalisation_figures(tr, tag, eval_file, *figs)
+    return True
+
+
+def _generalisation_figures(tr, tag, eval_file, *figures):
     Ls = sorted({r.spec.model.L for r in tr})
     Nm = sorted({r.spec.n_max for r in tr})
     colours = {L: plt.cm.viridis(0.85 * i / max(len(Ls) - 1, 1)) for i, L in enumerate(Ls)}
     design = (
         "Unif[-1/sqrt(d), 1/sqrt(d)]^d inputs" if "uniform" in eval_file else "N(0, I/d) inputs"
     )
-    for metrics, fname, logy in (
-        (PANELS, f"04_{tag}_metrics", False),
-        (SOLVER, f"04_{tag}_solver", True),
-    ):
+    for metrics, fname, logy in figures:
         fig, axs = plt.subplots(
             len(metrics),
             len(Nm),
@@ -433,12 +449,11 @@ def generalisation_figures(runs, tag, eval_file="eval.json"):
         fig.suptitle(f"RBF, d={d}, TF^pr learnable; evaluated on {design}", fontsize=10)
         report.save_figure(fig, fname)
         plt.show()
-    return True
 
 
 runs = load("fig_exp2_2")
 if runs is not None:
-    generalisation_figures(runs, "exp2_2")
+    generalisation_figures(runs, "exp2_2", show_metrics=True)
     add_all(xrange.check_exp2_2(runs), runs, "fig_exp2_2")
 
 # %% [markdown]
@@ -678,31 +693,33 @@ if cmp_rows:
         f"{r.experiment}: {r.task} {r.mode}{' TF^pr' if r['TF^pr'] else ''}, L={r.L}, C={r.C}"
         for _, r in cmp.iterrows()
     ]
-    display(
-        report.table(
-            cmp,
-            [
-                "run",
-                "n",
-                "scale learned (mean)",
-                "scale prescribed",
-                "eta attention (median over layers)",
-                "eta drift (median)",
-                "eta* (median over contexts)",
-                "W learned",
-            ],
-            caption="Learned weights beside the hand-set construction's (K = Q = diag(1/ell), "
-            "eta*, W = (1; sigma^2, 1, -1))",
+    with report.fold(f"Learned weights and RMS distances per run ({len(cmp)} runs): the tables"):
+        display(
+            report.table(
+                cmp,
+                [
+                    "run",
+                    "n",
+                    "scale learned (mean)",
+                    "scale prescribed",
+                    "eta attention (median over layers)",
+                    "eta drift (median)",
+                    "eta* (median over contexts)",
+                    "W learned",
+                ],
+                caption="Learned weights beside the hand-set construction's (K = Q = diag(1/ell), "
+                "eta*, W = (1; sigma^2, 1, -1))",
+            )
         )
-    )
-    display(
-        report.table(
-            cmp,
-            ["run"] + [c for c in cmp.columns if c.startswith("RMS")],
-            caption="RMS distance of the trained (mu_L, tau_L) to the Richardson solver after the "
-            "same number of layers and to the exact PPD, and of that solver to the exact PPD",
+        display(
+            report.table(
+                cmp,
+                ["run"] + [c for c in cmp.columns if c.startswith("RMS")],
+                caption="RMS distance of the trained (mu_L, tau_L) to the Richardson solver after "
+                "the same number of layers and to the exact PPD, and of that solver to the exact "
+                "PPD",
+            )
         )
-    )
     fig, ax = plt.subplots(figsize=(6, 4))
     for mode, g in cmp[cmp.experiment == "fig_exp1"].groupby("mode"):
         ax.semilogy(

@@ -157,6 +157,10 @@ report.save_figure(fig, "07_exp1")
 plt.show()
 
 # %% [markdown]
+# <div class="pfn-fold" data-summary="The same numbers as a table, per 2S cell, with its
+# budget-doubling state; and why each cell has its state (figure)"></div>
+
+# %% [markdown]
 # The same numbers as a table: `ln E[TV]` per `2S` cell (rows `C`, columns `L`, one block per
 # panel) with its budget-doubling state (`pfntheory.infra.convergence.doubling_status`: the 90%
 # interval of the paired fall of `E[TV]` from `S` to `2S` steps over the same held-out instances,
@@ -198,6 +202,9 @@ if any(p.cells for p in panels):
     plt.show()
 
 # %% [markdown]
+# <div class="pfn-fold-end"></div>
+
+# %% [markdown]
 # ### Could the test decide at all?
 #
 # A curve is **resolvable** when the 90% interval of its fitted fall is no wider than its tolerance
@@ -237,7 +244,11 @@ if curves:
     for ax, (title, cs) in zip(axs[0], curves.items(), strict=True):
         report.plot_learning_curves(ax, cs, metric="tv")
         ax.set_title(f"{title}, C={panels[0].C[-1]}, 2S")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
+    # one legend for the figure (the depths are the same in every panel, in the same colours)
+    handles, labels = max(
+        (ax.get_legend_handles_labels() for ax in axs[0]), key=lambda h: len(h[1])
+    )
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6))
     report.save_figure(fig, "07_exp1_learning_curves")
     plt.show()
 else:
@@ -266,7 +277,8 @@ else:
 # %%
 avg = rtab.averaging_frame(runs_b, trained(runs1))
 if len(avg):
-    display(report.table(avg))
+    with report.fold(f"Averaging, before and after: the table, {len(avg)} runs"):
+        display(report.table(avg))
     display(
         Markdown(
             f"Over {len(avg)} runs: the median jitter ratio is "
@@ -291,7 +303,8 @@ else:
 # %%
 dbl = rtab.doubling_frame(runs_b)
 if len(dbl):
-    display(report.table(dbl))
+    with report.fold(f"Budget doubling: the table, {len(dbl)} doubled cells"):
+        display(report.table(dbl))
     display(
         Markdown(
             f"**{int(dbl['resolvable'].sum())} of {len(dbl)}** doubled cells are resolvable by "
@@ -333,7 +346,8 @@ for spec in rrows.exp1_rows(runs_b, declared_b):  # the 2S panels above, beside 
 from pfntheory.report import theory_readings as rread
 
 readings = rread.reading_cells(trained(runs_b) + trained(loaded["fig_exp1_theory_shared"][0]))
-display(report.table(rread.readings_frame(readings)))
+with report.fold("The readings' cells as a table"):
+    display(report.table(rread.readings_frame(readings)))
 fig, axs = plt.subplots(2, 2, figsize=(11, 7.5), squeeze=False)
 rread.plot_readings(axs, readings)
 fig.tight_layout()
@@ -354,21 +368,12 @@ plt.show()
 # %%
 runs_s, missing_s, declared_s = loaded["supp_exp2_shift_regime"]
 DESIGNS = {"pretraining N(0, I/d)": None, "shift Unif[-1/sqrt d, 1/sqrt d]^d": "uniform"}
-if missing_s:
-    pending("supp_exp2_shift_regime", "supp-fig:exp2 d4-1 uni", missing_s, declared_s)
-shift_dirs = [(r.run_dir, r.spec, "complete") for r in trained(runs_s)]
-shift_dirs += [
-    (xrun.run_dir_of("supp_exp2_shift_regime", s, xrun.default_root()), s, "in progress")
-    for s in declared_s
-    if s.name in missing_s
-]
-for run_dir, spec, state in shift_dirs:
-    docs = {design: report.read_learning_curve(run_dir, cov) for design, cov in DESIGNS.items()}
-    docs = {k: v for k, v in docs.items() if v is not None}
+
+
+def _shift_run(run_dir, spec, state, docs):
+    """One shift-regime run: its table, learning curves (E[TV], coverage) and plateau status."""
     if state == "complete":
         display(report.table(rtab.runs_frame([r for r in runs_s if r.run_dir == run_dir])))
-    elif not docs:
-        continue
     if docs:
         last = max(p["step"] for doc in docs.values() for p in doc["points"])
         fig, axs = plt.subplots(1, 2, figsize=(11, 3.8))
@@ -390,6 +395,26 @@ for run_dir, spec, state in shift_dirs:
             Markdown("Plateau status of each curve (`pfntheory.infra.convergence.plateau_status`):")
         )
         display(report.table(rtab.curve_status_frame(r, DESIGNS)))
+
+
+if missing_s:
+    pending("supp_exp2_shift_regime", "supp-fig:exp2 d4-1 uni", missing_s, declared_s)
+shift_dirs = [(r.run_dir, r.spec, "complete") for r in trained(runs_s)]
+shift_dirs += [
+    (xrun.run_dir_of("supp_exp2_shift_regime", s, xrun.default_root()), s, "in progress")
+    for s in declared_s
+    if s.name in missing_s
+]
+for run_dir, spec, state in shift_dirs:
+    docs = {design: report.read_learning_curve(run_dir, cov) for design, cov in DESIGNS.items()}
+    docs = {k: v for k, v in docs.items() if v is not None}
+    if state != "complete" and not docs:
+        continue
+    with report.fold(
+        f"{run_dir.name} ({spec.steps} steps, {state}): "
+        + ("its table, learning curves and plateau status" if state == "complete" else "its curve")
+    ):
+        _shift_run(run_dir, spec, state, docs)
 for spec in rrows.shift_regime_rows(runs_s):
     c, reg = spec.result, spec.result.details["regime"]
     display(
@@ -407,7 +432,16 @@ for spec in rrows.shift_regime_rows(runs_s):
 #
 # The hand-set `TF^pr` is calibrated under the covariate shift
 # (`verify/test_shift_construction.py`), so what the trained models lose sits in their learned
-# weights. `pfntheory.claims.shift_cause`
+# weights. The decomposition below (folded: its method, the findings cause by cause with their
+# verdicts, the per-run table and the figure) locates it in the variance readout; what that means
+# for the paper's statement follows it.
+
+# %% [markdown]
+# <div class="pfn-fold" data-summary="The decomposition of the d = 8 (and d = 4) runs: method,
+# findings cause by cause, per-run table and figure"></div>
+
+# %% [markdown]
+# `pfntheory.claims.shift_cause`
 # decomposes each trained `TF^pr` (C = 256) of the d = 4 and d = 8 companions, and of the seed and
 # budget replicates present, on 128 fresh GP contexts per design at `n' = 64` (and 128; the same
 # contexts for every run of one `d`), against the exact PPD (coverage exact per context):
@@ -625,6 +659,9 @@ if cause_docs:
     plt.show()
 
 # %% [markdown]
+# <div class="pfn-fold-end"></div>
+
+# %% [markdown]
 # **What this means for the paper's statement** ("despite the shift in covariates, the
 # generalization performance is comparable to the true baseline for `n_max = 512` and `L >= 16`,
 # with the `L = 16` model at `d = 8` being an exception"). The architecture can meet it: the
@@ -697,17 +734,9 @@ elif trained(runs21b):
 
 
 # %%
-OTHERS = rrows.other_experiments()
-fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
-rcpu.plot_progress(ax, counts)
-ax.set_title("cpu sweeps: complete runs")
-report.save_figure(fig, "07_progress")
-plt.show()
-for name in OTHERS:
-    runs, missing, declared = loaded[name]
-    exp = xdefs.get_experiment(name)
-    display(Markdown(f"### {name}: {len(runs)} of {len(declared)} cpu runs complete"))
-    tr = trained(runs)
+def _other_runs(name, exp, runs, tr):
+    """One other experiment's runs: their table, E[TV] against n' (for supp_exp2_first_layer the
+    two readings side by side), the paper's table beside."""
     if tr and name == "supp_exp2_first_layer":  # the two readings side by side
         display(report.table(rfirst.readings_frame(tr)))
         ncell = len({(r.spec.task.d, r.spec.model.L, r.spec.n_max) for r in tr})
@@ -748,6 +777,26 @@ for name in OTHERS:
                 cells,
             )
         )
+
+
+OTHERS = rrows.other_experiments()
+with report.fold("Where every cpu sweep stands: the table at the top of the page as a chart"):
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1))
+    rcpu.plot_progress(ax, counts)
+    ax.set_title("cpu sweeps: complete runs")
+    report.save_figure(fig, "07_progress")
+    plt.show()
+for name in OTHERS:
+    runs, missing, declared = loaded[name]
+    exp = xdefs.get_experiment(name)
+    display(Markdown(f"### {name}: {len(runs)} of {len(declared)} cpu runs complete"))
+    tr = trained(runs)
+    if tr or (name in published.PUBLISHED and runs):
+        with report.fold(
+            f"{name}: the per-run table and E[TV] against n'"
+            + (", the table beside the paper's" if name in published.PUBLISHED and runs else "")
+        ):
+            _other_runs(name, exp, runs, tr)
     specs, note = rrows.other_rows(name, loaded)  # pending while its design is incomplete
     if note:
         display(Markdown(note))
@@ -788,25 +837,42 @@ for name in OTHERS:
 
 # %%
 family_cells = {d: rfam.strongest_cells(d, SCALE) for d in rfam.FAMILY}
-for d in rfam.FAMILY:
-    designs = ("gaussian",) if d == 16 else ("gaussian", "uniform")
-    for design in designs:
-        fig, axs = plt.subplots(3, 3, figsize=(12, 8.5))
-        rfam.plot_family(axs, family_cells[d], design)
-        where = "N(0, I/d) inputs" if design == "gaussian" else "covariate shift"
-        fig.suptitle(f"d = {d}, {where}")
-        fig.tight_layout()
-        report.save_figure(fig, f"07_family_d{d}_{design}")
-        plt.show()
-display(
-    Markdown(
-        "90% coverage of every cell on both designs (the exact PPD's on the same instances in "
-        "brackets) and its mean 90% width as a multiple of the exact PPD's (the shift rows pass "
-        "with a width in [{:.3f}, {:.3f}]x, `width_band`), the run it reads and its "
-        "budget-doubling state:".format(*xrange.width_band())
+FAMILY_FIGURES = [
+    (d, design)
+    for d in rfam.FAMILY
+    for design in (("gaussian",) if d == 16 else ("gaussian", "uniform"))
+]
+
+
+def _family_figure(d, design):
+    fig, axs = plt.subplots(3, 3, figsize=(12, 8.5))
+    rfam.plot_family(axs, family_cells[d], design)
+    where = "N(0, I/d) inputs" if design == "gaussian" else "covariate shift"
+    fig.suptitle(f"d = {d}, {where}")
+    fig.tight_layout()
+    report.save_figure(fig, f"07_family_d{d}_{design}")
+    plt.show()
+
+
+_family_figure(*FAMILY_FIGURES[0])  # the first (fig:exp2-2, d = 16) shown, the others folded
+with report.fold(
+    "The other dimensions and the covariate shift ("
+    + ", ".join(
+        f"d = {d} {'N(0, I/d)' if g == 'gaussian' else 'shift'}" for d, g in FAMILY_FIGURES[1:]
     )
-)
-display(report.table(rfam.coverage_frame(family_cells)))
+    + ") and the coverage table of every cell"
+):
+    for d, design in FAMILY_FIGURES[1:]:
+        _family_figure(d, design)
+    display(
+        Markdown(
+            "90% coverage of every cell on both designs (the exact PPD's on the same instances "
+            "in brackets) and its mean 90% width as a multiple of the exact PPD's (the shift rows "
+            "pass with a width in [{:.3f}, {:.3f}]x, `width_band`), the run it reads and its "
+            "budget-doubling state:".format(*xrange.width_band())
+        )
+    )
+    display(report.table(rfam.coverage_frame(family_cells)))
 
 # %% [markdown]
 # ## Summary of this part

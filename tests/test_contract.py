@@ -690,6 +690,19 @@ SKIP: dict[str, str] = {
     "pfntheory.report.plots.legible": "changes the fonts of a matplotlib figure",
     "pfntheory.report.plots.log_axis": "draws on matplotlib axes (tests/test_report*.py)",
     "pfntheory.report.plots.plot_learning_curves": "draws on matplotlib axes",
+    "pfntheory.report.plots.layout_problems": (
+        "draws a matplotlib figure to measure it (tests/test_report_layout.py)"
+    ),
+    "pfntheory.report.plots.typeset_math": "changes the texts of a matplotlib figure",
+    "pfntheory.report.plots.FigureLayoutError": "exception class",
+    "pfntheory.report.fold.fold": "displays into a notebook kernel (IPython)",
+    # a browser
+    "pfntheory.report.screens.measure_pages": (
+        "starts a headless Chromium; bad input in tests/test_report_screens.py"
+    ),
+    "pfntheory.report.screens.main": "the measuring tool's command line",
+    "pfntheory.report.screens.find_chromium": "depends on the machine (no arguments)",
+    "pfntheory.report.screens.PageMeasure": "result record of measure_pages",
     # process state
     "pfntheory.infra.runs.temporary_environ": "changes the process environment",
     "pfntheory.nn.device.select_device": "depends on the machine's accelerators",
@@ -1627,6 +1640,14 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.report.labels.check_label": {"label": lambda: "supp-thm:KRR"},
     "pfntheory.report.mathtext.markdown_math": {"md": lambda: "a $x^2$ b"},
     "pfntheory.report.mathtext.math_html": {"text": lambda: "x^2"},
+    "pfntheory.report.mathtext.figure_math": {"text": lambda: "sigma^2 and $x^2$"},
+    "pfntheory.report.fold.apply_folds": {
+        "body": lambda: (
+            '<div class="jp-Cell x"><div class="pfn-fold" data-summary="s"></div>'
+            '</div><div class="jp-Cell y"><div class="pfn-fold-end"></div></div>'
+        )
+    },
+    "pfntheory.report.fold.fold_start_md": {"summary": lambda: "per-run tables"},
     "pfntheory.report.recorder.decide_verdict": {"holds": lambda: True},
     "pfntheory.report.recorder.verdict_of": {"holds": lambda: True},
     "pfntheory.report.spec.find_spec": {"name": lambda: "01_richardson_construction"},

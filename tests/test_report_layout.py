@@ -192,3 +192,44 @@ def test_late_outputs_are_waited_for_not_dropped(tmp_path, monkeypatch):
         "nb", tmp_path / "out", timeout=77, notebooks_dir=tmp_path, write_html=False
     )
     assert not run.ok and seen["iopub_timeout"] == 77 and seen["raise_on_iopub_timeout"] is True
+
+
+@pytest.mark.filterwarnings("ignore:constrained_layout not applied:UserWarning")
+def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp_path, monkeypatch):
+    """Issue 49: four per-axes ``ncol=3`` legends squeezed each panel of 07_exp1_learning_curves to
+    about 45 px; the layout check names such an axes, colliding tick labels and ``sigma^2`` typed
+    as text, and save_figure refuses the figure; one shared legend passes."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv(report.ENV_OUT, str(tmp_path))
+    with mpl.rc_context({"figure.constrained_layout.use": True}):
+        fig, axs = plt.subplots(1, 4, figsize=(17, 4.4))
+        for ax in axs:
+            for k in range(9):
+                ax.plot([1, 10, 100], [k + 1, 2, 3], label=f"L={2**k} (n'=200)")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
+        axs[0].set_title("E[TV] against sigma^2")
+        problems = plots.layout_problems(fig)
+        assert sum("of the figure's width" in p for p in problems) == 4, problems
+        assert any("maths as plain text" in p for p in problems), problems
+        with pytest.raises(plots.FigureLayoutError, match="figure squeezed: .*width"):
+            plots.save_figure(fig, "squeezed")
+        assert not (tmp_path / "figures" / "squeezed.png").exists()
+        plt.close(fig)
+
+        fig, axs = plt.subplots(1, 4, figsize=(17, 4.4))
+        for ax in axs:
+            for k in range(9):
+                ax.plot([1, 10, 100], [k + 1, 2, 3], label=f"L={2**k}")
+        axs[0].set_title(r"E[TV] against $\sigma^2$, $\sqrt{d}$, $\pm$ 2 SE")
+        fig.legend(*axs[0].get_legend_handles_labels(), loc="outside lower center", ncol=9)
+        assert plots.layout_problems(fig) == []
+        assert plots.save_figure(fig, "shared").is_file()
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(2, 2), layout="none")  # ten long labels on 2 inches collide
+        ax.set_xticks(range(10), [f"label {k}" for k in range(10)])
+        assert any("tick labels" in p and "overlap" in p for p in plots.layout_problems(fig))
+        plt.close(fig)

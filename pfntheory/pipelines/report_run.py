@@ -23,6 +23,7 @@ from pathlib import Path
 import pfntheory.report.spec as spec
 from pfntheory.infra.runs import CorruptFileError, temporary_environ
 from pfntheory.report.citation import build_stamp, stamp_html
+from pfntheory.report.fold import FOLD_CSS, apply_folds
 from pfntheory.report.guard import committed_rows, degraded, rebuild_blockers, writes_committed
 from pfntheory.report.html import CSS
 from pfntheory.report.index import build_index
@@ -290,7 +291,7 @@ def _stable_outputs(nb) -> None:
 def export_html(nb, path: Path, *, ok: bool) -> Path:
     """Write the executed notebook ``nb`` as a self-contained, offline HTML page at ``path``:
     links to the index and to the previous and next pages at the top and at the bottom, a table of
-    contents, alt text on every figure."""
+    contents, alt text on every figure, the folds of :mod:`pfntheory.report.fold` collapsed."""
     import jinja2
     import nbformat
     from nbconvert import HTMLExporter
@@ -319,8 +320,8 @@ def export_html(nb, path: Path, *, ok: bool) -> Path:
     exporter.template_file = "pfn_page.html.j2"
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
-    body, _ = exporter.from_notebook_node(nb, resources={"pfn_css": CSS})
-    path.write_text(body)
+    body, _ = exporter.from_notebook_node(nb, resources={"pfn_css": CSS + FOLD_CSS})
+    path.write_text(apply_folds(body))
     return path
 
 

@@ -12,10 +12,14 @@ One module per job:
   LaTeX prints for them (:mod:`.numbering` derives those from ``paper.tex``);
 - :mod:`.rows` -- a row of the report: the verdicts it can carry and what each means;
 - :mod:`.recorder` -- the notebooks' API: :class:`Recorder` and how a verdict is decided;
-- :mod:`.plots` -- figure style, saving and showing, learning curves;
+- :mod:`.plots` -- figure style, saving and showing, learning curves; a figure that would not
+  read (an axes under 15% of its width, colliding tick labels, maths as plain text) is refused;
 - :mod:`.cpu` -- the ``cpu``-scale runs of designs still being swept: grids with holes, plateau
   status per run, fig:exp1 claims on the cells present (the page ``07_cpu_scale``);
-- :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline);
+- :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline), and with mathtext in figures;
+- :mod:`.fold` -- per-run tables, figures and long derivations collapsed under ``<details>``;
+- :mod:`.screens` -- a page's length in screens at 1024 x 768 in headless Chromium (a developer's
+  tool: ``python -m pfntheory.report.screens reports/*.html``; its tests skip without Chromium);
 - :mod:`.tables` -- tables as a reader sees them (labelled columns, rounded numbers, no index);
 - :mod:`.citation` -- the paper's BibTeX and the commit the report was built from;
 - :mod:`.html` -- a row as HTML (the inline cards), number formatting, the pages' style;
@@ -41,6 +45,7 @@ Layout of the output folder (``reports/`` by default)::
 from pfntheory.infra.convergence import read_learning_curve
 
 from . import plots
+from .fold import FOLD_END, fold, fold_start_md
 from .index import build_index
 from .labels import PAPER_LABELS, PAPER_NUMBERS, check_label, paper_number
 from .mathtext import markdown_math, math_html
@@ -69,6 +74,9 @@ from .spec import (
 from .tables import Note, Table, note, table
 
 __all__ = [
+    "fold",
+    "fold_start_md",
+    "FOLD_END",
     "experiment_tallies",
     "NOTEBOOKS",
     "NOTEBOOKS_DIR",

@@ -13,7 +13,7 @@ import re
 
 from pfntheory.base._checks import ArgumentTypeError
 
-__all__ = ["math_html", "markdown_math"]
+__all__ = ["math_html", "markdown_math", "figure_math"]
 
 _GREEK = {
     "alpha": "α",
@@ -123,3 +123,40 @@ def _span(m: re.Match) -> str:
     if _CODE_LIKE.search(text) or (_IDENTIFIER.search(text) and not _FORMULA.search(text)):
         return m.group(0)
     return f'<span class="math">{math_html(text)}</span>'
+
+
+# Figure text (matplotlib): the same ASCII maths typeset with mathtext, outside any ``$...$``.
+_MATH_SEG = re.compile(r"(\$[^$]*\$)")
+_SQRT_RE = re.compile(r"\bsqrt\s*(?:\(([^()]*)\)|([A-Za-z0-9.]+))")
+_HAT_RE = re.compile(r"([A-Za-zα-ωΑ-Ω])_hat(?![A-Za-z0-9])")
+_FIG_SUP_RE = re.compile(r"\^(\{[^{}]*\}|\([^()]*\)|-?[A-Za-z0-9.]+(?:/[0-9]+)?)")
+
+
+def _mathrm(s: str) -> str:
+    """Letters of two or more in a row upright (``pr``, ``max``), as the paper sets them."""
+    return re.sub(r"[A-Za-z]{2,}", lambda m: r"\mathrm{" + m.group(0) + "}", s)
+
+
+def figure_math(text: str) -> str:
+    r"""``text`` of a matplotlib figure with its ASCII maths typeset by mathtext: ``sigma^2`` ->
+    ``σ$^{2}$``, ``TF^pr`` -> ``TF$^{\mathrm{pr}}$``, ``sqrt(d)`` and ``sqrt d`` ->
+    ``$\sqrt{d}$``, ``+-`` -> ``±``, Greek names -> letters, ``lambda_1`` -> ``λ$_{1}$``,
+    ``rho_hat`` -> ``ρ̂``. Spans already in ``$...$`` are kept; file names and identifiers
+    (``fig_exp2_1``) are left as they are."""
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"text must be a str, got {type(text).__name__}")
+    out = []
+    for part in _MATH_SEG.split(text):
+        if part.startswith("$") and part.endswith("$") and len(part) > 1:
+            out.append(part)
+            continue
+        part = part.replace("+-", "±").replace("||", "‖")
+        part = _SQRT_RE.sub(lambda m: r"$\sqrt{" + (m.group(1) or m.group(2)) + "}$", part)
+        part = _HAT_RE.sub(lambda m: m.group(1) + "\u0302", part)
+        part = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], part)
+        part = _SUB_RE.sub(
+            lambda m: m.group(1) + "$_{" + _mathrm(_unbrace(m.group(2))) + "}$", part
+        )
+        part = _FIG_SUP_RE.sub(lambda m: "$^{" + _mathrm(_unbrace(m.group(1))) + "}$", part)
+        out.append(part)
+    return "".join(out)

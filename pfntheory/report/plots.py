@@ -23,6 +23,10 @@ __all__ = [
     "log_axis",
     "plot_learning_curves",
     "legible",
+    "layout_problems",
+    "typeset_math",
+    "FigureLayoutError",
+    "MIN_AXES_WIDTH",
 ]
 
 
@@ -129,15 +133,91 @@ def legible(fig, *, dpi: int = 100) -> None:
             t.set_fontsize(need)
 
 
+#: The narrowest an axes may be, as a share of its figure's width (issue 49: four per-axes legends
+#: once squeezed each panel of a 4-panel figure to about 45 of 1,700 px, under 3%). A panel of a
+#: 5-wide grid with its labels gets about 17%; colorbars are exempt.
+MIN_AXES_WIDTH = 0.15
+#: Two tick labels collide when their boxes overlap by more than this many pixels (at 100 dpi):
+#: one pixel of anti-aliasing at the glyphs' edges is not a collision.
+_TICK_OVERLAP_PX = 1.0
+#: Maths written as plain text in a figure (outside ``$...$``): a raw caret, ``sqrt``, ``+-``.
+_RAW_MATH = re.compile(r"\^|\bsqrt\b|\+-")
+
+
+class FigureLayoutError(ValueError):
+    """A figure that would not read on the page (:func:`layout_problems`)."""
+
+
+def _overlap(a, b) -> bool:
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w > _TICK_OVERLAP_PX and h > _TICK_OVERLAP_PX
+
+
+def layout_problems(fig) -> list[str]:
+    """What keeps ``fig`` from reading, measured on its drawn layout: an axes narrower than
+    :data:`MIN_AXES_WIDTH` of the figure, two tick labels of one axis that overlap, maths typed as
+    plain text (``sigma^2``, ``sqrt d``, ``+-``) where mathtext would typeset it. Empty if none."""
+    import matplotlib.text as mtext
+
+    fig.draw_without_rendering()  # constrained layout and tick labels as they will be saved
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width
+    out = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or ax.get_label() == "<colorbar>":
+            continue
+        name = ax.get_title() or f"axes {i}"
+        share = ax.get_window_extent(renderer).width / width
+        if share < MIN_AXES_WIDTH:
+            out.append(f"{name!r}: {share:.0%} of the figure's width (< {MIN_AXES_WIDTH:.0%})")
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            boxes = [
+                (t.get_text(), t.get_window_extent(renderer))
+                for t in axis.get_ticklabels()
+                if t.get_visible() and t.get_text()
+            ]
+            for (ta, a), (tb, b) in zip(boxes, boxes[1:], strict=False):
+                if _overlap(a, b):
+                    out.append(f"{name!r}: {which} tick labels {ta!r} and {tb!r} overlap")
+    for t in fig.findobj(mtext.Text):
+        text = t.get_text()
+        if t.get_visible() and _RAW_MATH.search(re.sub(r"\$[^$]*\$", "", text)):
+            out.append(f"text {text!r}: maths as plain text (typeset it as $...$)")
+    return out
+
+
+def typeset_math(fig) -> None:
+    """Typeset the ASCII maths of every text of ``fig`` (titles, labels, legends, annotations)
+    with mathtext (:func:`~pfntheory.report.mathtext.figure_math`: ``sigma^2`` -> σ², ``TF^pr``,
+    ``sqrt d``, ``+-``)."""
+    import matplotlib.text as mtext
+
+    from .mathtext import figure_math
+
+    for t in fig.findobj(mtext.Text):
+        text = t.get_text()
+        if text:
+            new = figure_math(text)
+            if new != text:
+                t.set_text(new)
+
+
 def save_figure(fig, name: str, *, dpi: int = 100) -> Path:
     """Save a matplotlib figure as ``figures/<name>.png`` under the report folder; return the path.
 
     The figure stays open so that the notebook also shows it inline; its small texts are enlarged
-    first (:func:`legible`), so that both read at a 1024-px window.
+    first (:func:`legible`) and its ASCII maths typeset (:func:`typeset_math`), so that both read
+    at a 1024-px window; a figure with a layout problem (:func:`layout_problems`) is refused with
+    :class:`FigureLayoutError` naming it.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise ValueError(f"name must be a plain file stem, got {name!r}")
+    typeset_math(fig)
     legible(fig, dpi=dpi)
+    problems = layout_problems(fig)
+    if problems:
+        raise FigureLayoutError(f"figure {name}: " + "; ".join(problems))
     path = output_dir() / "figures" / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
