@@ -442,6 +442,8 @@ SKIP: dict[str, str] = {
     "pfntheory.report.cpu.plot_exp1_heatmaps": (
         "the cpu-scale page: reads run directories and draws figures"
     ),
+    "pfntheory.report.cpu.plot_fall_rows": "draws on matplotlib axes (tests/test_cpu_report.py)",
+    "pfntheory.report.cpu.state_handles": "matplotlib legend handles (no arguments)",
     "pfntheory.report.cpu.plot_plateau_intervals": (
         "the cpu-scale page: reads run directories and draws figures"
     ),

@@ -12,7 +12,6 @@ import numpy as np
 
 from pfntheory.base._checks import (
     ArgumentTypeError,
-    array,
     check_kernel,
     checked,
     mapping,
@@ -28,6 +27,7 @@ from pfntheory.maths import richardson as rich
 from pfntheory.maths.kernels import RBFKernel
 
 from . import ClaimResult
+from .construction import _ON_CONTEXT
 from .richardson import ROUNDOFF_SAFETY, roundoff_atol
 
 __all__ = ["limit_bound", "check_first_layer_limit", "check_no_affine_readout"]
@@ -38,14 +38,11 @@ __all__ = ["limit_bound", "check_first_layer_limit", "check_no_affine_readout"]
 #: query's line makes irrelevant), far below the measured errors (``0.2`` at the paper's task).
 READOUT_TOLERANCE = 1e-8
 
+#: The arguments of a limit check on one context: those of the construction's checks
+#: (:mod:`.construction`), with a step that must be given.
 _LIMIT_RULES = {
-    "kernel": check_kernel,
-    "X": array(ndim=2, non_empty=True),
-    "Y": array(ndim=1),
-    "x": array(ndim=1),
-    "noise_var": positive_scalar,
+    **{k: v for k, v in _ON_CONTEXT.items() if k != "forward_kwargs"},
     "eta": positive_scalar,
-    "L": positive_int,
 }
 
 

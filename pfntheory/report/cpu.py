@@ -44,6 +44,8 @@ __all__ = [
     "exp1_slice_claims",
     "plot_exp1_heatmaps",
     "plot_plateau_intervals",
+    "plot_fall_rows",
+    "state_handles",
     "STATE_COLOURS",
     "plot_progress",
     "plot_tv_against_n",
@@ -373,27 +375,40 @@ def plot_plateau_intervals(axs, panels: Sequence[Exp1Panel]) -> list:
     confidence interval (:func:`pfntheory.infra.convergence.plateau_status`), both divided by the
     cell's tolerance, so the band ``[-1, 1]`` is "plateaued" for every cell; coloured by state.
     Returns the legend handles (one per state) for a figure legend."""
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter
-
     for ax, p in zip(axs, panels, strict=True):
         rows = []
         for (L, C), r in sorted(p.cells.items()):
             st = xgate.run_convergence(r)
             if np.isfinite(st.fall) and st.tol > 0:
                 rows.append((f"L{L} C{C}", st))
-        ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
-        ax.axvline(0, color="k", lw=0.6)
-        for y, (_, st) in enumerate(rows):
-            lo, hi = st["ci"]
-            c = STATE_COLOURS[st["state"]]
-            ax.plot([lo / st["tol"], hi / st["tol"]], [y, y], color=c, lw=2)
-            ax.plot(st["change"] / st["tol"], y, "o", color=c, ms=3)
-        ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize=6)
-        ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
-        ax.set_xscale("symlog", linthresh=1.0)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set(xlabel="fitted fall / tolerance (90% CI)", title=p.title)
+        plot_fall_rows(ax, rows, "fitted fall / tolerance (90% CI)", p.title)
+    return state_handles()
+
+
+def plot_fall_rows(ax, rows: Sequence, xlabel: str, title: str) -> None:
+    """One row per ``(name, status)`` of ``rows``: the status's fall of E[TV] and its 90% interval
+    divided by its tolerance (so ``[-1, 1]``, shaded, is "plateaued"), coloured by state
+    (:data:`STATE_COLOURS`; grey for a state without a colour), on a symlog axis."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
+    ax.axvline(0, color="k", lw=0.6)
+    for y, (_, st) in enumerate(rows):
+        lo, hi = st["ci"]
+        c = STATE_COLOURS.get(st["state"], "0.5")
+        ax.plot([lo / st["tol"], hi / st["tol"]], [y, y], color=c, lw=2)
+        ax.plot(st["change"] / st["tol"], y, "o", color=c, ms=3)
+    ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize=6)
+    ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set(xlabel=xlabel, title=title)
+
+
+def state_handles() -> list:
+    """Legend handles, one per learning-curve state of :data:`STATE_COLOURS`."""
+    from matplotlib.lines import Line2D
+
     return [Line2D([], [], color=c, lw=2, label=w) for w, c in STATE_COLOURS.items()]
 
 

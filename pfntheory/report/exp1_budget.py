@@ -18,7 +18,7 @@ import numpy as np
 
 from pfntheory.infra.tree import RunSpec
 
-from .cpu import STATE_COLOURS, Exp1Panel, exp1_panels
+from .cpu import Exp1Panel, exp1_panels, plot_fall_rows, state_handles
 
 __all__ = ["budget_panels", "cell_frame", "plot_replay_slices", "plot_doubling_intervals"]
 
@@ -123,9 +123,6 @@ def plot_doubling_intervals(axs, panels: Sequence[Exp1Panel], statuses: Mapping)
     a doubling status, the paired fall of E[TV] from S to 2S steps and its 90% interval, divided
     by the cell's tolerance (10% of its E[TV]), so ``[-1, 1]`` is "plateaued"; coloured by state.
     Returns the legend handles."""
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter
-
     for ax, p in zip(axs, panels, strict=True):
         rows = []
         for (L, C), r in sorted(p.cells.items()):
@@ -134,16 +131,5 @@ def plot_doubling_intervals(axs, panels: Sequence[Exp1Panel], statuses: Mapping)
                 continue
             if np.isfinite(st["change"]) and st["tol"] > 0:
                 rows.append((f"L{L} C{C}", st))
-        ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
-        ax.axvline(0, color="k", lw=0.6)
-        for y, (_, st) in enumerate(rows):
-            lo, hi = st["ci"]
-            c = STATE_COLOURS.get(st["state"], "0.5")
-            ax.plot([lo / st["tol"], hi / st["tol"]], [y, y], color=c, lw=2)
-            ax.plot(st["change"] / st["tol"], y, "o", color=c, ms=3)
-        ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize=6)
-        ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
-        ax.set_xscale("symlog", linthresh=1.0)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set(xlabel="fall S -> 2S / tolerance (90% CI)", title=p.title)
-    return [Line2D([], [], color=c, lw=2, label=w) for w, c in STATE_COLOURS.items()]
+        plot_fall_rows(ax, rows, "fall S -> 2S / tolerance (90% CI)", p.title)
+    return state_handles()
