@@ -191,11 +191,12 @@ def _ours_line(r: dict) -> str:
 
 
 def _claim_line(statement: str, variant: str) -> str:
-    """The claim as its one line shows it: a statement that restates the variant before its first
-    ": " is cut to the variant and what follows (the whole statement is in the details)."""
+    """The claim as its one line shows it, the claim first: a statement that restates the variant
+    before its first ": " is cut to what follows (the line adds the variant after the claim; the
+    whole statement is in the details)."""
     head, sep, rest = statement.partition(": ")
-    if variant and sep and variant in head and head != variant:
-        return f"{variant}: {rest}"
+    if variant and sep and variant in head:
+        return rest
     return statement
 
 
@@ -206,15 +207,21 @@ def _row(r: dict, page: str, has_page: bool, common_command: str) -> str:
     number = paper_number(r.get("label", ""))
     lab = html.escape(r.get("label", ""))
     res = (f"<b>{html.escape(number)}</b> " if number else "") + lab
-    claim = math_html(_claim_line(r.get("statement", ""), r.get("variant", "")))
-    if r.get("variant") and r["variant"] not in r.get("statement", ""):
-        claim = f'<span class="var">{math_html(r["variant"])}:</span> {claim}'
+    shown = _claim_line(r.get("statement", ""), r.get("variant", ""))
+    claim = math_html(shown)
+    if r.get("variant") and r["variant"] not in shown:  # the claim first, then what it was
+        claim += f' <span class="var">({math_html(r["variant"])})</span>'  # measured on
     line = (
         f'<span class="one">{_badge(v)}</span><span class="one res">{res}</span>'
         f'<span class="one">{claim}</span><span class="one num">{_ours_line(r)}</span>'
         f'<span class="one num">{_paper_cell(r)}</span>'
     )
-    more = [_measurement(r, common_command)]
+    more = []
+    if r.get("variant"):  # the claim comes first on the line; what it was measured on, here
+        more.append(
+            f'<div><b>variant:</b> <span class="var">{math_html(r["variant"])}</span></div>'
+        )
+    more.append(_measurement(r, common_command))
     if r.get("_tolerance_refs"):
         more.append(f"<div><b>tolerance, shared with other rows:</b>{_refs(r, 'tolerance')}</div>")
     if v != PENDING:
