@@ -15,9 +15,9 @@ library's GP prior, gpytorch) set to the project's RBF task (:func:`task_of`, re
 ell^2))`` with ``alpha = 1`` (``outputscale`` 1) and ``ell = 0.8`` (sec:sims; the project's
 default, not 1), noise variance ``sigma^2 = 0.04`` (sd 0.2), covariates ``N(0, I/d)`` (fast_gp's
 ``sampling`` = ``1/sqrt(d)``: ``x = randn * sampling``). The context size ``n`` of each batch is
-drawn uniformly from the pretraining range ``[n_min, n_max]`` by pfns's batch-shape sampler
-(seeded per epoch and step), followed by ``n_test`` query points whose noisy labels are the
-targets.
+drawn from the pretraining range ``[n_min, n_max]`` by pfns's batch-shape sampler (seeded per
+epoch and step; uniform but for ``n_max`` at half weight, ``RangeShapeSampler``), followed by
+``n_test`` query points whose noisy labels are the targets.
 
 The bars: ``K`` equal bars whose inner ``K - 2`` tile exactly the project's truncation interval
 ``(a, b]`` for the task and range (:func:`pfntheory.nn.priors.calibrate_task_interval`, the
@@ -210,8 +210,10 @@ def _config(setting: PfnsSetting, borders: np.ndarray):
 
     @dataclasses.dataclass(frozen=True)
     class RangeShapeSampler(BatchShapeSamplerConfig):
-        """pfns's sampler with the context size drawn from [n_min, n_max] (pfns draws it from
-        [0, max_seq_len - 1 - n_test])."""
+        """pfns's sampler with the context size moved into [n_min, n_max]: pfns draws ``j``
+        uniformly from [0, max_seq_len - 1 - n_test] = [0, n_max], and the context size is
+        ``n_min + j mod (n_max - n_min + 1)``; for [64, 128] that is uniform on 64..127 and half
+        as likely at 128 (j = 64 alone maps there)."""
 
         min_single_eval_pos: int = 0
 
