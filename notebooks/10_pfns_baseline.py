@@ -80,6 +80,13 @@ for d in sorted(res["pfns"]) if res is not None else []:
         f"{g['D']:+.3f} [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}] -> **{r.verdict}**. Beside it, "
         f"{refs or 'no reference run'}."
     )
+    v = by_key.get(f"pfns.growth_vs_tf.d{d}")
+    if v is not None:
+        lines.append(
+            f"  - Against {v.details['reference']} (no normalisation), paired on the same "
+            f"instances: TF's growth exceeds the PFN's by {v.observed:.3f} "
+            f"[{v.ci[0]:.3f}, {v.ci[1]:.3f}] -> **{v.verdict}**."
+        )
 if "pfns.shift.coverage.d8" in by_key:
     r = by_key["pfns.shift.coverage.d8"]
     cov = r.details["rows"]
@@ -98,15 +105,16 @@ display(Markdown("\n".join(lines)))
 # ## The rows
 
 # %%
+MEASURED = {
+    "pfns.growth": "E[TV](n'=200) minus mean E[TV] over n' in [64, 128]",
+    "pfns.growth_vs_tf": "TF's growth of E[TV] minus the PFN's (paired)",
+    "pfns.shift.coverage": "worst 90% coverage over n' under the shift",
+}
 for r in rows:
     rec.add(
         r,
         variant=f"{VARIANT}, d={r.key.rsplit('d', 1)[-1]}",
-        measured=(
-            "E[TV](n'=200) minus mean E[TV] over n' in [64, 128]"
-            if r.key.startswith("pfns.growth")
-            else "worst 90% coverage over n' under the shift"
-        ),
+        measured=MEASURED[r.key.rsplit(".", 1)[0]],
         runs=[],
         run_dir=ROOT / r.run_dir,
     )

@@ -322,6 +322,14 @@ SKIP: dict[str, str] = {
         "reads the pfns baseline's run directory or its loaded results; bad input in "
         "tests/test_pfns_baseline.py"
     ),
+    "pfntheory.claims.pfns_baseline.check_growth_vs_tf": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.reference_status": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
     # pfntheory.pipelines.pfns_baseline
     "pfntheory.pipelines.pfns_baseline.PfnsSetting": "needs the optional pfns package",
     "pfntheory.pipelines.pfns_baseline.task_of": "needs the optional pfns package",

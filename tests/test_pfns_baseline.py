@@ -72,14 +72,22 @@ def _tree(tmp_path, grow=0.3, shift_cov=0.9, shift_ratio=1.0, fall=0.0):
 def test_committed_rows_are_decided_by_the_gate():
     rows = pb.claims(ROOT)
     keys = {r.key for r in rows}
-    assert {"pfns.growth.d2", "pfns.growth.d8", "pfns.shift.coverage.d8"} <= keys
+    assert {
+        "pfns.growth.d2",
+        "pfns.growth.d8",
+        "pfns.growth_vs_tf.d2",
+        "pfns.growth_vs_tf.d8",
+        "pfns.shift.coverage.d8",
+    } <= keys
     for r in rows:
         assert r.verdict in VERDICT_KINDS, r
         assert r.decision is not None and r.decision["test"] == "doubling", r
         assert "beyond the paper" in r.statement
         assert r.ci is not None and r.ci[0] <= r.observed <= r.ci[1]
         conv = r.details["convergence"]
-        assert len(conv) == 1 and next(iter(conv.values()))["half_run"]
+        # the pfns 2S run, and for the comparison with TF the TF run too, each with its partner
+        assert len(conv) == (2 if "vs_tf" in r.key else 1), r.key
+        assert all(st["half_run"] for st in conv.values())
 
 
 @pytest.mark.skipif(not ROOT.is_dir(), reason="no committed pfns baseline runs")
@@ -280,3 +288,47 @@ def test_pipeline_trains_and_audits_a_tiny_run(tmp_path):
     assert set(doc["results"]) == {str(n) for n in AUDIT_N}
     assert len(doc["results"]["200"]["tv_instances"]) == 4
     assert doc["results"]["200"]["range"] == "beyond"
+
+
+def _with_tf_reference(root, **edits):
+    path = root / "reference" / "rbf-d8-tf-x" / "audit.json"
+    doc = json.loads(path.read_text())
+    doc.update(edits)
+    path.write_text(json.dumps(doc))
+
+
+def test_growth_vs_tf_refuses_a_reference_it_cannot_compare(tmp_path):
+    root = _tree(tmp_path)
+    _with_tf_reference(root, pretraining_range=[64, 256])
+    with pytest.raises(ValueError, match="pretraining range"):
+        pb.check_growth_vs_tf(pb.load_results(root), 8)
+    root = _tree(tmp_path / "b")
+    with pytest.raises(ValueError, match="run_dir"):  # no run directory to gate the TF run on
+        pb.check_growth_vs_tf(pb.load_results(root), 8)
+    with pytest.raises(ValueError, match="no reference 'TF L=8'"):
+        pb.check_growth_vs_tf(pb.load_results(root), 8, reference="TF L=8")
+
+
+def test_growth_vs_tf_pairs_the_instances(tmp_path):
+    """The gap's paired SE is far below the unpaired one when the two models err alike on each
+    instance (here: the TF audit is the PFN's plus a constant beyond the range)."""
+    mine = _audit({n: 0.1 for n in AUDIT_N})
+    other = json.loads(json.dumps(mine))
+    for n, r in other["results"].items():
+        if int(n) > 128:
+            r["tv_instances"] = [min(1.0, v + 0.5) for v in r["tv_instances"]]
+            r["tv"] = float(np.mean(r["tv_instances"]))
+    gap, se = pb._paired_growth_gap(mine, other, 64, 128)
+    assert gap == pytest.approx(0.5, abs=1e-9)
+    assert se < 1e-9
+    other["seed"] = 7
+    with pytest.raises(ValueError, match="other instances"):
+        pb._paired_growth_gap(mine, other, 64, 128)
+
+
+def test_reference_status_without_partner_is_never_plateaued(tmp_path):
+    rd = tmp_path / "rbf-d8-tf-learn-L32-C256-n64-128-s8000-abc"
+    rd.mkdir()
+    (rd / "config.json").write_text(json.dumps({"steps": 8000, "n_min": 64, "n_max": 128}))
+    st = pb.reference_status(rd)
+    assert st.state == "no half-budget run" and not st.plateaued

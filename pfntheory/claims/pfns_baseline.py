@@ -20,6 +20,10 @@ The rows
   way on the same instances, stand beside it with their intervals (``details["reference"]``): the
   row says "like TF's" only as a comparison of intervals, the references' own verdicts are their
   experiments' rows.
+* ``pfns.growth_vs_tf.d<d>``: it degrades less than the project's TF of the same range (kernel
+  attention without normalisation, which the paper expects to degrade beyond its range): TF's
+  growth minus the PFN's, paired over the shared instances (:func:`check_growth_vs_tf`), gated on
+  both runs' budget-doubling statuses.
 * ``pfns.shift.coverage.d8``: the standard PFN is calibrated under the covariate shift at d = 8
   (the project's ``uniform`` covariates, ``Unif[-1/sqrt(d), 1/sqrt(d)]^d``): at every audited n',
   ``|coverage_90 - 0.9| <= 0.05 + 3 SE`` (binomial SE ``sqrt(c (1 - c) / N)``; the slack is
@@ -54,6 +58,8 @@ __all__ = [
     "growth",
     "coverage_rows",
     "check_growth",
+    "check_growth_vs_tf",
+    "reference_status",
     "check_shift_calibration",
     "paired_table",
     "claims",
@@ -101,13 +107,13 @@ def _check_audit(doc: dict, path: Path) -> dict:
 
 def load_results(root) -> dict[str, Any]:
     """The committed results under ``root``: ``{"pfns": {d: {steps: run}}, "reference": {d:
-    {label: run}}}``, each run ``{"name", "config" (pfns only), "audits": {covariates: doc}}``
-    (covariates None or "uniform"). A malformed file is refused naming it; ``root`` without any
-    pfns run is refused."""
+    {label: run}}, "root": str}``, each run ``{"name", "config" (pfns only), "audits":
+    {covariates: doc}}`` (covariates None or "uniform"). A malformed file is refused naming it;
+    ``root`` without any pfns run is refused."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"root: no directory {root}")
-    out: dict[str, Any] = {"pfns": {}, "reference": {}}
+    out: dict[str, Any] = {"pfns": {}, "reference": {}, "root": str(root)}
     for rd in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "reference"):
         if not (rd / "config.json").is_file():
             continue
@@ -225,8 +231,9 @@ def _growth_result(run: dict, d: int, z: float) -> ClaimResult:
         label="fig:exp2-1",
         statement=(
             f"a standard PFN (pfns, {run['config'].get('n_parameters', '?')} parameters) trained "
-            f"on n in [{s['n_min']}, {s['n_max']}] at d={d}: E[TV] at n'={g['beyond']} exceeds "
-            f"its mean over n' in {g['inside']}, as TF's does; {PAPER_NOTE}"
+            f"on n in [{s['n_min']}, {s['n_max']}] at d={d} degrades beyond its pretraining "
+            f"range: E[TV] at n'={g['beyond']} exceeds its mean over n' in {g['inside']} (TF's "
+            f"and TF^pr's growth on the same instances beside it); {PAPER_NOTE}"
         ),
         tolerance=f"E[TV](n'={g['beyond']}) - mean in range > {z:g} SE (unpaired: other n')",
         details={"shared_reasons": ["margin", "doubling"], "growth": g},
@@ -255,6 +262,125 @@ def check_growth(results: dict, d: int, z: float = gating.Z_MARGIN) -> ClaimResu
     details = {**r_l.details, "reference": ref, "at_S": r_s.details["growth"]}
     r_l = dataclasses.replace(r_l, details=details, ci=r_l.power.ci if r_l.power else None)
     return _gate(r_l, r_s, {long["name"]: _status(short, long, None)}, short, long)
+
+
+def _paired_growth_gap(mine: dict, other: dict, n_min: int, n_max: int) -> tuple[float, float]:
+    """``growth(other) - growth(mine)`` (:func:`growth`) with its SE paired over the instances
+    both documents share at each n' (the same seed and count): the gap is ``[TV_o - TV_m](n_b) -
+    mean_in [TV_o - TV_m](n)``, each bracket a paired mean over that n''s instances."""
+    if (other["seed"], other["n_instances"]) != (mine["seed"], mine["n_instances"]):
+        raise ValueError("the two audits are on other instances (seed, count): no pairing")
+    g = growth(mine, n_min, n_max)
+
+    def paired(n: int) -> tuple[float, float]:
+        a, b = (doc["results"][str(n)].get("tv_instances") for doc in (other, mine))
+        if a is None or b is None or len(a) != len(b) or len(a) < 2:
+            raise ValueError(f"n'={n}: both audits need per-instance TVs of one length")
+        d = np.asarray(a, float) - np.asarray(b, float)
+        return float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size))
+
+    beyond = paired(g["beyond"])
+    inside = [paired(n) for n in g["inside"]]
+    k = len(inside)
+    gap = beyond[0] - sum(m for m, _ in inside) / k
+    se = math.sqrt(beyond[1] ** 2 + sum(v**2 for _, v in inside) / k**2)
+    return gap, se
+
+
+def reference_status(run_dir) -> Status:
+    """Budget-doubling status of a committed project run (from its and its half-budget partner's
+    learning curves, as :func:`pfntheory.claims.gating.doubling_statuses` reads them); state "no
+    half-budget run" when the partner is not on disk."""
+    from pfntheory.infra.convergence import curve_points
+    from pfntheory.infra.status import no_curve
+
+    run_dir = Path(run_dir)
+    spec = _read(run_dir / "config.json")
+    steps = int(spec["steps"])
+    stem = run_dir.name.rsplit(f"-s{steps}-", 1)[0]
+    halves = sorted(run_dir.parent.glob(f"{stem}-s{steps // 2}-*")) if steps % 2 == 0 else []
+    if len(halves) != 1:
+        return no_curve(
+            f"budget doubling needs the run at half the steps ({steps} steps)",
+            steps,
+            state="no half-budget run",
+        ).replace(run=run_dir.name)
+    st = doubling_status(curve_points(halves[0]) or [], curve_points(run_dir) or [])
+    return st.within(int(spec["n_min"]), int(spec["n_max"])).replace(
+        run=run_dir.name, half_run=halves[0].name
+    )
+
+
+def check_growth_vs_tf(
+    results: dict, d: int, repo=None, z: float = gating.Z_MARGIN, reference: str | None = None
+) -> ClaimResult:
+    """The row ``pfns.growth_vs_tf.d<d>``: the standard PFN degrades beyond its pretraining range
+    less than the project's TF (kernel attention without normalisation) of the same range: TF's
+    growth minus the PFN's (:func:`growth`) exceeds ``z`` SE, paired over the shared instances,
+    with the minimal effect of interest 10% of the PFN's E[TV] at the largest n'. Read on the 2S
+    PFN, replayed with the S PFN (the TF run fixed), gated on the budget-doubling statuses of both
+    runs (the TF run's from its learning curves and its half-budget partner's). ``reference``: the
+    reference label (default: the one reference at ``d`` whose label starts with "TF L=");
+    ``repo``: the repository the reference's ``run_dir`` is relative to (default: three levels
+    above the results' root)."""
+    short, long = budget_pair(results, d)
+    refs = results["reference"].get(d, {})
+    if reference is None:
+        tf = [lab for lab in refs if lab.startswith("TF L=")]
+        if len(tf) != 1:
+            raise ValueError(f"d={d}: expected one TF reference run, got {sorted(refs)}")
+        reference = tf[0]
+    if reference not in refs:
+        raise ValueError(f"reference: no reference {reference!r} at d={d} (have {sorted(refs)})")
+    other = refs[reference]["audits"].get(None)
+    if other is None:
+        raise ValueError(f"{refs[reference]['name']}: no audit.json")
+    set_ = long["config"]["setting"]
+    lo, hi = int(set_["n_min"]), int(set_["n_max"])
+    if list(other["pretraining_range"]) != [lo, hi]:
+        raise ValueError(
+            f"{reference}: pretraining range {other['pretraining_range']} is not the PFN's "
+            f"{[lo, hi]}"
+        )
+
+    def result(run: dict) -> ClaimResult:
+        mine = _audit(run, None)
+        gap, se = _paired_growth_gap(mine, other, lo, hi)
+        g = growth(mine, lo, hi)
+        return gating.exceeds(
+            gap,
+            se,
+            z,
+            paired=True,
+            minimal=gating.minimal_effect(g["tv_beyond"][0]),
+            key=f"pfns.growth_vs_tf.d{d}",
+            label="fig:exp2-1",
+            statement=(
+                f"a standard PFN (pfns) degrades beyond its pretraining range [{lo}, {hi}] less "
+                f"than the project's {reference} (no normalisation) at d={d}: TF's growth of "
+                f"E[TV] from n' in range to n'={g['beyond']} exceeds the PFN's; {PAPER_NOTE}"
+            ),
+            tolerance=f"growth(TF) - growth(PFN) > {z:g} SE, paired over shared instances",
+            details={
+                "shared_reasons": ["margin", "doubling"],
+                "growth_pfns": g,
+                "growth_tf": growth(other, lo, hi),
+                "reference": reference,
+            },
+            run_dir=run["name"],
+        )
+
+    r_s, r_l = result(short), result(long)
+    r_l = dataclasses.replace(r_l, ci=r_l.power.ci if r_l.power else None)
+    run_path = other.get("run_dir")
+    if not isinstance(run_path, str):
+        raise ValueError(f"{refs[reference]['name']}: the reference audit needs its 'run_dir'")
+    repo = Path(results["root"]).resolve().parents[2] if repo is None else Path(repo)
+    statuses = {
+        long["name"]: _status(short, long, None),
+        Path(run_path).name: reference_status(repo / run_path),
+    }
+    return _gate(r_l, r_s, statuses, short, long)
 
 
 def _gate(long_r: ClaimResult, short_r: ClaimResult, statuses, short, long) -> ClaimResult:
@@ -390,6 +516,8 @@ def claims(root, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
     out = []
     for d in sorted(res["pfns"]):
         out.append(check_growth(res, d, z))
+        if any(lab.startswith("TF L=") for lab in res["reference"].get(d, {})):
+            out.append(check_growth_vs_tf(res, d, z=z))
     for d in sorted(res["pfns"]):
         short, long = budget_pair(res, d)
         if "uniform" in short["audits"] and "uniform" in long["audits"]:
