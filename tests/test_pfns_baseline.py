@@ -14,7 +14,7 @@ import pytest
 
 from pfntheory.claims import VERDICT_KINDS
 from pfntheory.claims import pfns_baseline as pb
-from pfntheory.pipelines.pfns_baseline import AUDIT_N, PfnsSetting
+from pfntheory.pipelines.pfns_baseline import AUDIT_N, CONFIG, PfnsSetting
 
 ROOT = Path(__file__).resolve().parents[1] / "reports" / "runs" / "pfns_baseline"
 N_INST = 64
@@ -50,7 +50,7 @@ def _tree(tmp_path, grow=0.3, shift_cov=0.9, shift_ratio=1.0, fall=0.0):
         rd = root / f"pfns-d8-s{steps}"
         rd.mkdir(parents=True)
         setting = {"d": 8, "steps": steps, "n_min": 64, "n_max": 128}
-        (rd / "config.json").write_text(json.dumps({"setting": setting, "n_parameters": 1000}))
+        (rd / "pfns_config.json").write_text(json.dumps({"setting": setting, "n_parameters": 1000}))
         tvs = {n: 0.1 + extra + (grow if n > 128 else 0.0) for n in AUDIT_N}
         rng = np.random.default_rng(steps)  # S and 2S: other models, the same instances
         (rd / "audit.json").write_text(json.dumps(_audit(tvs, rng=rng)))
@@ -91,6 +91,10 @@ def test_committed_rows_are_decided_by_the_gate():
 
 
 @pytest.mark.skipif(not ROOT.is_dir(), reason="no committed pfns baseline runs")
+def test_claims_read_the_pipelines_settings_file():
+    assert CONFIG == pb._CONFIG != "config.json"
+
+
 def test_committed_paired_table_pairs_the_instances():
     res = pb.load_results(ROOT)
     for d in sorted(res["pfns"]):
@@ -193,7 +197,7 @@ def test_invalid_json_and_bad_config_are_refused(tmp_path):
     with pytest.raises(ValueError, match="not valid JSON"):
         pb.load_results(root)
     root = _tree(tmp_path / "x")
-    (root / "pfns-d8-s200" / "config.json").write_text(json.dumps({"setting": {"d": 8}}))
+    (root / "pfns-d8-s200" / "pfns_config.json").write_text(json.dumps({"setting": {"d": 8}}))
     with pytest.raises(ValueError, match="setting"):
         pb.load_results(root)
 
@@ -275,7 +279,7 @@ def test_pipeline_trains_and_audits_a_tiny_run(tmp_path):
         batch_size=2, n_test=2,
     )  # fmt: skip
     run = pp.train_run(s, tmp_path)
-    cfg = json.loads((run / "config.json").read_text())
+    cfg = json.loads((run / "pfns_config.json").read_text())
     assert cfg["versions"]["pfns"] and cfg["n_parameters"] > 0 and cfg["train_cpu_s"] >= 0
     borders = np.asarray(cfg["borders"])
     assert borders[1] == pytest.approx(cfg["interval"][0])

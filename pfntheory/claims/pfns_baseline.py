@@ -2,13 +2,13 @@
 TF^pr (issue 50, items 3-4; beyond the paper: extends fig:exp2-1 and supp-fig:exp2 d8-1 uni).
 
 Reads the run directory :mod:`pfntheory.pipelines.pfns_baseline` writes (``<root>/<pfns
-run>/config.json``, ``audit.json``, ``audit_uniform.json``; ``<root>/reference/<project
+run>/pfns_config.json``, ``audit.json``, ``audit_uniform.json``; ``<root>/reference/<project
 run>/audit*.json``: the project's committed runs audited on the same instances) and decides its
-rows with the one gate (:func:`pfntheory.claims.gating.decide`), budget doubling as the project's
-rows: each pfns setting is trained for S and 2S steps, both audited on the same instances with
-per-instance TV, so that :func:`pfntheory.infra.convergence.doubling_status` reads the pair as it
-reads a project run and its half-budget partner, and each check is replayed at both budgets. It
-writes nothing.
+rows with the one gate (:func:`pfntheory.claims.gating.decide`), budget doubling as the
+project's rows: each pfns setting is trained for S and 2S steps, both audited on the same
+instances with per-instance TV, so that :func:`pfntheory.infra.convergence.doubling_status`
+reads the pair as it reads a project run and its half-budget partner, and each check is replayed
+at both budgets. It writes nothing.
 
 The rows
 --------
@@ -67,6 +67,9 @@ __all__ = [
 
 PAPER_NOTE = "beyond the paper (issue 50; extends fig:exp2-1)"
 _SHIFT_NOTE = "beyond the paper (issue 50; extends supp-fig:exp2 d8-1 uni)"
+#: A pfns run's settings (:data:`pfntheory.pipelines.pfns_baseline.CONFIG`; claims/ does not
+#: import pipelines/).
+_CONFIG = "pfns_config.json"
 _AUDITS = {"audit.json": None, "audit_uniform.json": "uniform"}
 
 
@@ -115,12 +118,12 @@ def load_results(root) -> dict[str, Any]:
         raise FileNotFoundError(f"root: no directory {root}")
     out: dict[str, Any] = {"pfns": {}, "reference": {}, "root": str(root)}
     for rd in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "reference"):
-        if not (rd / "config.json").is_file():
+        if not (rd / _CONFIG).is_file():
             continue
-        cfg = _read(rd / "config.json")
+        cfg = _read(rd / _CONFIG)
         s = cfg.get("setting")
         if not isinstance(s, dict) or not all(k in s for k in ("d", "steps", "n_min", "n_max")):
-            raise ValueError(f"{rd / 'config.json'}: needs a 'setting' with d, steps, n_min, n_max")
+            raise ValueError(f"{rd / _CONFIG}: needs a 'setting' with d, steps, n_min, n_max")
         audits = {
             cov: _check_audit(_read(rd / f), rd / f)
             for f, cov in _AUDITS.items()
@@ -148,7 +151,7 @@ def load_results(root) -> dict[str, Any]:
             d = int(doc["task"]["d"])
             out["reference"].setdefault(d, {})[label] = {"name": rd.name, "audits": audits}
     if not out["pfns"]:
-        raise ValueError(f"root: no pfns run (a directory with config.json) under {root}")
+        raise ValueError(f"root: no pfns run (a directory with {_CONFIG}) under {root}")
     return out
 
 

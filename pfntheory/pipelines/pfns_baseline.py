@@ -29,11 +29,11 @@ Budget doubling as the project's runs: each setting is trained for ``S`` and ``2
 with its own schedule, both audited on the same instances (per-instance TV recorded), so that the
 claims (:mod:`pfntheory.claims.pfns_baseline`) are gated as the project's rows.
 
-Run directory ``<root>/<name>/``: ``config.json`` (every setting, the pfns and torch versions,
-the parameter count, CPU seconds of training and of each audit), ``weights.pt`` (the state_dict),
-``audit.json`` (N(0, I/d)) and, where asked, ``audit_uniform.json`` (the covariate shift). The
-project's own runs audited on the same instances go to ``<root>/reference/<run name>/audit*.json``.
-Each file is written atomically; a rerun skips what is there.
+Run directory ``<root>/<name>/``: ``pfns_config.json`` (every setting, the pfns and torch
+versions, the parameter count, CPU seconds of training and of each audit), ``weights.pt`` (the
+state_dict), ``audit.json`` (N(0, I/d)) and, where asked, ``audit_uniform.json`` (the covariate
+shift). The project's own runs audited on the same instances go to ``<root>/reference/<run
+name>/audit*.json``. Each file is written atomically; a rerun skips what is there.
 
 Command: ``python -m pfntheory.pipelines.pfns_baseline --root reports/runs/pfns_baseline --steps
 S`` (``--help``).
@@ -57,6 +57,7 @@ from pfntheory.infra.tree import EVAL_SEED, EvalSpec
 
 __all__ = [
     "PfnsSetting",
+    "CONFIG",
     "AUDIT_N",
     "AUDIT_INSTANCES",
     "REFERENCE_RUNS",
@@ -70,6 +71,9 @@ __all__ = [
     "main",
 ]
 
+#: A pfns run's settings file: not ``config.json``, which under ``reports/`` is a project run's
+#: (tests/test_run_tree.py reads every one as a RunSpec).
+CONFIG = "pfns_config.json"
 #: fig:exp2-1's axis of n' (40 to 200), inside and beyond the pretraining range [64, 128].
 AUDIT_N = (40, 64, 96, 128, 160, 200)
 #: Instances per n' (the budget of issue 50: 256, as the project's learning curves).
@@ -271,7 +275,7 @@ def _versions() -> dict[str, str]:
 
 
 def _setting_of(run_dir: Path) -> PfnsSetting:
-    cfg = load_json(run_dir / "config.json")
+    cfg = load_json(run_dir / CONFIG)
     return PfnsSetting(**cfg["setting"])
 
 
@@ -291,12 +295,12 @@ def load_model(run_dir):
 
 def train_run(setting: PfnsSetting, root) -> Path:
     """Train ``setting`` with ``pfns.train.train`` into ``root / setting.name`` (skipped when its
-    ``weights.pt`` and ``config.json`` are there)."""
+    ``weights.pt`` and :data:`CONFIG` are there)."""
     import torch
 
     pfns = _need_pfns()
     run_dir = Path(root) / setting.name
-    if (run_dir / "weights.pt").is_file() and (run_dir / "config.json").is_file():
+    if (run_dir / "weights.pt").is_file() and (run_dir / CONFIG).is_file():
         return run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     borders, interval = borders_of(setting)
@@ -309,7 +313,7 @@ def train_run(setting: PfnsSetting, root) -> Path:
     model = out["model"]
     save_torch(run_dir / "weights.pt", model.state_dict())
     save_json(
-        run_dir / "config.json",
+        run_dir / CONFIG,
         {
             "setting": dataclasses.asdict(setting),
             "name": setting.name,
