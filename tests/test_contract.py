@@ -289,6 +289,57 @@ SKIP: dict[str, str] = {
     "pfntheory.infra.runs.save_torch": (
         "filesystem (atomic writes, locks, artefact checks): tests/test_runs.py"
     ),
+    # pfntheory.claims.pfns_baseline
+    "pfntheory.claims.pfns_baseline.load_results": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.budget_pair": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.growth": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.coverage_rows": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.check_growth": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.check_shift_calibration": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.paired_table": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.claims": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.check_growth_vs_tf": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    "pfntheory.claims.pfns_baseline.reference_status": (
+        "reads the pfns baseline's run directory or its loaded results; bad input in "
+        "tests/test_pfns_baseline.py"
+    ),
+    # pfntheory.pipelines.pfns_baseline
+    "pfntheory.pipelines.pfns_baseline.PfnsSetting": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.task_of": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.borders_of": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.audit_spec": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.train_run": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.audit_run": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.audit_reference": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.load_model": "needs the optional pfns package",
+    "pfntheory.pipelines.pfns_baseline.main": "needs the optional pfns package",
     # pfntheory.nn.audit_pfns
     "pfntheory.nn.audit_pfns.pfns_model": (
         "needs the optional pfns package; bad input in tests/test_audit.py"

@@ -336,6 +336,20 @@ def _floor(r: dict, edges: np.ndarray) -> np.ndarray:
     return M.tv_truncnorm_histogram(r["mu"], r["tau"], e, q)
 
 
+def _instances(r: dict, edges: np.ndarray, levels) -> dict:
+    """Per-instance TV (6 significant digits) and, where 0.9 is a level, whether each instance's
+    90% interval covered its label (the closed interval, as :func:`pfntheory.maths.metrics.
+    coverage`)."""
+    if "weights" in r:
+        raise ValueError("instances=True is for the Gaussian PPD tasks (rbf, blr, ard_rbf)")
+    tv = M.tv_truncnorm_histogram(r["mu"], r["tau"], edges, r["probs"])
+    out: dict[str, list] = {"tv_instances": [float(f"{v:.6g}") for v in tv]}
+    if any(abs(lv - 0.9) < 1e-12 for lv in levels):
+        lo, hi = M.central_interval(edges, r["probs"], 0.9)
+        out["covered_90_instances"] = [int(c) for c in (lo <= r["y"]) & (r["y"] <= hi)]
+    return out
+
+
 def _pretraining_range(x) -> tuple[int, int] | None:
     if x is None:
         return None
@@ -362,6 +376,7 @@ def audit(
     batch_size: int = 512,
     store: OracleStore | None = None,
     label: str | None = None,
+    instances: bool = False,
 ) -> dict:
     """The paper's diagnostics of ``model`` against the exact PPD of ``task``, as ``spec`` asks.
 
@@ -392,6 +407,11 @@ def audit(
         Read the instances and their exact PPD from this store (byte-identical).
     label : str, optional
         A name of the model, recorded in the document.
+    instances : bool
+        Also record each instance's TV (``tv_instances``, 6 significant digits, the form of a
+        learning curve's final point) and whether its 90% interval covered the label
+        (``covered_90_instances``, when 0.9 is a level), so that two models audited on the same
+        ``spec`` can be compared paired, instance by instance.
 
     Returns
     -------
@@ -471,6 +491,8 @@ def audit(
         if "g_mean" in r:
             _native_gaussian(res, r, a, b, levels)
         res["range"] = _range_label(n, pretraining_range)
+        if instances:
+            res.update(_instances(r, edges, levels))
         doc["results"][str(n)] = res
     doc["output"] = kind
     return doc

@@ -128,6 +128,12 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         ("thm:TFdoPPD", "thm:PPD convergence"),
         needs_training=True,
     ),
+    NotebookSpec(
+        "10_pfns_baseline",
+        "Beyond the paper: a standard PFN under the paper's diagnostics",
+        ("fig:exp2-1", "supp-fig:exp2 d8-1 uni"),
+        needs_training=True,
+    ),
 )
 
 
