@@ -46,11 +46,11 @@ from IPython.display import Markdown, display
 
 from pfntheory import report
 from pfntheory.claims import pfns_baseline as pb
+from pfntheory.report import trained_rows
 
 report.setup_plots()
 rec = report.Recorder("10_pfns_baseline")
 ROOT = report.ROOT / "reports" / "runs" / "pfns_baseline"
-VARIANT = "standard PFN (pfns), beyond the paper"
 res = pb.load_results(ROOT) if ROOT.is_dir() else None
 rows = pb.claims(ROOT) if res is not None else []
 by_key = {r.key: r for r in rows}
@@ -105,19 +105,8 @@ display(Markdown("\n".join(lines)))
 # ## The rows
 
 # %%
-MEASURED = {
-    "pfns.growth": "E[TV](n'=200) minus mean E[TV] over n' in [64, 128]",
-    "pfns.growth_vs_tf": "TF's growth of E[TV] minus the PFN's (paired)",
-    "pfns.shift.coverage": "worst 90% coverage over n' under the shift",
-}
-for r in rows:
-    rec.add(
-        r,
-        variant=f"{VARIANT}, d={r.key.rsplit('d', 1)[-1]}",
-        measured=MEASURED[r.key.rsplit(".", 1)[0]],
-        runs=[],
-        run_dir=ROOT / r.run_dir,
-    )
+for spec in trained_rows.pfns_rows(ROOT):  # the rows, as tests/test_rederive.py re-derives them
+    spec.record(rec)
 
 # %% [markdown]
 # ## E[TV] against n'

@@ -553,6 +553,7 @@ SKIP: dict[str, str] = {
     ),
     # pfntheory.report.trained_rows
     "pfntheory.report.trained_rows.RowSpec": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.pfns_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.casestudy_case": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.casestudy_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.failure_cause": _TRAINED_ROWS,

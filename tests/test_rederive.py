@@ -50,7 +50,13 @@ from pfntheory.report.spec import ENV_OUT, ROOT
 RESULTS = ROOT / "reports" / "results"
 RUNS = ROOT / "reports" / "runs"
 CASE_DIR = ROOT / "reports" / "casestudy"
-PAGES = ("05_case_studies", "07_cpu_scale", "08_hierarchical_multihead", "09_latent_gp")
+PAGES = (
+    "05_case_studies",
+    "07_cpu_scale",
+    "08_hierarchical_multihead",
+    "09_latent_gp",
+    "10_pfns_baseline",
+)
 
 #: Numbers are stored rounded to ``SIGNIFICANT`` digits by the same Recorder on both sides, so they
 #: agree exactly when the inputs do; one unit in the last stored digit allows for a rounding
@@ -68,6 +74,7 @@ COMPUTED_ON_PAGE = {
     "09_latent_gp": {
         "newton_identity", "newton_rows", "inner_rate", "outer_quadratic", "outer_linear"
     },
+    "10_pfns_baseline": set(),
 }  # fmt: skip
 
 #: Text fields compared exactly (the gate's line and the tolerance embed formatted numbers, which
@@ -157,12 +164,17 @@ def _derive_09():
     return rrows.latent_rows(trained)
 
 
+def _derive_10():
+    return rrows.pfns_rows(RUNS / "pfns_baseline")
+
+
 #: page -> the builders' rows from what its notebook reads (pending rows included).
 DERIVE = {
     "05_case_studies": _derive_05,
     "07_cpu_scale": _derive_07,
     "08_hierarchical_multihead": _derive_08,
     "09_latent_gp": _derive_09,
+    "10_pfns_baseline": _derive_10,
 }
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "cpu_available",
     "cpu_options",
     "cpu_pending",
+    "pfns_rows",
     "exp1_inputs",
     "exp1_rows",
     "shift_regime_rows",
@@ -569,4 +570,44 @@ def latent_rows(trained: dict) -> list[RowSpec]:
             ),
         )
         for r in cl.check_trained(trained["reference"], trained["preds"], trained["doubling"])
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# page 10: a standard PFN (the PFNs library's transformer) on the paper's task
+# ----------------------------------------------------------------------------------------------
+
+#: The variant of every row of page 10 (its dimension appended).
+PFNS_VARIANT = "standard PFN (pfns), beyond the paper"
+
+#: What each kind of page-10 row measures.
+PFNS_MEASURED = {
+    "pfns.growth": "E[TV](n'=200) minus mean E[TV] over n' in [64, 128]",
+    "pfns.growth_vs_tf": "TF's growth of E[TV] minus the PFN's (paired)",
+    "pfns.shift.coverage": "worst 90% coverage over n' under the shift",
+}
+
+
+def pfns_rows(root) -> list[RowSpec]:
+    """The rows of page 10 from the committed ``pfns_baseline`` runs under ``root``
+    (:func:`pfntheory.claims.pfns_baseline.claims`, gated there by budget doubling), with the
+    options the page records them with; none when the runs are not on disk."""
+    from pathlib import Path
+
+    from pfntheory.claims import pfns_baseline as pb
+
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return [
+        RowSpec(
+            r,
+            dict(
+                variant=f"{PFNS_VARIANT}, d={r.key.rsplit('d', 1)[-1]}",
+                measured=PFNS_MEASURED[r.key.rsplit(".", 1)[0]],
+                runs=[],
+                run_dir=root / r.run_dir,
+            ),
+        )
+        for r in pb.claims(root)
     ]
