@@ -669,6 +669,8 @@ SKIP: dict[str, str] = {
     "pfntheory.report.spec.NotebookSpec": "result record",
     "pfntheory.report.citation.Stamp": "result record (read from the git history)",
     "pfntheory.report.html.fmt": "display formatting: any value (None, NaN...) is valid input",
+    "pfntheory.report.html.claim_text": "display formatting of a row's text (any text is valid)",
+    "pfntheory.report.html.extends_prefix": "display formatting of a row's variant (any text)",
     "pfntheory.experiments.design.Design": "record of an experiment's declared grid",
     "pfntheory.experiments.design.Experiment": "record of a declared experiment",
     # filesystem

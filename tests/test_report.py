@@ -715,8 +715,8 @@ def test_a_decided_row_shows_what_decided_it():
 
 def test_findings_list_failed_claims_apart_from_errata(out):
     """Errata are only corrections of the paper; a claim that fails (or rests on runs that got
-    worse) is listed apart, one line per result and variant with its measured cause, never under
-    "Errata" (fails if a failed caption is counted as an erratum or its cause is dropped)."""
+    worse) is listed apart, grouped by result and variant, each row with its cause in words, never
+    under "Errata" (fails if a failed caption is counted as an erratum or its cause is dropped)."""
     (out / "results").mkdir(parents=True)
     rows = [
         dict(label="fig:walker", statement="a", verdict="worse with training", anchor="r-w1",
@@ -735,7 +735,8 @@ def test_findings_list_failed_claims_apart_from_errata(out):
     box = page[page.index('<section class="summary"') : page.index("</section>")]
     errata, failed = box.split("<b>Claims that fail")
     assert "<b>Errata</b> (1 rows" in errata and "walker" not in errata
-    assert failed.count("<li>") == 2  # the two Walker rows share one line
-    assert "near_close" in failed and "coverage" in failed
-    assert "measured cause: prior mismatch (0.038 sd)" in failed
-    assert "far-query divergence" in failed
+    assert failed.count('class="verdict') == 2  # one group per result and variant
+    assert failed.count("<li>") == 5  # 2 groups, each row of them listed in the group
+    assert all(f'href="#{a}"' in failed for a in ("r-w1", "r-w2", "r-s"))
+    assert ">a</a>: prior mismatch (0.038 sd)" in failed  # each row says why, in words
+    assert ">c</a>: far-query divergence" in failed

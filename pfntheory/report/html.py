@@ -16,7 +16,7 @@ from .labels import paper_number
 from .mathtext import math_html
 from .rows import PENDING, Row
 
-__all__ = ["row_card", "fmt", "CSS"]
+__all__ = ["row_card", "fmt", "CSS", "claim_text", "extends_prefix"]
 
 _VERDICT_CLASS = {
     "holds": "ok",
@@ -138,6 +138,23 @@ def _compared(r) -> str:
     return f"{fmt(b)}<br><small>{_COMPARE_WORD.get(_get(r, 'compare', 'bound'), '')}</small>"
 
 
+def claim_text(statement: str, variant: str, limit: int | None = None) -> str:
+    """A row's claim as a line shows it: the statement without the variant it restates before its
+    first ": " (the line names the variant apart), cut at a word before ``limit`` characters with an
+    ellipsis when given."""
+    head, sep, rest = (statement or "").partition(": ")
+    text = rest if sep and variant and variant in head else (statement or "")
+    if limit is not None and len(text) > limit:
+        text = text[: max(text.rfind(" ", 0, limit), 1)] + " …"
+    return text
+
+
+def extends_prefix(variant: str) -> str:
+    """ "extends " for a row beyond the paper (its variant says so), so that its label reads as an
+    extension of the paper's result, not as the result; else ""."""
+    return "extends " if "beyond the paper" in (variant or "") else ""
+
+
 def row_card(row: Row) -> str:
     """The inline card a Recorder shows in the notebook (its id is the index's link target): one
     line (verdict, result, claim, our number and the paper's) that opens on what was measured, the
@@ -147,11 +164,16 @@ def row_card(row: Row) -> str:
             f"row must be a pfntheory.report.rows.Row, got {type(row).__name__}"
         )
     number = paper_number(row.label)
-    lab = (f"{html.escape(number)} " if number else "") + f"<code>{html.escape(row.label)}</code>"
+    lab = (
+        extends_prefix(row.variant)
+        + (f"{html.escape(number)} " if number else "")
+        + f"<code>{html.escape(row.label)}</code>"
+    )
     lab += f" — {math_html(row.variant)}" if row.variant else ""
     cls = _VERDICT_CLASS[row.verdict]
     back = f'<a class="back" href="index.html#{row.anchor}">index row</a>'
-    line = f"{_badge(row.verdict)} <b>{lab}</b>"
+    claim = claim_text(row.statement, row.variant, 90)
+    line = f"{_badge(row.verdict)} <b>{lab}</b>" + (f": {math_html(claim)}" if claim else "")
     body = [_measurement(row)]
     if row.verdict != PENDING:
         line += f" · ours <b>{fmt(row.observed)}</b>"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..claims.gating import SHARED_REASONS
 from .citation import PAPER_TITLE, build_stamp, citation_html
-from .html import CSS, _badge, _ci_brackets, _measurement, _notes, fmt
+from .html import CSS, _badge, _ci_brackets, _measurement, _notes, claim_text, extends_prefix, fmt
 from .labels import paper_number
 from .mathtext import math_html
 from .paper_tables import load_paper_tables, paper_tables_html
@@ -190,24 +190,18 @@ def _ours_line(r: dict) -> str:
     return "" if r.get("verdict") == PENDING else fmt(r.get("observed"))
 
 
-def _claim_line(statement: str, variant: str) -> str:
-    """The claim as its one line shows it, the claim first: a statement that restates the variant
-    before its first ": " is cut to what follows (the line adds the variant after the claim; the
-    whole statement is in the details)."""
-    head, sep, rest = statement.partition(": ")
-    if variant and sep and variant in head:
-        return rest
-    return statement
-
-
 def _row(r: dict, page: str, has_page: bool, common_command: str) -> str:
     """One measured result: a line (verdict, result, claim, ours, paper) and its details."""
     v = r.get("verdict", PENDING)
     anchor = html.escape(r.get("anchor") or "")
     number = paper_number(r.get("label", ""))
     lab = html.escape(r.get("label", ""))
-    res = (f"<b>{html.escape(number)}</b> " if number else "") + lab
-    shown = _claim_line(r.get("statement", ""), r.get("variant", ""))
+    res = (
+        extends_prefix(r.get("variant", ""))
+        + (f"<b>{html.escape(number)}</b> " if number else "")
+        + lab
+    )
+    shown = claim_text(r.get("statement", ""), r.get("variant", ""))
     claim = math_html(shown)
     if r.get("variant") and r["variant"] not in shown:  # the claim first, then what it was
         claim += f' <span class="var">({math_html(r["variant"])})</span>'  # measured on

@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .html import _badge
+from .html import _badge, claim_text
 from .labels import paper_number
 from .mathtext import math_html
 from .rows import PENDING, VERDICTS, experiment_tallies
@@ -149,14 +149,13 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
         by_kind = Counter(r["verdict"] for r in rows)
         badges = " ".join(f"{_badge(k)}&times;{n}" for k, n in by_kind.items())
         what = f"{numbered(label)}" + (f", {math_html(variant)}" if variant else "")
-        keys = ", ".join(
-            f'<a href="#{html.escape(r.get("anchor", ""))}">{html.escape(r.get("key") or "row")}'
-            "</a>"
+        each = "".join(
+            f'<li><a href="#{html.escape(r.get("anchor", ""))}">'
+            f"{math_html(_short(_claim_only(r)))}</a>: "
+            f"{math_html(_failure_words(r))}</li>"
             for r in rows
         )
-        causes = list(dict.fromkeys(r.get("cause", "") for r in rows if r.get("cause")))
-        cause = f"; measured cause: {math_html(' '.join(causes))}" if causes else ""
-        fitems.append(f"<li>{badges} {what} ({keys}){cause}</li>")
+        fitems.append(f"<li>{badges} {what}<ul>{each}</ul></li>")
     if fitems:
         out += (
             f"<p><b>Claims that fail or rest on runs that got worse</b> "
@@ -166,6 +165,32 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
         '<section class="summary" id="summary"><h2>Findings</h2>'
         f"{counts_html}{out}{_trained_summary(results, order)}</section>"
     )
+
+
+def _claim_only(r: dict) -> str:
+    """A row's statement without the variant it restates (the group's heading names it)."""
+    return claim_text(r.get("statement") or r.get("key") or "row", r.get("variant", ""))
+
+
+def _short(text: str, limit: int = 110) -> str:
+    """``text`` cut at a word before ``limit`` characters, with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: text.rfind(" ", 0, limit)] + " …"
+
+
+def _failure_words(r: dict) -> str:
+    """Why a row fails or rests on runs that got worse, in words: its measured cause where the
+    page recorded one; for *worse with training*, which run got worse and how (the gate's first
+    sentence); else our number against what it was compared with."""
+    if r.get("cause"):
+        return str(r["cause"])
+    conv = str(r.get("convergence") or "")
+    if r.get("verdict") == "worse with training" and conv.startswith("worse with training: "):
+        first = conv[len("worse with training: ") :].split(". ")[0]
+        return _short(first, 240)
+    ours, bound = r.get("observed"), r.get("bound")
+    if isinstance(ours, (int, float)) and isinstance(bound, (int, float)):
+        return f"ours {ours:.4g} against {bound:.4g} ({r.get('compare') or 'bound'})"
+    return str(r.get("verdict", ""))
 
 
 def _trained_summary(results: dict[str, dict], order) -> str:
