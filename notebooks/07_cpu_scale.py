@@ -220,7 +220,8 @@ if any(p.cells for p in panels):
 # the curves were evaluated as about how long the runs trained.
 
 # %%
-display(report.table(rtab.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS})))
+with report.fold("Per experiment: the curves by state, how many are resolvable, the half-widths"):
+    display(report.table(rtab.resolution_frame({n: trained(loaded[n][0]) for n in EXPERIMENTS})))
 
 # %% [markdown]
 # ### Learning curves of the fig:exp1 runs

@@ -41,9 +41,7 @@ S`` (``--help``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from pfntheory.base._checks import positive_int
+from pfntheory.base._entry import OneLineParser, run_entry
 from pfntheory.infra.config import TaskSpec
 from pfntheory.infra.runs import load_json, save_json, save_torch
 from pfntheory.infra.tree import EVAL_SEED, EvalSpec
@@ -408,7 +407,7 @@ def audit_reference(
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m pfntheory.pipelines.pfns_baseline", description=__doc__.split("\n")[0]
     )
     ap.add_argument("--root", default="reports/runs/pfns_baseline")
@@ -443,4 +442,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_entry(main, "python -m pfntheory.pipelines.pfns_baseline")

@@ -15,7 +15,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
@@ -26,6 +25,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from pfntheory.base._entry import OneLineParser, run_entry
 
 __all__ = ["PageMeasure", "find_chromium", "measure_pages", "main"]
 
@@ -235,7 +236,7 @@ def measure_pages(
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="python -m pfntheory.report.screens",
         description="Page length in screens (document height / viewport height) in headless "
         "Chromium, with console errors and broken images.",
@@ -266,5 +267,5 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # pragma: no cover
+    run_entry(main, "python -m pfntheory.report.screens")
