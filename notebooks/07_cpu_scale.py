@@ -347,13 +347,13 @@ for spec in rrows.exp1_rows(runs_b, declared_b):  # the 2S panels above, beside 
 from pfntheory.report import theory_readings as rread
 
 readings = rread.reading_cells(trained(runs_b) + trained(loaded["fig_exp1_theory_shared"][0]))
-with report.fold("The readings' cells as a table"):
+with report.fold("The readings' cells as a table and a figure (BLR on disk; RBF training)"):
     display(report.table(rread.readings_frame(readings)))
-fig, axs = plt.subplots(2, 2, figsize=(11, 7.5), squeeze=False)
-rread.plot_readings(axs, readings)
-fig.tight_layout()
-report.save_figure(fig, "07_exp1_theory_readings")
-plt.show()
+    fig, axs = plt.subplots(2, 2, figsize=(11, 7.5), squeeze=False)
+    rread.plot_readings(axs, readings)
+    fig.tight_layout()
+    report.save_figure(fig, "07_exp1_theory_readings")
+    plt.show()
 
 # %% [markdown]
 # ## The covariate shift in the claimed regime (supp-fig:exp2 d4-1 uni)
