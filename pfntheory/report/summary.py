@@ -157,9 +157,10 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
         )
         fitems.append(f"<li>{badges} {what}<ul>{each}</ul></li>")
     if fitems:
-        out += (
-            f"<p><b>Claims that fail or rest on runs that got worse</b> "
-            f"({sum(len(v) for v in failed.values())} rows):</p><ul>{''.join(fitems)}</ul>"
+        out += (  # folded: one line until opened, each row's cause inside (the index's length)
+            f"<details><summary><b>Claims that fail or rest on runs that got worse</b> "
+            f"({sum(len(v) for v in failed.values())} rows, each with why)</summary>"
+            f"<ul>{''.join(fitems)}</ul></details>"
         )
     return (
         '<section class="summary" id="summary"><h2>Findings</h2>'
