@@ -18,10 +18,13 @@ from pfntheory.base import _checks
 from pfntheory.base._checks import ArgumentTypeError, Rule
 from pfntheory.base.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
 
+from .verdicts import VERDICT_KINDS, VerdictKind
+
 __all__ = [
     "ClaimResult",
     "slope_ci",
     "VERDICT_KINDS",
+    "VerdictKind",
     "HOLDS",
     "CAVEAT",
     "FAILS",
@@ -39,35 +42,17 @@ __all__ = [
     "ARGS",
 ]
 
-# The kinds of verdict a measured claim can have (the report counts each kind separately).
-HOLDS = "holds"  # the paper's statement holds within the stated tolerance
-CAVEAT = "holds with a caveat"  # holds, under a condition the paper does not state
-FAILS = "does not hold"  # measured in the paper's regime, and contradicted
-ERRATUM = "erratum"  # the paper's text is wrong; our check confirms the corrected one
-OUTSIDE = "outside the paper's regime"  # measured, but not where the paper makes the claim
-# trained claims whose runs still improve (docs/verdicts.md): the check has one outcome at every
-# point of the last log-half of the learning curves, so it is a statement about the stated budget
-HOLDS_AT_BUDGET = "holds at budget"
-FAILS_AT_BUDGET = "fails at budget"
-UNDECIDED = "undecided"  # still improving, and the check's outcome changes within the last log-half
-# the check fails, but the interval of the measured effect still holds the claimed effect: the test
-# cannot detect an effect of the claimed size, so it refutes nothing (docs/verdicts.md, "Power")
-UNDERPOWERED = "undecided (underpowered)"
-# a run the claim reads got worse with training: diverging (a rising trend, or a doubled budget
-# that made it worse), or worse than its initialisation at some n' (docs/verdicts.md)
-WORSE = "worse with training"
-VERDICT_KINDS = (
-    HOLDS,
-    CAVEAT,
-    FAILS,
-    ERRATUM,
-    OUTSIDE,
-    HOLDS_AT_BUDGET,
-    FAILS_AT_BUDGET,
-    UNDECIDED,
-    UNDERPOWERED,
-    WORSE,
-)
+# The kinds of verdict (:class:`~pfntheory.claims.verdicts.VerdictKind`), by their former names.
+HOLDS = VerdictKind.HOLDS
+CAVEAT = VerdictKind.CAVEAT
+FAILS = VerdictKind.FAILS
+ERRATUM = VerdictKind.ERRATUM
+OUTSIDE = VerdictKind.OUTSIDE
+HOLDS_AT_BUDGET = VerdictKind.HOLDS_AT_BUDGET
+FAILS_AT_BUDGET = VerdictKind.FAILS_AT_BUDGET
+UNDECIDED = VerdictKind.UNDECIDED
+UNDERPOWERED = VerdictKind.UNDERPOWERED
+WORSE = VerdictKind.WORSE
 
 
 def _interval(x, name: str) -> tuple[float, float]:
@@ -80,7 +65,7 @@ def _interval(x, name: str) -> tuple[float, float]:
 
 
 @_checks.checked(ci=_interval, band=_checks.pair)
-def band_verdict(ci, band) -> str | None:
+def band_verdict(ci, band) -> VerdictKind | None:
     """The one rule of an interval check (docs/verdicts.md, "One rule per check shape"): it holds
     only with its confidence interval ``ci`` inside ``band``; an interval that crosses an edge of
     the band (neither inside nor outside it) is *undecided (underpowered)*; one wholly outside
@@ -309,7 +294,7 @@ class ClaimResult:
     ci: tuple[float, float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
     key: str = ""
-    verdict: str | None = None
+    verdict: VerdictKind | None = None
     paper_value: float | None = None
     run_dir: str | None = None
     power: Power | None = None
@@ -317,7 +302,10 @@ class ClaimResult:
 
     def __post_init__(self) -> None:
         if self.verdict is not None and self.verdict not in VERDICT_KINDS:
-            raise ValueError(f"verdict must be one of {VERDICT_KINDS}, got {self.verdict!r}")
+            kinds = tuple(map(str, VERDICT_KINDS))
+            raise ValueError(f"verdict must be one of {kinds}, got {self.verdict!r}")
+        if self.verdict is not None:
+            object.__setattr__(self, "verdict", VerdictKind(self.verdict))
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), default=_jsonable)

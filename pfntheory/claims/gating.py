@@ -64,8 +64,10 @@ from . import (
     WORSE,
     ClaimResult,
     Power,
+    VerdictKind,
 )
 from ._inputs import loaded_run, loaded_runs, replay_of, statuses_of
+from .verdicts import OUTCOME_WORD
 
 __all__ = [
     "Z_MARGIN",
@@ -299,7 +301,7 @@ class Decision:
     """The verdict of a trained row and why, as typed fields (:func:`decide`); :meth:`text` renders
     them once."""
 
-    kind: str
+    kind: VerdictKind
     holds: bool
     rule: str  # "worse", "plateaued", "at budget", "underpowered", "open"
     model: str
@@ -319,7 +321,7 @@ class Decision:
         out = self._text()
         if self.caveat and self.doubling is not None:
             rp = self.doubling
-            word = "holds" if self.holds else "fails"
+            word = OUTCOME_WORD[self.holds]
             out += (
                 f". Caveat: training made {len(self.caveat)} run"
                 f"{'s' if len(self.caveat) != 1 else ''} worse where the check is not decided: "
@@ -341,7 +343,7 @@ class Decision:
 
     def _text(self) -> str:
         st = ", ".join(f"{n} {s}" for s, n in self.states)
-        word = "holds" if self.holds else "fails"
+        word = OUTCOME_WORD[self.holds]
         runs = f"{self.n_runs} run{'s' if self.n_runs != 1 else ''}"
         how = "budget doubling" if self.test == "doubling" else "their learning curves' log-half"
         if self.rule == "worse":

@@ -43,6 +43,7 @@ from pfntheory.claims import (
     OUTSIDE,
     UNDECIDED,
     VERDICT_KINDS,
+    VerdictKind,
 )
 from pfntheory.claims.gating import SHARED_REASONS, decide, plateau_tally
 from pfntheory.infra.convergence import curve_status
@@ -121,7 +122,7 @@ def explain_tolerance(tolerance: str, reasons: Sequence[str] = ()) -> str:
 
 
 @checked(caveat=text)
-def verdict_of(holds: bool | None, caveat: str = "") -> str:
+def verdict_of(holds: bool | None, caveat: str = "") -> VerdictKind:
     """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a
     false ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
     if holds is None:
@@ -205,14 +206,15 @@ def decide_verdict(
     erratum: str = "",
     outside: str = "",
     convergence: str | None = None,
-) -> str:
+) -> VerdictKind:
     """The verdict kind of a measured row (rules 1-5 of the module docstring)."""
     if explicit is not None and explicit not in VERDICT_KINDS:
-        raise ValueError(f"explicit must be one of {VERDICT_KINDS}, got {explicit!r}")
+        kinds = tuple(map(str, VERDICT_KINDS))
+        raise ValueError(f"explicit must be one of {kinds}, got {explicit!r}")
     if outside:  # more training cannot bring a measurement into the paper's regime
         return OUTSIDE
     if explicit is not None:
-        return explicit
+        return VerdictKind(explicit)
     if erratum:
         return ERRATUM if holds else FAILS
     if convergence == "improving":
