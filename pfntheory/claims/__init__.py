@@ -16,7 +16,10 @@ import numpy as np
 
 from pfntheory.base import _checks
 from pfntheory.base._checks import ArgumentTypeError, Rule
-from pfntheory.base.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
+from pfntheory.base.stats import (
+    Z_MARGIN,
+    slope_ci,  # noqa: F401  (re-exported: one implementation)
+)
 
 from .verdicts import VERDICT_KINDS, VerdictKind
 
@@ -128,7 +131,7 @@ class Power:
     paper: float | None = None
     paired: bool = False
     minimal: float | None = None
-    z: float = 3.0
+    z: float = Z_MARGIN
 
     def __post_init__(self) -> None:
         put = object.__setattr__

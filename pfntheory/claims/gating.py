@@ -42,6 +42,7 @@ from pfntheory.base._checks import (
     sequence,
     text,
 )
+from pfntheory.base.stats import Z_MARGIN
 from pfntheory.infra.config import COVARIATES
 from pfntheory.infra.convergence import (
     MIN_POINTS,
@@ -88,8 +89,6 @@ __all__ = [
     "at_both_budgets",
 ]
 
-#: Standard errors a difference must exceed to count (one-sided normal tail 0.13%).
-Z_MARGIN = 3.0
 #: Allowed |coverage - nominal| beyond Z_MARGIN standard errors: the largest deviation that the
 #: paper itself calls "reasonably close to nominal" (.848 at the 90% level,
 #: supp-tab:lengthscale-crps, L=8).

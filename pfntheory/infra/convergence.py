@@ -23,7 +23,6 @@ from .config import COVARIATES, curve_file
 from .status import (
     ALPHA,
     NOMINAL,
-    START_MARGIN,
     Status,
     as_status,
     no_curve,
@@ -36,7 +35,6 @@ __all__ = [
     "MIN_POINTS",
     "METRICS",
     "STATES",
-    "START_MARGIN",
     "Status",
     "no_curve",
     "TOLERANCES",
@@ -187,7 +185,7 @@ def plateau_status(
         fitted (too few steps, or a non-finite value in the last half) the fitted quantities are
         NaN, and so is ``value`` for a curve without a step > 0 (an empty curve is "too short").
         ``start`` / ``worse_than_start``: the curve's value at step 0 against its last, per n'
-        (:data:`START_MARGIN`), whatever the state.
+        (:data:`~pfntheory.base.stats.Z_MARGIN`), whatever the state.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")

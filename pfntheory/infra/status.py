@@ -22,10 +22,10 @@ from pfntheory.base._checks import (
     sequence,
     text,
 )
+from pfntheory.base.stats import Z_MARGIN
 
 __all__ = [
     "ALPHA",
-    "START_MARGIN",
     "START_TOL",
     "Status",
     "as_status",
@@ -39,11 +39,10 @@ __all__ = [
 ALPHA = 0.05
 NOMINAL = {"coverage90": 0.9}
 #: A run's final value is *worse than its start* at one n' when it exceeds its value at step 0 (its
-#: initialisation) by more than START_MARGIN standard errors (unpaired SE of the two, so the test
+#: initialisation) by more than Z_MARGIN standard errors (unpaired SE of the two, so the test
 #: is conservative; one-sided normal tail 0.13%: the margin of the trained claims) and by more than
 #: START_TOL of the step-0 value (the plateau test's 10% equivalence tolerance: a change within it
 #: is no change there either, so a run 3% worse than its start is not called worse).
-START_MARGIN = 3.0
 START_TOL = 0.10
 _NAN = float("nan")
 
@@ -63,7 +62,7 @@ class Status(Mapping):
     log-half test's residual SD and held-out SE), ``n_points``, ``mid_step``, ``alpha``,
     ``short_step`` and ``n_instances`` (budget doubling), ``start`` (per n' evaluated at step 0:
     ``(n', value at step 0, its SE, value at the last step, its SE)``), ``worse_than_start`` (the
-    n' where the last value exceeds the step-0 value by more than :data:`START_MARGIN` SE and
+    n' where the last value exceeds the step-0 value by more than :data:`Z_MARGIN` SE and
     :data:`START_TOL` of it),
     ``model`` (which model the values are of) and ``run`` / ``half_run`` (run names, where known);
     ``by_n`` (budget doubling: per n' of the two final points ``(n', E[TV] at S, E[TV] at 2S,
@@ -297,7 +296,7 @@ _METRICS = ("tv", "nll", "coverage90", "crps")
 @checked(points=_points, metric=lambda x, name: choice(x, name, _METRICS))
 def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int, ...]]:
     """Per n' at step 0 and at the last step: ``(n', start, se, end, se)``, and the n' where the
-    end is worse than the start by more than :data:`START_MARGIN` SE (for coverage, farther from
+    end is worse than the start by more than :data:`Z_MARGIN` SE (for coverage, farther from
     0.9)."""
     if not points or not all(metric in p and metric + "_se" in p for p in points):
         return (), ()
@@ -317,7 +316,7 @@ def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int,
         )
         rows.append((n, a, sa, b, sb))
         da, db = (abs(a - nominal), abs(b - nominal)) if nominal is not None else (a, b)
-        if db - da > max(START_MARGIN * math.hypot(sa, sb), START_TOL * abs(da)):
+        if db - da > max(Z_MARGIN * math.hypot(sa, sb), START_TOL * abs(da)):
             worse.append(n)
     return tuple(rows), tuple(worse)
 
