@@ -118,7 +118,7 @@ def test_doubling_gate_decides_by_the_pair(state, short, long, verdict):
     assert g.verdict == verdict and g.holds is long
     assert g.details["holds_at_S"] is short
     assert "budget doubling" in g.details["convergence"]["criterion"]
-    assert g.decision["kind"] == verdict and g.decision["text"]
+    assert g.decision.kind == verdict and g.decision.text()
 
 
 def test_doubling_gate_refuses_another_claim_or_a_status_without_its_keys():

@@ -347,7 +347,7 @@ def curve_status(
     return plateau_status(points, metric=metric).replace(run=Path(run_dir).name)
 
 
-def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
+def all_plateaued(statuses: Mapping[str, Status | Mapping]) -> dict:
     """The gate of every trained verdict: has every run plateaued?
 
     Parameters
@@ -369,17 +369,17 @@ def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
             f"statuses must map run names to convergence statuses, got {type(statuses).__name__}"
         )
     for name, st in statuses.items():
-        keys("state", "plateaued")(st, f"statuses[{name!r}]")
+        if not isinstance(st, Status):
+            keys("state", "plateaued")(st, f"statuses[{name!r}]")
     sts: dict[str, Status] = {
         n: st if isinstance(st, Status) else as_status(st) for n, st in statuses.items()
     }
-    statuses = sts
     out = [n for n, st in sts.items() if not st.plateaued]
     states = dict(sorted(Counter(sts[n].state for n in out).items()))
     steps = [st.last_step for st in sts.values() if st.last_step is not None]
     return {
         "plateaued": not out,
-        "n": len(statuses),
+        "n": len(sts),
         "not_plateaued": out,
         "no_curve": [n for n in out if sts[n].state == "no curve"],
         "worse": [n for n, st in sts.items() if st.got_worse],

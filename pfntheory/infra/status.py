@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pfntheory.base._checks import (
     ArgumentTypeError,
@@ -48,7 +48,7 @@ _NAN = float("nan")
 
 
 @dataclasses.dataclass(frozen=True)
-class Status(Mapping):
+class Status:
     """The convergence status of one run, returned by both tests (:func:`plateau_status`, the
     log-half trend test, and :func:`doubling_status`, budget doubling) and read by the one gate of
     every trained verdict (:func:`pfntheory.claims.gating.decide`).
@@ -68,8 +68,8 @@ class Status(Mapping):
     ``by_n`` (budget doubling: per n' of the two final points ``(n', E[TV] at S, E[TV] at 2S,
     paired SE of the change)``, where the doubled budget made the run better or worse).
 
-    A Mapping of its fields (and of ``plateaued``, ``diverging``, ``change``), so that readers
-    of the former dict statuses keep working; new code reads the attributes.
+    Read by attribute (it is no mapping); :meth:`to_dict` is its JSON form and :func:`as_status`
+    reads that form (or a former dict status) back.
 
     The fields are checked at construction (and by :meth:`replace`), each bad one refused naming
     it: ``state`` a non-empty string, ``test`` one of :data:`TESTS`, steps and counts integers
@@ -164,20 +164,6 @@ class Status(Mapping):
     @property
     def trend(self) -> str:
         return trend_text(self)
-
-    _EXTRA = ("plateaued", "diverging", "change", "trend")
-
-    def __getitem__(self, key: str):
-        if key in self._EXTRA or key in self.__dataclass_fields__:
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self.__dataclass_fields__
-        yield from self._EXTRA
-
-    def __len__(self) -> int:
-        return len(self.__dataclass_fields__) + len(self._EXTRA)
 
     def replace(self, **changes) -> Status:
         return dataclasses.replace(self, **changes)
@@ -321,7 +307,7 @@ def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int,
     return tuple(rows), tuple(worse)
 
 
-def trend_text(status: Mapping) -> str:
+def trend_text(status: Status | Mapping) -> str:
     """The one line of a :class:`Status` (either test), e.g. "still improving at 2000 steps (0.123;
     fitted fall over the last log-half 0.021, 90% CI [0.012, 0.030], tolerance 0.0123; jitter
     0.004 vs instance se 0.001)", with where the run ended worse than its start."""
@@ -366,6 +352,17 @@ def _worse_text(st: Status) -> str:
 
 #: The float fields of a :class:`Status` whose NaN a JSON record may hold as null.
 _NAN_FIELDS = ("value", "fall", "se", "tol", "halfwidth", "jitter", "instance_se")
+
+
+def status_rule(*required: str):
+    """An argument rule (:func:`pfntheory.base._checks.checked`): a :class:`Status` as it is, or a
+    status mapping holding ``required`` read as one (:func:`as_status`); anything else is refused
+    naming the argument."""
+
+    def rule(x, name: str) -> Status:
+        return x if isinstance(x, Status) else as_status(keys(*required)(x, name))
+
+    return rule
 
 
 def as_status(status: Mapping) -> Status:

@@ -45,6 +45,7 @@ from pfntheory.claims import (
     VERDICT_KINDS,
     VerdictKind,
 )
+from pfntheory.claims.decision import Decision
 from pfntheory.claims.gating import SHARED_REASONS, decide, plateau_tally
 from pfntheory.infra.convergence import curve_status
 from pfntheory.infra.runs import round_significant
@@ -163,8 +164,10 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
 
 def decided_convergence(decided, fallback: str) -> str:
     """The convergence line of a row whose verdict its claim decided: the gate's rendered line (a
-    ``decision`` dict with its ``text``), the tally of the statuses it read (a dict of statuses),
-    or ``fallback`` when it read nothing."""
+    :class:`~pfntheory.claims.decision.Decision`, or its JSON form with its ``text``), the tally
+    of the statuses it read (a dict of statuses), or ``fallback`` when it read nothing."""
+    if isinstance(decided, Decision):
+        return decided.text()
     if isinstance(decided, dict) and isinstance(decided.get("text"), str):
         return decided["text"]
     if isinstance(decided, str) and decided:
@@ -369,9 +372,9 @@ class Recorder:
                     power=getattr(result, "power", None),
                     model=None if states else "no trained run",  # runs=[]: none read
                 )
-                decision, explicit = d.to_dict(), d.kind
+                decision, explicit = d, d.kind
             conv_text = (
-                decision["text"] if decision else decided_convergence(None, "")
+                decision.text() if decision else decided_convergence(None, "")
             ) or plateau_tally(states)["text"]
         run_dir = _rel(run_dir) if run_dir is not None else (getattr(result, "run_dir", None) or "")
         if runs is not None and not run_dir:
