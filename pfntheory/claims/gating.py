@@ -503,21 +503,14 @@ def gate(
 
 
 def decided(
-    result: ClaimResult,
-    statuses: Mapping[str, Status],
-    *,
-    replay: Replay | None = None,
-    doubling: Replay | None = None,
-    model: str | None = None,
-    details: dict | None = None,
+    result: ClaimResult, statuses: Mapping[str, Status], *, details: dict | None = None, **how
 ) -> ClaimResult:
     """``result`` with the verdict and the :class:`Decision` of the one gate (:func:`decide`) on
-    ``statuses``, its check's outcome (``result.holds``) and power (``result.power``); ``replay``,
-    ``doubling`` and ``model`` as :func:`decide` takes them. ``details``: the result's details
-    after the decision (default: unchanged). The one wrapper of :func:`decide` for claims."""
-    d = decide(
-        result.holds, statuses, replay=replay, power=result.power, model=model, doubling=doubling
-    )
+    ``statuses``, its check's outcome (``result.holds``) and power (``result.power``); ``how``:
+    :func:`decide`'s ``replay``, ``doubling`` and ``model``, checked there. ``details``: the
+    result's details after the decision (default: unchanged). The one wrapper of :func:`decide`
+    for claims."""
+    d = decide(result.holds, statuses, power=result.power, **how)
     return dataclasses.replace(
         result, verdict=d.kind, decision=d, details=result.details if details is None else details
     )
