@@ -589,7 +589,7 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     for r in runs:
         write(r, plateau=True)
     statuses = xgate.doubling_statuses(runs)
-    assert {statuses[r.run_dir.name]["state"] for r in runs if r.spec.steps == longest} == {
+    assert {statuses[r.run_dir.name].state for r in runs if r.spec.steps == longest} == {
         "plateaued"
     }
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
