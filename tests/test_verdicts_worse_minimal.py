@@ -167,8 +167,9 @@ def test_page07_exp1_slices_keep_their_kind_with_the_worsening_as_caveat(exp1, k
     c = exp1[0][key]
     assert c.verdict == HOLDS_AT_BUDGET, c.decision.text()
     d = c.decision
-    assert d["caveat"] and not d["worse"] and list(d["doubling"]["held"]) == [True, True]
-    assert f"n'={n_max}" in d["text"] and "Caveat" in d["text"]
+    assert d.caveat and not d.worse and d.doubling is not None
+    assert list(d.doubling.held) == [True, True]
+    assert f"n'={n_max}" in d.text() and "Caveat" in d.text()
 
 
 def test_page07_exp1_blr_theory_L_stays_worse_than_its_initialisation(exp1):

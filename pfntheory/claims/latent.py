@@ -436,6 +436,14 @@ def reference_noise(reference: list[dict]) -> float:
     return float(np.sqrt(2 / np.pi) * se.mean())
 
 
+def _state(st) -> str | None:
+    """The state of a doubling status (a :class:`~pfntheory.infra.status.Status`, or a status
+    mapping); None without one."""
+    if st is None:
+        return None
+    return st.get("state") if isinstance(st, dict) else st.state
+
+
 def _gated(result: ClaimResult, outcomes: dict[str, bool], doubling: dict, depths) -> ClaimResult:
     """``result`` with the verdict of the one gate (:func:`pfntheory.claims.gating.decided`,
     docs/verdicts.md): the runs' budget-doubling statuses, the check replayed at the two budgets
@@ -517,7 +525,7 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                     "below the margin (10% of Laplace's error, the relative tolerance of E[TV])",
                     details={
                         "outcomes": outcomes,
-                        "doubling": doubling[L].state if L in doubling else None,
+                        "doubling": _state(doubling.get(L)),
                         "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
                         "err_laplace": float(lap.mean()),
                     },

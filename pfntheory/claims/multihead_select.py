@@ -362,14 +362,15 @@ def _decided(res: ClaimResult, statuses, power: Power | None, replay=None) -> Cl
     (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (run name -> Status; empty when the
     claim reads no trained run: then every run read has 'plateaued' vacuously and the power
     decides)."""
-    conv = {k: v.to_dict() for k, v in statuses.items()}
-    return decided(
+    out = decided(
         dataclasses.replace(res, power=power),
         statuses,
         replay=replay,
         model=None if statuses else "no trained run",
-        details={**res.details, "convergence": conv, "shared_reasons": ["margin"]},
     )
+    conv = {k: v.to_dict() for k, v in statuses.items()}
+    details = {**res.details, "convergence": conv, "shared_reasons": ["margin"]}
+    return dataclasses.replace(out, details=details)
 
 
 def runs_read(names, models: dict) -> dict:
