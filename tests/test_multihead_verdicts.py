@@ -99,17 +99,19 @@ def test_page08_rows_go_through_the_gate():
     rows = _page08_rows()
     assert len(rows) >= 7, [k for k, _ in rows]
     for name, r in rows:
-        assert r.decision is not None and r.verdict == r.decision["kind"], name
+        assert r.decision is not None and r.verdict == r.decision.kind, name
         sts = {k: as_status(v) for k, v in r.details.get("convergence", {}).items()}
-        rp = r.decision.get("replay")  # the trained comparison replays along the curves
-        rep = None if rp is None else xgate.Replay(**{**rp, "steps": tuple(rp["steps"]),
-                                                     "held": tuple(rp["held"])})  # fmt: skip
-        again = xgate.decide(r.holds, sts, replay=rep, power=r.power, model=r.decision["model"])
+        rep = r.decision.replay  # the trained comparison replays along the curves
+        again = xgate.decide(r.holds, sts, replay=rep, power=r.power, model=r.decision.model)
         assert again.kind == r.verdict, (name, again.kind, r.verdict)
 
 
 def test_no_page08_row_contradicts_its_kind():
-    bad = {n: contradiction(r.decision) for n, r in _page08_rows() if contradiction(r.decision)}
+    bad = {
+        n: contradiction(r.decision.to_dict())
+        for n, r in _page08_rows()
+        if contradiction(r.decision.to_dict())
+    }
     assert not bad, bad
 
 
