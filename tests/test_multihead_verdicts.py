@@ -39,6 +39,7 @@ from pfntheory.claims import multihead_cells as mcells
 from pfntheory.claims import multihead_select as msel
 from pfntheory.claims import multihead_trained as tmh
 from pfntheory.infra.status import as_status
+from pfntheory.pipelines import multihead_fair as mfair
 from pfntheory.pipelines import multihead_run as mrun
 from pfntheory.report import trained_rows as rrows
 
@@ -90,9 +91,10 @@ def _page08_rows() -> list:
         cdoc = mcells.chebyshev_confirmation(verdict)
         if cdoc is not None:
             specs += rrows.chebyshev_rows(cdoc, cmp)
+        specs += mfair.fair_rows(verdict, cmp)  # the fair variant (issue 47 item 5)
     if docs["control"] is not None:
         specs += rrows.control_rows(docs["control"])
-    return [(s.options["variant"], s.result) for s in specs]
+    return [(s.options["variant"], s.result) for s in specs if s.result is not None]
 
 
 def test_page08_rows_go_through_the_gate():
