@@ -173,9 +173,9 @@ def test_fair_rows_go_through_the_gate_on_the_runs_they_read(tmp_path):
     models = tmh.models(cmp)
     for s in specs:
         r = s.result
-        assert r is not None and r.decision is not None and r.verdict == r.decision["kind"]
+        assert r is not None and r.decision is not None and r.verdict == r.decision.kind
         sts = {k: as_status(v) for k, v in r.details.get("convergence", {}).items()}
-        again = xgate.decide(r.holds, sts, power=r.power, model=r.decision["model"])
+        again = xgate.decide(r.holds, sts, power=r.power, model=r.decision.model)
         assert again.kind == r.verdict, s.options["variant"]
         ref = r.statement.split(": E[TV] below ")[-1].split("'s at every")[0]
         if "coverage" in r.key:
@@ -203,5 +203,5 @@ def test_the_one_head_rows_state_the_minimal_effect(tmp_path):
     for r in one:
         worst = min(r.details["rows"], key=lambda x: x["fall"] / x["fall_se"])
         assert r.power.minimal == pytest.approx(MINIMAL_EFFECT * worst["tv"])
-        assert r.decision["model"] == "no trained run"
+        assert r.decision.model == "no trained run"
         assert np.isfinite(r.power.detectable80)
