@@ -42,6 +42,10 @@ from pfntheory.infra import runs as runfiles
 from pfntheory.infra.config import ModelSpec, TaskSpec
 from pfntheory.infra.tree import EvalSpec, RunSpec
 
+#: One one-node cluster at a time (its daemons bind fixed ports): under `pytest -n` these tests
+#: share one worker (`--dist loadgroup`, README), and their module fixtures start it once.
+pytestmark = pytest.mark.xdist_group("slurm_cluster")
+
 #: Seconds any one sweep through the test cluster may take before the test fails (a hang, not a
 #: slow machine: each takes 3-15 s on one core).
 SWEEP_LIMIT_S = 120.0
