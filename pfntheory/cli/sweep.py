@@ -237,8 +237,9 @@ def _print_list(args: argparse.Namespace, names: list[str], given_scale: str | N
             print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else "") + job + est)
 
 
-def _cmd(args: argparse.Namespace) -> int:
-    given_scale, args.scale = args.scale, args.scale or DEFAULT_SCALE
+def _split_names(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """The names asked for (each once, in order), the registry's among them (all when none is
+    asked) and the studies outside it; checks ``--read-root`` before the runs root's lock."""
     asked = list(dict.fromkeys(args.experiments))  # each once, in order
     studies = [n for n in asked if n in _listed()]
     names = [n for n in asked if n not in _listed()] or ([] if asked else list(REGISTRY))
@@ -246,11 +247,25 @@ def _cmd(args: argparse.Namespace) -> int:
         get_experiment(n)
     if args.read_root and (args.list or not studies):
         raise ValueError("--read-root: only when running a study that reads runs (shift_cause)")
+    for r in args.read_root:  # checked before the runs root's lock is taken
+        if not Path(r).is_dir():
+            raise ValueError(f"--read-root {r}: not an existing runs root")
+        if not any((Path(r) / n).is_dir() for n in REGISTRY):
+            raise ValueError(
+                f"--read-root {r} holds no experiment's folder (is it a runs root, such as "
+                "reports/runs?)"
+            )
     if studies and names and not args.list:
         raise ValueError(
             f"run the studies {', '.join(studies)} apart from the experiments "
             f"{', '.join(names)} (one pfntheory sweep each)"
         )
+    return asked, names, studies
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    given_scale, args.scale = args.scale, args.scale or DEFAULT_SCALE
+    asked, names, studies = _split_names(args)
     if studies and not args.list:
         return _run_studies(args, studies)
     slurm_dry = args.executor == "slurm" and args.dry_run  # prints the arrays, submits nothing

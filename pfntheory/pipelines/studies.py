@@ -118,6 +118,6 @@ LISTED_STUDIES: dict[str, Study] = {
 
 def get_study(name: str) -> Study:
     """The study called ``name``; an unknown name is a ValueError listing them."""
-    if name not in LISTED_STUDIES:
-        raise ValueError(f"study must be one of {', '.join(LISTED_STUDIES)}, got {name!r}")
+    if not isinstance(name, str) or name not in LISTED_STUDIES:
+        raise ValueError(f"name must be one of {', '.join(LISTED_STUDIES)}, got {name!r}")
     return LISTED_STUDIES[name]
