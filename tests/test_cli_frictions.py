@@ -304,5 +304,5 @@ def test_entry_point_bad_line_is_one_line(line, entry_tmp, capsys):
     err = capsys.readouterr().err.strip()
     assert e.value.code == 2, f"{argv}: exit {e.value.code}: {err}"
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith(f"pfntheory {argv[0]}: error: "), err
+    assert err.startswith("pfntheory") and ": error: " in err, err  # argparse's or the command's
     assert not (entry_tmp / "r").exists()  # nothing was started

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from pfntheory.cli.options import add_run_options, int_in, nonnegative_float
 from pfntheory.experiments import slurm as slurm_jobs
-from pfntheory.experiments.definitions import EXPERIMENT_SCALES, REGISTRY, get_experiment
+from pfntheory.experiments.definitions import (
+    EXPERIMENT_SCALES,
+    EXPERIMENTS,
+    STUDIES,
+    get_experiment,
+)
 from pfntheory.experiments.pool import EXECUTORS, slurm_available
 from pfntheory.experiments.runner import sweep_many
 from pfntheory.experiments.state import default_root, partial_progress, plan
@@ -32,7 +37,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="EXPERIMENT",
         help=f"experiments and studies to run (default: every experiment and study of the "
-        f"registry): {', '.join(REGISTRY)}; or a study outside it: {', '.join(_listed())}",
+        f"registry): {', '.join([*EXPERIMENTS, *STUDIES])}; or a study outside it: {', '.join(_listed())}",
     )
     p.add_argument(
         "--read-root",
@@ -242,7 +247,7 @@ def _split_names(args: argparse.Namespace) -> tuple[list[str], list[str], list[s
     asked) and the studies outside it; checks ``--read-root`` before the runs root's lock."""
     asked = list(dict.fromkeys(args.experiments))  # each once, in order
     studies = [n for n in asked if n in _listed()]
-    names = [n for n in asked if n not in _listed()] or ([] if asked else list(REGISTRY))
+    names = [n for n in asked if n not in _listed()] or ([] if asked else [*EXPERIMENTS, *STUDIES])
     for n in names:
         get_experiment(n)
     if args.read_root and (args.list or not studies):
@@ -250,7 +255,7 @@ def _split_names(args: argparse.Namespace) -> tuple[list[str], list[str], list[s
     for r in args.read_root:  # checked before the runs root's lock is taken
         if not Path(r).is_dir():
             raise ValueError(f"--read-root {r}: not an existing runs root")
-        if not any((Path(r) / n).is_dir() for n in REGISTRY):
+        if not any((Path(r) / n).is_dir() for n in (*EXPERIMENTS, *STUDIES)):
             raise ValueError(
                 f"--read-root {r} holds no experiment's folder (is it a runs root, such as "
                 "reports/runs?)"

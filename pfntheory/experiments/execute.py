@@ -19,6 +19,7 @@ trains with :func:`pfntheory.nn.latent.train_latent`; the latent study's evaluat
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pfntheory.base._checks import choice
@@ -243,7 +244,7 @@ def _execute_latent_reference(
 
 #: The executor of each spec type: ``fn(spec, run_dir, backend, root) -> status`` brings an
 #: incomplete run to its finished state (:func:`execute` has already skipped a complete one).
-EXECUTORS = {
+EXECUTORS: dict[type, Callable[..., str]] = {
     RunSpec: _execute_trained,
     StepsizeSpec: _execute_exact_run,
     ExactPPDSpec: _execute_exact_run,

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pfntheory.base._checks import ArgumentTypeError, instance_of
@@ -157,7 +158,7 @@ def _exact_complete(spec, run_dir: Path) -> bool:
 #: ``result.json`` of its spec; a latent run (:func:`.latent.latent_complete`) its finished files;
 #: the latent evaluation set (one file: its "run directory" is the file's path) the draws of its
 #: spec.
-COMPLETE = {
+COMPLETE: dict[type, Callable[..., bool]] = {
     RunSpec: _trained_complete,
     StepsizeSpec: _exact_complete,
     ExactPPDSpec: _exact_complete,
