@@ -36,8 +36,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "experiments",
         nargs="*",
         metavar="EXPERIMENT",
-        help=f"experiments and studies to run (default: every experiment and study of the "
-        f"registry): {', '.join([*EXPERIMENTS, *STUDIES])}; or a study outside it: {', '.join(_listed())}",
+        help="experiments and studies to run (default: every experiment and study of the "
+        f"registry): {', '.join([*EXPERIMENTS, *STUDIES])}; or a study outside it: "
+        f"{', '.join(_listed())}",
     )
     p.add_argument(
         "--read-root",
