@@ -172,7 +172,7 @@ plt.show()
 # %%
 display(report.table(rbud.cell_frame(panels, panels_s, statuses_b)))
 words = pd.Series(
-    [statuses_b[r.run_dir.name]["state"] for p in panels for r in p.cells.values()], dtype=object
+    [statuses_b[r.run_dir.name].state for p in panels for r in p.cells.values()], dtype=object
 )
 display(
     Markdown(

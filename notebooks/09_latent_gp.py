@@ -109,7 +109,7 @@ if ref is not None and trained["preds"]["2S"]:
         f"L = {L}: {pb[(f'PFN L={L}', 'all')]['err_ess']:.4f} "
         f"[{pb[(f'PFN L={L}', 'all')]['ci'][0]:.4f}, {pb[(f'PFN L={L}', 'all')]['ci'][1]:.4f}]"
         f" at seed 0 (seeds: {', '.join(f'{v:.4f}' for v in seeds[L])}; "
-        f"doubling S -> 2S: {trained['doubling'].get(L, {}).get('state', 'n/a')})"
+        f"doubling S -> 2S: {trained['doubling'][L].state if L in trained['doubling'] else 'n/a'})"
         for L in sorted(trained["preds"]["2S"])
     ]
     Lb = min(trained["preds"]["2S"], key=lambda L: pb[(f"PFN L={L}", "all")]["err_ess"])
@@ -307,10 +307,10 @@ if ref is not None and trained["preds"]["2S"]:
             [
                 {
                     "L": L,
-                    "state": s["state"],
-                    "fall S -> 2S": s["change"],
-                    "CI": s["ci"],
-                    "E|p - p_EP| at 2S": s["value"],
+                    "state": s.state,
+                    "fall S -> 2S": s.fall,
+                    "CI": s.ci,
+                    "E|p - p_EP| at 2S": s.value,
                 }
                 for L, s in sorted(trained["doubling"].items())
             ],

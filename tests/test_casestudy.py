@@ -191,7 +191,7 @@ def test_claims_are_undecided_while_the_run_improves(tmp_path):
     conv = cclaims.run_convergence(tmp_path)  # no learning_curve.json
     assert not conv.plateaued and "no learning curve" in conv.trend
     g = cclaims.gate(c, conv)
-    assert g.verdict == "undecided" and g.holds is False and "undecided" in g.decision["text"]
+    assert g.verdict == "undecided" and g.holds is False and "undecided" in g.decision.text()
     assert g.tolerance == c.tolerance  # the reasons are typed fields, not appended text
     flat = [
         {"step": s, "n": 8, "tv": 0.1, "tv_se": 0.001}

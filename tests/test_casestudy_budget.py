@@ -118,7 +118,7 @@ def test_doubling_gate_decides_by_the_pair(state, short, long, verdict):
     assert g.verdict == verdict and g.holds is long
     assert g.details["holds_at_S"] is short
     assert "budget doubling" in g.details["convergence"]["criterion"]
-    assert g.decision["kind"] == verdict and g.decision["text"]
+    assert g.decision.kind == verdict and g.decision.text()
 
 
 def test_doubling_gate_refuses_another_claim_or_a_status_without_its_keys():
@@ -156,7 +156,7 @@ def test_budget_claims_pairs_the_two_runs(tmp_path, fall, state, verdict):
     _write_budget(tmp_path, 1000, tv_long + fall + 1e-4 * rng.standard_normal(200), True)
     _write_budget(tmp_path, 2000, tv_long, True)
     out = budget_claims(tmp_path)
-    assert out["status"]["state"] == state
+    assert out["status"].state == state
     assert [c.verdict for c in out["claims"]] == [verdict]
     assert [p.name for p in out["run_dirs"]] == ["run-cpu-ema", "run-cpu-ema"]
 

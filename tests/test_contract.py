@@ -675,7 +675,11 @@ SKIP: dict[str, str] = {
     "pfntheory.nn.priors.Batch": "result record of sample_batch",
     "pfntheory.nn.model.PFNOutput": "result record of the forward pass",
     "pfntheory.report.rows.Row": "result record",
-    "pfntheory.claims.gating.Decision": "result record of gating.decide",
+    "pfntheory.claims.decision.Decision": "result record of gating.decide",
+    "pfntheory.claims.verdicts.VerdictKind": "an enumeration of the verdict kinds (Enum refuses an "
+    "unknown kind with a ValueError naming it)",
+    "pfntheory.claims.gating.decided": "a claim result gated on run statuses (gating.decide's "
+    "arguments, driven there)",
     "pfntheory.claims.real_data_eb.check_printed_fit": "reads a data set (as check_eb_optimum)",
     "pfntheory.report.rows.experiment_tallies": "reads result rows (tests/test_report.py)",
     "pfntheory.report.recorder.decided_convergence": "display formatting of a decision record",
@@ -1372,14 +1376,14 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
         "start": lambda: ((64, 0.5, 0.01, 0.1, 0.002),),
         "worse_than_start": lambda: (64,),
     },
-    "pfntheory.claims.Power": {
+    "pfntheory.claims.decision.Power": {
         "effect": lambda: 0.1,
         "ci": lambda: (0.07, 0.13),
         "target": lambda: 0.0,
         "detectable": lambda: 0.03,
         "paper": lambda: 0.12,
     },
-    "pfntheory.claims.gating.Replay": {
+    "pfntheory.claims.decision.Replay": {
         "steps": lambda: (400, 800, 1600, 2000),
         "held": lambda: (True, True, True, True),
     },
@@ -2227,11 +2231,11 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
         frozenset({"zero"}),
         "0: no paired instances (every log-half status; budget doubling counts them)",
     ),
-    ("pfntheory.claims.Power", "ci"): (
+    ("pfntheory.claims.decision.Power", "ci"): (
         frozenset({"inf entry"}),
         "an unbounded interval: slope_ci's of a slope through two points (documented)",
     ),
-    ("pfntheory.claims.Power", "detectable"): (
+    ("pfntheory.claims.decision.Power", "detectable"): (
         frozenset({"inf"}),
         "what a check with an unbounded interval detects (documented)",
     ),
@@ -2266,8 +2270,8 @@ ACCEPTED: dict[tuple[str, str], tuple[frozenset, str]] = {
 DOCUMENTED_NONFINITE: dict[str, str] = {
     "pfntheory.infra.status.Status": "NaN fitted quantities where no trend is fitted, and the "
     "last value as read",
-    "pfntheory.claims.Power": "an unbounded interval (and detectable effect) of a slope through "
-    "two points",
+    "pfntheory.claims.decision.Power": "an unbounded interval (and detectable effect) of a slope "
+    "through two points",
     "pfntheory.claims.casestudy.grid_corr": "NaN when the correlation is undefined",
     "pfntheory.claims.casestudy.coverage_summary": "mean width inf when a bound is not finite",
     "pfntheory.infra.convergence.plateau_status": "NaN fitted quantities (and value) for a curve "

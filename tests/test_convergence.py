@@ -67,11 +67,11 @@ def test_half_is_six_points():
 
 def test_flat_curve_has_plateaued():
     st = plateau_status(_curve([0.1] * len(STEPS), se=0.003))
-    assert st["state"] == "plateaued" and st["plateaued"] and not st["diverging"], st
-    assert st["last_step"] == 2000 and st["n_points"] == 6 and st["change"] == pytest.approx(0.0)
+    assert st.state == "plateaued" and st.plateaued and not st.diverging, st
+    assert st.last_step == 2000 and st.n_points == 6 and st.change == pytest.approx(0.0)
     # a perfectly smooth curve has no jitter: the instance error floors the trend's error
-    assert st["jitter"] == pytest.approx(0.0, abs=1e-15)
-    assert st["se"] > 0 and st["instance_se"] == pytest.approx(0.003 * math.sqrt(2) / 2)
+    assert st.jitter == pytest.approx(0.0, abs=1e-15)
+    assert st.se > 0 and st.instance_se == pytest.approx(0.003 * math.sqrt(2) / 2)
     assert "plateaued at 2000 steps" in trend_text(st)
 
 
@@ -79,7 +79,7 @@ def test_still_falling_curve_has_not():
     # TV falling like step^-0.3: it falls by 40% over the last log-half
     v = [0.5] + [0.5 * s**-0.3 for s in STEPS[1:]]
     st = plateau_status(_curve(v, se=0.002))
-    assert st["state"] == "still improving" and st["ci"][0] > 0, st
+    assert st.state == "still improving" and st.ci[0] > 0, st
     assert "still improving at 2000" in trend_text(st)
 
 
@@ -93,7 +93,7 @@ def test_false_plateau_rate_at_the_tolerance_is_at_most_alpha():
     alone: then the rate is 23% in this draw)."""
     rng = np.random.default_rng(7)
     calls = [
-        plateau_status(_curve(_linear_tail(0.01, jitter=0.003, rng=rng), se=0.001))["plateaued"]
+        plateau_status(_curve(_linear_tail(0.01, jitter=0.003, rng=rng), se=0.001)).plateaued
         for _ in range(2000)
     ]
     rate = float(np.mean(calls))
@@ -107,7 +107,7 @@ def test_flat_jittery_curves_usually_plateau():
     (fixed seed), at least 90%."""
     rng = np.random.default_rng(11)
     calls = [
-        plateau_status(_curve(_linear_tail(0.0, jitter=0.0015, rng=rng), se=0.001))["plateaued"]
+        plateau_status(_curve(_linear_tail(0.0, jitter=0.0015, rng=rng), se=0.001)).plateaued
         for _ in range(400)
     ]
     assert np.mean(calls) >= 0.9, np.mean(calls)
@@ -122,7 +122,7 @@ def test_two_lucky_points_do_not_make_a_plateau():
     i_half = STEPS.index(HALF[0])
     v[i_half] = v[-1] = 0.085  # the two points the old test read
     st = plateau_status(_curve(v, se=0.001))
-    assert not st["plateaued"] and st["ci"][1] > 2 * st["tol"], st
+    assert not st.plateaued and st.ci[1] > 2 * st.tol, st
 
 
 def test_noisy_flat_curve_is_too_noisy_to_tell():
@@ -130,8 +130,8 @@ def test_noisy_flat_curve_is_too_noisy_to_tell():
     leaves the CI far wider than the tolerance either way: neither plateaued nor a trend."""
     v = [0.6] * (len(STEPS) - 6) + [0.56, 0.64, 0.56, 0.58, 0.66, 0.57]
     st = plateau_status(_curve(v, se=0.01))
-    assert st["state"] == "too noisy to tell", st
-    assert st["ci"][0] < 0 < st["ci"][1] and st["ci"][1] - st["ci"][0] > 2 * st["tol"]
+    assert st.state == "too noisy to tell", st
+    assert st.ci[0] < 0 < st.ci[1] and st.ci[1] - st.ci[0] > 2 * st.tol
 
 
 def test_an_unresolvable_curve_says_so():
@@ -151,10 +151,10 @@ def test_an_unresolvable_curve_says_so():
     for s, ok in ((0.001, True), (0.008, False)):
         v = [0.1] * (len(STEPS) - len(HALF)) + list(0.1 + s * r)
         st = plateau_status(_curve(v, se=0.0001))
-        assert abs(st["change"]) < 1e-12 and st["jitter"] == pytest.approx(s, rel=1e-9)
-        assert st["halfwidth"] == pytest.approx(t * st["se"], rel=1e-12)
-        assert st["halfwidth"] == pytest.approx((st["ci"][1] - st["ci"][0]) / 2, rel=1e-12)
-        assert st["resolvable"] is ok and st["plateaued"] is ok, st
+        assert abs(st.change) < 1e-12 and st.jitter == pytest.approx(s, rel=1e-9)
+        assert st.halfwidth == pytest.approx(t * st.se, rel=1e-12)
+        assert st.halfwidth == pytest.approx((st.ci[1] - st.ci[0]) / 2, rel=1e-12)
+        assert st.resolvable is ok and st.plateaued is ok, st
         assert ("even a flat curve could not be called plateaued" in trend_text(st)) is (not ok)
 
 
@@ -164,14 +164,14 @@ def test_rising_curve_is_diverging_not_plateaued():
     "plateaued"."""
     v = [0.3] * 7 + [0.3 + 0.1 * i for i in range(1, len(STEPS) - 6)]
     st = plateau_status(_curve(v, se=0.01))
-    assert st["state"] == "diverging" and st["diverging"] and st["ci"][1] < 0, st
+    assert st.state == "diverging" and st.diverging and st.ci[1] < 0, st
     assert "diverging at 2000" in trend_text(st)
 
 
 def test_too_short_and_errors():
     pts = [p for p in _curve([0.1] * len(STEPS), 0.01) if p["step"] in STEPS[:MIN_POINTS]]
     st = plateau_status(pts)
-    assert st["state"] == "too short" and not st["plateaued"], st
+    assert st.state == "too short" and not st.plateaued, st
     assert "needs >= 4" in trend_text(st)
     flat = _curve([0.1] * len(STEPS), 0.01)
     for bad in (0, 0.5, True, float("nan")):
@@ -190,22 +190,22 @@ def test_non_finite_value_is_never_plateaued():
     v = [0.1] * len(STEPS)
     v[-2] = float("nan")
     st = plateau_status(_curve(v, se=0.003))
-    assert st["state"] == "too noisy to tell" and "non-finite" in st["criterion"], st
+    assert st.state == "too noisy to tell" and "non-finite" in st.criterion, st
 
 
 def test_tolerance_is_stated_and_changeable():
     v = _linear_tail(0.008, level=0.1)  # 8.7% of the end value 0.092
     strict = plateau_status(_curve(v, se=0.0005), tol=("rel", 0.05))
     loose = plateau_status(_curve(v, se=0.0005), tol=("rel", 0.5))
-    assert not strict["plateaued"] and loose["plateaued"], (strict, loose)
-    assert "5% of the value" in strict["criterion"] and strict["tol"] == pytest.approx(0.0046)
+    assert not strict.plateaued and loose.plateaued, (strict, loose)
+    assert "5% of the value" in strict.criterion and strict.tol == pytest.approx(0.0046)
 
 
 def test_states_are_the_declared_ones():
     rng = np.random.default_rng(3)
     for _ in range(50):
         v = _linear_tail(rng.uniform(-0.02, 0.02), jitter=rng.uniform(0, 0.01), rng=rng)
-        assert plateau_status(_curve(v, se=0.001))["state"] in STATES
+        assert plateau_status(_curve(v, se=0.001)).state in STATES
 
 
 def test_curve_means_averages_over_n():
@@ -220,12 +220,12 @@ def test_coverage_plateau_is_distance_to_nominal():
     for p in pts:
         p["coverage90"] = 0.5 if p["step"] < 400 else 0.89
         p["coverage90_se"] = 0.01
-    assert not plateau_status(pts, metric="coverage90")["plateaued"]
+    assert not plateau_status(pts, metric="coverage90").plateaued
     # on either side of 0.9 at the same distance: no trend in the distance, so plateaued
     for p in pts:
         p["coverage90"] = 0.89 if p["step"] % 2 else 0.91
         p["coverage90_se"] = 0.001
-    assert plateau_status(pts, metric="coverage90")["plateaued"]
+    assert plateau_status(pts, metric="coverage90").plateaued
 
 
 # --------------------------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def test_doubling_false_plateau_rate_at_the_tolerance_is_at_most_alpha():
     0.05 + 3 sqrt(0.05 0.95 / 400) = 0.083); fails if the interval were one-sided or unpaired-wide
     in the wrong direction."""
     rng = np.random.default_rng(7)
-    hits = sum(doubling_status(*_pair(rng, 0.10))["plateaued"] for _ in range(400))
+    hits = sum(doubling_status(*_pair(rng, 0.10)).plateaued for _ in range(400))
     assert hits / 400 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 400), hits
 
 
@@ -268,10 +268,10 @@ def test_doubling_decides_flat_and_falling_runs():
     that gets 30% worse is diverging (fails if the states were swapped or the pairing lost)."""
     rng = np.random.default_rng(8)
     flat = [doubling_status(*_pair(rng, 0.0)) for _ in range(200)]
-    assert sum(s["plateaued"] for s in flat) >= 190
-    assert all(s["resolvable"] for s in flat)
-    assert doubling_status(*_pair(rng, 0.3))["state"] == "still improving"
-    assert doubling_status(*_pair(rng, -0.3))["state"] == "diverging"
+    assert sum(s.plateaued for s in flat) >= 190
+    assert all(s.resolvable for s in flat)
+    assert doubling_status(*_pair(rng, 0.3)).state == "still improving"
+    assert doubling_status(*_pair(rng, -0.3)).state == "diverging"
 
 
 def test_doubling_needs_per_instance_values_on_the_same_instances():
@@ -280,7 +280,7 @@ def test_doubling_needs_per_instance_values_on_the_same_instances():
     rng = np.random.default_rng(9)
     short, long = _pair(rng, 0.0)
     bare = [{k: v for k, v in p.items() if k != "tv_instances"} for p in long]
-    assert doubling_status(short, bare)["state"] == "too short"
+    assert doubling_status(short, bare).state == "too short"
     with pytest.raises(ValueError, match="same held-out instances"):
         doubling_status(short, long[:1])
     with pytest.raises(ValueError, match="more steps"):
@@ -350,7 +350,7 @@ def test_all_plateaued_is_the_gate():
     a curve flips it, and the summary names it, counts its state and keeps the largest step."""
     flat = plateau_status(_curve([0.1] * len(STEPS), 1e-4))
     falling = plateau_status(_curve(np.geomspace(1.0, 0.1, len(STEPS)), 1e-4))
-    assert flat["plateaued"] and not falling["plateaued"]
+    assert flat.plateaued and not falling.plateaued
     assert all_plateaued({"a": flat, "b": flat}) == {
         "plateaued": True,
         "n": 2,

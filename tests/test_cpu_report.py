@@ -208,8 +208,8 @@ def test_plateau_intervals_plot_one_row_per_curve_in_tolerance_units(tmp_path):
     lines = [ln for ln in axs[0].get_lines() if len(ln.get_xdata()) == 2 and ln.get_ydata()[0] >= 0]
     flat, falling = (xgate.run_convergence(by_L[L]) for L in (2, 4))
     for ln, st in zip(lines[1:], (flat, falling), strict=True):  # lines[0]: the axvline at 0
-        assert ln.get_color() == rcpu.STATE_COLOURS[st["state"]]
-        assert ln.get_xdata()[1] == pytest.approx(st["ci"][1] / st["tol"])
+        assert ln.get_color() == rcpu.STATE_COLOURS[st.state]
+        assert ln.get_xdata()[1] == pytest.approx(st.ci[1] / st.tol)
     assert max(abs(v) for v in lines[1].get_xdata()) <= 1  # plateaued: inside the band
     assert min(lines[2].get_xdata()) > 1  # still improving by far more than the tolerance
     plt.close(fig)
@@ -390,8 +390,8 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
 
     c = shifted()
     assert c.verdict == HOLDS_AT_BUDGET, c.decision
-    assert "holds at budget: at each of the" in c.decision["text"]
-    assert all(c.decision["replay"]["held"])
+    assert "holds at budget: at each of the" in c.decision.text()
+    assert all(c.decision.replay.held)
     # coverage off nominal at one step of the last log-half: the outcome changes there
     path = r.run_dir / curve_file("uniform")
     doc = runs.load_json(path)
@@ -402,7 +402,7 @@ def test_a_shift_claim_on_runs_still_improving_holds_at_budget(tmp_path):
     runs.save_json(path, doc)
     c = shifted()
     assert c.verdict == UNDECIDED
-    assert "the check's outcome changes" in c.decision["text"]
+    assert "the check's outcome changes" in c.decision.text()
     assert "along its uniform learning curve the measurement held" in c.tolerance
 
 
@@ -575,7 +575,7 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
         assert res[key].verdict == HOLDS_AT_BUDGET, res[key].decision
-        assert res[key].decision["replay"]["steps"][-1] == longest
+        assert res[key].decision.replay.steps[-1] == longest
     (tf,) = [r for r in runs if r.spec.steps == longest and not r.spec.model.normalised]
     # TF's rise reads TF's run only, so it is gated on it alone (issue 47: 07#10 was gated on
     # TF^pr too, and undecided by it); the comparison rests on both
@@ -589,10 +589,10 @@ def test_exp2_1_budget_claims_replay_on_curves_beyond_the_range(tmp_path):
     for r in runs:
         write(r, plateau=True)
     statuses = xgate.doubling_statuses(runs)
-    assert {statuses[r.run_dir.name]["state"] for r in runs if r.spec.steps == longest} == {
+    assert {statuses[r.run_dir.name].state for r in runs if r.spec.steps == longest} == {
         "plateaued"
     }
     res = {c.key: c for c in xclaims.check_exp2_1(runs, statuses=statuses)}
     for key in ("fig_exp2_1.tf_rises_beyond_range", "fig_exp2_1.pr_flatter"):
         assert res[key].verdict == HOLDS, res[key].decision
-        assert "plateaued by budget doubling" in res[key].decision["text"]
+        assert "plateaued by budget doubling" in res[key].decision.text()

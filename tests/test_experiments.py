@@ -244,11 +244,14 @@ def test_identical_run_of_another_experiment_is_adopted(tmp_path):
     for spec, rd, _ in plan("fig_exp2_2", "quick", tmp_path):
         for i, f in enumerate(curves):
             runfiles.save_json(rd / f, {"planted": spec.name, "design": i})
+        # a weight-averaged run's last iterate (the stand-in writes none): copied with the weights,
+        # or the adopted run reads as unfinished and is trained again (seen on the cpu sweep)
+        runfiles.atomic_write_bytes(rd / runfiles.WEIGHTS_LAST, spec.name.encode())
     s = _sweep("supp_exp2_d4", tmp_path)
     assert set(_statuses(s).values()) == {"adopted"}
     for spec, rd, done in plan("supp_exp2_d4", "quick", tmp_path):
         assert done and (rd / "eval_uniform.json").is_file()
-        for f in (runfiles.WEIGHTS, *curves):
+        for f in (runfiles.WEIGHTS, runfiles.WEIGHTS_LAST, *curves):
             assert (rd / f).read_bytes() == (tmp_path / "fig_exp2_2" / spec.name / f).read_bytes()
 
 

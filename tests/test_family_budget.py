@@ -138,13 +138,13 @@ def test_each_row_is_replayed_at_both_budgets_on_the_whole_grid(runs, eval_file)
     from pfntheory.claims.pretraining_range import check_family_budget
 
     for row in check_family_budget(runs, eval_file):
-        rp = row.decision["replay"]
+        rp = row.decision.replay
         budgets = {st["last_step"] for st in row.details["convergence"].values()}
-        if len(budgets) > 1 and row.decision["rule"] != "worse":
+        if len(budgets) > 1 and row.decision.rule != "worse":
             # runs of 4000 and 2000 steps: no common curve step, the budgets replay the check
-            assert rp is not None and rp["source"] == "doubling", row.key
-        if rp is not None and rp["source"] == "doubling":
-            assert tuple(rp["held"]) == reps[row.key].held, row.key
+            assert rp is not None and rp.source == "doubling", row.key
+        if rp is not None and rp.source == "doubling":
+            assert rp.held == reps[row.key].held, row.key
     # a grid missing a cell at S gives no replay (and its rows fall back to the curves)
     partial = [r for r in runs if not (r.spec.steps == 1000 and r.spec.model.L == 8)]
     assert doubling_replays(partial, eval_file) == {}

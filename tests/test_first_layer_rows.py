@@ -80,12 +80,9 @@ def test_each_row_is_gated_on_exactly_the_2s_runs_it_reads(rows, d8_runs):
             if x.spec.steps == 2000 and x.spec.model.normalise_first == reading
         }
         assert read == expect
-        assert r.decision["n_runs"] == len(expect)
+        assert r.decision.n_runs == len(expect)
         # replayed at the two budgets: S = 1000, 2S = 2000
-        assert (
-            r.decision["replay"]["steps"] == (1000, 2000)
-            or r.decision["replay"]["source"] == "curve"
-        )
+        assert r.decision.replay.steps == (1000, 2000) or r.decision.replay.source == "curve"
 
 
 def test_a_grid_without_half_budget_runs_is_refused(d8_runs):

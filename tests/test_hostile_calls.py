@@ -67,7 +67,7 @@ MODULES = (
     "pfntheory.maths.multihead_construction.",
     "pfntheory.claims.gating.",
     "pfntheory.infra.status.",
-    "pfntheory.claims.Power",
+    "pfntheory.claims.decision.",
     "pfntheory.claims.shift_cause.",
     "pfntheory.report.tallies.",
     "pfntheory.report.guard.",

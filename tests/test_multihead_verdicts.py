@@ -39,6 +39,7 @@ from pfntheory.claims import multihead_cells as mcells
 from pfntheory.claims import multihead_select as msel
 from pfntheory.claims import multihead_trained as tmh
 from pfntheory.infra.status import as_status
+from pfntheory.pipelines import multihead_fair as mfair
 from pfntheory.pipelines import multihead_run as mrun
 from pfntheory.report import trained_rows as rrows
 
@@ -90,26 +91,29 @@ def _page08_rows() -> list:
         cdoc = mcells.chebyshev_confirmation(verdict)
         if cdoc is not None:
             specs += rrows.chebyshev_rows(cdoc, cmp)
+        specs += mfair.fair_rows(verdict, cmp)  # the fair variant (issue 47 item 5)
     if docs["control"] is not None:
         specs += rrows.control_rows(docs["control"])
-    return [(s.options["variant"], s.result) for s in specs]
+    return [(s.options["variant"], s.result) for s in specs if s.result is not None]
 
 
 def test_page08_rows_go_through_the_gate():
     rows = _page08_rows()
     assert len(rows) >= 7, [k for k, _ in rows]
     for name, r in rows:
-        assert r.decision is not None and r.verdict == r.decision["kind"], name
+        assert r.decision is not None and r.verdict == r.decision.kind, name
         sts = {k: as_status(v) for k, v in r.details.get("convergence", {}).items()}
-        rp = r.decision.get("replay")  # the trained comparison replays along the curves
-        rep = None if rp is None else xgate.Replay(**{**rp, "steps": tuple(rp["steps"]),
-                                                     "held": tuple(rp["held"])})  # fmt: skip
-        again = xgate.decide(r.holds, sts, replay=rep, power=r.power, model=r.decision["model"])
+        rep = r.decision.replay  # the trained comparison replays along the curves
+        again = xgate.decide(r.holds, sts, replay=rep, power=r.power, model=r.decision.model)
         assert again.kind == r.verdict, (name, again.kind, r.verdict)
 
 
 def test_no_page08_row_contradicts_its_kind():
-    bad = {n: contradiction(r.decision) for n, r in _page08_rows() if contradiction(r.decision)}
+    bad = {
+        n: contradiction(r.decision.to_dict())
+        for n, r in _page08_rows()
+        if contradiction(r.decision.to_dict())
+    }
     assert not bad, bad
 
 

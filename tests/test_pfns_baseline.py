@@ -81,7 +81,7 @@ def test_committed_rows_are_decided_by_the_gate():
     } <= keys
     for r in rows:
         assert r.verdict in VERDICT_KINDS, r
-        assert r.decision is not None and r.decision["test"] == "doubling", r
+        assert r.decision is not None and r.decision.test == "doubling", r
         assert "beyond the paper" in r.statement
         assert r.ci is not None and r.ci[0] <= r.observed <= r.ci[1]
         conv = r.details["convergence"]

@@ -80,4 +80,4 @@ def test_cells_read_the_largest_budget_with_its_doubling_status():
     assert c["steps"] == 2000 and c["run"] == long.run_dir.name
     assert c["E[TV]"] == pytest.approx(float(long.eval.average("tv")[0]), rel=1e-12)
     st = xgate.doubling_statuses(pick)[long.run_dir.name]
-    assert c["state"] == st["state"] and c["fall"] == st["change"]
+    assert c["state"] == st.state and c["fall"] == st.fall

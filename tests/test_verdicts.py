@@ -154,7 +154,7 @@ def test_walker_lake_worse_than_its_initialisation():
     assert start[128][1] == pytest.approx(0.0139, abs=1e-4)
     assert start[384][1] < start[384][0]  # it improves at the large n'
     assert {c.verdict for c in out["claims"]} == {WORSE}
-    assert all("n'=128" in c.decision["text"] for c in out["claims"])
+    assert all("n'=128" in c.decision.text() for c in out["claims"])
 
 
 @pytest.mark.parametrize(
@@ -260,9 +260,9 @@ def test_no_committed_row_contradicts_its_kind():
     decided = _committed_decisions()
     assert len(decided) >= 16, f"only {len(decided)} trained rows re-derived"
     bad = {
-        name: contradiction(c.decision)
+        name: contradiction(c.decision.to_dict())
         for name, c in decided
-        if c.decision is not None and contradiction(c.decision)
+        if c.decision is not None and contradiction(c.decision.to_dict())
     }
     assert not bad, bad
     assert all(c.decision is not None or c.verdict in (HOLDS, FAILS) for _, c in decided)

@@ -165,17 +165,18 @@ def test_page07_exp1_slices_keep_their_kind_with_the_worsening_as_caveat(exp1, k
     """07#0, #6, #7: the comparison holds at S and at 2S, so the runs doubling made worse (at
     n' = n_max) are a caveat, not *worse with training*."""
     c = exp1[0][key]
-    assert c.verdict == HOLDS_AT_BUDGET, c.decision["text"]
+    assert c.verdict == HOLDS_AT_BUDGET, c.decision.text()
     d = c.decision
-    assert d["caveat"] and not d["worse"] and list(d["doubling"]["held"]) == [True, True]
-    assert f"n'={n_max}" in d["text"] and "Caveat" in d["text"]
+    assert d.caveat and not d.worse and d.doubling is not None
+    assert list(d.doubling.held) == [True, True]
+    assert f"n'={n_max}" in d.text() and "Caveat" in d.text()
 
 
 def test_page07_exp1_blr_theory_L_stays_worse_than_its_initialisation(exp1):
     """07#2: BLR theory L = 2 ends above its step-0 E[TV] at n' = 512 (0.931 against 0.586): the
     replay at S and 2S does not reach that worsening, so the row stays *worse with training*."""
     c = exp1[0]["fig_exp1.blr.theory.tv_falls_with_L"]
-    assert c.verdict == WORSE and "initialisation at n'=512" in c.decision["text"]
+    assert c.verdict == WORSE and "initialisation at n'=512" in c.decision.text()
 
 
 def test_the_worsening_sits_at_n_max(exp1):
@@ -203,5 +204,5 @@ def test_page08_multihead_equal_steps_is_refuted_by_the_minimal_effect():
     rows = {r.key: r for r in tmh.check_multihead(cmp, paired)}
     r = rows["multihead.tv_below_single.equal_steps"]
     assert r.power.ci[1] < r.power.minimal < 0.1 * 0.3
-    assert r.verdict in (FAILS, FAILS_AT_BUDGET), r.decision["text"]
-    assert "minimal effect of interest" in r.decision["text"]
+    assert r.verdict in (FAILS, FAILS_AT_BUDGET), r.decision.text()
+    assert "minimal effect of interest" in r.decision.text()

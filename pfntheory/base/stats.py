@@ -1,6 +1,7 @@
 """Small statistics shared by every measurement: one implementation of each.
 
 - :data:`EPS` -- float64 machine epsilon, the unit of every round-off tolerance.
+- :data:`Z_MARGIN` -- the standard errors a difference must exceed to count (3 SE).
 - :func:`mean_se` -- a sample mean and its standard error.
 - :func:`t_interval` -- a Student-t confidence interval for a mean over seeds.
 - :func:`slope_ci` -- a least-squares slope with its Student-t confidence interval.
@@ -18,9 +19,13 @@ import scipy.stats
 
 from ._checks import as_float_array, finite_scalar
 
-__all__ = ["EPS", "mean_se", "t_interval", "slope_ci"]
+__all__ = ["EPS", "Z_MARGIN", "mean_se", "t_interval", "slope_ci"]
 
 EPS = float(np.finfo(np.float64).eps)
+#: Standard errors a difference (a deficit, a worsening, a coverage gap beyond its slack) must
+#: exceed to count: one-sided normal tail 0.13% per comparison. The one margin of every
+#: statistical check of the package (docs/verdicts.md).
+Z_MARGIN = 3.0
 
 
 def _level(level) -> float:

@@ -18,10 +18,14 @@ from pfntheory.base import _checks
 from pfntheory.base._checks import ArgumentTypeError, Rule
 from pfntheory.base.stats import slope_ci  # noqa: F401  (re-exported: one implementation)
 
+from .decision import Z_POWER80, Decision, Power
+from .verdicts import VERDICT_KINDS, VerdictKind
+
 __all__ = [
     "ClaimResult",
     "slope_ci",
     "VERDICT_KINDS",
+    "VerdictKind",
     "HOLDS",
     "CAVEAT",
     "FAILS",
@@ -39,35 +43,17 @@ __all__ = [
     "ARGS",
 ]
 
-# The kinds of verdict a measured claim can have (the report counts each kind separately).
-HOLDS = "holds"  # the paper's statement holds within the stated tolerance
-CAVEAT = "holds with a caveat"  # holds, under a condition the paper does not state
-FAILS = "does not hold"  # measured in the paper's regime, and contradicted
-ERRATUM = "erratum"  # the paper's text is wrong; our check confirms the corrected one
-OUTSIDE = "outside the paper's regime"  # measured, but not where the paper makes the claim
-# trained claims whose runs still improve (docs/verdicts.md): the check has one outcome at every
-# point of the last log-half of the learning curves, so it is a statement about the stated budget
-HOLDS_AT_BUDGET = "holds at budget"
-FAILS_AT_BUDGET = "fails at budget"
-UNDECIDED = "undecided"  # still improving, and the check's outcome changes within the last log-half
-# the check fails, but the interval of the measured effect still holds the claimed effect: the test
-# cannot detect an effect of the claimed size, so it refutes nothing (docs/verdicts.md, "Power")
-UNDERPOWERED = "undecided (underpowered)"
-# a run the claim reads got worse with training: diverging (a rising trend, or a doubled budget
-# that made it worse), or worse than its initialisation at some n' (docs/verdicts.md)
-WORSE = "worse with training"
-VERDICT_KINDS = (
-    HOLDS,
-    CAVEAT,
-    FAILS,
-    ERRATUM,
-    OUTSIDE,
-    HOLDS_AT_BUDGET,
-    FAILS_AT_BUDGET,
-    UNDECIDED,
-    UNDERPOWERED,
-    WORSE,
-)
+# The kinds of verdict (:class:`~pfntheory.claims.verdicts.VerdictKind`), by their former names.
+HOLDS = VerdictKind.HOLDS
+CAVEAT = VerdictKind.CAVEAT
+FAILS = VerdictKind.FAILS
+ERRATUM = VerdictKind.ERRATUM
+OUTSIDE = VerdictKind.OUTSIDE
+HOLDS_AT_BUDGET = VerdictKind.HOLDS_AT_BUDGET
+FAILS_AT_BUDGET = VerdictKind.FAILS_AT_BUDGET
+UNDECIDED = VerdictKind.UNDECIDED
+UNDERPOWERED = VerdictKind.UNDERPOWERED
+WORSE = VerdictKind.WORSE
 
 
 def _interval(x, name: str) -> tuple[float, float]:
@@ -80,7 +66,7 @@ def _interval(x, name: str) -> tuple[float, float]:
 
 
 @_checks.checked(ci=_interval, band=_checks.pair)
-def band_verdict(ci, band) -> str | None:
+def band_verdict(ci, band) -> VerdictKind | None:
     """The one rule of an interval check (docs/verdicts.md, "One rule per check shape"): it holds
     only with its confidence interval ``ci`` inside ``band``; an interval that crosses an edge of
     the band (neither inside nor outside it) is *undecided (underpowered)*; one wholly outside
@@ -94,130 +80,6 @@ def band_verdict(ci, band) -> str | None:
 #: The minimal effect of interest of a comparison without a paper effect, relative to the E[TV]
 #: (CRPS, error) the claim says is the lower one: the plateau test's tolerance (docs/verdicts.md).
 MINIMAL_EFFECT = 0.10
-#: The one-sided normal quantile of 80% power: a true effect of ``(z + Z_POWER80) se`` passes
-#: ``effect > z se`` with probability 0.8.
-Z_POWER80 = 0.8416212335729143
-
-
-@dataclass(frozen=True)
-class Power:
-    """What a check of "the effect exceeds ``target``" can detect, so that it fails only when the
-    data refute the claim (docs/verdicts.md, "Power before fails").
-
-    Attributes
-    ----------
-    effect : float
-        The measured effect (e.g. the fall of CRPS from L = 8 to 32).
-    ci : tuple of float
-        Its interval at the check's level (``effect -+ z se``).
-    target : float
-        The effect the claim asserts: the paper's printed effect where it prints one, else the
-        claim's threshold (0 for "falls", "rises").
-    detectable : float
-        The smallest true effect the check detects (``z se``: a true effect of this size passes
-        ``effect > z se`` half of the time).
-    paper : float or None
-        The paper's printed effect, set beside ours.
-    paired : bool
-        Whether the standard error is of paired differences on shared instances.
-    minimal : float or None
-        The minimal effect of interest of a comparison without a paper effect (``paper`` None):
-        :data:`MINIMAL_EFFECT`, 10% of the E[TV] (or CRPS, error) the claim says is the lower one,
-        the plateau test's tolerance. The claim is refuted when the interval lies below it (an
-        equivalence-style decision: the data exclude any effect that matters), so *does not hold*
-        is reachable for "beats" claims (docs/verdicts.md, "A minimal effect of interest").
-    z : float
-        The check's margin in standard errors (``effect > z se``), so that :attr:`detectable80`
-        can be stated: ``detectable`` is ``z se``.
-
-    Checked at construction, each bad field refused naming it: ``effect``, ``target`` and
-    ``paper`` finite; ``ci`` an interval ``lo <= hi`` holding ``effect`` (its ends may be +-inf:
-    the unbounded interval of a slope through two points, :func:`~pfntheory.base.stats.slope_ci`;
-    never NaN); ``detectable`` ``>= 0`` (inf with an unbounded interval); ``paired`` a bool.
-    """
-
-    effect: float
-    ci: tuple[float, float]
-    target: float
-    detectable: float
-    paper: float | None = None
-    paired: bool = False
-    minimal: float | None = None
-    z: float = 3.0
-
-    def __post_init__(self) -> None:
-        put = object.__setattr__
-        put(self, "effect", _checks.finite_scalar(self.effect, "effect"))
-        put(self, "target", _checks.finite_scalar(self.target, "target"))
-        if self.paper is not None:
-            put(self, "paper", _checks.finite_scalar(self.paper, "paper"))
-        if self.minimal is not None:
-            put(self, "minimal", _checks.nonneg_scalar(self.minimal, "minimal"))
-        put(self, "z", _checks.positive_scalar(self.z, "z"))
-        if self.ci is None or isinstance(self.ci, (str, bytes, dict)):
-            raise ArgumentTypeError(f"ci must be an interval (lo, hi), got {self.ci!r}")
-        try:
-            ends = list(self.ci)
-        except TypeError as err:
-            raise ArgumentTypeError(f"ci must be an interval (lo, hi), got {self.ci!r}") from err
-        if len(ends) != 2:
-            raise ValueError(f"ci must be an interval (lo, hi), got {len(ends)} values")
-        lo, hi = (_checks.finite_or_nan(v, "ci", allow_inf=True) for v in ends)
-        if np.isnan(lo) or np.isnan(hi):
-            raise ValueError(f"ci must not be NaN, got ({lo}, {hi})")
-        tol = 1e-12 * max(1.0, abs(self.effect))
-        if not (lo <= hi and lo - tol <= self.effect <= hi + tol):
-            raise ValueError(
-                f"ci must be an interval lo <= hi holding effect {self.effect:.6g}, "
-                f"got ({lo:.6g}, {hi:.6g})"
-            )
-        put(self, "ci", (lo, hi))
-        d = _checks.finite_or_nan(self.detectable, "detectable", nonneg=True, allow_inf=True)
-        if np.isnan(d):
-            raise ValueError("detectable must be a number >= 0, got nan")
-        put(self, "detectable", d)
-        if not isinstance(self.paired, (bool, np.bool_)):
-            raise ArgumentTypeError(f"paired must be a bool, got {self.paired!r}")
-        put(self, "paired", bool(self.paired))
-
-    @property
-    def threshold(self) -> float:
-        """The effect the interval must reach for the claim to stand: the claimed effect
-        (``target``), raised to the minimal effect of interest where the paper prints none."""
-        if self.paper is None and self.minimal is not None:
-            return max(self.target, self.minimal)
-        return self.target
-
-    @property
-    def refutes(self) -> bool:
-        """The interval lies below the claimed effect (or, without a paper effect, below the
-        minimal effect of interest): the data exclude any effect that matters."""
-        return bool(self.ci[1] < self.threshold)
-
-    @property
-    def detectable80(self) -> float:
-        """The smallest true effect the check detects with 80% power: ``(z + z_0.8) se``
-        (``detectable`` is ``z se``, detected half of the time)."""
-        return float(self.detectable * (self.z + Z_POWER80) / self.z)
-
-    def text(self) -> str:
-        """One line: ours beside the paper's, the minimal effect of interest, and what the check
-        can detect (at 50% and 80% power)."""
-        lo, hi = self.ci
-        paper = f", the paper's {self.paper:.3g}" if self.paper is not None else ""
-        how = "paired" if self.paired else "unpaired"
-        mini = (
-            f"; minimal effect of interest {self.minimal:.3g} (10% of E[TV])"
-            if self.paper is None and self.minimal is not None
-            else ""
-        )
-        return (
-            f"measured effect {self.effect:.3g} (interval [{lo:.3g}, {hi:.3g}], {how}{paper})"
-            f"{mini}; the smallest effect this check detects is {self.detectable:.3g} (half the "
-            f"time), {self.detectable80:.3g} at 80% power"
-        )
-
-
 #: The check of each argument name the claim functions share: one quantity, one name, one rule
 #: (a function whose argument differs, e.g. ``n_instances`` of at least 2, states its own).
 ARGS: dict[str, Rule] = {
@@ -295,9 +157,10 @@ class ClaimResult:
         For a check of an effect against a claimed one: what it can detect
         (:func:`pfntheory.claims.gating.exceeds` sets it); a failing check with power fails only
         when the interval excludes the claimed effect.
-    decision : dict or None
-        How the one gate decided the verdict (:meth:`pfntheory.claims.gating.Decision.to_dict`):
-        its kind, the model read, the runs' states and the rendered ``text``.
+    decision : Decision or None
+        How the one gate decided the verdict (:class:`pfntheory.claims.decision.Decision`, read by
+        attribute; :meth:`~pfntheory.claims.decision.Decision.to_dict` is its JSON form): its
+        kind, the model read, the runs' states and the rendered :meth:`text`.
     """
 
     label: str
@@ -309,18 +172,23 @@ class ClaimResult:
     ci: tuple[float, float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
     key: str = ""
-    verdict: str | None = None
+    verdict: VerdictKind | None = None
     paper_value: float | None = None
     run_dir: str | None = None
     power: Power | None = None
-    decision: dict[str, Any] | None = None
+    decision: Decision | None = None
 
     def __post_init__(self) -> None:
         if self.verdict is not None and self.verdict not in VERDICT_KINDS:
-            raise ValueError(f"verdict must be one of {VERDICT_KINDS}, got {self.verdict!r}")
+            kinds = tuple(map(str, VERDICT_KINDS))
+            raise ValueError(f"verdict must be one of {kinds}, got {self.verdict!r}")
+        if self.verdict is not None:
+            object.__setattr__(self, "verdict", VerdictKind(self.verdict))
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), default=_jsonable)
+        d = asdict(self)
+        d["decision"] = self.decision.to_dict() if self.decision is not None else None
+        return json.dumps(d, default=_jsonable)
 
     def __str__(self) -> str:  # used in assertion messages
         ci = f" CI={self.ci}" if self.ci is not None else ""

@@ -36,11 +36,11 @@ from pfntheory.base._checks import (
     text,
 )
 from pfntheory.infra.convergence import curve_status
-from pfntheory.infra.status import Status, as_status
+from pfntheory.infra.status import Status, status_rule
 
 from ..casestudy.data import DATASETS
 from . import ClaimResult, checked_args
-from .gating import Replay, decide
+from .gating import Replay, decided
 
 __all__ = [
     "NEAR_THRESHOLD",
@@ -363,32 +363,27 @@ def run_convergence(run_dir: Path) -> Status:
     return curve_status(run_dir, metric="tv")
 
 
-def _decided(claim: ClaimResult, d, status: Status) -> ClaimResult:
-    """``claim`` with the gate's decision ``d`` (:func:`pfntheory.claims.gating.decide`): its
-    kind, the decision's fields and its one line; the tolerance stays the claim's own (the
-    convergence criterion shared by every row is stated once, on the page)."""
-    return dataclasses.replace(
-        claim,
-        verdict=d.kind,
-        decision=d.to_dict(),
-        details={**claim.details, "convergence": status.to_dict()},
-    )
+def _decided(claim: ClaimResult, status: Status, replay: Replay | None = None) -> ClaimResult:
+    """``claim`` gated on the one run's ``status`` by the one gate
+    (:func:`pfntheory.claims.gating.decided`): its kind and decision; the tolerance stays the
+    claim's own (the convergence criterion shared by every row is stated once, on the page)."""
+    details = {**claim.details, "convergence": status.to_dict()}
+    return decided(claim, {status.run or "PFN": status}, replay=replay, details=details)
 
 
-@checked(claim=instance_of(ClaimResult), conv=keys("state", "plateaued"))
+@checked(claim=instance_of(ClaimResult), conv=status_rule("state", "plateaued"))
 def gate(claim: ClaimResult, conv) -> ClaimResult:
     """``claim`` gated on the PFN's run by the one gate (:func:`pfntheory.claims.gating.decide`):
     *worse with training* when the run got worse, the measurement's verdict when it has
     plateaued, *undecided* otherwise (no replay: a map is not on the curve). ``holds`` stays the
     measurement."""
-    st = conv if isinstance(conv, Status) else as_status(conv)
-    return _decided(claim, decide(claim.holds, {st.run or "PFN": st}), st)
+    return _decided(claim, conv)
 
 
 @checked(
     short=instance_of(ClaimResult),
     long=instance_of(ClaimResult),
-    status=keys("state", "plateaued", "criterion", "short_step", "last_step"),
+    status=status_rule("state", "plateaued", "criterion", "short_step", "last_step"),
 )
 def doubling_gate(short: ClaimResult, long: ClaimResult, status) -> ClaimResult:
     """The verdict of one caption claim measured on the PFN trained for S (``short``) and 2S
@@ -400,17 +395,13 @@ def doubling_gate(short: ClaimResult, long: ClaimResult, status) -> ClaimResult:
     when the check has one outcome at S and 2S; *undecided* when it changes between them."""
     if short.key != long.key:
         raise ValueError(f"short and long must be one claim, got keys {short.key!r}, {long.key!r}")
-    st = status if isinstance(status, Status) else as_status(status)
+    st = status
     if st.short_step is None:
         raise ValueError("status must be a budget-doubling status (with short_step)")
-    rep = Replay(
-        (int(st.short_step), int(st.last_step or 0)),
-        (bool(short.holds), bool(long.holds)),
-        source="doubling",
-        min_steps=2,
+    rep = Replay.at_budgets(
+        (int(st.short_step), int(st.last_step or 0)), (bool(short.holds), bool(long.holds))
     )
-    d = decide(long.holds, {st.run or "PFN": st}, replay=rep, power=long.power)
-    out = _decided(long, d, st)
+    out = _decided(long, st, rep)
     return dataclasses.replace(out, details={**out.details, "holds_at_S": short.holds})
 
 

@@ -18,7 +18,7 @@ from pfntheory.base._checks import (
     probability,
     sequence,
 )
-from pfntheory.base.stats import mean_se
+from pfntheory.base.stats import Z_MARGIN, mean_se
 from pfntheory.maths.discretize import bin_edges, check_edges, gaussian_bin_masses
 from pfntheory.maths.metrics import histogram_cdf, histogram_crps
 
@@ -32,12 +32,8 @@ __all__ = [
     "check_slip_bias",
     "check_crps_slip",
     "reference_floors",
-    "K_SE",
     "PAPER_INSTANCES",
 ]
-
-#: Standard errors a deficit may reach before a cell counts as below the exact PPD.
-K_SE = 3.0
 
 
 @checked(edges=check_edges, probs=array(min_ndim=1), y=array())
@@ -144,7 +140,7 @@ def check_crps_slip(
     n_instances: int = 200,
     seed: int = 0,
     d: int = 16,
-    k_se: float = K_SE,
+    k_se: float = Z_MARGIN,
     exact: dict | None = None,
 ) -> ClaimResult:
     """Cells of supp-tab:lengthscale-crps below the exact PPD, before and after undoing the slip.

@@ -34,17 +34,14 @@ from pfntheory.base._checks import (
     float_tuple,
     instance_of,
     mapping,
-    nonneg_int,
     nonneg_scalar,
     optional,
-    positive_int,
     positive_scalar,
-    sequence,
     text,
 )
+from pfntheory.base.stats import Z_MARGIN
 from pfntheory.infra.config import COVARIATES
 from pfntheory.infra.convergence import (
-    MIN_POINTS,
     curve_points,
     curve_status,
     doubling_status,
@@ -66,6 +63,7 @@ from . import (
     Power,
 )
 from ._inputs import loaded_run, loaded_runs, replay_of, statuses_of
+from .decision import Decision, Replay, _flag
 
 __all__ = [
     "Z_MARGIN",
@@ -76,6 +74,7 @@ __all__ = [
     "doubling_statuses",
     "gate",
     "decide",
+    "decided",
     "Decision",
     "Replay",
     "SHARED_REASONS",
@@ -86,8 +85,6 @@ __all__ = [
     "at_both_budgets",
 ]
 
-#: Standard errors a difference must exceed to count (one-sided normal tail 0.13%).
-Z_MARGIN = 3.0
 #: Allowed |coverage - nominal| beyond Z_MARGIN standard errors: the largest deviation that the
 #: paper itself calls "reasonably close to nominal" (.848 at the 90% level,
 #: supp-tab:lengthscale-crps, L=8).
@@ -252,171 +249,6 @@ SHARED_REASONS = {
 }
 
 
-#: Where a :class:`Replay`'s outcomes come from.
-REPLAY_SOURCES = ("curve", "doubling")
-
-
-@dataclasses.dataclass(frozen=True)
-class Replay:
-    """A claim's check re-decided where the runs were evaluated before their end: at each step of
-    the last log-half of their curves (``source`` "curve"), or at the two budgets of a doubling
-    pair ("doubling"). ``min_steps``: how many outcomes it needs to decide.
-
-    Checked at construction, each bad field refused naming it: ``steps`` strictly increasing
-    integers ``>= 0``, ``held`` one bool per step (the same length: an outcome without its step, or
-    a step without its outcome, is refused), ``source`` one of :data:`REPLAY_SOURCES`,
-    ``min_steps`` an integer ``>= 1`` (so that an empty replay never decides). Empty ``steps`` and
-    ``held`` are a replay that could not be made (no common curve step): it does not decide."""
-
-    steps: tuple[int, ...]
-    held: tuple[bool, ...]
-    source: str = "curve"
-    min_steps: int = MIN_POINTS
-
-    def __post_init__(self) -> None:
-        steps = tuple(
-            nonneg_int(v, "steps") for v in sequence(self.steps, "steps", non_empty=False)
-        )
-        if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
-            raise ValueError(f"steps must be strictly increasing, got {list(steps)}")
-        held = tuple(_flag(v, "held") for v in sequence(self.held, "held", non_empty=False))
-        if len(held) != len(steps):
-            raise ValueError(
-                f"held must hold one outcome per step: {len(held)} outcomes for {len(steps)} steps"
-            )
-        choice(self.source, "source", REPLAY_SOURCES)
-        object.__setattr__(self, "steps", steps)
-        object.__setattr__(self, "held", held)
-        object.__setattr__(self, "min_steps", positive_int(self.min_steps, "min_steps"))
-
-    @property
-    def decides(self) -> bool:
-        return len(self.steps) >= self.min_steps
-
-
-@dataclasses.dataclass(frozen=True)
-class Decision:
-    """The verdict of a trained row and why, as typed fields (:func:`decide`); :meth:`text` renders
-    them once."""
-
-    kind: str
-    holds: bool
-    rule: str  # "worse", "plateaued", "at budget", "underpowered", "open"
-    model: str
-    n_runs: int
-    states: tuple[tuple[str, int], ...]  # (state, count) of every run read
-    worse: tuple[str, ...] = ()  # the runs that got worse, each with where
-    last_step: int | None = None
-    replay: Replay | None = None
-    power: Power | None = None
-    test: str = "log-half"
-    # runs that got worse by budget doubling where the check has one outcome at S and at 2S:
-    # the worsening cannot change the answer, so it is a caveat, each with where it sits
-    caveat: tuple[str, ...] = ()
-    doubling: Replay | None = None
-
-    def text(self) -> str:
-        out = self._text()
-        if self.caveat and self.doubling is not None:
-            rp = self.doubling
-            word = "holds" if self.holds else "fails"
-            out += (
-                f". Caveat: training made {len(self.caveat)} run"
-                f"{'s' if len(self.caveat) != 1 else ''} worse where the check is not decided: "
-                f"{'; '.join(self.caveat)}; the check {word} at both budgets, {rp.steps[0]} and "
-                f"{rp.steps[-1]} steps, so the worsening does not change the answer"
-            )
-        if self.power is not None and self.rule != "underpowered":
-            p = self.power
-            mini = (
-                f"minimal effect of interest {p.minimal:.3g} (10% of E[TV]); "
-                if p.paper is None and p.minimal is not None
-                else ""
-            )
-            out += (
-                f" ({mini}smallest effect detected at 80% power {p.detectable80:.3g}, half the "
-                f"time {p.detectable:.3g})"
-            )
-        return out
-
-    def _text(self) -> str:
-        st = ", ".join(f"{n} {s}" for s, n in self.states)
-        word = "holds" if self.holds else "fails"
-        runs = f"{self.n_runs} run{'s' if self.n_runs != 1 else ''}"
-        how = "budget doubling" if self.test == "doubling" else "their learning curves' log-half"
-        if self.rule == "worse":
-            return (
-                f"worse with training: {'; '.join(self.worse)}. The check {word} on {self.model}, "
-                f"a model training made worse: it is neither a converged PFN nor one still "
-                f"improving at its budget ({runs}: {st}, by {how})"
-            )
-        head = ""
-        if self.rule == "plateaued" or (
-            self.rule == "underpowered" and dict(self.states).get("plateaued") == self.n_runs
-        ):
-            head = f"all {runs} plateaued by {how}" if self.n_runs else "no trained run"
-        elif self.replay is not None and self.replay.decides and self.rule != "open":
-            rp = self.replay
-            where = (
-                f"at each of the {len(rp.steps)} steps {rp.steps[0]}-{rp.steps[-1]} of the last "
-                "log-half of the learning curves and in the final evaluation"
-                if rp.source == "curve"
-                else f"at both budgets, {rp.steps[0]} and {rp.steps[-1]} steps"
-                + (
-                    f" (every cell), and on the runs read, up to {self.last_step} steps"
-                    if self.last_step is not None and self.last_step > rp.steps[-1]
-                    else ""
-                )
-            )
-            at = (
-                ""
-                if rp.source == "doubling" and (self.last_step or 0) > rp.steps[-1]
-                else f", at {self.last_step} steps"
-            )
-            head = (
-                f"{word} at budget: {where}{at}; runs not plateaued ({st}, by {how})"
-                if self.rule == "at budget"
-                else f"the check fails {where}{at}; runs not plateaued ({st}, by {how})"
-            )
-        if self.rule == "underpowered" and self.power is not None:
-            p = self.power
-            what = (
-                f"the minimal effect of interest {p.threshold:.3g}"
-                if p.threshold != p.target
-                else f"the claimed {p.target:.3g}"
-            )
-            return (
-                f"undecided (underpowered): the check fails, but the interval of the effect "
-                f"still holds {what}: {p.text()}; {head}"
-            ).rstrip("; ")
-        if self.rule == "open":
-            why = f"undecided: {runs} not all plateaued at {self.last_step} steps ({st}, by {how})"
-            r = self.replay
-            if r is None:
-                return why
-            if not r.decides:
-                return why + (
-                    f"; the check could not be replayed ({len(r.steps)} outcomes, "
-                    f"{r.min_steps} needed)"
-                )
-            return why + (
-                f"; the check's outcome changes: it holds at {sum(r.held)} of {len(r.held)} "
-                f"({r.steps[0]}-{r.steps[-1]}) and {word} on {self.model}"
-            )
-        return head
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["states"] = [list(x) for x in self.states]
-        if self.power is not None:  # the derived numbers a reader of the record needs
-            d["power"] = {
-                **d["power"],
-                "threshold": self.power.threshold,
-                "detectable80": self.power.detectable80,
-            }
-        return {**d, "text": self.text()}
-
-
 def _statuses(x, name: str) -> dict[str, Status]:
     """Run name -> :class:`~pfntheory.infra.status.Status` (or a status mapping with a
     ``state``)."""
@@ -430,12 +262,6 @@ def _statuses(x, name: str) -> dict[str, Status]:
         else:
             raise ArgumentTypeError(f"{name}[{k!r}] must be a Status, got {type(st).__name__}")
     return out
-
-
-def _flag(x, name: str) -> bool:
-    if not isinstance(x, (bool, np.bool_)):
-        raise ArgumentTypeError(f"{name} must be a bool, got {type(x).__name__}")
-    return bool(x)
 
 
 def _doubling_replay(x, name: str) -> Replay | None:
@@ -673,8 +499,21 @@ def gate(
     if replay is not None and not all(st.plateaued for st in conv.values()):
         b = budget_outcomes(runs, replay, replay_curve)
         rep = Replay(tuple(b["steps"]), tuple(b["held"]))
-    d = decide(result.holds, conv, replay=rep, power=result.power, doubling=doubling)
-    return dataclasses.replace(result, verdict=d.kind, decision=d.to_dict(), details=details)
+    return decided(result, conv, replay=rep, doubling=doubling, details=details)
+
+
+def decided(
+    result: ClaimResult, statuses: Mapping[str, Status], *, details: dict | None = None, **how
+) -> ClaimResult:
+    """``result`` with the verdict and the :class:`Decision` of the one gate (:func:`decide`) on
+    ``statuses``, its check's outcome (``result.holds``) and power (``result.power``); ``how``:
+    :func:`decide`'s ``replay``, ``doubling`` and ``model``, checked there. ``details``: the
+    result's details after the decision (default: unchanged). The one wrapper of :func:`decide`
+    for claims."""
+    d = decide(result.holds, statuses, power=result.power, **how)
+    return dataclasses.replace(
+        result, verdict=d.kind, decision=d, details=result.details if details is None else details
+    )
 
 
 @checked(short=instance_of(ClaimResult), long=instance_of(ClaimResult), statuses=_statuses)
@@ -690,7 +529,7 @@ def at_both_budgets(short: ClaimResult, long: ClaimResult, statuses: Mapping[str
     if len(pairs) != 1:
         raise ValueError(f"statuses must share one budget pair (S, 2S), got {sorted(pairs)}")
     ((a, b),) = pairs
-    return Replay((a, b), (bool(short.holds), bool(long.holds)), "doubling", 2)
+    return Replay.at_budgets((a, b), (bool(short.holds), bool(long.holds)))
 
 
 def beats(a: tuple[float, float], b: tuple[float, float], z: float) -> bool:

@@ -436,13 +436,21 @@ def reference_noise(reference: list[dict]) -> float:
     return float(np.sqrt(2 / np.pi) * se.mean())
 
 
-def _decide(holds: bool, outcomes: dict[str, bool], doubling: dict, depths, power):
-    """The verdict of a trained row through the one gate (:func:`pfntheory.claims.gating.decide`,
+def _state(st) -> str | None:
+    """The state of a doubling status (a :class:`~pfntheory.infra.status.Status`, or a status
+    mapping); None without one."""
+    if st is None:
+        return None
+    return st.get("state") if isinstance(st, dict) else st.state
+
+
+def _gated(result: ClaimResult, outcomes: dict[str, bool], doubling: dict, depths) -> ClaimResult:
+    """``result`` with the verdict of the one gate (:func:`pfntheory.claims.gating.decided`,
     docs/verdicts.md): the runs' budget-doubling statuses, the check replayed at the two budgets
-    (S, 2S) and its power. Returns ``(kind, decision dict)``."""
+    (S, 2S) and its power; unchanged where no depth of ``depths`` has a doubling status."""
     from pfntheory.infra.status import Status, as_status
 
-    from .gating import Replay, decide
+    from .gating import Replay, decided
 
     statuses = {}
     for L in depths:
@@ -451,16 +459,12 @@ def _decide(holds: bool, outcomes: dict[str, bool], doubling: dict, depths, powe
             continue
         statuses[f"L = {L}"] = st if isinstance(st, Status) else as_status(st)
     if not statuses:
-        return None, None
+        return result
     budgets = [b for b in ("S", "2S") if b in outcomes]
-    replay = Replay(
-        tuple(range(1, len(budgets) + 1)),
-        tuple(outcomes[b] for b in budgets),
-        source="doubling",
-        min_steps=2,
+    replay = Replay.at_budgets(
+        tuple(range(1, len(budgets) + 1)), tuple(outcomes[b] for b in budgets)
     )
-    d = decide(holds, statuses, replay=replay, power=power)
-    return d.kind, d.to_dict()
+    return decided(result, statuses, replay=replay)
 
 
 #: Non-inferiority margin of "as close as Laplace": 10% of Laplace's error (the relative tolerance
@@ -506,29 +510,31 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
             detectable=(ci[1] - ci[0]) / 2,
             paired=True,
         )
-        kind, decision = _decide(holds, outcomes, doubling, (L,), power)
         out.append(
-            ClaimResult(
-                label=TRAINED_LABEL,
-                statement=f"the trained classification PFN (L = {L}) is as close to the sampling "
-                "reference as Laplace's approximation: E|p_PFN - p_ESS| - E|p_Lap - p_ESS| "
-                "below 10% of Laplace's error",
-                holds=holds,
-                observed=m,
-                bound=margin,
-                ci=ci,
-                tolerance="upper end of the paired 95% t-interval over the held-out contexts "
-                "below the margin (10% of Laplace's error, the relative tolerance of E[TV])",
-                details={
-                    "outcomes": outcomes,
-                    "doubling": doubling.get(L, {}).get("state"),
-                    "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
-                    "err_laplace": float(lap.mean()),
-                },
-                key=f"pfn_vs_laplace_L{L}",
-                verdict=kind,
-                decision=decision,
-                power=power,
+            _gated(
+                ClaimResult(
+                    label=TRAINED_LABEL,
+                    statement=f"the trained classification PFN (L = {L}) is as close to the "
+                    "sampling reference as Laplace's approximation: "
+                    "E|p_PFN - p_ESS| - E|p_Lap - p_ESS| below 10% of Laplace's error",
+                    holds=holds,
+                    observed=m,
+                    bound=margin,
+                    ci=ci,
+                    tolerance="upper end of the paired 95% t-interval over the held-out contexts "
+                    "below the margin (10% of Laplace's error, the relative tolerance of E[TV])",
+                    details={
+                        "outcomes": outcomes,
+                        "doubling": _state(doubling.get(L)),
+                        "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
+                        "err_laplace": float(lap.mean()),
+                    },
+                    key=f"pfn_vs_laplace_L{L}",
+                    power=power,
+                ),
+                outcomes,
+                doubling,
+                (L,),
             )
         )
     if len(depths) >= 2:
@@ -552,22 +558,24 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
             minimal=MINIMAL_EFFECT * float(err(runs_by_budget["2S"][hi]).mean()),
             z=_t_quantile(diff.size),
         )
-        kind, decision = _decide(holds, outcomes, doubling, (lo, hi), power)
         out.append(
-            ClaimResult(
-                label=TRAINED_LABEL,
-                statement=f"depth helps: the L = {hi} PFN is closer to the sampling reference than "
-                f"the L = {lo} one",
-                holds=holds,
-                observed=m,
-                bound=0.0,
-                ci=ci,
-                tolerance="95% t-interval of the paired difference over the held-out contexts",
-                details={"outcomes": outcomes},
-                key="depth_helps",
-                verdict=kind,
-                decision=decision,
-                power=power,
+            _gated(
+                ClaimResult(
+                    label=TRAINED_LABEL,
+                    statement=f"depth helps: the L = {hi} PFN is closer to the sampling reference "
+                    f"than the L = {lo} one",
+                    holds=holds,
+                    observed=m,
+                    bound=0.0,
+                    ci=ci,
+                    tolerance="95% t-interval of the paired difference over the held-out contexts",
+                    details={"outcomes": outcomes},
+                    key="depth_helps",
+                    power=power,
+                ),
+                outcomes,
+                doubling,
+                (lo, hi),
             )
         )
     return out

@@ -48,7 +48,7 @@ from pfntheory.base._checks import (
 from pfntheory.base.stats import mean_se
 
 from . import MINIMAL_EFFECT, ClaimResult, Power
-from .gating import Z_MARGIN, decide
+from .gating import Z_MARGIN, decided
 
 __all__ = [
     "summarise_ceiling",
@@ -362,21 +362,15 @@ def _decided(res: ClaimResult, statuses, power: Power | None, replay=None) -> Cl
     (:func:`~pfntheory.claims.gating.decide`) on ``statuses`` (run name -> Status; empty when the
     claim reads no trained run: then every run read has 'plateaued' vacuously and the power
     decides)."""
-    d = decide(
-        res.holds,
+    out = decided(
+        dataclasses.replace(res, power=power),
         statuses,
         replay=replay,
-        power=power,
         model=None if statuses else "no trained run",
     )
     conv = {k: v.to_dict() for k, v in statuses.items()}
-    return dataclasses.replace(
-        res,
-        power=power,
-        verdict=d.kind,
-        decision=d.to_dict(),
-        details={**res.details, "convergence": conv, "shared_reasons": ["margin"]},
-    )
+    details = {**res.details, "convergence": conv, "shared_reasons": ["margin"]}
+    return dataclasses.replace(out, details=details)
 
 
 def runs_read(names, models: dict) -> dict:

@@ -388,14 +388,13 @@ def check_growth_vs_tf(
 
 def _gate(long_r: ClaimResult, short_r: ClaimResult, statuses, short, long) -> ClaimResult:
     steps = (int(short["config"]["setting"]["steps"]), int(long["config"]["setting"]["steps"]))
-    replay = gating.Replay(steps, (bool(short_r.holds), bool(long_r.holds)), "doubling", 2)
-    dec = gating.decide(long_r.holds, statuses, replay=replay, power=long_r.power)
+    replay = gating.Replay.at_budgets(steps, (bool(short_r.holds), bool(long_r.holds)))
     details = {
         **long_r.details,
         "convergence": {k: v.to_dict() for k, v in statuses.items()},
         "holds_at": {str(steps[0]): bool(short_r.holds), str(steps[1]): bool(long_r.holds)},
     }
-    return dataclasses.replace(long_r, verdict=dec.kind, decision=dec.to_dict(), details=details)
+    return gating.decided(long_r, statuses, replay=replay, details=details)
 
 
 def coverage_rows(doc: dict) -> list[dict[str, Any]]:

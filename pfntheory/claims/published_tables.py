@@ -28,14 +28,14 @@ from pfntheory.base._checks import (
     keys,
     text,
 )
-from pfntheory.base.stats import mean_se
+from pfntheory.base.stats import Z_MARGIN, mean_se
 from pfntheory.infra.config import TaskSpec
 from pfntheory.maths.spectral import sample_design
 
 from ..experiments.published import PUBLISHED, PUBLISHED_DEPTHS, published_rows
 from ..experiments.reference import components, ppd_at_query
 from . import ClaimResult, checked_args
-from .crps_slip import K_SE, PAPER_INSTANCES
+from .crps_slip import PAPER_INSTANCES
 
 __all__ = [
     "LEVELS",
@@ -61,7 +61,7 @@ def _binomial_z(p, level: float, n: int):
 
 @checked_args("k_se", "n_instances", experiment=text)
 def check_published_coverage(
-    experiment: str, *, k_se: float = K_SE, n_instances: int = PAPER_INSTANCES
+    experiment: str, *, k_se: float = Z_MARGIN, n_instances: int = PAPER_INSTANCES
 ) -> list[ClaimResult]:
     """One result per level (50%, 90%, 95%): are the table's coverages within ``k_se`` binomial
     standard errors of nominal?
@@ -129,7 +129,7 @@ def check_published_coverage(
 
 
 @checked_args("k_se", result=keys("spec", "n_instances", "metrics"))
-def check_reference_calibrated(result: dict, *, k_se: float = K_SE) -> ClaimResult:
+def check_reference_calibrated(result: dict, *, k_se: float = Z_MARGIN) -> ClaimResult:
     """The premise of :func:`check_published_coverage` on our exact-PPD reference run: its
     central-interval coverages lie within ``k_se`` binomial SE of nominal at every n'.
 
@@ -233,7 +233,7 @@ def single_kernel_coverage(
 
 @checked_args("n", "seed", "k_se", task=instance_of(TaskSpec), n_instances=at_least(2))
 def check_single_kernel_signature(
-    task, n: int = 256, n_instances: int = 256, seed: int = 0, *, k_se: float = K_SE
+    task, n: int = 256, n_instances: int = 256, seed: int = 0, *, k_se: float = Z_MARGIN
 ) -> ClaimResult:
     """Does a predictive that cannot select the hyperparameters show the hierarchical table's
     coverage pattern? Among the single-kernel predictives of :func:`single_kernel_coverage`, the

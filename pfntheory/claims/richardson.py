@@ -40,7 +40,7 @@ from pfntheory.base._checks import (
 from pfntheory.base.stats import EPS
 from pfntheory.maths import richardson as rich
 
-from . import ERRATUM, VERDICT_KINDS, ClaimResult, checked_args
+from . import ERRATUM, VERDICT_KINDS, ClaimResult, VerdictKind, checked_args
 
 __all__ = [
     "ROUNDOFF_SAFETY",
@@ -69,7 +69,7 @@ KRR_RULES: dict[str, Rule] = {
 
 
 @checked(r=instance_of(ClaimResult), kind=one_of(VERDICT_KINDS))
-def as_erratum(r: ClaimResult, kind: str = ERRATUM) -> ClaimResult:
+def as_erratum(r: ClaimResult, kind: VerdictKind = ERRATUM) -> ClaimResult:
     """``r`` with verdict ``kind`` when it holds, i.e. when the check confirms the corrected
     statement (of an erratum or a caveat); otherwise the verdict follows from ``holds`` (the check
     stopped confirming it, and the report says so)."""

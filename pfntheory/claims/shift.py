@@ -22,7 +22,7 @@ from pfntheory.base._checks import (
     positive_scalar,
     probability,
 )
-from pfntheory.base.stats import mean_se
+from pfntheory.base.stats import Z_MARGIN, mean_se
 from pfntheory.infra.config import COVARIATES
 from pfntheory.maths import construction as con
 from pfntheory.maths.gp import posterior_predictive
@@ -30,11 +30,11 @@ from pfntheory.maths.kernels import RBFKernel
 
 from .. import DEFAULT_NOISE_VAR
 from . import ClaimResult, checked_args
+from .gating import COVERAGE_SLACK
 
 __all__ = [
     "DESIGNS",
     "COVERAGE_SLACK",
-    "Z_SE",
     "draw_contexts",
     "tfpr_step",
     "tfpr_moments",
@@ -45,13 +45,6 @@ __all__ = [
 #: Covariate designs: the pretraining design of sec:sims and the shift of supp-sec:exp additional
 #: (the covariate laws :data:`pfntheory.infra.config.COVARIATES`).
 DESIGNS = COVARIATES
-#: Allowed |coverage - 0.9| beyond Z_SE standard errors: the paper's own "reasonably close to
-#: nominal" (.848 at the 90% level in supp-tab:lengthscale-crps), as in
-#: :mod:`pfntheory.claims.trained`.
-COVERAGE_SLACK = 0.05
-#: Standard errors of the Monte-Carlo mean over contexts allowed on top of the slack (one-sided
-#: normal tail 0.13% per cell).
-Z_SE = 3.0
 _Z90 = float(scipy.stats.norm.ppf(0.95))  # central 90% interval: mu +- z sqrt(tau)
 
 
@@ -268,10 +261,12 @@ def check_shift_construction(
 
     * ``shift_construction.coverage.uniform``: the supp-sec:exp additional claim for the
       architecture itself: on the shifted design, at every L in ``Ls`` and n in ``ns``,
-      ``|coverage - 0.9| <= COVERAGE_SLACK + Z_SE SE``. ``observed`` is the worst cell's coverage.
+      ``|coverage - 0.9| <= COVERAGE_SLACK + Z_MARGIN SE``. ``observed`` is the worst cell's
+      coverage.
     * ``shift_construction.coverage.gaussian``: the same on the pretraining design (reference).
     * ``shift_construction.shift_not_worse``: the mean distance ``|TF^pr - (mu, tau)|_inf`` under
-      the shift exceeds the one on the pretraining design by at most ``Z_SE`` SE in every (L, n).
+      the shift exceeds the one on the pretraining design by at most ``Z_MARGIN`` SE in every
+      (L, n).
 
     Both carry every cell (coverage, width ratio, distance to the exact PPD, with standard errors)
     in ``details["cells"]``; the verdict follows from the measurement (``holds``).
@@ -285,7 +280,7 @@ def check_shift_construction(
     out = []
     for design in DESIGNS:
         mine = [c for c in cells if c["design"] == design]
-        dev = [abs(c["coverage90"] - 0.9) - Z_SE * c["coverage90_se"] for c in mine]
+        dev = [abs(c["coverage90"] - 0.9) - Z_MARGIN * c["coverage90_se"] for c in mine]
         w = mine[int(np.argmax(dev))]
         what = (
             "the covariate shift Unif[-1/sqrt d, 1/sqrt d]^d"
@@ -305,7 +300,7 @@ def check_shift_construction(
                 observed=float(w["coverage90"]),
                 bound=0.9,
                 tolerance=(
-                    f"|coverage - 0.9| <= {COVERAGE_SLACK} + {Z_SE:g} SE in every cell "
+                    f"|coverage - 0.9| <= {COVERAGE_SLACK} + {Z_MARGIN:g} SE in every cell "
                     f"({n_instances * len(seeds)} contexts over {len(seeds)} seeds per cell; "
                     f"coverage exact per context); worst: L={w['L']}, n={w['n']} "
                     f"(width ratio {w['width_ratio']:.3g}, |TF^pr - PPD|_inf {w['err']:.3g})"
@@ -332,7 +327,7 @@ def check_shift_construction(
             )
         )
     # the shift does not degrade the architecture: per (L, n), distance to the exact PPD under the
-    # shift minus on the pretraining design, below Z_SE standard errors (independent contexts)
+    # shift minus on the pretraining design, below Z_MARGIN standard errors (independent contexts)
     by = {(c["design"], c["L"], c["n"]): c for c in cells}
     diffs = []
     for L in Ls:
@@ -349,11 +344,12 @@ def check_shift_construction(
                 f"E|TF^pr - (mu, tau)|_inf under the shift <= on N(0, I/d) at every L in "
                 f"{list(Ls)}, n in {list(ns)}"
             ),
-            holds=bool(all(D <= Z_SE * se for D, se, _, _ in diffs)),
+            holds=bool(all(D <= Z_MARGIN * se for D, se, _, _ in diffs)),
             observed=float(worst[0]),
-            bound=float(Z_SE * worst[1]),
+            bound=float(Z_MARGIN * worst[1]),
             tolerance=(
-                f"difference (uniform - gaussian) of the mean distance <= {Z_SE:g} SE (unpaired, "
+                "difference (uniform - gaussian) of the mean distance <= "
+                f"{Z_MARGIN:g} SE (unpaired, "
                 f"independent contexts); worst L={worst[2]}, n={worst[3]}"
             ),
             details={

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
+from pfntheory.base.stats import Z_MARGIN
+
 from . import UNDECIDED, ClaimResult
-from .shift_cause import COVERAGE_SLACK, PATH_SCALES, Z_SE
+from .shift_cause import COVERAGE_SLACK, PATH_SCALES
 
 __all__ = [
     "SHIFT_CAUSE_FILE",
@@ -63,10 +65,10 @@ def _at(doc: dict, n: int | None = None) -> dict:
 
 
 def collapsing(doc: dict, n: int | None = None) -> bool:
-    """Whether the run's 90% coverage under the shift lies more than ``COVERAGE_SLACK`` + ``Z_SE``
-    SE below nominal at ``n'`` (default: the first cell)."""
+    """Whether the run's 90% coverage under the shift lies more than ``COVERAGE_SLACK`` +
+    ``Z_MARGIN`` SE below nominal at ``n'`` (default: the first cell)."""
     u = _at(doc, n)["uniform"]
-    return bool(0.9 - u["coverage90"] > COVERAGE_SLACK + Z_SE * u["coverage90_se"])
+    return bool(0.9 - u["coverage90"] > COVERAGE_SLACK + Z_MARGIN * u["coverage90_se"])
 
 
 def _row(doc: dict, n: int | None = None) -> dict:

@@ -86,7 +86,8 @@ def _backend(name: str):
 
 def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
     """Copy an identical finished run from another experiment's directory instead of retraining:
-    its config, metrics, weights and learning curves (``learning_curve*.json``, one per covariate
+    its config, metrics, weights (with the last iterate of a weight-averaged run, which a finished
+    run must ship: without it the copy reads as unfinished and is trained again) and learning curves (``learning_curve*.json``, one per covariate
     design: the curve belongs to the training, which the shared name fixes), and each evaluation
     this experiment asks for that the other run already has."""
     curves = LEARNING_CURVE_FILE.replace(".json", "*.json")
@@ -95,6 +96,8 @@ def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
             continue
         run_dir.mkdir(parents=True, exist_ok=True)
         names = [runfiles.CONFIG, runfiles.METRICS, runfiles.WEIGHTS]
+        if (other / runfiles.WEIGHTS_LAST).is_file():  # a weight-averaged run's last iterate
+            names.append(runfiles.WEIGHTS_LAST)
         names += sorted(p.name for p in other.glob(curves))
         for f in names:
             runfiles.atomic_write_bytes(run_dir / f, (other / f).read_bytes())

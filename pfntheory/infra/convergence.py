@@ -23,7 +23,6 @@ from .config import COVARIATES, curve_file
 from .status import (
     ALPHA,
     NOMINAL,
-    START_MARGIN,
     Status,
     as_status,
     no_curve,
@@ -36,7 +35,6 @@ __all__ = [
     "MIN_POINTS",
     "METRICS",
     "STATES",
-    "START_MARGIN",
     "Status",
     "no_curve",
     "TOLERANCES",
@@ -187,7 +185,7 @@ def plateau_status(
         fitted (too few steps, or a non-finite value in the last half) the fitted quantities are
         NaN, and so is ``value`` for a curve without a step > 0 (an empty curve is "too short").
         ``start`` / ``worse_than_start``: the curve's value at step 0 against its last, per n'
-        (:data:`START_MARGIN`), whatever the state.
+        (:data:`~pfntheory.base.stats.Z_MARGIN`), whatever the state.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be a number in (0, 0.5), got {alpha!r}")
@@ -349,7 +347,7 @@ def curve_status(
     return plateau_status(points, metric=metric).replace(run=Path(run_dir).name)
 
 
-def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
+def all_plateaued(statuses: Mapping[str, Status | Mapping]) -> dict:
     """The gate of every trained verdict: has every run plateaued?
 
     Parameters
@@ -371,17 +369,17 @@ def all_plateaued(statuses: Mapping[str, Mapping]) -> dict:
             f"statuses must map run names to convergence statuses, got {type(statuses).__name__}"
         )
     for name, st in statuses.items():
-        keys("state", "plateaued")(st, f"statuses[{name!r}]")
+        if not isinstance(st, Status):
+            keys("state", "plateaued")(st, f"statuses[{name!r}]")
     sts: dict[str, Status] = {
         n: st if isinstance(st, Status) else as_status(st) for n, st in statuses.items()
     }
-    statuses = sts
     out = [n for n, st in sts.items() if not st.plateaued]
     states = dict(sorted(Counter(sts[n].state for n in out).items()))
     steps = [st.last_step for st in sts.values() if st.last_step is not None]
     return {
         "plateaued": not out,
-        "n": len(statuses),
+        "n": len(sts),
         "not_plateaued": out,
         "no_curve": [n for n in out if sts[n].state == "no curve"],
         "worse": [n for n, st in sts.items() if st.got_worse],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from pfntheory.base._checks import (
     ArgumentTypeError,
@@ -22,10 +22,10 @@ from pfntheory.base._checks import (
     sequence,
     text,
 )
+from pfntheory.base.stats import Z_MARGIN
 
 __all__ = [
     "ALPHA",
-    "START_MARGIN",
     "START_TOL",
     "Status",
     "as_status",
@@ -39,17 +39,16 @@ __all__ = [
 ALPHA = 0.05
 NOMINAL = {"coverage90": 0.9}
 #: A run's final value is *worse than its start* at one n' when it exceeds its value at step 0 (its
-#: initialisation) by more than START_MARGIN standard errors (unpaired SE of the two, so the test
+#: initialisation) by more than Z_MARGIN standard errors (unpaired SE of the two, so the test
 #: is conservative; one-sided normal tail 0.13%: the margin of the trained claims) and by more than
 #: START_TOL of the step-0 value (the plateau test's 10% equivalence tolerance: a change within it
 #: is no change there either, so a run 3% worse than its start is not called worse).
-START_MARGIN = 3.0
 START_TOL = 0.10
 _NAN = float("nan")
 
 
 @dataclasses.dataclass(frozen=True)
-class Status(Mapping):
+class Status:
     """The convergence status of one run, returned by both tests (:func:`plateau_status`, the
     log-half trend test, and :func:`doubling_status`, budget doubling) and read by the one gate of
     every trained verdict (:func:`pfntheory.claims.gating.decide`).
@@ -63,14 +62,14 @@ class Status(Mapping):
     log-half test's residual SD and held-out SE), ``n_points``, ``mid_step``, ``alpha``,
     ``short_step`` and ``n_instances`` (budget doubling), ``start`` (per n' evaluated at step 0:
     ``(n', value at step 0, its SE, value at the last step, its SE)``), ``worse_than_start`` (the
-    n' where the last value exceeds the step-0 value by more than :data:`START_MARGIN` SE and
+    n' where the last value exceeds the step-0 value by more than :data:`Z_MARGIN` SE and
     :data:`START_TOL` of it),
     ``model`` (which model the values are of) and ``run`` / ``half_run`` (run names, where known);
     ``by_n`` (budget doubling: per n' of the two final points ``(n', E[TV] at S, E[TV] at 2S,
     paired SE of the change)``, where the doubled budget made the run better or worse).
 
-    A Mapping of its fields (and of ``plateaued``, ``diverging``, ``change``), so that readers
-    of the former dict statuses keep working; new code reads the attributes.
+    Read by attribute (it is no mapping); :meth:`to_dict` is its JSON form and :func:`as_status`
+    reads that form (or a former dict status) back.
 
     The fields are checked at construction (and by :meth:`replace`), each bad one refused naming
     it: ``state`` a non-empty string, ``test`` one of :data:`TESTS`, steps and counts integers
@@ -165,20 +164,6 @@ class Status(Mapping):
     @property
     def trend(self) -> str:
         return trend_text(self)
-
-    _EXTRA = ("plateaued", "diverging", "change", "trend")
-
-    def __getitem__(self, key: str):
-        if key in self._EXTRA or key in self.__dataclass_fields__:
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self.__dataclass_fields__
-        yield from self._EXTRA
-
-    def __len__(self) -> int:
-        return len(self.__dataclass_fields__) + len(self._EXTRA)
 
     def replace(self, **changes) -> Status:
         return dataclasses.replace(self, **changes)
@@ -297,7 +282,7 @@ _METRICS = ("tv", "nll", "coverage90", "crps")
 @checked(points=_points, metric=lambda x, name: choice(x, name, _METRICS))
 def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int, ...]]:
     """Per n' at step 0 and at the last step: ``(n', start, se, end, se)``, and the n' where the
-    end is worse than the start by more than :data:`START_MARGIN` SE (for coverage, farther from
+    end is worse than the start by more than :data:`Z_MARGIN` SE (for coverage, farther from
     0.9)."""
     if not points or not all(metric in p and metric + "_se" in p for p in points):
         return (), ()
@@ -317,12 +302,12 @@ def start_vs_end(points: Sequence[dict], metric: str) -> tuple[tuple, tuple[int,
         )
         rows.append((n, a, sa, b, sb))
         da, db = (abs(a - nominal), abs(b - nominal)) if nominal is not None else (a, b)
-        if db - da > max(START_MARGIN * math.hypot(sa, sb), START_TOL * abs(da)):
+        if db - da > max(Z_MARGIN * math.hypot(sa, sb), START_TOL * abs(da)):
             worse.append(n)
     return tuple(rows), tuple(worse)
 
 
-def trend_text(status: Mapping) -> str:
+def trend_text(status: Status | Mapping) -> str:
     """The one line of a :class:`Status` (either test), e.g. "still improving at 2000 steps (0.123;
     fitted fall over the last log-half 0.021, 90% CI [0.012, 0.030], tolerance 0.0123; jitter
     0.004 vs instance se 0.001)", with where the run ended worse than its start."""
@@ -367,6 +352,17 @@ def _worse_text(st: Status) -> str:
 
 #: The float fields of a :class:`Status` whose NaN a JSON record may hold as null.
 _NAN_FIELDS = ("value", "fall", "se", "tol", "halfwidth", "jitter", "instance_se")
+
+
+def status_rule(*required: str):
+    """An argument rule (:func:`pfntheory.base._checks.checked`): a :class:`Status` as it is, or a
+    status mapping holding ``required`` read as one (:func:`as_status`); anything else is refused
+    naming the argument."""
+
+    def rule(x, name: str) -> Status:
+        return x if isinstance(x, Status) else as_status(keys(*required)(x, name))
+
+    return rule
 
 
 def as_status(status: Mapping) -> Status:

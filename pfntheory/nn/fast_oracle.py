@@ -28,6 +28,7 @@ Other task kinds (BLR, the hierarchical prior) are delegated to ``sample_batch``
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -176,18 +177,23 @@ def oracle32(c, Xa: torch.Tensor, z: torch.Tensor, max_refine: int = MAX_REFINE,
     return {"Y": Y, "mu": mu, "tau": tau, "steps": steps, "err": err}
 
 
-def sample_batch_fast(
-    task: TaskSpec,
-    batch_size: int,
-    n: int,
-    generator: torch.Generator,
-    device=None,
-    dtype: torch.dtype = torch.float32,
-    interval: tuple[float, float] | None = None,
-) -> Batch:
+#: The parameters of :func:`sample_batch_fast`: :func:`~pfntheory.nn.priors.sample_batch`'s, read
+#: from it (one signature, written once), less ``fast`` (this function is the fast path).
+_SIGNATURE = inspect.signature(sample_batch).replace(
+    parameters=[p for p in inspect.signature(sample_batch).parameters.values() if p.name != "fast"]
+)
+
+
+def sample_batch_fast(*args, **kwargs) -> Batch:
     """:func:`pfntheory.nn.priors.sample_batch` with the float32 oracle of this module for the
-    single-kernel rbf kinds (``rbf``, ``ard_rbf``); same arguments, same random numbers, same
-    :class:`~pfntheory.nn.priors.Batch`. Other kinds are ``sample_batch`` itself."""
+    single-kernel rbf kinds (``rbf``, ``ard_rbf``); same arguments (its signature, without
+    ``fast``), same random numbers, same :class:`~pfntheory.nn.priors.Batch`. Other kinds are
+    ``sample_batch`` itself."""
+    call = _SIGNATURE.bind(*args, **kwargs)
+    call.apply_defaults()
+    task: TaskSpec = call.arguments["task"]
+    batch_size, n, generator = (call.arguments[k] for k in ("batch_size", "n", "generator"))
+    device, dtype, interval = (call.arguments[k] for k in ("device", "dtype", "interval"))
     B, n, interval = check_sample_args(task, batch_size, n, generator, dtype, interval)
     comps = _components(task)
     gdev = generator.device
@@ -218,3 +224,6 @@ def sample_batch_fast(
         mu=mu.to(device),
         tau=tau.to(device),
     )
+
+
+sample_batch_fast.__signature__ = _SIGNATURE  # type: ignore[attr-defined]

@@ -86,7 +86,7 @@ def plateau_word(run, covariates: str | None = None) -> str:
         Read ``learning_curve_<covariates>.json`` (e.g. ``"uniform"``, the covariate shift) instead
         of the run's own curve.
     """
-    return xgate.run_convergence(run, covariates)["state"]
+    return xgate.run_convergence(run, covariates).state
 
 
 @dataclass(frozen=True)
@@ -394,10 +394,10 @@ def plot_fall_rows(ax, rows: Sequence, xlabel: str, title: str) -> None:
     ax.axvspan(-1, 1, color="tab:green", alpha=0.12, lw=0)
     ax.axvline(0, color="k", lw=0.6)
     for y, (_, st) in enumerate(rows):
-        lo, hi = st["ci"]
-        c = STATE_COLOURS.get(st["state"], "0.5")
-        ax.plot([lo / st["tol"], hi / st["tol"]], [y, y], color=c, lw=2)
-        ax.plot(st["change"] / st["tol"], y, "o", color=c, ms=3)
+        lo, hi = st.ci
+        c = STATE_COLOURS.get(st.state, "0.5")
+        ax.plot([lo / st.tol, hi / st.tol], [y, y], color=c, lw=2)
+        ax.plot(st.fall / st.tol, y, "o", color=c, ms=3)
     ax.set_yticks(range(len(rows)), [name for name, _ in rows], fontsize=6)
     ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
     ax.set_xscale("symlog", linthresh=1.0)

@@ -65,8 +65,8 @@ def curve_status_frame(run, curves: dict[str, str | None], metrics=("tv", "cover
     for design, cov in curves.items():
         for metric in metrics:
             st = curve_status(run.run_dir, cov, metric=metric)
-            trend = st["trend"] if st["state"] != "no curve" else ""
-            rows.append({"design": design, "metric": metric, "status": st["state"], "trend": trend})
+            trend = st.trend if st.state != "no curve" else ""
+            rows.append({"design": design, "metric": metric, "status": st.state, "trend": trend})
     return pd.DataFrame(rows)
 
 
@@ -89,12 +89,10 @@ def resolution_frame(runs_by_experiment: dict[str, Sequence]):
         fitted = [st for st in sts if st.resolvable is not None]
         row: dict = {"experiment": name, "curves": len(tr)}
         for w in STATUS_WORDS:
-            row[w] = sum(st["state"] == w for st in sts)
-        row["resolvable"] = sum(st["resolvable"] for st in fitted)
+            row[w] = sum(st.state == w for st in sts)
+        row["resolvable"] = sum(st.resolvable for st in fitted)
         row["median halfwidth / tol"] = (
-            float(np.median([st["halfwidth"] / st["tol"] for st in fitted]))
-            if fitted
-            else float("nan")
+            float(np.median([st.halfwidth / st.tol for st in fitted])) if fitted else float("nan")
         )
         rows.append(row)
     return pd.DataFrame(rows)
@@ -105,7 +103,7 @@ def _jitter_ratio(points: list, key: str) -> tuple[float, float]:
     of a curve read at ``key`` (``"tv"``: the weight average, ``"last_tv"``: the last iterate)."""
     alt = [{**p, "tv": p[key], "tv_se": p[key + "_se"]} for p in points]
     st = plateau_status(alt)
-    return st["jitter"] / st["instance_se"], st["value"]
+    return st.jitter / st.instance_se, st.value
 
 
 def averaging_frame(runs: Sequence, before: Sequence = ()):
@@ -169,12 +167,12 @@ def doubling_frame(runs: Sequence):
                 "mode": s.model.mode,
                 "L": s.model.L,
                 "C": s.model.C,
-                "S -> 2S": f"{st['short_step']} -> {st['last_step']}",
-                "E[TV] at 2S": st["value"],
-                "fall": st["change"],
-                "90% CI": f"[{st['ci'][0]:.4f}, {st['ci'][1]:.4f}]",
-                "tol": st["tol"],
-                "state": st["state"],
+                "S -> 2S": f"{st.short_step} -> {st.last_step}",
+                "E[TV] at 2S": st.value,
+                "fall": st.fall,
+                "90% CI": f"[{st.ci[0]:.4f}, {st.ci[1]:.4f}]",
+                "tol": st.tol,
+                "state": st.state,
                 "resolvable": bool(st.resolvable),
             }
         )

@@ -50,7 +50,7 @@ def _cell_text(p: Exp1Panel, q: Exp1Panel, statuses: Mapping, i: int, j: int) ->
     if key not in p.cells:
         return "-"
     st = statuses.get(p.cells[key].run_dir.name)
-    state = st["state"] if st is not None else "no status"
+    state = st.state if st is not None else "no status"
     H, G = p.grid()[0], q.grid()[0]
     s_val = f"{np.log(G[i, j]):.3f}" if np.isfinite(G[i, j]) else "-"
     return f"{np.log(H[i, j]):.3f} ({state}) | S: {s_val}"
@@ -127,9 +127,9 @@ def plot_doubling_intervals(axs, panels: Sequence[Exp1Panel], statuses: Mapping)
         rows = []
         for (L, C), r in sorted(p.cells.items()):
             st = statuses.get(r.run_dir.name)
-            if st is None or not st.get("half_run"):
+            if st is None or not st.half_run:
                 continue
-            if np.isfinite(st["change"]) and st["tol"] > 0:
+            if np.isfinite(st.fall) and st.tol > 0:
                 rows.append((f"L{L} C{C}", st))
         plot_fall_rows(ax, rows, "fall S -> 2S / tolerance (90% CI)", p.title)
     return state_handles()

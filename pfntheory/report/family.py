@@ -107,7 +107,7 @@ def _doubling_states(runs: Sequence[LoadedRun]) -> dict[str, str]:
     from ..claims.gating import doubling_statuses
 
     return {
-        name: "no doubling" if st["state"] == "no half-budget run" else str(st["state"])
+        name: "no doubling" if st.state == "no half-budget run" else str(st.state)
         for name, st in doubling_statuses(runs).items()
     }
 

@@ -59,7 +59,7 @@ def readings_frame(runs: Sequence):
             ratio = np.asarray(e.mean["width_90"]) / np.asarray(e.mean["width_90_exact"])
             row[f"{design} coverage"] = f"{cov.min():.3f}-{cov.max():.3f}"
             row[f"{design} width / exact"] = f"{ratio.min():.2f}-{ratio.max():.2f}"
-        row["shift curve status"] = statuses[r.run_dir.name]["state"]
+        row["shift curve status"] = statuses[r.run_dir.name].state
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -11,6 +11,7 @@ import math
 
 from pfntheory.base._checks import ArgumentTypeError
 from pfntheory.claims.gating import SHARED_REASONS
+from pfntheory.claims.verdicts import OUTCOME_WORD, PAGE_CLASS, SHOWS_OUTCOME, VerdictKind
 
 from .labels import paper_number
 from .mathtext import math_html
@@ -18,19 +19,6 @@ from .rows import PENDING, Row
 
 __all__ = ["row_card", "fmt", "CSS", "claim_text", "extends_prefix"]
 
-_VERDICT_CLASS = {
-    "holds": "ok",
-    "holds with a caveat": "caveat",
-    "does not hold": "fail",
-    "erratum": "erratum",
-    "outside the paper's regime": "outside",
-    "holds at budget": "budget-ok",
-    "fails at budget": "budget-fail",
-    "undecided": "undecided",
-    "undecided (underpowered)": "undecided",
-    "worse with training": "budget-fail",
-    PENDING: "pending",
-}
 _COMPARE_WORD = {"bound": "bound", "threshold": "threshold", "reference": "reference"}
 
 
@@ -57,7 +45,7 @@ def _ci_brackets(observed, ci) -> bool:
 
 
 def _badge(verdict: str) -> str:
-    cls = _VERDICT_CLASS.get(verdict, "pending")
+    cls = PAGE_CLASS.get(verdict, PAGE_CLASS[PENDING])
     return f'<span class="verdict v-{cls}">{html.escape(verdict)}</span>'
 
 
@@ -78,18 +66,11 @@ def _notes(r) -> list[str]:
         out.append(f'<span class="note caveat">{math_html(_get(r, "caveat"))}</span>')
     if _get(r, "convergence"):
         out.append(f'<span class="note">{math_html(_get(r, "convergence"))}</span>')
-    if _get(r, "erratum") and _get(r, "verdict") == "does not hold":
+    if _get(r, "erratum") and _get(r, "verdict") == VerdictKind.FAILS:
         out.append('<span class="note">the check did not confirm the corrected statement</span>')
-    if _get(r, "verdict") in (
-        "erratum",
-        "outside the paper's regime",
-        "undecided",
-        "undecided (underpowered)",
-        "worse with training",
-    ):
+    if _get(r, "verdict") in SHOWS_OUTCOME:
         out.append(
-            f'<span class="note">the check itself: {"holds" if _get(r, "holds") else "fails"}'
-            "</span>"
+            f'<span class="note">the check itself: {OUTCOME_WORD[bool(_get(r, "holds"))]}</span>'
         )
     return out
 
@@ -170,7 +151,7 @@ def row_card(row: Row) -> str:
         + f"<code>{html.escape(row.label)}</code>"
     )
     lab += f" — {math_html(row.variant)}" if row.variant else ""
-    cls = _VERDICT_CLASS[row.verdict]
+    cls = PAGE_CLASS[row.verdict]
     back = f'<a class="back" href="index.html#{row.anchor}">index row</a>'
     claim = claim_text(row.statement, row.variant, 90)
     line = f"{_badge(row.verdict)} <b>{lab}</b>" + (f": {math_html(claim)}" if claim else "")

@@ -43,7 +43,9 @@ from pfntheory.claims import (
     OUTSIDE,
     UNDECIDED,
     VERDICT_KINDS,
+    VerdictKind,
 )
+from pfntheory.claims.decision import Decision
 from pfntheory.claims.gating import SHARED_REASONS, decide, plateau_tally
 from pfntheory.infra.convergence import curve_status
 from pfntheory.infra.runs import round_significant
@@ -121,7 +123,7 @@ def explain_tolerance(tolerance: str, reasons: Sequence[str] = ()) -> str:
 
 
 @checked(caveat=text)
-def verdict_of(holds: bool | None, caveat: str = "") -> str:
+def verdict_of(holds: bool | None, caveat: str = "") -> VerdictKind:
     """The verdict that follows from ``holds`` alone: "pending" for None, "does not hold" for a
     false ``holds``, "holds" or (with a caveat) "holds with a caveat" for a true one."""
     if holds is None:
@@ -162,8 +164,10 @@ def convergence_of(run_dirs: Sequence[str | os.PathLike], metric: str = "tv") ->
 
 def decided_convergence(decided, fallback: str) -> str:
     """The convergence line of a row whose verdict its claim decided: the gate's rendered line (a
-    ``decision`` dict with its ``text``), the tally of the statuses it read (a dict of statuses),
-    or ``fallback`` when it read nothing."""
+    :class:`~pfntheory.claims.decision.Decision`, or its JSON form with its ``text``), the tally
+    of the statuses it read (a dict of statuses), or ``fallback`` when it read nothing."""
+    if isinstance(decided, Decision):
+        return decided.text()
     if isinstance(decided, dict) and isinstance(decided.get("text"), str):
         return decided["text"]
     if isinstance(decided, str) and decided:
@@ -205,14 +209,15 @@ def decide_verdict(
     erratum: str = "",
     outside: str = "",
     convergence: str | None = None,
-) -> str:
+) -> VerdictKind:
     """The verdict kind of a measured row (rules 1-5 of the module docstring)."""
     if explicit is not None and explicit not in VERDICT_KINDS:
-        raise ValueError(f"explicit must be one of {VERDICT_KINDS}, got {explicit!r}")
+        kinds = tuple(map(str, VERDICT_KINDS))
+        raise ValueError(f"explicit must be one of {kinds}, got {explicit!r}")
     if outside:  # more training cannot bring a measurement into the paper's regime
         return OUTSIDE
     if explicit is not None:
-        return explicit
+        return VerdictKind(explicit)
     if erratum:
         return ERRATUM if holds else FAILS
     if convergence == "improving":
@@ -367,9 +372,9 @@ class Recorder:
                     power=getattr(result, "power", None),
                     model=None if states else "no trained run",  # runs=[]: none read
                 )
-                decision, explicit = d.to_dict(), d.kind
+                decision, explicit = d, d.kind
             conv_text = (
-                decision["text"] if decision else decided_convergence(None, "")
+                decision.text() if decision else decided_convergence(None, "")
             ) or plateau_tally(states)["text"]
         run_dir = _rel(run_dir) if run_dir is not None else (getattr(result, "run_dir", None) or "")
         if runs is not None and not run_dir:

@@ -18,10 +18,10 @@ from pfntheory.claims import (
     OUTSIDE,
     UNDECIDED,
     UNDERPOWERED,
-    VERDICT_KINDS,
     WORSE,
 )
 from pfntheory.claims.gating import plateau_tally
+from pfntheory.claims.verdicts import VERDICTS, VerdictKind
 from pfntheory.infra.runs import round_significant
 
 __all__ = [
@@ -34,9 +34,7 @@ __all__ = [
 ]
 
 #: A result whose data is not available on this machine (never used for missing code).
-PENDING = "pending"
-#: Every verdict a row can carry, in the order the index counts them.
-VERDICTS = (*VERDICT_KINDS, PENDING)
+PENDING = VerdictKind.PENDING
 #: One line per verdict kind, shown at the top of the index.
 VERDICT_DEFINITIONS = {
     HOLDS: "every measured instance satisfies the paper's statement within the stated tolerance",
@@ -84,7 +82,7 @@ class Row:
 
     label: str  # the paper's \\label{}
     statement: str
-    verdict: str
+    verdict: VerdictKind
     variant: str = ""  # what distinguishes this row from others of the same label
     key: str = ""  # the claim's stable key
     holds: bool | None = None  # the check's own outcome

@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from pfntheory.claims.verdicts import FAILING, TRAINED_ORDER, VerdictKind
+
 from .html import _badge, claim_text
 from .labels import paper_number
 from .mathtext import math_html
@@ -31,22 +33,6 @@ def load_results(out_dir: Path) -> dict[str, dict]:
 def load_status(out_dir: Path) -> dict[str, dict]:
     p = out_dir / "results" / "_status.json"
     return json.loads(p.read_text()) if p.exists() else {}
-
-
-#: Verdicts of a trained claim (its runs are read), in the order the summary lists them.
-_TRAINED_ORDER = (
-    "holds",
-    "holds with a caveat",
-    "holds at budget",
-    "fails at budget",
-    "does not hold",
-    "undecided",
-    "undecided (underpowered)",
-    "worse with training",
-    "outside the paper's regime",
-    "erratum",
-    PENDING,
-)
 
 
 def numbered(label: str) -> str:
@@ -124,11 +110,11 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
     for s in order:
         for r in results[s.name].get("rows", []):
             v = r.get("verdict")
-            if v == "erratum":
+            if v == VerdictKind.ERRATUM:
                 errata.setdefault((r["label"], r.get("erratum", "")), []).append(
                     (r.get("anchor", ""), r.get("variant", ""))
                 )
-            elif v in ("does not hold", "fails at budget", "worse with training"):
+            elif v in FAILING:
                 failed.setdefault((r["label"], r.get("variant", "")), []).append(r)
     items = []
     for (label, text), where in errata.items():
@@ -185,8 +171,9 @@ def _failure_words(r: dict) -> str:
     if r.get("cause"):
         return str(r["cause"])
     conv = str(r.get("convergence") or "")
-    if r.get("verdict") == "worse with training" and conv.startswith("worse with training: "):
-        first = conv[len("worse with training: ") :].split(". ")[0]
+    head = f"{VerdictKind.WORSE}: "
+    if r.get("verdict") == VerdictKind.WORSE and conv.startswith(head):
+        first = conv[len(head) :].split(". ")[0]
         return _short(first, 240)
     ours, bound = r.get("observed"), r.get("bound")
     if isinstance(ours, (int, float)) and isinstance(bound, (int, float)):
@@ -206,11 +193,11 @@ def _trained_summary(results: dict[str, dict], order) -> str:
     if not rows:
         return ""
     verdicts = Counter(r["verdict"] for _, r in rows)
-    vtext = ", ".join(f"{verdicts[v]} {html.escape(v)}" for v in _TRAINED_ORDER if verdicts.get(v))
+    vtext = ", ".join(f"{verdicts[v]} {html.escape(v)}" for v in TRAINED_ORDER if verdicts.get(v))
     parts = sorted({s.name.split("_")[0].lstrip("0") for s, _ in rows})
     by_label: dict[str, list[bool]] = {}
     for _, r in rows:
-        if r["verdict"] != "outside the paper's regime":
+        if r["verdict"] != VerdictKind.OUTSIDE:
             by_label.setdefault(r["label"], []).append(bool(r.get("holds")))
     outcome = "; ".join(
         f"{numbered(lab)} {sum(h)} of {len(h)}"

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..claims.gating import plateau_tally
+from ..claims.verdicts import UNDECIDED_KINDS, VerdictKind
 from .guard import result_rows
 from .rows import PENDING, VERDICTS
 from .spec import DEFAULT_OUT, NOTEBOOKS, ROOT
@@ -55,8 +56,6 @@ __all__ = [
 DOCUMENTS: tuple[str, ...] = ("README.md", "docs/findings.md")
 #: One generated passage: its spec and its body (the body never contains a marker).
 MARKER = re.compile(r"<!-- generated: (?P<spec>[^>]*?) -->(?P<body>.*?)<!-- /generated -->", re.S)
-#: Kinds that count as undecided (the ``undecided`` spec).
-_UNDECIDED = ("undecided", "undecided (underpowered)")
 
 
 def load_rows(out_dir: str | os.PathLike | None = None) -> list[dict]:
@@ -106,7 +105,7 @@ def _counts(rows: list[dict], arg: str) -> str:
 def _undecided(rows: list[dict], arg: str) -> str:
     by_page: dict[str, list[dict]] = {}
     for r in rows:
-        if _kind(r) in _UNDECIDED:
+        if _kind(r) in UNDECIDED_KINDS:
             by_page.setdefault(_page(r["notebook"]), []).append(r)
     if not by_page:
         return "no undecided rows"
@@ -161,8 +160,8 @@ def _trained(rows: list[dict], arg: str) -> str:
 
 _GENERATORS: dict[str, Callable[[list[dict], str], str]] = {
     "counts": _counts,
-    "undecided": _undecided,
-    "pending": _pending,
+    VerdictKind.UNDECIDED: _undecided,
+    VerdictKind.PENDING: _pending,
     "rows": _rows,
     "trained": _trained,
 }

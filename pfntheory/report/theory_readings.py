@@ -52,10 +52,10 @@ def reading_cells(runs: Sequence) -> dict:
             "steps": s.steps,
             "E[TV]": float(m),
             "SE": float(se),
-            "state": st["state"],
-            "value": st.get("value", float("nan")),
-            "fall": st.get("change", float("nan")),
-            "ci": st.get("ci", (float("nan"), float("nan"))),
+            "state": st.state,
+            "value": st.value,
+            "fall": st.fall,
+            "ci": st.ci,
             "run": r.run_dir.name,
         }
     return out
