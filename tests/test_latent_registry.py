@@ -91,7 +91,7 @@ def test_every_committed_multihead_study_file_is_listed():
     from pfntheory.pipelines.studies import LISTED_STUDIES
 
     listed = {p for s in LISTED_STUDIES.values() for p in s.found(ROOT)}
-    for folder in ("select", "confirm", "chebyshev"):
+    for folder in ("select", "confirm", "chebyshev", "fair"):
         files = [p for p in (ROOT / f"supp_tab_hier_multihead_{folder}").rglob("*.json")]
         assert files, folder
         assert set(files) <= listed, sorted(map(str, set(files) - listed))[:3]

@@ -87,9 +87,10 @@ def _backend(name: str):
 def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
     """Copy an identical finished run from another experiment's directory instead of retraining:
     its config, metrics, weights (with the last iterate of a weight-averaged run, which a finished
-    run must ship: without it the copy reads as unfinished and is trained again) and learning curves (``learning_curve*.json``, one per covariate
-    design: the curve belongs to the training, which the shared name fixes), and each evaluation
-    this experiment asks for that the other run already has."""
+    run must ship: without it the copy reads as unfinished and is trained again) and learning
+    curves (``learning_curve*.json``, one per covariate design: the curve belongs to the
+    training, which the shared name fixes), and each evaluation this experiment asks for that the
+    other run already has."""
     curves = LEARNING_CURVE_FILE.replace(".json", "*.json")
     for other in sorted(root.glob(f"*/{spec.name}")):
         if other.resolve() == run_dir.resolve() or not is_trained(other, spec):

@@ -1,6 +1,6 @@
 """The studies the report reads that are not runs of the experiment registry
 (:data:`pfntheory.experiments.definitions.REGISTRY`): each with its files, how it is run and what
-it costs, so that ``pfntheory sweep --list`` lists every study the report reads. Two are run by
+it costs, so that ``pfntheory sweep --list`` lists every study the report reads. Three are run by
 ``pfntheory sweep NAME`` (:attr:`Study.run`: incremental, in the sweep's process under its runs
 root's lock); the others name the calls or the command that writes their files.
 """
@@ -58,6 +58,15 @@ def _shift_cause(root: Path, *more: Path) -> Path:
     return run_shift_cause([root, *more])
 
 
+def _multihead_fair(root: Path) -> Path:
+    from pfntheory.claims.multihead_fair import FOLDER
+
+    from .multihead_fair import run_fair
+
+    run_fair(root)
+    return Path(root) / FOLDER
+
+
 _MULTIHEAD_HOW = (
     "not by sweep: calls of pfntheory.pipelines.multihead_run ({}) that write the JSON; "
     "docs/multihead.md gives each call"
@@ -103,6 +112,16 @@ LISTED_STUDIES: dict[str, Study] = {
             ("supp_tab_hier_multihead_chebyshev/*.json", "supp_tab_hier_multihead_chebyshev/*/*"),
             _MULTIHEAD_HOW.format("ceiling with chebyshev_heads.set_layer_steps, run_confirmation"),
             "107-114 s CPU per Chebyshev rule of the depth file; the cells as multihead_confirm",
+        ),
+        Study(
+            "multihead_fair",
+            "Multi-head TF^pr, the fair comparison: selector and ranges from the single heads' "
+            "pretraining range, a hand-set one-head baseline (page 08)",
+            ("supp_tab_hier_multihead_fair/*.json", "supp_tab_hier_multihead_fair/batches/*"),
+            "pfntheory sweep multihead_fair (resumable: the selector, the ranges and every batch "
+            "on disk are kept; pfntheory.pipelines.multihead_fair.run_fair)",
+            "not modelled; the selector's and the batches' CPU seconds are in their files",
+            _multihead_fair,
         ),
         Study(
             "pfns_baseline",
