@@ -461,8 +461,8 @@ for spec in rrows.shift_regime_rows(runs_s):
 #   context points, beside the hand-set Jacobi-Richardson map; and the hand-set `TF^pr` of the same
 #   depth on the same contexts.
 #
-# The decompositions are computed once (`python -m pfntheory.pipelines.shift_cause_run
-# [ROOT ...]`, a few CPU-minutes) into `reports/runs/supp_exp2_d8/shift_cause.json`; the findings
+# The decompositions are computed once (`pfntheory sweep shift_cause [--read-root DIR ...]`,
+# a few CPU-minutes) into `reports/runs/supp_exp2_d8/shift_cause.json`; the findings
 # are decided on that file by `pfntheory.claims.shift_findings.findings` (rules in each
 # tolerance).
 
@@ -479,9 +479,7 @@ def verdict_of(c):
 
 
 if not cause_docs:
-    display(
-        Markdown("*No decomposition on disk: `python -m pfntheory.pipelines.shift_cause_run`.*")
-    )
+    display(Markdown("*No decomposition on disk: `pfntheory sweep shift_cause`.*"))
 else:
     cause = {c.key: c for c in xfind.findings(cause_docs)}
     rows64 = pd.DataFrame(xfind.table(cause_docs, 64))
@@ -695,7 +693,7 @@ if cause_docs:
 # where the median context's block expands, its **onset** where 10% do. The check: `E[TV]` is
 # low (below twice the in-range level by 3 SE) at every evaluated `n'` below the onset and high
 # (above it by 3 SE) at every `n'` from `n*` on, the runs evaluated beyond the paper's
-# `n' <= 200` with 256 instances per `n'`. (`python -m pfntheory.pipelines.breakdown_run` writes
+# `n' <= 200` with 256 instances per `n'`. (`pfntheory sweep breakdown` writes
 # `reports/runs/fig_exp2_1_budget/breakdown.json`.)
 
 # %%
@@ -718,12 +716,7 @@ if trained(runs21b) and bd_path.is_file():
     plt.show()
     display(Markdown("\n".join(rbd.breakdown_lines(trained(runs21b), bd))))
 elif trained(runs21b):
-    display(
-        Markdown(
-            "*The breakdown analysis has not been run: "
-            "`python -m pfntheory.pipelines.breakdown_run`.*"
-        )
-    )
+    display(Markdown("*The breakdown analysis has not been run: `pfntheory sweep breakdown`.*"))
 
 # %% [markdown]
 # ## fig:exp2-1 and the other experiments

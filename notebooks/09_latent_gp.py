@@ -142,8 +142,7 @@ if ref is not None and trained["preds"]["2S"]:
     )
 if trained["missing"]:
     lines.append(
-        f"- *Pending:* {', '.join(trained['missing'])} "
-        "(`python -m pfntheory.nn.latent reports/runs/latent_gpc`)."
+        f"- *Pending:* {', '.join(trained['missing'])} (`pfntheory sweep latent_gpc --scale cpu`)."
     )
 display(Markdown("\n".join(lines)))
 
@@ -235,8 +234,7 @@ if ref is None:
     rec.pending(
         cl.TRAINED_LABEL,
         "Laplace, EP and the PFN against the sampling reference",
-        "reports/runs/latent_gpc/reference.json (python -m pfntheory.nn.latent_eval "
-        "reports/runs/latent_gpc)",
+        "reports/runs/latent_gpc/reference.json (pfntheory sweep latent_gpc --scale cpu)",
         variant=VARIANT,
     )
 else:

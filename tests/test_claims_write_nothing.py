@@ -231,12 +231,13 @@ def test_the_scan_passes_reads(source):
 
 
 def test_the_scan_finds_the_runners_in_pipelines():
-    """The modules that took the runners out of claims/ write and have command lines: the scan
-    sees them (it would see them in claims/)."""
+    """The modules that took the runners out of claims/ write (their command lines are
+    ``pfntheory sweep breakdown|shift_cause`` since issue 48): the scan sees them (it would see
+    them in claims/)."""
     pipes = PACKAGE / "pipelines"
     for name, expect in (
-        ("breakdown_run.py", ("def main", "__main__", ".save_json")),
-        ("shift_cause_run.py", ("def main", "__main__", ".save_json")),
+        ("breakdown_run.py", (".save_json",)),
+        ("shift_cause_run.py", (".save_json",)),
         ("multihead_run.py", (".save_json", ".mkdir")),
     ):
         found = " | ".join(findings((pipes / name).read_text(encoding="utf-8")))

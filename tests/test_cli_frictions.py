@@ -31,7 +31,6 @@ from pathlib import Path
 import pytest
 
 from pfntheory import cli
-from pfntheory.base._entry import run_entry
 from pfntheory.cli import train as train_cmd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,49 +252,28 @@ def test_readme_torch_line_has_a_fallback_hint():
 # --------------------------------------------------------------------------------------------------
 
 
-def _entry_main(module: str):
-    """The function a module's ``if __name__ == "__main__"`` block runs through ``run_entry``."""
-    import importlib
-
-    mod = importlib.import_module(module)
-    if module == "pfntheory.pipelines.shift_cause_run":
-        return lambda argv: print(mod.main(argv))
-    return getattr(mod, "main", None) or mod._main
-
-
-_LATENT, _EVAL = "pfntheory.nn.latent", "pfntheory.nn.latent_eval"
-_SF, _BD, _NB = (
-    "pfntheory.pipelines.shift_cause_run",
-    "pfntheory.pipelines.breakdown_run",
-    "pfntheory.report.numbering",
-)
-#: Bad command lines of the ``python -m`` entry points ({tmp}: a folder of the files below).
-ENTRY_LINES: list[tuple[str, list[str]]] = [
-    (_LATENT, []),
-    (_LATENT, ["{tmp}/r", "--threads", "0"]),
-    (_LATENT, ["{tmp}/r", "--threads", "-1"]),
-    (_LATENT, ["{tmp}/r", "--threads", "x"]),
-    (_LATENT, ["{tmp}/a_file"]),
-    (_LATENT, ["/proc/pfntheory-no/root"]),
-    (_LATENT, ["{tmp}/r", "--only", "nope"]),
-    (_LATENT, ["{tmp}/corrupt"]),
-    (_LATENT, ["{tmp}/r", "extra"]),
-    (_EVAL, []),
-    (_EVAL, ["{tmp}/a_file"]),
-    (_EVAL, ["/proc/pfntheory-no/root"]),
-    (_EVAL, ["{tmp}/r", "extra"]),
-    (_SF, ["{tmp}/nowhere"]),
-    (_SF, ["{tmp}/a_file"]),
-    (_SF, ["{tmp}/empty_root"]),
-    (_SF, ["--bogus"]),
-    (_BD, ["fig_exp9"]),
-    (_BD, ["fig_exp2_1", "extra"]),
-    (_NB, []),
-    (_NB, ["{tmp}/nope.tex"]),
-    (_NB, ["{tmp}"]),
-    (_NB, ["{tmp}/binary.tex"]),
-    (_NB, ["{tmp}/plain.tex"]),
-    (_NB, ["a.tex", "b.tex"]),
+#: Bad command lines of the subcommands that were ``python -m`` entry points before issue 48
+#: (the latent trainer and reference builder, now ``pfntheory sweep latent_gpc``; the shift-cause
+#: and breakdown studies, now ``pfntheory sweep shift_cause|breakdown``; the label numbering, now
+#: ``pfntheory numbering``); {tmp}: a folder of the files below.
+ENTRY_LINES: list[list[str]] = [
+    ["sweep", "latent_gpc", "--threads", "0"],
+    ["sweep", "latent_gpc", "--threads", "-1"],
+    ["sweep", "latent_gpc", "--threads", "x"],
+    ["sweep", "latent_gpc", "nope"],
+    ["sweep", "shift_cause", "--read-root", "{tmp}/nowhere"],
+    ["sweep", "shift_cause", "--read-root", "{tmp}/a_file"],
+    ["sweep", "shift_cause", "--read-root", "{tmp}/empty_root"],
+    ["sweep", "shift_cause", "--bogus"],
+    ["sweep", "breakdown", "fig_exp9"],
+    ["sweep", "breakdown", "fig_exp2_1"],
+    ["sweep", "multihead_confirm"],
+    ["numbering"],
+    ["numbering", "{tmp}/nope.tex"],
+    ["numbering", "{tmp}"],
+    ["numbering", "{tmp}/binary.tex"],
+    ["numbering", "{tmp}/plain.tex"],
+    ["numbering", "a.tex", "b.tex"],
 ]
 
 
@@ -313,33 +291,18 @@ def entry_tmp(tmp_path_factory) -> Path:
     return tmp
 
 
-@pytest.mark.parametrize(
-    "module, line", ENTRY_LINES, ids=[f"{m.split('.')[-1]} {' '.join(a)}" for m, a in ENTRY_LINES]
-)
-def test_entry_point_bad_line_is_one_line(module, line, entry_tmp, capsys):
-    """Each bad command line of a ``python -m`` entry point ends as one line on stderr and exit 2,
-    without a traceback and without starting work (before: 11 tracebacks, issue 52)."""
+@pytest.mark.parametrize("line", ENTRY_LINES, ids=[" ".join(a) for a in ENTRY_LINES])
+def test_entry_point_bad_line_is_one_line(line, entry_tmp, capsys):
+    """Each bad command line of a former ``python -m`` entry point, now a ``pfntheory``
+    subcommand, ends as one line on stderr and exit 2, without a traceback and without starting
+    work (before: 11 tracebacks, issue 52)."""
+    from pfntheory.cli import main
+
     argv = [a.replace("{tmp}", str(entry_tmp)) for a in line]
     with pytest.raises(SystemExit) as e:
-        run_entry(_entry_main(module), f"python -m {module}", argv)
+        main(argv)
     err = capsys.readouterr().err.strip()
-    assert e.value.code == 2, f"{module} {argv}: exit {e.value.code}: {err}"
+    assert e.value.code == 2, f"{argv}: exit {e.value.code}: {err}"
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith(f"python -m {module}: error: "), err
+    assert err.startswith("pfntheory") and ": error: " in err, err  # argparse's or the command's
     assert not (entry_tmp / "r").exists()  # nothing was started
-
-
-@pytest.mark.parametrize(
-    "module, argv",
-    [
-        ("pfntheory.nn.latent", ["--threads", "0", "/tmp/pfntheory-not-made"]),
-        ("pfntheory.report.numbering", ["/nonexistent/paper.tex"]),
-    ],
-)
-def test_entry_points_run_as_modules(module, argv):
-    """The same through ``python -m`` itself: the module's main block goes through run_entry."""
-    res = subprocess.run(
-        [sys.executable, "-m", module, *argv], capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
-    assert "Traceback" not in res.stderr

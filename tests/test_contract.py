@@ -178,6 +178,9 @@ SKIP: dict[str, str] = {
     ),
     # pfntheory.cli.audit
     "pfntheory.cli.audit.register": "command line: tests/test_audit.py",
+    "pfntheory.cli.tools.register": (
+        "command line: tests/test_entry_points.py and tests/test_cli_frictions.py"
+    ),
     # pfntheory.cli
     "pfntheory.cli.build_parser": "command line: fuzzed by tests/test_fuzz_cli.py",
     # pfntheory.cli.casestudy
@@ -382,8 +385,9 @@ SKIP: dict[str, str] = {
     "pfntheory.pipelines.breakdown_run.breakdown_analysis": (
         "reads run directories and evaluates their models (minutes)"
     ),
-    "pfntheory.pipelines.breakdown_run.main": (
-        "command line: tests/test_cli_frictions.py and tests/test_entry_points.py"
+    "pfntheory.pipelines.breakdown_run.run_breakdown": (
+        "reads run directories, evaluates their models (minutes) and writes the committed "
+        "breakdown.json; bad command lines in tests/test_cli_frictions.py"
     ),
     # pfntheory.pipelines.multihead_run
     "pfntheory.pipelines.multihead_run.cached_paired_tv": (
@@ -411,8 +415,18 @@ SKIP: dict[str, str] = {
         "a hash of any torch module's state (every module is valid input)"
     ),
     # pfntheory.pipelines.shift_cause_run
-    "pfntheory.pipelines.shift_cause_run.main": (
-        "command line: tests/test_cli_frictions.py and tests/test_entry_points.py"
+    "pfntheory.pipelines.shift_cause_run.run_shift_cause": (
+        "reads run directories and writes the committed shift_cause.json; bad roots in "
+        "tests/test_shift_cause.py"
+    ),
+    # pfntheory.pipelines.studies
+    "pfntheory.pipelines.studies.Study": "a record of sweep --list (its run is a runner)",
+    # pfntheory.experiments.latent
+    "pfntheory.experiments.latent.latent_complete": "reads a run directory",
+    "pfntheory.experiments.latent.reference_complete": "reads a file",
+    # pfntheory.infra.latent_spec
+    "pfntheory.infra.latent_spec.latent_spec_of": (
+        "reads a run's document; a bad one is a CorruptFileError (tests/test_latent_registry.py)"
     ),
     # pfntheory.pipelines.casestudy_predict
     "pfntheory.pipelines.casestudy_predict.GridPredictions": (
@@ -607,7 +621,6 @@ SKIP: dict[str, str] = {
     "pfntheory.report.tables.table": "display formatting: any value (None, NaN...) is valid input",
     # pfntheory.report.tallies
     "pfntheory.report.tallies.load_rows": "reads results files",
-    "pfntheory.report.tallies.main": "command line: tests/test_entry_points.py",
     "pfntheory.report.tallies.page_commits": "reads the report's pages",
     "pfntheory.report.tallies.write": "rewrites README.md and docs",
     # pfntheory.report.theory_readings
@@ -760,7 +773,6 @@ SKIP: dict[str, str] = {
     "pfntheory.report.screens.measure_pages": (
         "starts a headless Chromium; bad input in tests/test_report_screens.py"
     ),
-    "pfntheory.report.screens.main": "the measuring tool's command line",
     "pfntheory.report.screens.find_chromium": "depends on the machine (no arguments)",
     "pfntheory.report.screens.PageMeasure": "result record of measure_pages",
     # process state
@@ -2042,8 +2054,12 @@ OVERRIDES.update(
             "alpha": lambda: 2.0,
             "lengthscale": lambda: 0.8,
         },
-        "pfntheory.nn.latent.LatentTask": {"n_min": lambda: 4, "n_max": lambda: 6},
-        "pfntheory.nn.latent.LatentRunSpec": {"task": _latent_task, "steps": lambda: 4},
+        "pfntheory.infra.latent_spec.LatentTask": {"n_min": lambda: 4, "n_max": lambda: 6},
+        "pfntheory.infra.latent_spec.LatentRunSpec": {"task": _latent_task, "steps": lambda: 4},
+        "pfntheory.infra.latent_spec.LatentReferenceSpec": {"task": _latent_task},
+        "pfntheory.infra.latent_spec.latent_doc": {"spec": _latent_spec},
+        "pfntheory.experiments.latent.latent_seconds": {"spec": _latent_spec},
+        "pfntheory.pipelines.studies.get_study": {"name": lambda: "breakdown"},
         "pfntheory.nn.latent.LatentPFN": {"spec": _latent_spec},
         "pfntheory.nn.latent.sample_classification": {
             "task": _latent_task,

@@ -3,9 +3,12 @@ with one line of error and a non-zero exit, never a traceback (issue 52, item 5)
 
 The entry points are found, not listed: every module of the package whose source holds an
 ``if __name__ == "__main__"`` block, plus ``python -m pfntheory`` itself. Each runs in a
-subprocess (what a user types) with an option no parser knows; ``report.tallies`` also with
-contradictory modes and an ``--out`` that is no report folder (before issue 52 the first two
-printed argparse's usage block and the last exited 0 with "stale passages"). Only cheap lines:
+subprocess (what a user types) with an option no parser knows; ``pfntheory tallies`` (formerly
+``python -m pfntheory.report.tallies``) also with contradictory modes and an ``--out`` that is no
+report folder (before issue 52 the first two printed argparse's usage block and the last exited 0
+with "stale passages"). Outside ``pfntheory/cli/`` at most one entry point remains, named in
+docs/design.md with its reason (issue 48: the others became ``pfntheory`` subcommands or
+sweep studies). Only cheap lines:
 each fails before any work, so the whole test costs the interpreter starts (about 2 s each).
 """
 
@@ -41,23 +44,27 @@ ENTRY_MODULES = _entry_modules()
 #: Bad command lines: ``(module, argv)``.
 BAD_LINES: list[tuple[str, list[str]]] = [
     *[(m, ["--no-such-option-52"]) for m in ENTRY_MODULES],
-    ("pfntheory.report.tallies", ["--write", "--check"]),
-    ("pfntheory.report.tallies", ["--out", "/nonexistent/pfntheory-52"]),
-    ("pfntheory.report.tallies", ["extra"]),
+    ("pfntheory", ["tallies", "--write", "--check"]),
+    ("pfntheory", ["tallies", "--out", "/nonexistent/pfntheory-52"]),
+    ("pfntheory", ["tallies", "extra"]),
 ]
 
 
 def test_entry_points_are_found():
     """The discovery sees the entry points the docs name (a broken scan would test nothing)."""
-    for m in (
-        "pfntheory.nn.latent",
-        "pfntheory.nn.latent_eval",
-        "pfntheory.pipelines.shift_cause_run",
-        "pfntheory.pipelines.breakdown_run",
-        "pfntheory.report.numbering",
-        "pfntheory.report.tallies",
-    ):
+    for m in ("pfntheory.pipelines.pfns_baseline", "pfntheory.cli.sweep"):
         assert m in ENTRY_MODULES, (m, ENTRY_MODULES)
+
+
+def test_at_most_one_entry_point_outside_the_cli_each_named_in_the_design():
+    """Issue 48: the command lines outside ``pfntheory/cli/`` (``python -m`` entry points of the
+    library's modules) are at most one, and docs/design.md names each (with its reason). Fails
+    on a new ``__main__`` block below cli/, or on one the design does not name."""
+    outside = [m for m in ENTRY_MODULES if m != "pfntheory" and not m.startswith("pfntheory.cli")]
+    assert len(outside) <= 1, outside
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    for m in outside:
+        assert f"python -m {m}" in design, f"docs/design.md does not name {m}"
 
 
 @pytest.mark.parametrize(

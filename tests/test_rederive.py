@@ -298,6 +298,15 @@ STALE = {
         "the fair multi-head rows (selector and Chebyshev ranges from n in [64, 256], the "
         "one-hand-set-head baseline; issue 47 item 5) are recorded by the code, not yet rendered",
     ),
+    "09_latent_gp": (
+        "71d0875f93636776be22aba2b1e03fef1b74faf1f25aa2b26ed9230f92f4bc22",
+        dict.fromkeys(
+            (5, 6, 7),
+            "the trained rows' command is now `pfntheory sweep latent_gpc --scale cpu` (the "
+            "latent runs joined the experiment registry, issue 48 item 2): command only",
+        ),
+        "",
+    ),
 }
 
 

@@ -491,7 +491,7 @@ def test_committed_latent_runs_are_still_finished():
     if not root.is_dir():
         pytest.skip("no committed latent runs")
     for spec in DESIGN:
-        assert _refuse_other_latent(spec, root / spec.name()), spec.name()
+        assert _refuse_other_latent(spec, root / spec.name), spec.name
     other = dataclasses.replace(DESIGN[0], seed=1)
     with pytest.raises(ValueError, match="differs in seed 0 -> 1"):
-        _refuse_other_latent(other, root / DESIGN[0].name())
+        _refuse_other_latent(other, root / DESIGN[0].name)

@@ -169,14 +169,13 @@ def test_budget_and_seed_findings(docs):
 
 
 def test_the_command_refuses_options_and_missing_roots_without_writing(tmp_path, monkeypatch):
-    """``--help`` prints usage and a root that does not exist is refused, neither creating a
-    directory (before, both were taken as runs roots: ``--help/supp_exp2_d8/shift_cause.json``
-    was written into the working directory)."""
+    """A root that does not exist, or holds no experiment, is refused, creating no directory
+    (before, ``--help`` and a missing root were taken as runs roots:
+    ``--help/supp_exp2_d8/shift_cause.json`` was written into the working directory)."""
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as e:
-        shift_cause_run.main(["--help"])
-    assert e.value.code == 0
-    with pytest.raises(SystemExit) as e:
-        shift_cause_run.main([str(tmp_path / "nowhere")])
-    assert e.value.code == 2
-    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="roots must be existing runs roots"):
+        shift_cause_run.run_shift_cause([tmp_path / "nowhere"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds none of the experiments"):
+        shift_cause_run.run_shift_cause([tmp_path / "empty"])
+    assert [p.name for p in tmp_path.iterdir()] == ["empty"]

@@ -611,10 +611,10 @@ def load_trained(root) -> dict:
     steps = sorted({s.steps for s in nl.DESIGN})
     out["seeds"] = {}
     for spec in nl.DESIGN:
-        run = root / spec.name()
+        run = root / spec.name
         budget = "S" if spec.steps == steps[0] else "2S"
         if not (run / "metrics.json").is_file():
-            out["missing"].append(spec.name())
+            out["missing"].append(spec.name)
             continue
         pred = ne.run_predictions(run, out["reference"])
         if budget == "2S":

@@ -44,6 +44,7 @@ from pfntheory.base._checks import (
     as_float_array,
     check_kernel,
     check_rng,
+    check_size,
     named_broadcast,
     positive_array,
     positive_int,
@@ -174,7 +175,9 @@ def collapsed_variance(model: PFNTransformer, n: int) -> float:
     only. The exact PPD's is ``sigma^2 + sigma^2 / (n / alpha^2 + sigma^2)``."""
     model = _check_model(model)
     p = next(model.parameters())
-    z = torch.zeros(1, positive_int(n, "n"), model.d, dtype=p.dtype)
+    n = positive_int(n, "n")
+    check_size(n * n, "n")  # the forward's n x n attention, refused before it is allocated
+    z = torch.zeros(1, n, model.d, dtype=p.dtype)
     with torch.no_grad():
         out = model(z, torch.zeros(1, n, dtype=p.dtype), z[:, 0])
     return float(out.tau) / head_scales(model)[1]

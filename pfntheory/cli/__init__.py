@@ -37,6 +37,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "pfntheory.cli.report",
     "pfntheory.cli.casestudy",
     "pfntheory.cli.audit",
+    "pfntheory.cli.tools",
 )
 
 #: Exit statuses of :func:`main`.

@@ -1,4 +1,6 @@
-"""The ``pfntheory sweep`` command: run, resume or list the runs of the paper's experiments."""
+"""The ``pfntheory sweep`` command: run, resume or list the runs of the paper's experiments and of
+the studies beyond it (the registry, :data:`pfntheory.experiments.definitions.REGISTRY`), and list
+(and run, where it drives them) the studies outside it (:mod:`pfntheory.pipelines.studies`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ from pathlib import Path
 
 from pfntheory.cli.options import add_run_options, int_in, nonnegative_float
 from pfntheory.experiments import slurm as slurm_jobs
-from pfntheory.experiments.definitions import EXPERIMENT_SCALES, EXPERIMENTS, get_experiment
+from pfntheory.experiments.definitions import (
+    EXPERIMENT_SCALES,
+    EXPERIMENTS,
+    STUDIES,
+    get_experiment,
+)
 from pfntheory.experiments.pool import EXECUTORS, slurm_available
 from pfntheory.experiments.runner import sweep_many
 from pfntheory.experiments.state import default_root, partial_progress, plan
@@ -29,7 +36,16 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         "experiments",
         nargs="*",
         metavar="EXPERIMENT",
-        help=f"experiments to run (default: all): {', '.join(EXPERIMENTS)}",
+        help="experiments and studies to run (default: every experiment and study of the "
+        f"registry): {', '.join([*EXPERIMENTS, *STUDIES])}; or a study outside it: "
+        f"{', '.join(_listed())}",
+    )
+    p.add_argument(
+        "--read-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a further runs root a study reads (shift_cause; repeatable)",
     )
     p.add_argument(
         "--scale",
@@ -105,6 +121,44 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=_cmd)
 
 
+def _listed() -> dict:
+    from pfntheory.pipelines.studies import LISTED_STUDIES
+
+    return LISTED_STUDIES
+
+
+def _print_studies(root, names) -> None:
+    """``sweep --list``: the studies outside the registry (:mod:`pfntheory.pipelines.studies`),
+    with their files on disk, how each is run and its cost."""
+    for name in names:
+        st = _listed()[name]
+        found = st.found(root)
+        print(f"{name} [study] on disk: {len(found)} files -- {st.title}")
+        print(f"    run by: {st.how}")
+        print(f"    cost: {st.cost}")
+        for path in found[:3]:
+            print(f"    done  {_shown(path)}")
+        if len(found) > 3:
+            print(f"    ... and {len(found) - 3} more")
+
+
+def _run_studies(args, names) -> int:
+    """Run the studies ``names`` that the sweep drives (:attr:`Study.run`), each under the runs
+    root's lock; one it does not drive is refused, naming how it is run."""
+    from pfntheory.infra import runs as runfiles
+
+    root = Path(args.root or default_root())
+    for name in names:
+        st = _listed()[name]
+        if st.run is None:
+            raise ValueError(f"{name} is not run by pfntheory sweep: {st.how}")
+    with runfiles.root_lock(root, wait_s=args.wait_lock):
+        for name in names:
+            path = _listed()[name].run(root, *map(Path, args.read_root))
+            print(f"{name}: wrote {_shown(path)}")
+    return 0
+
+
 def _estimate_line(name: str, scale: str) -> str | None:
     """The CPU-time estimate of an experiment by part (:func:`~pfntheory.experiments.cost.
     experiment_parts`), with the evaluation's oracle computed and read from a store."""
@@ -117,7 +171,7 @@ def _estimate_line(name: str, scale: str) -> str | None:
     except Exception as err:  # noqa: BLE001 - an estimate must never break --list
         return f"    estimate: unavailable ({err})"
     secs = sum(parts.values())
-    shown = ", ".join(f"{k} {v / 3600:.2f} h" for k, v in parts.items() if v > 0)
+    shown = ", ".join(f"{k} {v / 3600:.2f} h" for k, v in parts.items() if v > 0) or "none"
     line = f"    estimated CPU time: {secs / 3600:.2f} h ({secs:.0f} s, one core: {shown})"
     if parts["evaluation"] > 0:
         line += f"; evaluation {cached / 3600:.2f} h with its oracle cached"
@@ -125,10 +179,14 @@ def _estimate_line(name: str, scale: str) -> str | None:
 
 
 def _run_estimate(spec) -> str:
-    """`` (est. N s)`` of a trained run (its three parts, oracle not cached); empty otherwise."""
+    """`` (est. N s)`` of a trained run (its three parts, oracle not cached) or of a latent-GP
+    study's run; empty otherwise."""
     from pfntheory.experiments import cost
+    from pfntheory.infra.latent_spec import LatentReferenceSpec, LatentRunSpec
     from pfntheory.infra.tree import RunSpec
 
+    if isinstance(spec, (LatentRunSpec, LatentReferenceSpec)):
+        return f"  (est. {cost.cpu_seconds(spec):.0f} s)"
     if not isinstance(spec, RunSpec):
         return ""
     p = cost.run_parts(spec)
@@ -185,11 +243,37 @@ def _print_list(args: argparse.Namespace, names: list[str], given_scale: str | N
             print(f"    {state}  {_shown(rd)}" + (f"  ({part})" if part else "") + job + est)
 
 
-def _cmd(args: argparse.Namespace) -> int:
-    given_scale, args.scale = args.scale, args.scale or DEFAULT_SCALE
-    names = list(dict.fromkeys(args.experiments)) or list(EXPERIMENTS)  # each once, in order
+def _split_names(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """The names asked for (each once, in order), the registry's among them (all when none is
+    asked) and the studies outside it; checks ``--read-root`` before the runs root's lock."""
+    asked = list(dict.fromkeys(args.experiments))  # each once, in order
+    studies = [n for n in asked if n in _listed()]
+    names = [n for n in asked if n not in _listed()] or ([] if asked else [*EXPERIMENTS, *STUDIES])
     for n in names:
         get_experiment(n)
+    if args.read_root and (args.list or not studies):
+        raise ValueError("--read-root: only when running a study that reads runs (shift_cause)")
+    for r in args.read_root:  # checked before the runs root's lock is taken
+        if not Path(r).is_dir():
+            raise ValueError(f"--read-root {r}: not an existing runs root")
+        if not any((Path(r) / n).is_dir() for n in (*EXPERIMENTS, *STUDIES)):
+            raise ValueError(
+                f"--read-root {r} holds no experiment's folder (is it a runs root, such as "
+                "reports/runs?)"
+            )
+    if studies and names and not args.list:
+        raise ValueError(
+            f"run the studies {', '.join(studies)} apart from the experiments "
+            f"{', '.join(names)} (one pfntheory sweep each)"
+        )
+    return asked, names, studies
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    given_scale, args.scale = args.scale, args.scale or DEFAULT_SCALE
+    asked, names, studies = _split_names(args)
+    if studies and not args.list:
+        return _run_studies(args, studies)
     slurm_dry = args.executor == "slurm" and args.dry_run  # prints the arrays, submits nothing
     if (
         args.executor == "slurm"
@@ -217,6 +301,7 @@ def _cmd(args: argparse.Namespace) -> int:
         )
     if args.list:
         _print_list(args, names, given_scale)
+        _print_studies(args.root or default_root(), studies if asked else list(_listed()))
         return 0
     if args.oracle_store is not None:
         # read by the evaluations of this process and of the workers it starts

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pfntheory.infra import runs as runfiles
 
-__all__ = ["train", "evaluate", "fake_metrics"]
+__all__ = ["train", "evaluate", "fake_metrics", "train_latent", "latent_reference"]
 
 
 def train(spec, run_dir: Path) -> None:
@@ -85,3 +85,33 @@ def evaluate(run_dir: Path, ev) -> None:
             "results": results,
         },
     )
+
+
+def train_latent(spec, run_dir: Path) -> None:
+    """A stand-in latent-GP run: its ``latent_config.json``, placeholder weights and finished
+    metrics marked ``standin`` (no learning curve)."""
+    from pfntheory.infra.latent_spec import LATENT_CONFIG, latent_doc
+
+    run_dir = Path(run_dir)
+    runfiles.save_json(run_dir / LATENT_CONFIG, latent_doc(spec))
+    runfiles.atomic_write_bytes(run_dir / runfiles.WEIGHTS, b"stand-in weights")
+    runfiles.save_json(
+        run_dir / runfiles.METRICS, {"completed": True, "steps": spec.steps, "standin": True}
+    )
+
+
+def latent_reference(spec, path: Path) -> None:
+    """A stand-in evaluation set of the latent study: the records of ``spec`` and, per n', zero
+    inputs of ``spec.contexts`` contexts (no Laplace, EP or sampler)."""
+    from dataclasses import asdict
+
+    doc = {
+        "schema": 1,
+        "task": asdict(spec.task),
+        "seed": spec.seed,
+        "chains": spec.chains,
+        "samples": spec.samples,
+        "standin": True,
+        "by_n": [{"n": n, "X": [[0.0]] * spec.contexts} for n in spec.n_eval],
+    }
+    runfiles.save_json(Path(path), doc)

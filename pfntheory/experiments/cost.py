@@ -18,9 +18,11 @@ from pfntheory.base._checks import (
     positive_scalar,
 )
 from pfntheory.infra.config import EXPERIMENT_SCALES, FUSED_DRAW_MAX_N
+from pfntheory.infra.latent_spec import LatentReferenceSpec, LatentRunSpec
 from pfntheory.infra.tree import RunSpec
 
 from .design import Experiment
+from .latent import latent_seconds
 from .specs import ExactPPDSpec, StepsizeSpec
 
 __all__ = [
@@ -286,14 +288,17 @@ def run_parts(
 
 def experiment_parts(experiment: Experiment, scale: str = "cpu", *, oracle_cached: bool = False):
     """:func:`run_parts` summed over the trained runs of ``experiment`` at ``scale``, plus
-    ``exact`` (its exact-side runs, :func:`cpu_seconds`)."""
+    ``exact`` (its exact-side runs, :func:`cpu_seconds`) and ``latent`` (a latent-GP study's runs
+    and evaluation set, :func:`.latent.latent_seconds`)."""
     instance_of(Experiment)(experiment, "experiment")
     choice(scale, "scale", EXPERIMENT_SCALES)
-    out = dict.fromkeys((*PARTS, "exact"), 0.0)
+    out = dict.fromkeys((*PARTS, "exact", "latent"), 0.0)
     for r in experiment.runs(scale):
         if isinstance(r, RunSpec):
             for k, v in run_parts(r, oracle_cached=oracle_cached).items():
                 out[k] += v
+        elif isinstance(r, (LatentRunSpec, LatentReferenceSpec)):
+            out["latent"] += latent_seconds(r)
         else:
             out["exact"] += cpu_seconds(r, scale)
     return out
@@ -322,6 +327,8 @@ def cpu_seconds(spec_or_experiment, scale: str = "cpu", *, oracle_cached: bool =
             return float(spec.n_instances * per_context)
         if isinstance(spec, StepsizeSpec):
             return 0.0
+        if isinstance(spec, (LatentRunSpec, LatentReferenceSpec)):
+            return float(latent_seconds(spec))
         raise TypeError(
             f"spec_or_experiment must be an Experiment, its name or a spec, got "
             f"{type(spec).__name__}"

@@ -7,18 +7,25 @@ training writes; a ``spec.json`` beside it is read in directories made before), 
 :class:`~pfntheory.infra.tree.EvalSpec` not yet on disk with :func:`pfntheory.nn.evaluate.evaluate`
 (which takes the spec whole), and deletes ``checkpoint.pt``. An exact-side run
 (:class:`~.specs.StepsizeSpec`, :class:`~.specs.ExactPPDSpec`; fig:stepsize and the tables'
-exact-PPD references) writes ``spec.json``, then ``result.json``. Every file is written atomically
+exact-PPD references) writes ``spec.json``, then ``result.json``. A latent-GP run
+(:class:`~pfntheory.infra.latent_spec.LatentRunSpec`, whose spec file is ``latent_config.json``)
+trains with :func:`pfntheory.nn.latent.train_latent`; the latent study's evaluation set
+(:class:`~pfntheory.infra.latent_spec.LatentReferenceSpec`) is one file, built by
+:func:`pfntheory.nn.latent_eval.build_reference`. The executor is looked up by the spec's type
+(:data:`EXECUTORS`), as "complete" is (:data:`.state.COMPLETE`). Every file is written atomically
 (temporary file + ``os.replace``), so a killed run leaves complete files only.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pfntheory.base._checks import choice
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.config import LEARNING_CURVE_FILE
+from pfntheory.infra.latent_spec import DESIGN, HELDOUT_FILE, LatentReferenceSpec, LatentRunSpec
 from pfntheory.infra.tree import EvalSpec, RunSpec
 
 from .specs import ExactPPDSpec, StepsizeSpec
@@ -33,7 +40,7 @@ from .state import (
     spec_doc,
 )
 
-__all__ = ["BACKENDS", "execute"]
+__all__ = ["BACKENDS", "EXECUTORS", "execute"]
 
 BACKENDS = ("nn", "standin")
 
@@ -80,9 +87,10 @@ def _backend(name: str):
 def _adopt(spec: RunSpec, run_dir: Path, root: Path) -> bool:
     """Copy an identical finished run from another experiment's directory instead of retraining:
     its config, metrics, weights (with the last iterate of a weight-averaged run, which a finished
-    run must ship: without it the copy reads as unfinished and is trained again) and learning curves (``learning_curve*.json``, one per covariate
-    design: the curve belongs to the training, which the shared name fixes), and each evaluation
-    this experiment asks for that the other run already has."""
+    run must ship: without it the copy reads as unfinished and is trained again) and learning
+    curves (``learning_curve*.json``, one per covariate design: the curve belongs to the
+    training, which the shared name fixes), and each evaluation this experiment asks for that the
+    other run already has."""
     curves = LEARNING_CURVE_FILE.replace(".json", "*.json")
     for other in sorted(root.glob(f"*/{spec.name}")):
         if other.resolve() == run_dir.resolve() or not is_trained(other, spec):
@@ -147,12 +155,124 @@ def _execute_exact(spec, run_dir: Path) -> None:
     )
 
 
+def _execute_trained(spec: RunSpec, run_dir: Path, backend: str, root: Path) -> str:
+    """A trained run: train (or adopt) and evaluate (module docstring)."""
+    old = read_spec_doc(run_dir / SPEC_FILE)  # only in directories made before config.json
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runfiles.clean_orphan_temps(run_dir)
+    if old is None:  # an unreadable spec.json of an earlier layout: nothing reads it again
+        (run_dir / SPEC_FILE).unlink(missing_ok=True)
+    status = "done"
+    train_fn, eval_fn = _backend(backend)
+    if backend == "nn":  # corrupt artefacts are removed, so that training redoes them
+        for msg in runfiles.remove_corrupt_artefacts(run_dir):
+            print(f"pfntheory sweep: {msg}; redoing it", flush=True)
+    if not is_trained(run_dir, spec) and _adopt(spec, run_dir, root):
+        status = "adopted"
+    if not is_trained(run_dir, spec):
+        train_fn(spec, run_dir)
+    for ev in spec.evals:
+        if not eval_complete(run_dir, ev):
+            eval_fn(run_dir, ev)
+    (run_dir / runfiles.CHECKPOINT).unlink(missing_ok=True)
+    return status
+
+
+def _execute_exact_run(spec, run_dir: Path, backend: str, root: Path) -> str:
+    """An exact-side run: ``spec.json``, then ``result.json``."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runfiles.clean_orphan_temps(run_dir)
+    runfiles.save_json(run_dir / SPEC_FILE, spec_doc(spec))
+    _execute_exact(spec, run_dir)
+    return "done"
+
+
+def _execute_latent(spec: LatentRunSpec, run_dir: Path, backend: str, root: Path) -> str:
+    """A latent-GP run (:func:`pfntheory.nn.latent.train_latent`: resumable from its checkpoint,
+    refusing a directory of another spec); the learning curve's held-out set is read from (or
+    written once to) the experiment folder's ``heldout_curve.json`` when the run's held-out draws
+    are those of the committed design (:meth:`~pfntheory.infra.latent_spec.LatentRunSpec.
+    heldout_key`), else drawn for the run. ``standin``: placeholder files, no training."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    runfiles.clean_orphan_temps(run_dir)
+    if backend == "standin":
+        from . import _standin
+
+        _standin.train_latent(spec, run_dir)
+        return "done"
+    from pfntheory.nn import latent as nl
+
+    held = None
+    if spec.heldout_key() == DESIGN[0].heldout_key():
+        cache = run_dir.parent / HELDOUT_FILE
+        held = (
+            nl.load_heldout(cache)
+            if cache.is_file()
+            else nl.save_heldout(nl.heldout_set(spec), cache)
+        )
+    nl.train_latent(spec, run_dir, held=held)
+    (run_dir / runfiles.CHECKPOINT).unlink(missing_ok=True)
+    return "done"
+
+
+def _execute_latent_reference(
+    spec: LatentReferenceSpec, path: Path, backend: str, root: Path
+) -> str:
+    """The latent study's evaluation set, one file at ``path``
+    (:func:`pfntheory.nn.latent_eval.build_reference`); a file there of another spec is refused,
+    never overwritten (delete it to rebuild)."""
+    if path.exists():
+        raise ValueError(
+            f"{path} holds another evaluation set than {spec} (or is unreadable); delete it to "
+            "build this one there"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if backend == "standin":
+        from . import _standin
+
+        _standin.latent_reference(spec, path)
+        return "done"
+    from pfntheory.nn.latent_eval import build_reference
+
+    build_reference(
+        spec.task,
+        path,
+        n_eval=spec.n_eval,
+        contexts=spec.contexts,
+        seed=spec.seed,
+        chains=spec.chains,
+        samples=spec.samples,
+    )
+    return "done"
+
+
+#: The executor of each spec type: ``fn(spec, run_dir, backend, root) -> status`` brings an
+#: incomplete run to its finished state (:func:`execute` has already skipped a complete one).
+EXECUTORS: dict[type, Callable[..., str]] = {
+    RunSpec: _execute_trained,
+    StepsizeSpec: _execute_exact_run,
+    ExactPPDSpec: _execute_exact_run,
+    LatentRunSpec: _execute_latent,
+    LatentReferenceSpec: _execute_latent_reference,
+}
+
+
+def _executor_of(spec):
+    fn = next((EXECUTORS[c] for c in type(spec).__mro__ if c in EXECUTORS), None)
+    if fn is None:
+        names = ", ".join(c.__name__ for c in EXECUTORS)
+        raise ValueError(f"spec must be one of {names}, got {type(spec).__name__}")
+    return fn
+
+
 def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
     """Bring ``run_dir`` to the finished state of ``spec`` (idempotent, resumable).
 
     Parameters
     ----------
-    spec : RunSpec, StepsizeSpec or ExactPPDSpec
+    spec : a spec type of :data:`EXECUTORS`
+        RunSpec, StepsizeSpec, ExactPPDSpec (the paper's experiments), LatentRunSpec or
+        LatentReferenceSpec (the latent-GP study; the latter's ``run_dir`` is its file's path).
     run_dir : path
     backend : {"nn", "standin"}
         ``nn``: :mod:`pfntheory.nn` training and evaluation; ``standin``: a seconds-long fake with
@@ -164,47 +284,28 @@ def execute(spec, run_dir, backend: str = "nn", root=None) -> dict:
     Returns
     -------
     dict
-        ``{"name", "status": "skipped"|"done"|"adopted", "seconds"}``.
+        ``{"name", "status": "skipped"|"done"|"adopted", "seconds"}``; a complete run is skipped
+        and nothing is written (an exact-side run's ``spec.json`` is rewritten when it differs).
     """
-    if not isinstance(spec, (RunSpec, StepsizeSpec, ExactPPDSpec)):
-        raise ValueError(
-            f"spec must be a RunSpec, StepsizeSpec or ExactPPDSpec, got {type(spec).__name__}"
-        )
+    run_fn = _executor_of(spec)
+    choice(backend, "backend", BACKENDS)
     run_dir = Path(run_dir)
     root = Path(root) if root is not None else run_dir.parent.parent
     t0 = time.perf_counter()
-    spec_path = run_dir / SPEC_FILE
-    old = read_spec_doc(spec_path)  # a trained run's spec.json: only in directories made before
-    held = old.get("name") if old is not None else _config_name(run_dir)
-    if held is not None and held != spec.name:
-        raise ValueError(f"{run_dir} holds the run {held!r}, not {spec.name!r}")
-    exact = not isinstance(spec, RunSpec)
-    if is_complete(spec, run_dir):
-        if exact and old != jsonable(spec_doc(spec)):
-            runfiles.save_json(spec_path, spec_doc(spec))
+    exact = isinstance(spec, (StepsizeSpec, ExactPPDSpec))
+    if isinstance(spec, (RunSpec, StepsizeSpec, ExactPPDSpec)):
+        spec_path = run_dir / SPEC_FILE
+        old = read_spec_doc(spec_path)  # a trained run's spec.json: only in older directories
+        held = old.get("name") if old is not None else _config_name(run_dir)
+        if held is not None and held != spec.name:
+            raise ValueError(f"{run_dir} holds the run {held!r}, not {spec.name!r}")
+        if is_complete(spec, run_dir):
+            if exact and old != jsonable(spec_doc(spec)):
+                runfiles.save_json(spec_path, spec_doc(spec))
+            return {"name": spec.name, "status": "skipped", "seconds": 0.0}
+    elif is_complete(spec, run_dir):
         return {"name": spec.name, "status": "skipped", "seconds": 0.0}
-    run_dir.mkdir(parents=True, exist_ok=True)
-    runfiles.clean_orphan_temps(run_dir)
-    if exact:  # a trained run's one spec file is config.json, which training writes
-        runfiles.save_json(spec_path, spec_doc(spec))
-    elif old is None:  # an unreadable spec.json of an earlier layout: nothing reads it again
-        spec_path.unlink(missing_ok=True)
-    status = "done"
-    if isinstance(spec, RunSpec):
-        train_fn, eval_fn = _backend(backend)
-        if backend == "nn":  # corrupt artefacts are removed, so that training redoes them
-            for msg in runfiles.remove_corrupt_artefacts(run_dir):
-                print(f"pfntheory sweep: {msg}; redoing it", flush=True)
-        if not is_trained(run_dir, spec) and _adopt(spec, run_dir, root):
-            status = "adopted"
-        if not is_trained(run_dir, spec):
-            train_fn(spec, run_dir)
-        for ev in spec.evals:
-            if not eval_complete(run_dir, ev):
-                eval_fn(run_dir, ev)
-        (run_dir / runfiles.CHECKPOINT).unlink(missing_ok=True)
-        if not is_complete(spec, run_dir):
-            raise RuntimeError(f"{run_dir}: training/evaluation returned but the run is incomplete")
-    else:
-        _execute_exact(spec, run_dir)
+    status = run_fn(spec, run_dir, backend, root)
+    if not is_complete(spec, run_dir):
+        raise RuntimeError(f"{run_dir}: the run returned but is incomplete")
     return {"name": spec.name, "status": status, "seconds": time.perf_counter() - t0}

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pfntheory.base._checks import choice
 from pfntheory.infra import runs as runfiles
+from pfntheory.infra.latent_spec import LatentReferenceSpec, LatentRunSpec
 from pfntheory.infra.tree import RunSpec
 
 from . import slurm as _slurm
@@ -225,6 +226,10 @@ def worker_modules(backend: str, specs: Iterable) -> list[str]:
         names += ["pfntheory.maths.kernels", "pfntheory.maths.spectral"]
     if any(isinstance(s, ExactPPDSpec) for s in specs):
         names.append("pfntheory.experiments.reference")
+    if backend == "nn" and any(isinstance(s, LatentRunSpec) for s in specs):
+        names.append("pfntheory.nn.latent")
+    if backend == "nn" and any(isinstance(s, LatentReferenceSpec) for s in specs):
+        names.append("pfntheory.nn.latent_eval")
     return names
 
 

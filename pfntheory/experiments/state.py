@@ -12,20 +12,24 @@ import dataclasses
 import json
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pfntheory.base._checks import ArgumentTypeError, instance_of
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.config import curve_file
+from pfntheory.infra.latent_spec import LatentReferenceSpec, LatentRunSpec
 from pfntheory.infra.tree import RunSpec, canonical_json
 
 from .cost import PARTS, _seconds, curve_terms, eval_terms, training_terms
 from .definitions import get_experiment
+from .latent import latent_complete, reference_complete
 from .specs import ExactPPDSpec, StepsizeSpec
 
 __all__ = [
     "Spec",
     "SPEC_TYPES",
+    "COMPLETE",
     "SPEC_FILE",
     "RESULT_FILE",
     "default_root",
@@ -42,8 +46,9 @@ __all__ = [
     "remaining_parts",
 ]
 
-#: A run of an experiment: trained (RunSpec) or exact-side (StepsizeSpec, ExactPPDSpec).
-Spec = RunSpec | StepsizeSpec | ExactPPDSpec
+#: A run of an experiment: trained (RunSpec) or exact-side (StepsizeSpec, ExactPPDSpec), or of a
+#: study (LatentRunSpec, LatentReferenceSpec: :data:`.definitions.STUDIES`).
+Spec = RunSpec | StepsizeSpec | ExactPPDSpec | LatentRunSpec | LatentReferenceSpec
 #: The spec classes by the name ``spec.json`` records as its ``type``.
 SPEC_TYPES = {c.__name__: c for c in (RunSpec, StepsizeSpec, ExactPPDSpec)}
 
@@ -134,12 +139,11 @@ def is_trained(run_dir: Path, spec: RunSpec) -> bool:
     return _weights_readable(w) and not runfiles.check_artefacts(run_dir)
 
 
-def is_complete(spec, run_dir) -> bool:
-    """Whether ``run_dir`` holds the finished run ``spec`` (trained and every evaluation
-    on disk)."""
-    run_dir = Path(run_dir)
-    if isinstance(spec, RunSpec):
-        return is_trained(run_dir, spec) and all(eval_complete(run_dir, ev) for ev in spec.evals)
+def _trained_complete(spec: RunSpec, run_dir: Path) -> bool:
+    return is_trained(run_dir, spec) and all(eval_complete(run_dir, ev) for ev in spec.evals)
+
+
+def _exact_complete(spec, run_dir: Path) -> bool:
     path = run_dir / RESULT_FILE
     if not path.is_file():
         return False
@@ -147,6 +151,30 @@ def is_complete(spec, run_dir) -> bool:
         return runfiles.load_json(path).get("spec") == jsonable(spec.identity())
     except runfiles.CorruptFileError:
         return False
+
+
+#: What "complete" means, by spec type (the executors are :data:`.execute.EXECUTORS`, by the same
+#: types): a trained run is trained with every evaluation on disk; an exact-side run has the
+#: ``result.json`` of its spec; a latent run (:func:`.latent.latent_complete`) its finished files;
+#: the latent evaluation set (one file: its "run directory" is the file's path) the draws of its
+#: spec.
+COMPLETE: dict[type, Callable[..., bool]] = {
+    RunSpec: _trained_complete,
+    StepsizeSpec: _exact_complete,
+    ExactPPDSpec: _exact_complete,
+    LatentRunSpec: latent_complete,
+    LatentReferenceSpec: reference_complete,
+}
+
+
+def is_complete(spec, run_dir) -> bool:
+    """Whether ``run_dir`` holds the finished run ``spec`` (:data:`COMPLETE` of its type: trained
+    and every evaluation on disk, or the result of its spec)."""
+    check = next((COMPLETE[c] for c in type(spec).__mro__ if c in COMPLETE), None)
+    if check is None:
+        names = ", ".join(c.__name__ for c in COMPLETE)
+        raise ArgumentTypeError(f"spec must be one of {names}, got {type(spec).__name__}")
+    return check(spec, Path(run_dir))
 
 
 def jsonable(d):
@@ -197,7 +225,7 @@ def partial_progress(spec, run_dir) -> str | None:
     the run bitwise (docs/scales.md, "Runs longer than a session"); ``sweep --list`` shows it as
     ``part``."""
     ckpt = Path(run_dir) / "checkpoint.pt"
-    if not isinstance(spec, RunSpec) or not ckpt.is_file():
+    if not isinstance(spec, (RunSpec, LatentRunSpec)) or not ckpt.is_file():
         return None
     try:
         doc = runfiles.load_torch(ckpt)

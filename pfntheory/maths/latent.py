@@ -233,6 +233,8 @@ def _query(k_star, kss, n: int) -> tuple[np.ndarray, np.ndarray]:
     kss = as_float_array(kss, "kss", ndim=1)
     if kss.shape != (k_star.shape[1],):
         raise ValueError(f"kss must have shape ({k_star.shape[1]},), got {kss.shape}")
+    if np.any(kss < 0):  # prior variances kappa(x*, x*): a negative one is no kernel's
+        raise ValueError(f"kss must be non-negative (prior variances), got min {kss.min()}")
     return k_star, kss
 
 

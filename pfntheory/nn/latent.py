@@ -25,24 +25,26 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from pfntheory.base._checks import (
-    instance_of,
-    int_tuple,
-    positive_int,
-    positive_scalar,
-    probability,
-    seed_int,
-)
-from pfntheory.base._entry import OneLineParser, int_in, output_root, run_entry
+from pfntheory.base._checks import instance_of, positive_int
 from pfntheory.infra import runs
 from pfntheory.infra.config import LEARNING_CURVE_FILE
+from pfntheory.infra.latent_spec import (
+    DESIGN,
+    EXPERIMENT,
+    HELDOUT_FILE,
+    LATENT_CONFIG,
+    LatentRunSpec,
+    LatentTask,
+    latent_doc,
+    latent_spec_of,
+)
 from pfntheory.maths import latent
 
 from .train import lr_factor, step_generator
@@ -62,75 +64,6 @@ __all__ = [
     "train_latent",
     "load_latent",
 ]
-
-
-@dataclass(frozen=True)
-class LatentTask:
-    """The classification prior (module docstring); ``alpha = 2`` makes the labels informative
-    enough that Laplace and EP differ."""
-
-    d: int = 2
-    alpha: float = 2.0
-    lengthscale: float = 0.8
-    n_min: int = 32
-    n_max: int = 64
-    n_query: int = 16
-
-    def __post_init__(self):
-        positive_int(self.d, "d")
-        positive_scalar(self.alpha, "alpha")
-        positive_scalar(self.lengthscale, "lengthscale")
-        if not 1 <= positive_int(self.n_min, "n_min") <= positive_int(self.n_max, "n_max"):
-            raise ValueError(f"need 1 <= n_min <= n_max, got {self.n_min}, {self.n_max}")
-        positive_int(self.n_query, "n_query")
-
-
-@dataclass(frozen=True)
-class LatentRunSpec:
-    """One training run: the prior, the model (``L`` blocks, ``width`` channels, MLP ``hidden``)
-    and the schedule."""
-
-    task: LatentTask = LatentTask()
-    L: int = 4
-    width: int = 16
-    hidden: int = 32
-    steps: int = 400
-    batch_size: int = 32
-    lr: float = 3e-3
-    warmup_frac: float = 0.05
-    min_lr_ratio: float = 0.1
-    clip_norm: float = 1.0
-    seed: int = 0
-    curve_points: int = 8
-    curve_instances: int = 48
-    curve_n_eval: tuple[int, ...] = (32, 64)
-    curve_seed: int = 1234
-
-    def __post_init__(self):
-        for name in ("L", "width", "hidden", "steps", "batch_size", "curve_points"):
-            positive_int(getattr(self, name), name)
-        positive_int(self.curve_instances, "curve_instances", minimum=3)
-        positive_scalar(self.lr, "lr")
-        positive_scalar(self.clip_norm, "clip_norm")
-        probability(self.warmup_frac, "warmup_frac", open_low=False)
-        probability(self.min_lr_ratio, "min_lr_ratio", open_low=False, open_high=False)
-        seed_int(self.seed, "seed")
-        seed_int(self.curve_seed, "curve_seed")
-        int_tuple(self.curve_n_eval, "curve_n_eval")
-        if not isinstance(self.task, LatentTask):
-            raise TypeError(f"task must be a LatentTask, got {type(self.task).__name__}")
-
-    def name(self) -> str:
-        return f"gpc-d{self.task.d}-L{self.L}-w{self.width}-s{self.steps}-seed{self.seed}"
-
-
-#: The experiment's name (its runs live in ``reports/runs/<EXPERIMENT>/<spec.name()>``).
-EXPERIMENT = "latent_gpc"
-#: Depths L = 4 and 16, each at S = 500 and 2S = 1000 steps (budget doubling) at seed 0, and at
-#: 2S with seed 1 (the spread over training seeds).
-DESIGN = tuple(LatentRunSpec(L=L, steps=s) for s in (500, 1000) for L in (4, 16)) + tuple(
-    LatentRunSpec(L=L, steps=1000, seed=1) for L in (4, 16)
-)
 
 
 def _rbf(X1: torch.Tensor, X2: torch.Tensor, lengthscale) -> torch.Tensor:
@@ -231,14 +164,6 @@ def heldout_set(spec: LatentRunSpec) -> list[dict]:
     return out
 
 
-#: The run's spec (not ``config.json``: that name holds a ``RunSpec`` of the paper's PFN, and the
-#: tests read every committed one as such).
-LATENT_CONFIG = "latent_config.json"
-#: The learning curve's held-out set with its EP references, cached under the experiment's root
-#: (every run of :data:`DESIGN` shares ``curve_seed``, ``curve_instances`` and ``curve_n_eval``).
-HELDOUT_FILE = "heldout_curve.json"
-
-
 def save_heldout(held: list[dict], path) -> list[dict]:
     """Write a :func:`heldout_set` to ``path`` (JSON, atomically) and return it."""
     runs.save_json(
@@ -299,7 +224,7 @@ def train_latent(
     if _refuse_other_latent(spec, run_dir):
         return run_dir  # finished, and of this spec
     run_dir.mkdir(parents=True, exist_ok=True)
-    doc = _latent_doc(spec)
+    doc = latent_doc(spec)
     if not (run_dir / LATENT_CONFIG).is_file():
         runs.save_json(run_dir / LATENT_CONFIG, doc)
     torch.manual_seed(spec.seed)
@@ -365,7 +290,7 @@ def train_latent(
                 },
             )
             if log is not None:
-                log(f"{spec.name()} step {step + 1}/{spec.steps} loss {np.mean(losses[-50:]):.4f}")
+                log(f"{spec.name} step {step + 1}/{spec.steps} loss {np.mean(losses[-50:]):.4f}")
     save_curve()
     runs.save_torch(run_dir / runs.WEIGHTS, model.state_dict())
     runs.save_json(
@@ -381,28 +306,6 @@ def train_latent(
         },
     )
     return run_dir
-
-
-def _latent_doc(spec: LatentRunSpec) -> dict:
-    """The JSON document of ``latent_config.json`` for ``spec`` (as read back: lists, not
-    tuples)."""
-    doc = {"kind": EXPERIMENT, **asdict(spec)}
-    doc["curve_n_eval"] = list(spec.curve_n_eval)
-    return doc
-
-
-def _spec_of(doc, where) -> LatentRunSpec:
-    """The :class:`LatentRunSpec` of a ``latent_config.json`` document; a document that is not
-    one is a :class:`~pfntheory.infra.runs.CorruptFileError` naming ``where``."""
-    try:
-        if not isinstance(doc, dict) or doc.get("kind") != EXPERIMENT:
-            raise ValueError(f"not a {EXPERIMENT} run spec")
-        cfg = {k: v for k, v in doc.items() if k != "kind"}
-        task = LatentTask(**cfg.pop("task"))
-        cfg["curve_n_eval"] = tuple(cfg["curve_n_eval"])
-        return LatentRunSpec(task=task, **cfg)
-    except (KeyError, TypeError, ValueError) as err:
-        raise runs.CorruptFileError(f"{where} is not a latent run spec: {err}") from None
 
 
 def _differs(old: LatentRunSpec, new: LatentRunSpec) -> str:
@@ -424,12 +327,12 @@ def _refuse_other_latent(spec: LatentRunSpec, run_dir: Path) -> bool:
     refused (a ValueError naming what differs): its results must not be returned as this run's,
     nor its config rewritten as if the whole run used ``spec``."""
     cfg = run_dir / LATENT_CONFIG
-    hint = f"train into another directory, or delete {run_dir} to train {spec.name()} there"
+    hint = f"train into another directory, or delete {run_dir} to train {spec.name} there"
     if cfg.is_file():
-        old = _spec_of(runs.load_json(cfg), cfg)
+        old = latent_spec_of(runs.load_json(cfg), cfg)
         if old != spec:
             raise ValueError(
-                f"{run_dir} holds the latent run {old.name()}, not {spec.name()} (differs in "
+                f"{run_dir} holds the latent run {old.name}, not {spec.name} (differs in "
                 f"{_differs(old, spec)}); {hint}"
             )
     elif any((run_dir / f).exists() for f in (runs.METRICS, runs.WEIGHTS, runs.CHECKPOINT)):
@@ -457,11 +360,11 @@ def _refuse_other_checkpoint(spec: LatentRunSpec, doc: dict, ck, path: Path) -> 
     if not isinstance(ck, dict):
         raise runs.CorruptFileError(f"{path} is not a checkpoint of this run")
     if "spec" in ck:
-        old = _spec_of(ck["spec"], f"{path}'s spec")
+        old = latent_spec_of(ck["spec"], f"{path}'s spec")
         if old != spec:
             raise ValueError(
-                f"{path} is a checkpoint of the latent run {old.name()}, not {spec.name()} "
-                f"(differs in {_differs(old, spec)}); delete it to train {spec.name()} from "
+                f"{path} is a checkpoint of the latent run {old.name}, not {spec.name} "
+                f"(differs in {_differs(old, spec)}); delete it to train {spec.name} from "
                 "step 0"
             )
         return
@@ -486,47 +389,16 @@ def _refuse_other_checkpoint(spec: LatentRunSpec, doc: dict, ck, path: Path) -> 
     if not ok:
         raise ValueError(
             f"{path} is a checkpoint of another run (its learning rate or schedule at step "
-            f"{step} is not {spec.name()}'s, lr={spec.lr}, steps={spec.steps}); delete it to "
-            f"train {spec.name()} from step 0"
+            f"{step} is not {spec.name}'s, lr={spec.lr}, steps={spec.steps}); delete it to "
+            f"train {spec.name} from step 0"
         )
 
 
 def load_latent(run_dir) -> tuple[LatentRunSpec, LatentPFN]:
     """The spec and the trained model of a finished run directory."""
     run_dir = Path(run_dir)
-    spec = _spec_of(runs.load_json(run_dir / LATENT_CONFIG), run_dir / LATENT_CONFIG)
+    spec = latent_spec_of(runs.load_json(run_dir / LATENT_CONFIG), run_dir / LATENT_CONFIG)
     model = LatentPFN(spec)
     model.load_state_dict(runs.load_torch(run_dir / runs.WEIGHTS))
     model.eval()
     return spec, model
-
-
-def main(argv=None) -> int:
-    """``python -m pfntheory.nn.latent ROOT``: train every run of :data:`DESIGN` under
-    ``ROOT/<name>`` (resumable; one thread). A bad command line is one line and exit 2
-    (:func:`pfntheory.base._entry.run_entry`), checked before any work."""
-    parser = OneLineParser(prog="python -m pfntheory.nn.latent", description=main.__doc__)
-    parser.add_argument("root", type=Path, metavar="ROOT", help="runs root (created if missing)")
-    parser.add_argument("--threads", type=int_in(1, 1024), default=1, help="torch threads")
-    parser.add_argument(
-        "--only", default=None, metavar="NAME", help="train only the run of this name"
-    )
-    args = parser.parse_args(None if argv is None else list(argv))
-    todo = [s for s in DESIGN if args.only in (None, s.name())]
-    if not todo:
-        parser.error(
-            f"--only {args.only} names no run of DESIGN (one of: "
-            f"{', '.join(s.name() for s in DESIGN)})"
-        )
-    output_root(parser, args.root)
-    torch.set_num_threads(args.threads)
-    cache = args.root / HELDOUT_FILE
-    held = load_heldout(cache) if cache.is_file() else save_heldout(heldout_set(todo[0]), cache)
-    for spec in todo:
-        train_latent(spec, args.root / spec.name(), held=held, log=print)
-        print(f"{spec.name()} done", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    run_entry(main, "python -m pfntheory.nn.latent")

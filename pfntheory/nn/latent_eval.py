@@ -11,21 +11,18 @@ from ``seed`` (apart from the learning curve's held-out set) and read by every r
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from pfntheory.base._checks import int_tuple, positive_int
-from pfntheory.base._entry import OneLineParser, output_root, run_entry
 from pfntheory.infra import runs
+from pfntheory.infra.latent_spec import REFERENCE_FILE
 from pfntheory.maths import latent
 
 from .latent import LatentTask, _rbf, load_latent, sample_classification
 
 __all__ = ["REFERENCE_FILE", "build_reference", "load_reference", "run_predictions"]
-
-REFERENCE_FILE = "reference.json"
 
 
 def build_reference(
@@ -120,21 +117,3 @@ def run_predictions(run_dir, reference: list[dict]) -> dict[int, np.ndarray]:
             mu, s2 = model(X, y)
             out[int(e["n"])] = model.probability(mu, s2).double().numpy()
     return out
-
-
-def main(argv=None) -> int:
-    """``python -m pfntheory.nn.latent_eval ROOT``: build ``ROOT/reference.json`` (ROOT created if
-    missing; a bad command line is one line and exit 2, checked before any work)."""
-    parser = OneLineParser(prog="python -m pfntheory.nn.latent_eval", description=main.__doc__)
-    parser.add_argument("root", type=Path, metavar="ROOT")
-    args = parser.parse_args(None if argv is None else list(argv))
-    output_root(parser, args.root)
-    torch.set_num_threads(1)
-    doc = build_reference(LatentTask(), args.root / REFERENCE_FILE)
-    for e in doc["by_n"]:
-        print(e["n"], f"{e['seconds']:.0f}s", "mean SE", float(np.mean(e["se_ess"])))
-    return 0
-
-
-if __name__ == "__main__":
-    run_entry(main, "python -m pfntheory.nn.latent_eval")

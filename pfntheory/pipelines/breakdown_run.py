@@ -2,15 +2,16 @@
 
 :func:`breakdown_analysis` measures each finished run with the solver-stack product of
 :mod:`pfntheory.claims.breakdown` (which decides fig:exp2-1's breakdown claims from the file) and
-evaluates its E[TV] beyond the paper's sizes; ``python -m pfntheory.pipelines.breakdown_run
-[EXPERIMENT]`` (:func:`main`) writes :data:`~pfntheory.claims.breakdown.BREAKDOWN_FILE` beside the
-cpu runs of EXPERIMENT (docs/exact-side.md, "Where a trained solver stops contracting").
+evaluates its E[TV] beyond the paper's sizes; ``pfntheory sweep breakdown`` (:func:`run_breakdown`)
+writes :data:`~pfntheory.claims.breakdown.BREAKDOWN_FILE` beside the cpu runs of fig:exp2-1's
+budget runs (docs/exact-side.md, "Where a trained solver stops contracting").
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pfntheory.base._checks import ints, positive_int, sequence
-from pfntheory.base._entry import OneLineParser, run_entry
 from pfntheory.claims import checked_args
 from pfntheory.claims.breakdown import (
     BREAKDOWN_FILE,
@@ -23,7 +24,7 @@ from pfntheory.claims.gating import trained_runs
 from pfntheory.experiments.results import load_experiment
 from pfntheory.infra import runs as runfiles
 
-__all__ = ["breakdown_analysis", "main"]
+__all__ = ["breakdown_analysis", "run_breakdown"]
 
 #: Context sizes of the diagnostic: the evaluation's 40-200 (finer where the committed TF's E[TV]
 #: jumps) and beyond, to 300, with :data:`BREAKDOWN_INSTANCES` contexts each; and the largest
@@ -125,41 +126,30 @@ def breakdown_analysis(
     return out
 
 
-#: The experiments whose cpu runs ``python -m pfntheory.pipelines.breakdown_run`` analyses (the
-#: first is the default).
+#: The experiments whose cpu runs :func:`run_breakdown` analyses (the first is the default, the
+#: one ``pfntheory sweep breakdown`` analyses).
 _MAIN_EXPERIMENTS = ("fig_exp2_1_budget", "fig_exp2_1")
 
 
-def main(argv: list[str]) -> int:
-    """``python -m pfntheory.pipelines.breakdown_run [EXPERIMENT]``: write the committed
-    :data:`BREAKDOWN_FILE` beside the cpu runs of EXPERIMENT (default fig_exp2_1_budget), from its
-    longest runs; incremental (:func:`breakdown_analysis`'s ``previous``)."""
-    parser = OneLineParser(
-        prog="python -m pfntheory.pipelines.breakdown_run", description=main.__doc__
-    )
-    parser.add_argument(
-        "experiment",
-        nargs="?",
-        default=_MAIN_EXPERIMENTS[0],
-        choices=_MAIN_EXPERIMENTS,
-        metavar="EXPERIMENT",
-    )
-    args = parser.parse_args(argv)
-    loaded = trained_runs(load_experiment(args.experiment, "cpu"))
+def run_breakdown(experiment: str = _MAIN_EXPERIMENTS[0], root=None) -> Path:
+    """Write the committed :data:`BREAKDOWN_FILE` beside the cpu runs of ``experiment`` (one of
+    :data:`_MAIN_EXPERIMENTS`) under the runs root ``root`` (default the repository's), from its
+    longest runs; incremental (:func:`breakdown_analysis`'s ``previous``). Run by
+    ``pfntheory sweep breakdown`` (:mod:`pfntheory.pipelines.studies`)."""
+    if experiment not in _MAIN_EXPERIMENTS:
+        raise ValueError(
+            f"experiment must be one of {', '.join(_MAIN_EXPERIMENTS)}, got {experiment!r}"
+        )
+    loaded = trained_runs(load_experiment(experiment, "cpu", root=root))
     if not loaded:
         raise ValueError(
-            f"{args.experiment} has no trained cpu runs (run `pfntheory sweep {args.experiment} "
+            f"{experiment} has no trained cpu runs (run `pfntheory sweep {experiment} "
             "--scale cpu` first); nothing written"
         )
     longest = max(r.spec.steps for r in loaded)  # the runs fig:exp2-1's rows read
-    root = loaded[0].run_dir.parent
-    path = root / BREAKDOWN_FILE
+    out = loaded[0].run_dir.parent
+    path = out / BREAKDOWN_FILE
     prev = runfiles.load_json(path) if path.is_file() else None
     doc = breakdown_analysis([r.run_dir for r in loaded if r.spec.steps == longest], previous=prev)
     runfiles.save_json(path, doc)
-    print(path)
-    return 0
-
-
-if __name__ == "__main__":  # python -m pfntheory.pipelines.breakdown_run: the committed file
-    run_entry(main, "python -m pfntheory.pipelines.breakdown_run")
+    return path

@@ -1,6 +1,7 @@
 """The shift-cause study's committed file: the decompositions of the complete cpu TF^pr runs.
 
-``python -m pfntheory.pipelines.shift_cause_run [ROOT ...]`` (:func:`main`) decomposes each run
+``pfntheory sweep shift_cause [--root ROOT] [--read-root DIR ...]`` (:func:`run_shift_cause`)
+decomposes each run
 (:func:`pfntheory.claims.shift_cause.decompose_run`) into
 :data:`~pfntheory.claims.shift_findings.SHIFT_CAUSE_FILE` beside the d = 8 companion's runs;
 :mod:`pfntheory.claims.shift_findings` reads the file and decides (docs/findings.md, "The d = 8
@@ -13,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pfntheory.base._entry import OneLineParser, run_entry
 from pfntheory.claims.shift_cause import decompose_run, design_contexts
 from pfntheory.claims.shift_findings import EXPERIMENTS, SETTINGS, SHIFT_CAUSE_FILE
 from pfntheory.experiments import state as xrun
@@ -21,32 +21,26 @@ from pfntheory.experiments.results import load_available
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.tree import RunSpec
 
-__all__ = ["main"]
+__all__ = ["run_shift_cause"]
 
 
-def main(argv: Sequence[str] | None = None) -> Path:
-    """``python -m pfntheory.pipelines.shift_cause_run [ROOT ...]``: decompose the complete cpu
-    TF^pr runs (C = 256) of :data:`EXPERIMENTS` found under every runs root (default: the
-    repository's; a run found twice is read once) into :data:`SHIFT_CAUSE_FILE` beside the d = 8
-    companion's runs of the first root. Incremental: a run already in the file (same name, same
-    settings) is kept, and the file is saved after each new run."""
-    parser = OneLineParser(
-        prog="python -m pfntheory.pipelines.shift_cause_run",
-        description="Decompose the d = 8 covariate-shift loss of the complete cpu TF^pr runs "
-        "into shift_cause.json (docs/findings.md, 'The d = 8 shift: its cause').",
-    )
-    parser.add_argument("roots", nargs="*", type=Path, help="runs roots (default: the repo's)")
-    args = parser.parse_args(list(argv or []))
-    missing = [str(r) for r in args.roots if not r.is_dir()]
+def run_shift_cause(roots: Sequence | None = None) -> Path:
+    """Decompose the complete cpu TF^pr runs (C = 256) of :data:`EXPERIMENTS` found under every
+    runs root of ``roots`` (default: the repository's; a run found twice is read once) into
+    :data:`SHIFT_CAUSE_FILE` beside the d = 8 companion's runs of the first root. Incremental: a
+    run already in the file (same name, same settings) is kept, and the file is saved after each
+    new run. Run by ``pfntheory sweep shift_cause`` (:mod:`pfntheory.pipelines.studies`)."""
+    given = [Path(r) for r in (roots or [])]
+    missing = [str(r) for r in given if not r.is_dir()]
     if missing:
-        parser.error(f"ROOT must be an existing runs root, got {', '.join(missing)}")
-    for root in args.roots:
+        raise ValueError(f"roots must be existing runs roots, got {', '.join(missing)}")
+    for root in given:
         if not any((root / name).is_dir() for name in EXPERIMENTS):
-            parser.error(
-                f"ROOT {root} holds none of the experiments {', '.join(EXPERIMENTS)} (is it a "
+            raise ValueError(
+                f"root {root} holds none of the experiments {', '.join(EXPERIMENTS)} (is it a "
                 "runs root, such as reports/runs?)"
             )
-    roots = list(args.roots) or [xrun.default_root()]
+    roots = given or [xrun.default_root()]
     dirs: dict[tuple[str, str], Any] = {}
     for root in roots:
         for name in EXPERIMENTS:
@@ -90,7 +84,3 @@ def main(argv: Sequence[str] | None = None) -> Path:
         runfiles.save_json(out, {"settings": settings, "runs": docs})
     runfiles.save_json(out, {"settings": settings, "runs": docs})
     return out
-
-
-if __name__ == "__main__":
-    run_entry(lambda argv: print(main(argv)), "python -m pfntheory.pipelines.shift_cause_run")

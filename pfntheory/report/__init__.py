@@ -19,7 +19,7 @@ One module per job:
 - :mod:`.mathtext` -- ASCII maths typeset as plain HTML (offline), and with mathtext in figures;
 - :mod:`.fold` -- per-run tables, figures and long derivations collapsed under ``<details>``;
 - :mod:`.screens` -- a page's length in screens at 1024 x 768 in headless Chromium (a developer's
-  tool: ``python -m pfntheory.report.screens reports/*.html``; its tests skip without Chromium);
+  tool: ``pfntheory screens reports/*.html``; its tests skip without Chromium);
 - :mod:`.tables` -- tables as a reader sees them (labelled columns, rounded numbers, no index);
 - :mod:`.citation` -- the paper's BibTeX and the commit the report was built from;
 - :mod:`.html` -- a row as HTML (the inline cards), number formatting, the pages' style;

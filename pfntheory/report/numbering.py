@@ -12,7 +12,7 @@ row). A ``\\label`` takes the number of the innermost numbered thing it sits in,
 
 The report does not read the paper at build time: the result for the paper is committed as
 :data:`pfntheory.report.labels.PAPER_NUMBERS`, and ``tests/test_labels.py`` checks it against
-``paper.tex`` wherever the paper is on disk (``python -m pfntheory.report.numbering PAPER.tex``
+``paper.tex`` wherever the paper is on disk (``pfntheory numbering PAPER.tex``
 prints the map to paste).
 """
 
@@ -23,7 +23,6 @@ import string
 from dataclasses import dataclass, field
 
 from pfntheory.base._checks import checked, instance_of
-from pfntheory.base._entry import OneLineParser, run_entry
 
 __all__ = ["number_labels", "theorem_environments"]
 
@@ -216,32 +215,3 @@ class _Numberer:
 
 def _outer(stack: list[_Frame]) -> str | None:
     return next((f.current for f in reversed(stack) if f.current is not None), None)
-
-
-def _main(argv: list[str]) -> int:
-    """``python -m pfntheory.report.numbering PAPER.tex``: print ``PAPER_NUMBERS`` of the paper's
-    LaTeX source, to paste into :mod:`pfntheory.report.labels`."""
-    from pathlib import Path
-
-    parser = OneLineParser(prog="python -m pfntheory.report.numbering", description=_main.__doc__)
-    parser.add_argument("paper", type=Path, metavar="PAPER.tex", help="the paper's LaTeX source")
-    args = parser.parse_args(argv)
-    if not args.paper.is_file():
-        what = "is a directory" if args.paper.is_dir() else "no such file"
-        parser.error(f"PAPER.tex {args.paper}: {what}")
-    try:
-        text = args.paper.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        parser.error(f"PAPER.tex {args.paper}: not UTF-8 text (byte {err.start}); a LaTeX source?")
-    numbers = number_labels(text)
-    if not numbers:
-        parser.error(f"PAPER.tex {args.paper}: no numbered \\label{{}} in it; a LaTeX source?")
-    print("PAPER_NUMBERS: dict[str, str] = {")
-    for label, number in numbers.items():
-        print(f"    {label!r}: {number!r},")
-    print("}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    run_entry(_main, "python -m pfntheory.report.numbering")

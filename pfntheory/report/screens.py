@@ -9,8 +9,8 @@ the tests that use this module skip with that reason.
 
 Usage::
 
-    python -m pfntheory.report.screens reports/07_cpu_scale.html reports/index.html
-    python -m pfntheory.report.screens --width 1440 --json reports/*.html
+    pfntheory screens reports/07_cpu_scale.html reports/index.html
+    pfntheory screens --width 1440 --json reports/*.html
 """
 
 from __future__ import annotations
@@ -20,15 +20,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pfntheory.base._entry import OneLineParser, run_entry
-
-__all__ = ["PageMeasure", "find_chromium", "measure_pages", "main"]
+__all__ = ["PageMeasure", "find_chromium", "measure_pages"]
 
 # Flags the machine notes require for a headless Chromium on a closed network (without the
 # background-networking ones it keeps trying to reach Google's hosts).
@@ -233,39 +230,3 @@ def measure_pages(
             return [_measure_one(pipe, p, width, height) for p in paths]
         finally:
             pipe.close()
-
-
-def main(argv=None) -> int:
-    ap = OneLineParser(
-        prog="python -m pfntheory.report.screens",
-        description="Page length in screens (document height / viewport height) in headless "
-        "Chromium, with console errors and broken images.",
-    )
-    ap.add_argument("pages", nargs="+", help="HTML files to measure")
-    ap.add_argument("--width", type=int, default=1024, help="viewport width, CSS px (1024)")
-    ap.add_argument("--height", type=int, default=768, help="viewport height, CSS px (768)")
-    ap.add_argument("--json", action="store_true", help="print one JSON list instead of a table")
-    a = ap.parse_args(argv)
-    try:
-        res = measure_pages(a.pages, a.width, a.height)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if a.json:
-        print(json.dumps([asdict(r) for r in res], indent=1))
-        return 0
-    print(f"{'page':44s} {'screens':>8s} {'height':>7s} {'images':>6s} broken errors")
-    for r in res:
-        print(
-            f"{Path(r.path).name:44s} {r.screens:8.1f} {r.document_height:7d} {r.images:6d}"
-            f" {len(r.broken_images):6d} {len(r.console_errors):6d}"
-        )
-        for err in r.console_errors:
-            print(f"    console error: {err}")
-        for b in r.broken_images:
-            print(f"    broken image: {b}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run_entry(main, "python -m pfntheory.report.screens")

@@ -5,7 +5,7 @@ markers, ::
 
     <!-- generated: SPEC -->...<!-- /generated -->
 
-and ``python -m pfntheory.report.tallies --write`` (run by ``pfntheory report`` whenever it
+and ``pfntheory tallies --write`` (run by ``pfntheory report`` whenever it
 writes the committed ``reports/``) replaces what lies between them with the text :func:`passage`
 generates for ``SPEC`` from the results. ``--check`` only says which passages are stale (exit 1);
 ``tests/test_generated_counts.py`` fails on a stale passage, and on a verdict tally typed outside
@@ -33,7 +33,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..base._entry import OneLineParser, run_entry
 from ..claims.gating import plateau_tally
 from ..claims.verdicts import UNDECIDED_KINDS, VerdictKind
 from .guard import result_rows
@@ -51,7 +50,6 @@ __all__ = [
     "stale",
     "write",
     "page_commits",
-    "main",
 ]
 
 #: The documents whose generated passages :func:`write` keeps current (relative to the repository).
@@ -254,44 +252,3 @@ def page_commits(out_dir: str | os.PathLike | None = None) -> dict[str, list[str
     if index.is_file():
         found[index.name] = _CITE.findall(index.read_text())
     return found
-
-
-PROG = "python -m pfntheory.report.tallies"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pfntheory.report.tallies [--write | --check] [--out DIR]``: a bad command line
-    (an unknown option, both modes, an ``--out`` that is no report folder) is one line on stderr
-    and exit 2 (:func:`pfntheory.base._entry.run_entry`)."""
-    parser = OneLineParser(
-        prog=PROG,
-        description="Regenerate (--write) or check (--check) the counts README.md and "
-        "docs/findings.md state, from reports/results/*.json.",
-    )
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--write", action="store_true", help="rewrite the stale passages")
-    mode.add_argument("--check", action="store_true", help="exit 1 if a passage is stale")
-    parser.add_argument("--out", default=None, help="report folder to read (default: reports/)")
-    args = parser.parse_args(argv)
-    if args.out is not None and not (Path(args.out) / "results").is_dir():
-        parser.error(f"--out {args.out}: not a report folder (no results/ folder in it)")
-    if args.write:
-        for path in write(out_dir=args.out):
-            print(f"rewrote {path.relative_to(ROOT)}")
-        return 0
-    rows = load_rows(args.out)
-    bad = 0
-    for name in DOCUMENTS:
-        for spec, old, new in stale((ROOT / name).read_text(), rows):
-            bad += 1
-            print(f"{name}: stale passage {spec!r}:\n  written:   {old}\n  generated: {new}")
-    commits = {c for cs in page_commits(args.out).values() for c in cs}
-    if len(commits) > 1:
-        print(f"note: the pages name {len(commits)} commits ({', '.join(sorted(commits))})")
-    if not bad:
-        print("generated passages: current")
-    return 1 if bad and args.check else 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    run_entry(main, PROG)

@@ -566,7 +566,7 @@ def latent_rows(trained: dict) -> list[RowSpec]:
                 variant="trained PFN, " + LATENT_VARIANT,
                 measured=r.statement,
                 compare="threshold",
-                command="python -m pfntheory.nn.latent reports/runs/latent_gpc",
+                command="pfntheory sweep latent_gpc --scale cpu",
             ),
         )
         for r in cl.check_trained(trained["reference"], trained["preds"], trained["doubling"])
