@@ -122,6 +122,35 @@ SKIP: dict[str, str] = {
         "a replay over a loaded run (reads its run directory)"
     ),
     "pfntheory.claims.multihead_cells.with_cells": "reads the committed cell files",
+    # pfntheory.claims.multihead_fair
+    "pfntheory.claims.multihead_fair.batch_file": (
+        "a path in a runs root; bad input in tests/test_multihead_fair.py"
+    ),
+    "pfntheory.claims.multihead_fair.fair_confirmation": (
+        "reads the committed batches of the runs root; bad input in tests/test_multihead_fair.py"
+    ),
+    # pfntheory.pipelines.multihead_fair
+    "pfntheory.pipelines.multihead_fair.train_fair_selector": (
+        "trains the selector (seconds) and writes it; bad input in tests/test_multihead_fair.py"
+    ),
+    "pfntheory.pipelines.multihead_fair.fair_ranges": (
+        "draws designs and computes Chebyshev ranges at n = 256 (seconds per task)"
+    ),
+    "pfntheory.pipelines.multihead_fair.head_index": (
+        "needs a hierarchical task; bad input in tests/test_multihead_fair.py"
+    ),
+    "pfntheory.pipelines.multihead_fair.one_head": (
+        "needs a hand-set multi-head model; bad input in tests/test_multihead_fair.py"
+    ),
+    "pfntheory.pipelines.multihead_fair.score_batch": (
+        "scores hand-set models on hundreds of prior draws (minutes)"
+    ),
+    "pfntheory.pipelines.multihead_fair.run_fair": (
+        "the fair study's runner: trains, scores and writes the committed batches (minutes)"
+    ),
+    "pfntheory.pipelines.multihead_fair.fair_rows": (
+        "reads the committed batches and run directories (page 08's rows)"
+    ),
     # pfntheory.claims.multihead_select
     "pfntheory.claims.multihead_select.load_select": (
         "reads the committed documents of the runs root"
