@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+from _cli_args import train_argv, train_shape
 
 from pfntheory import cli
 from pfntheory.cli import train as train_cmd
@@ -19,33 +20,7 @@ def test_parser_choices_match_library():
 
 
 def _train_args(rd, *extra):
-    return [
-        "train",
-        "--run-dir",
-        str(rd),
-        "--task",
-        "rbf",
-        "--d",
-        "2",
-        "--L",
-        "2",
-        "--C",
-        "8",
-        "--n-min",
-        "4",
-        "--n-max",
-        "6",
-        "--steps",
-        "2",
-        "--lr",
-        "1e-3",
-        "--batch-size",
-        "4",
-        "--no-progress",
-        "--device",
-        "cpu",
-        *extra,
-    ]
+    return train_argv(rd, *extra)
 
 
 def test_train_then_evaluate(tmp_path, capsys):
@@ -450,23 +425,7 @@ def test_train_records_a_learning_curve_by_default_and_takes_the_cpu_scale(tmp_p
     "argv, needle",
     [
         (
-            [
-                "train",
-                "--run-dir",
-                "",
-                "--task",
-                "rbf",
-                "--d",
-                "2",
-                "--L",
-                "2",
-                "--C",
-                "8",
-                "--n-min",
-                "4",
-                "--n-max",
-                "6",
-            ],
+            train_shape(""),
             "--run-dir must not be empty",
         ),
         (["evaluate", "", "--n-eval", "4"], "RUN_DIR must not be empty"),
@@ -475,47 +434,11 @@ def test_train_records_a_learning_curve_by_default_and_takes_the_cpu_scale(tmp_p
         (["report", "--out", ""], "--out must not be empty"),
         (["casestudy", "sacramento", "--out-dir", ""], "--out-dir must not be empty"),
         (
-            [
-                "train",
-                "--run-dir",
-                "x",
-                "--task",
-                "rbf",
-                "--lengthscales",
-                "1,2",
-                "--d",
-                "2",
-                "--L",
-                "2",
-                "--C",
-                "8",
-                "--n-min",
-                "4",
-                "--n-max",
-                "6",
-            ],
+            train_shape("x", "--lengthscales", "1,2"),
             "--lengthscales does not apply to --task rbf",
         ),
         (
-            [
-                "train",
-                "--run-dir",
-                "x",
-                "--task",
-                "blr",
-                "--lengthscale",
-                "0.5",
-                "--d",
-                "2",
-                "--L",
-                "2",
-                "--C",
-                "8",
-                "--n-min",
-                "4",
-                "--n-max",
-                "6",
-            ],
+            train_shape("x", "--lengthscale", "0.5", task="blr"),
             "--lengthscale does not apply to --task blr",
         ),
         (["sweep", "fig_exp1", "--partition", "gpu", "--dry-run"], "only for --executor slurm"),

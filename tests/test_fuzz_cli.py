@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _cli_args import train_argv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,32 +34,7 @@ from pfntheory.infra import runs as runfiles
 
 UNWRITABLE = "/proc/pfntheory-cannot-write-here"  # no one, not even root, creates files in /proc
 
-TRAIN = [
-    "train",
-    "--run-dir",
-    "{tmp}/run",
-    "--task",
-    "rbf",
-    "--d",
-    "2",
-    "--L",
-    "2",
-    "--C",
-    "8",
-    "--n-min",
-    "4",
-    "--n-max",
-    "6",
-    "--steps",
-    "2",
-    "--lr",
-    "1e-3",
-    "--batch-size",
-    "4",
-    "--no-progress",
-    "--device",
-    "cpu",
-]
+TRAIN = train_argv("{tmp}/run")
 
 
 def _train(**changes) -> list[str]:
