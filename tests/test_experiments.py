@@ -778,7 +778,7 @@ def test_standin_is_never_taken_for_a_trained_run(tmp_path):
 
 def test_names_listed_once():
     assert experiment_names() == tuple(EXPERIMENTS)
-    assert len(set(experiment_names())) == len(EXPERIMENTS) == 18
+    assert len(set(experiment_names())) == len(EXPERIMENTS) == 19
 
 
 def test_dry_run_refuses_the_real_runs_root(monkeypatch):

@@ -47,6 +47,7 @@ from .tables import (  # noqa: F401
     FIG_STEPSIZE,
     HIER_EQUAL_TIME_STEPS,
     SUPP_TAB_HIER,
+    SUPP_TAB_HIER_BUDGET,
     SUPP_TAB_HIER_MULTIHEAD,
     SUPP_TAB_LENGTHSCALE,
 )
@@ -90,6 +91,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         SUPP_TAB_HIER_MULTIHEAD,
         FIG_EXP1_THEORY_SHARED,
         SUPP_EXP2_FIRST_LAYER,
+        SUPP_TAB_HIER_BUDGET,
     )
 }
 

@@ -20,7 +20,15 @@ from .design import (
     rbf_task,
     trained_cells,
 )
-from .scales import CPU_OPT, by_cost, cpu_design, paper_curves
+from .scales import (
+    BUDGET_CURVE_POINTS,
+    BUDGET_EMA_DECAY,
+    CPU_OPT,
+    budget_runs,
+    by_cost,
+    cpu_design,
+    paper_curves,
+)
 from .specs import ExactPPDSpec, StepsizeSpec
 
 # --------------------------------------------------------------------------------------------------
@@ -161,6 +169,37 @@ SUPP_TAB_HIER = Experiment(
         shrunk=_QUICK_TABLE_SHRINK.replace("n' in {96,384}", "n' in {96,192,384}"),
     ),
 )
+
+
+def _deepest(r) -> bool:
+    return r.model.L == 32
+
+
+SUPP_TAB_HIER_BUDGET = Experiment(
+    name="supp_tab_hier_budget",
+    labels=("supp-tab:hierarchical-gp",),
+    title=(
+        "supp_tab_hier's single-head L = 32 run, weight-averaged, at S and 2S steps (the reference "
+        "page 08's multi-head rows compare with, gated by budget doubling)"
+    ),
+    claims=_TABLE_CLAIMS,
+    paper=Design(budget_runs(SUPP_TAB_HIER.paper, _deepest)),
+    cpu=Design(
+        budget_runs(SUPP_TAB_HIER.cpu, _deepest),
+        shrunk=(
+            f"supp_tab_hier's cpu L = 32 run (d=16, C=256, n in [64,256]) at S = 1000 and "
+            f"2S = 2000 "
+            f"steps with {CPU_OPT}, an exponential weight average (decay {BUDGET_EMA_DECAY}) and "
+            f"{BUDGET_CURVE_POINTS} learning-curve points; 1024 instances per n'."
+        ),
+    ),
+    quick=Design(
+        budget_runs(SUPP_TAB_HIER.quick, lambda r: r.model.L == 8),
+        shrunk="supp_tab_hier's quick L = 8 run at S and 2S steps, weight-averaged: "
+        + _QUICK_TABLE_SHRINK,
+    ),
+)
+
 
 # --------------------------------------------------------------------------------------------------
 # beyond the paper: the multi-head model of the remark "Extension to hierarchical GPs"
