@@ -90,33 +90,26 @@ code{font-size:12px;overflow-wrap:anywhere} small{color:#57606a}
 """
 
 
+def _own_clauses(field: str, r: dict) -> list[str]:
+    """Row ``r``'s ``field`` ("tolerance" or "convergence") as the clauses the recorder carries
+    (``<field>_clauses``, joined by "; " into the text); a row without them (an older results
+    file) has its text as one clause. The text is never cut."""
+    carried = r.get(f"{field}_clauses")
+    if isinstance(carried, list):
+        return [c for c in carried if isinstance(c, str) and c]
+    text = r.get(field) or ""
+    return [text] if text else []
+
+
 def _clauses(field: str, r: dict) -> list[str]:
-    """Row ``r``'s ``field`` cut where the recorder joins its pieces ("; "); the tolerance also
-    carries the margin's typed reasons (keys of :data:`~pfntheory.claims.gating.SHARED_REASONS`
-    in the row's ``reasons``), each as "why: ..." (the text itself holds no reason)."""
-    out = [c for c in _top_level_split(r.get(field) or "") if c]
+    """Row ``r``'s ``field`` clauses (:func:`_own_clauses`); the tolerance also carries the
+    margin's typed reasons (keys of :data:`~pfntheory.claims.gating.SHARED_REASONS` in the row's
+    ``reasons``), each as "why: ..." (the text itself holds no reason)."""
+    out = _own_clauses(field, r)
     if field == "tolerance":
         keys = r.get("reasons") or []
         out += [f"why: {SHARED_REASONS[k]}" for k in keys if k in SHARED_REASONS]
     return out
-
-
-def _top_level_split(text: str, sep: str = "; ") -> list[str]:
-    """``text`` split at ``sep`` outside parentheses and brackets (a clause keeps its aside)."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([":
-            depth += 1
-        elif ch in ")]" and depth > 0:
-            depth -= 1
-        if depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    return parts + [text[start:]]
 
 
 _FIELDS = ("tolerance", "convergence")
@@ -149,7 +142,8 @@ def _without_shared(r: dict, notes: dict[str, int], part: str) -> dict:
         clauses = _clauses(f, r)
         if not any(c in notes for c in clauses):
             continue
-        out[f] = "; ".join(c for c in _top_level_split(r.get(f) or "") if c and c not in notes)
+        own = [c for c in _own_clauses(f, r) if c not in notes]
+        out[f], out[f"{f}_clauses"] = "; ".join(own), own
         if f == "tolerance":  # the reasons not stated in a note stay folded in the row
             out["reasons"] = [
                 k for k in r.get("reasons") or [] if f"why: {SHARED_REASONS.get(k)}" not in notes
