@@ -2,7 +2,8 @@
 the citation stamp of :mod:`.citation`) only.
 
 It opens with the findings (:mod:`.summary`), the citation block and the verdict definitions; then
-one line per measured result, grouped by part: its verdict, the number the paper prints for the
+one line per measured result, grouped by part (the appendices, checks of the pipeline off the
+main path, after every main part): its verdict, the number the paper prints for the
 result ("Lemma B.3") and its ``\\label{}``, the claim, our number and the paper's number with the
 table or figure it is printed in. Everything else (what exactly was measured, the tolerance and its
 reason, what our number was compared with, the runs' convergence, the run directory and the command
@@ -30,7 +31,7 @@ from .labels import paper_number
 from .mathtext import math_html
 from .paper_tables import load_paper_tables, paper_tables_html
 from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS
-from .spec import NOTEBOOKS, NotebookSpec, output_dir
+from .spec import NOTEBOOKS, NotebookSpec, output_dir, reading_order
 from .summary import _scale_of, load_results, load_status, summary_html
 
 __all__ = ["build_index", "shared_clauses", "INDEX_CSS"]
@@ -261,6 +262,11 @@ def _part(spec, data: dict | None, st: dict, has_page: bool, tables: list[dict])
             '<p class="missing">not executed yet: run '
             f"<code>pfntheory report --only {name}</code></p>"
         ]
+    if not rows and spec.appendix:
+        return out + [
+            '<p class="missing">no rows: it checks that the pipeline runs end to end; its '
+            "measurements are listed on its page and counted nowhere</p>"
+        ]
     if not rows:
         return out + ['<p class="missing">no results recorded</p>']
     shared = shared_clauses(rows)
@@ -304,13 +310,19 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
     results = load_results(out_dir)
     status = load_status(out_dir)
     tables = load_paper_tables(out_dir)
-    specs = list(NOTEBOOKS) + [
-        NotebookSpec(n, n, ()) for n in results if n not in {s.name for s in NOTEBOOKS}
-    ]
+    specs = reading_order(
+        list(NOTEBOOKS)
+        + [NotebookSpec(n, n, ()) for n in results if n not in {s.name for s in NOTEBOOKS}]
+    )
     pages = {s.name for s in specs if (out_dir / f"{s.name}.html").exists()}
     body: list[str] = []
     failed = [s.name for s in specs if status.get(s.name, {}).get("ok") is False]
     for spec in specs:
+        if spec.appendix and not any(s.appendix for s in specs[: specs.index(spec)]):
+            body.append(
+                '<h2 id="appendix">Appendix</h2><p class="sub">Off the main path: checks of the '
+                "pipeline itself, not results of the paper.</p>"
+            )
         body += _part(
             spec,
             results.get(spec.name),
@@ -338,8 +350,12 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
         "compared with, the runs read and the command that regenerates it.</p>"
     )
     toc = " · ".join(
-        f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>' for s in specs
+        f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>'
+        for s in specs
+        if not s.appendix
     )
+    if any(s.appendix for s in specs):
+        toc += ' (then the <a href="#appendix">appendix</a>)'
     stamp = build_stamp()
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -78,7 +78,11 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
     trained runs show with how far they are from converged. ``pages``: notebooks whose page exists
     (rows link to them)."""
     pages = set(results) if pages is None else pages
-    order = [s for s in specs if s.name in results]
+    order = [  # an appendix without rows adds nothing to the counts
+        s
+        for s in specs
+        if s.name in results and (results[s.name].get("rows") or not getattr(s, "appendix", False))
+    ]
     counts = {
         s.name: Counter(r.get("verdict", PENDING) for r in results[s.name].get("rows", []))
         for s in order
