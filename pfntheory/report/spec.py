@@ -8,6 +8,7 @@ read them back.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,9 +145,11 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
 )
 
 
-def reading_order(specs=NOTEBOOKS) -> list[NotebookSpec]:
-    """``specs`` as a reader meets them: the main pages in their order, then the appendices."""
-    specs = list(specs)
+def reading_order(specs: Sequence[NotebookSpec] = NOTEBOOKS) -> list[NotebookSpec]:
+    """``specs`` (a sequence of :class:`NotebookSpec`) as a reader meets them: the main pages in
+    their order, then the appendices."""
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(s, NotebookSpec) for s in specs):
+        raise ArgumentTypeError(f"specs must be a sequence of NotebookSpec, got {specs!r:.80}")
     return [s for s in specs if not s.appendix] + [s for s in specs if s.appendix]
 
 
