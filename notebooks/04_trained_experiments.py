@@ -12,12 +12,19 @@
 # ---
 
 # %% [markdown]
-# # 4. Trained experiments
+# # Appendix: pipeline smoke runs (quick scale)
 #
-# Paper results: **fig:exp1** (`E[TV]` falls with depth `L` and with the number of bins `C`),
-# **fig:exp2-1** (normalised attention generalises in `n'`, unnormalised does not), **fig:exp2-2**,
-# **supp-fig:exp2-3** and the `d = 4, 8` and covariate-shift companions (depth and pretraining range
-# help; the solver error grows with `n'`), **supp-tab:lengthscale-crps** and
+# **What this page is for:** it shows that the pipeline runs end to end at the `quick` scale: the
+# shrunk runs `pfntheory sweep` writes, their evaluation, and the checks of
+# `pfntheory.claims.trained` on them. It is not where the paper's trained results are judged: those
+# verdicts are on page 07 (*The paper's tasks on a CPU budget*), from the complete `cpu` runs.
+# Where those runs are on disk, this page records no row in the index and lists its checks in the
+# smoke-test table at the end.
+#
+# Paper results it exercises: **fig:exp1** (`E[TV]` falls with depth `L` and with the number of
+# bins `C`), **fig:exp2-1** (normalised attention generalises in `n'`, unnormalised does not),
+# **fig:exp2-2**, **supp-fig:exp2-3** and the `d = 4, 8` and covariate-shift companions (depth and
+# pretraining range help; the solver error grows with `n'`), **supp-tab:lengthscale-crps** and
 # **supp-tab:hierarchical-gp** (CRPS falls with depth, coverage near nominal).
 #
 # Everything is read from the committed runs under `reports/runs/<experiment>/` (written by

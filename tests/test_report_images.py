@@ -17,6 +17,7 @@ import pytest
 
 from pfntheory import report
 from pfntheory.pipelines import report_run
+from pfntheory.report.spec import reading_order
 
 FIGURE_CALL = re.compile(r"^\s*(plt\.show\(\)|report\.show_png\()", re.M)
 
@@ -51,17 +52,33 @@ def test_committed_page_images_have_alt_text(name):
 
 @pytest.mark.parametrize("name", [s.name for s in report.NOTEBOOKS])
 def test_committed_page_links_its_neighbours(name):
-    """Each page links to the index (and its part of it) and to the previous and next page, at
-    the top and at the bottom."""
+    """Each page links to the index (and its part of it) and to the previous and next page in
+    reading order (the appendices after every main page), at the top and at the bottom."""
     html = (report.DEFAULT_OUT / f"{name}.html").read_text()
-    names = [s.name for s in report.NOTEBOOKS]
+    names = [s.name for s in reading_order()]
     i = names.index(name)
     assert html.count('<nav class="pager">') == 2
     assert f'href="index.html#part-{name}"' in html
     if i > 0:
-        assert f'href="{names[i - 1]}.html" rel="prev"' in html
+        assert html.count(f'href="{names[i - 1]}.html" rel="prev"') == 2
     if i + 1 < len(names):
-        assert f'href="{names[i + 1]}.html" rel="next"' in html
+        assert html.count(f'href="{names[i + 1]}.html" rel="next"') == 2
+    else:
+        assert 'rel="next"' not in html
+
+
+def test_appendices_come_after_every_main_page():
+    """Page 04 (the quick-scale smoke runs) is an appendix: read after every main page, and listed
+    in the index under "Appendix", after every main part and out of the contents line."""
+    order = reading_order()
+    kinds = [s.appendix for s in order]
+    assert kinds == sorted(kinds) and report.find_spec("04").appendix
+    page = (report.DEFAULT_OUT / "index.html").read_text()
+    parts = [page.index(f'id="part-{s.name}"') for s in order]
+    assert parts == sorted(parts) and page.index('id="appendix"') < parts[kinds.index(True)]
+    contents = page[page.index("Parts: ") :].split("</p>")[0]
+    assert 'href="#part-04_trained_experiments"' not in contents
+    assert 'href="#part-05_case_studies"' in contents
 
 
 #: Pages whose every table and output this task formats (page 07 is built by report.cpu).

@@ -31,6 +31,7 @@ def _row(k: int, **kw) -> dict:
         "tolerance": f"TV(L=2) - TV(L=32) > 3 SE (SE=0.00{k})",
         "reasons": ["margin"],
         "convergence": f"not plateaued: {k} of 5 runs; {_CRIT}",
+        "convergence_clauses": [f"not plateaued: {k} of 5 runs", _CRIT],
         "anchor": f"r-{k}",
         "command": "pfntheory sweep fig_exp1 --scale cpu",
         "a_field_the_index_does_not_know": {"typed": "reason"},
@@ -63,6 +64,19 @@ def test_a_reason_many_rows_share_is_said_once_per_part(out):
     assert 'id="notes-07_cpu_scale"' in page and "(5 rows)" in page
     # each row keeps its own clause and points to the note
     assert page.count("SE=0.00") == 5 and page.count('href="#notes-07_cpu_scale"') == 10
+
+
+def test_shared_clauses_are_the_carried_ones_and_no_text_is_cut():
+    """A clause is what the recorder carries (``convergence_clauses``), never a cut of the text: a
+    row without the field (an older results file) keeps its text as one clause, so a reason inside
+    it is not said once; rows whose carried clauses disagree with a cut of their text share the
+    carried ones."""
+    bare = [{k: v for k, v in _row(k).items() if k != "convergence_clauses"} for k in range(1, 6)]
+    assert index.shared_clauses(bare) == [_WHY]
+    odd = [
+        _row(k, convergence_clauses=[f"runs (a; {k})", f"{_CRIT}; said whole"]) for k in (1, 2, 3)
+    ]
+    assert index.shared_clauses(odd) == [_WHY, f"{_CRIT}; said whole"]
 
 
 def test_every_result_is_one_line_with_its_details_a_click_away(out):

@@ -9,9 +9,9 @@
   / ``pop`` / ``getattr`` / ``hasattr`` / the report's ``_get`` -- and nowhere else.
 - :class:`~pfntheory.infra.status.Status` is read by attribute: it is no mapping (no subscript, no
   ``dict(status)``), and its JSON form is :meth:`~pfntheory.infra.status.Status.to_dict`.
-- The report splits no tolerance or convergence text at "; " (the clauses are to be carried as
-  fields): marked as an expected failure while ``report/index.py`` still does, strict, so that it
-  fails once the splitting is gone and the marker must go with it.
+- The report splits no tolerance or convergence text at "; ": the recorder carries the clauses as
+  fields (``tolerance_clauses``, ``convergence_clauses``, ``worse_runs``) and the index and the
+  findings read those.
 
 How these tests can fail: the scan runs on a synthetic module holding a kind as a comparison
 operand, and on one holding the field names only as fields; a Status subscript must raise.
@@ -148,11 +148,6 @@ def test_split_scan_sees_a_split():
     assert _splits('b = "; ".join(parts)\n') == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="report/index.py still cuts tolerance and convergence texts at '; ': carrying the "
-    "clauses as fields changes every committed results JSON (issue 48, item 3, left open)",
-)
 def test_report_splits_no_tolerance_or_convergence_text():
     found = {
         p.name: lines

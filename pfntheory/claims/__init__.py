@@ -138,6 +138,10 @@ class ClaimResult:
         The bound or the paper's value the observation is compared with.
     tolerance : str
         The tolerance used and why (round-off bound or k Monte-Carlo standard errors).
+    tolerance_clauses : tuple of str
+        The tolerance's separate clauses, where it has several (a margin, then what is shown): the
+        report states a clause many rows share once. Given alone, ``tolerance`` is them joined by
+        "; "; given with ``tolerance``, that join must equal it. Empty: ``tolerance`` is one clause.
     ci : tuple of float or None
         A confidence interval for ``observed`` where it is statistical.
     details : dict
@@ -177,8 +181,25 @@ class ClaimResult:
     run_dir: str | None = None
     power: Power | None = None
     decision: Decision | None = None
+    tolerance_clauses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        clauses = self.tolerance_clauses
+        if isinstance(clauses, str) or not isinstance(clauses, (tuple, list)):
+            raise ArgumentTypeError(
+                f"tolerance_clauses must be a tuple of str, got {type(clauses).__name__}"
+            )
+        if not all(isinstance(c, str) and c for c in clauses):
+            raise ValueError("tolerance_clauses must be non-empty strings")
+        joined = "; ".join(clauses)
+        if clauses and not self.tolerance:
+            object.__setattr__(self, "tolerance", joined)
+        elif clauses and self.tolerance != joined:
+            raise ValueError(
+                "tolerance must equal its tolerance_clauses joined by '; ' "
+                f"(got {self.tolerance!r} and {joined!r})"
+            )
+        object.__setattr__(self, "tolerance_clauses", tuple(clauses))
         if self.verdict is not None and self.verdict not in VERDICT_KINDS:
             kinds = tuple(map(str, VERDICT_KINDS))
             raise ValueError(f"verdict must be one of {kinds}, got {self.verdict!r}")

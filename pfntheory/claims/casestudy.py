@@ -251,13 +251,15 @@ def make_claims(
     }
 
     def claim(key, statement, holds, observed, bound, tolerance, **details) -> ClaimResult:
+        """One caption claim; ``tolerance`` a str, or a tuple of its clauses."""
         return ClaimResult(
             label=label,
             statement=f"{where}: {statement}",
             holds=bool(holds),
             observed=float(observed),
             bound=bound,
-            tolerance=tolerance,
+            tolerance="" if isinstance(tolerance, tuple) else tolerance,
+            tolerance_clauses=tolerance if isinstance(tolerance, tuple) else (),
             details={**common, **details, "measured": _MEASURED[key]},
             key=key_prefix + key,
         )
@@ -282,8 +284,11 @@ def make_claims(
             np.isfinite(worst) and worst <= CLOSE_MARGIN_SD,
             worst,
             CLOSE_MARGIN_SD,
-            f"margin {CLOSE_MARGIN_SD} GP sd, fixed in advance (a 0.2-sd shift of a 5% quantile "
-            f"moves its level by about 2 points); near = r <= {c['threshold']} lengthscales",
+            (
+                f"margin {CLOSE_MARGIN_SD} GP sd, fixed in advance (a 0.2-sd shift of a 5% "
+                "quantile moves its level by about 2 points)",
+                f"near = r <= {c['threshold']} lengthscales",
+            ),
             mad_near_sd=near_sd,
             mad_near={q: c[q]["mad_near"] for q in QUANTITIES},
         ),

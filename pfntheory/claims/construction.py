@@ -396,10 +396,10 @@ def check_tfpr_far_query(
         holds=bool(all(converging)),
         observed=far["error"] / far["error_half_depth"],
         bound=1.0,
-        tolerance=(
+        tolerance_clauses=(
             f"error ratio |TF^pr_L - (mu,tau)| / |TF^pr_(L/2) - (mu,tau)| < 1 at both the near "
-            f"and the far query (L={L}); shown: the far query's ratio "
-            f"(near: {near['error'] / near['error_half_depth']:.3g})"
+            f"and the far query (L={L})",
+            f"shown: the far query's ratio (near: {near['error'] / near['error_half_depth']:.3g})",
         ),
         details={
             "eta": eta,

@@ -135,19 +135,25 @@ class Power:
 
     def text(self) -> str:
         """One line: ours beside the paper's, the minimal effect of interest, and what the check
-        can detect (at 50% and 80% power)."""
+        can detect (at 50% and 80% power); :meth:`clauses` joined by "; "."""
+        return "; ".join(self.clauses())
+
+    def clauses(self) -> tuple[str, ...]:
+        """The clauses of :meth:`text`: the measured effect, the minimal effect of interest (where
+        the paper prints no effect), what the check can detect."""
         lo, hi = self.ci
         paper = f", the paper's {self.paper:.3g}" if self.paper is not None else ""
         how = "paired" if self.paired else "unpaired"
         mini = (
-            f"; minimal effect of interest {self.minimal:.3g} (10% of E[TV])"
+            (f"minimal effect of interest {self.minimal:.3g} (10% of E[TV])",)
             if self.paper is None and self.minimal is not None
-            else ""
+            else ()
         )
         return (
-            f"measured effect {self.effect:.3g} (interval [{lo:.3g}, {hi:.3g}], {how}{paper})"
-            f"{mini}; the smallest effect this check detects is {self.detectable:.3g} (half the "
-            f"time), {self.detectable80:.3g} at 80% power"
+            f"measured effect {self.effect:.3g} (interval [{lo:.3g}, {hi:.3g}], {how}{paper})",
+            *mini,
+            f"the smallest effect this check detects is {self.detectable:.3g} (half the time), "
+            f"{self.detectable80:.3g} at 80% power",
         )
 
 
@@ -227,11 +233,19 @@ class Decision:
     doubling: Replay | None = None
 
     def text(self) -> str:
-        out = self._text()
+        """The decision in one line: :meth:`clauses` joined by "; "."""
+        return "; ".join(self.clauses())
+
+    def clauses(self) -> tuple[str, ...]:
+        """The clauses of :meth:`text`, each whole (a list of runs stays in its clause): the
+        outcome and where it was decided, the runs' states, the replay or the power; a caveat
+        and the power's detectable effects close the last clause."""
+        out = list(self._clauses())
+        tail = ""
         if self.caveat and self.doubling is not None:
             rp = self.doubling
             word = OUTCOME_WORD[self.holds]
-            out += (
+            tail += (
                 f". Caveat: training made {len(self.caveat)} run"
                 f"{'s' if len(self.caveat) != 1 else ''} worse where the check is not decided: "
                 f"{'; '.join(self.caveat)}; the check {word} at both budgets, {rp.steps[0]} and "
@@ -244,28 +258,32 @@ class Decision:
                 if p.paper is None and p.minimal is not None
                 else ""
             )
-            out += (
+            tail += (
                 f" ({mini}smallest effect detected at 80% power {p.detectable80:.3g}, half the "
                 f"time {p.detectable:.3g})"
             )
-        return out
+        if tail and out:
+            out[-1] += tail
+        elif tail:
+            out = [tail]
+        return tuple(out)
 
-    def _text(self) -> str:
+    def _clauses(self) -> tuple[str, ...]:
         st = ", ".join(f"{n} {s}" for s, n in self.states)
         word = OUTCOME_WORD[self.holds]
         runs = f"{self.n_runs} run{'s' if self.n_runs != 1 else ''}"
         how = "budget doubling" if self.test == "doubling" else "their learning curves' log-half"
-        if self.rule == "worse":
+        if self.rule == "worse":  # one clause: the runs that got worse, then what the check read
             return (
                 f"{VerdictKind.WORSE}: {'; '.join(self.worse)}. The check {word} on {self.model}, "
                 f"a model training made worse: it is neither a converged PFN nor one still "
-                f"improving at its budget ({runs}: {st}, by {how})"
+                f"improving at its budget ({runs}: {st}, by {how})",
             )
-        head = ""
+        head: tuple[str, ...] = ()
         if self.rule == "plateaued" or (
             self.rule == "underpowered" and dict(self.states).get("plateaued") == self.n_runs
         ):
-            head = f"all {runs} plateaued by {how}" if self.n_runs else "no trained run"
+            head = (f"all {runs} plateaued by {how}" if self.n_runs else "no trained run",)
         elif self.replay is not None and self.replay.decides and self.rule != "open":
             rp = self.replay
             where = (
@@ -284,11 +302,9 @@ class Decision:
                 if rp.source == "doubling" and (self.last_step or 0) > rp.steps[-1]
                 else f", at {self.last_step} steps"
             )
-            head = (
-                f"{word} at budget: {where}{at}; runs not plateaued ({st}, by {how})"
-                if self.rule == "at budget"
-                else f"the check fails {where}{at}; runs not plateaued ({st}, by {how})"
-            )
+            outcome = f"{word} at budget" if self.rule == "at budget" else "the check fails"
+            sep = ": " if self.rule == "at budget" else " "
+            head = (f"{outcome}{sep}{where}{at}", f"runs not plateaued ({st}, by {how})")
         if self.rule == "underpowered" and self.power is not None:
             p = self.power
             what = (
@@ -296,10 +312,13 @@ class Decision:
                 if p.threshold != p.target
                 else f"the claimed {p.target:.3g}"
             )
+            first, *rest = p.clauses()
             return (
                 f"{VerdictKind.UNDERPOWERED}: the check fails, but the interval of the effect "
-                f"still holds {what}: {p.text()}; {head}"
-            ).rstrip("; ")
+                f"still holds {what}: {first}",
+                *rest,
+                *head,
+            )
         if self.rule == "open":
             why = (
                 f"{VerdictKind.UNDECIDED}: {runs} not all plateaued at {self.last_step} steps "
@@ -307,15 +326,17 @@ class Decision:
             )
             r = self.replay
             if r is None:
-                return why
+                return (why,)
             if not r.decides:
-                return why + (
-                    f"; the check could not be replayed ({len(r.steps)} outcomes, "
-                    f"{r.min_steps} needed)"
+                return (
+                    why,
+                    f"the check could not be replayed ({len(r.steps)} outcomes, "
+                    f"{r.min_steps} needed)",
                 )
-            return why + (
-                f"; the check's outcome changes: it holds at {sum(r.held)} of {len(r.held)} "
-                f"({r.steps[0]}-{r.steps[-1]}) and {word} on {self.model}"
+            return (
+                why,
+                f"the check's outcome changes: it holds at {sum(r.held)} of {len(r.held)} "
+                f"({r.steps[0]}-{r.steps[-1]}) and {word} on {self.model}",
             )
         return head
 

@@ -223,8 +223,10 @@ def _anchored(nb):
 
 def _pager(name: str) -> str:
     """Links to the index, the part of the index that lists this page, and the previous and next
-    pages of the report (none for a notebook that is not one of :data:`NOTEBOOKS`)."""
-    names = [s.name for s in spec.NOTEBOOKS]
+    pages of the report in reading order (:func:`~pfntheory.report.spec.reading_order`: the
+    appendices last; none for a notebook that is not one of :data:`NOTEBOOKS`)."""
+    order = spec.reading_order()
+    names = [s.name for s in order]
     links = ['<a href="index.html">&uarr; verification index</a>']
     if name in names:
         links.append(f'<a href="index.html#part-{name}">this part&#x27;s rows</a>')
@@ -232,10 +234,10 @@ def _pager(name: str) -> str:
     if name in names:
         i = names.index(name)
         if i > 0:
-            p = spec.NOTEBOOKS[i - 1]
+            p = order[i - 1]
             left = f'<a href="{p.name}.html" rel="prev">&larr; {html.escape(p.title)}</a>'
         if i + 1 < len(names):
-            n = spec.NOTEBOOKS[i + 1]
+            n = order[i + 1]
             right = f'<a href="{n.name}.html" rel="next">{html.escape(n.title)} &rarr;</a>'
     return (
         f'<nav class="pager"><span>{left}</span><span>{" · ".join(links)}</span>'

@@ -2,7 +2,8 @@
 the citation stamp of :mod:`.citation`) only.
 
 It opens with the findings (:mod:`.summary`), the citation block and the verdict definitions; then
-one line per measured result, grouped by part: its verdict, the number the paper prints for the
+one line per measured result, grouped by part (the appendices, checks of the pipeline off the
+main path, after every main part): its verdict, the number the paper prints for the
 result ("Lemma B.3") and its ``\\label{}``, the claim, our number and the paper's number with the
 table or figure it is printed in. Everything else (what exactly was measured, the tolerance and its
 reason, what our number was compared with, the runs' convergence, the run directory and the command
@@ -30,7 +31,7 @@ from .labels import paper_number
 from .mathtext import math_html
 from .paper_tables import load_paper_tables, paper_tables_html
 from .rows import PENDING, VERDICT_DEFINITIONS, VERDICTS
-from .spec import NOTEBOOKS, NotebookSpec, output_dir
+from .spec import NOTEBOOKS, NotebookSpec, output_dir, reading_order
 from .summary import _scale_of, load_results, load_status, summary_html
 
 __all__ = ["build_index", "shared_clauses", "INDEX_CSS"]
@@ -90,33 +91,26 @@ code{font-size:12px;overflow-wrap:anywhere} small{color:#57606a}
 """
 
 
+def _own_clauses(field: str, r: dict) -> list[str]:
+    """Row ``r``'s ``field`` ("tolerance" or "convergence") as the clauses the recorder carries
+    (``<field>_clauses``, joined by "; " into the text); a row without them (an older results
+    file) has its text as one clause. The text is never cut."""
+    carried = r.get(f"{field}_clauses")
+    if isinstance(carried, list):
+        return [c for c in carried if isinstance(c, str) and c]
+    text = r.get(field) or ""
+    return [text] if text else []
+
+
 def _clauses(field: str, r: dict) -> list[str]:
-    """Row ``r``'s ``field`` cut where the recorder joins its pieces ("; "); the tolerance also
-    carries the margin's typed reasons (keys of :data:`~pfntheory.claims.gating.SHARED_REASONS`
-    in the row's ``reasons``), each as "why: ..." (the text itself holds no reason)."""
-    out = [c for c in _top_level_split(r.get(field) or "") if c]
+    """Row ``r``'s ``field`` clauses (:func:`_own_clauses`); the tolerance also carries the
+    margin's typed reasons (keys of :data:`~pfntheory.claims.gating.SHARED_REASONS` in the row's
+    ``reasons``), each as "why: ..." (the text itself holds no reason)."""
+    out = _own_clauses(field, r)
     if field == "tolerance":
         keys = r.get("reasons") or []
         out += [f"why: {SHARED_REASONS[k]}" for k in keys if k in SHARED_REASONS]
     return out
-
-
-def _top_level_split(text: str, sep: str = "; ") -> list[str]:
-    """``text`` split at ``sep`` outside parentheses and brackets (a clause keeps its aside)."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([":
-            depth += 1
-        elif ch in ")]" and depth > 0:
-            depth -= 1
-        if depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    return parts + [text[start:]]
 
 
 _FIELDS = ("tolerance", "convergence")
@@ -149,7 +143,8 @@ def _without_shared(r: dict, notes: dict[str, int], part: str) -> dict:
         clauses = _clauses(f, r)
         if not any(c in notes for c in clauses):
             continue
-        out[f] = "; ".join(c for c in _top_level_split(r.get(f) or "") if c and c not in notes)
+        own = [c for c in _own_clauses(f, r) if c not in notes]
+        out[f], out[f"{f}_clauses"] = "; ".join(own), own
         if f == "tolerance":  # the reasons not stated in a note stay folded in the row
             out["reasons"] = [
                 k for k in r.get("reasons") or [] if f"why: {SHARED_REASONS.get(k)}" not in notes
@@ -267,6 +262,11 @@ def _part(spec, data: dict | None, st: dict, has_page: bool, tables: list[dict])
             '<p class="missing">not executed yet: run '
             f"<code>pfntheory report --only {name}</code></p>"
         ]
+    if not rows and spec.appendix:
+        return out + [
+            '<p class="missing">no rows: it checks that the pipeline runs end to end; its '
+            "measurements are listed on its page and counted nowhere</p>"
+        ]
     if not rows:
         return out + ['<p class="missing">no results recorded</p>']
     shared = shared_clauses(rows)
@@ -310,13 +310,19 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
     results = load_results(out_dir)
     status = load_status(out_dir)
     tables = load_paper_tables(out_dir)
-    specs = list(NOTEBOOKS) + [
-        NotebookSpec(n, n, ()) for n in results if n not in {s.name for s in NOTEBOOKS}
-    ]
+    specs = reading_order(
+        list(NOTEBOOKS)
+        + [NotebookSpec(n, n, ()) for n in results if n not in {s.name for s in NOTEBOOKS}]
+    )
     pages = {s.name for s in specs if (out_dir / f"{s.name}.html").exists()}
     body: list[str] = []
     failed = [s.name for s in specs if status.get(s.name, {}).get("ok") is False]
     for spec in specs:
+        if spec.appendix and not any(s.appendix for s in specs[: specs.index(spec)]):
+            body.append(
+                '<h2 id="appendix">Appendix</h2><p class="sub">Off the main path: checks of the '
+                "pipeline itself, not results of the paper.</p>"
+            )
         body += _part(
             spec,
             results.get(spec.name),
@@ -344,8 +350,12 @@ def build_index(out_dir: str | os.PathLike | None = None) -> Path:
         "compared with, the runs read and the command that regenerates it.</p>"
     )
     toc = " · ".join(
-        f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>' for s in specs
+        f'<a href="#part-{html.escape(s.name)}">{html.escape(s.title)}</a>'
+        for s in specs
+        if not s.appendix
     )
+    if any(s.appendix for s in specs):
+        toc += ' (then the <a href="#appendix">appendix</a>)'
     stamp = build_stamp()
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

@@ -19,8 +19,11 @@ How a verdict is decided (:func:`decide_verdict`), first rule that applies:
 5. otherwise from ``holds``: "holds", "holds with a caveat" (a caveat is given) or "does not hold".
 
 A row's reasons are typed: the gate's :class:`~pfntheory.claims.gating.Decision` (rendered once,
-into the row's ``convergence`` line) and the keys of the shared reasons of its margin
-(:data:`pfntheory.claims.gating.SHARED_REASONS`, the row's ``reasons``); no verdict text is parsed.
+into the row's ``convergence`` line, its clauses in ``convergence_clauses`` and, for *worse with
+training*, the runs that got worse in ``worse_runs``), the tolerance's clauses
+(``tolerance_clauses``, from :attr:`~pfntheory.claims.ClaimResult.tolerance_clauses`) and the keys
+of the shared reasons of its margin (:data:`pfntheory.claims.gating.SHARED_REASONS`, the row's
+``reasons``); no verdict, tolerance or convergence text is parsed.
 
 "pending" is only for a result whose data is absent on this machine (:meth:`Recorder.pending`).
 """
@@ -228,6 +231,23 @@ def decide_verdict(
 _COMPARE = ("bound", "threshold", "reference")
 
 
+def _tolerance_clauses(result, tolerance: str | Sequence[str] | None) -> list[str]:
+    """The clauses of a row's tolerance: ``tolerance`` (one clause, or a sequence of them) where
+    given, else the result's :attr:`~pfntheory.claims.ClaimResult.tolerance_clauses`, else its
+    ``tolerance`` as one clause; none for an empty tolerance."""
+    if tolerance is None:
+        parts = getattr(result, "tolerance_clauses", ()) or (getattr(result, "tolerance", ""),)
+    elif isinstance(tolerance, str):
+        parts = (tolerance,)
+    elif isinstance(tolerance, (list, tuple)) and all(isinstance(c, str) for c in tolerance):
+        parts = tuple(tolerance)
+    else:
+        raise ArgumentTypeError(
+            f"tolerance must be a str or a sequence of str, got {type(tolerance).__name__}"
+        )
+    return [c for c in parts if c]
+
+
 class Recorder:
     """Collects the measured rows of one notebook, shows each inline, and saves them as JSON.
 
@@ -288,8 +308,10 @@ class Recorder:
             (:data:`pfntheory.report.labels.PAPER_LABELS`).
         variant : str
             What distinguishes this row from the others of its label (``"d=4"``, ``"TF^pr"``).
-        statement, tolerance : str, optional
-            Override the result's.
+        statement : str, optional
+            Overrides the result's.
+        tolerance : str or sequence of str, optional
+            Overrides the result's: one clause, or its clauses (joined by "; " for the text).
         measured : str
             What ``observed`` is, exactly (default: ``details["measured"]`` if present).
         compare : {"bound", "threshold", "reference"}
@@ -335,7 +357,7 @@ class Recorder:
         variant: str = "",
         statement: str | None = None,
         measured: str = "",
-        tolerance: str | None = None,
+        tolerance: str | Sequence[str] | None = None,
         compare: str = "bound",
         caveat: str = "",
         erratum: str = "",
@@ -359,7 +381,8 @@ class Recorder:
         h = bool(result.holds) if holds is None else bool(holds)
         explicit = getattr(result, "verdict", None)
         decision = getattr(result, "decision", None)
-        conv_text, states = "", {}
+        conv: list[str] = []
+        states: dict[str, Status] = {}
         if runs is not None:
             paths = [_rel(r) for r in runs]
             states = _states_of(paths, details.get("convergence"))
@@ -373,9 +396,10 @@ class Recorder:
                     model=None if states else "no trained run",  # runs=[]: none read
                 )
                 decision, explicit = d, d.kind
-            conv_text = (
-                decision.text() if decision else decided_convergence(None, "")
-            ) or plateau_tally(states)["text"]
+            if decision is not None and decision.text():
+                conv = list(decision.clauses())
+            elif tally := plateau_tally(states)["text"]:
+                conv = [tally]
         run_dir = _rel(run_dir) if run_dir is not None else (getattr(result, "run_dir", None) or "")
         if runs is not None and not run_dir:
             dirs = sorted({_rel(Path(r).parent) for r in runs})
@@ -388,6 +412,7 @@ class Recorder:
             from .paper_values import published_value
 
             pv = published_value(result)
+        tol = _tolerance_clauses(result, tolerance)
         reasons = list(details.get("shared_reasons", ()))
         if getattr(result, "power", None) is not None:
             reasons.insert(0, "margin")
@@ -405,13 +430,18 @@ class Recorder:
             compare=compare,
             paper_value=finite_or_none(pv),
             measured=measured or str(details.get("measured", "")),
-            tolerance=result.tolerance if tolerance is None else tolerance,
+            tolerance="; ".join(tol),
+            tolerance_clauses=tol,
             reasons=list(dict.fromkeys(reasons)),
             caveat=caveat,
             erratum=erratum,
             outside=outside,
             cause=cause,
-            convergence=conv_text,
+            convergence="; ".join(conv),
+            convergence_clauses=conv,
+            worse_runs=list(decision.worse)
+            if decision is not None and decision.rule == "worse"
+            else [],
             run_dir=run_dir,
             details=_scalars(details),
             run_states={p: [st.state, st.last_step, st.got_worse] for p, st in states.items()},

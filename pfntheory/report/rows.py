@@ -93,12 +93,15 @@ class Row:
     paper_value: float | None = None  # the paper's printed number, never a threshold
     measured: str = ""  # what exactly ``observed`` is
     tolerance: str = ""  # the tolerance
+    tolerance_clauses: list[str] = field(default_factory=list)  # its clauses; "; "-joined: it
     reasons: list[str] = field(default_factory=list)  # keys of gating.SHARED_REASONS
     caveat: str = ""
     erratum: str = ""  # the corrected statement our check confirms
     outside: str = ""  # why the measurement is outside the paper's regime
     cause: str = ""  # for a claim that fails: its measured cause
     convergence: str = ""  # the trained runs' convergence, in one line
+    convergence_clauses: list[str] = field(default_factory=list)  # its clauses; "; "-joined: it
+    worse_runs: list[str] = field(default_factory=list)  # *worse with training*: which, and how
     run_dir: str = ""  # the run directory (or directories) read
     command: str = ""  # the command that regenerates the row
     notebook: str = ""

@@ -8,6 +8,7 @@ read them back.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ __all__ = [
     "REPORT_SCALES",
     "NotebookSpec",
     "NOTEBOOKS",
+    "reading_order",
     "find_spec",
     "output_dir",
     "scale",
@@ -52,12 +54,17 @@ class NotebookSpec:
         The paper results (LaTeX labels) the notebook covers.
     needs_training : bool
         Whether it reads trained runs (``reports/runs/``) or case-study results.
+    appendix : bool
+        Whether it is an appendix off the main path (a check of the pipeline, not a result page):
+        the index lists it after every main page, under "Appendix", and its pages are read after
+        them (:func:`reading_order`).
     """
 
     name: str
     title: str
     labels: tuple[str, ...]
     needs_training: bool = False
+    appendix: bool = False
 
 
 NOTEBOOKS: tuple[NotebookSpec, ...] = (
@@ -92,7 +99,7 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
     ),
     NotebookSpec(
         "04_trained_experiments",
-        "Trained experiments",
+        "Appendix: pipeline smoke runs (quick scale)",
         (
             "fig:exp1",
             "fig:exp2-1",
@@ -102,6 +109,7 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
             "supp-tab:hierarchical-gp",
         ),
         needs_training=True,
+        appendix=True,
     ),
     NotebookSpec(
         "05_case_studies",
@@ -135,6 +143,14 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         needs_training=True,
     ),
 )
+
+
+def reading_order(specs: Sequence[NotebookSpec] = NOTEBOOKS) -> list[NotebookSpec]:
+    """``specs`` (a sequence of :class:`NotebookSpec`) as a reader meets them: the main pages in
+    their order, then the appendices."""
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(s, NotebookSpec) for s in specs):
+        raise ArgumentTypeError(f"specs must be a sequence of NotebookSpec, got {specs!r:.80}")
+    return [s for s in specs if not s.appendix] + [s for s in specs if s.appendix]
 
 
 def find_spec(name: str) -> NotebookSpec:

@@ -78,7 +78,11 @@ def summary_html(results: dict[str, dict], specs, pages: set[str] | None = None)
     trained runs show with how far they are from converged. ``pages``: notebooks whose page exists
     (rows link to them)."""
     pages = set(results) if pages is None else pages
-    order = [s for s in specs if s.name in results]
+    order = [  # an appendix without rows adds nothing to the counts
+        s
+        for s in specs
+        if s.name in results and (results[s.name].get("rows") or not getattr(s, "appendix", False))
+    ]
     counts = {
         s.name: Counter(r.get("verdict", PENDING) for r in results[s.name].get("rows", []))
         for s in order
@@ -166,15 +170,13 @@ def _short(text: str, limit: int = 110) -> str:
 
 def _failure_words(r: dict) -> str:
     """Why a row fails or rests on runs that got worse, in words: its measured cause where the
-    page recorded one; for *worse with training*, which run got worse and how (the gate's first
-    sentence); else our number against what it was compared with."""
+    page recorded one; for *worse with training*, which runs got worse and how (the row's
+    ``worse_runs``, the gate's reason); else our number against what it was compared with."""
     if r.get("cause"):
         return str(r["cause"])
-    conv = str(r.get("convergence") or "")
-    head = f"{VerdictKind.WORSE}: "
-    if r.get("verdict") == VerdictKind.WORSE and conv.startswith(head):
-        first = conv[len(head) :].split(". ")[0]
-        return _short(first, 240)
+    worse = r.get("worse_runs")
+    if r.get("verdict") == VerdictKind.WORSE and isinstance(worse, list) and worse:
+        return _short("; ".join(map(str, worse)), 240)
     ours, bound = r.get("observed"), r.get("bound")
     if isinstance(ours, (int, float)) and isinstance(bound, (int, float)):
         return f"ours {ours:.4g} against {bound:.4g} ({r.get('compare') or 'bound'})"
