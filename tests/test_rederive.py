@@ -283,9 +283,6 @@ STALE = {
         "c0050ee4ffde7f7f6c6a4d827ffc1fadb65c21221841723102890ba1a0c23f6e",
         {
             **dict.fromkeys(range(0, 8), _EXP1),
-            2: _EXP1 + "; the L = 2 run worse than its initialisation at n' = 512 is credited "
-            "with it and the drop still holds (0.472 against 3 SE = 0.0101): worse with "
-            "training -> holds at budget",
             8: _WIDTH,
             **dict.fromkeys((10, 11, 13, 14, 15, 16, 18, 19, 20, 22, 23, 24, 36, 39), _GATE_LINE),
             25: _WIDTH,
