@@ -734,6 +734,9 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.real_data_eb.check_eb_optimum": "needs a loaded data set (files)",
     "pfntheory.claims.gating.run_convergence": "reads a run directory",
     "pfntheory.claims.gating.gate": "reads run directories",
+    "pfntheory.claims.gating.initialisation_counterfactual": (
+        "reads loaded runs' evaluations; tests/test_worse_than_start.py"
+    ),
     "pfntheory.claims.trained.check_exp1": "reads run directories",
     "pfntheory.claims.trained.check_exp1_budget": "reads run directories",
     "pfntheory.claims.trained.check_exp2_1": "reads run directories",
@@ -1415,6 +1418,12 @@ OVERRIDES: dict[str, dict[str, Callable[[], object]]] = {
     "pfntheory.claims.decision.Replay": {
         "steps": lambda: (400, 800, 1600, 2000),
         "held": lambda: (True, True, True, True),
+    },
+    "pfntheory.claims.decision.Counterfactual": {
+        "held": lambda: (True,),
+        "observed": lambda: 0.47,
+        "bound": lambda: 0.01,
+        "credited": lambda: (("run-a", "at n'=512: E[TV] 0.916 -> 0.586"),),
     },
     "pfntheory.infra.status.as_status": {
         "status": lambda: {"state": "plateaued", "criterion": "c"}

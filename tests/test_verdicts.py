@@ -189,10 +189,19 @@ def contradiction(decision: dict) -> str:
     if kind == UNDERPOWERED and (power is None or power["ci"][1] < edge):
         return "underpowered without an interval holding the claimed effect"
     caveat, doubling = decision.get("caveat"), decision.get("doubling")
+    cf = decision.get("counterfactual")
     if caveat and (
-        doubling is None or any(h != decision["holds"] for h in doubling["held"]) or kind == WORSE
+        (doubling is None and cf is None)
+        or (doubling is not None and any(h != decision["holds"] for h in doubling["held"]))
+        or kind == WORSE
     ):
         return "a worsening kept as a caveat where the outcome at S and 2S differs"
+    if (
+        caveat
+        and any("worse than its initialisation" in c for c in caveat)
+        and (cf is None or any(h != decision["holds"] for h in cf["held"]))
+    ):
+        return "a run worse than its initialisation kept as a caveat where crediting it changes"
     if kind in (HOLDS_AT_BUDGET, FAILS_AT_BUDGET) and (plateaued or worse):
         return f"{kind} on runs {'plateaued' if plateaued else 'that got worse'}"
     if kind in (HOLDS, FAILS) and decision["n_runs"] and (not plateaued or worse):
@@ -210,6 +219,13 @@ def test_the_scan_catches_contradictions():
     assert "worse" in contradiction({**bad, "worse": ["a: diverging"]})
     assert "plateaued" in contradiction({**bad, "kind": HOLDS})
     assert "without a run" in contradiction({**bad, "kind": WORSE})
+    kept = {**bad, "kind": HOLDS_AT_BUDGET, "caveat": ["a: worse than its initialisation at n'=64"]}
+    cf = {"held": [True], "observed": 0.4, "bound": 0.01, "credited": [["a", "at n'=64"]]}
+    assert contradiction({**kept, "counterfactual": cf}) == ""
+    assert "at S and 2S" in contradiction(kept)  # neither replay nor counterfactual
+    assert "crediting it changes" in contradiction(
+        {**kept, "counterfactual": {**cf, "held": [False]}}
+    )
 
 
 def _committed_decisions():

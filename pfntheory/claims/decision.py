@@ -25,7 +25,7 @@ from pfntheory.infra.convergence import MIN_POINTS
 
 from .verdicts import OUTCOME_WORD, VerdictKind
 
-__all__ = ["Power", "Replay", "Decision", "Z_POWER80", "REPLAY_SOURCES"]
+__all__ = ["Power", "Replay", "Counterfactual", "Decision", "Z_POWER80", "REPLAY_SOURCES"]
 
 #: The one-sided normal quantile of 80% power: a true effect of ``(z + Z_POWER80) se`` passes
 #: ``effect > z se`` with probability 0.8.
@@ -212,6 +212,90 @@ class Replay:
 
 
 @dataclasses.dataclass(frozen=True)
+class Counterfactual:
+    """A claim's check re-decided with the runs it reads that training made worse than their
+    initialisation credited with their initialisation: each run's value at the n' where it is
+    worse than at step 0 replaced by its step-0 value, the best the run has been shown to be
+    (docs/verdicts.md, "Crediting the initialisation";
+    :func:`pfntheory.claims.gating.initialisation_counterfactual` makes it).
+
+    Attributes
+    ----------
+    held : tuple of bool
+        The check's outcome under each crediting: every non-empty subset of the ``credited`` runs
+        (so that an outcome one run's worsening carries and another's restores is caught), the
+        crediting of all of them last.
+    observed, bound : float
+        The check's measure and its threshold with every run credited (e.g. the drop in E[TV]
+        and ``z`` SE).
+    credited : tuple of (str, str)
+        Per credited run, its name and where it was credited, in words (n', final and step-0
+        values).
+
+    Checked at construction, each bad field refused naming it: ``held`` one bool per non-empty
+    subset of the credited runs (``2^k - 1`` for ``k`` runs), ``observed`` and ``bound`` finite,
+    ``credited`` a non-empty sequence of ``(name, where)`` pairs of non-empty text with distinct
+    names.
+    """
+
+    held: tuple[bool, ...]
+    observed: float
+    bound: float
+    credited: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        cred = []
+        for i, pair in enumerate(sequence(self.credited, "credited")):
+            items = list(sequence(pair, f"credited[{i}]"))
+            if len(items) != 2:
+                raise ValueError(f"credited[{i}] must be a (name, where) pair, got {pair!r}")
+            name, where = (_checks.text(v, f"credited[{i}]") for v in items)
+            if not name.strip() or not where.strip():
+                raise ValueError(f"credited[{i}] must name a run and where it was credited")
+            cred.append((name, where))
+        if len({n for n, _ in cred}) != len(cred):
+            raise ValueError(f"credited must name each run once, got {[n for n, _ in cred]}")
+        held = tuple(_flag(v, "held") for v in sequence(self.held, "held"))
+        if len(held) != 2 ** len(cred) - 1:
+            raise ValueError(
+                f"held must hold one outcome per non-empty subset of the {len(cred)} credited "
+                f"runs ({2 ** len(cred) - 1}), got {len(held)}"
+            )
+        put(self, "credited", tuple(cred))
+        put(self, "held", held)
+        put(self, "observed", _checks.finite_scalar(self.observed, "observed"))
+        put(self, "bound", _checks.finite_scalar(self.bound, "bound"))
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        """The names of the credited runs."""
+        return tuple(n for n, _ in self.credited)
+
+    def agrees(self, holds: bool) -> bool:
+        """Whether the check has the outcome ``holds`` under every crediting."""
+        return all(h == holds for h in self.held)
+
+    def text(self) -> str:
+        """One line: where the runs were credited and the check's outcome with its numbers."""
+        word = OUTCOME_WORD[self.held[-1]]
+        k = len(self.credited)
+        where = "; ".join(w if k == 1 else f"{n} {w}" for n, w in self.credited)
+        each = ""
+        if k > 1:
+            each = (
+                ", as with each smaller subset of them credited"
+                if self.agrees(self.held[-1])
+                else ", but not with every smaller subset of them credited"
+            )
+        return (
+            f"with {'the run' if k == 1 else 'the runs'} credited with "
+            f"{'its' if k == 1 else 'their'} initialisation ({where}), the check {word} "
+            f"(measured {self.observed:.3g} against the bound {self.bound:.3g}){each}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class Decision:
     """The verdict of a trained row and why, as typed fields (:func:`decide`); :meth:`text` renders
     them once."""
@@ -231,6 +315,9 @@ class Decision:
     # the worsening cannot change the answer, so it is a caveat, each with where it sits
     caveat: tuple[str, ...] = ()
     doubling: Replay | None = None
+    # the check re-decided with the runs worse than their initialisation credited with it, where
+    # a run the check reads is: it has the row's outcome, so that worsening is a caveat too
+    counterfactual: Counterfactual | None = None
 
     def text(self) -> str:
         """The decision in one line: :meth:`clauses` joined by "; "."""
@@ -242,14 +329,19 @@ class Decision:
         and the power's detectable effects close the last clause."""
         out = list(self._clauses())
         tail = ""
-        if self.caveat and self.doubling is not None:
-            rp = self.doubling
+        if self.caveat and (self.doubling is not None or self.counterfactual is not None):
             word = OUTCOME_WORD[self.holds]
+            why = [] if self.counterfactual is None else [self.counterfactual.text()]
+            if self.doubling is not None:
+                rp = self.doubling
+                why.append(
+                    f"the check {word} at both budgets, {rp.steps[0]} and {rp.steps[-1]} steps"
+                )
             tail += (
                 f". Caveat: training made {len(self.caveat)} run"
                 f"{'s' if len(self.caveat) != 1 else ''} worse where the check is not decided: "
-                f"{'; '.join(self.caveat)}; the check {word} at both budgets, {rp.steps[0]} and "
-                f"{rp.steps[-1]} steps, so the worsening does not change the answer"
+                f"{'; '.join(self.caveat)}; {'; and '.join(why)}, so the worsening does not "
+                "change the answer"
             )
         if self.power is not None and self.rule != "underpowered":
             p = self.power

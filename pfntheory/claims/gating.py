@@ -6,7 +6,9 @@ through (claims here, :mod:`pfntheory.claims.casestudy`, and the report's record
 runs' :class:`~pfntheory.infra.status.Status` (either convergence test), the check replayed along
 the curves or at the two budgets (:class:`Replay`) and the check's power (:class:`~pfntheory.claims.
 Power`), first rule that applies: *worse with training* when a run got worse (diverging, or worse
-than its initialisation at some n'); else, when every run has plateaued, *holds*, or *does not
+than its initialisation at some n') where the worsening could change the answer (the check at S and
+2S, and the check with the runs credited with their initialisation, :class:`Counterfactual`, say
+which worsenings cannot); else, when every run has plateaued, *holds*, or *does not
 hold* if the interval of the effect excludes the claimed one (*undecided (underpowered)* if not);
 else *holds / fails at budget* when the replayed check has one outcome throughout (with the same
 power rule for *fails*); else *undecided*. :func:`gate` applies it to a claim and its runs.
@@ -63,7 +65,7 @@ from . import (
     Power,
 )
 from ._inputs import loaded_run, loaded_runs, replay_of, statuses_of
-from .decision import Decision, Replay, _flag
+from .decision import Counterfactual, Decision, Replay, _flag
 
 __all__ = [
     "Z_MARGIN",
@@ -77,6 +79,9 @@ __all__ = [
     "decided",
     "Decision",
     "Replay",
+    "Counterfactual",
+    "initialisation_counterfactual",
+    "MAX_CREDITED",
     "SHARED_REASONS",
     "plateau_tally",
     "diff_se",
@@ -281,6 +286,7 @@ def _doubling_replay(x, name: str) -> Replay | None:
     power=optional(instance_of(Power)),
     model=optional(text),
     doubling=_doubling_replay,
+    counterfactual=optional(instance_of(Counterfactual)),
 )
 def decide(
     holds: bool,
@@ -290,6 +296,7 @@ def decide(
     power: Power | None = None,
     model: str | None = None,
     doubling: Replay | None = None,
+    counterfactual: Counterfactual | None = None,
 ) -> Decision:
     """The one gate of every trained and case-study verdict (docs/verdicts.md, "The kinds").
 
@@ -312,6 +319,13 @@ def decide(
         outcome at S and at 2S, the worsening cannot change the answer: the row is decided by the
         rules below, with the worsening as its caveat (``Decision.caveat``, where it sits per
         n'). Where ``replay`` is absent or cannot decide, ``doubling`` is the replay.
+    counterfactual : Counterfactual, optional
+        The check re-decided with the runs worse than their initialisation credited with their
+        step-0 values (:func:`initialisation_counterfactual`). A run worse than its
+        initialisation is a caveat, not the kind, only where it is one of the credited runs, the
+        check has the row's outcome under every crediting, and, where ``doubling`` is given, at
+        S and 2S too (docs/verdicts.md, "Crediting the initialisation"); without one, such a run
+        makes the row *worse with training*.
 
     Returns
     -------
@@ -363,20 +377,34 @@ def decide(
         doubling = replay
     got_worse = {n: st for n, st in sts.items() if st.got_worse}
     worse = tuple(_worse_text(n, st) for n, st in got_worse.items())
-    unchanged = (
-        doubling is not None
-        and doubling.decides
-        and all(h == holds for h in doubling.held)
-        and all(
-            st.test == "doubling" and st.diverging and not st.worse_than_start
-            for st in got_worse.values()
-        )
+    at_both = doubling is not None and doubling.decides and all(h == holds for h in doubling.held)
+    credited = (
+        counterfactual is not None
+        and counterfactual.agrees(holds)
+        and (doubling is None or at_both)
     )
-    if worse and not unchanged:
+
+    def unchanged(name: str, st: Status) -> bool:
+        """The worsening of run ``name`` cannot change the answer: diverging by budget doubling
+        with the check's outcome at S and 2S; worse than its initialisation, credited with it by
+        the counterfactual with the check's outcome (and at S and 2S where the row has them)."""
+        if st.diverging and not (st.test == "doubling" and at_both):
+            return False
+        return not st.worse_than_start or (
+            credited and counterfactual is not None and name in counterfactual.runs
+        )
+
+    if worse and not all(unchanged(n, st) for n, st in got_worse.items()):
         return dataclasses.replace(base, kind=WORSE, rule="worse", worse=worse)
-    if worse:  # the check has one outcome at S and 2S: the worsening is a caveat
-        base = dataclasses.replace(base, caveat=worse, doubling=doubling)
-        if replay is None or not replay.decides:
+    if worse:  # the check keeps its outcome where the worsening is undone: a caveat
+        from_start = any(st.worse_than_start for st in got_worse.values())
+        base = dataclasses.replace(
+            base,
+            caveat=worse,
+            doubling=doubling,
+            counterfactual=counterfactual if from_start else None,
+        )
+        if (replay is None or not replay.decides) and doubling is not None:
             replay = doubling
             base = dataclasses.replace(base, replay=doubling)
     if (replay is None or not replay.decides) and doubling is not None and doubling.decides:
@@ -465,6 +493,7 @@ def gate(
     statuses: dict | None = None,
     replay_curve: str | None = None,
     doubling: Replay | None = None,
+    recheck=None,
 ) -> ClaimResult:
     """Attach the convergence of every run ``result`` rests on, and decide its verdict kind with
     :func:`decide`. ``replay`` (see :func:`budget_outcomes`) re-decides the check at every step of
@@ -476,9 +505,14 @@ def gate(
     :func:`doubling_statuses`); ``doubling``: the check at the two budgets S and 2S (a
     :class:`Replay` of source "doubling", :func:`at_both_budgets`), which keeps a row whose runs
     got worse by budget doubling from *worse with training* where both outcomes are its own
-    (:func:`decide`). A result whose verdict is already set (an explicit one) is returned with
-    its statuses attached, undecided by the gate."""
+    (:func:`decide`); ``recheck``: the claim's check on the runs' evaluations (``recheck(eval_of)``,
+    :func:`initialisation_counterfactual`), re-decided with the runs worse than their
+    initialisation credited with it, which keeps the row from *worse with training* where the
+    outcome survives (:func:`decide`; without it such a run makes the row *worse with training*).
+    A result whose verdict is already set (an explicit one) is returned with its statuses
+    attached, undecided by the gate."""
     runs, replay = loaded_runs(runs), replay_of(replay, optional=True)
+    recheck = replay_of(recheck, "recheck", optional=True)
     statuses_of(statuses, runs)
     conv = (
         {r.run_dir.name: statuses[r.run_dir.name] for r in trained_runs(runs)}
@@ -499,7 +533,8 @@ def gate(
     if replay is not None and not all(st.plateaued for st in conv.values()):
         b = budget_outcomes(runs, replay, replay_curve)
         rep = Replay(tuple(b["steps"]), tuple(b["held"]))
-    return decided(result, conv, replay=rep, doubling=doubling, details=details)
+    cf = None if recheck is None else initialisation_counterfactual(recheck, runs, conv)
+    return decided(result, conv, replay=rep, doubling=doubling, counterfactual=cf, details=details)
 
 
 def decided(
@@ -507,12 +542,91 @@ def decided(
 ) -> ClaimResult:
     """``result`` with the verdict and the :class:`Decision` of the one gate (:func:`decide`) on
     ``statuses``, its check's outcome (``result.holds``) and power (``result.power``); ``how``:
-    :func:`decide`'s ``replay``, ``doubling`` and ``model``, checked there. ``details``: the
-    result's details after the decision (default: unchanged). The one wrapper of :func:`decide`
-    for claims."""
+    :func:`decide`'s ``replay``, ``doubling``, ``counterfactual`` and ``model``, checked there.
+    ``details``: the result's details after the decision (default: unchanged). The one wrapper of
+    :func:`decide` for claims."""
     d = decide(result.holds, statuses, power=result.power, **how)
     return dataclasses.replace(
         result, verdict=d.kind, decision=d, details=result.details if details is None else details
+    )
+
+
+#: The most runs one counterfactual credits: its check is re-decided under every non-empty subset
+#: of them (``2^k - 1`` checks), so the count is kept small; a claim with more runs worse than
+#: their initialisation gets no counterfactual and stays *worse with training* (a fig:exp1 slice
+#: reads at most 5 runs).
+MAX_CREDITED = 6
+
+
+def _credited_eval(ev, st: Status):
+    """``(ev credited, where)``: the evaluation ``ev`` of a run whose status ``st`` is worse than
+    its initialisation, with E[TV] (and its SE) at each n' of ``st.worse_than_start`` replaced by
+    the learning curve's step-0 value there, and where, in words; None when such an n' is not
+    among the evaluation's n' (the credit cannot be placed)."""
+    at = {row[0]: row for row in st.start}
+    mean = np.array(ev.mean["tv"], float)
+    se = np.array(ev.se["tv"], float)
+    parts = []
+    for n in st.worse_than_start:
+        idx = np.flatnonzero(np.asarray(ev.n_eval) == n)
+        if idx.size == 0:
+            return None
+        j = int(idx[0])
+        parts.append(f"n'={n}: E[TV] {mean[j]:.3g} -> {at[n][1]:.3g}, its value at step 0")
+        mean[j], se[j] = at[n][1], at[n][2]
+    credited = dataclasses.replace(ev, mean={**ev.mean, "tv": mean}, se={**ev.se, "tv": se})
+    return credited, "at " + "; ".join(parts)
+
+
+def initialisation_counterfactual(check, runs, statuses) -> Counterfactual | None:
+    """The claim's check re-decided with every run of ``runs`` that training made worse than its
+    initialisation credited with it (docs/verdicts.md, "Crediting the initialisation"): in the
+    run's evaluation, E[TV] at each n' where its status is worse than at step 0 is replaced by
+    the learning curve's step-0 value (and SE) there, the best the run has been shown to be; the
+    check is re-decided under every non-empty subset of the credited runs, all of them last.
+
+    ``check(eval_of)``: the claim's check on the runs' evaluations, ``eval_of(run)`` the run's
+    :class:`~pfntheory.experiments.results.EvalTable` (credited, or as measured); it returns the
+    check's :class:`~pfntheory.claims.ClaimResult` (``holds``, ``observed``, ``bound``).
+    ``statuses``: run name -> :class:`~pfntheory.infra.status.Status` of E[TV] (either test) of
+    the runs the claim is gated on; a run without one is not credited.
+
+    Returns None (no counterfactual: a run worse than its initialisation then makes the row
+    *worse with training*) when no run is worse than its initialisation, when such an n' is not
+    among the run's evaluation n' (the credit cannot be placed), or when more than
+    :data:`MAX_CREDITED` runs are."""
+    check, runs = replay_of(check, "check"), loaded_runs(runs)
+    sts = _statuses(statuses, "statuses")
+    worse = [
+        r
+        for r in trained_runs(runs)
+        if r.run_dir.name in sts and sts[r.run_dir.name].worse_than_start
+    ]
+    if not worse or len(worse) > MAX_CREDITED:
+        return None
+    credit = {}
+    for r in worse:
+        c = _credited_eval(r.eval, sts[r.run_dir.name])
+        if c is None:
+            return None
+        credit[r.run_dir.name] = c
+    names = list(credit)
+    results = []
+    for mask in range(1, 2 ** len(names)):  # every non-empty subset; all of them last
+        chosen = {n for i, n in enumerate(names) if mask >> i & 1}
+        res = check(
+            lambda r, chosen=chosen: (
+                credit[r.run_dir.name][0] if r.run_dir.name in chosen else r.eval
+            )
+        )
+        instance_of(ClaimResult)(res, "check's result")
+        results.append(res)
+    full = results[-1]
+    return Counterfactual(
+        held=tuple(bool(r.holds) for r in results),
+        observed=float(full.observed),
+        bound=float(full.bound),
+        credited=tuple((n, credit[n][1]) for n in names),
     )
 
 

@@ -20,6 +20,7 @@ from pfntheory.base._checks import (
     ArgumentTypeError,
     int_tuple,
     keys,
+    nonneg_scalar,
     positive_int,
     seed_int,
     seed_tuple,
@@ -198,7 +199,8 @@ def concat_batches(docs) -> dict:
 
 def _cell(cell, name: str = "cell") -> dict:
     """``cell`` if it is one joined cell (:func:`concat_batches`): a well-formed document of one
-    n', distinct generator ``seeds`` and an integer ``n_instances``."""
+    n', distinct generator ``seeds``, an integer ``n_instances`` and, where it records one, a
+    number ``cpu_s >= 0``."""
     from . import multihead_select as ms
 
     keys("n_eval", "n_instances", "seeds", "multi_run", "single_runs", "tv", "coverage")(cell, name)
@@ -209,6 +211,8 @@ def _cell(cell, name: str = "cell") -> dict:
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"{name}['seeds'] repeats a seed (a batch counted twice): {list(seeds)}")
     positive_int(cell["n_instances"], f"{name}['n_instances']")
+    if "cpu_s" in cell:  # the CPU seconds the cell cost, carried into the joined verdict
+        nonneg_scalar(cell["cpu_s"], f"{name}['cpu_s']")
     return cell
 
 

@@ -224,8 +224,11 @@ def exp1_slice_claims(
     budget-doubling grid, :func:`pfntheory.report.exp1_budget.budget_panels`): the same check on
     its cells of the slice is the check at S, so that a slice whose runs got worse by doubling is
     *worse with training* only where the outcome differs between S and 2S
-    (:func:`pfntheory.claims.gating.decide`). The minimal effect of interest is 10% of the
-    slice's last E[TV] (:func:`pfntheory.claims.gating.minimal_effect`).
+    (:func:`pfntheory.claims.gating.decide`). A run of the slice worse than its initialisation
+    is credited with it (:func:`pfntheory.claims.gating.initialisation_counterfactual`): the
+    slice is *worse with training* for it only where the check's outcome changes. The minimal
+    effect of interest is 10% of the slice's last E[TV]
+    (:func:`pfntheory.claims.gating.minimal_effect`).
     """
     out = []
     for axis in ("L", "C"):
@@ -293,9 +296,23 @@ def exp1_slice_claims(
             replay=xgate.tv_beats(runs[0], runs[-1], z),
             statuses=statuses,
             doubling=doubling,
+            recheck=_drop_check(runs[0], runs[-1], z),
         )
         out.append(replace(claim, result=gated))
     return out
+
+
+def _drop_check(first, last, z: float):
+    """The slice's check on evaluations (``check(eval_of)``, see
+    :func:`pfntheory.claims.gating.initialisation_counterfactual`): ``TV(first) - TV(last) > z SE``
+    on the runs' E[TV] averaged over their evaluation n'."""
+
+    def check(eval_of):
+        a, b = eval_of(first).average("tv"), eval_of(last).average("tv")
+        D, se = xgate.diff_se(a, b)
+        return xgate.exceeds(D, se, z, label="fig:exp1", statement="credited")
+
+    return check
 
 
 # --------------------------------------------------------------------------------------------------
