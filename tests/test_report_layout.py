@@ -208,6 +208,57 @@ def test_late_outputs_are_waited_for_not_dropped(tmp_path, monkeypatch):
     assert not run.ok and seen["iopub_timeout"] == 77 and seen["raise_on_iopub_timeout"] is True
 
 
+@pytest.mark.parametrize(
+    "errors, ok, starts",
+    [
+        # the kernel lost its port to another process twice, then started: the page is built
+        (["died", "died"], True, 3),
+        # it never started in KERNEL_START_TRIES tries: the notebook fails, saying why
+        (["died"] * 3, False, 3),
+        # a notebook's own error is never retried
+        (["cell"], False, 1),
+        # a kernel that dies after running a cell is the notebook's failure, not a start race
+        (["died-after-a-cell"], False, 1),
+    ],
+)
+def test_a_kernel_that_never_started_is_started_again(tmp_path, monkeypatch, errors, ok, starts):
+    """Under ``pytest -n`` two notebooks start kernels at once; jupyter_client picks free ports
+    and the kernel binds them later, so one kernel can lose a port to the other ("Address
+    already in use": it dies before replying to kernel_info; seen on the 2-worker suite). The
+    runner starts such a kernel again, at most KERNEL_START_TRIES times, and never a notebook
+    that failed on its own or after a cell ran (fails if a start race fails the page, or a real
+    failure is retried)."""
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("jupytext")
+    assert execute.KERNEL_START_TRIES == 3
+    todo = list(errors)
+    count = {"starts": 0}
+
+    class Client:
+        def __init__(self, nb, **kw):
+            self.nb = nb
+
+        def execute(self):
+            count["starts"] += 1
+            if not todo:
+                return
+            what = todo.pop(0)
+            if what == "cell":
+                raise nbclient.exceptions.CellExecutionError("boom", "ValueError", "boom")
+            if what == "died-after-a-cell":
+                self.nb.cells[0]["execution_count"] = 1
+            raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    (tmp_path / "nb.py").write_text("# %%\n1\n")
+    run = execute.execute_notebook(
+        "nb", tmp_path / "out", timeout=77, notebooks_dir=tmp_path, write_html=False
+    )
+    assert run.ok is ok and count["starts"] == starts
+    if not ok:
+        assert run.error
+
+
 @pytest.mark.filterwarnings("ignore:constrained_layout not applied:UserWarning")
 def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp_path, monkeypatch):
     """Issue 49: four per-axes ``ncol=3`` legends squeezed each panel of 07_exp1_learning_curves to

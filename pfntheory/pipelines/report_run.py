@@ -108,6 +108,20 @@ def _read_notebook(path: Path):
     return nb
 
 
+#: Kernel starts tried before a notebook fails for a kernel that never answered: jupyter_client
+#: picks free TCP ports and the kernel binds them afterwards, so a kernel started at the same
+#: moment by another process (two notebooks under ``pytest -n``, a render beside the tests) can
+#: take one in between ("Address already in use", the kernel dies before its first reply). Only
+#: a kernel that ran no cell is started again; a notebook's own failure is never retried.
+KERNEL_START_TRIES = 3
+
+
+def _kernel_never_started(err: Exception, nb) -> bool:
+    """Whether ``err`` is a kernel that died before its first reply, with no cell of ``nb`` run."""
+    ran = any(c.get("execution_count") for c in nb.cells if c.get("cell_type") == "code")
+    return not ran and "Kernel died before replying to kernel_info" in str(err)
+
+
 def execute_notebook(
     name: str,
     out_dir: str | os.PathLike | None = None,
@@ -164,29 +178,37 @@ def execute_notebook(
         if stale.exists():
             stale.unlink()  # a failing notebook must not leave the rows of an earlier run behind
 
-    nb = _read_notebook(src)
-    client = nbclient.NotebookClient(
-        nb,
-        timeout=timeout,
-        # a cell's last outputs can reach the client after its reply on a loaded machine:
-        # wait for them as long as for the cell, and fail rather than write a page without them
-        iopub_timeout=timeout,
-        raise_on_iopub_timeout=True,
-        kernel_name="python3",
-        allow_errors=False,
-        resources={"metadata": {"path": str(nbdir)}},
-    )
     ok, error = True, ""
     t0 = time.perf_counter()
     with temporary_environ(
         {spec.ENV_OUT: str(out_dir.resolve()), spec.ENV_SCALE: scale_, **KERNEL_ENV}
     ):
-        try:
-            client.execute()
-        except CellExecutionError as err:
-            ok, error = False, str(err)
-        except Exception as err:  # kernel died, timeout: a failure of this notebook all the same
-            ok, error = False, f"{type(err).__name__}: {err}"
+        for attempt in range(1, KERNEL_START_TRIES + 1):
+            nb = _read_notebook(src)
+            client = nbclient.NotebookClient(
+                nb,
+                timeout=timeout,
+                # a cell's last outputs can reach the client after its reply on a loaded machine:
+                # wait for them as long as for the cell, and fail rather than write a page
+                # without them
+                iopub_timeout=timeout,
+                raise_on_iopub_timeout=True,
+                kernel_name="python3",
+                allow_errors=False,
+                resources={"metadata": {"path": str(nbdir)}},
+            )
+            ok, error = True, ""
+            try:
+                client.execute()
+            except CellExecutionError as err:
+                ok, error = False, str(err)
+            except (
+                Exception
+            ) as err:  # kernel died, timeout: a failure of this notebook all the same
+                ok, error = False, f"{type(err).__name__}: {err}"
+                if _kernel_never_started(err, nb) and attempt < KERNEL_START_TRIES:
+                    continue  # a port another process took between pick and bind: start again
+            break
     seconds = time.perf_counter() - t0
     html_path = export_html(nb, out_dir / f"{name}.html", ok=ok) if write_html else None
     return NotebookRun(
