@@ -347,7 +347,7 @@ for spec in rrows.exp1_rows(runs_b, declared_b):  # the 2S panels above, beside 
 from pfntheory.report import theory_readings as rread
 
 readings = rread.reading_cells(trained(runs_b) + trained(loaded["fig_exp1_theory_shared"][0]))
-with report.fold("The readings' cells as a table and a figure (BLR on disk; RBF training)"):
+with report.fold("The readings' cells as a table and a figure (both tasks)"):
     display(report.table(rread.readings_frame(readings)))
     fig, axs = plt.subplots(2, 2, figsize=(11, 7.5), squeeze=False)
     rread.plot_readings(axs, readings)

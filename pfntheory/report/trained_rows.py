@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pfntheory.base._checks import choice
 from pfntheory.claims import ClaimResult
 from pfntheory.claims import casestudy as cs_claims
 from pfntheory.claims import gating as xgate
@@ -235,6 +236,10 @@ def cpu_pending(name: str, label: str, missing: Sequence, declared: Sequence) ->
     )
 
 
+#: The budget grids of fig:exp1 whose slices page 07 decides (:func:`exp1_rows`).
+EXP1_BUDGET_GRIDS = ("fig_exp1_budget", "fig_exp1_theory_shared")
+
+
 def exp1_inputs(runs_b: Sequence, declared_b: Sequence):
     """fig:exp1's budget grid as page 07 reads it: the budget-doubling status per run, the ``2S``
     panels and their ``S`` panels (:func:`pfntheory.report.exp1_budget.budget_panels`)."""
@@ -243,10 +248,16 @@ def exp1_inputs(runs_b: Sequence, declared_b: Sequence):
     return statuses, panels, panels_s
 
 
-def exp1_rows(runs_b: Sequence, declared_b: Sequence) -> list[RowSpec]:
+def exp1_rows(
+    runs_b: Sequence, declared_b: Sequence, experiment: str = "fig_exp1_budget"
+) -> list[RowSpec]:
     """fig:exp1's rows: each slice of each ``2S`` panel gated by budget doubling and replayed on its
     ``S`` panel (pending while a slice has fewer than two cells), then the cells doubling made
-    worse (:func:`pfntheory.claims.trained.check_exp1_budget`)."""
+    worse (:func:`pfntheory.claims.trained.check_exp1_budget`). ``experiment``: the budget grid
+    the runs come from, ``fig_exp1_budget`` (theory mode as the text reads it, and learnable mode)
+    or ``fig_exp1_theory_shared`` (the public code's reading of theory mode; its panels are
+    titled by that mode, so their rows and keys are their own)."""
+    experiment = choice(experiment, "experiment", EXP1_BUDGET_GRIDS)
     statuses, panels, panels_s = exp1_inputs(runs_b, declared_b)
     out = []
     for p, q in zip(panels, panels_s, strict=True):
@@ -263,21 +274,21 @@ def exp1_rows(runs_b: Sequence, declared_b: Sequence) -> list[RowSpec]:
                             "doubling)",
                             missing=f"{len(c.present)} of {len(c.declared)} cells of this slice "
                             "are on disk at 2S (two are needed); run "
-                            f"`{rcpu.sweep_command('fig_exp1_budget')}`",
+                            f"`{rcpu.sweep_command(experiment)}`",
                             variant=variant,
                         ),
                     )
                 )
             else:
-                out.append(_cpu_row(c.result, c.runs, "fig_exp1_budget", variant=variant))
+                out.append(_cpu_row(c.result, c.runs, experiment, variant=variant))
     for w in xclaims.check_exp1_budget(_trained(runs_b)):  # where doubling made a cell worse
         read = {cell["run"] for cell in w.details["cells"]}
         out.append(
             _cpu_row(
                 w,
                 [r for r in _trained(runs_b) if r.run_dir.name in read],
-                "fig_exp1_budget",
-                variant="cpu scale, fig_exp1_budget, the cells doubling made worse, S and 2S",
+                experiment,
+                variant=f"cpu scale, {experiment}, the cells doubling made worse, S and 2S",
             )
         )
     return out
@@ -385,6 +396,8 @@ def other_rows(name: str, loaded: Mapping) -> tuple[list[RowSpec], str]:
     runs, missing, declared = loaded[name]
     if missing:
         return [cpu_pending(name, xdefs.get_experiment(name).labels[0], missing, declared)], ""
+    if name == "fig_exp1_theory_shared":  # fig:exp1's slices in the public code's theory mode
+        return exp1_rows(runs, declared, name), ""
     checks, note = _claims_of(name, runs, loaded)
     rows = [
         _cpu_row(
