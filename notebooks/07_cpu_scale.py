@@ -354,6 +354,8 @@ with report.fold("The readings' cells as a table and a figure (both tasks)"):
     fig.tight_layout()
     report.save_figure(fig, "07_exp1_theory_readings")
     plt.show()
+for spec in rrows.theory_shared_rows(loaded):  # fig:exp1's slices in the shared reading
+    spec.record(rec)
 
 # %% [markdown]
 # ## The covariate shift in the claimed regime (supp-fig:exp2 d4-1 uni)

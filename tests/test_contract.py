@@ -605,6 +605,7 @@ SKIP: dict[str, str] = {
     "pfntheory.report.trained_rows.cpu_pending": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.exp1_inputs": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.exp1_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.theory_shared_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.shift_regime_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.other_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.multihead_rows": _TRAINED_ROWS,

@@ -108,6 +108,7 @@ def _derive_07():
 
     loaded = {name: rrows.cpu_available(name) for name in xdefs.experiment_names()}
     out = rrows.exp1_rows(*(loaded["fig_exp1_budget"][i] for i in (0, 2)))
+    out += rrows.theory_shared_rows(loaded)
     runs_s, missing_s, declared_s = loaded["supp_exp2_shift_regime"]
     if missing_s:
         out.append(

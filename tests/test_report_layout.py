@@ -298,3 +298,24 @@ def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp
         ax.set_xticks(range(10), [f"label {k}" for k in range(10)])
         assert any("tick labels" in p and "overlap" in p for p in plots.layout_problems(fig))
         plt.close(fig)
+
+
+def test_an_extensions_rows_that_hold_fold_on_the_index():
+    """A part beyond the paper (its title says so) keeps every row that does not hold in view and
+    folds the ones that hold under their count; a part of the paper folds nothing (fails if a
+    failing extension row is hidden, or a paper row folded)."""
+    from pfntheory.report.spec import NotebookSpec
+
+    rows = [
+        {"label": "thm:TFdoPPD", "statement": f"claim {k}", "verdict": v, "anchor": f"a{k}"}
+        for k, v in enumerate(["holds", "undecided", "holds at budget", "does not hold"])
+    ]
+    ext = NotebookSpec("98_x", "Beyond the paper: x", ())
+    paper = NotebookSpec("97_y", "A paper part", ())
+    assert ext.beyond_paper and not paper.beyond_paper
+    html_ext = "".join(index._part(ext, {"rows": rows}, {}, True, []))
+    visible, folded = html_ext.split('<details class="ext">')
+    assert "claim 1" in visible and "claim 3" in visible
+    assert "claim 0" in folded and "claim 2" in folded and "2 more rows" in folded
+    html_paper = "".join(index._part(paper, {"rows": rows}, {}, True, []))
+    assert 'class="ext"' not in html_paper and all(f"claim {k}" in html_paper for k in range(4))

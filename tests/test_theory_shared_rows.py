@@ -27,7 +27,8 @@ def test_the_shared_readings_slices_are_rows_read_from_their_own_runs():
     loaded = {GRID: rrows.cpu_available(GRID)}
     if loaded[GRID][1]:
         pytest.skip(f"{len(loaded[GRID][1])} runs of {GRID} are not on disk")
-    rows, _ = rrows.other_rows(GRID, loaded)
+    assert GRID not in rrows.other_experiments()  # recorded once, beside the readings' figure
+    rows = rrows.theory_shared_rows(loaded)
     keys = {r.result.key for r in rows if r.result is not None}
     want = {
         f"fig_exp1.{task}.theory_shared.tv_falls_with_{axis}"

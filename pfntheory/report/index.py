@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..claims.gating import SHARED_REASONS
+from ..claims.verdicts import VerdictKind
 from .citation import PAPER_TITLE, build_stamp, citation_html
 from .html import CSS, _badge, _ci_brackets, _measurement, _notes, claim_text, extends_prefix, fmt
 from .labels import paper_number
@@ -67,6 +68,7 @@ details.row[open]>summary{background:#f6f8fa}
 .pnotes{font-size:12px;color:#57606a;margin:2px 6px 4px} .pnotes ol{margin:2px 0;padding-left:22px}
 .ref{color:#57606a;font-size:12px}
 details.ptab{margin:4px 6px;font-size:13px}
+details.ext>summary{cursor:pointer;color:#0969da;font-size:13px;padding:3px 6px}
 table.kinds{border-collapse:collapse;font-size:13px;margin:6px 0 10px}
 table.kinds td{padding:3px 8px;vertical-align:top;border-bottom:1px solid #eaeef2}
 .failed{background:#ffebe9;border:1px solid #cf222e;padding:8px 12px;border-radius:6px}
@@ -239,6 +241,11 @@ def _row(r: dict, page: str, has_page: bool, common_command: str) -> str:
     )
 
 
+#: The kinds of an extension's rows (a part beyond the paper) folded under their count on the
+#: index, so that the paper's own results and every row that does not hold stay in view.
+FOLDED_KINDS = frozenset({VerdictKind.HOLDS, VerdictKind.HOLDS_AT_BUDGET, VerdictKind.CAVEAT})
+
+
 def _part(spec, data: dict | None, st: dict, has_page: bool, tables: list[dict]) -> list[str]:
     """The heading of one part, its shared notes, its paper tables and its rows."""
     page = f"{spec.name}.html"
@@ -282,9 +289,21 @@ def _part(spec, data: dict | None, st: dict, has_page: bool, tables: list[dict])
             f"<ol>{items}</ol></div>"
         )
     out += [paper_tables_html(t) for t in tables]
-    out += [
-        _row(_without_shared(r, notes, spec.name), page, has_page, common_command) for r in rows
+    lines = [
+        (r, _row(_without_shared(r, notes, spec.name), page, has_page, common_command))
+        for r in rows
     ]
+    if not spec.beyond_paper:
+        return out + [line for _, line in lines]
+    # a part beyond the paper: its rows that hold fold under their count, the others stay in view
+    held = [line for r, line in lines if r.get("verdict") in FOLDED_KINDS]
+    out += [line for r, line in lines if r.get("verdict") not in FOLDED_KINDS]
+    if held:
+        out.append(
+            f'<details class="ext"><summary>{len(held)} more row{"s" if len(held) != 1 else ""} '
+            "of this part beyond the paper hold (holds, holds at budget or with a caveat): "
+            "show them</summary>" + "".join(held) + "</details>"
+        )
     return out
 
 

@@ -66,6 +66,12 @@ class NotebookSpec:
     needs_training: bool = False
     appendix: bool = False
 
+    @property
+    def beyond_paper(self) -> bool:
+        """Whether the page extends the paper rather than checking it (its title says so:
+        "Beyond the paper: ..."); the index folds such a part's rows that hold."""
+        return self.title.startswith("Beyond the paper")
+
 
 NOTEBOOKS: tuple[NotebookSpec, ...] = (
     NotebookSpec(

@@ -44,6 +44,7 @@ __all__ = [
     "pfns_rows",
     "exp1_inputs",
     "exp1_rows",
+    "theory_shared_rows",
     "shift_regime_rows",
     "FAMILY_OF",
     "other_experiments",
@@ -294,6 +295,17 @@ def exp1_rows(
     return out
 
 
+def theory_shared_rows(loaded: Mapping) -> list[RowSpec]:
+    """fig:exp1's slices in the public code's reading of theory mode (``fig_exp1_theory_shared``,
+    ``loaded`` as for :func:`other_rows`): a pending row while its grid is incomplete, else its
+    slices decided as :func:`exp1_rows` decides ``fig_exp1_budget``'s."""
+    name = "fig_exp1_theory_shared"
+    runs, missing, declared = loaded[name]
+    if missing:
+        return [cpu_pending(name, "fig:exp1", missing, declared)]
+    return exp1_rows(runs, declared, name)
+
+
 def shift_regime_rows(runs_s: Sequence) -> list[RowSpec]:
     """supp-fig:exp2 d4-1 (uni): the worst 90% coverage over n' of the longest complete run of
     ``supp_exp2_shift_regime``, on each design, gated on that run alone."""
@@ -322,7 +334,17 @@ def shift_regime_rows(runs_s: Sequence) -> list[RowSpec]:
 
 #: The n-generalisation family: its 1000-step experiment -> its budget grid.
 FAMILY_OF = dict(rfam.FAMILY.values())
-_NOT_OTHERS = {"fig_exp1", "fig_exp1_budget", "supp_exp2_shift_regime", "supp_exp2_d8_seeds"}
+_NOT_OTHERS = {
+    "fig_exp1",
+    "fig_exp1_budget",
+    "supp_exp2_shift_regime",
+    "supp_exp2_d8_seeds",
+    # page 08's single-head reference at S and 2S: no page-07 row reads it
+    "supp_tab_hier_budget",
+    # fig:exp1 in the public code's theory mode: recorded beside the readings' figure
+    # (:func:`theory_shared_rows`)
+    "fig_exp1_theory_shared",
+}
 
 
 def other_experiments() -> list[str]:
@@ -396,8 +418,6 @@ def other_rows(name: str, loaded: Mapping) -> tuple[list[RowSpec], str]:
     runs, missing, declared = loaded[name]
     if missing:
         return [cpu_pending(name, xdefs.get_experiment(name).labels[0], missing, declared)], ""
-    if name == "fig_exp1_theory_shared":  # fig:exp1's slices in the public code's theory mode
-        return exp1_rows(runs, declared, name), ""
     checks, note = _claims_of(name, runs, loaded)
     rows = [
         _cpu_row(
