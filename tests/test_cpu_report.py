@@ -422,8 +422,31 @@ def _execute_page(tmp_path, monkeypatch, runs_root):
     return rows
 
 
+def test_the_page_builders_on_an_empty_root_give_only_pending_rows(tmp_path, monkeypatch):
+    """The fast check of the slow test below: on an empty runs root every builder of page 07's
+    rows (those the page and tests/test_rederive.py call) gives only pending rows, each naming the
+    sweep that makes them; fails if a builder decides, or crashes, without runs."""
+    from pfntheory.experiments import definitions as xdefs
+    from pfntheory.report import trained_rows as rrows
+
+    (tmp_path / "runs").mkdir()
+    monkeypatch.setenv("PFNTHEORY_RUNS", str(tmp_path / "runs"))
+    loaded = {name: rrows.cpu_available(name) for name in xdefs.experiment_names()}
+    assert all(not runs for runs, _, _ in loaded.values())
+    specs = rrows.exp1_rows(*(loaded["fig_exp1_budget"][i] for i in (0, 2)))
+    specs += rrows.theory_shared_rows(loaded)
+    specs += rrows.shift_regime_rows(loaded["supp_exp2_shift_regime"][0])
+    for name in rrows.other_experiments():
+        specs += rrows.other_rows(name, loaded)[0]
+    assert specs and all(s.result is None for s in specs)
+    assert all("--scale cpu" in s.options["missing"] for s in specs)
+    assert {"fig:exp1", "fig:exp2-1"} <= {s.options["label"] for s in specs}
+
+
+@pytest.mark.slow
 def test_page_with_no_cpu_run_is_all_pending(tmp_path, monkeypatch):
-    """With an empty runs root the page executes and every row is pending, naming the command."""
+    """With an empty runs root the page executes and every row is pending, naming the command
+    (slow: it executes the whole page, 36 s; the builders' fast check is above)."""
     (tmp_path / "runs").mkdir()
     rows = _execute_page(tmp_path, monkeypatch, tmp_path / "runs")
     assert {r["verdict"] for r in rows} == {report.PENDING}
