@@ -436,28 +436,22 @@ def reference_noise(reference: list[dict]) -> float:
     return float(np.sqrt(2 / np.pi) * se.mean())
 
 
-def _state(st) -> str | None:
-    """The state of a doubling status (a :class:`~pfntheory.infra.status.Status`, or a status
-    mapping); None without one."""
-    if st is None:
-        return None
-    return st.get("state") if isinstance(st, dict) else st.state
+def _doubling_statuses(doubling: dict) -> dict:
+    """``{L: Status}`` of ``doubling`` (a :class:`~pfntheory.infra.status.Status` per depth, or a
+    status mapping, as :func:`trained_inputs` writes it to JSON), read once."""
+    from pfntheory.infra.status import Status, as_status
+
+    return {L: st if isinstance(st, Status) else as_status(st) for L, st in doubling.items()}
 
 
 def _gated(result: ClaimResult, outcomes: dict[str, bool], doubling: dict, depths) -> ClaimResult:
     """``result`` with the verdict of the one gate (:func:`pfntheory.claims.gating.decided`,
-    docs/verdicts.md): the runs' budget-doubling statuses, the check replayed at the two budgets
-    (S, 2S) and its power; unchanged where no depth of ``depths`` has a doubling status."""
-    from pfntheory.infra.status import Status, as_status
-
+    docs/verdicts.md): the runs' budget-doubling statuses (``{L: Status}``), the check replayed at
+    the two budgets (S, 2S) and its power; unchanged where no depth of ``depths`` has a doubling
+    status."""
     from .gating import Replay, decided
 
-    statuses = {}
-    for L in depths:
-        st = doubling.get(L)
-        if st is None:
-            continue
-        statuses[f"L = {L}"] = st if isinstance(st, Status) else as_status(st)
+    statuses = {f"L = {L}": doubling[L] for L in depths if L in doubling}
     if not statuses:
         return result
     budgets = [b for b in ("S", "2S") if b in outcomes]
@@ -479,9 +473,11 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
     ``err_L=4 - err_L=16`` above 0)?
 
     ``runs_by_budget``: ``{"S": {L: {n': p}}, "2S": {L: {n': p}}}``; ``doubling``:
-    ``{L: doubling_status dict}``. The measurement is taken on the 2S runs.
+    ``{L: Status or status mapping}``. The measurement is taken on the 2S runs.
     """
     from pfntheory.base.stats import t_interval
+
+    doubling = _doubling_statuses(doubling)
 
     lap = np.concatenate([_errors(e["p_laplace"], e["p_ess"]) for e in reference])
     margin = MARGIN * float(lap.mean())
@@ -525,7 +521,7 @@ def check_trained(reference, runs_by_budget: dict, doubling: dict) -> list[Claim
                     "below the margin (10% of Laplace's error, the relative tolerance of E[TV])",
                     details={
                         "outcomes": outcomes,
-                        "doubling": _state(doubling.get(L)),
+                        "doubling": doubling[L].state if L in doubling else None,
                         "err_pfn": float(err(runs_by_budget["2S"][L]).mean()),
                         "err_laplace": float(lap.mean()),
                     },
