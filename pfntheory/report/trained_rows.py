@@ -339,8 +339,10 @@ _NOT_OTHERS = {
     "fig_exp1_budget",
     "supp_exp2_shift_regime",
     "supp_exp2_d8_seeds",
-    # page 08's single-head reference at S and 2S: no page-07 row reads it
+    # supp_tab_hier's runs at S and 2S (page 07's table rows and page 08's single-head reference
+    # read them) and the multi-head run at S and 2S (page 08): no section of their own
     "supp_tab_hier_budget",
+    "supp_tab_hier_multihead_budget",
     # fig:exp1 in the public code's theory mode: recorded beside the readings' figure
     # (:func:`theory_shared_rows`)
     "fig_exp1_theory_shared",
