@@ -760,6 +760,7 @@ SKIP: dict[str, str] = {
     "pfntheory.claims.pretraining_range.check_shift_regime": "reads run directories",
     "pfntheory.claims.pretraining_range.coverage_along_curve": "reads a run directory",
     "pfntheory.claims.trained.check_table": "reads run directories",
+    "pfntheory.claims.trained.check_table_budget": "reads run directories",
     "pfntheory.claims.trained.check_stepsize": "reads run directories",
     "pfntheory.claims.gating.budget_outcomes": "reads run directories",
     "pfntheory.claims.gating.doubling_statuses": "reads run directories",

@@ -43,6 +43,9 @@ __all__ = [
 
 LABEL = "supp-tab:hierarchical-gp"
 EXPERIMENT = "supp_tab_hier_multihead"
+#: The multi-head run at S and 2S steps, weight-averaged: the coverage claim reads its 2S run once
+#: both are complete (:func:`check_multihead`).
+BUDGET_EXPERIMENT = "supp_tab_hier_multihead_budget"
 PAPER_NOTE = "beyond the paper (remark 'Extension to hierarchical GPs')"
 #: Cache of :func:`~pfntheory.pipelines.multihead_run.paired_tv` in the experiment's runs folder
 #: (recomputed by :func:`~pfntheory.pipelines.multihead_run.cached_paired_tv` when its runs
@@ -67,6 +70,8 @@ class Comparison:
     missing : list of str
         Runs of the multi-head design not finished.
     root : Path
+    budget : list of LoadedRun
+        The runs of ``supp_tab_hier_multihead_budget`` once complete (else empty).
     """
 
     multi: LoadedRun | None
@@ -75,6 +80,7 @@ class Comparison:
     exact: dict | None = None
     missing: list = field(default_factory=list)
     root: Path | None = None
+    budget: list = field(default_factory=list)
 
 
 def load_comparison(root=None) -> Comparison:
@@ -87,7 +93,8 @@ def load_comparison(root=None) -> Comparison:
     singles = {_spec(r).model.L: r for r in hier if isinstance(r.spec, RunSpec)}
     exact = next((r.result for r in hier if isinstance(r.spec, ExactPPDSpec)), None)
     root = next((r.run_dir.parents[1] for r in mine + hier), None)
-    return Comparison(multi, equal, singles, exact, missing, root)
+    budget, b_missing = load_available(BUDGET_EXPERIMENT, "cpu", root)
+    return Comparison(multi, equal, singles, exact, missing, root, [] if b_missing else budget)
 
 
 def models(cmp: Comparison) -> dict:
@@ -211,6 +218,29 @@ def _tv_claim(paired: dict, multi: str, single: str, key: str, z: float) -> Clai
     )
 
 
+def _budget_coverage(budget, z: float) -> ClaimResult | None:
+    """The coverage claim on the multi-head run at 2S steps of ``supp_tab_hier_multihead_budget``
+    (weight-averaged), gated on its budget-doubling status and replayed at both budgets (the same
+    check on the S run); None while the budget pair is not complete."""
+    tr = [r for r in gating.trained_runs(budget or []) if _spec(r).model.mixture]
+    if len(tr) < 2:
+        return None
+    long = max(tr, key=lambda r: _spec(r).steps)
+    short = next((r for r in tr if 2 * _spec(r).steps == _spec(long).steps), None)
+    if short is None:
+        return None
+    st = gating.doubling_statuses([short, long])
+    read = {long.run_dir.name: st[long.run_dir.name]}
+    at_s, at_2s = _coverage_claim(short, z), _coverage_claim(long, z)
+    res = dataclasses.replace(
+        at_2s,
+        statement=at_2s.statement.replace(
+            "multi-head", f"multi-head ({_spec(long).steps} steps, weight-averaged)", 1
+        ),
+    )
+    return gate(res, [long], statuses=read, doubling=gating.at_both_budgets(at_s, at_2s, read))
+
+
 def _gap(a: tuple[float, float], b: tuple[float, float]) -> float:
     """``(a - b) / SE`` of two (mean, SE) pairs (unpaired SE)."""
     D, se = diff_se(a, b)
@@ -235,7 +265,10 @@ def check_multihead(cmp: Comparison, paired: dict | None, z: float = Z_MARGIN) -
             for c in v(multi)["by_n"].values()
         )
 
-    out = [gate(_coverage_claim(multi, z), [multi], replay=cov_replay)]
+    out = [
+        _budget_coverage(cmp.budget, z)
+        or gate(_coverage_claim(multi, z), [multi], replay=cov_replay)
+    ]
     if paired is None:
         return out
     others = [("equal_steps", "single L=8", cmp.singles.get(8))]

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from ..experiments.specs import ExactPPDSpec, StepsizeSpec
+from ..infra.status import no_curve
 from . import FAILS, HOLDS, MINIMAL_EFFECT, ClaimResult, band_verdict, gating, slope_ci
 
 __all__ = [
+    "check_table_budget",
     "check_exp1",
     "check_exp1_budget",
     "check_exp2_1",
@@ -397,9 +399,17 @@ def _paired_table_fall(tasks, run_of, Ls, cell):
     )
 
 
-def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
+def check_table(
+    runs,
+    z: float = gating.Z_MARGIN,
+    statuses: dict | None = None,
+    doubling: dict | None = None,
+) -> list[ClaimResult]:
     """CRPS falls with L (averaged over the table's rows); deepest-L coverage near nominal;
-    CRPS floor."""
+    CRPS floor. Each row is gated on exactly the runs its check reads (the fall: the shallowest and
+    deepest run of every task; coverage: the deepest). ``statuses``: the convergence statuses to
+    gate on instead of the curves' own (by run name; the budget-doubling statuses of
+    :func:`check_table_budget`); ``doubling``: each row's check at the two budgets (by key)."""
     label = (
         "supp-tab:hierarchical-gp"
         if any(r.spec.task.kind == "hier_rbf" for r in runs)
@@ -532,12 +542,73 @@ def check_table(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
     # "no model beats the exact PPD" is not gated: the CRPS is a proper scoring rule, so every
     # model, at every budget, scores at least the exact PPD's CRPS in expectation; training longer
     # cannot change what the check expects, only how close the model comes
+    ends = [run_of[(t, L)] for t in tasks for L in (Ls[0], Ls[-1])]
+    deepest = [run_of[(t, Ls[-1])] for t in tasks]
+    gated_on = {"table.crps_falls_with_L": ends, "table.coverage_near_nominal": deepest}
     return [
         r
         if r.key == "table.crps_not_below_exact"
-        else gating.gate(r, runs, replay=replays.get(r.key))
+        else gating.gate(
+            r,
+            gated_on[r.key],
+            replay=replays.get(r.key),
+            statuses=None
+            if statuses is None
+            else {x.run_dir.name: statuses[x.run_dir.name] for x in gated_on[r.key]},
+            doubling=None if doubling is None else doubling.get(r.key),
+        )
         for r in out
     ]
+
+
+def check_table_budget(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
+    """:func:`check_table` on a table's budget grid (``supp_tab_hier_budget``: every cell at S and
+    2S steps, weight-averaged): the 2S runs read, each row gated on the budget-doubling status of
+    the runs it reads and replayed at the two budgets (the same check on the S runs, so a row
+    whose runs got worse by doubling keeps its kind where both budgets give its outcome).
+    ``runs`` may hold the table's exact-PPD references (:class:`ExactPPDSpec`) beside the
+    trained runs."""
+    tr = gating.trained_runs(runs)
+    refs = [r for r in runs if isinstance(r.spec, ExactPPDSpec)]
+    if not tr:
+        raise ValueError("runs: no trained run of a table's budget grid")
+    long_steps = max(int(r.spec.steps) for r in tr)
+    if long_steps % 2:
+        raise ValueError(f"runs: the longest budget ({long_steps} steps) has no half budget")
+    long = [r for r in tr if int(r.spec.steps) == long_steps]
+    short = [r for r in tr if int(r.spec.steps) == long_steps // 2]
+    if {(r.spec.task, r.spec.model.L) for r in long} != {
+        (r.spec.task, r.spec.model.L) for r in short
+    }:
+        raise ValueError(
+            f"runs: the cells at {long_steps} and {long_steps // 2} steps differ (each cell "
+            "needs both budgets)"
+        )
+    statuses = gating.doubling_statuses(tr)
+    at_s = {r.key: r for r in check_table(short + refs, z, statuses=_ungated(short))}
+    at_2s = check_table(
+        long + refs, z, statuses={r.run_dir.name: statuses[r.run_dir.name] for r in long}
+    )
+    doubling = {}
+    for r in at_2s:
+        if r.key in at_s and r.key != "table.crps_not_below_exact":
+            read = {k: v for k, v in statuses.items() if k in {x.run_dir.name for x in long}}
+            doubling[r.key] = gating.at_both_budgets(at_s[r.key], r, read)
+    return check_table(
+        long + refs,
+        z,
+        statuses={r.run_dir.name: statuses[r.run_dir.name] for r in long},
+        doubling=doubling,
+    )
+
+
+def _ungated(runs) -> dict:
+    """Placeholder statuses for the S runs of :func:`check_table_budget`, whose checks are read
+    only for their outcome (the replay at S), never for a verdict."""
+    return {
+        r.run_dir.name: no_curve("read at S for the doubling replay only", int(r.spec.steps))
+        for r in runs
+    }
 
 
 # --------------------------------------------------------------------------------------------------

@@ -256,8 +256,8 @@ SUPP_TAB_HIER_MULTIHEAD_BUDGET = Experiment(
     name="supp_tab_hier_multihead_budget",
     labels=("supp-tab:hierarchical-gp",),
     title=(
-        "Beyond the paper: the multi-head TF^pr run of supp_tab_hier_multihead, weight-averaged, at "
-        "S and 2S steps (its page-08 rows gated by budget doubling)"
+        "Beyond the paper: the multi-head TF^pr run of supp_tab_hier_multihead, weight-averaged, "
+        "at S and 2S steps (its page-08 rows gated by budget doubling)"
     ),
     claims=SUPP_TAB_HIER_MULTIHEAD.claims,
     paper=Design(budget_runs(SUPP_TAB_HIER_MULTIHEAD.paper, lambda r: r.model.mixture)),

@@ -25,6 +25,7 @@ from pfntheory.claims import gating as xgate
 from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
+from pfntheory.experiments.specs import ExactPPDSpec
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.convergence import read_learning_curve
 
@@ -349,6 +350,10 @@ _NOT_OTHERS = {
 }
 
 
+#: A table's 1000-step experiment -> its budget grid (its rows read the grid once complete).
+TABLE_BUDGET = {"supp_tab_hier": "supp_tab_hier_budget"}
+
+
 def other_experiments() -> list[str]:
     """The experiments page 07 shows one by one after fig:exp1 (every experiment but fig:exp1's,
     the shift regime's and the family's budget grids, which other sections read)."""
@@ -405,6 +410,16 @@ def _claims_of(name: str, runs: Sequence, loaded: Mapping) -> tuple[list, str]:
         ], note
     if name == "supp_exp2_first_layer":  # both readings of TF^pr's first layer under the shift
         return [(c, None, runs, name) for c in xrange.check_first_layer_readings(runs)], ""
+    if name in TABLE_BUDGET and not loaded[TABLE_BUDGET[name]][1]:  # its budget grid, complete
+        budget = TABLE_BUDGET[name]
+        b_runs = list(loaded[budget][0])
+        refs = [r for r in runs if isinstance(r.spec, ExactPPDSpec)]
+        note = (
+            f"*Its rows read the budget grid `{budget}` ({len(b_runs)} runs: every cell "
+            "weight-averaged at S and 2S steps), the 2S runs gated by budget doubling and the "
+            "check replayed at both budgets; the table below shows the 1000-step runs.*"
+        )
+        return [(c, None, b_runs, budget) for c in xclaims.check_table_budget(b_runs + refs)], note
     if name in ("supp_tab_lengthscale", "supp_tab_hier"):
         return [(c, None, runs, name) for c in xclaims.check_table(runs)], ""
     if name == "fig_stepsize":
@@ -449,6 +464,10 @@ def multihead_rows(cmp, paired) -> list[RowSpec]:
         runs = [cmp.multi.run_dir] + ([cmp.singles[8].run_dir] if "equal_steps" in r.key else [])
         if "equal_time" in r.key and cmp.equal_time is not None:
             runs.append(cmp.equal_time.run_dir)
+        command = "pfntheory sweep supp_tab_hier_multihead --scale cpu"
+        if r.key == "multihead.coverage" and r.run_dir in {b.run_dir.name for b in cmp.budget}:
+            runs = [b.run_dir for b in cmp.budget if b.run_dir.name == r.run_dir]
+            command = f"pfntheory sweep {tmh.BUDGET_EXPERIMENT} --scale cpu"
         out.append(
             RowSpec(
                 r,
@@ -456,7 +475,7 @@ def multihead_rows(cmp, paired) -> list[RowSpec]:
                     variant=MULTIHEAD_VARIANT + ", cpu scale",
                     compare="threshold",
                     runs=runs,
-                    command="pfntheory sweep supp_tab_hier_multihead --scale cpu",
+                    command=command,
                 ),
             )
         )
