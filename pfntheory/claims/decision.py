@@ -62,6 +62,9 @@ class Power:
     z : float
         The check's margin in standard errors (``effect > z se``), so that :attr:`detectable80`
         can be stated: ``detectable`` is ``z se``.
+    minimal_basis : str
+        What :attr:`minimal` is, in words, for the row's text (default "10% of E[TV]"; a slope
+        states the rise over its range).
 
     Checked at construction, each bad field refused naming it: ``effect``, ``target`` and
     ``paper`` finite; ``ci`` an interval ``lo <= hi`` holding ``effect`` (its ends may be +-inf:
@@ -77,9 +80,14 @@ class Power:
     paired: bool = False
     minimal: float | None = None
     z: float = Z_MARGIN
+    minimal_basis: str = "10% of E[TV]"
 
     def __post_init__(self) -> None:
         put = object.__setattr__
+        if not isinstance(self.minimal_basis, str) or not self.minimal_basis.strip():
+            raise ArgumentTypeError(
+                f"minimal_basis must be a non-empty string, got {self.minimal_basis!r}"[:200]
+            )
         put(self, "effect", _checks.finite_scalar(self.effect, "effect"))
         put(self, "target", _checks.finite_scalar(self.target, "target"))
         if self.paper is not None:
@@ -145,7 +153,7 @@ class Power:
         paper = f", the paper's {self.paper:.3g}" if self.paper is not None else ""
         how = "paired" if self.paired else "unpaired"
         mini = (
-            (f"minimal effect of interest {self.minimal:.3g} (10% of E[TV])",)
+            (f"minimal effect of interest {self.minimal:.3g} ({self.minimal_basis})",)
             if self.paper is None and self.minimal is not None
             else ()
         )
@@ -346,7 +354,7 @@ class Decision:
         if self.power is not None and self.rule != "underpowered":
             p = self.power
             mini = (
-                f"minimal effect of interest {p.minimal:.3g} (10% of E[TV]); "
+                f"minimal effect of interest {p.minimal:.3g} ({p.minimal_basis}); "
                 if p.paper is None and p.minimal is not None
                 else ""
             )

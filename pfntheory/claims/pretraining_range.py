@@ -18,7 +18,7 @@ from pfntheory.infra.convergence import (
     last_half_start,
 )
 
-from . import UNDECIDED, ClaimResult, Power, gating, slope_ci
+from . import MINIMAL_EFFECT, UNDECIDED, ClaimResult, Power, gating, slope_ci
 
 __all__ = [
     "budget_cells",
@@ -209,6 +209,13 @@ def _exp2_2_results(runs, eval_file: str, z: float) -> tuple[list[ClaimResult], 
         s, ci, _ = slope_ci(e.n_eval, np.log(e.mean["tv"]))
         slopes[f"L{L}-nmax{m}"] = (s, ci)
     worst = min(slopes, key=lambda k: slopes[k][1][0])
+    # the minimal effect of interest of "grows": a 10% rise of E[TV] across the evaluated n'
+    # (MINIMAL_EFFECT on the log scale, log 1.1, spread over the range), so that a slope whose
+    # interval lies below it is refuted rather than underpowered for ever (issue 47, item 4)
+    span = {
+        f"L{L}-nmax{m}": (int(min(e.n_eval)), int(max(e.n_eval))) for (L, m), e in cells.items()
+    }
+    lo_n, hi_n = span[worst]
     out.append(
         ClaimResult(
             key="exp2_2.tv_grows_with_n",
@@ -222,6 +229,8 @@ def _exp2_2_results(runs, eval_file: str, z: float) -> tuple[list[ClaimResult], 
                 (float(slopes[worst][1][0]), float(slopes[worst][1][1])),
                 0.0,
                 float(slopes[worst][1][1] - slopes[worst][1][0]) / 2,
+                minimal=float(np.log1p(MINIMAL_EFFECT) / (hi_n - lo_n)),
+                minimal_basis=f"a {MINIMAL_EFFECT:.0%} rise of E[TV] over n' in [{lo_n}, {hi_n}]",
             ),
             tolerance="95% CI of the slope of log E[TV] on n' lies above 0 in every cell "
             f"(worst {worst})",
