@@ -275,12 +275,25 @@ def test_the_first_layer_experiment_pairs_both_readings(scale):
     name (so it is adopted, never trained twice), the public code's reading the same spec with
     ``normalise_first=True`` (its own name, ``-pr-nf-``); at the cpu scale the cells are issue 46's
     (d = 8: (4, 128), (8, 128), (32, 512); d = 4: (16, 512)) at 1000 and 2000 steps with the
-    shifted learning curve, the cheapest first. Fails if a cell, a budget or a reading is
-    missing, or if our reading's run stopped matching the family's (it would be trained again)."""
-    from pfntheory.experiments.exp2 import FIRST_LAYER_CELLS, FIRST_LAYER_QUICK_CELLS
+    shifted learning curve, the cheapest first; at the cpu and paper scales the public code's
+    reading of FIRST_LAYER_LONG_CELLS also at 4S (and only those, only that reading). Fails if a
+    cell, a budget or a reading is missing, or if our reading's run stopped matching the family's
+    (it would be trained again)."""
+    from pfntheory.experiments.exp2 import (
+        FIRST_LAYER_CELLS,
+        FIRST_LAYER_LONG_CELLS,
+        FIRST_LAYER_QUICK_CELLS,
+    )
     from pfntheory.experiments.scales import by_cost
 
-    runs = get_experiment("supp_exp2_first_layer").runs(scale)
+    every = get_experiment("supp_exp2_first_layer").runs(scale)
+    two_s = 2 * min(r.steps for r in every)
+    runs = [r for r in every if r.steps <= two_s]
+    four = [r for r in every if r.steps > two_s]
+    want = set() if scale == "quick" else set(FIRST_LAYER_LONG_CELLS)
+    assert {(r.task.d, r.model.L, r.n_max) for r in four} == want
+    assert all(r.model.normalise_first and r.steps == 2 * two_s for r in four)
+    assert len(four) == len(want)
     ours = [r for r in runs if not r.model.normalise_first]
     code = [r for r in runs if r.model.normalise_first]
     family = {
@@ -301,8 +314,8 @@ def test_the_first_layer_experiment_pairs_both_readings(scale):
         assert len(steps) == 2 and steps[1] == 2 * steps[0], (cell, steps)
     if scale == "cpu":
         assert {r.steps for r in runs} == {1000, 2000}
-        assert all(r.curve_covariates == ("uniform",) and r.ema_decay > 0 for r in runs)
-        assert list(runs) == sorted(runs, key=by_cost)
+        assert all(r.curve_covariates == ("uniform",) and r.ema_decay > 0 for r in every)
+        assert list(every) == sorted(every, key=by_cost)
 
 
 def test_a_sweep_of_several_experiments_shares_one_pool(tmp_path, monkeypatch):
@@ -778,7 +791,7 @@ def test_standin_is_never_taken_for_a_trained_run(tmp_path):
 
 def test_names_listed_once():
     assert experiment_names() == tuple(EXPERIMENTS)
-    assert len(set(experiment_names())) == len(EXPERIMENTS) == 19
+    assert len(set(experiment_names())) == len(EXPERIMENTS) == 20
 
 
 def test_dry_run_refuses_the_real_runs_root(monkeypatch):
