@@ -122,6 +122,17 @@ SKIP: dict[str, str] = {
         "a replay over a loaded run (reads its run directory)"
     ),
     "pfntheory.claims.multihead_cells.with_cells": "reads the committed cell files",
+    "pfntheory.claims.multihead_cells.reference_runs": "reads the committed run directories",
+    "pfntheory.claims.multihead_cells.reference_statuses": (
+        "reads the committed run directories (their learning curves)"
+    ),
+    "pfntheory.claims.multihead_cells.join_reference": (
+        "needs the confirmation's paired rows; bad input in tests/test_multihead_reference.py"
+    ),
+    "pfntheory.claims.multihead_cells.with_reference": (
+        "reads the committed cell files and run directories; bad input in "
+        "tests/test_multihead_reference.py"
+    ),
     # pfntheory.claims.multihead_fair
     "pfntheory.claims.multihead_fair.batch_file": (
         "a path in a runs root; bad input in tests/test_multihead_fair.py"
@@ -436,6 +447,10 @@ SKIP: dict[str, str] = {
     "pfntheory.pipelines.multihead_run.run_confirmation": (
         "reads run directories and writes the confirmation's batches"
     ),
+    "pfntheory.pipelines.multihead_run.run_reference": (
+        "reads run directories and writes the reference's batches (minutes); refusals in "
+        "tests/test_multihead_reference.py"
+    ),
     "pfntheory.pipelines.multihead_run.selector_accuracy": (
         "scores a trained selector on prior draws (a Monte Carlo); bad input in "
         "tests/test_multihead_select.py"
@@ -612,6 +627,7 @@ SKIP: dict[str, str] = {
     "pfntheory.report.trained_rows.ceiling_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.selector_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.chebyshev_rows": _TRAINED_ROWS,
+    "pfntheory.report.trained_rows.reference_row": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.control_rows": _TRAINED_ROWS,
     "pfntheory.report.trained_rows.latent_rows": _TRAINED_ROWS,
     # pfntheory.report.guard

@@ -180,8 +180,17 @@ def test_fair_rows_go_through_the_gate_on_the_runs_they_read(tmp_path):
         ref = r.statement.split(": E[TV] below ")[-1].split("'s at every")[0]
         if "coverage" in r.key:
             ref = ""
-        read = [models[ref].run_dir] if ref in models else []
-        assert ref in models or ref.startswith(mf.BASELINE) or r.key.endswith("coverage")
+        if ref == mcells.REFERENCE:  # the single L = 32 at 2S steps, gated by its doubling
+            read = [mcells.reference_runs()[1].run_dir]
+            assert {st["test"] for st in r.details["convergence"].values()} == {"doubling"}
+        else:
+            read = [models[ref].run_dir] if ref in models else []
+        assert (
+            ref in models
+            or ref == mcells.REFERENCE
+            or ref.startswith(mf.BASELINE)
+            or r.key.endswith("coverage")
+        )
         assert list(s.options.get("runs", [])) == read, s.options["variant"]
         assert set(sts) == {p.name for p in read}
     # a partial fair folder: one pending row

@@ -268,6 +268,11 @@ _STEP = (
     "fig:stepsize now tests c0, the limit of lambda_1/(n lambda_inf), with its O(n^-1/2) term "
     "(issue 47 item 3)"
 )
+_REFERENCE = (
+    "page 08's rows against the single L = 32 now read it at 2000 steps, weight-averaged, gated "
+    "by its budget doubling (supp_tab_hier_multihead_confirm/single-L32-s2000, issue 47), not the "
+    "1000-step head"
+)
 
 #: Committed pages rendered before the code or the runs they read last changed (each checked: a
 #: fresh render of the page equals the re-derived rows): page -> (SHA-256 of the committed
@@ -294,10 +299,9 @@ STALE = {
         _D8 + "; and the new row where doubling made fig:exp1 cells worse (issue 47 item 2)",
     ),
     "08_hierarchical_multihead": (
-        "a9eda9f7484585a9e72e3b0b87cb79fb6ee3bcff82e97ad7976906a8d37beba0",
-        {},
-        "the fair multi-head rows (selector and Chebyshev ranges from n in [64, 256], the "
-        "one-hand-set-head baseline; issue 47 item 5) are recorded by the code, not yet rendered",
+        "8856ec5bfa57e9405b856f70867510dbb0e83d8d4831cb63df60bd9d6f4b417f",
+        dict.fromkeys((8, 13, 16, 17), _REFERENCE),
+        _REFERENCE + ": the four rows are recorded under variants that name it",
     ),
     "09_latent_gp": (
         "71d0875f93636776be22aba2b1e03fef1b74faf1f25aa2b26ed9230f92f4bc22",

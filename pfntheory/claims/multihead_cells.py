@@ -42,6 +42,14 @@ __all__ = [
     "curve_replay",
     "CHEBYSHEV_FOLDER",
     "chebyshev_confirmation",
+    "REFERENCE",
+    "REFERENCE_FOLDER",
+    "REFERENCE_BATCHES",
+    "REFERENCE_EXPERIMENT",
+    "reference_runs",
+    "reference_statuses",
+    "join_reference",
+    "with_reference",
 ]
 
 #: Runs-root folder of the cells (JSON documents of this module).
@@ -281,12 +289,13 @@ def with_cell(verdict: dict, cell: dict) -> dict:
 
 def with_cells(verdict: dict, root=None) -> dict:
     """``verdict`` with every committed cell (:func:`load_cell` of each of its n') in place
-    (:func:`with_cell`)."""
+    (:func:`with_cell`), then the doubled single L = 32 reference's rows at every n' where its
+    cell is committed (:func:`with_reference`)."""
     for n in verdict["n_eval"]:
         cell = load_cell(n, root)
         if cell is not None:
             verdict = with_cell(verdict, cell)
-    return verdict
+    return with_reference(verdict, root)
 
 
 def load_cell(n: int = 1024, root=None) -> dict | None:
@@ -352,10 +361,10 @@ _REFS = ("single L=8, 1600 steps (equal time)", "single L=32")
 def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
     """The confirmation document of the depth-matched Chebyshev heads on fresh draws: per n',
     their rows (the batches of ``confirm-chebyshev-matched-n<n'>/``, generator seeds from 5151 as
-    the cell of that n', or one ``confirm-chebyshev-matched-n<n'>.json``) beside the
-    single heads' rows of ``verdict`` (the confirmation with its cell, :func:`with_cell`) on the
-    same instances (checked by the draws' Bayes indicators: other draws are refused). None when no
-    document is committed."""
+    the cell of that n', or one ``confirm-chebyshev-matched-n<n'>.json``) beside the single
+    heads' rows of ``verdict`` (the confirmation with its cells, :func:`with_cells`, the doubled
+    reference :data:`REFERENCE` included where joined) on the same instances (checked by the
+    draws' Bayes indicators: other draws are refused). None when no document is committed."""
     from pfntheory.infra import runs
 
     from ..experiments.state import default_root
@@ -381,6 +390,179 @@ def chebyshev_confirmation(verdict: dict, root=None) -> dict | None:
         "n_instances": {str(n): size[n] for n in sorted(docs)},
         "tv": {
             **{k: {str(n): verdict["tv"][k][str(n)][: size[n]] for n in docs} for k in _REFS},
+            **_reference_rows(verdict, docs, size),
             **{k: {str(n): docs[n]["tv"][k][str(n)] for n in docs} for k in sorted(names)},
         },
     }
+
+
+def _reference_rows(verdict: dict, ns, size=None) -> dict:
+    """The :data:`REFERENCE` rows of ``verdict`` at the n' of ``ns`` where it holds them (first
+    ``size[n]`` instances when given): ``{REFERENCE: {n': [...]}}``, or empty."""
+    by = verdict["tv"].get(REFERENCE, {})
+    rows = {
+        str(n): by[str(n)][: size[n]] if size is not None else by[str(n)]
+        for n in ns
+        if str(n) in by
+    }
+    return {REFERENCE: rows} if rows else {}
+
+
+# ----------------------------------------------------------------------------------------------
+# the single L = 32 reference at 2S steps, weight-averaged (issue 47)
+# ----------------------------------------------------------------------------------------------
+
+#: The row name of the reference: supp_tab_hier's single head L = 32 trained weight-averaged at
+#: 2S = 2000 steps (``supp_tab_hier_budget``), whose budget doubling against its S = 1000-step
+#: partner gates the rows that compare with it. The 1000-step head without averaging (row
+#: ``"single L=32"``) was "too noisy to tell" by its learning curve's log-half.
+REFERENCE = "single L=32, 2000 steps, weight-averaged"
+#: The experiment of the reference and of its half-budget partner.
+REFERENCE_EXPERIMENT = "supp_tab_hier_budget"
+#: Its depth (the run of :data:`REFERENCE_EXPERIMENT` with this L and the doubled budget).
+REFERENCE_L = 32
+#: Where its batches and cells lie, under :data:`FOLDER` (the committed files there are left as
+#: they are): ``batches/n<n'>-seed<seed>.json`` and ``cell-n<n'>.json``.
+REFERENCE_FOLDER = "single-L32-s2000"
+#: Per n': ``(batch size, number of batches)``, the confirmation's draws exactly (batch ``b``:
+#: generator seed ``(5151 + b) * 100_003 + n'``): n' = 256 is ``verdict-cpu.json``'s one call of
+#: 256, n' = 512 and 1024 the batches of the committed cells.
+REFERENCE_BATCHES = {256: (256, 1), 512: (128, 3), 1024: (32, 16)}
+#: The confirmation's row that every reference batch scores again, on the same draws: its
+#: per-instance E[TV] must equal the committed one (the pairing check of :func:`join_reference`).
+PAIRING_ROW = "statistics selector, heads 32"
+#: Tolerance of that check: the values are stored to 6 significant digits and lie in [0, 1], so a
+#: half unit of the 6th digit plus round-off; other draws differ by far more.
+PAIRING_ATOL = 1e-5
+
+
+def reference_runs(root=None) -> tuple | None:
+    """``(short, long)``: the loaded runs of :data:`REFERENCE_EXPERIMENT` at depth
+    :data:`REFERENCE_L`, ``long`` the one of the most steps that has a partner trained for half
+    its steps (``short``; same spec otherwise), at the cpu scale; None while there is none."""
+    import dataclasses
+
+    from pfntheory.infra.tree import RunSpec
+
+    from ..experiments.results import load_available
+
+    loaded, _ = load_available(REFERENCE_EXPERIMENT, "cpu", root)
+    runs = [
+        (r.spec, r) for r in loaded if isinstance(r.spec, RunSpec) and r.spec.model.L == REFERENCE_L
+    ]
+
+    def budgetless(spec: RunSpec) -> RunSpec:
+        return dataclasses.replace(spec, steps=1, evals=())
+
+    by = {(budgetless(spec), spec.steps): r for spec, r in runs}
+    for spec, r in sorted(runs, key=lambda sr: -sr[0].steps):
+        half = by.get((budgetless(spec), spec.steps // 2))
+        if spec.steps % 2 == 0 and half is not None:
+            return half, r
+    return None
+
+
+def reference_statuses(root=None) -> dict:
+    """``{run name: Status}`` of the reference (the ``long`` run of :func:`reference_runs`): its
+    budget-doubling status against its half-budget partner
+    (:func:`pfntheory.claims.gating.doubling_statuses`), the one status the rows against it are
+    gated on; empty while the pair is not committed."""
+    from .gating import doubling_statuses
+
+    pair = reference_runs(root)
+    if pair is None:
+        return {}
+    name = pair[1].run_dir.name
+    return {name: doubling_statuses(list(pair))[name]}
+
+
+def join_reference(verdict: dict, cell: dict) -> dict:
+    """``verdict`` (the confirmation joined with its cells, :func:`with_cells`) with the
+    :data:`REFERENCE` rows of ``cell`` (its n' only; :func:`concat_batches` of the reference's
+    batches) added: E[TV] and coverage per instance, and its run in ``single_runs``.
+
+    The cell must be on the verdict's instances at that n': the same count, the same multi-head
+    run and dtype, the same draws' Bayes indicators, and :data:`PAIRING_ROW` (scored again in
+    every batch) and the selector's ``TV(w, p(h | D))`` equal to the verdict's per instance
+    within :data:`PAIRING_ATOL`. Otherwise a ValueError naming what differs: a reference scored
+    on other draws is never paired with the confirmation's rows."""
+    import numpy as np
+
+    from . import multihead_select as ms
+
+    keys("n_eval", "n_instances", "tv", "bayes_acc", "sel_tv_w", "coverage")(verdict, "verdict")
+    ms.check_document(verdict, "verdict")
+    _cell(cell)
+    n = str(cell["n_eval"][0])
+    if REFERENCE not in cell["tv"]:
+        raise ValueError(f"cell holds no {REFERENCE!r} row")
+    if int(n) not in {int(m) for m in verdict["n_eval"]}:
+        raise ValueError(f"cell is of n'={n}, not one of verdict's n_eval {verdict['n_eval']}")
+    ni = verdict["n_instances"]
+    want = int(ni[n] if isinstance(ni, dict) else ni)
+    if int(cell["n_instances"]) != want:
+        raise ValueError(
+            f"cell holds {cell['n_instances']} instances at n'={n}, verdict {want} (the rows "
+            "must be paired on the same instances)"
+        )
+    vid, cid = ms.identity(verdict, "verdict"), ms.identity(cell, "cell")
+    for f in ("multi_run", "dtype"):
+        if vid[f] is not None and cid[f] is not None and vid[f] != cid[f]:
+            raise ValueError(f"cell is of {f} {cid[f]!r}, verdict of {vid[f]!r}")
+    checks = (
+        ("bayes_acc", "p(h|D)", 0.0),
+        ("tv", PAIRING_ROW, PAIRING_ATOL),
+        ("sel_tv_w", "statistics selector", PAIRING_ATOL),
+    )
+    for key, row, atol in checks:
+        a = np.asarray(cell.get(key, {}).get(row, {}).get(n, []), dtype=float)
+        b = np.asarray(verdict[key].get(row, {}).get(n, []), dtype=float)
+        if a.shape != b.shape or not np.allclose(a, b, rtol=0.0, atol=atol):
+            raise ValueError(
+                f"cell at n'={n} is not on the confirmation's draws ({key} {row!r} differs): its "
+                f"{REFERENCE!r} rows are not paired with them"
+            )
+    out = dict(verdict)
+    out["single_runs"] = {**verdict["single_runs"], REFERENCE: cell["single_runs"][REFERENCE]}
+    out["tv"] = {k: dict(v) for k, v in verdict["tv"].items()}
+    out["tv"].setdefault(REFERENCE, {})[n] = cell["tv"][REFERENCE][n]
+    out["coverage"] = {
+        lv: {k: dict(v) for k, v in by.items()} for lv, by in verdict["coverage"].items()
+    }
+    for lv, by in cell["coverage"].items():
+        if REFERENCE in by:
+            out["coverage"].setdefault(lv, {}).setdefault(REFERENCE, {})[n] = by[REFERENCE][n]
+    out["reference_cells"] = {
+        **verdict.get("reference_cells", {}),
+        n: {"seeds": cell["seeds"], "cpu_s": cell.get("cpu_s", 0.0)},
+    }
+    return ms.check_document(out, "the verdict with the reference")
+
+
+def with_reference(verdict: dict, root=None) -> dict:
+    """``verdict`` with the :data:`REFERENCE` rows of every committed reference cell
+    (``<root>/`` :data:`FOLDER` ``/`` :data:`REFERENCE_FOLDER` ``/cell-n<n'>.json``) joined
+    (:func:`join_reference`); unchanged where none is committed. A cell of another run than
+    the committed reference (:func:`reference_runs`, by directory name) is refused."""
+    from pfntheory.infra import runs
+
+    from ..experiments.state import default_root
+
+    base = Path(default_root() if root is None else root) / FOLDER / REFERENCE_FOLDER
+    pair = None
+    for n in verdict["n_eval"]:
+        p = base / CELL_FILE.format(n=int(n))
+        if not p.is_file():
+            continue
+        cell = runs.load_json(p)
+        if pair is None:
+            pair = reference_runs(root)
+            if pair is None:
+                raise ValueError(f"{p}: the reference runs of {REFERENCE_EXPERIMENT} are absent")
+        got = Path(str(cell.get("single_runs", {}).get(REFERENCE, ""))).name
+        if got != pair[1].run_dir.name:
+            raise ValueError(
+                f"{p} is of the run {got!r}, not the reference {pair[1].run_dir.name!r}"
+            )
+        verdict = join_reference(verdict, cell)
+    return verdict

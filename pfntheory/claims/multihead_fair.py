@@ -111,7 +111,8 @@ def fair_confirmation(verdict: dict, root=None, fixed=None) -> dict | None:
     """The fair variant's document: per n' of ``fixed`` (default :data:`FIXED_INSTANCES`), the
     batches of :data:`FOLDER` joined (:func:`~pfntheory.claims.multihead_cells.concat_batches`)
     beside the single heads' rows of ``verdict`` (the committed confirmation with its cells,
-    :func:`~pfntheory.claims.multihead_cells.with_cells`) on the same instances.
+    :func:`~pfntheory.claims.multihead_cells.with_cells`, and the doubled single L = 32's rows,
+    :data:`~pfntheory.claims.multihead_cells.REFERENCE`, where joined) on the same instances.
 
     Pairing is checked twice per instance: the draws' Bayes indicators, and the committed
     selector's ``TV(w, p(h | D))`` recomputed on each batch against ``verdict``'s (within
@@ -166,6 +167,7 @@ def fair_confirmation(verdict: dict, root=None, fixed=None) -> dict | None:
         "seed": SEED0,
         "tv": {
             **{k: {str(n): verdict["tv"][k][str(n)] for n in docs} for k in _REFS},
+            **mcells._reference_rows(verdict, docs),  # the doubled single L = 32, where joined
             **{k: {str(n): docs[n]["tv"][k][str(n)] for n in docs} for k in sorted(names)},
         },
         "coverage": {

@@ -320,8 +320,10 @@ def fair_rows(verdict: dict, cmp, root=None) -> list:
     :func:`~pfntheory.claims.gating.decide`), each gated on exactly the runs it reads:
 
     * the fair multi-head models against the trained single heads (Chebyshev L = 8 and 16 against
-      the equal-time L = 8, Chebyshev L = 32 and constant-step L = 32 against the single L = 32,
-      constant-step L = 32 against the equal-time L = 8), gated on that single head's run;
+      the equal-time L = 8, Chebyshev L = 32 and constant-step L = 32 against the single L = 32 at
+      2S steps, weight-averaged, :func:`~pfntheory.report.trained_rows.reference_row`,
+      constant-step L = 32 against the equal-time L = 8), gated on that single head's run (the
+      reference: by its budget doubling);
     * each fair multi-head model against the one-head baseline of the same depth and steps
       (reads no trained run: decided by its power, with the minimal effect of interest);
     * the coverage of the fair Chebyshev L = 8 model.
@@ -348,9 +350,12 @@ def fair_rows(verdict: dict, cmp, root=None) -> list:
                 ),
             )
         ]
+    from pfntheory.claims import multihead_cells as mcells
+    from pfntheory.report.trained_rows import reference_row
+
     names = mf.row_names()
     ns = "/".join(map(str, fdoc["n_eval"]))
-    eq, l32 = "single L=8, 1600 steps (equal time)", "single L=32"
+    eq, l32 = "single L=8, 1600 steps (equal time)", mcells.REFERENCE
     pairs = [
         ("chebyshev 8", eq),
         ("chebyshev 16", eq),
@@ -360,6 +365,10 @@ def fair_rows(verdict: dict, cmp, root=None) -> list:
     ]
     out = []
     for tag, ref in pairs:
+        if ref == l32:  # the single L = 32 at 2S steps, weight-averaged, gated by its doubling
+            out.append(reference_row(fdoc, names[tag][0], f"{variant}: {names[tag][0]} vs {ref}, "
+                                     f"n' = {ns}"))  # fmt: skip
+            continue
         read = msel.runs_read([ref], tmh.models(cmp))
         r = msel.tv_claim(fdoc, names[tag][0], ref, statuses=msel.statuses_of_runs(read))
         out.append(

@@ -11,7 +11,9 @@ runs, score them on fresh prior draws and write the committed documents that
 * :func:`confirm_cell` and :func:`run_confirmation`: more instances for one n' of the confirmation,
   in resumable batches, joined into the cell (``supp_tab_hier_multihead_confirm/``; the batches'
   checks and the joins are :mod:`pfntheory.claims.multihead_cells`'s); :func:`curve_values`: the
-  candidate on a reference run's learning-curve instances.
+  candidate on a reference run's learning-curve instances; :func:`run_reference`: the doubled,
+  weight-averaged single L = 32 on the confirmation's draws (the reference page 08's rows
+  against the single L = 32 read).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ __all__ = [
     "selector_digest",
     "run_confirmation",
     "curve_values",
+    "run_reference",
 ]
 
 
@@ -535,3 +538,88 @@ def curve_values(reference_run, multi, selector, *, depth: int = 32) -> dict:
 def _cast_inputs(bt, dtype):
     """``bt`` with its model inputs ``X, Y, xq`` cast to ``dtype`` (the oracle fields kept)."""
     return dataclasses.replace(bt, X=bt.X.to(dtype), Y=bt.Y.to(dtype), xq=bt.xq.to(dtype))
+
+
+def _as_given(path: Path) -> str:
+    """``path`` relative to the working directory when inside it (what the committed documents
+    record, e.g. ``reports/runs/...``), else absolute."""
+    p = Path(path).resolve()
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def run_reference(root=None, *, n_eval=None, deadline: float | None = None) -> dict:
+    """The doubled single L = 32 (:data:`~pfntheory.claims.multihead_cells.REFERENCE`: the
+    ``long`` run of :func:`~pfntheory.claims.multihead_cells.reference_runs`, weight-averaged at
+    2S steps) scored on the confirmation's draws: :func:`confirm_cell` at each n' of ``n_eval``
+    (default all of :data:`~pfntheory.claims.multihead_cells.REFERENCE_BATCHES`, in that order)
+    with the committed confirmation's multi-head run and selector (``verdict-cpu.json``,
+    ``selector-table.pt``), the reference as its one single head, and its batches' sizes and
+    seeds, so that every instance is one of the committed confirmation's (its row
+    ``"statistics selector, heads 32"`` is scored again, the pairing check of
+    :func:`~pfntheory.claims.multihead_cells.join_reference`). Batches go to ``<root>/``
+    :data:`~pfntheory.claims.multihead_cells.FOLDER` ``/`` :data:`~pfntheory.claims.
+    multihead_cells.REFERENCE_FOLDER` ``/batches/``, each written atomically as it finishes; a
+    batch on disk is kept after :func:`~pfntheory.claims.multihead_cells.check_batch` (resume).
+    An n' whose batches are all done is joined into its ``cell-n<n'>.json`` (atomic); a cell
+    already there must equal the join (a committed file is never overwritten). ``deadline``:
+    ``time.time()`` after which no new batch starts. Run it on one thread, in the repository
+    root (the documents record the runs' paths relative to it).
+
+    Returns ``{n': cell path or None while incomplete}``."""
+    from pfntheory.claims import multihead_cells as mcells
+    from pfntheory.experiments.state import default_root
+    from pfntheory.nn.selector import BANK, StatSelector
+
+    base = Path(default_root() if root is None else root)
+    verdict = runfiles.load_json(base / msel.FOLDER / msel.VERDICT_FILE)
+    pair = mcells.reference_runs(base)
+    if pair is None:
+        raise ValueError(
+            f"{base / mcells.REFERENCE_EXPERIMENT}: no L = {mcells.REFERENCE_L} run with its "
+            "half-budget partner (run `pfntheory sweep supp_tab_hier_budget --scale cpu`)"
+        )
+    sel = StatSelector(BANK, 9, 32)
+    sel.load_state_dict(runfiles.load_torch(base / msel.FOLDER / "selector-table.pt"))
+    sel.eval()
+    out_dir = base / FOLDER / mcells.REFERENCE_FOLDER
+    singles = {mcells.REFERENCE: _as_given(pair[1].run_dir)}
+    ns = sorted(mcells.REFERENCE_BATCHES) if n_eval is None else int_tuple(n_eval, "n_eval")
+    done: dict = {}
+    for n in ns:
+        if n not in mcells.REFERENCE_BATCHES:
+            raise ValueError(f"n_eval holds n'={n}, not one of {sorted(mcells.REFERENCE_BATCHES)}")
+        size, count = mcells.REFERENCE_BATCHES[n]
+        paths = confirm_cell(
+            out_dir,
+            singles,
+            verdict["multi_run"],
+            sel,
+            n=n,
+            n_batches=count,
+            batch_size=size,
+            seed0=int(verdict["seed"]),
+            depth=32,
+            exact=False,
+            deadline=deadline,
+        )
+        if len(paths) < count:
+            done[n] = None
+            continue
+        cell = concat_batches(runfiles.load_json(p) for p in paths)
+        cell["command"] = (
+            f"run_reference(n_eval=({n},)) on one thread: confirm_cell(n={n}, n_batches={count}, "
+            f"batch_size={size}, seed0={verdict['seed']}, depth=32, exact=False) with the "
+            "committed confirmation's multi-head run and selector (pfntheory.pipelines."
+            "multihead_run)"
+        )
+        path = out_dir / CELL_FILE.format(n=n)
+        if path.is_file():
+            if runfiles.load_json(path) != cell:
+                raise ValueError(f"{path} differs from the join of its batches: remove it")
+        else:
+            runfiles.save_json(path, cell)
+        done[n] = path
+    return done

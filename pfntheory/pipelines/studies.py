@@ -67,6 +67,15 @@ def _multihead_fair(root: Path) -> Path:
     return Path(root) / FOLDER
 
 
+def _multihead_reference(root: Path) -> Path:
+    from pfntheory.claims.multihead_cells import FOLDER, REFERENCE_FOLDER
+
+    from .multihead_run import run_reference
+
+    run_reference(root)
+    return Path(root) / FOLDER / REFERENCE_FOLDER
+
+
 _MULTIHEAD_HOW = (
     "not by sweep: calls of pfntheory.pipelines.multihead_run ({}) that write the JSON; "
     "docs/multihead.md gives each call"
@@ -105,6 +114,19 @@ LISTED_STUDIES: dict[str, Study] = {
             ("supp_tab_hier_multihead_confirm/*.json", "supp_tab_hier_multihead_confirm/batches/*"),
             _MULTIHEAD_HOW.format("run_confirmation, curve_values"),
             "86 s CPU for the 3 batches at n' = 512, more per n' = 1024 batch (docs/multihead.md)",
+        ),
+        Study(
+            "multihead_reference",
+            "Multi-head TF^pr: the single L = 32 at 2S = 2000 steps, weight-averaged, on the "
+            "confirmation's draws (the reference of page 08's rows against the single L = 32)",
+            (
+                "supp_tab_hier_multihead_confirm/single-L32-s2000/*.json",
+                "supp_tab_hier_multihead_confirm/single-L32-s2000/batches/*",
+            ),
+            "pfntheory sweep multihead_reference, in the repository root (resumable: every batch "
+            "on disk is kept; pfntheory.pipelines.multihead_run.run_reference)",
+            "not modelled; each batch's and cell's CPU seconds are in its file",
+            _multihead_reference,
         ),
         Study(
             "multihead_chebyshev",

@@ -56,6 +56,7 @@ __all__ = [
     "ceiling_rows",
     "selector_rows",
     "chebyshev_rows",
+    "reference_row",
     "control_rows",
     "LATENT_VARIANT",
     "latent_rows",
@@ -513,33 +514,38 @@ CANDIDATE = "statistics selector, heads 32"
 
 
 def selector_rows(verdict: dict, cmp) -> list[RowSpec]:
-    """The candidate (:data:`CANDIDATE`) against the single head L = 32 and the equal-time single
-    head L = 8 on fresh draws (``verdict``, with its committed cells), each replayed along the
-    reference's learning curve where committed, and its coverage."""
+    """The candidate (:data:`CANDIDATE`) on fresh draws (``verdict``, with its committed cells)
+    against the single L = 32 at 2S steps, weight-averaged (:func:`reference_row`, gated by its
+    budget doubling) and against the equal-time single head L = 8 (replayed along its learning
+    curve where committed), and its coverage."""
     from pfntheory.claims import multihead_cells as mcells
     from pfntheory.claims import multihead_select as msel
     from pfntheory.claims import multihead_trained as tmh
 
-    out = []
-    for ref in ("single L=32", "single L=8, 1600 steps (equal time)"):
-        read = msel.runs_read([ref], tmh.models(cmp))
-        r = msel.tv_claim(
-            verdict,
-            CANDIDATE,
-            ref,
-            statuses=msel.statuses_of_runs(read),
-            replay=mcells.curve_replay(read),  # along the reference's curve, where committed
+    out = [
+        reference_row(
+            verdict, CANDIDATE, MULTIHEAD_VARIANT + f", L=32 heads + selector vs {mcells.REFERENCE}"
         )
-        out.append(
-            RowSpec(
-                r,
-                dict(
-                    variant=MULTIHEAD_VARIANT + f", L=32 heads + selector vs {ref}",
-                    measured=r.statement,
-                    runs=[run.run_dir for run in read.values()],
-                ),
-            )
+    ]
+    ref = "single L=8, 1600 steps (equal time)"
+    read = msel.runs_read([ref], tmh.models(cmp))
+    r = msel.tv_claim(
+        verdict,
+        CANDIDATE,
+        ref,
+        statuses=msel.statuses_of_runs(read),
+        replay=mcells.curve_replay(read),  # along the reference's curve, where committed
+    )
+    out.append(
+        RowSpec(
+            r,
+            dict(
+                variant=MULTIHEAD_VARIANT + f", L=32 heads + selector vs {ref}",
+                measured=r.statement,
+                runs=[run.run_dir for run in read.values()],
+            ),
         )
+    )
     r = msel.coverage_claim(verdict, CANDIDATE)
     out.append(
         RowSpec(
@@ -555,16 +561,26 @@ def selector_rows(verdict: dict, cmp) -> list[RowSpec]:
 
 def chebyshev_rows(cdoc: dict, cmp) -> list[RowSpec]:
     """The depth-matched Chebyshev heads (L = 8, 16, 32) with the selector on the confirmation's
-    fresh draws (``cdoc``) against the single heads, gated on the single heads' runs."""
+    fresh draws (``cdoc``) against the single heads (L = 8, 16: the equal-time L = 8; L = 32: the
+    single L = 32 at 2S steps, weight-averaged, :func:`reference_row`), gated on the runs read."""
+    from pfntheory.claims import multihead_cells as mcells
     from pfntheory.claims import multihead_select as msel
     from pfntheory.claims import multihead_trained as tmh
 
     out = []
+    ns = "/".join(map(str, cdoc["n_eval"]))
     for L, ref in (
         (8, "single L=8, 1600 steps (equal time)"),
         (16, "single L=8, 1600 steps (equal time)"),
-        (32, "single L=32"),
+        (32, mcells.REFERENCE),
     ):
+        variant = (
+            MULTIHEAD_VARIANT + f", Chebyshev (depth-matched) L={L} heads + selector vs "
+            f"{ref}, n' = {ns}"
+        )
+        if ref == mcells.REFERENCE:
+            out.append(reference_row(cdoc, f"statistics selector, heads {L}", variant))
+            continue
         read = msel.runs_read([ref], tmh.models(cmp))
         r = msel.tv_claim(
             cdoc,
@@ -577,15 +593,50 @@ def chebyshev_rows(cdoc: dict, cmp) -> list[RowSpec]:
             RowSpec(
                 r,
                 dict(
-                    variant=MULTIHEAD_VARIANT
-                    + f", Chebyshev (depth-matched) L={L} heads + selector vs "
-                    f"{ref}, n' = {'/'.join(map(str, cdoc['n_eval']))}",
+                    variant=variant,
                     measured=r.statement,
                     runs=[run.run_dir for run in read.values()],
                 ),
             )
         )
     return out
+
+
+def reference_row(doc: dict, model: str, variant: str) -> RowSpec:
+    """``model``'s E[TV] below the single L = 32's at 2S = 2000 steps, weight-averaged
+    (:data:`~pfntheory.claims.multihead_cells.REFERENCE`, joined into ``doc`` by
+    :func:`~pfntheory.claims.multihead_cells.with_cells`), at every n' of ``doc``, through the one
+    gate on that run's budget-doubling status against its 1000-step partner
+    (:func:`~pfntheory.claims.multihead_cells.reference_statuses`); no replay: the doubling
+    decides. A pending row (never a verdict on the 1000-step head) while the reference is not
+    scored at every n' of ``doc`` or its doubling pair is not committed."""
+    from pfntheory.claims import multihead_cells as mcells
+    from pfntheory.claims import multihead_select as msel
+
+    ref = mcells.REFERENCE
+    statement = f"{model}: E[TV] below {ref}'s at every n' ({msel.PAPER_NOTE})"
+    have = doc["tv"].get(ref, {})
+    lacking = [int(n) for n in doc["n_eval"] if str(n) not in have]
+    pair = mcells.reference_runs()
+    if lacking or pair is None:
+        why = (
+            f"the runs of {mcells.REFERENCE_EXPERIMENT} (L = {mcells.REFERENCE_L} at S and 2S) "
+            "are not committed"
+            if pair is None
+            else f"{ref} is not scored on these draws at n' = {lacking} "
+            f"(reports/runs/{mcells.FOLDER}/{mcells.REFERENCE_FOLDER}/)"
+        )
+        return RowSpec(
+            None,
+            dict(
+                label=msel.LABEL,
+                statement=statement,
+                missing=why + "; run `pfntheory sweep multihead_reference`",
+                variant=variant,
+            ),
+        )
+    r = msel.tv_claim(doc, model, ref, statuses=mcells.reference_statuses())
+    return RowSpec(r, dict(variant=variant, measured=r.statement, runs=[pair[1].run_dir]))
 
 
 def control_rows(ctrl: dict) -> list[RowSpec]:
