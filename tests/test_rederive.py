@@ -212,10 +212,23 @@ def _by_identity(rows, page: str, where: str) -> dict:
     return out
 
 
-def _close(a, b) -> bool:
+def _close(a, b, scale: float = 0.0) -> bool:
+    """``a`` and ``b`` equal to RTOL relative, or to RTOL of ``scale`` (an interval's end near 0
+    is a difference of two larger numbers: its round-off is relative to the interval's size, e.g.
+    09#5's lower end -6.25169e-05 against -6.25161e-05 re-derived on another machine, an
+    interval of width 0.0048)."""
     if a is None or b is None or isinstance(a, (str, bool)) or isinstance(b, (str, bool)):
         return a == b
-    return math.isclose(a, b, rel_tol=RTOL, abs_tol=0.0)
+    return math.isclose(a, b, rel_tol=RTOL, abs_tol=RTOL * scale)
+
+
+def _width(ci) -> float:
+    """The width of a committed interval (0 where an end is not a finite number)."""
+    try:
+        w = abs(float(ci[1]) - float(ci[0]))
+    except (TypeError, ValueError, IndexError):
+        return 0.0
+    return w if math.isfinite(w) else 0.0
 
 
 def differences(stored: dict, new: dict) -> list[str]:
@@ -231,7 +244,8 @@ def differences(stored: dict, new: dict) -> list[str]:
     ]
     ci_s, ci_n = stored.get("ci"), new.get("ci")
     if (ci_s is None) != (ci_n is None) or (
-        ci_s is not None and not all(_close(a, b) for a, b in zip(ci_s, ci_n, strict=True))
+        ci_s is not None
+        and not all(_close(a, b, _width(ci_s)) for a, b in zip(ci_s, ci_n, strict=True))
     ):
         out.append(f"ci: {ci_s!r} -> {ci_n!r}")
     ds, dn = stored.get("details", {}), new.get("details", {})
