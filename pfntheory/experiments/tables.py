@@ -204,6 +204,11 @@ SUPP_TAB_HIER_BUDGET = Experiment(
 )
 
 
+#: A table's 1000-step experiment -> its budget grid: the report and ``verify/`` read the table's
+#: rows on the grid (2S runs, gated by budget doubling) wherever it is complete at the scale.
+TABLE_BUDGET = {"supp_tab_hier": "supp_tab_hier_budget"}
+
+
 # --------------------------------------------------------------------------------------------------
 # beyond the paper: the multi-head model of the remark "Extension to hierarchical GPs"
 # --------------------------------------------------------------------------------------------------

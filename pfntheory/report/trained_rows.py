@@ -26,6 +26,7 @@ from pfntheory.claims import pretraining_range as xrange
 from pfntheory.claims import trained as xclaims
 from pfntheory.experiments import definitions as xdefs
 from pfntheory.experiments.specs import ExactPPDSpec
+from pfntheory.experiments.tables import TABLE_BUDGET
 from pfntheory.infra import runs as runfiles
 from pfntheory.infra.convergence import read_learning_curve
 
@@ -349,10 +350,6 @@ _NOT_OTHERS = {
     # (:func:`theory_shared_rows`)
     "fig_exp1_theory_shared",
 }
-
-
-#: A table's 1000-step experiment -> its budget grid (its rows read the grid once complete).
-TABLE_BUDGET = {"supp_tab_hier": "supp_tab_hier_budget"}
 
 
 def other_experiments() -> list[str]:
