@@ -193,7 +193,7 @@ def test_a_saved_figure_is_the_inline_backends_render(tmp_path, monkeypatch):
     monkeypatch.setenv(report.ENV_OUT, str(tmp_path))
     with mpl.rc_context():
         report.setup_plots()
-        fig, axs = plt.subplots(2, 3, figsize=(12, 6), sharex=True, sharey="row")
+        fig, axs = plt.subplots(1, 2, figsize=(8, 3.5), sharey=True, squeeze=False)
         for i, ax in enumerate(axs.flat):
             ax.errorbar([64, 128, 256, 512], [0.3, 0.2, 0.15, 0.1 + i / 100], yerr=0.01, fmt="o-")
             report.log_axis(ax, "x")
