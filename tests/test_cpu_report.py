@@ -511,7 +511,9 @@ def test_the_page_builders_on_a_partial_root_decide_on_the_cells_present(tmp_pat
     """The fast check of the slow page execution below: every builder of page 07's rows (those the
     page records, as tests/test_rederive.py re-derives them) on a partial root, recorded by a
     Recorder as the page records them. Fails as the page test would: a decided row on a missing
-    cell, the slice undecided or unnamed, the shift rows decided without curves. That the page
+    cell, the slice undecided or unnamed, the shift rows decided without curves (checked: with
+    the 2S runs' per-instance E[TV] made worse than the S runs', the slice's row is undecided and
+    this test fails). That the page
     itself runs these builders is checked on the committed runs by tests/test_notebooks.py and
     against the committed rows by tests/test_rederive.py."""
     from pfntheory.report import Recorder
