@@ -1984,6 +1984,14 @@ def _cost_spec():
 
 OVERRIDES.update(
     {
+        # small designs: the contract concerns the arguments, and the default designs (3 s and
+        # 1.4 s here) are run, and their claims asserted, by verify/test_ppd_convergence.py
+        # (test_mlp_delta_falls_with_width) and verify/test_l_growth.py
+        "pfntheory.claims.ppd_convergence.check_mlp_rate": {"widths": lambda: (16, 36, 64)},
+        "pfntheory.claims.conditioning.check_L_growth": {
+            "ns": lambda: (50, 100, 200),
+            "n_seeds": lambda: 2,
+        },
         "pfntheory.claims.multihead_select.check_document": {"doc": _sel_doc},
         "pfntheory.claims.multihead_select.identity": {"doc": _sel_doc},
         "pfntheory.claims.multihead_select.same_identity": {

@@ -465,11 +465,10 @@ def _plateaued_curve(run_dir, steps: int):
     (run_dir / "learning_curve.json").write_text(json.dumps({"schema": 1, "points": pts}))
 
 
-def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypatch):
+def _partial_root(root):
     """A partial fig:exp1 grid at budget (the BLR theory C=256 slice, L <= 8, at S and 2S steps,
-    plateaued by budget doubling) and the shift run (no curves): the slice's row, on the 2S runs,
-    names its cells and decides; the shift rows are undecided."""
-    root = tmp_path / "runs"
+    plateaued by budget doubling), the shift runs (no curves) and one cell of a table (the page
+    shows it beside the paper's: table_frame), written under ``root``."""
     specs = _write(
         "fig_exp1_budget",
         "cpu",
@@ -484,13 +483,19 @@ def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypat
     for s in specs:
         _plateaued_curve(run_dir_of("fig_exp1_budget", s, root), s.steps)
     _write("supp_exp2_shift_regime", "cpu", root, lambda s: True)
-    _write(  # one cell of a table: the page shows it beside the paper's (table_frame)
+    _write(
         "supp_tab_lengthscale",
         "cpu",
         root,
         lambda s: isinstance(s, RunSpec) and s.model.L == 8 and s.task.lengthscale == 0.4,
     )
-    rows = _execute_page(tmp_path, monkeypatch, root)
+
+
+def _assert_partial_rows(rows):
+    """Page 07's rows on :func:`_partial_root`: the slice's row, on the 2S runs, names its cells
+    and decides (plateaued: holds); the two shift rows read their runs and are undecided."""
+    assert rows and all(r["label"] in report.PAPER_LABELS for r in rows)
+    assert all(r["variant"].startswith("cpu scale") for r in rows)
     decided = [r for r in rows if r["label"] == "fig:exp1" and r["verdict"] != report.PENDING]
     assert len(decided) == 1
     (r,) = decided
@@ -500,6 +505,47 @@ def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypat
     assert "plateaued" in r["convergence"]
     shift = [r for r in rows if r["label"].startswith("supp-fig:exp2 d4-1") and r["run_dir"]]
     assert len(shift) == 2 and {r["verdict"] for r in shift} == {UNDECIDED}
+
+
+def test_the_page_builders_on_a_partial_root_decide_on_the_cells_present(tmp_path, monkeypatch):
+    """The fast check of the slow page execution below: every builder of page 07's rows (those the
+    page records, as tests/test_rederive.py re-derives them) on a partial root, recorded by a
+    Recorder as the page records them. Fails as the page test would: a decided row on a missing
+    cell, the slice undecided or unnamed, the shift rows decided without curves (checked: with
+    the 2S runs' per-instance E[TV] made worse than the S runs', the slice's row is undecided and
+    this test fails). That the page
+    itself runs these builders is checked on the committed runs by tests/test_notebooks.py and
+    against the committed rows by tests/test_rederive.py."""
+    from pfntheory.report import Recorder
+    from pfntheory.report import trained_rows as rrows
+
+    root = tmp_path / "runs"
+    _partial_root(root)
+    monkeypatch.setenv("PFNTHEORY_RUNS", str(root))
+    monkeypatch.setenv(report.ENV_OUT, str(tmp_path / "rep"))
+    loaded = {name: rrows.cpu_available(name) for name in definitions.experiment_names()}
+    specs = rrows.exp1_rows(*(loaded["fig_exp1_budget"][i] for i in (0, 2)))
+    specs += rrows.theory_shared_rows(loaded)
+    runs_s, missing_s, declared_s = loaded["supp_exp2_shift_regime"]
+    assert not missing_s
+    specs += rrows.shift_regime_rows(runs_s)
+    for name in rrows.other_experiments():
+        specs += rrows.other_rows(name, loaded)[0]
+    rec = Recorder("07_cpu_scale")
+    for spec in specs:
+        spec.record(rec, show=False)
+    _assert_partial_rows([json.loads(json.dumps(r.to_dict())) for r in rec.rows])
+    table_runs = loaded["supp_tab_lengthscale"][0]
+    assert len(rtab.table_frame(table_runs, "supp_tab_lengthscale")) == 2  # n' = 256, 1024 at L=8
+
+
+@pytest.mark.slow
+def test_page_on_a_partial_root_decides_on_the_cells_present(tmp_path, monkeypatch):
+    """The page executed on :func:`_partial_root` records the rows of :func:`_assert_partial_rows`
+    (slow: it executes the whole page, 18 s; the builders' fast check is above)."""
+    root = tmp_path / "runs"
+    _partial_root(root)
+    _assert_partial_rows(_execute_page(tmp_path, monkeypatch, root))
 
 
 def test_training_hours_sums_the_runs_wall_time():

@@ -10,9 +10,12 @@ that the runner itself puts a ``plt.show()`` figure on the page.
 
 from __future__ import annotations
 
+import base64
+import io
 import re
 import textwrap
 
+import numpy as np
 import pytest
 
 from pfntheory import report
@@ -132,13 +135,33 @@ def test_runner_puts_figures_on_the_page(tmp_path):
         fig, ax = plt.subplots()
         ax.plot([0, 1], [1, 0])
         plt.show()
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, 1])
+        ax.set(title="Saved", xlabel="x", ylabel="y")
+        report.save_figure(fig, "zz_saved")
+        plt.show()
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 1])
+        ax.set(title="Changed after saving", xlabel="x", ylabel="y")
+        report.save_figure(fig, "zz_changed")
+        ax.set_title("Changed after saving: a new title")
+        plt.show()
         rec.add(ClaimResult("thm:lambda1", "a line", True, 1.0, 2.0))
         """)
     )
     out = tmp_path / "rep"
     assert report_run.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
     page = (out / "zz_fig.html").read_text()
-    assert len(re.findall(r"<img\b", page)) == 2
+    assert len(re.findall(r"<img\b", page)) == 4
+    # a figure shown as save_figure left it is shown as the file it saved (drawn once); one
+    # changed after saving is drawn again, with the change
+    shown = [base64.b64decode(b) for b in re.findall(r'src="data:image/png;base64,([^"]+)"', page)]
+    assert len(shown) == 4
+    assert shown[2] == (out / "figures" / "zz_saved.png").read_bytes()
+    changed = (out / "figures" / "zz_changed.png").read_bytes()
+    assert not np.array_equal(_pixels(shown[3]), _pixels(changed))  # the new title is drawn
+    assert 'alt="Saved: y against x"' in page
+    assert 'alt="Changed after saving: a new title: y against x"' in page
     assert 'alt="A line: y against x"' in page  # the figure describes itself
     assert 'alt="Figure in the section' in page  # a figure that does not: its section
     assert "ClaimResult(" not in page  # a cell ending in rec.add shows the card only
@@ -148,3 +171,37 @@ def test_runner_puts_figures_on_the_page(tmp_path):
     first = page
     assert report_run.run_report(out_dir=out, notebooks_dir=nbdir, timeout=120, progress=False) == 0
     assert (out / "zz_fig.html").read_text() == first  # deterministic rebuild
+
+
+def _pixels(png: bytes):
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)))
+
+
+def test_a_saved_figure_is_the_inline_backends_render(tmp_path, monkeypatch):
+    """What the page shows for a figure saved and unchanged (the saved PNG) has the pixels the
+    inline backend's own render would give (IPython's ``print_figure`` at the figure's dpi, tight
+    bounding box: what it did before it showed the saved bytes); fails if save_figure saved at
+    another resolution, crop or colour than the page shows."""
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    pytest.importorskip("PIL")
+    import matplotlib.pyplot as plt
+    from IPython.core.pylabtools import print_figure
+
+    monkeypatch.setenv(report.ENV_OUT, str(tmp_path))
+    with mpl.rc_context():
+        report.setup_plots()
+        fig, axs = plt.subplots(1, 2, figsize=(8, 3.5), sharey=True, squeeze=False)
+        for i, ax in enumerate(axs.flat):
+            ax.errorbar([64, 128, 256, 512], [0.3, 0.2, 0.15, 0.1 + i / 100], yerr=0.01, fmt="o-")
+            report.log_axis(ax, "x")
+            ax.set(title=f"n_max = {64 * 2**i}", ylabel="E[TV] (±2 SE)")
+        axs[0, 0].plot([64, 512], [0.3, 0.1], label="L=2")
+        axs[0, 0].legend()
+        fig.suptitle("RBF, d=4, TF^pr learnable")
+        saved = report.save_figure(fig, "zz_pixels").read_bytes()
+        inline = print_figure(fig, "png", bbox_inches="tight")
+        plt.close(fig)
+    assert np.array_equal(_pixels(saved), _pixels(inline))

@@ -263,7 +263,9 @@ def test_a_kernel_that_never_started_is_started_again(tmp_path, monkeypatch, err
 def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp_path, monkeypatch):
     """Issue 49: four per-axes ``ncol=3`` legends squeezed each panel of 07_exp1_learning_curves to
     about 45 px; the layout check names such an axes, colliding tick labels and ``sigma^2`` typed
-    as text, and save_figure refuses the figure; one shared legend passes."""
+    as text, and save_figure refuses the figure; one shared legend passes. save_figure measures
+    the layout it draws for the file (one drawing: it checks that layout before writing), so it
+    is handed each faulty figure before anything else has drawn it, and must still refuse it."""
     mpl = pytest.importorskip("matplotlib")
     mpl.use("Agg")
     import matplotlib.pyplot as plt
@@ -276,12 +278,19 @@ def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp
                 ax.plot([1, 10, 100], [k + 1, 2, 3], label=f"L={2**k} (n'=200)")
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
         axs[0].set_title("E[TV] against sigma^2")
-        problems = plots.layout_problems(fig)
-        assert sum("of the figure's width" in p for p in problems) == 4, problems
-        assert any("maths as plain text" in p for p in problems), problems
         with pytest.raises(plots.FigureLayoutError, match="figure squeezed: .*width"):
             plots.save_figure(fig, "squeezed")
         assert not (tmp_path / "figures" / "squeezed.png").exists()
+        plt.close(fig)
+        fig, axs = plt.subplots(1, 4, figsize=(17, 4.4))
+        for ax in axs:
+            for k in range(9):
+                ax.plot([1, 10, 100], [k + 1, 2, 3], label=f"L={2**k} (n'=200)")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3)
+        axs[0].set_title("E[TV] against sigma^2")
+        problems = plots.layout_problems(fig)
+        assert sum("of the figure's width" in p for p in problems) == 4, problems
+        assert any("maths as plain text" in p for p in problems), problems
         plt.close(fig)
 
         fig, axs = plt.subplots(1, 4, figsize=(17, 4.4))
@@ -296,6 +305,9 @@ def test_a_figure_whose_panels_are_squeezed_or_whose_maths_is_raw_is_refused(tmp
 
         fig, ax = plt.subplots(figsize=(2, 2), layout="none")  # ten long labels on 2 inches collide
         ax.set_xticks(range(10), [f"label {k}" for k in range(10)])
+        with pytest.raises(plots.FigureLayoutError, match="tick labels .* overlap"):
+            plots.save_figure(fig, "collide")
+        assert not (tmp_path / "figures" / "collide.png").exists()
         assert any("tick labels" in p and "overlap" in p for p in plots.layout_problems(fig))
         plt.close(fig)
 

@@ -9,8 +9,11 @@ holds every figure beside the claim it supports; :func:`save_figure` also keeps 
 
 from __future__ import annotations
 
+import base64
+import io
 import os
 import re
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -60,19 +63,38 @@ def _plain(text: str) -> str:
     return re.sub(r"[${}]", "", text).replace("\\", "")
 
 
+#: The PNG bytes :func:`save_figure` wrote, per figure (at the inline backend's resolution), and
+#: the figures about to be shown that have not changed since (:func:`_describe_inline_figures`).
+_SAVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHOW_SAVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: The resolution of the inline backend's PNG (the figure's dpi, set by :func:`setup_plots`) and
+#: of :func:`legible`'s default: the saved file is that PNG only at this dpi.
+_INLINE_DPI = 100
+
+
 def _describe_inline_figures() -> None:
     """Make the inline backend send :func:`describe_figure` as each figure's alt text (the page
     exporter writes it into the ``<img>``), and enlarge its small texts (:func:`legible`) before
-    it is drawn. A backend without the hook is left as it is."""
+    it is drawn. A figure saved by :func:`save_figure` and unchanged since is shown as the PNG
+    it saved (the same pixels as the inline backend's own render: the same dpi, tight bounding
+    box and colours; only the file's "Software" text chunk differs), so that it is drawn once
+    rather than again for the page; a figure changed after saving (matplotlib marks it stale) is
+    drawn by the backend as before. A backend without the hooks is left as it is."""
     try:
         from matplotlib_inline import backend_inline
     except ImportError:  # pragma: no cover - installed with the report extra
         return
     original = getattr(backend_inline, "_fetch_figure_metadata", None)
-    if original is None or getattr(original, "_pfn_alt", False):
+    show = getattr(backend_inline, "display", None)
+    if original is None or show is None or getattr(original, "_pfn_alt", False):
         return
 
     def with_alt(fig):  # called just before the figure is drawn for the page
+        saved = _SAVED.get(fig)
+        if saved is not None and not fig.stale and fig.dpi == _INLINE_DPI:
+            _SHOW_SAVED[fig] = saved  # before legible(), whose tick update marks the figure stale
+        else:
+            _SHOW_SAVED.pop(fig, None)
         legible(fig)
         md = dict(original(fig) or {})
         alt = describe_figure(fig)
@@ -80,8 +102,19 @@ def _describe_inline_figures() -> None:
             md["alt"] = alt
         return md or None
 
+    def show_saved(obj, *args, **kwargs):  # the backend's display(figure, metadata=...)
+        try:
+            png = _SHOW_SAVED.pop(obj, None)
+        except TypeError:  # not weak-referenceable: not a figure
+            png = None
+        if png is None or args:
+            return show(obj, *args, **kwargs)
+        data = {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": repr(obj)}
+        return show(data, raw=True, **kwargs)
+
     with_alt._pfn_alt = True  # type: ignore[attr-defined]
     backend_inline._fetch_figure_metadata = with_alt
+    backend_inline.display = show_saved
 
 
 def setup_plots() -> None:
@@ -158,9 +191,14 @@ def layout_problems(fig) -> list[str]:
     """What keeps ``fig`` from reading, measured on its drawn layout: an axes narrower than
     :data:`MIN_AXES_WIDTH` of the figure, two tick labels of one axis that overlap, maths typed as
     plain text (``sigma^2``, ``sqrt d``, ``+-``) where mathtext would typeset it. Empty if none."""
+    fig.draw_without_rendering()  # constrained layout and tick labels as they will be saved
+    return _drawn_layout_problems(fig)
+
+
+def _drawn_layout_problems(fig) -> list[str]:
+    """:func:`layout_problems` of a figure just drawn at its own dpi (nothing drawn again)."""
     import matplotlib.text as mtext
 
-    fig.draw_without_rendering()  # constrained layout and tick labels as they will be saved
     renderer = fig.canvas.get_renderer()
     width = fig.bbox.width
     out = []
@@ -209,18 +247,35 @@ def save_figure(fig, name: str, *, dpi: int = 100) -> Path:
     The figure stays open so that the notebook also shows it inline; its small texts are enlarged
     first (:func:`legible`) and its ASCII maths typeset (:func:`typeset_math`), so that both read
     at a 1024-px window; a figure with a layout problem (:func:`layout_problems`) is refused with
-    :class:`FigureLayoutError` naming it.
+    :class:`FigureLayoutError` naming it. Shown inline unchanged, it is shown as the saved PNG
+    (:func:`_describe_inline_figures`).
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
         raise ValueError(f"name must be a plain file stem, got {name!r}")
     typeset_math(fig)
     legible(fig, dpi=dpi)
-    problems = layout_problems(fig)
+    options = {"dpi": dpi, "bbox_inches": "tight", "metadata": {"Software": None}}
+    png = None
+    if dpi == fig.dpi:
+        # laid out once: saving draws the figure (constrained layout, then the file), and the
+        # check measures that drawn layout, the one the file holds, before the file is written
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", **options)
+        png = buf.getvalue()
+        problems = _drawn_layout_problems(fig)
+    else:
+        problems = layout_problems(fig)
     if problems:
         raise FigureLayoutError(f"figure {name}: " + "; ".join(problems))
     path = output_dir() / "figures" / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    if png is None:
+        fig.savefig(path, **options)
+    else:
+        path.write_bytes(png)
+    if dpi == _INLINE_DPI and png is not None:  # the page shows these bytes unless it changes
+        _SAVED[fig] = png
+        fig.stale = False  # saving leaves it stale; a later change of any artist marks it again
     return path
 
 
