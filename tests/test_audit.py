@@ -148,8 +148,12 @@ def test_auditing_a_committed_run_reproduces_its_evaluation(covariates):
         for key, value in w.items():
             if not key.startswith("solver_"):  # the paper's readout: not a model-agnostic metric
                 assert g[key] == value or (np.isnan(g[key]) and np.isnan(value)), (n, key)
+        # against the committed file: the model's float32 forward moves by round-off on another
+        # machine's arithmetic (another BLAS path; 1.3e-9 relative on the NLL measured on an AMD
+        # EPYC), so 1e-6 for what the model gives; the exact PPD's float64 metrics to 1e-10
         for key in ("tv", "nll", "crps", "coverage_90", "width_90", "crps_exact", "nll_exact"):
-            assert g[key] == pytest.approx(c[key], rel=1e-4 if key == "tv" else 1e-10), (n, key)
+            tol = 1e-4 if key == "tv" else (1e-10 if key.endswith("_exact") else 1e-6)
+            assert g[key] == pytest.approx(c[key], rel=tol), (n, key)
         assert g["width_90_ratio"] == g["width_90"] / g["width_90_exact"]
     assert got["results"]["64"]["range"] == "inside"
     assert got["results"]["256"]["range"] == "beyond"
