@@ -650,8 +650,23 @@ def _readings_row(cells, tr, statuses, nf: bool, d: int, z: float, width: bool) 
     long = _readings_result(cells, nf, d, z, width)
     read = list(cells.values())
     st = {r.run_dir.name: statuses[r.run_dir.name] for r in read}
-    halves = {c: _half_of(r, tr) for c, r in cells.items()}
-    short = _readings_result(halves, nf, d, z, width)
+    budgets = {int(r.spec.steps) for r in read}
+    if len(budgets) == 1:  # every cell doubled once: its S and 2S runs
+        halves = {c: _half_of(r, tr) for c, r in cells.items()}
+        doubling = gating.at_both_budgets(_readings_result(halves, nf, d, z, width), long, st)
+    else:
+        # cells doubled a second time (4S) beside cells doubled once: as for the family
+        # (:func:`doubling_replays`), the budget replay is the check on every cell at the grid's
+        # common S and 2S, the pair each cell has
+        two_s = min(budgets)
+        at = {
+            steps: {c: _at_steps(r, tr, steps) for c, r in cells.items()}
+            for steps in (two_s // 2, two_s)
+        }
+        outcomes = tuple(
+            bool(_readings_result(at[steps], nf, d, z, width).holds) for steps in sorted(at)
+        )
+        doubling = gating.Replay.at_budgets((two_s // 2, two_s), outcomes)
     return gating.gate(
         long,
         read,
@@ -662,8 +677,21 @@ def _readings_row(cells, tr, statuses, nf: bool, d: int, z: float, width: bool) 
         else (lambda v, read=read: all(gating.coverage_ok(v(r), z) for r in read)),
         replay_curve="uniform",
         statuses=st,
-        doubling=gating.at_both_budgets(short, long, st),
+        doubling=doubling,
     )
+
+
+def _at_steps(run, runs, steps: int):
+    """The run of ``runs`` of ``run``'s spec trained for ``steps`` steps (``run`` itself at its
+    own)."""
+
+    def budgetless(spec):
+        return dataclasses.replace(spec, steps=1, evals=())
+
+    for x in runs:
+        if int(x.spec.steps) == steps and budgetless(x.spec) == budgetless(run.spec):
+            return x
+    raise ValueError(f"runs: {run.run_dir.name} has no run at {steps} steps")
 
 
 def _half_of(run, runs):
