@@ -33,9 +33,10 @@ def d8_runs():
         for r in runs
         if r.spec.task.d == 8 and (r.spec.model.L, r.spec.n_max) in {(4, 128), (8, 128)}
     ]
-    if len(d8) < 8:
+    if len(d8) < 9:
         pytest.fail(
-            f"expected the 8 committed d = 8 runs of supp_exp2_first_layer, found {len(d8)}"
+            "expected the 9 committed d = 8 runs of supp_exp2_first_layer (both readings at S "
+            f"and 2S, the code's (8, 128) also at 4S), found {len(d8)}"
         )
     return d8
 
@@ -70,18 +71,23 @@ def test_the_code_reading_covers_but_its_width_fails(rows):
     assert wid.details["width_band"] == [lo, hi] and cov.details["width_band"] is None
 
 
-def test_each_row_is_gated_on_exactly_the_2s_runs_it_reads(rows, d8_runs):
+def test_each_row_is_gated_on_exactly_the_longest_doubled_runs_it_reads(rows, d8_runs):
+    """Each cell read at its longest run with a half-budget partner (2S; the code's (8, 128) at
+    4S), the row gated on those runs only, and replayed at the grid's common S and 2S (where the
+    cells' budgets differ, the check on every cell at 1000 and 2000 steps) or along the curves."""
     for r in rows.values():
         read = {c["run"] for c in r.details["cells"].values()}
         reading = r.details["normalise_first"]
-        expect = {
-            x.run_dir.name
-            for x in d8_runs
-            if x.spec.steps == 2000 and x.spec.model.normalise_first == reading
-        }
+        mine = [x for x in d8_runs if x.spec.model.normalise_first == reading]
+        longest = {}
+        for x in mine:
+            c = (x.spec.model.L, x.spec.n_max)
+            if c not in longest or x.spec.steps > longest[c].spec.steps:
+                longest[c] = x
+        expect = {x.run_dir.name for x in longest.values()}
         assert read == expect
         assert r.decision.n_runs == len(expect)
-        # replayed at the two budgets: S = 1000, 2S = 2000
+        assert {x.spec.steps for x in longest.values()} == ({2000, 4000} if reading else {2000})
         assert r.decision.replay.steps == (1000, 2000) or r.decision.replay.source == "curve"
 
 
@@ -104,7 +110,7 @@ def test_page_table_figure_and_sentence(d8_runs, rows):
     import matplotlib.pyplot as plt
 
     frame = rfl.readings_frame(d8_runs)
-    assert len(frame) == 8 and set(frame["reading"]) == {"ours", "code"}
+    assert len(frame) == len(d8_runs) == 9 and set(frame["reading"]) == {"ours", "code"}
     fig, axs = plt.subplots(2, 2, squeeze=False)
     rfl.plot_readings(axs, d8_runs)
     labels = fig.legends[0].get_texts()
