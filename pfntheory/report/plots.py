@@ -114,7 +114,7 @@ def _describe_inline_figures() -> None:
 
     with_alt._pfn_alt = True  # type: ignore[attr-defined]
     backend_inline._fetch_figure_metadata = with_alt
-    backend_inline.display = show_saved
+    backend_inline.display = show_saved  # type: ignore[assignment]
 
 
 def setup_plots() -> None:
