@@ -697,11 +697,6 @@ def _at_steps(run, runs, steps: int):
 def _half_of(run, runs):
     """The run of ``runs`` trained for half ``run``'s steps, its spec otherwise the same
     (:func:`budget_cells` reads only cells that have one)."""
-
-    def budgetless(spec):
-        return dataclasses.replace(spec, steps=1, evals=())
-
-    for x in runs:
-        if x.spec.steps * 2 == run.spec.steps and budgetless(x.spec) == budgetless(run.spec):
-            return x
-    raise ValueError(f"runs: {run.run_dir.name} has no half-budget partner")
+    if run.spec.steps % 2:
+        raise ValueError(f"runs: {run.run_dir.name} has no half-budget partner")
+    return _at_steps(run, runs, run.spec.steps // 2)
