@@ -650,23 +650,20 @@ def _readings_row(cells, tr, statuses, nf: bool, d: int, z: float, width: bool) 
     long = _readings_result(cells, nf, d, z, width)
     read = list(cells.values())
     st = {r.run_dir.name: statuses[r.run_dir.name] for r in read}
-    budgets = {int(r.spec.steps) for r in read}
-    if len(budgets) == 1:  # every cell doubled once: its S and 2S runs
-        halves = {c: _half_of(r, tr) for c, r in cells.items()}
-        doubling = gating.at_both_budgets(_readings_result(halves, nf, d, z, width), long, st)
-    else:
-        # cells doubled a second time (4S) beside cells doubled once: as for the family
-        # (:func:`doubling_replays`), the budget replay is the check on every cell at the grid's
-        # common S and 2S, the pair each cell has
-        two_s = min(budgets)
-        at = {
-            steps: {c: _at_steps(r, tr, steps) for c, r in cells.items()}
-            for steps in (two_s // 2, two_s)
-        }
-        outcomes = tuple(
-            bool(_readings_result(at[steps], nf, d, z, width).holds) for steps in sorted(at)
+    # the budget replay: the check on every cell at the grid's common S and 2S (each cell has
+    # that pair: its longest run, or for a cell doubled again to 4S its 2S run and that run's
+    # half), as for the family (:func:`doubling_replays`); with every cell at 2S these are the
+    # cells read and their half-budget partners
+    two_s = min(int(r.spec.steps) for r in read)
+    outcomes = tuple(
+        bool(
+            _readings_result(
+                {c: _at_steps(r, tr, steps) for c, r in cells.items()}, nf, d, z, width
+            ).holds
         )
-        doubling = gating.Replay.at_budgets((two_s // 2, two_s), outcomes)
+        for steps in (two_s // 2, two_s)
+    )
+    doubling = gating.Replay.at_budgets((two_s // 2, two_s), outcomes)
     return gating.gate(
         long,
         read,
@@ -692,11 +689,3 @@ def _at_steps(run, runs, steps: int):
         if int(x.spec.steps) == steps and budgetless(x.spec) == budgetless(run.spec):
             return x
     raise ValueError(f"runs: {run.run_dir.name} has no run at {steps} steps")
-
-
-def _half_of(run, runs):
-    """The run of ``runs`` trained for half ``run``'s steps, its spec otherwise the same
-    (:func:`budget_cells` reads only cells that have one)."""
-    if run.spec.steps % 2:
-        raise ValueError(f"runs: {run.run_dir.name} has no half-budget partner")
-    return _at_steps(run, runs, run.spec.steps // 2)

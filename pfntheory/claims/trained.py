@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from ..experiments.specs import ExactPPDSpec, StepsizeSpec
-from ..infra.status import no_curve
 from . import FAILS, HOLDS, MINIMAL_EFFECT, ClaimResult, band_verdict, gating, slope_ci
 
 __all__ = [
@@ -416,6 +415,33 @@ def check_table(
     deepest run of every task; coverage: the deepest). ``statuses``: the convergence statuses to
     gate on instead of the curves' own (by run name; the budget-doubling statuses of
     :func:`check_table_budget`); ``doubling``: each row's check at the two budgets (by key)."""
+    return _gate_table(*_table_results(runs, z), statuses, doubling)
+
+
+def _gate_table(out, replays, gated_on, statuses, doubling) -> list[ClaimResult]:
+    """The rows of :func:`_table_results` gated (:func:`check_table`'s ``statuses`` and
+    ``doubling``). "No model beats the exact PPD" is not gated: the CRPS is a proper scoring rule,
+    so every model, at every budget, scores at least the exact PPD's CRPS in expectation; training
+    longer cannot change what the check expects, only how close the model comes."""
+    return [
+        r
+        if r.key not in gated_on
+        else gating.gate(
+            r,
+            gated_on[r.key],
+            replay=replays.get(r.key),
+            statuses=None
+            if statuses is None
+            else {x.run_dir.name: statuses[x.run_dir.name] for x in gated_on[r.key]},
+            doubling=None if doubling is None else doubling.get(r.key),
+        )
+        for r in out
+    ]
+
+
+def _table_results(runs, z: float) -> tuple[list[ClaimResult], dict, dict]:
+    """The measurements of :func:`check_table`, not gated: the rows, their checks replayed on the
+    learning curves (by key) and the runs each gated row reads (by key)."""
     label = (
         "supp-tab:hierarchical-gp"
         if any(r.spec.task.kind == "hier_rbf" for r in runs)
@@ -545,26 +571,10 @@ def check_table(
             gating.coverage_ok(v(run_of[(t, Ls[-1])]), z) for t in tasks
         ),
     }
-    # "no model beats the exact PPD" is not gated: the CRPS is a proper scoring rule, so every
-    # model, at every budget, scores at least the exact PPD's CRPS in expectation; training longer
-    # cannot change what the check expects, only how close the model comes
     ends = [run_of[(t, L)] for t in tasks for L in (Ls[0], Ls[-1])]
     deepest = [run_of[(t, Ls[-1])] for t in tasks]
     gated_on = {"table.crps_falls_with_L": ends, "table.coverage_near_nominal": deepest}
-    return [
-        r
-        if r.key == "table.crps_not_below_exact"
-        else gating.gate(
-            r,
-            gated_on[r.key],
-            replay=replays.get(r.key),
-            statuses=None
-            if statuses is None
-            else {x.run_dir.name: statuses[x.run_dir.name] for x in gated_on[r.key]},
-            doubling=None if doubling is None else doubling.get(r.key),
-        )
-        for r in out
-    ]
+    return out, replays, gated_on
 
 
 def check_table_budget(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
@@ -591,30 +601,13 @@ def check_table_budget(runs, z: float = gating.Z_MARGIN) -> list[ClaimResult]:
             "needs both budgets)"
         )
     statuses = gating.doubling_statuses(tr)
-    at_s = {r.key: r for r in check_table(short + refs, z, statuses=_ungated(short))}
-    at_2s = check_table(
-        long + refs, z, statuses={r.run_dir.name: statuses[r.run_dir.name] for r in long}
-    )
-    doubling = {}
-    for r in at_2s:
-        if r.key in at_s and r.key != "table.crps_not_below_exact":
-            read = {k: v for k, v in statuses.items() if k in {x.run_dir.name for x in long}}
-            doubling[r.key] = gating.at_both_budgets(at_s[r.key], r, read)
-    return check_table(
-        long + refs,
-        z,
-        statuses={r.run_dir.name: statuses[r.run_dir.name] for r in long},
-        doubling=doubling,
-    )
-
-
-def _ungated(runs) -> dict:
-    """Placeholder statuses for the S runs of :func:`check_table_budget`, whose checks are read
-    only for their outcome (the replay at S), never for a verdict."""
-    return {
-        r.run_dir.name: no_curve("read at S for the doubling replay only", int(r.spec.steps))
-        for r in runs
+    read = {r.run_dir.name: statuses[r.run_dir.name] for r in long}
+    at_s = {r.key: r for r in _table_results(short + refs, z)[0]}
+    at_2s, replays, gated_on = _table_results(long + refs, z)
+    doubling = {
+        r.key: gating.at_both_budgets(at_s[r.key], r, read) for r in at_2s if r.key in gated_on
     }
+    return _gate_table(at_2s, replays, gated_on, read, doubling)
 
 
 # --------------------------------------------------------------------------------------------------

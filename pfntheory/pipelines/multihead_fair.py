@@ -31,7 +31,7 @@ from pfntheory.claims.multihead_select import COVERAGE_LEVELS
 from pfntheory.infra import runs as runfiles
 from pfntheory.maths import metrics as M
 
-from .multihead_run import _forward_chunks, _handset, selector_digest
+from .multihead_run import _forward_chunks, _handset, _load_selector, selector_digest
 
 __all__ = [
     "SELECTOR_PT",
@@ -220,14 +220,6 @@ def score_batch(
     doc["wall_s"] = time.perf_counter() - w0
     doc["threads"] = torch.get_num_threads()
     return doc
-
-
-def _load_selector(path):
-    from pfntheory.nn.selector import BANK, StatSelector
-
-    sel = StatSelector(BANK, 9, 32)
-    sel.load_state_dict(runfiles.load_torch(path))
-    return sel.eval()
 
 
 def run_fair(root=None, *, n_eval=None, deadline: float | None = None) -> dict:

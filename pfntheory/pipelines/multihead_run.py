@@ -463,6 +463,16 @@ def selector_digest(selector) -> str:
     return h.hexdigest()
 
 
+def _load_selector(path):
+    """The committed statistics selector (the table's bank, 9 components, 32 hidden) from
+    ``path``, in eval mode."""
+    from pfntheory.nn.selector import BANK, StatSelector
+
+    sel = StatSelector(BANK, 9, 32)
+    sel.load_state_dict(runfiles.load_torch(path))
+    return sel.eval()
+
+
 def run_confirmation(
     root=None, *, n: int = 1024, n_batches: int = 16, batch_size: int = 32, deadline=None
 ) -> dict:
@@ -471,13 +481,10 @@ def run_confirmation(
     :data:`~pfntheory.claims.multihead_select.FOLDER`), then the batches joined into
     :data:`CELL_FILE` (written atomically). Run it on one thread (``torch.set_num_threads(1)``)."""
     from pfntheory.experiments.state import default_root
-    from pfntheory.nn.selector import BANK, StatSelector
 
     base = Path(default_root() if root is None else root)
     verdict = runfiles.load_json(base / msel.FOLDER / msel.VERDICT_FILE)
-    sel = StatSelector(BANK, 9, 32)
-    sel.load_state_dict(runfiles.load_torch(base / msel.FOLDER / "selector-table.pt"))
-    sel.eval()
+    sel = _load_selector(base / msel.FOLDER / "selector-table.pt")
     out_dir = base / FOLDER
     paths = confirm_cell(
         out_dir,
@@ -571,7 +578,6 @@ def run_reference(root=None, *, n_eval=None, deadline: float | None = None) -> d
     Returns ``{n': cell path or None while incomplete}``."""
     from pfntheory.claims import multihead_cells as mcells
     from pfntheory.experiments.state import default_root
-    from pfntheory.nn.selector import BANK, StatSelector
 
     base = Path(default_root() if root is None else root)
     verdict = runfiles.load_json(base / msel.FOLDER / msel.VERDICT_FILE)
@@ -581,9 +587,7 @@ def run_reference(root=None, *, n_eval=None, deadline: float | None = None) -> d
             f"{base / mcells.REFERENCE_EXPERIMENT}: no L = {mcells.REFERENCE_L} run with its "
             "half-budget partner (run `pfntheory sweep supp_tab_hier_budget --scale cpu`)"
         )
-    sel = StatSelector(BANK, 9, 32)
-    sel.load_state_dict(runfiles.load_torch(base / msel.FOLDER / "selector-table.pt"))
-    sel.eval()
+    sel = _load_selector(base / msel.FOLDER / "selector-table.pt")
     out_dir = base / FOLDER / mcells.REFERENCE_FOLDER
     singles = {mcells.REFERENCE: _as_given(pair[1].run_dir)}
     ns = sorted(mcells.REFERENCE_BATCHES) if n_eval is None else int_tuple(n_eval, "n_eval")
